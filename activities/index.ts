@@ -1,0 +1,20 @@
+import type { Config } from '../src/config';
+import type { Orm } from '../src/db/orm';
+import type { IdempotencyService } from '../src/idempotency/service';
+import type { Logger } from '../src/logger';
+import { createIdempotencyActivities } from './idempotency';
+
+/** Everything an activity may touch; each domain factory takes what it needs. */
+export interface ActivityDeps {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  idempotency: IdempotencyService;
+}
+
+/** Every activity of every domain, registered on the one worker. */
+export const createActivities = (deps: ActivityDeps) => ({
+  ...createIdempotencyActivities(deps),
+});
+
+export type Activities = ReturnType<typeof createActivities>;

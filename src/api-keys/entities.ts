@@ -1,0 +1,49 @@
+import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property } from '@mikro-orm/core';
+import { Member, Organization } from '../organizations/entities';
+import { prefixedId } from '../shared/ids';
+
+export const ENVIRONMENTS = ['sandbox', 'live'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+@Entity({ tableName: 'api_keys' })
+@Index({ properties: ['organization', 'createdAt', 'id'] })
+export class ApiKey {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('key');
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  /** The member this key acts for, if any (approvals and audit actors come from it). */
+  @ManyToOne(() => Member, { nullable: true, deleteRule: 'set null' })
+  member?: Member | null;
+
+  @Property({ type: 'text' })
+  name!: string;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  @Property({ type: 'text[]' })
+  scopes!: string[];
+
+  @Property({ type: 'text' })
+  apiVersion!: string;
+
+  /** SHA-256 of the secret, hex. The secret is high-entropy, so a fast hash is the right tool. */
+  @Property({ type: 'text', unique: true })
+  secretHash!: string;
+
+  /** Last four characters, to tell keys apart in lists without exposing them. */
+  @Property({ type: 'text' })
+  secretLastFour!: string;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', nullable: true })
+  lastUsedAt?: Date | null;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  revokedAt?: Date | null;
+}

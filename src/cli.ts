@@ -1,0 +1,152 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ENVIRONMENTS, type Environment } from './api-keys/entities';
+import { SCOPES } from './api-keys/scopes';
+import { createApiKey, presentApiKey } from './api-keys/service';
+import { ConfigError, loadConfig } from './config';
+import { createOrm, migrate, type Orm } from './db/orm';
+import { ApiError } from './http/errors';
+import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
+import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
+
+const USAGE = `Usage: npm run cli -- <command> [options]
+
+  migrate                                   apply the committed database migrations
+  bootstrap [--key-file PATH]               first start only: create an organization and a root key
+  org:create --name NAME [--environment sandbox|live]
+                                            create an organization and its root key (scope *)
+  key:create --org ID --name NAME --scopes a,b [--environment sandbox|live] [--user-id MEMBER_ID]
+  member:create --org ID --name NAME --email EMAIL --org-role owner|admin|approver|viewer
+  role:create --org ID --name NAME [--description TEXT]
+
+Secrets are printed once; store them now.`;
+
+type Options = Record<string, string | undefined>;
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (!value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+class UsageError extends Error {}
+
+function environmentOption(options: Options): Environment {
+  const value = options.environment ?? 'sandbox';
+  if (!(ENVIRONMENTS as readonly string[]).includes(value)) throw new UsageError(`--environment must be one of ${ENVIRONMENTS.join(', ')}`);
+  return value as Environment;
+}
+
+async function organization(em: EntityManager, id: string): Promise<Organization> {
+  const org = await em.findOne(Organization, { id });
+  if (!org) throw new UsageError(`no organization ${id}`);
+  return org;
+}
+
+function createRootKey(em: EntityManager, org: Organization, environment: Environment) {
+  return createApiKey(em, { organization: org, name: 'Root key', scopes: ['*'], environment });
+}
+
+const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>> = {
+  async migrate(orm) {
+    const applied = await migrate(orm);
+    return { applied };
+  },
+
+  async bootstrap(orm, options) {
+    return orm.em.fork().transactional(async (em) => {
+      // One bootstrap at a time, even if two starts race.
+      await em.getConnection().execute('select pg_advisory_xact_lock(?)', [0x626f6f74], 'run', em.getTransactionContext());
+      if (await em.count(Organization, {})) return { bootstrapped: false };
+      const org = createOrganization(em, 'Default organization');
+      const { key, secret } = createRootKey(em, org, 'sandbox');
+      await em.flush();
+      if (options['key-file']) {
+        await mkdir(path.dirname(options['key-file']), { recursive: true });
+        await writeFile(options['key-file'], `${secret}\n`, { mode: 0o600 });
+      }
+      return { bootstrapped: true, organization_id: org.id, api_key: presentApiKey(key, secret), key_file: options['key-file'] ?? null };
+    });
+  },
+
+  async 'org:create'(orm, options) {
+    const em = orm.em.fork();
+    const org = createOrganization(em, required(options, 'name'));
+    const { key, secret } = createRootKey(em, org, environmentOption(options));
+    await em.flush();
+    return { organization_id: org.id, api_key: presentApiKey(key, secret) };
+  },
+
+  async 'key:create'(orm, options) {
+    const em = orm.em.fork();
+    const org = await organization(em, required(options, 'org'));
+    const scopes = required(options, 'scopes').split(',').map((scope) => scope.trim());
+    const unknown = scopes.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
+    if (unknown.length) throw new UsageError(`unknown scopes: ${unknown.join(', ')}`);
+    const member = options['user-id'] ? await findMember(em, org.id, options['user-id'], 'user-id') : null;
+    const { key, secret } = createApiKey(em, { organization: org, name: required(options, 'name'), scopes, environment: environmentOption(options), member });
+    await em.flush();
+    return presentApiKey(key, secret);
+  },
+
+  async 'member:create'(orm, options) {
+    const em = orm.em.fork();
+    const org = await organization(em, required(options, 'org'));
+    const orgRole = required(options, 'org-role');
+    if (!(ORG_ROLES as readonly string[]).includes(orgRole)) throw new UsageError(`--org-role must be one of ${ORG_ROLES.join(', ')}`);
+    const member = await createMember(em, org, { name: required(options, 'name'), email: required(options, 'email'), org_role: orgRole as OrgRole });
+    await em.flush();
+    return presentMember(member);
+  },
+
+  async 'role:create'(orm, options) {
+    const em = orm.em.fork();
+    const org = await organization(em, required(options, 'org'));
+    const role = createRole(em, org, required(options, 'name'), options.description ?? '');
+    await em.flush();
+    return { id: role.id, object: 'role', name: role.name, organization_id: org.id };
+  },
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const run = command ? commands[command] : undefined;
+  if (!run) {
+    console.error(USAGE);
+    return command ? 2 : 0;
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: Object.fromEntries(
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description'].map((name) => [name, { type: 'string' as const }]),
+    ),
+  });
+  const config = loadConfig();
+  const orm = await createOrm(config.DATABASE_URL, 2);
+  try {
+    const result = await run(orm, values as Options);
+    if (command === 'bootstrap') printBootstrap(result as Parameters<typeof printBootstrap>[0]);
+    else console.log(JSON.stringify(result, null, 2));
+    return 0;
+  } finally {
+    await orm.close();
+  }
+}
+
+function printBootstrap(result: { bootstrapped: boolean; organization_id?: string; api_key?: { secret?: string }; key_file?: string | null }) {
+  if (!result.bootstrapped) return;
+  console.log(`Created organization ${result.organization_id} and its root API key (scope *, sandbox):`);
+  console.log(`\n    ${result.api_key?.secret}\n`);
+  console.log(result.key_file ? `It is also in ${result.key_file}. It is shown only this once.` : 'It is shown only this once.');
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError || error instanceof ConfigError || error instanceof ApiError) console.error(error.message);
+    else console.error(error);
+    process.exit(1);
+  },
+);

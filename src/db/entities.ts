@@ -1,0 +1,6 @@
+import { ApiKey } from '../api-keys/entities';
+import { IdempotencyRecord } from '../idempotency/entities';
+import { Member, Organization, Role } from '../organizations/entities';
+
+/** Every entity of every domain; a new domain adds its entities here. */
+export const entities = [Organization, Member, Role, ApiKey, IdempotencyRecord];

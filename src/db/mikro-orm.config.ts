@@ -1,0 +1,31 @@
+import 'reflect-metadata';
+import path from 'node:path';
+import { Migrator } from '@mikro-orm/migrations';
+import { defineConfig, type Options } from '@mikro-orm/postgresql';
+import { entities } from './entities';
+
+/** One ORM configuration for the app, the worker, the CLI and the migration tooling. */
+export function ormConfig(databaseUrl: string, poolMax = 10): Options {
+  return defineConfig({
+    clientUrl: databaseUrl,
+    entities,
+    pool: { min: 0, max: poolMax },
+    // Migrations are compiled with the rest; the TypeScript sources are what `migration:create` writes.
+    migrations: {
+      path: path.join(__dirname, 'migrations'),
+      pathTs: path.join(__dirname, '../../../src/db/migrations'),
+      glob: '!(*.d).{js,ts}',
+      transactional: true,
+      allOrNothing: true,
+      snapshot: true,
+      snapshotName: '.snapshot',
+      emit: 'ts',
+    },
+    extensions: [Migrator],
+    forceUtcTimezone: true,
+    debug: false,
+  });
+}
+
+// The mikro-orm CLI (`npm run migration:create`) loads this file's default export.
+export default ormConfig(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:54329/custody');

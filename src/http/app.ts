@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import Koa from 'koa';
+import { Counter, Histogram } from 'prom-client';
+import { isApiVersion, LATEST_API_VERSION } from '../shared/api-versions';
+import type { AppContext, AppDeps, AppState } from './context';
+import { ApiError, errors } from './errors';
+import { RouteRegistry } from './route';
+
+export type RouteModule = (routes: RouteRegistry) => void;
+
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the Koa app from the domain route modules; no I/O happens here. */
+export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<AppState>; routes: RouteRegistry } {
+  const app = new Koa<AppState>();
+  app.proxy = true;
+  const routes = new RouteRegistry(deps);
+  for (const register of modules) register(routes);
+
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [deps.metrics],
+  });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by method and route pattern',
+    labelNames: ['method', 'route'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [deps.metrics],
+  });
+
+  // Request id, access log and metrics wrap everything, errors included.
+  app.use(async (ctx: AppContext, next) => {
+    const started = process.hrtime.bigint();
+    const incoming = ctx.get('x-request-id');
+    ctx.state.requestId = REQUEST_ID_PATTERN.test(incoming) ? incoming : `req_${randomUUID().replace(/-/g, '')}`;
+    ctx.state.log = deps.log.child({ request_id: ctx.state.requestId });
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = ctx.state.routePattern ?? 'unmatched';
+      requests.inc({ method: ctx.method, route, status: String(ctx.status) });
+      duration.observe({ method: ctx.method, route }, seconds);
+      ctx.state.log.info(
+        {
+          method: ctx.method,
+          route,
+          path: ctx.path,
+          status: ctx.status,
+          duration_ms: Math.round(seconds * 1000),
+          organization_id: ctx.state.auth?.organizationId,
+          api_key_id: ctx.state.auth?.apiKeyId,
+        },
+        'request',
+      );
+    }
+  });
+
+  // Every failure leaves in the contract's envelope; a 500 never shows a stack, SQL or secret.
+  app.use(async (ctx: AppContext, next) => {
+    try {
+      await next();
+    } catch (caught) {
+      const error = caught instanceof ApiError ? caught : null;
+      if (!error) ctx.state.log.error({ err: caught }, 'unhandled error');
+      const apiError = error ?? errors.internal();
+      ctx.status = apiError.status;
+      for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
+      ctx.body = apiError.toEnvelope(ctx.state.requestId);
+    }
+  });
+
+  // Api-Version: validated before anything else; echoed on every response.
+  app.use(async (ctx: AppContext, next) => {
+    const requested = ctx.get('api-version');
+    if (requested) {
+      if (!isApiVersion(requested)) {
+        ctx.set('Api-Version', LATEST_API_VERSION);
+        throw new ApiError({
+          status: 400,
+          type: 'invalid_request_error',
+          code: 'invalid_api_version',
+          message: `Unknown Api-Version '${requested.slice(0, 40)}'. Known versions: 2026-01-30, 2026-02-28, 2026-05-15.`,
+          param: 'Api-Version',
+        });
+      }
+      ctx.state.requestedApiVersion = requested;
+    }
+    ctx.set('Api-Version', requested || LATEST_API_VERSION);
+    await next();
+  });
+
+  // Unmatched routes and methods: checked after the router and allowedMethods have run.
+  app.use(async (ctx: AppContext, next) => {
+    await next();
+    if (ctx.body !== undefined) return;
+    if (ctx.status === 405 || ctx.status === 501) {
+      throw new ApiError({
+        status: 405,
+        type: 'invalid_request_error',
+        code: 'method_not_allowed',
+        message: `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}.`,
+      });
+    }
+    if (ctx.status === 404) {
+      throw new ApiError({
+        status: 404,
+        type: 'invalid_request_error',
+        code: 'unknown_route',
+        message: `Unrecognized request URL (${ctx.method}: ${ctx.path}).`,
+      });
+    }
+  });
+
+  app.use(routes.router.routes());
+  // Sets 405 (or 501 for unknown verbs) and the Allow header; the middleware above words the error.
+  app.use(routes.router.allowedMethods());
+
+  return { app, routes };
+}

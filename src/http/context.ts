@@ -1,0 +1,50 @@
+import type { RouterContext } from '@koa/router';
+import type { Client, Connection } from '@temporalio/client';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Registry } from 'prom-client';
+import type { Environment } from '../api-keys/entities';
+import type { LastUsedTracker } from '../api-keys/service';
+import type { Config } from '../config';
+import type { Orm } from '../db/orm';
+import type { IdempotencyService } from '../idempotency/service';
+import type { Logger } from '../logger';
+import type { TokenBucketLimiter } from './rate-limit';
+
+/** The calling key, resolved from `Authorization: Bearer`. */
+export interface AuthContext {
+  organizationId: string;
+  apiKeyId: string;
+  memberId: string | null;
+  scopes: string[];
+  environment: Environment;
+  /** Effective version: the `Api-Version` header, else the key's pinned version. */
+  apiVersion: string;
+  lastUsedAt: Date;
+}
+
+export interface AppState {
+  requestId: string;
+  log: Logger;
+  /** Set when the request carries a valid `Api-Version` header. */
+  requestedApiVersion?: string;
+  auth?: AuthContext;
+  body?: unknown;
+  /** Route pattern, for metrics and logs (never the raw path with ids). */
+  routePattern?: string;
+}
+
+export type AppContext = RouterContext<AppState>;
+
+/** What every route handler can reach; built once per process. */
+export interface AppDeps {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  temporal: { connection: Connection; client: Client };
+  metrics: Registry;
+  rateLimiter: TokenBucketLimiter;
+  idempotency: IdempotencyService;
+  lastUsed: LastUsedTracker;
+}
+
+export type { EntityManager };

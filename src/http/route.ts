@@ -1,0 +1,221 @@
+import Router from '@koa/router';
+import { OpenAPIRegistry, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ZodType } from 'zod';
+import { grants, type Scope } from '../api-keys/scopes';
+import { ErrorEnvelope, z } from '../shared/schemas';
+import { applyRateLimit, authenticate } from './auth';
+import { readJsonBody } from './body';
+import type { AppContext, AppDeps, AppState, AuthContext } from './context';
+import { ApiError, errors, fromZodError } from './errors';
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface HandlerResult {
+  status?: number;
+  body: unknown;
+  /** Non-JSON responses (metrics, docs) name their content type. */
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+interface HandlerInput<P, Q, B, A> {
+  params: P;
+  query: Q;
+  body: B;
+  auth: A;
+  /** Request-scoped EntityManager; inside a transaction for every method but GET. */
+  em: EntityManager;
+  ctx: AppContext;
+  deps: AppDeps;
+}
+
+interface RouteBase<P extends ZodType, Q extends ZodType, B extends ZodType> {
+  method: Method;
+  /** Koa-style path with `:param` segments. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** The success response, described for OpenAPI. */
+  response: { status: number; description: string; schema?: ZodType; contentType?: string };
+  deprecated?: boolean;
+}
+
+export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B extends ZodType> extends RouteBase<P, Q, B> {
+  /** The scope the key must hold; `authenticated` admits any valid key (introspection). */
+  scope: Scope | 'authenticated';
+  handler: (input: HandlerInput<z.infer<P>, z.infer<Q>, z.infer<B>, AuthContext>) => Promise<HandlerResult>;
+}
+
+export interface PublicRoute<P extends ZodType, Q extends ZodType, B extends ZodType> extends RouteBase<P, Q, B> {
+  scope: 'public';
+  handler: (input: HandlerInput<z.infer<P>, z.infer<Q>, z.infer<B>, undefined>) => Promise<HandlerResult>;
+}
+
+const NoInput = z.object({}).strict();
+const CommonErrors: Record<number, string> = {
+  400: 'Invalid request (validation_failed, invalid_json, invalid_api_version...)',
+  401: 'Missing, unknown or revoked API key',
+  403: 'The key lacks the required scope',
+  404: 'No such resource in this organization',
+  409: 'Conflict (state or idempotency)',
+  429: 'Rate limited',
+  500: 'Internal error',
+};
+
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+
+/**
+ * The one way to add a route: it registers the Koa handler and its OpenAPI operation from the
+ * same zod schemas, so the document cannot drift from what is validated. Authentication, scope,
+ * rate limiting, validation, transactions and Idempotency-Key handling happen here once.
+ */
+export class RouteRegistry {
+  readonly router = new Router<AppState>();
+  readonly openapi = new OpenAPIRegistry();
+  readonly operations: { method: Method; path: string }[] = [];
+
+  constructor(private readonly deps: AppDeps) {
+    this.openapi.register('Error', ErrorEnvelope);
+    this.openapi.registerComponent('securitySchemes', 'bearerAuth', {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'An API secret, `sk_test_...` (sandbox) or `sk_live_...` (live).',
+    });
+  }
+
+  add<P extends ZodType = typeof NoInput, Q extends ZodType = typeof NoInput, B extends ZodType = typeof NoInput>(
+    route: AuthenticatedRoute<P, Q, B> | PublicRoute<P, Q, B>,
+  ): void {
+    this.registerOpenApi(route);
+    this.operations.push({ method: route.method, path: route.path });
+    this.router[route.method](route.path, async (ctx: AppContext) => {
+      ctx.state.routePattern = route.path;
+      const auth = route.scope === 'public' ? undefined : await this.authorize(ctx, route.scope);
+      const params = parse(route.params ?? NoInput, ctx.params ?? {}, 'path');
+      const query = parse(route.query ?? NoInput, ctx.query, 'query');
+      const rawBody = route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
+      const body = route.body ? parse(route.body, rawBody ?? {}, 'body') : rejectUnexpectedBody(rawBody);
+      const em = this.deps.orm.em.fork();
+      const handler = route.handler as (input: HandlerInput<unknown, unknown, unknown, AuthContext | undefined>) => Promise<HandlerResult>;
+      const run = (transactionEm: EntityManager) => handler({ params, query, body, auth, em: transactionEm, ctx, deps: this.deps });
+
+      let result: HandlerResult;
+      const idempotencyKey = ctx.get(IDEMPOTENCY_KEY_HEADER);
+      if (route.method === 'get') {
+        result = await run(em);
+      } else if (auth && idempotencyKey && route.method === 'post' && route.path.startsWith('/v1/')) {
+        result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, run);
+      } else {
+        result = await em.transactional(run);
+      }
+      respond(ctx, result, route.response.status);
+    });
+  }
+
+  private async authorize(ctx: AppContext, scope: Scope | 'authenticated'): Promise<AuthContext> {
+    const auth = await authenticate(ctx, this.deps);
+    ctx.state.auth = auth;
+    ctx.set('Api-Version', auth.apiVersion);
+    applyRateLimit(ctx, this.deps, auth);
+    if (scope !== 'authenticated' && !grants(auth.scopes, scope)) throw errors.insufficientScope(scope);
+    return auth;
+  }
+
+  private async runIdempotently(
+    ctx: AppContext,
+    em: EntityManager,
+    auth: AuthContext,
+    key: string,
+    rawBody: unknown,
+    defaultStatus: number,
+    run: (em: EntityManager) => Promise<HandlerResult>,
+  ): Promise<HandlerResult> {
+    if (key.length > 255) throw errors.validation('Idempotency-Key must be at most 255 characters.', 'Idempotency-Key');
+    const idempotency = this.deps.idempotency;
+    const claim = await idempotency.claim(em, { organizationId: auth.organizationId, key, method: ctx.method, path: ctx.path, body: rawBody });
+    if (claim.kind === 'replay') {
+      ctx.set('Idempotent-Replayed', 'true');
+      return { status: claim.status, body: claim.body };
+    }
+    try {
+      return await em.transactional(async (tx) => {
+        const result = await run(tx);
+        await idempotency.complete(tx, claim.id, result.status ?? defaultStatus, result.body);
+        return result;
+      });
+    } catch (error) {
+      if (error instanceof ApiError && error.status < 500) {
+        // The change rolled back; the refusal itself is the stored outcome, as Stripe does.
+        await idempotency.complete(em, claim.id, error.status, error.toEnvelope(ctx.state.requestId));
+      } else {
+        await idempotency.release(em, claim.id);
+      }
+      throw error;
+    }
+  }
+
+  private registerOpenApi<P extends ZodType, Q extends ZodType, B extends ZodType>(route: RouteBase<P, Q, B> & { scope: Scope | 'authenticated' | 'public' }) {
+    const responses: RouteConfig['responses'] = {
+      [route.response.status]: {
+        description: route.response.description,
+        ...(route.response.schema
+          ? { content: { [route.response.contentType ?? 'application/json']: { schema: route.response.schema } } }
+          : {}),
+      },
+    };
+    if (route.scope !== 'public') {
+      for (const [status, description] of Object.entries(CommonErrors)) {
+        responses[status] = { description, content: { 'application/json': { schema: ErrorEnvelope } } };
+      }
+    }
+    const headers =
+      route.method === 'post' && route.path.startsWith('/v1/') && route.scope !== 'public'
+        ? z.object({
+            'Idempotency-Key': z.string().max(255).optional().openapi({ description: 'Replays the stored response for 24 h' }),
+          })
+        : undefined;
+    this.openapi.registerPath({
+      method: route.method,
+      path: route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'),
+      operationId: route.operationId,
+      summary: route.summary,
+      description: route.scope === 'public' ? route.description : `${route.description ?? route.summary}\n\nRequired scope: ${route.scope === 'authenticated' ? 'any valid key' : `\`${route.scope}\``}.`,
+      tags: [route.tag],
+      deprecated: route.deprecated,
+      security: route.scope === 'public' ? [] : [{ bearerAuth: [] }],
+      request: {
+        ...(route.params ? { params: route.params as never } : {}),
+        ...(route.query ? { query: route.query as never } : {}),
+        ...(headers ? { headers } : {}),
+        ...(route.body ? { body: { content: { 'application/json': { schema: route.body } }, required: true } } : {}),
+      },
+      responses,
+    });
+  }
+}
+
+function parse<T extends ZodType>(schema: T, value: unknown, location: 'body' | 'query' | 'path'): z.infer<T> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw fromZodError(result.error, location);
+  return result.data;
+}
+
+function rejectUnexpectedBody(rawBody: unknown): never {
+  if (rawBody !== undefined && !(typeof rawBody === 'object' && rawBody !== null && Object.keys(rawBody).length === 0)) {
+    throw errors.validation('This endpoint takes no request body.', 'body');
+  }
+  return {} as never;
+}
+
+function respond(ctx: AppContext, result: HandlerResult, defaultStatus: number): void {
+  ctx.status = result.status ?? defaultStatus;
+  for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+  if (result.contentType) ctx.type = result.contentType;
+  ctx.body = result.body;
+}

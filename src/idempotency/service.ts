@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../http/errors';
+import { canonicalJson } from '../shared/canonical-json';
+import { prefixedId } from '../shared/ids';
+
+export interface IdempotentRequest {
+  organizationId: string;
+  key: string;
+  method: string;
+  path: string;
+  body: unknown;
+}
+
+export type Claim = { kind: 'claimed'; id: string } | { kind: 'replay'; status: number; body: unknown };
+
+export const requestHash = (request: Omit<IdempotentRequest, 'organizationId' | 'key'>): string =>
+  createHash('sha256').update(`${request.method} ${request.path}\n${canonicalJson(request.body ?? null)}`).digest('hex');
+
+/**
+ * Stripe's Idempotency-Key semantics on PostgreSQL. A key is claimed by a committed insert
+ * before the handler runs, so a concurrent request with the same key sees it; the stored response
+ * is written in the handler's own transaction, so a crash leaves either nothing (the claim can be
+ * taken over after `lockSeconds`) or both the change and its response.
+ */
+export class IdempotencyService {
+  constructor(private readonly lockSeconds: number) {}
+
+  async claim(em: EntityManager, request: IdempotentRequest): Promise<Claim> {
+    const hash = requestHash(request);
+    const now = new Date();
+    const claimed = await em.getConnection().execute<{ id: string }[]>(
+      `insert into idempotency_records (id, organization_id, key, request_hash, method, path, status, locked_at, created_at)
+       values (?, ?, ?, ?, ?, ?, 'in_flight', ?, ?)
+       on conflict (organization_id, key) do update set locked_at = excluded.locked_at
+         where idempotency_records.status = 'in_flight'
+           and idempotency_records.request_hash = excluded.request_hash
+           and idempotency_records.locked_at < ?
+       returning id`,
+      [prefixedId('idem'), request.organizationId, request.key, hash, request.method, request.path, now, now, new Date(now.getTime() - this.lockSeconds * 1000)],
+      'all',
+    );
+    if (claimed[0]) return { kind: 'claimed', id: claimed[0].id };
+
+    const [existing] = await em.getConnection().execute<
+      { request_hash: string; status: string; response_status: number | null; response_body: unknown }[]
+    >(
+      `select request_hash, status, response_status, response_body from idempotency_records where organization_id = ? and key = ?`,
+      [request.organizationId, request.key],
+      'all',
+    );
+    if (!existing) return this.claim(em, request); // purged between the two statements: claim afresh
+    if (existing.request_hash !== hash) {
+      throw new ApiError({
+        status: 409,
+        type: 'idempotency_error',
+        code: 'idempotency_key_reused',
+        message: 'This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.',
+        param: 'Idempotency-Key',
+      });
+    }
+    if (existing.status === 'in_flight') {
+      throw new ApiError({
+        status: 409,
+        type: 'idempotency_error',
+        code: 'idempotency_key_in_use',
+        message: 'A request with this Idempotency-Key is still being processed. Retry after it completes.',
+        param: 'Idempotency-Key',
+      });
+    }
+    return { kind: 'replay', status: existing.response_status ?? 200, body: existing.response_body };
+  }
+
+  /** Stores the response; call inside the handler's transaction for successes. */
+  async complete(em: EntityManager, id: string, status: number, body: unknown): Promise<void> {
+    await em.getConnection().execute(
+      `update idempotency_records set status = 'completed', response_status = ?, response_body = ? where id = ?`,
+      [status, JSON.stringify(body ?? null), id],
+      'run',
+      em.getTransactionContext(),
+    );
+  }
+
+  /** Forgets a claim whose request did not run to a storable end (5xx), so a retry executes afresh. */
+  async release(em: EntityManager, id: string): Promise<void> {
+    await em.getConnection().execute(`delete from idempotency_records where id = ?`, [id], 'run');
+  }
+
+  /** Deletes records created before `cutoff`, in batches so a large purge never holds long locks. */
+  async purgeCreatedBefore(em: EntityManager, cutoff: Date, batchSize = 5000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const deleted = await em.getConnection().execute<{ id: string }[]>(
+        `delete from idempotency_records where id in (select id from idempotency_records where created_at < ? limit ?) returning id`,
+        [cutoff, batchSize],
+        'all',
+      );
+      total += deleted.length;
+      if (deleted.length < batchSize) return total;
+    }
+  }
+}

@@ -1,0 +1,27 @@
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { LastUsedTracker } from './api-keys/service';
+import type { Config } from './config';
+import { createOrm, type Orm } from './db/orm';
+import type { AppDeps } from './http/context';
+import { TokenBucketLimiter } from './http/rate-limit';
+import { IdempotencyService } from './idempotency/service';
+import type { Logger } from './logger';
+import { createTemporalClient } from './temporal/client';
+
+/** Wires the process-wide dependencies of the API from configuration. */
+export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = createTemporalClient(config)): AppDeps {
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+  return {
+    config,
+    orm,
+    log,
+    temporal,
+    metrics,
+    rateLimiter: new TokenBucketLimiter(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
+    idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
+    lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
+  };
+}
+
+export { createOrm };

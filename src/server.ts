@@ -1,0 +1,34 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import { ConfigError, loadConfig } from './config';
+import { createApp } from './http/app';
+import { createLogger } from './logger';
+import { routeModules } from './modules';
+import { createAppDeps, createOrm } from './runtime';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL, 'api');
+  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const deps = createAppDeps(config, orm, log);
+  const { app } = createApp(deps, routeModules);
+  const server: Server = app.listen(config.PORT, config.HOST);
+  await once(server, 'listening');
+  log.info({ url: `http://${config.HOST}:${config.PORT}` }, 'API listening');
+
+  const shutdown = async (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    server.close();
+    await once(server, 'close');
+    await deps.temporal.connection.close();
+    await orm.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof ConfigError ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,41 @@
+import Decimal from 'decimal.js';
+
+/**
+ * Exact decimal arithmetic for every money path. Precision is far beyond any asset's decimals
+ * (ETH has 18), and exponent thresholds keep `toString()` out of scientific notation.
+ */
+export const Money = Decimal.clone({ precision: 80, rounding: Decimal.ROUND_DOWN, toExpNeg: -80, toExpPos: 80 });
+export type MoneyValue = InstanceType<typeof Money>;
+
+export class AmountError extends Error {
+  override name = 'AmountError';
+}
+
+const DISPLAY_PATTERN = /^(0|[1-9]\d*)(\.\d+)?$/;
+const BASE_UNIT_PATTERN = /^(0|[1-9]\d*)$/;
+
+export const isDisplayAmount = (value: string): boolean => DISPLAY_PATTERN.test(value);
+export const isBaseUnitAmount = (value: string): boolean => BASE_UNIT_PATTERN.test(value);
+
+/** "1.5" with 8 decimals -> 150000000n. More fractional digits than the asset has is an error, never a rounding. */
+export function toBaseUnits(display: string, decimals: number): bigint {
+  if (!isDisplayAmount(display)) throw new AmountError(`'${display}' is not a non-negative decimal amount`);
+  const fraction = display.split('.')[1] ?? '';
+  if (fraction.replace(/0+$/, '').length > decimals) {
+    throw new AmountError(`'${display}' has more than ${decimals} decimal places`);
+  }
+  return BigInt(new Money(display).times(new Money(10).pow(decimals)).toFixed(0));
+}
+
+/** 150000000n with 8 decimals -> "1.5"; trailing zeros dropped, never exponent notation. */
+export function toDisplay(baseUnits: bigint | string, decimals: number): string {
+  const raw = typeof baseUnits === 'bigint' ? baseUnits.toString() : baseUnits;
+  if (!/^-?(0|[1-9]\d*)$/.test(raw)) throw new AmountError(`'${raw}' is not an integer amount`);
+  return new Money(raw).dividedBy(new Money(10).pow(decimals)).toFixed();
+}
+
+/** Cents (card amounts) to a two-place decimal string: 5000 -> "50.00". */
+export const centsToDecimalString = (cents: bigint): string => new Money(cents.toString()).dividedBy(100).toFixed(2);
+
+/** A decimal currency string (card_limits) to cents: "50" -> 5000n. */
+export const decimalStringToCents = (value: string): bigint => toBaseUnits(value, 2);

@@ -1,0 +1,66 @@
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type Connection, type ScheduleOptions } from '@temporalio/client';
+import { SearchAttributeType } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { Config } from '../config';
+import { SEARCH_ATTRIBUTE_KEYS, resourceSearchAttributes } from './search-attributes';
+
+const INDEXED_TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+  [SearchAttributeType.KEYWORD]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  [SearchAttributeType.TEXT]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  [SearchAttributeType.INT]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  [SearchAttributeType.DATETIME]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+};
+
+/** Registers our custom search attributes on the namespace if they are missing (idempotent). */
+export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
+  const existing = await connection.operatorService.listSearchAttributes({ namespace });
+  const known = new Set([...Object.keys(existing.customAttributes ?? {}), ...Object.keys(existing.systemAttributes ?? {})]);
+  const missing = SEARCH_ATTRIBUTE_KEYS.filter((key) => !known.has(key.name));
+  if (missing.length) {
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((key) => [key.name, INDEXED_TYPES[key.type]!])),
+    });
+  }
+  return missing.map((key) => key.name);
+}
+
+export const IDEMPOTENCY_RETENTION_SCHEDULE_ID = 'idempotency-retention';
+
+/** The recurring jobs of the service, as Temporal Schedules so operators see and pause them in the UI. */
+export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'IDEMPOTENCY_RETENTION_HOURS'>): ScheduleOptions[] {
+  return [
+    {
+      scheduleId: IDEMPOTENCY_RETENTION_SCHEDULE_ID,
+      spec: { intervals: [{ every: '1 hour' }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'idempotencyRetentionWorkflow',
+        workflowId: 'idempotency-retention',
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        args: [{ retentionHours: config.IDEMPOTENCY_RETENTION_HOURS }],
+        workflowExecutionTimeout: '1 hour',
+        typedSearchAttributes: resourceSearchAttributes({ type: 'idempotency_retention', id: IDEMPOTENCY_RETENTION_SCHEDULE_ID }),
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
+      memo: { description: 'Purges Idempotency-Key records older than the retention window' },
+    },
+  ];
+}
+
+/** Creates each schedule, or brings an existing one up to date with its definition. */
+export async function ensureSchedules(client: Client, definitions: ScheduleOptions[]): Promise<void> {
+  for (const definition of definitions) {
+    try {
+      await client.schedule.create(definition);
+    } catch (error) {
+      if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+      await client.schedule.getHandle(definition.scheduleId).update((previous) => ({
+        ...previous,
+        spec: definition.spec,
+        action: definition.action as never,
+        policies: { ...previous.policies, ...definition.policies },
+      }));
+    }
+  }
+}

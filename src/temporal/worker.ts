@@ -1,0 +1,37 @@
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../../activities';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/** Bundles workflows/ once per process; every worker (and every test) reuses it. */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietBundlerLogger });
+  return bundle;
+}
+
+const quietBundlerLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string, meta?: Record<string, unknown>) => console.warn(message, meta ?? ''),
+  error: (message: string, meta?: Record<string, unknown>) => console.error(message, meta ?? ''),
+};
+
+export interface WorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+}
+
+/** The one worker setup used by the service and by every workflow test. */
+export async function createWorker(options: WorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    workflowBundle: await workflowBundle(),
+    activities: createActivities(options.deps),
+  });
+}

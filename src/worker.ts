@@ -1,0 +1,40 @@
+import { NativeConnection } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { ConfigError, loadConfig } from './config';
+import { IdempotencyService } from './idempotency/service';
+import { createLogger } from './logger';
+import { createOrm } from './runtime';
+import { createTemporalClient } from './temporal/client';
+import { ensureSchedules, ensureSearchAttributes, scheduleDefinitions } from './temporal/setup';
+import { createWorker } from './temporal/worker';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL, 'worker');
+  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+
+  const { connection, client } = createTemporalClient(config);
+  const added = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
+  if (added.length) log.info({ search_attributes: added }, 'registered search attributes');
+  await ensureSchedules(client as Client, scheduleDefinitions(config));
+
+  const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const worker = await createWorker({
+    connection: nativeConnection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    deps: { config, orm, log, idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
+  });
+  log.info({ task_queue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE }, 'worker running');
+  // Worker.run() returns after SIGINT/SIGTERM (the SDK installs the handlers) once in-flight tasks drain.
+  await worker.run();
+  await nativeConnection.close();
+  await connection.close();
+  await orm.close();
+  log.info('worker stopped');
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof ConfigError ? error.message : error);
+  process.exit(1);
+});
