@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
+
+describe('Rate limiting', () => {
+  let app: TestApp;
+
+  before(async () => {
+    // Three requests of burst and a refill slow enough that none comes back during the test.
+    app = await startTestApp({ config: { RATE_LIMIT_BURST: '3', RATE_LIMIT_PER_SECOND: '0.01' } });
+  });
+  after(() => app?.close());
+
+  it('answers 429 rate_limited with Retry-After once a key spends its bucket, per key', async () => {
+    const org = await createTestOrganization();
+    const remaining: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const response = await app.request('GET', '/v1/api-keys/me', { key: org.secret });
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get('ratelimit-limit'), '3');
+      remaining.push(response.headers.get('ratelimit-remaining') ?? '');
+    }
+    assert.deepEqual(remaining, ['2', '1', '0']);
+
+    const limited = await app.request('GET', '/v1/api-keys/me', { key: org.secret });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.error.type, 'rate_limit_error');
+    assert.equal(limited.body.error.code, 'rate_limited');
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.equal(limited.headers.get('ratelimit-remaining'), '0');
+    assert.ok(Number(limited.headers.get('ratelimit-reset')) >= 1);
+
+    const other = await org.key(['cards:read']);
+    assert.equal((await app.request('GET', '/v1/api-keys/me', { key: other.secret })).status, 200, 'another key has its own bucket');
+  });
+});

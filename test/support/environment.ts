@@ -1,0 +1,62 @@
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { loadConfig, type Config } from '../../src/config';
+import { createOrm, migrate, type Orm } from '../../src/db/orm';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
+
+/**
+ * Shared, lazily started real components: one migrated PostgreSQL database (the throwaway one
+ * scripts/test.sh made), one Temporal dev server for API tests, one time-skipping server for
+ * workflow tests. Each test works inside its own organization, so tests do not see each other.
+ */
+function requiredEnv(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the suite with \`npm test\`, which provisions it.`);
+  return value;
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test', ...process.env, ...overrides });
+}
+
+let orm: Promise<Orm> | undefined;
+export function testOrm(): Promise<Orm> {
+  orm ??= (async () => {
+    const instance = await createOrm(requiredEnv('DATABASE_URL'), 20);
+    await migrate(instance);
+    return instance;
+  })();
+  return orm;
+}
+
+let local: Promise<TestWorkflowEnvironment> | undefined;
+/** A real Temporal dev server (schedules, search attributes, visibility): for API and setup tests. */
+export function localTemporal(): Promise<TestWorkflowEnvironment> {
+  local ??= TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: requiredEnv('TEMPORAL_CLI_PATH') },
+      searchAttributes: SEARCH_ATTRIBUTE_KEYS,
+      extraArgs: ['--log-level', 'error'],
+    },
+  });
+  return local;
+}
+
+let timeSkipping: Promise<TestWorkflowEnvironment> | undefined;
+/** The time-skipping test server: 24 h timers pass in moments. */
+export function timeSkippingTemporal(): Promise<TestWorkflowEnvironment> {
+  timeSkipping ??= TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: requiredEnv('TEMPORAL_TEST_SERVER_PATH') } },
+  });
+  return timeSkipping;
+}
+
+export const mochaHooks = {
+  async afterAll(this: Mocha.Context) {
+    this.timeout(60_000);
+    await Promise.all([
+      local?.then((env) => env.teardown()),
+      timeSkipping?.then((env) => env.teardown()),
+      orm?.then((instance) => instance.close()),
+    ]);
+  },
+};
