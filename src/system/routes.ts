@@ -76,7 +76,8 @@ export function registerSystemRoutes(routes: RouteRegistry): void {
     handler: async ({ deps }) => {
       const [database, temporal] = await Promise.all([
         probe(() => deps.orm.em.getConnection().execute('select 1')),
-        probe(() => deps.temporal.connection.workflowService.getSystemInfo({})),
+        // A deadline, so the client's own retries stop when the probe gives up.
+        probe(() => deps.temporal.connection.withDeadline(Date.now() + 2000, () => deps.temporal.connection.workflowService.getSystemInfo({}))),
       ]);
       const ready = database === 'ok' && temporal === 'ok';
       return { status: ready ? 200 : 503, body: { status: ready ? 'ok' : 'unavailable', checks: { database, temporal } } };

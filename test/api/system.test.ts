@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { createTemporalClient } from '../../src/temporal/client';
+import { Client, Connection } from '@temporalio/client';
 import { startTestApp, type TestApp } from '../support/app';
 
 describe('Operations endpoints and the OpenAPI document', () => {
@@ -19,7 +19,9 @@ describe('Operations endpoints and the OpenAPI document', () => {
   });
 
   it('answers 503 on /readyz when Temporal is unreachable', async () => {
-    const unreachable = createTemporalClient({ TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_NAMESPACE: 'default' });
+    // No retry interceptors: nothing may still be retrying once the test closes the connection.
+    const connection = Connection.lazy({ address: '127.0.0.1:1', interceptors: [] });
+    const unreachable = { connection, client: new Client({ connection }) };
     const degraded = await startTestApp({ temporal: unreachable });
     try {
       const ready = await degraded.request('GET', '/readyz');

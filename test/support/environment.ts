@@ -1,4 +1,5 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig, type Config } from '../../src/config';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
@@ -8,6 +9,9 @@ import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
  * scripts/test.sh made), one Temporal dev server for API tests, one time-skipping server for
  * workflow tests. Each test works inside its own organization, so tests do not see each other.
  */
+// Workers log their state changes at INFO; tests only want warnings.
+Runtime.install({ logger: new DefaultLogger('WARN') });
+
 function requiredEnv(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set: run the suite with \`npm test\`, which provisions it.`);

@@ -1,0 +1,29 @@
+# syntax=docker/dockerfile:1
+# One image for the API, the Temporal worker and the CLI (migrate/bootstrap);
+# docker-compose.yml picks the command.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# No dependency needs an install script; skipping them matches local installs
+# with npm 11, which runs none unless approved.
+# npm ci refuses a lock that lacks the @swc/core binaries of other platforms; install from the lock then.
+RUN npm ci --ignore-scripts --no-audit --no-fund || npm install --no-save --ignore-scripts --no-audit --no-fund
+COPY . .
+RUN npm run build && npm prune --omit=dev --ignore-scripts
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATA_DIR=/app/.data
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# DATA_DIR must be writable by the unprivileged user (a named volume mounted
+# there inherits this ownership).
+RUN mkdir -p /app/.data && chown node:node /app/.data
+USER node
+EXPOSE 3000
+CMD ["node", "dist/src/server.js"]

@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# Shared helpers for the scripts in this folder. Source it; it defines
+# functions and a few variables and changes no shell options of its own.
+#
+#   log MSG...               one line on stderr, prefixed with the script name
+#   die MSG...               log "error: MSG" and exit 1
+#   PROJECT_ROOT             absolute path of the repository root
+#   free_port                print a free TCP port on 127.0.0.1
+#   wait_for SECONDS CMD...  retry CMD every 0.5 s until it succeeds or time runs out
+#   tcp_open HOST PORT       succeed when something accepts connections there
+#   temporal_cli_path        print the path of the `temporal` CLI (fails if missing)
+#   temporal_test_server_path  print the path of the time-skipping test server
+#   temporal_dev_start DBFILE PORT UI_PORT LOGFILE [NAMESPACE]
+#                            start `temporal server start-dev` in the background,
+#                            sets TEMPORAL_DEV_PID, waits until it is healthy
+#   temporal_healthy ADDRESS succeed when the frontend at host:port answers
+#   temporal_dev_stop        stop the dev server started by temporal_dev_start
+#   stop_pid PID [SECONDS]   TERM a process, KILL it after SECONDS (default 15)
+
+LIB_SCRIPT_NAME=${LIB_SCRIPT_NAME:-$(basename "${BASH_SOURCE[1]:-$0}" .sh)}
+PROJECT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS_DIR="$PROJECT_ROOT/.tools"
+
+log() { printf '[%s] %s\n' "$LIB_SCRIPT_NAME" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+free_port() {
+  # Ask the kernel for an ephemeral port; node is always there for this project,
+  # python3 is the fallback.
+  if command -v node >/dev/null 2>&1; then
+    node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+  elif command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'
+  else
+    die "need node or python3 to find a free port"
+  fi
+}
+
+wait_for() {
+  local seconds=$1; shift
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
+}
+
+tcp_open() {
+  # bash's /dev/tcp needs no extra tool; the subshell closes the socket again.
+  (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null
+}
+
+stop_pid() {
+  local pid=$1 seconds=${2:-15} i
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < seconds * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "process $pid did not stop within ${seconds}s, killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+# --- Temporal ---------------------------------------------------------------
+
+_first_executable() {
+  local c
+  for c in "$@"; do
+    if [[ -n $c && -x $c && ! -d $c ]]; then printf '%s\n' "$c"; return 0; fi
+  done
+  return 1
+}
+
+# An explicit TEMPORAL_CLI_PATH / TEMPORAL_TEST_SERVER_PATH wins; then what
+# ensure-tools.sh installs (pip into .tools/temporal, fallbacks into .tools/bin).
+temporal_cli_path() {
+  _first_executable "${TEMPORAL_CLI_PATH:-}" "$TOOLS_DIR/temporal/bin/temporal" "$TOOLS_DIR/bin/temporal"
+}
+temporal_test_server_path() {
+  _first_executable "${TEMPORAL_TEST_SERVER_PATH:-}" "$TOOLS_DIR/temporal/bin/temporal-test-server" \
+    "$TOOLS_DIR/bin/temporal-test-server"
+}
+
+temporal_healthy() {
+  "$(temporal_cli_path)" operator cluster health --address "$1" 2>/dev/null | grep -q SERVING
+}
+
+TEMPORAL_DEV_PID=
+temporal_dev_start() {
+  local dbfile=$1 port=$2 ui_port=$3 logfile=$4 namespace=${5:-default} cli
+  cli=$(temporal_cli_path) || die "the Temporal CLI is missing: run scripts/ensure-tools.sh"
+  mkdir -p "$(dirname "$dbfile")" "$(dirname "$logfile")"
+  local args=(server start-dev --db-filename "$dbfile" --port "$port" --ui-port "$ui_port"
+    --ip 127.0.0.1 --log-level warn)
+  # "default" always exists; a different namespace has to be created at launch.
+  [[ $namespace == default ]] || args+=(--namespace "$namespace")
+  log "starting Temporal dev server on 127.0.0.1:$port (UI $ui_port, state $dbfile, log $logfile)"
+  "$cli" "${args[@]}" >>"$logfile" 2>&1 </dev/null &
+  TEMPORAL_DEV_PID=$!
+  local deadline=$((SECONDS + 60))
+  until temporal_healthy "127.0.0.1:$port"; do
+    if ! kill -0 "$TEMPORAL_DEV_PID" 2>/dev/null; then
+      tail -n 20 "$logfile" >&2 || true
+      TEMPORAL_DEV_PID=
+      die "the Temporal dev server exited during startup (see $logfile)"
+    fi
+    if ((SECONDS >= deadline)); then
+      temporal_dev_stop
+      die "the Temporal dev server did not become healthy within 60s (see $logfile)"
+    fi
+    sleep 0.5
+  done
+  log "Temporal dev server is up (pid $TEMPORAL_DEV_PID)"
+}
+
+temporal_dev_stop() {
+  [[ -n ${TEMPORAL_DEV_PID:-} ]] || return 0
+  log "stopping Temporal dev server (pid $TEMPORAL_DEV_PID)"
+  stop_pid "$TEMPORAL_DEV_PID" 20
+  TEMPORAL_DEV_PID=
+}

@@ -1,0 +1,146 @@
+# shellcheck shell=bash disable=SC2034 # PG_STARTED is for the callers
+# Project-local PostgreSQL clusters. Source it after lib.sh.
+#
+#   pg_bin_dir                     print the folder holding initdb, pg_ctl and postgres
+#   pg_start_cluster DIR PORT      init DIR if needed and start it on 127.0.0.1:PORT;
+#                                  idempotent; sets PG_STARTED=1 only if it started it.
+#                                  PG_FAST=1: no fsync (throwaway test clusters)
+#   pg_stop_cluster DIR            stop it if it runs
+#   pg_url_with_db URL NAME        print URL with its database replaced by NAME
+#   pg_create_database URL NAME    create database NAME on URL's server unless it exists
+#   pg_drop_database URL NAME      drop database NAME on URL's server (forcefully)
+#
+# Layout of DIR: data/ (PGDATA), run/ (unix socket), postgres.log.
+# PostgreSQL refuses to run as root, so as root every server-side command runs
+# as the `postgres` system user, which owns DIR.
+
+pg_bin_dir() {
+  local d c
+  local candidates=()
+  # What PATH finds first (through symlinks, so pg_ctl finds its own postgres),
+  # then Debian's versioned folders, newest first.
+  if c=$(command -v initdb 2>/dev/null); then candidates+=("$(dirname "$(readlink -f "$c")")"); fi
+  while IFS= read -r d; do candidates+=("$d"); done < <(printf '%s\n' /usr/lib/postgresql/*/bin | sort -rV)
+  for d in "${candidates[@]}"; do
+    if [[ -x $d/initdb && -x $d/pg_ctl && -x $d/postgres ]]; then printf '%s\n' "$d"; return 0; fi
+  done
+  return 1
+}
+
+# Run a server-side command as the cluster's owner.
+_pg_as_owner() {
+  if [[ $(id -u) == 0 ]]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+_pg_prepare_dir() {
+  local dir=$1
+  mkdir -p "$dir"
+  [[ $(id -u) == 0 ]] || return 0
+  if ! id -u postgres >/dev/null 2>&1; then
+    log "creating the postgres system user"
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin postgres
+  fi
+  [[ $(stat -c %U "$dir") == postgres ]] || chown -R postgres: "$dir"
+  runuser -u postgres -- test -w "$dir" ||
+    die "the postgres user cannot reach $dir: make its parent folders searchable (chmod o+x) or set DATABASE_URL."
+}
+
+pg_start_cluster() {
+  local dir port bin
+  dir=$(mkdir -p "$1" && cd "$1" && pwd) port=$2
+  PG_STARTED=''
+  bin=$(pg_bin_dir) || die "PostgreSQL server binaries were not found: run scripts/ensure-tools.sh or set DATABASE_URL."
+  _pg_prepare_dir "$dir"
+  # Commands run from inside DIR so the postgres user never sits in an unreadable cwd.
+  (
+    cd "$dir"
+    if [[ ! -f data/PG_VERSION ]]; then
+      log "initialising PostgreSQL cluster in $dir/data"
+      local sync=()
+      [[ -z ${PG_FAST:-} ]] || sync=(--no-sync)
+      _pg_as_owner "$bin/initdb" -D "$dir/data" --auth=trust -U postgres --encoding=UTF8 --no-locale \
+        ${sync[@]+"${sync[@]}"} >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed in $dir/data"; }
+    fi
+    _pg_as_owner mkdir -p "$dir/run"
+  ) || exit 1
+  if (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1); then
+    log "PostgreSQL in $dir is already running"
+  else
+    # -h/-k/-p: listen on loopback only, socket inside DIR, given port.
+    # pg_ctl hands -o to a shell, hence the inner quotes around the path.
+    local opts="-h 127.0.0.1 -p $port -k '$dir/run'"
+    [[ -z ${PG_FAST:-} ]] || opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    log "starting PostgreSQL on 127.0.0.1:$port (log $dir/postgres.log)"
+    if ! (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -o "$opts" -w -t 60 start >/dev/null); then
+      tail -n 20 "$dir/postgres.log" >&2 || true
+      die "PostgreSQL did not start in $dir on port $port (see $dir/postgres.log)."
+    fi
+    PG_STARTED=1
+  fi
+  local isready=pg_isready
+  [[ -x $bin/pg_isready ]] && isready=$bin/pg_isready
+  if command -v "$isready" >/dev/null 2>&1; then
+    wait_for 30 "$isready" -q -h 127.0.0.1 -p "$port" -U postgres ||
+      die "PostgreSQL in $dir does not answer on 127.0.0.1:$port (is it running on another port?)."
+  else
+    wait_for 30 tcp_open 127.0.0.1 "$port" || die "PostgreSQL in $dir does not answer on 127.0.0.1:$port."
+  fi
+}
+
+pg_stop_cluster() {
+  local dir=$1 bin
+  [[ -f $dir/data/PG_VERSION ]] || return 0
+  bin=$(pg_bin_dir) || return 0
+  if (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1); then
+    log "stopping PostgreSQL in $dir"
+    (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null) || true
+  fi
+}
+
+pg_url_with_db() {
+  local url=$1 name=$2
+  [[ $url =~ ^(postgres(ql)?://[^/?]*)(/[^?]*)?(\?.*)?$ ]] ||
+    die "DATABASE_URL must look like postgresql://user[:password]@host[:port]/database, got: $url"
+  printf '%s/%s%s\n' "${BASH_REMATCH[1]}" "$name" "${BASH_REMATCH[4]}"
+}
+
+_pg_check_name() {
+  [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]{0,62}$ ]] || die "invalid database name: $1"
+}
+
+# Run one SQL statement against the server's maintenance database `postgres`:
+# with psql when installed, otherwise with the `pg` driver from node_modules.
+_pg_sql() {
+  local url sql=$2
+  url=$(pg_url_with_db "$1" postgres)
+  if command -v psql >/dev/null 2>&1; then
+    psql "$url" -X -q -t -A -v ON_ERROR_STOP=1 -c "$sql" </dev/null
+  else
+    (cd "$PROJECT_ROOT" && PG_URL=$url PG_SQL=$sql node -e '
+      const { Client } = require("pg");
+      const c = new Client({ connectionString: process.env.PG_URL });
+      c.connect().then(() => c.query(process.env.PG_SQL))
+        .then(r => { for (const row of r.rows || []) console.log(Object.values(row).join("|")); return c.end(); })
+        .catch(e => { console.error(e.message); process.exit(1); });')
+  fi
+}
+
+pg_create_database() {
+  local url=$1 name=$2
+  _pg_check_name "$name"
+  if [[ $(_pg_sql "$url" "SELECT 1 FROM pg_database WHERE datname = '$name'") != 1 ]]; then
+    log "creating database $name"
+    _pg_sql "$url" "CREATE DATABASE \"$name\"" >/dev/null
+  fi
+}
+
+pg_drop_database() {
+  local url=$1 name=$2
+  _pg_check_name "$name"
+  log "dropping database $name"
+  _pg_sql "$url" "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null
+}

@@ -1,0 +1,19 @@
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { createLogger } from '../../src/logger';
+import { IdempotencyService } from '../../src/idempotency/service';
+import { createWorker } from '../../src/temporal/worker';
+import { testConfig, testOrm } from './environment';
+
+/** The service's own worker setup and activities on a test environment, on a task queue of its own. */
+export async function createTestWorker(env: TestWorkflowEnvironment, taskQueue = `test-${randomUUID()}`): Promise<{ worker: Worker; taskQueue: string }> {
+  const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue });
+  const worker = await createWorker({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    deps: { config, orm: await testOrm(), log: createLogger('silent'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
+  });
+  return { worker, taskQueue };
+}
