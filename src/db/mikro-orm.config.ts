@@ -20,6 +20,8 @@ export function ormConfig(databaseUrl: string, poolMax = 10): Options {
       snapshot: true,
       snapshotName: '.snapshot',
       emit: 'ts',
+      // The CLI and start script report what was applied; the migrator's own console lines are noise in tests.
+      silent: true,
     },
     extensions: [Migrator],
     forceUtcTimezone: true,

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { startTestApp, type TestApp } from './support/app';
+import { testOrm } from './support/environment';
+
+const run = promisify(execFile);
+const CLI = path.resolve(__dirname, '../src/cli.js');
+
+async function cli(args: string[], databaseUrl = process.env.DATABASE_URL!) {
+  return run(process.execPath, [CLI, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' } });
+}
+
+describe('CLI', () => {
+  let app: TestApp;
+
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app?.close());
+
+  it('bootstraps an empty database once: migrations, first organization, root key in a 0600 file', async () => {
+    const orm = await testOrm();
+    const name = `bootstrap_${Date.now()}`;
+    await orm.em.getConnection().execute(`create database ${name}`);
+    const url = new URL(process.env.DATABASE_URL!);
+    url.pathname = `/${name}`;
+    try {
+      const migrated = await cli(['migrate'], url.toString());
+      assert.ok(JSON.parse(migrated.stdout).applied.length >= 1);
+      const keyFile = path.join(await mkdtemp(path.join(tmpdir(), 'cli-')), 'root-api-key');
+      const first = await cli(['bootstrap', '--key-file', keyFile], url.toString());
+      const secret = (await readFile(keyFile, 'utf8')).trim();
+      assert.match(secret, /^sk_test_[0-9A-Za-z]{32}$/);
+      assert.ok(first.stdout.includes(secret), 'printed once on the first start');
+      assert.equal((await stat(keyFile)).mode & 0o777, 0o600);
+      const second = await cli(['bootstrap', '--key-file', keyFile], url.toString());
+      assert.equal(second.stdout, '', 'nothing secret on later starts');
+    } finally {
+      await orm.em.getConnection().execute(`drop database ${name} with (force)`);
+    }
+  });
+
+  it('creates organizations and scoped keys that the API accepts', async () => {
+    const org = JSON.parse((await cli(['org:create', '--name', 'CLI org'])).stdout);
+    assert.match(org.api_key.secret, /^sk_test_/);
+    const me = await app.request('GET', '/v1/api-keys/me', { key: org.api_key.secret });
+    assert.equal(me.body.organization_id, org.organization_id);
+
+    const member = JSON.parse(
+      (await cli(['member:create', '--org', org.organization_id, '--name', 'Ops', '--email', 'ops@example.com', '--org-role', 'admin'])).stdout,
+    );
+    const key = JSON.parse(
+      (await cli(['key:create', '--org', org.organization_id, '--name', 'Reader', '--scopes', 'cards:read,lightning:read', '--user-id', member.id]))
+        .stdout,
+    );
+    const keyMe = await app.request('GET', '/v1/api-keys/me', { key: key.secret });
+    assert.deepEqual(keyMe.body.scopes, ['cards:read', 'lightning:read']);
+    assert.equal(keyMe.body.user_id, member.id);
+
+    await assert.rejects(cli(['key:create', '--org', org.organization_id, '--name', 'x', '--scopes', 'everything']), /unknown scopes: everything/);
+  });
+});

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
+import Long from 'long';
+import { IdempotencyRecord } from '../src/idempotency/entities';
+import { uuid } from '../src/shared/ids';
+import { SEARCH_ATTRIBUTE_KEYS } from '../src/temporal/search-attributes';
+import { ensureSchedules, ensureSearchAttributes, IDEMPOTENCY_RETENTION_SCHEDULE_ID, scheduleDefinitions } from '../src/temporal/setup';
+import { localTemporal, testConfig, testOrm } from './support/environment';
+import { createTestWorker } from './support/worker';
+
+describe('Temporal wiring on a real dev server', () => {
+  it('registers the custom search attributes on a namespace once', async () => {
+    const env = await localTemporal();
+    const namespace = `ns-${randomUUID().slice(0, 8)}`;
+    await env.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86400) } });
+    const added = await ensureSearchAttributes(env.connection, namespace);
+    assert.deepEqual(added.sort(), ['OrganizationId', 'ResourceId', 'ResourceType']);
+    assert.deepEqual(await ensureSearchAttributes(env.connection, namespace), [], 'idempotent');
+    const listed = await env.connection.operatorService.listSearchAttributes({ namespace });
+    for (const key of SEARCH_ATTRIBUTE_KEYS) assert.ok(listed.customAttributes?.[key.name] !== undefined, key.name);
+  });
+
+  it('creates the idempotency retention Schedule, updates it in place, and its runs purge old records', async () => {
+    const env = await localTemporal();
+    const { worker, taskQueue } = await createTestWorker(env);
+    const definitions = scheduleDefinitions(testConfig({ TEMPORAL_TASK_QUEUE: taskQueue }));
+    await ensureSchedules(env.client, definitions);
+    await ensureSchedules(env.client, definitions); // a restart must not fail or duplicate
+
+    const handle = env.client.schedule.getHandle(IDEMPOTENCY_RETENTION_SCHEDULE_ID);
+    const description = await handle.describe();
+    assert.equal(description.action.type, 'startWorkflow');
+    assert.equal(description.action.workflowType, 'idempotencyRetentionWorkflow');
+    assert.equal(description.action.taskQueue, taskQueue);
+    assert.equal(description.spec.intervals?.[0]?.every, 60 * 60 * 1000);
+    assert.equal(description.policies.overlap, ScheduleOverlapPolicy.SKIP);
+
+    const em = (await testOrm()).em.fork();
+    const stale = em.create(IdempotencyRecord, {
+      organizationId: uuid(),
+      key: randomUUID(),
+      requestHash: 'h',
+      method: 'POST',
+      path: '/v1/api-keys',
+      status: 'completed',
+      lockedAt: new Date(Date.now() - 48 * 3600_000),
+      createdAt: new Date(Date.now() - 48 * 3600_000),
+    });
+    await em.flush();
+
+    await worker.runUntil(async () => {
+      await handle.trigger();
+      let workflowId: string | undefined;
+      for (let i = 0; i < 50 && !workflowId; i += 1) {
+        workflowId = (await handle.describe()).info.recentActions[0]?.action.workflow.workflowId;
+        if (!workflowId) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.ok(workflowId, 'the schedule started a run');
+      const result = await env.client.workflow.getHandle(workflowId).result();
+      assert.ok(result.purged >= 1);
+    });
+    assert.equal(await em.fork().count(IdempotencyRecord, { id: stale.id }), 0);
+    await handle.delete();
+  });
+});

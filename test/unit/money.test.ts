@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { AmountError, centsToDecimalString, decimalStringToCents, Money, toBaseUnits, toDisplay } from '../../src/shared/money';
+
+describe('Money conversions', () => {
+  it('converts display amounts to base units exactly, at every decimals', () => {
+    assert.equal(toBaseUnits('1.5', 8), 150_000_000n);
+    assert.equal(toBaseUnits('0.000000000000000001', 18), 1n);
+    assert.equal(toBaseUnits('123456789.123456789123456789', 18), 123456789123456789123456789n);
+    assert.equal(toBaseUnits('0.10', 1), 1n, 'trailing zeros beyond the decimals are fine');
+    assert.equal(toBaseUnits('0.1', 6) + toBaseUnits('0.2', 6), toBaseUnits('0.3', 6));
+  });
+
+  it('refuses precision the asset does not have and anything that is not a plain decimal', () => {
+    assert.throws(() => toBaseUnits('0.123456789', 8), AmountError);
+    for (const bad of ['-1', '1e5', '.5', '1.', '01', ' 1', 'NaN', '']) assert.throws(() => toBaseUnits(bad, 8), AmountError, bad);
+  });
+
+  it('formats base units as display decimals without exponent notation', () => {
+    assert.equal(toDisplay(150_000_000n, 8), '1.5');
+    assert.equal(toDisplay('1', 18), '0.000000000000000001');
+    assert.equal(toDisplay('123456789123456789123456789', 18), '123456789.123456789123456789');
+    assert.equal(toDisplay(0n, 6), '0');
+    assert.throws(() => toDisplay('1.5', 8), AmountError);
+  });
+
+  it('handles card cents and decimal currency strings', () => {
+    assert.equal(centsToDecimalString(5000n), '50.00');
+    assert.equal(centsToDecimalString(5n), '0.05');
+    assert.equal(decimalStringToCents('50'), 5000n);
+    assert.equal(decimalStringToCents('0.1'), 10n);
+    assert.equal(new Money('0.1').plus('0.2').equals('0.3'), true);
+  });
+});
