@@ -144,3 +144,34 @@ pg_drop_database() {
   log "dropping database $name"
   _pg_sql "$url" "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null
 }
+
+# Throwaway database for a test or benchmark run: on the server of DATABASE_URL when it is set
+# (database test_<random>), else in a temporary cluster on a free port. Exports DATABASE_URL;
+# call pg_throwaway_cleanup from the caller's EXIT trap.
+PG_THROWAWAY_BASE='' PG_THROWAWAY_NAME='' PG_THROWAWAY_DIR=''
+pg_throwaway_database() {
+  if [[ -n ${DATABASE_URL:-} ]]; then
+    PG_THROWAWAY_BASE=$DATABASE_URL
+    local name
+    name=test_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+    pg_create_database "$PG_THROWAWAY_BASE" "$name"
+    PG_THROWAWAY_NAME=$name
+    DATABASE_URL=$(pg_url_with_db "$PG_THROWAWAY_BASE" "$name")
+  else
+    PG_THROWAWAY_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-pg.XXXXXX")
+    local port
+    port=$(free_port)
+    PG_FAST=1 pg_start_cluster "$PG_THROWAWAY_DIR" "$port"
+    pg_create_database "postgresql://postgres@127.0.0.1:$port/postgres" test
+    DATABASE_URL="postgresql://postgres@127.0.0.1:$port/test"
+  fi
+  export DATABASE_URL
+}
+
+pg_throwaway_cleanup() {
+  if [[ -n $PG_THROWAWAY_NAME ]]; then pg_drop_database "$PG_THROWAWAY_BASE" "$PG_THROWAWAY_NAME" || true; fi
+  if [[ -n $PG_THROWAWAY_DIR ]]; then
+    pg_stop_cluster "$PG_THROWAWAY_DIR" || true
+    rm -rf "$PG_THROWAWAY_DIR"
+  fi
+}
