@@ -10,6 +10,22 @@ describe('Idempotency-Key', () => {
   let app: TestApp;
   let org: TestOrganization;
 
+  /** An in-flight claim of POST /v1/api-keys, as a request leaves it before it commits. */
+  async function insertClaim(key: string, body: unknown, lockedAt: Date) {
+    const em = (await testOrm()).em.fork();
+    em.create(IdempotencyRecord, {
+      organizationId: org.organizationId,
+      key,
+      requestHash: requestHash({ method: 'POST', path: '/v1/api-keys', body }),
+      method: 'POST',
+      path: '/v1/api-keys',
+      status: 'in_flight',
+      lockedAt,
+      createdAt: lockedAt,
+    });
+    await em.flush();
+  }
+
   const keyCount = async () => (await testOrm()).em.fork().count(ApiKey, { organization: org.organizationId });
 
   before(async () => {
@@ -56,19 +72,8 @@ describe('Idempotency-Key', () => {
   it('answers 409 idempotency_key_in_use while the first request with the key is in flight', async () => {
     const key = randomUUID();
     const body = { name: 'In flight', scopes: ['cards:read'] };
-    const em = (await testOrm()).em.fork();
     // The state a concurrent request leaves between its claim and its commit.
-    em.create(IdempotencyRecord, {
-      organizationId: org.organizationId,
-      key,
-      requestHash: requestHash({ method: 'POST', path: '/v1/api-keys', body }),
-      method: 'POST',
-      path: '/v1/api-keys',
-      status: 'in_flight',
-      lockedAt: new Date(),
-      createdAt: new Date(),
-    });
-    await em.flush();
+    await insertClaim(key, body, new Date());
     const response = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
     assert.equal(response.status, 409);
     assert.equal(response.body.error.code, 'idempotency_key_in_use');
@@ -77,18 +82,7 @@ describe('Idempotency-Key', () => {
   it('lets a retry take over a claim abandoned by a crashed request once its lock lapses', async () => {
     const key = randomUUID();
     const body = { name: 'Abandoned', scopes: ['cards:read'] };
-    const em = (await testOrm()).em.fork();
-    em.create(IdempotencyRecord, {
-      organizationId: org.organizationId,
-      key,
-      requestHash: requestHash({ method: 'POST', path: '/v1/api-keys', body }),
-      method: 'POST',
-      path: '/v1/api-keys',
-      status: 'in_flight',
-      lockedAt: new Date(Date.now() - 10 * 60 * 1000),
-      createdAt: new Date(Date.now() - 10 * 60 * 1000),
-    });
-    await em.flush();
+    await insertClaim(key, body, new Date(Date.now() - 10 * 60 * 1000));
     const response = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
     assert.equal(response.status, 201);
     const replay = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
