@@ -23,6 +23,8 @@ trap 'exit 143' TERM
 bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
 log "building"
 npm run build --silent
+log "linting"
+npm run lint --silent
 
 pg_throwaway_database
 

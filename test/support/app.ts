@@ -32,8 +32,7 @@ export interface RequestOptions {
 export interface TestResponse {
   status: number;
   headers: Headers;
-  // Tests read arbitrary JSON; `any` keeps assertions short.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  /** Tests read arbitrary JSON; `any` keeps assertions short. */
   body: any;
   text: string;
 }

@@ -1,0 +1,44 @@
+// Lint as the Temporal samples do: no floating promises anywhere, and workflow code kept
+// deterministic (no Node built-ins, no runtime imports of the service or activities).
+import tseslint from 'typescript-eslint';
+
+const nodeBuiltins = ['assert', 'buffer', 'child_process', 'crypto', 'dns', 'events', 'fs', 'http', 'https', 'net', 'os', 'path', 'process', 'stream', 'timers', 'tls', 'url', 'util', 'worker_threads', 'zlib'];
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'eslint.config.mjs'] },
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    files: ['workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.flatMap((name) => [name, `node:${name}`]).map((name) => ({ name, message: 'Workflows must be deterministic: no Node built-ins.' })),
+          patterns: [
+            {
+              group: ['../activities/*', '../activities'],
+              allowTypeImports: true,
+              message: 'Workflows import activity types only.',
+            },
+            {
+              group: ['../src/*', '../src/**', '!../src/temporal/search-attributes'],
+              allowTypeImports: true,
+              message: 'Workflows may import only types from src/, and src/temporal/search-attributes.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+);
