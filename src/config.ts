@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseMasterKey } from './keys/master-key';
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
@@ -25,6 +26,14 @@ export const ConfigSchema = z.object({
   API_KEY_LAST_USED_RESOLUTION_SECONDS: z.coerce.number().int().min(0).default(60),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   METRICS_ENABLED: bool.default(true),
+  /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
+  MASTER_KEY: z
+    .string()
+    .optional()
+    .refine((value) => value === undefined || parseMasterKey(value) !== null, 'MASTER_KEY must be 32 bytes, base64 or hex encoded'),
+}).refine((config) => config.NODE_ENV !== 'production' || config.MASTER_KEY !== undefined, {
+  path: ['MASTER_KEY'],
+  message: 'MASTER_KEY is required when NODE_ENV=production (32 bytes, base64 or hex)',
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

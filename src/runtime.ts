@@ -5,6 +5,8 @@ import { createOrm, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
 import { TokenBucketLimiter } from './http/rate-limit';
 import { IdempotencyService } from './idempotency/service';
+import { createKeyProvider } from './keys/provider';
+import { KeyService } from './keys/service';
 import type { Logger } from './logger';
 import { createTemporalClient } from './temporal/client';
 
@@ -21,6 +23,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     rateLimiter: new TokenBucketLimiter(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
+    keys: new KeyService(createKeyProvider(config, log)),
   };
 }
 

@@ -1,6 +1,21 @@
 import { ApiKey } from '../api-keys/entities';
+import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
+import { OrganizationSeed } from '../keys/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 
 /** Every entity of every domain; a new domain adds its entities here. */
-export const entities = [Organization, Member, Role, ApiKey, IdempotencyRecord];
+export const entities = [
+  Organization,
+  Member,
+  Role,
+  ApiKey,
+  IdempotencyRecord,
+  OrganizationSeed,
+  Vault,
+  AccountCounter,
+  Wallet,
+  Address,
+  WalletBalance,
+  SigningActivity,
+];

@@ -7,6 +7,7 @@ import type { LastUsedTracker } from '../api-keys/service';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import type { IdempotencyService } from '../idempotency/service';
+import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
 import type { TokenBucketLimiter } from './rate-limit';
 
@@ -45,6 +46,8 @@ export interface AppDeps {
   rateLimiter: TokenBucketLimiter;
   idempotency: IdempotencyService;
   lastUsed: LastUsedTracker;
+  /** Seeds, derivation and signing: the one holder of key material. */
+  keys: KeyService;
 }
 
 export type { EntityManager };

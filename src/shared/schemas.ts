@@ -19,6 +19,12 @@ export const BaseUnitAmount = z
 /** Whole smallest-unit amount carried as a JSON number (cards: cents; Lightning: sats). */
 export const MinorUnitNumber = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 
+/** The deprecated `network` of create requests: accepted, but the key's environment decides the network. */
+export const DeprecatedNetwork = z.string().max(64).optional().openapi({
+  deprecated: true,
+  description: "Deprecated. The key's environment decides the network (live: mainnet, sandbox: the chain's testnet); a contradicting value is ignored.",
+});
+
 export const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-05-15T12:00:00.000Z' });
 
 export const ErrorEnvelope = z

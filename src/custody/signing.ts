@@ -1,0 +1,127 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sha256 } from '@noble/hashes/sha256';
+import { keccak_256 } from '@noble/hashes/sha3';
+import { bytesToHex } from '@noble/hashes/utils';
+import type { ChainId } from '../catalogue/service';
+import type { AuthContext } from '../http/context';
+import { errors } from '../http/errors';
+import { curveOf, type Curve } from '../keys/derivation';
+import type { KeyService } from '../keys/service';
+import { signWithKey } from '../keys/signing';
+import { iso } from '../shared/time';
+import { SigningActivity, type HashFunction, type Wallet } from './entities';
+import { findAddress, findPrimaryAddress, keyLocation } from './service';
+
+export type PayloadEncoding = 'hexadecimal' | 'text_utf8';
+
+export interface SignPayloadInput {
+  payload: string;
+  payload_encoding: PayloadEncoding;
+  hash_function?: HashFunction;
+  address_id?: string;
+}
+
+/** What each chain's own signing convention hashes with, when the caller does not say. */
+const DEFAULT_HASH_FUNCTION: Record<ChainId, HashFunction> = {
+  bitcoin: 'sha256',
+  ethereum: 'keccak256',
+  tron: 'keccak256',
+  solana: 'not_applicable',
+};
+
+const HEX_PAYLOAD = /^(0x)?((?:[0-9a-fA-F]{2})+)$/;
+
+export function decodePayload(payload: string, encoding: PayloadEncoding): Uint8Array {
+  if (encoding === 'text_utf8') return new TextEncoder().encode(payload);
+  const match = HEX_PAYLOAD.exec(payload);
+  if (!match) {
+    throw errors.validation(
+      'payload is not hexadecimal: give an even number of 0-9/a-f characters (an optional 0x prefix is allowed), or set payload_encoding to text_utf8.',
+      'payload',
+    );
+  }
+  return Uint8Array.from(Buffer.from(match[2]!, 'hex'));
+}
+
+/**
+ * The bytes the key signs. secp256k1 (ECDSA) always signs a 32-byte digest: sha256 or keccak256
+ * of the payload, or with no_op the payload itself, which must then be a 32-byte digest.
+ * ed25519 (EdDSA) hashes internally: not_applicable and no_op sign the payload bytes as they are.
+ */
+export function bytesToSign(curve: Curve, hashFunction: HashFunction, payload: Uint8Array): Uint8Array {
+  if (hashFunction === 'sha256') return sha256(payload);
+  if (hashFunction === 'keccak256') return keccak_256(payload);
+  if (curve === 'ed25519') return payload;
+  if (hashFunction === 'not_applicable') {
+    throw errors.validation(
+      'hash_function not_applicable is for ed25519 (Solana) keys. secp256k1 signs a 32-byte digest: choose sha256 or keccak256, or no_op with a 32-byte payload.',
+      'hash_function',
+    );
+  }
+  if (payload.length !== 32) {
+    throw errors.validation(
+      `hash_function no_op signs the payload as given, and secp256k1 signs exactly 32 bytes (a digest); this payload decodes to ${payload.length} bytes. Pass a 32-byte digest, or choose sha256 or keccak256.`,
+      'payload',
+      { payload_bytes: payload.length, required_bytes: 32 },
+    );
+  }
+  return payload;
+}
+
+/** Signs with the key of one of the wallet's addresses and records the activity; returns the Signature resource. */
+export async function signPayload(em: EntityManager, keys: KeyService, auth: AuthContext, wallet: Wallet, input: SignPayloadInput) {
+  const address = input.address_id ? await findAddress(em, auth, input.address_id, 'address_id', wallet) : await findPrimaryAddress(em, wallet);
+  const curve = curveOf(wallet.chain);
+  const hashFunction = input.hash_function ?? DEFAULT_HASH_FUNCTION[wallet.chain];
+  const payload = decodePayload(input.payload, input.payload_encoding);
+  const message = bytesToSign(curve, hashFunction, payload);
+
+  const location = keyLocation(wallet, address.format, address.addressIndex);
+  const signed = await keys.withKeys(em, wallet.organization.id, [location], ([key], seed) => {
+    // A key that does not give the stored address means a wrong seed or master key: never sign with it.
+    if (key!.address !== address.address || key!.path !== address.derivationPath) throw new Error(`address ${address.id} does not match its derived key`);
+    return { signature: signWithKey(key!, message), publicKey: bytesToHex(key!.publicKey), seedId: seed.id, path: key!.path };
+  });
+
+  const activity = em.create(SigningActivity, {
+    organization: wallet.organization,
+    wallet,
+    address,
+    apiKeyId: auth.apiKeyId,
+    seedId: signed.seedId,
+    derivationPath: signed.path,
+    curve,
+    hashFunction,
+    payloadSha256: bytesToHex(sha256(payload)),
+    signedPayloadSha256: bytesToHex(sha256(message)),
+    createdAt: new Date(),
+  });
+  await em.flush();
+
+  const { signature } = signed;
+  return {
+    object: 'signature' as const,
+    activity_id: activity.id,
+    address: address.address,
+    address_id: address.id,
+    wallet_id: wallet.id,
+    chain: wallet.chain,
+    network: wallet.network,
+    algorithm: curve === 'ed25519' ? ('eddsa' as const) : ('ecdsa' as const),
+    curve,
+    hash_function: hashFunction,
+    payload: input.payload,
+    payload_encoding: input.payload_encoding,
+    signed_payload: bytesToHex(message),
+    signed_payload_encoding: 'hexadecimal' as const,
+    signature: bytesToHex(signature.bytes),
+    signature_encoding: 'hexadecimal' as const,
+    signature_format: curve === 'ed25519' ? ('ed25519_64' as const) : ('secp256k1_recoverable_65' as const),
+    r: bytesToHex(signature.r),
+    s: bytesToHex(signature.s),
+    v: curve === 'ed25519' ? 0 : 27 + signature.recoveryId,
+    recovery_id: signature.recoveryId,
+    public_key: signed.publicKey,
+    signed_at: iso(activity.createdAt),
+  };
+}

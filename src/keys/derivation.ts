@@ -1,0 +1,128 @@
+import { ed25519 } from '@noble/curves/ed25519';
+import { secp256k1 } from '@noble/curves/secp256k1';
+import { hmac } from '@noble/hashes/hmac';
+import { sha256 } from '@noble/hashes/sha256';
+import { sha512 } from '@noble/hashes/sha512';
+import { keccak_256 } from '@noble/hashes/sha3';
+import { base58, base58check } from '@scure/base';
+import { HDKey } from '@scure/bip32';
+import * as btc from '@scure/btc-signer';
+import { bytesToHex, getAddress } from 'viem';
+import type { ChainId } from '../catalogue/service';
+
+/** Bitcoin's address formats, each with its own BIP purpose. */
+export const BITCOIN_ADDRESS_FORMATS = ['p2wpkh', 'p2tr', 'p2pkh'] as const;
+export type BitcoinAddressFormat = (typeof BITCOIN_ADDRESS_FORMATS)[number];
+
+/** Account-based chains have one address form each; the API reports it as the address's `format`. */
+export const ACCOUNT_ADDRESS_FORMATS = { ethereum: 'eip55', tron: 'base58check', solana: 'base58' } as const;
+export type AddressFormat = BitcoinAddressFormat | (typeof ACCOUNT_ADDRESS_FORMATS)[keyof typeof ACCOUNT_ADDRESS_FORMATS];
+
+export type Curve = 'secp256k1' | 'ed25519';
+
+/** Where a key sits in the organization's tree. */
+export interface KeyLocation {
+  chain: ChainId;
+  /** Sandbox networks: Bitcoin uses coin type 1 and testnet encodings; account chains keep their coin type. */
+  testnet: boolean;
+  format: AddressFormat;
+  /** The wallet's BIP-44 account. */
+  account: number;
+  /** The address's index within the wallet. */
+  index: number;
+}
+
+export interface DerivedKey {
+  curve: Curve;
+  path: string;
+  address: string;
+  /** Compressed SEC1 (secp256k1) or the 32-byte ed25519 key. */
+  publicKey: Uint8Array;
+  /** Only ever held in memory for one request; callers wipe it after use. */
+  privateKey: Uint8Array;
+}
+
+const BIP_PURPOSE: Record<BitcoinAddressFormat, number> = { p2pkh: 44, p2wpkh: 84, p2tr: 86 };
+const COIN_TYPE = { ethereum: 60, tron: 195, solana: 501 } as const;
+const HARDENED = 0x80000000;
+
+export const curveOf = (chain: ChainId): Curve => (chain === 'solana' ? 'ed25519' : 'secp256k1');
+
+/** Bitcoin: the requested format, p2wpkh by default. Other chains: their only format (a requested one is ignored). */
+export function addressFormatFor(chain: ChainId, requested?: BitcoinAddressFormat): AddressFormat {
+  return chain === 'bitcoin' ? (requested ?? 'p2wpkh') : ACCOUNT_ADDRESS_FORMATS[chain];
+}
+
+/**
+ * BIP-44/84/86 for Bitcoin (`m/purpose'/coin'/account'/0/index`), BIP-44 for Ethereum and Tron,
+ * and for Solana the all-hardened SLIP-10 form that Solana wallets use (`m/44'/501'/account'/index'`).
+ */
+export function derivationPath(location: KeyLocation): string {
+  const { chain, account, index } = location;
+  if (chain === 'bitcoin') {
+    const purpose = BIP_PURPOSE[location.format as BitcoinAddressFormat];
+    if (!purpose) throw new Error(`'${location.format}' is not a Bitcoin address format`);
+    return `m/${purpose}'/${location.testnet ? 1 : 0}'/${account}'/0/${index}`;
+  }
+  if (chain === 'solana') return `m/44'/${COIN_TYPE.solana}'/${account}'/${index}'`;
+  return `m/44'/${COIN_TYPE[chain]}'/${account}'/0/${index}`;
+}
+
+/** The key and address at `location` of the tree grown from a BIP-39 seed (the 64-byte PBKDF2 output). */
+export function deriveKey(seed: Uint8Array, location: KeyLocation): DerivedKey {
+  const path = derivationPath(location);
+  if (location.chain === 'solana') {
+    const privateKey = slip10Ed25519(seed, path);
+    const publicKey = ed25519.getPublicKey(privateKey);
+    return { curve: 'ed25519', path, address: base58.encode(publicKey), publicKey, privateKey };
+  }
+  const node = HDKey.fromMasterSeed(seed).derive(path);
+  const privateKey = Uint8Array.from(node.privateKey!);
+  const publicKey = Uint8Array.from(node.publicKey!);
+  node.wipePrivateData();
+  return { curve: 'secp256k1', path, address: secp256k1Address(location, publicKey), publicKey, privateKey };
+}
+
+/** The address a compressed secp256k1 public key has at `location` (also how tests check recovered keys). */
+export function secp256k1Address(location: Pick<KeyLocation, 'chain' | 'testnet' | 'format'>, publicKey: Uint8Array): string {
+  switch (location.chain) {
+    case 'bitcoin': {
+      const network = location.testnet ? btc.TEST_NETWORK : btc.NETWORK;
+      if (location.format === 'p2tr') return btc.p2tr(publicKey.slice(1), undefined, network).address!;
+      if (location.format === 'p2pkh') return btc.p2pkh(publicKey, network).address!;
+      return btc.p2wpkh(publicKey, network).address!;
+    }
+    case 'ethereum':
+      return getAddress(bytesToHex(accountHash(publicKey)));
+    case 'tron':
+      return base58check(sha256).encode(Uint8Array.from([0x41, ...accountHash(publicKey)]));
+    default:
+      throw new Error(`${location.chain} does not use secp256k1 addresses`);
+  }
+}
+
+/** The last 20 bytes of keccak256 over the uncompressed public key without its 0x04 prefix (Ethereum and Tron). */
+function accountHash(compressedPublicKey: Uint8Array): Uint8Array {
+  const uncompressed = secp256k1.ProjectivePoint.fromHex(compressedPublicKey).toRawBytes(false);
+  return keccak_256(uncompressed.slice(1)).slice(12);
+}
+
+/** SLIP-10 private derivation on ed25519, where every step is hardened. */
+export function slip10Ed25519(seed: Uint8Array, path: string): Uint8Array {
+  const segments = path.split('/');
+  if (segments[0] !== 'm') throw new Error(`invalid derivation path '${path}'`);
+  let digest = hmac(sha512, new TextEncoder().encode('ed25519 seed'), seed);
+  for (const segment of segments.slice(1)) {
+    if (!/^\d+'$/.test(segment)) throw new Error(`ed25519 derivation needs hardened steps only: '${path}'`);
+    const index = Number(segment.slice(0, -1)) + HARDENED;
+    const data = new Uint8Array(37);
+    data.set(digest.subarray(0, 32), 1);
+    new DataView(data.buffer).setUint32(33, index >>> 0, false);
+    const next = hmac(sha512, digest.subarray(32), data);
+    digest.fill(0);
+    digest = next;
+  }
+  const key = digest.slice(0, 32);
+  digest.fill(0);
+  return key;
+}

@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { aesGcmDecrypt, aesGcmEncrypt } from './aes-gcm';
+import { DEVELOPMENT_MASTER_KEY, parseMasterKey } from './master-key';
+
+/** A data key as the provider returned it: only the provider that wrapped it can unwrap it. */
+export interface WrappedDataKey {
+  /** Which master key wrapped it (a KMS key ARN, or `local:<fingerprint>`). */
+  masterKeyId: string;
+  /** base64 */
+  ciphertext: string;
+}
+
+/**
+ * Wraps and unwraps data keys under a master key that never leaves the provider. The local
+ * provider holds the master key in memory; a KMS or HSM provider implements the same two calls.
+ * `context` is bound to the ciphertext (GCM associated data, or a KMS encryption context).
+ */
+export interface KeyProvider {
+  readonly name: string;
+  encryptDataKey(dataKey: Uint8Array, context: string): Promise<WrappedDataKey>;
+  decryptDataKey(wrapped: WrappedDataKey, context: string): Promise<Uint8Array>;
+}
+
+/** AES-256-GCM under the MASTER_KEY of the configuration. */
+export class LocalKeyProvider implements KeyProvider {
+  readonly name = 'local';
+  /** A fingerprint, never the key: tells which master key a row needs after a rotation. */
+  readonly masterKeyId: string;
+
+  constructor(private readonly masterKey: Buffer) {
+    this.masterKeyId = `local:${createHash('sha256').update(masterKey).digest('hex').slice(0, 16)}`;
+  }
+
+  async encryptDataKey(dataKey: Uint8Array, context: string): Promise<WrappedDataKey> {
+    return { masterKeyId: this.masterKeyId, ciphertext: aesGcmEncrypt(this.masterKey, dataKey, context).toString('base64') };
+  }
+
+  async decryptDataKey(wrapped: WrappedDataKey, context: string): Promise<Uint8Array> {
+    if (wrapped.masterKeyId !== this.masterKeyId) {
+      throw new Error(`data key is wrapped under ${wrapped.masterKeyId}, but the configured master key is ${this.masterKeyId}`);
+    }
+    return aesGcmDecrypt(this.masterKey, Buffer.from(wrapped.ciphertext, 'base64'), context);
+  }
+}
+
+/** The provider the configuration asks for; without MASTER_KEY (never in production) a public development key, loudly. */
+export function createKeyProvider(config: Config, log: Logger): KeyProvider {
+  if (config.MASTER_KEY) return new LocalKeyProvider(parseMasterKey(config.MASTER_KEY)!);
+  log.warn(
+    { node_env: config.NODE_ENV },
+    'MASTER_KEY is not set: organization seeds are encrypted under the public development master key. Set MASTER_KEY (32 bytes, base64 or hex) for any real use; production refuses to start without it.',
+  );
+  return new LocalKeyProvider(DEVELOPMENT_MASTER_KEY);
+}
