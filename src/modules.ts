@@ -1,4 +1,5 @@
 import { registerApiKeyRoutes } from './api-keys/routes';
+import { registerBalanceRoutes } from './balances/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerCustodyRoutes } from './custody/routes';
 import type { RouteModule } from './http/app';
@@ -11,5 +12,6 @@ export const routeModules: RouteModule[] = [
   registerApiKeyRoutes,
   registerOrganizationRoutes,
   registerCatalogueRoutes,
+  registerBalanceRoutes,
   registerCustodyRoutes,
 ];

@@ -1,11 +1,12 @@
 import { ApiKey } from '../api-keys/entities';
+import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
 import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 
 /** Every entity of every domain; a new domain adds its entities here. */
-export const entities = [
+export const entities = [CompanyBalance, CompanyBalanceEntry, 
   Organization,
   Member,
   Role,

@@ -73,13 +73,17 @@ export const errors = {
   unauthenticated(message: string) {
     return new ApiError({ status: 401, type: 'authentication_error', code: 'invalid_api_key', message });
   },
-  insufficientScope(requiredScope: string) {
+  /** `anyOf` names every scope that would do, when there is more than one. */
+  insufficientScope(requiredScope: string, anyOf: readonly string[] = [requiredScope]) {
     return new ApiError({
       status: 403,
       type: 'permission_error',
       code: 'insufficient_scope',
-      message: `This API key lacks the '${requiredScope}' scope required for this request.`,
-      details: { required_scope: requiredScope },
+      message:
+        anyOf.length > 1
+          ? `This API key lacks a scope required for this request (one of ${anyOf.join(', ')}).`
+          : `This API key lacks the '${requiredScope}' scope required for this request.`,
+      details: anyOf.length > 1 ? { required_scope: requiredScope, any_of: anyOf } : { required_scope: requiredScope },
     });
   },
   permission(code: string, message: string, details: Record<string, unknown> = {}) {

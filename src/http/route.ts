@@ -10,6 +10,7 @@ import type { AppContext, AppDeps, AppState, AuthContext } from './context';
 import { ApiError, errors, fromZodError } from './errors';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type RequiredScope = Scope | readonly Scope[] | 'authenticated';
 
 export interface HandlerResult {
   status?: number;
@@ -47,8 +48,10 @@ interface RouteBase<P extends ZodType, Q extends ZodType, B extends ZodType> {
 }
 
 export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B extends ZodType> extends RouteBase<P, Q, B> {
-  /** The scope the key must hold; `authenticated` admits any valid key (introspection). */
-  scope: Scope | 'authenticated';
+  /** The scope the key must hold (any one of a list); `authenticated` admits any valid key. */
+  scope: RequiredScope;
+  /** Sandbox helpers: a live key gets 404, as if the route did not exist. */
+  sandboxOnly?: boolean;
   handler: (input: HandlerInput<z.infer<P>, z.infer<Q>, z.infer<B>, AuthContext>) => Promise<HandlerResult>;
 }
 
@@ -90,13 +93,15 @@ export class RouteRegistry {
   }
 
   add<P extends ZodType = typeof NoInput, Q extends ZodType = typeof NoInput, B extends ZodType = typeof NoInput>(
-    route: AuthenticatedRoute<P, Q, B> | PublicRoute<P, Q, B>,
-  ): void {
+    route: AuthenticatedRoute<P, Q, B>,
+  ): void;
+  add<P extends ZodType = typeof NoInput, Q extends ZodType = typeof NoInput, B extends ZodType = typeof NoInput>(route: PublicRoute<P, Q, B>): void;
+  add<P extends ZodType, Q extends ZodType, B extends ZodType>(route: AuthenticatedRoute<P, Q, B> | PublicRoute<P, Q, B>): void {
     this.registerOpenApi(route);
     this.operations.push({ method: route.method, path: route.path });
     this.router[route.method](route.path, async (ctx: AppContext) => {
       ctx.state.routePattern = route.path;
-      const auth = route.scope === 'public' ? undefined : await this.authorize(ctx, route.scope);
+      const auth = route.scope === 'public' ? undefined : await this.authorize(ctx, route.scope, (route as AuthenticatedRoute<P, Q, B>).sandboxOnly ?? false);
       const params = parse(route.params ?? NoInput, ctx.params ?? {}, 'path');
       const query = parse(route.query ?? NoInput, ctx.query, 'query');
       const rawBody = route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
@@ -118,12 +123,22 @@ export class RouteRegistry {
     });
   }
 
-  private async authorize(ctx: AppContext, scope: Scope | 'authenticated'): Promise<AuthContext> {
+  private async authorize(ctx: AppContext, scope: RequiredScope, sandboxOnly: boolean): Promise<AuthContext> {
     const auth = await authenticate(ctx, this.deps);
     ctx.state.auth = auth;
     ctx.set('Api-Version', auth.apiVersion);
     applyRateLimit(ctx, this.deps, auth);
-    if (scope !== 'authenticated' && !grants(auth.scopes, scope)) throw errors.insufficientScope(scope);
+    if (sandboxOnly && auth.environment !== 'sandbox') {
+      throw new ApiError({
+        status: 404,
+        type: 'invalid_request_error',
+        code: 'unknown_route',
+        message: `Unrecognized request URL (${ctx.method}: ${ctx.path}). Sandbox helpers answer sk_test_ keys only.`,
+      });
+    }
+    if (scope === 'authenticated') return auth;
+    const anyOf: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
+    if (!anyOf.some((candidate) => grants(auth.scopes, candidate))) throw errors.insufficientScope(anyOf[0]!, anyOf);
     return auth;
   }
 
@@ -160,7 +175,7 @@ export class RouteRegistry {
     }
   }
 
-  private registerOpenApi<P extends ZodType, Q extends ZodType, B extends ZodType>(route: RouteBase<P, Q, B> & { scope: Scope | 'authenticated' | 'public' }) {
+  private registerOpenApi<P extends ZodType, Q extends ZodType, B extends ZodType>(route: RouteBase<P, Q, B> & { scope: RequiredScope | 'public' }) {
     const responses: RouteConfig['responses'] = {
       [route.response.status]: {
         description: route.response.description,
@@ -185,7 +200,7 @@ export class RouteRegistry {
       path: route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'),
       operationId: route.operationId,
       summary: route.summary,
-      description: route.scope === 'public' ? route.description : `${route.description ?? route.summary}\n\nRequired scope: ${route.scope === 'authenticated' ? 'any valid key' : `\`${route.scope}\``}.`,
+      description: route.scope === 'public' ? route.description : `${route.description ?? route.summary}\n\nRequired scope: ${describeScope(route.scope)}.`,
       tags: [route.tag],
       deprecated: route.deprecated,
       security: route.scope === 'public' ? [] : [{ bearerAuth: [] }],
@@ -198,6 +213,11 @@ export class RouteRegistry {
       responses,
     });
   }
+}
+
+function describeScope(scope: RequiredScope): string {
+  if (scope === 'authenticated') return 'any valid key';
+  return (typeof scope === 'string' ? [scope] : scope).map((name) => `\`${name}\``).join(' or ');
 }
 
 function parse<T extends ZodType>(schema: T, value: unknown, location: 'body' | 'query' | 'path'): z.infer<T> {

@@ -1,0 +1,70 @@
+import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Organization } from '../organizations/entities';
+import { prefixedId } from '../shared/ids';
+
+/** `usd` in cents (funds cards, receives withdrawals, terminations, payout credits); `sat` for Lightning. */
+export const BALANCE_CURRENCIES = ['usd', 'sat'] as const;
+export type BalanceCurrency = (typeof BALANCE_CURRENCIES)[number];
+
+export const BALANCE_ENTRY_KINDS = ['credit', 'debit', 'reserve', 'release', 'capture'] as const;
+export type BalanceEntryKind = (typeof BALANCE_ENTRY_KINDS)[number];
+
+/** One organization's balance in one currency; moved only by `applyBalanceEntry` under a row lock. */
+@Entity({ tableName: 'company_balances' })
+@Unique({ properties: ['organization', 'currency'] })
+export class CompanyBalance {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('bal');
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Enum({ items: () => BALANCE_CURRENCIES, nativeEnumName: 'balance_currency' })
+  currency!: BalanceCurrency;
+
+  /** Spendable, in the currency's smallest unit. numeric(38,0) read as a string: exact beyond 2^53. */
+  @Property({ type: 'decimal', precision: 38, scale: 0, default: 0 })
+  available: string = '0';
+
+  /** Held for money in flight (a Lightning payment's amount plus its fee cap, say). */
+  @Property({ type: 'decimal', precision: 38, scale: 0, default: 0 })
+  reserved: string = '0';
+
+  @Property({ type: 'timestamptz' })
+  updatedAt: Date = new Date();
+}
+
+/**
+ * The journal: every movement of a company balance, once. The unique reference makes each
+ * movement idempotent, so an activity retried after a crash cannot move money twice.
+ */
+@Entity({ tableName: 'company_balance_entries' })
+@Unique({ properties: ['organization', 'currency', 'referenceType', 'referenceId', 'kind'] })
+@Index({ properties: ['organization', 'createdAt', 'id'] })
+export class CompanyBalanceEntry {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('bent');
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Enum({ items: () => BALANCE_CURRENCIES, nativeEnumName: 'balance_currency' })
+  currency!: BalanceCurrency;
+
+  @Enum({ items: () => BALANCE_ENTRY_KINDS, nativeEnumName: 'balance_entry_kind' })
+  kind!: BalanceEntryKind;
+
+  /** Always positive; the kind says which way it moved. */
+  @Property({ type: 'decimal', precision: 38, scale: 0 })
+  amount!: string;
+
+  /** What moved it: e.g. `card_transaction` + its id, `lightning_payment` + its id, `sandbox_credit`. */
+  @Property({ type: 'text' })
+  referenceType!: string;
+
+  @Property({ type: 'text' })
+  referenceId!: string;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}

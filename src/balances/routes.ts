@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import type { RouteRegistry } from '../http/route';
+import { errors } from '../http/errors';
+import { grants } from '../api-keys/scopes';
+import { z } from '../shared/schemas';
+import { CompanyBalanceObject, SandboxCreditBody } from './schemas';
+import { applyBalanceEntry, presentBalance, readBalances } from './service';
+
+export function registerBalanceRoutes(routes: RouteRegistry): void {
+  routes.add({
+    method: 'get',
+    path: '/v1/balances',
+    operationId: 'listCompanyBalances',
+    summary: "The organization's USD company balance (cents) and Lightning balance (sats)",
+    tag: 'Balances',
+    scope: ['custody:read', 'cards:read', 'lightning:read', 'payouts:read'],
+    response: {
+      status: 200,
+      description: 'Both balances',
+      schema: z.object({ object: z.literal('list'), data: z.array(CompanyBalanceObject), has_more: z.literal(false), next_cursor: z.null() }),
+    },
+    handler: async ({ auth, em }) => {
+      const balances = await readBalances(em, auth.organizationId);
+      return { body: { object: 'list', data: balances.map((balance) => presentBalance(balance)), has_more: false, next_cursor: null } };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/sandbox/balances',
+    operationId: 'sandboxCreditBalance',
+    summary: 'Sandbox: credit the USD company balance (or the Lightning balance)',
+    tag: 'Sandbox',
+    scope: ['cards:write', 'lightning:write'],
+    sandboxOnly: true,
+    body: SandboxCreditBody,
+    response: { status: 200, description: 'The balance after the credit', schema: CompanyBalanceObject },
+    handler: async ({ auth, em, body }) => {
+      const scope = body.currency === 'usd' ? 'cards:write' : 'lightning:write';
+      if (!grants(auth.scopes, scope)) throw errors.insufficientScope(scope);
+      const amount = BigInt(body.amount);
+      if (amount <= 0n) throw errors.validation('amount must be positive', 'amount');
+      const { balance } = await applyBalanceEntry(em, {
+        organizationId: auth.organizationId,
+        currency: body.currency,
+        kind: 'credit',
+        amount,
+        reference: { type: 'sandbox_credit', id: body.reference ?? randomUUID() },
+      });
+      return { body: presentBalance(balance) };
+    },
+  });
+}

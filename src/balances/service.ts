@@ -1,0 +1,113 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../http/errors';
+import { prefixedId } from '../shared/ids';
+import { iso } from '../shared/time';
+import { type BalanceCurrency, type BalanceEntryKind, CompanyBalance } from './entities';
+
+export interface BalanceMovement {
+  organizationId: string;
+  currency: BalanceCurrency;
+  kind: BalanceEntryKind;
+  /** Smallest unit (cents, sats); must be positive. */
+  amount: bigint;
+  reference: { type: string; id: string };
+}
+
+export interface BalanceSnapshot {
+  currency: BalanceCurrency;
+  available: bigint;
+  reserved: bigint;
+}
+
+export const insufficientFunds = (currency: BalanceCurrency, needed: bigint, available: bigint) =>
+  new ApiError({
+    status: 400,
+    type: 'invalid_request_error',
+    code: 'insufficient_funds',
+    message: `The ${currency === 'usd' ? 'USD company' : 'Lightning'} balance is insufficient for this operation.`,
+    details: { currency, required: needed.toString(), available: available.toString() },
+  });
+
+/** How each kind moves (available, reserved). */
+const EFFECTS: Record<BalanceEntryKind, (amount: bigint) => [bigint, bigint]> = {
+  credit: (amount) => [amount, 0n],
+  debit: (amount) => [-amount, 0n],
+  reserve: (amount) => [-amount, amount],
+  release: (amount) => [amount, -amount],
+  capture: (amount) => [0n, -amount],
+};
+
+/**
+ * Moves a company balance, exactly once per (reference, kind), inside the caller's transaction:
+ * the balance row is locked (`for update`) so concurrent movements serialize, and a movement that
+ * would take `available` or `reserved` below zero is refused with 400 insufficient_funds.
+ * Returns whether this call applied it (false: it had been applied before) and the new balance.
+ */
+export async function applyBalanceEntry(em: EntityManager, movement: BalanceMovement): Promise<{ applied: boolean; balance: BalanceSnapshot }> {
+  if (movement.amount <= 0n) throw new Error(`balance movements are positive, got ${movement.amount}`);
+  const connection = em.getConnection();
+  const tx = em.getTransactionContext();
+  if (!tx) throw new Error('applyBalanceEntry must run inside a transaction');
+  await connection.execute(
+    `insert into company_balances (id, organization_id, currency, available, reserved, updated_at)
+     values (?, ?, ?, 0, 0, now()) on conflict (organization_id, currency) do nothing`,
+    [new CompanyBalance().id, movement.organizationId, movement.currency],
+    'run',
+    tx,
+  );
+  const [row] = await connection.execute<{ available: string; reserved: string }[]>(
+    `select available, reserved from company_balances where organization_id = ? and currency = ? for update`,
+    [movement.organizationId, movement.currency],
+    'all',
+    tx,
+  );
+  const current = { currency: movement.currency, available: BigInt(row!.available), reserved: BigInt(row!.reserved) };
+  // Under the row lock, a movement of this balance cannot race us between this check and the insert.
+  const [existing] = await connection.execute<{ id: string }[]>(
+    `select id from company_balance_entries
+      where organization_id = ? and currency = ? and reference_type = ? and reference_id = ? and kind = ?`,
+    [movement.organizationId, movement.currency, movement.reference.type, movement.reference.id, movement.kind],
+    'all',
+    tx,
+  );
+  if (existing) return { applied: false, balance: current };
+
+  const [availableDelta, reservedDelta] = EFFECTS[movement.kind](movement.amount);
+  const next = { currency: movement.currency, available: current.available + availableDelta, reserved: current.reserved + reservedDelta };
+  if (next.available < 0n) throw insufficientFunds(movement.currency, movement.amount, current.available);
+  if (next.reserved < 0n) throw new Error(`cannot ${movement.kind} ${movement.amount}: only ${current.reserved} reserved`);
+  await connection.execute(
+    `insert into company_balance_entries (id, organization_id, currency, kind, amount, reference_type, reference_id, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, now())`,
+    [prefixedId('bent'), movement.organizationId, movement.currency, movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id],
+    'run',
+    tx,
+  );
+  await connection.execute(
+    `update company_balances set available = ?, reserved = ?, updated_at = now() where organization_id = ? and currency = ?`,
+    [next.available.toString(), next.reserved.toString(), movement.organizationId, movement.currency],
+    'run',
+    tx,
+  );
+  return { applied: true, balance: next };
+}
+
+export async function readBalances(em: EntityManager, organizationId: string): Promise<BalanceSnapshot[]> {
+  const rows = await em.find(CompanyBalance, { organization: organizationId });
+  return (['usd', 'sat'] as const).map((currency) => {
+    const row = rows.find((candidate) => candidate.currency === currency);
+    return { currency, available: BigInt(row?.available ?? '0'), reserved: BigInt(row?.reserved ?? '0') };
+  });
+}
+
+export function presentBalance(balance: BalanceSnapshot, updatedAt?: Date) {
+  return {
+    object: 'company_balance' as const,
+    currency: balance.currency === 'usd' ? 'USD' : 'BTC',
+    unit: balance.currency === 'usd' ? 'cent' : 'sat',
+    available: balance.available.toString(),
+    reserved: balance.reserved.toString(),
+    total: (balance.available + balance.reserved).toString(),
+    ...(updatedAt ? { updated_at: iso(updatedAt) } : {}),
+  };
+}
