@@ -25,9 +25,13 @@ export const ConfigSchema = z.object({
   API_KEY_LAST_USED_RESOLUTION_SECONDS: z.coerce.number().int().min(0).default(60),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   METRICS_ENABLED: bool.default(true),
+  /** Sandbox webhook endpoints may use http:// or https:// to 127.0.0.1/localhost (local receivers). Defaults to true outside production; never applies to live keys. */
+  WEBHOOK_ALLOW_INSECURE_LOOPBACK: bool.optional(),
+  /** How long the previous signing secret still signs deliveries after a rotation. */
+  WEBHOOK_SECRET_ROTATION_HOURS: z.coerce.number().min(0).max(24 * 7).default(24),
 });
 
-export type Config = z.infer<typeof ConfigSchema>;
+export type Config = Omit<z.infer<typeof ConfigSchema>, 'WEBHOOK_ALLOW_INSECURE_LOOPBACK'> & { WEBHOOK_ALLOW_INSECURE_LOOPBACK: boolean };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -40,5 +44,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  return { ...parsed.data, DATA_DIR: path.resolve(parsed.data.DATA_DIR) };
+  return {
+    ...parsed.data,
+    DATA_DIR: path.resolve(parsed.data.DATA_DIR),
+    WEBHOOK_ALLOW_INSECURE_LOOPBACK: parsed.data.WEBHOOK_ALLOW_INSECURE_LOOPBACK ?? parsed.data.NODE_ENV !== 'production',
+  };
 }

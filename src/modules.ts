@@ -1,5 +1,6 @@
 import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
+import { registerEventRoutes } from './events/routes';
 import type { RouteModule } from './http/app';
 import { registerOrganizationRoutes } from './organizations/routes';
 import { registerSystemRoutes } from './system/routes';
@@ -10,4 +11,5 @@ export const routeModules: RouteModule[] = [
   registerApiKeyRoutes,
   registerOrganizationRoutes,
   registerCatalogueRoutes,
+  registerEventRoutes,
 ];

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Environment } from '../api-keys/entities';
 import type { LastUsedTracker } from '../api-keys/service';
 import type { Config } from '../config';
+import type { DeliveryRelay } from '../events/relay';
 import type { Orm } from '../db/orm';
 import type { IdempotencyService } from '../idempotency/service';
 import type { Logger } from '../logger';
@@ -45,6 +46,8 @@ export interface AppDeps {
   rateLimiter: TokenBucketLimiter;
   idempotency: IdempotencyService;
   lastUsed: LastUsedTracker;
+  /** Starts the webhook deliveries a request emitted, right after its transaction commits. */
+  deliveryRelay: DeliveryRelay;
 }
 
 export type { EntityManager };
