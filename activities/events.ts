@@ -94,7 +94,7 @@ export const createEventActivities = (deps: EventActivityDeps) => ({
 
   /** The sweep behind the relay: starts deliveries that the after-commit step did not. */
   async dispatchUndispatchedDeliveries(input: { graceSeconds: number }): Promise<number> {
-    const relay = new DeliveryRelay(Context.current().client, deps.config.TEMPORAL_TASK_QUEUE, deps.log);
+    const relay = new DeliveryRelay(Context.current().client, deps.config, deps.log);
     return relay.sweep(deps.orm.em.fork(), input.graceSeconds);
   },
 });

@@ -18,6 +18,8 @@ export const ConfigSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('custody-platform'),
+  /** Set the custom search attributes on started workflows; off only where the server lacks them (the time-skipping test server). */
+  TEMPORAL_SEARCH_ATTRIBUTES: bool.default(true),
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(50),
   RATE_LIMIT_BURST: z.coerce.number().int().positive().default(100),
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().positive().default(24),

@@ -22,7 +22,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     rateLimiter: new TokenBucketLimiter(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
-    deliveryRelay: new DeliveryRelay(temporal.client, config.TEMPORAL_TASK_QUEUE, log),
+    deliveryRelay: new DeliveryRelay(temporal.client, config, log),
   };
 }
 

@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { resourceSearchAttributes } from '../temporal/search-attributes';
 import { Delivery } from './entities';
@@ -22,7 +23,7 @@ export interface DeliveryWorkflowInput {
 export class DeliveryRelay {
   constructor(
     private readonly client: Client,
-    private readonly taskQueue: string,
+    private readonly config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_SEARCH_ATTRIBUTES'>,
     private readonly log: Logger,
   ) {}
 
@@ -32,11 +33,13 @@ export class DeliveryRelay {
     for (const delivery of deliveries) {
       try {
         await this.client.workflow.start('webhookDeliveryWorkflow', {
-          taskQueue: this.taskQueue,
+          taskQueue: this.config.TEMPORAL_TASK_QUEUE,
           workflowId: deliveryWorkflowId(delivery.id, delivery.run),
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
           args: [{ deliveryId: delivery.id, run: delivery.run, maxAttempts: delivery.maxAttempts ?? null } satisfies DeliveryWorkflowInput],
-          typedSearchAttributes: resourceSearchAttributes({ organizationId: delivery.organization.id, type: 'event_delivery', id: delivery.id }),
+          ...(this.config.TEMPORAL_SEARCH_ATTRIBUTES
+            ? { typedSearchAttributes: resourceSearchAttributes({ organizationId: delivery.organization.id, type: 'event_delivery', id: delivery.id }) }
+            : {}),
         });
       } catch (error) {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
