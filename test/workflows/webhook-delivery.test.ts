@@ -3,7 +3,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { Delivery, DeliveryAttempt, Event, WebhookEndpoint } from '../../src/events/entities';
 import { DeliveryRelay, deliveryWorkflowId } from '../../src/events/relay';
-import { newSigningSecrets, rotateSigningSecrets } from '../../src/events/secrets';
+import { registerDestinationResolver } from '../../src/events/destinations';
+import { generateSigningSecret, newSigningSecrets, rotateSigningSecrets } from '../../src/events/secrets';
 import { emit } from '../../src/events/service';
 import { createLogger } from '../../src/logger';
 import { Organization } from '../../src/organizations/entities';
@@ -252,6 +253,36 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     });
     assert.equal(receiver.attempts.length, 1);
     assert.equal(JSON.parse(receiver.attempts[0]!.body).data.transaction_id, 'committed');
+  });
+
+  it("delivers to an explicit destination such as a card's webhook_url through its registered resolver", async () => {
+    const org = await createTestOrganization();
+    const secret = generateSigningSecret();
+    receiver.secrets = [secret];
+    registerDestinationResolver('card', {
+      resolve: async (_em, config, _organizationId, id) => ({
+        url: receiver.url,
+        secrets: [secret],
+        apiVersion: '2026-01-30',
+        policy: { environment: 'sandbox', allowInsecureLoopback: config.WEBHOOK_ALLOW_INSECURE_LOOPBACK },
+        inactiveReason: id === 'card_1' ? null : 'card terminated',
+      }),
+      markGone: async () => undefined,
+    });
+    const em = (await testOrm()).em.fork();
+    const { deliveries } = await em.transactional((tx) =>
+      emit(tx, { organizationId: org.organizationId, type: 'card.ready', data: { card_id: 'card_1' }, destinations: [{ kind: 'card', id: 'card_1', url: receiver.url }] }),
+    );
+    assert.equal(deliveries.length, 1, 'no endpoint of this organization, only the card');
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveries[0]!.id));
+
+    assert.deepEqual(result, { outcome: 'delivered', attempts: 1 });
+    assert.deepEqual(receiver.attempts[0]!.verifiedWith, [true]);
+    const payload = JSON.parse(receiver.attempts[0]!.body);
+    assert.equal(payload.event_id, undefined, 'payloads before 2026-05-15 carry no event_id');
+    assert.equal(payload.api_version, '2026-01-30');
+    assert.equal((await loadDelivery(deliveries[0]!.id)).delivery.destinationId, 'card_1');
   });
 
   it('replays its recorded history with the current workflow code', async () => {
