@@ -2,6 +2,7 @@ import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { IdempotencyService } from '../src/idempotency/service';
 import type { Logger } from '../src/logger';
+import { createEventActivities } from './events';
 import { createIdempotencyActivities } from './idempotency';
 
 /** Everything an activity may touch; each domain factory takes what it needs. */
@@ -15,6 +16,7 @@ export interface ActivityDeps {
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
+  ...createEventActivities(deps),
 });
 
 export type Activities = ReturnType<typeof createActivities>;

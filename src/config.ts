@@ -19,6 +19,8 @@ export const ConfigSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('custody-platform'),
+  /** Set the custom search attributes on started workflows; off only where the server lacks them (the time-skipping test server). */
+  TEMPORAL_SEARCH_ATTRIBUTES: bool.default(true),
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(50),
   RATE_LIMIT_BURST: z.coerce.number().int().positive().default(100),
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().positive().default(24),
@@ -26,6 +28,10 @@ export const ConfigSchema = z.object({
   API_KEY_LAST_USED_RESOLUTION_SECONDS: z.coerce.number().int().min(0).default(60),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   METRICS_ENABLED: bool.default(true),
+  /** Sandbox webhook endpoints may use http:// or https:// to 127.0.0.1/localhost (local receivers). Defaults to true outside production; never applies to live keys. */
+  WEBHOOK_ALLOW_INSECURE_LOOPBACK: bool.optional(),
+  /** How long the previous signing secret still signs deliveries after a rotation. */
+  WEBHOOK_SECRET_ROTATION_HOURS: z.coerce.number().min(0).max(24 * 7).default(24),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
   MASTER_KEY: z
     .string()
@@ -36,7 +42,7 @@ export const ConfigSchema = z.object({
   message: 'MASTER_KEY is required when NODE_ENV=production (32 bytes, base64 or hex)',
 });
 
-export type Config = z.infer<typeof ConfigSchema>;
+export type Config = Omit<z.infer<typeof ConfigSchema>, 'WEBHOOK_ALLOW_INSECURE_LOOPBACK'> & { WEBHOOK_ALLOW_INSECURE_LOOPBACK: boolean };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -49,5 +55,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  return { ...parsed.data, DATA_DIR: path.resolve(parsed.data.DATA_DIR) };
+  return {
+    ...parsed.data,
+    DATA_DIR: path.resolve(parsed.data.DATA_DIR),
+    WEBHOOK_ALLOW_INSECURE_LOOPBACK: parsed.data.WEBHOOK_ALLOW_INSECURE_LOOPBACK ?? parsed.data.NODE_ENV !== 'production',
+  };
 }

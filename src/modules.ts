@@ -2,6 +2,7 @@ import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerBalanceRoutes } from './balances/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerCustodyRoutes } from './custody/routes';
+import { registerEventRoutes } from './events/routes';
 import type { RouteModule } from './http/app';
 import { registerOrganizationRoutes } from './organizations/routes';
 import { registerSystemRoutes } from './system/routes';
@@ -14,4 +15,5 @@ export const routeModules: RouteModule[] = [
   registerCatalogueRoutes,
   registerBalanceRoutes,
   registerCustodyRoutes,
+  registerEventRoutes,
 ];

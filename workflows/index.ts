@@ -1,2 +1,4 @@
 /** Every workflow the worker runs; the bundle's entry point. */
 export { idempotencyRetentionWorkflow } from './idempotency-retention';
+export { webhookDeliveryWorkflow } from './webhook-delivery';
+export { webhookDeliverySweepWorkflow } from './webhook-delivery-sweep';

@@ -1,12 +1,15 @@
 import { ApiKey } from '../api-keys/entities';
 import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
 import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
+import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 
 /** Every entity of every domain; a new domain adds its entities here. */
-export const entities = [CompanyBalance, CompanyBalanceEntry, 
+export const entities = [
+  CompanyBalance,
+  CompanyBalanceEntry,
   Organization,
   Member,
   Role,
@@ -19,4 +22,10 @@ export const entities = [CompanyBalance, CompanyBalanceEntry,
   Address,
   WalletBalance,
   SigningActivity,
+  SigningSecrets,
+  WebhookEndpoint,
+  Subscription,
+  Event,
+  Delivery,
+  DeliveryAttempt,
 ];

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Environment } from '../api-keys/entities';
 import type { LastUsedTracker } from '../api-keys/service';
 import type { Config } from '../config';
+import type { DeliveryRelay } from '../events/relay';
 import type { Orm } from '../db/orm';
 import type { IdempotencyService } from '../idempotency/service';
 import type { KeyService } from '../keys/service';
@@ -48,6 +49,8 @@ export interface AppDeps {
   lastUsed: LastUsedTracker;
   /** Seeds, derivation and signing: the one holder of key material. */
   keys: KeyService;
+  /** Starts the webhook deliveries a request emitted, right after its transaction commits. */
+  deliveryRelay: DeliveryRelay;
 }
 
 export type { EntityManager };

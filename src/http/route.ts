@@ -8,6 +8,7 @@ import { applyRateLimit, authenticate } from './auth';
 import { readJsonBody } from './body';
 import type { AppContext, AppDeps, AppState, AuthContext } from './context';
 import { ApiError, errors, fromZodError } from './errors';
+import { takeCommittedDeliveries } from '../events/service';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type RequiredScope = Scope | readonly Scope[] | 'authenticated';
@@ -108,7 +109,11 @@ export class RouteRegistry {
       const body = route.body ? parse(route.body, rawBody ?? {}, 'body') : rejectUnexpectedBody(rawBody);
       const em = this.deps.orm.em.fork();
       const handler = route.handler as (input: HandlerInput<unknown, unknown, unknown, AuthContext | undefined>) => Promise<HandlerResult>;
-      const run = (transactionEm: EntityManager) => handler({ params, query, body, auth, em: transactionEm, ctx, deps: this.deps });
+      let transaction: object | undefined;
+      const run = (transactionEm: EntityManager) => {
+        transaction = transactionEm.getTransactionContext();
+        return handler({ params, query, body, auth, em: transactionEm, ctx, deps: this.deps });
+      };
 
       let result: HandlerResult;
       const idempotencyKey = ctx.get(IDEMPOTENCY_KEY_HEADER);
@@ -119,6 +124,9 @@ export class RouteRegistry {
       } else {
         result = await em.transactional(run);
       }
+      // Committed: start the webhook deliveries the handler emitted (the outbox relay).
+      const emitted = transaction ? takeCommittedDeliveries(transaction) : [];
+      if (emitted.length) await this.deps.deliveryRelay.dispatchAfterCommit(this.deps.orm.em.fork(), emitted);
       respond(ctx, result, route.response.status);
     });
   }

@@ -26,6 +26,7 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
 }
 
 export const IDEMPOTENCY_RETENTION_SCHEDULE_ID = 'idempotency-retention';
+export const WEBHOOK_DELIVERY_SWEEP_SCHEDULE_ID = 'webhook-delivery-sweep';
 
 /** The recurring jobs of the service, as Temporal Schedules so operators see and pause them in the UI. */
 export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'IDEMPOTENCY_RETENTION_HOURS'>): ScheduleOptions[] {
@@ -44,6 +45,22 @@ export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' |
       },
       policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
       memo: { description: 'Purges Idempotency-Key records older than the retention window' },
+    },
+    {
+      scheduleId: WEBHOOK_DELIVERY_SWEEP_SCHEDULE_ID,
+      spec: { intervals: [{ every: '1 minute' }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'webhookDeliverySweepWorkflow',
+        workflowId: WEBHOOK_DELIVERY_SWEEP_SCHEDULE_ID,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        // Deliveries younger than this are left to the after-commit dispatch of their request.
+        args: [{ graceSeconds: 30 }],
+        workflowExecutionTimeout: '10 minutes',
+        typedSearchAttributes: resourceSearchAttributes({ type: 'webhook_delivery_sweep', id: WEBHOOK_DELIVERY_SWEEP_SCHEDULE_ID }),
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
+      memo: { description: 'Starts webhook deliveries whose after-commit dispatch did not happen' },
     },
   ];
 }

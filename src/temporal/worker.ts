@@ -1,4 +1,4 @@
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions as SdkWorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
@@ -23,6 +23,8 @@ export interface WorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
+  /** 0 turns off the sticky cache: tests that stop a worker mid-workflow hand its history to the next one at once. */
+  maxCachedWorkflows?: SdkWorkerOptions['maxCachedWorkflows'];
 }
 
 /** The one worker setup used by the service and by every workflow test. */
@@ -33,5 +35,6 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     taskQueue: options.taskQueue,
     workflowBundle: await workflowBundle(),
     activities: createActivities(options.deps),
+    ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
   });
 }

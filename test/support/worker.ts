@@ -7,12 +7,18 @@ import { createWorker } from '../../src/temporal/worker';
 import { testConfig, testOrm } from './environment';
 
 /** The service's own worker setup and activities on a test environment, on a task queue of its own. */
-export async function createTestWorker(env: TestWorkflowEnvironment, taskQueue = `test-${randomUUID()}`): Promise<{ worker: Worker; taskQueue: string }> {
-  const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue });
+export async function createTestWorker(
+  env: TestWorkflowEnvironment,
+  taskQueue = `test-${randomUUID()}`,
+  configOverrides: Record<string, string> = {},
+  maxCachedWorkflows?: number,
+): Promise<{ worker: Worker; taskQueue: string }> {
+  const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...configOverrides });
   const worker = await createWorker({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     taskQueue,
+    maxCachedWorkflows,
     deps: { config, orm: await testOrm(), log: createLogger('silent'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
   });
   return { worker, taskQueue };

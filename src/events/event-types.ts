@@ -1,0 +1,52 @@
+/**
+ * Every event type the service emits, with a one-line description: the single source of truth
+ * behind `GET /v1/webhooks/event-types` and the validation of `event_types` filters. A domain
+ * that starts emitting a new type adds it here.
+ */
+export const EVENT_TYPES = [
+  { type: 'webhook.test', description: 'A test event sent to one endpoint by POST /v1/webhooks/:id/test.' },
+  { type: 'transaction.created', description: 'A custody transaction was created.' },
+  { type: 'transaction.confirmed', description: 'A custody transaction reached its confirmation threshold.' },
+  { type: 'transaction.failed', description: 'A custody transaction failed or was dropped.' },
+  { type: 'transfer.success', description: 'A stablecoin transfer succeeded; data carries transaction_id.' },
+  { type: 'deposit.success', description: 'A stablecoin deposit was credited to a wallet.' },
+  { type: 'incoming_token_tx', description: 'An incoming token transfer to a subscribed address.' },
+  { type: 'incoming_native_tx', description: 'An incoming native-coin transfer to a subscribed address.' },
+  { type: 'outgoing_token_tx', description: 'An outgoing token transfer from a subscribed address.' },
+  { type: 'outgoing_native_tx', description: 'An outgoing native-coin transfer from a subscribed address.' },
+  { type: 'gas_station.low_balance', description: 'A gas station balance fell below its threshold.' },
+  { type: 'gas_station.refilled', description: 'A gas station was refilled.' },
+  { type: 'policy.alert', description: 'A policy rule with action alert matched an operation.' },
+  { type: 'policy.activated', description: 'A policy reached the enforced state.' },
+  { type: 'approval_request.created', description: 'An operation or activation is waiting for approvals.' },
+  { type: 'consolidation.run.completed', description: 'A consolidation run finished all its sweeps.' },
+  { type: 'consolidation.run.failed', description: 'A consolidation run ended with failed sweeps.' },
+  { type: 'card.created', description: 'A card was requested and is being provisioned.' },
+  { type: 'card.ready', description: 'A card finished provisioning: status active, masked_pan populated.' },
+  { type: 'card.frozen', description: 'A card was frozen.' },
+  { type: 'card.unfrozen', description: 'A frozen card was made active again.' },
+  { type: 'card.terminated', description: 'A card was terminated and its balance returned.' },
+  { type: 'card.transaction.completed', description: 'A card funding or withdrawal settled.' },
+  { type: 'card.transaction.failed', description: 'A card funding or withdrawal failed.' },
+  { type: 'card.authorization', description: 'A merchant authorization was approved or declined.' },
+  { type: 'lightning.invoice.paid', description: 'A Lightning invoice was paid.' },
+  { type: 'lightning.invoice.expired', description: 'A Lightning invoice expired unpaid.' },
+  { type: 'lightning.payment.succeeded', description: 'An outgoing Lightning payment settled.' },
+  { type: 'lightning.payment.failed', description: 'An outgoing Lightning payment failed.' },
+  { type: 'asset.received', description: 'Payout funding detected on the deposit address.' },
+  { type: 'payouts.processing', description: 'A payout is processing (fiat amount pro-rated on underpayment).' },
+  { type: 'payouts.withdrawal.success', description: 'A payout was delivered to the beneficiary.' },
+  { type: 'payouts.withdrawal.failed', description: 'A payout was rejected at delivery or blocked by compliance or risk.' },
+  { type: 'payouts.withdrawal.expired', description: 'A payout quote expired with no payment detected; the payout was cancelled.' },
+  { type: 'withdrawal.processing', description: 'Payout stage: the withdrawal to the rail started.' },
+  { type: 'withdrawal.success', description: 'Payout stage: the withdrawal to the rail succeeded.' },
+  { type: 'withdrawal.failed', description: 'Payout stage: the withdrawal to the rail failed.' },
+] as const satisfies readonly { type: string; description: string }[];
+
+export type EventType = (typeof EVENT_TYPES)[number]['type'];
+
+const KNOWN = new Set<string>(EVENT_TYPES.map((entry) => entry.type));
+export const isEventType = (value: string): value is EventType => KNOWN.has(value);
+
+/** On-chain types a subscription can filter on. */
+export const ON_CHAIN_EVENT_TYPES = ['incoming_token_tx', 'incoming_native_tx', 'outgoing_token_tx', 'outgoing_native_tx'] as const satisfies readonly EventType[];

@@ -1,0 +1,224 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { errors } from '../http/errors';
+import { Organization } from '../organizations/entities';
+import { versionAtLeast } from '../shared/api-versions';
+import { isUuid } from '../shared/ids';
+import { iso, isoOrNull } from '../shared/time';
+import { type Destination, destinationResolver } from './destinations';
+import { Delivery, DeliveryAttempt, type DestinationKind, Event, Subscription, WebhookEndpoint } from './entities';
+import type { EventType } from './event-types';
+import { DestinationRefused } from './url-policy';
+
+export interface EmitInput {
+  organizationId: string;
+  type: EventType;
+  data: Record<string, unknown>;
+  /** Explicit destinations (a subscription, a card's webhook_url...), besides the endpoints. */
+  destinations?: Destination[];
+  /** false: only the explicit destinations (e.g. webhook.test); default: also every matching endpoint. */
+  broadcast?: boolean;
+  /** Emitting the same key twice in one organization yields one event and one set of deliveries. */
+  dedupeKey?: string;
+}
+
+/** Deliveries written in a transaction that is still open, keyed by that transaction. */
+const pendingDispatch = new WeakMap<object, string[]>();
+
+/** The deliveries the relay should start once `transaction` has committed (and forgets them). */
+export function takeCommittedDeliveries(transaction: object): string[] {
+  const ids = pendingDispatch.get(transaction) ?? [];
+  pendingDispatch.delete(transaction);
+  return ids;
+}
+
+/**
+ * The one way an event leaves a domain: writes the event and one delivery per destination in the
+ * caller's transaction (a transactional outbox). Nothing is sent from here: the relay starts the
+ * delivery workflows after commit, so a rolled-back change is never announced and a committed one
+ * is never lost (the periodic sweep starts whatever the after-commit step missed).
+ */
+export async function emit(em: EntityManager, input: EmitInput): Promise<{ event: Event; deliveries: Delivery[] }> {
+  if (!em.getTransactionContext()) throw new Error('events.emit must run inside the transaction of the change it reports');
+  const organization = em.getReference(Organization, input.organizationId);
+  if (input.dedupeKey) {
+    const existing = await em.findOne(Event, { organization, dedupeKey: input.dedupeKey });
+    if (existing) return { event: existing, deliveries: [] };
+  }
+  const now = new Date();
+  const event = em.create(Event, { organization, type: input.type, data: input.data, dedupeKey: input.dedupeKey ?? null, createdAt: now });
+
+  const targets = new Map<string, { kind: DestinationKind; id: string; url: string; maxAttempts: number | null }>();
+  if (input.broadcast !== false) {
+    const endpoints = await em.find(WebhookEndpoint, { organization, status: 'enabled', deletedAt: null });
+    for (const endpoint of endpoints) {
+      if (endpoint.eventTypes.length === 0 || endpoint.eventTypes.includes(input.type)) {
+        targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
+      }
+    }
+  }
+  for (const destination of input.destinations ?? []) {
+    if (destination.kind === 'webhook') {
+      const endpoint = await em.findOneOrFail(WebhookEndpoint, { id: destination.id, organization });
+      targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
+    } else if (destination.kind === 'subscription') {
+      const subscription = await em.findOneOrFail(Subscription, { id: destination.id, organization });
+      if (subscription.eventType && subscription.eventType !== input.type) continue;
+      subscription.lastEventAt = now;
+      targets.set(`subscription:${subscription.id}`, {
+        kind: 'subscription',
+        id: subscription.id,
+        url: subscription.webhookUrl,
+        maxAttempts: subscription.maxAttempts ?? null,
+      });
+    } else if (destination.kind === 'card') {
+      destinationResolver(destination.kind); // fails now, not at delivery time, when no resolver exists
+      targets.set(`${destination.kind}:${destination.id}`, { kind: destination.kind, id: destination.id, url: destination.url, maxAttempts: null });
+    }
+  }
+
+  const deliveries = [...targets.values()].map((target) =>
+    em.create(Delivery, {
+      organization,
+      event,
+      type: input.type,
+      destinationKind: target.kind,
+      destinationId: target.id,
+      destinationUrl: target.url,
+      maxAttempts: target.maxAttempts,
+      createdAt: now,
+      updatedAt: now,
+    }),
+  );
+  queueForDispatch(em, deliveries);
+  return { event, deliveries };
+}
+
+/** Registers deliveries for the relay; they are started once the current transaction commits. */
+function queueForDispatch(em: EntityManager, deliveries: Delivery[]): void {
+  const transaction = em.getTransactionContext() as object | undefined;
+  if (!transaction) throw new Error('deliveries can only be queued inside a transaction');
+  pendingDispatch.set(transaction, [...(pendingDispatch.get(transaction) ?? []), ...deliveries.map((delivery) => delivery.id)]);
+}
+
+/** Manual retry of a finished delivery: a new run of attempts with a fresh schedule. */
+export function requeueDelivery(em: EntityManager, delivery: Delivery): void {
+  delivery.run += 1;
+  delivery.status = 'pending';
+  delivery.nextRetryAt = null;
+  delivery.dispatchedAt = null;
+  delivery.updatedAt = new Date();
+  queueForDispatch(em, [delivery]);
+}
+
+/** The JSON body posted for `event` at `apiVersion`; versions before 2026-05-15 have no event_id. */
+export function deliveryPayload(event: Event, apiVersion: string): string {
+  return JSON.stringify({
+    ...(versionAtLeast(apiVersion, '2026-05-15') ? { event_id: event.id } : {}),
+    type: event.type,
+    api_version: apiVersion,
+    created_at: iso(event.createdAt),
+    data: event.data,
+  });
+}
+
+/** Turns a refused URL into the contract's validation error on `param`. */
+export async function validatedUrl(param: string, check: () => Promise<URL>): Promise<string> {
+  try {
+    return (await check()).toString();
+  } catch (error) {
+    if (error instanceof DestinationRefused) throw errors.validation(`Invalid ${param}: ${error.message}.`, param);
+    throw error;
+  }
+}
+
+export async function findWebhook(em: EntityManager, organizationId: string, id: string): Promise<WebhookEndpoint> {
+  const endpoint = await em.findOne(WebhookEndpoint, { id, organization: organizationId, deletedAt: null });
+  if (!endpoint) throw errors.notFound('webhook', id);
+  return endpoint;
+}
+
+export async function findSubscription(em: EntityManager, organizationId: string, id: string): Promise<Subscription> {
+  const subscription = await em.findOne(Subscription, { id, organization: organizationId, deletedAt: null });
+  if (!subscription) throw errors.notFound('subscription', id);
+  return subscription;
+}
+
+export async function findDelivery(em: EntityManager, organizationId: string, id: string): Promise<Delivery> {
+  // Delivery ids are prefixed; anything else (a uuid included) is simply not found.
+  const delivery = isUuid(id) ? null : await em.findOne(Delivery, { id, organization: organizationId }, { populate: ['event'] });
+  if (!delivery) throw errors.notFound('event', id);
+  return delivery;
+}
+
+export function presentWebhook(endpoint: WebhookEndpoint, signingSecret?: string) {
+  return {
+    id: endpoint.id,
+    object: 'webhook' as const,
+    name: endpoint.name,
+    url: endpoint.url,
+    event_types: endpoint.eventTypes,
+    status: endpoint.status,
+    ...(endpoint.disabledReason ? { disabled_reason: endpoint.disabledReason } : {}),
+    api_version: endpoint.apiVersion,
+    ...(endpoint.maxAttempts ? { max_attempts: endpoint.maxAttempts } : {}),
+    has_signing_secret: Boolean(endpoint.secrets.current),
+    ...(signingSecret ? { signing_secret: signingSecret } : {}),
+    created_at: iso(endpoint.createdAt),
+    updated_at: iso(endpoint.updatedAt),
+  };
+}
+
+export function presentSubscription(subscription: Subscription, signingSecret?: string) {
+  return {
+    id: subscription.id,
+    object: 'subscription' as const,
+    address: subscription.address,
+    chain: subscription.chain,
+    network: subscription.network,
+    webhook_url: subscription.webhookUrl,
+    event_type: subscription.eventType,
+    label: subscription.label ?? null,
+    metadata: subscription.metadata,
+    status: subscription.status,
+    ...(subscription.status === 'failed' && subscription.failureReason ? { failure_reason: subscription.failureReason } : {}),
+    has_signing_secret: Boolean(subscription.secrets.current),
+    ...(signingSecret ? { signing_secret: signingSecret } : {}),
+    ...(subscription.maxAttempts ? { max_attempts: subscription.maxAttempts } : {}),
+    last_event_at: isoOrNull(subscription.lastEventAt),
+    created_at: iso(subscription.createdAt),
+    updated_at: iso(subscription.updatedAt),
+  };
+}
+
+export function presentDelivery(delivery: Delivery, attempts?: DeliveryAttempt[]) {
+  return {
+    id: delivery.id,
+    object: 'event' as const,
+    event_id: delivery.event.id,
+    webhook_id: delivery.destinationId,
+    destination_type: delivery.destinationKind,
+    type: delivery.type,
+    destination: delivery.destinationUrl,
+    delivery_status: delivery.status,
+    delivery_attempts: delivery.attempts,
+    ...(delivery.maxAttempts ? { max_attempts: delivery.maxAttempts } : {}),
+    ...(delivery.lastHttpStatus != null ? { http_status_code: delivery.lastHttpStatus } : {}),
+    ...(delivery.errorMessage ? { error_message: delivery.errorMessage } : {}),
+    ...(delivery.nextRetryAt ? { next_retry_at: iso(delivery.nextRetryAt) } : {}),
+    ...(delivery.deliveredAt ? { delivered_at: iso(delivery.deliveredAt) } : {}),
+    created_at: iso(delivery.createdAt),
+    updated_at: iso(delivery.updatedAt),
+    ...(attempts
+      ? {
+          attempts: attempts.map((attempt) => ({
+            run: attempt.run,
+            attempt: attempt.attempt,
+            attempted_at: iso(attempt.attemptedAt),
+            ...(attempt.httpStatus != null ? { http_status_code: attempt.httpStatus } : {}),
+            ...(attempt.errorMessage ? { error_message: attempt.errorMessage } : {}),
+            ...(attempt.durationMs != null ? { duration_ms: attempt.durationMs } : {}),
+          })),
+        }
+      : {}),
+  };
+}

@@ -1,0 +1,247 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { localTemporal } from '../support/environment';
+import { WebhookReceiver } from '../support/webhook-receiver';
+import { createTestWorker } from '../support/worker';
+
+/** Polls GET /v1/events/:id until `done` holds (deliveries run in the worker). */
+async function waitForEvent(app: TestApp, key: string, id: string, done: (event: any) => boolean) {
+  for (let i = 0; i < 200; i += 1) {
+    const response = await app.request('GET', `/v1/events/${id}`, { key });
+    if (done(response.body)) return response.body;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`event ${id} never reached the expected state`);
+}
+
+describe('Webhooks, subscriptions and delivery events API', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+  let receiver: WebhookReceiver;
+  let worker: Worker;
+  let running: Promise<void>;
+
+  before(async () => {
+    const taskQueue = `webhooks-api-${randomUUID()}`;
+    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue));
+    running = worker.run();
+    org = await createTestOrganization();
+    receiver = await new WebhookReceiver().start();
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await receiver?.close();
+    await app?.close();
+  });
+
+  const createWebhook = (body: Record<string, unknown> = {}) =>
+    app.request('POST', '/v1/webhooks', { key: org.secret, body: { name: 'Orders', url: receiver.url, ...body } });
+
+  it('lists the event types with descriptions', async () => {
+    const response = await app.request('GET', '/v1/webhooks/event-types', { key: org.secret });
+    assert.equal(response.status, 200);
+    const types = response.body.data.map((entry: { type: string }) => entry.type);
+    for (const type of ['transaction.confirmed', 'incoming_token_tx', 'transfer.success', 'payouts.withdrawal.failed', 'webhook.test']) {
+      assert.ok(types.includes(type), type);
+    }
+    assert.ok(response.body.data.every((entry: { description: string }) => entry.description.length > 0));
+  });
+
+  it('creates an endpoint with its secret once, then reads, updates and deletes it', async () => {
+    const created = await createWebhook({ event_types: ['transfer.success'] });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.object, 'webhook');
+    assert.match(created.body.signing_secret, /^whsec_[A-Za-z0-9+/=]{40,}$/);
+    assert.equal(created.body.has_signing_secret, true);
+    assert.equal(created.body.status, 'enabled');
+    assert.equal(created.body.api_version, '2026-05-15');
+    assert.deepEqual(created.body.event_types, ['transfer.success']);
+    assert.equal(created.body.max_attempts, undefined);
+
+    const fetched = await app.request('GET', `/v1/webhooks/${created.body.id}`, { key: org.secret });
+    assert.equal(fetched.status, 200);
+    assert.equal(fetched.body.signing_secret, undefined);
+    const listed = await app.request('GET', '/v1/webhooks', { key: org.secret });
+    assert.ok(listed.body.data.some((webhook: { id: string; signing_secret?: string }) => webhook.id === created.body.id && !webhook.signing_secret));
+
+    const updated = await app.request('PATCH', `/v1/webhooks/${created.body.id}`, {
+      key: org.secret,
+      body: { name: 'Renamed', event_types: [], max_attempts: 5 },
+    });
+    assert.equal(updated.status, 200);
+    assert.equal(updated.body.name, 'Renamed');
+    assert.deepEqual(updated.body.event_types, []);
+    assert.equal(updated.body.max_attempts, 5);
+
+    const rotated = await app.request('POST', `/v1/webhooks/${created.body.id}/rotate-secret`, { key: org.secret });
+    assert.equal(rotated.status, 200);
+    assert.equal(rotated.body.object, 'signing_secret');
+    assert.notEqual(rotated.body.signing_secret, created.body.signing_secret);
+    assert.ok(Date.parse(rotated.body.previous_secret_expires_at) > Date.now() + 23 * 3600_000);
+
+    const deleted = await app.request('DELETE', `/v1/webhooks/${created.body.id}`, { key: org.secret });
+    assert.deepEqual(deleted.body, { id: created.body.id, object: 'webhook', deleted: true });
+    assert.equal((await app.request('GET', `/v1/webhooks/${created.body.id}`, { key: org.secret })).status, 404);
+  });
+
+  it('validates name, URL and event types; live keys need public HTTPS URLs', async () => {
+    assert.equal((await createWebhook({ name: '' })).body.error.param, 'name');
+    assert.equal((await createWebhook({ name: 'x'.repeat(256) })).status, 400);
+    assert.equal((await createWebhook({ url: 'ftp://example.com/hook' })).body.error.param, 'url');
+    assert.equal((await createWebhook({ url: 'http://10.0.0.5/hook' })).status, 400);
+    const unknownType = await createWebhook({ event_types: ['no.such.type'] });
+    assert.equal(unknownType.status, 400);
+    assert.equal(unknownType.body.error.param, 'event_types.0');
+
+    const live = await createTestOrganization('Live org', 'live');
+    const post = (url: string) => app.request('POST', '/v1/webhooks', { key: live.secret, body: { name: 'Live', url } });
+    for (const url of [receiver.url, 'https://127.0.0.1/hook', 'https://localhost/hook', 'https://192.168.1.10/hook', 'https://169.254.169.254/latest', 'https://[::1]/hook', 'https://[fd00::1]/hook']) {
+      const refused = await post(url);
+      assert.equal(refused.status, 400, url);
+      assert.equal(refused.body.error.code, 'validation_failed');
+      assert.equal(refused.body.error.param, 'url');
+    }
+    const accepted = await post('https://93.184.215.14/hook');
+    assert.equal(accepted.status, 201, JSON.stringify(accepted.body));
+  });
+
+  it('sends a signed test event, shows it in /v1/events, and re-queues it by manual retry', async () => {
+    const created = await createWebhook();
+    receiver.secrets = [created.body.signing_secret];
+    const queued = await app.request('POST', `/v1/webhooks/${created.body.id}/test`, { key: org.secret });
+    assert.equal(queued.status, 201);
+    assert.equal(queued.body.object, 'event');
+    assert.equal(queued.body.delivery_status, 'pending');
+    assert.equal(queued.body.webhook_id, created.body.id);
+
+    const delivered = await waitForEvent(app, org.secret, queued.body.id, (event) => event.delivery_status === 'delivered');
+    assert.equal(delivered.type, 'webhook.test');
+    assert.equal(delivered.destination, receiver.url);
+    assert.equal(delivered.delivery_attempts, 1);
+    assert.equal(delivered.http_status_code, 200);
+    assert.ok(delivered.delivered_at);
+    assert.equal(delivered.next_retry_at, undefined);
+    assert.equal(delivered.attempts.length, 1);
+    const first = receiver.attempts.at(-1)!;
+    assert.deepEqual(first.verifiedWith, [true]);
+    assert.equal(JSON.parse(first.body).event_id, delivered.event_id);
+
+    const retry = await app.request('POST', `/v1/events/${queued.body.id}/retry`, { key: org.secret });
+    assert.equal(retry.status, 202);
+    assert.deepEqual(retry.body, { object: 'event_retry', status: 'queued' });
+    const again = await waitForEvent(app, org.secret, queued.body.id, (event) => event.delivery_attempts === 2 && event.delivery_status === 'delivered');
+    assert.deepEqual(again.attempts.map((attempt: { run: number; attempt: number }) => [attempt.run, attempt.attempt]), [[1, 1], [2, 1]]);
+    assert.equal(receiver.attempts.at(-1)!.headers['webhook-id'], first.headers['webhook-id']);
+
+    const filtered = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&delivery_status=delivered&type=webhook.test`, { key: org.secret });
+    assert.deepEqual(filtered.body.data.map((event: { id: string }) => event.id), [queued.body.id]);
+    const none = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&delivery_status=failed`, { key: org.secret });
+    assert.deepEqual(none.body.data, []);
+  });
+
+  it('pages delivery events with a cursor', async () => {
+    const created = await createWebhook();
+    for (let i = 0; i < 3; i += 1) await app.request('POST', `/v1/webhooks/${created.body.id}/test`, { key: org.secret });
+    const first = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&limit=2`, { key: org.secret });
+    assert.equal(first.body.data.length, 2);
+    assert.equal(first.body.has_more, true);
+    const second = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&limit=2&cursor=${first.body.next_cursor}`, { key: org.secret });
+    assert.equal(second.body.data.length, 1);
+    assert.equal(second.body.has_more, false);
+  });
+
+  it('manages subscriptions with every specified field', async () => {
+    const created = await app.request('POST', '/v1/subscriptions', {
+      key: org.secret,
+      body: { address: '0x52908400098527886E0F7030069857D2E4169EE7', chain: 'ethereum', webhook_url: receiver.url, event_type: 'incoming_token_tx', label: 'Treasury', metadata: { team: 'ops' }, network: 'mainnet' },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal(created.body.object, 'subscription');
+    assert.equal(created.body.network, 'sepolia', 'the sandbox environment decides the network');
+    assert.equal(created.body.status, 'active');
+    assert.equal(created.body.has_signing_secret, true);
+    assert.match(created.body.signing_secret, /^whsec_/);
+    assert.equal(created.body.last_event_at, null);
+    assert.equal(created.body.failure_reason, undefined);
+    assert.deepEqual(created.body.metadata, { team: 'ops' });
+
+    const fetched = await app.request('GET', `/v1/subscriptions/${created.body.id}`, { key: org.secret });
+    assert.equal(fetched.body.signing_secret, undefined);
+    assert.equal(fetched.body.has_signing_secret, true);
+    const updated = await app.request('PATCH', `/v1/subscriptions/${created.body.id}`, { key: org.secret, body: { label: null, event_type: '', status: 'disabled' } });
+    assert.equal(updated.body.label, null);
+    assert.equal(updated.body.event_type, '');
+    assert.equal(updated.body.status, 'disabled');
+    const rotated = await app.request('POST', `/v1/subscriptions/${created.body.id}/rotate-secret`, { key: org.secret });
+    assert.equal(rotated.body.object, 'subscription');
+    assert.match(rotated.body.signing_secret, /^whsec_/);
+    assert.notEqual(rotated.body.signing_secret, created.body.signing_secret);
+    const listed = await app.request('GET', '/v1/subscriptions', { key: org.secret });
+    assert.ok(listed.body.data.some((subscription: { id: string }) => subscription.id === created.body.id));
+    assert.equal((await app.request('DELETE', `/v1/subscriptions/${created.body.id}`, { key: org.secret })).body.deleted, true);
+    assert.equal((await app.request('GET', `/v1/subscriptions/${created.body.id}`, { key: org.secret })).status, 404);
+
+    const badChain = await app.request('POST', '/v1/subscriptions', { key: org.secret, body: { address: 'x', chain: 'dogecoin', webhook_url: receiver.url } });
+    assert.equal(badChain.body.error.param, 'chain');
+  });
+
+  it('checks scopes on every route', async () => {
+    const { secret: reader } = await org.key(['webhooks:read']);
+    const { secret: other } = await org.key(['cards:read']);
+    const webhook = await createWebhook();
+    const reads = ['/v1/webhooks/event-types', '/v1/webhooks', `/v1/webhooks/${webhook.body.id}`, '/v1/subscriptions', '/v1/events'];
+    for (const path of reads) {
+      assert.equal((await app.request('GET', path, { key: reader })).status, 200, path);
+      const refused = await app.request('GET', path, { key: other });
+      assert.equal(refused.status, 403, path);
+      assert.equal(refused.body.error.details.required_scope, 'webhooks:read');
+    }
+    const writes: [string, string, unknown?][] = [
+      ['POST', '/v1/webhooks', { name: 'x', url: receiver.url }],
+      ['PATCH', `/v1/webhooks/${webhook.body.id}`, { name: 'y' }],
+      ['DELETE', `/v1/webhooks/${webhook.body.id}`],
+      ['POST', `/v1/webhooks/${webhook.body.id}/rotate-secret`],
+      ['POST', `/v1/webhooks/${webhook.body.id}/test`],
+      ['POST', '/v1/subscriptions', { address: 'a', chain: 'bitcoin', webhook_url: receiver.url }],
+      ['POST', '/v1/events/dlv_x/retry'],
+    ];
+    for (const [method, path, body] of writes) {
+      const refused = await app.request(method, path, { key: reader, body });
+      assert.equal(refused.status, 403, `${method} ${path}`);
+      assert.equal(refused.body.error.details.required_scope, 'webhooks:write');
+    }
+  });
+
+  it("keeps each organization's endpoints, subscriptions and events to itself", async () => {
+    const webhook = await createWebhook();
+    const test = await app.request('POST', `/v1/webhooks/${webhook.body.id}/test`, { key: org.secret });
+    const subscription = await app.request('POST', '/v1/subscriptions', { key: org.secret, body: { address: 'bc1qxyz', chain: 'bitcoin', webhook_url: receiver.url } });
+    const intruder = await createTestOrganization('Intruder');
+    const attempts: [string, string, unknown?][] = [
+      ['GET', `/v1/webhooks/${webhook.body.id}`],
+      ['PATCH', `/v1/webhooks/${webhook.body.id}`, { name: 'mine' }],
+      ['DELETE', `/v1/webhooks/${webhook.body.id}`],
+      ['POST', `/v1/webhooks/${webhook.body.id}/rotate-secret`],
+      ['POST', `/v1/webhooks/${webhook.body.id}/test`],
+      ['GET', `/v1/subscriptions/${subscription.body.id}`],
+      ['PATCH', `/v1/subscriptions/${subscription.body.id}`, { label: 'mine' }],
+      ['DELETE', `/v1/subscriptions/${subscription.body.id}`],
+      ['POST', `/v1/subscriptions/${subscription.body.id}/rotate-secret`],
+      ['GET', `/v1/events/${test.body.id}`],
+      ['POST', `/v1/events/${test.body.id}/retry`],
+      ['GET', `/v1/events/${randomUUID()}`],
+    ];
+    for (const [method, path, body] of attempts) {
+      const response = await app.request(method, path, { key: intruder.secret, body });
+      assert.equal(response.status, 404, `${method} ${path}`);
+      assert.equal(response.body.error.code, 'resource_missing');
+    }
+    for (const path of ['/v1/webhooks', '/v1/subscriptions', '/v1/events']) {
+      assert.deepEqual((await app.request('GET', path, { key: intruder.secret })).body.data, [], path);
+    }
+  });
+});

@@ -1,0 +1,291 @@
+import assert from 'node:assert/strict';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { Delivery, DeliveryAttempt, Event, WebhookEndpoint } from '../../src/events/entities';
+import { DeliveryRelay, deliveryWorkflowId } from '../../src/events/relay';
+import { registerDestinationResolver } from '../../src/events/destinations';
+import { generateSigningSecret, newSigningSecrets, rotateSigningSecrets } from '../../src/events/secrets';
+import { emit } from '../../src/events/service';
+import { createLogger } from '../../src/logger';
+import { Organization } from '../../src/organizations/entities';
+import { workflowBundle } from '../../src/temporal/worker';
+import { webhookDeliverySweepWorkflow } from '../../workflows';
+import { createTestOrganization } from '../support/app';
+import { testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
+import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { WebhookReceiver } from '../support/webhook-receiver';
+import { createTestWorker } from '../support/worker';
+
+const MINUTE = 60_000;
+/** The time-skipping server has no custom search attributes. */
+const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
+const HOUR = 60 * MINUTE;
+
+describe('Webhook delivery workflow (time-skipping)', () => {
+  let env: TestWorkflowEnvironment;
+  let receiver: WebhookReceiver;
+
+  before(async () => {
+    env = await timeSkippingTemporal();
+  });
+  beforeEach(async () => {
+    receiver = await new WebhookReceiver().start();
+  });
+  afterEach(() => receiver.close());
+
+  async function createEndpoint(organizationId: string, options: { maxAttempts?: number } = {}) {
+    const em = (await testOrm()).em.fork();
+    const { secrets, plaintext } = newSigningSecrets();
+    const endpoint = em.create(WebhookEndpoint, {
+      organization: em.getReference(Organization, organizationId),
+      environment: 'sandbox',
+      name: 'Receiver',
+      url: receiver.url,
+      apiVersion: '2026-05-15',
+      maxAttempts: options.maxAttempts ?? null,
+      secrets,
+    });
+    await em.flush();
+    receiver.secrets = [plaintext];
+    return { endpoint, secret: plaintext };
+  }
+
+  /** Emits in a committed transaction and returns the new delivery ids (not yet dispatched). */
+  async function emitCommitted(organizationId: string, data: Record<string, unknown> = { transaction_id: 'tx_1' }): Promise<string[]> {
+    const em = (await testOrm()).em.fork();
+    const { deliveries } = await em.transactional((tx) => emit(tx, { organizationId, type: 'transfer.success', data }));
+    return deliveries.map((delivery) => delivery.id);
+  }
+
+  async function dispatchAndWait(taskQueue: string, deliveryId: string) {
+    const relay = relayFor(taskQueue);
+    assert.equal(await relay.dispatch((await testOrm()).em.fork(), [deliveryId]), 1);
+    const handle = env.client.workflow.getHandle(deliveryWorkflowId(deliveryId, 1));
+    return { handle, result: await handle.result() };
+  }
+
+  const relayFor = (taskQueue: string) =>
+    new DeliveryRelay(env.client, testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES }), createLogger('silent'));
+
+  async function loadDelivery(id: string) {
+    const em = (await testOrm()).em.fork();
+    const delivery = await em.findOneOrFail(Delivery, { id });
+    const attempts = await em.find(DeliveryAttempt, { delivery: id }, { orderBy: { run: 'asc', attempt: 'asc' } });
+    return { delivery, attempts };
+  }
+
+  it('delivers on the first try a signed Standard Webhooks payload', async () => {
+    const org = await createTestOrganization();
+    await createEndpoint(org.organizationId);
+    const [deliveryId] = await emitCommitted(org.organizationId);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
+
+    assert.deepEqual(result, { outcome: 'delivered', attempts: 1 });
+    assert.equal(receiver.attempts.length, 1);
+    const [received] = receiver.attempts;
+    assert.deepEqual(received!.verifiedWith, [true]);
+    const payload = JSON.parse(received!.body);
+    const { delivery, attempts } = await loadDelivery(deliveryId!);
+    assert.equal(received!.headers['webhook-id'], payload.event_id);
+    assert.equal(payload.type, 'transfer.success');
+    assert.equal(payload.api_version, '2026-05-15');
+    assert.deepEqual(payload.data, { transaction_id: 'tx_1' });
+    assert.equal(delivery.status, 'delivered');
+    assert.equal(delivery.attempts, 1);
+    assert.equal(delivery.lastHttpStatus, 200);
+    assert.ok(delivery.deliveredAt);
+    assert.equal(delivery.nextRetryAt, null);
+    assert.equal(attempts.length, 1);
+  });
+
+  it('retries at once, then after a minute, and succeeds on the third attempt with the same webhook-id', async () => {
+    const org = await createTestOrganization();
+    await createEndpoint(org.organizationId);
+    receiver.respondWith(500, 503, 200);
+    const [deliveryId] = await emitCommitted(org.organizationId);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
+
+    assert.deepEqual(result, { outcome: 'delivered', attempts: 3 });
+    assert.equal(receiver.attempts.length, 3);
+    assert.equal(new Set(receiver.attempts.map((attempt) => attempt.headers['webhook-id'])).size, 1);
+    assert.ok(receiver.attempts.every((attempt) => attempt.verifiedWith[0]));
+    const { delivery, attempts } = await loadDelivery(deliveryId!);
+    assert.equal(delivery.status, 'delivered');
+    assert.equal(delivery.attempts, 3);
+    assert.equal(delivery.lastHttpStatus, 200);
+    assert.equal(delivery.errorMessage, 'destination answered HTTP 503');
+    assert.deepEqual(attempts.map((attempt) => attempt.httpStatus), [500, 503, 200]);
+    const t0 = attempts[0]!.attemptedAt.getTime();
+    assert.ok(attempts[1]!.attemptedAt.getTime() - t0 < 5000, 'immediate retry');
+    assert.ok(Math.abs(attempts[2]!.attemptedAt.getTime() - t0 - MINUTE) < 5000, 'then about a minute later');
+  });
+
+  it('walks an always-failing destination through the 24 h schedule, then marks it failed', async () => {
+    const org = await createTestOrganization();
+    await createEndpoint(org.organizationId);
+    receiver.fallbackStatus = 500;
+    const [deliveryId] = await emitCommitted(org.organizationId);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { handle, result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
+
+    // Offsets from the first attempt: 0, immediate, +1 min, +5, +15, +1 h, +2 h, +4 h, +8 h, +8 h; the next would pass 24 h.
+    const expected = [0, 0, 1, 6, 21, 81, 201, 441, 921, 1401].map((minutes) => minutes * MINUTE);
+    assert.deepEqual(result, { outcome: 'failed', attempts: expected.length });
+    const { delivery, attempts } = await loadDelivery(deliveryId!);
+    const t0 = attempts[0]!.attemptedAt.getTime();
+    attempts.forEach((attempt, index) => {
+      assert.equal(attempt.attempt, index + 1);
+      const offset = attempt.attemptedAt.getTime() - t0;
+      assert.ok(Math.abs(offset - expected[index]!) < 10_000, `attempt ${index + 1} at +${offset / MINUTE} min, expected +${expected[index]! / MINUTE}`);
+    });
+    assert.ok(attempts.at(-1)!.attemptedAt.getTime() - t0 < 24 * HOUR);
+    assert.equal(receiver.attempts.length, expected.length);
+    assert.equal(delivery.status, 'failed');
+    assert.equal(delivery.attempts, expected.length);
+    assert.equal(delivery.lastHttpStatus, 500);
+    assert.equal(delivery.nextRetryAt, null);
+    assert.equal(delivery.deliveredAt, null);
+    await recordHistoryIfAsked(handle, 'webhook-delivery');
+  });
+
+  it('stops at max_attempts when the endpoint sets a ceiling', async () => {
+    const org = await createTestOrganization();
+    await createEndpoint(org.organizationId, { maxAttempts: 3 });
+    receiver.fallbackStatus = 502;
+    const [deliveryId] = await emitCommitted(org.organizationId);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
+    assert.deepEqual(result, { outcome: 'failed', attempts: 3 });
+    assert.equal((await loadDelivery(deliveryId!)).delivery.maxAttempts, 3);
+  });
+
+  it('disables the endpoint on 410 Gone and stops retrying', async () => {
+    const org = await createTestOrganization();
+    const { endpoint } = await createEndpoint(org.organizationId);
+    receiver.respondWith(410);
+    const [deliveryId] = await emitCommitted(org.organizationId);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
+
+    assert.deepEqual(result, { outcome: 'gone', attempts: 1 });
+    assert.equal(receiver.attempts.length, 1);
+    const { delivery } = await loadDelivery(deliveryId!);
+    assert.equal(delivery.status, 'failed');
+    assert.equal(delivery.lastHttpStatus, 410);
+    const stored = await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id });
+    assert.equal(stored.status, 'disabled');
+    assert.match(stored.disabledReason!, /410/);
+    assert.deepEqual(await emitCommitted(org.organizationId), [], 'a disabled endpoint receives no new events');
+  });
+
+  it('signs with the old and the new secret during a rotation', async () => {
+    const org = await createTestOrganization();
+    const { endpoint, secret: oldSecret } = await createEndpoint(org.organizationId);
+    const em = (await testOrm()).em.fork();
+    const stored = await em.findOneOrFail(WebhookEndpoint, { id: endpoint.id });
+    const newSecret = rotateSigningSecrets(stored.secrets, 24);
+    await em.flush();
+    receiver.secrets = [oldSecret, newSecret];
+    const [deliveryId] = await emitCommitted(org.organizationId);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
+
+    assert.deepEqual(receiver.attempts[0]!.verifiedWith, [true, true]);
+    assert.equal(receiver.attempts[0]!.headers['webhook-signature']!.split(' ').length, 2);
+  });
+
+  it('resumes the schedule on another worker after the first one stops, without repeating an attempt number', async () => {
+    const org = await createTestOrganization();
+    await createEndpoint(org.organizationId);
+    receiver.respondWith(500, 500, 500, 200);
+    const [deliveryId] = await emitCommitted(org.organizationId);
+    const first = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, 0);
+    const relay = relayFor(first.taskQueue);
+
+    // Worker 1 makes the first two attempts, then dies while the workflow waits on its 1-minute timer.
+    await first.worker.runUntil(async () => {
+      await relay.dispatch((await testOrm()).em.fork(), [deliveryId!]);
+      for (;;) {
+        const { delivery } = await loadDelivery(deliveryId!);
+        if (delivery.attempts === 2 && delivery.nextRetryAt) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    });
+    assert.equal(receiver.attempts.length, 2);
+
+    const second = await createTestWorker(env, first.taskQueue, NO_SEARCH_ATTRIBUTES);
+    const result = await second.worker.runUntil(env.client.workflow.getHandle(deliveryWorkflowId(deliveryId!, 1)).result());
+    assert.deepEqual(result, { outcome: 'delivered', attempts: 4 });
+    const { delivery, attempts } = await loadDelivery(deliveryId!);
+    assert.deepEqual(attempts.map((attempt) => attempt.attempt), [1, 2, 3, 4]);
+    assert.equal(delivery.attempts, 4);
+    assert.equal(receiver.attempts.length, 4);
+  });
+
+  it('never delivers an event whose transaction rolled back; the sweep starts committed ones', async () => {
+    const org = await createTestOrganization();
+    await createEndpoint(org.organizationId);
+    const em = (await testOrm()).em.fork();
+    await assert.rejects(
+      em.transactional(async (tx) => {
+        await emit(tx, { organizationId: org.organizationId, type: 'transfer.success', data: { transaction_id: 'rolled_back' } });
+        await tx.flush();
+        throw new Error('the state change failed');
+      }),
+      /state change failed/,
+    );
+    assert.equal(await em.fork().count(Event, { organization: org.organizationId }), 0);
+    assert.equal(await em.fork().count(Delivery, { organization: org.organizationId }), 0);
+
+    // Committed but never dispatched after commit (as if the process died): the sweep finds it.
+    const [deliveryId] = await emitCommitted(org.organizationId, { transaction_id: 'committed' });
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    await worker.runUntil(async () => {
+      const sweep = await env.client.workflow.execute(webhookDeliverySweepWorkflow, {
+        taskQueue,
+        workflowId: `sweep-${deliveryId}`,
+        args: [{ graceSeconds: 0 }],
+      });
+      assert.ok(sweep.dispatched >= 1);
+      await env.client.workflow.getHandle(deliveryWorkflowId(deliveryId!, 1)).result();
+    });
+    assert.equal(receiver.attempts.length, 1);
+    assert.equal(JSON.parse(receiver.attempts[0]!.body).data.transaction_id, 'committed');
+  });
+
+  it("delivers to an explicit destination such as a card's webhook_url through its registered resolver", async () => {
+    const org = await createTestOrganization();
+    const secret = generateSigningSecret();
+    receiver.secrets = [secret];
+    registerDestinationResolver('card', {
+      resolve: async (_em, config, _organizationId, id) => ({
+        url: receiver.url,
+        secrets: [secret],
+        apiVersion: '2026-01-30',
+        policy: { environment: 'sandbox', allowInsecureLoopback: config.WEBHOOK_ALLOW_INSECURE_LOOPBACK },
+        inactiveReason: id === 'card_1' ? null : 'card terminated',
+      }),
+      markGone: async () => undefined,
+    });
+    const em = (await testOrm()).em.fork();
+    const { deliveries } = await em.transactional((tx) =>
+      emit(tx, { organizationId: org.organizationId, type: 'card.ready', data: { card_id: 'card_1' }, destinations: [{ kind: 'card', id: 'card_1', url: receiver.url }] }),
+    );
+    assert.equal(deliveries.length, 1, 'no endpoint of this organization, only the card');
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveries[0]!.id));
+
+    assert.deepEqual(result, { outcome: 'delivered', attempts: 1 });
+    assert.deepEqual(receiver.attempts[0]!.verifiedWith, [true]);
+    const payload = JSON.parse(receiver.attempts[0]!.body);
+    assert.equal(payload.event_id, undefined, 'payloads before 2026-05-15 carry no event_id');
+    assert.equal(payload.api_version, '2026-01-30');
+    assert.equal((await loadDelivery(deliveries[0]!.id)).delivery.destinationId, 'card_1');
+  });
+
+  it('replays its recorded history with the current workflow code', async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('webhook-delivery'), 'webhook-delivery');
+  });
+});
