@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { resourceSearchAttributes } from '../temporal/search-attributes';
 import { Delivery } from './entities';
+import { takeCommittedDeliveries } from './service';
 
 /** One workflow per delivery and run: a second start of the same run is refused by Temporal. */
 export const deliveryWorkflowId = (deliveryId: string, run: number): string => `webhook-delivery-${deliveryId}-${run}`;
@@ -67,4 +68,20 @@ export class DeliveryRelay {
     );
     return this.dispatch(em.fork(), batch.map((delivery) => delivery.id));
   }
+}
+
+/**
+ * For code outside the route layer (activities): runs `work` in a transaction and, once it has
+ * committed, starts the deliveries it emitted, as the route layer does for requests. In an
+ * activity: `transactionalWithDispatch(deps.orm.em.fork(), new DeliveryRelay(Context.current().client, deps.config, deps.log), ...)`.
+ */
+export async function transactionalWithDispatch<T>(em: EntityManager, relay: DeliveryRelay, work: (em: EntityManager) => Promise<T>): Promise<T> {
+  let transaction: object | undefined;
+  const result = await em.transactional(async (tx) => {
+    transaction = tx.getTransactionContext();
+    return work(tx);
+  });
+  const emitted = transaction ? takeCommittedDeliveries(transaction) : [];
+  if (emitted.length) await relay.dispatchAfterCommit(em.fork(), emitted);
+  return result;
 }
