@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { applyBalanceEntry, readBalances } from '../../src/balances/service';
+import { ApiError } from '../../src/http/errors';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { testOrm } from '../support/environment';
+
+describe('Company balances', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+
+  before(async () => {
+    app = await startTestApp();
+    org = await createTestOrganization();
+  });
+  after(() => app?.close());
+
+  const move = async (organizationId: string, kind: 'credit' | 'debit' | 'reserve' | 'release' | 'capture', amount: bigint, id: string) =>
+    (await testOrm()).em.fork().transactional((em) =>
+      applyBalanceEntry(em, { organizationId, currency: 'usd', kind, amount, reference: { type: 'test', id } }),
+    );
+
+  it('starts at zero in both currencies and takes sandbox credits once per reference', async () => {
+    const empty = await app.request('GET', '/v1/balances', { key: org.secret });
+    assert.equal(empty.status, 200);
+    assert.deepEqual(
+      empty.body.data.map((b: { currency: string; unit: string; available: string }) => [b.currency, b.unit, b.available]),
+      [
+        ['USD', 'cent', '0'],
+        ['BTC', 'sat', '0'],
+      ],
+    );
+    const credit = { amount: '500000', reference: 'top-up-1' };
+    const first = await app.request('POST', '/v1/sandbox/balances', { key: org.secret, body: credit });
+    assert.equal(first.status, 200);
+    assert.equal(first.body.available, '500000');
+    const again = await app.request('POST', '/v1/sandbox/balances', { key: org.secret, body: credit });
+    assert.equal(again.body.available, '500000', 'the same reference credits once');
+    const sats = await app.request('POST', '/v1/sandbox/balances', { key: org.secret, body: { amount: 21000, currency: 'sat' } });
+    assert.equal(sats.body.unit, 'sat');
+    assert.equal(sats.body.total, '21000');
+  });
+
+  it('keeps sandbox helpers from live keys and checks scopes', async () => {
+    const live = await createTestOrganization('Live', 'live');
+    const refused = await app.request('POST', '/v1/sandbox/balances', { key: live.secret, body: { amount: '1' } });
+    assert.equal(refused.status, 404);
+    const reader = await org.key(['cards:read']);
+    assert.equal((await app.request('GET', '/v1/balances', { key: reader.secret })).status, 200);
+    const denied = await app.request('POST', '/v1/sandbox/balances', { key: reader.secret, body: { amount: '1' } });
+    assert.equal(denied.status, 403);
+    assert.deepEqual(denied.body.error.details.any_of, ['cards:write', 'lightning:write']);
+    const lightningOnly = await org.key(['lightning:write']);
+    const usdWithLightningKey = await app.request('POST', '/v1/sandbox/balances', { key: lightningOnly.secret, body: { amount: '1' } });
+    assert.equal(usdWithLightningKey.status, 403);
+    assert.equal(usdWithLightningKey.body.error.details.required_scope, 'cards:write');
+    const invalid = await app.request('POST', '/v1/sandbox/balances', { key: org.secret, body: { amount: '-5' } });
+    assert.equal(invalid.status, 400);
+  });
+
+  it('moves money exactly once per reference and never below zero under concurrency', async () => {
+    const concurrent = await createTestOrganization('Concurrent');
+    await move(concurrent.organizationId, 'credit', 1000n, 'funding');
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => move(concurrent.organizationId, 'debit', 100n, `spend-${i}`)));
+    const refused = results.filter((result) => result.status === 'rejected');
+    assert.equal(results.length - refused.length, 10);
+    assert.ok(refused.every((result) => (result as PromiseRejectedResult).reason instanceof ApiError));
+    assert.equal(((refused[0] as PromiseRejectedResult).reason as ApiError).code, 'insufficient_funds');
+    const [usd] = await readBalances((await testOrm()).em.fork(), concurrent.organizationId);
+    assert.deepEqual(usd, { currency: 'usd', available: 0n, reserved: 0n });
+
+    const repeat = await move(concurrent.organizationId, 'credit', 1000n, 'funding');
+    assert.equal(repeat.applied, false, 'a repeated movement is not applied again');
+  });
+
+  it('reserves, captures and releases exactly', async () => {
+    const held = await createTestOrganization('Held');
+    await move(held.organizationId, 'credit', 10_000n, 'funding');
+    assert.deepEqual((await move(held.organizationId, 'reserve', 3_000n, 'payment')).balance, { currency: 'usd', available: 7_000n, reserved: 3_000n });
+    assert.deepEqual((await move(held.organizationId, 'capture', 2_500n, 'payment')).balance, { currency: 'usd', available: 7_000n, reserved: 500n });
+    assert.deepEqual((await move(held.organizationId, 'release', 500n, 'payment')).balance, { currency: 'usd', available: 7_500n, reserved: 0n });
+    await assert.rejects(move(held.organizationId, 'reserve', 7_501n, 'too-much'), (error: unknown) => error instanceof ApiError && error.code === 'insufficient_funds');
+    await assert.rejects(move(held.organizationId, 'capture', 1n, 'nothing-reserved'), /only 0 reserved/);
+  });
+});
