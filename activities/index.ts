@@ -3,6 +3,7 @@ import type { Orm } from '../src/db/orm';
 import type { IdempotencyService } from '../src/idempotency/service';
 import type { Logger } from '../src/logger';
 import { createIdempotencyActivities } from './idempotency';
+import { createPolicyActivities } from './policies';
 
 /** Everything an activity may touch; each domain factory takes what it needs. */
 export interface ActivityDeps {
@@ -15,6 +16,7 @@ export interface ActivityDeps {
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
+  ...createPolicyActivities(deps),
 });
 
 export type Activities = ReturnType<typeof createActivities>;

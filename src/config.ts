@@ -25,6 +25,8 @@ export const ConfigSchema = z.object({
   API_KEY_LAST_USED_RESOLUTION_SECONDS: z.coerce.number().int().min(0).default(60),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   METRICS_ENABLED: bool.default(true),
+  /** Default lifetime of a policy activation request when the request names none. */
+  POLICY_ACTIVATION_EXPIRY_HOURS: z.coerce.number().int().min(1).max(720).default(72),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

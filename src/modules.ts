@@ -2,6 +2,7 @@ import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
 import type { RouteModule } from './http/app';
 import { registerOrganizationRoutes } from './organizations/routes';
+import { registerPolicyRoutes } from './policies/routes';
 import { registerSystemRoutes } from './system/routes';
 
 /** Every domain's routes; a new domain adds its `register...Routes` here. */
@@ -10,4 +11,5 @@ export const routeModules: RouteModule[] = [
   registerApiKeyRoutes,
   registerOrganizationRoutes,
   registerCatalogueRoutes,
+  registerPolicyRoutes,
 ];

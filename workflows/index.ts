@@ -1,2 +1,3 @@
 /** Every workflow the worker runs; the bundle's entry point. */
 export { idempotencyRetentionWorkflow } from './idempotency-retention';
+export { policyActivationWorkflow } from './policy-activation';
