@@ -117,7 +117,7 @@ export class ApprovalRequest {
   requestedByName!: string;
 
   @Property({ type: 'text', default: '' })
-  comment: string = '';
+  comment: Opt<string> = '';
 
   @Property({ type: 'integer' })
   requiredApprovals!: number;
