@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import { WorkflowIdConflictPolicy, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { ApiError, errors } from '../http/errors';
@@ -366,6 +367,8 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     handler: async ({ auth, em, deps, params, body }) => {
       const actor = await resolveActor(em, auth);
       const policy = await findPolicy(em, auth.organizationId, params.id);
+      // Serializes concurrent activations of one policy, so only one request can be pending.
+      await em.lock(policy, LockMode.PESSIMISTIC_WRITE);
       if (policy.status !== 'draft') throw errors.conflict('invalid_state_transition', `Only a draft can be activated; this policy is ${policy.status}.`);
       const pending = await pendingApprovalRequest(em, policy);
       if (pending) throw errors.conflict('activation_pending', 'An activation request for this policy is already pending.', { approval_request_id: pending.id });

@@ -97,6 +97,7 @@ describe('Policy evaluator (properties)', () => {
   });
 
   it('never lets a rule reported unreachable be the first match, nor a contradictory one match at all', () => {
+    let shadowedByConditions = 0;
     fc.assert(
       fc.property(policies.filter((ps) => ps.length > 0), fc.array(request, { minLength: 1, maxLength: 20 }), (ps, requests) => {
         const policy = ps[0]!;
@@ -104,6 +105,7 @@ describe('Policy evaluator (properties)', () => {
           policy.rules.map((r) => ({ id: r.id, name: r.name, action_type: r.actionType, action_config: {}, conditions: r.conditions })),
           { mode: 'draft', approvers: new Map() },
         );
+        shadowedByConditions += validation.diagnostics.filter((d) => d.code === 'unreachable_rule' && d.message.startsWith('Every request')).length;
         const dead = new Set(validation.diagnostics.filter((d) => d.code === 'unreachable_rule' || d.code === 'contradictory_conditions').map((d) => d.rule_id));
         for (const req of requests) {
           const result = evaluatePolicies([policy], req);
@@ -112,6 +114,7 @@ describe('Policy evaluator (properties)', () => {
       }),
       { numRuns: 2000 },
     );
+    assert.ok(shadowedByConditions > 50, 'the generator must produce rules shadowed by conditions, not only by empty rules');
   });
 });
 
