@@ -32,6 +32,8 @@ export const ConfigSchema = z.object({
   WEBHOOK_ALLOW_INSECURE_LOOPBACK: bool.optional(),
   /** How long the previous signing secret still signs deliveries after a rotation. */
   WEBHOOK_SECRET_ROTATION_HOURS: z.coerce.number().min(0).max(24 * 7).default(24),
+  /** Default lifetime of a policy activation request when the request names none. */
+  POLICY_ACTIVATION_EXPIRY_HOURS: z.coerce.number().int().min(1).max(720).default(72),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
   MASTER_KEY: z
     .string()

@@ -5,6 +5,7 @@ import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
 import type { RouteModule } from './http/app';
 import { registerOrganizationRoutes } from './organizations/routes';
+import { registerPolicyRoutes } from './policies/routes';
 import { registerSystemRoutes } from './system/routes';
 
 /** Every domain's routes; a new domain adds its `register...Routes` here. */
@@ -16,4 +17,5 @@ export const routeModules: RouteModule[] = [
   registerBalanceRoutes,
   registerCustodyRoutes,
   registerEventRoutes,
+  registerPolicyRoutes,
 ];

@@ -5,6 +5,7 @@ import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, Webhook
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
 import { Member, Organization, Role } from '../organizations/entities';
+import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
 
 /** Every entity of every domain; a new domain adds its entities here. */
 export const entities = [
@@ -28,4 +29,9 @@ export const entities = [
   Event,
   Delivery,
   DeliveryAttempt,
+  Policy,
+  PolicyRule,
+  ApprovalRequest,
+  ApprovalVote,
+  PolicyAuditLog,
 ];

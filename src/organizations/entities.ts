@@ -1,4 +1,4 @@
-import { Collection, Entity, Enum, Index, ManyToMany, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Collection, Entity, type Opt, Enum, Index, ManyToMany, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { uuid } from '../shared/ids';
 
 export const ORG_ROLES = ['owner', 'admin', 'approver', 'viewer'] as const;
@@ -11,6 +11,10 @@ export class Organization {
 
   @Property({ type: 'text' })
   name!: string;
+
+  /** Approvals a policy activation needs; 0 enforces a policy at once (see docs/policies.md). */
+  @Property({ type: 'integer', default: 1 })
+  policyActivationRequiredApprovals: Opt<number> = 1;
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();

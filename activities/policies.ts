@@ -1,0 +1,68 @@
+import { LockMode } from '@mikro-orm/core';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../src/config';
+import type { Orm } from '../src/db/orm';
+import { DeliveryRelay, transactionalWithDispatch } from '../src/events/relay';
+import type { Logger } from '../src/logger';
+import { ApiError } from '../src/http/errors';
+import { Member } from '../src/organizations/entities';
+import { ApprovalRequest } from '../src/policies/entities';
+import { enforcePolicy, recordPolicyEvent, recordVote, systemActor, type PolicyActor } from '../src/policies/service';
+
+export interface PolicyActivityDeps {
+  orm: Orm;
+  config: Config;
+  log: Logger;
+}
+
+/** Activities of the activation workflow; each is idempotent, so a retry changes nothing twice. */
+export const createPolicyActivities = (deps: PolicyActivityDeps) => {
+  async function memberActor(em: EntityManager, organizationId: string, memberId: string | undefined): Promise<PolicyActor> {
+    const member = memberId ? await em.findOne(Member, { id: memberId }) : null;
+    return member ? { organizationId, id: member.id, name: member.name, type: 'user' } : systemActor(organizationId);
+  }
+
+  /** A transaction whose policy events are delivered as soon as it commits. */
+  const transactionWithEvents = (work: (em: EntityManager) => Promise<void>) =>
+    transactionalWithDispatch(deps.orm.em.fork(), new DeliveryRelay(Context.current().client, deps.config, deps.log), work);
+
+  return {
+    async recordApprovalVote(input: { approvalRequestId: string; memberId: string; decision: 'approve' | 'reject'; comment: string }): Promise<boolean> {
+      return deps.orm.em.fork().transactional((em) => recordVote(em, input));
+    },
+
+    /** Enforces the policy and closes the request as approved, under row locks, in one transaction. */
+    async enforceApprovedPolicy(input: { approvalRequestId: string; decidedBy?: string }): Promise<void> {
+      await transactionWithEvents(async (em) => {
+        const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (request.status !== 'pending') return;
+        const actor = await memberActor(em, request.organization.id, input.decidedBy);
+        try {
+          await enforcePolicy(em, request.policy.id, actor, { approval_request_id: request.id });
+        } catch (error) {
+          if (error instanceof ApiError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyActivationError');
+          throw error;
+        }
+        request.status = 'approved';
+        request.decidedAt = new Date();
+      });
+    },
+
+    /** Closes a request that was rejected or lapsed; the policy stays draft. */
+    async closeApprovalRequest(input: { approvalRequestId: string; status: 'rejected' | 'expired'; decidedBy?: string }): Promise<void> {
+      await transactionWithEvents(async (em) => {
+        const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (request.status !== 'pending') return;
+        request.status = input.status;
+        request.decidedAt = new Date();
+        await recordPolicyEvent(em, {
+          organizationId: request.organization.id,
+          type: input.status === 'rejected' ? 'policy.activation_rejected' : 'policy.activation_expired',
+          actor: await memberActor(em, request.organization.id, input.decidedBy),
+          data: { policy_id: request.policy.id, approval_request_id: request.id },
+        });
+      });
+    },
+  };
+};

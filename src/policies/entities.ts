@@ -1,0 +1,198 @@
+import { Collection, Entity, type Opt, Enum, Index, ManyToOne, OneToMany, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Member, Organization } from '../organizations/entities';
+import { prefixedId } from '../shared/ids';
+import { ACTION_TYPES, CATEGORY_VALUES, type ActionType, type Condition, type PolicyCategory } from './schema';
+
+export const POLICY_STATUSES = ['draft', 'enforced', 'archived'] as const;
+export type PolicyStatus = (typeof POLICY_STATUSES)[number];
+
+@Entity({ tableName: 'policies' })
+@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'status'] })
+export class Policy {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('pol');
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Property({ type: 'text' })
+  name!: string;
+
+  @Property({ type: 'text', default: '' })
+  description: string = '';
+
+  @Enum({ items: () => CATEGORY_VALUES, nativeEnumName: 'policy_category' })
+  category: PolicyCategory = 'access';
+
+  @Enum({ items: () => POLICY_STATUSES, nativeEnumName: 'policy_status' })
+  status: Opt<PolicyStatus> = 'draft';
+
+  /** Lower numbers are evaluated first. */
+  @Property({ type: 'integer', default: 100 })
+  priority: number = 100;
+
+  @Property({ type: 'text', nullable: true })
+  templateId?: string | null;
+
+  /** The enforced policy this draft was copied from; archived when this one is enforced. */
+  @ManyToOne(() => Policy, { nullable: true, deleteRule: 'set null' })
+  sourcePolicy?: Policy | null;
+
+  @Property({ type: 'text' })
+  createdBy!: string;
+
+  @Property({ type: 'text' })
+  createdByName!: string;
+
+  @OneToMany(() => PolicyRule, (rule) => rule.policy, { orderBy: { order: 'asc' } })
+  rules = new Collection<PolicyRule>(this);
+
+  @Property({ type: 'timestamptz', nullable: true })
+  activatedAt?: Date | null;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', onUpdate: () => new Date() })
+  updatedAt: Date = new Date();
+}
+
+@Entity({ tableName: 'policy_rules' })
+@Index({ properties: ['policy', 'order'] })
+export class PolicyRule {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('rule');
+
+  @ManyToOne(() => Policy, { deleteRule: 'cascade' })
+  policy!: Policy;
+
+  @Property({ type: 'text' })
+  name!: string;
+
+  @Property({ type: 'text', default: '' })
+  description: string = '';
+
+  @Enum({ items: () => ACTION_TYPES, nativeEnumName: 'policy_action_type' })
+  actionType!: ActionType;
+
+  @Property({ type: 'jsonb' })
+  actionConfig: Record<string, unknown> = {};
+
+  @Property({ type: 'jsonb' })
+  conditions: Condition[] = [];
+
+  /** 1-based position in first-match-wins order, dense within the policy. */
+  @Property({ type: 'integer', fieldName: 'position' })
+  order!: number;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', onUpdate: () => new Date() })
+  updatedAt: Date = new Date();
+}
+
+export const APPROVAL_REQUEST_STATUSES = ['pending', 'approved', 'rejected', 'expired'] as const;
+export type ApprovalRequestStatus = (typeof APPROVAL_REQUEST_STATUSES)[number];
+
+/** An activation awaiting approvals; carried by workflow `policy-activation-<id>`. */
+@Entity({ tableName: 'policy_approval_requests' })
+@Index({ properties: ['policy', 'status'] })
+export class ApprovalRequest {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('apr');
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @ManyToOne(() => Policy, { deleteRule: 'cascade' })
+  policy!: Policy;
+
+  /** The requesting member, or the API key id when the key acts for no member. */
+  @Property({ type: 'text' })
+  requestedBy!: string;
+
+  @Property({ type: 'text' })
+  requestedByName!: string;
+
+  @Property({ type: 'text', default: '' })
+  comment: Opt<string> = '';
+
+  @Property({ type: 'integer' })
+  requiredApprovals!: number;
+
+  @Enum({ items: () => APPROVAL_REQUEST_STATUSES, nativeEnumName: 'approval_request_status' })
+  status: Opt<ApprovalRequestStatus> = 'pending';
+
+  @Property({ type: 'timestamptz' })
+  expiresAt!: Date;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  decidedAt?: Date | null;
+
+  @OneToMany(() => ApprovalVote, (vote) => vote.approvalRequest, { orderBy: { createdAt: 'asc' } })
+  votes = new Collection<ApprovalVote>(this);
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}
+
+export const VOTE_DECISIONS = ['approve', 'reject'] as const;
+export type VoteDecision = (typeof VOTE_DECISIONS)[number];
+
+/** One member's vote; the unique key makes a repeated vote (or activity retry) a no-op. */
+@Entity({ tableName: 'policy_approval_votes' })
+@Unique({ properties: ['approvalRequest', 'member'] })
+export class ApprovalVote {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('vote');
+
+  @ManyToOne(() => ApprovalRequest, { deleteRule: 'cascade' })
+  approvalRequest!: ApprovalRequest;
+
+  @ManyToOne(() => Member, { deleteRule: 'cascade' })
+  member!: Member;
+
+  @Enum({ items: () => VOTE_DECISIONS, nativeEnumName: 'approval_vote_decision' })
+  decision!: VoteDecision;
+
+  @Property({ type: 'text', default: '' })
+  comment: string = '';
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}
+
+/** Every step of a policy's life and every transaction decision, with the actor. */
+@Entity({ tableName: 'policy_audit_logs' })
+@Index({ properties: ['policyId', 'createdAt', 'id'] })
+export class PolicyAuditLog {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('pal');
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  /** Not a foreign key: a decision that matched no policy is logged too. */
+  @Property({ type: 'text', nullable: true })
+  policyId?: string | null;
+
+  @Property({ type: 'text' })
+  action!: string;
+
+  @Property({ type: 'text' })
+  actorId!: string;
+
+  @Property({ type: 'text' })
+  actorName!: string;
+
+  @Property({ type: 'jsonb' })
+  changes: Record<string, unknown> = {};
+
+  @Property({ type: 'jsonb' })
+  metadata: Record<string, unknown> = {};
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}

@@ -1,0 +1,172 @@
+import { z } from '../shared/schemas';
+
+/**
+ * The published policy language: condition fields, operators, action types and categories.
+ * `GET /v1/policies/schema` serves exactly these tables; the evaluator and validator read them too,
+ * so what is documented is what is enforced. Imported by workflow-free code only (no I/O).
+ */
+
+export const CATEGORIES = [
+  { value: 'access', description: 'Who may initiate which operations (default)' },
+  { value: 'whitelist', description: 'Allowed or forbidden destinations' },
+  { value: 'limits', description: 'Amount thresholds per transaction' },
+  { value: 'approvals', description: 'Transactions that need N-of-M approvals' },
+  { value: 'velocity', description: 'Caps over rolling 1 h / 24 h windows' },
+  { value: 'compliance', description: 'Screening and regulatory holds' },
+  { value: 'quorum', description: 'Quorum approvals; a match answers result "quorum"' },
+] as const;
+export const CATEGORY_VALUES = ['access', 'whitelist', 'limits', 'approvals', 'velocity', 'compliance', 'quorum'] as const;
+export type PolicyCategory = (typeof CATEGORY_VALUES)[number];
+
+export const ACTION_TYPES = ['allow', 'block', 'require_approval', 'alert', 'delay'] as const;
+export type ActionType = (typeof ACTION_TYPES)[number];
+
+export const OPERATOR_NAMES = [
+  'equal',
+  'not_equal',
+  'greater_than',
+  'less_than',
+  'greater_than_or_equal',
+  'less_than_or_equal',
+  'between',
+  'not_between',
+  'in',
+  'not_in',
+  'contains',
+] as const;
+export type OperatorName = (typeof OPERATOR_NAMES)[number];
+
+/** Which part of a condition carries the operand. */
+export type ValueShape = 'scalar' | 'array' | 'range';
+
+export const OPERATORS: { name: OperatorName; description: string; arity: number; value_shape: ValueShape }[] = [
+  { name: 'equal', description: 'actual equals value (decimals compared exactly: "0.30" equals "0.3")', arity: 1, value_shape: 'scalar' },
+  { name: 'not_equal', description: 'actual differs from value', arity: 1, value_shape: 'scalar' },
+  { name: 'greater_than', description: 'actual > value', arity: 1, value_shape: 'scalar' },
+  { name: 'less_than', description: 'actual < value', arity: 1, value_shape: 'scalar' },
+  { name: 'greater_than_or_equal', description: 'actual >= value', arity: 1, value_shape: 'scalar' },
+  { name: 'less_than_or_equal', description: 'actual <= value', arity: 1, value_shape: 'scalar' },
+  { name: 'between', description: 'min <= actual <= max (inclusive)', arity: 2, value_shape: 'range' },
+  { name: 'not_between', description: 'actual < min or actual > max', arity: 2, value_shape: 'range' },
+  { name: 'in', description: 'actual is one of values', arity: -1, value_shape: 'array' },
+  { name: 'not_in', description: 'actual is none of values', arity: -1, value_shape: 'array' },
+  { name: 'contains', description: 'actual contains value as a substring', arity: 1, value_shape: 'scalar' },
+];
+export const OPERATOR_SHAPE = Object.fromEntries(OPERATORS.map((op) => [op.name, op.value_shape])) as Record<OperatorName, ValueShape>;
+
+export type ValueType = 'decimal' | 'string' | 'boolean' | 'enum';
+
+const OPERATORS_BY_TYPE: Record<ValueType, OperatorName[]> = {
+  decimal: ['equal', 'not_equal', 'greater_than', 'less_than', 'greater_than_or_equal', 'less_than_or_equal', 'between', 'not_between', 'in', 'not_in'],
+  string: ['equal', 'not_equal', 'in', 'not_in', 'contains'],
+  enum: ['equal', 'not_equal', 'in', 'not_in'],
+  boolean: ['equal', 'not_equal'],
+};
+
+export interface ConditionFieldSpec {
+  name: string;
+  description: string;
+  value_type: ValueType;
+  valid_operators: OperatorName[];
+  /** Allowed values of an enum field. */
+  enum_values?: readonly string[];
+}
+
+const field = (name: string, value_type: ValueType, description: string, enum_values?: readonly string[]): ConditionFieldSpec => ({
+  name,
+  description,
+  value_type,
+  valid_operators: OPERATORS_BY_TYPE[value_type],
+  ...(enum_values ? { enum_values } : {}),
+});
+
+const VELOCITY_NOTE = 'In a dry run taken from the request; when sending, computed from the organization\'s own history.';
+
+/** Every field of the evaluate request that a condition can test, plus the velocity fields. */
+export const CONDITION_FIELDS: ConditionFieldSpec[] = [
+  field('actor_type', 'enum', 'Who initiates: apikey or session (absent: conditions on it do not match)', ['apikey', 'session']),
+  field('actor_id', 'string', 'API key id or user id of the initiator'),
+  field('user_id', 'string', 'Member the initiating key acts for'),
+  field('amount', 'decimal', 'Amount in display units of the asset'),
+  field('amount_raw', 'decimal', 'Amount in base units (integer)'),
+  field('amount_usd', 'decimal', 'Approximate USD value of the amount'),
+  field('asset_symbol', 'string', 'Asset symbol, e.g. BTC, USDC'),
+  field('chain', 'string', 'Chain id, e.g. ethereum'),
+  field('network', 'string', 'Network name, e.g. mainnet, sepolia'),
+  field('from_address', 'string', 'Source address'),
+  field('to_address', 'string', 'Destination address'),
+  field('token_address', 'string', 'Token contract address'),
+  field('wallet_id', 'string', 'Source wallet'),
+  field('vault_id', 'string', 'Source vault'),
+  field('connection_id', 'string', 'Connection the request came through'),
+  field('operation_type', 'string', 'Operation, e.g. transfer, sign, contract_call'),
+  field('tx_type', 'string', 'Transaction type'),
+  field('source_type', 'string', 'Source kind, e.g. vault, wallet'),
+  field('destination_type', 'string', 'Destination kind, e.g. address_book, vault, one_time_address'),
+  field('is_automated', 'boolean', 'True when started by an automation (consolidation, auto-refill)'),
+  field('automation_rule_id', 'string', 'The automation rule that started it'),
+  field('velocity_amount_usd_24h', 'decimal', `USD sent in the rolling 24 h before this request. ${VELOCITY_NOTE}`),
+  field('velocity_amount_usd_1h', 'decimal', `USD sent in the rolling 1 h before this request. ${VELOCITY_NOTE}`),
+  field('velocity_count_24h', 'decimal', `Transactions in the rolling 24 h before this request. ${VELOCITY_NOTE}`),
+  field('velocity_count_1h', 'decimal', `Transactions in the rolling 1 h before this request. ${VELOCITY_NOTE}`),
+];
+export const CONDITION_FIELD_NAMES = CONDITION_FIELDS.map((f) => f.name);
+export const FIELD_BY_NAME = new Map(CONDITION_FIELDS.map((f) => [f.name, f]));
+
+/** A condition operand as stored and returned. */
+export const ScalarValue = z.union([z.string().max(1000), z.number(), z.boolean()]);
+export type ScalarValue = z.infer<typeof ScalarValue>;
+
+export interface Condition {
+  field: string;
+  operator: string;
+  value?: ScalarValue;
+  values?: ScalarValue[];
+  min?: ScalarValue;
+  max?: ScalarValue;
+}
+
+export const ApproverRef = z.object({ id: z.string().min(1).max(64), type: z.enum(['user', 'role']) }).strict();
+
+/** action_config per action type; the schema route publishes their JSON schemas. */
+export const ACTION_CONFIG_SCHEMAS = {
+  allow: z.object({}).strict(),
+  block: z.object({ reason: z.string().max(500).optional() }).strict(),
+  alert: z.object({ message: z.string().max(500).optional() }).strict(),
+  require_approval: z
+    .object({
+      approvers: z.array(ApproverRef).min(1).max(50).openapi({ description: 'The M: members (type user) or roles (type role)' }),
+      required_approvals: z.number().int().min(1).max(50).openapi({ description: 'The N of N-of-M' }),
+      expiry_hours: z.number().int().min(1).max(720).default(24).openapi({ description: 'How long the approval request stays open' }),
+    })
+    .strict(),
+  delay: z.object({ delay_minutes: z.number().int().min(1).max(10080) }).strict(),
+} satisfies Record<ActionType, z.ZodType>;
+
+const ACTION_DESCRIPTIONS: Record<ActionType, string> = {
+  allow: 'Let the transaction through',
+  block: 'Refuse the transaction (sending answers 403 policy_blocked)',
+  require_approval: 'Hold for N-of-M approvals (sending answers 400 policy_approval_required)',
+  alert: 'Let it through and emit policy.alert',
+  delay: 'Hold for a cooling period (sending answers 400 policy_delay_required)',
+};
+
+export function policySchemaDocument() {
+  return {
+    object: 'policy_schema' as const,
+    action_types: ACTION_TYPES.map((value) => ({
+      value,
+      description: ACTION_DESCRIPTIONS[value],
+      config_schema: z.toJSONSchema(ACTION_CONFIG_SCHEMAS[value], { io: 'input' }) as Record<string, unknown>,
+    })),
+    categories: CATEGORIES.map((c) => ({ ...c })),
+    condition_fields: CONDITION_FIELDS.map(({ name, description, value_type, valid_operators, enum_values }) => ({
+      name,
+      description,
+      value_type,
+      valid_operators,
+      ...(enum_values ? { enum_values: [...enum_values] } : {}),
+    })),
+    operators: OPERATORS.map((op) => ({ ...op })),
+  };
+}

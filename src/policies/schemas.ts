@@ -1,0 +1,331 @@
+import { DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOTE_DECISIONS } from './entities';
+import { EVALUATION_RESULTS } from './evaluator';
+import { ACTION_CONFIG_SCHEMAS, ACTION_TYPES, CATEGORY_VALUES, CONDITION_FIELD_NAMES, OPERATOR_NAMES, ScalarValue } from './schema';
+
+const ConditionShape = {
+  value: ScalarValue.optional(),
+  values: z.array(ScalarValue).max(500).optional(),
+  min: ScalarValue.optional(),
+  max: ScalarValue.optional(),
+};
+
+/** A stored rule's condition: field and operator from the allowlist; operands checked by validate. */
+export const ConditionInput = z
+  .object({ field: z.enum(CONDITION_FIELD_NAMES as [string, ...string[]]), operator: z.enum(OPERATOR_NAMES), ...ConditionShape })
+  .strict()
+  .openapi('PolicyCondition');
+
+/** A draft condition for validation: anything goes, the validator reports what is wrong. */
+const DraftCondition = z.object({ field: z.string().max(100), operator: z.string().max(100), ...ConditionShape }).strict();
+
+const RuleName = z.string().trim().min(2).max(255);
+const Description = z.string().max(1000);
+
+const ActionConfig = z.record(z.string(), z.unknown()).openapi({ description: 'Shape depends on action_type; see GET /v1/policies/schema' });
+
+export const CreateRuleBody = z
+  .object({
+    name: RuleName,
+    description: Description.optional(),
+    action_type: z.enum(ACTION_TYPES),
+    action_config: ActionConfig.optional(),
+    conditions: z.array(ConditionInput).max(50).optional(),
+    order: z.number().int().min(1).optional().openapi({ description: '1-based position; appended when omitted' }),
+  })
+  .strict()
+  .superRefine((rule, ctx) => checkActionConfig(rule.action_type, rule.action_config, ctx))
+  .openapi('CreatePolicyRuleRequest');
+
+export const UpdateRuleBody = z
+  .object({
+    name: RuleName.optional(),
+    description: Description.optional(),
+    action_type: z.enum(ACTION_TYPES).optional(),
+    action_config: ActionConfig.optional(),
+    conditions: z.array(ConditionInput).max(50).optional(),
+    order: z.number().int().min(1).optional(),
+  })
+  .strict()
+  .openapi('UpdatePolicyRuleRequest');
+
+export function checkActionConfig(actionType: (typeof ACTION_TYPES)[number], config: unknown, ctx: z.RefinementCtx): void {
+  const parsed = ACTION_CONFIG_SCHEMAS[actionType].safeParse(config ?? {});
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: ['action_config', ...issue.path.map(String)] });
+  }
+}
+
+const PolicyName = z.string().trim().min(2).max(100);
+
+export const CreatePolicyBody = z
+  .object({
+    name: PolicyName.optional().openapi({ description: 'Required unless template_id or source_policy_id gives one' }),
+    description: Description.optional(),
+    category: z.enum(CATEGORY_VALUES).optional().openapi({ description: 'Default access' }),
+    priority: z.number().int().min(0).max(1_000_000).optional().openapi({ description: 'Lower is evaluated first; default 100' }),
+    rules: z.array(CreateRuleBody).max(100).optional(),
+    template_id: z.string().max(64).optional().openapi({ description: 'Copy the rules of a built-in template' }),
+    source_policy_id: z.string().max(64).optional().openapi({ description: 'Copy a policy into a new draft that replaces it when enforced' }),
+  })
+  .strict()
+  .openapi('CreatePolicyRequest');
+
+export const UpdatePolicyBody = z
+  .object({ name: PolicyName.optional(), description: Description.optional(), category: z.enum(CATEGORY_VALUES).optional(), priority: z.number().int().min(0).max(1_000_000).optional() })
+  .strict()
+  .openapi('UpdatePolicyRequest');
+
+export const ValidateDraftBody = z
+  .object({
+    name: z.string().max(100).optional(),
+    description: Description.optional(),
+    rules: z
+      .array(
+        z
+          .object({
+            action_type: z.enum(ACTION_TYPES),
+            name: z.string().max(255).optional(),
+            description: Description.optional(),
+            conditions: z.array(DraftCondition).max(50).optional(),
+            action_config: z.unknown().optional(),
+            order: z.number().int().optional(),
+          })
+          .strict(),
+      )
+      .max(100)
+      .default([]),
+  })
+  .strict()
+  .openapi('ValidatePolicyDraftRequest');
+
+const requestField = () => z.string().max(500).optional();
+
+/** The evaluate request: every condition field (velocity fields in a dry run come from here). */
+export const EvaluateRequestFields = z.object({
+  actor_type: z.enum(['apikey', 'session']).optional(),
+  actor_id: requestField(),
+  user_id: requestField(),
+  amount: DisplayAmount.optional(),
+  amount_raw: z.string().regex(/^\d+$/).optional(),
+  amount_usd: DisplayAmount.optional(),
+  asset_symbol: requestField(),
+  chain: requestField(),
+  network: requestField(),
+  from_address: requestField(),
+  to_address: requestField(),
+  token_address: requestField(),
+  wallet_id: requestField(),
+  vault_id: requestField(),
+  connection_id: requestField(),
+  operation_type: requestField(),
+  tx_type: requestField(),
+  source_type: requestField(),
+  destination_type: requestField(),
+  is_automated: z.boolean().optional(),
+  automation_rule_id: requestField(),
+  velocity_amount_usd_24h: DisplayAmount.optional(),
+  velocity_amount_usd_1h: DisplayAmount.optional(),
+  velocity_count_24h: z.string().regex(/^\d+$/).optional(),
+  velocity_count_1h: z.string().regex(/^\d+$/).optional(),
+  approval_count: z.number().int().min(0).optional().openapi({ description: 'Approvals already collected for this transaction' }),
+});
+
+export const EvaluateBody = EvaluateRequestFields.extend({
+  policy_id: z.string().max(64).optional().openapi({ description: 'Evaluate this policy in any state; absent: the enforced policies' }),
+})
+  .strict()
+  .openapi('EvaluatePolicyRequest');
+
+export const SimulateBody = z
+  .object({
+    requests: z.array(EvaluateRequestFields.strict()).min(1).max(1000).openapi({ description: 'Evaluate requests to replay' }),
+    example_limit: z.number().int().min(0).max(20).default(3),
+  })
+  .strict()
+  .openapi('SimulatePolicyRequest');
+
+export const ActivateBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ActivatePolicyRequest');
+export const VoteBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ApprovalVoteRequest');
+
+export const PolicyIdParams = z.object({ id: z.string().min(1).max(64) });
+export const RuleParams = z.object({ id: z.string().min(1).max(64), ruleId: z.string().min(1).max(64) });
+export const ExpandQuery = z.object({ expand: z.enum(['rules']).optional() });
+export const PolicyListQuery = z.object({ expand: z.enum(['rules']).optional(), status: z.enum(POLICY_STATUSES).optional() });
+
+export const ConditionObject = z
+  .object({ field: z.string(), operator: z.string(), value: ScalarValue.optional(), values: z.array(ScalarValue).optional(), min: ScalarValue.optional(), max: ScalarValue.optional() })
+  .openapi('PolicyConditionObject');
+
+export const RuleObject = z
+  .object({
+    id: z.string(),
+    object: z.literal('rule'),
+    policy_id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    action_type: z.enum(ACTION_TYPES),
+    action_config: z.record(z.string(), z.unknown()),
+    conditions: z.array(ConditionObject),
+    order: z.number().int(),
+    priority: z.number().int().openapi({ description: "The policy's priority (rules are ordered by `order` within it)" }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('PolicyRule');
+
+export const PolicyObject = z
+  .object({
+    id: z.string(),
+    object: z.literal('policy'),
+    name: z.string(),
+    description: z.string(),
+    category: z.enum(CATEGORY_VALUES),
+    status: z.enum(POLICY_STATUSES),
+    is_active: z.boolean(),
+    is_template: z.boolean(),
+    template_id: z.string().nullable(),
+    source_policy_id: z.string().nullable(),
+    priority: z.number().int(),
+    rule_count: z.number().int(),
+    rules: z.array(RuleObject).optional(),
+    created_by: z.string(),
+    created_by_name: z.string(),
+    activated_at: Timestamp.nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('Policy');
+
+export const PolicySchemaObject = z
+  .object({
+    object: z.literal('policy_schema'),
+    action_types: z.array(z.object({ value: z.string(), description: z.string(), config_schema: z.record(z.string(), z.unknown()) })),
+    categories: z.array(z.object({ value: z.string(), description: z.string() })),
+    condition_fields: z.array(
+      z.object({ name: z.string(), description: z.string(), value_type: z.string(), valid_operators: z.array(z.string()), enum_values: z.array(z.string()).optional() }),
+    ),
+    operators: z.array(z.object({ name: z.string(), description: z.string(), arity: z.number().int(), value_shape: z.string() })),
+  })
+  .openapi('PolicySchema');
+
+export const ApproverCandidateObject = z
+  .object({
+    id: z.string(),
+    object: z.literal('approver_candidate'),
+    type: z.enum(['user', 'role']),
+    name: z.string(),
+    org_role: z.string().optional(),
+    member_count: z.number().int().optional(),
+  })
+  .openapi('ApproverCandidate');
+
+const DiagnosticObject = z.object({
+  code: z.string(),
+  message: z.string(),
+  severity: z.enum(['error', 'warning', 'info']),
+  rule_id: z.string().nullable(),
+  rule_index: z.number().int().nullable(),
+  suggested_fix: z.string(),
+});
+
+export const ValidationResultObject = z
+  .object({
+    object: z.literal('policy_validation'),
+    valid: z.boolean(),
+    issue_count: z.object({ error: z.number().int(), warning: z.number().int(), info: z.number().int() }),
+    diagnostics: z.array(DiagnosticObject),
+  })
+  .openapi('PolicyValidationResult');
+
+const TraceEntryObject = z.object({
+  policy_id: z.string(),
+  rule_id: z.string(),
+  rule_index: z.number().int(),
+  rule_name: z.string(),
+  matched: z.boolean(),
+  terminal: z.boolean(),
+  action: z.enum(ACTION_TYPES),
+  reason: z.string(),
+  note: z.string().nullable(),
+  failed_condition: z.object({ field: z.string(), operator: z.string(), expected: z.string(), actual: z.string() }).nullable(),
+});
+
+export const EvaluationResultObject = z
+  .object({
+    object: z.literal('policy_evaluation'),
+    allowed: z.boolean(),
+    result: z.enum(EVALUATION_RESULTS),
+    policy_id: z.string().nullable(),
+    rule_id: z.string().nullable(),
+    reason: z.string(),
+    requires_approval: z.boolean(),
+    required_approvals: z.number().int().nullable(),
+    expiry_hours: z.number().int().nullable(),
+    delay_minutes: z.number().int().nullable(),
+    trace: z.array(TraceEntryObject).optional().openapi({ description: 'Omitted on no_match and quorum' }),
+  })
+  .openapi('PolicyEvaluationResult');
+
+const SimulationExample = z.object({ index: z.number().int(), result: z.enum(EVALUATION_RESULTS), rule_id: z.string().nullable(), reason: z.string() });
+export const SimulationObject = z
+  .object({
+    object: z.literal('policy_simulation'),
+    policy_id: z.string(),
+    total: z.number().int(),
+    allowed: z.number().int(),
+    blocked: z.number().int(),
+    held_for_approval: z.number().int(),
+    delayed: z.number().int(),
+    changed_from_current: z.number().int().openapi({ description: 'Requests whose decision differs from the policies enforced now' }),
+    examples: z.object({
+      allowed: z.array(SimulationExample),
+      blocked: z.array(SimulationExample),
+      held_for_approval: z.array(SimulationExample),
+      delayed: z.array(SimulationExample),
+    }),
+  })
+  .openapi('PolicySimulation');
+
+export const PendingActivationObject = z
+  .object({
+    status: z.literal('pending_authorization'),
+    policy_id: z.string(),
+    approval_request_id: z.string(),
+    required_approvals: z.number().int(),
+    expires_at: Timestamp,
+    message: z.string(),
+  })
+  .openapi('PendingActivation');
+
+export const ApprovalRequestObject = z
+  .object({
+    id: z.string(),
+    object: z.literal('approval_request'),
+    policy_id: z.string(),
+    status: z.enum(APPROVAL_REQUEST_STATUSES),
+    requested_by: z.string(),
+    requested_by_name: z.string(),
+    comment: z.string(),
+    required_approvals: z.number().int(),
+    approvals: z.number().int(),
+    votes: z.array(z.object({ user_id: z.string(), decision: z.enum(VOTE_DECISIONS), comment: z.string(), created_at: Timestamp })),
+    expires_at: Timestamp,
+    decided_at: Timestamp.nullable(),
+    created_at: Timestamp,
+  })
+  .openapi('ApprovalRequest');
+
+export const AuditLogObject = z
+  .object({
+    id: z.string(),
+    object: z.literal('policy_audit_log'),
+    policy_id: z.string().nullable(),
+    action: z.string(),
+    actor_id: z.string(),
+    actor_name: z.string(),
+    changes: z.record(z.string(), z.unknown()),
+    metadata: z.record(z.string(), z.unknown()),
+    created_at: Timestamp,
+  })
+  .openapi('PolicyAuditLog');

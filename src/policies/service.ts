@@ -1,0 +1,492 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { emit } from '../events/service';
+import { ApiKey } from '../api-keys/entities';
+import { ApiError, errors } from '../http/errors';
+import type { AuthContext } from '../http/context';
+import { Member, Organization, Role } from '../organizations/entities';
+import { iso, isoOrNull } from '../shared/time';
+import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from './entities';
+import { evaluatePolicies, type EvaluablePolicy, type EvaluationRequest, type EvaluationResult } from './evaluator';
+import type { ActionType, Condition, PolicyCategory } from './schema';
+import { APPROVER_ROLE_PLACEHOLDER, findTemplate, type PolicyTemplate } from './templates';
+import { validatePolicyRules, type DraftRule, type ValidationResult } from './validator';
+
+/** Who acts: a member, the API key itself when it acts for no member, or the system (expiry). */
+export interface PolicyActor {
+  organizationId: string;
+  id: string;
+  name: string;
+  type: 'user' | 'apikey' | 'system';
+}
+
+export async function resolveActor(em: EntityManager, auth: AuthContext): Promise<PolicyActor> {
+  if (auth.memberId) {
+    const member = await em.findOneOrFail(Member, { id: auth.memberId });
+    return { organizationId: auth.organizationId, id: member.id, name: member.name, type: 'user' };
+  }
+  const key = await em.findOneOrFail(ApiKey, { id: auth.apiKeyId });
+  return { organizationId: auth.organizationId, id: key.id, name: key.name, type: 'apikey' };
+}
+
+export const systemActor = (organizationId: string): PolicyActor => ({ organizationId, id: 'system', name: 'System', type: 'system' });
+
+export function writeAudit(
+  em: EntityManager,
+  entry: { actor: PolicyActor; policyId: string | null; action: string; changes?: Record<string, unknown>; metadata?: Record<string, unknown> },
+): PolicyAuditLog {
+  return em.create(PolicyAuditLog, {
+    organization: em.getReference(Organization, entry.actor.organizationId),
+    policyId: entry.policyId,
+    action: entry.action,
+    actorId: entry.actor.id,
+    actorName: entry.actor.name,
+    changes: entry.changes ?? {},
+    metadata: { actor_type: entry.actor.type, ...entry.metadata },
+    createdAt: new Date(),
+  });
+}
+
+export type PolicyEventType = 'policy.alert' | 'policy.activation_requested' | 'policy.activated' | 'policy.activation_rejected' | 'policy.activation_expired';
+
+/**
+ * The one place every policy event leaves through, inside the caller's transaction: the audit
+ * entry (action = the type without `policy.`) and the event for webhooks (transactional outbox).
+ */
+export async function recordPolicyEvent(
+  em: EntityManager,
+  event: { organizationId: string; type: PolicyEventType; data: Record<string, unknown> & { policy_id: string | null }; actor: PolicyActor },
+): Promise<void> {
+  writeAudit(em, { actor: event.actor, policyId: event.data.policy_id, action: event.type.replace(/^policy\./, ''), metadata: { event: event.type, ...event.data } });
+  await emit(em, { organizationId: event.organizationId, type: event.type, data: event.data });
+}
+
+// ---------- presentation ----------
+
+export function presentRule(rule: PolicyRule, policy: Policy) {
+  return {
+    id: rule.id,
+    object: 'rule' as const,
+    policy_id: policy.id,
+    name: rule.name,
+    description: rule.description,
+    action_type: rule.actionType,
+    action_config: rule.actionConfig,
+    conditions: rule.conditions,
+    order: rule.order,
+    priority: policy.priority,
+    created_at: iso(rule.createdAt),
+    updated_at: iso(rule.updatedAt),
+  };
+}
+
+export function presentPolicy(policy: Policy, expandRules = false) {
+  const rules = policy.rules.getItems();
+  return {
+    id: policy.id,
+    object: 'policy' as const,
+    name: policy.name,
+    description: policy.description,
+    category: policy.category,
+    status: policy.status,
+    is_active: policy.status === 'enforced',
+    is_template: false,
+    template_id: policy.templateId ?? null,
+    source_policy_id: policy.sourcePolicy?.id ?? null,
+    priority: policy.priority,
+    rule_count: rules.length,
+    ...(expandRules ? { rules: rules.map((rule) => presentRule(rule, policy)) } : {}),
+    created_by: policy.createdBy,
+    created_by_name: policy.createdByName,
+    activated_at: isoOrNull(policy.activatedAt),
+    created_at: iso(policy.createdAt),
+    updated_at: iso(policy.updatedAt),
+  };
+}
+
+const TEMPLATE_EPOCH = '2026-01-01T00:00:00.000Z';
+
+export function presentTemplate(template: PolicyTemplate) {
+  return {
+    id: template.id,
+    object: 'policy' as const,
+    name: template.name,
+    description: template.description,
+    category: template.category,
+    status: 'draft' as const,
+    is_active: false,
+    is_template: true,
+    template_id: null,
+    source_policy_id: null,
+    priority: 100,
+    rule_count: template.rules.length,
+    rules: template.rules.map((rule, index) => ({
+      id: `${template.id}_rule_${index + 1}`,
+      object: 'rule' as const,
+      policy_id: template.id,
+      ...rule,
+      order: index + 1,
+      priority: 100,
+      created_at: TEMPLATE_EPOCH,
+      updated_at: TEMPLATE_EPOCH,
+    })),
+    created_by: 'system',
+    created_by_name: 'Built-in template',
+    activated_at: null,
+    created_at: TEMPLATE_EPOCH,
+    updated_at: TEMPLATE_EPOCH,
+  };
+}
+
+export function presentAuditLog(entry: PolicyAuditLog) {
+  return {
+    id: entry.id,
+    object: 'policy_audit_log' as const,
+    policy_id: entry.policyId ?? null,
+    action: entry.action,
+    actor_id: entry.actorId,
+    actor_name: entry.actorName,
+    changes: entry.changes,
+    metadata: entry.metadata,
+    created_at: iso(entry.createdAt),
+  };
+}
+
+export function presentApprovalRequest(request: ApprovalRequest) {
+  const votes = request.votes.getItems();
+  return {
+    id: request.id,
+    object: 'approval_request' as const,
+    policy_id: request.policy.id,
+    status: request.status,
+    requested_by: request.requestedBy,
+    requested_by_name: request.requestedByName,
+    comment: request.comment,
+    required_approvals: request.requiredApprovals,
+    approvals: votes.filter((vote) => vote.decision === 'approve').length,
+    votes: votes.map((vote) => ({ user_id: vote.member.id, decision: vote.decision, comment: vote.comment, created_at: iso(vote.createdAt) })),
+    expires_at: iso(request.expiresAt),
+    decided_at: isoOrNull(request.decidedAt),
+    created_at: iso(request.createdAt),
+  };
+}
+
+// ---------- policies and rules ----------
+
+export async function findPolicy(em: EntityManager, organizationId: string, id: string): Promise<Policy> {
+  const policy = await em.findOne(Policy, { id, organization: organizationId }, { populate: ['rules', 'sourcePolicy'] });
+  if (!policy) throw errors.notFound('policy', id);
+  return policy;
+}
+
+export async function pendingApprovalRequest(em: EntityManager, policy: Policy): Promise<ApprovalRequest | null> {
+  return em.findOne(ApprovalRequest, { policy, status: 'pending' });
+}
+
+/** Only a draft with no pending activation can change; an enforced policy is copied instead. */
+export async function assertEditable(em: EntityManager, policy: Policy): Promise<void> {
+  if (policy.status === 'enforced') {
+    throw errors.conflict('policy_enforced', 'An enforced policy cannot be edited. Copy it into a draft (POST /v1/policies with source_policy_id), edit and activate that.', {
+      policy_id: policy.id,
+    });
+  }
+  if (policy.status === 'archived') throw errors.conflict('policy_archived', 'An archived policy cannot be edited.', { policy_id: policy.id });
+  const pending = await pendingApprovalRequest(em, policy);
+  if (pending) {
+    throw errors.conflict('activation_pending', 'The policy awaits activation approvals; it cannot change until they are decided.', {
+      approval_request_id: pending.id,
+    });
+  }
+}
+
+export interface RuleInput {
+  name: string;
+  description?: string;
+  action_type: ActionType;
+  action_config?: Record<string, unknown>;
+  conditions?: Condition[];
+  order?: number;
+}
+
+/** Inserts at `order` (clamped to the end), shifting later rules so positions stay 1..n. */
+export function addRule(em: EntityManager, policy: Policy, input: RuleInput): PolicyRule {
+  const rules = policy.rules.getItems();
+  const position = Math.min(input.order ?? rules.length + 1, rules.length + 1);
+  for (const rule of rules) if (rule.order >= position) rule.order += 1;
+  const rule = em.create(PolicyRule, {
+    policy,
+    name: input.name,
+    description: input.description ?? '',
+    actionType: input.action_type,
+    actionConfig: input.action_config ?? {},
+    conditions: input.conditions ?? [],
+    order: position,
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  });
+  policy.rules.add(rule);
+  return rule;
+}
+
+/** Moves a rule to `order` (clamped), keeping positions dense. */
+export function moveRule(policy: Policy, rule: PolicyRule, order: number): void {
+  const others = policy.rules.getItems().filter((r) => r !== rule).sort((a, b) => a.order - b.order);
+  others.splice(Math.min(order, others.length + 1) - 1, 0, rule);
+  others.forEach((r, index) => (r.order = index + 1));
+}
+
+export function removeRule(em: EntityManager, policy: Policy, rule: PolicyRule): void {
+  policy.rules.remove(rule);
+  em.remove(rule);
+  policy.rules.getItems().sort((a, b) => a.order - b.order).forEach((r, index) => (r.order = index + 1));
+}
+
+export async function createPolicy(
+  em: EntityManager,
+  actor: PolicyActor,
+  input: { name?: string; description?: string; category?: PolicyCategory; priority?: number; rules?: RuleInput[]; template_id?: string; source_policy_id?: string },
+): Promise<Policy> {
+  if (input.template_id && input.source_policy_id) throw errors.validation('Give template_id or source_policy_id, not both.', 'source_policy_id');
+  const template = input.template_id ? findTemplate(input.template_id) : undefined;
+  if (input.template_id && !template) throw errors.notFound('policy_template', input.template_id, 'template_id');
+  const source = input.source_policy_id ? await findPolicy(em, actor.organizationId, input.source_policy_id).catch(() => {
+    throw errors.notFound('policy', input.source_policy_id!, 'source_policy_id');
+  }) : undefined;
+  const name = input.name ?? template?.name ?? source?.name;
+  if (!name) throw errors.validation('name is required.', 'name');
+
+  const policy = em.create(Policy, {
+    organization: em.getReference(Organization, actor.organizationId),
+    name,
+    description: input.description ?? template?.description ?? source?.description ?? '',
+    category: input.category ?? template?.category ?? source?.category ?? 'access',
+    priority: input.priority ?? source?.priority ?? 100,
+    templateId: template?.id ?? null,
+    sourcePolicy: source ?? null,
+    createdBy: actor.id,
+    createdByName: actor.name,
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  });
+  const copied: RuleInput[] = template
+    ? await resolveTemplateRules(em, actor.organizationId, template)
+    : (source?.rules.getItems().sort((a, b) => a.order - b.order).map((rule) => ({
+        name: rule.name,
+        description: rule.description,
+        action_type: rule.actionType,
+        action_config: structuredClone(rule.actionConfig),
+        conditions: structuredClone(rule.conditions),
+      })) ?? []);
+  for (const rule of [...copied, ...(input.rules ?? [])]) addRule(em, policy, rule);
+  writeAudit(em, {
+    actor,
+    policyId: policy.id,
+    action: 'created',
+    changes: { name, category: policy.category, priority: policy.priority, rule_count: policy.rules.length },
+    metadata: { template_id: template?.id ?? null, source_policy_id: source?.id ?? null },
+  });
+  return policy;
+}
+
+async function resolveTemplateRules(em: EntityManager, organizationId: string, template: PolicyTemplate): Promise<RuleInput[]> {
+  const approverRole = await em.findOne(Role, { organization: organizationId, name: 'approver', builtIn: true });
+  return template.rules.map((rule) => {
+    const config = structuredClone(rule.action_config) as { approvers?: { id: string; type: string }[] };
+    config.approvers?.forEach((approver) => {
+      if (approver.id === APPROVER_ROLE_PLACEHOLDER && approverRole) approver.id = approverRole.id;
+    });
+    return { ...rule, action_config: config as Record<string, unknown>, conditions: structuredClone(rule.conditions) };
+  });
+}
+
+// ---------- approvers and validation ----------
+
+const APPROVING_ROLES = ['owner', 'admin', 'approver'] as const;
+export const canApproveActivations = (member: Member): boolean => (APPROVING_ROLES as readonly string[]).includes(member.orgRole);
+
+export async function approverCandidates(em: EntityManager, organizationId: string) {
+  const members = await em.find(Member, { organization: organizationId }, { orderBy: { name: 'asc', id: 'asc' } });
+  const roles = await em.find(Role, { organization: organizationId }, { populate: ['members'], orderBy: { name: 'asc', id: 'asc' } });
+  return [
+    ...members.map((member) => ({ id: member.id, object: 'approver_candidate' as const, type: 'user' as const, name: member.name, org_role: member.orgRole })),
+    ...roles.map((role) => ({ id: role.id, object: 'approver_candidate' as const, type: 'role' as const, name: role.name, member_count: role.members.length })),
+  ];
+}
+
+/** Approver id (member or role) -> the member ids it stands for. */
+export async function approverDirectory(em: EntityManager, organizationId: string): Promise<Map<string, string[]>> {
+  const directory = new Map<string, string[]>();
+  for (const member of await em.find(Member, { organization: organizationId })) directory.set(member.id, [member.id]);
+  for (const role of await em.find(Role, { organization: organizationId }, { populate: ['members'] })) {
+    directory.set(role.id, role.members.getItems().map((member) => member.id));
+  }
+  return directory;
+}
+
+export function draftRulesOf(policy: Policy): DraftRule[] {
+  return policy.rules
+    .getItems()
+    .sort((a, b) => a.order - b.order)
+    .map((rule) => ({ id: rule.id, name: rule.name, action_type: rule.actionType, action_config: rule.actionConfig, conditions: rule.conditions }));
+}
+
+export async function validateRules(em: EntityManager, organizationId: string, rules: DraftRule[], mode: 'draft' | 'activation'): Promise<ValidationResult> {
+  return validatePolicyRules(rules, { mode, approvers: await approverDirectory(em, organizationId) });
+}
+
+// ---------- evaluation and the sending decision ----------
+
+export function toEvaluable(policy: Policy): EvaluablePolicy {
+  return {
+    id: policy.id,
+    category: policy.category,
+    priority: policy.priority,
+    rules: policy.rules.getItems().map((rule) => ({
+      id: rule.id,
+      name: rule.name,
+      order: rule.order,
+      actionType: rule.actionType,
+      actionConfig: rule.actionConfig,
+      conditions: rule.conditions,
+    })),
+  };
+}
+
+/** The organization's enforced policies in evaluation order (priority, then oldest first). */
+export async function enforcedPolicies(em: EntityManager, organizationId: string): Promise<Policy[]> {
+  return em.find(Policy, { organization: organizationId, status: 'enforced' }, { populate: ['rules'], orderBy: { priority: 'asc', createdAt: 'asc', id: 'asc' } });
+}
+
+/**
+ * What sending calls before every transaction (spec rule 3). Allowed: returns the evaluation
+ * (an alert rule also records policy.alert in the caller's transaction). Refused: throws
+ * policy_blocked (403), policy_approval_required or policy_delay_required (400). Every decision
+ * is written to the audit log with the actor; a refusal's entry is committed on its own, since
+ * the refused request's transaction rolls back.
+ */
+export async function decideTransaction(em: EntityManager, request: EvaluationRequest, actor: PolicyActor): Promise<EvaluationResult> {
+  const evaluation = evaluatePolicies((await enforcedPolicies(em, actor.organizationId)).map(toEvaluable), request);
+  const { trace: _trace, ...decision } = evaluation;
+  const audit = { actor, policyId: evaluation.policy_id, action: 'decision', metadata: { decision, request } };
+  if (evaluation.allowed) {
+    writeAudit(em, audit);
+    const matched = evaluation.trace?.find((entry) => entry.terminal);
+    if (matched?.action === 'alert') {
+      await recordPolicyEvent(em, {
+        organizationId: actor.organizationId,
+        type: 'policy.alert',
+        actor,
+        data: { policy_id: evaluation.policy_id, rule_id: evaluation.rule_id, rule_name: matched.rule_name, request },
+      });
+    }
+    return evaluation;
+  }
+  await em.fork().transactional(async (own) => void writeAudit(own, audit));
+  throw refusal(evaluation);
+}
+
+function refusal(evaluation: EvaluationResult): ApiError {
+  const ids = { policy_id: evaluation.policy_id, rule_id: evaluation.rule_id };
+  if (evaluation.result === 'delayed') {
+    return new ApiError({ status: 400, type: 'invalid_request_error', code: 'policy_delay_required', message: evaluation.reason, details: { ...ids, delay_minutes: evaluation.delay_minutes } });
+  }
+  if (evaluation.requires_approval) {
+    return new ApiError({
+      status: 400,
+      type: 'invalid_request_error',
+      code: 'policy_approval_required',
+      message: evaluation.reason,
+      details: { ...ids, required_approvals: evaluation.required_approvals, expiry_hours: evaluation.expiry_hours },
+    });
+  }
+  return new ApiError({ status: 403, type: 'permission_error', code: 'policy_blocked', message: evaluation.reason, details: ids });
+}
+
+type Outcome = 'allowed' | 'blocked' | 'held_for_approval' | 'delayed';
+const outcomeOf = (evaluation: EvaluationResult): Outcome =>
+  evaluation.allowed ? 'allowed' : evaluation.result === 'delayed' ? 'delayed' : evaluation.requires_approval ? 'held_for_approval' : 'blocked';
+
+/**
+ * What-if: the organization's enforced policies with this policy enforced in its place (and the
+ * enforced policy it replaces taken out), over each request. Nothing is written.
+ */
+export async function simulatePolicy(em: EntityManager, policy: Policy, requests: EvaluationRequest[], exampleLimit: number) {
+  const current = (await enforcedPolicies(em, policy.organization.id)).map(toEvaluable);
+  const replaced = new Set([policy.id, policy.sourcePolicy?.id]);
+  const whatIf = [...current.filter((p) => !replaced.has(p.id)), toEvaluable(policy)];
+  const counts: Record<Outcome, number> = { allowed: 0, blocked: 0, held_for_approval: 0, delayed: 0 };
+  const examples: Record<Outcome, { index: number; result: EvaluationResult['result']; rule_id: string | null; reason: string }[]> = {
+    allowed: [],
+    blocked: [],
+    held_for_approval: [],
+    delayed: [],
+  };
+  let changed = 0;
+  requests.forEach((request, index) => {
+    const evaluation = evaluatePolicies(whatIf, request);
+    const outcome = outcomeOf(evaluation);
+    counts[outcome] += 1;
+    if (examples[outcome].length < exampleLimit) examples[outcome].push({ index, result: evaluation.result, rule_id: evaluation.rule_id, reason: evaluation.reason });
+    if (outcome !== outcomeOf(evaluatePolicies(current, request))) changed += 1;
+  });
+  return { object: 'policy_simulation' as const, policy_id: policy.id, total: requests.length, ...counts, changed_from_current: changed, examples };
+}
+
+// ---------- activation ----------
+
+/**
+ * Enforces a draft under a row lock, archiving the enforced policy it was copied from, in the
+ * caller's transaction. Idempotent: an already enforced policy is left as it is.
+ */
+export async function enforcePolicy(em: EntityManager, policyId: string, actor: PolicyActor, data: Record<string, unknown>): Promise<Policy> {
+  const policy = await em.findOneOrFail(Policy, { id: policyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (policy.status === 'enforced') return policy;
+  if (policy.status !== 'draft') throw errors.conflict('invalid_state_transition', `A ${policy.status} policy cannot be enforced.`);
+  policy.status = 'enforced';
+  policy.activatedAt = new Date();
+  const source = policy.sourcePolicy ? await em.findOne(Policy, { id: policy.sourcePolicy.id }, { lockMode: LockMode.PESSIMISTIC_WRITE }) : null;
+  if (source?.status === 'enforced') {
+    source.status = 'archived';
+    writeAudit(em, { actor, policyId: source.id, action: 'archived', changes: { status: ['enforced', 'archived'] }, metadata: { replaced_by: policy.id } });
+  }
+  await recordPolicyEvent(em, {
+    organizationId: actor.organizationId,
+    type: 'policy.activated',
+    actor,
+    data: { policy_id: policy.id, replaced_policy_id: source?.status === 'archived' ? source.id : null, ...data },
+  });
+  return policy;
+}
+
+/** The members who may vote on an activation: owners, admins and approvers, not the requester. */
+export async function eligibleVoters(em: EntityManager, organizationId: string, requesterId: string): Promise<Member[]> {
+  const members = await em.find(Member, { organization: organizationId, orgRole: { $in: [...APPROVING_ROLES] } });
+  return members.filter((member) => member.id !== requesterId);
+}
+
+export async function findApprovalRequest(em: EntityManager, organizationId: string, id: string): Promise<ApprovalRequest> {
+  const request = await em.findOne(ApprovalRequest, { id, organization: organizationId }, { populate: ['votes', 'votes.member', 'policy'] });
+  if (!request) throw errors.notFound('approval_request', id);
+  return request;
+}
+
+/** Records one member's vote once (a retry or a repeat is a no-op); returns whether it was new. */
+export async function recordVote(em: EntityManager, input: { approvalRequestId: string; memberId: string; decision: ApprovalVote['decision']; comment: string }): Promise<boolean> {
+  const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (await em.count(ApprovalVote, { approvalRequest: request, member: input.memberId })) return false;
+  em.create(ApprovalVote, {
+    approvalRequest: request,
+    member: em.getReference(Member, input.memberId),
+    decision: input.decision,
+    comment: input.comment,
+    createdAt: new Date(),
+  });
+  const member = await em.findOneOrFail(Member, { id: input.memberId });
+  writeAudit(em, {
+    actor: { organizationId: request.organization.id, id: member.id, name: member.name, type: 'user' },
+    policyId: request.policy.id,
+    action: input.decision === 'approve' ? 'approval_granted' : 'approval_rejected',
+    metadata: { approval_request_id: request.id, comment: input.comment },
+  });
+  return true;
+}
