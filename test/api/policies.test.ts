@@ -194,6 +194,8 @@ describe('Policies API', () => {
     const ada = await memberKey(o, 'Ada', 'approver', ['policies:approve']);
     const bob = await memberKey(o, 'Bob', 'owner', ['policies:approve']);
     const viewer = await memberKey(o, 'Vic', 'viewer', ['policies:approve']);
+    const endpoint = await call('POST', '/v1/webhooks', { name: 'Policy events', url: 'http://127.0.0.1:9/policy-events', event_types: ['policy.activation_requested', 'policy.activated'] }, o.secret);
+    assert.equal(endpoint.status, 201);
     const policy = await createPolicy({ name: 'Needs approval', rules: [blockAbove('10'), allowRest] }, requester.secret);
     assert.equal(policy.created_by, requester.id);
     assert.equal(policy.created_by_name, 'Requester');
@@ -234,6 +236,8 @@ describe('Policies API', () => {
     const audit = await call('GET', `/v1/policies/${policy.id}/audit-logs`, undefined, o.secret);
     assert.deepEqual(audit.body.data.map((e: { action: string }) => e.action), ['activated', 'approval_granted', 'approval_granted', 'activation_requested', 'created']);
     assert.equal(audit.body.data[0].actor_name, 'Bob');
+    const events = await call('GET', `/v1/events?webhook_id=${endpoint.body.id}`, undefined, o.secret);
+    assert.deepEqual(events.body.data.map((e: { type: string }) => e.type), ['policy.activated', 'policy.activation_requested'], 'both events reach the endpoint');
 
     const second = await createPolicy({ name: 'Rejected one', rules: [blockAbove('1'), allowRest] }, requester.secret);
     const request2 = (await call('POST', `/v1/policies/${second.id}/activate`, {}, requester.secret)).body.approval_request_id;
