@@ -20,6 +20,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   key:create --org ID --name NAME --scopes a,b [--environment sandbox|live] [--user-id MEMBER_ID]
   member:create --org ID --name NAME --email EMAIL --org-role owner|admin|approver|viewer
   role:create --org ID --name NAME [--description TEXT]
+  org:configure --org ID --policy-activation-approvals N
+                                            approvals a policy activation needs (0: enforce at once)
 
 Secrets are printed once; store them now.`;
 
@@ -101,6 +103,18 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     return presentMember(member);
   },
 
+  async 'org:configure'(orm, options) {
+    const em = orm.em.fork();
+    const org = await organization(em, required(options, 'org'));
+    const approvals = Number(required(options, 'policy-activation-approvals'));
+    if (!Number.isInteger(approvals) || approvals < 0 || approvals > 20) {
+      throw new UsageError('--policy-activation-approvals must be a whole number from 0 to 20');
+    }
+    org.policyActivationRequiredApprovals = approvals;
+    await em.flush();
+    return { organization_id: org.id, policy_activation_required_approvals: org.policyActivationRequiredApprovals };
+  },
+
   async 'role:create'(orm, options) {
     const em = orm.em.fork();
     const org = await organization(em, required(options, 'org'));
@@ -120,7 +134,7 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description'].map((name) => [name, { type: 'string' as const }]),
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals'].map((name) => [name, { type: 'string' as const }]),
     ),
   });
   const config = loadConfig();
@@ -145,7 +159,8 @@ function printBootstrap(result: { bootstrapped: boolean; organization_id?: strin
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError || error instanceof ConfigError || error instanceof ApiError) console.error(error.message);
+    const parseError = String((error as { code?: unknown }).code ?? '').startsWith('ERR_PARSE_ARGS');
+    if (parseError || error instanceof UsageError || error instanceof ConfigError || error instanceof ApiError) console.error((error as Error).message);
     else console.error(error);
     process.exit(1);
   },

@@ -62,5 +62,15 @@ describe('CLI', () => {
     assert.equal(keyMe.body.user_id, member.id);
 
     await assert.rejects(cli(['key:create', '--org', org.organization_id, '--name', 'x', '--scopes', 'everything']), /unknown scopes: everything/);
+
+    const configured = JSON.parse((await cli(['org:configure', '--org', org.organization_id, '--policy-activation-approvals', '0'])).stdout);
+    assert.equal(configured.policy_activation_required_approvals, 0);
+    const policy = await app.request('POST', '/v1/policies', {
+      key: org.api_key.secret,
+      body: { name: 'At once', rules: [{ name: 'Allow all', action_type: 'allow', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] }] },
+    });
+    const activated = await app.request('POST', `/v1/policies/${policy.body.id}/activate`, { key: org.api_key.secret, body: {} });
+    assert.deepEqual([activated.status, activated.body.status], [200, 'enforced'], 'no approvals configured: enforced at once');
+    await assert.rejects(cli(['org:configure', '--org', org.organization_id, '--policy-activation-approvals', '21']), /whole number/);
   });
 });
