@@ -4,6 +4,7 @@ import type { IdempotencyService } from '../src/idempotency/service';
 import type { Logger } from '../src/logger';
 import { createEventActivities } from './events';
 import { createIdempotencyActivities } from './idempotency';
+import { createLightningActivities } from './lightning';
 
 /** Everything an activity may touch; each domain factory takes what it needs. */
 export interface ActivityDeps {
@@ -17,6 +18,7 @@ export interface ActivityDeps {
 export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
   ...createEventActivities(deps),
+  ...createLightningActivities(deps),
 });
 
 export type Activities = ReturnType<typeof createActivities>;

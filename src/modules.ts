@@ -4,6 +4,7 @@ import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
 import type { RouteModule } from './http/app';
+import { registerLightningRoutes } from './lightning/routes';
 import { registerOrganizationRoutes } from './organizations/routes';
 import { registerSystemRoutes } from './system/routes';
 
@@ -16,4 +17,5 @@ export const routeModules: RouteModule[] = [
   registerBalanceRoutes,
   registerCustodyRoutes,
   registerEventRoutes,
+  registerLightningRoutes,
 ];

@@ -4,6 +4,7 @@ import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance 
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
+import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 
 /** Every entity of every domain; a new domain adds its entities here. */
@@ -28,4 +29,6 @@ export const entities = [
   Event,
   Delivery,
   DeliveryAttempt,
+  LightningNodeKey,
+  LightningInvoice,
 ];
