@@ -82,6 +82,8 @@ export interface NewInvoice {
   expirySeconds: number;
   reference: string;
   customerId?: string;
+  /** Defaults to now; a test on a time-skipping server passes that server's clock. */
+  issuedAt?: Date;
 }
 
 /** Issues a BOLT11 invoice signed by the environment's node key and starts its workflow; the same reference returns the original. */
@@ -90,7 +92,7 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tempora
   if (existing) return existing;
   const preimage = randomBytes(32);
   const paymentHash = sha256(preimage);
-  const createdAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const createdAt = new Date(Math.floor((input.issuedAt ?? new Date()).getTime() / 1000) * 1000);
   const { request, destination } = await withNodeKey(em, keys, tenant.environment, (privateKey, publicKey) => ({
     destination: publicKey,
     request: encodeBolt11(
