@@ -92,14 +92,16 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tempora
   if (existing) return existing;
   const preimage = randomBytes(32);
   const paymentHash = sha256(preimage);
-  const createdAt = new Date(Math.floor((input.issuedAt ?? new Date()).getTime() / 1000) * 1000);
+  const createdAt = input.issuedAt ?? new Date();
+  // BOLT11 timestamps are whole seconds; expires_at is what the invoice itself says.
+  const timestamp = unixSeconds(createdAt);
   const { request, destination } = await withNodeKey(em, keys, tenant.environment, (privateKey, publicKey) => ({
     destination: publicKey,
     request: encodeBolt11(
       {
         network: networkForEnvironment(tenant.environment),
         amountMsat: BigInt(input.amountSat) * 1000n,
-        timestamp: unixSeconds(createdAt),
+        timestamp,
         paymentHash,
         paymentSecret: randomBytes(32),
         description: input.description,
@@ -125,7 +127,7 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tempora
       preimage: preimage.toString('hex'),
       amountMsat: (BigInt(input.amountSat) * 1000n).toString(),
       description: input.description,
-      expiresAt: new Date(createdAt.getTime() + input.expirySeconds * 1000),
+      expiresAt: new Date((timestamp + input.expirySeconds) * 1000),
       createdAt,
     },
     { persist: false },

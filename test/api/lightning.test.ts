@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
+import { secp256k1 } from '@noble/curves/secp256k1';
 import { decodeBolt11 } from '../../src/lightning/bolt11';
+import { withNodeKey } from '../../src/lightning/node-key';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal } from '../support/environment';
+import { localTemporal, testOrm } from '../support/environment';
 import { createTestWorker } from '../support/worker';
 
 describe('Lightning API', () => {
@@ -57,12 +59,26 @@ describe('Lightning API', () => {
     assert.equal(invoice.status, 'pending');
     assert.match(invoice.payment_hash, /^[0-9a-f]{64}$/);
     assert.match(invoice.expires_at, /^\d{4}-\d\d-\d\dT/);
-    assert.equal(Date.parse(invoice.expires_at) - Date.parse(invoice.created_at), 600_000);
     const decoded = decodeBolt11(invoice.request);
+    assert.equal(Date.parse(invoice.expires_at), decoded.expiresAt * 1000);
+    assert.ok(Date.parse(invoice.expires_at) - Date.parse(invoice.created_at) > 599_000);
+    assert.ok(Date.parse(invoice.expires_at) - Date.parse(invoice.created_at) <= 600_000);
     assert.ok(invoice.request.startsWith('lntb21u1'));
     assert.equal(decoded.paymentHash, invoice.payment_hash);
     assert.equal(decoded.description, 'two coffees');
     assert.equal(decoded.expirySeconds, 600);
+
+    // Signed by the sandbox node key, which is stored encrypted and opens to the payee's key.
+    const nodeKey = await withNodeKey((await testOrm()).em.fork(), app.deps.keys, 'sandbox', (privateKey, publicKey) => ({
+      derived: Buffer.from(secp256k1.getPublicKey(privateKey, true)).toString('hex'),
+      publicKey,
+    }));
+    assert.equal(nodeKey.publicKey, decoded.payee);
+    assert.equal(nodeKey.derived, decoded.payee);
+
+    const readOnly = await org.key(['lightning:read']);
+    const forbidden = await app.request('POST', '/api/lightning/invoices', { key: readOnly.secret, body: { amount: 1, description: 'x', reference: randomUUID() } });
+    assert.equal(forbidden.status, 403);
 
     const repeat = await createInvoice(org, { reference, amount: 5, description: 'other' });
     assert.equal(repeat.status, 201);
