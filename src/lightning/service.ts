@@ -215,7 +215,7 @@ function amountToPay(invoice: DecodedInvoice, amountSat: number | undefined): bi
 
 const isExpired = (invoice: DecodedInvoice, now = new Date()) => unixSeconds(now) >= invoice.expiresAt;
 
-/** A settler that refuses: previews never settle anything. */
+/** Previews only estimate: nothing there settles, so the internal route never calls this. */
 const noSettlement = async (): Promise<PaymentOutcome> => ({ state: 'unknown' });
 
 export async function previewPayment(em: EntityManager, tenant: Tenant, request: string, amountSat?: number) {

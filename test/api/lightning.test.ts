@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import { secp256k1 } from '@noble/curves/secp256k1';
+import { Event } from '../../src/events/entities';
 import { decodeBolt11 } from '../../src/lightning/bolt11';
 import { withNodeKey } from '../../src/lightning/node-key';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -146,6 +147,8 @@ describe('Lightning API', () => {
     assert.deepEqual(await satBalance(org), { available: 1234n, reserved: 0n });
     const again = await app.request('POST', `/v1/sandbox/lightning/invoices/${invoice.id}/pay`, { key: org.secret });
     assert.equal(again.status, 409);
+    const events = await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'lightning.invoice.paid' });
+    assert.deepEqual(events.map((event) => [event.data.id, event.data.status]), [[invoice.id, 'paid']]);
     assert.deepEqual(await satBalance(org), { available: 1234n, reserved: 0n });
   });
 
