@@ -5,6 +5,7 @@ import type { Logger } from '../src/logger';
 import { createEventActivities } from './events';
 import { createIdempotencyActivities } from './idempotency';
 import { createPolicyActivities } from './policies';
+import { createLightningActivities } from './lightning';
 
 /** Everything an activity may touch; each domain factory takes what it needs. */
 export interface ActivityDeps {
@@ -19,6 +20,7 @@ export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
   ...createEventActivities(deps),
   ...createPolicyActivities(deps),
+  ...createLightningActivities(deps),
 });
 
 export type Activities = ReturnType<typeof createActivities>;

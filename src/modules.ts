@@ -4,6 +4,7 @@ import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
 import type { RouteModule } from './http/app';
+import { registerLightningRoutes } from './lightning/routes';
 import { registerOrganizationRoutes } from './organizations/routes';
 import { registerPolicyRoutes } from './policies/routes';
 import { registerSystemRoutes } from './system/routes';
@@ -18,4 +19,5 @@ export const routeModules: RouteModule[] = [
   registerCustodyRoutes,
   registerEventRoutes,
   registerPolicyRoutes,
+  registerLightningRoutes,
 ];

@@ -3,3 +3,4 @@ export { idempotencyRetentionWorkflow } from './idempotency-retention';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { webhookDeliverySweepWorkflow } from './webhook-delivery-sweep';
 export { policyActivationWorkflow } from './policy-activation';
+export { lightningInvoiceWorkflow, lightningPaymentWorkflow } from './lightning';

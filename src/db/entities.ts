@@ -4,6 +4,7 @@ import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance 
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
+import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
 
@@ -34,4 +35,6 @@ export const entities = [
   ApprovalRequest,
   ApprovalVote,
   PolicyAuditLog,
+  LightningNodeKey,
+  LightningInvoice,
 ];

@@ -10,6 +10,14 @@ import { OrganizationSeed } from './entities';
 import type { KeyProvider } from './provider';
 
 const pbkdf2Async = promisify(pbkdf2);
+
+/** An envelope-encrypted secret as stored: which provider and master key, the wrapped data key, the ciphertext (base64). */
+export interface SealedSecret {
+  keyProvider: string;
+  masterKeyId: string;
+  wrappedDataKey: string;
+  ciphertext: string;
+}
 const ENVELOPE_VERSION = 1;
 
 /** GCM associated data: a ciphertext only opens for the organization (and purpose) it was made for. */
@@ -53,32 +61,43 @@ export class KeyService {
   }
 
   private async sealMnemonic(organizationId: string, mnemonic: string) {
+    const sealed = await this.seal(Buffer.from(mnemonic, 'utf8'), dataKeyContext(organizationId), mnemonicContext(organizationId));
+    return { masterKeyId: sealed.masterKeyId, wrappedDataKey: sealed.wrappedDataKey, mnemonicCiphertext: sealed.ciphertext };
+  }
+
+  /**
+   * Envelope encryption of another secret (a Lightning node key, say): `plaintext` under a fresh
+   * data key, the data key under the provider's master key, each bound to its context.
+   */
+  async seal(plaintext: Uint8Array, dataKeyContextValue: string, plaintextContext: string): Promise<SealedSecret> {
     const dataKey = randomBytes(32);
     try {
-      const wrapped = await this.provider.encryptDataKey(dataKey, dataKeyContext(organizationId));
-      const ciphertext = aesGcmEncrypt(dataKey, Buffer.from(mnemonic, 'utf8'), mnemonicContext(organizationId));
-      return { masterKeyId: wrapped.masterKeyId, wrappedDataKey: wrapped.ciphertext, mnemonicCiphertext: ciphertext.toString('base64') };
+      const wrapped = await this.provider.encryptDataKey(dataKey, dataKeyContextValue);
+      const ciphertext = aesGcmEncrypt(dataKey, plaintext, plaintextContext);
+      return { keyProvider: this.provider.name, masterKeyId: wrapped.masterKeyId, wrappedDataKey: wrapped.ciphertext, ciphertext: ciphertext.toString('base64') };
+    } finally {
+      dataKey.fill(0);
+    }
+  }
+
+  /** Inverse of `seal`; the caller wipes the result when done. */
+  async open(sealed: SealedSecret, dataKeyContextValue: string, plaintextContext: string): Promise<Buffer> {
+    if (sealed.keyProvider !== this.provider.name) throw new Error(`secret sealed by provider '${sealed.keyProvider}', configured: '${this.provider.name}'`);
+    const dataKey = await this.provider.decryptDataKey({ masterKeyId: sealed.masterKeyId, ciphertext: sealed.wrappedDataKey }, dataKeyContextValue);
+    try {
+      return aesGcmDecrypt(dataKey, Buffer.from(sealed.ciphertext, 'base64'), plaintextContext);
     } finally {
       dataKey.fill(0);
     }
   }
 
   private async openMnemonic(record: OrganizationSeed): Promise<string> {
-    if (record.envelopeVersion !== ENVELOPE_VERSION || record.keyProvider !== this.provider.name) {
-      throw new Error(`seed ${record.id} needs envelope v${record.envelopeVersion} with provider '${record.keyProvider}'`);
-    }
+    if (record.envelopeVersion !== ENVELOPE_VERSION) throw new Error(`seed ${record.id} needs envelope v${record.envelopeVersion}`);
     const organizationId = record.organization.id;
-    const dataKey = await this.provider.decryptDataKey(
-      { masterKeyId: record.masterKeyId, ciphertext: record.wrappedDataKey },
-      dataKeyContext(organizationId),
-    );
-    try {
-      const mnemonic = aesGcmDecrypt(dataKey, Buffer.from(record.mnemonicCiphertext, 'base64'), mnemonicContext(organizationId)).toString('utf8');
-      if (!validateMnemonic(mnemonic, wordlist)) throw new Error(`seed ${record.id} does not hold a valid mnemonic`);
-      return mnemonic;
-    } finally {
-      dataKey.fill(0);
-    }
+    const sealed = { keyProvider: record.keyProvider, masterKeyId: record.masterKeyId, wrappedDataKey: record.wrappedDataKey, ciphertext: record.mnemonicCiphertext };
+    const mnemonic = (await this.open(sealed, dataKeyContext(organizationId), mnemonicContext(organizationId))).toString('utf8');
+    if (!validateMnemonic(mnemonic, wordlist)) throw new Error(`seed ${record.id} does not hold a valid mnemonic`);
+    return mnemonic;
   }
 }
 

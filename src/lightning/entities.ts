@@ -1,0 +1,128 @@
+import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
+import { Organization } from '../organizations/entities';
+import { prefixedId, uuid } from '../shared/ids';
+
+export const INVOICE_DIRECTIONS = ['incoming', 'outgoing'] as const;
+export type InvoiceDirection = (typeof INVOICE_DIRECTIONS)[number];
+
+export const INVOICE_STATUSES = ['pending', 'paid', 'expired', 'failed'] as const;
+export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
+
+/**
+ * The service's Lightning node key, one per environment (lnbc for live, lntb for sandbox),
+ * generated on first use: the private key is envelope-encrypted under the key provider.
+ */
+@Entity({ tableName: 'lightning_node_keys' })
+@Unique({ properties: ['environment'] })
+export class LightningNodeKey {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('lnk');
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  /** 33-byte compressed public key, hex: the `destination` of our invoices. */
+  @Property({ type: 'text' })
+  publicKey!: string;
+
+  @Property({ type: 'text' })
+  keyProvider!: string;
+
+  @Property({ type: 'text' })
+  masterKeyId!: string;
+
+  @Property({ type: 'text' })
+  wrappedDataKey!: string;
+
+  /** base64 of `iv || AES-256-GCM(private key) || tag`. */
+  @Property({ type: 'text' })
+  privateKeyCiphertext!: string;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}
+
+/**
+ * One Lightning record of an organization, in the specification's invoice shape: `incoming` is an
+ * invoice it issued, `outgoing` a payment it made (of someone's invoice). The reference is the
+ * idempotency key of each direction.
+ */
+@Entity({ tableName: 'lightning_invoices' })
+@Unique({ properties: ['organization', 'direction', 'reference'] })
+@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['paymentHash'] })
+export class LightningInvoice {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = uuid();
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  @Enum({ items: () => INVOICE_DIRECTIONS, nativeEnumName: 'lightning_direction' })
+  direction!: InvoiceDirection;
+
+  @Enum({ items: () => INVOICE_STATUSES, nativeEnumName: 'lightning_status' })
+  status: InvoiceStatus = 'pending';
+
+  @Property({ type: 'text' })
+  reference!: string;
+
+  @Property({ type: 'uuid', nullable: true })
+  customerId?: string | null;
+
+  @Property({ type: 'text' })
+  paymentHash!: string;
+
+  /** The BOLT11 string. */
+  @Property({ type: 'text' })
+  request!: string;
+
+  /** 33-byte node key (hex) the request pays: ours for incoming. */
+  @Property({ type: 'text' })
+  destination!: string;
+
+  /**
+   * Incoming: the preimage we hold from creation, revealed (presented) only once paid.
+   * Outgoing: the proof the payee revealed; empty until paid.
+   */
+  @Property({ type: 'text' })
+  preimage: string = '';
+
+  @Property({ type: 'decimal', precision: 20, scale: 0 })
+  amountMsat!: string;
+
+  @Property({ type: 'decimal', precision: 20, scale: 0, default: 0 })
+  feeMsat: string = '0';
+
+  /** Outgoing: the most fee it may pay (max_fee, else the estimate); amount plus this is reserved. */
+  @Property({ type: 'decimal', precision: 20, scale: 0, nullable: true })
+  feeLimitMsat?: string | null;
+
+  @Property({ type: 'text' })
+  description!: string;
+
+  @Property({ type: 'timestamptz' })
+  expiresAt!: Date;
+
+  /** Outgoing: when the provider was first asked to pay (a retried send queries instead). */
+  @Property({ type: 'timestamptz', nullable: true })
+  sentAt?: Date | null;
+
+  /** Outgoing: why it failed. */
+  @Property({ type: 'text', nullable: true })
+  failureReason?: string | null;
+
+  /** Incoming paid over the internal route: the outgoing record that paid it. */
+  @Property({ type: 'uuid', nullable: true })
+  paidByPaymentId?: string | null;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', nullable: true })
+  updatedAt?: Date | null;
+}

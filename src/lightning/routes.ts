@@ -1,0 +1,199 @@
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import { errors } from '../http/errors';
+import type { RouteRegistry } from '../http/route';
+import { resultEnvelope } from '../shared/schemas';
+import {
+  CreateInvoiceBody,
+  CreatedInvoice,
+  DecodeBody,
+  DecodedRequest,
+  InvoiceEnvelope,
+  InvoiceIdParams,
+  InvoiceListEnvelope,
+  ListInvoicesQuery,
+  PayBody,
+  PaymentEnvelope,
+  PaymentPreview,
+  PreviewBody,
+  SandboxInvoice,
+  SandboxInvoiceBody,
+} from './schemas';
+import { issueSandboxInvoice } from './sandbox-network';
+import {
+  createInvoice,
+  createPayment,
+  decodePaymentRequest,
+  findRecord,
+  listRecords,
+  presentCreatedInvoice,
+  presentDecoded,
+  presentInvoice,
+  presentPayment,
+  previewPayment,
+  settleIncomingInvoice,
+  signalInvoicePaid,
+} from './service';
+
+export function registerLightningRoutes(routes: RouteRegistry): void {
+  const tag = 'Lightning';
+  const temporalOf = (deps: { temporal: { client: Client }; config: Config }) => ({ client: deps.temporal.client, config: deps.config });
+
+  routes.add({
+    method: 'post',
+    path: '/api/lightning/invoices',
+    operationId: 'createLightningInvoice',
+    summary: 'Create a BOLT11 invoice (the same reference returns the original invoice)',
+    tag,
+    scope: 'lightning:write',
+    body: CreateInvoiceBody,
+    response: { status: 201, description: 'The invoice', schema: CreatedInvoice },
+    handler: async ({ auth, body, em, deps }) => {
+      const invoice = await createInvoice(em, deps.keys, temporalOf(deps), auth, {
+        amountSat: body.amount,
+        description: body.description,
+        expirySeconds: body.expiry,
+        reference: body.reference,
+        customerId: body.customer_id,
+      });
+      return { status: 201, body: presentCreatedInvoice(invoice) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/lightning/invoices',
+    operationId: 'listLightningInvoices',
+    summary: 'List invoices and payments (page, page_size, status, direction)',
+    tag,
+    scope: 'lightning:read',
+    query: ListInvoicesQuery,
+    response: { status: 200, description: 'One page', schema: InvoiceListEnvelope },
+    handler: async ({ auth, query, em, ctx }) => {
+      const { records, total } = await listRecords(em, auth.organizationId, query);
+      return {
+        body: resultEnvelope(ctx.state.requestId, 'Invoices retrieved', {
+          invoices: records.map(presentInvoice),
+          total_count: String(total),
+          page: query.page,
+          page_size: query.page_size,
+        }),
+      };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/lightning/invoices/:id',
+    operationId: 'getLightningInvoice',
+    summary: 'Get one invoice',
+    tag,
+    scope: 'lightning:read',
+    params: InvoiceIdParams,
+    response: { status: 200, description: 'The invoice', schema: InvoiceEnvelope },
+    handler: async ({ auth, params, em, ctx }) => ({
+      body: resultEnvelope(ctx.state.requestId, 'Invoice retrieved', presentInvoice(await findRecord(em, auth.organizationId, params.id))),
+    }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/api/lightning/decode',
+    operationId: 'decodeLightningRequest',
+    summary: 'Decode a BOLT11 payment request (signature checked, payee recovered); no funds move',
+    tag,
+    scope: ['lightning:read', 'lightning:write'],
+    body: DecodeBody,
+    response: { status: 200, description: 'The decoded request', schema: DecodedRequest },
+    handler: async ({ body }) => ({ body: presentDecoded(decodePaymentRequest(body.request)) }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/api/lightning/payments/initiate',
+    operationId: 'previewLightningPayment',
+    summary: 'Preview a payment: fee estimate, total, expiry, route_found',
+    tag,
+    scope: 'lightning:write',
+    body: PreviewBody,
+    response: { status: 200, description: 'The preview', schema: PaymentPreview },
+    handler: async ({ auth, body, em }) => {
+      const { estimate, ...preview } = await previewPayment(em, auth, body.request, body.amount);
+      void estimate;
+      return { body: preview };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/api/lightning/payments',
+    operationId: 'payLightningInvoice',
+    summary: 'Pay a BOLT11 invoice (the same reference returns the original payment, never debits twice)',
+    tag,
+    scope: 'lightning:write',
+    body: PayBody,
+    response: { status: 201, description: 'The payment (pending until its workflow settles it)', schema: PaymentEnvelope },
+    handler: async ({ auth, body, em, ctx, deps }) => {
+      const payment = await createPayment(em, temporalOf(deps), auth, {
+        request: body.request,
+        reference: body.reference,
+        customerId: body.customer_id,
+        maxFeeSat: body.max_fee,
+        amountSat: body.amount,
+      });
+      return { status: 201, body: resultEnvelope(ctx.state.requestId, 'Payment initiated', presentPayment(payment)) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/lightning/payments/:id',
+    operationId: 'getLightningPayment',
+    summary: 'Get an outgoing payment',
+    tag,
+    scope: 'lightning:read',
+    params: InvoiceIdParams,
+    response: { status: 200, description: 'The payment', schema: PaymentEnvelope },
+    handler: async ({ auth, params, em, ctx }) => ({
+      body: resultEnvelope(ctx.state.requestId, 'Payment retrieved', presentPayment(await findRecord(em, auth.organizationId, params.id, 'outgoing', 'lightning payment'))),
+    }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/sandbox/lightning/invoices',
+    operationId: 'sandboxRemoteLightningInvoice',
+    summary: 'Sandbox: an invoice from a simulated remote node (its behaviour chosen by `node`), to pay',
+    tag: 'Sandbox',
+    scope: 'lightning:write',
+    sandboxOnly: true,
+    body: SandboxInvoiceBody,
+    response: { status: 201, description: 'The remote invoice', schema: SandboxInvoice },
+    handler: async ({ body }) => {
+      const issued = issueSandboxInvoice({ node: body.node, amountSat: body.amount ?? null, description: body.description, expirySeconds: body.expiry, now: new Date() });
+      return { status: 201, body: { object: 'sandbox_lightning_invoice', node: body.node, destination: issued.destination, payment_hash: issued.paymentHash, request: issued.request } };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/sandbox/lightning/invoices/:id/pay',
+    operationId: 'sandboxPayLightningInvoice',
+    summary: 'Sandbox: a remote payer pays one of our invoices',
+    tag: 'Sandbox',
+    scope: 'lightning:write',
+    sandboxOnly: true,
+    params: InvoiceIdParams,
+    response: { status: 200, description: 'The invoice after payment', schema: InvoiceEnvelope },
+    handler: async ({ auth, params, em, ctx, deps }) => {
+      const invoice = await findRecord(em, auth.organizationId, params.id, 'incoming');
+      const { outcome } = await settleIncomingInvoice(em, { paymentHash: invoice.paymentHash, environment: invoice.environment, amountMsat: BigInt(invoice.amountMsat), paidByPaymentId: null });
+      if (outcome.state !== 'succeeded') {
+        throw errors.conflict(outcome.state === 'failed' ? outcome.reason : 'invoice_not_payable', `The invoice cannot be paid (${invoice.status}).`);
+      }
+      await em.refresh(invoice);
+      await signalInvoicePaid(deps.temporal.client, invoice.id);
+      return { body: resultEnvelope(ctx.state.requestId, 'Invoice paid', presentInvoice(invoice)) };
+    },
+  });
+}

@@ -1,0 +1,142 @@
+import { resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
+import { INVOICE_DIRECTIONS, INVOICE_STATUSES } from './entities';
+
+export const MAX_INVOICE_SATS = 20_000_000;
+export const DEFAULT_INVOICE_EXPIRY_SECONDS = 86_400;
+
+const Reference = z.string().min(1).max(255);
+const PaymentRequest = z.string().min(1).max(7089).openapi({ description: 'A BOLT11 payment request', example: 'lntb10u1p...' });
+
+export const CreateInvoiceBody = z
+  .object({
+    customer_id: z.uuid().optional(),
+    amount: z.number().int().min(1).max(MAX_INVOICE_SATS).openapi({ description: 'sats' }),
+    description: z.string().min(1).max(639),
+    expiry: z.number().int().min(60).max(31_536_000).default(DEFAULT_INVOICE_EXPIRY_SECONDS).openapi({ description: 'seconds' }),
+    reference: Reference,
+  })
+  .strict();
+
+export const CreatedInvoice = z
+  .object({
+    object: z.literal('lightning_invoice'),
+    id: z.uuid(),
+    payment_hash: z.string(),
+    request: z.string(),
+    amount_sat: z.string(),
+    description: z.string(),
+    status: z.enum(INVOICE_STATUSES),
+    expires_at: Timestamp,
+    created_at: Timestamp,
+  })
+  .openapi('LightningCreatedInvoice');
+
+export const LightningInvoiceObject = z
+  .object({
+    object: z.literal('lightning_invoice'),
+    id: z.uuid(),
+    payment_hash: z.string(),
+    request: z.string(),
+    preimage: z.string().openapi({ description: 'empty string until paid' }),
+    amount_sat: z.string(),
+    amount_msat: z.string(),
+    fee_sat: z.string(),
+    fee_msat: z.string(),
+    description: z.string(),
+    status: z.enum(INVOICE_STATUSES),
+    direction: z.enum(INVOICE_DIRECTIONS),
+    company_id: z.string(),
+    customer_id: z.string().nullable(),
+    reference: z.string(),
+    expires_at: z.string().openapi({ description: 'Unix epoch seconds, as a string' }),
+    created_at: Timestamp,
+    updated_at: z.string().openapi({ description: 'RFC 3339, or an empty string if never updated' }),
+  })
+  .openapi('LightningInvoice');
+
+export const InvoiceEnvelope = resultEnvelopeSchema(LightningInvoiceObject);
+
+export const ListInvoicesQuery = z
+  .object({
+    page: z.coerce.number().int().min(1).default(1),
+    page_size: z.coerce.number().int().min(1).max(100).default(20),
+    status: z.enum(INVOICE_STATUSES).optional(),
+    direction: z.enum(INVOICE_DIRECTIONS).optional(),
+  })
+  .strict();
+
+export const InvoiceListEnvelope = resultEnvelopeSchema(
+  z.object({ invoices: z.array(LightningInvoiceObject), total_count: z.string(), page: z.number().int(), page_size: z.number().int() }),
+);
+
+export const InvoiceIdParams = z.object({ id: z.string() });
+
+export const DecodeBody = z.object({ request: PaymentRequest }).strict();
+export const DecodedRequest = z
+  .object({
+    object: z.literal('lightning_payment_request'),
+    network: z.string(),
+    payment_hash: z.string(),
+    destination: z.string(),
+    amount_sat: z.number().int().openapi({ description: '0 for an any-amount invoice' }),
+    amount_msat: z.number().int(),
+    description: z.string(),
+    description_hash: z.string().nullable(),
+    expires_at: z.number().int().openapi({ description: 'Unix seconds' }),
+    is_expired: z.boolean(),
+  })
+  .openapi('LightningDecodedRequest');
+
+export const PreviewBody = z.object({ request: PaymentRequest, amount: z.number().int().min(1).optional() }).strict();
+export const PaymentPreview = z
+  .object({
+    object: z.literal('lightning_payment_preview'),
+    payment_hash: z.string(),
+    destination: z.string(),
+    amount_sat: z.string(),
+    fee_sat: z.string(),
+    total_sat: z.string(),
+    description: z.string(),
+    expires_at: z.number().int(),
+    is_expired: z.boolean(),
+    route_found: z.boolean(),
+  })
+  .openapi('LightningPaymentPreview');
+
+export const PayBody = z
+  .object({
+    request: PaymentRequest,
+    reference: Reference,
+    customer_id: z.uuid().optional(),
+    max_fee: z.number().int().min(0).optional().openapi({ description: 'sats; omitted or 0: no cap' }),
+    amount: z.number().int().min(1).optional().openapi({ description: 'sats; only for an invoice without an amount' }),
+  })
+  .strict();
+
+export const LightningPaymentObject = z
+  .object({
+    object: z.literal('lightning_payment'),
+    id: z.uuid(),
+    transaction_id: z.uuid(),
+    payment_hash: z.string(),
+    preimage: z.string(),
+    destination: z.string(),
+    amount_sat: z.string(),
+    fee_sat: z.string(),
+    status: z.enum(['pending', 'paid', 'failed']),
+    failure_reason: z.string().nullable(),
+    reference: z.string(),
+    created_at: Timestamp,
+  })
+  .openapi('LightningPayment');
+export const PaymentEnvelope = resultEnvelopeSchema(LightningPaymentObject);
+
+export const SandboxInvoiceBody = z
+  .object({
+    node: z.enum(['ok', 'slow', 'fail', 'unknown', 'unknown_then_fail', 'unroutable']).default('ok'),
+    amount: z.number().int().min(1).max(MAX_INVOICE_SATS).optional(),
+    description: z.string().min(1).max(639).default('sandbox remote invoice'),
+    expiry: z.number().int().min(1).max(31_536_000).default(3600),
+  })
+  .strict();
+export const SandboxInvoice = z.object({ object: z.literal('sandbox_lightning_invoice'), node: z.string(), destination: z.string(), payment_hash: z.string(), request: z.string() });

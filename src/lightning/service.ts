@@ -1,0 +1,433 @@
+import { randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sha256 } from '@noble/hashes/sha2';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/common';
+import type { Environment } from '../api-keys/entities';
+import { applyBalanceEntry } from '../balances/service';
+import type { Config } from '../config';
+import { emit } from '../events/service';
+import { ApiError, errors } from '../http/errors';
+import type { KeyService } from '../keys/service';
+import { Organization } from '../organizations/entities';
+import { isUuid } from '../shared/ids';
+import { iso, unixSeconds } from '../shared/time';
+import { resourceSearchAttributes } from '../temporal/search-attributes';
+import { Bolt11Error, decodeBolt11, encodeBolt11, networkForEnvironment, type DecodedInvoice } from './bolt11';
+import { LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
+import { withNodeKey } from './node-key';
+import { providerFor, type PaymentOrder, type PaymentOutcome } from './provider';
+
+export const invoiceWorkflowId = (id: string) => `lightning-invoice-${id}`;
+export const paymentWorkflowId = (id: string) => `lightning-payment-${id}`;
+/** The signal that tells an invoice's workflow it was paid (it re-reads the status before ending). */
+export const INVOICE_PAID_SIGNAL = 'invoicePaid';
+const MIN_FINAL_CLTV = 40;
+
+export interface Tenant {
+  organizationId: string;
+  environment: Environment;
+}
+
+type TemporalDeps = { client: Client; config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_SEARCH_ATTRIBUTES'> };
+
+const msatToSat = (msat: bigint) => msat / 1000n;
+/** Whole sats a payment of `msat` takes from a sat balance (a sub-sat remainder rounds up). */
+const satsToDebit = (msat: bigint) => (msat + 999n) / 1000n;
+
+export function decodePaymentRequest(request: string): DecodedInvoice {
+  try {
+    return decodeBolt11(request);
+  } catch (error) {
+    if (!(error instanceof Bolt11Error)) throw error;
+    throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'invalid_payment_request', message: `Invalid BOLT11 payment request: ${error.message}.`, param: 'request' });
+  }
+}
+
+async function startWorkflow(temporal: TemporalDeps, input: { workflowType: string; workflowId: string; arg: unknown; organizationId: string; type: string; id: string }) {
+  try {
+    await temporal.client.workflow.start(input.workflowType, {
+      taskQueue: temporal.config.TEMPORAL_TASK_QUEUE,
+      workflowId: input.workflowId,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      args: [input.arg],
+      ...(temporal.config.TEMPORAL_SEARCH_ATTRIBUTES
+        ? { typedSearchAttributes: resourceSearchAttributes({ organizationId: input.organizationId, type: input.type, id: input.id }) }
+        : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  }
+}
+
+/** Inserts `record` unless its (organization, direction, reference) exists; concurrent repeats wait and return the original. */
+async function insertOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
+  const rows = await em.getConnection().execute<{ id: string }[]>(
+    `insert into lightning_invoices (id, organization_id, environment, direction, status, reference, customer_id, payment_hash, request, destination, preimage,
+       amount_msat, fee_msat, fee_limit_msat, description, expires_at, created_at)
+     values (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
+     on conflict (organization_id, direction, reference) do nothing returning id`,
+    [record.id, record.organization.id, record.environment, record.direction, record.reference, record.customerId ?? null, record.paymentHash, record.request,
+      record.destination, record.preimage, record.amountMsat, record.feeLimitMsat ?? null, record.description, record.expiresAt, record.createdAt],
+    'all',
+    em.getTransactionContext(),
+  );
+  const invoice = await em.findOneOrFail(LightningInvoice, { organization: record.organization.id, direction: record.direction, reference: record.reference });
+  return { invoice, created: rows.length === 1 };
+}
+
+export interface NewInvoice {
+  amountSat: number;
+  description: string;
+  expirySeconds: number;
+  reference: string;
+  customerId?: string;
+  /** Defaults to now; a test on a time-skipping server passes that server's clock. */
+  issuedAt?: Date;
+}
+
+/** Issues a BOLT11 invoice signed by the environment's node key and starts its workflow; the same reference returns the original. */
+export async function createInvoice(em: EntityManager, keys: KeyService, temporal: TemporalDeps, tenant: Tenant, input: NewInvoice) {
+  const existing = await em.findOne(LightningInvoice, { organization: tenant.organizationId, direction: 'incoming', reference: input.reference });
+  if (existing) return existing;
+  const preimage = randomBytes(32);
+  const paymentHash = sha256(preimage);
+  const createdAt = input.issuedAt ?? new Date();
+  // BOLT11 timestamps are whole seconds; expires_at is what the invoice itself says.
+  const timestamp = unixSeconds(createdAt);
+  const { request, destination } = await withNodeKey(em, keys, tenant.environment, (privateKey, publicKey) => ({
+    destination: publicKey,
+    request: encodeBolt11(
+      {
+        network: networkForEnvironment(tenant.environment),
+        amountMsat: BigInt(input.amountSat) * 1000n,
+        timestamp,
+        paymentHash,
+        paymentSecret: randomBytes(32),
+        description: input.description,
+        expirySeconds: input.expirySeconds,
+        minFinalCltvExpiry: MIN_FINAL_CLTV,
+      },
+      privateKey,
+    ),
+  }));
+  const record = em.create(
+    LightningInvoice,
+    {
+      organization: em.getReference(Organization, tenant.organizationId),
+      environment: tenant.environment,
+      direction: 'incoming',
+      status: 'pending',
+      feeMsat: '0',
+      reference: input.reference,
+      customerId: input.customerId ?? null,
+      paymentHash: Buffer.from(paymentHash).toString('hex'),
+      request,
+      destination,
+      preimage: preimage.toString('hex'),
+      amountMsat: (BigInt(input.amountSat) * 1000n).toString(),
+      description: input.description,
+      expiresAt: new Date((timestamp + input.expirySeconds) * 1000),
+      createdAt,
+    },
+    { persist: false },
+  );
+  const { invoice, created } = await insertOnce(em, record);
+  if (created) {
+    await startWorkflow(temporal, { workflowType: 'lightningInvoiceWorkflow', workflowId: invoiceWorkflowId(invoice.id), arg: { invoiceId: invoice.id, expiresAt: iso(invoice.expiresAt) }, organizationId: tenant.organizationId, type: 'lightning_invoice', id: invoice.id });
+  }
+  return invoice;
+}
+
+export async function findRecord(em: EntityManager, organizationId: string, id: string, direction?: InvoiceDirection, resource = 'lightning invoice') {
+  const record = isUuid(id) ? await em.findOne(LightningInvoice, { id, organization: organizationId, ...(direction ? { direction } : {}) }) : null;
+  if (!record) throw errors.notFound(resource, id);
+  return record;
+}
+
+export async function listRecords(em: EntityManager, organizationId: string, query: { page: number; page_size: number; status?: InvoiceStatus; direction?: InvoiceDirection }) {
+  const where = { organization: organizationId, ...(query.status ? { status: query.status } : {}), ...(query.direction ? { direction: query.direction } : {}) };
+  const [records, total] = await em.findAndCount(LightningInvoice, where, {
+    orderBy: { createdAt: 'desc', id: 'desc' },
+    limit: query.page_size,
+    offset: (query.page - 1) * query.page_size,
+  });
+  return { records, total };
+}
+
+/**
+ * Marks one of our pending, unexpired incoming invoices paid for a payer (a remote one, or an
+ * organization's payment over the internal route), credits the Lightning balance and emits
+ * lightning.invoice.paid, all in the caller's transaction. Idempotent per paying payment.
+ */
+export async function settleIncomingInvoice(em: EntityManager, input: { paymentHash: string; environment: Environment; amountMsat: bigint; paidByPaymentId: string | null }): Promise<{ outcome: PaymentOutcome; invoiceId?: string }> {
+  const invoice = await em.findOne(LightningInvoice, { paymentHash: input.paymentHash, environment: input.environment, direction: 'incoming' });
+  if (!invoice) return { outcome: { state: 'failed', reason: 'incorrect_or_unknown_payment_details' } };
+  if (input.amountMsat < BigInt(invoice.amountMsat)) return { outcome: { state: 'failed', reason: 'incorrect_or_unknown_payment_details' }, invoiceId: invoice.id };
+  const now = new Date();
+  const updated = await em.nativeUpdate(
+    LightningInvoice,
+    { id: invoice.id, status: 'pending', expiresAt: { $gt: now } },
+    { status: 'paid', updatedAt: now, paidByPaymentId: input.paidByPaymentId },
+  );
+  if (updated === 0) {
+    await em.refresh(invoice);
+    const ours = invoice.status === 'paid' && input.paidByPaymentId !== null && invoice.paidByPaymentId === input.paidByPaymentId;
+    return {
+      outcome: ours ? { state: 'succeeded', preimage: invoice.preimage, feeMsat: 0n } : { state: 'failed', reason: invoice.status === 'paid' ? 'invoice_already_paid' : 'invoice_expired' },
+      invoiceId: invoice.id,
+    };
+  }
+  await em.refresh(invoice);
+  await applyBalanceEntry(em, { organizationId: invoice.organization.id, currency: 'sat', kind: 'credit', amount: msatToSat(BigInt(invoice.amountMsat)), reference: { type: 'lightning_invoice', id: invoice.id } });
+  await emit(em, { organizationId: invoice.organization.id, type: 'lightning.invoice.paid', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.paid:${invoice.id}` });
+  return { outcome: { state: 'succeeded', preimage: invoice.preimage, feeMsat: 0n }, invoiceId: invoice.id };
+}
+
+/** Tells an invoice's workflow it was paid, so it ends before its expiry timer. */
+export async function signalInvoicePaid(client: Client, invoiceId: string): Promise<void> {
+  try {
+    await client.workflow.getHandle(invoiceWorkflowId(invoiceId)).signal(INVOICE_PAID_SIGNAL);
+  } catch {
+    // The workflow has ended (or never started): its timer or the status check covers it.
+  }
+}
+
+/** The expiry timer fired: pending becomes expired (a paid invoice stays paid). */
+export async function expireInvoice(em: EntityManager, invoiceId: string, at: Date): Promise<InvoiceStatus> {
+  const updated = await em.nativeUpdate(LightningInvoice, { id: invoiceId, status: 'pending' }, { status: 'expired', updatedAt: at });
+  const invoice = await em.findOneOrFail(LightningInvoice, { id: invoiceId });
+  if (updated === 1) {
+    await emit(em, { organizationId: invoice.organization.id, type: 'lightning.invoice.expired', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.expired:${invoice.id}` });
+  }
+  return invoice.status;
+}
+
+/** Amount to pay: the invoice's, else the payer's for an any-amount invoice. */
+function amountToPay(invoice: DecodedInvoice, amountSat: number | undefined): bigint {
+  if (invoice.amountMsat !== null) {
+    if (amountSat !== undefined && BigInt(amountSat) * 1000n !== invoice.amountMsat) throw errors.validation('amount must be omitted or equal the invoice amount', 'amount');
+    return invoice.amountMsat;
+  }
+  if (amountSat === undefined) throw errors.validation('This invoice has no amount: give one in `amount` (sats).', 'amount');
+  return BigInt(amountSat) * 1000n;
+}
+
+const isExpired = (invoice: DecodedInvoice, now = new Date()) => unixSeconds(now) >= invoice.expiresAt;
+
+/** Previews only estimate: nothing there settles, so the internal route never calls this. */
+const noSettlement = async (): Promise<PaymentOutcome> => ({ state: 'unknown' });
+
+export async function previewPayment(em: EntityManager, tenant: Tenant, request: string, amountSat?: number) {
+  const invoice = decodePaymentRequest(request);
+  const amountMsat = amountToPay(invoice, amountSat);
+  const provider = wrongNetwork(invoice, tenant.environment) ? null : await providerFor(em, tenant.environment, invoice, noSettlement);
+  const estimate = provider?.estimate(invoice, amountMsat) ?? { routeFound: false, feeMsat: 0n };
+  const feeSat = satsToDebit(estimate.feeMsat);
+  return {
+    object: 'lightning_payment_preview' as const,
+    payment_hash: invoice.paymentHash,
+    destination: invoice.payee,
+    amount_sat: msatToSat(amountMsat).toString(),
+    fee_sat: feeSat.toString(),
+    total_sat: (satsToDebit(amountMsat) + feeSat).toString(),
+    description: invoice.description ?? '',
+    expires_at: invoice.expiresAt,
+    is_expired: isExpired(invoice),
+    route_found: estimate.routeFound && !isExpired(invoice),
+    estimate: { invoice, amountMsat, feeMsat: estimate.feeMsat, routeFound: estimate.routeFound },
+  };
+}
+
+const wrongNetwork = (invoice: DecodedInvoice, environment: Environment) => invoice.network !== networkForEnvironment(environment);
+
+export interface NewPayment {
+  request: string;
+  reference: string;
+  customerId?: string;
+  maxFeeSat?: number;
+  amountSat?: number;
+}
+
+/**
+ * Pays a BOLT11 invoice once per reference: checks expiry, route and max_fee before anything is
+ * sent (rule 5), reserves amount plus the fee limit, records the payment and starts its workflow.
+ */
+export async function createPayment(em: EntityManager, temporal: TemporalDeps, tenant: Tenant, input: NewPayment) {
+  const existing = await em.findOne(LightningInvoice, { organization: tenant.organizationId, direction: 'outgoing', reference: input.reference });
+  if (existing) return existing;
+  const preview = await previewPayment(em, tenant, input.request, input.amountSat);
+  const { invoice, amountMsat, feeMsat } = preview.estimate;
+  if (wrongNetwork(invoice, tenant.environment)) {
+    throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'invalid_payment_request', message: `This ${tenant.environment} key pays ${networkForEnvironment(tenant.environment)} invoices only; the request is for ${invoice.network}.`, param: 'request' });
+  }
+  if (preview.is_expired) throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'invoice_expired', message: 'The invoice has expired and can no longer be paid.', param: 'request' });
+  if (!preview.estimate.routeFound) throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'route_not_found', message: 'No route to the destination was found; nothing was sent.', param: 'request' });
+  const maxFeeMsat = input.maxFeeSat ? BigInt(input.maxFeeSat) * 1000n : null;
+  if (maxFeeMsat !== null && feeMsat > maxFeeMsat) {
+    throw new ApiError({
+      status: 400,
+      type: 'invalid_request_error',
+      code: 'max_fee_exceeded',
+      message: `The estimated fee of ${preview.fee_sat} sat exceeds max_fee (${input.maxFeeSat} sat); nothing was sent.`,
+      param: 'max_fee',
+      details: { estimated_fee_sat: preview.fee_sat, max_fee: input.maxFeeSat },
+    });
+  }
+  const feeLimitMsat = maxFeeMsat ?? feeMsat;
+  // Another reference paying the same invoice is refused; a concurrent repeat of this reference is not (it returns the original below).
+  const paying = await em.findOne(LightningInvoice, {
+    organization: tenant.organizationId,
+    direction: 'outgoing',
+    paymentHash: invoice.paymentHash,
+    status: { $in: ['pending', 'paid'] },
+    reference: { $ne: input.reference },
+  });
+  if (paying) throw errors.conflict('invoice_already_paid', `This invoice is already being paid or was paid by payment ${paying.id}.`, { payment_id: paying.id });
+
+  const record = em.create(
+    LightningInvoice,
+    {
+      organization: em.getReference(Organization, tenant.organizationId),
+      environment: tenant.environment,
+      direction: 'outgoing',
+      status: 'pending',
+      feeMsat: '0',
+      preimage: '',
+      reference: input.reference,
+      customerId: input.customerId ?? null,
+      paymentHash: invoice.paymentHash,
+      request: input.request.trim(),
+      destination: invoice.payee,
+      amountMsat: amountMsat.toString(),
+      feeLimitMsat: feeLimitMsat.toString(),
+      description: invoice.description ?? '',
+      expiresAt: new Date(invoice.expiresAt * 1000),
+      createdAt: new Date(),
+    },
+    { persist: false },
+  );
+  const { invoice: payment, created } = await insertOnce(em, record);
+  if (!created) return payment;
+  await applyBalanceEntry(em, {
+    organizationId: tenant.organizationId,
+    currency: 'sat',
+    kind: 'reserve',
+    amount: satsToDebit(amountMsat) + satsToDebit(feeLimitMsat),
+    reference: { type: 'lightning_payment', id: payment.id },
+  });
+  // Started before the commit: its first activity retries until the row is visible.
+  await startWorkflow(temporal, { workflowType: 'lightningPaymentWorkflow', workflowId: paymentWorkflowId(payment.id), arg: { paymentId: payment.id }, organizationId: tenant.organizationId, type: 'lightning_payment', id: payment.id });
+  return payment;
+}
+
+export function paymentOrder(payment: LightningInvoice): PaymentOrder {
+  return {
+    paymentId: payment.id,
+    organizationId: payment.organization.id,
+    environment: payment.environment,
+    invoice: decodeBolt11(payment.request),
+    amountMsat: BigInt(payment.amountMsat),
+    feeLimitMsat: BigInt(payment.feeLimitMsat ?? '0'),
+  };
+}
+
+/**
+ * Ends a pending payment with its provider's final outcome, once: paid captures amount plus the
+ * actual fee and releases the rest of the reserve; failed releases the whole reserve.
+ */
+export async function finalizePayment(em: EntityManager, paymentId: string, outcome: Exclude<PaymentOutcome, { state: 'unknown' }>): Promise<InvoiceStatus> {
+  const payment = await em.findOneOrFail(LightningInvoice, { id: paymentId, direction: 'outgoing' });
+  const now = new Date();
+  const changes =
+    outcome.state === 'succeeded'
+      ? { status: 'paid' as const, preimage: outcome.preimage, feeMsat: outcome.feeMsat.toString(), updatedAt: now }
+      : { status: 'failed' as const, failureReason: outcome.reason, updatedAt: now };
+  const updated = await em.nativeUpdate(LightningInvoice, { id: paymentId, status: 'pending' }, changes);
+  await em.refresh(payment);
+  if (updated === 0) return payment.status;
+  const organizationId = payment.organization.id;
+  const reference = { type: 'lightning_payment', id: payment.id };
+  const reserved = satsToDebit(BigInt(payment.amountMsat)) + satsToDebit(BigInt(payment.feeLimitMsat ?? '0'));
+  const spent = outcome.state === 'succeeded' ? satsToDebit(BigInt(payment.amountMsat)) + satsToDebit(outcome.feeMsat) : 0n;
+  if (spent > 0n) await applyBalanceEntry(em, { organizationId, currency: 'sat', kind: 'capture', amount: spent, reference });
+  if (reserved - spent > 0n) await applyBalanceEntry(em, { organizationId, currency: 'sat', kind: 'release', amount: reserved - spent, reference });
+  await emit(em, {
+    organizationId,
+    type: outcome.state === 'succeeded' ? 'lightning.payment.succeeded' : 'lightning.payment.failed',
+    data: presentPayment(payment),
+    dedupeKey: `lightning.payment.${payment.status}:${payment.id}`,
+  });
+  return payment.status;
+}
+
+export function presentCreatedInvoice(invoice: LightningInvoice) {
+  return {
+    object: 'lightning_invoice' as const,
+    id: invoice.id,
+    payment_hash: invoice.paymentHash,
+    request: invoice.request,
+    amount_sat: msatToSat(BigInt(invoice.amountMsat)).toString(),
+    description: invoice.description,
+    status: invoice.status,
+    expires_at: iso(invoice.expiresAt),
+    created_at: iso(invoice.createdAt),
+  };
+}
+
+/** The specification's invoice resource: expires_at in Unix seconds (a string), preimage only once paid. */
+export function presentInvoice(invoice: LightningInvoice) {
+  return {
+    object: 'lightning_invoice' as const,
+    id: invoice.id,
+    payment_hash: invoice.paymentHash,
+    request: invoice.request,
+    preimage: invoice.status === 'paid' ? invoice.preimage : '',
+    amount_sat: msatToSat(BigInt(invoice.amountMsat)).toString(),
+    amount_msat: invoice.amountMsat,
+    fee_sat: msatToSat(BigInt(invoice.feeMsat)).toString(),
+    fee_msat: invoice.feeMsat,
+    description: invoice.description,
+    status: invoice.status,
+    direction: invoice.direction,
+    company_id: invoice.organization.id,
+    customer_id: invoice.customerId ?? null,
+    reference: invoice.reference,
+    expires_at: String(unixSeconds(invoice.expiresAt)),
+    created_at: iso(invoice.createdAt),
+    updated_at: invoice.updatedAt ? iso(invoice.updatedAt) : '',
+  };
+}
+
+export function presentPayment(payment: LightningInvoice) {
+  return {
+    object: 'lightning_payment' as const,
+    id: payment.id,
+    transaction_id: payment.id,
+    payment_hash: payment.paymentHash,
+    preimage: payment.status === 'paid' ? payment.preimage : '',
+    destination: payment.destination,
+    amount_sat: msatToSat(BigInt(payment.amountMsat)).toString(),
+    fee_sat: satsToDebit(BigInt(payment.feeMsat)).toString(),
+    status: payment.status === 'expired' ? ('failed' as const) : payment.status,
+    failure_reason: payment.failureReason ?? null,
+    reference: payment.reference,
+    created_at: iso(payment.createdAt),
+  };
+}
+
+export function presentDecoded(invoice: DecodedInvoice) {
+  const amountMsat = invoice.amountMsat ?? 0n;
+  return {
+    object: 'lightning_payment_request' as const,
+    network: invoice.network,
+    payment_hash: invoice.paymentHash,
+    destination: invoice.payee,
+    amount_sat: Number(msatToSat(amountMsat)),
+    amount_msat: Number(amountMsat),
+    description: invoice.description ?? '',
+    description_hash: invoice.descriptionHash,
+    expires_at: invoice.expiresAt,
+    is_expired: isExpired(invoice),
+  };
+}

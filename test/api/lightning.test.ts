@@ -1,0 +1,262 @@
+import assert from 'node:assert/strict';
+import { createHash, randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import { secp256k1 } from '@noble/curves/secp256k1';
+import { Event } from '../../src/events/entities';
+import { decodeBolt11 } from '../../src/lightning/bolt11';
+import { withNodeKey } from '../../src/lightning/node-key';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { localTemporal, testOrm } from '../support/environment';
+import { createTestWorker } from '../support/worker';
+
+describe('Lightning API', () => {
+  let app: TestApp;
+  let worker: Worker;
+  let running: Promise<void>;
+
+  before(async () => {
+    const taskQueue = `lightning-api-${randomUUID()}`;
+    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue));
+    running = worker.run();
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await app?.close();
+  });
+
+  const satBalance = async (org: TestOrganization) => {
+    const response = await app.request('GET', '/v1/balances', { key: org.secret });
+    const sat = response.body.data.find((balance: any) => balance.unit === 'sat');
+    return { available: BigInt(sat.available), reserved: BigInt(sat.reserved) };
+  };
+  const fund = (org: TestOrganization, amount: number) =>
+    app.request('POST', '/v1/sandbox/balances', { key: org.secret, body: { currency: 'sat', amount: String(amount) } });
+  const createInvoice = (org: TestOrganization, body: Record<string, unknown> = {}) =>
+    app.request('POST', '/api/lightning/invoices', { key: org.secret, body: { amount: 1500, description: 'coffee', reference: randomUUID(), ...body } });
+  const remoteInvoice = async (org: TestOrganization, body: Record<string, unknown>) =>
+    (await app.request('POST', '/v1/sandbox/lightning/invoices', { key: org.secret, body })).body.request as string;
+  const pay = (org: TestOrganization, body: Record<string, unknown>) =>
+    app.request('POST', '/api/lightning/payments', { key: org.secret, body: { reference: randomUUID(), ...body } });
+
+  async function settled(org: TestOrganization, paymentId: string) {
+    for (let i = 0; i < 300; i += 1) {
+      const response = await app.request('GET', `/api/lightning/payments/${paymentId}`, { key: org.secret });
+      if (response.body.data.status !== 'pending') return response.body.data;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`payment ${paymentId} stayed pending`);
+  }
+
+  it('creates a signed testnet invoice (201), returns the original for a repeated reference, gets and lists it', async () => {
+    const org = await createTestOrganization();
+    const reference = randomUUID();
+    const created = await createInvoice(org, { reference, amount: 2100, description: 'two coffees', expiry: 600 });
+    assert.equal(created.status, 201);
+    const invoice = created.body;
+    assert.equal(invoice.object, 'lightning_invoice');
+    assert.equal(invoice.amount_sat, '2100');
+    assert.equal(invoice.status, 'pending');
+    assert.match(invoice.payment_hash, /^[0-9a-f]{64}$/);
+    assert.match(invoice.expires_at, /^\d{4}-\d\d-\d\dT/);
+    const decoded = decodeBolt11(invoice.request);
+    assert.equal(Date.parse(invoice.expires_at), decoded.expiresAt * 1000);
+    assert.ok(Date.parse(invoice.expires_at) - Date.parse(invoice.created_at) > 599_000);
+    assert.ok(Date.parse(invoice.expires_at) - Date.parse(invoice.created_at) <= 600_000);
+    assert.ok(invoice.request.startsWith('lntb21u1'));
+    assert.equal(decoded.paymentHash, invoice.payment_hash);
+    assert.equal(decoded.description, 'two coffees');
+    assert.equal(decoded.expirySeconds, 600);
+
+    // Signed by the sandbox node key, which is stored encrypted and opens to the payee's key.
+    const nodeKey = await withNodeKey((await testOrm()).em.fork(), app.deps.keys, 'sandbox', (privateKey, publicKey) => ({
+      derived: Buffer.from(secp256k1.getPublicKey(privateKey, true)).toString('hex'),
+      publicKey,
+    }));
+    assert.equal(nodeKey.publicKey, decoded.payee);
+    assert.equal(nodeKey.derived, decoded.payee);
+
+    const readOnly = await org.key(['lightning:read']);
+    const forbidden = await app.request('POST', '/api/lightning/invoices', { key: readOnly.secret, body: { amount: 1, description: 'x', reference: randomUUID() } });
+    assert.equal(forbidden.status, 403);
+
+    const repeat = await createInvoice(org, { reference, amount: 5, description: 'other' });
+    assert.equal(repeat.status, 201);
+    assert.equal(repeat.body.id, invoice.id);
+    assert.equal(repeat.body.request, invoice.request);
+
+    const got = await app.request('GET', `/api/lightning/invoices/${invoice.id}`, { key: org.secret });
+    assert.equal(got.status, 200);
+    assert.equal(got.body.success, true);
+    assert.ok(got.body.metadata.request_id);
+    assert.equal(got.body.data.expires_at, String(Date.parse(invoice.expires_at) / 1000));
+    assert.equal(got.body.data.preimage, '');
+    assert.equal(got.body.data.updated_at, '');
+    assert.equal(got.body.data.fee_sat, '0');
+    assert.equal(got.body.data.amount_msat, '2100000');
+    assert.equal(got.body.data.direction, 'incoming');
+    assert.equal(got.body.data.company_id, org.organizationId);
+
+    await createInvoice(org);
+    await createInvoice(org);
+    const page = await app.request('GET', '/api/lightning/invoices?page=2&page_size=2&direction=incoming&status=pending', { key: org.secret });
+    assert.equal(page.status, 200);
+    assert.equal(page.body.data.total_count, '3');
+    assert.equal(page.body.data.page, 2);
+    assert.equal(page.body.data.invoices.length, 1);
+    assert.equal(page.body.data.invoices[0].id, invoice.id, 'newest first: the first invoice is last');
+    assert.equal((await app.request('GET', '/api/lightning/invoices?page_size=101', { key: org.secret })).status, 400);
+
+    const other = await createTestOrganization();
+    assert.equal((await app.request('GET', `/api/lightning/invoices/${invoice.id}`, { key: other.secret })).status, 404);
+    assert.equal((await app.request('GET', '/api/lightning/invoices/not-a-uuid', { key: org.secret })).status, 404);
+    assert.equal((await createInvoice(org, { amount: 20_000_001 })).status, 400);
+    assert.equal((await createInvoice(org, { amount: 0 })).status, 400);
+  });
+
+  it('decodes a payment request; an invalid one is a 400 that says what is wrong', async () => {
+    const org = await createTestOrganization();
+    const { body: invoice } = await createInvoice(org, { amount: 777, description: 'decode me' });
+    const decoded = await app.request('POST', '/api/lightning/decode', { key: org.secret, body: { request: invoice.request } });
+    assert.equal(decoded.status, 200);
+    assert.equal(decoded.body.payment_hash, invoice.payment_hash);
+    assert.equal(decoded.body.amount_sat, 777);
+    assert.equal(decoded.body.amount_msat, 777_000);
+    assert.equal(decoded.body.description, 'decode me');
+    assert.equal(decoded.body.expires_at, Date.parse(invoice.expires_at) / 1000);
+    assert.equal(decoded.body.is_expired, false);
+    assert.match(decoded.body.destination, /^0[23][0-9a-f]{64}$/);
+
+    const broken = invoice.request.slice(0, -1) + (invoice.request.endsWith('q') ? 'p' : 'q');
+    const bad = await app.request('POST', '/api/lightning/decode', { key: org.secret, body: { request: broken } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, 'invalid_payment_request');
+    assert.equal(bad.body.error.param, 'request');
+    assert.match(bad.body.error.message, /checksum/);
+  });
+
+  it('a remote payer pays our invoice: paid with its preimage, the Lightning balance rises', async () => {
+    const org = await createTestOrganization();
+    const { body: invoice } = await createInvoice(org, { amount: 1234 });
+    const paid = await app.request('POST', `/v1/sandbox/lightning/invoices/${invoice.id}/pay`, { key: org.secret });
+    assert.equal(paid.status, 200);
+    assert.equal(paid.body.data.status, 'paid');
+    assert.equal(createHash('sha256').update(Buffer.from(paid.body.data.preimage, 'hex')).digest('hex'), invoice.payment_hash);
+    assert.notEqual(paid.body.data.updated_at, '');
+    assert.deepEqual(await satBalance(org), { available: 1234n, reserved: 0n });
+    const again = await app.request('POST', `/v1/sandbox/lightning/invoices/${invoice.id}/pay`, { key: org.secret });
+    assert.equal(again.status, 409);
+    const events = await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'lightning.invoice.paid' });
+    assert.deepEqual(events.map((event) => [event.data.id, event.data.status]), [[invoice.id, 'paid']]);
+    assert.deepEqual(await satBalance(org), { available: 1234n, reserved: 0n });
+  });
+
+  it('one organization pays another over the internal route: same preimage, exact balances', async () => {
+    const payee = await createTestOrganization('Payee');
+    const payer = await createTestOrganization('Payer');
+    await fund(payer, 10_000);
+    const { body: invoice } = await createInvoice(payee, { amount: 2500 });
+
+    const preview = await app.request('POST', '/api/lightning/payments/initiate', { key: payer.secret, body: { request: invoice.request } });
+    assert.equal(preview.status, 200);
+    assert.deepEqual(
+      { amount: preview.body.amount_sat, fee: preview.body.fee_sat, total: preview.body.total_sat, route: preview.body.route_found },
+      { amount: '2500', fee: '0', total: '2500', route: true },
+    );
+
+    const created = await pay(payer, { request: invoice.request });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.success, true);
+    const payment = await settled(payer, created.body.data.id);
+    assert.equal(payment.status, 'paid');
+    assert.equal(payment.fee_sat, '0');
+    const payeeInvoice = (await app.request('GET', `/api/lightning/invoices/${invoice.id}`, { key: payee.secret })).body.data;
+    assert.equal(payeeInvoice.status, 'paid');
+    assert.equal(payeeInvoice.preimage, payment.preimage);
+    assert.deepEqual(await satBalance(payer), { available: 7_500n, reserved: 0n });
+    assert.deepEqual(await satBalance(payee), { available: 2_500n, reserved: 0n });
+
+    const outgoing = await app.request('GET', '/api/lightning/invoices?direction=outgoing', { key: payer.secret });
+    assert.equal(outgoing.body.data.total_count, '1');
+    assert.equal(outgoing.body.data.invoices[0].preimage, payment.preimage);
+  });
+
+  it('pays a remote node with the sandbox fee model; a failing node releases the whole reserve', async () => {
+    const org = await createTestOrganization();
+    await fund(org, 100_000);
+    const ok = await pay(org, { request: await remoteInvoice(org, { node: 'ok', amount: 50_000 }) });
+    assert.equal(ok.status, 201);
+    const paid = await settled(org, ok.body.data.id);
+    assert.equal(paid.status, 'paid');
+    assert.equal(paid.fee_sat, '51', '1 sat + 1000 ppm of 50,000 sats');
+    assert.match(paid.preimage, /^[0-9a-f]{64}$/);
+    assert.equal(createHash('sha256').update(Buffer.from(paid.preimage, 'hex')).digest('hex'), paid.payment_hash);
+    assert.deepEqual(await satBalance(org), { available: 100_000n - 50_051n, reserved: 0n });
+
+    const fail = await pay(org, { request: await remoteInvoice(org, { node: 'fail', amount: 1_000 }) });
+    const failed = await settled(org, fail.body.data.id);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.preimage, '');
+    assert.deepEqual(await satBalance(org), { available: 100_000n - 50_051n, reserved: 0n });
+  });
+
+  it('refuses before sending: max_fee, no route, expired, amountless without amount, insufficient funds', async () => {
+    const org = await createTestOrganization();
+    await fund(org, 5_000);
+    const request = await remoteInvoice(org, { node: 'ok', amount: 3_000 });
+    const tooDear = await pay(org, { request, max_fee: 3 });
+    assert.equal(tooDear.status, 400);
+    assert.equal(tooDear.body.error.code, 'max_fee_exceeded');
+
+    const unroutable = await remoteInvoice(org, { node: 'unroutable', amount: 100 });
+    const preview = await app.request('POST', '/api/lightning/payments/initiate', { key: org.secret, body: { request: unroutable } });
+    assert.equal(preview.body.route_found, false);
+    assert.equal((await pay(org, { request: unroutable })).body.error.code, 'route_not_found');
+
+    const expired = await remoteInvoice(org, { node: 'ok', amount: 100, expiry: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const expiredPay = await pay(org, { request: expired });
+    assert.equal(expiredPay.status, 400);
+    assert.equal(expiredPay.body.error.code, 'invoice_expired');
+
+    const amountless = await remoteInvoice(org, { node: 'ok' });
+    const noAmount = await pay(org, { request: amountless });
+    assert.equal(noAmount.status, 400);
+    assert.equal(noAmount.body.error.code, 'validation_failed');
+    assert.equal(noAmount.body.error.param, 'amount');
+
+    const broke = await pay(org, { request: await remoteInvoice(org, { node: 'ok', amount: 4_999 }) });
+    assert.equal(broke.status, 400);
+    assert.equal(broke.body.error.code, 'insufficient_funds');
+    assert.deepEqual(await satBalance(org), { available: 5_000n, reserved: 0n }, 'nothing was reserved or sent');
+
+    const withAmount = await pay(org, { request: amountless, amount: 10 });
+    assert.equal((await settled(org, withAmount.body.data.id)).amount_sat, '10');
+  });
+
+  it('50 concurrent payments with one reference debit once and all return the original', async () => {
+    const org = await createTestOrganization();
+    await fund(org, 10_000);
+    const request = await remoteInvoice(org, { node: 'ok', amount: 1_000 });
+    const reference = randomUUID();
+    const responses = await Promise.all(Array.from({ length: 50 }, () => pay(org, { request, reference })));
+    assert.deepEqual(new Set(responses.map((response) => response.status)), new Set([201]));
+    const ids = new Set(responses.map((response) => response.body.data.id));
+    assert.equal(ids.size, 1);
+    const payment = await settled(org, [...ids][0] as string);
+    assert.equal(payment.status, 'paid');
+    assert.deepEqual(await satBalance(org), { available: 10_000n - 1_000n - 2n, reserved: 0n });
+    const later = await pay(org, { request, reference });
+    assert.equal(later.body.data.id, payment.id);
+    assert.equal(later.body.data.status, 'paid');
+  });
+
+  it('sandbox helpers answer 404 to live keys', async () => {
+    const org = await createTestOrganization('Live', 'live');
+    const response = await app.request('POST', '/v1/sandbox/lightning/invoices', { key: org.secret, body: { node: 'ok', amount: 10 } });
+    assert.equal(response.status, 404);
+    const live = await createInvoice(org, { amount: 10 });
+    assert.ok(live.body.request.startsWith('lnbc100n1'), 'live invoices are mainnet');
+  });
+});
