@@ -1,5 +1,6 @@
 import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerBalanceRoutes } from './balances/routes';
+import { registerCardRoutes } from './cards/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
@@ -16,4 +17,5 @@ export const routeModules: RouteModule[] = [
   registerBalanceRoutes,
   registerCustodyRoutes,
   registerEventRoutes,
+  registerCardRoutes,
 ];

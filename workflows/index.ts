@@ -2,3 +2,4 @@
 export { idempotencyRetentionWorkflow } from './idempotency-retention';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { webhookDeliverySweepWorkflow } from './webhook-delivery-sweep';
+export { cardBalanceWorkflow, cardProvisioningWorkflow, cardTerminationWorkflow } from './cards';
