@@ -5,29 +5,13 @@ import { Card } from '../../src/cards/entities';
 import { isLuhnValid } from '../../src/cards/issuer';
 import { Event } from '../../src/events/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { validCustomer } from '../support/cards';
+import { WebhookReceiver } from '../support/webhook-receiver';
 import { localTemporal, testOrm } from '../support/environment';
 import { createTestWorker } from '../support/worker';
 
 const FEE_BPS = 150;
 const HOUR = 3600_000;
-
-export const validCustomer = (overrides: Record<string, unknown> = {}) => ({
-  customer_type: 'individual',
-  first_name: 'Ada',
-  last_name: 'Lovelace',
-  email: 'ada@example.com',
-  phone_number: '5550100',
-  dial_code: '+1',
-  date_of_birth: '1990-12-10',
-  id_type: 'passport',
-  id_number: `P${Math.floor(Math.random() * 1e7)}`.padEnd(8, '0'),
-  line1: '1 Main St',
-  city: 'Springfield',
-  state: 'IL',
-  postal_code: '62701',
-  country: 'USA',
-  ...overrides,
-});
 
 async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -172,6 +156,25 @@ describe('Cards API', () => {
         'card.ready event',
       );
       assert.equal((ready.data as { masked_pan: string }).masked_pan, active.masked_pan);
+    });
+
+    it("signs card events to the card's webhook_url with the card's own secret, shown once at creation", async () => {
+      const receiver = await new WebhookReceiver().start();
+      try {
+        const created = await createCard({ webhook_url: receiver.url });
+        const secret = created.body.data.card.webhook_signing_secret as string;
+        assert.match(secret, /^whsec_/);
+        receiver.secrets = [secret];
+        const ready = await eventually(
+          async () => receiver.attempts.find((attempt) => JSON.parse(attempt.body).type === 'card.ready'),
+          'card.ready at the webhook_url',
+        );
+        assert.deepEqual(ready.verifiedWith, [true]);
+        assert.equal(JSON.parse(ready.body).data.id, created.body.data.card.id);
+        assert.equal((await getCard(created.body.data.card.id)).webhook_signing_secret, undefined);
+      } finally {
+        await receiver.close();
+      }
     });
 
     it('ends a provisioning the issuer refuses in status failed, releasing the initial funding', async () => {
