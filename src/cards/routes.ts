@@ -477,7 +477,7 @@ function registerLegacyRoutes(routes: RouteRegistry): void {
       tag: CARD_TAG,
       deprecated: true,
       scope: 'public',
-      params: z.object({ cardId: z.string() }).partial(),
+      ...(legacy.path.includes(':cardId') ? { params: CardIdParams } : {}),
       ...(legacy.method === 'post' ? { body: z.unknown() } : {}),
       response: { status: 410, description: 'Gone' },
       handler: async () => {
