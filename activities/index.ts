@@ -1,7 +1,9 @@
+import type { IssuerProvider } from '../src/cards/issuer';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { IdempotencyService } from '../src/idempotency/service';
 import type { Logger } from '../src/logger';
+import { createCardActivities } from './cards';
 import { createEventActivities } from './events';
 import { createIdempotencyActivities } from './idempotency';
 import { createPolicyActivities } from './policies';
@@ -13,6 +15,8 @@ export interface ActivityDeps {
   orm: Orm;
   log: Logger;
   idempotency: IdempotencyService;
+  /** Tests only: another card issuer than the sandbox one. */
+  cardIssuer?: IssuerProvider;
 }
 
 /** Every activity of every domain, registered on the one worker. */
@@ -21,6 +25,7 @@ export const createActivities = (deps: ActivityDeps) => ({
   ...createEventActivities(deps),
   ...createPolicyActivities(deps),
   ...createLightningActivities(deps),
+  ...createCardActivities(deps),
 });
 
 export type Activities = ReturnType<typeof createActivities>;

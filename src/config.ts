@@ -34,6 +34,10 @@ export const ConfigSchema = z.object({
   WEBHOOK_SECRET_ROTATION_HOURS: z.coerce.number().min(0).max(24 * 7).default(24),
   /** Default lifetime of a policy activation request when the request names none. */
   POLICY_ACTIVATION_EXPIRY_HOURS: z.coerce.number().int().min(1).max(720).default(72),
+  /** Issuer BIN (6-8 digits) the sandbox issuer mints card numbers from. */
+  CARD_BIN: z.string().regex(/^\d{6,8}$/, 'CARD_BIN must be 6 to 8 digits').default('489537'),
+  /** Card funding fee in basis points of the amount (fund and withdraw), charged to the company balance. */
+  CARD_FUNDING_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(0),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
   MASTER_KEY: z
     .string()

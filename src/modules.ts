@@ -1,5 +1,6 @@
 import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerBalanceRoutes } from './balances/routes';
+import { registerCardRoutes } from './cards/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
@@ -20,4 +21,5 @@ export const routeModules: RouteModule[] = [
   registerEventRoutes,
   registerPolicyRoutes,
   registerLightningRoutes,
+  registerCardRoutes,
 ];

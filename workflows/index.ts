@@ -4,3 +4,4 @@ export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { webhookDeliverySweepWorkflow } from './webhook-delivery-sweep';
 export { policyActivationWorkflow } from './policy-activation';
 export { lightningInvoiceWorkflow, lightningPaymentWorkflow } from './lightning';
+export { cardBalanceWorkflow, cardProvisioningWorkflow, cardTerminationWorkflow } from './cards';

@@ -1,5 +1,6 @@
 import { ApiKey } from '../api-keys/entities';
 import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
+import { Card, CardTransaction, Customer } from '../cards/entities';
 import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
@@ -12,6 +13,9 @@ import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } fro
 export const entities = [
   CompanyBalance,
   CompanyBalanceEntry,
+  Customer,
+  Card,
+  CardTransaction,
   Organization,
   Member,
   Role,

@@ -26,6 +26,7 @@ export const EVENT_TYPES = [
   { type: 'consolidation.run.failed', description: 'A consolidation run ended with failed sweeps.' },
   { type: 'card.created', description: 'A card was requested and is being provisioned.' },
   { type: 'card.ready', description: 'A card finished provisioning: status active, masked_pan populated.' },
+  { type: 'card.provisioning_failed', description: 'The issuer refused to provision a card: status failed, initial funding released.' },
   { type: 'card.frozen', description: 'A card was frozen.' },
   { type: 'card.unfrozen', description: 'A frozen card was made active again.' },
   { type: 'card.terminated', description: 'A card was terminated and its balance returned.' },

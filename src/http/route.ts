@@ -19,6 +19,8 @@ export interface HandlerResult {
   /** Non-JSON responses (metrics, docs) name their content type. */
   contentType?: string;
   headers?: Record<string, string>;
+  /** Runs once the handler's transaction has committed, before the response: e.g. start the workflow that works on what it wrote. */
+  afterCommit?: () => Promise<void>;
 }
 
 interface HandlerInput<P, Q, B, A> {
@@ -127,6 +129,7 @@ export class RouteRegistry {
       // Committed: start the webhook deliveries the handler emitted (the outbox relay).
       const emitted = transaction ? takeCommittedDeliveries(transaction) : [];
       if (emitted.length) await this.deps.deliveryRelay.dispatchAfterCommit(this.deps.orm.em.fork(), emitted);
+      if (result.afterCommit) await result.afterCommit();
       respond(ctx, result, route.response.status);
     });
   }

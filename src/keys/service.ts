@@ -26,7 +26,8 @@ const dataKeyContext = (organizationId: string) => `custody-platform/seed-data-k
 
 /** The only code that sees an organization's mnemonic or private keys, and only for the length of one call. */
 export class KeyService {
-  constructor(private readonly provider: KeyProvider) {}
+  /** Also seals card numbers (src/cards/issuer.ts). */
+  constructor(readonly provider: KeyProvider) {}
 
   /** The organization's seed, created on first use; concurrent first uses converge on one row. */
   async ensureSeed(em: EntityManager, organizationId: string): Promise<OrganizationSeed> {

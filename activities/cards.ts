@@ -1,0 +1,93 @@
+import { Context } from '@temporalio/activity';
+import type { Config } from '../src/config';
+import type { Orm } from '../src/db/orm';
+import { Card, CardTransaction } from '../src/cards/entities';
+import { IssuerDeclined, type IssuerProvider, type MintedCard, SandboxIssuer, sealCardSecrets } from '../src/cards/issuer';
+import {
+  activateCard,
+  cardDestinations,
+  failProvisioning,
+  initialFundingReference,
+  presentCard,
+  presentTermination,
+  settleTransaction,
+  terminateCard,
+} from '../src/cards/service';
+import { DeliveryRelay, transactionalWithDispatch } from '../src/events/relay';
+import { emit } from '../src/events/service';
+import { createKeyProvider } from '../src/keys/provider';
+import type { Logger } from '../src/logger';
+
+export interface CardActivityDeps {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  /** The sandbox issuer on the configured BIN unless a test passes another. */
+  cardIssuer?: IssuerProvider;
+}
+
+export type CardProvisioningOutcome = { status: 'active' | 'failed'; initialFundingId: string | null };
+
+export const createCardActivities = (deps: CardActivityDeps) => {
+  const keys = createKeyProvider(deps.config, deps.log);
+  const issuer = deps.cardIssuer ?? new SandboxIssuer(deps.config.CARD_BIN);
+  const relay = () => new DeliveryRelay(Context.current().client, deps.config, deps.log);
+
+  return {
+    /** Mints and activates the card (or records the issuer's refusal); safe to repeat. */
+    async provisionCardWithIssuer(input: { cardId: string }): Promise<CardProvisioningOutcome> {
+      const card = await deps.orm.em.fork().findOneOrFail(Card, { id: input.cardId });
+      if (card.createdStatus === 'processing') {
+        let minted: MintedCard | null = null;
+        try {
+          minted = await issuer.mintCard({ cardId: card.id, name: card.name, cardType: card.cardType });
+        } catch (error) {
+          if (!(error instanceof IssuerDeclined)) throw error;
+          await transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) => failProvisioning(tx, card.id, error.message));
+        }
+        if (minted) {
+          const sealed = await sealCardSecrets(keys, card.id, { pan: minted.pan, cvv: minted.cvv, expiry: minted.expiry });
+          await deps.orm.em.fork().transactional((tx) => activateCard(tx, card.id, minted, sealed));
+        }
+      }
+      const em = deps.orm.em.fork();
+      const current = await em.findOneOrFail(Card, { id: input.cardId });
+      const initial = await em.findOne(CardTransaction, { card: current, reference: initialFundingReference(current.id) });
+      return { status: current.status === 'failed' ? 'failed' : 'active', initialFundingId: initial?.id ?? null };
+    },
+
+    /** Moves the money with the issuer, then settles the pending transaction exactly once. */
+    async settleCardTransaction(input: { transactionId: string }): Promise<{ status: string }> {
+      const pending = await deps.orm.em.fork().findOneOrFail(CardTransaction, { id: input.transactionId });
+      if (pending.status !== 'pending') return { status: pending.status };
+      let outcome: { ok: true } | { ok: false; reason: string } = { ok: true };
+      try {
+        await issuer.settle({ transactionId: pending.id, type: pending.type === 'funding' ? 'funding' : 'withdrawal', amount: BigInt(pending.amount) });
+      } catch (error) {
+        if (!(error instanceof IssuerDeclined)) throw error;
+        outcome = { ok: false, reason: 'issuer_declined' };
+      }
+      const settled = await transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) => settleTransaction(tx, input.transactionId, outcome));
+      return { status: settled.status };
+    },
+
+    /** The card-ready event, to the card's webhook_url and the organization's endpoints; emitted once. */
+    async announceCardReady(input: { cardId: string }): Promise<void> {
+      await transactionalWithDispatch(deps.orm.em.fork(), relay(), async (tx) => {
+        const card = await tx.findOneOrFail(Card, { id: input.cardId }, { populate: ['customer'] });
+        await emit(tx, {
+          organizationId: card.organization.id,
+          type: 'card.ready',
+          data: presentCard(card),
+          destinations: cardDestinations(card),
+          dedupeKey: `card.ready:${card.id}`,
+        });
+      });
+    },
+
+    async terminateCardAndReturnBalance(input: { cardId: string; reason: string | null; terminatedAt: string }) {
+      const card = await transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) => terminateCard(tx, input.cardId, input.reason, new Date(input.terminatedAt)));
+      return presentTermination(card);
+    },
+  };
+};

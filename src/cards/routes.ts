@@ -1,0 +1,494 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowIdReusePolicy } from '@temporalio/common';
+import type { AppContext, AppDeps, EntityManager } from '../http/context';
+import { ApiError, errors } from '../http/errors';
+import type { RouteRegistry } from '../http/route';
+import { paginate } from '../shared/pagination';
+import { resultEnvelope, z } from '../shared/schemas';
+import { resourceSearchAttributes } from '../temporal/search-attributes';
+import { Card, CardTransaction } from './entities';
+import { openCardSecrets } from './issuer';
+import {
+  AliasBalanceBody,
+  AuthorizationBody,
+  AuthorizationResponse,
+  BalanceBody,
+  BalanceResponse,
+  CardIdParams,
+  CardListResponse,
+  CardResponse,
+  CreateCardBody,
+  CreateCardResponse,
+  CustomerCardsResponse,
+  CustomerIdParams,
+  CustomerResponse,
+  ListCardsQuery,
+  ListTransactionsQuery,
+  SecureResponse,
+  SpendLimitsBody,
+  StatusBody,
+  StatusResponse,
+  TerminateBody,
+  TerminationResponse,
+  TransactionListResponse,
+} from './schemas';
+import {
+  authorizePurchase,
+  cardListFilter,
+  createCard,
+  findCard,
+  findCustomer,
+  invalidStateTransition,
+  pageInfo,
+  presentCard,
+  presentCustomer,
+  presentCustomerCardEntry,
+  presentSlimCard,
+  presentTermination,
+  presentTransaction,
+  requestBalanceMove,
+  setSpendLimits,
+  updateCardStatus,
+} from './service';
+
+const CARD_TAG = 'Cards';
+const COOLING_PERIOD_ERROR = 'CardTerminationCoolingPeriod';
+
+const requestId = (ctx: AppContext) => ctx.state.requestId;
+
+/** Starts a card workflow once per business id; a repeat start finds the existing run. */
+async function startCardWorkflow(
+  deps: AppDeps,
+  options: { workflow: string; workflowId: string; organizationId: string; resourceId: string; args: unknown[]; reusePolicy?: WorkflowIdReusePolicy },
+) {
+  const client = deps.temporal.client;
+  try {
+    return await client.workflow.start(options.workflow, {
+      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+      workflowId: options.workflowId,
+      workflowIdReusePolicy: options.reusePolicy ?? WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      args: options.args,
+      ...(deps.config.TEMPORAL_SEARCH_ATTRIBUTES
+        ? { typedSearchAttributes: resourceSearchAttributes({ organizationId: options.organizationId, type: 'card', id: options.resourceId }) }
+        : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    return client.workflow.getHandle(options.workflowId);
+  }
+}
+
+/**
+ * The pending transaction, and the settlement workflow to start once it has committed (also for a
+ * repeated reference: a start lost after the first commit is made good by the client's retry).
+ */
+async function moveBalance(
+  em: EntityManager,
+  deps: AppDeps,
+  organizationId: string,
+  cardId: string,
+  request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
+) {
+  const { transaction } = await requestBalanceMove(em, organizationId, cardId, request, deps.config.CARD_FUNDING_FEE_BPS);
+  const card = await findCard(em, organizationId, cardId);
+  const afterCommit = async () => {
+    if (transaction.status !== 'pending') return;
+    await startCardWorkflow(deps, {
+      workflow: 'cardBalanceWorkflow',
+      workflowId: `card-balance-${transaction.id}`,
+      organizationId,
+      resourceId: cardId,
+      args: [{ transactionId: transaction.id }],
+    });
+  };
+  const data = {
+    success: transaction.status === 'completed',
+    message: transaction.status === 'pending' ? `Card ${transaction.type} is processing` : `Card ${transaction.type} ${transaction.status}`,
+    transaction: presentTransaction(transaction, card),
+  };
+  return { data, afterCommit };
+}
+
+async function changeStatus(em: EntityManager, organizationId: string, cardId: string, status: string) {
+  const card = await updateCardStatus(em, organizationId, cardId, status);
+  const message = card.status === 'frozen' ? 'Card frozen successfully' : 'Card activated successfully';
+  return { message, data: { success: true, message, card: presentSlimCard(card) } };
+}
+
+/** Rule 2 is checked by the termination workflow on workflow time; a refusal is 409 with terminable_at. */
+async function terminate(em: EntityManager, deps: AppDeps, organizationId: string, cardId: string, reason: string | null) {
+  const card = await findCard(em, organizationId, cardId);
+  if (card.status === 'terminated') throw invalidStateTransition('The card is already terminated.');
+  if (card.status === 'pending' || card.status === 'failed') throw invalidStateTransition(`A ${card.status} card cannot be terminated.`);
+  if ((await em.count(CardTransaction, { card, status: 'pending' })) > 0) {
+    throw invalidStateTransition('The card has fundings or withdrawals still settling; terminate it once they have completed.');
+  }
+  const handle = await startCardWorkflow(deps, {
+    workflow: 'cardTerminationWorkflow',
+    workflowId: `card-termination-${cardId}`,
+    organizationId,
+    resourceId: cardId,
+    args: [{ cardId, createdAt: card.createdAt.toISOString(), reason }],
+    // A refused (failed) run does not block a later attempt; a completed termination does.
+    reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+  });
+  try {
+    return (await handle.result()) as ReturnType<typeof presentTermination>;
+  } catch (error) {
+    const cause = error instanceof WorkflowFailedError ? error.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type === COOLING_PERIOD_ERROR) {
+      const [details] = cause.details as [{ terminable_at: string }];
+      throw new ApiError({
+        status: 409,
+        type: 'conflict_error',
+        code: 'card_termination_cooling_period',
+        message: `${cause.message} Terminable at ${details.terminable_at}.`,
+        details,
+      });
+    }
+    throw error;
+  }
+}
+
+const deprecatedHeaders = (cardId: string, successor: string) => ({
+  Deprecation: 'true',
+  Link: `</api/cards/${cardId}${successor}>; rel="successor-version"`,
+});
+
+export function registerCardRoutes(routes: RouteRegistry): void {
+  routes.add({
+    method: 'post',
+    path: '/api/cards',
+    operationId: 'createCard',
+    summary: 'Create a card (and its customer); provisioning and initial funding follow asynchronously',
+    tag: CARD_TAG,
+    scope: 'cards:write',
+    body: CreateCardBody,
+    response: { status: 201, description: 'The pending card', schema: CreateCardResponse },
+    handler: async ({ auth, body, em, ctx, deps }) => {
+      const { card, webhookSecret } = await createCard(em, auth, body, deps.config.CARD_FUNDING_FEE_BPS);
+      return {
+        afterCommit: async () => {
+          await startCardWorkflow(deps, {
+            workflow: 'cardProvisioningWorkflow',
+            workflowId: `card-provisioning-${card.id}`,
+            organizationId: auth.organizationId,
+            resourceId: card.id,
+            args: [{ cardId: card.id }],
+          });
+        },
+        status: 201,
+        body: resultEnvelope(requestId(ctx), 'Card created; provisioning in progress', {
+          card: { ...presentCard(card), webhook_signing_secret: webhookSecret },
+          customer: presentCustomer(card.customer),
+        }),
+      };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/cards',
+    operationId: 'listCards',
+    summary: 'List cards (newest first; filter by card_type, status, search by last four or cardholder name)',
+    tag: CARD_TAG,
+    scope: 'cards:read',
+    query: ListCardsQuery,
+    response: { status: 200, description: 'A page of cards', schema: CardListResponse },
+    handler: async ({ auth, query, em, ctx }) => {
+      const page = await paginate(em, Card, cardListFilter(auth.organizationId, query), query, ['customer']);
+      return { body: resultEnvelope(requestId(ctx), 'Cards retrieved', { cards: page.items.map(presentCard), page_info: pageInfo(page, query.limit) }) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/cards/:cardId',
+    operationId: 'getCard',
+    summary: 'Get a card (never its full number or CVV)',
+    tag: CARD_TAG,
+    scope: 'cards:read',
+    params: CardIdParams,
+    response: { status: 200, description: 'The card', schema: CardResponse },
+    handler: async ({ auth, params, em, ctx }) => {
+      const card = await findCard(em, auth.organizationId, params.cardId);
+      return { body: resultEnvelope(requestId(ctx), 'Card retrieved', { card: presentCard(card) }) };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/api/cards/:cardId/balance',
+    operationId: 'moveCardBalance',
+    summary: 'Fund or withdraw (idempotent by reference); settles asynchronously',
+    tag: CARD_TAG,
+    scope: 'cards:write',
+    params: CardIdParams,
+    body: BalanceBody,
+    response: { status: 200, description: 'The (pending) card transaction', schema: BalanceResponse },
+    handler: async ({ auth, params, body, em, ctx, deps }) => {
+      const { data, afterCommit } = await moveBalance(em, deps, auth.organizationId, params.cardId, body);
+      return { body: resultEnvelope(requestId(ctx), 'Request accepted', data), afterCommit };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/api/cards/:cardId/status',
+    operationId: 'updateCardStatus',
+    summary: 'Freeze (status frozen) or unfreeze (status active) a card',
+    tag: CARD_TAG,
+    scope: 'cards:write',
+    params: CardIdParams,
+    body: StatusBody,
+    response: { status: 200, description: 'The card with its new status', schema: StatusResponse },
+    handler: async ({ auth, params, body, em, ctx }) => {
+      const { message, data } = await changeStatus(em, auth.organizationId, params.cardId, body.status);
+      return { body: resultEnvelope(requestId(ctx), message, data) };
+    },
+  });
+
+  routes.add({
+    method: 'delete',
+    path: '/api/cards/:cardId',
+    operationId: 'terminateCard',
+    summary: 'Terminate a card (24 hours after creation at the earliest); the balance returns to the company balance',
+    tag: CARD_TAG,
+    scope: 'cards:write',
+    params: CardIdParams,
+    body: TerminateBody,
+    response: { status: 200, description: 'The termination', schema: TerminationResponse },
+    handler: async ({ auth, params, body, em, ctx, deps }) => {
+      const data = await terminate(em, deps, auth.organizationId, params.cardId, body.reason ?? null);
+      return { body: resultEnvelope(requestId(ctx), 'Card terminated successfully', data) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/cards/:cardId/secure',
+    operationId: 'getCardSecureDetails',
+    summary: 'Full card number, CVV and expiry (scope cards:secure)',
+    tag: CARD_TAG,
+    scope: 'cards:secure',
+    params: CardIdParams,
+    response: { status: 200, description: 'The secure details', schema: SecureResponse },
+    handler: async ({ auth, params, em, ctx, deps }) => {
+      const card = await findCard(em, auth.organizationId, params.cardId);
+      if (!card.secrets) throw invalidStateTransition(`The card is ${card.status}; its number has not been issued.`);
+      const secrets = await openCardSecrets(deps.keys.provider, card.id, card.secrets);
+      const [month, year] = secrets.expiry.split('/') as [string, string];
+      ctx.set('Cache-Control', 'no-store');
+      return {
+        body: resultEnvelope(requestId(ctx), 'Card details retrieved', {
+          card_id: card.id,
+          pan: secrets.pan,
+          cvv: secrets.cvv,
+          expiry: secrets.expiry,
+          expiry_month: month,
+          expiry_year: `20${year}`,
+        }),
+      };
+    },
+  });
+
+  routes.add({
+    method: 'put',
+    path: '/api/cards/:cardId/spend-limits',
+    operationId: 'setCardSpendLimits',
+    summary: 'Replace the spend limits (cents): transaction, daily, weekly (rolling 7 days), monthly (calendar month), yearly, all_time',
+    tag: CARD_TAG,
+    scope: 'cards:write',
+    params: CardIdParams,
+    body: SpendLimitsBody,
+    response: { status: 200, description: 'The card with its limits', schema: CardResponse },
+    handler: async ({ auth, params, body, em, ctx }) => {
+      const card = await setSpendLimits(em, auth.organizationId, params.cardId, body);
+      return { body: resultEnvelope(requestId(ctx), 'Spend limits updated', { card: presentCard(card) }) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/cards/:cardId/transactions',
+    operationId: 'listCardTransactions',
+    summary: "A card's transactions, newest first (filter by type and status)",
+    tag: CARD_TAG,
+    scope: 'cards:read',
+    params: CardIdParams,
+    query: ListTransactionsQuery,
+    response: { status: 200, description: 'A page of transactions', schema: TransactionListResponse },
+    handler: async ({ auth, params, query, em, ctx }) => {
+      const card = await findCard(em, auth.organizationId, params.cardId);
+      const where = { card, ...(query.type ? { type: query.type } : {}), ...(query.status ? { status: query.status } : {}) };
+      const page = await paginate(em, CardTransaction, where, query);
+      return {
+        body: resultEnvelope(requestId(ctx), 'Card transactions retrieved', {
+          transactions: page.items.map((transaction) => presentTransaction(transaction, card)),
+          page_info: pageInfo(page, query.limit),
+        }),
+      };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/customers/:customerId',
+    operationId: 'getCustomer',
+    summary: 'Get a cardholder',
+    tag: CARD_TAG,
+    scope: 'cards:read',
+    params: CustomerIdParams,
+    response: { status: 200, description: 'The customer', schema: CustomerResponse },
+    handler: async ({ auth, params, em, ctx }) => {
+      const customer = await findCustomer(em, auth.organizationId, params.customerId);
+      return { body: resultEnvelope(requestId(ctx), 'Customer retrieved', { customer: presentCustomer(customer) }) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/api/customers/:customerId/cards',
+    operationId: 'listCustomerCards',
+    summary: "A customer's cards (the specification's by-customer listing)",
+    tag: CARD_TAG,
+    scope: 'cards:read',
+    params: CustomerIdParams,
+    response: { status: 200, description: 'The cards', schema: CustomerCardsResponse },
+    handler: async ({ auth, params, em }) => {
+      const customer = await findCustomer(em, auth.organizationId, params.customerId);
+      const cards = await em.find(Card, { customer }, { orderBy: { createdAt: 'desc', id: 'desc' }, populate: ['customer'] });
+      return { body: { status: 'success', message: 'Cards retrieved', cards: cards.map(presentCustomerCardEntry), total: cards.length } };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/sandbox/cards/:cardId/authorizations',
+    operationId: 'sandboxCardAuthorization',
+    summary: 'Sandbox: a merchant authorization, approved or declined against status, balance and spend limits',
+    tag: 'Sandbox',
+    scope: 'cards:write',
+    sandboxOnly: true,
+    params: CardIdParams,
+    body: AuthorizationBody,
+    response: { status: 200, description: 'The decision and the purchase transaction', schema: AuthorizationResponse },
+    handler: async ({ auth, params, body, em, ctx }) => {
+      const at = body.occurred_at ? new Date(body.occurred_at) : new Date();
+      if (Number.isNaN(at.getTime())) throw errors.validation('occurred_at must be an RFC 3339 timestamp', 'occurred_at');
+      const { transaction, declineReason } = await authorizePurchase(em, auth.organizationId, params.cardId, {
+        amount: body.amount,
+        merchantName: body.merchant_name ?? null,
+        at,
+      });
+      return {
+        body: resultEnvelope(requestId(ctx), declineReason ? `Authorization declined: ${declineReason}` : 'Authorization approved', {
+          approved: declineReason === null,
+          decline_reason: declineReason,
+          transaction: presentTransaction(transaction, transaction.card),
+        }),
+      };
+    },
+  });
+
+  registerDeprecatedAliases(routes);
+  registerLegacyRoutes(routes);
+}
+
+/** The earlier card-scoped v2 routes, served by the consolidated ones with Deprecation and Link headers. */
+function registerDeprecatedAliases(routes: RouteRegistry): void {
+  for (const type of ['fund', 'withdraw'] as const) {
+    routes.add({
+      method: 'post',
+      path: `/api/cards/:cardId/${type}`,
+      operationId: `${type}CardDeprecated`,
+      summary: `Deprecated: POST /api/cards/:cardId/balance with type ${type}`,
+      tag: CARD_TAG,
+      deprecated: true,
+      scope: 'cards:write',
+      params: CardIdParams,
+      body: AliasBalanceBody,
+      response: { status: 200, description: 'As POST /api/cards/:cardId/balance', schema: BalanceResponse },
+      handler: async ({ auth, params, body, em, ctx, deps }) => {
+        const { data, afterCommit } = await moveBalance(em, deps, auth.organizationId, params.cardId, { ...body, type });
+        return { body: resultEnvelope(requestId(ctx), 'Request accepted', data), headers: deprecatedHeaders(params.cardId, '/balance'), afterCommit };
+      },
+    });
+  }
+  for (const [action, status] of [
+    ['freeze', 'frozen'],
+    ['unfreeze', 'active'],
+  ] as const) {
+    routes.add({
+      method: 'post',
+      path: `/api/cards/:cardId/${action}`,
+      operationId: `${action}CardDeprecated`,
+      summary: `Deprecated: POST /api/cards/:cardId/status with status ${status}`,
+      tag: CARD_TAG,
+      deprecated: true,
+      scope: 'cards:write',
+      params: CardIdParams,
+      response: { status: 200, description: 'As POST /api/cards/:cardId/status', schema: StatusResponse },
+      handler: async ({ auth, params, em, ctx }) => {
+        const { message, data } = await changeStatus(em, auth.organizationId, params.cardId, status);
+        return { body: resultEnvelope(requestId(ctx), message, data), headers: deprecatedHeaders(params.cardId, '/status') };
+      },
+    });
+  }
+  routes.add({
+    method: 'post',
+    path: '/api/cards/:cardId/terminate',
+    operationId: 'terminateCardDeprecated',
+    summary: 'Deprecated: DELETE /api/cards/:cardId',
+    tag: CARD_TAG,
+    deprecated: true,
+    scope: 'cards:write',
+    params: CardIdParams,
+    body: TerminateBody,
+    response: { status: 200, description: 'As DELETE /api/cards/:cardId', schema: TerminationResponse },
+    handler: async ({ auth, params, body, em, ctx, deps }) => {
+      const data = await terminate(em, deps, auth.organizationId, params.cardId, body.reason ?? null);
+      return { body: resultEnvelope(requestId(ctx), 'Card terminated successfully', data), headers: deprecatedHeaders(params.cardId, '') };
+    },
+  });
+}
+
+/** The v1 /api/virtualcards/* routes: 410 Gone, naming the replacement. */
+const LEGACY_ROUTES = [
+  { method: 'post', path: '/api/virtualcards', successor: 'POST /api/cards' },
+  { method: 'get', path: '/api/virtualcards', successor: 'GET /api/cards' },
+  { method: 'get', path: '/api/virtualcards/:cardId', successor: 'GET /api/cards/:cardId' },
+  { method: 'get', path: '/api/virtualcards/:cardId/details', successor: 'GET /api/cards/:cardId/secure' },
+  { method: 'post', path: '/api/virtualcards/:cardId/topup', successor: 'POST /api/cards/:cardId/balance (type fund)' },
+  { method: 'post', path: '/api/virtualcards/:cardId/withdraw', successor: 'POST /api/cards/:cardId/balance (type withdraw)' },
+  { method: 'post', path: '/api/virtualcards/:cardId/freeze', successor: 'POST /api/cards/:cardId/status (status frozen)' },
+  { method: 'post', path: '/api/virtualcards/:cardId/unfreeze', successor: 'POST /api/cards/:cardId/status (status active)' },
+  { method: 'post', path: '/api/virtualcards/:cardId/terminate', successor: 'DELETE /api/cards/:cardId' },
+  { method: 'post', path: '/api/virtualcards/:cardId/spending-limits', successor: 'PUT /api/cards/:cardId/spend-limits' },
+] as const;
+
+function registerLegacyRoutes(routes: RouteRegistry): void {
+  for (const legacy of LEGACY_ROUTES) {
+    routes.add({
+      method: legacy.method,
+      path: legacy.path,
+      operationId: `legacy_${legacy.method}_${legacy.path.replace(/[^a-z]+/gi, '_')}`,
+      summary: `Removed (Virtual Cards v2, 30 January 2026): use ${legacy.successor}`,
+      tag: CARD_TAG,
+      deprecated: true,
+      scope: 'public',
+      ...(legacy.path.includes(':cardId') ? { params: CardIdParams } : {}),
+      ...(legacy.method === 'post' ? { body: z.unknown() } : {}),
+      response: { status: 410, description: 'Gone' },
+      handler: async () => {
+        throw new ApiError({
+          status: 410,
+          type: 'invalid_request_error',
+          code: 'endpoint_removed',
+          message: `This endpoint was removed with Virtual Cards v2; use ${legacy.successor}.`,
+          details: { successor: legacy.successor },
+        });
+      },
+    });
+  }
+}

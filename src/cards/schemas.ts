@@ -1,0 +1,261 @@
+import { isDisplayAmount } from '../shared/money';
+import { MinorUnitNumber, resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
+import { CARD_STATUSES, CARD_TRANSACTION_STATUSES, CARD_TRANSACTION_TYPES, CARD_TYPES } from './entities';
+import { ISO_ALPHA3_COUNTRIES } from './countries';
+
+const ID_TYPES = ['national_id', 'passport', 'drivers_license'] as const;
+const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A real calendar date (no 2026-02-30), after 1900 and before today. */
+function isPastDate(value: string): boolean {
+  const match = DATE_PATTERN.exec(value);
+  if (!match) return false;
+  const date = new Date(`${value}T00:00:00Z`);
+  return date.toISOString().slice(0, 10) === value && Number(match[1]) >= 1900 && date.getTime() < Date.now();
+}
+
+const text = (max = 200) => z.string().trim().min(1).max(max);
+
+export const CustomerInput = z
+  .object({
+    customer_type: z.enum(['individual', 'business']),
+    first_name: text(),
+    last_name: text(),
+    email: z.email().max(320),
+    phone_number: z.string().regex(/^\d{4,15}$/, 'phone_number is the local number, digits only, without the country code'),
+    dial_code: z.string().regex(/^\+\d{1,4}$/, 'dial_code is the international code with a leading +, e.g. +1'),
+    date_of_birth: z.string().refine(isPastDate, 'date_of_birth must be a real past date, YYYY-MM-DD'),
+    id_type: z.enum(ID_TYPES),
+    id_number: text(64),
+    line1: text(),
+    line2: z.string().max(200).optional(),
+    city: text(),
+    state: text(100),
+    postal_code: text(20),
+    country: z.string().refine((value) => ISO_ALPHA3_COUNTRIES.has(value), 'country must be an ISO 3166-1 alpha-3 code, e.g. USA'),
+  })
+  .superRefine((customer, ctx) => {
+    // What varies by ID type and country: document formats and US address formats.
+    if (customer.id_type === 'passport' && !/^[A-Z0-9]{6,9}$/i.test(customer.id_number)) {
+      ctx.addIssue({ code: 'custom', path: ['id_number'], message: 'A passport number is 6 to 9 letters or digits' });
+    }
+    if (customer.country === 'USA') {
+      if (customer.id_type === 'national_id' && !/^\d{3}-?\d{2}-?\d{4}$/.test(customer.id_number)) {
+        ctx.addIssue({ code: 'custom', path: ['id_number'], message: 'A US national_id is a 9-digit SSN' });
+      }
+      if (!/^[A-Z]{2}$/.test(customer.state)) ctx.addIssue({ code: 'custom', path: ['state'], message: 'A US state is its 2-letter code' });
+      if (!/^\d{5}(-\d{4})?$/.test(customer.postal_code)) ctx.addIssue({ code: 'custom', path: ['postal_code'], message: 'A US postal_code is a ZIP code' });
+    }
+  })
+  .openapi('CardCustomerInput');
+export type CustomerInput = z.infer<typeof CustomerInput>;
+
+const DecimalLimit = z.string().refine(isDisplayAmount, 'a decimal string in the card currency, e.g. "250.00"');
+
+export const CreateCardBody = z
+  .object({
+    amount: MinorUnitNumber,
+    card_type: z.enum(CARD_TYPES),
+    currency: z.string().transform((value) => value.toUpperCase()).pipe(z.literal('USD')),
+    name: text(),
+    customer: CustomerInput,
+    contactless_payment: z.boolean().optional(),
+    created_by: z.uuid().optional(),
+    webhook_url: z.url().max(2048).optional(),
+    user_metadata: z.union([z.string().max(10_000), z.record(z.string(), z.unknown())]).optional(),
+    card_limits: z
+      .object({
+        single_transaction: DecimalLimit.optional(),
+        daily: DecimalLimit.optional(),
+        weekly: DecimalLimit.optional(),
+        monthly: DecimalLimit.optional(),
+        yearly: DecimalLimit.optional(),
+        all_time: DecimalLimit.optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const CardIdParams = z.object({ cardId: z.string() });
+export const CustomerIdParams = z.object({ customerId: z.string() });
+
+export const BalanceBody = z
+  .object({ amount: MinorUnitNumber.min(1), type: z.enum(['fund', 'withdraw']), reference: text(255) })
+  .strict();
+export const AliasBalanceBody = BalanceBody.omit({ type: true });
+
+/** Checked by hand so that any other value is 400 invalid_status (rule 4), not validation_failed. */
+export const StatusBody = z.object({ status: z.string() }).strict();
+
+export const TerminateBody = z.object({ reason: z.string().max(500).optional() }).strict();
+
+const LimitCents = MinorUnitNumber.min(1).nullable().optional();
+export const SpendLimitsBody = z
+  .object({
+    transaction: LimitCents,
+    daily: LimitCents,
+    weekly: LimitCents,
+    monthly: LimitCents,
+    yearly: LimitCents,
+    all_time: LimitCents,
+  })
+  .strict();
+
+export const ListCardsQuery = z.object({
+  card_type: z.enum(CARD_TYPES).optional(),
+  status: z.enum(CARD_STATUSES).optional(),
+  search: z.string().trim().min(1).max(100).optional(),
+  cursor: z.string().min(1).max(512).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+});
+
+export const ListTransactionsQuery = z.object({
+  type: z.enum(CARD_TRANSACTION_TYPES).optional(),
+  status: z.enum(CARD_TRANSACTION_STATUSES).optional(),
+  cursor: z.string().min(1).max(512).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+});
+
+export const AuthorizationBody = z
+  .object({
+    amount: MinorUnitNumber.min(1),
+    merchant_name: z.string().max(200).optional(),
+    /** When the merchant authorized; defaults to now (lets tests place purchases at window edges). */
+    occurred_at: Timestamp.optional(),
+  })
+  .strict();
+
+const SpendingLimitsObject = z.record(z.string(), z.string()).openapi('CardSpendingLimits', {
+  description: 'Cents per window: single_transaction, daily, weekly, monthly, yearly, all_time; absent when unlimited',
+});
+
+const BillingAddressObject = z.object({
+  line1: z.string(),
+  line2: z.string().nullable(),
+  city: z.string(),
+  state: z.string(),
+  postal_code: z.string(),
+  country: z.string(),
+});
+
+export const CardObject = z
+  .object({
+    id: z.uuid(),
+    company_id: z.uuid(),
+    customer_id: z.uuid(),
+    card_type: z.enum(CARD_TYPES),
+    card_brand: z.string(),
+    status: z.enum(CARD_STATUSES),
+    created_status: z.string(),
+    name: z.string(),
+    preferred_name: z.string(),
+    masked_pan: z.string(),
+    last_four: z.string().nullable(),
+    balance_amount: z.string(),
+    balance_currency: z.string(),
+    display_amount: z.number(),
+    contactless_payment: z.boolean(),
+    spending_limits: SpendingLimitsObject,
+    reference: z.string(),
+    webhook_url: z.string().nullable(),
+    user_metadata: z.string(),
+    billing_address: BillingAddressObject,
+    created_by: z.string().nullable(),
+    failure_reason: z.string().nullable(),
+    terminated_at: Timestamp.nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('Card');
+
+export const CardTransactionObject = z
+  .object({
+    id: z.uuid(),
+    card_id: z.uuid(),
+    type: z.enum(CARD_TRANSACTION_TYPES),
+    status: z.enum(CARD_TRANSACTION_STATUSES),
+    amount: z.string(),
+    balance_before: z.string(),
+    balance_after: z.string(),
+    fee_amount: z.string(),
+    fee_type: z.literal('funding_fee').nullable(),
+    currency: z.string(),
+    reference: z.string().nullable(),
+    merchant_name: z.string().nullable(),
+    decline_reason: z.string().nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('CardTransaction');
+
+export const CustomerObject = z
+  .object({
+    id: z.uuid(),
+    company_id: z.uuid(),
+    customer_type: z.string(),
+    first_name: z.string(),
+    last_name: z.string(),
+    email: z.string(),
+    phone_number: z.string(),
+    dial_code: z.string(),
+    date_of_birth: z.string(),
+    id_type: z.string(),
+    line1: z.string(),
+    line2: z.string().nullable(),
+    city: z.string(),
+    state: z.string(),
+    postal_code: z.string(),
+    country: z.string(),
+    created_at: Timestamp,
+  })
+  .openapi('CardCustomer');
+
+export const CustomerCardEntry = z
+  .object({
+    id: z.uuid(),
+    customer_id: z.uuid(),
+    card_type: z.enum(CARD_TYPES),
+    card_brand: z.string(),
+    last_four: z.string().nullable(),
+    currency: z.string(),
+    status: z.enum(CARD_STATUSES),
+    balance: z.string(),
+    created_at: Timestamp,
+  })
+  .openapi('CustomerCardEntry');
+
+const PageInfo = z.object({ next_cursor: z.string().nullable(), has_more: z.boolean(), limit: z.number() });
+
+export const CreateCardResponse = resultEnvelopeSchema(
+  z.object({ card: CardObject.extend({ webhook_signing_secret: z.string().nullable() }), customer: CustomerObject }),
+);
+export const CardResponse = resultEnvelopeSchema(z.object({ card: CardObject }));
+export const CardListResponse = resultEnvelopeSchema(z.object({ cards: z.array(CardObject), page_info: PageInfo }));
+export const TransactionListResponse = resultEnvelopeSchema(z.object({ transactions: z.array(CardTransactionObject), page_info: PageInfo }));
+export const BalanceResponse = resultEnvelopeSchema(z.object({ success: z.boolean(), message: z.string(), transaction: CardTransactionObject }));
+export const StatusResponse = resultEnvelopeSchema(
+  z.object({
+    success: z.boolean(),
+    message: z.string(),
+    card: CardObject.pick({ id: true, status: true, masked_pan: true, balance_amount: true, card_brand: true, name: true, reference: true, display_amount: true }),
+  }),
+);
+export const TerminationResponse = resultEnvelopeSchema(
+  z.object({
+    card_id: z.uuid(),
+    status: z.literal('terminated'),
+    remaining_balance: z.string(),
+    balance_returned: z.boolean(),
+    terminated_at: Timestamp,
+    reason: z.string().nullable(),
+  }),
+);
+export const SecureResponse = resultEnvelopeSchema(
+  z.object({ card_id: z.uuid(), pan: z.string(), cvv: z.string(), expiry: z.string(), expiry_month: z.string(), expiry_year: z.string() }),
+);
+export const AuthorizationResponse = resultEnvelopeSchema(
+  z.object({ approved: z.boolean(), decline_reason: z.string().nullable(), transaction: CardTransactionObject }),
+);
+export const CustomerResponse = resultEnvelopeSchema(z.object({ customer: CustomerObject }));
+export const CustomerCardsResponse = z.object({ status: z.string(), message: z.string(), cards: z.array(CustomerCardEntry), total: z.number() });

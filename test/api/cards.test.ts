@@ -1,0 +1,433 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import { Card } from '../../src/cards/entities';
+import { isLuhnValid } from '../../src/cards/issuer';
+import { Event } from '../../src/events/entities';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { validCustomer } from '../support/cards';
+import { WebhookReceiver } from '../support/webhook-receiver';
+import { localTemporal, testOrm } from '../support/environment';
+import { createTestWorker } from '../support/worker';
+
+const FEE_BPS = 150;
+const HOUR = 3600_000;
+
+async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('Cards API', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+  let worker: Worker;
+  let running: Promise<void>;
+
+  before(async () => {
+    const taskQueue = `cards-api-${randomUUID()}`;
+    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue, CARD_FUNDING_FEE_BPS: String(FEE_BPS), RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' } });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue));
+    running = worker.run();
+    org = await createTestOrganization();
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await app?.close();
+  });
+
+  const credit = (amount: number, organization = org) =>
+    app.request('POST', '/v1/sandbox/balances', { key: organization.secret, body: { currency: 'usd', amount: String(amount) } });
+  const usdBalance = async (organization = org) => {
+    const response = await app.request('GET', '/v1/balances', { key: organization.secret });
+    return response.body.data.find((balance: { currency: string }) => balance.currency === 'USD') as { available: string; reserved: string };
+  };
+  const createCard = (body: Record<string, unknown> = {}, organization = org) =>
+    app.request('POST', '/api/cards', {
+      key: organization.secret,
+      body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Ada Lovelace', customer: validCustomer(), ...body },
+    });
+  const getCard = async (cardId: string, organization = org) => (await app.request('GET', `/api/cards/${cardId}`, { key: organization.secret })).body.data.card;
+  const activeCard = async (body: Record<string, unknown> = {}, organization = org) => {
+    const created = await createCard(body, organization);
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.data.card.id as string;
+    return eventually(async () => {
+      const card = await getCard(id, organization);
+      return card.status === 'active' ? card : undefined;
+    }, 'card to become active');
+  };
+  const transactions = async (cardId: string, query = '') =>
+    (await app.request('GET', `/api/cards/${cardId}/transactions${query}`, { key: org.secret })).body.data.transactions as Record<string, string>[];
+  const settled = (cardId: string, transactionId: string) =>
+    eventually(async () => (await transactions(cardId)).find((tx) => tx.id === transactionId && tx.status !== 'pending'), 'settlement');
+  const moveBalance = (cardId: string, body: Record<string, unknown>) => app.request('POST', `/api/cards/${cardId}/balance`, { key: org.secret, body });
+  const authorize = (cardId: string, body: Record<string, unknown>) =>
+    app.request('POST', `/v1/sandbox/cards/${cardId}/authorizations`, { key: org.secret, body });
+  /** Moves the card's creation back, as if it had been created `hours` ago. */
+  const age = async (cardId: string, hours: number) => {
+    const em = (await testOrm()).em.fork();
+    await em.nativeUpdate(Card, { id: cardId }, { createdAt: new Date(Date.now() - hours * HOUR) });
+  };
+
+  describe('create', () => {
+    it('validates the customer: country, dial code, date of birth, email, ID formats', async () => {
+      const cases: [Record<string, unknown>, string][] = [
+        [{ country: 'US' }, 'customer.country'],
+        [{ country: 'XYZ' }, 'customer.country'],
+        [{ dial_code: '1' }, 'customer.dial_code'],
+        [{ date_of_birth: '2999-01-01' }, 'customer.date_of_birth'],
+        [{ date_of_birth: '1990-02-30' }, 'customer.date_of_birth'],
+        [{ email: 'not-an-email' }, 'customer.email'],
+        [{ id_type: 'passport', id_number: '12' }, 'customer.id_number'],
+        [{ id_type: 'national_id', id_number: '12345' }, 'customer.id_number'],
+        [{ postal_code: 'ABC' }, 'customer.postal_code'],
+      ];
+      for (const [override, param] of cases) {
+        const response = await createCard({ customer: validCustomer(override) });
+        assert.equal(response.status, 400, JSON.stringify(override));
+        assert.equal(response.body.error.code, 'validation_failed');
+        assert.equal(response.body.error.param, param, JSON.stringify(override));
+      }
+      const missing: Record<string, unknown> = validCustomer();
+      delete missing.first_name;
+      assert.equal((await createCard({ customer: missing })).body.error.param, 'customer.first_name');
+      // Outside the USA a state is free text and a postal code any format.
+      assert.equal((await createCard({ customer: validCustomer({ country: 'GBR', state: 'Greater London', postal_code: 'SW1A 1AA' }) })).status, 201);
+    });
+
+    it('answers pending/processing, then provisions a Luhn-valid card from the BIN and funds it (fee from the company balance)', async () => {
+      await credit(100_000);
+      const before = BigInt((await usdBalance()).available);
+      const created = await createCard({ amount: 10_000, card_limits: { single_transaction: '50.00', monthly: '1000' } });
+      assert.equal(created.status, 201, created.text);
+      const { card } = created.body.data;
+      assert.equal(created.body.success, true);
+      assert.ok(created.body.metadata.request_id);
+      assert.equal(card.status, 'pending');
+      assert.equal(card.created_status, 'processing');
+      assert.equal(card.masked_pan, '');
+      assert.equal(card.balance_amount, '0');
+      assert.deepEqual(card.spending_limits, { single_transaction: '5000', monthly: '100000' });
+      // The initial funding and its fee are reserved at once.
+      const fee = (10_000n * BigInt(FEE_BPS)) / 10_000n;
+      assert.equal(BigInt((await usdBalance()).available), before - 10_000n - fee);
+
+      const active = await eventually(async () => {
+        const current = await getCard(card.id);
+        return current.status === 'active' && current.balance_amount === '10000' ? current : undefined;
+      }, 'provisioned and funded card');
+      assert.equal(active.created_status, 'completed');
+      assert.match(active.masked_pan, /^489537\*{6}\d{4}$/);
+      const balance = await usdBalance();
+      assert.equal(BigInt(balance.available), before - 10_000n - fee);
+      assert.equal(balance.reserved, '0');
+      const [funding] = await transactions(card.id);
+      assert.equal(funding!.type, 'funding');
+      assert.equal(funding!.status, 'completed');
+      assert.equal(funding!.fee_amount, fee.toString());
+      assert.equal(funding!.fee_type, 'funding_fee');
+
+      const secure = await app.request('GET', `/api/cards/${card.id}/secure`, { key: org.secret });
+      assert.equal(secure.status, 200);
+      assert.ok(isLuhnValid(secure.body.data.pan));
+      assert.ok(secure.body.data.pan.startsWith('489537'));
+      assert.equal(secure.body.data.pan.slice(-4), active.last_four);
+      assert.match(secure.body.data.cvv, /^\d{3}$/);
+      assert.match(secure.body.data.expiry, /^\d{2}\/\d{2}$/);
+      // Nothing else carries the number.
+      assert.ok(!JSON.stringify(await getCard(card.id)).includes(secure.body.data.pan));
+      const reader = await org.key(['cards:read', 'cards:write']);
+      const refused = await app.request('GET', `/api/cards/${card.id}/secure`, { key: reader.secret });
+      assert.equal(refused.status, 403);
+      assert.equal(refused.body.error.details.required_scope, 'cards:secure');
+      // At rest the PAN is ciphertext.
+      const row = await (await testOrm()).em.fork().findOneOrFail(Card, { id: card.id });
+      assert.ok(!JSON.stringify(row.secrets).includes(secure.body.data.pan));
+
+      const ready = await eventually(
+        async () => (await (await testOrm()).em.fork().findOne(Event, { organization: org.organizationId, type: 'card.ready', dedupeKey: `card.ready:${card.id}` })) ?? undefined,
+        'card.ready event',
+      );
+      assert.equal((ready.data as { masked_pan: string }).masked_pan, active.masked_pan);
+    });
+
+    it("signs card events to the card's webhook_url with the card's own secret, shown once at creation", async () => {
+      const receiver = await new WebhookReceiver().start();
+      try {
+        const created = await createCard({ webhook_url: receiver.url });
+        const secret = created.body.data.card.webhook_signing_secret as string;
+        assert.match(secret, /^whsec_/);
+        receiver.secrets = [secret];
+        const ready = await eventually(
+          async () => receiver.attempts.find((attempt) => JSON.parse(attempt.body).type === 'card.ready'),
+          'card.ready at the webhook_url',
+        );
+        assert.deepEqual(ready.verifiedWith, [true]);
+        assert.equal(JSON.parse(ready.body).data.id, created.body.data.card.id);
+        assert.equal((await getCard(created.body.data.card.id)).webhook_signing_secret, undefined);
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('ends a provisioning the issuer refuses in status failed, releasing the initial funding', async () => {
+      await credit(5_000);
+      const before = await usdBalance();
+      const created = await createCard({ amount: 1_000, name: 'issuer_decline' });
+      const failed = await eventually(async () => {
+        const card = await getCard(created.body.data.card.id);
+        return card.created_status === 'failed' ? card : undefined;
+      }, 'failed provisioning');
+      assert.equal(failed.status, 'failed');
+      assert.equal(failed.masked_pan, '');
+      await eventually(async () => ((await usdBalance()).available === before.available && (await usdBalance()).reserved === '0' ? true : undefined), 'release');
+    });
+
+    it('refuses an initial amount the company balance cannot cover, up front', async () => {
+      const poor = await createTestOrganization('Poor');
+      const response = await createCard({ amount: 1_000 }, poor);
+      assert.equal(response.status, 400);
+      assert.equal(response.body.error.code, 'insufficient_funds');
+    });
+
+    it('reuses the customer with the same identity document', async () => {
+      const customer = validCustomer();
+      const first = await createCard({ customer });
+      const second = await createCard({ customer });
+      assert.equal(first.body.data.card.customer_id, second.body.data.card.customer_id);
+      const customerId = first.body.data.card.customer_id;
+      const got = await app.request('GET', `/api/customers/${customerId}`, { key: org.secret });
+      assert.equal(got.body.data.customer.first_name, 'Ada');
+      const cards = await app.request('GET', `/api/customers/${customerId}/cards`, { key: org.secret });
+      assert.equal(cards.body.total, 2);
+      assert.deepEqual(Object.keys(cards.body.cards[0]).sort(), ['balance', 'card_brand', 'card_type', 'created_at', 'currency', 'customer_id', 'id', 'last_four', 'status']);
+    });
+  });
+
+  describe('fund and withdraw', () => {
+    it('answers pending with balance_before = balance_after, then settles with exact balances and fee', async () => {
+      await credit(50_000);
+      const card = await activeCard();
+      const before = BigInt((await usdBalance()).available);
+      const funded = await moveBalance(card.id, { type: 'fund', amount: 2_000, reference: `ref-${randomUUID()}` });
+      assert.equal(funded.status, 200, funded.text);
+      const pending = funded.body.data.transaction;
+      assert.equal(funded.body.data.success, false);
+      assert.equal(pending.status, 'pending');
+      assert.equal(pending.type, 'funding');
+      assert.equal(pending.balance_before, pending.balance_after);
+      const completed = await settled(card.id, pending.id);
+      assert.equal(completed.status, 'completed');
+      assert.equal(completed.balance_before, '0');
+      assert.equal(completed.balance_after, '2000');
+      assert.equal(completed.fee_amount, '30');
+      assert.equal(BigInt((await usdBalance()).available), before - 2_030n);
+
+      const withdrawn = await moveBalance(card.id, { type: 'withdraw', amount: 1_000, reference: `ref-${randomUUID()}` });
+      const withdrawal = await settled(card.id, withdrawn.body.data.transaction.id);
+      assert.equal(withdrawal.type, 'withdrawal');
+      assert.equal(withdrawal.balance_after, '1000');
+      assert.equal(withdrawal.fee_amount, '15');
+      assert.equal(BigInt((await usdBalance()).available), before - 2_030n + 985n);
+      assert.equal((await getCard(card.id)).balance_amount, '1000');
+
+      const tooMuch = await moveBalance(card.id, { type: 'withdraw', amount: 1_001, reference: `ref-${randomUUID()}` });
+      assert.equal(tooMuch.status, 400);
+      assert.equal(tooMuch.body.error.code, 'insufficient_funds');
+      const poor = await moveBalance(card.id, { type: 'fund', amount: 10_000_000, reference: `ref-${randomUUID()}` });
+      assert.equal(poor.status, 400);
+      assert.equal(poor.body.error.code, 'insufficient_funds');
+
+      const failed = await moveBalance(card.id, { type: 'fund', amount: 13, reference: `ref-${randomUUID()}` });
+      assert.equal((await settled(card.id, failed.body.data.transaction.id)).status, 'failed');
+      assert.equal((await usdBalance()).reserved, '0');
+      assert.equal((await getCard(card.id)).balance_amount, '1000');
+      assert.equal((await transactions(card.id, '?type=withdrawal')).length, 1);
+      assert.equal((await transactions(card.id, '?status=failed')).length, 1);
+    });
+
+    it('creates one transaction for 50 concurrent requests with one reference', async () => {
+      await credit(10_000);
+      const card = await activeCard();
+      const before = BigInt((await usdBalance()).available);
+      const reference = `ref-${randomUUID()}`;
+      const responses = await Promise.all(Array.from({ length: 50 }, () => moveBalance(card.id, { type: 'fund', amount: 100, reference })));
+      assert.ok(responses.every((response) => response.status === 200), responses.map((response) => response.text).join('\n'));
+      assert.equal(new Set(responses.map((response) => response.body.data.transaction.id)).size, 1);
+      await settled(card.id, responses[0]!.body.data.transaction.id);
+      assert.equal(BigInt((await usdBalance()).available), before - 101n);
+      assert.equal((await getCard(card.id)).balance_amount, '100');
+      const repeat = await moveBalance(card.id, { type: 'fund', amount: 100, reference });
+      assert.equal(repeat.body.data.transaction.status, 'completed');
+      assert.equal((await transactions(card.id, '?type=funding')).length, 1);
+    });
+  });
+
+  describe('status, authorizations and limits', () => {
+    it('freezes (authorizations declined) and unfreezes; other statuses are invalid_status', async () => {
+      await credit(5_000);
+      const card = await activeCard({ amount: 1_000 });
+      await eventually(async () => ((await getCard(card.id)).balance_amount === '1000' ? true : undefined), 'funding');
+      const invalid = await app.request('POST', `/api/cards/${card.id}/status`, { key: org.secret, body: { status: 'terminated' } });
+      assert.equal(invalid.status, 400);
+      assert.equal(invalid.body.error.code, 'invalid_status');
+      const frozen = await app.request('POST', `/api/cards/${card.id}/status`, { key: org.secret, body: { status: 'frozen' } });
+      assert.equal(frozen.body.message, 'Card frozen successfully');
+      assert.equal(frozen.body.data.card.status, 'frozen');
+      const declined = await authorize(card.id, { amount: 100, merchant_name: 'Coffee' });
+      assert.equal(declined.body.data.approved, false);
+      assert.equal(declined.body.data.decline_reason, 'card_frozen');
+      const active = await app.request('POST', `/api/cards/${card.id}/status`, { key: org.secret, body: { status: 'active' } });
+      assert.equal(active.body.message, 'Card activated successfully');
+      const approved = await authorize(card.id, { amount: 100 });
+      assert.equal(approved.body.data.approved, true);
+      assert.equal(approved.body.data.transaction.balance_after, '900');
+      assert.equal((await authorize(card.id, { amount: 901 })).body.data.decline_reason, 'insufficient_funds');
+      const purchases = await transactions(card.id, '?type=purchase');
+      assert.deepEqual(purchases.map((tx) => tx.status), ['declined', 'completed', 'declined']);
+    });
+
+    it('checks every limit window at its edges (transaction, daily, rolling week, calendar month, yearly, all time)', async () => {
+      await credit(100_000);
+      const card = await activeCard({ amount: 50_000 });
+      await eventually(async () => ((await getCard(card.id)).balance_amount === '50000' ? true : undefined), 'funding');
+      const limits = async (body: Record<string, number | null>) => {
+        const response = await app.request('PUT', `/api/cards/${card.id}/spend-limits`, { key: org.secret, body });
+        assert.equal(response.status, 200, response.text);
+        return response.body.data.card.spending_limits;
+      };
+      const at = (value: string) => ({ occurred_at: value });
+      assert.deepEqual(await limits({ transaction: 1_000 }), { single_transaction: '1000' });
+      assert.equal((await authorize(card.id, { amount: 1_000, ...at('2026-01-01T00:00:00.000Z') })).body.data.approved, true);
+      assert.equal((await authorize(card.id, { amount: 1_001, ...at('2026-01-01T00:00:00.000Z') })).body.data.decline_reason, 'spending_limit_transaction');
+
+      // Rolling week: 1000 spent at 2026-01-01T00:00Z falls out exactly 7 days later.
+      await limits({ weekly: 1_500 });
+      assert.equal((await authorize(card.id, { amount: 501, ...at('2026-01-07T23:59:59.999Z') })).body.data.decline_reason, 'spending_limit_weekly');
+      assert.equal((await authorize(card.id, { amount: 500, ...at('2026-01-07T23:59:59.999Z') })).body.data.approved, true);
+      assert.equal((await authorize(card.id, { amount: 1, ...at('2026-01-07T23:59:59.999Z') })).body.data.decline_reason, 'spending_limit_weekly');
+      assert.equal((await authorize(card.id, { amount: 1_001, ...at('2026-01-08T00:00:00.000Z') })).body.data.decline_reason, 'spending_limit_weekly');
+      assert.equal((await authorize(card.id, { amount: 1_000, ...at('2026-01-08T00:00:00.000Z') })).body.data.approved, true);
+
+      // Calendar month: January's 2500 are spent; February starts fresh at midnight UTC.
+      await limits({ monthly: 2_600 });
+      assert.equal((await authorize(card.id, { amount: 101, ...at('2026-01-31T23:59:59.999Z') })).body.data.decline_reason, 'spending_limit_monthly');
+      assert.equal((await authorize(card.id, { amount: 2_600, ...at('2026-02-01T00:00:00.000Z') })).body.data.approved, true);
+
+      // Daily (UTC day) and yearly (calendar year), all time.
+      await limits({ daily: 2_600 });
+      assert.equal((await authorize(card.id, { amount: 1, ...at('2026-02-01T23:59:59.999Z') })).body.data.decline_reason, 'spending_limit_daily');
+      assert.equal((await authorize(card.id, { amount: 1, ...at('2026-02-02T00:00:00.000Z') })).body.data.approved, true);
+      await limits({ yearly: 5_101 });
+      assert.equal((await authorize(card.id, { amount: 1, ...at('2026-12-31T23:59:59.999Z') })).body.data.decline_reason, 'spending_limit_yearly');
+      assert.equal((await authorize(card.id, { amount: 1, ...at('2027-01-01T00:00:00.000Z') })).body.data.approved, true);
+      await limits({ all_time: 5_102 });
+      assert.equal((await authorize(card.id, { amount: 1, ...at('2030-01-01T00:00:00.000Z') })).body.data.decline_reason, 'spending_limit_all_time');
+      assert.deepEqual(await limits({}), {});
+      assert.equal((await authorize(card.id, { amount: 1, ...at('2030-01-01T00:00:00.000Z') })).body.data.approved, true);
+    });
+  });
+
+  describe('terminate', () => {
+    it('refuses within 24 hours (409 with terminable_at), then returns the balance; a terminated card stays visible and cannot be reused', async () => {
+      await credit(5_000);
+      const card = await activeCard({ amount: 1_200 });
+      await eventually(async () => ((await getCard(card.id)).balance_amount === '1200' ? true : undefined), 'funding');
+      const early = await app.request('DELETE', `/api/cards/${card.id}`, { key: org.secret, body: { reason: 'lost' } });
+      assert.equal(early.status, 409, early.text);
+      assert.equal(early.body.error.code, 'card_termination_cooling_period');
+      assert.equal(early.body.error.details.terminable_at, new Date(Date.parse(card.created_at) + 24 * HOUR).toISOString());
+
+      await age(card.id, 24);
+      const before = BigInt((await usdBalance()).available);
+      const terminated = await app.request('DELETE', `/api/cards/${card.id}`, { key: org.secret, body: { reason: 'lost' } });
+      assert.equal(terminated.status, 200, terminated.text);
+      assert.equal(terminated.body.data.status, 'terminated');
+      assert.equal(terminated.body.data.remaining_balance, '1200');
+      assert.equal(terminated.body.data.balance_returned, true);
+      assert.equal(terminated.body.data.reason, 'lost');
+      assert.ok(terminated.body.data.terminated_at);
+      assert.equal(BigInt((await usdBalance()).available), before + 1_200n);
+
+      const visible = await getCard(card.id);
+      assert.equal(visible.status, 'terminated');
+      assert.equal(visible.balance_amount, '0');
+      const listed = await app.request('GET', '/api/cards?status=terminated', { key: org.secret });
+      assert.ok(listed.body.data.cards.some((entry: { id: string }) => entry.id === card.id));
+      for (const [method, path, body] of [
+        ['POST', `/api/cards/${card.id}/balance`, { type: 'fund', amount: 100, reference: `ref-${randomUUID()}` }],
+        ['POST', `/api/cards/${card.id}/status`, { status: 'active' }],
+        ['DELETE', `/api/cards/${card.id}`, {}],
+      ] as const) {
+        const response = await app.request(method, path, { key: org.secret, body });
+        assert.equal(response.status, 409, `${method} ${path}`);
+        assert.equal(response.body.error.code, 'invalid_state_transition');
+      }
+    });
+  });
+
+  describe('lists, tenancy, legacy and deprecated routes', () => {
+    it('lists with filters, search by last four or cardholder name and cursor pages', async () => {
+      const other = await createTestOrganization('Lists');
+      const first = await activeCard({ name: 'Grace Hopper', card_type: 'physical' }, other);
+      await activeCard({ name: 'Alan Turing' }, other);
+      await activeCard({ name: 'Alan Kay' }, other);
+      const list = (query: string) => app.request('GET', `/api/cards${query}`, { key: other.secret });
+      const page1 = await list('?limit=2');
+      assert.equal(page1.body.data.cards.length, 2);
+      assert.deepEqual({ ...page1.body.data.page_info, next_cursor: undefined }, { has_more: true, limit: 2, next_cursor: undefined });
+      const page2 = await list(`?limit=2&cursor=${page1.body.data.page_info.next_cursor}`);
+      assert.equal(page2.body.data.cards.length, 1);
+      assert.equal(page2.body.data.page_info.has_more, false);
+      assert.equal(page2.body.data.cards[0].id, first.id);
+      assert.equal((await list('?search=alan')).body.data.cards.length, 2);
+      assert.equal((await list(`?search=${first.last_four}`)).body.data.cards[0].id, first.id);
+      assert.equal((await list('?card_type=physical')).body.data.cards.length, 1);
+      assert.equal((await list('?limit=101')).status, 400);
+      assert.equal((await list('?limit=0')).status, 400);
+    });
+
+    it("answers 404 for another company's card and customer and for malformed ids", async () => {
+      const card = await activeCard();
+      const stranger = await createTestOrganization('Stranger');
+      for (const path of [`/api/cards/${card.id}`, `/api/cards/${card.id}/secure`, `/api/cards/${card.id}/transactions`, `/api/customers/${card.customer_id}`, '/api/cards/not-a-uuid']) {
+        const response = await app.request('GET', path, { key: stranger.secret });
+        assert.equal(response.status, 404, path);
+        assert.equal(response.body.error.code, 'resource_missing');
+      }
+      const fund = await app.request('POST', `/api/cards/${card.id}/balance`, { key: stranger.secret, body: { type: 'fund', amount: 1, reference: 'x' } });
+      assert.equal(fund.status, 404);
+      const auth = await app.request('POST', `/v1/sandbox/cards/${card.id}/authorizations`, { key: stranger.secret, body: { amount: 1 } });
+      assert.equal(auth.status, 404);
+    });
+
+    it('answers 410 on /api/virtualcards naming the new route, and serves the deprecated v2 aliases with Deprecation and Link', async () => {
+      const legacy = await app.request('POST', '/api/virtualcards/123/topup', { key: org.secret, body: {} });
+      assert.equal(legacy.status, 410);
+      assert.match(legacy.body.error.message, /POST \/api\/cards\/:cardId\/balance/);
+
+      await credit(1_000);
+      const card = await activeCard();
+      const freeze = await app.request('POST', `/api/cards/${card.id}/freeze`, { key: org.secret });
+      assert.equal(freeze.status, 200, freeze.text);
+      assert.equal(freeze.headers.get('deprecation'), 'true');
+      assert.equal(freeze.headers.get('link'), `</api/cards/${card.id}/status>; rel="successor-version"`);
+      assert.equal((await getCard(card.id)).status, 'frozen');
+      await app.request('POST', `/api/cards/${card.id}/unfreeze`, { key: org.secret });
+      const fund = await app.request('POST', `/api/cards/${card.id}/fund`, { key: org.secret, body: { amount: 100, reference: `ref-${randomUUID()}` } });
+      assert.equal(fund.status, 200, fund.text);
+      assert.equal(fund.body.data.transaction.type, 'funding');
+      assert.equal(fund.headers.get('link'), `</api/cards/${card.id}/balance>; rel="successor-version"`);
+      await settled(card.id, fund.body.data.transaction.id);
+      const terminate = await app.request('POST', `/api/cards/${card.id}/terminate`, { key: org.secret, body: {} });
+      assert.equal(terminate.body.error.code, 'card_termination_cooling_period');
+    });
+  });
+});
