@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { Card, CardTransaction } from '../src/cards/entities';
@@ -13,7 +12,7 @@ import {
   settleTransaction,
   terminateCard,
 } from '../src/cards/service';
-import { DeliveryRelay, transactionalWithDispatch } from '../src/events/relay';
+import { transactionWithEvents } from './transactions';
 import { emit } from '../src/events/service';
 import { createKeyProvider } from '../src/keys/provider';
 import type { Logger } from '../src/logger';
@@ -31,7 +30,7 @@ export type CardProvisioningOutcome = { status: 'active' | 'failed'; initialFund
 export const createCardActivities = (deps: CardActivityDeps) => {
   const keys = createKeyProvider(deps.config, deps.log);
   const issuer = deps.cardIssuer ?? new SandboxIssuer(deps.config.CARD_BIN);
-  const relay = () => new DeliveryRelay(Context.current().client, deps.config, deps.log);
+  const inTransaction = transactionWithEvents(deps);
 
   return {
     /** Mints and activates the card (or records the issuer's refusal); safe to repeat. */
@@ -43,7 +42,7 @@ export const createCardActivities = (deps: CardActivityDeps) => {
           minted = await issuer.mintCard({ cardId: card.id, name: card.name, cardType: card.cardType });
         } catch (error) {
           if (!(error instanceof IssuerDeclined)) throw error;
-          await transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) => failProvisioning(tx, card.id, error.message));
+          await inTransaction((tx) => failProvisioning(tx, card.id, error.message));
         }
         if (minted) {
           const sealed = await sealCardSecrets(keys, card.id, { pan: minted.pan, cvv: minted.cvv, expiry: minted.expiry });
@@ -67,13 +66,13 @@ export const createCardActivities = (deps: CardActivityDeps) => {
         if (!(error instanceof IssuerDeclined)) throw error;
         outcome = { ok: false, reason: 'issuer_declined' };
       }
-      const settled = await transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) => settleTransaction(tx, input.transactionId, outcome));
+      const settled = await inTransaction((tx) => settleTransaction(tx, input.transactionId, outcome));
       return { status: settled.status };
     },
 
     /** The card-ready event, to the card's webhook_url and the organization's endpoints; emitted once. */
     async announceCardReady(input: { cardId: string }): Promise<void> {
-      await transactionalWithDispatch(deps.orm.em.fork(), relay(), async (tx) => {
+      await inTransaction(async (tx) => {
         const card = await tx.findOneOrFail(Card, { id: input.cardId }, { populate: ['customer'] });
         await emit(tx, {
           organizationId: card.organization.id,
@@ -86,7 +85,7 @@ export const createCardActivities = (deps: CardActivityDeps) => {
     },
 
     async terminateCardAndReturnBalance(input: { cardId: string; reason: string | null; terminatedAt: string }) {
-      const card = await transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) => terminateCard(tx, input.cardId, input.reason, new Date(input.terminatedAt)));
+      const card = await inTransaction((tx) => terminateCard(tx, input.cardId, input.reason, new Date(input.terminatedAt)));
       return presentTermination(card);
     },
   };

@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { DeliveryRelay, transactionalWithDispatch } from '../src/events/relay';
+import { transactionWithEvents } from './transactions';
 import { LightningInvoice } from '../src/lightning/entities';
 import { providerFor, type PaymentOrder, type PaymentOutcome } from '../src/lightning/provider';
 import { expireInvoice, finalizePayment, paymentOrder, settleIncomingInvoice, signalInvoicePaid } from '../src/lightning/service';
@@ -19,11 +19,11 @@ export type SerializedOutcome = { state: 'succeeded'; preimage: string; feeMsat:
 const serialize = (outcome: PaymentOutcome): SerializedOutcome => (outcome.state === 'succeeded' ? { ...outcome, feeMsat: outcome.feeMsat.toString() } : outcome);
 
 export const createLightningActivities = (deps: LightningActivityDeps) => {
-  const relay = () => new DeliveryRelay(Context.current().client, deps.config, deps.log);
+  const inTransaction = transactionWithEvents(deps);
 
   /** Settles one of our invoices for an organization's payment (the internal route), then wakes the invoice's workflow. */
   const settleInternally = async (order: PaymentOrder): Promise<PaymentOutcome> => {
-    const { outcome, invoiceId } = await transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) =>
+    const { outcome, invoiceId } = await inTransaction((tx) =>
       settleIncomingInvoice(tx, { paymentHash: order.invoice.paymentHash, environment: order.environment, amountMsat: order.amountMsat, paidByPaymentId: order.paymentId }),
     );
     if (invoiceId && outcome.state === 'succeeded') await signalInvoicePaid(Context.current().client, invoiceId);
@@ -47,7 +47,7 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
     },
 
     async expireLightningInvoice(input: { invoiceId: string; at: string }): Promise<string> {
-      return transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) => expireInvoice(tx, input.invoiceId, new Date(input.at)));
+      return inTransaction((tx) => expireInvoice(tx, input.invoiceId, new Date(input.at)));
     },
 
     /**
@@ -72,7 +72,7 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
 
     async finalizeLightningPayment(input: { paymentId: string; outcome: Exclude<SerializedOutcome, { state: 'unknown' }> }): Promise<string> {
       const outcome = input.outcome.state === 'succeeded' ? { ...input.outcome, feeMsat: BigInt(input.outcome.feeMsat) } : input.outcome;
-      return transactionalWithDispatch(deps.orm.em.fork(), relay(), (tx) => finalizePayment(tx, input.paymentId, outcome));
+      return inTransaction((tx) => finalizePayment(tx, input.paymentId, outcome));
     },
   };
 };

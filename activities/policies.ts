@@ -1,9 +1,9 @@
 import { LockMode } from '@mikro-orm/core';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { DeliveryRelay, transactionalWithDispatch } from '../src/events/relay';
+import { transactionWithEvents } from './transactions';
 import type { Logger } from '../src/logger';
 import { ApiError } from '../src/http/errors';
 import { Member } from '../src/organizations/entities';
@@ -23,9 +23,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
     return member ? { organizationId, id: member.id, name: member.name, type: 'user' } : systemActor(organizationId);
   }
 
-  /** A transaction whose policy events are delivered as soon as it commits. */
-  const transactionWithEvents = (work: (em: EntityManager) => Promise<void>) =>
-    transactionalWithDispatch(deps.orm.em.fork(), new DeliveryRelay(Context.current().client, deps.config, deps.log), work);
+  const inTransaction = transactionWithEvents(deps);
 
   return {
     async recordApprovalVote(input: { approvalRequestId: string; memberId: string; decision: 'approve' | 'reject'; comment: string }): Promise<boolean> {
@@ -34,7 +32,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
 
     /** Enforces the policy and closes the request as approved, under row locks, in one transaction. */
     async enforceApprovedPolicy(input: { approvalRequestId: string; decidedBy?: string }): Promise<void> {
-      await transactionWithEvents(async (em) => {
+      await inTransaction(async (em) => {
         const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (request.status !== 'pending') return;
         const actor = await memberActor(em, request.organization.id, input.decidedBy);
@@ -51,7 +49,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
 
     /** Closes a request that was rejected or lapsed; the policy stays draft. */
     async closeApprovalRequest(input: { approvalRequestId: string; status: 'rejected' | 'expired'; decidedBy?: string }): Promise<void> {
-      await transactionWithEvents(async (em) => {
+      await inTransaction(async (em) => {
         const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (request.status !== 'pending') return;
         request.status = input.status;
