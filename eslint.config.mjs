@@ -32,9 +32,9 @@ export default tseslint.config(
               message: 'Workflows import activity types only.',
             },
             {
-              // The exceptions are workflow-safe modules (no Node APIs): search attributes, and the
-              // message definitions a workflow shares with the API that sends them.
-              regex: '^\\.\\./src/(?!temporal/search-attributes$|policies/activation$)',
+              // The exceptions are workflow-safe modules (no Node APIs): search attributes, flow
+              // definitions, each domain's flow modules (ids, messages, types) and domain errors.
+              regex: '^\\.\\./src/(?!temporal/(search-attributes|flow)$|[a-z-]+/flows/[a-z-]+$|shared/errors$|policies/activation$)',
               allowTypeImports: true,
               message: 'Workflows may import only types from src/, and the workflow-safe modules listed in eslint.config.mjs.',
             },

@@ -12,7 +12,7 @@ import {
   settleTransaction,
   terminateCard,
 } from '../src/cards/service';
-import { transactionWithEvents } from './transactions';
+import { transactionWithStarts } from './transactions';
 import { emit } from '../src/events/service';
 import { createKeyProvider } from '../src/keys/provider';
 import type { Logger } from '../src/logger';
@@ -30,7 +30,7 @@ export type CardProvisioningOutcome = { status: 'active' | 'failed'; initialFund
 export const createCardActivities = (deps: CardActivityDeps) => {
   const keys = createKeyProvider(deps.config, deps.log);
   const issuer = deps.cardIssuer ?? new SandboxIssuer(deps.config.CARD_BIN);
-  const inTransaction = transactionWithEvents(deps);
+  const inTransaction = transactionWithStarts(deps);
 
   return {
     /** Mints and activates the card (or records the issuer's refusal); safe to repeat. */

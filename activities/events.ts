@@ -1,10 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { destinationResolver } from '../src/events/destinations';
 import { Delivery, DeliveryAttempt } from '../src/events/entities';
-import { DeliveryRelay } from '../src/events/relay';
 import { signedHeaders } from '../src/events/secrets';
 import { postWebhook, type PostResult } from '../src/events/sender';
 import { deliveryPayload } from '../src/events/service';
@@ -92,11 +90,6 @@ export const createEventActivities = (deps: EventActivityDeps) => ({
     return recordOutcome(deps, delivery, input, result, (tx) => resolver.markGone(tx, delivery.destinationId, 'destination answered 410 Gone'));
   },
 
-  /** The sweep behind the relay: starts deliveries that the after-commit step did not. */
-  async dispatchUndispatchedDeliveries(input: { graceSeconds: number }): Promise<number> {
-    const relay = new DeliveryRelay(Context.current().client, deps.config, deps.log);
-    return relay.sweep(deps.orm.em.fork(), input.graceSeconds);
-  },
 });
 
 function classify(result: PostResult, input: AttemptInput): AttemptOutcome {

@@ -4,6 +4,7 @@ import type { Orm } from '../src/db/orm';
 import type { IdempotencyService } from '../src/idempotency/service';
 import type { Logger } from '../src/logger';
 import { createCardActivities } from './cards';
+import { createDurableWorkActivities } from './durable-work';
 import { createEventActivities } from './events';
 import { createIdempotencyActivities } from './idempotency';
 import { createPolicyActivities } from './policies';
@@ -22,6 +23,7 @@ export interface ActivityDeps {
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
+  ...createDurableWorkActivities(deps),
   ...createEventActivities(deps),
   ...createPolicyActivities(deps),
   ...createLightningActivities(deps),

@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { transactionWithEvents } from './transactions';
+import { transactionWithStarts } from './transactions';
 import { LightningInvoice } from '../src/lightning/entities';
 import { providerFor, type PaymentOrder, type PaymentOutcome } from '../src/lightning/provider';
 import { expireInvoice, finalizePayment, paymentOrder, settleIncomingInvoice, signalInvoicePaid } from '../src/lightning/service';
@@ -19,7 +19,7 @@ export type SerializedOutcome = { state: 'succeeded'; preimage: string; feeMsat:
 const serialize = (outcome: PaymentOutcome): SerializedOutcome => (outcome.state === 'succeeded' ? { ...outcome, feeMsat: outcome.feeMsat.toString() } : outcome);
 
 export const createLightningActivities = (deps: LightningActivityDeps) => {
-  const inTransaction = transactionWithEvents(deps);
+  const inTransaction = transactionWithStarts(deps);
 
   /** Settles one of our invoices for an organization's payment (the internal route), then wakes the invoice's workflow. */
   const settleInternally = async (order: PaymentOrder): Promise<PaymentOutcome> => {

@@ -1,11 +1,9 @@
 import { LockMode } from '@mikro-orm/core';
-import { ApplicationFailure } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { transactionWithEvents } from './transactions';
+import { transactionWithStarts } from './transactions';
 import type { Logger } from '../src/logger';
-import { ApiError } from '../src/http/errors';
 import { Member } from '../src/organizations/entities';
 import { ApprovalRequest } from '../src/policies/entities';
 import { enforcePolicy, recordPolicyEvent, recordVote, systemActor, type PolicyActor } from '../src/policies/service';
@@ -23,7 +21,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
     return member ? { organizationId, id: member.id, name: member.name, type: 'user' } : systemActor(organizationId);
   }
 
-  const inTransaction = transactionWithEvents(deps);
+  const inTransaction = transactionWithStarts(deps);
 
   return {
     async recordApprovalVote(input: { approvalRequestId: string; memberId: string; decision: 'approve' | 'reject'; comment: string }): Promise<boolean> {
@@ -36,12 +34,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
         const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (request.status !== 'pending') return;
         const actor = await memberActor(em, request.organization.id, input.decidedBy);
-        try {
-          await enforcePolicy(em, request.policy.id, actor, { approval_request_id: request.id });
-        } catch (error) {
-          if (error instanceof ApiError) throw ApplicationFailure.nonRetryable(error.message, 'PolicyActivationError');
-          throw error;
-        }
+        await enforcePolicy(em, request.policy.id, actor, { approval_request_id: request.id });
         request.status = 'approved';
         request.decidedAt = new Date();
       });

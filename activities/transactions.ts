@@ -2,14 +2,17 @@ import { Context } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { DeliveryRelay, transactionalWithDispatch } from '../src/events/relay';
 import type { Logger } from '../src/logger';
+import { WorkflowStarter } from '../src/temporal/starter';
+
+/** The starter of the running activity: it fires on that activity's own Temporal client and task queue. */
+export const activityStarter = (deps: { config: Config; log: Logger }): WorkflowStarter => new WorkflowStarter(Context.current().client, deps.config, deps.log);
 
 /**
- * For activities: a transaction whose emitted events are delivered as soon as it commits, through
- * the client of the running activity (the route layer does the same for requests).
+ * For activities: a transaction whose recorded workflow starts (webhook deliveries included) are
+ * fired as soon as it commits, as the route layer does for requests.
  */
-export const transactionWithEvents =
+export const transactionWithStarts =
   (deps: { orm: Orm; config: Config; log: Logger }) =>
   <T>(work: (em: EntityManager) => Promise<T>): Promise<T> =>
-    transactionalWithDispatch(deps.orm.em.fork(), new DeliveryRelay(Context.current().client, deps.config, deps.log), work);
+    activityStarter(deps).transaction(deps.orm.em.fork(), work);

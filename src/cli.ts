@@ -7,7 +7,7 @@ import { SCOPES } from './api-keys/scopes';
 import { createApiKey, presentApiKey } from './api-keys/service';
 import { ConfigError, loadConfig } from './config';
 import { createOrm, migrate, type Orm } from './db/orm';
-import { ApiError } from './http/errors';
+import { DomainError } from './shared/errors';
 import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
 
@@ -160,7 +160,7 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     const parseError = String((error as { code?: unknown }).code ?? '').startsWith('ERR_PARSE_ARGS');
-    if (parseError || error instanceof UsageError || error instanceof ConfigError || error instanceof ApiError) console.error((error as Error).message);
+    if (parseError || error instanceof UsageError || error instanceof ConfigError || error instanceof DomainError) console.error((error as Error).message);
     else console.error(error);
     process.exit(1);
   },

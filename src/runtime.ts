@@ -1,7 +1,6 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { LastUsedTracker } from './api-keys/service';
 import type { Config } from './config';
-import { DeliveryRelay } from './events/relay';
 import { createOrm, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
 import { TokenBucketLimiter } from './http/rate-limit';
@@ -10,6 +9,7 @@ import { createKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
 import type { Logger } from './logger';
 import { createTemporalClient } from './temporal/client';
+import { WorkflowStarter } from './temporal/starter';
 
 /** Wires the process-wide dependencies of the API from configuration. */
 export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = createTemporalClient(config)): AppDeps {
@@ -25,7 +25,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
     keys: new KeyService(createKeyProvider(config, log)),
-    deliveryRelay: new DeliveryRelay(temporal.client, config, log),
+    starter: new WorkflowStarter(temporal.client, config, log),
   };
 }
 

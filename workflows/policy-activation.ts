@@ -11,7 +11,7 @@ import {
 
 const { recordApprovalVote, enforceApprovedPolicy, closeApprovalRequest } = proxyActivities<ReturnType<typeof createPolicyActivities>>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 20, nonRetryableErrorTypes: ['PolicyActivationError'] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
 /**

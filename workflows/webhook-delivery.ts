@@ -1,12 +1,13 @@
-import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { createEventActivities } from '../activities/events';
-import type { DeliveryWorkflowInput } from '../src/events/relay';
+import { retryNowSignal, type webhookDeliveryFlow } from '../src/events/flows/delivery';
+import type { WorkflowOf } from '../src/temporal/flow';
 
 const { attemptWebhookDelivery } = proxyActivities<ReturnType<typeof createEventActivities>>({
   // One HTTP attempt is cut at 10 s; the rest is two small transactions.
   startToCloseTimeout: '1 minute',
-  // Infrastructure failures only (database, worker crash): the attempt row makes a retry resend nothing.
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
+  // Infrastructure failures only (database, worker crash), retried until they pass: the attempt row makes a retry resend nothing.
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
 const MINUTE = 60_000;
@@ -17,20 +18,12 @@ export const RETRY_DELAYS_MS = [0, 1 * MINUTE, 5 * MINUTE, 15 * MINUTE, 1 * HOUR
 /** No attempt is scheduled later than this after the run's first attempt. */
 export const RETRY_WINDOW_MS = 24 * HOUR;
 
-/** Manual retry of a pending delivery: attempt now instead of at next_retry_at. */
-export const retryNowSignal = defineSignal('retryNow');
-
-export interface DeliveryRunResult {
-  outcome: 'delivered' | 'failed' | 'gone' | 'stopped';
-  attempts: number;
-}
-
 /**
  * Delivers one event to one destination: attempt, immediate retry, then 1 min, 5 min, 15 min,
  * 1 h, 2 h, 4 h, 8 h... while within 24 h of the first attempt and under max_attempts. The waits
  * are durable timers, so a worker restart resumes the schedule where it was.
  */
-export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Promise<DeliveryRunResult> {
+export const webhookDeliveryWorkflow: WorkflowOf<typeof webhookDeliveryFlow> = async (input) => {
   let retryRequested = false;
   setHandler(retryNowSignal, () => {
     retryRequested = true;
@@ -52,4 +45,4 @@ export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Pro
     const wait = nextAttemptAt - Date.now();
     if (wait > 0) await condition(() => retryRequested, wait);
   }
-}
+};

@@ -1,5 +1,5 @@
 import type { RouteRegistry } from '../http/route';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { findMember } from '../organizations/service';
 import { Organization } from '../organizations/entities';
 import { ListQuery, listBody, paginate } from '../shared/pagination';

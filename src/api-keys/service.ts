@@ -1,6 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { Member, Organization } from '../organizations/entities';
 import { LATEST_API_VERSION } from '../shared/api-versions';
 import { iso } from '../shared/time';

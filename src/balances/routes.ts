@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RouteRegistry } from '../http/route';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { grants } from '../api-keys/scopes';
 import { z } from '../shared/schemas';
 import { CompanyBalanceObject, SandboxCreditBody } from './schemas';

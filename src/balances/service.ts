@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApiError } from '../http/errors';
+import { DomainError } from '../shared/errors';
 import { prefixedId } from '../shared/ids';
 import { iso } from '../shared/time';
 import { type BalanceCurrency, type BalanceEntryKind, CompanyBalance } from './entities';
@@ -20,9 +20,8 @@ export interface BalanceSnapshot {
 }
 
 export const insufficientFunds = (currency: BalanceCurrency, needed: bigint, available: bigint) =>
-  new ApiError({
-    status: 400,
-    type: 'invalid_request_error',
+  new DomainError({
+    kind: 'invalid',
     code: 'insufficient_funds',
     message: `The ${currency === 'usd' ? 'USD company' : 'Lightning'} balance is insufficient for this operation.`,
     details: { currency, required: needed.toString(), available: available.toString() },

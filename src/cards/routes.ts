@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { AppContext, AppDeps, EntityManager } from '../http/context';
-import { ApiError, errors } from '../http/errors';
+import { DomainError, errors } from '../shared/errors';
 import type { RouteRegistry } from '../http/route';
 import { paginate } from '../shared/pagination';
 import { resultEnvelope, z } from '../shared/schemas';
@@ -138,9 +138,8 @@ async function terminate(em: EntityManager, deps: AppDeps, organizationId: strin
     const cause = error instanceof WorkflowFailedError ? error.cause : undefined;
     if (cause instanceof ApplicationFailure && cause.type === COOLING_PERIOD_ERROR) {
       const [details] = cause.details as [{ terminable_at: string }];
-      throw new ApiError({
-        status: 409,
-        type: 'conflict_error',
+      throw new DomainError({
+        kind: 'conflict',
         code: 'card_termination_cooling_period',
         message: `${cause.message} Terminable at ${details.terminable_at}.`,
         details,
@@ -481,9 +480,8 @@ function registerLegacyRoutes(routes: RouteRegistry): void {
       ...(legacy.method === 'post' ? { body: z.unknown() } : {}),
       response: { status: 410, description: 'Gone' },
       handler: async () => {
-        throw new ApiError({
-          status: 410,
-          type: 'invalid_request_error',
+        throw new DomainError({
+          kind: 'gone',
           code: 'endpoint_removed',
           message: `This endpoint was removed with Virtual Cards v2; use ${legacy.successor}.`,
           details: { successor: legacy.successor },

@@ -1,7 +1,7 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../http/context';
-import { ApiError, errors } from '../http/errors';
+import { DomainError, errors } from '../shared/errors';
 import { applyBalanceEntry } from '../balances/service';
 import { registerDestinationResolver } from '../events/destinations';
 import { newSigningSecrets, signingSecretsAt } from '../events/secrets';
@@ -31,9 +31,8 @@ export const fundingFee = (amount: bigint, bps: number): bigint => (amount * Big
 export const invalidStateTransition = (message: string) => errors.conflict('invalid_state_transition', message);
 
 export const cardInsufficientFunds = (needed: bigint, available: bigint) =>
-  new ApiError({
-    status: 400,
-    type: 'invalid_request_error',
+  new DomainError({
+    kind: 'invalid',
     code: 'insufficient_funds',
     message: 'The card balance is insufficient for this withdrawal.',
     details: { currency: 'usd', required: needed.toString(), available: available.toString() },
@@ -301,9 +300,8 @@ export const cardDestinations = (card: Card) => (card.webhookUrl ? [{ kind: 'car
 /** Freeze (active → frozen) or unfreeze (frozen → active); repeating the current status is a no-op. */
 export async function updateCardStatus(em: EntityManager, organizationId: string, cardId: string, status: string): Promise<Card> {
   if (status !== 'frozen' && status !== 'active') {
-    throw new ApiError({
-      status: 400,
-      type: 'invalid_request_error',
+    throw new DomainError({
+      kind: 'invalid',
       code: 'invalid_status',
       message: `status must be 'frozen' or 'active', got '${status}'.`,
       param: 'status',

@@ -1,5 +1,5 @@
 import type { Environment } from '../api-keys/entities';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 
 export const CHAIN_IDS = ['bitcoin', 'ethereum', 'tron', 'solana'] as const;
 export type ChainId = (typeof CHAIN_IDS)[number];

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../http/context';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
 import { addressFormatFor, type BitcoinAddressFormat, type KeyLocation } from '../keys/derivation';
 import type { KeyService } from '../keys/service';

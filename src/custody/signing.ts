@@ -4,7 +4,7 @@ import { keccak_256 } from '@noble/hashes/sha3';
 import { bytesToHex } from '@noble/hashes/utils';
 import type { ChainId } from '../catalogue/service';
 import type { AuthContext } from '../http/context';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { curveOf, type Curve } from '../keys/derivation';
 import type { KeyService } from '../keys/service';
 import { signWithKey } from '../keys/signing';

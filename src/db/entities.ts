@@ -3,6 +3,7 @@ import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
 import { Card, CardTransaction, Customer } from '../cards/entities';
 import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
+import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
@@ -41,4 +42,5 @@ export const entities = [
   PolicyAuditLog,
   LightningNodeKey,
   LightningInvoice,
+  WorkflowStart,
 ];

@@ -182,7 +182,6 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 /** One event for one destination: the API's "delivery event" (object `event`). */
 @Entity({ tableName: 'event_deliveries' })
 @Index({ properties: ['organization', 'createdAt', 'id'] })
-@Index({ properties: ['dispatchedAt', 'updatedAt'] })
 @Unique({ properties: ['event', 'destinationKind', 'destinationId'] })
 export class Delivery {
   [OptionalProps]?: 'status' | 'attempts' | 'run' | 'createdAt' | 'updatedAt';
@@ -236,10 +235,6 @@ export class Delivery {
 
   @Property({ type: 'timestamptz', nullable: true })
   deliveredAt?: Date | null;
-
-  /** When the current run's workflow was started; null: waiting for the relay. */
-  @Property({ type: 'timestamptz', nullable: true })
-  dispatchedAt?: Date | null;
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();

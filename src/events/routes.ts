@@ -1,16 +1,15 @@
 import type { FilterQuery } from '@mikro-orm/postgresql';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Environment } from '../api-keys/entities';
 import { findChain, networkFor } from '../catalogue/service';
 import type { Config } from '../config';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import type { RouteRegistry } from '../http/route';
 import { Organization } from '../organizations/entities';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
 import { Delivery, DeliveryAttempt, Subscription, WebhookEndpoint } from './entities';
 import { EVENT_TYPES } from './event-types';
-import { deliveryWorkflowId } from './relay';
+import { retryNowSignal, webhookDeliveryFlow } from './flows/delivery';
 import {
   CreateSubscriptionBody,
   CreateWebhookBody,
@@ -401,13 +400,9 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
       if (delivery.status !== 'pending') {
         requeueDelivery(em, delivery);
         await em.flush();
-      } else if (delivery.dispatchedAt) {
-        try {
-          await deps.temporal.client.workflow.getHandle(deliveryWorkflowId(delivery.id, delivery.run)).signal('retryNow');
-        } catch (error) {
-          // Finished between the read and the signal: its outcome is being recorded; nothing to wake.
-          if (!(error instanceof WorkflowNotFoundError)) throw error;
-        }
+      } else {
+        // No workflow to wake (not started yet, or finishing between the read and the signal): its start or outcome covers it.
+        await deps.starter.signal(webhookDeliveryFlow.workflowId({ deliveryId: delivery.id, run: delivery.run, maxAttempts: null }), retryNowSignal);
       }
       return { status: 202, body: { object: 'event_retry', status: 'queued' } };
     },

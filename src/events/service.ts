@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
+import { recordStart } from '../temporal/starter';
+import { webhookDeliveryFlow } from './flows/delivery';
 import { Organization } from '../organizations/entities';
 import { versionAtLeast } from '../shared/api-versions';
 import { isUuid } from '../shared/ids';
@@ -21,21 +23,12 @@ export interface EmitInput {
   dedupeKey?: string;
 }
 
-/** Deliveries written in a transaction that is still open, keyed by that transaction. */
-const pendingDispatch = new WeakMap<object, string[]>();
-
-/** The deliveries the relay should start once `transaction` has committed (and forgets them). */
-export function takeCommittedDeliveries(transaction: object): string[] {
-  const ids = pendingDispatch.get(transaction) ?? [];
-  pendingDispatch.delete(transaction);
-  return ids;
-}
-
 /**
  * The one way an event leaves a domain: writes the event and one delivery per destination in the
- * caller's transaction (a transactional outbox). Nothing is sent from here: the relay starts the
- * delivery workflows after commit, so a rolled-back change is never announced and a committed one
- * is never lost (the periodic sweep starts whatever the after-commit step missed).
+ * caller's transaction (a transactional outbox), with the start of each delivery's workflow
+ * recorded beside it. Nothing is sent from here: the starter fires the delivery workflows after
+ * commit, so a rolled-back change is never announced and a committed one is never lost (the start
+ * sweep fires whatever the after-commit step missed).
  */
 export async function emit(em: EntityManager, input: EmitInput): Promise<{ event: Event; deliveries: Delivery[] }> {
   if (!em.getTransactionContext()) throw new Error('events.emit must run inside the transaction of the change it reports');
@@ -89,15 +82,13 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
       updatedAt: now,
     }),
   );
-  queueForDispatch(em, deliveries);
+  for (const delivery of deliveries) recordDeliveryStart(em, delivery);
   return { event, deliveries };
 }
 
-/** Registers deliveries for the relay; they are started once the current transaction commits. */
-function queueForDispatch(em: EntityManager, deliveries: Delivery[]): void {
-  const transaction = em.getTransactionContext() as object | undefined;
-  if (!transaction) throw new Error('deliveries can only be queued inside a transaction');
-  pendingDispatch.set(transaction, [...(pendingDispatch.get(transaction) ?? []), ...deliveries.map((delivery) => delivery.id)]);
+/** The delivery's current run starts once the transaction commits. */
+function recordDeliveryStart(em: EntityManager, delivery: Delivery): void {
+  recordStart(em, webhookDeliveryFlow, { deliveryId: delivery.id, run: delivery.run, maxAttempts: delivery.maxAttempts ?? null }, delivery.organization.id);
 }
 
 /** Manual retry of a finished delivery: a new run of attempts with a fresh schedule. */
@@ -105,9 +96,8 @@ export function requeueDelivery(em: EntityManager, delivery: Delivery): void {
   delivery.run += 1;
   delivery.status = 'pending';
   delivery.nextRetryAt = null;
-  delivery.dispatchedAt = null;
   delivery.updatedAt = new Date();
-  queueForDispatch(em, [delivery]);
+  recordDeliveryStart(em, delivery);
 }
 
 /** The JSON body posted for `event` at `apiVersion`; versions before 2026-05-15 have no event_id. */

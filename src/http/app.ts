@@ -3,7 +3,8 @@ import Koa from 'koa';
 import { Counter, Histogram } from 'prom-client';
 import { isApiVersion, LATEST_API_VERSION } from '../shared/api-versions';
 import type { AppContext, AppDeps, AppState } from './context';
-import { ApiError, errors } from './errors';
+import { DomainError, errors } from '../shared/errors';
+import { errorHeaders, httpStatus, toEnvelope } from './errors';
 import { RouteRegistry } from './route';
 
 export type RouteModule = (routes: RouteRegistry) => void;
@@ -65,12 +66,12 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
     try {
       await next();
     } catch (caught) {
-      const error = caught instanceof ApiError ? caught : null;
-      if (!error) ctx.state.log.error({ err: caught }, 'unhandled error');
-      const apiError = error ?? errors.internal();
-      ctx.status = apiError.status;
-      for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
-      ctx.body = apiError.toEnvelope(ctx.state.requestId);
+      const known = caught instanceof DomainError ? caught : null;
+      if (!known) ctx.state.log.error({ err: caught }, 'unhandled error');
+      const error = known ?? errors.internal();
+      ctx.status = httpStatus(error);
+      for (const [name, value] of Object.entries(errorHeaders(error))) ctx.set(name, value);
+      ctx.body = toEnvelope(error, ctx.state.requestId);
     }
   });
 
@@ -80,9 +81,8 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
     if (requested) {
       if (!isApiVersion(requested)) {
         ctx.set('Api-Version', LATEST_API_VERSION);
-        throw new ApiError({
-          status: 400,
-          type: 'invalid_request_error',
+        throw new DomainError({
+          kind: 'invalid',
           code: 'invalid_api_version',
           message: `Unknown Api-Version '${requested.slice(0, 40)}'. Known versions: 2026-01-30, 2026-02-28, 2026-05-15.`,
           param: 'Api-Version',
@@ -99,17 +99,15 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
     await next();
     if (ctx.body !== undefined) return;
     if (ctx.status === 405 || ctx.status === 501) {
-      throw new ApiError({
-        status: 405,
-        type: 'invalid_request_error',
+      throw new DomainError({
+        kind: 'method_not_allowed',
         code: 'method_not_allowed',
         message: `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}.`,
       });
     }
     if (ctx.status === 404) {
-      throw new ApiError({
-        status: 404,
-        type: 'invalid_request_error',
+      throw new DomainError({
+        kind: 'not_found',
         code: 'unknown_route',
         message: `Unrecognized request URL (${ctx.method}: ${ctx.path}).`,
       });

@@ -1,6 +1,6 @@
 import type { Environment } from '../api-keys/entities';
 import { hashSecret, SECRET_PATTERN } from '../api-keys/service';
-import { ApiError, errors } from './errors';
+import { DomainError, errors } from '../shared/errors';
 import type { AppContext, AppDeps, AuthContext } from './context';
 
 interface KeyRow {
@@ -52,13 +52,11 @@ export function applyRateLimit(ctx: AppContext, deps: AppDeps, auth: AuthContext
   ctx.set('RateLimit-Remaining', String(decision.remaining));
   ctx.set('RateLimit-Reset', String(decision.resetSeconds));
   if (!decision.allowed) {
-    throw new ApiError({
-      status: 429,
-      type: 'rate_limit_error',
+    throw new DomainError({
+      kind: 'rate_limited',
       code: 'rate_limited',
       message: `Too many requests for this API key. Retry after ${decision.resetSeconds} second(s).`,
       details: { retry_after_seconds: decision.resetSeconds },
-      headers: { 'Retry-After': String(decision.resetSeconds) },
     });
   }
 }

@@ -1,5 +1,5 @@
 import getRawBody from 'raw-body';
-import { ApiError } from './errors';
+import { DomainError } from '../shared/errors';
 import type { AppContext } from './context';
 
 /**
@@ -11,9 +11,8 @@ export async function readJsonBody(ctx: AppContext, limit: number): Promise<unkn
   const chunked = ctx.get('transfer-encoding') !== '';
   if (!chunked && !length) return undefined;
   if (!ctx.is('application/json', 'application/*+json')) {
-    throw new ApiError({
-      status: 415,
-      type: 'invalid_request_error',
+    throw new DomainError({
+      kind: 'unsupported_media_type',
       code: 'unsupported_media_type',
       message: `Request bodies must be JSON (Content-Type: application/json), not '${ctx.get('content-type') || 'none'}'.`,
     });
@@ -23,23 +22,21 @@ export async function readJsonBody(ctx: AppContext, limit: number): Promise<unkn
     raw = await getRawBody(ctx.req, { limit, length: length ?? undefined, encoding: 'utf8' });
   } catch (error) {
     if ((error as { type?: string }).type === 'entity.too.large') {
-      throw new ApiError({
-        status: 413,
-        type: 'invalid_request_error',
+      throw new DomainError({
+        kind: 'too_large',
         code: 'payload_too_large',
         message: `Request bodies are limited to ${limit} bytes.`,
         details: { limit_bytes: limit },
       });
     }
-    throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'invalid_body', message: 'The request body could not be read completely.' });
+    throw new DomainError({ kind: 'invalid', code: 'invalid_body', message: 'The request body could not be read completely.' });
   }
   if (raw.trim() === '') return undefined;
   try {
     return JSON.parse(raw) as unknown;
   } catch (error) {
-    throw new ApiError({
-      status: 400,
-      type: 'invalid_request_error',
+    throw new DomainError({
+      kind: 'invalid',
       code: 'invalid_json',
       message: `The request body is not valid JSON: ${(error as Error).message}`,
     });

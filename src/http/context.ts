@@ -5,11 +5,11 @@ import type { Registry } from 'prom-client';
 import type { Environment } from '../api-keys/entities';
 import type { LastUsedTracker } from '../api-keys/service';
 import type { Config } from '../config';
-import type { DeliveryRelay } from '../events/relay';
 import type { Orm } from '../db/orm';
 import type { IdempotencyService } from '../idempotency/service';
 import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
+import type { WorkflowStarter } from '../temporal/starter';
 import type { TokenBucketLimiter } from './rate-limit';
 
 /** The calling key, resolved from `Authorization: Bearer`. */
@@ -49,8 +49,8 @@ export interface AppDeps {
   lastUsed: LastUsedTracker;
   /** Seeds, derivation and signing: the one holder of key material. */
   keys: KeyService;
-  /** Starts the webhook deliveries a request emitted, right after its transaction commits. */
-  deliveryRelay: DeliveryRelay;
+  /** Fires the workflow starts a request recorded, right after its transaction commits; sends messages to running workflows. */
+  starter: WorkflowStarter;
 }
 
 export type { EntityManager };

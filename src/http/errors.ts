@@ -1,4 +1,5 @@
 import type { ZodError } from 'zod';
+import { DomainError, errors, type ErrorKind } from '../shared/errors';
 
 export type ErrorType =
   | 'invalid_request_error'
@@ -10,97 +11,46 @@ export type ErrorType =
   | 'provider_error'
   | 'api_error';
 
-export interface ApiErrorInit {
-  status: number;
-  type: ErrorType;
-  code: string;
-  message: string;
-  param?: string;
-  details?: Record<string, unknown>;
-  headers?: Record<string, string>;
-}
-
-/** An error that is safe to show the caller: every field ends up in the contract's envelope. */
-export class ApiError extends Error {
-  readonly status: number;
-  readonly type: ErrorType;
-  readonly code: string;
-  readonly param?: string;
-  readonly details: Record<string, unknown>;
-  readonly headers: Record<string, string>;
-
-  constructor(init: ApiErrorInit) {
-    super(init.message);
-    this.name = 'ApiError';
-    this.status = init.status;
-    this.type = init.type;
-    this.code = init.code;
-    this.param = init.param;
-    this.details = init.details ?? {};
-    this.headers = init.headers ?? {};
-  }
-
-  toEnvelope(requestId: string) {
-    return {
-      error: {
-        code: this.code,
-        type: this.type,
-        message: this.message,
-        ...(this.param !== undefined ? { param: this.param } : {}),
-        request_id: requestId,
-        details: this.details,
-      },
-    };
-  }
-}
-
-export const errors = {
-  notFound(resource: string, id: string, param = 'id') {
-    return new ApiError({
-      status: 404,
-      type: 'invalid_request_error',
-      code: 'resource_missing',
-      message: `No such ${resource}: '${id}'`,
-      param,
-    });
-  },
-  validation(message: string, param?: string, details: Record<string, unknown> = {}) {
-    return new ApiError({ status: 400, type: 'invalid_request_error', code: 'validation_failed', message, param, details });
-  },
-  conflict(code: string, message: string, details: Record<string, unknown> = {}) {
-    return new ApiError({ status: 409, type: 'conflict_error', code, message, details });
-  },
-  unauthenticated(message: string) {
-    return new ApiError({ status: 401, type: 'authentication_error', code: 'invalid_api_key', message });
-  },
-  /** `anyOf` names every scope that would do, when there is more than one. */
-  insufficientScope(requiredScope: string, anyOf: readonly string[] = [requiredScope]) {
-    return new ApiError({
-      status: 403,
-      type: 'permission_error',
-      code: 'insufficient_scope',
-      message:
-        anyOf.length > 1
-          ? `This API key lacks a scope required for this request (one of ${anyOf.join(', ')}).`
-          : `This API key lacks the '${requiredScope}' scope required for this request.`,
-      details: anyOf.length > 1 ? { required_scope: requiredScope, any_of: anyOf } : { required_scope: requiredScope },
-    });
-  },
-  permission(code: string, message: string, details: Record<string, unknown> = {}) {
-    return new ApiError({ status: 403, type: 'permission_error', code, message, details });
-  },
-  internal() {
-    return new ApiError({
-      status: 500,
-      type: 'api_error',
-      code: 'internal_error',
-      message: 'An internal error occurred. Retry later; quote the request id if it persists.',
-    });
-  },
+/** The one place a domain error becomes an HTTP status and an error type. */
+const HTTP: Record<ErrorKind, { status: number; type: ErrorType }> = {
+  invalid: { status: 400, type: 'invalid_request_error' },
+  unauthenticated: { status: 401, type: 'authentication_error' },
+  forbidden: { status: 403, type: 'permission_error' },
+  not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  conflict: { status: 409, type: 'conflict_error' },
+  idempotency: { status: 409, type: 'idempotency_error' },
+  gone: { status: 410, type: 'invalid_request_error' },
+  too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  unavailable: { status: 503, type: 'provider_error' },
+  internal: { status: 500, type: 'api_error' },
 };
 
+export const httpStatus = (error: DomainError): number => HTTP[error.kind].status;
+
+/** Headers an error carries on the wire (Retry-After for rate limits). */
+export function errorHeaders(error: DomainError): Record<string, string> {
+  const retryAfter = error.details.retry_after_seconds;
+  return error.kind === 'rate_limited' && retryAfter !== undefined ? { 'Retry-After': String(retryAfter) } : {};
+}
+
+export function toEnvelope(error: DomainError, requestId: string) {
+  return {
+    error: {
+      code: error.code,
+      type: HTTP[error.kind].type,
+      message: error.message,
+      ...(error.param !== undefined ? { param: error.param } : {}),
+      request_id: requestId,
+      details: error.details,
+    },
+  };
+}
+
 /** Turns a zod failure on one part of the request into validation_failed with a dotted `param`. */
-export function fromZodError(error: ZodError, location: 'body' | 'query' | 'path' | 'header'): ApiError {
+export function fromZodError(error: ZodError, location: 'body' | 'query' | 'path' | 'header'): DomainError {
   const issues = error.issues.map((issue) => ({
     param: issue.path.map(String).join('.') || location,
     code: issue.code,

@@ -7,8 +7,8 @@ import { ErrorEnvelope, z } from '../shared/schemas';
 import { applyRateLimit, authenticate } from './auth';
 import { readJsonBody } from './body';
 import type { AppContext, AppDeps, AppState, AuthContext } from './context';
-import { ApiError, errors, fromZodError } from './errors';
-import { takeCommittedDeliveries } from '../events/service';
+import { DomainError, errors } from '../shared/errors';
+import { fromZodError, httpStatus, toEnvelope } from './errors';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type RequiredScope = Scope | readonly Scope[] | 'authenticated';
@@ -111,9 +111,9 @@ export class RouteRegistry {
       const body = route.body ? parse(route.body, rawBody ?? {}, 'body') : rejectUnexpectedBody(rawBody);
       const em = this.deps.orm.em.fork();
       const handler = route.handler as (input: HandlerInput<unknown, unknown, unknown, AuthContext | undefined>) => Promise<HandlerResult>;
-      let transaction: object | undefined;
+      let transaction: EntityManager | undefined;
       const run = (transactionEm: EntityManager) => {
-        transaction = transactionEm.getTransactionContext();
+        transaction = transactionEm;
         return handler({ params, query, body, auth, em: transactionEm, ctx, deps: this.deps });
       };
 
@@ -126,9 +126,8 @@ export class RouteRegistry {
       } else {
         result = await em.transactional(run);
       }
-      // Committed: start the webhook deliveries the handler emitted (the outbox relay).
-      const emitted = transaction ? takeCommittedDeliveries(transaction) : [];
-      if (emitted.length) await this.deps.deliveryRelay.dispatchAfterCommit(this.deps.orm.em.fork(), emitted);
+      // Committed: fire the workflow starts the handler recorded (deliveries included).
+      if (transaction && route.method !== 'get') await this.deps.starter.fireRecorded(this.deps.orm.em, transaction);
       if (result.afterCommit) await result.afterCommit();
       respond(ctx, result, route.response.status);
     });
@@ -140,9 +139,8 @@ export class RouteRegistry {
     ctx.set('Api-Version', auth.apiVersion);
     applyRateLimit(ctx, this.deps, auth);
     if (sandboxOnly && auth.environment !== 'sandbox') {
-      throw new ApiError({
-        status: 404,
-        type: 'invalid_request_error',
+      throw new DomainError({
+        kind: 'not_found',
         code: 'unknown_route',
         message: `Unrecognized request URL (${ctx.method}: ${ctx.path}). Sandbox helpers answer sk_test_ keys only.`,
       });
@@ -176,9 +174,9 @@ export class RouteRegistry {
         return result;
       });
     } catch (error) {
-      if (error instanceof ApiError && error.status < 500) {
+      if (error instanceof DomainError && httpStatus(error) < 500) {
         // The change rolled back; the refusal itself is the stored outcome, as Stripe does.
-        await idempotency.complete(em, claim.id, error.status, error.toEnvelope(ctx.state.requestId));
+        await idempotency.complete(em, claim.id, httpStatus(error), toEnvelope(error, ctx.state.requestId));
       } else {
         await idempotency.release(em, claim.id);
       }

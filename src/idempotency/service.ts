@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApiError } from '../http/errors';
+import { DomainError } from '../shared/errors';
 import { canonicalJson } from '../shared/canonical-json';
 import { prefixedId } from '../shared/ids';
 
@@ -51,18 +51,16 @@ export class IdempotencyService {
     );
     if (!existing) return this.claim(em, request); // purged between the two statements: claim afresh
     if (existing.request_hash !== hash) {
-      throw new ApiError({
-        status: 409,
-        type: 'idempotency_error',
+      throw new DomainError({
+        kind: 'idempotency',
         code: 'idempotency_key_reused',
         message: 'This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.',
         param: 'Idempotency-Key',
       });
     }
     if (existing.status === 'in_flight') {
-      throw new ApiError({
-        status: 409,
-        type: 'idempotency_error',
+      throw new DomainError({
+        kind: 'idempotency',
         code: 'idempotency_key_in_use',
         message: 'A request with this Idempotency-Key is still being processed. Retry after it completes.',
         param: 'Idempotency-Key',

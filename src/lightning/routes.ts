@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import type { RouteRegistry } from '../http/route';
 import { resultEnvelope } from '../shared/schemas';
 import {

@@ -7,7 +7,7 @@ import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
 import type { Config } from '../config';
 import { emit } from '../events/service';
-import { ApiError, errors } from '../http/errors';
+import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
 import { Organization } from '../organizations/entities';
 import { isUuid } from '../shared/ids';
@@ -40,7 +40,7 @@ export function decodePaymentRequest(request: string): DecodedInvoice {
     return decodeBolt11(request);
   } catch (error) {
     if (!(error instanceof Bolt11Error)) throw error;
-    throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'invalid_payment_request', message: `Invalid BOLT11 payment request: ${error.message}.`, param: 'request' });
+    throw new DomainError({ kind: 'invalid', code: 'invalid_payment_request', message: `Invalid BOLT11 payment request: ${error.message}.`, param: 'request' });
   }
 }
 
@@ -259,15 +259,14 @@ export async function createPayment(em: EntityManager, temporal: TemporalDeps, t
   const preview = await previewPayment(em, tenant, input.request, input.amountSat);
   const { invoice, amountMsat, feeMsat } = preview.estimate;
   if (wrongNetwork(invoice, tenant.environment)) {
-    throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'invalid_payment_request', message: `This ${tenant.environment} key pays ${networkForEnvironment(tenant.environment)} invoices only; the request is for ${invoice.network}.`, param: 'request' });
+    throw new DomainError({ kind: 'invalid', code: 'invalid_payment_request', message: `This ${tenant.environment} key pays ${networkForEnvironment(tenant.environment)} invoices only; the request is for ${invoice.network}.`, param: 'request' });
   }
-  if (preview.is_expired) throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'invoice_expired', message: 'The invoice has expired and can no longer be paid.', param: 'request' });
-  if (!preview.estimate.routeFound) throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'route_not_found', message: 'No route to the destination was found; nothing was sent.', param: 'request' });
+  if (preview.is_expired) throw new DomainError({ kind: 'invalid', code: 'invoice_expired', message: 'The invoice has expired and can no longer be paid.', param: 'request' });
+  if (!preview.estimate.routeFound) throw new DomainError({ kind: 'invalid', code: 'route_not_found', message: 'No route to the destination was found; nothing was sent.', param: 'request' });
   const maxFeeMsat = input.maxFeeSat ? BigInt(input.maxFeeSat) * 1000n : null;
   if (maxFeeMsat !== null && feeMsat > maxFeeMsat) {
-    throw new ApiError({
-      status: 400,
-      type: 'invalid_request_error',
+    throw new DomainError({
+      kind: 'invalid',
       code: 'max_fee_exceeded',
       message: `The estimated fee of ${preview.fee_sat} sat exceeds max_fee (${input.maxFeeSat} sat); nothing was sent.`,
       param: 'max_fee',

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { isUuid, prefixedId } from '../shared/ids';
 import { iso } from '../shared/time';
 import { Member, ORG_ROLES, type OrgRole, Organization, Role } from './entities';

@@ -1,7 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import { WorkflowIdConflictPolicy, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { ApiError, errors } from '../http/errors';
+import { DomainError, errors } from '../shared/errors';
 import type { RouteRegistry } from '../http/route';
 import { Member, Organization } from '../organizations/entities';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
@@ -374,7 +374,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
       if (pending) throw errors.conflict('activation_pending', 'An activation request for this policy is already pending.', { approval_request_id: pending.id });
       const validation = await validateRules(em, auth.organizationId, draftRulesOf(policy), 'activation');
       if (!validation.valid) {
-        throw new ApiError({ status: 400, type: 'invalid_request_error', code: 'policy_invalid', message: 'The policy has errors; fix them before activating.', details: { diagnostics: validation.diagnostics, issue_count: validation.issue_count } });
+        throw new DomainError({ kind: 'invalid', code: 'policy_invalid', message: 'The policy has errors; fix them before activating.', details: { diagnostics: validation.diagnostics, issue_count: validation.issue_count } });
       }
       const organization = await em.findOneOrFail(Organization, { id: auth.organizationId });
       const requiredApprovals = organization.policyActivationRequiredApprovals;
@@ -482,6 +482,6 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
   }
 }
 
-function closed(status: string): ApiError {
+function closed(status: string): DomainError {
   return errors.conflict('approval_request_closed', `The approval request is ${status}; it takes no more votes.`, { status });
 }

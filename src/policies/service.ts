@@ -2,7 +2,7 @@ import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emit } from '../events/service';
 import { ApiKey } from '../api-keys/entities';
-import { ApiError, errors } from '../http/errors';
+import { DomainError, errors } from '../shared/errors';
 import type { AuthContext } from '../http/context';
 import { Member, Organization, Role } from '../organizations/entities';
 import { iso, isoOrNull } from '../shared/time';
@@ -385,21 +385,20 @@ export async function decideTransaction(em: EntityManager, request: EvaluationRe
   throw refusal(evaluation);
 }
 
-function refusal(evaluation: EvaluationResult): ApiError {
+function refusal(evaluation: EvaluationResult): DomainError {
   const ids = { policy_id: evaluation.policy_id, rule_id: evaluation.rule_id };
   if (evaluation.result === 'delayed') {
-    return new ApiError({ status: 400, type: 'invalid_request_error', code: 'policy_delay_required', message: evaluation.reason, details: { ...ids, delay_minutes: evaluation.delay_minutes } });
+    return new DomainError({ kind: 'invalid', code: 'policy_delay_required', message: evaluation.reason, details: { ...ids, delay_minutes: evaluation.delay_minutes } });
   }
   if (evaluation.requires_approval) {
-    return new ApiError({
-      status: 400,
-      type: 'invalid_request_error',
+    return new DomainError({
+      kind: 'invalid',
       code: 'policy_approval_required',
       message: evaluation.reason,
       details: { ...ids, required_approvals: evaluation.required_approvals, expiry_hours: evaluation.expiry_hours },
     });
   }
-  return new ApiError({ status: 403, type: 'permission_error', code: 'policy_blocked', message: evaluation.reason, details: ids });
+  return new DomainError({ kind: 'forbidden', code: 'policy_blocked', message: evaluation.reason, details: ids });
 }
 
 type Outcome = 'allowed' | 'blocked' | 'held_for_approval' | 'delayed';

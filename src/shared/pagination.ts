@@ -1,5 +1,5 @@
 import type { EntityManager, FilterQuery } from '@mikro-orm/postgresql';
-import { errors } from '../http/errors';
+import { errors } from './errors';
 import { z } from './schemas';
 
 /** `?limit=` (1..100, default 20) and `?cursor=` (opaque), shared by every cursor list. */

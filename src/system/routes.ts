@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import type { RouteRegistry } from '../http/route';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { z } from '../shared/schemas';
 import { buildOpenApiDocument } from './openapi';
 

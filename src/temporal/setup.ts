@@ -1,4 +1,4 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type Connection, type ScheduleOptions } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type Connection, type ScheduleOptions } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../config';
@@ -26,7 +26,10 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
 }
 
 export const IDEMPOTENCY_RETENTION_SCHEDULE_ID = 'idempotency-retention';
-export const WEBHOOK_DELIVERY_SWEEP_SCHEDULE_ID = 'webhook-delivery-sweep';
+export const WORKFLOW_START_SWEEP_SCHEDULE_ID = 'workflow-start-sweep';
+export const PENDING_WORK_RECONCILER_SCHEDULE_ID = 'pending-work-reconciler';
+/** Schedules of earlier versions, deleted at start-up. */
+const RETIRED_SCHEDULE_IDS = ['webhook-delivery-sweep'];
 
 /** The recurring jobs of the service, as Temporal Schedules so operators see and pause them in the UI. */
 export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'IDEMPOTENCY_RETENTION_HOURS'>): ScheduleOptions[] {
@@ -47,26 +50,50 @@ export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' |
       memo: { description: 'Purges Idempotency-Key records older than the retention window' },
     },
     {
-      scheduleId: WEBHOOK_DELIVERY_SWEEP_SCHEDULE_ID,
+      scheduleId: WORKFLOW_START_SWEEP_SCHEDULE_ID,
       spec: { intervals: [{ every: '1 minute' }] },
       action: {
         type: 'startWorkflow',
-        workflowType: 'webhookDeliverySweepWorkflow',
-        workflowId: WEBHOOK_DELIVERY_SWEEP_SCHEDULE_ID,
+        workflowType: 'workflowStartSweepWorkflow',
+        workflowId: WORKFLOW_START_SWEEP_SCHEDULE_ID,
         taskQueue: config.TEMPORAL_TASK_QUEUE,
-        // Deliveries younger than this are left to the after-commit dispatch of their request.
+        // Starts younger than this are left to the after-commit firing of their own transaction.
         args: [{ graceSeconds: 30 }],
         workflowExecutionTimeout: '10 minutes',
-        typedSearchAttributes: resourceSearchAttributes({ type: 'webhook_delivery_sweep', id: WEBHOOK_DELIVERY_SWEEP_SCHEDULE_ID }),
+        typedSearchAttributes: resourceSearchAttributes({ type: 'workflow_start_sweep', id: WORKFLOW_START_SWEEP_SCHEDULE_ID }),
       },
       policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
-      memo: { description: 'Starts webhook deliveries whose after-commit dispatch did not happen' },
+      memo: { description: 'Fires recorded workflow starts whose after-commit firing did not happen' },
+    },
+    {
+      scheduleId: PENDING_WORK_RECONCILER_SCHEDULE_ID,
+      spec: { intervals: [{ every: '10 minutes' }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'pendingWorkReconcilerWorkflow',
+        workflowId: PENDING_WORK_RECONCILER_SCHEDULE_ID,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        // Only resources pending this long: younger ones are still in their normal start path.
+        args: [{ minAgeSeconds: 600 }],
+        workflowExecutionTimeout: '30 minutes',
+        typedSearchAttributes: resourceSearchAttributes({ type: 'pending_work_reconciler', id: PENDING_WORK_RECONCILER_SCHEDULE_ID }),
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '10 minutes' },
+      memo: { description: 'Restarts the workflow of any pending card, card transaction, Lightning payment or invoice that has none running' },
     },
   ];
 }
 
-/** Creates each schedule, or brings an existing one up to date with its definition. */
+/** Creates each schedule, or brings an existing one up to date with its definition; removes retired ones. */
 export async function ensureSchedules(client: Client, definitions: ScheduleOptions[]): Promise<void> {
+  for (const retired of RETIRED_SCHEDULE_IDS) {
+    await client.schedule
+      .getHandle(retired)
+      .delete()
+      .catch((error: unknown) => {
+        if (!(error instanceof ScheduleNotFoundError)) throw error;
+      });
+  }
   for (const definition of definitions) {
     try {
       await client.schedule.create(definition);

@@ -1,5 +1,6 @@
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions as SdkWorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities';
+import { domainErrorInterceptors } from './activity-errors';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
@@ -35,6 +36,7 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     taskQueue: options.taskQueue,
     workflowBundle: await workflowBundle(),
     activities: createActivities(options.deps),
+    interceptors: { activity: [domainErrorInterceptors] },
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
   });
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { applyBalanceEntry, readBalances } from '../../src/balances/service';
-import { ApiError } from '../../src/http/errors';
+import { DomainError } from '../../src/shared/errors';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
 
@@ -63,8 +63,8 @@ describe('Company balances', () => {
     const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => move(concurrent.organizationId, 'debit', 100n, `spend-${i}`)));
     const refused = results.filter((result) => result.status === 'rejected');
     assert.equal(results.length - refused.length, 10);
-    assert.ok(refused.every((result) => (result as PromiseRejectedResult).reason instanceof ApiError));
-    assert.equal(((refused[0] as PromiseRejectedResult).reason as ApiError).code, 'insufficient_funds');
+    assert.ok(refused.every((result) => (result as PromiseRejectedResult).reason instanceof DomainError));
+    assert.equal(((refused[0] as PromiseRejectedResult).reason as DomainError).code, 'insufficient_funds');
     const [usd] = await readBalances((await testOrm()).em.fork(), concurrent.organizationId);
     assert.deepEqual(usd, { currency: 'usd', available: 0n, reserved: 0n });
 
@@ -78,7 +78,7 @@ describe('Company balances', () => {
     assert.deepEqual((await move(held.organizationId, 'reserve', 3_000n, 'payment')).balance, { currency: 'usd', available: 7_000n, reserved: 3_000n });
     assert.deepEqual((await move(held.organizationId, 'capture', 2_500n, 'payment')).balance, { currency: 'usd', available: 7_000n, reserved: 500n });
     assert.deepEqual((await move(held.organizationId, 'release', 500n, 'payment')).balance, { currency: 'usd', available: 7_500n, reserved: 0n });
-    await assert.rejects(move(held.organizationId, 'reserve', 7_501n, 'too-much'), (error: unknown) => error instanceof ApiError && error.code === 'insufficient_funds');
+    await assert.rejects(move(held.organizationId, 'reserve', 7_501n, 'too-much'), (error: unknown) => error instanceof DomainError && error.code === 'insufficient_funds');
     await assert.rejects(move(held.organizationId, 'capture', 1n, 'nothing-reserved'), /only 0 reserved/);
   });
 });

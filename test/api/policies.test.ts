@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Worker } from '@temporalio/worker';
-import { ApiError } from '../../src/http/errors';
+import { DomainError } from '../../src/shared/errors';
+import { httpStatus } from '../../src/http/errors';
 import { Organization } from '../../src/organizations/entities';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { decideTransaction, type PolicyActor } from '../../src/policies/service';
@@ -308,8 +309,8 @@ describe('Policies API', () => {
         try {
           await decide(request);
         } catch (error) {
-          assert.ok(error instanceof ApiError);
-          return [error.status, error.code, error.details] as const;
+          assert.ok(error instanceof DomainError);
+          return [httpStatus(error), error.code, error.details] as const;
         }
         return assert.fail('allowed');
       };

@@ -2,14 +2,16 @@ import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { Delivery, DeliveryAttempt, Event, WebhookEndpoint } from '../../src/events/entities';
-import { DeliveryRelay, deliveryWorkflowId } from '../../src/events/relay';
+import { webhookDeliveryFlow } from '../../src/events/flows/delivery';
 import { registerDestinationResolver } from '../../src/events/destinations';
 import { generateSigningSecret, newSigningSecrets, rotateSigningSecrets } from '../../src/events/secrets';
 import { emit } from '../../src/events/service';
 import { createLogger } from '../../src/logger';
 import { Organization } from '../../src/organizations/entities';
+import { WorkflowStart } from '../../src/temporal/entities';
+import { WorkflowStarter } from '../../src/temporal/starter';
 import { workflowBundle } from '../../src/temporal/worker';
-import { webhookDeliverySweepWorkflow } from '../../workflows';
+import { workflowStartSweepWorkflow } from '../../workflows';
 import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
@@ -57,15 +59,21 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     return deliveries.map((delivery) => delivery.id);
   }
 
+  const deliveryWorkflowId = (deliveryId: string, run: number) => webhookDeliveryFlow.workflowId({ deliveryId, run, maxAttempts: null });
+
+  /** Fires the delivery's recorded start, as the starter does after its transaction commits. */
+  async function fire(taskQueue: string, deliveryId: string) {
+    const starter = new WorkflowStarter(env.client, testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES }), createLogger('silent'));
+    const em = (await testOrm()).em.fork();
+    await starter.ensureStarted(em, deliveryWorkflowId(deliveryId, 1));
+    assert.ok((await em.fork().findOneOrFail(WorkflowStart, { workflowId: deliveryWorkflowId(deliveryId, 1) })).startedAt);
+  }
+
   async function dispatchAndWait(taskQueue: string, deliveryId: string) {
-    const relay = relayFor(taskQueue);
-    assert.equal(await relay.dispatch((await testOrm()).em.fork(), [deliveryId]), 1);
+    await fire(taskQueue, deliveryId);
     const handle = env.client.workflow.getHandle(deliveryWorkflowId(deliveryId, 1));
     return { handle, result: await handle.result() };
   }
-
-  const relayFor = (taskQueue: string) =>
-    new DeliveryRelay(env.client, testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES }), createLogger('silent'));
 
   async function loadDelivery(id: string) {
     const em = (await testOrm()).em.fork();
@@ -202,11 +210,10 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     receiver.respondWith(500, 500, 500, 200);
     const [deliveryId] = await emitCommitted(org.organizationId);
     const first = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, 0);
-    const relay = relayFor(first.taskQueue);
 
     // Worker 1 makes the first two attempts, then dies while the workflow waits on its 1-minute timer.
     await first.worker.runUntil(async () => {
-      await relay.dispatch((await testOrm()).em.fork(), [deliveryId!]);
+      await fire(first.taskQueue, deliveryId!);
       for (;;) {
         const { delivery } = await loadDelivery(deliveryId!);
         if (delivery.attempts === 2 && delivery.nextRetryAt) break;
@@ -239,17 +246,19 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     assert.equal(await em.fork().count(Event, { organization: org.organizationId }), 0);
     assert.equal(await em.fork().count(Delivery, { organization: org.organizationId }), 0);
 
-    // Committed but never dispatched after commit (as if the process died): the sweep finds it.
+    // Committed but never started after commit (as if the process died): the start sweep fires it, once.
     const [deliveryId] = await emitCommitted(org.organizationId, { transaction_id: 'committed' });
     const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
     await worker.runUntil(async () => {
-      const sweep = await env.client.workflow.execute(webhookDeliverySweepWorkflow, {
-        taskQueue,
-        workflowId: `sweep-${deliveryId}`,
-        args: [{ graceSeconds: 0 }],
-      });
-      assert.ok(sweep.dispatched >= 1);
+      const sweep = (run: number) =>
+        env.client.workflow.execute(workflowStartSweepWorkflow, {
+          taskQueue,
+          workflowId: `sweep-${deliveryId}-${run}`,
+          args: [{ graceSeconds: 0, organizationId: org.organizationId }],
+        });
+      assert.deepEqual(await sweep(1), { started: 1 });
       await env.client.workflow.getHandle(deliveryWorkflowId(deliveryId!, 1)).result();
+      assert.deepEqual(await sweep(2), { started: 0 }, 'a fired start is not fired again');
     });
     assert.equal(receiver.attempts.length, 1);
     assert.equal(JSON.parse(receiver.attempts[0]!.body).data.transaction_id, 'committed');

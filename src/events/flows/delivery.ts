@@ -1,0 +1,30 @@
+import { defineSignal } from '@temporalio/workflow';
+import { defineFlow } from '../../temporal/flow';
+
+/**
+ * The webhook delivery flow: one workflow per delivery and run (a manual retry of a finished
+ * delivery is the next run). Shared by the events domain, which records its start, and
+ * workflows/webhook-delivery.ts. Workflow-safe: no Node APIs.
+ */
+export interface DeliveryWorkflowInput {
+  deliveryId: string;
+  run: number;
+  maxAttempts: number | null;
+}
+
+export interface DeliveryRunResult {
+  outcome: 'delivered' | 'failed' | 'gone' | 'stopped';
+  attempts: number;
+}
+
+export const webhookDeliveryFlow = defineFlow<DeliveryWorkflowInput, DeliveryRunResult>({
+  workflowType: 'webhookDeliveryWorkflow',
+  workflowId: (input) => `webhook-delivery-${input.deliveryId}-${input.run}`,
+  resource: (input) => ({ type: 'event_delivery', id: input.deliveryId }),
+  // A run happens once; a second start of it is refused and counts as started.
+  idReusePolicy: 'REJECT_DUPLICATE',
+  idConflictPolicy: 'FAIL',
+});
+
+/** Manual retry of a pending delivery: attempt now instead of at next_retry_at. */
+export const retryNowSignal = defineSignal('retryNow');

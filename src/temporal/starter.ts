@@ -1,0 +1,191 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
+import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@temporalio/common';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { WorkflowStart } from './entities';
+import type { Flow } from './flow';
+import { resourceSearchAttributes } from './search-attributes';
+
+/** How long one start may take before it is left to the sweep (Temporal down must not hang a request). */
+const START_DEADLINE_MS = 5_000;
+
+/**
+ * Records "start workflow `flow` for `input`" in the caller's transaction. Nothing reaches Temporal
+ * here: the starter fires the start once that transaction commits, so a rolled-back change never
+ * starts a workflow and a committed one always does (the start sweep catches what the process did
+ * not fire). Record a start once per workflow id (the id is unique): the domain's own state
+ * (a pending row just created) is what makes it once.
+ */
+export function recordStart<Input, Result>(em: EntityManager, flow: Flow<Input, Result>, input: Input, organizationId: string | null): WorkflowStart {
+  if (!em.getTransactionContext()) throw new Error('recordStart must run inside the transaction of the change that needs the workflow');
+  const resource = flow.resource(input);
+  return em.create(WorkflowStart, {
+    workflowId: flow.workflowId(input),
+    workflowType: flow.workflowType,
+    input,
+    organizationId,
+    resourceType: resource.type,
+    resourceId: resource.id,
+    idReusePolicy: flow.idReusePolicy,
+    idConflictPolicy: flow.idConflictPolicy,
+  });
+}
+
+export interface SweepOptions {
+  /** Starts younger than this are left to the after-commit firing of their own transaction. */
+  graceSeconds: number;
+  /** Scopes a sweep to one organization (tests). */
+  organizationId?: string;
+  limit?: number;
+}
+
+type StarterConfig = Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_SEARCH_ATTRIBUTES'>;
+
+/**
+ * The one path from a recorded start to a running workflow, and the one holder of the Temporal
+ * client for messages to running workflows. The API uses one per process; an activity builds one
+ * on its own context's client (activities/transactions.ts).
+ */
+export class WorkflowStarter {
+  constructor(
+    private readonly client: Client,
+    private readonly config: StarterConfig,
+    private readonly log: Logger,
+  ) {}
+
+  /** Runs `work` in a transaction; once it has committed, fires every start it recorded. */
+  async transaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+    let transactionEm: EntityManager | undefined;
+    const result = await em.transactional((tx) => {
+      transactionEm = tx;
+      return work(tx);
+    });
+    if (transactionEm) await this.fireRecorded(em, transactionEm);
+    return result;
+  }
+
+  /** Fires the unstarted starts a committed transaction recorded (they are in its unit of work). */
+  async fireRecorded(em: EntityManager, committed: EntityManager): Promise<void> {
+    const recorded = committed
+      .getUnitOfWork()
+      .getIdentityMap()
+      .values()
+      .filter((entity): entity is WorkflowStart => entity instanceof WorkflowStart && !entity.startedAt);
+    for (const start of recorded) await this.fire(em.fork(), start);
+  }
+
+  /**
+   * Starts one recorded workflow and marks it started. A workflow already running (or, for kinds
+   * that reject duplicates, already run) counts as started. Failures are recorded on the row and
+   * logged; the sweep tries again. Returns whether the start reached Temporal.
+   */
+  async fire(em: EntityManager, start: WorkflowStart): Promise<boolean> {
+    try {
+      await this.client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+        this.client.workflow.start(start.workflowType, {
+          taskQueue: this.config.TEMPORAL_TASK_QUEUE,
+          workflowId: start.workflowId,
+          args: [start.input],
+          workflowIdReusePolicy: WorkflowIdReusePolicy[start.idReusePolicy],
+          ...(start.idConflictPolicy === 'USE_EXISTING' ? { workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING } : {}),
+          ...(this.config.TEMPORAL_SEARCH_ATTRIBUTES
+            ? {
+                typedSearchAttributes: resourceSearchAttributes({
+                  organizationId: start.organizationId ?? undefined,
+                  type: start.resourceType,
+                  id: start.resourceId,
+                }),
+              }
+            : {}),
+          ...(start.restarts > 0 ? { memo: { restarted_by: 'reconciler', restarts: start.restarts } } : {}),
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
+        const message = error instanceof Error ? error.message.slice(0, 500) : 'unknown error';
+        this.log.warn({ workflow_id: start.workflowId, err: message }, 'workflow start failed; the start sweep will retry');
+        await em.nativeUpdate(WorkflowStart, { id: start.id, startedAt: null }, { attempts: start.attempts + 1, lastError: message });
+        return false;
+      }
+    }
+    const startedAt = new Date();
+    await em.nativeUpdate(WorkflowStart, { id: start.id, startedAt: null }, { startedAt, attempts: 0, lastError: null });
+    start.startedAt = startedAt;
+    return true;
+  }
+
+  /** Fires starts still unstarted `graceSeconds` after they were recorded, oldest first; returns how many reached Temporal. */
+  async sweep(em: EntityManager, options: SweepOptions): Promise<number> {
+    const due = await em.find(
+      WorkflowStart,
+      {
+        startedAt: null,
+        createdAt: { $lt: new Date(Date.now() - options.graceSeconds * 1000) },
+        ...(options.organizationId ? { organizationId: options.organizationId } : {}),
+      },
+      { orderBy: { createdAt: 'asc' }, limit: options.limit ?? 500 },
+    );
+    let fired = 0;
+    for (const start of due) if (await this.fire(em, start)) fired += 1;
+    return fired;
+  }
+
+  /** Fires a recorded start now, if it has not been (a message is about to be sent to it). */
+  async ensureStarted(em: EntityManager, workflowId: string): Promise<void> {
+    const start = await em.findOne(WorkflowStart, { workflowId, startedAt: null });
+    if (start) await this.fire(em, start);
+  }
+
+  /** Whether a workflow with this id is running now. */
+  async isRunning(workflowId: string): Promise<boolean> {
+    try {
+      const description = await this.client.workflow.getHandle(workflowId).describe();
+      return description.status.name === 'RUNNING';
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * The reconciler found the resource of `workflowId` still pending with no workflow running:
+   * start it again (its activities are idempotent), counting the restart on the row and in the log.
+   */
+  async restart(em: EntityManager, workflowId: string, reason: string): Promise<boolean> {
+    const start = await em.findOne(WorkflowStart, { workflowId });
+    if (!start) return false;
+    start.restarts += 1;
+    start.startedAt = null;
+    start.lastError = reason;
+    await em.nativeUpdate(WorkflowStart, { id: start.id }, { restarts: start.restarts, startedAt: null, lastError: reason });
+    this.log.warn({ workflow_id: workflowId, restarts: start.restarts, reason }, 'reconciler restarted a workflow');
+    return this.fire(em, start);
+  }
+
+  /** Sends a signal to a running workflow; false when none runs with that id. */
+  async signal<Args extends unknown[]>(workflowId: string, signal: SignalDefinition<Args>, ...args: Args): Promise<boolean> {
+    try {
+      await this.client.workflow.getHandle(workflowId).signal(signal, ...args);
+      return true;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      throw error;
+    }
+  }
+
+  /** Sends an update and waits for its result (the workflow's answer). */
+  executeUpdate<Ret, Args extends [unknown, ...unknown[]]>(workflowId: string, update: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+    return this.client.workflow.getHandle(workflowId).executeUpdate(update, { args });
+  }
+
+  query<Ret, Args extends unknown[]>(workflowId: string, query: QueryDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+    return this.client.workflow.getHandle(workflowId).query(query, ...args);
+  }
+
+  /** Waits for a workflow's result (never inside a transaction or while holding a row lock). */
+  result<T>(workflowId: string): Promise<T> {
+    return this.client.workflow.getHandle(workflowId).result() as Promise<T>;
+  }
+}
