@@ -23,6 +23,9 @@ export const ConfigSchema = z.object({
   TEMPORAL_SEARCH_ATTRIBUTES: bool.default(true),
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(50),
   RATE_LIMIT_BURST: z.coerce.number().int().positive().default(100),
+  /** Requests with a missing or invalid key, per client address (each costs a key lookup). */
+  AUTH_FAILURE_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(2),
+  AUTH_FAILURE_RATE_LIMIT_BURST: z.coerce.number().int().positive().default(30),
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().positive().default(24),
   IDEMPOTENCY_LOCK_SECONDS: z.coerce.number().int().positive().default(60),
   API_KEY_LAST_USED_RESOLUTION_SECONDS: z.coerce.number().int().min(0).default(60),

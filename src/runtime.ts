@@ -22,6 +22,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     temporal,
     metrics,
     rateLimiter: new TokenBucketLimiter(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
+    authFailureLimiter: new TokenBucketLimiter(config.AUTH_FAILURE_RATE_LIMIT_BURST, config.AUTH_FAILURE_RATE_LIMIT_PER_SECOND),
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
     keys: new KeyService(createKeyProvider(config, log)),

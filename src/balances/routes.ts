@@ -38,8 +38,7 @@ export function registerBalanceRoutes(routes: RouteRegistry): void {
     handler: async ({ auth, em, body }) => {
       const scope = body.currency === 'usd' ? 'cards:write' : 'lightning:write';
       if (!grants(auth.scopes, scope)) throw errors.insufficientScope(scope);
-      const amount = BigInt(body.amount);
-      if (amount <= 0n) throw errors.validation('amount must be positive', 'amount');
+      const amount = body.amount;
       const { balance } = await applyBalanceEntry(em, {
         organizationId: auth.organizationId,
         currency: body.currency,

@@ -12,12 +12,24 @@ export const CompanyBalanceObject = z
   })
   .openapi('CompanyBalance');
 
+/** One sandbox credit at most: 10^15 cents ($10 trillion) or sats (10 million BTC). */
+export const MAX_SANDBOX_CREDIT = 10n ** 15n;
+
+/** The codes GET /v1/balances shows (USD, BTC); the internal names usd and sat are accepted too. */
+const CURRENCY_CODES: Record<string, (typeof BALANCE_CURRENCIES)[number]> = { USD: 'usd', BTC: 'sat', usd: 'usd', sat: 'sat' };
+
 export const SandboxCreditBody = z
   .object({
-    amount: z.union([BaseUnitAmount, z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]).openapi({
-      description: 'Integer amount in cents (usd) or sats (sat)',
-    }),
-    currency: z.enum(BALANCE_CURRENCIES).default('usd'),
+    amount: z
+      .union([BaseUnitAmount, z.number().int().positive().max(Number.MAX_SAFE_INTEGER)])
+      .refine((value) => BigInt(value) > 0n && BigInt(value) <= MAX_SANDBOX_CREDIT, `must be a positive integer of at most ${MAX_SANDBOX_CREDIT}`)
+      .transform((value) => BigInt(value))
+      .openapi({ description: `Integer amount in cents (USD) or sats (BTC), at most ${MAX_SANDBOX_CREDIT}` }),
+    currency: z
+      .enum(['USD', 'BTC', 'usd', 'sat'])
+      .default('USD')
+      .transform((code) => CURRENCY_CODES[code]!)
+      .openapi({ description: 'USD (the company balance, cents) or BTC (the Lightning balance, sats), as GET /v1/balances shows them; usd and sat are accepted too' }),
     reference: z.string().trim().min(1).max(255).optional().openapi({ description: 'Makes the credit idempotent' }),
   })
   .strict()

@@ -75,6 +75,15 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
     }
   });
 
+  // A NUL character (%00) in the path or query can reach no stored record (PostgreSQL text refuses it).
+  app.use(async (ctx: AppContext, next) => {
+    if (/%00/.test(ctx.url) || ctx.url.includes('\u0000')) {
+      const inQuery = /%00|\u0000/.test(ctx.querystring);
+      throw errors.validation(`Invalid ${inQuery ? 'query' : 'path'}: the NUL character (%00) is not allowed.`, inQuery ? 'query' : 'path');
+    }
+    await next();
+  });
+
   // Api-Version: validated before anything else; echoed on every response.
   app.use(async (ctx: AppContext, next) => {
     const requested = ctx.get('api-version');

@@ -16,6 +16,25 @@ interface KeyRow {
 
 /** Resolves `Authorization: Bearer sk_...` to the calling key; 401 for anything else. */
 export async function authenticate(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
+  // Bogus keys cost a lookup each: a client address that keeps sending them is refused before the database.
+  const client = `address:${ctx.ip}`;
+  if (!deps.authFailureLimiter.hasToken(client)) {
+    throw new DomainError({
+      kind: 'rate_limited',
+      code: 'rate_limited',
+      message: 'Too many requests with missing or invalid API keys from this address. Retry later with a valid key.',
+      details: { retry_after_seconds: deps.authFailureLimiter.take(client).resetSeconds },
+    });
+  }
+  try {
+    return await lookUpKey(ctx, deps);
+  } catch (error) {
+    deps.authFailureLimiter.take(client);
+    throw error;
+  }
+}
+
+async function lookUpKey(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
   const header = ctx.get('authorization');
   if (!header) throw errors.unauthenticated('No API key provided. Send it as `Authorization: Bearer <secret>`.');
   const match = /^Bearer\s+(\S+)$/i.exec(header);

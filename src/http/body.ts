@@ -1,5 +1,5 @@
 import getRawBody from 'raw-body';
-import { DomainError } from '../shared/errors';
+import { DomainError, errors } from '../shared/errors';
 import type { AppContext } from './context';
 
 /**
@@ -32,8 +32,9 @@ export async function readJsonBody(ctx: AppContext, limit: number): Promise<unkn
     throw new DomainError({ kind: 'invalid', code: 'invalid_body', message: 'The request body could not be read completely.' });
   }
   if (raw.trim() === '') return undefined;
+  let body: unknown;
   try {
-    return JSON.parse(raw) as unknown;
+    body = JSON.parse(raw) as unknown;
   } catch (error) {
     throw new DomainError({
       kind: 'invalid',
@@ -41,4 +42,23 @@ export async function readJsonBody(ctx: AppContext, limit: number): Promise<unkn
       message: `The request body is not valid JSON: ${(error as Error).message}`,
     });
   }
+  const nul = pathOfNulCharacter(body);
+  if (nul !== null) throw errors.validation(`Invalid ${nul || 'body'}: strings must not contain the NUL character (\\u0000).`, nul || 'body');
+  return body;
+}
+
+/**
+ * The dotted path of the first string (or key) holding U+0000, '' for the body itself, else null.
+ * PostgreSQL text cannot store it, so it is refused here once for every route.
+ */
+function pathOfNulCharacter(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (key.includes('\u0000')) return childPath;
+    const found = pathOfNulCharacter(child, childPath);
+    if (found !== null) return found;
+  }
+  return null;
 }

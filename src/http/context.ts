@@ -45,6 +45,8 @@ export interface AppDeps {
   temporal: { connection: Connection; client: Client };
   metrics: Registry;
   rateLimiter: TokenBucketLimiter;
+  /** Per client address, counts only requests whose key is missing or invalid. */
+  authFailureLimiter: TokenBucketLimiter;
   idempotency: IdempotencyService;
   lastUsed: LastUsedTracker;
   /** Seeds, derivation and signing: the one holder of key material. */

@@ -24,11 +24,13 @@ export class TokenBucketLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Whether `key` has a token left, without taking it. */
+  hasToken(key: string): boolean {
+    return this.refilled(key).tokens >= 1;
+  }
+
   take(key: string): RateLimitDecision {
-    const now = this.now();
-    const bucket = this.buckets.get(key) ?? { tokens: this.capacity, updatedAt: now };
-    bucket.tokens = Math.min(this.capacity, bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.refillPerSecond);
-    bucket.updatedAt = now;
+    const bucket = this.refilled(key);
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
     this.buckets.set(key, bucket);
@@ -39,5 +41,14 @@ export class TokenBucketLimiter {
       remaining: Math.floor(bucket.tokens),
       resetSeconds: Math.ceil(missing / this.refillPerSecond),
     };
+  }
+
+  private refilled(key: string): Bucket {
+    const now = this.now();
+    const bucket = this.buckets.get(key) ?? { tokens: this.capacity, updatedAt: now };
+    bucket.tokens = Math.min(this.capacity, bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.refillPerSecond);
+    bucket.updatedAt = now;
+    this.buckets.set(key, bucket);
+    return bucket;
   }
 }

@@ -1,5 +1,6 @@
 import type { EntityManager, FilterQuery } from '@mikro-orm/postgresql';
 import { errors } from './errors';
+import { isUuid } from './ids';
 import { z } from './schemas';
 
 /** `?limit=` (1..100, default 20) and `?cursor=` (opaque), shared by every cursor list. */
@@ -18,10 +19,22 @@ export function encodeCursor(position: CursorPosition): string {
   return Buffer.from(JSON.stringify([position.createdAt, position.id])).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): CursorPosition {
+/** Cursors name instants this service wrote: anything outside these years is forged. */
+const CURSOR_YEARS = { min: 2000, max: 9999 };
+const CURSOR_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** `idIsUuid`: the listed entity's key is a uuid column, so any other id is refused before it reaches SQL. */
+export function decodeCursor(cursor: string, idIsUuid = false): CursorPosition {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(createdAt))) {
+    const year = typeof createdAt === 'string' ? new Date(createdAt).getUTCFullYear() : NaN;
+    if (
+      typeof createdAt === 'string' &&
+      typeof id === 'string' &&
+      year >= CURSOR_YEARS.min &&
+      year <= CURSOR_YEARS.max &&
+      (idIsUuid ? isUuid(id) : CURSOR_ID.test(id))
+    ) {
       return { createdAt, id };
     }
   } catch {
@@ -49,7 +62,7 @@ export async function paginate<T extends { id: string; createdAt: Date }>(
 ): Promise<Page<T>> {
   const conditions: unknown[] = [where];
   if (query.cursor) {
-    const { createdAt, id } = decodeCursor(query.cursor);
+    const { createdAt, id } = decodeCursor(query.cursor, em.getMetadata().get(entity.name).properties.id?.columnTypes[0] === 'uuid');
     const at = new Date(createdAt);
     conditions.push({ $or: [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: id } }] });
   }

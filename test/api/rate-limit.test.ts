@@ -33,3 +33,34 @@ describe('Rate limiting', () => {
     assert.equal((await app.request('GET', '/v1/api-keys/me', { key: other.secret })).status, 200, 'another key has its own bucket');
   });
 });
+
+describe('Rate limiting of invalid keys', () => {
+  let app: TestApp;
+
+  before(async () => {
+    app = await startTestApp({ config: { AUTH_FAILURE_RATE_LIMIT_BURST: '3', AUTH_FAILURE_RATE_LIMIT_PER_SECOND: '0.01' } });
+  });
+  after(() => app?.close());
+
+  it('refuses a client address that keeps sending bogus keys with 429 before any lookup; valid keys are unaffected', async () => {
+    const bogus = `sk_test_${'x'.repeat(32)}`;
+    for (let i = 0; i < 3; i += 1) assert.equal((await app.request('GET', '/v1/api-keys/me', { key: bogus })).status, 401);
+    const limited = await app.request('GET', '/v1/api-keys/me', { key: bogus });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.error.code, 'rate_limited');
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.equal((await app.request('GET', '/v1/api-keys/me')).status, 429, 'a missing key counts too');
+  });
+
+  it('does not spend the address bucket on valid keys', async () => {
+    const fresh = await startTestApp({ config: { AUTH_FAILURE_RATE_LIMIT_BURST: '1', AUTH_FAILURE_RATE_LIMIT_PER_SECOND: '0.01' } });
+    try {
+      const org = await createTestOrganization();
+      for (let i = 0; i < 5; i += 1) assert.equal((await fresh.request('GET', '/v1/api-keys/me', { key: org.secret })).status, 200);
+      assert.equal((await fresh.request('GET', '/v1/api-keys/me', { key: `sk_test_${'y'.repeat(32)}` })).status, 401);
+      assert.equal((await fresh.request('GET', '/v1/api-keys/me', { key: `sk_test_${'y'.repeat(32)}` })).status, 429);
+    } finally {
+      await fresh.close();
+    }
+  });
+});

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+
+/** Inputs seen answering 500 or accepted wrongly: each must be a 400 in the contract's envelope that changes nothing. */
+describe('Bad input answers 400 and changes nothing', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+
+  before(async () => {
+    app = await startTestApp();
+    org = await createTestOrganization();
+  });
+  after(() => app?.close());
+
+  const call = (method: string, path: string, body?: unknown) => app.request(method, path, { key: org.secret, body });
+  const cursor = (createdAt: string, id: string) => Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
+
+  function assertValidation(response: { status: number; body: any }, param: string) {
+    assert.equal(response.status, 400, JSON.stringify(response.body));
+    assert.equal(response.body.error.code, 'validation_failed');
+    assert.equal(response.body.error.type, 'invalid_request_error');
+    assert.equal(response.body.error.param, param);
+    assert.ok(response.body.error.request_id);
+  }
+
+  it('refuses a NUL character anywhere: body strings, keys, nested metadata, path ids and the query', async () => {
+    assertValidation(await call('POST', '/v1/vaults', { name: 'Trea\u0000sury' }), 'name');
+    assertValidation(await call('POST', '/v1/vaults', { name: 'Treasury', metadata: { ['de\u0000sk']: 'ops' } }), 'metadata.de\u0000sk');
+    assertValidation(await call('POST', '/v1/vaults', { name: 'Treasury', metadata: { desk: ['ok', 'o\u0000ps'] } }), 'metadata.desk.1');
+    assertValidation(await call('GET', '/v1/vaults/abc%00def'), 'path');
+    assertValidation(await call('GET', '/api/cards?search=a%00b'), 'query');
+    assert.equal((await call('GET', '/v1/vaults')).body.data.length, 0, 'no vault was created');
+  });
+
+  it('refuses a well-formed cursor that carries a forged id or an instant outside what the service writes', async () => {
+    assertValidation(await call('GET', `/v1/vaults?cursor=${cursor('2026-01-01T00:00:00.000Z', 'not-a-uuid')}`), 'cursor');
+    assertValidation(await call('GET', `/api/cards?cursor=${cursor('2026-01-01T00:00:00.000Z', 'vlt_x')}`), 'cursor');
+    assertValidation(await call('GET', `/v1/vaults?cursor=${cursor('0001-01-01T00:00:00.000Z', crypto.randomUUID())}`), 'cursor');
+    assertValidation(await call('GET', `/v1/vaults?cursor=${cursor('+275760-09-13T00:00:00.000Z', crypto.randomUUID())}`), 'cursor');
+    assertValidation(await call('GET', `/v1/api-keys?cursor=${cursor('2026-01-01T00:00:00.000Z', "key'; drop table x")}`), 'cursor');
+    const page = await call('GET', `/v1/vaults?cursor=${cursor('2026-01-01T00:00:00.000Z', crypto.randomUUID())}`);
+    assert.equal(page.status, 200, 'a well-formed cursor still pages');
+  });
+
+  it('caps sandbox credits, whether the amount is a number or a string, and takes the currency codes GET /v1/balances shows', async () => {
+    assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '1'.repeat(41), currency: 'USD' }), 'amount');
+    assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '1'.repeat(26), currency: 'USD' }), 'amount');
+    assertValidation(await call('POST', '/v1/sandbox/balances', { amount: 1e40, currency: 'USD' }), 'amount');
+    assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '0', currency: 'USD' }), 'amount');
+    assertValidation(await call('POST', '/v1/sandbox/balances', { amount: 5, currency: 'EUR' }), 'currency');
+    const before = await call('GET', '/v1/balances');
+    assert.deepEqual(before.body.data.map((balance: { available: string }) => balance.available), ['0', '0'], 'nothing was credited');
+
+    const usd = await call('POST', '/v1/sandbox/balances', { amount: '1000000000000000', currency: 'USD' });
+    assert.equal(usd.status, 200, usd.text);
+    assert.equal(usd.body.currency, 'USD');
+    const btc = await call('POST', '/v1/sandbox/balances', { amount: 2500, currency: 'BTC' });
+    assert.equal(btc.status, 200, btc.text);
+    assert.deepEqual([btc.body.currency, btc.body.unit, btc.body.available], ['BTC', 'sat', '2500']);
+    const after = await call('GET', '/v1/balances');
+    assert.deepEqual(
+      after.body.data.map((balance: { currency: string; available: string }) => [balance.currency, balance.available]),
+      [
+        ['USD', '1000000000000000'],
+        ['BTC', '2500'],
+      ],
+    );
+  });
+});
