@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, ActivityInterceptorsFactory, Next } from '@temporalio/worker';
+import { safeError } from '../logger';
 import { DomainError } from '../shared/errors';
 
 /** The failure details a domain refusal carries into workflow history. */
@@ -20,7 +21,8 @@ class DomainErrorInterceptor implements ActivityInboundCallsInterceptor {
     try {
       return await next(input);
     } catch (error) {
-      if (!(error instanceof DomainError)) throw error;
+      // A database error would carry its statement and bound values into history and logs: only its summary goes.
+      if (!(error instanceof DomainError)) throw safeError(error);
       const details: DomainFailureDetails = { kind: error.kind, code: error.code, ...(error.param ? { param: error.param } : {}), details: error.details };
       throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: true, details: [details], cause: error });
     }
