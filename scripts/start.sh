@@ -2,8 +2,13 @@
 # `npm start`: everything needed for a local instance, in one terminal.
 #   tools -> build -> PostgreSQL (unless DATABASE_URL) -> migrations ->
 #   Temporal dev server (unless TEMPORAL_ADDRESS) -> bootstrap -> worker + API.
-# Ctrl-C stops what this script started; if a child dies the rest is stopped
-# and the script exits non-zero.
+# It supervises what it started, as the compose file's `restart: unless-stopped`
+# does: a process that exits (crash, kill -9) is started again after a backoff
+# (1 s, doubling to 30 s, back to 1 s once it has stayed up 60 s) while the
+# others keep serving. That holds for the API, the worker, the Temporal dev
+# server (its state is on disk, so workflows resume) and the PostgreSQL
+# cluster; a Temporal or PostgreSQL that cannot be started again stops it all.
+# Ctrl-C (SIGINT or SIGTERM to this script) alone stops everything it started.
 # Settings: PG_PORT (54329), TEMPORAL_PORT (7233), TEMPORAL_UI_PORT (8233),
 # HOST, PORT, DATA_DIR, plus everything the app itself reads.
 set -euo pipefail
@@ -22,15 +27,22 @@ LOG_DIR=$DATA_DIR/logs
 KEY_FILE=$DATA_DIR/root-api-key
 
 PG_DIR_STARTED=''   # set when this script started the cluster, so it stops it too
-API_PID='' WORKER_PID=''
 TEMPORAL_LOCAL=''   # set when Temporal runs on this machine (ours or reused)
+
+# Supervision state per service (api, worker, temporal, postgres): its pid (empty
+# while it waits to be started again), when it started, the delay before its next
+# restart, and when that restart is due.
+BACKOFF_MIN=1 BACKOFF_MAX=30 STABLE_AFTER=60
+SUPERVISED=()
+declare -A PIDS=() STARTED_AT=() BACKOFF=() RESTART_AT=()
 
 cleanup() {
   local rc=$?
   trap '' INT TERM  # a second Ctrl-C must not cut the shutdown short
   trap - EXIT
-  if [[ -n $API_PID ]]; then log "stopping api (pid $API_PID)"; stop_pid "$API_PID" 20; fi
-  if [[ -n $WORKER_PID ]]; then log "stopping worker (pid $WORKER_PID)"; stop_pid "$WORKER_PID" 30; fi
+  if [[ -n ${PIDS[api]:-} ]]; then log "stopping api (pid ${PIDS[api]})"; stop_pid "${PIDS[api]}" 20; fi
+  if [[ -n ${PIDS[worker]:-} ]]; then log "stopping worker (pid ${PIDS[worker]})"; stop_pid "${PIDS[worker]}" 30; fi
+  [[ -z ${PIDS[temporal]+set} ]] || TEMPORAL_DEV_PID=${PIDS[temporal]}
   temporal_dev_stop
   [[ -z $PG_DIR_STARTED ]] || pg_stop_cluster "$PG_DIR_STARTED"
   exit "$rc"
@@ -45,9 +57,61 @@ npm run build --silent
   die "the build did not produce dist/src/{server,worker,cli}.js."
 mkdir -p "$DATA_DIR" "$LOG_DIR"
 
+# The postmaster's pid (pg_ctl runs it as a daemon, not as our child).
+postgres_pid() { head -n 1 "$PG_DIR_STARTED/data/postmaster.pid" 2>/dev/null; }
+
+start_service() {
+  local name=$1
+  case $name in
+    api) node dist/src/server.js & PIDS[api]=$! ;;
+    worker) node dist/src/worker.js & PIDS[worker]=$! ;;
+    temporal)
+      temporal_dev_start "$DATA_DIR/temporal/temporal.db" "$TEMPORAL_PORT" "$TEMPORAL_UI_PORT" \
+        "$LOG_DIR/temporal.log" "$TEMPORAL_NAMESPACE"
+      PIDS[temporal]=$TEMPORAL_DEV_PID ;;
+    postgres)
+      pg_start_cluster "$PG_DIR_STARTED" "$PG_PORT"
+      PIDS[postgres]=$(postgres_pid) ;;
+  esac
+  STARTED_AT[$name]=$SECONDS
+}
+
+supervise() {
+  local name=$1
+  SUPERVISED+=("$name")
+  BACKOFF[$name]=$BACKOFF_MIN
+  start_service "$name"
+}
+
+# One pass over the supervised services: notices exits, restarts those whose backoff has passed.
+supervise_tick() {
+  local name pid rc status delay
+  for name in "${SUPERVISED[@]}"; do
+    pid=${PIDS[$name]}
+    if [[ -n $pid ]]; then
+      kill -0 "$pid" 2>/dev/null && continue
+      status=''
+      if [[ $name != postgres ]]; then rc=0; wait "$pid" 2>/dev/null || rc=$?; status=" (status $rc)"; fi
+      PIDS[$name]=''
+      # A process that had stayed up a while crashed afresh: start the backoff over.
+      ((SECONDS - STARTED_AT[$name] < STABLE_AFTER)) || BACKOFF[$name]=$BACKOFF_MIN
+      delay=${BACKOFF[$name]}
+      BACKOFF[$name]=$((delay * 2 < BACKOFF_MAX ? delay * 2 : BACKOFF_MAX))
+      RESTART_AT[$name]=$((SECONDS + delay))
+      log "$name (pid $pid) exited$status; restarting it in ${delay}s"
+    elif ((SECONDS >= RESTART_AT[$name])); then
+      log "restarting $name"
+      start_service "$name"
+    fi
+  done
+}
+
 if [[ -z ${DATABASE_URL:-} ]]; then
   pg_start_cluster "$DATA_DIR/postgres" "$PG_PORT"
-  [[ -z $PG_STARTED ]] || PG_DIR_STARTED=$DATA_DIR/postgres
+  if [[ -n $PG_STARTED ]]; then
+    PG_DIR_STARTED=$DATA_DIR/postgres
+    SUPERVISED+=(postgres) BACKOFF[postgres]=$BACKOFF_MIN PIDS[postgres]=$(postgres_pid) STARTED_AT[postgres]=$SECONDS
+  fi
   pg_create_database "postgresql://postgres@127.0.0.1:$PG_PORT/postgres" custody
   export DATABASE_URL="postgresql://postgres@127.0.0.1:$PG_PORT/custody"
 fi
@@ -62,45 +126,20 @@ if [[ -z ${TEMPORAL_ADDRESS:-} ]]; then
     log "a Temporal server already answers on $TEMPORAL_ADDRESS; using it"
   else
     # State on disk, so workflows that were running resume after a restart.
-    temporal_dev_start "$DATA_DIR/temporal/temporal.db" "$TEMPORAL_PORT" "$TEMPORAL_UI_PORT" \
-      "$LOG_DIR/temporal.log" "$TEMPORAL_NAMESPACE"
+    supervise temporal
   fi
 fi
 
 node dist/src/cli.js bootstrap --key-file "$KEY_FILE"
 
-node dist/src/worker.js &
-WORKER_PID=$!
-node dist/src/server.js &
-API_PID=$!
-
-# Returns non-zero (after naming it) when one of our children has exited.
-children_alive() {
-  local rc
-  if ! kill -0 "$WORKER_PID" 2>/dev/null; then
-    rc=0; wait "$WORKER_PID" || rc=$?
-    WORKER_PID=
-    log "the worker exited (status $rc); stopping the rest"
-    return 1
-  fi
-  if ! kill -0 "$API_PID" 2>/dev/null; then
-    rc=0; wait "$API_PID" || rc=$?
-    API_PID=
-    log "the API exited (status $rc); stopping the rest"
-    return 1
-  fi
-  if [[ -n $TEMPORAL_DEV_PID ]] && ! kill -0 "$TEMPORAL_DEV_PID" 2>/dev/null; then
-    TEMPORAL_DEV_PID=
-    log "the Temporal dev server exited (see $LOG_DIR/temporal.log); stopping the rest"
-    return 1
-  fi
-}
+supervise worker
+supervise api
 
 api_host=$HOST
 [[ $api_host != 0.0.0.0 && $api_host != "::" ]] || api_host=127.0.0.1
 deadline=$((SECONDS + 60))
 until tcp_open "$api_host" "$PORT"; do
-  children_alive || exit 1
+  supervise_tick
   ((SECONDS < deadline)) || die "the API did not listen on $api_host:$PORT within 60s."
   sleep 0.5
 done
@@ -112,5 +151,7 @@ log "Temporal UI:  $temporal_ui"
 log "root API key: $KEY_FILE (written on the first run only)"
 log "press Ctrl-C to stop"
 
-while children_alive; do sleep 0.5; done
-exit 1
+while true; do
+  supervise_tick
+  sleep 0.5
+done

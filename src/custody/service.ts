@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AuthContext } from '../http/context';
+import type { AuthContext } from '../api-keys/auth-context';
 import { errors } from '../shared/errors';
 import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
 import { addressFormatFor, type BitcoinAddressFormat, type KeyLocation } from '../keys/derivation';

@@ -3,7 +3,7 @@ import { sha256 } from '@noble/hashes/sha256';
 import { keccak_256 } from '@noble/hashes/sha3';
 import { bytesToHex } from '@noble/hashes/utils';
 import type { ChainId } from '../catalogue/service';
-import type { AuthContext } from '../http/context';
+import type { AuthContext } from '../api-keys/auth-context';
 import { errors } from '../shared/errors';
 import { curveOf, type Curve } from '../keys/derivation';
 import type { KeyService } from '../keys/service';

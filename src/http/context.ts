@@ -2,7 +2,7 @@ import type { RouterContext } from '@koa/router';
 import type { Client, Connection } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Registry } from 'prom-client';
-import type { Environment } from '../api-keys/entities';
+import type { AuthContext } from '../api-keys/auth-context';
 import type { LastUsedTracker } from '../api-keys/service';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
@@ -11,18 +11,6 @@ import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
 import type { WorkflowStarter } from '../temporal/starter';
 import type { TokenBucketLimiter } from './rate-limit';
-
-/** The calling key, resolved from `Authorization: Bearer`. */
-export interface AuthContext {
-  organizationId: string;
-  apiKeyId: string;
-  memberId: string | null;
-  scopes: string[];
-  environment: Environment;
-  /** Effective version: the `Api-Version` header, else the key's pinned version. */
-  apiVersion: string;
-  lastUsedAt: Date;
-}
 
 export interface AppState {
   requestId: string;
@@ -55,4 +43,4 @@ export interface AppDeps {
   starter: WorkflowStarter;
 }
 
-export type { EntityManager };
+export type { AuthContext, EntityManager };

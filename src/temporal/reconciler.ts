@@ -51,11 +51,11 @@ export async function reconcilePendingWork(
       result.checked += 1;
       if (await starter.isRunning(work.workflowId)) continue;
       const reason = `${source.name} still pending with no running workflow`;
-      const known = await em.fork().findOne(WorkflowStart, { workflowId: work.workflowId });
-      const restarted = known
-        ? await starter.restart(em.fork(), work.workflowId, reason)
-        : await starter.transaction(em.fork(), async (tx) => void work.record(tx)).then(() => true);
-      if (restarted) result.restarted.push(work.workflowId);
+      // A resource without a start row (pending from before the outbox) gets one, then the same visible restart.
+      if (!(await em.fork().findOne(WorkflowStart, { workflowId: work.workflowId }))) {
+        await em.fork().transactional(async (tx) => void work.record(tx));
+      }
+      if (await starter.restart(em.fork(), work.workflowId, reason)) result.restarted.push(work.workflowId);
     }
   }
   return result;

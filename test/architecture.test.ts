@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Static checks of two rules of docs/durable-work.md over the source tree (the .ts files, not the
+ * build): workflows are started and messaged only through the starter, and only the HTTP layer's
+ * own edges (routes files, system, server wiring) import src/http/.
+ */
+const ROOT = path.resolve(__dirname, '../..');
+const SOURCE_DIRS = ['src', 'activities', 'workflows'];
+
+interface SourceFile {
+  /** Relative to the repository root, with forward slashes. */
+  file: string;
+  /** The text with comments blanked (line numbers kept), so a comment naming a call is no offence. */
+  code: string;
+}
+
+function sourceFiles(): SourceFile[] {
+  return SOURCE_DIRS.flatMap((dir) =>
+    readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => {
+        const file = path.posix.join(dir, name.split(path.sep).join('/'));
+        return { file, code: withoutComments(readFileSync(path.join(ROOT, file), 'utf8')) };
+      }),
+  );
+}
+
+function withoutComments(text: string): string {
+  return text
+    .replace(/\/\*[\s\S]*?\*\//g, (comment) => comment.replace(/[^\n]/g, ' '))
+    .replace(/^\s*\/\/.*$/gm, '');
+}
+
+const lineOf = (code: string, index: number) => code.slice(0, index).split('\n').length;
+
+/** `file:line  match` for every match of any of the patterns. */
+function offences(files: SourceFile[], patterns: RegExp[]): string[] {
+  return files.flatMap(({ file, code }) =>
+    patterns.flatMap((pattern) =>
+      [...code.matchAll(new RegExp(pattern.source, 'g'))].map((match) => `${file}:${lineOf(code, match.index)}  ${match[0].replace(/\s+/g, '')}`),
+    ),
+  );
+}
+
+function assertNone(found: string[], rule: string): void {
+  if (found.length) assert.fail(`${rule}:\n  ${[...new Set(found)].sort().join('\n  ')}`);
+}
+
+describe('Architecture', () => {
+  const files = sourceFiles();
+
+  it('starts and messages workflows only through the WorkflowStarter (src/temporal/starter.ts)', () => {
+    const temporalCalls = [
+      /\bworkflow\s*\.\s*(start|execute)\s*\(/,
+      /\b(signalWithStart|executeUpdateWithStart)\s*\(/,
+      // Schedule handles (src/temporal/setup.ts) are not workflow handles.
+      /(?<!schedule\s*)\.\s*getHandle\s*\(/,
+      /\bdeps\s*\.\s*temporal\s*\.\s*client\b/,
+    ];
+    const activityClient = /\bContext\s*\.\s*current\s*\(\s*\)\s*\.\s*client\b/;
+    assertNone(
+      [
+        ...offences(
+          files.filter(({ file }) => file !== 'src/temporal/starter.ts'),
+          temporalCalls,
+        ),
+        // An activity's starter is built on its own context's client, in this one file.
+        ...offences(
+          files.filter(({ file }) => file !== 'src/temporal/starter.ts' && file !== 'activities/transactions.ts'),
+          [activityClient],
+        ),
+      ],
+      'Temporal client calls outside src/temporal/starter.ts (record a start with recordStart, message a workflow through WorkflowStarter)',
+    );
+  });
+
+  it('keeps the HTTP layer out of services, entities, flows, providers, workflows and activities', () => {
+    const mayImportHttp = (file: string) =>
+      /^src\/(http|system)\//.test(file) || /^src\/[a-z-]+\/routes\.ts$/.test(file) || ['src/server.ts', 'src/modules.ts', 'src/runtime.ts'].includes(file);
+    const importPattern = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)['"]([^'"]+)['"]/g;
+    const found = files
+      .filter(({ file }) => !mayImportHttp(file))
+      .flatMap(({ file, code }) =>
+        [...code.matchAll(importPattern)]
+          .filter((match) => match[1]!.startsWith('.'))
+          .filter((match) => {
+            const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), match[1]!));
+            return target === 'src/http' || target.startsWith('src/http/');
+          })
+          .map((match) => `${file}:${lineOf(code, match.index)}  imports ${match[1]}`),
+      );
+    assertNone(found, 'HTTP layer imported outside src/http, src/system, a domain routes.ts, server.ts, modules.ts and runtime.ts (throw shared/errors, take plain inputs)');
+  });
+});
