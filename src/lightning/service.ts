@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha2';
 import type { Environment } from '../api-keys/entities';
@@ -63,7 +62,9 @@ async function insertPaymentOnce(em: EntityManager, record: LightningInvoice): P
   try {
     return await em.transactional((savepoint) => insertOnce(savepoint, record));
   } catch (error) {
-    if (!(error instanceof UniqueConstraintViolationException) || (error as { constraint?: string }).constraint !== ACTIVE_PAYMENT_INDEX) throw error;
+    // PostgreSQL's unique_violation (23505), as the raw insert's driver reports it.
+    const violation = error as { code?: string; constraint?: string };
+    if (violation.code !== '23505' || violation.constraint !== ACTIVE_PAYMENT_INDEX) throw error;
     const paying = await em.findOneOrFail(LightningInvoice, {
       organization: record.organization.id,
       direction: 'outgoing',

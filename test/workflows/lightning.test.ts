@@ -119,6 +119,9 @@ describe('Lightning workflows (time-skipping)', () => {
     const em = (await testOrm()).em.fork();
     const entries = await em.find(CompanyBalanceEntry, { organization: organizationId, referenceId: paymentId }, { orderBy: { createdAt: 'asc' } });
     const events = await em.find(Event, { organization: organizationId, type: { $like: 'lightning.payment.%' } });
+    // One transaction's entries share a timestamp: listed in the order money moves.
+    const order = ['reserve', 'capture', 'release'];
+    entries.sort((a, b) => order.indexOf(a.kind) - order.indexOf(b.kind));
     return { entries: entries.map((entry) => `${entry.kind} ${entry.amount}`), events: events.map((event) => event.type) };
   }
 
@@ -262,6 +265,32 @@ describe('Lightning workflows (time-skipping)', () => {
     assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
     assert.deepEqual(events, ['lightning.payment.succeeded']);
     assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 8_998n, reserved: 0n });
+  });
+
+  it('a sent payment whose provider is gone (configuration changed) stays unknown and is re-queried, never failed and refunded', async () => {
+    let providerConfigured = false;
+    const providers: RemoteProviders = (environment, invoice) => (providerConfigured ? sandboxRemoteProviders(environment, invoice) : null);
+    const { worker, taskQueue } = await lightningWorker({ providers });
+    const org = await createTestOrganization();
+    await fund(org.organizationId, 10_000n);
+    // Sent by an earlier run that died before recording the outcome.
+    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000, { fire: false });
+    await (await testOrm()).em.fork().nativeUpdate(LightningInvoice, { id: payment.id }, { sentAt: new Date() });
+    await starterFor(taskQueue).ensureStarted((await testOrm()).em.fork(), paymentWorkflowId(payment.id));
+    await worker.runUntil(async () => {
+      await env.sleep(HOUR);
+      assert.equal((await load(payment.id)).status, 'pending');
+      assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 8_998n, reserved: 1_002n });
+      providerConfigured = true;
+      assert.equal(await handle.result(), 'paid');
+    });
+    const history = await handle.fetchHistory();
+    const sends = history.events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'sendLightningPayment');
+    assert.equal(sends.length, 1);
+    const { entries, events } = await ledger(org.organizationId, payment.id);
+    assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
+    assert.deepEqual(events, ['lightning.payment.succeeded']);
+    await assertLedgerReconciles(org.organizationId);
   });
 
   it('an unknown outcome re-queried for 60 days continues as new with a bounded history, then settles once', async function () {
