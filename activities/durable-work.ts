@@ -1,5 +1,6 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
+import { lightningPendingWork } from '../src/lightning/pending-work';
 import type { Logger } from '../src/logger';
 import { reconcilePendingWork, type PendingWorkSource, type ReconcileResult } from '../src/temporal/reconciler';
 import { activityStarter } from './transactions';
@@ -11,7 +12,9 @@ export interface DurableWorkActivityDeps {
 }
 
 /** Every domain's pending resources that a running workflow must be carrying. */
-const PENDING_WORK_SOURCES: PendingWorkSource[] = [];
+const PENDING_WORK_SOURCES: PendingWorkSource[] = [
+  ...lightningPendingWork,
+];
 
 export const createDurableWorkActivities = (deps: DurableWorkActivityDeps) => ({
   /** Fires recorded workflow starts that were not fired after their commit; returns how many reached Temporal. */

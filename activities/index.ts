@@ -2,6 +2,7 @@ import type { IssuerProvider } from '../src/cards/issuer';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { IdempotencyService } from '../src/idempotency/service';
+import type { RemoteProviders } from '../src/lightning/provider';
 import type { Logger } from '../src/logger';
 import { createCardActivities } from './cards';
 import { createDurableWorkActivities } from './durable-work';
@@ -18,6 +19,8 @@ export interface ActivityDeps {
   idempotency: IdempotencyService;
   /** Tests only: another card issuer than the sandbox one. */
   cardIssuer?: IssuerProvider;
+  /** Tests only: other remote Lightning providers than the sandbox network. */
+  lightningProviders?: RemoteProviders;
 }
 
 /** Every activity of every domain, registered on the one worker. */

@@ -1,16 +1,18 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { transactionWithStarts } from './transactions';
-import { LightningInvoice } from '../src/lightning/entities';
-import { providerFor, type PaymentOrder, type PaymentOutcome } from '../src/lightning/provider';
-import { expireInvoice, finalizePayment, paymentOrder, settleIncomingInvoice, signalInvoicePaid } from '../src/lightning/service';
+import { activityStarter, transactionWithStarts } from './transactions';
+import { LightningInvoice, type InvoiceStatus } from '../src/lightning/entities';
+import { invoicePaidSignal, invoiceWorkflowId } from '../src/lightning/flows/invoice';
+import { providerFor, type PaymentOrder, type PaymentOutcome, type RemoteProviders } from '../src/lightning/provider';
+import { expireInvoice, finalizePayment, paymentOrder, settleIncomingInvoice } from '../src/lightning/service';
 import type { Logger } from '../src/logger';
 
 export interface LightningActivityDeps {
   config: Config;
   orm: Orm;
   log: Logger;
+  /** Tests only: other remote providers than the sandbox network. */
+  lightningProviders?: RemoteProviders;
 }
 
 /** A provider outcome as it crosses the workflow boundary (no bigint in payloads). */
@@ -26,51 +28,59 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
     const { outcome, invoiceId } = await inTransaction((tx) =>
       settleIncomingInvoice(tx, { paymentHash: order.invoice.paymentHash, environment: order.environment, amountMsat: order.amountMsat, paidByPaymentId: order.paymentId }),
     );
-    if (invoiceId && outcome.state === 'succeeded') await signalInvoicePaid(Context.current().client, invoiceId);
+    if (invoiceId && outcome.state === 'succeeded') {
+      const starter = activityStarter(deps);
+      await starter.ensureStarted(deps.orm.em.fork(), invoiceWorkflowId(invoiceId));
+      await starter.signal(invoiceWorkflowId(invoiceId), invoicePaidSignal);
+    }
     return outcome;
   };
 
-  async function loadPending(paymentId: string) {
+  async function loadPayment(paymentId: string) {
     const em = deps.orm.em.fork();
-    const payment = await em.findOne(LightningInvoice, { id: paymentId, direction: 'outgoing' });
-    // Started just before the API's commit: retried until the row is visible.
-    if (!payment) throw ApplicationFailure.retryable(`payment ${paymentId} is not visible yet`, 'PaymentNotVisible');
+    // The row committed before its workflow was started.
+    const payment = await em.findOneOrFail(LightningInvoice, { id: paymentId, direction: 'outgoing' });
     const order = paymentOrder(payment);
-    const provider = await providerFor(em, payment.environment, order.invoice, settleInternally);
+    const provider = await providerFor(em, payment.environment, order.invoice, settleInternally, deps.lightningProviders);
     return { em, payment, order, provider };
   }
 
   return {
-    async readLightningInvoiceStatus(input: { invoiceId: string }): Promise<string> {
+    async readLightningInvoiceStatus(input: { invoiceId: string }): Promise<InvoiceStatus> {
       const invoice = await deps.orm.em.fork().findOneOrFail(LightningInvoice, { id: input.invoiceId });
       return invoice.status;
     },
 
-    async expireLightningInvoice(input: { invoiceId: string; at: string }): Promise<string> {
+    async expireLightningInvoice(input: { invoiceId: string; at: string }): Promise<InvoiceStatus> {
       return inTransaction((tx) => expireInvoice(tx, input.invoiceId, new Date(input.at)));
     },
 
     /**
-     * Sends the payment once: the first call records sent_at before asking the provider, so a
-     * retried or restarted send queries the outcome instead of paying again.
+     * Sends the payment at most once. "Already sent" is checked first: a sent payment is only ever
+     * queried, and with no provider for it now (configuration changed) its outcome is unknown, never
+     * failed, since it may have gone out. The provider is asked to pay only by the call whose
+     * sent_at update claimed the row.
      */
     async sendLightningPayment(input: { paymentId: string }): Promise<SerializedOutcome> {
-      const { em, payment, order, provider } = await loadPending(input.paymentId);
+      const { em, payment, order, provider } = await loadPayment(input.paymentId);
       if (payment.status === 'paid') return { state: 'succeeded', preimage: payment.preimage, feeMsat: payment.feeMsat };
       if (payment.status !== 'pending') return { state: 'failed', reason: payment.failureReason ?? payment.status };
-      if (!provider) return { state: 'failed', reason: 'no_route' };
-      if (payment.sentAt) return serialize(await provider.query(order, 0));
-      await em.nativeUpdate(LightningInvoice, { id: payment.id, sentAt: null }, { sentAt: new Date() });
-      return serialize(await provider.pay(order));
+      if (!payment.sentAt) {
+        // Never sent: with no route nothing went out, so it fails.
+        if (!provider) return { state: 'failed', reason: 'no_route' };
+        const claimed = (await em.nativeUpdate(LightningInvoice, { id: payment.id, sentAt: null }, { sentAt: new Date() })) === 1;
+        if (claimed) return serialize(await provider.pay(order));
+      }
+      return provider ? serialize(await provider.query(order, 0)) : { state: 'unknown' };
     },
 
     async queryLightningPayment(input: { paymentId: string; queryNumber: number }): Promise<SerializedOutcome> {
-      const { order, provider } = await loadPending(input.paymentId);
+      const { order, provider } = await loadPayment(input.paymentId);
       if (!provider) return { state: 'unknown' };
       return serialize(await provider.query(order, input.queryNumber));
     },
 
-    async finalizeLightningPayment(input: { paymentId: string; outcome: Exclude<SerializedOutcome, { state: 'unknown' }> }): Promise<string> {
+    async finalizeLightningPayment(input: { paymentId: string; outcome: Exclude<SerializedOutcome, { state: 'unknown' }> }): Promise<InvoiceStatus> {
       const outcome = input.outcome.state === 'succeeded' ? { ...input.outcome, feeMsat: BigInt(input.outcome.feeMsat) } : input.outcome;
       return inTransaction((tx) => finalizePayment(tx, input.paymentId, outcome));
     },

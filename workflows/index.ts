@@ -4,5 +4,6 @@ export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { workflowStartSweepWorkflow } from './workflow-start-sweep';
 export { pendingWorkReconcilerWorkflow } from './pending-work-reconciler';
 export { policyActivationWorkflow } from './policy-activation';
-export { lightningInvoiceWorkflow, lightningPaymentWorkflow } from './lightning';
+export { lightningInvoiceWorkflow } from './lightning-invoice';
+export { lightningPaymentWorkflow } from './lightning-payment';
 export { cardBalanceWorkflow, cardProvisioningWorkflow, cardTerminationWorkflow } from './cards';

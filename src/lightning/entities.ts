@@ -43,6 +43,8 @@ export class LightningNodeKey {
   createdAt: Date = new Date();
 }
 
+export const ACTIVE_PAYMENT_INDEX = 'lightning_invoices_active_payment_unique';
+
 /**
  * One Lightning record of an organization, in the specification's invoice shape: `incoming` is an
  * invoice it issued, `outgoing` a payment it made (of someone's invoice). The reference is the
@@ -52,6 +54,11 @@ export class LightningNodeKey {
 @Unique({ properties: ['organization', 'direction', 'reference'] })
 @Index({ properties: ['organization', 'createdAt', 'id'] })
 @Index({ properties: ['paymentHash'] })
+// At most one active (pending or paid) payment of an invoice per organization: concurrent payments under different references cannot both reserve.
+@Unique({
+  name: ACTIVE_PAYMENT_INDEX,
+  expression: `create unique index "${ACTIVE_PAYMENT_INDEX}" on "lightning_invoices" ("organization_id", "payment_hash") where direction = 'outgoing' and status in ('pending', 'paid')`,
+})
 export class LightningInvoice {
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();

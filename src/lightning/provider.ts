@@ -73,10 +73,21 @@ export class SandboxNetworkProvider implements LightningProvider {
   }
 }
 
+/** The provider of a remote payee (not our node) from this environment, or null: no route. */
+export type RemoteProviders = (environment: Environment, invoice: DecodedInvoice) => LightningProvider | null;
+
+/** Live remote payments need a real node (an LND REST provider): none is configured yet. */
+export const sandboxRemoteProviders: RemoteProviders = (environment, invoice) =>
+  environment === 'sandbox' && sandboxNodeFor(invoice.payee) ? new SandboxNetworkProvider() : null;
+
 /** The provider that can reach `invoice`'s payee from this environment, or null: no route. */
-export async function providerFor(em: EntityManager, environment: Environment, invoice: DecodedInvoice, settle: InternalSettler): Promise<LightningProvider | null> {
+export async function providerFor(
+  em: EntityManager,
+  environment: Environment,
+  invoice: DecodedInvoice,
+  settle: InternalSettler,
+  remote: RemoteProviders = sandboxRemoteProviders,
+): Promise<LightningProvider | null> {
   if (invoice.payee === (await nodePublicKey(em, environment))) return new InternalRouteProvider(settle);
-  // Live remote payments need a real node (an LND REST provider): none is configured yet.
-  if (environment === 'sandbox' && sandboxNodeFor(invoice.payee)) return new SandboxNetworkProvider();
-  return null;
+  return remote(environment, invoice);
 }

@@ -1,5 +1,3 @@
-import type { Client } from '@temporalio/client';
-import type { Config } from '../config';
 import { errors } from '../shared/errors';
 import type { RouteRegistry } from '../http/route';
 import { resultEnvelope } from '../shared/schemas';
@@ -20,24 +18,12 @@ import {
   SandboxInvoiceBody,
 } from './schemas';
 import { issueSandboxInvoice } from './sandbox-network';
-import {
-  createInvoice,
-  createPayment,
-  decodePaymentRequest,
-  findRecord,
-  listRecords,
-  presentCreatedInvoice,
-  presentDecoded,
-  presentInvoice,
-  presentPayment,
-  previewPayment,
-  settleIncomingInvoice,
-  signalInvoicePaid,
-} from './service';
+import { invoicePaidSignal, invoiceWorkflowId } from './flows/invoice';
+import { presentCreatedInvoice, presentDecoded, presentInvoice, presentPayment } from './presenters';
+import { createInvoice, createPayment, decodePaymentRequest, findRecord, listRecords, previewPayment, settleIncomingInvoice } from './service';
 
 export function registerLightningRoutes(routes: RouteRegistry): void {
   const tag = 'Lightning';
-  const temporalOf = (deps: { temporal: { client: Client }; config: Config }) => ({ client: deps.temporal.client, config: deps.config });
 
   routes.add({
     method: 'post',
@@ -49,7 +35,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     body: CreateInvoiceBody,
     response: { status: 201, description: 'The invoice', schema: CreatedInvoice },
     handler: async ({ auth, body, em, deps }) => {
-      const invoice = await createInvoice(em, deps.keys, temporalOf(deps), auth, {
+      const invoice = await createInvoice(em, deps.keys, auth, {
         amountSat: body.amount,
         description: body.description,
         expirySeconds: body.expiry,
@@ -133,8 +119,8 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     scope: 'lightning:write',
     body: PayBody,
     response: { status: 201, description: 'The payment (pending until its workflow settles it)', schema: PaymentEnvelope },
-    handler: async ({ auth, body, em, ctx, deps }) => {
-      const payment = await createPayment(em, temporalOf(deps), auth, {
+    handler: async ({ auth, body, em, ctx }) => {
+      const payment = await createPayment(em, auth, {
         request: body.request,
         reference: body.reference,
         customerId: body.customer_id,
@@ -192,8 +178,14 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
         throw errors.conflict(outcome.state === 'failed' ? outcome.reason : 'invoice_not_payable', `The invoice cannot be paid (${invoice.status}).`);
       }
       await em.refresh(invoice);
-      await signalInvoicePaid(deps.temporal.client, invoice.id);
-      return { body: resultEnvelope(ctx.state.requestId, 'Invoice paid', presentInvoice(invoice)) };
+      return {
+        body: resultEnvelope(ctx.state.requestId, 'Invoice paid', presentInvoice(invoice)),
+        // Once committed, the invoice's workflow is told, so it ends before its expiry timer.
+        afterCommit: async () => {
+          await deps.starter.ensureStarted(deps.orm.em.fork(), invoiceWorkflowId(invoice.id));
+          await deps.starter.signal(invoiceWorkflowId(invoice.id), invoicePaidSignal);
+        },
+      };
     },
   });
 }

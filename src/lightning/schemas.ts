@@ -28,6 +28,7 @@ export const CreatedInvoice = z
     status: z.enum(INVOICE_STATUSES),
     expires_at: Timestamp,
     created_at: Timestamp,
+    workflow_id: z.string().openapi({ description: 'The Temporal workflow carrying this record (lightning-invoice-<id> or lightning-payment-<id>)' }),
   })
   .openapi('LightningCreatedInvoice');
 
@@ -51,6 +52,7 @@ export const LightningInvoiceObject = z
     expires_at: z.string().openapi({ description: 'Unix epoch seconds, as a string' }),
     created_at: Timestamp,
     updated_at: z.string().openapi({ description: 'RFC 3339, or an empty string if never updated' }),
+    workflow_id: z.string().openapi({ description: 'The Temporal workflow carrying this record (lightning-invoice-<id> or lightning-payment-<id>)' }),
   })
   .openapi('LightningInvoice');
 
@@ -127,6 +129,7 @@ export const LightningPaymentObject = z
     failure_reason: z.string().nullable(),
     reference: z.string(),
     created_at: Timestamp,
+    workflow_id: z.string().openapi({ description: 'The Temporal workflow carrying this payment (lightning-payment-<id>)' }),
   })
   .openapi('LightningPayment');
 export const PaymentEnvelope = resultEnvelopeSchema(LightningPaymentObject);

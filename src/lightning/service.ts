@@ -1,27 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha2';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
-import type { Config } from '../config';
 import { emit } from '../events/service';
 import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
 import { Organization } from '../organizations/entities';
 import { isUuid } from '../shared/ids';
 import { iso, unixSeconds } from '../shared/time';
-import { resourceSearchAttributes } from '../temporal/search-attributes';
+import { recordStart } from '../temporal/starter';
+import { isExpired, msatToSat, satsToDebit } from './amounts';
 import { Bolt11Error, decodeBolt11, encodeBolt11, networkForEnvironment, type DecodedInvoice } from './bolt11';
-import { LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
+import { ACTIVE_PAYMENT_INDEX, LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
+import { lightningInvoiceFlow } from './flows/invoice';
+import { lightningPaymentFlow } from './flows/payment';
 import { withNodeKey } from './node-key';
+import { presentInvoice, presentPayment } from './presenters';
 import { providerFor, type PaymentOrder, type PaymentOutcome } from './provider';
 
-export const invoiceWorkflowId = (id: string) => `lightning-invoice-${id}`;
-export const paymentWorkflowId = (id: string) => `lightning-payment-${id}`;
-/** The signal that tells an invoice's workflow it was paid (it re-reads the status before ending). */
-export const INVOICE_PAID_SIGNAL = 'invoicePaid';
 const MIN_FINAL_CLTV = 40;
 
 export interface Tenant {
@@ -29,34 +26,12 @@ export interface Tenant {
   environment: Environment;
 }
 
-type TemporalDeps = { client: Client; config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_SEARCH_ATTRIBUTES'> };
-
-const msatToSat = (msat: bigint) => msat / 1000n;
-/** Whole sats a payment of `msat` takes from a sat balance (a sub-sat remainder rounds up). */
-const satsToDebit = (msat: bigint) => (msat + 999n) / 1000n;
-
 export function decodePaymentRequest(request: string): DecodedInvoice {
   try {
     return decodeBolt11(request);
   } catch (error) {
     if (!(error instanceof Bolt11Error)) throw error;
     throw new DomainError({ kind: 'invalid', code: 'invalid_payment_request', message: `Invalid BOLT11 payment request: ${error.message}.`, param: 'request' });
-  }
-}
-
-async function startWorkflow(temporal: TemporalDeps, input: { workflowType: string; workflowId: string; arg: unknown; organizationId: string; type: string; id: string }) {
-  try {
-    await temporal.client.workflow.start(input.workflowType, {
-      taskQueue: temporal.config.TEMPORAL_TASK_QUEUE,
-      workflowId: input.workflowId,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      args: [input.arg],
-      ...(temporal.config.TEMPORAL_SEARCH_ATTRIBUTES
-        ? { typedSearchAttributes: resourceSearchAttributes({ organizationId: input.organizationId, type: input.type, id: input.id }) }
-        : {}),
-    });
-  } catch (error) {
-    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }
 }
 
@@ -76,6 +51,31 @@ async function insertOnce(em: EntityManager, record: LightningInvoice): Promise<
   return { invoice, created: rows.length === 1 };
 }
 
+/**
+ * Inserts an outgoing payment once per reference and once per invoice: the partial unique index
+ * allows one pending or paid payment per (organization, payment hash), so a concurrent payment
+ * of the same invoice under another reference waits for the first to commit and is refused (409)
+ * before it reserves anything. The insert runs in a savepoint, so the refusal can be told apart
+ * from a concurrent repeat of this very reference (which returns the original).
+ */
+async function insertPaymentOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
+  try {
+    return await em.transactional((savepoint) => insertOnce(savepoint, record));
+  } catch (error) {
+    // PostgreSQL's unique_violation (23505), as the raw insert's driver reports it.
+    const violation = error as { code?: string; constraint?: string };
+    if (violation.code !== '23505' || violation.constraint !== ACTIVE_PAYMENT_INDEX) throw error;
+    const paying = await em.findOneOrFail(LightningInvoice, {
+      organization: record.organization.id,
+      direction: 'outgoing',
+      paymentHash: record.paymentHash,
+      status: { $in: ['pending', 'paid'] },
+    });
+    if (paying.reference === record.reference) return { invoice: paying, created: false };
+    throw errors.conflict('invoice_already_paid', `This invoice is already being paid or was paid by payment ${paying.id}.`, { payment_id: paying.id });
+  }
+}
+
 export interface NewInvoice {
   amountSat: number;
   description: string;
@@ -86,8 +86,8 @@ export interface NewInvoice {
   issuedAt?: Date;
 }
 
-/** Issues a BOLT11 invoice signed by the environment's node key and starts its workflow; the same reference returns the original. */
-export async function createInvoice(em: EntityManager, keys: KeyService, temporal: TemporalDeps, tenant: Tenant, input: NewInvoice) {
+/** Issues a BOLT11 invoice signed by the environment's node key and records its workflow's start; the same reference returns the original. */
+export async function createInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice) {
   const existing = await em.findOne(LightningInvoice, { organization: tenant.organizationId, direction: 'incoming', reference: input.reference });
   if (existing) return existing;
   const preimage = randomBytes(32);
@@ -133,9 +133,7 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tempora
     { persist: false },
   );
   const { invoice, created } = await insertOnce(em, record);
-  if (created) {
-    await startWorkflow(temporal, { workflowType: 'lightningInvoiceWorkflow', workflowId: invoiceWorkflowId(invoice.id), arg: { invoiceId: invoice.id, expiresAt: iso(invoice.expiresAt) }, organizationId: tenant.organizationId, type: 'lightning_invoice', id: invoice.id });
-  }
+  if (created) recordStart(em, lightningInvoiceFlow, { invoiceId: invoice.id, expiresAt: iso(invoice.expiresAt) }, tenant.organizationId);
   return invoice;
 }
 
@@ -184,15 +182,6 @@ export async function settleIncomingInvoice(em: EntityManager, input: { paymentH
   return { outcome: { state: 'succeeded', preimage: invoice.preimage, feeMsat: 0n }, invoiceId: invoice.id };
 }
 
-/** Tells an invoice's workflow it was paid, so it ends before its expiry timer. */
-export async function signalInvoicePaid(client: Client, invoiceId: string): Promise<void> {
-  try {
-    await client.workflow.getHandle(invoiceWorkflowId(invoiceId)).signal(INVOICE_PAID_SIGNAL);
-  } catch {
-    // The workflow has ended (or never started): its timer or the status check covers it.
-  }
-}
-
 /** The expiry timer fired: pending becomes expired (a paid invoice stays paid). */
 export async function expireInvoice(em: EntityManager, invoiceId: string, at: Date): Promise<InvoiceStatus> {
   const updated = await em.nativeUpdate(LightningInvoice, { id: invoiceId, status: 'pending' }, { status: 'expired', updatedAt: at });
@@ -212,8 +201,6 @@ function amountToPay(invoice: DecodedInvoice, amountSat: number | undefined): bi
   if (amountSat === undefined) throw errors.validation('This invoice has no amount: give one in `amount` (sats).', 'amount');
   return BigInt(amountSat) * 1000n;
 }
-
-const isExpired = (invoice: DecodedInvoice, now = new Date()) => unixSeconds(now) >= invoice.expiresAt;
 
 /** Previews only estimate: nothing there settles, so the internal route never calls this. */
 const noSettlement = async (): Promise<PaymentOutcome> => ({ state: 'unknown' });
@@ -251,9 +238,10 @@ export interface NewPayment {
 
 /**
  * Pays a BOLT11 invoice once per reference: checks expiry, route and max_fee before anything is
- * sent (rule 5), reserves amount plus the fee limit, records the payment and starts its workflow.
+ * sent (rule 5), records the payment (one active payment per invoice), reserves amount plus the fee
+ * limit and records its workflow's start, fired once the caller's transaction commits.
  */
-export async function createPayment(em: EntityManager, temporal: TemporalDeps, tenant: Tenant, input: NewPayment) {
+export async function createPayment(em: EntityManager, tenant: Tenant, input: NewPayment) {
   const existing = await em.findOne(LightningInvoice, { organization: tenant.organizationId, direction: 'outgoing', reference: input.reference });
   if (existing) return existing;
   const preview = await previewPayment(em, tenant, input.request, input.amountSat);
@@ -274,16 +262,6 @@ export async function createPayment(em: EntityManager, temporal: TemporalDeps, t
     });
   }
   const feeLimitMsat = maxFeeMsat ?? feeMsat;
-  // Another reference paying the same invoice is refused; a concurrent repeat of this reference is not (it returns the original below).
-  const paying = await em.findOne(LightningInvoice, {
-    organization: tenant.organizationId,
-    direction: 'outgoing',
-    paymentHash: invoice.paymentHash,
-    status: { $in: ['pending', 'paid'] },
-    reference: { $ne: input.reference },
-  });
-  if (paying) throw errors.conflict('invoice_already_paid', `This invoice is already being paid or was paid by payment ${paying.id}.`, { payment_id: paying.id });
-
   const record = em.create(
     LightningInvoice,
     {
@@ -306,7 +284,7 @@ export async function createPayment(em: EntityManager, temporal: TemporalDeps, t
     },
     { persist: false },
   );
-  const { invoice: payment, created } = await insertOnce(em, record);
+  const { invoice: payment, created } = await insertPaymentOnce(em, record);
   if (!created) return payment;
   await applyBalanceEntry(em, {
     organizationId: tenant.organizationId,
@@ -315,8 +293,7 @@ export async function createPayment(em: EntityManager, temporal: TemporalDeps, t
     amount: satsToDebit(amountMsat) + satsToDebit(feeLimitMsat),
     reference: { type: 'lightning_payment', id: payment.id },
   });
-  // Started before the commit: its first activity retries until the row is visible.
-  await startWorkflow(temporal, { workflowType: 'lightningPaymentWorkflow', workflowId: paymentWorkflowId(payment.id), arg: { paymentId: payment.id }, organizationId: tenant.organizationId, type: 'lightning_payment', id: payment.id });
+  recordStart(em, lightningPaymentFlow, { paymentId: payment.id }, tenant.organizationId);
   return payment;
 }
 
@@ -358,75 +335,4 @@ export async function finalizePayment(em: EntityManager, paymentId: string, outc
     dedupeKey: `lightning.payment.${payment.status}:${payment.id}`,
   });
   return payment.status;
-}
-
-export function presentCreatedInvoice(invoice: LightningInvoice) {
-  return {
-    object: 'lightning_invoice' as const,
-    id: invoice.id,
-    payment_hash: invoice.paymentHash,
-    request: invoice.request,
-    amount_sat: msatToSat(BigInt(invoice.amountMsat)).toString(),
-    description: invoice.description,
-    status: invoice.status,
-    expires_at: iso(invoice.expiresAt),
-    created_at: iso(invoice.createdAt),
-  };
-}
-
-/** The specification's invoice resource: expires_at in Unix seconds (a string), preimage only once paid. */
-export function presentInvoice(invoice: LightningInvoice) {
-  return {
-    object: 'lightning_invoice' as const,
-    id: invoice.id,
-    payment_hash: invoice.paymentHash,
-    request: invoice.request,
-    preimage: invoice.status === 'paid' ? invoice.preimage : '',
-    amount_sat: msatToSat(BigInt(invoice.amountMsat)).toString(),
-    amount_msat: invoice.amountMsat,
-    fee_sat: msatToSat(BigInt(invoice.feeMsat)).toString(),
-    fee_msat: invoice.feeMsat,
-    description: invoice.description,
-    status: invoice.status,
-    direction: invoice.direction,
-    company_id: invoice.organization.id,
-    customer_id: invoice.customerId ?? null,
-    reference: invoice.reference,
-    expires_at: String(unixSeconds(invoice.expiresAt)),
-    created_at: iso(invoice.createdAt),
-    updated_at: invoice.updatedAt ? iso(invoice.updatedAt) : '',
-  };
-}
-
-export function presentPayment(payment: LightningInvoice) {
-  return {
-    object: 'lightning_payment' as const,
-    id: payment.id,
-    transaction_id: payment.id,
-    payment_hash: payment.paymentHash,
-    preimage: payment.status === 'paid' ? payment.preimage : '',
-    destination: payment.destination,
-    amount_sat: msatToSat(BigInt(payment.amountMsat)).toString(),
-    fee_sat: satsToDebit(BigInt(payment.feeMsat)).toString(),
-    status: payment.status === 'expired' ? ('failed' as const) : payment.status,
-    failure_reason: payment.failureReason ?? null,
-    reference: payment.reference,
-    created_at: iso(payment.createdAt),
-  };
-}
-
-export function presentDecoded(invoice: DecodedInvoice) {
-  const amountMsat = invoice.amountMsat ?? 0n;
-  return {
-    object: 'lightning_payment_request' as const,
-    network: invoice.network,
-    payment_hash: invoice.paymentHash,
-    destination: invoice.payee,
-    amount_sat: Number(msatToSat(amountMsat)),
-    amount_msat: Number(amountMsat),
-    description: invoice.description ?? '',
-    description_hash: invoice.descriptionHash,
-    expires_at: invoice.expiresAt,
-    is_expired: isExpired(invoice),
-  };
 }

@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import { secp256k1 } from '@noble/curves/secp256k1';
+import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Event } from '../../src/events/entities';
 import { decodeBolt11 } from '../../src/lightning/bolt11';
 import { withNodeKey } from '../../src/lightning/node-key';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
+import { assertLedgerReconciles } from '../support/ledger';
 import { createTestWorker } from '../support/worker';
 
 describe('Lightning API', () => {
@@ -58,6 +60,7 @@ describe('Lightning API', () => {
     assert.equal(invoice.object, 'lightning_invoice');
     assert.equal(invoice.amount_sat, '2100');
     assert.equal(invoice.status, 'pending');
+    assert.equal(invoice.workflow_id, `lightning-invoice-${invoice.id}`);
     assert.match(invoice.payment_hash, /^[0-9a-f]{64}$/);
     assert.match(invoice.expires_at, /^\d{4}-\d\d-\d\dT/);
     const decoded = decodeBolt11(invoice.request);
@@ -149,7 +152,9 @@ describe('Lightning API', () => {
     assert.equal(again.status, 409);
     const events = await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'lightning.invoice.paid' });
     assert.deepEqual(events.map((event) => [event.data.id, event.data.status]), [[invoice.id, 'paid']]);
+    assert.equal(await app.deps.starter.result(invoice.workflow_id), 'paid', 'the invoice workflow was told and ended');
     assert.deepEqual(await satBalance(org), { available: 1234n, reserved: 0n });
+    await assertLedgerReconciles(org.organizationId);
   });
 
   it('one organization pays another over the internal route: same preimage, exact balances', async () => {
@@ -168,18 +173,23 @@ describe('Lightning API', () => {
     const created = await pay(payer, { request: invoice.request });
     assert.equal(created.status, 201);
     assert.equal(created.body.success, true);
+    assert.equal(created.body.data.workflow_id, `lightning-payment-${created.body.data.id}`);
     const payment = await settled(payer, created.body.data.id);
     assert.equal(payment.status, 'paid');
     assert.equal(payment.fee_sat, '0');
     const payeeInvoice = (await app.request('GET', `/api/lightning/invoices/${invoice.id}`, { key: payee.secret })).body.data;
     assert.equal(payeeInvoice.status, 'paid');
     assert.equal(payeeInvoice.preimage, payment.preimage);
+    assert.equal(await app.deps.starter.result(payeeInvoice.workflow_id), 'paid', 'the payee invoice workflow was told and ended');
     assert.deepEqual(await satBalance(payer), { available: 7_500n, reserved: 0n });
     assert.deepEqual(await satBalance(payee), { available: 2_500n, reserved: 0n });
 
     const outgoing = await app.request('GET', '/api/lightning/invoices?direction=outgoing', { key: payer.secret });
     assert.equal(outgoing.body.data.total_count, '1');
     assert.equal(outgoing.body.data.invoices[0].preimage, payment.preimage);
+    assert.equal(outgoing.body.data.invoices[0].workflow_id, `lightning-payment-${payment.id}`);
+    await assertLedgerReconciles(payer.organizationId);
+    await assertLedgerReconciles(payee.organizationId);
   });
 
   it('pays a remote node with the sandbox fee model; a failing node releases the whole reserve', async () => {
@@ -199,6 +209,7 @@ describe('Lightning API', () => {
     assert.equal(failed.status, 'failed');
     assert.equal(failed.preimage, '');
     assert.deepEqual(await satBalance(org), { available: 100_000n - 50_051n, reserved: 0n });
+    await assertLedgerReconciles(org.organizationId);
   });
 
   it('refuses before sending: max_fee, no route, expired, amountless without amount, insufficient funds', async () => {
@@ -233,6 +244,7 @@ describe('Lightning API', () => {
 
     const withAmount = await pay(org, { request: amountless, amount: 10 });
     assert.equal((await settled(org, withAmount.body.data.id)).amount_sat, '10');
+    await assertLedgerReconciles(org.organizationId);
   });
 
   it('50 concurrent payments with one reference debit once and all return the original', async () => {
@@ -250,6 +262,56 @@ describe('Lightning API', () => {
     const later = await pay(org, { request, reference });
     assert.equal(later.body.data.id, payment.id);
     assert.equal(later.body.data.status, 'paid');
+    await assertLedgerReconciles(org.organizationId);
+  });
+
+  it('20 concurrent payments of one invoice under different references: one payment, one debit', async () => {
+    const org = await createTestOrganization();
+    await fund(org, 100_000);
+    const request = await remoteInvoice(org, { node: 'ok', amount: 1_000 });
+    const responses = await Promise.all(Array.from({ length: 20 }, () => pay(org, { request })));
+    const created = responses.filter((response) => response.status === 201);
+    assert.equal(created.length, 1, responses.map((response) => response.status).join(' '));
+    const refused = responses.filter((response) => response.status !== 201);
+    assert.deepEqual(new Set(refused.map((response) => `${response.status} ${response.body.error.code}`)), new Set(['409 invoice_already_paid']));
+    assert.ok(refused.every((response) => response.body.error.details.payment_id === created[0]!.body.data.id));
+    assert.equal((await settled(org, created[0]!.body.data.id)).status, 'paid');
+    const entries = await (await testOrm()).em.fork().find(CompanyBalanceEntry, { organization: org.organizationId, kind: { $in: ['reserve', 'capture'] } });
+    assert.deepEqual(entries.map((entry) => `${entry.kind} ${entry.amount}`).sort(), ['capture 1002', 'reserve 1002']);
+    assert.deepEqual(await satBalance(org), { available: 100_000n - 1_002n, reserved: 0n });
+    const outgoing = await app.request('GET', '/api/lightning/invoices?direction=outgoing', { key: org.secret });
+    assert.equal(outgoing.body.data.total_count, '1');
+    await assertLedgerReconciles(org.organizationId);
+  });
+
+  it('20 concurrent payments under different references against a balance that covers 10: exactly 10 succeed, to the sat', async () => {
+    const org = await createTestOrganization();
+    // Each reserves 1,000 sats + a 2-sat fee estimate and pays exactly that.
+    await fund(org, 10 * 1_002);
+    const requests = await Promise.all(Array.from({ length: 20 }, () => remoteInvoice(org, { node: 'ok', amount: 1_000 })));
+    const responses = await Promise.all(requests.map((request) => pay(org, { request })));
+    const created = responses.filter((response) => response.status === 201);
+    assert.equal(created.length, 10, responses.map((response) => response.status).join(' '));
+    assert.ok(responses.filter((response) => response.status !== 201).every((response) => response.status === 400 && response.body.error.code === 'insufficient_funds'));
+    for (const response of created) assert.equal((await settled(org, response.body.data.id)).status, 'paid');
+    assert.deepEqual(await satBalance(org), { available: 0n, reserved: 0n });
+    await assertLedgerReconciles(org.organizationId);
+  });
+
+  it('a fee under max_fee: reserve amount + max_fee, capture amount + actual fee, release the rest, entry by entry', async () => {
+    const org = await createTestOrganization();
+    await fund(org, 5_000);
+    const created = await pay(org, { request: await remoteInvoice(org, { node: 'ok', amount: 3_000 }), max_fee: 10 });
+    assert.equal(created.status, 201);
+    const payment = await settled(org, created.body.data.id);
+    assert.equal(payment.status, 'paid');
+    assert.equal(payment.fee_sat, '4', '1 sat + 1000 ppm of 3,000 sats');
+    const entries = await (await testOrm()).em.fork().find(CompanyBalanceEntry, { organization: org.organizationId, referenceId: payment.id });
+    const byKind = Object.fromEntries(entries.map((entry) => [entry.kind, entry.amount]));
+    assert.equal(entries.length, 3);
+    assert.deepEqual(byKind, { reserve: '3010', capture: '3004', release: '6' });
+    assert.deepEqual(await satBalance(org), { available: 5_000n - 3_004n, reserved: 0n });
+    await assertLedgerReconciles(org.organizationId);
   });
 
   it('sandbox helpers answer 404 to live keys', async () => {

@@ -2,23 +2,66 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { applyBalanceEntry, readBalances } from '../../src/balances/service';
+import { applyBalanceEntry } from '../../src/balances/service';
 import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Event } from '../../src/events/entities';
+import { IdempotencyService } from '../../src/idempotency/service';
 import { createKeyProvider } from '../../src/keys/provider';
 import { KeyService } from '../../src/keys/service';
 import { LightningInvoice } from '../../src/lightning/entities';
-import { issueSandboxInvoice } from '../../src/lightning/sandbox-network';
-import { createInvoice, createPayment, invoiceWorkflowId, paymentWorkflowId } from '../../src/lightning/service';
+import { invoiceWorkflowId } from '../../src/lightning/flows/invoice';
+import { paymentWorkflowId } from '../../src/lightning/flows/payment';
+import { SandboxNetworkProvider, sandboxRemoteProviders, type LightningProvider, type RemoteProviders } from '../../src/lightning/provider';
+import { issueSandboxInvoice, sandboxPreimageFor, type SandboxNode } from '../../src/lightning/sandbox-network';
+import { createInvoice, createPayment, type NewPayment } from '../../src/lightning/service';
 import { createLogger } from '../../src/logger';
-import { workflowBundle } from '../../src/temporal/worker';
+import { WorkflowStart } from '../../src/temporal/entities';
+import { WorkflowStarter } from '../../src/temporal/starter';
+import { createWorker, workflowBundle } from '../../src/temporal/worker';
+import { pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
+import { QUERIES_PER_RUN } from '../../workflows/lightning-payment';
 import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
-import { createTestWorker } from '../support/worker';
+import { assertLedgerReconciles } from '../support/ledger';
 
 /** The time-skipping server has no custom search attributes. */
 const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** Each run's history stays under this many events (QUERIES_PER_RUN re-queries of about 11 events each). */
+const EVENTS_PER_RUN_BOUND = 1_200;
+
+/** A remote provider that is unreachable (throws, as a node or network outage does) until `reachable`; counts the calls. */
+class OutageProvider implements LightningProvider {
+  readonly name = 'sandbox_network' as const;
+  reachable = false;
+  calls = 0;
+  private readonly sandbox = new SandboxNetworkProvider();
+  estimate: LightningProvider['estimate'] = (invoice, amountMsat) => this.sandbox.estimate(invoice, amountMsat);
+  pay: LightningProvider['pay'] = (order) => this.call(() => this.sandbox.pay(order));
+  query: LightningProvider['query'] = (order, queryNumber) => this.call(() => this.sandbox.query(order, queryNumber));
+  private async call<T>(work: () => Promise<T>): Promise<T> {
+    this.calls += 1;
+    if (!this.reachable) throw new Error('connect ECONNREFUSED: the Lightning node is unreachable');
+    return work();
+  }
+}
+
+/** A remote provider whose every answer is unknown until `resolved`, then paid with `feeMsat`. */
+class UnknownUntilResolvedProvider implements LightningProvider {
+  readonly name = 'sandbox_network' as const;
+  resolved = false;
+  queries = 0;
+  private readonly sandbox = new SandboxNetworkProvider();
+  constructor(private readonly feeMsat: bigint) {}
+  estimate: LightningProvider['estimate'] = (invoice, amountMsat) => this.sandbox.estimate(invoice, amountMsat);
+  pay: LightningProvider['pay'] = async () => ({ state: 'unknown' });
+  query: LightningProvider['query'] = async (order) => {
+    this.queries += 1;
+    return this.resolved ? { state: 'succeeded', preimage: sandboxPreimageFor('ok', order.invoice), feeMsat: this.feeMsat } : { state: 'unknown' };
+  };
+}
 
 describe('Lightning workflows (time-skipping)', () => {
   let env: TestWorkflowEnvironment;
@@ -28,7 +71,27 @@ describe('Lightning workflows (time-skipping)', () => {
     env = await timeSkippingTemporal();
   });
 
-  const temporalFor = (taskQueue: string) => ({ client: env.client, config: testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES }) });
+  /** The service's worker on a fresh task queue, optionally with other remote providers than the sandbox network. */
+  async function lightningWorker(options: { taskQueue?: string; providers?: RemoteProviders; maxCachedWorkflows?: number } = {}) {
+    const taskQueue = options.taskQueue ?? `lightning-${randomUUID()}`;
+    const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES });
+    const worker = await createWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      maxCachedWorkflows: options.maxCachedWorkflows,
+      deps: { config, orm: await testOrm(), log: createLogger('silent'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS), lightningProviders: options.providers },
+    });
+    return { worker, taskQueue };
+  }
+
+  /** Routes sandbox-network invoices to `provider` (the rest as usual). */
+  const through =
+    (provider: LightningProvider): RemoteProviders =>
+    (environment, invoice) =>
+      sandboxRemoteProviders(environment, invoice) ? provider : null;
+
+  const starterFor = (taskQueue: string) => new WorkflowStarter(env.client, testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES }), createLogger('silent'));
   const load = async (id: string) => (await testOrm()).em.fork().findOneOrFail(LightningInvoice, { id });
 
   async function fund(organizationId: string, sats: bigint) {
@@ -37,11 +100,18 @@ describe('Lightning workflows (time-skipping)', () => {
     );
   }
 
-  async function startPayment(taskQueue: string, organizationId: string, node: 'ok' | 'unknown' | 'unknown_then_fail', amountSat: number) {
+  /**
+   * Creates a payment as POST /api/lightning/payments does: its start is recorded in the same
+   * transaction and fired after commit, unless `fire` is false (the process died in between).
+   */
+  async function startPayment(taskQueue: string, organizationId: string, node: SandboxNode, amountSat: number, options: { fire?: boolean } & Partial<NewPayment> = {}) {
     const { request } = issueSandboxInvoice({ node, amountSat, description: `sandbox ${node}`, expirySeconds: 3600, now: new Date() });
-    const payment = await (await testOrm()).em
-      .fork()
-      .transactional((tx) => createPayment(tx, temporalFor(taskQueue), { organizationId, environment: 'sandbox' }, { request, reference: randomUUID() }));
+    const em = (await testOrm()).em.fork();
+    const tenant = { organizationId, environment: 'sandbox' as const };
+    const input = { request, reference: randomUUID(), maxFeeSat: options.maxFeeSat };
+    const payment = options.fire === false
+      ? await em.transactional((tx) => createPayment(tx, tenant, input))
+      : await starterFor(taskQueue).transaction(em, (tx) => createPayment(tx, tenant, input));
     return { payment, handle: env.client.workflow.getHandle(paymentWorkflowId(payment.id)) };
   }
 
@@ -49,19 +119,22 @@ describe('Lightning workflows (time-skipping)', () => {
     const em = (await testOrm()).em.fork();
     const entries = await em.find(CompanyBalanceEntry, { organization: organizationId, referenceId: paymentId }, { orderBy: { createdAt: 'asc' } });
     const events = await em.find(Event, { organization: organizationId, type: { $like: 'lightning.payment.%' } });
-    const sat = (await readBalances(em, organizationId)).find((balance) => balance.currency === 'sat')!;
-    return { entries: entries.map((entry) => `${entry.kind} ${entry.amount}`), events: events.map((event) => event.type), sat };
+    // One transaction's entries share a timestamp: listed in the order money moves.
+    const order = ['reserve', 'capture', 'release'];
+    entries.sort((a, b) => order.indexOf(a.kind) - order.indexOf(b.kind));
+    return { entries: entries.map((entry) => `${entry.kind} ${entry.amount}`), events: events.map((event) => event.type) };
   }
 
+  const sweep = (taskQueue: string, organizationId: string) =>
+    env.client.workflow.execute(workflowStartSweepWorkflow, { taskQueue, workflowId: `sweep-${randomUUID()}`, args: [{ graceSeconds: 0, organizationId }] });
+
   it('expires an unpaid invoice exactly at its expiry time, once', async () => {
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await lightningWorker();
     const org = await createTestOrganization();
     const issuedAt = new Date(await env.currentTimeMs());
-    const invoice = await (await testOrm()).em
-      .fork()
-      .transactional((tx) =>
-        createInvoice(tx, keys, temporalFor(taskQueue), { organizationId: org.organizationId, environment: 'sandbox' }, { amountSat: 10, description: 'expiring', expirySeconds: 3600, reference: randomUUID(), issuedAt }),
-      );
+    const invoice = await starterFor(taskQueue).transaction((await testOrm()).em.fork(), (tx) =>
+      createInvoice(tx, keys, { organizationId: org.organizationId, environment: 'sandbox' }, { amountSat: 10, description: 'expiring', expirySeconds: 3600, reference: randomUUID(), issuedAt }),
+    );
     const handle = env.client.workflow.getHandle(invoiceWorkflowId(invoice.id));
     await worker.runUntil(async () => {
       await env.sleep(invoice.expiresAt.getTime() - (await env.currentTimeMs()) - 1_000);
@@ -76,8 +149,43 @@ describe('Lightning workflows (time-skipping)', () => {
     await recordHistoryIfAsked(handle, 'lightning-invoice');
   });
 
+  it('an invoice committed but never started: the start sweep starts its workflow exactly once', async () => {
+    const { worker, taskQueue } = await lightningWorker();
+    const org = await createTestOrganization();
+    const invoice = await (await testOrm()).em
+      .fork()
+      .transactional((tx) =>
+        createInvoice(tx, keys, { organizationId: org.organizationId, environment: 'sandbox' }, { amountSat: 10, description: 'never started', expirySeconds: 600, reference: randomUUID() }),
+      );
+    const start = await (await testOrm()).em.fork().findOneOrFail(WorkflowStart, { workflowId: invoiceWorkflowId(invoice.id) });
+    assert.equal(start.startedAt, null);
+    await worker.runUntil(async () => {
+      assert.deepEqual(await sweep(taskQueue, org.organizationId), { started: 1 });
+      assert.equal(await env.client.workflow.getHandle(invoiceWorkflowId(invoice.id)).result(), 'expired');
+      assert.deepEqual(await sweep(taskQueue, org.organizationId), { started: 0 }, 'a fired start is not fired again');
+    });
+    assert.equal((await load(invoice.id)).status, 'expired');
+  });
+
+  it('a payment committed but never started: the start sweep starts it exactly once and it settles once', async () => {
+    const { worker, taskQueue } = await lightningWorker();
+    const org = await createTestOrganization();
+    await fund(org.organizationId, 10_000n);
+    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000, { fire: false });
+    assert.equal((await load(payment.id)).sentAt, null);
+    await worker.runUntil(async () => {
+      assert.deepEqual(await sweep(taskQueue, org.organizationId), { started: 1 });
+      assert.equal(await handle.result(), 'paid');
+      assert.deepEqual(await sweep(taskQueue, org.organizationId), { started: 0 }, 'a fired start is not fired again');
+    });
+    const { entries, events } = await ledger(org.organizationId, payment.id);
+    assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
+    assert.deepEqual(events, ['lightning.payment.succeeded']);
+    await assertLedgerReconciles(org.organizationId);
+  });
+
   it('an unknown outcome stays pending and is re-queried until it settles; nothing is refunded blind', async () => {
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await lightningWorker();
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
     const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'unknown', 4_000);
@@ -87,26 +195,26 @@ describe('Lightning workflows (time-skipping)', () => {
     const history = await handle.fetchHistory();
     const queries = history.events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'queryLightningPayment');
     assert.equal(queries.length, 2, 'unknown after the send and the first re-query, paid on the second');
-    const { entries, events, sat } = await ledger(org.organizationId, payment.id);
+    const { entries, events } = await ledger(org.organizationId, payment.id);
     // Reserve amount + estimated fee (1 + 4 sats), capture amount + actual fee; nothing left to release.
     assert.deepEqual(entries, ['reserve 4005', 'capture 4005']);
     assert.deepEqual(events, ['lightning.payment.succeeded']);
-    assert.deepEqual(sat, { currency: 'sat', available: 5_995n, reserved: 0n });
+    assert.deepEqual(await assertLedgerReconciles(org.organizationId), { usd: { available: 0n, reserved: 0n }, sat: { available: 5_995n, reserved: 0n } });
     await recordHistoryIfAsked(handle, 'lightning-payment');
   });
 
   it('an unknown outcome that turns out failed releases the reserve only then', async () => {
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await lightningWorker();
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
     const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'unknown_then_fail', 1_000);
     await worker.runUntil(async () => {
       assert.equal(await handle.result(), 'failed');
     });
-    const { entries, events, sat } = await ledger(org.organizationId, payment.id);
+    const { entries, events } = await ledger(org.organizationId, payment.id);
     assert.deepEqual(entries, ['reserve 1002', 'release 1002']);
     assert.deepEqual(events, ['lightning.payment.failed']);
-    assert.deepEqual(sat, { currency: 'sat', available: 10_000n, reserved: 0n });
+    assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 10_000n, reserved: 0n });
     assert.equal((await load(payment.id)).failureReason, 'incorrect_or_unknown_payment_details');
   });
 
@@ -114,7 +222,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const taskQueue = `lightning-kill-${randomUUID()}`;
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
-    const first = await createTestWorker(env, taskQueue, NO_SEARCH_ATTRIBUTES, 0);
+    const first = await lightningWorker({ taskQueue, maxCachedWorkflows: 0 });
     const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'unknown', 2_000);
     // The first worker sends the payment and is stopped while the workflow waits to re-query.
     await first.worker.runUntil(async () => {
@@ -123,17 +231,120 @@ describe('Lightning workflows (time-skipping)', () => {
     assert.ok((await load(payment.id)).sentAt, 'sent by the first worker');
     assert.equal((await load(payment.id)).status, 'pending');
 
-    const second = await createTestWorker(env, taskQueue, NO_SEARCH_ATTRIBUTES, 0);
+    const second = await lightningWorker({ taskQueue, maxCachedWorkflows: 0 });
     await second.worker.runUntil(async () => {
       assert.equal(await handle.result(), 'paid');
     });
     const history = await handle.fetchHistory();
     const sends = history.events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'sendLightningPayment');
     assert.equal(sends.length, 1, 'sent once');
-    const { entries, events, sat } = await ledger(org.organizationId, payment.id);
+    const { entries, events } = await ledger(org.organizationId, payment.id);
     assert.deepEqual(entries, ['reserve 2003', 'capture 2003']);
     assert.deepEqual(events, ['lightning.payment.succeeded']);
-    assert.deepEqual(sat, { currency: 'sat', available: 7_997n, reserved: 0n });
+    assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 7_997n, reserved: 0n });
+  });
+
+  it('a provider unreachable for 6 hours: the payment keeps its reserve, then settles once when it is back', async () => {
+    const provider = new OutageProvider();
+    const { worker, taskQueue } = await lightningWorker({ providers: through(provider) });
+    const org = await createTestOrganization();
+    await fund(org.organizationId, 10_000n);
+    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000);
+    await worker.runUntil(async () => {
+      await env.sleep(6 * HOUR);
+      // Far past the 20 attempts (about 15 minutes) after which it used to give up.
+      assert.ok(provider.calls > 60, `retried ${provider.calls} times in 6 hours`);
+      const pending = await load(payment.id);
+      assert.equal(pending.status, 'pending');
+      assert.ok(pending.sentAt, 'the first attempt claimed the send; later ones query');
+      assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 8_998n, reserved: 1_002n });
+      provider.reachable = true;
+      assert.equal(await handle.result(), 'paid');
+    });
+    const { entries, events } = await ledger(org.organizationId, payment.id);
+    assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
+    assert.deepEqual(events, ['lightning.payment.succeeded']);
+    assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 8_998n, reserved: 0n });
+  });
+
+  it('a sent payment whose provider is gone (configuration changed) stays unknown and is re-queried, never failed and refunded', async () => {
+    let providerConfigured = false;
+    const providers: RemoteProviders = (environment, invoice) => (providerConfigured ? sandboxRemoteProviders(environment, invoice) : null);
+    const { worker, taskQueue } = await lightningWorker({ providers });
+    const org = await createTestOrganization();
+    await fund(org.organizationId, 10_000n);
+    // Sent by an earlier run that died before recording the outcome.
+    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000, { fire: false });
+    await (await testOrm()).em.fork().nativeUpdate(LightningInvoice, { id: payment.id }, { sentAt: new Date() });
+    await starterFor(taskQueue).ensureStarted((await testOrm()).em.fork(), paymentWorkflowId(payment.id));
+    await worker.runUntil(async () => {
+      await env.sleep(HOUR);
+      assert.equal((await load(payment.id)).status, 'pending');
+      assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 8_998n, reserved: 1_002n });
+      providerConfigured = true;
+      assert.equal(await handle.result(), 'paid');
+    });
+    const history = await handle.fetchHistory();
+    const sends = history.events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'sendLightningPayment');
+    assert.equal(sends.length, 1);
+    const { entries, events } = await ledger(org.organizationId, payment.id);
+    assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
+    assert.deepEqual(events, ['lightning.payment.succeeded']);
+    await assertLedgerReconciles(org.organizationId);
+  });
+
+  it('an unknown outcome re-queried for 60 days continues as new with a bounded history, then settles once', async function () {
+    this.timeout(20 * 60_000);
+    const provider = new UnknownUntilResolvedProvider(1_000n);
+    const { worker, taskQueue } = await lightningWorker({ providers: through(provider) });
+    const org = await createTestOrganization();
+    await fund(org.organizationId, 10_000n);
+    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000);
+    const firstRunId = (await handle.describe()).runId;
+    await worker.runUntil(async () => {
+      await env.sleep(60 * DAY);
+      assert.equal((await load(payment.id)).status, 'pending', 'still unknown after 60 days: not refunded');
+      provider.resolved = true;
+      assert.equal(await handle.result(), 'paid');
+    });
+    const runs: number[] = [];
+    for (let runId: string | undefined = firstRunId; runId; ) {
+      const history = await env.client.workflow.getHandle(handle.workflowId, runId).fetchHistory();
+      runs.push(history.events!.length);
+      runId = history.events!.at(-1)!.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+    }
+    assert.ok(runs.length > 10, `${runs.length} runs`);
+    assert.ok(runs.every((events) => events < EVENTS_PER_RUN_BOUND), `events per run: ${runs.join(', ')}`);
+    assert.ok(provider.queries >= (runs.length - 1) * QUERIES_PER_RUN);
+    const { entries, events } = await ledger(org.organizationId, payment.id);
+    // Reserved amount + estimated fee (2 sats); the actual fee was 1 sat, so 1 sat is released.
+    assert.deepEqual(entries, ['reserve 1002', 'capture 1001', 'release 1']);
+    assert.deepEqual(events, ['lightning.payment.succeeded']);
+    assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 8_999n, reserved: 0n });
+  });
+
+  it('the reconciler restarts a pending payment whose workflow is not running, and it settles once', async () => {
+    const { worker, taskQueue } = await lightningWorker();
+    const org = await createTestOrganization();
+    await fund(org.organizationId, 10_000n);
+    // Started, then gone before it settled anything (as if terminated by an operator).
+    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000);
+    await handle.terminate('lost');
+    await worker.runUntil(async () => {
+      const result = await env.client.workflow.execute(pendingWorkReconcilerWorkflow, {
+        taskQueue,
+        workflowId: `reconciler-${randomUUID()}`,
+        args: [{ minAgeSeconds: 0, organizationId: org.organizationId }],
+      });
+      assert.deepEqual(result, { checked: 1, restarted: [paymentWorkflowId(payment.id)] });
+      assert.equal(await env.client.workflow.getHandle(paymentWorkflowId(payment.id)).result(), 'paid');
+    });
+    const start = await (await testOrm()).em.fork().findOneOrFail(WorkflowStart, { workflowId: paymentWorkflowId(payment.id) });
+    assert.equal(start.restarts, 1);
+    const { entries, events } = await ledger(org.organizationId, payment.id);
+    assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
+    assert.deepEqual(events, ['lightning.payment.succeeded']);
+    await assertLedgerReconciles(org.organizationId);
   });
 
   it('replays the recorded invoice and payment histories with the current workflow code', async () => {

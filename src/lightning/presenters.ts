@@ -1,0 +1,83 @@
+import { iso, unixSeconds } from '../shared/time';
+import { isExpired, msatToSat, satsToDebit } from './amounts';
+import type { DecodedInvoice } from './bolt11';
+import type { LightningInvoice } from './entities';
+import { invoiceWorkflowId } from './flows/invoice';
+import { paymentWorkflowId } from './flows/payment';
+
+/** The workflow carrying a record (support goes from the resource to its history). */
+const workflowIdOf = (record: LightningInvoice) => (record.direction === 'incoming' ? invoiceWorkflowId(record.id) : paymentWorkflowId(record.id));
+
+export function presentCreatedInvoice(invoice: LightningInvoice) {
+  return {
+    object: 'lightning_invoice' as const,
+    id: invoice.id,
+    payment_hash: invoice.paymentHash,
+    request: invoice.request,
+    amount_sat: msatToSat(BigInt(invoice.amountMsat)).toString(),
+    description: invoice.description,
+    status: invoice.status,
+    expires_at: iso(invoice.expiresAt),
+    created_at: iso(invoice.createdAt),
+    workflow_id: workflowIdOf(invoice),
+  };
+}
+
+/** The specification's invoice resource: expires_at in Unix seconds (a string), preimage only once paid. */
+export function presentInvoice(invoice: LightningInvoice) {
+  return {
+    object: 'lightning_invoice' as const,
+    id: invoice.id,
+    payment_hash: invoice.paymentHash,
+    request: invoice.request,
+    preimage: invoice.status === 'paid' ? invoice.preimage : '',
+    amount_sat: msatToSat(BigInt(invoice.amountMsat)).toString(),
+    amount_msat: invoice.amountMsat,
+    fee_sat: msatToSat(BigInt(invoice.feeMsat)).toString(),
+    fee_msat: invoice.feeMsat,
+    description: invoice.description,
+    status: invoice.status,
+    direction: invoice.direction,
+    company_id: invoice.organization.id,
+    customer_id: invoice.customerId ?? null,
+    reference: invoice.reference,
+    expires_at: String(unixSeconds(invoice.expiresAt)),
+    created_at: iso(invoice.createdAt),
+    updated_at: invoice.updatedAt ? iso(invoice.updatedAt) : '',
+    workflow_id: workflowIdOf(invoice),
+  };
+}
+
+export function presentPayment(payment: LightningInvoice) {
+  return {
+    object: 'lightning_payment' as const,
+    id: payment.id,
+    transaction_id: payment.id,
+    payment_hash: payment.paymentHash,
+    preimage: payment.status === 'paid' ? payment.preimage : '',
+    destination: payment.destination,
+    amount_sat: msatToSat(BigInt(payment.amountMsat)).toString(),
+    fee_sat: satsToDebit(BigInt(payment.feeMsat)).toString(),
+    status: payment.status === 'expired' ? ('failed' as const) : payment.status,
+    failure_reason: payment.failureReason ?? null,
+    reference: payment.reference,
+    created_at: iso(payment.createdAt),
+    workflow_id: paymentWorkflowId(payment.id),
+  };
+}
+
+export function presentDecoded(invoice: DecodedInvoice) {
+  const amountMsat = invoice.amountMsat ?? 0n;
+  return {
+    object: 'lightning_payment_request' as const,
+    network: invoice.network,
+    payment_hash: invoice.paymentHash,
+    destination: invoice.payee,
+    amount_sat: Number(msatToSat(amountMsat)),
+    amount_msat: Number(amountMsat),
+    description: invoice.description ?? '',
+    description_hash: invoice.descriptionHash,
+    expires_at: invoice.expiresAt,
+    is_expired: isExpired(invoice),
+  };
+}
