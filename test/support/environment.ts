@@ -12,7 +12,8 @@ import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
 // Workers log their state changes at INFO, and the SDK core warns that the time-skipping server lacks
 // newer capabilities; tests only want what goes wrong.
 Runtime.install({
-  logger: new DefaultLogger('WARN'),
+  // ERROR, not WARN: tests that keep a provider down on purpose make the SDK warn of every failed activity attempt.
+  logger: new DefaultLogger('ERROR'),
   telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR', other: 'ERROR' }), forward: {} } },
 });
 
