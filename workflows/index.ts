@@ -5,4 +5,6 @@ export { workflowStartSweepWorkflow } from './workflow-start-sweep';
 export { pendingWorkReconcilerWorkflow } from './pending-work-reconciler';
 export { policyActivationWorkflow } from './policy-activation';
 export { lightningInvoiceWorkflow, lightningPaymentWorkflow } from './lightning';
-export { cardBalanceWorkflow, cardProvisioningWorkflow, cardTerminationWorkflow } from './cards';
+export { cardProvisioningWorkflow } from './card-provisioning';
+export { cardBalanceWorkflow } from './card-balance';
+export { cardTerminationWorkflow } from './card-termination';
