@@ -164,14 +164,14 @@ export async function requestBalanceMove(
   cardId: string,
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
-): Promise<{ transaction: CardTransaction; created: boolean }> {
+): Promise<{ transaction: CardTransaction }> {
   const card = await findCard(em, organizationId, cardId, true);
   const original = await em.findOne(CardTransaction, { organization: organizationId, reference: request.reference });
   if (original) {
     if (original.card.id !== card.id) {
       throw errors.conflict('idempotency_key_reused', `Reference '${request.reference}' was already used for another card.`);
     }
-    return { transaction: original, created: false };
+    return { transaction: original };
   }
   if (card.status === 'terminated') throw invalidStateTransition('A terminated card cannot be funded or withdrawn from.');
   if (card.terminationRequestedAt) throw invalidStateTransition('The card is being terminated; it cannot be funded or withdrawn from.');
@@ -197,7 +197,7 @@ export async function requestBalanceMove(
   }
   await em.flush();
   recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, organizationId);
-  return { transaction, created: true };
+  return { transaction };
 }
 
 /**
