@@ -1,21 +1,16 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { Card, CardTransaction } from '../src/cards/entities';
+import type { CardTermination } from '../src/cards/flows/termination';
 import { IssuerDeclined, type IssuerProvider, type MintedCard, SandboxIssuer, sealCardSecrets } from '../src/cards/issuer';
-import {
-  activateCard,
-  cardDestinations,
-  failProvisioning,
-  initialFundingReference,
-  presentCard,
-  presentTermination,
-  settleTransaction,
-  terminateCard,
-} from '../src/cards/service';
-import { transactionWithStarts } from './transactions';
+import { initialFundingReference, presentCard, presentTermination } from '../src/cards/presenters';
+import { activateCard, cardDestinations, failProvisioning, settleTransaction, terminateCard } from '../src/cards/service';
+import { cardDestinationResolver } from '../src/cards/webhook-destination';
+import { registerDestinationResolver } from '../src/events/destinations';
 import { emit } from '../src/events/service';
 import { createKeyProvider } from '../src/keys/provider';
 import type { Logger } from '../src/logger';
+import { transactionWithStarts } from './transactions';
 
 export interface CardActivityDeps {
   config: Config;
@@ -31,6 +26,8 @@ export const createCardActivities = (deps: CardActivityDeps) => {
   const keys = createKeyProvider(deps.config, deps.log);
   const issuer = deps.cardIssuer ?? new SandboxIssuer(deps.config.CARD_BIN);
   const inTransaction = transactionWithStarts(deps);
+  // Until the events domain takes its resolvers explicitly: deliveries to a card's webhook_url are attempted by these workers.
+  registerDestinationResolver('card', cardDestinationResolver);
 
   return {
     /** Mints and activates the card (or records the issuer's refusal); safe to repeat. */
@@ -84,8 +81,9 @@ export const createCardActivities = (deps: CardActivityDeps) => {
       });
     },
 
-    async terminateCardAndReturnBalance(input: { cardId: string; reason: string | null; terminatedAt: string }) {
-      const card = await inTransaction((tx) => terminateCard(tx, input.cardId, input.reason, new Date(input.terminatedAt)));
+    /** Returns the card's balance and marks it terminated, once; `terminatedAt` is workflow time. */
+    async terminateCardAndReturnBalance(input: { cardId: string; terminatedAt: string }): Promise<CardTermination> {
+      const card = await inTransaction((tx) => terminateCard(tx, input.cardId, new Date(input.terminatedAt)));
       return presentTermination(card);
     },
   };

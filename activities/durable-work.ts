@@ -1,3 +1,4 @@
+import { cardPendingWork } from '../src/cards/pending-work';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { lightningPendingWork } from '../src/lightning/pending-work';
@@ -12,9 +13,7 @@ export interface DurableWorkActivityDeps {
 }
 
 /** Every domain's pending resources that a running workflow must be carrying. */
-const PENDING_WORK_SOURCES: PendingWorkSource[] = [
-  ...lightningPendingWork,
-];
+const PENDING_WORK_SOURCES: PendingWorkSource[] = [cardPendingWork, ...lightningPendingWork];
 
 export const createDurableWorkActivities = (deps: DurableWorkActivityDeps) => ({
   /** Fires recorded workflow starts that were not fired after their commit; returns how many reached Temporal. */

@@ -6,4 +6,6 @@ export { pendingWorkReconcilerWorkflow } from './pending-work-reconciler';
 export { policyActivationWorkflow } from './policy-activation';
 export { lightningInvoiceWorkflow } from './lightning-invoice';
 export { lightningPaymentWorkflow } from './lightning-payment';
-export { cardBalanceWorkflow, cardProvisioningWorkflow, cardTerminationWorkflow } from './cards';
+export { cardProvisioningWorkflow } from './card-provisioning';
+export { cardBalanceWorkflow } from './card-balance';
+export { cardTerminationWorkflow } from './card-termination';

@@ -190,6 +190,13 @@ export class Card {
   @Property({ type: 'text', nullable: true })
   failureReason?: string | null;
 
+  /**
+   * Set under the card lock when a termination is accepted: from then on the card takes no
+   * fundings, withdrawals or purchases, and the termination workflow carries it to `terminated`.
+   */
+  @Property({ type: 'timestamptz', nullable: true })
+  terminationRequestedAt?: Date | null;
+
   @Property({ type: 'timestamptz', nullable: true })
   terminatedAt?: Date | null;
 

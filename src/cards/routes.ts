@@ -1,13 +1,12 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { AppContext, AppDeps, EntityManager } from '../http/context';
-import { DomainError, errors } from '../shared/errors';
 import type { RouteRegistry } from '../http/route';
+import { DomainError, errors } from '../shared/errors';
 import { paginate } from '../shared/pagination';
 import { resultEnvelope, z } from '../shared/schemas';
-import { resourceSearchAttributes } from '../temporal/search-attributes';
+import { authorizePurchase } from './authorization';
 import { Card, CardTransaction } from './entities';
 import { openCardSecrets } from './issuer';
+import { presentCard, presentCustomer, presentCustomerCardEntry, presentSlimCard, presentTermination, presentTransaction } from './presenters';
 import {
   AliasBalanceBody,
   AuthorizationBody,
@@ -33,55 +32,25 @@ import {
   TransactionListResponse,
 } from './schemas';
 import {
-  authorizePurchase,
   cardListFilter,
   createCard,
   findCard,
   findCustomer,
   invalidStateTransition,
   pageInfo,
-  presentCard,
-  presentCustomer,
-  presentCustomerCardEntry,
-  presentSlimCard,
-  presentTermination,
-  presentTransaction,
   requestBalanceMove,
-  setSpendLimits,
+  requestTermination,
   updateCardStatus,
 } from './service';
+import { setSpendLimits } from './spend-limits';
 
 const CARD_TAG = 'Cards';
-const COOLING_PERIOD_ERROR = 'CardTerminationCoolingPeriod';
+/** How long DELETE waits for the termination workflow (outside any transaction) before answering 202. */
+const TERMINATION_WAIT_MS = 5_000;
 
 const requestId = (ctx: AppContext) => ctx.state.requestId;
 
-/** Starts a card workflow once per business id; a repeat start finds the existing run. */
-async function startCardWorkflow(
-  deps: AppDeps,
-  options: { workflow: string; workflowId: string; organizationId: string; resourceId: string; args: unknown[]; reusePolicy?: WorkflowIdReusePolicy },
-) {
-  const client = deps.temporal.client;
-  try {
-    return await client.workflow.start(options.workflow, {
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      workflowId: options.workflowId,
-      workflowIdReusePolicy: options.reusePolicy ?? WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      args: options.args,
-      ...(deps.config.TEMPORAL_SEARCH_ATTRIBUTES
-        ? { typedSearchAttributes: resourceSearchAttributes({ organizationId: options.organizationId, type: 'card', id: options.resourceId }) }
-        : {}),
-    });
-  } catch (error) {
-    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    return client.workflow.getHandle(options.workflowId);
-  }
-}
-
-/**
- * The pending transaction, and the settlement workflow to start once it has committed (also for a
- * repeated reference: a start lost after the first commit is made good by the client's retry).
- */
+/** The pending transaction (its settlement workflow recorded with it), or the original one for a known reference. */
 async function moveBalance(
   em: EntityManager,
   deps: AppDeps,
@@ -91,22 +60,11 @@ async function moveBalance(
 ) {
   const { transaction } = await requestBalanceMove(em, organizationId, cardId, request, deps.config.CARD_FUNDING_FEE_BPS);
   const card = await findCard(em, organizationId, cardId);
-  const afterCommit = async () => {
-    if (transaction.status !== 'pending') return;
-    await startCardWorkflow(deps, {
-      workflow: 'cardBalanceWorkflow',
-      workflowId: `card-balance-${transaction.id}`,
-      organizationId,
-      resourceId: cardId,
-      args: [{ transactionId: transaction.id }],
-    });
-  };
-  const data = {
+  return {
     success: transaction.status === 'completed',
     message: transaction.status === 'pending' ? `Card ${transaction.type} is processing` : `Card ${transaction.type} ${transaction.status}`,
     transaction: presentTransaction(transaction, card),
   };
-  return { data, afterCommit };
 }
 
 async function changeStatus(em: EntityManager, organizationId: string, cardId: string, status: string) {
@@ -115,38 +73,22 @@ async function changeStatus(em: EntityManager, organizationId: string, cardId: s
   return { message, data: { success: true, message, card: presentSlimCard(card) } };
 }
 
-/** Rule 2 is checked by the termination workflow on workflow time; a refusal is 409 with terminable_at. */
-async function terminate(em: EntityManager, deps: AppDeps, organizationId: string, cardId: string, reason: string | null) {
-  const card = await findCard(em, organizationId, cardId);
-  if (card.status === 'terminated') throw invalidStateTransition('The card is already terminated.');
-  if (card.status === 'pending' || card.status === 'failed') throw invalidStateTransition(`A ${card.status} card cannot be terminated.`);
-  if ((await em.count(CardTransaction, { card, status: 'pending' })) > 0) {
-    throw invalidStateTransition('The card has fundings or withdrawals still settling; terminate it once they have completed.');
-  }
-  const handle = await startCardWorkflow(deps, {
-    workflow: 'cardTerminationWorkflow',
-    workflowId: `card-termination-${cardId}`,
-    organizationId,
-    resourceId: cardId,
-    args: [{ cardId, createdAt: card.createdAt.toISOString(), reason }],
-    // A refused (failed) run does not block a later attempt; a completed termination does.
-    reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-  });
+/**
+ * Accepts (or refuses) the termination in its own transaction, then, with that committed and no
+ * lock held, waits a few seconds for the workflow: 200 with the termination when it has finished,
+ * else 202 with the card as it is (termination_workflow_id set; it finishes on its own).
+ */
+async function terminate(em: EntityManager, deps: AppDeps, ctx: AppContext, organizationId: string, cardId: string, reason: string | null) {
+  const requested = await deps.starter.transaction(em, (tx) => requestTermination(tx, organizationId, cardId, reason));
+  const workflowId = presentCard(requested).termination_workflow_id!;
   try {
-    return (await handle.result()) as ReturnType<typeof presentTermination>;
-  } catch (error) {
-    const cause = error instanceof WorkflowFailedError ? error.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === COOLING_PERIOD_ERROR) {
-      const [details] = cause.details as [{ terminable_at: string }];
-      throw new DomainError({
-        kind: 'conflict',
-        code: 'card_termination_cooling_period',
-        message: `${cause.message} Terminable at ${details.terminable_at}.`,
-        details,
-      });
-    }
-    throw error;
+    await deps.starter.result(workflowId, new Date(Date.now() + TERMINATION_WAIT_MS));
+  } catch {
+    // Not finished within the wait (or Temporal unreachable): the card row below says where it is.
   }
+  const card = await findCard(em.fork(), organizationId, cardId);
+  if (card.status === 'terminated') return { body: resultEnvelope(requestId(ctx), 'Card terminated successfully', presentTermination(card)) };
+  return { status: 202, body: resultEnvelope(requestId(ctx), 'Card termination in progress', { card: presentCard(card) }) };
 }
 
 const deprecatedHeaders = (cardId: string, successor: string) => ({
@@ -167,15 +109,6 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     handler: async ({ auth, body, em, ctx, deps }) => {
       const { card, webhookSecret } = await createCard(em, auth, body, deps.config.CARD_FUNDING_FEE_BPS);
       return {
-        afterCommit: async () => {
-          await startCardWorkflow(deps, {
-            workflow: 'cardProvisioningWorkflow',
-            workflowId: `card-provisioning-${card.id}`,
-            organizationId: auth.organizationId,
-            resourceId: card.id,
-            args: [{ cardId: card.id }],
-          });
-        },
         status: 201,
         body: resultEnvelope(requestId(ctx), 'Card created; provisioning in progress', {
           card: { ...presentCard(card), webhook_signing_secret: webhookSecret },
@@ -226,8 +159,8 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     body: BalanceBody,
     response: { status: 200, description: 'The (pending) card transaction', schema: BalanceResponse },
     handler: async ({ auth, params, body, em, ctx, deps }) => {
-      const { data, afterCommit } = await moveBalance(em, deps, auth.organizationId, params.cardId, body);
-      return { body: resultEnvelope(requestId(ctx), 'Request accepted', data), afterCommit };
+      const data = await moveBalance(em, deps, auth.organizationId, params.cardId, body);
+      return { body: resultEnvelope(requestId(ctx), 'Request accepted', data) };
     },
   });
 
@@ -252,15 +185,15 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     path: '/api/cards/:cardId',
     operationId: 'terminateCard',
     summary: 'Terminate a card (24 hours after creation at the earliest); the balance returns to the company balance',
+    description:
+      'Terminate a card (24 hours after creation at the earliest); the balance returns to the company balance. 200 with the termination, or 202 with the card when the termination workflow has not finished within a few seconds.',
     tag: CARD_TAG,
     scope: 'cards:write',
+    ownTransactions: true,
     params: CardIdParams,
     body: TerminateBody,
-    response: { status: 200, description: 'The termination', schema: TerminationResponse },
-    handler: async ({ auth, params, body, em, ctx, deps }) => {
-      const data = await terminate(em, deps, auth.organizationId, params.cardId, body.reason ?? null);
-      return { body: resultEnvelope(requestId(ctx), 'Card terminated successfully', data) };
-    },
+    response: { status: 200, description: 'The termination (202: the card, still terminating)', schema: TerminationResponse },
+    handler: ({ auth, params, body, em, ctx, deps }) => terminate(em, deps, ctx, auth.organizationId, params.cardId, body.reason ?? null),
   });
 
   routes.add({
@@ -302,7 +235,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     body: SpendLimitsBody,
     response: { status: 200, description: 'The card with its limits', schema: CardResponse },
     handler: async ({ auth, params, body, em, ctx }) => {
-      const card = await setSpendLimits(em, auth.organizationId, params.cardId, body);
+      const card = await setSpendLimits(em, await findCard(em, auth.organizationId, params.cardId, true), body);
       return { body: resultEnvelope(requestId(ctx), 'Spend limits updated', { card: presentCard(card) }) };
     },
   });
@@ -409,8 +342,8 @@ function registerDeprecatedAliases(routes: RouteRegistry): void {
       body: AliasBalanceBody,
       response: { status: 200, description: 'As POST /api/cards/:cardId/balance', schema: BalanceResponse },
       handler: async ({ auth, params, body, em, ctx, deps }) => {
-        const { data, afterCommit } = await moveBalance(em, deps, auth.organizationId, params.cardId, { ...body, type });
-        return { body: resultEnvelope(requestId(ctx), 'Request accepted', data), headers: deprecatedHeaders(params.cardId, '/balance'), afterCommit };
+        const data = await moveBalance(em, deps, auth.organizationId, params.cardId, { ...body, type });
+        return { body: resultEnvelope(requestId(ctx), 'Request accepted', data), headers: deprecatedHeaders(params.cardId, '/balance') };
       },
     });
   }
@@ -442,13 +375,14 @@ function registerDeprecatedAliases(routes: RouteRegistry): void {
     tag: CARD_TAG,
     deprecated: true,
     scope: 'cards:write',
+    ownTransactions: true,
     params: CardIdParams,
     body: TerminateBody,
     response: { status: 200, description: 'As DELETE /api/cards/:cardId', schema: TerminationResponse },
-    handler: async ({ auth, params, body, em, ctx, deps }) => {
-      const data = await terminate(em, deps, auth.organizationId, params.cardId, body.reason ?? null);
-      return { body: resultEnvelope(requestId(ctx), 'Card terminated successfully', data), headers: deprecatedHeaders(params.cardId, '') };
-    },
+    handler: async ({ auth, params, body, em, ctx, deps }) => ({
+      ...(await terminate(em, deps, ctx, auth.organizationId, params.cardId, body.reason ?? null)),
+      headers: deprecatedHeaders(params.cardId, ''),
+    }),
   });
 }
 

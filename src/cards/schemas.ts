@@ -163,6 +163,9 @@ export const CardObject = z
     billing_address: BillingAddressObject,
     created_by: z.string().nullable(),
     failure_reason: z.string().nullable(),
+    workflow_id: z.string().openapi({ description: 'The provisioning workflow (card-provisioning-<id>)' }),
+    termination_requested_at: Timestamp.nullable(),
+    termination_workflow_id: z.string().nullable().openapi({ description: 'The termination workflow, once a termination was accepted' }),
     terminated_at: Timestamp.nullable(),
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -184,6 +187,7 @@ export const CardTransactionObject = z
     reference: z.string().nullable(),
     merchant_name: z.string().nullable(),
     decline_reason: z.string().nullable(),
+    workflow_id: z.string().nullable().openapi({ description: 'The workflow settling a funding or withdrawal; null for purchases' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -241,16 +245,19 @@ export const StatusResponse = resultEnvelopeSchema(
     card: CardObject.pick({ id: true, status: true, masked_pan: true, balance_amount: true, card_brand: true, name: true, reference: true, display_amount: true }),
   }),
 );
-export const TerminationResponse = resultEnvelopeSchema(
-  z.object({
+const TerminationObject = z
+  .object({
     card_id: z.uuid(),
     status: z.literal('terminated'),
     remaining_balance: z.string(),
     balance_returned: z.boolean(),
     terminated_at: Timestamp,
     reason: z.string().nullable(),
-  }),
-);
+    workflow_id: z.string(),
+  })
+  .openapi('CardTermination');
+/** 200: the termination; 202: the card, still terminating (its termination_workflow_id set). */
+export const TerminationResponse = resultEnvelopeSchema(z.union([TerminationObject, z.object({ card: CardObject })]));
 export const SecureResponse = resultEnvelopeSchema(
   z.object({ card_id: z.uuid(), pan: z.string(), cvv: z.string(), expiry: z.string(), expiry_month: z.string(), expiry_year: z.string() }),
 );

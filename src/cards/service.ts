@@ -1,42 +1,45 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AuthContext } from '../http/context';
-import { DomainError, errors } from '../shared/errors';
+import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
-import { registerDestinationResolver } from '../events/destinations';
-import { newSigningSecrets, signingSecretsAt } from '../events/secrets';
+import { newSigningSecrets } from '../events/secrets';
 import { emit } from '../events/service';
 import { Organization } from '../organizations/entities';
+import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId } from '../shared/ids';
-import { centsToDecimalString, decimalStringToCents, Money } from '../shared/money';
 import type { Page } from '../shared/pagination';
-import { iso, isoOrNull } from '../shared/time';
-import { Card, CardTransaction, Customer, type SealedCardSecrets, type SpendLimits, type SpendLimitWindow, SPEND_LIMIT_WINDOWS } from './entities';
-import type { CreateCardBody, CustomerInput } from './schemas';
-import type { MintedCard } from './issuer';
 import type { z } from '../shared/schemas';
+import { recordStart } from '../temporal/starter';
+import { Card, CardTransaction, Customer, type SealedCardSecrets } from './entities';
+import { cardBalanceFlow } from './flows/balance';
+import { cardProvisioningFlow } from './flows/provisioning';
+import { CARD_COOLING_PERIOD_MS, cardTerminationFlow } from './flows/termination';
+import type { MintedCard } from './issuer';
+import { initialFundingReference, presentCard, presentTermination, presentTransaction } from './presenters';
+import type { CreateCardBody, CustomerInput } from './schemas';
+import { limitsFromDecimals } from './spend-limits';
 
 /** Company-balance journal references: the card transaction id makes every movement idempotent. */
-export const cardTransactionReference = (transactionId: string) => ({ type: 'card_transaction', id: transactionId });
-export const cardTerminationReference = (cardId: string) => ({ type: 'card_termination', id: cardId });
-
-/** The initial funding's reference (client references are per company, so this cannot collide with a card id in it). */
-export const initialFundingReference = (cardId: string) => `initial-funding:${cardId}`;
-
-export const COOLING_PERIOD_MS = 24 * 60 * 60 * 1000;
+const cardTransactionReference = (transactionId: string) => ({ type: 'card_transaction', id: transactionId });
+const cardTerminationReference = (cardId: string) => ({ type: 'card_termination', id: cardId });
 
 /** The funding fee: `bps` basis points of the amount, rounded down to the cent. */
-export const fundingFee = (amount: bigint, bps: number): bigint => (amount * BigInt(bps)) / 10_000n;
+const fundingFee = (amount: bigint, bps: number): bigint => (amount * BigInt(bps)) / 10_000n;
 
 export const invalidStateTransition = (message: string) => errors.conflict('invalid_state_transition', message);
 
-export const cardInsufficientFunds = (needed: bigint, available: bigint) =>
+const cardInsufficientFunds = (needed: bigint, available: bigint) =>
   new DomainError({
     kind: 'invalid',
     code: 'insufficient_funds',
     message: 'The card balance is insufficient for this withdrawal.',
     details: { currency: 'usd', required: needed.toString(), available: available.toString() },
   });
+
+export const cardDestinations = (card: Card) => (card.webhookUrl ? [{ kind: 'card' as const, id: card.id, url: card.webhookUrl }] : []);
+
+/** When the 24-hour cooling period after creation ends. */
+export const terminableAt = (card: Card) => new Date(card.createdAt.getTime() + CARD_COOLING_PERIOD_MS);
 
 /** The caller's card, or 404 (another company's card and a malformed id look the same). */
 export async function findCard(em: EntityManager, organizationId: string, cardId: string, lock = false): Promise<Card> {
@@ -77,39 +80,31 @@ async function customerFor(em: EntityManager, organizationId: string, input: Cus
   });
 }
 
-const LIMIT_INPUT_NAMES: Record<string, SpendLimitWindow> = {
-  single_transaction: 'transaction',
-  daily: 'daily',
-  weekly: 'weekly',
-  monthly: 'monthly',
-  yearly: 'yearly',
-  all_time: 'all_time',
-};
+/** Who creates a card: the calling key's organization, environment (webhook URL policy) and API version (payloads). */
+export interface CardCreator {
+  organizationId: string;
+  environment: Environment;
+  apiVersion: string;
+}
 
 /**
  * Creates the customer (or reuses it), the pending card and its initial funding transaction, and
  * reserves that funding (plus fee) on the company balance now, so the card cannot be created
- * against money that is not there. The provisioning workflow does the rest.
+ * against money that is not there. The provisioning workflow, recorded here, does the rest.
  */
 export async function createCard(
   em: EntityManager,
-  auth: AuthContext,
+  creator: CardCreator,
   body: z.infer<typeof CreateCardBody>,
   feeBps: number,
 ): Promise<{ card: Card; initialFunding: CardTransaction | null; webhookSecret: string | null }> {
-  const customer = await customerFor(em, auth.organizationId, body.customer);
-  const spendingLimits: SpendLimits = {};
-  for (const [name, value] of Object.entries(body.card_limits ?? {})) {
-    if (value === undefined) continue;
-    const cents = decimalStringToCents(value);
-    if (cents <= 0n) throw errors.validation('Card limits must be positive', `card_limits.${name}`);
-    spendingLimits[LIMIT_INPUT_NAMES[name]!] = cents.toString();
-  }
+  const customer = await customerFor(em, creator.organizationId, body.customer);
+  const spendingLimits = limitsFromDecimals(body.card_limits ?? {});
   const { secrets, plaintext } = newSigningSecrets();
   const card = em.create(Card, {
-    organization: em.getReference(Organization, auth.organizationId),
+    organization: em.getReference(Organization, creator.organizationId),
     customer,
-    environment: auth.environment,
+    environment: creator.environment,
     cardType: body.card_type,
     name: body.name,
     preferredName: body.name,
@@ -121,7 +116,7 @@ export async function createCard(
     reference: prefixedId('cref'),
     webhookUrl: body.webhook_url ?? null,
     webhookSecrets: secrets,
-    apiVersion: auth.apiVersion,
+    apiVersion: creator.apiVersion,
     userMetadata: typeof body.user_metadata === 'string' ? body.user_metadata : JSON.stringify(body.user_metadata ?? {}),
     billingAddress: customer.address,
     createdBy: body.created_by ?? null,
@@ -139,10 +134,11 @@ export async function createCard(
       balanceAfter: '0',
       reference: initialFundingReference(card.id),
     });
-    await reserveFunding(em, auth.organizationId, initialFunding);
+    await reserveFunding(em, creator.organizationId, initialFunding);
   }
   await em.flush();
-  await emit(em, { organizationId: auth.organizationId, type: 'card.created', data: presentCard(card), destinations: cardDestinations(card) });
+  recordStart(em, cardProvisioningFlow, { cardId: card.id }, creator.organizationId);
+  await emit(em, { organizationId: creator.organizationId, type: 'card.created', data: presentCard(card), destinations: cardDestinations(card) });
   return { card, initialFunding, webhookSecret: card.webhookUrl ? plaintext : null };
 }
 
@@ -160,7 +156,7 @@ async function reserveFunding(em: EntityManager, organizationId: string, transac
  * A fund or withdraw request: under the card's row lock, a known reference returns its original
  * transaction; otherwise the money is set aside now (a company-balance reserve for a funding, a
  * card hold for a withdrawal) so concurrent requests cannot overspend, and a pending transaction
- * is written for the settlement workflow.
+ * is written and its settlement workflow recorded. A card being terminated takes neither.
  */
 export async function requestBalanceMove(
   em: EntityManager,
@@ -168,16 +164,17 @@ export async function requestBalanceMove(
   cardId: string,
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
-): Promise<{ transaction: CardTransaction; created: boolean }> {
+): Promise<{ transaction: CardTransaction }> {
   const card = await findCard(em, organizationId, cardId, true);
   const original = await em.findOne(CardTransaction, { organization: organizationId, reference: request.reference });
   if (original) {
     if (original.card.id !== card.id) {
       throw errors.conflict('idempotency_key_reused', `Reference '${request.reference}' was already used for another card.`);
     }
-    return { transaction: original, created: false };
+    return { transaction: original };
   }
   if (card.status === 'terminated') throw invalidStateTransition('A terminated card cannot be funded or withdrawn from.');
+  if (card.terminationRequestedAt) throw invalidStateTransition('The card is being terminated; it cannot be funded or withdrawn from.');
   if (card.status === 'pending' || card.status === 'failed') throw invalidStateTransition(`The card is ${card.status}; wait until it is active.`);
   const amount = BigInt(request.amount);
   const transaction = em.create(CardTransaction, {
@@ -199,7 +196,8 @@ export async function requestBalanceMove(
     card.held = (BigInt(card.held) + amount).toString();
   }
   await em.flush();
-  return { transaction, created: true };
+  recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, organizationId);
+  return { transaction };
 }
 
 /**
@@ -275,12 +273,46 @@ export async function failProvisioning(em: EntityManager, cardId: string, reason
 }
 
 /**
- * Terminates the card and returns its balance to the company balance, once (a terminated card is
- * returned as it is). The cooling period is checked by the termination workflow on workflow time.
+ * DELETE /api/cards/:cardId: decides under the card lock, so nothing is started for a refusal and
+ * no funding can slip in between the check and the termination. Early (409
+ * card_termination_cooling_period, details.terminable_at), pending, failed, terminated or with
+ * fundings or withdrawals still settling (409 invalid_state_transition): refused. Otherwise the
+ * card is marked terminating (it takes no more fundings, withdrawals or purchases) and the
+ * termination workflow recorded. A repeat while it terminates returns the card as it is.
  */
-export async function terminateCard(em: EntityManager, cardId: string, reason: string | null, now: Date): Promise<Card> {
+export async function requestTermination(em: EntityManager, organizationId: string, cardId: string, reason: string | null, now = new Date()): Promise<Card> {
+  const card = await findCard(em, organizationId, cardId, true);
+  if (card.status === 'terminated') throw invalidStateTransition('The card is already terminated.');
+  if (card.terminationRequestedAt) return card;
+  if (card.status === 'pending' || card.status === 'failed') throw invalidStateTransition(`A ${card.status} card cannot be terminated.`);
+  const terminable = terminableAt(card);
+  if (now < terminable) {
+    throw errors.conflict(
+      'card_termination_cooling_period',
+      `A card can be terminated 24 hours after creation; freeze it in the meantime. Terminable at ${terminable.toISOString()}.`,
+      { terminable_at: terminable.toISOString() },
+    );
+  }
+  if ((await em.count(CardTransaction, { card, status: 'pending' })) > 0) {
+    throw invalidStateTransition('The card has fundings or withdrawals still settling; terminate it once they have completed.');
+  }
+  card.terminationRequestedAt = now;
+  card.terminationReason = reason;
+  await em.flush();
+  recordStart(em, cardTerminationFlow, { cardId: card.id, terminableAt: terminable.toISOString() }, organizationId);
+  return card;
+}
+
+/**
+ * The termination workflow's step: returns `balance - held` to the company balance and marks the
+ * card terminated, once (a terminated card is returned as it is). Re-checked under the card lock;
+ * what cannot be terminated yet throws a plain (retried) error, never a refusal.
+ */
+export async function terminateCard(em: EntityManager, cardId: string, now: Date): Promise<Card> {
   const card = await em.findOneOrFail(Card, { id: cardId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['customer'] });
   if (card.status === 'terminated') return card;
+  if (now < terminableAt(card)) throw new Error(`card ${card.id} is in its cooling period until ${terminableAt(card).toISOString()}`);
+  if ((await em.count(CardTransaction, { card, status: 'pending' })) > 0) throw new Error(`card ${card.id} has transactions still settling`);
   const remaining = BigInt(card.balance) - BigInt(card.held);
   if (remaining > 0n) {
     await applyBalanceEntry(em, { organizationId: card.organization.id, currency: 'usd', kind: 'credit', amount: remaining, reference: cardTerminationReference(card.id) });
@@ -288,14 +320,12 @@ export async function terminateCard(em: EntityManager, cardId: string, reason: s
   card.balance = card.held;
   card.remainingBalance = remaining.toString();
   card.status = 'terminated';
+  card.terminationRequestedAt ??= now;
   card.terminatedAt = now;
-  card.terminationReason = reason;
   await em.flush();
   await emit(em, { organizationId: card.organization.id, type: 'card.terminated', data: presentTermination(card), destinations: cardDestinations(card) });
   return card;
 }
-
-export const cardDestinations = (card: Card) => (card.webhookUrl ? [{ kind: 'card' as const, id: card.id, url: card.webhookUrl }] : []);
 
 /** Freeze (active → frozen) or unfreeze (frozen → active); repeating the current status is a no-op. */
 export async function updateCardStatus(em: EntityManager, organizationId: string, cardId: string, status: string): Promise<Card> {
@@ -318,93 +348,6 @@ export async function updateCardStatus(em: EntityManager, organizationId: string
   return card;
 }
 
-export async function setSpendLimits(em: EntityManager, organizationId: string, cardId: string, limits: Partial<Record<SpendLimitWindow, number | null>>) {
-  const card = await findCard(em, organizationId, cardId, true);
-  if (card.status === 'terminated') throw invalidStateTransition('A terminated card cannot be changed.');
-  const next: SpendLimits = {};
-  for (const window of SPEND_LIMIT_WINDOWS) {
-    const value = limits[window];
-    if (value !== undefined && value !== null) next[window] = String(value);
-  }
-  card.spendingLimits = next;
-  await em.flush();
-  return card;
-}
-
-/** Where each limit window starts for a purchase at `at` (UTC calendar units; weekly rolls over 7 days). */
-export function windowStart(window: Exclude<SpendLimitWindow, 'transaction'>, at: Date): Date | null {
-  const year = at.getUTCFullYear();
-  switch (window) {
-    case 'daily':
-      return new Date(Date.UTC(year, at.getUTCMonth(), at.getUTCDate()));
-    case 'weekly':
-      return new Date(at.getTime() - 7 * 24 * 60 * 60 * 1000);
-    case 'monthly':
-      return new Date(Date.UTC(year, at.getUTCMonth(), 1));
-    case 'yearly':
-      return new Date(Date.UTC(year, 0, 1));
-    case 'all_time':
-      return null;
-  }
-}
-
-/**
- * A merchant authorization (sandbox helper): approved only when the card is active, its spendable
- * balance covers it and no limit window would be exceeded; recorded either way as a purchase.
- */
-export async function authorizePurchase(
-  em: EntityManager,
-  organizationId: string,
-  cardId: string,
-  request: { amount: number; merchantName: string | null; at: Date },
-): Promise<{ transaction: CardTransaction; declineReason: string | null }> {
-  const card = await findCard(em, organizationId, cardId, true);
-  const amount = BigInt(request.amount);
-  const before = BigInt(card.balance);
-  const declineReason = await declineReasonFor(em, card, amount, request.at);
-  const after = declineReason ? before : before - amount;
-  card.balance = after.toString();
-  const transaction = em.create(CardTransaction, {
-    organization: card.organization,
-    card,
-    type: 'purchase',
-    status: declineReason ? 'declined' : 'completed',
-    amount: amount.toString(),
-    balanceBefore: before.toString(),
-    balanceAfter: after.toString(),
-    merchantName: request.merchantName,
-    failureReason: declineReason,
-    createdAt: request.at,
-  });
-  await em.flush();
-  await emit(em, {
-    organizationId,
-    type: 'card.authorization',
-    data: { card_id: card.id, approved: declineReason === null, decline_reason: declineReason, transaction: presentTransaction(transaction, card) },
-    destinations: cardDestinations(card),
-  });
-  return { transaction, declineReason };
-}
-
-async function declineReasonFor(em: EntityManager, card: Card, amount: bigint, at: Date): Promise<string | null> {
-  if (card.status === 'frozen') return 'card_frozen';
-  if (card.status !== 'active') return 'card_not_active';
-  if (BigInt(card.balance) - BigInt(card.held) < amount) return 'insufficient_funds';
-  const limits = card.spendingLimits;
-  if (limits.transaction !== undefined && amount > BigInt(limits.transaction)) return 'spending_limit_transaction';
-  for (const window of ['daily', 'weekly', 'monthly', 'yearly', 'all_time'] as const) {
-    const limit = limits[window];
-    if (limit === undefined) continue;
-    const start = windowStart(window, at);
-    // The rolling week excludes its start instant; calendar windows include theirs.
-    const since = start === null ? {} : { createdAt: window === 'weekly' ? { $gt: start, $lte: at } : { $gte: start, $lte: at } };
-    const approved = await em.find(CardTransaction, { card, type: 'purchase', status: 'completed', ...since }, { fields: ['amount'] });
-    const spent = approved.reduce((sum, purchase) => sum + BigInt(purchase.amount), 0n);
-    if (spent + amount > BigInt(limit)) return `spending_limit_${window}`;
-  }
-  return null;
-}
-
 /** The /api page_info of a keyset page. */
 export const pageInfo = (page: Page<unknown>, limit: number) => ({ next_cursor: page.nextCursor, has_more: page.hasMore, limit });
 
@@ -425,131 +368,3 @@ export function cardListFilter(organizationId: string, query: { card_type?: stri
   }
   return where as FilterQuery<Card>;
 }
-
-const presentLimits = (limits: SpendLimits) =>
-  Object.fromEntries(Object.entries(limits).map(([window, cents]) => [window === 'transaction' ? 'single_transaction' : window, cents]));
-
-export function presentCard(card: Card) {
-  return {
-    id: card.id,
-    company_id: card.organization.id,
-    customer_id: card.customer.id,
-    card_type: card.cardType,
-    card_brand: card.cardBrand,
-    status: card.status,
-    created_status: card.createdStatus,
-    name: card.name,
-    preferred_name: card.preferredName,
-    masked_pan: card.maskedPan,
-    last_four: card.lastFour ?? null,
-    balance_amount: card.balance,
-    balance_currency: card.currency,
-    display_amount: new Money(centsToDecimalString(BigInt(card.balance))).toNumber(),
-    contactless_payment: card.contactlessPayment,
-    spending_limits: presentLimits(card.spendingLimits),
-    reference: card.reference,
-    webhook_url: card.webhookUrl ?? null,
-    user_metadata: card.userMetadata,
-    billing_address: card.billingAddress,
-    created_by: card.createdBy ?? null,
-    failure_reason: card.failureReason ?? null,
-    terminated_at: isoOrNull(card.terminatedAt),
-    created_at: iso(card.createdAt),
-    updated_at: iso(card.updatedAt),
-  };
-}
-
-export function presentSlimCard(card: Card) {
-  const full = presentCard(card);
-  return {
-    id: full.id,
-    status: full.status,
-    masked_pan: full.masked_pan,
-    balance_amount: full.balance_amount,
-    card_brand: full.card_brand,
-    name: full.name,
-    reference: full.reference,
-    display_amount: full.display_amount,
-  };
-}
-
-export function presentTransaction(transaction: CardTransaction, card: Card) {
-  return {
-    id: transaction.id,
-    card_id: card.id,
-    type: transaction.type,
-    status: transaction.status,
-    amount: transaction.amount,
-    balance_before: transaction.balanceBefore,
-    balance_after: transaction.balanceAfter,
-    fee_amount: transaction.feeAmount,
-    fee_type: transaction.type === 'purchase' ? null : ('funding_fee' as const),
-    currency: card.currency,
-    reference: transaction.reference ?? null,
-    merchant_name: transaction.merchantName ?? null,
-    decline_reason: transaction.failureReason ?? null,
-    created_at: iso(transaction.createdAt),
-    updated_at: iso(transaction.updatedAt),
-  };
-}
-
-export function presentCustomer(customer: Customer) {
-  return {
-    id: customer.id,
-    company_id: customer.organization.id,
-    customer_type: customer.customerType,
-    first_name: customer.firstName,
-    last_name: customer.lastName,
-    email: customer.email,
-    phone_number: customer.phoneNumber,
-    dial_code: customer.dialCode,
-    date_of_birth: customer.dateOfBirth,
-    id_type: customer.idType,
-    ...customer.address,
-    created_at: iso(customer.createdAt),
-  };
-}
-
-export function presentCustomerCardEntry(card: Card) {
-  return {
-    id: card.id,
-    customer_id: card.customer.id,
-    card_type: card.cardType,
-    card_brand: card.cardBrand,
-    last_four: card.lastFour ?? null,
-    currency: card.currency,
-    status: card.status,
-    balance: card.balance,
-    created_at: iso(card.createdAt),
-  };
-}
-
-export function presentTermination(card: Card) {
-  return {
-    card_id: card.id,
-    status: 'terminated' as const,
-    remaining_balance: card.remainingBalance ?? '0',
-    balance_returned: BigInt(card.remainingBalance ?? '0') > 0n,
-    terminated_at: iso(card.terminatedAt!),
-    reason: card.terminationReason ?? null,
-  };
-}
-
-/** Card deliveries sign with the card's own secret (shown once at creation) at the creating key's version. */
-registerDestinationResolver('card', {
-  async resolve(em, config, organizationId, id) {
-    const card = await em.findOne(Card, { id, organization: organizationId });
-    if (!card?.webhookUrl) return null;
-    return {
-      url: card.webhookUrl,
-      secrets: signingSecretsAt(card.webhookSecrets),
-      apiVersion: card.apiVersion,
-      policy: { environment: card.environment, allowInsecureLoopback: config.WEBHOOK_ALLOW_INSECURE_LOOPBACK },
-      inactiveReason: null,
-    };
-  },
-  async markGone(em, id) {
-    // 410 from a card's webhook_url: stop sending lifecycle events there; the card itself is unaffected.
-    await em.nativeUpdate(Card, { id }, { webhookUrl: null });
-  },
-});

@@ -55,6 +55,11 @@ export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B exte
   scope: RequiredScope;
   /** Sandbox helpers: a live key gets 404, as if the route did not exist. */
   sandboxOnly?: boolean;
+  /**
+   * The handler opens its own transactions (`deps.starter.transaction`), so it can wait on the
+   * workflow it started once they have committed, holding no transaction or lock meanwhile.
+   */
+  ownTransactions?: boolean;
   handler: (input: HandlerInput<z.infer<P>, z.infer<Q>, z.infer<B>, AuthContext>) => Promise<HandlerResult>;
 }
 
@@ -119,7 +124,8 @@ export class RouteRegistry {
 
       let result: HandlerResult;
       const idempotencyKey = ctx.get(IDEMPOTENCY_KEY_HEADER);
-      if (route.method === 'get') {
+      const ownTransactions = route.scope !== 'public' && (route as AuthenticatedRoute<P, Q, B>).ownTransactions === true;
+      if (route.method === 'get' || ownTransactions) {
         result = await run(em);
       } else if (auth && idempotencyKey && route.method === 'post' && route.path.startsWith('/v1/')) {
         result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, run);
@@ -127,7 +133,7 @@ export class RouteRegistry {
         result = await em.transactional(run);
       }
       // Committed: fire the workflow starts the handler recorded (deliveries included).
-      if (transaction && route.method !== 'get') await this.deps.starter.fireRecorded(this.deps.orm.em, transaction);
+      if (transaction && route.method !== 'get' && !ownTransactions) await this.deps.starter.fireRecorded(this.deps.orm.em, transaction);
       if (result.afterCommit) await result.afterCommit();
       respond(ctx, result, route.response.status);
     });

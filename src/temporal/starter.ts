@@ -184,8 +184,9 @@ export class WorkflowStarter {
     return this.client.workflow.getHandle(workflowId).query(query, ...args);
   }
 
-  /** Waits for a workflow's result (never inside a transaction or while holding a row lock). */
-  result<T>(workflowId: string): Promise<T> {
-    return this.client.workflow.getHandle(workflowId).result() as Promise<T>;
+  /** Waits for a workflow's result (never inside a transaction or while holding a row lock); past `deadline`, rejects. */
+  result<T>(workflowId: string, deadline?: Date): Promise<T> {
+    const wait = () => this.client.workflow.getHandle(workflowId).result() as Promise<T>;
+    return deadline ? this.client.withDeadline(deadline, wait) : wait();
   }
 }

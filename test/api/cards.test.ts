@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
-import { Card } from '../../src/cards/entities';
+import { CompanyBalanceEntry } from '../../src/balances/entities';
+import { Card, CardTransaction } from '../../src/cards/entities';
 import { isLuhnValid } from '../../src/cards/issuer';
 import { Event } from '../../src/events/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { validCustomer } from '../support/cards';
+import { requestBalanceMove } from '../../src/cards/service';
+import { sweepStarts, validCustomer, workflowStarts } from '../support/cards';
+import { assertLedgerReconciles } from '../support/ledger';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { localTemporal, testOrm } from '../support/environment';
 import { createTestWorker } from '../support/worker';
@@ -28,9 +32,9 @@ describe('Cards API', () => {
   let org: TestOrganization;
   let worker: Worker;
   let running: Promise<void>;
+  const taskQueue = `cards-api-${randomUUID()}`;
 
   before(async () => {
-    const taskQueue = `cards-api-${randomUUID()}`;
     app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue, CARD_FUNDING_FEE_BPS: String(FEE_BPS), RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' } });
     ({ worker } = await createTestWorker(await localTemporal(), taskQueue));
     running = worker.run();
@@ -124,6 +128,8 @@ describe('Cards API', () => {
         return current.status === 'active' && current.balance_amount === '10000' ? current : undefined;
       }, 'provisioned and funded card');
       assert.equal(active.created_status, 'completed');
+      assert.equal(active.workflow_id, `card-provisioning-${card.id}`);
+      assert.equal(active.termination_workflow_id, null);
       assert.match(active.masked_pan, /^489537\*{6}\d{4}$/);
       const balance = await usdBalance();
       assert.equal(BigInt(balance.available), before - 10_000n - fee);
@@ -133,6 +139,8 @@ describe('Cards API', () => {
       assert.equal(funding!.status, 'completed');
       assert.equal(funding!.fee_amount, fee.toString());
       assert.equal(funding!.fee_type, 'funding_fee');
+      // The initial funding is settled by the provisioning workflow.
+      assert.equal(funding!.workflow_id, `card-provisioning-${card.id}`);
 
       const secure = await app.request('GET', `/api/cards/${card.id}/secure`, { key: org.secret });
       assert.equal(secure.status, 200);
@@ -223,6 +231,7 @@ describe('Cards API', () => {
       assert.equal(pending.status, 'pending');
       assert.equal(pending.type, 'funding');
       assert.equal(pending.balance_before, pending.balance_after);
+      assert.equal(pending.workflow_id, `card-balance-${pending.id}`);
       const completed = await settled(card.id, pending.id);
       assert.equal(completed.status, 'completed');
       assert.equal(completed.balance_before, '0');
@@ -251,6 +260,7 @@ describe('Cards API', () => {
       assert.equal((await getCard(card.id)).balance_amount, '1000');
       assert.equal((await transactions(card.id, '?type=withdrawal')).length, 1);
       assert.equal((await transactions(card.id, '?status=failed')).length, 1);
+      await assertLedgerReconciles(org.organizationId);
     });
 
     it('creates one transaction for 50 concurrent requests with one reference', async () => {
@@ -267,6 +277,7 @@ describe('Cards API', () => {
       const repeat = await moveBalance(card.id, { type: 'fund', amount: 100, reference });
       assert.equal(repeat.body.data.transaction.status, 'completed');
       assert.equal((await transactions(card.id, '?type=funding')).length, 1);
+      await assertLedgerReconciles(org.organizationId);
     });
   });
 
@@ -292,6 +303,7 @@ describe('Cards API', () => {
       assert.equal((await authorize(card.id, { amount: 901 })).body.data.decline_reason, 'insufficient_funds');
       const purchases = await transactions(card.id, '?type=purchase');
       assert.deepEqual(purchases.map((tx) => tx.status), ['declined', 'completed', 'declined']);
+      assert.deepEqual(purchases.map((tx) => tx.workflow_id), [null, null, null]);
     });
 
     it('checks every limit window at its edges (transaction, daily, rolling week, calendar month, yearly, all time)', async () => {
@@ -344,6 +356,9 @@ describe('Cards API', () => {
       assert.equal(early.status, 409, early.text);
       assert.equal(early.body.error.code, 'card_termination_cooling_period');
       assert.equal(early.body.error.details.terminable_at, new Date(Date.parse(card.created_at) + 24 * HOUR).toISOString());
+      // A refusal starts nothing and leaves the card as it was.
+      assert.equal((await workflowStarts(org.organizationId)).has(`card-termination-${card.id}`), false);
+      assert.equal((await getCard(card.id)).termination_workflow_id, null);
 
       await age(card.id, 24);
       const before = BigInt((await usdBalance()).available);
@@ -354,10 +369,12 @@ describe('Cards API', () => {
       assert.equal(terminated.body.data.balance_returned, true);
       assert.equal(terminated.body.data.reason, 'lost');
       assert.ok(terminated.body.data.terminated_at);
+      assert.equal(terminated.body.data.workflow_id, `card-termination-${card.id}`);
       assert.equal(BigInt((await usdBalance()).available), before + 1_200n);
 
       const visible = await getCard(card.id);
       assert.equal(visible.status, 'terminated');
+      assert.equal(visible.termination_workflow_id, `card-termination-${card.id}`);
       assert.equal(visible.balance_amount, '0');
       const listed = await app.request('GET', '/api/cards?status=terminated', { key: org.secret });
       assert.ok(listed.body.data.cards.some((entry: { id: string }) => entry.id === card.id));
@@ -370,6 +387,229 @@ describe('Cards API', () => {
         assert.equal(response.status, 409, `${method} ${path}`);
         assert.equal(response.body.error.code, 'invalid_state_transition');
       }
+      await assertLedgerReconciles(org.organizationId);
+    });
+
+    it('refuses a card with a funding still settling, and a funding on a card being terminated', async () => {
+      const own = await createTestOrganization('Terminating');
+      await credit(10_000, own);
+      const card = await activeCard({ amount: 1_000 }, own);
+      await age(card.id, 25);
+      // A funding accepted but not yet settled (its start recorded, not fired): termination must wait for it.
+      const em = (await testOrm()).em.fork();
+      await em.transactional((tx) => requestBalanceMove(tx, own.organizationId, card.id, { type: 'fund', amount: 500, reference: `ref-${randomUUID()}` }, FEE_BPS));
+      const refused = await app.request('DELETE', `/api/cards/${card.id}`, { key: own.secret, body: {} });
+      assert.equal(refused.status, 409, refused.text);
+      assert.equal(refused.body.error.code, 'invalid_state_transition');
+      assert.equal(await sweepStarts((await localTemporal()).client, taskQueue, own.organizationId), 1);
+      await eventually(async () => ((await getCard(card.id, own)).balance_amount === '1500' ? true : undefined), 'settlement');
+      const terminated = await app.request('DELETE', `/api/cards/${card.id}`, { key: own.secret, body: {} });
+      assert.equal(terminated.status, 200, terminated.text);
+      assert.equal(terminated.body.data.remaining_balance, '1500');
+      const late = await app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'fund', amount: 1, reference: `ref-${randomUUID()}` } });
+      assert.equal(late.status, 409);
+      await assertLedgerReconciles(own.organizationId);
+    });
+  });
+
+  describe('durable starts and money races', () => {
+    it('answers POST /api/cards with Temporal down, and provisions the card once when the start sweep runs against Temporal', async function () {
+      this.timeout(90_000);
+      const own = await createTestOrganization('Temporal down');
+      await credit(5_000, own);
+      // An API whose Temporal connection goes nowhere: starts fail after their deadline and stay recorded.
+      const deadConnection = Connection.lazy({ address: '127.0.0.1:1' });
+      const deadApp = await startTestApp({
+        config: { TEMPORAL_TASK_QUEUE: taskQueue, CARD_FUNDING_FEE_BPS: String(FEE_BPS) },
+        temporal: { connection: deadConnection, client: new Client({ connection: deadConnection }) },
+      });
+      let cardId: string;
+      try {
+        const created = await deadApp.request('POST', '/api/cards', {
+          key: own.secret,
+          body: { amount: 1_000, card_type: 'virtual', currency: 'USD', name: 'Ada Lovelace', customer: validCustomer() },
+        });
+        assert.equal(created.status, 201, created.text);
+        cardId = created.body.data.card.id;
+        assert.equal(created.body.data.card.workflow_id, `card-provisioning-${cardId}`);
+      } finally {
+        await deadApp.close();
+      }
+      const start = (await workflowStarts(own.organizationId)).get(`card-provisioning-${cardId}`);
+      assert.ok(start, 'the provisioning start is recorded');
+      assert.equal(start.startedAt, null);
+      assert.ok(start.attempts >= 1);
+      assert.equal((await getCard(cardId, own)).status, 'pending');
+      assert.equal((await usdBalance(own)).reserved, '1015');
+
+      // Temporal is back: the sweep fires it, once.
+      const client = (await localTemporal()).client;
+      assert.equal(await sweepStarts(client, taskQueue, own.organizationId), 1);
+      assert.equal(await sweepStarts(client, taskQueue, own.organizationId), 0);
+      assert.deepEqual(await client.workflow.getHandle(`card-provisioning-${cardId}`).result(), { status: 'active' });
+      const card = await getCard(cardId, own);
+      assert.equal(card.status, 'active');
+      assert.equal(card.balance_amount, '1000');
+      const entries = await (await testOrm()).em.fork().find(CompanyBalanceEntry, { organization: own.organizationId, referenceType: 'card_transaction' });
+      assert.deepEqual(entries.map((entry) => [entry.kind, entry.amount]).sort(), [
+        ['capture', '1015'],
+        ['reserve', '1015'],
+      ]);
+      await assertLedgerReconciles(own.organizationId);
+    });
+
+    it('answers DELETE with 202 and the terminating card when the workflow cannot finish in time; it terminates once started', async function () {
+      this.timeout(90_000);
+      const own = await createTestOrganization('Termination pending');
+      await credit(5_000, own);
+      const card = await activeCard({ amount: 1_000 }, own);
+      await age(card.id, 25);
+      const deadConnection = Connection.lazy({ address: '127.0.0.1:1' });
+      const deadApp = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue }, temporal: { connection: deadConnection, client: new Client({ connection: deadConnection }) } });
+      try {
+        const accepted = await deadApp.request('DELETE', `/api/cards/${card.id}`, { key: own.secret, body: { reason: 'closing' } });
+        assert.equal(accepted.status, 202, accepted.text);
+        assert.equal(accepted.body.data.card.status, 'active');
+        assert.equal(accepted.body.data.card.termination_workflow_id, `card-termination-${card.id}`);
+        assert.ok(accepted.body.data.card.termination_requested_at);
+        // A terminating card takes no more money.
+        const fund = await app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'fund', amount: 100, reference: `ref-${randomUUID()}` } });
+        assert.equal(fund.status, 409);
+        assert.equal(fund.body.error.code, 'invalid_state_transition');
+        const purchase = await app.request('POST', `/v1/sandbox/cards/${card.id}/authorizations`, { key: own.secret, body: { amount: 1 } });
+        assert.equal(purchase.body.data.decline_reason, 'card_terminating');
+      } finally {
+        await deadApp.close();
+      }
+      const client = (await localTemporal()).client;
+      assert.equal(await sweepStarts(client, taskQueue, own.organizationId), 1);
+      const result = await client.workflow.getHandle(`card-termination-${card.id}`).result();
+      assert.equal(result.status, 'terminated');
+      assert.equal(result.remaining_balance, '1000');
+      assert.equal(result.reason, 'closing');
+      const repeat = await app.request('DELETE', `/api/cards/${card.id}`, { key: own.secret, body: {} });
+      assert.equal(repeat.status, 409);
+      assert.equal(BigInt((await usdBalance(own)).available), 5_000n - 1_015n + 1_000n);
+      await assertLedgerReconciles(own.organizationId);
+    });
+
+    it('conserves money when termination races a funding, 50 times; nothing ends on a terminated card', async function () {
+      this.timeout(240_000);
+      const own = await createTestOrganization('Termination race');
+      const credits = 50n * 5_000n;
+      await credit(Number(credits), own);
+      const cards: { id: string }[] = [];
+      for (let batch = 0; batch < 5; batch += 1) {
+        cards.push(...(await Promise.all(Array.from({ length: 10 }, () => activeCard({ amount: 2_000 }, own)))));
+      }
+      await eventually(async () => ((await usdBalance(own)).reserved === '0' ? true : undefined), 'initial fundings', 60_000);
+      for (const card of cards) await age(card.id, 25);
+
+      const outcomes: { cardId: string; terminate: number; fund: number }[] = [];
+      for (let batch = 0; batch < 5; batch += 1) {
+        outcomes.push(
+          ...(await Promise.all(
+            cards.slice(batch * 10, batch * 10 + 10).map(async (card) => {
+              const [terminate, fund] = await Promise.all([
+                app.request('DELETE', `/api/cards/${card.id}`, { key: own.secret, body: {} }),
+                app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'fund', amount: 500, reference: `race-${card.id}` } }),
+              ]);
+              return { cardId: card.id, terminate: terminate.status, fund: fund.status };
+            }),
+          )),
+        );
+      }
+      const em = (await testOrm()).em.fork();
+      await eventually(async () => ((await em.fork().count(CardTransaction, { organization: own.organizationId, status: 'pending' })) === 0 ? true : undefined), 'settlements', 60_000);
+      await eventually(async () => ((await em.fork().count(Card, { organization: own.organizationId, terminationRequestedAt: { $ne: null }, status: { $ne: 'terminated' } })) === 0 ? true : undefined), 'terminations', 60_000);
+
+      for (const outcome of outcomes) {
+        const card = await em.fork().findOneOrFail(Card, { id: outcome.cardId });
+        const fundings = await em.fork().find(CardTransaction, { card: outcome.cardId, reference: `race-${outcome.cardId}` });
+        assert.ok(fundings.every((funding) => funding.status === 'completed'));
+        if (outcome.terminate === 409) {
+          // The funding got in first and was still settling: the card stays, with it.
+          assert.equal(outcome.fund, 200);
+          assert.equal(card.status, 'active');
+          assert.equal(card.balance, '2500');
+          assert.equal(fundings.length, 1);
+          continue;
+        }
+        assert.ok([200, 202].includes(outcome.terminate), JSON.stringify(outcome));
+        assert.equal(card.status, 'terminated');
+        assert.equal(card.balance, '0');
+        assert.equal(card.held, '0');
+        // Either the termination came first (the funding refused) or the funding had fully settled before it.
+        assert.equal(outcome.fund === 200, fundings.length === 1, JSON.stringify(outcome));
+        assert.ok(fundings.every((funding) => funding.updatedAt <= card.terminatedAt!));
+        assert.equal(card.remainingBalance, String(2_000 + 500 * fundings.length));
+      }
+      const balance = await assertLedgerReconciles(own.organizationId);
+      const all = await em.fork().find(Card, { organization: own.organizationId });
+      const onCards = all.reduce((sum, card) => sum + BigInt(card.balance), 0n);
+      const settled = await em.fork().find(CardTransaction, { organization: own.organizationId, status: 'completed', type: { $in: ['funding', 'withdrawal'] } });
+      const fees = settled.reduce((sum, transaction) => sum + BigInt(transaction.feeAmount), 0n);
+      assert.equal(balance.usd.available + balance.usd.reserved + onCards + fees, credits);
+    });
+
+    it('accepts exactly 10 of 20 concurrent fundings with different references against a balance that covers 10, to the cent', async () => {
+      const own = await createTestOrganization('Ten of twenty');
+      const card = await activeCard({}, own);
+      await credit(10 * 1_015, own);
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'fund', amount: 1_000, reference: `twenty-${index}` } }),
+        ),
+      );
+      const accepted = responses.filter((response) => response.status === 200);
+      assert.equal(accepted.length, 10, responses.map((response) => response.text).join('\n'));
+      assert.ok(responses.filter((response) => response.status !== 200).every((response) => response.status === 400 && response.body.error.code === 'insufficient_funds'));
+      for (const response of accepted) {
+        const settledTx = await eventually(async () => {
+          const tx = (await (await testOrm()).em.fork().findOneOrFail(CardTransaction, { id: response.body.data.transaction.id }));
+          return tx.status === 'pending' ? undefined : tx;
+        }, 'settlement');
+        assert.equal(settledTx.status, 'completed');
+      }
+      assert.equal((await getCard(card.id, own)).balance_amount, '10000');
+      const balance = await usdBalance(own);
+      assert.deepEqual([balance.available, balance.reserved], ['0', '0']);
+      await assertLedgerReconciles(own.organizationId);
+    });
+
+    it('leaves the company balance untouched by a withdrawal the issuer declines, entry by entry', async () => {
+      const own = await createTestOrganization('Declined withdrawal');
+      await credit(5_000, own);
+      const card = await activeCard({ amount: 1_000 }, own);
+      await eventually(async () => ((await getCard(card.id, own)).balance_amount === '1000' ? true : undefined), 'funding');
+      const withdrawn = await app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'withdraw', amount: 13, reference: `ref-${randomUUID()}` } });
+      assert.equal(withdrawn.status, 200, withdrawn.text);
+      const transactionId = withdrawn.body.data.transaction.id as string;
+      assert.equal(withdrawn.body.data.transaction.workflow_id, `card-balance-${transactionId}`);
+      const em = (await testOrm()).em.fork();
+      const failed = await eventually(async () => {
+        const tx = await em.fork().findOneOrFail(CardTransaction, { id: transactionId });
+        return tx.status === 'pending' ? undefined : tx;
+      }, 'settlement');
+      assert.equal(failed.status, 'failed');
+      assert.equal(failed.failureReason, 'issuer_declined');
+      assert.equal(failed.balanceBefore, '1000');
+      assert.equal(failed.balanceAfter, '1000');
+      const after = await em.fork().findOneOrFail(Card, { id: card.id });
+      assert.equal(after.balance, '1000');
+      assert.equal(after.held, '0');
+      const initialFunding = await em.fork().findOneOrFail(CardTransaction, { card: card.id, type: 'funding' });
+      const entries = await em.fork().find(CompanyBalanceEntry, { organization: own.organizationId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+      assert.deepEqual(
+        entries.map((entry) => [entry.kind, entry.amount, entry.referenceType, entry.referenceId === initialFunding.id ? 'initial funding' : entry.referenceId === transactionId ? 'withdrawal' : 'other']),
+        [
+          ['credit', '5000', 'sandbox_credit', 'other'],
+          ['reserve', '1015', 'card_transaction', 'initial funding'],
+          ['capture', '1015', 'card_transaction', 'initial funding'],
+        ],
+      );
+      const balance = await assertLedgerReconciles(own.organizationId);
+      assert.deepEqual(balance.usd, { available: 5_000n - 1_015n, reserved: 0n });
     });
   });
 

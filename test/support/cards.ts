@@ -1,3 +1,17 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { applyBalanceEntry } from '../../src/balances/service';
+import type { IssuerProvider } from '../../src/cards/issuer';
+import { createCard } from '../../src/cards/service';
+import { IdempotencyService } from '../../src/idempotency/service';
+import { createLogger } from '../../src/logger';
+import { createWorker } from '../../src/temporal/worker';
+import { WorkflowStart } from '../../src/temporal/entities';
+import type { ReconcileResult } from '../../src/temporal/reconciler';
+import { createTestOrganization } from './app';
+import { testConfig, testOrm } from './environment';
+
 /** A customer object that passes every create-card check; each call has its own passport number. */
 export const validCustomer = (overrides: Record<string, unknown> = {}) => ({
   customer_type: 'individual',
@@ -16,3 +30,68 @@ export const validCustomer = (overrides: Record<string, unknown> = {}) => ({
   country: 'USA',
   ...overrides,
 });
+
+/** Runs the start sweep once, scoped to one organization, with no grace: fires every unstarted start it recorded. */
+export async function sweepStarts(client: Client, taskQueue: string, organizationId: string): Promise<number> {
+  const { started } = await client.workflow.execute('workflowStartSweepWorkflow', {
+    taskQueue,
+    workflowId: `test-start-sweep-${randomUUID()}`,
+    args: [{ graceSeconds: 0, organizationId }],
+  });
+  return started as number;
+}
+
+/** Runs the pending-work reconciler once, scoped to one organization, for anything pending at all. */
+export async function reconcilePending(client: Client, taskQueue: string, organizationId: string): Promise<ReconcileResult> {
+  return client.workflow.execute('pendingWorkReconcilerWorkflow', {
+    taskQueue,
+    workflowId: `test-reconciler-${randomUUID()}`,
+    args: [{ minAgeSeconds: 0, organizationId }],
+  }) as Promise<ReconcileResult>;
+}
+
+/** The recorded starts of an organization's workflows, by workflow id. */
+export async function workflowStarts(organizationId: string): Promise<Map<string, WorkflowStart>> {
+  const starts = await (await testOrm()).em.fork().find(WorkflowStart, { organizationId });
+  return new Map(starts.map((start) => [start.workflowId, start]));
+}
+
+/** The time-skipping server has no custom search attributes. */
+const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
+
+/** The service's worker (every activity, every workflow) on a fresh task queue, optionally with another issuer. */
+export async function cardWorker(env: TestWorkflowEnvironment, options: { taskQueue?: string; issuer?: IssuerProvider; maxCachedWorkflows?: number } = {}) {
+  const taskQueue = options.taskQueue ?? `cards-${randomUUID()}`;
+  const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES });
+  const worker = await createWorker({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    maxCachedWorkflows: options.maxCachedWorkflows,
+    deps: {
+      config,
+      orm: await testOrm(),
+      log: createLogger('silent'),
+      idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
+      cardIssuer: options.issuer,
+    },
+  });
+  return { worker, taskQueue };
+}
+
+/**
+ * A funded organization (100 000 cents) and a pending card as POST /api/cards leaves it, committed
+ * in a plain transaction: its provisioning start is recorded and never fired, as if the process had
+ * died right after the commit. No webhook_url: a delivery left without a worker would stop the
+ * time-skipping server from skipping time.
+ */
+export async function pendingCard(amount: number, feeBps = 100) {
+  const org = await createTestOrganization();
+  const em = (await testOrm()).em.fork();
+  const { card, initialFunding } = await em.transactional(async (tx) => {
+    await applyBalanceEntry(tx, { organizationId: org.organizationId, currency: 'usd', kind: 'credit', amount: 100_000n, reference: { type: 'test', id: randomUUID() } });
+    const body = { amount, card_type: 'virtual' as const, currency: 'USD' as const, name: 'Ada Lovelace', customer: validCustomer() as never };
+    return createCard(tx, { organizationId: org.organizationId, environment: 'sandbox', apiVersion: '2026-05-15' }, body, feeBps);
+  });
+  return { org, card, initialFunding };
+}

@@ -1,0 +1,53 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { emit } from '../events/service';
+import { CardTransaction, type Card } from './entities';
+import { presentTransaction } from './presenters';
+import { cardDestinations, findCard } from './service';
+import { exceededSpendLimit } from './spend-limits';
+
+/**
+ * A merchant authorization (sandbox helper): under the card lock, approved only when the card is
+ * active and not being terminated, its spendable balance covers it and no limit window would be
+ * exceeded; recorded either way as a purchase.
+ */
+export async function authorizePurchase(
+  em: EntityManager,
+  organizationId: string,
+  cardId: string,
+  request: { amount: number; merchantName: string | null; at: Date },
+): Promise<{ transaction: CardTransaction; declineReason: string | null }> {
+  const card = await findCard(em, organizationId, cardId, true);
+  const amount = BigInt(request.amount);
+  const before = BigInt(card.balance);
+  const declineReason = await declineReasonFor(em, card, amount, request.at);
+  const after = declineReason ? before : before - amount;
+  card.balance = after.toString();
+  const transaction = em.create(CardTransaction, {
+    organization: card.organization,
+    card,
+    type: 'purchase',
+    status: declineReason ? 'declined' : 'completed',
+    amount: amount.toString(),
+    balanceBefore: before.toString(),
+    balanceAfter: after.toString(),
+    merchantName: request.merchantName,
+    failureReason: declineReason,
+    createdAt: request.at,
+  });
+  await em.flush();
+  await emit(em, {
+    organizationId,
+    type: 'card.authorization',
+    data: { card_id: card.id, approved: declineReason === null, decline_reason: declineReason, transaction: presentTransaction(transaction, card) },
+    destinations: cardDestinations(card),
+  });
+  return { transaction, declineReason };
+}
+
+async function declineReasonFor(em: EntityManager, card: Card, amount: bigint, at: Date): Promise<string | null> {
+  if (card.status === 'frozen') return 'card_frozen';
+  if (card.status !== 'active') return 'card_not_active';
+  if (card.terminationRequestedAt) return 'card_terminating';
+  if (BigInt(card.balance) - BigInt(card.held) < amount) return 'insufficient_funds';
+  return exceededSpendLimit(em, card, amount, at);
+}
