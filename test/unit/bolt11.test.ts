@@ -652,6 +652,21 @@ describe('BOLT #11', () => {
       assert.equal(decoded.payee, Buffer.from(secp256k1.getPublicKey(key, true)).toString('hex'));
     });
 
+    it('agrees with bolt11 on the payee of every invoice the fault tests accept, with and without n', () => {
+      for (const request of [build(base()), build([...base(), payeeField()]), build(withFeatures([9, 15, 17, 101])), build([...base(), [6, [1, 28]], [24, [4, 16]]])]) {
+        assert.equal(decodeBolt11(request).payee, bolt11.decode(request).payeeNodeKey);
+      }
+    });
+
+    it('refuses what the more lenient bolt11 package accepts: no s field', () => {
+      const missingSecret = INVALID.find((example) => example.name === 'missing required s field')!.request;
+      assert.ok(bolt11.decode(missingSecret).paymentRequest, 'bolt11 decodes it');
+      refuses(missingSecret, /missing payment secret/);
+      const noSecret = build(base().filter(([tag]) => tag !== 16));
+      assert.ok(bolt11.decode(noSecret).paymentRequest, 'bolt11 decodes it');
+      refuses(noSecret, /missing payment secret/);
+    });
+
     it('bolt11 decodes ours with the same fields and payee', () => {
       const key = randomBytes(32);
       const input = sampleInvoice();
