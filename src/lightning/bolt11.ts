@@ -3,8 +3,13 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import { bech32 } from '@scure/base';
 
 /**
- * BOLT #11 payment requests: encoder (signed with a node key) and decoder (checksum, amount,
- * tagged fields, signature recovery and, when an `n` field names the payee, verification).
+ * BOLT #11 payment requests: encoder (signed with a node key) and decoder. The decoder enforces
+ * the reader requirements of BOLT #11 (lightning/bolts 11-payment-encoding.md, 2026 text):
+ * bech32 without the length limit, prefix and amount, fixed field lengths (p, h, s: 52, n: 53),
+ * mandatory p and s, exactly one of d and h, minimal x, c and 9, feature bits (unknown even bits
+ * and missing dependencies refused), the signature (verified against `n`, low-S only, when `n`
+ * is present; public-key recovery accepting both S forms otherwise) and, when the caller knows
+ * the description, the `h` commitment.
  */
 
 /** Currency prefixes of BOLT #11 / SLIP-0173, longest first so `bcrt` wins over `bc`. */
@@ -21,9 +26,19 @@ const MSAT_PER_BTC = 100_000_000_000n;
 const MULTIPLIERS: Record<string, bigint> = { m: MSAT_PER_BTC / 1_000n, u: MSAT_PER_BTC / 1_000_000n, n: MSAT_PER_BTC / 1_000_000_000n };
 
 const TAG = { paymentHash: 1, routeHint: 3, features: 5, expiry: 6, fallback: 9, description: 13, secret: 16, payee: 19, descriptionHash: 23, minFinalCltv: 24, metadata: 27 } as const;
+/** The letter of each tag, for messages. */
+const TAG_LETTER: Record<number, string> = { 1: 'p', 3: 'r', 5: '9', 6: 'x', 9: 'f', 13: 'd', 16: 's', 19: 'n', 23: 'h', 24: 'c', 27: 'm' };
+/** Fields with a fixed `data_length`: any other length fails the payment (BOLT #11 since lightning/bolts#1243). */
+const FIXED_LENGTH: Record<number, number> = { [TAG.paymentHash]: 52, [TAG.secret]: 52, [TAG.descriptionHash]: 52, [TAG.payee]: 53 };
+/** Fields an invoice carries at most once (`r` and `f` may repeat). */
+const SINGLE_FIELDS = new Set<number>([TAG.paymentHash, TAG.secret, TAG.description, TAG.descriptionHash, TAG.payee, TAG.expiry, TAG.minFinalCltv, TAG.features, TAG.metadata]);
 const SIGNATURE_WORDS = 104;
 /** var_onion_optin, payment_secret, basic_mpp, payment_metadata. */
 const KNOWN_COMPULSORY_FEATURES = new Set([8, 14, 16, 48]);
+/** BOLT #9 dependencies of the features an invoice may carry: basic_mpp needs payment_secret. */
+const FEATURE_DEPENDENCIES: { feature: string; bits: [number, number]; needs: string; neededBits: [number, number] }[] = [
+  { feature: 'basic_mpp', bits: [16, 17], needs: 'payment_secret', neededBits: [14, 15] },
+];
 const TIMESTAMP_WORDS = 7;
 export const DEFAULT_EXPIRY_SECONDS = 3600;
 export const DEFAULT_MIN_FINAL_CLTV = 18;
@@ -40,12 +55,15 @@ export interface DecodedInvoice {
   /** Unix seconds. */
   timestamp: number;
   paymentHash: string;
-  paymentSecret: string | null;
+  /** Always present: BOLT #11 readers fail invoices without a valid `s` field. */
+  paymentSecret: string;
+  /** The `m` field, hex, to send as payment_metadata; null when absent. */
+  paymentMetadata: string | null;
   description: string | null;
   descriptionHash: string | null;
   expirySeconds: number;
   minFinalCltvExpiry: number;
-  /** 33-byte compressed node key, hex: recovered from the signature (and equal to `n` when present). */
+  /** 33-byte compressed node key, hex: the `n` field when present (the signature verified against it), else recovered from the signature. */
   payee: string;
   /** Feature bits that are set. */
   features: number[];
@@ -62,6 +80,11 @@ export interface InvoiceToEncode {
   description: string;
   expirySeconds: number;
   minFinalCltvExpiry: number;
+}
+
+export interface DecodeOptions {
+  /** The description the payer holds for an invoice with an `h` field: its SHA-256 must equal `h`. */
+  description?: string;
 }
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
@@ -86,7 +109,8 @@ function wordsToBytes(words: number[], pad: boolean): Uint8Array {
 
 const wordsToInt = (words: number[]) => words.reduce((value, word) => value * 32 + word, 0);
 
-function intToWords(value: number, minLength = 1): number[] {
+/** Big-endian 5-bit words, minimal (no leading zero word; 0 is no word at all) unless `minLength` asks for more. */
+function intToWords(value: number, minLength = 0): number[] {
   const words: number[] = [];
   for (let rest = value; rest > 0; rest = Math.floor(rest / 32)) words.unshift(rest % 32);
   while (words.length < minLength) words.unshift(0);
@@ -144,12 +168,161 @@ function signingHash(prefix: string, dataWords: number[]): Uint8Array {
   return sha256(message);
 }
 
-export function decodeBolt11(request: string): DecodedInvoice {
+/** A variable-length integer field (`x`, `c`): minimal (no leading zero word), as BOLT #11 readers SHOULD require, and exact in a JS number. */
+function readInteger(letter: string, value: number[]): number {
+  if (value[0] === 0) throw new Bolt11Error(`${letter} field is not minimally encoded (leading zero)`);
+  const result = wordsToInt(value);
+  if (!Number.isSafeInteger(result)) throw new Bolt11Error(`${letter} field value is too large`);
+  return result;
+}
+
+/** Feature bits that are set; the `9` field is big-endian, bit 0 the least significant bit of the last word. */
+function readFeatures(value: number[]): number[] {
+  if (value[0] === 0) throw new Bolt11Error('9 field is not minimally encoded (leading zero)');
+  return value
+    .slice()
+    .reverse()
+    .flatMap((word, index) => [0, 1, 2, 3, 4].filter((bit) => (word >> bit) & 1).map((bit) => index * 5 + bit));
+}
+
+function checkFeatures(features: number[]) {
+  // Even feature bits are compulsory: one we do not know means we cannot pay it correctly. Odd ones are ignored.
+  const unknownRequired = features.filter((bit) => bit % 2 === 0 && !KNOWN_COMPULSORY_FEATURES.has(bit));
+  if (unknownRequired.length) throw new Bolt11Error(`requires unknown feature bit ${unknownRequired[0]}`);
+  // BOLT #9: a feature vector that does not set all known transitive dependencies must not be paid.
+  const set = new Set(features);
+  for (const { feature, bits, needs, neededBits } of FEATURE_DEPENDENCIES) {
+    if (bits.some((bit) => set.has(bit)) && !neededBits.some((bit) => set.has(bit))) {
+      throw new Bolt11Error(`feature ${feature} (bit ${bits.find((bit) => set.has(bit))}) is set without its dependency ${needs} (bit ${neededBits[0]} or ${neededBits[1]})`);
+    }
+  }
+}
+
+interface Fields {
+  paymentHash: string | null;
+  paymentSecret: string | null;
+  paymentMetadata: string | null;
+  description: string | null;
+  descriptionHash: string | null;
+  expirySeconds: number;
+  minFinalCltvExpiry: number;
+  features: number[];
+  payeeTag: string | null;
+}
+
+function readFields(dataWords: number[]): Fields {
+  const fields: Fields = {
+    paymentHash: null,
+    paymentSecret: null,
+    paymentMetadata: null,
+    description: null,
+    descriptionHash: null,
+    expirySeconds: DEFAULT_EXPIRY_SECONDS,
+    // BOLT #11: without a `c` field, the payment uses a final expiry delta of at least 18.
+    minFinalCltvExpiry: DEFAULT_MIN_FINAL_CLTV,
+    features: [],
+    payeeTag: null,
+  };
+  /** The words of each single-valued field seen, to tell harmless repeats from conflicting ones. */
+  const seen = new Map<number, string>();
+  for (let at = TIMESTAMP_WORDS; at < dataWords.length; ) {
+    if (at + 3 > dataWords.length) throw new Bolt11Error('truncated tagged field');
+    const tag = dataWords[at]!;
+    const length = dataWords[at + 1]! * 32 + dataWords[at + 2]!;
+    const value = dataWords.slice(at + 3, at + 3 + length);
+    if (value.length !== length) throw new Bolt11Error('tagged field runs past the signature');
+    at += 3 + length;
+    const letter = TAG_LETTER[tag] ?? `type ${tag}`;
+    const fixed = FIXED_LENGTH[tag];
+    if (fixed !== undefined && length !== fixed) throw new Bolt11Error(`${letter} field has data_length ${length}, expected ${fixed}`);
+    if (SINGLE_FIELDS.has(tag)) {
+      const previous = seen.get(tag);
+      // Two payment hashes are refused outright (payers disagreeing on which one counts has been
+      // exploited; lightning/bolts#1357); other repeats only when they differ.
+      if (previous !== undefined && (tag === TAG.paymentHash || previous !== value.join(','))) throw new Bolt11Error(`more than one ${letter} field`);
+      seen.set(tag, value.join(','));
+      if (previous !== undefined) continue;
+    }
+    switch (tag) {
+      case TAG.paymentHash:
+        fields.paymentHash = hex(wordsToBytes(value, false));
+        break;
+      case TAG.secret:
+        fields.paymentSecret = hex(wordsToBytes(value, false));
+        break;
+      case TAG.descriptionHash:
+        fields.descriptionHash = hex(wordsToBytes(value, false));
+        break;
+      case TAG.payee:
+        fields.payeeTag = hex(wordsToBytes(value, false));
+        break;
+      case TAG.metadata:
+        fields.paymentMetadata = hex(wordsToBytes(value, false));
+        break;
+      case TAG.description:
+        try {
+          fields.description = new TextDecoder('utf-8', { fatal: true }).decode(wordsToBytes(value, false));
+        } catch {
+          throw new Bolt11Error('description is not valid UTF-8');
+        }
+        break;
+      case TAG.expiry:
+        fields.expirySeconds = readInteger('x', value);
+        break;
+      case TAG.minFinalCltv:
+        fields.minFinalCltvExpiry = readInteger('c', value);
+        break;
+      case TAG.features:
+        fields.features = readFeatures(value);
+        break;
+      default:
+        break; // fallback addresses (any version), route hints and unknown fields: skipped, not needed to pay
+    }
+  }
+  return fields;
+}
+
+/**
+ * The payee key. With a valid `n` field the signature is verified against it (no recovery) and must
+ * be low-S; without one the key is recovered, high-S and low-S signatures alike (BOLT #11).
+ */
+function checkSignature(hash: Uint8Array, signatureBytes: Uint8Array, payeeTag: string | null): string {
+  const recovery = signatureBytes[64]!;
+  if (recovery > 3) throw new Bolt11Error(`bad signature: recovery flag ${recovery}`);
+  let signature: ReturnType<typeof secp256k1.Signature.fromCompact>;
+  try {
+    signature = secp256k1.Signature.fromCompact(signatureBytes.subarray(0, 64));
+  } catch {
+    throw new Bolt11Error('bad signature: r or s out of range');
+  }
+  if (payeeTag !== null) {
+    try {
+      secp256k1.ProjectivePoint.fromHex(payeeTag).assertValidity();
+    } catch {
+      throw new Bolt11Error('n field is not a valid public key');
+    }
+    if (signature.hasHighS()) throw new Bolt11Error('bad signature: not in low-S form, as required when the n field names the payee');
+    if (!secp256k1.verify(signature, hash, payeeTag, { lowS: true })) throw new Bolt11Error('bad signature: not made by the payee node key in the n field');
+    return payeeTag;
+  }
+  try {
+    return signature.addRecoveryBit(recovery).recoverPublicKey(hash).toHex(true);
+  } catch {
+    throw new Bolt11Error('bad signature: the payee key cannot be recovered from it');
+  }
+}
+
+/**
+ * Decodes and checks a payment request; every fault is a Bolt11Error naming it. `options.description`
+ * is the description the payer holds for an `h` invoice: checked against the hash when given.
+ */
+export function decodeBolt11(request: string, options: DecodeOptions = {}): DecodedInvoice {
   const trimmed = request.trim();
   let prefix: string;
   let words: number[];
   try {
-    // BOLT11 strings exceed bech32's 90-character limit; lightning removed it.
+    // BOLT11 strings exceed bech32's 90-character limit; lightning removed it (no limit at all: not 1023 either).
+    // Upper case is accepted, mixed case refused, as BIP-173 says.
     ({ prefix, words } = bech32.decode(trimmed as `${string}1${string}`, false));
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
@@ -163,89 +336,21 @@ export function decodeBolt11(request: string): DecodedInvoice {
   const signatureBytes = wordsToBytes(words.slice(-SIGNATURE_WORDS), false);
   const timestamp = wordsToInt(dataWords.slice(0, TIMESTAMP_WORDS));
 
-  const fields: Omit<DecodedInvoice, 'network' | 'amountMsat' | 'timestamp' | 'payee' | 'expiresAt'> & { payeeTag: string | null } = {
-    paymentHash: '',
-    paymentSecret: null,
-    description: null,
-    descriptionHash: null,
-    expirySeconds: DEFAULT_EXPIRY_SECONDS,
-    minFinalCltvExpiry: DEFAULT_MIN_FINAL_CLTV,
-    features: [],
-    payeeTag: null,
-  };
-  let seenHash = false;
-  for (let at = TIMESTAMP_WORDS; at < dataWords.length; ) {
-    if (at + 3 > dataWords.length) throw new Bolt11Error('truncated tagged field');
-    const tag = dataWords[at]!;
-    const length = dataWords[at + 1]! * 32 + dataWords[at + 2]!;
-    const value = dataWords.slice(at + 3, at + 3 + length);
-    if (value.length !== length) throw new Bolt11Error('tagged field runs past the signature');
-    at += 3 + length;
-    // Fields of an unexpected length are skipped, as BOLT #11 requires; the first valid one counts.
-    switch (tag) {
-      case TAG.paymentHash:
-        if (length === 52 && !seenHash) {
-          fields.paymentHash = hex(wordsToBytes(value, false));
-          seenHash = true;
-        }
-        break;
-      case TAG.secret:
-        if (length === 52 && fields.paymentSecret === null) fields.paymentSecret = hex(wordsToBytes(value, false));
-        break;
-      case TAG.descriptionHash:
-        if (length === 52 && fields.descriptionHash === null) fields.descriptionHash = hex(wordsToBytes(value, false));
-        break;
-      case TAG.payee:
-        if (length === 53 && fields.payeeTag === null) fields.payeeTag = hex(wordsToBytes(value, false));
-        break;
-      case TAG.description:
-        if (fields.description === null) {
-          try {
-            fields.description = new TextDecoder('utf-8', { fatal: true }).decode(wordsToBytes(value, false));
-          } catch {
-            throw new Bolt11Error('description is not valid UTF-8');
-          }
-        }
-        break;
-      case TAG.expiry:
-        fields.expirySeconds = wordsToInt(value);
-        break;
-      case TAG.minFinalCltv:
-        fields.minFinalCltvExpiry = wordsToInt(value);
-        break;
-      case TAG.features:
-        fields.features = value
-          .slice()
-          .reverse()
-          .flatMap((word, index) => [0, 1, 2, 3, 4].filter((bit) => (word >> bit) & 1).map((bit) => index * 5 + bit));
-        break;
-      default:
-        break; // fallback addresses, route hints, metadata and unknown fields: not needed to pay
-    }
-  }
-  if (!seenHash) throw new Bolt11Error('missing payment hash (p field)');
+  const { payeeTag, paymentHash, paymentSecret, ...fields } = readFields(dataWords);
+  if (paymentHash === null) throw new Bolt11Error('missing payment hash (p field)');
+  if (paymentSecret === null) throw new Bolt11Error('missing payment secret (s field)');
   if (fields.description === null && fields.descriptionHash === null) throw new Bolt11Error('missing description (d or h field)');
-  // Even feature bits are compulsory: one we do not know means we cannot pay it correctly.
-  const unknownRequired = fields.features.filter((bit) => bit % 2 === 0 && !KNOWN_COMPULSORY_FEATURES.has(bit));
-  if (unknownRequired.length) throw new Bolt11Error(`requires unknown feature bit ${unknownRequired[0]}`);
+  if (fields.description !== null && fields.descriptionHash !== null) throw new Bolt11Error('both a description (d field) and a description hash (h field)');
+  checkFeatures(fields.features);
 
-  const hash = signingHash(prefix, dataWords);
-  const recovery = signatureBytes[64]!;
-  if (recovery > 3) throw new Bolt11Error(`bad signature: recovery flag ${recovery}`);
-  let payee: string;
-  try {
-    const signature = secp256k1.Signature.fromCompact(signatureBytes.subarray(0, 64)).addRecoveryBit(recovery);
-    payee = signature.recoverPublicKey(hash).toHex(true);
-    if (fields.payeeTag !== null && !secp256k1.verify(signature, hash, fields.payeeTag, { lowS: false })) {
-      throw new Bolt11Error('bad signature: not made by the payee node key in the n field');
+  const payee = checkSignature(signingHash(prefix, dataWords), signatureBytes, payeeTag);
+
+  if (fields.descriptionHash !== null && options.description !== undefined) {
+    if (hex(sha256(new TextEncoder().encode(options.description))) !== fields.descriptionHash) {
+      throw new Bolt11Error('description hash (h field) does not match the description');
     }
-  } catch (error) {
-    if (error instanceof Bolt11Error) throw error;
-    throw new Bolt11Error('bad signature: the payee key cannot be recovered from it');
   }
-  const { payeeTag, ...rest } = fields;
-  void payeeTag;
-  return { network, amountMsat, timestamp, ...rest, payee, expiresAt: timestamp + fields.expirySeconds };
+  return { network, amountMsat, timestamp, paymentHash, paymentSecret, ...fields, payee, expiresAt: timestamp + fields.expirySeconds };
 }
 
 function taggedField(tag: number, value: number[]): number[] {
