@@ -169,23 +169,23 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     tag: 'Sandbox',
     scope: 'lightning:write',
     sandboxOnly: true,
+    // The invoice's workflow is told once the payment has committed, so it ends before its expiry timer.
+    ownTransactions: true,
     params: InvoiceIdParams,
     response: { status: 200, description: 'The invoice after payment', schema: InvoiceEnvelope },
     handler: async ({ auth, params, em, ctx, deps }) => {
-      const invoice = await findRecord(em, auth.organizationId, params.id, 'incoming');
-      const { outcome } = await settleIncomingInvoice(em, { paymentHash: invoice.paymentHash, environment: invoice.environment, amountMsat: BigInt(invoice.amountMsat), paidByPaymentId: null });
-      if (outcome.state !== 'succeeded') {
-        throw errors.conflict(outcome.state === 'failed' ? outcome.reason : 'invoice_not_payable', `The invoice cannot be paid (${invoice.status}).`);
-      }
-      await em.refresh(invoice);
-      return {
-        body: resultEnvelope(ctx.state.requestId, 'Invoice paid', presentInvoice(invoice)),
-        // Once committed, the invoice's workflow is told, so it ends before its expiry timer.
-        afterCommit: async () => {
-          await deps.starter.ensureStarted(deps.orm.em.fork(), invoiceWorkflowId(invoice.id));
-          await deps.starter.signal(invoiceWorkflowId(invoice.id), invoicePaidSignal);
-        },
-      };
+      const invoice = await deps.starter.transaction(em, async (tx) => {
+        const found = await findRecord(tx, auth.organizationId, params.id, 'incoming');
+        const { outcome } = await settleIncomingInvoice(tx, { paymentHash: found.paymentHash, environment: found.environment, amountMsat: BigInt(found.amountMsat), paidByPaymentId: null });
+        if (outcome.state !== 'succeeded') {
+          throw errors.conflict(outcome.state === 'failed' ? outcome.reason : 'invoice_not_payable', `The invoice cannot be paid (${found.status}).`);
+        }
+        await tx.refresh(found);
+        return found;
+      });
+      await deps.starter.ensureStarted(em.fork(), invoiceWorkflowId(invoice.id));
+      await deps.starter.signal(invoiceWorkflowId(invoice.id), invoicePaidSignal);
+      return { body: resultEnvelope(ctx.state.requestId, 'Invoice paid', presentInvoice(invoice)) };
     },
   });
 }
