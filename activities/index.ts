@@ -1,6 +1,12 @@
 import type { IssuerProvider } from '../src/cards/issuer';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
+import {
+  cardResolverRegisteredAtImport,
+  subscriptionDestinationResolver,
+  webhookDestinationResolver,
+  type DestinationResolvers,
+} from '../src/events/destinations';
 import type { IdempotencyService } from '../src/idempotency/service';
 import type { Logger } from '../src/logger';
 import { createCardActivities } from './cards';
@@ -18,13 +24,22 @@ export interface ActivityDeps {
   idempotency: IdempotencyService;
   /** Tests only: another card issuer than the sandbox one. */
   cardIssuer?: IssuerProvider;
+  /** Tests only: replaces the resolver of some destination kinds. */
+  destinationResolvers?: Partial<DestinationResolvers>;
 }
+
+/** Every kind of webhook destination, resolved by the domain that owns it. */
+const destinationResolvers = (): DestinationResolvers => ({
+  webhook: webhookDestinationResolver,
+  subscription: subscriptionDestinationResolver,
+  card: cardResolverRegisteredAtImport(),
+});
 
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
   ...createDurableWorkActivities(deps),
-  ...createEventActivities(deps),
+  ...createEventActivities({ ...deps, destinations: { ...destinationResolvers(), ...deps.destinationResolvers } }),
   ...createPolicyActivities(deps),
   ...createLightningActivities(deps),
   ...createCardActivities(deps),
