@@ -203,7 +203,12 @@ describe('Policy activation workflow (time-skipping)', () => {
     assert.equal(outcome.status, 'pending');
     const approvalRequestId = outcome.status === 'pending' ? outcome.request.id : '';
     const workflowId = activationWorkflowId(approvalRequestId);
-    assert.equal((await em.fork().findOneOrFail(WorkflowStart, { workflowId })).startedAt, null);
+    const start = await em.fork().findOneOrFail(WorkflowStart, { workflowId });
+    assert.equal(start.startedAt, null);
+    // The time-skipping server's clock runs ahead of the wall clock after earlier tests: expire 72 h from its now.
+    const expiresAt = new Date((await env.currentTimeMs()) + 72 * HOUR);
+    await em.nativeUpdate(ApprovalRequest, { id: approvalRequestId }, { expiresAt });
+    await em.nativeUpdate(WorkflowStart, { id: start.id }, { input: { ...(start.input as PolicyActivationInput), expiresAt: expiresAt.toISOString() } });
 
     // The time-skipping server has no custom search attributes.
     const { worker, taskQueue } = await createTestWorker(env, undefined, { TEMPORAL_SEARCH_ATTRIBUTES: 'false' });
