@@ -34,7 +34,7 @@ export default tseslint.config(
             {
               // The exceptions are workflow-safe modules (no Node APIs): search attributes, flow
               // definitions, each domain's flow modules (ids, messages, types) and domain errors.
-              regex: '^\\.\\./src/(?!temporal/(search-attributes|flow)$|[a-z-]+/flows/[a-z-]+$|shared/errors$|policies/activation$)',
+              regex: '^\\.\\./src/(?!temporal/(search-attributes|flow)$|[a-z-]+/flows/[a-z-]+$|shared/errors$)',
               allowTypeImports: true,
               message: 'Workflows may import only types from src/, and the workflow-safe modules listed in eslint.config.mjs.',
             },

@@ -5,8 +5,6 @@ import type { CardTermination } from '../src/cards/flows/termination';
 import { IssuerDeclined, type IssuerProvider, type MintedCard, SandboxIssuer, sealCardSecrets } from '../src/cards/issuer';
 import { initialFundingReference, presentCard, presentTermination } from '../src/cards/presenters';
 import { activateCard, cardDestinations, failProvisioning, settleTransaction, terminateCard } from '../src/cards/service';
-import { cardDestinationResolver } from '../src/cards/webhook-destination';
-import { registerDestinationResolver } from '../src/events/destinations';
 import { emit } from '../src/events/service';
 import { createKeyProvider } from '../src/keys/provider';
 import type { Logger } from '../src/logger';
@@ -26,8 +24,6 @@ export const createCardActivities = (deps: CardActivityDeps) => {
   const keys = createKeyProvider(deps.config, deps.log);
   const issuer = deps.cardIssuer ?? new SandboxIssuer(deps.config.CARD_BIN);
   const inTransaction = transactionWithStarts(deps);
-  // Until the events domain takes its resolvers explicitly: deliveries to a card's webhook_url are attempted by these workers.
-  registerDestinationResolver('card', cardDestinationResolver);
 
   return {
     /** Mints and activates the card (or records the issuer's refusal); safe to repeat. */

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { destinationResolver } from '../src/events/destinations';
+import type { DestinationResolvers } from '../src/events/destinations';
 import { Delivery, DeliveryAttempt } from '../src/events/entities';
 import { signedHeaders } from '../src/events/secrets';
 import { postWebhook, type PostResult } from '../src/events/sender';
@@ -13,6 +13,8 @@ export interface EventActivityDeps {
   config: Config;
   orm: Orm;
   log: Logger;
+  /** Where each kind of destination is looked up at attempt time. */
+  destinations: DestinationResolvers;
 }
 
 export interface AttemptInput {
@@ -42,7 +44,7 @@ export const createEventActivities = (deps: EventActivityDeps) => ({
     const delivery = await em.findOne(Delivery, { id: input.deliveryId }, { populate: ['event'] });
     // A newer run (manual retry) or a finished run owns the delivery now.
     if (!delivery || delivery.run !== input.run || delivery.status !== 'pending') return 'stopped';
-    const resolver = destinationResolver(delivery.destinationKind);
+    const resolver = deps.destinations[delivery.destinationKind];
     const destination = await resolver.resolve(em, deps.config, delivery.organization.id, delivery.destinationId);
     if (!destination || destination.inactiveReason) {
       await em.transactional(async (tx) => {
@@ -89,7 +91,6 @@ export const createEventActivities = (deps: EventActivityDeps) => ({
     }
     return recordOutcome(deps, delivery, input, result, (tx) => resolver.markGone(tx, delivery.destinationId, 'destination answered 410 Gone'));
   },
-
 });
 
 function classify(result: PostResult, input: AttemptInput): AttemptOutcome {

@@ -1,6 +1,8 @@
 import type { IssuerProvider } from '../src/cards/issuer';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
+import { cardDestinationResolver } from '../src/cards/webhook-destination';
+import { subscriptionDestinationResolver, webhookDestinationResolver, type DestinationResolvers } from '../src/events/destinations';
 import type { IdempotencyService } from '../src/idempotency/service';
 import type { RemoteProviders } from '../src/lightning/provider';
 import type { Logger } from '../src/logger';
@@ -21,13 +23,22 @@ export interface ActivityDeps {
   cardIssuer?: IssuerProvider;
   /** Tests only: other remote Lightning providers than the sandbox network. */
   lightningProviders?: RemoteProviders;
+  /** Tests only: replaces the resolver of some destination kinds. */
+  destinationResolvers?: Partial<DestinationResolvers>;
 }
+
+/** Every kind of webhook destination, resolved by the domain that owns it. */
+const destinationResolvers = (): DestinationResolvers => ({
+  webhook: webhookDestinationResolver,
+  subscription: subscriptionDestinationResolver,
+  card: cardDestinationResolver,
+});
 
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
   ...createDurableWorkActivities(deps),
-  ...createEventActivities(deps),
+  ...createEventActivities({ ...deps, destinations: { ...destinationResolvers(), ...deps.destinationResolvers } }),
   ...createPolicyActivities(deps),
   ...createLightningActivities(deps),
   ...createCardActivities(deps),

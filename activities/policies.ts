@@ -5,8 +5,9 @@ import type { Orm } from '../src/db/orm';
 import { transactionWithStarts } from './transactions';
 import type { Logger } from '../src/logger';
 import { Member } from '../src/organizations/entities';
+import { recordVote } from '../src/policies/approvals';
 import { ApprovalRequest } from '../src/policies/entities';
-import { enforcePolicy, recordPolicyEvent, recordVote, systemActor, type PolicyActor } from '../src/policies/service';
+import { enforcePolicy, recordPolicyEvent, systemActor, type PolicyActor } from '../src/policies/service';
 
 export interface PolicyActivityDeps {
   orm: Orm;

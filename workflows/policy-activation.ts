@@ -6,11 +6,14 @@ import {
   VOTE_REFUSALS,
   type ActivationDecision,
   type ActivationState,
-  type PolicyActivationInput,
-} from '../src/policies/activation';
+  type policyActivationFlow,
+} from '../src/policies/flows/activation';
+import type { WorkflowOf } from '../src/temporal/flow';
 
 const { recordApprovalVote, enforceApprovedPolicy, closeApprovalRequest } = proxyActivities<ReturnType<typeof createPolicyActivities>>({
+  // Each is one short transaction; a stuck attempt is cut and retried.
   startToCloseTimeout: '1 minute',
+  // Infrastructure failures only, retried until they pass (no attempt ceiling): each activity is idempotent.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
@@ -19,7 +22,7 @@ const { recordApprovalVote, enforceApprovedPolicy, closeApprovalRequest } = prox
  * approvals are reached (enforced), someone rejects (stays draft) or expires_at passes (lapsed,
  * stays draft). The expiry is a durable timer, not a date check alone.
  */
-export async function policyActivationWorkflow(input: PolicyActivationInput): Promise<ActivationState> {
+export const policyActivationWorkflow: WorkflowOf<typeof policyActivationFlow> = async (input) => {
   const expiresAtMs = Date.parse(input.expiresAt);
   const votes = new Map<string, 'approve' | 'reject'>();
   let decision: ActivationDecision | undefined;
@@ -65,4 +68,4 @@ export async function policyActivationWorkflow(input: PolicyActivationInput): Pr
   carriedOut = true;
   await condition(allHandlersFinished);
   return state();
-}
+};

@@ -19,8 +19,9 @@ export interface ResolvedDestination {
 }
 
 /**
- * What the delivery machinery needs from each kind of destination. Webhook endpoints and
- * subscriptions are built in; the cards domain registers `card` (its webhook_url and secret).
+ * What the delivery machinery needs from each kind of destination. The events domain provides
+ * `webhook` and `subscription`; the cards domain provides `card` (its webhook_url and secret).
+ * The activities receive one per kind where they are wired (activities/index.ts).
  */
 export interface DestinationResolver {
   resolve(em: EntityManager, config: Config, organizationId: string, id: string): Promise<ResolvedDestination | null>;
@@ -28,58 +29,43 @@ export interface DestinationResolver {
   markGone(em: EntityManager, id: string, reason: string): Promise<void>;
 }
 
+export type DestinationResolvers = Record<DestinationKind, DestinationResolver>;
+
 const policyOf = (config: Config, environment: UrlPolicy['environment']): UrlPolicy => ({
   environment,
   allowInsecureLoopback: config.WEBHOOK_ALLOW_INSECURE_LOOPBACK,
 });
 
-const resolvers = new Map<DestinationKind, DestinationResolver>([
-  [
-    'webhook',
-    {
-      async resolve(em, config, organizationId, id) {
-        const endpoint = await em.findOne(WebhookEndpoint, { id, organization: organizationId });
-        if (!endpoint) return null;
-        return {
-          url: endpoint.url,
-          secrets: signingSecretsAt(endpoint.secrets),
-          apiVersion: endpoint.apiVersion,
-          policy: policyOf(config, endpoint.environment),
-          inactiveReason: endpoint.deletedAt ? 'webhook endpoint deleted' : endpoint.status === 'disabled' ? 'webhook endpoint disabled' : null,
-        };
-      },
-      async markGone(em, id, reason) {
-        await em.nativeUpdate(WebhookEndpoint, { id }, { status: 'disabled', disabledReason: reason, updatedAt: new Date() });
-      },
-    },
-  ],
-  [
-    'subscription',
-    {
-      async resolve(em, config, organizationId, id) {
-        const subscription = await em.findOne(Subscription, { id, organization: organizationId });
-        if (!subscription) return null;
-        return {
-          url: subscription.webhookUrl,
-          secrets: signingSecretsAt(subscription.secrets),
-          apiVersion: subscription.apiVersion,
-          policy: policyOf(config, subscription.environment),
-          inactiveReason: subscription.deletedAt ? 'subscription deleted' : subscription.status !== 'active' ? `subscription ${subscription.status}` : null,
-        };
-      },
-      async markGone(em, id, reason) {
-        await em.nativeUpdate(Subscription, { id }, { status: 'failed', failureReason: reason, updatedAt: new Date() });
-      },
-    },
-  ],
-]);
+export const webhookDestinationResolver: DestinationResolver = {
+  async resolve(em, config, organizationId, id) {
+    const endpoint = await em.findOne(WebhookEndpoint, { id, organization: organizationId });
+    if (!endpoint) return null;
+    return {
+      url: endpoint.url,
+      secrets: signingSecretsAt(endpoint.secrets),
+      apiVersion: endpoint.apiVersion,
+      policy: policyOf(config, endpoint.environment),
+      inactiveReason: endpoint.deletedAt ? 'webhook endpoint deleted' : endpoint.status === 'disabled' ? 'webhook endpoint disabled' : null,
+    };
+  },
+  async markGone(em, id, reason) {
+    await em.nativeUpdate(WebhookEndpoint, { id }, { status: 'disabled', disabledReason: reason, updatedAt: new Date() });
+  },
+};
 
-export function registerDestinationResolver(kind: DestinationKind, resolver: DestinationResolver): void {
-  resolvers.set(kind, resolver);
-}
-
-export function destinationResolver(kind: DestinationKind): DestinationResolver {
-  const resolver = resolvers.get(kind);
-  if (!resolver) throw new Error(`No destination resolver is registered for '${kind}' destinations`);
-  return resolver;
-}
+export const subscriptionDestinationResolver: DestinationResolver = {
+  async resolve(em, config, organizationId, id) {
+    const subscription = await em.findOne(Subscription, { id, organization: organizationId });
+    if (!subscription) return null;
+    return {
+      url: subscription.webhookUrl,
+      secrets: signingSecretsAt(subscription.secrets),
+      apiVersion: subscription.apiVersion,
+      policy: policyOf(config, subscription.environment),
+      inactiveReason: subscription.deletedAt ? 'subscription deleted' : subscription.status !== 'active' ? `subscription ${subscription.status}` : null,
+    };
+  },
+  async markGone(em, id, reason) {
+    await em.nativeUpdate(Subscription, { id }, { status: 'failed', failureReason: reason, updatedAt: new Date() });
+  },
+};

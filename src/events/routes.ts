@@ -1,13 +1,15 @@
-import type { FilterQuery } from '@mikro-orm/postgresql';
+import type { EntityManager, FilterQuery } from '@mikro-orm/postgresql';
+import type { ZodType } from 'zod';
 import type { Environment } from '../api-keys/entities';
 import { findChain, networkFor } from '../catalogue/service';
 import type { Config } from '../config';
 import { errors } from '../shared/errors';
+import type { AuthContext } from '../http/context';
 import type { RouteRegistry } from '../http/route';
 import { Organization } from '../organizations/entities';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
-import { listEnvelopeSchema } from '../shared/schemas';
-import { Delivery, DeliveryAttempt, Subscription, WebhookEndpoint } from './entities';
+import { listEnvelopeSchema, type z } from '../shared/schemas';
+import { Delivery, DeliveryAttempt, type SigningSecrets, Subscription, WebhookEndpoint } from './entities';
 import { EVENT_TYPES } from './event-types';
 import { retryNowSignal, webhookDeliveryFlow } from './flows/delivery';
 import {
@@ -39,165 +41,16 @@ import {
 } from './service';
 import { checkDestinationUrl } from './url-policy';
 
-const urlPolicy = (config: Config, environment: Environment) => ({ environment, allowInsecureLoopback: config.WEBHOOK_ALLOW_INSECURE_LOOPBACK });
-
 export function registerEventRoutes(routes: RouteRegistry): void {
-  registerWebhookRoutes(routes);
-  registerSubscriptionRoutes(routes);
-  registerDeliveryRoutes(routes);
-}
-
-function registerWebhookRoutes(routes: RouteRegistry): void {
-  const tag = 'Webhooks';
-
   // Before /v1/webhooks/:id, which would otherwise take `event-types` for an id.
-  routes.add({
-    method: 'get',
-    path: '/v1/webhooks/event-types',
-    operationId: 'listEventTypes',
-    summary: 'List the event types usable in an event_types filter',
-    tag,
-    scope: 'webhooks:read',
-    response: { status: 200, description: 'Every event type the service emits', schema: EventTypeList },
-    handler: async () => ({
-      body: {
-        object: 'list',
-        data: EVENT_TYPES.map((entry) => ({ object: 'event_type', type: entry.type, description: entry.description })),
-        has_more: false,
-        next_cursor: null,
-      },
-    }),
-  });
-
-  routes.add({
-    method: 'post',
-    path: '/v1/webhooks',
-    operationId: 'createWebhook',
-    summary: 'Create a webhook endpoint (the signing secret is shown once)',
-    tag,
-    scope: 'webhooks:write',
-    body: CreateWebhookBody,
-    response: { status: 201, description: 'The new endpoint with its signing secret', schema: WebhookObject },
-    handler: async ({ auth, em, body, deps }) => {
-      const url = await validatedUrl('url', () => checkDestinationUrl(body.url, urlPolicy(deps.config, auth.environment)));
-      const { secrets, plaintext } = newSigningSecrets();
-      const endpoint = em.create(WebhookEndpoint, {
-        organization: em.getReference(Organization, auth.organizationId),
-        environment: auth.environment,
-        name: body.name,
-        url,
-        eventTypes: [...new Set(body.event_types)],
-        apiVersion: auth.apiVersion,
-        maxAttempts: body.max_attempts ?? null,
-        secrets,
-      });
-      await em.flush();
-      return { status: 201, body: presentWebhook(endpoint, plaintext) };
-    },
-  });
-
-  routes.add({
-    method: 'get',
-    path: '/v1/webhooks',
-    operationId: 'listWebhooks',
-    summary: 'List webhook endpoints',
-    tag,
-    scope: 'webhooks:read',
-    query: ListQuery,
-    response: { status: 200, description: 'A page of endpoints, newest first', schema: listEnvelopeSchema(WebhookObject) },
-    handler: async ({ auth, em, query }) => {
-      const page = await paginate(em, WebhookEndpoint, { organization: auth.organizationId, deletedAt: null }, query);
-      return { body: listBody(page, (endpoint) => presentWebhook(endpoint)) };
-    },
-  });
-
-  routes.add({
-    method: 'get',
-    path: '/v1/webhooks/:id',
-    operationId: 'getWebhook',
-    summary: 'Retrieve a webhook endpoint',
-    tag,
-    scope: 'webhooks:read',
-    params: IdParams,
-    response: { status: 200, description: 'The endpoint', schema: WebhookObject },
-    handler: async ({ auth, em, params }) => ({ body: presentWebhook(await findWebhook(em, auth.organizationId, params.id)) }),
-  });
-
-  routes.add({
-    method: 'patch',
-    path: '/v1/webhooks/:id',
-    operationId: 'updateWebhook',
-    summary: 'Update a webhook endpoint; omitted fields are unchanged',
-    tag,
-    scope: 'webhooks:write',
-    params: IdParams,
-    body: UpdateWebhookBody,
-    response: { status: 200, description: 'The updated endpoint', schema: WebhookObject },
-    handler: async ({ auth, em, params, body, deps }) => {
-      const endpoint = await findWebhook(em, auth.organizationId, params.id);
-      if (body.url !== undefined) {
-        endpoint.url = await validatedUrl('url', () => checkDestinationUrl(body.url!, urlPolicy(deps.config, endpoint.environment)));
-      }
-      if (body.name !== undefined) endpoint.name = body.name;
-      if (body.event_types !== undefined) endpoint.eventTypes = [...new Set(body.event_types)];
-      if (body.max_attempts !== undefined) endpoint.maxAttempts = body.max_attempts;
-      if (body.status !== undefined) {
-        endpoint.status = body.status;
-        endpoint.disabledReason = null;
-      }
-      endpoint.updatedAt = new Date();
-      await em.flush();
-      return { body: presentWebhook(endpoint) };
-    },
-  });
-
-  routes.add({
-    method: 'delete',
-    path: '/v1/webhooks/:id',
-    operationId: 'deleteWebhook',
-    summary: 'Delete a webhook endpoint; its pending deliveries stop',
-    tag,
-    scope: 'webhooks:write',
-    params: IdParams,
-    response: { status: 200, description: 'The deleted endpoint', schema: DeletedObject },
-    handler: async ({ auth, em, params }) => {
-      const endpoint = await findWebhook(em, auth.organizationId, params.id);
-      endpoint.deletedAt = new Date();
-      await em.flush();
-      return { body: { id: endpoint.id, object: 'webhook', deleted: true } };
-    },
-  });
-
-  routes.add({
-    method: 'post',
-    path: '/v1/webhooks/:id/rotate-secret',
-    operationId: 'rotateWebhookSecret',
-    summary: 'Rotate the signing secret; the previous one keeps signing for the rotation window',
-    tag,
-    scope: 'webhooks:write',
-    params: IdParams,
-    response: { status: 200, description: 'The new secret, shown only here', schema: SigningSecretObject },
-    handler: async ({ auth, em, params, deps }) => {
-      const endpoint = await findWebhook(em, auth.organizationId, params.id);
-      const plaintext = rotateSigningSecrets(endpoint.secrets, deps.config.WEBHOOK_SECRET_ROTATION_HOURS);
-      endpoint.updatedAt = new Date();
-      await em.flush();
-      return {
-        body: {
-          object: 'signing_secret',
-          signing_secret: plaintext,
-          previous_secret_expires_at: endpoint.secrets.previousExpiresAt?.toISOString() ?? null,
-        },
-      };
-    },
-  });
-
+  registerEventTypeRoute(routes);
+  registerSignedDestinationRoutes(routes, webhookRoutes);
   routes.add({
     method: 'post',
     path: '/v1/webhooks/:id/test',
     operationId: 'testWebhook',
     summary: 'Send a webhook.test event to this endpoint only',
-    tag,
+    tag: webhookRoutes.tag,
     scope: 'webhooks:write',
     params: IdParams,
     response: { status: 201, description: 'The queued delivery event', schema: DeliveryEventObject },
@@ -215,133 +68,284 @@ function registerWebhookRoutes(routes: RouteRegistry): void {
       return { status: 201, body: presentDelivery(deliveries[0]!) };
     },
   });
+  registerSignedDestinationRoutes(routes, subscriptionRoutes);
+  registerDeliveryRoutes(routes);
 }
 
-function registerSubscriptionRoutes(routes: RouteRegistry): void {
-  const tag = 'Subscriptions';
+function registerEventTypeRoute(routes: RouteRegistry): void {
+  routes.add({
+    method: 'get',
+    path: '/v1/webhooks/event-types',
+    operationId: 'listEventTypes',
+    summary: 'List the event types usable in an event_types filter',
+    tag: 'Webhooks',
+    scope: 'webhooks:read',
+    response: { status: 200, description: 'Every event type the service emits', schema: EventTypeList },
+    handler: async () => ({
+      body: {
+        object: 'list',
+        data: EVENT_TYPES.map((entry) => ({ object: 'event_type', type: entry.type, description: entry.description })),
+        has_more: false,
+        next_cursor: null,
+      },
+    }),
+  });
+}
+
+/**
+ * Webhook endpoints and subscriptions are the same resource to the API: a URL the organization
+ * owns, signed with a secret shown once, soft-deleted. One CRUD serves both; each kind says how
+ * it is named, created, updated and presented.
+ */
+interface SignedDestinationKind<E extends WebhookEndpoint | Subscription, C extends ZodType, U extends ZodType> {
+  tag: string;
+  path: string;
+  /** Operation id suffix: createWebhook, listWebhooks... */
+  operationName: string;
+  object: 'webhook' | 'subscription';
+  /** In summaries: 'webhook endpoint'. */
+  title: string;
+  /** In response descriptions: 'endpoint', 'endpoints'. */
+  noun: string;
+  nouns: string;
+  createSummary: string;
+  /** The URL field: its name (the param of validation errors), where create and update bodies carry it, where the entity keeps it. */
+  url: {
+    param: 'url' | 'webhook_url';
+    created: (body: z.infer<C>) => string;
+    updated: (body: z.infer<U>) => string | undefined;
+    set: (entity: E, url: string) => void;
+  };
+  schema: ZodType;
+  createBody: C;
+  updateBody: U;
+  entity: new (...args: never[]) => E;
+  find: (em: EntityManager, organizationId: string, id: string) => Promise<E>;
+  present: (entity: E, signingSecret?: string) => unknown;
+  create: (em: EntityManager, auth: AuthContext, body: z.infer<C>, url: string, secrets: SigningSecrets) => E;
+  /** Applies the changes besides the URL, which is validated and set already. */
+  update: (entity: E, body: z.infer<U>) => void;
+  rotated: { description: string; schema: ZodType; body: (entity: E, signingSecret: string) => unknown };
+}
+
+const urlPolicy = (config: Config, environment: Environment) => ({ environment, allowInsecureLoopback: config.WEBHOOK_ALLOW_INSECURE_LOOPBACK });
+
+const webhookRoutes: SignedDestinationKind<WebhookEndpoint, typeof CreateWebhookBody, typeof UpdateWebhookBody> = {
+  tag: 'Webhooks',
+  path: '/v1/webhooks',
+  operationName: 'Webhook',
+  object: 'webhook',
+  title: 'webhook endpoint',
+  noun: 'endpoint',
+  nouns: 'endpoints',
+  createSummary: 'Create a webhook endpoint (the signing secret is shown once)',
+  url: {
+    param: 'url',
+    created: (body) => body.url,
+    updated: (body) => body.url,
+    set: (endpoint, url) => {
+      endpoint.url = url;
+    },
+  },
+  schema: WebhookObject,
+  createBody: CreateWebhookBody,
+  updateBody: UpdateWebhookBody,
+  entity: WebhookEndpoint,
+  find: findWebhook,
+  present: presentWebhook,
+  create: (em, auth, body, url, secrets) =>
+    em.create(WebhookEndpoint, {
+      organization: em.getReference(Organization, auth.organizationId),
+      environment: auth.environment,
+      name: body.name,
+      url,
+      eventTypes: [...new Set(body.event_types)],
+      apiVersion: auth.apiVersion,
+      maxAttempts: body.max_attempts ?? null,
+      secrets,
+    }),
+  update: (endpoint, body) => {
+    if (body.name !== undefined) endpoint.name = body.name;
+    if (body.event_types !== undefined) endpoint.eventTypes = [...new Set(body.event_types)];
+    if (body.max_attempts !== undefined) endpoint.maxAttempts = body.max_attempts;
+    if (body.status !== undefined) {
+      endpoint.status = body.status;
+      endpoint.disabledReason = null;
+    }
+  },
+  rotated: {
+    description: 'The new secret, shown only here',
+    schema: SigningSecretObject,
+    body: (endpoint, signingSecret) => ({
+      object: 'signing_secret',
+      signing_secret: signingSecret,
+      previous_secret_expires_at: endpoint.secrets.previousExpiresAt?.toISOString() ?? null,
+    }),
+  },
+};
+
+const subscriptionRoutes: SignedDestinationKind<Subscription, typeof CreateSubscriptionBody, typeof UpdateSubscriptionBody> = {
+  tag: 'Subscriptions',
+  path: '/v1/subscriptions',
+  operationName: 'Subscription',
+  object: 'subscription',
+  title: 'subscription',
+  noun: 'subscription',
+  nouns: 'subscriptions',
+  createSummary: 'Watch an on-chain address (the signing secret is shown once)',
+  url: {
+    param: 'webhook_url',
+    created: (body) => body.webhook_url,
+    updated: (body) => body.webhook_url,
+    set: (subscription, url) => {
+      subscription.webhookUrl = url;
+    },
+  },
+  schema: SubscriptionObject,
+  createBody: CreateSubscriptionBody,
+  updateBody: UpdateSubscriptionBody,
+  entity: Subscription,
+  find: findSubscription,
+  present: presentSubscription,
+  create: (em, auth, body, url, secrets) =>
+    em.create(Subscription, {
+      organization: em.getReference(Organization, auth.organizationId),
+      environment: auth.environment,
+      address: body.address,
+      chain: body.chain,
+      // The environment decides the network; a contradicting request value is ignored (deprecated field).
+      network: networkFor(findChain(body.chain), auth.environment),
+      webhookUrl: url,
+      eventType: body.event_type,
+      label: body.label ?? null,
+      metadata: body.metadata,
+      apiVersion: auth.apiVersion,
+      maxAttempts: body.max_attempts ?? null,
+      secrets,
+    }),
+  update: (subscription, body) => {
+    if (body.event_type !== undefined) subscription.eventType = body.event_type;
+    if (body.label !== undefined) subscription.label = body.label;
+    if (body.metadata !== undefined) subscription.metadata = body.metadata;
+    if (body.max_attempts !== undefined) subscription.maxAttempts = body.max_attempts;
+    if (body.status !== undefined) {
+      subscription.status = body.status;
+      subscription.failureReason = null;
+    }
+  },
+  rotated: {
+    description: 'The subscription with its new secret, shown only here',
+    schema: SubscriptionObject,
+    body: (subscription, signingSecret) => presentSubscription(subscription, signingSecret),
+  },
+};
+
+function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscription, C extends ZodType, U extends ZodType>(
+  routes: RouteRegistry,
+  kind: SignedDestinationKind<E, C, U>,
+): void {
+  const { tag, path, title } = kind;
+  const checkedUrl = (config: Config, environment: Environment, url: string) =>
+    validatedUrl(kind.url.param, () => checkDestinationUrl(url, urlPolicy(config, environment)));
 
   routes.add({
     method: 'post',
-    path: '/v1/subscriptions',
-    operationId: 'createSubscription',
-    summary: 'Watch an on-chain address (the signing secret is shown once)',
+    path,
+    operationId: `create${kind.operationName}`,
+    summary: kind.createSummary,
     tag,
     scope: 'webhooks:write',
-    body: CreateSubscriptionBody,
-    response: { status: 201, description: 'The new subscription with its signing secret', schema: SubscriptionObject },
+    body: kind.createBody,
+    response: { status: 201, description: `The new ${kind.noun} with its signing secret`, schema: kind.schema },
     handler: async ({ auth, em, body, deps }) => {
-      const url = await validatedUrl('webhook_url', () => checkDestinationUrl(body.webhook_url, urlPolicy(deps.config, auth.environment)));
+      const url = await checkedUrl(deps.config, auth.environment, kind.url.created(body));
       const { secrets, plaintext } = newSigningSecrets();
-      const subscription = em.create(Subscription, {
-        organization: em.getReference(Organization, auth.organizationId),
-        environment: auth.environment,
-        address: body.address,
-        chain: body.chain,
-        // The environment decides the network; a contradicting request value is ignored (deprecated field).
-        network: networkFor(findChain(body.chain), auth.environment),
-        webhookUrl: url,
-        eventType: body.event_type,
-        label: body.label ?? null,
-        metadata: body.metadata,
-        apiVersion: auth.apiVersion,
-        maxAttempts: body.max_attempts ?? null,
-        secrets,
-      });
+      const entity = kind.create(em, auth, body, url, secrets);
       await em.flush();
-      return { status: 201, body: presentSubscription(subscription, plaintext) };
+      return { status: 201, body: kind.present(entity, plaintext) };
     },
   });
 
   routes.add({
     method: 'get',
-    path: '/v1/subscriptions',
-    operationId: 'listSubscriptions',
-    summary: 'List subscriptions',
+    path,
+    operationId: `list${kind.operationName}s`,
+    summary: `List ${title}s`,
     tag,
     scope: 'webhooks:read',
     query: ListQuery,
-    response: { status: 200, description: 'A page of subscriptions, newest first', schema: listEnvelopeSchema(SubscriptionObject) },
+    response: { status: 200, description: `A page of ${kind.nouns}, newest first`, schema: listEnvelopeSchema(kind.schema) },
     handler: async ({ auth, em, query }) => {
-      const page = await paginate(em, Subscription, { organization: auth.organizationId, deletedAt: null }, query);
-      return { body: listBody(page, (subscription) => presentSubscription(subscription)) };
+      const page = await paginate(em, kind.entity, { organization: auth.organizationId, deletedAt: null } as FilterQuery<E>, query);
+      return { body: listBody(page, (entity) => kind.present(entity)) };
     },
   });
 
   routes.add({
     method: 'get',
-    path: '/v1/subscriptions/:id',
-    operationId: 'getSubscription',
-    summary: 'Retrieve a subscription',
+    path: `${path}/:id`,
+    operationId: `get${kind.operationName}`,
+    summary: `Retrieve a ${title}`,
     tag,
     scope: 'webhooks:read',
     params: IdParams,
-    response: { status: 200, description: 'The subscription', schema: SubscriptionObject },
-    handler: async ({ auth, em, params }) => ({ body: presentSubscription(await findSubscription(em, auth.organizationId, params.id)) }),
+    response: { status: 200, description: `The ${kind.noun}`, schema: kind.schema },
+    handler: async ({ auth, em, params }) => ({ body: kind.present(await kind.find(em, auth.organizationId, params.id)) }),
   });
 
   routes.add({
     method: 'patch',
-    path: '/v1/subscriptions/:id',
-    operationId: 'updateSubscription',
-    summary: 'Update a subscription; omitted fields are unchanged',
+    path: `${path}/:id`,
+    operationId: `update${kind.operationName}`,
+    summary: `Update a ${title}; omitted fields are unchanged`,
     tag,
     scope: 'webhooks:write',
     params: IdParams,
-    body: UpdateSubscriptionBody,
-    response: { status: 200, description: 'The updated subscription', schema: SubscriptionObject },
+    body: kind.updateBody,
+    response: { status: 200, description: `The updated ${kind.noun}`, schema: kind.schema },
     handler: async ({ auth, em, params, body, deps }) => {
-      const subscription = await findSubscription(em, auth.organizationId, params.id);
-      if (body.webhook_url !== undefined) {
-        subscription.webhookUrl = await validatedUrl('webhook_url', () =>
-          checkDestinationUrl(body.webhook_url!, urlPolicy(deps.config, subscription.environment)),
-        );
-      }
-      if (body.event_type !== undefined) subscription.eventType = body.event_type;
-      if (body.label !== undefined) subscription.label = body.label;
-      if (body.metadata !== undefined) subscription.metadata = body.metadata;
-      if (body.max_attempts !== undefined) subscription.maxAttempts = body.max_attempts;
-      if (body.status !== undefined) {
-        subscription.status = body.status;
-        subscription.failureReason = null;
-      }
-      subscription.updatedAt = new Date();
+      const entity = await kind.find(em, auth.organizationId, params.id);
+      const url = kind.url.updated(body);
+      if (url !== undefined) kind.url.set(entity, await checkedUrl(deps.config, entity.environment, url));
+      kind.update(entity, body);
+      entity.updatedAt = new Date();
       await em.flush();
-      return { body: presentSubscription(subscription) };
+      return { body: kind.present(entity) };
     },
   });
 
   routes.add({
     method: 'delete',
-    path: '/v1/subscriptions/:id',
-    operationId: 'deleteSubscription',
-    summary: 'Delete a subscription; its pending deliveries stop',
+    path: `${path}/:id`,
+    operationId: `delete${kind.operationName}`,
+    summary: `Delete a ${title}; its pending deliveries stop`,
     tag,
     scope: 'webhooks:write',
     params: IdParams,
-    response: { status: 200, description: 'The deleted subscription', schema: DeletedObject },
+    response: { status: 200, description: `The deleted ${kind.noun}`, schema: DeletedObject },
     handler: async ({ auth, em, params }) => {
-      const subscription = await findSubscription(em, auth.organizationId, params.id);
-      subscription.deletedAt = new Date();
+      const entity = await kind.find(em, auth.organizationId, params.id);
+      entity.deletedAt = new Date();
       await em.flush();
-      return { body: { id: subscription.id, object: 'subscription', deleted: true } };
+      return { body: { id: entity.id, object: kind.object, deleted: true } };
     },
   });
 
   routes.add({
     method: 'post',
-    path: '/v1/subscriptions/:id/rotate-secret',
-    operationId: 'rotateSubscriptionSecret',
+    path: `${path}/:id/rotate-secret`,
+    operationId: `rotate${kind.operationName}Secret`,
     summary: 'Rotate the signing secret; the previous one keeps signing for the rotation window',
     tag,
     scope: 'webhooks:write',
     params: IdParams,
-    response: { status: 200, description: 'The subscription with its new secret, shown only here', schema: SubscriptionObject },
+    response: { status: 200, description: kind.rotated.description, schema: kind.rotated.schema },
     handler: async ({ auth, em, params, deps }) => {
-      const subscription = await findSubscription(em, auth.organizationId, params.id);
-      const plaintext = rotateSigningSecrets(subscription.secrets, deps.config.WEBHOOK_SECRET_ROTATION_HOURS);
-      subscription.updatedAt = new Date();
+      const entity = await kind.find(em, auth.organizationId, params.id);
+      const plaintext = rotateSigningSecrets(entity.secrets, deps.config.WEBHOOK_SECRET_ROTATION_HOURS);
+      entity.updatedAt = new Date();
       await em.flush();
-      return { body: presentSubscription(subscription, plaintext) };
+      return { body: kind.rotated.body(entity, plaintext) };
     },
   });
 }

@@ -6,7 +6,7 @@ import { Organization } from '../organizations/entities';
 import { versionAtLeast } from '../shared/api-versions';
 import { isUuid } from '../shared/ids';
 import { iso, isoOrNull } from '../shared/time';
-import { type Destination, destinationResolver } from './destinations';
+import type { Destination } from './destinations';
 import { Delivery, DeliveryAttempt, type DestinationKind, Event, Subscription, WebhookEndpoint } from './entities';
 import type { EventType } from './event-types';
 import { DestinationRefused } from './url-policy';
@@ -64,7 +64,6 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
         maxAttempts: subscription.maxAttempts ?? null,
       });
     } else if (destination.kind === 'card') {
-      destinationResolver(destination.kind); // fails now, not at delivery time, when no resolver exists
       targets.set(`${destination.kind}:${destination.id}`, { kind: destination.kind, id: destination.id, url: destination.url, maxAttempts: null });
     }
   }

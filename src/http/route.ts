@@ -176,15 +176,17 @@ export class RouteRegistry {
     try {
       return await em.transactional(async (tx) => {
         const result = await run(tx);
-        await idempotency.complete(tx, claim.id, result.status ?? defaultStatus, result.body);
+        // Fenced: a claim taken over meanwhile makes this throw, rolling back this handler's work.
+        await idempotency.complete(tx, claim, result.status ?? defaultStatus, result.body);
         return result;
       });
     } catch (error) {
       if (error instanceof DomainError && httpStatus(error) < 500) {
-        // The change rolled back; the refusal itself is the stored outcome, as Stripe does.
-        await idempotency.complete(em, claim.id, httpStatus(error), toEnvelope(error, ctx.state.requestId));
+        // The change rolled back; the refusal itself is the stored outcome, as Stripe does (unless the claim is no longer ours).
+        await idempotency.tryComplete(em, claim, httpStatus(error), toEnvelope(error, ctx.state.requestId));
       } else {
-        await idempotency.release(em, claim.id);
+        // May follow a commit-phase error of a transaction that did commit: release leaves a completed claim alone.
+        await idempotency.release(em, claim);
       }
       throw error;
     }

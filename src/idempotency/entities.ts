@@ -39,6 +39,10 @@ export class IdempotencyRecord {
   @Property({ type: 'timestamptz' })
   lockedAt: Date = new Date();
 
+  /** Fencing token, new on every claim and take-over: only the handler holding it may complete or release. */
+  @Property({ type: 'uuid', nullable: true })
+  claimToken?: string | null;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 }

@@ -292,6 +292,7 @@ export const PendingActivationObject = z
     status: z.literal('pending_authorization'),
     policy_id: z.string(),
     approval_request_id: z.string(),
+    workflow_id: z.string().openapi({ description: 'The activation workflow, for its history in the Temporal UI' }),
     required_approvals: z.number().int(),
     expires_at: Timestamp,
     message: z.string(),
@@ -312,6 +313,7 @@ export const ApprovalRequestObject = z
     votes: z.array(z.object({ user_id: z.string(), decision: z.enum(VOTE_DECISIONS), comment: z.string(), created_at: Timestamp })),
     expires_at: Timestamp,
     decided_at: Timestamp.nullable(),
+    workflow_id: z.string().openapi({ description: 'The activation workflow, for its history in the Temporal UI' }),
     created_at: Timestamp,
   })
   .openapi('ApprovalRequest');

@@ -3,12 +3,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { emit } from '../events/service';
 import { ApiKey } from '../api-keys/entities';
 import { DomainError, errors } from '../shared/errors';
-import type { AuthContext } from '../http/context';
 import { Member, Organization, Role } from '../organizations/entities';
-import { iso, isoOrNull } from '../shared/time';
-import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from './entities';
+import { z } from '../shared/schemas';
+import { ApprovalRequest, Policy, PolicyAuditLog, PolicyRule } from './entities';
 import { evaluatePolicies, type EvaluablePolicy, type EvaluationRequest, type EvaluationResult } from './evaluator';
 import type { ActionType, Condition, PolicyCategory } from './schema';
+import { checkActionConfig } from './schemas';
 import { APPROVER_ROLE_PLACEHOLDER, findTemplate, type PolicyTemplate } from './templates';
 import { validatePolicyRules, type DraftRule, type ValidationResult } from './validator';
 
@@ -20,7 +20,14 @@ export interface PolicyActor {
   type: 'user' | 'apikey' | 'system';
 }
 
-export async function resolveActor(em: EntityManager, auth: AuthContext): Promise<PolicyActor> {
+/** The caller as authenticated: its organization, its key and the member it acts for, if any. */
+export interface Caller {
+  organizationId: string;
+  apiKeyId: string;
+  memberId: string | null;
+}
+
+export async function resolveActor(em: EntityManager, auth: Caller): Promise<PolicyActor> {
   if (auth.memberId) {
     const member = await em.findOneOrFail(Member, { id: auth.memberId });
     return { organizationId: auth.organizationId, id: member.id, name: member.name, type: 'user' };
@@ -59,116 +66,6 @@ export async function recordPolicyEvent(
 ): Promise<void> {
   writeAudit(em, { actor: event.actor, policyId: event.data.policy_id, action: event.type.replace(/^policy\./, ''), metadata: { event: event.type, ...event.data } });
   await emit(em, { organizationId: event.organizationId, type: event.type, data: event.data });
-}
-
-// ---------- presentation ----------
-
-export function presentRule(rule: PolicyRule, policy: Policy) {
-  return {
-    id: rule.id,
-    object: 'rule' as const,
-    policy_id: policy.id,
-    name: rule.name,
-    description: rule.description,
-    action_type: rule.actionType,
-    action_config: rule.actionConfig,
-    conditions: rule.conditions,
-    order: rule.order,
-    priority: policy.priority,
-    created_at: iso(rule.createdAt),
-    updated_at: iso(rule.updatedAt),
-  };
-}
-
-export function presentPolicy(policy: Policy, expandRules = false) {
-  const rules = policy.rules.getItems();
-  return {
-    id: policy.id,
-    object: 'policy' as const,
-    name: policy.name,
-    description: policy.description,
-    category: policy.category,
-    status: policy.status,
-    is_active: policy.status === 'enforced',
-    is_template: false,
-    template_id: policy.templateId ?? null,
-    source_policy_id: policy.sourcePolicy?.id ?? null,
-    priority: policy.priority,
-    rule_count: rules.length,
-    ...(expandRules ? { rules: rules.map((rule) => presentRule(rule, policy)) } : {}),
-    created_by: policy.createdBy,
-    created_by_name: policy.createdByName,
-    activated_at: isoOrNull(policy.activatedAt),
-    created_at: iso(policy.createdAt),
-    updated_at: iso(policy.updatedAt),
-  };
-}
-
-const TEMPLATE_EPOCH = '2026-01-01T00:00:00.000Z';
-
-export function presentTemplate(template: PolicyTemplate) {
-  return {
-    id: template.id,
-    object: 'policy' as const,
-    name: template.name,
-    description: template.description,
-    category: template.category,
-    status: 'draft' as const,
-    is_active: false,
-    is_template: true,
-    template_id: null,
-    source_policy_id: null,
-    priority: 100,
-    rule_count: template.rules.length,
-    rules: template.rules.map((rule, index) => ({
-      id: `${template.id}_rule_${index + 1}`,
-      object: 'rule' as const,
-      policy_id: template.id,
-      ...rule,
-      order: index + 1,
-      priority: 100,
-      created_at: TEMPLATE_EPOCH,
-      updated_at: TEMPLATE_EPOCH,
-    })),
-    created_by: 'system',
-    created_by_name: 'Built-in template',
-    activated_at: null,
-    created_at: TEMPLATE_EPOCH,
-    updated_at: TEMPLATE_EPOCH,
-  };
-}
-
-export function presentAuditLog(entry: PolicyAuditLog) {
-  return {
-    id: entry.id,
-    object: 'policy_audit_log' as const,
-    policy_id: entry.policyId ?? null,
-    action: entry.action,
-    actor_id: entry.actorId,
-    actor_name: entry.actorName,
-    changes: entry.changes,
-    metadata: entry.metadata,
-    created_at: iso(entry.createdAt),
-  };
-}
-
-export function presentApprovalRequest(request: ApprovalRequest) {
-  const votes = request.votes.getItems();
-  return {
-    id: request.id,
-    object: 'approval_request' as const,
-    policy_id: request.policy.id,
-    status: request.status,
-    requested_by: request.requestedBy,
-    requested_by_name: request.requestedByName,
-    comment: request.comment,
-    required_approvals: request.requiredApprovals,
-    approvals: votes.filter((vote) => vote.decision === 'approve').length,
-    votes: votes.map((vote) => ({ user_id: vote.member.id, decision: vote.decision, comment: vote.comment, created_at: iso(vote.createdAt) })),
-    expires_at: iso(request.expiresAt),
-    decided_at: isoOrNull(request.decidedAt),
-    created_at: iso(request.createdAt),
-  };
 }
 
 // ---------- policies and rules ----------
@@ -241,6 +138,89 @@ export function removeRule(em: EntityManager, policy: Policy, rule: PolicyRule):
   policy.rules.getItems().sort((a, b) => a.order - b.order).forEach((r, index) => (r.order = index + 1));
 }
 
+export async function updatePolicy(
+  em: EntityManager,
+  actor: PolicyActor,
+  policyId: string,
+  input: { name?: string; description?: string; category?: PolicyCategory; priority?: number },
+): Promise<Policy> {
+  const policy = await findPolicy(em, actor.organizationId, policyId);
+  await assertEditable(em, policy);
+  const changes: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(input) as [keyof typeof input, never][]) {
+    if (value === undefined || policy[field] === value) continue;
+    changes[field] = [policy[field], value];
+    policy[field] = value;
+  }
+  writeAudit(em, { actor, policyId: policy.id, action: 'updated', changes });
+  await em.flush();
+  return policy;
+}
+
+/** Archives a policy (an enforced one stops being enforced); archiving twice changes nothing. */
+export async function archivePolicy(em: EntityManager, actor: PolicyActor, policyId: string): Promise<Policy> {
+  const policy = await findPolicy(em, actor.organizationId, policyId);
+  if (policy.status === 'draft') await assertEditable(em, policy);
+  if (policy.status !== 'archived') {
+    writeAudit(em, { actor, policyId: policy.id, action: 'archived', changes: { status: [policy.status, 'archived'] } });
+    policy.status = 'archived';
+    await em.flush();
+  }
+  return policy;
+}
+
+export async function createRule(em: EntityManager, actor: PolicyActor, policyId: string, input: RuleInput): Promise<{ policy: Policy; rule: PolicyRule }> {
+  const policy = await findPolicy(em, actor.organizationId, policyId);
+  await assertEditable(em, policy);
+  const rule = addRule(em, policy, input);
+  writeAudit(em, { actor, policyId: policy.id, action: 'rule_added', changes: { rule_id: rule.id, name: rule.name, order: rule.order } });
+  await em.flush();
+  return { policy, rule };
+}
+
+async function findEditableRule(em: EntityManager, organizationId: string, policyId: string, ruleId: string): Promise<{ policy: Policy; rule: PolicyRule }> {
+  const policy = await findPolicy(em, organizationId, policyId);
+  const rule = policy.rules.getItems().find((r) => r.id === ruleId);
+  if (!rule) throw errors.notFound('rule', ruleId, 'ruleId');
+  await assertEditable(em, policy);
+  return { policy, rule };
+}
+
+export async function updateRule(
+  em: EntityManager,
+  actor: PolicyActor,
+  policyId: string,
+  ruleId: string,
+  input: Partial<Omit<RuleInput, 'action_config'>> & { action_config?: Record<string, unknown> },
+): Promise<{ policy: Policy; rule: PolicyRule }> {
+  const { policy, rule } = await findEditableRule(em, actor.organizationId, policyId, ruleId);
+  const actionType = input.action_type ?? rule.actionType;
+  if (input.action_type || input.action_config) {
+    // A new action type needs a config of its own shape: the old config is only kept when it fits.
+    const config = input.action_config ?? rule.actionConfig;
+    const check = z.unknown().superRefine((value, ctx) => checkActionConfig(actionType, value, ctx)).safeParse(config);
+    if (!check.success) throw errors.validation(`action_config does not fit action_type ${actionType}: ${check.error.issues[0]!.message}`, 'action_config');
+    rule.actionType = actionType;
+    rule.actionConfig = config;
+  }
+  if (input.name !== undefined) rule.name = input.name;
+  if (input.description !== undefined) rule.description = input.description;
+  if (input.conditions !== undefined) rule.conditions = input.conditions;
+  if (input.order !== undefined) moveRule(policy, rule, input.order);
+  writeAudit(em, { actor, policyId: policy.id, action: 'rule_updated', changes: { rule_id: rule.id, ...input } });
+  await em.flush();
+  return { policy, rule };
+}
+
+/** Deletes a rule of a draft; later rules move up. Returns the policy with its remaining rules. */
+export async function deleteRule(em: EntityManager, actor: PolicyActor, policyId: string, ruleId: string): Promise<Policy> {
+  const { policy, rule } = await findEditableRule(em, actor.organizationId, policyId, ruleId);
+  removeRule(em, policy, rule);
+  writeAudit(em, { actor, policyId: policy.id, action: 'rule_deleted', changes: { rule_id: rule.id, name: rule.name } });
+  await em.flush();
+  return policy;
+}
+
 export async function createPolicy(
   em: EntityManager,
   actor: PolicyActor,
@@ -301,9 +281,6 @@ async function resolveTemplateRules(em: EntityManager, organizationId: string, t
 
 // ---------- approvers and validation ----------
 
-const APPROVING_ROLES = ['owner', 'admin', 'approver'] as const;
-export const canApproveActivations = (member: Member): boolean => (APPROVING_ROLES as readonly string[]).includes(member.orgRole);
-
 export async function approverCandidates(em: EntityManager, organizationId: string) {
   const members = await em.find(Member, { organization: organizationId }, { orderBy: { name: 'asc', id: 'asc' } });
   const roles = await em.find(Role, { organization: organizationId }, { populate: ['members'], orderBy: { name: 'asc', id: 'asc' } });
@@ -334,6 +311,18 @@ export async function validateRules(em: EntityManager, organizationId: string, r
   return validatePolicyRules(rules, { mode, approvers: await approverDirectory(em, organizationId) });
 }
 
+/** Validates rules not stored yet, in their `order` (listed order for ties and omissions). */
+export async function validateDraft(
+  em: EntityManager,
+  organizationId: string,
+  rules: (DraftRule & { order?: number })[],
+): Promise<ValidationResult> {
+  const ordered = rules
+    .map((rule, index) => ({ ...rule, position: rule.order ?? index + 1, index }))
+    .sort((a, b) => a.position - b.position || a.index - b.index);
+  return validateRules(em, organizationId, ordered, 'draft');
+}
+
 // ---------- evaluation and the sending decision ----------
 
 export function toEvaluable(policy: Policy): EvaluablePolicy {
@@ -350,6 +339,12 @@ export function toEvaluable(policy: Policy): EvaluablePolicy {
       conditions: rule.conditions,
     })),
   };
+}
+
+/** Dry run: the enforced policies (or `policyId` in any state) against `request`; nothing is recorded. */
+export async function evaluate(em: EntityManager, organizationId: string, request: EvaluationRequest, policyId?: string): Promise<EvaluationResult> {
+  const policies = policyId ? [await findPolicy(em, organizationId, policyId)] : await enforcedPolicies(em, organizationId);
+  return evaluatePolicies(policies.map(toEvaluable), request);
 }
 
 /** The organization's enforced policies in evaluation order (priority, then oldest first). */
@@ -457,35 +452,3 @@ export async function enforcePolicy(em: EntityManager, policyId: string, actor: 
   return policy;
 }
 
-/** The members who may vote on an activation: owners, admins and approvers, not the requester. */
-export async function eligibleVoters(em: EntityManager, organizationId: string, requesterId: string): Promise<Member[]> {
-  const members = await em.find(Member, { organization: organizationId, orgRole: { $in: [...APPROVING_ROLES] } });
-  return members.filter((member) => member.id !== requesterId);
-}
-
-export async function findApprovalRequest(em: EntityManager, organizationId: string, id: string): Promise<ApprovalRequest> {
-  const request = await em.findOne(ApprovalRequest, { id, organization: organizationId }, { populate: ['votes', 'votes.member', 'policy'] });
-  if (!request) throw errors.notFound('approval_request', id);
-  return request;
-}
-
-/** Records one member's vote once (a retry or a repeat is a no-op); returns whether it was new. */
-export async function recordVote(em: EntityManager, input: { approvalRequestId: string; memberId: string; decision: ApprovalVote['decision']; comment: string }): Promise<boolean> {
-  const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  if (await em.count(ApprovalVote, { approvalRequest: request, member: input.memberId })) return false;
-  em.create(ApprovalVote, {
-    approvalRequest: request,
-    member: em.getReference(Member, input.memberId),
-    decision: input.decision,
-    comment: input.comment,
-    createdAt: new Date(),
-  });
-  const member = await em.findOneOrFail(Member, { id: input.memberId });
-  writeAudit(em, {
-    actor: { organizationId: request.organization.id, id: member.id, name: member.name, type: 'user' },
-    policyId: request.policy.id,
-    action: input.decision === 'approve' ? 'approval_granted' : 'approval_rejected',
-    metadata: { approval_request_id: request.id, comment: input.comment },
-  });
-  return true;
-}

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ApiKey } from '../../src/api-keys/entities';
+import type { RouteRegistry } from '../../src/http/route';
 import { IdempotencyRecord } from '../../src/idempotency/entities';
-import { requestHash } from '../../src/idempotency/service';
+import { IdempotencyService, requestHash } from '../../src/idempotency/service';
+import { PolicyAuditLog } from '../../src/policies/entities';
+import { systemActor, writeAudit } from '../../src/policies/service';
+import { z } from '../../src/shared/schemas';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
 
@@ -142,5 +146,93 @@ describe('Idempotency-Key', () => {
     });
     assert.equal(response.status, 400);
     assert.equal(response.body.error.param, 'Idempotency-Key');
+  });
+
+  describe('a claim taken over while its first handler still runs', () => {
+    let slowApp: TestApp;
+    /** The first call of the slow route waits here until the test lets it go on. */
+    let firstEntered: () => void;
+    let releaseFirst: () => void;
+    let calls = 0;
+
+    /** Records one marker row per handler run, in the handler's transaction; the first run waits in between. */
+    const slowModule = (routes: RouteRegistry) =>
+      routes.add({
+        method: 'post',
+        path: '/v1/test/slow-work',
+        operationId: 'testSlowWork',
+        summary: 'Test only: slow work',
+        tag: 'Test',
+        scope: 'authenticated',
+        body: z.object({ marker: z.string() }),
+        response: { status: 201, description: 'Done' },
+        handler: async ({ auth, em, body }) => {
+          calls += 1;
+          const run = calls;
+          writeAudit(em, { actor: systemActor(auth.organizationId), policyId: null, action: body.marker, metadata: { run } });
+          if (run === 1) {
+            firstEntered();
+            await new Promise<void>((resolve) => (releaseFirst = resolve));
+          }
+          return { status: 201, body: { run } };
+        },
+      });
+
+    before(async () => {
+      slowApp = await startTestApp({ extraModules: [slowModule] });
+    });
+    after(() => slowApp?.close());
+
+    it('stores exactly one outcome and keeps the work of the taker only: the stale handler rolls back', async () => {
+      const key = randomUUID();
+      const body = { marker: `slow-${key}` };
+      const send = () => slowApp.request('POST', '/v1/test/slow-work', { key: org.secret, body, headers: { 'idempotency-key': key } });
+      const entered = new Promise<void>((resolve) => (firstEntered = resolve));
+      const first = send();
+      await entered;
+      // The first handler has held the claim past the lock timeout (a stuck request): a retry takes it over.
+      const em = (await testOrm()).em.fork();
+      await em.nativeUpdate(IdempotencyRecord, { organizationId: org.organizationId, key }, { lockedAt: new Date(Date.now() - 10 * 60 * 1000) });
+      const second = await send();
+      assert.equal(second.status, 201);
+      assert.equal(second.body.run, 2);
+
+      releaseFirst();
+      const stale = await first;
+      assert.equal(stale.status, 409, 'the handler whose claim was taken over cannot complete');
+      assert.equal(stale.body.error.code, 'idempotency_key_in_use');
+
+      const markers = await em.fork().find(PolicyAuditLog, { organization: org.organizationId, action: body.marker });
+      assert.deepEqual(markers.map((marker) => marker.metadata.run), [2], 'the work is done once, by the taker');
+      const record = await em.fork().findOneOrFail(IdempotencyRecord, { organizationId: org.organizationId, key });
+      assert.equal(record.status, 'completed');
+      assert.deepEqual(record.responseBody, { run: 2 });
+      const replay = await send();
+      assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(replay.body, { run: 2 });
+    });
+
+    it('neither completes nor releases with a stale token, and release leaves a completed claim alone', async () => {
+      const service = new IdempotencyService(60);
+      const request = { organizationId: org.organizationId, key: randomUUID(), method: 'POST', path: '/v1/test/slow-work', body: {} };
+      const em = (await testOrm()).em.fork();
+      const first = await service.claim(em, request);
+      assert.equal(first.kind, 'claimed');
+      await em.nativeUpdate(IdempotencyRecord, { organizationId: org.organizationId, key: request.key }, { lockedAt: new Date(Date.now() - 10 * 60 * 1000) });
+      const second = await service.claim(em, request);
+      assert.ok(first.kind === 'claimed' && second.kind === 'claimed');
+      assert.equal(second.id, first.id);
+      assert.notEqual(second.token, first.token);
+
+      await service.release(em, first);
+      assert.equal(await em.count(IdempotencyRecord, { id: first.id }), 1, 'a stale release does not free the new holder');
+      await assert.rejects(em.transactional((tx) => service.complete(tx, first, 201, { stale: true })), /taken it over|took it over/);
+      // The holder's transaction commits, then the caller sees an error (a commit-phase failure) and releases.
+      await em.transactional((tx) => service.complete(tx, second, 201, { done: true }));
+      await service.release(em, second);
+      const record = await em.fork().findOneOrFail(IdempotencyRecord, { id: first.id });
+      assert.equal(record.status, 'completed', 'committed work keeps its claim');
+      assert.deepEqual(record.responseBody, { done: true });
+    });
   });
 });

@@ -208,6 +208,7 @@ describe('Policies API', () => {
     const hours = (Date.parse(pending.body.expires_at) - Date.now()) / 3_600_000;
     assert.ok(hours > 71.9 && hours <= 72);
     const requestId = pending.body.approval_request_id;
+    assert.equal(pending.body.workflow_id, `policy-activation-${requestId}`);
     assert.equal((await call('POST', `/v1/policies/${policy.id}/activate`, {}, requester.secret)).body.error.code, 'activation_pending');
     assert.equal((await call('PATCH', `/v1/policies/${policy.id}`, { name: 'Sneaky' }, requester.secret)).body.error.code, 'activation_pending');
 
@@ -225,6 +226,7 @@ describe('Policies API', () => {
     const first = await call('POST', path('approve'), { comment: 'ok' }, ada.secret);
     assert.equal(first.status, 200, JSON.stringify(first.body));
     assert.deepEqual([first.body.status, first.body.approvals], ['pending', 1]);
+    assert.equal(first.body.workflow_id, pending.body.workflow_id, 'support goes from the request to its workflow history');
     const repeat = await call('POST', path('approve'), {}, ada.secret);
     assert.equal(repeat.body.approvals, 1);
     const last = await call('POST', path('approve'), {}, bob.secret);

@@ -1,16 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { Client, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { Member, Organization } from '../../src/organizations/entities';
 import { createMember, createOrganization } from '../../src/organizations/service';
-import { activationWorkflowId, voteUpdate, VOTE_REFUSALS, type PolicyActivationInput } from '../../src/policies/activation';
+import { activationWorkflowId, voteUpdate, VOTE_REFUSALS, type PolicyActivationInput } from '../../src/policies/flows/activation';
 import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog } from '../../src/policies/entities';
+import { requestActivation } from '../../src/policies/approvals';
 import { createPolicy, enforcePolicy, type PolicyActor } from '../../src/policies/service';
+import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle } from '../../src/temporal/worker';
-import { policyActivationWorkflow } from '../../workflows';
+import { policyActivationWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import { testOrm, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker } from '../support/worker';
@@ -188,6 +190,47 @@ describe('Policy activation workflow (time-skipping)', () => {
       await handle.result();
     });
     assert.equal((await stored(s)).policy, 'enforced');
+  });
+
+  it('is started exactly once by the start sweep when the process died between commit and start', async () => {
+    const s = await scenario(env, 1);
+    const em = (await testOrm()).em.fork();
+    const actor: PolicyActor = { organizationId: s.input.organizationId, id: s.requester, name: 'Requester', type: 'user' };
+    const draft = await createPolicy(em, actor, { source_policy_id: s.sourceId });
+    await em.flush();
+    // The activation commits with its recorded start; nothing fires it (the process died right after commit).
+    const outcome = await em.transactional((tx) => requestActivation(tx, actor, draft.id, { expiryHours: 72 }));
+    assert.equal(outcome.status, 'pending');
+    const approvalRequestId = outcome.status === 'pending' ? outcome.request.id : '';
+    const workflowId = activationWorkflowId(approvalRequestId);
+    const start = await em.fork().findOneOrFail(WorkflowStart, { workflowId });
+    assert.equal(start.startedAt, null);
+    // The time-skipping server's clock runs ahead of the wall clock after earlier tests: expire 72 h from its now.
+    const expiresAt = new Date((await env.currentTimeMs()) + 72 * HOUR);
+    await em.nativeUpdate(ApprovalRequest, { id: approvalRequestId }, { expiresAt });
+    await em.nativeUpdate(WorkflowStart, { id: start.id }, { input: { ...(start.input as PolicyActivationInput), expiresAt: expiresAt.toISOString() } });
+
+    // The time-skipping server has no custom search attributes.
+    const { worker, taskQueue } = await createTestWorker(env, undefined, { TEMPORAL_SEARCH_ATTRIBUTES: 'false' });
+    await worker.runUntil(async () => {
+      // A plain client: waiting for the sweeps must not skip time past the activation's expiry.
+      const client = new Client({ connection: env.connection, namespace: env.namespace });
+      const sweep = (run: number) =>
+        client.workflow.execute(workflowStartSweepWorkflow, {
+          taskQueue,
+          workflowId: `sweep-${approvalRequestId}-${run}`,
+          args: [{ graceSeconds: 0, organizationId: s.input.organizationId }],
+        });
+      assert.deepEqual(await sweep(1), { started: 1 });
+      assert.deepEqual(await sweep(2), { started: 0 }, 'a fired start is not fired again');
+      const handle = env.client.workflow.getHandle<typeof policyActivationWorkflow>(workflowId);
+      assert.equal((await vote(handle, s.approvers[0]!)).status, 'approved');
+      assert.equal((await handle.result()).status, 'approved');
+    });
+    const em2 = (await testOrm()).em.fork();
+    assert.equal((await em2.findOneOrFail(Policy, { id: draft.id })).status, 'enforced');
+    assert.equal((await em2.findOneOrFail(ApprovalRequest, { id: approvalRequestId })).status, 'approved');
+    assert.ok((await em2.findOneOrFail(WorkflowStart, { workflowId })).startedAt);
   });
 
   it('replays its recorded history with the current workflow code', async () => {

@@ -1,16 +1,18 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { Delivery, DeliveryAttempt, Event, WebhookEndpoint } from '../../src/events/entities';
 import { webhookDeliveryFlow } from '../../src/events/flows/delivery';
-import { registerDestinationResolver } from '../../src/events/destinations';
+import type { DestinationResolver } from '../../src/events/destinations';
 import { generateSigningSecret, newSigningSecrets, rotateSigningSecrets } from '../../src/events/secrets';
 import { emit } from '../../src/events/service';
+import { IdempotencyService } from '../../src/idempotency/service';
 import { createLogger } from '../../src/logger';
 import { Organization } from '../../src/organizations/entities';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { WorkflowStarter } from '../../src/temporal/starter';
-import { workflowBundle } from '../../src/temporal/worker';
+import { createWorker, workflowBundle } from '../../src/temporal/worker';
 import { workflowStartSweepWorkflow } from '../../workflows';
 import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
@@ -264,11 +266,11 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     assert.equal(JSON.parse(receiver.attempts[0]!.body).data.transaction_id, 'committed');
   });
 
-  it("delivers to an explicit destination such as a card's webhook_url through its registered resolver", async () => {
+  it("delivers to an explicit destination such as a card's webhook_url through the resolver the worker was given", async () => {
     const org = await createTestOrganization();
     const secret = generateSigningSecret();
     receiver.secrets = [secret];
-    registerDestinationResolver('card', {
+    const card: DestinationResolver = {
       resolve: async (_em, config, _organizationId, id) => ({
         url: receiver.url,
         secrets: [secret],
@@ -277,13 +279,27 @@ describe('Webhook delivery workflow (time-skipping)', () => {
         inactiveReason: id === 'card_1' ? null : 'card terminated',
       }),
       markGone: async () => undefined,
-    });
+    };
     const em = (await testOrm()).em.fork();
     const { deliveries } = await em.transactional((tx) =>
       emit(tx, { organizationId: org.organizationId, type: 'card.ready', data: { card_id: 'card_1' }, destinations: [{ kind: 'card', id: 'card_1', url: receiver.url }] }),
     );
     assert.equal(deliveries.length, 1, 'no endpoint of this organization, only the card');
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    // This worker alone gets the test resolver: nothing global is replaced.
+    const taskQueue = `test-${randomUUID()}`;
+    const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES });
+    const worker = await createWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      deps: {
+        config,
+        orm: await testOrm(),
+        log: createLogger('silent'),
+        idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
+        destinationResolvers: { card },
+      },
+    });
     const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveries[0]!.id));
 
     assert.deepEqual(result, { outcome: 'delivered', attempts: 1 });

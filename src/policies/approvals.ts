@@ -1,0 +1,169 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { Member, Organization } from '../organizations/entities';
+import { DomainError, errors } from '../shared/errors';
+import { recordStart, type WorkflowStarter } from '../temporal/starter';
+import { ApprovalRequest, ApprovalVote, type Policy } from './entities';
+import { activationWorkflowId, policyActivationFlow, voteUpdate, VOTE_REFUSALS } from './flows/activation';
+import { draftRulesOf, enforcePolicy, findPolicy, pendingApprovalRequest, recordPolicyEvent, validateRules, writeAudit, type PolicyActor } from './service';
+
+/**
+ * Activation approvals: the request a draft's activation opens, the members who may vote on it
+ * and their votes, which go to the request's activation workflow.
+ */
+
+const APPROVING_ROLES = ['owner', 'admin', 'approver'] as const;
+export const canApproveActivations = (member: Member): boolean => (APPROVING_ROLES as readonly string[]).includes(member.orgRole);
+
+/** The members who may vote on an activation: owners, admins and approvers, not the requester. */
+export async function eligibleVoters(em: EntityManager, organizationId: string, requesterId: string): Promise<Member[]> {
+  const members = await em.find(Member, { organization: organizationId, orgRole: { $in: [...APPROVING_ROLES] } });
+  return members.filter((member) => member.id !== requesterId);
+}
+
+export type ActivationOutcome = { status: 'enforced'; policy: Policy } | { status: 'pending'; request: ApprovalRequest };
+
+/**
+ * Activates a valid draft: at once when the organization requires no approvals, else by opening an
+ * approval request whose activation workflow starts once the caller's transaction commits.
+ */
+export async function requestActivation(
+  em: EntityManager,
+  actor: PolicyActor,
+  policyId: string,
+  options: { comment?: string; expiryHours: number },
+): Promise<ActivationOutcome> {
+  const policy = await findPolicy(em, actor.organizationId, policyId);
+  // Serializes concurrent activations of one policy, so only one request can be pending.
+  await em.lock(policy, LockMode.PESSIMISTIC_WRITE);
+  if (policy.status !== 'draft') throw errors.conflict('invalid_state_transition', `Only a draft can be activated; this policy is ${policy.status}.`);
+  const pending = await pendingApprovalRequest(em, policy);
+  if (pending) throw errors.conflict('activation_pending', 'An activation request for this policy is already pending.', { approval_request_id: pending.id });
+  const validation = await validateRules(em, actor.organizationId, draftRulesOf(policy), 'activation');
+  if (!validation.valid) {
+    throw new DomainError({
+      kind: 'invalid',
+      code: 'policy_invalid',
+      message: 'The policy has errors; fix them before activating.',
+      details: { diagnostics: validation.diagnostics, issue_count: validation.issue_count },
+    });
+  }
+  const organization = await em.findOneOrFail(Organization, { id: actor.organizationId });
+  const requiredApprovals = organization.policyActivationRequiredApprovals;
+  const comment = options.comment ?? '';
+  if (requiredApprovals === 0) {
+    await enforcePolicy(em, policy.id, actor, { comment, approvals_required: 0 });
+    await em.flush();
+    return { status: 'enforced', policy };
+  }
+  const voters = await eligibleVoters(em, actor.organizationId, actor.id);
+  if (voters.length < requiredApprovals) {
+    throw errors.conflict('not_enough_approvers', `Activation needs ${requiredApprovals} approval(s) but only ${voters.length} other owner/admin/approver member(s) can vote.`, {
+      required_approvals: requiredApprovals,
+      eligible_approvers: voters.length,
+    });
+  }
+  const expiresAt = new Date(Date.now() + options.expiryHours * 3_600_000);
+  const request = em.create(ApprovalRequest, {
+    organization,
+    policy,
+    requestedBy: actor.id,
+    requestedByName: actor.name,
+    comment,
+    requiredApprovals,
+    expiresAt,
+    createdAt: new Date(),
+  });
+  await recordPolicyEvent(em, {
+    organizationId: actor.organizationId,
+    type: 'policy.activation_requested',
+    actor,
+    data: { policy_id: policy.id, approval_request_id: request.id, required_approvals: requiredApprovals, expires_at: expiresAt.toISOString(), comment },
+  });
+  // The request is new and pending (the policy lock makes it the only one), so its start is recorded once.
+  recordStart(
+    em,
+    policyActivationFlow,
+    {
+      approvalRequestId: request.id,
+      organizationId: actor.organizationId,
+      policyId: policy.id,
+      requesterId: actor.id,
+      requiredApprovals,
+      expiresAt: expiresAt.toISOString(),
+    },
+    actor.organizationId,
+  );
+  await em.flush();
+  return { status: 'pending', request };
+}
+
+export async function findApprovalRequest(em: EntityManager, organizationId: string, id: string): Promise<ApprovalRequest> {
+  const request = await em.findOne(ApprovalRequest, { id, organization: organizationId }, { populate: ['votes', 'votes.member', 'policy'] });
+  if (!request) throw errors.notFound('approval_request', id);
+  return request;
+}
+
+/**
+ * One member's vote on a pending request, sent to its activation workflow; returns once the
+ * workflow has counted it (and carried out the decision it makes). The workflow's refusals
+ * become the API's errors.
+ */
+export async function castVote(
+  em: EntityManager,
+  starter: WorkflowStarter,
+  voter: { organizationId: string; memberId: string | null },
+  approvalRequestId: string,
+  vote: { decision: ApprovalVote['decision']; comment?: string },
+): Promise<void> {
+  const request = await findApprovalRequest(em, voter.organizationId, approvalRequestId);
+  if (!voter.memberId) throw errors.permission('member_required', 'Votes are cast by members: use a key that acts for a member (created with user_id).');
+  const member = await em.findOneOrFail(Member, { id: voter.memberId });
+  if (!canApproveActivations(member)) {
+    throw errors.permission('not_an_approver', `A member with org_role ${member.orgRole} cannot vote; owners, admins and approvers can.`);
+  }
+  if (member.id === request.requestedBy) throw errors.permission('requester_cannot_vote', 'The requester cannot vote on their own activation request.');
+  if (request.status !== 'pending') throw closed(request.status);
+  const workflowId = activationWorkflowId(request.id);
+  // Outside the caller's transaction: the start is marked fired whatever becomes of this vote.
+  await starter.ensureStarted(em.fork(), workflowId);
+  try {
+    await starter.executeUpdate(workflowId, voteUpdate, { memberId: member.id, decision: vote.decision, comment: vote.comment });
+  } catch (error) {
+    const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.requester) throw errors.permission('requester_cannot_vote', cause.message);
+    if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.expired) throw closed('expired');
+    // Closed meanwhile (decided, or the workflow finished at expiry): answer with the stored state, read afresh.
+    const fresh = await em.fork().findOne(ApprovalRequest, { id: request.id });
+    if (fresh && fresh.status !== 'pending') throw closed(fresh.status);
+    if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.closed) throw closed('decided');
+    throw error;
+  }
+}
+
+function closed(status: string): DomainError {
+  return errors.conflict('approval_request_closed', `The approval request is ${status}; it takes no more votes.`, { status });
+}
+
+/** Records one member's vote once (a retry or a repeat is a no-op); returns whether it was new. */
+export async function recordVote(em: EntityManager, input: { approvalRequestId: string; memberId: string; decision: ApprovalVote['decision']; comment: string }): Promise<boolean> {
+  const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (await em.count(ApprovalVote, { approvalRequest: request, member: input.memberId })) return false;
+  em.create(ApprovalVote, {
+    approvalRequest: request,
+    member: em.getReference(Member, input.memberId),
+    decision: input.decision,
+    comment: input.comment,
+    createdAt: new Date(),
+  });
+  const member = await em.findOneOrFail(Member, { id: input.memberId });
+  writeAudit(em, {
+    actor: { organizationId: request.organization.id, id: member.id, name: member.name, type: 'user' },
+    policyId: request.policy.id,
+    action: input.decision === 'approve' ? 'approval_granted' : 'approval_rejected',
+    metadata: { approval_request_id: request.id, comment: input.comment },
+  });
+  return true;
+}
