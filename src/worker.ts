@@ -6,7 +6,7 @@ import { createLogger } from './logger';
 import { createOrm } from './runtime';
 import { createTemporalClient } from './temporal/client';
 import { ensureSchedules, ensureSearchAttributes, scheduleDefinitions } from './temporal/setup';
-import { createWorker } from './temporal/worker';
+import { createWorker } from './worker-setup';
 
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -19,8 +19,6 @@ export interface HandlerResult {
   /** Non-JSON responses (metrics, docs) name their content type. */
   contentType?: string;
   headers?: Record<string, string>;
-  /** Runs once the handler's transaction has committed, before the response: e.g. start the workflow that works on what it wrote. */
-  afterCommit?: () => Promise<void>;
 }
 
 interface HandlerInput<P, Q, B, A> {
@@ -134,7 +132,6 @@ export class RouteRegistry {
       }
       // Committed: fire the workflow starts the handler recorded (deliveries included).
       if (transaction && route.method !== 'get' && !ownTransactions) await this.deps.starter.fireRecorded(this.deps.orm.em, transaction);
-      if (result.afterCommit) await result.afterCommit();
       respond(ctx, result, route.response.status);
     });
   }

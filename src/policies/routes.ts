@@ -321,6 +321,8 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
       description: 'The key must act for a member (user_id) with org_role owner, admin or approver, other than the requester.',
       tag: TAG,
       scope: 'policies:approve',
+      // The vote waits for the workflow's answer: in no transaction, so it holds no pooled connection meanwhile.
+      ownTransactions: true,
       params: PolicyIdParams,
       body: VoteBody,
       response: { status: 200, description: 'The approval request after the vote', schema: ApprovalRequestObject },

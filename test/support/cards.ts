@@ -6,7 +6,7 @@ import type { IssuerProvider } from '../../src/cards/issuer';
 import { createCard } from '../../src/cards/service';
 import { IdempotencyService } from '../../src/idempotency/service';
 import { createLogger } from '../../src/logger';
-import { createWorker } from '../../src/temporal/worker';
+import { createWorker } from '../../src/worker-setup';
 import { WorkflowStart } from '../../src/temporal/entities';
 import type { ReconcileResult } from '../../src/temporal/reconciler';
 import { createTestOrganization } from './app';

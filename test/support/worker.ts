@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { createLogger } from '../../src/logger';
 import { IdempotencyService } from '../../src/idempotency/service';
-import { createWorker } from '../../src/temporal/worker';
+import { createWorker } from '../../src/worker-setup';
 import { testConfig, testOrm } from './environment';
 
 /** The service's own worker setup and activities on a test environment, on a task queue of its own. */

@@ -9,7 +9,7 @@ import { type IssuerProvider, SandboxIssuer } from '../../src/cards/issuer';
 import { requestBalanceMove } from '../../src/cards/service';
 import { Event } from '../../src/events/entities';
 import { WorkflowStart } from '../../src/temporal/entities';
-import { workflowBundle } from '../../src/temporal/worker';
+import { workflowBundle } from '../../src/worker-setup';
 import { cardWorker, pendingCard, reconcilePending, sweepStarts, workflowStarts } from '../support/cards';
 import { testOrm, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';

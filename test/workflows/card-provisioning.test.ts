@@ -5,7 +5,7 @@ import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { readBalances } from '../../src/balances/service';
 import { Card, CardTransaction } from '../../src/cards/entities';
 import { Delivery, Event } from '../../src/events/entities';
-import { workflowBundle } from '../../src/temporal/worker';
+import { workflowBundle } from '../../src/worker-setup';
 import { cardWorker, pendingCard, sweepStarts, workflowStarts } from '../support/cards';
 import { testOrm, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';

@@ -4,7 +4,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { IdempotencyRecord } from '../../src/idempotency/entities';
 import { uuid } from '../../src/shared/ids';
-import { workflowBundle } from '../../src/temporal/worker';
+import { workflowBundle } from '../../src/worker-setup';
 import { idempotencyRetentionWorkflow } from '../../workflows';
 import { testOrm, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';

@@ -17,7 +17,7 @@ import { createInvoice, createPayment, type NewPayment } from '../../src/lightni
 import { createLogger } from '../../src/logger';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { WorkflowStarter } from '../../src/temporal/starter';
-import { createWorker, workflowBundle } from '../../src/temporal/worker';
+import { createWorker, workflowBundle } from '../../src/worker-setup';
 import { pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import { QUERIES_PER_RUN } from '../../workflows/lightning-payment';
 import { createTestOrganization } from '../support/app';

@@ -11,7 +11,7 @@ import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog } from '../../src
 import { requestActivation } from '../../src/policies/approvals';
 import { createPolicy, enforcePolicy, type PolicyActor } from '../../src/policies/service';
 import { WorkflowStart } from '../../src/temporal/entities';
-import { workflowBundle } from '../../src/temporal/worker';
+import { workflowBundle } from '../../src/worker-setup';
 import { policyActivationWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import { testOrm, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';

@@ -12,7 +12,7 @@ import { createLogger } from '../../src/logger';
 import { Organization } from '../../src/organizations/entities';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { WorkflowStarter } from '../../src/temporal/starter';
-import { createWorker, workflowBundle } from '../../src/temporal/worker';
+import { createWorker, workflowBundle } from '../../src/worker-setup';
 import { workflowStartSweepWorkflow } from '../../workflows';
 import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, timeSkippingTemporal } from '../support/environment';

@@ -11,7 +11,7 @@ import { defineFlow } from '../../src/temporal/flow';
 import { pendingWork, reconcilePendingWork, type PendingWorkSource } from '../../src/temporal/reconciler';
 import { OrganizationId, ResourceType } from '../../src/temporal/search-attributes';
 import { recordStart, WorkflowStarter } from '../../src/temporal/starter';
-import { workflowBundle } from '../../src/temporal/worker';
+import { workflowBundle } from '../../src/worker-setup';
 import { pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import type { WorkflowStartSweepInput } from '../../workflows/workflow-start-sweep';
 import { localTemporal, testConfig, testOrm } from '../support/environment';

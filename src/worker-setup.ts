@@ -1,12 +1,12 @@
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions as SdkWorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from '../../activities';
-import { domainErrorInterceptors } from './activity-errors';
+import { createActivities, type ActivityDeps } from '../activities';
+import { domainErrorInterceptors } from './temporal/activity-errors';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** Bundles workflows/ once per process; every worker (and every test) reuses it. */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietBundlerLogger });
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietBundlerLogger });
   return bundle;
 }
 
