@@ -51,12 +51,23 @@ export function localTemporal(): Promise<TestWorkflowEnvironment> {
 }
 
 let timeSkipping: Promise<TestWorkflowEnvironment> | undefined;
-/** The time-skipping test server: 24 h timers pass in moments. */
+/**
+ * The time-skipping test server of the current test file: 24 h timers pass in moments. Each file
+ * releases it when done (`after(releaseTimeSkippingTemporal)`): a workflow a file leaves behind
+ * (an expiry timer firing into a task queue no worker serves any more) would otherwise hold the
+ * clock of every later file.
+ */
 export function timeSkippingTemporal(): Promise<TestWorkflowEnvironment> {
   timeSkipping ??= TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: requiredEnv('TEMPORAL_TEST_SERVER_PATH') } },
   });
   return timeSkipping;
+}
+
+export async function releaseTimeSkippingTemporal(): Promise<void> {
+  const released = timeSkipping;
+  timeSkipping = undefined;
+  await released?.then((env) => env.teardown());
 }
 
 export const mochaHooks = {

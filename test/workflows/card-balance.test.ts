@@ -11,7 +11,7 @@ import { Event } from '../../src/events/entities';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { cardWorker, pendingCard, reconcilePending, sweepStarts, workflowStarts } from '../support/cards';
-import { testOrm, timeSkippingTemporal } from '../support/environment';
+import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
 
@@ -21,6 +21,8 @@ describe('Card balance workflow (time-skipping)', () => {
   before(async () => {
     env = await timeSkippingTemporal();
   });
+
+  after(releaseTimeSkippingTemporal);
 
   /** An active card with no balance, and a funding of `amount` committed with its start recorded but not fired. */
   async function cardWithUnstartedFunding(amount: number) {

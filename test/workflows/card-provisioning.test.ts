@@ -7,7 +7,7 @@ import { Card, CardTransaction } from '../../src/cards/entities';
 import { Delivery, Event } from '../../src/events/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { cardWorker, pendingCard, sweepStarts, workflowStarts } from '../support/cards';
-import { testOrm, timeSkippingTemporal } from '../support/environment';
+import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
 
@@ -17,6 +17,8 @@ describe('Card provisioning workflow (time-skipping)', () => {
   before(async () => {
     env = await timeSkippingTemporal();
   });
+
+  after(releaseTimeSkippingTemporal);
 
   it('is started exactly once by the start sweep when the process died after the commit; provisions, funds and announces once', async () => {
     const { org, card, initialFunding } = await pendingCard(5_000);

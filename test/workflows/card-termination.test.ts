@@ -7,7 +7,7 @@ import { Card } from '../../src/cards/entities';
 import { requestTermination } from '../../src/cards/service';
 import { workflowBundle } from '../../src/worker-setup';
 import { cardWorker, pendingCard, sweepStarts, workflowStarts } from '../support/cards';
-import { testOrm, timeSkippingTemporal } from '../support/environment';
+import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
 
@@ -29,6 +29,8 @@ describe('Card termination workflow (time-skipping)', () => {
   before(async () => {
     env = await timeSkippingTemporal();
   });
+
+  after(releaseTimeSkippingTemporal);
 
   /** An organization with an active card funded with `amount` (its provisioning fired by the sweep). */
   async function activeCard(amount: number) {

@@ -6,7 +6,7 @@ import { IdempotencyRecord } from '../../src/idempotency/entities';
 import { uuid } from '../../src/shared/ids';
 import { workflowBundle } from '../../src/worker-setup';
 import { idempotencyRetentionWorkflow } from '../../workflows';
-import { testOrm, timeSkippingTemporal } from '../support/environment';
+import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker } from '../support/worker';
 
@@ -18,6 +18,8 @@ describe('Idempotency retention workflow (time-skipping)', () => {
   before(async () => {
     env = await timeSkippingTemporal();
   });
+
+  after(releaseTimeSkippingTemporal);
 
   async function insertRecord(organizationId: string, createdAt: Date): Promise<string> {
     const em = (await testOrm()).em.fork();

@@ -21,7 +21,7 @@ import { createWorker, workflowBundle } from '../../src/worker-setup';
 import { pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import { QUERIES_PER_RUN } from '../../workflows/lightning-payment';
 import { createTestOrganization } from '../support/app';
-import { testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
+import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
 
@@ -70,6 +70,8 @@ describe('Lightning workflows (time-skipping)', () => {
   before(async () => {
     env = await timeSkippingTemporal();
   });
+
+  after(releaseTimeSkippingTemporal);
 
   /** The service's worker on a fresh task queue, optionally with other remote providers than the sandbox network. */
   async function lightningWorker(options: { taskQueue?: string; providers?: RemoteProviders; maxCachedWorkflows?: number } = {}) {

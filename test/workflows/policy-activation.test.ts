@@ -13,7 +13,7 @@ import { createPolicy, enforcePolicy, type PolicyActor } from '../../src/policie
 import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { policyActivationWorkflow, workflowStartSweepWorkflow } from '../../workflows';
-import { testOrm, timeSkippingTemporal } from '../support/environment';
+import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker } from '../support/worker';
 
@@ -91,6 +91,8 @@ describe('Policy activation workflow (time-skipping)', () => {
   before(async () => {
     env = await timeSkippingTemporal();
   });
+
+  after(releaseTimeSkippingTemporal);
 
   async function start(s: Scenario, taskQueue: string): Promise<WorkflowHandle<typeof policyActivationWorkflow>> {
     return env.client.workflow.start(policyActivationWorkflow, { taskQueue, workflowId: activationWorkflowId(s.input.approvalRequestId), args: [s.input] });

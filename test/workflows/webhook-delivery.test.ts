@@ -15,7 +15,7 @@ import { WorkflowStarter } from '../../src/temporal/starter';
 import { createWorker, workflowBundle } from '../../src/worker-setup';
 import { workflowStartSweepWorkflow } from '../../workflows';
 import { createTestOrganization } from '../support/app';
-import { testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
+import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { createTestWorker } from '../support/worker';
@@ -32,6 +32,8 @@ describe('Webhook delivery workflow (time-skipping)', () => {
   before(async () => {
     env = await timeSkippingTemporal();
   });
+
+  after(releaseTimeSkippingTemporal);
   beforeEach(async () => {
     receiver = await new WebhookReceiver().start();
   });
