@@ -45,12 +45,6 @@ export function findChain(id: string): ChainInfo {
   return chain;
 }
 
-export function findAsset(id: string): AssetInfo {
-  const asset = ASSETS.find((candidate) => candidate.id === id);
-  if (!asset) throw errors.notFound('asset', id, 'asset');
-  return asset;
-}
-
 /** The network an environment uses on a chain: live keys mainnet, sandbox keys the chain's testnet. */
 export const networkFor = (chain: ChainInfo, environment: Environment): string => chain.networks[environment];
 

@@ -6,6 +6,7 @@ import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Card, CardTransaction } from '../../src/cards/entities';
 import { isLuhnValid } from '../../src/cards/issuer';
 import { Event } from '../../src/events/entities';
+import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { requestBalanceMove } from '../../src/cards/service';
 import { sweepStarts, validCustomer, workflowStarts } from '../support/cards';
@@ -17,15 +18,6 @@ import { createTestWorker } from '../support/worker';
 const FEE_BPS = 150;
 const HOUR = 3600_000;
 
-async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('Cards API', () => {
   let app: TestApp;

@@ -6,6 +6,8 @@ import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Event } from '../../src/events/entities';
 import { decodeBolt11 } from '../../src/lightning/bolt11';
 import { withNodeKey } from '../../src/lightning/node-key';
+import { issueSandboxInvoice } from '../../src/lightning/sandbox-network';
+import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
 import { assertLedgerReconciles } from '../support/ledger';
@@ -42,13 +44,11 @@ describe('Lightning API', () => {
   const pay = (org: TestOrganization, body: Record<string, unknown>) =>
     app.request('POST', '/api/lightning/payments', { key: org.secret, body: { reference: randomUUID(), ...body } });
 
-  async function settled(org: TestOrganization, paymentId: string) {
-    for (let i = 0; i < 300; i += 1) {
+  function settled(org: TestOrganization, paymentId: string) {
+    return eventually(async () => {
       const response = await app.request('GET', `/api/lightning/payments/${paymentId}`, { key: org.secret });
-      if (response.body.data.status !== 'pending') return response.body.data;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`payment ${paymentId} stayed pending`);
+      return response.body.data.status !== 'pending' ? response.body.data : undefined;
+    }, `payment ${paymentId} to settle`, 15_000);
   }
 
   it('creates a signed testnet invoice (201), returns the original for a repeated reference, gets and lists it', async () => {
@@ -225,8 +225,8 @@ describe('Lightning API', () => {
     assert.equal(preview.body.route_found, false);
     assert.equal((await pay(org, { request: unroutable })).body.error.code, 'route_not_found');
 
-    const expired = await remoteInvoice(org, { node: 'ok', amount: 100, expiry: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // Issued by the sandbox node a minute ago with a 1 s expiry: expired, without the test waiting for it.
+    const expired = issueSandboxInvoice({ node: 'ok', amountSat: 100, description: 'expired', expirySeconds: 1, now: new Date(Date.now() - 60_000) }).request;
     const expiredPay = await pay(org, { request: expired });
     assert.equal(expiredPay.status, 400);
     assert.equal(expiredPay.body.error.code, 'invoice_expired');

@@ -1,19 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
+import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal } from '../support/environment';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { createTestWorker } from '../support/worker';
 
 /** Polls GET /v1/events/:id until `done` holds (deliveries run in the worker). */
-async function waitForEvent(app: TestApp, key: string, id: string, done: (event: any) => boolean) {
-  for (let i = 0; i < 200; i += 1) {
+function waitForEvent(app: TestApp, key: string, id: string, done: (event: any) => boolean) {
+  return eventually(async () => {
     const response = await app.request('GET', `/v1/events/${id}`, { key });
-    if (done(response.body)) return response.body;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`event ${id} never reached the expected state`);
+    return done(response.body) ? response.body : undefined;
+  }, `event ${id} in the expected state`);
 }
 
 describe('Webhooks, subscriptions and delivery events API', () => {

@@ -6,6 +6,7 @@ import { readBalances } from '../../src/balances/service';
 import { Card } from '../../src/cards/entities';
 import { requestTermination } from '../../src/cards/service';
 import { workflowBundle } from '../../src/worker-setup';
+import { eventually } from '../support/eventually';
 import { cardWorker, pendingCard, sweepStarts, workflowStarts } from '../support/cards';
 import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
@@ -13,15 +14,6 @@ import { assertLedgerReconciles } from '../support/ledger';
 
 const HOUR = 3600_000;
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('Card termination workflow (time-skipping)', () => {
   let env: TestWorkflowEnvironment;
@@ -59,7 +51,7 @@ describe('Card termination workflow (time-skipping)', () => {
       args: [{ cardId: card.id, terminableAt: terminableAt.toISOString() }],
     });
     const result = await worker.runUntil(async () => {
-      await waitFor(async () => {
+      await eventually(async () => {
         const { events } = await handle.fetchHistory();
         return events?.some((event) => event.timerStartedEventAttributes) ? true : undefined;
       }, 'the cooling-period timer');

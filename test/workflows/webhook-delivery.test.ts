@@ -14,6 +14,7 @@ import { WorkflowStart } from '../../src/temporal/entities';
 import { WorkflowStarter } from '../../src/temporal/starter';
 import { createWorker, workflowBundle } from '../../src/worker-setup';
 import { workflowStartSweepWorkflow } from '../../workflows';
+import { eventually } from '../support/eventually';
 import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
@@ -218,11 +219,10 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     // Worker 1 makes the first two attempts, then dies while the workflow waits on its 1-minute timer.
     await first.worker.runUntil(async () => {
       await fire(first.taskQueue, deliveryId!);
-      for (;;) {
+      await eventually(async () => {
         const { delivery } = await loadDelivery(deliveryId!);
-        if (delivery.attempts === 2 && delivery.nextRetryAt) break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+        return delivery.attempts === 2 && delivery.nextRetryAt ? delivery : undefined;
+      }, 'two attempts and a scheduled retry');
     });
     assert.equal(receiver.attempts.length, 2);
 
