@@ -1,5 +1,5 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type Connection, type ScheduleOptions } from '@temporalio/client';
-import { SearchAttributeType } from '@temporalio/common';
+import { SearchAttributeType, type Duration } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../config';
 import { SEARCH_ATTRIBUTE_KEYS, resourceSearchAttributes } from './search-attributes';
@@ -31,56 +31,58 @@ export const PENDING_WORK_RECONCILER_SCHEDULE_ID = 'pending-work-reconciler';
 /** Schedules of earlier versions, deleted at start-up. */
 const RETIRED_SCHEDULE_IDS = ['webhook-delivery-sweep'];
 
+/** One recurring job: every `every`, start `workflowType` with `input`, skipping a tick while the last run is still going. */
+function recurringJob(
+  config: Pick<Config, 'TEMPORAL_TASK_QUEUE'>,
+  job: { scheduleId: string; every: Duration; workflowType: string; input: unknown; runTimeout: Duration; description: string },
+): ScheduleOptions {
+  return {
+    scheduleId: job.scheduleId,
+    spec: { intervals: [{ every: job.every }] },
+    action: {
+      type: 'startWorkflow',
+      workflowType: job.workflowType,
+      workflowId: job.scheduleId,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      args: [job.input],
+      workflowExecutionTimeout: job.runTimeout,
+      typedSearchAttributes: resourceSearchAttributes({ type: job.scheduleId.replace(/-/g, '_'), id: job.scheduleId }),
+    },
+    // A missed tick is caught up within one interval; the next tick covers anything older.
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: job.every },
+    memo: { description: job.description },
+  };
+}
+
 /** The recurring jobs of the service, as Temporal Schedules so operators see and pause them in the UI. */
 export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'IDEMPOTENCY_RETENTION_HOURS'>): ScheduleOptions[] {
   return [
-    {
+    recurringJob(config, {
       scheduleId: IDEMPOTENCY_RETENTION_SCHEDULE_ID,
-      spec: { intervals: [{ every: '1 hour' }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'idempotencyRetentionWorkflow',
-        workflowId: 'idempotency-retention',
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        args: [{ retentionHours: config.IDEMPOTENCY_RETENTION_HOURS }],
-        workflowExecutionTimeout: '1 hour',
-        typedSearchAttributes: resourceSearchAttributes({ type: 'idempotency_retention', id: IDEMPOTENCY_RETENTION_SCHEDULE_ID }),
-      },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
-      memo: { description: 'Purges Idempotency-Key records older than the retention window' },
-    },
-    {
+      every: '1 hour',
+      workflowType: 'idempotencyRetentionWorkflow',
+      input: { retentionHours: config.IDEMPOTENCY_RETENTION_HOURS },
+      runTimeout: '1 hour',
+      description: 'Purges Idempotency-Key records older than the retention window',
+    }),
+    recurringJob(config, {
       scheduleId: WORKFLOW_START_SWEEP_SCHEDULE_ID,
-      spec: { intervals: [{ every: '1 minute' }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'workflowStartSweepWorkflow',
-        workflowId: WORKFLOW_START_SWEEP_SCHEDULE_ID,
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        // Starts younger than this are left to the after-commit firing of their own transaction.
-        args: [{ graceSeconds: 30 }],
-        workflowExecutionTimeout: '10 minutes',
-        typedSearchAttributes: resourceSearchAttributes({ type: 'workflow_start_sweep', id: WORKFLOW_START_SWEEP_SCHEDULE_ID }),
-      },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
-      memo: { description: 'Fires recorded workflow starts whose after-commit firing did not happen' },
-    },
-    {
+      every: '1 minute',
+      workflowType: 'workflowStartSweepWorkflow',
+      // Starts younger than this are left to the after-commit firing of their own transaction.
+      input: { graceSeconds: 30 },
+      runTimeout: '10 minutes',
+      description: 'Fires recorded workflow starts whose after-commit firing did not happen',
+    }),
+    recurringJob(config, {
       scheduleId: PENDING_WORK_RECONCILER_SCHEDULE_ID,
-      spec: { intervals: [{ every: '10 minutes' }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'pendingWorkReconcilerWorkflow',
-        workflowId: PENDING_WORK_RECONCILER_SCHEDULE_ID,
-        taskQueue: config.TEMPORAL_TASK_QUEUE,
-        // Only resources pending this long: younger ones are still in their normal start path.
-        args: [{ minAgeSeconds: 600 }],
-        workflowExecutionTimeout: '30 minutes',
-        typedSearchAttributes: resourceSearchAttributes({ type: 'pending_work_reconciler', id: PENDING_WORK_RECONCILER_SCHEDULE_ID }),
-      },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '10 minutes' },
-      memo: { description: 'Restarts the workflow of any pending card, card transaction, Lightning payment or invoice that has none running' },
-    },
+      every: '10 minutes',
+      workflowType: 'pendingWorkReconcilerWorkflow',
+      // Only resources pending this long: younger ones are still in their normal start path.
+      input: { minAgeSeconds: 600 },
+      runTimeout: '30 minutes',
+      description: 'Restarts the workflow of any pending card, card transaction, Lightning payment or invoice that has none running',
+    }),
   ];
 }
 

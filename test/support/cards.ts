@@ -4,13 +4,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { applyBalanceEntry } from '../../src/balances/service';
 import type { IssuerProvider } from '../../src/cards/issuer';
 import { createCard } from '../../src/cards/service';
-import { IdempotencyService } from '../../src/idempotency/service';
-import { createLogger } from '../../src/logger';
-import { createWorker } from '../../src/worker-setup';
 import { WorkflowStart } from '../../src/temporal/entities';
 import type { ReconcileResult } from '../../src/temporal/reconciler';
 import { createTestOrganization } from './app';
-import { testConfig, testOrm } from './environment';
+import { testOrm } from './environment';
+import { createTestWorker } from './worker';
 
 /** A customer object that passes every create-card check; each call has its own passport number. */
 export const validCustomer = (overrides: Record<string, unknown> = {}) => ({
@@ -61,22 +59,7 @@ const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
 
 /** The service's worker (every activity, every workflow) on a fresh task queue, optionally with another issuer. */
 export async function cardWorker(env: TestWorkflowEnvironment, options: { taskQueue?: string; issuer?: IssuerProvider; maxCachedWorkflows?: number } = {}) {
-  const taskQueue = options.taskQueue ?? `cards-${randomUUID()}`;
-  const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES });
-  const worker = await createWorker({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    taskQueue,
-    maxCachedWorkflows: options.maxCachedWorkflows,
-    deps: {
-      config,
-      orm: await testOrm(),
-      log: createLogger('silent'),
-      idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
-      cardIssuer: options.issuer,
-    },
-  });
-  return { worker, taskQueue };
+  return createTestWorker(env, options.taskQueue ?? `cards-${randomUUID()}`, NO_SEARCH_ATTRIBUTES, options.maxCachedWorkflows, { cardIssuer: options.issuer });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
+import type { ActivityDeps } from '../../activities';
 import { createLogger } from '../../src/logger';
 import { IdempotencyService } from '../../src/idempotency/service';
 import { createWorker } from '../../src/worker-setup';
@@ -12,6 +13,8 @@ export async function createTestWorker(
   taskQueue = `test-${randomUUID()}`,
   configOverrides: Record<string, string> = {},
   maxCachedWorkflows?: number,
+  /** Test doubles of outside parties: a card issuer, Lightning providers, destination resolvers. */
+  outsideParties: Pick<ActivityDeps, 'cardIssuer' | 'lightningProviders' | 'destinationResolvers'> = {},
 ): Promise<{ worker: Worker; taskQueue: string }> {
   const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...configOverrides });
   const worker = await createWorker({
@@ -19,7 +22,7 @@ export async function createTestWorker(
     namespace: env.namespace ?? 'default',
     taskQueue,
     maxCachedWorkflows,
-    deps: { config, orm: await testOrm(), log: createLogger('silent'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
+    deps: { config, orm: await testOrm(), log: createLogger('silent'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS), ...outsideParties },
   });
   return { worker, taskQueue };
 }

@@ -5,7 +5,6 @@ import { Worker } from '@temporalio/worker';
 import { applyBalanceEntry } from '../../src/balances/service';
 import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Event } from '../../src/events/entities';
-import { IdempotencyService } from '../../src/idempotency/service';
 import { createKeyProvider } from '../../src/keys/provider';
 import { KeyService } from '../../src/keys/service';
 import { LightningInvoice } from '../../src/lightning/entities';
@@ -17,13 +16,14 @@ import { createInvoice, createPayment, type NewPayment } from '../../src/lightni
 import { createLogger } from '../../src/logger';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { WorkflowStarter } from '../../src/temporal/starter';
-import { createWorker, workflowBundle } from '../../src/worker-setup';
+import { workflowBundle } from '../../src/worker-setup';
 import { pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import { QUERIES_PER_RUN } from '../../workflows/lightning-payment';
 import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
+import { createTestWorker } from '../support/worker';
 
 /** The time-skipping server has no custom search attributes. */
 const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
@@ -75,16 +75,7 @@ describe('Lightning workflows (time-skipping)', () => {
 
   /** The service's worker on a fresh task queue, optionally with other remote providers than the sandbox network. */
   async function lightningWorker(options: { taskQueue?: string; providers?: RemoteProviders; maxCachedWorkflows?: number } = {}) {
-    const taskQueue = options.taskQueue ?? `lightning-${randomUUID()}`;
-    const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES });
-    const worker = await createWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue,
-      maxCachedWorkflows: options.maxCachedWorkflows,
-      deps: { config, orm: await testOrm(), log: createLogger('silent'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS), lightningProviders: options.providers },
-    });
-    return { worker, taskQueue };
+    return createTestWorker(env, options.taskQueue ?? `lightning-${randomUUID()}`, NO_SEARCH_ATTRIBUTES, options.maxCachedWorkflows, { lightningProviders: options.providers });
   }
 
   /** Routes sandbox-network invoices to `provider` (the rest as usual). */
