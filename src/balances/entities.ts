@@ -1,4 +1,5 @@
 import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import { Organization } from '../organizations/entities';
 import { prefixedId } from '../shared/ids';
 
@@ -9,15 +10,21 @@ export type BalanceCurrency = (typeof BALANCE_CURRENCIES)[number];
 export const BALANCE_ENTRY_KINDS = ['credit', 'debit', 'reserve', 'release', 'capture'] as const;
 export type BalanceEntryKind = (typeof BALANCE_ENTRY_KINDS)[number];
 
-/** One organization's balance in one currency; moved only by `applyBalanceEntry` under a row lock. */
+/**
+ * One organization's balance in one currency and one environment (sandbox money never funds a live
+ * card); moved only by `applyBalanceEntry` under a row lock.
+ */
 @Entity({ tableName: 'company_balances' })
-@Unique({ properties: ['organization', 'currency'] })
+@Unique({ properties: ['organization', 'environment', 'currency'] })
 export class CompanyBalance {
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('bal');
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @Enum({ items: () => BALANCE_CURRENCIES, nativeEnumName: 'balance_currency' })
   currency!: BalanceCurrency;
@@ -39,14 +46,17 @@ export class CompanyBalance {
  * movement idempotent, so an activity retried after a crash cannot move money twice.
  */
 @Entity({ tableName: 'company_balance_entries' })
-@Unique({ properties: ['organization', 'currency', 'referenceType', 'referenceId', 'kind'] })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Unique({ properties: ['organization', 'environment', 'currency', 'referenceType', 'referenceId', 'kind'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 export class CompanyBalanceEntry {
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('bent');
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @Enum({ items: () => BALANCE_CURRENCIES, nativeEnumName: 'balance_currency' })
   currency!: BalanceCurrency;

@@ -20,7 +20,7 @@ export function registerBalanceRoutes(routes: RouteRegistry): void {
       schema: z.object({ object: z.literal('list'), data: z.array(CompanyBalanceObject), has_more: z.literal(false), next_cursor: z.null() }),
     },
     handler: async ({ auth, em }) => {
-      const balances = await readBalances(em, auth.organizationId);
+      const balances = await readBalances(em, auth.organizationId, auth.environment);
       return { body: { object: 'list', data: balances.map((balance) => presentBalance(balance)), has_more: false, next_cursor: null } };
     },
   });
@@ -41,6 +41,7 @@ export function registerBalanceRoutes(routes: RouteRegistry): void {
       const amount = body.amount;
       const { balance } = await applyBalanceEntry(em, {
         organizationId: auth.organizationId,
+        environment: auth.environment,
         currency: body.currency,
         kind: 'credit',
         amount,

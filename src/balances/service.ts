@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Environment } from '../api-keys/entities';
 import { DomainError } from '../shared/errors';
 import { prefixedId } from '../shared/ids';
 import { iso } from '../shared/time';
@@ -6,6 +7,8 @@ import { type BalanceCurrency, type BalanceEntryKind, CompanyBalance } from './e
 
 export interface BalanceMovement {
   organizationId: string;
+  /** The environment of the record that moves the money: sandbox and live balances never mix. */
+  environment: Environment;
   currency: BalanceCurrency;
   kind: BalanceEntryKind;
   /** Smallest unit (cents, sats); must be positive. */
@@ -48,15 +51,15 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
   const tx = em.getTransactionContext();
   if (!tx) throw new Error('applyBalanceEntry must run inside a transaction');
   await connection.execute(
-    `insert into company_balances (id, organization_id, currency, available, reserved, updated_at)
-     values (?, ?, ?, 0, 0, now()) on conflict (organization_id, currency) do nothing`,
-    [new CompanyBalance().id, movement.organizationId, movement.currency],
+    `insert into company_balances (id, organization_id, environment, currency, available, reserved, updated_at)
+     values (?, ?, ?, ?, 0, 0, now()) on conflict (organization_id, environment, currency) do nothing`,
+    [new CompanyBalance().id, movement.organizationId, movement.environment, movement.currency],
     'run',
     tx,
   );
   const [row] = await connection.execute<{ available: string; reserved: string }[]>(
-    `select available, reserved from company_balances where organization_id = ? and currency = ? for update`,
-    [movement.organizationId, movement.currency],
+    `select available, reserved from company_balances where organization_id = ? and environment = ? and currency = ? for update`,
+    [movement.organizationId, movement.environment, movement.currency],
     'all',
     tx,
   );
@@ -64,8 +67,8 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
   // Under the row lock, a movement of this balance cannot race us between this check and the insert.
   const [existing] = await connection.execute<{ id: string }[]>(
     `select id from company_balance_entries
-      where organization_id = ? and currency = ? and reference_type = ? and reference_id = ? and kind = ?`,
-    [movement.organizationId, movement.currency, movement.reference.type, movement.reference.id, movement.kind],
+      where organization_id = ? and environment = ? and currency = ? and reference_type = ? and reference_id = ? and kind = ?`,
+    [movement.organizationId, movement.environment, movement.currency, movement.reference.type, movement.reference.id, movement.kind],
     'all',
     tx,
   );
@@ -76,23 +79,23 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
   if (next.available < 0n) throw insufficientFunds(movement.currency, movement.amount, current.available);
   if (next.reserved < 0n) throw new Error(`cannot ${movement.kind} ${movement.amount}: only ${current.reserved} reserved`);
   await connection.execute(
-    `insert into company_balance_entries (id, organization_id, currency, kind, amount, reference_type, reference_id, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, now())`,
-    [prefixedId('bent'), movement.organizationId, movement.currency, movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id],
+    `insert into company_balance_entries (id, organization_id, environment, currency, kind, amount, reference_type, reference_id, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?, now())`,
+    [prefixedId('bent'), movement.organizationId, movement.environment, movement.currency, movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id],
     'run',
     tx,
   );
   await connection.execute(
-    `update company_balances set available = ?, reserved = ?, updated_at = now() where organization_id = ? and currency = ?`,
-    [next.available.toString(), next.reserved.toString(), movement.organizationId, movement.currency],
+    `update company_balances set available = ?, reserved = ?, updated_at = now() where organization_id = ? and environment = ? and currency = ?`,
+    [next.available.toString(), next.reserved.toString(), movement.organizationId, movement.environment, movement.currency],
     'run',
     tx,
   );
   return { applied: true, balance: next };
 }
 
-export async function readBalances(em: EntityManager, organizationId: string): Promise<BalanceSnapshot[]> {
-  const rows = await em.find(CompanyBalance, { organization: organizationId });
+export async function readBalances(em: EntityManager, organizationId: string, environment: Environment): Promise<BalanceSnapshot[]> {
+  const rows = await em.find(CompanyBalance, { organization: organizationId, environment });
   return (['usd', 'sat'] as const).map((currency) => {
     const row = rows.find((candidate) => candidate.currency === currency);
     return { currency, available: BigInt(row?.available ?? '0'), reserved: BigInt(row?.reserved ?? '0') };

@@ -134,7 +134,7 @@ export async function createCard(
       balanceAfter: '0',
       reference: initialFundingReference(card.id),
     });
-    await reserveFunding(em, creator.organizationId, initialFunding);
+    await reserveFunding(em, card, initialFunding);
   }
   await em.flush();
   recordStart(em, cardProvisioningFlow, { cardId: card.id }, creator.organizationId);
@@ -142,9 +142,10 @@ export async function createCard(
   return { card, initialFunding, webhookSecret: card.webhookUrl ? plaintext : null };
 }
 
-async function reserveFunding(em: EntityManager, organizationId: string, transaction: CardTransaction): Promise<void> {
+async function reserveFunding(em: EntityManager, card: Card, transaction: CardTransaction): Promise<void> {
   await applyBalanceEntry(em, {
-    organizationId,
+    organizationId: card.organization.id,
+    environment: card.environment,
     currency: 'usd',
     kind: 'reserve',
     amount: BigInt(transaction.amount) + BigInt(transaction.feeAmount),
@@ -189,7 +190,7 @@ export async function requestBalanceMove(
     reference: request.reference,
   });
   if (request.type === 'fund') {
-    await reserveFunding(em, organizationId, transaction);
+    await reserveFunding(em, card, transaction);
   } else {
     const spendable = BigInt(card.balance) - BigInt(card.held);
     if (spendable < amount) throw cardInsufficientFunds(amount, spendable);
@@ -216,13 +217,13 @@ export async function settleTransaction(em: EntityManager, transactionId: string
   const before = BigInt(card.balance);
   let after = before;
   if (transaction.type === 'funding') {
-    await applyBalanceEntry(em, { organizationId, currency: 'usd', kind: outcome.ok ? 'capture' : 'release', amount: amount + fee, reference });
+    await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: outcome.ok ? 'capture' : 'release', amount: amount + fee, reference });
     if (outcome.ok) after = before + amount;
   } else {
     card.held = (BigInt(card.held) - amount).toString();
     if (outcome.ok) {
       after = before - amount;
-      if (amount > fee) await applyBalanceEntry(em, { organizationId, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
+      if (amount > fee) await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
     }
   }
   card.balance = after.toString();
@@ -315,7 +316,7 @@ export async function terminateCard(em: EntityManager, cardId: string, now: Date
   if ((await em.count(CardTransaction, { card, status: 'pending' })) > 0) throw new Error(`card ${card.id} has transactions still settling`);
   const remaining = BigInt(card.balance) - BigInt(card.held);
   if (remaining > 0n) {
-    await applyBalanceEntry(em, { organizationId: card.organization.id, currency: 'usd', kind: 'credit', amount: remaining, reference: cardTerminationReference(card.id) });
+    await applyBalanceEntry(em, { organizationId: card.organization.id, environment: card.environment, currency: 'usd', kind: 'credit', amount: remaining, reference: cardTerminationReference(card.id) });
   }
   card.balance = card.held;
   card.remainingBalance = remaining.toString();

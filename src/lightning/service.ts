@@ -177,7 +177,7 @@ export async function settleIncomingInvoice(em: EntityManager, input: { paymentH
     };
   }
   await em.refresh(invoice);
-  await applyBalanceEntry(em, { organizationId: invoice.organization.id, currency: 'sat', kind: 'credit', amount: msatToSat(BigInt(invoice.amountMsat)), reference: { type: 'lightning_invoice', id: invoice.id } });
+  await applyBalanceEntry(em, { organizationId: invoice.organization.id, environment: invoice.environment, currency: 'sat', kind: 'credit', amount: msatToSat(BigInt(invoice.amountMsat)), reference: { type: 'lightning_invoice', id: invoice.id } });
   await emit(em, { organizationId: invoice.organization.id, type: 'lightning.invoice.paid', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.paid:${invoice.id}` });
   return { outcome: { state: 'succeeded', preimage: invoice.preimage, feeMsat: 0n }, invoiceId: invoice.id };
 }
@@ -288,6 +288,7 @@ export async function createPayment(em: EntityManager, tenant: Tenant, input: Ne
   if (!created) return payment;
   await applyBalanceEntry(em, {
     organizationId: tenant.organizationId,
+    environment: tenant.environment,
     currency: 'sat',
     kind: 'reserve',
     amount: satsToDebit(amountMsat) + satsToDebit(feeLimitMsat),
@@ -326,8 +327,8 @@ export async function finalizePayment(em: EntityManager, paymentId: string, outc
   const reference = { type: 'lightning_payment', id: payment.id };
   const reserved = satsToDebit(BigInt(payment.amountMsat)) + satsToDebit(BigInt(payment.feeLimitMsat ?? '0'));
   const spent = outcome.state === 'succeeded' ? satsToDebit(BigInt(payment.amountMsat)) + satsToDebit(outcome.feeMsat) : 0n;
-  if (spent > 0n) await applyBalanceEntry(em, { organizationId, currency: 'sat', kind: 'capture', amount: spent, reference });
-  if (reserved - spent > 0n) await applyBalanceEntry(em, { organizationId, currency: 'sat', kind: 'release', amount: reserved - spent, reference });
+  if (spent > 0n) await applyBalanceEntry(em, { organizationId, environment: payment.environment, currency: 'sat', kind: 'capture', amount: spent, reference });
+  if (reserved - spent > 0n) await applyBalanceEntry(em, { organizationId, environment: payment.environment, currency: 'sat', kind: 'release', amount: reserved - spent, reference });
   await emit(em, {
     organizationId,
     type: outcome.state === 'succeeded' ? 'lightning.payment.succeeded' : 'lightning.payment.failed',

@@ -16,7 +16,7 @@ describe('Company balances', () => {
 
   const move = async (organizationId: string, kind: 'credit' | 'debit' | 'reserve' | 'release' | 'capture', amount: bigint, id: string) =>
     (await testOrm()).em.fork().transactional((em) =>
-      applyBalanceEntry(em, { organizationId, currency: 'usd', kind, amount, reference: { type: 'test', id } }),
+      applyBalanceEntry(em, { organizationId, environment: 'sandbox', currency: 'usd', kind, amount, reference: { type: 'test', id } }),
     );
 
   it('starts at zero in both currencies and takes sandbox credits once per reference', async () => {
@@ -38,6 +38,24 @@ describe('Company balances', () => {
     const sats = await app.request('POST', '/v1/sandbox/balances', { key: org.secret, body: { amount: 21000, currency: 'sat' } });
     assert.equal(sats.body.unit, 'sat');
     assert.equal(sats.body.total, '21000');
+  });
+
+  it('keeps the sandbox and live balances of one organization apart', async () => {
+    const both = await createTestOrganization('Two worlds');
+    const live = await both.key(['*'], 'live');
+    const credited = await app.request('POST', '/v1/sandbox/balances', { key: both.secret, body: { amount: '5000', currency: 'USD' } });
+    assert.equal(credited.status, 200);
+    const sandboxView = await app.request('GET', '/v1/balances', { key: both.secret });
+    const liveView = await app.request('GET', '/v1/balances', { key: live.secret });
+    assert.equal(sandboxView.body.data[0].available, '5000');
+    assert.deepEqual(
+      liveView.body.data.map((balance: { available: string; reserved: string }) => [balance.available, balance.reserved]),
+      [
+        ['0', '0'],
+        ['0', '0'],
+      ],
+      'sandbox credits never fund the live balance',
+    );
   });
 
   it('keeps sandbox helpers from live keys and checks scopes', async () => {
@@ -65,7 +83,7 @@ describe('Company balances', () => {
     assert.equal(results.length - refused.length, 10);
     assert.ok(refused.every((result) => (result as PromiseRejectedResult).reason instanceof DomainError));
     assert.equal(((refused[0] as PromiseRejectedResult).reason as DomainError).code, 'insufficient_funds');
-    const [usd] = await readBalances((await testOrm()).em.fork(), concurrent.organizationId);
+    const [usd] = await readBalances((await testOrm()).em.fork(), concurrent.organizationId, 'sandbox');
     assert.deepEqual(usd, { currency: 'usd', available: 0n, reserved: 0n });
 
     const repeat = await move(concurrent.organizationId, 'credit', 1000n, 'funding');

@@ -43,7 +43,7 @@ describe('Card provisioning workflow (time-skipping)', () => {
     const funding = await em.findOneOrFail(CardTransaction, { id: initialFunding!.id });
     assert.equal(funding.status, 'completed');
     assert.equal(funding.feeAmount, '50');
-    const [usd] = await readBalances(em, org.organizationId);
+    const [usd] = await readBalances(em, org.organizationId, 'sandbox');
     assert.equal(usd!.available, 100_000n - 5_050n);
     assert.equal(usd!.reserved, 0n);
     const entries = await em.find(CompanyBalanceEntry, { organization: org.organizationId, referenceId: funding.id });

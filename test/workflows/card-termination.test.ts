@@ -72,7 +72,7 @@ describe('Card termination workflow (time-skipping)', () => {
     const terminated = await em.fork().findOneOrFail(Card, { id: card.id });
     assert.equal(terminated.status, 'terminated');
     assert.equal(terminated.balance, '0');
-    const [usd] = await readBalances(em.fork(), org.organizationId);
+    const [usd] = await readBalances(em.fork(), org.organizationId, 'sandbox');
     assert.equal(usd!.available, 100_000n - 1_010n + 1_000n);
     await assertLedgerReconciles(org.organizationId);
   });

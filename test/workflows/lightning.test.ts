@@ -89,7 +89,7 @@ describe('Lightning workflows (time-skipping)', () => {
 
   async function fund(organizationId: string, sats: bigint) {
     await (await testOrm()).em.fork().transactional((tx) =>
-      applyBalanceEntry(tx, { organizationId, currency: 'sat', kind: 'credit', amount: sats, reference: { type: 'sandbox_credit', id: randomUUID() } }),
+      applyBalanceEntry(tx, { organizationId, environment: 'sandbox', currency: 'sat', kind: 'credit', amount: sats, reference: { type: 'sandbox_credit', id: randomUUID() } }),
     );
   }
 
