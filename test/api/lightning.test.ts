@@ -428,8 +428,8 @@ describe('Lightning API', () => {
     const huge = foreign({ amountMsat: 10n ** 30n, expirySeconds: 3600 });
     const decoded = await app.request('POST', '/api/lightning/decode', { key: org.secret, body: { request: huge } });
     assert.equal(decoded.status, 200, 'decoding moves nothing: any amount is shown');
-    for (const path of ['/api/lightning/payments/initiate', '/api/lightning/payments']) {
-      const response = await app.request('POST', path, { key: org.secret, body: { request: huge, reference: randomUUID() } });
+    for (const [path, body] of [['/api/lightning/payments/initiate', { request: huge }], ['/api/lightning/payments', { request: huge, reference: randomUUID() }]] as const) {
+      const response = await app.request('POST', path, { key: org.secret, body });
       assert.equal(response.status, 400, path);
       assert.equal(response.body.error.code, 'amount_too_large');
       assert.equal(response.body.error.param, 'request');
@@ -497,11 +497,21 @@ describe('Lightning API', () => {
     assert.equal((await pay(org, anyBody)).body.data.id, anyFirst.body.data.id);
     assert.equal((await settled(org, anyFirst.body.data.id)).status, 'paid');
 
+    // Concurrently, half with another max_fee: one payment; the winner's parameters return it, the others are 409.
+    const raced = { reference: randomUUID(), request: await remoteInvoice(org, { node: 'ok', amount: 2_000 }) };
+    const responses = await Promise.all(Array.from({ length: 20 }, (_, index) => pay(org, { ...raced, max_fee: index % 2 === 0 ? 10 : 20 })));
+    const won = responses.filter((response) => response.status === 201);
+    assert.equal(new Set(won.map((response) => response.body.data.id)).size, 1);
+    assert.equal(won.length, 10, responses.map((response) => response.status).join(' '));
+    assert.ok(responses.filter((response) => response.status !== 201).every((response) => response.status === 409 && response.body.error.code === 'idempotency_key_reused'));
+    assert.equal((await settled(org, won[0]!.body.data.id)).status, 'paid');
+
     const em = (await testOrm()).em.fork();
     const reserves = await em.find(CompanyBalanceEntry, { organization: org.organizationId, kind: 'reserve' });
-    assert.deepEqual(reserves.map((entry) => entry.amount).sort(), ['1010', '302'], 'one reserve per payment');
-    assert.equal(await em.count(LightningInvoice, { organization: org.organizationId, direction: 'outgoing' }), 2);
-    assert.deepEqual(await satBalance(org), { available: 10_000n - 1_002n - 302n, reserved: 0n });
+    assert.equal(reserves.length, 3, 'one reserve per payment');
+    assert.deepEqual(reserves.map((entry) => entry.amount).filter((amount) => amount !== '2010' && amount !== '2020').sort(), ['1010', '302']);
+    assert.equal(await em.count(LightningInvoice, { organization: org.organizationId, direction: 'outgoing' }), 3);
+    assert.deepEqual(await satBalance(org), { available: 10_000n - 1_002n - 302n - 2_003n, reserved: 0n });
     await assertLedgerReconciles(org.organizationId);
   });
 });
