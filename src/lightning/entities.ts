@@ -51,13 +51,14 @@ export const ACTIVE_PAYMENT_INDEX = 'lightning_invoices_active_payment_unique';
  * idempotency key of each direction.
  */
 @Entity({ tableName: 'lightning_invoices' })
-@Unique({ properties: ['organization', 'direction', 'reference'] })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+// A reference is an idempotency key within one environment: sandbox and live are two worlds.
+@Unique({ properties: ['organization', 'environment', 'direction', 'reference'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['paymentHash'] })
-// At most one active (pending or paid) payment of an invoice per organization: concurrent payments under different references cannot both reserve.
+// At most one active (pending or paid) payment of an invoice per organization and environment: concurrent payments under different references cannot both reserve.
 @Unique({
   name: ACTIVE_PAYMENT_INDEX,
-  expression: `create unique index "${ACTIVE_PAYMENT_INDEX}" on "lightning_invoices" ("organization_id", "payment_hash") where direction = 'outgoing' and status in ('pending', 'paid')`,
+  expression: `create unique index "${ACTIVE_PAYMENT_INDEX}" on "lightning_invoices" ("organization_id", "environment", "payment_hash") where direction = 'outgoing' and status in ('pending', 'paid')`,
 })
 export class LightningInvoice {
   @PrimaryKey({ type: 'uuid' })
@@ -104,6 +105,10 @@ export class LightningInvoice {
 
   @Property({ type: 'decimal', precision: 20, scale: 0, default: 0 })
   feeMsat: string = '0';
+
+  /** Outgoing: the max_fee the caller gave (null: none, or 0), kept to tell a repeated reference from a reused one. */
+  @Property({ type: 'decimal', precision: 20, scale: 0, nullable: true })
+  maxFeeMsat?: string | null;
 
   /** Outgoing: the most fee it may pay (max_fee, else the estimate); amount plus this is reserved. */
   @Property({ type: 'decimal', precision: 20, scale: 0, nullable: true })

@@ -29,7 +29,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     method: 'post',
     path: '/api/lightning/invoices',
     operationId: 'createLightningInvoice',
-    summary: 'Create a BOLT11 invoice (the same reference returns the original invoice)',
+    summary: 'Create a BOLT11 invoice (the same reference returns the original invoice; with other parameters it is 409)',
     tag,
     scope: 'lightning:write',
     body: CreateInvoiceBody,
@@ -56,7 +56,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     query: ListInvoicesQuery,
     response: { status: 200, description: 'One page', schema: InvoiceListEnvelope },
     handler: async ({ auth, query, em, ctx }) => {
-      const { records, total } = await listRecords(em, auth.organizationId, query);
+      const { records, total } = await listRecords(em, auth, query);
       return {
         body: resultEnvelope(ctx.state.requestId, 'Invoices retrieved', {
           invoices: records.map(presentInvoice),
@@ -78,7 +78,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     params: InvoiceIdParams,
     response: { status: 200, description: 'The invoice', schema: InvoiceEnvelope },
     handler: async ({ auth, params, em, ctx }) => ({
-      body: resultEnvelope(ctx.state.requestId, 'Invoice retrieved', presentInvoice(await findRecord(em, auth.organizationId, params.id))),
+      body: resultEnvelope(ctx.state.requestId, 'Invoice retrieved', presentInvoice(await findRecord(em, auth, params.id))),
     }),
   });
 
@@ -114,7 +114,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     method: 'post',
     path: '/api/lightning/payments',
     operationId: 'payLightningInvoice',
-    summary: 'Pay a BOLT11 invoice (the same reference returns the original payment, never debits twice)',
+    summary: 'Pay a BOLT11 invoice (the same reference returns the original payment, never debits twice; with other parameters it is 409)',
     tag,
     scope: 'lightning:write',
     body: PayBody,
@@ -141,7 +141,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     params: InvoiceIdParams,
     response: { status: 200, description: 'The payment', schema: PaymentEnvelope },
     handler: async ({ auth, params, em, ctx }) => ({
-      body: resultEnvelope(ctx.state.requestId, 'Payment retrieved', presentPayment(await findRecord(em, auth.organizationId, params.id, 'outgoing', 'lightning payment'))),
+      body: resultEnvelope(ctx.state.requestId, 'Payment retrieved', presentPayment(await findRecord(em, auth, params.id, 'outgoing', 'lightning payment'))),
     }),
   });
 
@@ -175,8 +175,15 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The invoice after payment', schema: InvoiceEnvelope },
     handler: async ({ auth, params, em, ctx, deps }) => {
       const invoice = await deps.starter.transaction(em, async (tx) => {
-        const found = await findRecord(tx, auth.organizationId, params.id, 'incoming');
-        const { outcome } = await settleIncomingInvoice(tx, { paymentHash: found.paymentHash, environment: found.environment, amountMsat: BigInt(found.amountMsat), paidByPaymentId: null });
+        // Only the sandbox key's own sandbox invoices: a live invoice's id is 404 here, as another organization's is.
+        const found = await findRecord(tx, auth, params.id, 'incoming');
+        const { outcome } = await settleIncomingInvoice(tx, {
+          invoiceId: found.id,
+          paymentHash: found.paymentHash,
+          environment: found.environment,
+          amountMsat: BigInt(found.amountMsat),
+          paidByPaymentId: null,
+        });
         if (outcome.state !== 'succeeded') {
           throw errors.conflict(outcome.state === 'failed' ? outcome.reason : 'invoice_not_payable', `The invoice cannot be paid (${found.status}).`);
         }

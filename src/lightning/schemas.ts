@@ -1,7 +1,11 @@
 import { resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
 import { INVOICE_DIRECTIONS, INVOICE_STATUSES } from './entities';
 
+/** The largest invoice this service issues, and the most one payment may send (0.2 BTC). */
 export const MAX_INVOICE_SATS = 20_000_000;
+export const MAX_PAYMENT_SATS = MAX_INVOICE_SATS;
+/** The largest max_fee a payment may give: no fee can sensibly exceed the largest amount. */
+export const MAX_FEE_SATS = MAX_PAYMENT_SATS;
 export const DEFAULT_INVOICE_EXPIRY_SECONDS = 86_400;
 
 const Reference = z.string().min(1).max(255);
@@ -89,7 +93,9 @@ export const DecodedRequest = z
   })
   .openapi('LightningDecodedRequest');
 
-export const PreviewBody = z.object({ request: PaymentRequest, amount: z.number().int().min(1).optional() }).strict();
+const PaymentAmount = z.number().int().min(1).max(MAX_PAYMENT_SATS);
+
+export const PreviewBody = z.object({ request: PaymentRequest, amount: PaymentAmount.optional().openapi({ description: `sats, at most ${MAX_PAYMENT_SATS}; only for an invoice without an amount` }) }).strict();
 export const PaymentPreview = z
   .object({
     object: z.literal('lightning_payment_preview'),
@@ -110,8 +116,8 @@ export const PayBody = z
     request: PaymentRequest,
     reference: Reference,
     customer_id: z.uuid().optional(),
-    max_fee: z.number().int().min(0).optional().openapi({ description: 'sats; omitted or 0: no cap' }),
-    amount: z.number().int().min(1).optional().openapi({ description: 'sats; only for an invoice without an amount' }),
+    max_fee: z.number().int().min(0).max(MAX_FEE_SATS).optional().openapi({ description: `sats, at most ${MAX_FEE_SATS}; omitted or 0: no cap` }),
+    amount: PaymentAmount.optional().openapi({ description: `sats, at most ${MAX_PAYMENT_SATS}; only for an invoice without an amount` }),
   })
   .strict();
 

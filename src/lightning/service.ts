@@ -15,6 +15,7 @@ import { Bolt11Error, decodeBolt11, encodeBolt11, networkForEnvironment, type De
 import { ACTIVE_PAYMENT_INDEX, LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
 import { lightningInvoiceFlow } from './flows/invoice';
 import { lightningPaymentFlow } from './flows/payment';
+import { MAX_PAYMENT_SATS } from './schemas';
 import { withNodeKey } from './node-key';
 import { presentInvoice, presentPayment } from './presenters';
 import { providerFor, type PaymentOrder, type PaymentOutcome } from './provider';
@@ -35,25 +36,44 @@ export function decodePaymentRequest(request: string): DecodedInvoice {
   }
 }
 
-/** Inserts `record` unless its (organization, direction, reference) exists; concurrent repeats wait and return the original. */
+/** Whose and which environment's records a call may see and touch. */
+const tenantFilter = (tenant: Tenant) => ({ organization: tenant.organizationId, environment: tenant.environment });
+
+/** The record a reference already names in this environment, or null. */
+const byReference = (em: EntityManager, tenant: Tenant, direction: InvoiceDirection, reference: string) =>
+  em.findOne(LightningInvoice, { ...tenantFilter(tenant), direction, reference });
+
+/** A reference repeated with other parameters: 409, and the original is left as it was. */
+function referenceReused(record: LightningInvoice, param: string) {
+  const what = record.direction === 'incoming' ? 'invoice' : 'payment';
+  return new DomainError({
+    kind: 'idempotency',
+    code: 'idempotency_key_reused',
+    message: `The reference '${record.reference}' was already used for a ${what} with a different ${param}; use a new reference for a new ${what}.`,
+    param,
+    details: { reference: record.reference, [`${what}_id`]: record.id },
+  });
+}
+
+/** Inserts `record` unless its (organization, environment, direction, reference) exists; concurrent repeats wait and return the original. */
 async function insertOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
   const rows = await em.getConnection().execute<{ id: string }[]>(
     `insert into lightning_invoices (id, organization_id, environment, direction, status, reference, customer_id, payment_hash, request, destination, preimage,
-       amount_msat, fee_msat, fee_limit_msat, description, expires_at, created_at)
-     values (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
-     on conflict (organization_id, direction, reference) do nothing returning id`,
+       amount_msat, fee_msat, max_fee_msat, fee_limit_msat, description, expires_at, created_at)
+     values (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
+     on conflict (organization_id, environment, direction, reference) do nothing returning id`,
     [record.id, record.organization.id, record.environment, record.direction, record.reference, record.customerId ?? null, record.paymentHash, record.request,
-      record.destination, record.preimage, record.amountMsat, record.feeLimitMsat ?? null, record.description, record.expiresAt, record.createdAt],
+      record.destination, record.preimage, record.amountMsat, record.maxFeeMsat ?? null, record.feeLimitMsat ?? null, record.description, record.expiresAt, record.createdAt],
     'all',
     em.getTransactionContext(),
   );
-  const invoice = await em.findOneOrFail(LightningInvoice, { organization: record.organization.id, direction: record.direction, reference: record.reference });
+  const invoice = await em.findOneOrFail(LightningInvoice, { organization: record.organization.id, environment: record.environment, direction: record.direction, reference: record.reference });
   return { invoice, created: rows.length === 1 };
 }
 
 /**
  * Inserts an outgoing payment once per reference and once per invoice: the partial unique index
- * allows one pending or paid payment per (organization, payment hash), so a concurrent payment
+ * allows one pending or paid payment per (organization, environment, payment hash), so a concurrent payment
  * of the same invoice under another reference waits for the first to commit and is refused (409)
  * before it reserves anything. The insert runs in a savepoint, so the refusal can be told apart
  * from a concurrent repeat of this very reference (which returns the original).
@@ -67,6 +87,7 @@ async function insertPaymentOnce(em: EntityManager, record: LightningInvoice): P
     if (violation.code !== '23505' || violation.constraint !== ACTIVE_PAYMENT_INDEX) throw error;
     const paying = await em.findOneOrFail(LightningInvoice, {
       organization: record.organization.id,
+      environment: record.environment,
       direction: 'outgoing',
       paymentHash: record.paymentHash,
       status: { $in: ['pending', 'paid'] },
@@ -86,10 +107,23 @@ export interface NewInvoice {
   issuedAt?: Date;
 }
 
-/** Issues a BOLT11 invoice signed by the environment's node key and records its workflow's start; the same reference returns the original. */
+/** The original invoice of a repeated reference, or 409 when the repeat asks for another invoice (amount, description, expiry, customer). */
+function sameInvoice(existing: LightningInvoice, input: NewInvoice): LightningInvoice {
+  if (BigInt(existing.amountMsat) !== BigInt(input.amountSat) * 1000n) throw referenceReused(existing, 'amount');
+  if (existing.description !== input.description) throw referenceReused(existing, 'description');
+  // expires_at is the invoice's whole-second timestamp plus its expiry.
+  if (unixSeconds(existing.expiresAt) - unixSeconds(existing.createdAt) !== input.expirySeconds) throw referenceReused(existing, 'expiry');
+  if ((existing.customerId ?? null) !== (input.customerId ?? null)) throw referenceReused(existing, 'customer_id');
+  return existing;
+}
+
+/**
+ * Issues a BOLT11 invoice signed by the environment's node key and records its workflow's start;
+ * the same reference with the same parameters returns the original, with others it is 409.
+ */
 export async function createInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice) {
-  const existing = await em.findOne(LightningInvoice, { organization: tenant.organizationId, direction: 'incoming', reference: input.reference });
-  if (existing) return existing;
+  const existing = await byReference(em, tenant, 'incoming', input.reference);
+  if (existing) return sameInvoice(existing, input);
   const preimage = randomBytes(32);
   const paymentHash = sha256(preimage);
   const createdAt = input.issuedAt ?? new Date();
@@ -133,18 +167,20 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tenant:
     { persist: false },
   );
   const { invoice, created } = await insertOnce(em, record);
-  if (created) recordStart(em, lightningInvoiceFlow, { invoiceId: invoice.id, expiresAt: iso(invoice.expiresAt) }, tenant.organizationId);
+  if (!created) return sameInvoice(invoice, input);
+  recordStart(em, lightningInvoiceFlow, { invoiceId: invoice.id, expiresAt: iso(invoice.expiresAt) }, tenant.organizationId);
   return invoice;
 }
 
-export async function findRecord(em: EntityManager, organizationId: string, id: string, direction?: InvoiceDirection, resource = 'lightning invoice') {
-  const record = isUuid(id) ? await em.findOne(LightningInvoice, { id, organization: organizationId, ...(direction ? { direction } : {}) }) : null;
+/** One of the tenant's records; another organization's or the other environment's id is 404 alike. */
+export async function findRecord(em: EntityManager, tenant: Tenant, id: string, direction?: InvoiceDirection, resource = 'lightning invoice') {
+  const record = isUuid(id) ? await em.findOne(LightningInvoice, { id, ...tenantFilter(tenant), ...(direction ? { direction } : {}) }) : null;
   if (!record) throw errors.notFound(resource, id);
   return record;
 }
 
-export async function listRecords(em: EntityManager, organizationId: string, query: { page: number; page_size: number; status?: InvoiceStatus; direction?: InvoiceDirection }) {
-  const where = { organization: organizationId, ...(query.status ? { status: query.status } : {}), ...(query.direction ? { direction: query.direction } : {}) };
+export async function listRecords(em: EntityManager, tenant: Tenant, query: { page: number; page_size: number; status?: InvoiceStatus; direction?: InvoiceDirection }) {
+  const where = { ...tenantFilter(tenant), ...(query.status ? { status: query.status } : {}), ...(query.direction ? { direction: query.direction } : {}) };
   const [records, total] = await em.findAndCount(LightningInvoice, where, {
     orderBy: { createdAt: 'desc', id: 'desc' },
     limit: query.page_size,
@@ -158,8 +194,17 @@ export async function listRecords(em: EntityManager, organizationId: string, que
  * organization's payment over the internal route), credits the Lightning balance and emits
  * lightning.invoice.paid, all in the caller's transaction. Idempotent per paying payment.
  */
-export async function settleIncomingInvoice(em: EntityManager, input: { paymentHash: string; environment: Environment; amountMsat: bigint; paidByPaymentId: string | null }): Promise<{ outcome: PaymentOutcome; invoiceId?: string }> {
-  const invoice = await em.findOne(LightningInvoice, { paymentHash: input.paymentHash, environment: input.environment, direction: 'incoming' });
+export async function settleIncomingInvoice(
+  em: EntityManager,
+  input: { paymentHash: string; environment: Environment; amountMsat: bigint; paidByPaymentId: string | null; invoiceId?: string },
+): Promise<{ outcome: PaymentOutcome; invoiceId?: string }> {
+  // Only within the payer's environment: a sandbox payment never finds (or credits) a live invoice.
+  const invoice = await em.findOne(LightningInvoice, {
+    paymentHash: input.paymentHash,
+    environment: input.environment,
+    direction: 'incoming',
+    ...(input.invoiceId ? { id: input.invoiceId } : {}),
+  });
   if (!invoice) return { outcome: { state: 'failed', reason: 'incorrect_or_unknown_payment_details' } };
   if (input.amountMsat < BigInt(invoice.amountMsat)) return { outcome: { state: 'failed', reason: 'incorrect_or_unknown_payment_details' }, invoiceId: invoice.id };
   const now = new Date();
@@ -192,10 +237,16 @@ export async function expireInvoice(em: EntityManager, invoiceId: string, at: Da
   return invoice.status;
 }
 
-/** Amount to pay: the invoice's, else the payer's for an any-amount invoice. */
+/** Amount to pay: the invoice's, else the payer's for an any-amount invoice; at most MAX_PAYMENT_SATS. */
 function amountToPay(invoice: DecodedInvoice, amountSat: number | undefined): bigint {
   if (invoice.amountMsat !== null) {
     if (amountSat !== undefined && BigInt(amountSat) * 1000n !== invoice.amountMsat) throw errors.validation('amount must be omitted or equal the invoice amount', 'amount');
+    if (invoice.amountMsat > BigInt(MAX_PAYMENT_SATS) * 1000n) {
+      throw errors.invalid('amount_too_large', `The invoice asks for more than ${MAX_PAYMENT_SATS} sats, the most one payment may send.`, {
+        param: 'request',
+        details: { max_amount: MAX_PAYMENT_SATS },
+      });
+    }
     return invoice.amountMsat;
   }
   if (amountSat === undefined) throw errors.validation('This invoice has no amount: give one in `amount` (sats).', 'amount');
@@ -236,19 +287,42 @@ export interface NewPayment {
   amountSat?: number;
 }
 
+/** 9999-12-31T23:59:59Z in Unix seconds. */
+const MAX_EXPIRES_AT = 253_402_300_799;
+
+/** The same invoice, however its case or surrounding blanks were written (bech32 is case-insensitive). */
+const sameRequest = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase();
+
+/**
+ * The original payment of a repeated reference, or 409 when the repeat asks for another payment:
+ * another request, amount, max_fee (0 and omitted both mean none) or customer. An omitted amount
+ * repeats the invoice's own; for an any-amount invoice it differs from the amount first given.
+ */
+function samePayment(existing: LightningInvoice, input: NewPayment): LightningInvoice {
+  if (!sameRequest(existing.request, input.request)) throw referenceReused(existing, 'request');
+  const amountMsat = input.amountSat !== undefined ? BigInt(input.amountSat) * 1000n : decodeBolt11(existing.request).amountMsat;
+  if (amountMsat !== BigInt(existing.amountMsat)) throw referenceReused(existing, 'amount');
+  const maxFeeMsat = input.maxFeeSat ? BigInt(input.maxFeeSat) * 1000n : null;
+  if ((existing.maxFeeMsat ? BigInt(existing.maxFeeMsat) : null) !== maxFeeMsat) throw referenceReused(existing, 'max_fee');
+  if ((existing.customerId ?? null) !== (input.customerId ?? null)) throw referenceReused(existing, 'customer_id');
+  return existing;
+}
+
 /**
  * Pays a BOLT11 invoice once per reference: checks expiry, route and max_fee before anything is
  * sent (rule 5), records the payment (one active payment per invoice), reserves amount plus the fee
  * limit and records its workflow's start, fired once the caller's transaction commits.
  */
 export async function createPayment(em: EntityManager, tenant: Tenant, input: NewPayment) {
-  const existing = await em.findOne(LightningInvoice, { organization: tenant.organizationId, direction: 'outgoing', reference: input.reference });
-  if (existing) return existing;
+  const existing = await byReference(em, tenant, 'outgoing', input.reference);
+  if (existing) return samePayment(existing, input);
   const preview = await previewPayment(em, tenant, input.request, input.amountSat);
   const { invoice, amountMsat, feeMsat } = preview.estimate;
   if (wrongNetwork(invoice, tenant.environment)) {
     throw new DomainError({ kind: 'invalid', code: 'invalid_payment_request', message: `This ${tenant.environment} key pays ${networkForEnvironment(tenant.environment)} invoices only; the request is for ${invoice.network}.`, param: 'request' });
   }
+  // A remote invoice may say it expires after any date PostgreSQL (or a Date) can hold.
+  if (invoice.expiresAt > MAX_EXPIRES_AT) throw errors.validation('The invoice expires too far in the future (after the year 9999) to be paid.', 'request');
   if (preview.is_expired) throw new DomainError({ kind: 'invalid', code: 'invoice_expired', message: 'The invoice has expired and can no longer be paid.', param: 'request' });
   if (!preview.estimate.routeFound) throw new DomainError({ kind: 'invalid', code: 'route_not_found', message: 'No route to the destination was found; nothing was sent.', param: 'request' });
   const maxFeeMsat = input.maxFeeSat ? BigInt(input.maxFeeSat) * 1000n : null;
@@ -277,15 +351,17 @@ export async function createPayment(em: EntityManager, tenant: Tenant, input: Ne
       request: input.request.trim(),
       destination: invoice.payee,
       amountMsat: amountMsat.toString(),
+      maxFeeMsat: maxFeeMsat?.toString() ?? null,
       feeLimitMsat: feeLimitMsat.toString(),
-      description: invoice.description ?? '',
+      // A remote description may hold NUL, which PostgreSQL text cannot store; the request keeps the original.
+      description: (invoice.description ?? '').replaceAll('\0', '\uFFFD'),
       expiresAt: new Date(invoice.expiresAt * 1000),
       createdAt: new Date(),
     },
     { persist: false },
   );
   const { invoice: payment, created } = await insertPaymentOnce(em, record);
-  if (!created) return payment;
+  if (!created) return samePayment(payment, input);
   await applyBalanceEntry(em, {
     organizationId: tenant.organizationId,
     environment: tenant.environment,

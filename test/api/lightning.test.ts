@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { CompanyBalanceEntry } from '../../src/balances/entities';
@@ -7,6 +7,9 @@ import { Event } from '../../src/events/entities';
 import { decodeBolt11 } from '../../src/lightning/bolt11';
 import { withNodeKey } from '../../src/lightning/node-key';
 import { issueSandboxInvoice } from '../../src/lightning/sandbox-network';
+import { encodeBolt11 } from '../../src/lightning/bolt11';
+import { LightningInvoice } from '../../src/lightning/entities';
+import { settleIncomingInvoice } from '../../src/lightning/service';
 import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
@@ -30,8 +33,8 @@ describe('Lightning API', () => {
     await app?.close();
   });
 
-  const satBalance = async (org: TestOrganization) => {
-    const response = await app.request('GET', '/v1/balances', { key: org.secret });
+  const satBalance = async (org: TestOrganization, key = org.secret) => {
+    const response = await app.request('GET', '/v1/balances', { key });
     const sat = response.body.data.find((balance: any) => balance.unit === 'sat');
     return { available: BigInt(sat.available), reserved: BigInt(sat.reserved) };
   };
@@ -84,7 +87,7 @@ describe('Lightning API', () => {
     const forbidden = await app.request('POST', '/api/lightning/invoices', { key: readOnly.secret, body: { amount: 1, description: 'x', reference: randomUUID() } });
     assert.equal(forbidden.status, 403);
 
-    const repeat = await createInvoice(org, { reference, amount: 5, description: 'other' });
+    const repeat = await createInvoice(org, { reference, amount: 2100, description: 'two coffees', expiry: 600 });
     assert.equal(repeat.status, 201);
     assert.equal(repeat.body.id, invoice.id);
     assert.equal(repeat.body.request, invoice.request);
@@ -320,5 +323,195 @@ describe('Lightning API', () => {
     assert.equal(response.status, 404);
     const live = await createInvoice(org, { amount: 10 });
     assert.ok(live.body.request.startsWith('lnbc100n1'), 'live invoices are mainnet');
+  });
+
+  it('sandbox and live are two worlds: each key sees only its environment, and the sandbox helper cannot pay a live invoice', async () => {
+    const org = await createTestOrganization('Two worlds');
+    const live = await org.key(['*'], 'live');
+    await fund(org, 10_000);
+    const reference = randomUUID();
+    const sandboxInvoice = (await createInvoice(org, { reference, amount: 1_000 })).body;
+    const liveCreated = await app.request('POST', '/api/lightning/invoices', { key: live.secret, body: { amount: 2_000, description: 'live coffee', reference } });
+    assert.equal(liveCreated.status, 201, 'a reference is unique within one environment only');
+    const liveInvoice = liveCreated.body;
+    assert.notEqual(liveInvoice.id, sandboxInvoice.id);
+    assert.ok(sandboxInvoice.request.startsWith('lntb') && liveInvoice.request.startsWith('lnbc'));
+    const sandboxPayment = (await pay(org, { request: await remoteInvoice(org, { node: 'ok', amount: 500 }) })).body.data;
+    assert.equal((await settled(org, sandboxPayment.id)).status, 'paid');
+
+    // The other environment's id is 404 resource_missing, as another organization's is; lists hold only their own.
+    for (const [key, id] of [[live.secret, sandboxInvoice.id], [org.secret, liveInvoice.id], [live.secret, sandboxPayment.id]] as const) {
+      const got = await app.request('GET', `/api/lightning/invoices/${id}`, { key });
+      assert.equal(got.status, 404);
+      assert.equal(got.body.error.code, 'resource_missing');
+    }
+    assert.equal((await app.request('GET', `/api/lightning/payments/${sandboxPayment.id}`, { key: live.secret })).status, 404);
+    assert.equal((await app.request('GET', `/api/lightning/payments/${sandboxPayment.id}`, { key: org.secret })).status, 200);
+    const listed = async (key: string) =>
+      ((await app.request('GET', '/api/lightning/invoices?page_size=100', { key })).body.data.invoices as { id: string }[]).map((record) => record.id).sort();
+    assert.deepEqual(await listed(live.secret), [liveInvoice.id]);
+    assert.deepEqual(await listed(org.secret), [sandboxInvoice.id, sandboxPayment.id].sort());
+
+    // The sandbox pay helper finds only sandbox invoices: a live id is 404 and nothing moves.
+    const liveBefore = await satBalance(org, live.secret);
+    const helper = await app.request('POST', `/v1/sandbox/lightning/invoices/${liveInvoice.id}/pay`, { key: org.secret });
+    assert.equal(helper.status, 404);
+    assert.equal(helper.body.error.code, 'resource_missing');
+    assert.equal((await app.request('POST', `/v1/sandbox/lightning/invoices/${liveInvoice.id}/pay`, { key: live.secret })).status, 404, 'sandbox helpers answer 404 to live keys');
+    // Nor does a settlement in the sandbox find the live invoice by its payment hash (the internal route's lookup).
+    const em = (await testOrm()).em.fork();
+    const crossSettle = await em.transactional((tx) =>
+      settleIncomingInvoice(tx, { paymentHash: liveInvoice.payment_hash, environment: 'sandbox', amountMsat: 2_000_000n, paidByPaymentId: null }),
+    );
+    assert.deepEqual(crossSettle, { outcome: { state: 'failed', reason: 'incorrect_or_unknown_payment_details' } });
+    const liveRecord = (await app.request('GET', `/api/lightning/invoices/${liveInvoice.id}`, { key: live.secret })).body.data;
+    assert.equal(liveRecord.status, 'pending');
+    assert.deepEqual(await satBalance(org, live.secret), liveBefore);
+    assert.deepEqual(liveBefore, { available: 0n, reserved: 0n });
+    assert.equal(await em.count(Event, { organization: org.organizationId, type: 'lightning.invoice.paid' }), 0);
+
+    // Paying a live invoice from the sandbox is refused (lntb vs lnbc), and the other way round.
+    const crossPay = await pay(org, { request: liveInvoice.request });
+    assert.equal(crossPay.status, 400);
+    assert.equal(crossPay.body.error.code, 'invalid_payment_request');
+    const liveToSandbox = await app.request('POST', '/api/lightning/payments', { key: live.secret, body: { request: sandboxInvoice.request, reference: randomUUID() } });
+    assert.equal(liveToSandbox.body.error.code, 'invalid_payment_request');
+
+    // The sandbox helper still pays the sandbox invoice, crediting the sandbox balance only.
+    assert.equal((await app.request('POST', `/v1/sandbox/lightning/invoices/${sandboxInvoice.id}/pay`, { key: org.secret })).status, 200);
+    assert.deepEqual(await satBalance(org), { available: 10_000n - 502n + 1_000n, reserved: 0n });
+    assert.deepEqual(await satBalance(org, live.secret), { available: 0n, reserved: 0n });
+    await assertLedgerReconciles(org.organizationId, 'sandbox');
+    await assertLedgerReconciles(org.organizationId, 'live');
+  });
+
+  it('amount and max_fee are bounded, and no input reaches a 500: each is a 400 naming its param', async () => {
+    const org = await createTestOrganization();
+    await fund(org, 10_000);
+    const amountless = await remoteInvoice(org, { node: 'ok' });
+    const cases: [Record<string, unknown>, string][] = [
+      [{ request: amountless, amount: 20_000_001 }, 'amount'],
+      [{ request: amountless, amount: 1e30 }, 'amount'],
+      [{ request: amountless, amount: '100' }, 'amount'],
+      [{ request: amountless, amount: '123456789012345678901234567' }, 'amount'],
+      [{ request: amountless, amount: -5 }, 'amount'],
+      [{ request: amountless, amount: 1.5 }, 'amount'],
+      [{ request: amountless, amount: 10, max_fee: 20_000_001 }, 'max_fee'],
+      [{ request: amountless, amount: 10, max_fee: 1e300 }, 'max_fee'],
+      [{ request: amountless, amount: 10, max_fee: '5' }, 'max_fee'],
+      [{ request: amountless, amount: 10, max_fee: -1 }, 'max_fee'],
+      [{ request: 12345, amount: 10 }, 'request'],
+    ];
+    for (const [body, param] of cases) {
+      const response = await pay(org, body);
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.equal(response.body.error.code, 'validation_failed');
+      assert.equal(response.body.error.param, param, JSON.stringify(body));
+      const preview = await app.request('POST', '/api/lightning/payments/initiate', { key: org.secret, body: { request: body.request, amount: body.amount } });
+      if (param !== 'max_fee') assert.equal(preview.status, 400, `preview ${JSON.stringify(body)}`);
+    }
+    for (const body of [{ amount: '100' }, { amount: 1e25 }, { amount: -1 }, { expiry: 1e20 }, { expiry: '600' }, { customer_id: 'not-a-uuid' }]) {
+      const response = await createInvoice(org, body);
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.equal(response.body.error.param, Object.keys(body)[0]);
+    }
+    assert.equal((await app.request('POST', '/api/lightning/decode', { key: org.secret, body: { request: 7 } })).status, 400);
+    assert.equal((await app.request('GET', '/api/lightning/invoices?page=99999999999999999999999', { key: org.secret })).status, 400);
+
+    // A validly signed invoice may say anything: an amount over the cap, an expiry past any date, a NUL in its description.
+    const foreignKey = secp256k1.utils.randomPrivateKey();
+    const foreign = (fields: { amountMsat: bigint | null; expirySeconds: number }) =>
+      encodeBolt11(
+        { network: 'testnet', timestamp: Math.floor(Date.now() / 1000), paymentHash: randomBytes(32), paymentSecret: randomBytes(32), description: 'foreign', minFinalCltvExpiry: 40, ...fields },
+        foreignKey,
+      );
+    const huge = foreign({ amountMsat: 10n ** 30n, expirySeconds: 3600 });
+    const decoded = await app.request('POST', '/api/lightning/decode', { key: org.secret, body: { request: huge } });
+    assert.equal(decoded.status, 200, 'decoding moves nothing: any amount is shown');
+    for (const [path, body] of [['/api/lightning/payments/initiate', { request: huge }], ['/api/lightning/payments', { request: huge, reference: randomUUID() }]] as const) {
+      const response = await app.request('POST', path, { key: org.secret, body });
+      assert.equal(response.status, 400, path);
+      assert.equal(response.body.error.code, 'amount_too_large');
+      assert.equal(response.body.error.param, 'request');
+    }
+    const forever = await pay(org, { request: foreign({ amountMsat: 1_000n, expirySeconds: Number.MAX_SAFE_INTEGER }) });
+    assert.equal(forever.status, 400);
+    assert.equal(forever.body.error.param, 'request');
+    const withNul = issueSandboxInvoice({ node: 'ok', amountSat: 100, description: 'nul\u0000inside', expirySeconds: 600, now: new Date() }).request;
+    const nulPaid = await pay(org, { request: withNul });
+    assert.equal(nulPaid.status, 201);
+    assert.equal((await settled(org, nulPaid.body.data.id)).status, 'paid');
+    assert.deepEqual(await satBalance(org), { available: 10_000n - 102n, reserved: 0n });
+    await assertLedgerReconciles(org.organizationId);
+  });
+
+  it('a reference reused with other parameters is 409 idempotency_key_reused and moves nothing; the same parameters return the original', async () => {
+    const org = await createTestOrganization();
+    await fund(org, 10_000);
+    const invoiceBody = { reference: randomUUID(), amount: 1_500, description: 'coffee', expiry: 900 };
+    const original = await createInvoice(org, invoiceBody);
+    assert.equal(original.status, 201);
+    for (const change of [{ amount: 1_501 }, { description: 'tea' }, { expiry: 901 }, {}, { customer_id: randomUUID() }]) {
+      // {} omits expiry: the default (a day), not the 900 s first given.
+      const body = Object.keys(change).length === 0 ? { reference: invoiceBody.reference, amount: 1_500, description: 'coffee' } : { ...invoiceBody, ...change };
+      const reused = await app.request('POST', '/api/lightning/invoices', { key: org.secret, body });
+      assert.equal(reused.status, 409, JSON.stringify(change));
+      assert.equal(reused.body.error.code, 'idempotency_key_reused');
+      assert.equal(reused.body.error.param, Object.keys(change)[0] ?? 'expiry');
+    }
+    assert.equal((await createInvoice(org, invoiceBody)).body.id, original.body.id);
+
+    const request = await remoteInvoice(org, { node: 'ok', amount: 1_000 });
+    const amountless = await remoteInvoice(org, { node: 'ok' });
+    const paymentBody = { reference: randomUUID(), request, max_fee: 10 };
+    const first = await pay(org, paymentBody);
+    assert.equal(first.status, 201);
+    const other = await remoteInvoice(org, { node: 'ok', amount: 1_000 });
+    const changes: [Record<string, unknown>, string][] = [
+      [{ request: other }, 'request'],
+      [{ max_fee: 11 }, 'max_fee'],
+      [{ max_fee: undefined }, 'max_fee'],
+      [{ amount: 999 }, 'amount'],
+      [{ customer_id: randomUUID() }, 'customer_id'],
+    ];
+    for (const [change, param] of changes) {
+      const reused = await pay(org, { ...paymentBody, ...change });
+      assert.equal(reused.status, 409, JSON.stringify(change));
+      assert.equal(reused.body.error.code, 'idempotency_key_reused');
+      assert.equal(reused.body.error.param, param);
+    }
+    // The same parameters, however the request is cased, and the invoice's own amount given explicitly: the original.
+    for (const repeat of [paymentBody, { ...paymentBody, request: request.toUpperCase() }, { ...paymentBody, amount: 1_000 }]) {
+      const again = await pay(org, repeat);
+      assert.equal(again.status, 201);
+      assert.equal(again.body.data.id, first.body.data.id);
+    }
+    assert.equal((await settled(org, first.body.data.id)).status, 'paid');
+
+    // An any-amount invoice: the amount is part of the payment.
+    const anyBody = { reference: randomUUID(), request: amountless, amount: 300 };
+    const anyFirst = await pay(org, anyBody);
+    assert.equal(anyFirst.status, 201);
+    assert.equal((await pay(org, { ...anyBody, amount: 301 })).body.error.code, 'idempotency_key_reused');
+    assert.equal((await pay(org, { ...anyBody, amount: undefined })).body.error.code, 'idempotency_key_reused');
+    assert.equal((await pay(org, anyBody)).body.data.id, anyFirst.body.data.id);
+    assert.equal((await settled(org, anyFirst.body.data.id)).status, 'paid');
+
+    // Concurrently, half with another max_fee: one payment; the winner's parameters return it, the others are 409.
+    const raced = { reference: randomUUID(), request: await remoteInvoice(org, { node: 'ok', amount: 2_000 }) };
+    const responses = await Promise.all(Array.from({ length: 20 }, (_, index) => pay(org, { ...raced, max_fee: index % 2 === 0 ? 10 : 20 })));
+    const won = responses.filter((response) => response.status === 201);
+    assert.equal(new Set(won.map((response) => response.body.data.id)).size, 1);
+    assert.equal(won.length, 10, responses.map((response) => response.status).join(' '));
+    assert.ok(responses.filter((response) => response.status !== 201).every((response) => response.status === 409 && response.body.error.code === 'idempotency_key_reused'));
+    assert.equal((await settled(org, won[0]!.body.data.id)).status, 'paid');
+
+    const em = (await testOrm()).em.fork();
+    const reserves = await em.find(CompanyBalanceEntry, { organization: org.organizationId, kind: 'reserve' });
+    assert.equal(reserves.length, 3, 'one reserve per payment');
+    assert.deepEqual(reserves.map((entry) => entry.amount).filter((amount) => amount !== '2010' && amount !== '2020').sort(), ['1010', '302']);
+    assert.equal(await em.count(LightningInvoice, { organization: org.organizationId, direction: 'outgoing' }), 3);
+    assert.deepEqual(await satBalance(org), { available: 10_000n - 1_002n - 302n - 2_003n, reserved: 0n });
+    await assertLedgerReconciles(org.organizationId);
   });
 });
