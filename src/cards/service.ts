@@ -198,6 +198,9 @@ export async function requestBalanceMove(
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
 ): Promise<{ transaction: CardTransaction }> {
+  // Serializes requests sharing a reference across cards too (the card lock alone covers one card),
+  // so a reference can never reach its unique key twice at once.
+  await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [['card-reference', tenant.organizationId, tenant.environment, request.reference].join('|')], 'run');
   const card = await findCard(em, tenant, cardId, true);
   const original = await em.findOne(CardTransaction, { ...tenantFilter(tenant), reference: request.reference });
   if (original) {
