@@ -1,22 +1,26 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emit } from '../events/service';
+import { errors } from '../shared/errors';
 import { CardTransaction, type Card } from './entities';
 import { presentTransaction } from './presenters';
-import { cardDestinations, findCard } from './service';
+import { cardDestinations, findCard, type CardTenant } from './service';
 import { exceededSpendLimit } from './spend-limits';
 
 /**
- * A merchant authorization (sandbox helper): under the card lock, approved only when the card is
+ * A merchant authorization (sandbox helper, sandbox keys only, so it only ever finds sandbox
+ * cards: a live card is 404 to it like any other): under the card lock, approved only when the card is
  * active and not being terminated, its spendable balance covers it and no limit window would be
  * exceeded; recorded either way as a purchase.
  */
 export async function authorizePurchase(
   em: EntityManager,
-  organizationId: string,
+  tenant: CardTenant,
   cardId: string,
   request: { amount: number; merchantName: string | null; at: Date },
 ): Promise<{ transaction: CardTransaction; declineReason: string | null }> {
-  const card = await findCard(em, organizationId, cardId, true);
+  if (tenant.environment !== 'sandbox') throw errors.notFound('card', cardId, 'cardId');
+  const card = await findCard(em, tenant, cardId, true);
+  const organizationId = tenant.organizationId;
   const amount = BigInt(request.amount);
   const before = BigInt(card.balance);
   const declineReason = await declineReasonFor(em, card, amount, request.at);
@@ -24,6 +28,7 @@ export async function authorizePurchase(
   card.balance = after.toString();
   const transaction = em.create(CardTransaction, {
     organization: card.organization,
+    environment: card.environment,
     card,
     type: 'purchase',
     status: declineReason ? 'declined' : 'completed',

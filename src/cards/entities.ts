@@ -36,8 +36,8 @@ export interface BillingAddress {
 
 /** A cardholder, created from the customer object of a create-card request and reusable by id. */
 @Entity({ tableName: 'card_customers' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
-@Unique({ properties: ['organization', 'idType', 'idNumber', 'country'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
+@Unique({ properties: ['organization', 'environment', 'idType', 'idNumber', 'country'] })
 export class Customer {
   [OptionalProps]?: 'createdAt' | 'updatedAt';
 
@@ -46,6 +46,10 @@ export class Customer {
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  /** The creating key's environment: a customer is reused, read and listed within it only. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @Property({ type: 'text' })
   customerType!: string;
@@ -97,7 +101,7 @@ export interface SealedCardSecrets {
 }
 
 @Entity({ tableName: 'cards' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['customer', 'createdAt', 'id'] })
 export class Card {
   [OptionalProps]?: 'createdAt' | 'updatedAt' | 'status' | 'createdStatus' | 'balance' | 'held' | 'spendingLimits' | 'maskedPan';
@@ -111,7 +115,7 @@ export class Card {
   @ManyToOne(() => Customer, { deleteRule: 'cascade' })
   customer!: Customer;
 
-  /** The creating key's environment: the URL policy of the card's webhook_url. */
+  /** The creating key's environment: only keys of it see or touch the card; also the URL policy of its webhook_url. */
   @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
   environment!: Environment;
 
@@ -217,7 +221,7 @@ export class Card {
 /** Fundings, withdrawals (settled by workflow) and purchases (sandbox authorizations). */
 @Entity({ tableName: 'card_transactions' })
 @Index({ properties: ['card', 'createdAt', 'id'] })
-@Unique({ properties: ['organization', 'reference'] })
+@Unique({ properties: ['organization', 'environment', 'reference'] })
 export class CardTransaction {
   [OptionalProps]?: 'createdAt' | 'updatedAt' | 'feeAmount';
 
@@ -226,6 +230,10 @@ export class CardTransaction {
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  /** Always its card's environment. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @ManyToOne(() => Card, { deleteRule: 'cascade' })
   card!: Card;
@@ -248,7 +256,7 @@ export class CardTransaction {
   @Property({ type: 'decimal', precision: 38, scale: 0 })
   feeAmount: string = '0';
 
-  /** The client's idempotency key (fund/withdraw), unique per company; null for purchases. */
+  /** The client's idempotency key (fund/withdraw), unique per company and environment; null for purchases. */
   @Property({ type: 'text', nullable: true })
   reference?: string | null;
 

@@ -32,6 +32,7 @@ import {
   TransactionListResponse,
 } from './schemas';
 import {
+  type CardTenant,
   cardListFilter,
   createCard,
   findCard,
@@ -40,6 +41,7 @@ import {
   pageInfo,
   requestBalanceMove,
   requestTermination,
+  tenantFilter,
   updateCardStatus,
 } from './service';
 import { setSpendLimits } from './spend-limits';
@@ -54,12 +56,12 @@ const requestId = (ctx: AppContext) => ctx.state.requestId;
 async function moveBalance(
   em: EntityManager,
   deps: AppDeps,
-  organizationId: string,
+  tenant: CardTenant,
   cardId: string,
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
 ) {
-  const { transaction } = await requestBalanceMove(em, organizationId, cardId, request, deps.config.CARD_FUNDING_FEE_BPS);
-  const card = await findCard(em, organizationId, cardId);
+  const { transaction } = await requestBalanceMove(em, tenant, cardId, request, deps.config.CARD_FUNDING_FEE_BPS);
+  const card = await findCard(em, tenant, cardId);
   return {
     success: transaction.status === 'completed',
     message: transaction.status === 'pending' ? `Card ${transaction.type} is processing` : `Card ${transaction.type} ${transaction.status}`,
@@ -67,8 +69,8 @@ async function moveBalance(
   };
 }
 
-async function changeStatus(em: EntityManager, organizationId: string, cardId: string, status: string) {
-  const card = await updateCardStatus(em, organizationId, cardId, status);
+async function changeStatus(em: EntityManager, tenant: CardTenant, cardId: string, status: string) {
+  const card = await updateCardStatus(em, tenant, cardId, status);
   const message = card.status === 'frozen' ? 'Card frozen successfully' : 'Card activated successfully';
   return { message, data: { success: true, message, card: presentSlimCard(card) } };
 }
@@ -78,15 +80,15 @@ async function changeStatus(em: EntityManager, organizationId: string, cardId: s
  * lock held, waits a few seconds for the workflow: 200 with the termination when it has finished,
  * else 202 with the card as it is (termination_workflow_id set; it finishes on its own).
  */
-async function terminate(em: EntityManager, deps: AppDeps, ctx: AppContext, organizationId: string, cardId: string, reason: string | null) {
-  const requested = await deps.starter.transaction(em, (tx) => requestTermination(tx, organizationId, cardId, reason));
+async function terminate(em: EntityManager, deps: AppDeps, ctx: AppContext, tenant: CardTenant, cardId: string, reason: string | null) {
+  const requested = await deps.starter.transaction(em, (tx) => requestTermination(tx, tenant, cardId, reason));
   const workflowId = presentCard(requested).termination_workflow_id!;
   try {
     await deps.starter.result(workflowId, new Date(Date.now() + TERMINATION_WAIT_MS));
   } catch {
     // Not finished within the wait (or Temporal unreachable): the card row below says where it is.
   }
-  const card = await findCard(em.fork(), organizationId, cardId);
+  const card = await findCard(em.fork(), tenant, cardId);
   if (card.status === 'terminated') return { body: resultEnvelope(requestId(ctx), 'Card terminated successfully', presentTermination(card)) };
   return { status: 202, body: resultEnvelope(requestId(ctx), 'Card termination in progress', { card: presentCard(card) }) };
 }
@@ -107,7 +109,10 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     body: CreateCardBody,
     response: { status: 201, description: 'The pending card', schema: CreateCardResponse },
     handler: async ({ auth, body, em, ctx, deps }) => {
-      const { card, webhookSecret } = await createCard(em, auth, body, deps.config.CARD_FUNDING_FEE_BPS);
+      const { card, webhookSecret } = await createCard(em, auth, body, {
+        feeBps: deps.config.CARD_FUNDING_FEE_BPS,
+        allowInsecureLoopback: deps.config.WEBHOOK_ALLOW_INSECURE_LOOPBACK,
+      });
       return {
         status: 201,
         body: resultEnvelope(requestId(ctx), 'Card created; provisioning in progress', {
@@ -128,7 +133,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     query: ListCardsQuery,
     response: { status: 200, description: 'A page of cards', schema: CardListResponse },
     handler: async ({ auth, query, em, ctx }) => {
-      const page = await paginate(em, Card, cardListFilter(auth.organizationId, query), query, ['customer']);
+      const page = await paginate(em, Card, cardListFilter(auth, query), query, ['customer']);
       return { body: resultEnvelope(requestId(ctx), 'Cards retrieved', { cards: page.items.map(presentCard), page_info: pageInfo(page, query.limit) }) };
     },
   });
@@ -143,7 +148,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     params: CardIdParams,
     response: { status: 200, description: 'The card', schema: CardResponse },
     handler: async ({ auth, params, em, ctx }) => {
-      const card = await findCard(em, auth.organizationId, params.cardId);
+      const card = await findCard(em, auth, params.cardId);
       return { body: resultEnvelope(requestId(ctx), 'Card retrieved', { card: presentCard(card) }) };
     },
   });
@@ -159,7 +164,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     body: BalanceBody,
     response: { status: 200, description: 'The (pending) card transaction', schema: BalanceResponse },
     handler: async ({ auth, params, body, em, ctx, deps }) => {
-      const data = await moveBalance(em, deps, auth.organizationId, params.cardId, body);
+      const data = await moveBalance(em, deps, auth, params.cardId, body);
       return { body: resultEnvelope(requestId(ctx), 'Request accepted', data) };
     },
   });
@@ -175,7 +180,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     body: StatusBody,
     response: { status: 200, description: 'The card with its new status', schema: StatusResponse },
     handler: async ({ auth, params, body, em, ctx }) => {
-      const { message, data } = await changeStatus(em, auth.organizationId, params.cardId, body.status);
+      const { message, data } = await changeStatus(em, auth, params.cardId, body.status);
       return { body: resultEnvelope(requestId(ctx), message, data) };
     },
   });
@@ -193,7 +198,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     params: CardIdParams,
     body: TerminateBody,
     response: { status: 200, description: 'The termination (202: the card, still terminating)', schema: TerminationResponse },
-    handler: ({ auth, params, body, em, ctx, deps }) => terminate(em, deps, ctx, auth.organizationId, params.cardId, body.reason ?? null),
+    handler: ({ auth, params, body, em, ctx, deps }) => terminate(em, deps, ctx, auth, params.cardId, body.reason ?? null),
   });
 
   routes.add({
@@ -206,7 +211,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     params: CardIdParams,
     response: { status: 200, description: 'The secure details', schema: SecureResponse },
     handler: async ({ auth, params, em, ctx, deps }) => {
-      const card = await findCard(em, auth.organizationId, params.cardId);
+      const card = await findCard(em, auth, params.cardId);
       if (!card.secrets) throw invalidStateTransition(`The card is ${card.status}; its number has not been issued.`);
       const secrets = await openCardSecrets(deps.keys.provider, card.id, card.secrets);
       const [month, year] = secrets.expiry.split('/') as [string, string];
@@ -235,7 +240,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     body: SpendLimitsBody,
     response: { status: 200, description: 'The card with its limits', schema: CardResponse },
     handler: async ({ auth, params, body, em, ctx }) => {
-      const card = await setSpendLimits(em, await findCard(em, auth.organizationId, params.cardId, true), body);
+      const card = await setSpendLimits(em, await findCard(em, auth, params.cardId, true), body);
       return { body: resultEnvelope(requestId(ctx), 'Spend limits updated', { card: presentCard(card) }) };
     },
   });
@@ -251,8 +256,8 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     query: ListTransactionsQuery,
     response: { status: 200, description: 'A page of transactions', schema: TransactionListResponse },
     handler: async ({ auth, params, query, em, ctx }) => {
-      const card = await findCard(em, auth.organizationId, params.cardId);
-      const where = { card, ...(query.type ? { type: query.type } : {}), ...(query.status ? { status: query.status } : {}) };
+      const card = await findCard(em, auth, params.cardId);
+      const where = { card, ...tenantFilter(auth), ...(query.type ? { type: query.type } : {}), ...(query.status ? { status: query.status } : {}) };
       const page = await paginate(em, CardTransaction, where, query);
       return {
         body: resultEnvelope(requestId(ctx), 'Card transactions retrieved', {
@@ -273,7 +278,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     params: CustomerIdParams,
     response: { status: 200, description: 'The customer', schema: CustomerResponse },
     handler: async ({ auth, params, em, ctx }) => {
-      const customer = await findCustomer(em, auth.organizationId, params.customerId);
+      const customer = await findCustomer(em, auth, params.customerId);
       return { body: resultEnvelope(requestId(ctx), 'Customer retrieved', { customer: presentCustomer(customer) }) };
     },
   });
@@ -288,8 +293,8 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     params: CustomerIdParams,
     response: { status: 200, description: 'The cards', schema: CustomerCardsResponse },
     handler: async ({ auth, params, em }) => {
-      const customer = await findCustomer(em, auth.organizationId, params.customerId);
-      const cards = await em.find(Card, { customer }, { orderBy: { createdAt: 'desc', id: 'desc' }, populate: ['customer'] });
+      const customer = await findCustomer(em, auth, params.customerId);
+      const cards = await em.find(Card, { customer, ...tenantFilter(auth) }, { orderBy: { createdAt: 'desc', id: 'desc' }, populate: ['customer'] });
       return { body: { status: 'success', message: 'Cards retrieved', cards: cards.map(presentCustomerCardEntry), total: cards.length } };
     },
   });
@@ -307,8 +312,10 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The decision and the purchase transaction', schema: AuthorizationResponse },
     handler: async ({ auth, params, body, em, ctx }) => {
       const at = body.occurred_at ? new Date(body.occurred_at) : new Date();
-      if (Number.isNaN(at.getTime())) throw errors.validation('occurred_at must be an RFC 3339 timestamp', 'occurred_at');
-      const { transaction, declineReason } = await authorizePurchase(em, auth.organizationId, params.cardId, {
+      if (Number.isNaN(at.getTime()) || at.getTime() < 0 || at.getUTCFullYear() > 9999) {
+        throw errors.validation('occurred_at must be an RFC 3339 timestamp between 1970 and 9999', 'occurred_at');
+      }
+      const { transaction, declineReason } = await authorizePurchase(em, auth, params.cardId, {
         amount: body.amount,
         merchantName: body.merchant_name ?? null,
         at,
@@ -342,7 +349,7 @@ function registerDeprecatedAliases(routes: RouteRegistry): void {
       body: AliasBalanceBody,
       response: { status: 200, description: 'As POST /api/cards/:cardId/balance', schema: BalanceResponse },
       handler: async ({ auth, params, body, em, ctx, deps }) => {
-        const data = await moveBalance(em, deps, auth.organizationId, params.cardId, { ...body, type });
+        const data = await moveBalance(em, deps, auth, params.cardId, { ...body, type });
         return { body: resultEnvelope(requestId(ctx), 'Request accepted', data), headers: deprecatedHeaders(params.cardId, '/balance') };
       },
     });
@@ -362,7 +369,7 @@ function registerDeprecatedAliases(routes: RouteRegistry): void {
       params: CardIdParams,
       response: { status: 200, description: 'As POST /api/cards/:cardId/status', schema: StatusResponse },
       handler: async ({ auth, params, em, ctx }) => {
-        const { message, data } = await changeStatus(em, auth.organizationId, params.cardId, status);
+        const { message, data } = await changeStatus(em, auth, params.cardId, status);
         return { body: resultEnvelope(requestId(ctx), message, data), headers: deprecatedHeaders(params.cardId, '/status') };
       },
     });
@@ -380,7 +387,7 @@ function registerDeprecatedAliases(routes: RouteRegistry): void {
     body: TerminateBody,
     response: { status: 200, description: 'As DELETE /api/cards/:cardId', schema: TerminationResponse },
     handler: async ({ auth, params, body, em, ctx, deps }) => ({
-      ...(await terminate(em, deps, ctx, auth.organizationId, params.cardId, body.reason ?? null)),
+      ...(await terminate(em, deps, ctx, auth, params.cardId, body.reason ?? null)),
       headers: deprecatedHeaders(params.cardId, ''),
     }),
   });
@@ -400,13 +407,52 @@ const LEGACY_ROUTES = [
   { method: 'post', path: '/api/virtualcards/:cardId/spending-limits', successor: 'PUT /api/cards/:cardId/spend-limits' },
 ] as const;
 
+/** What an unknown path under /api/virtualcards is pointed to. */
+const LEGACY_FALLBACK_SUCCESSOR = 'POST /api/cards (create) or GET /api/cards (list)';
+
+/** Every method on every path under /api/virtualcards (the bare prefix included). */
+const LEGACY_CATCH_ALL = '/api/virtualcards{/*rest}';
+
+const legacyPattern = (path: string) => new RegExp(`^${path.replace(/:[A-Za-z]+/g, '[^/]+')}/?$`, 'i');
+const LEGACY_PATTERNS = LEGACY_ROUTES.map((legacy) => ({ ...legacy, pattern: legacyPattern(legacy.path) }));
+
+/**
+ * The replacement of a legacy request: the route's own successor; for another method on a known
+ * path, that path's successors; for any other path, the card routes.
+ */
+export function legacySuccessor(method: string, path: string): string {
+  const samePath = LEGACY_PATTERNS.filter((legacy) => legacy.pattern.test(path));
+  const exact = samePath.find((legacy) => legacy.method === method.toLowerCase());
+  if (exact) return exact.successor;
+  if (samePath.length > 0) return samePath.map((legacy) => legacy.successor).join(' or ');
+  return LEGACY_FALLBACK_SUCCESSOR;
+}
+
+const removed = (successor: string) =>
+  new DomainError({
+    kind: 'gone',
+    code: 'endpoint_removed',
+    message: `This endpoint was removed with Virtual Cards v2; use ${successor}.`,
+    details: { successor },
+  });
+
+/**
+ * The catch-all answers every legacy request before anything reads its body or key, so any method
+ * on any path under /api/virtualcards is 410 (never 405, 400 or 415); the named routes after it
+ * document the known ones in the OpenAPI document and answer the same.
+ */
 function registerLegacyRoutes(routes: RouteRegistry): void {
+  routes.router.all(LEGACY_CATCH_ALL, async (ctx: AppContext) => {
+    ctx.state.routePattern = LEGACY_CATCH_ALL;
+    throw removed(legacySuccessor(ctx.method, ctx.path));
+  });
   for (const legacy of LEGACY_ROUTES) {
     routes.add({
       method: legacy.method,
       path: legacy.path,
       operationId: `legacy_${legacy.method}_${legacy.path.replace(/[^a-z]+/gi, '_')}`,
       summary: `Removed (Virtual Cards v2, 30 January 2026): use ${legacy.successor}`,
+      description: `Removed (Virtual Cards v2, 30 January 2026): use ${legacy.successor}. Every method on every path under /api/virtualcards answers 410 naming its replacement.`,
       tag: CARD_TAG,
       deprecated: true,
       scope: 'public',
@@ -414,12 +460,7 @@ function registerLegacyRoutes(routes: RouteRegistry): void {
       ...(legacy.method === 'post' ? { body: z.unknown() } : {}),
       response: { status: 410, description: 'Gone' },
       handler: async () => {
-        throw new DomainError({
-          kind: 'gone',
-          code: 'endpoint_removed',
-          message: `This endpoint was removed with Virtual Cards v2; use ${legacy.successor}.`,
-          details: { successor: legacy.successor },
-        });
+        throw removed(legacy.successor);
       },
     });
   }

@@ -1,4 +1,4 @@
-import { isDisplayAmount } from '../shared/money';
+import { centsToDecimalString, decimalStringToCents, isDisplayAmount } from '../shared/money';
 import { MinorUnitNumber, resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
 import { CARD_STATUSES, CARD_TRANSACTION_STATUSES, CARD_TRANSACTION_TYPES, CARD_TYPES } from './entities';
 import { ISO_ALPHA3_COUNTRIES } from './countries';
@@ -50,7 +50,23 @@ export const CustomerInput = z
   .openapi('CardCustomerInput');
 export type CustomerInput = z.infer<typeof CustomerInput>;
 
-const DecimalLimit = z.string().refine(isDisplayAmount, 'a decimal string in the card currency, e.g. "250.00"');
+/** The largest amount in cents a card amount or limit may take (the integer cents fields' cap too). */
+export const MAX_CARD_CENTS = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A card limit in decimal dollars: at most two decimal places, more than zero, at most MAX_CARD_CENTS cents. */
+const DecimalLimit = z.string().superRefine((value, ctx) => {
+  if (value.length > 32 || !isDisplayAmount(value)) {
+    ctx.addIssue({ code: 'custom', message: 'a decimal string in the card currency, e.g. "250.00"' });
+    return;
+  }
+  if ((value.split('.')[1] ?? '').length > 2) {
+    ctx.addIssue({ code: 'custom', message: 'at most two decimal places (whole cents), e.g. "250.00"' });
+    return;
+  }
+  const cents = decimalStringToCents(value);
+  if (cents <= 0n) ctx.addIssue({ code: 'custom', message: 'a card limit must be more than zero' });
+  else if (cents > MAX_CARD_CENTS) ctx.addIssue({ code: 'custom', message: `a card limit is at most ${centsToDecimalString(MAX_CARD_CENTS)}` });
+});
 
 export const CreateCardBody = z
   .object({
@@ -121,8 +137,8 @@ export const AuthorizationBody = z
   .object({
     amount: MinorUnitNumber.min(1),
     merchant_name: z.string().max(200).optional(),
-    /** When the merchant authorized; defaults to now (lets tests place purchases at window edges). */
-    occurred_at: Timestamp.optional(),
+    /** When the merchant authorized; defaults to now (lets tests place purchases at window edges). Years 1970 to 9999. */
+    occurred_at: Timestamp.max(64).optional(),
   })
   .strict();
 

@@ -1,9 +1,11 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AuthContext } from '../api-keys/auth-context';
 import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
 import { newSigningSecrets } from '../events/secrets';
-import { emit } from '../events/service';
+import { emit, validatedUrl } from '../events/service';
+import { checkDestinationUrl } from '../events/url-policy';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId } from '../shared/ids';
@@ -41,31 +43,44 @@ export const cardDestinations = (card: Card) => (card.webhookUrl ? [{ kind: 'car
 /** When the 24-hour cooling period after creation ends. */
 export const terminableAt = (card: Card) => new Date(card.createdAt.getTime() + CARD_COOLING_PERIOD_MS);
 
-/** The caller's card, or 404 (another company's card and a malformed id look the same). */
-export async function findCard(em: EntityManager, organizationId: string, cardId: string, lock = false): Promise<Card> {
+/** Whose and which environment's cards a request may see and touch: the calling key's. */
+export type CardTenant = Pick<AuthContext, 'organizationId' | 'environment'>;
+
+/** Every card, customer and card transaction lookup filters by both: the other environment's record is another company's. */
+export const tenantFilter = (tenant: CardTenant) => ({ organization: tenant.organizationId, environment: tenant.environment });
+
+/** The caller's card, or 404 (another company's or the other environment's card and a malformed id look the same). */
+export async function findCard(em: EntityManager, tenant: CardTenant, cardId: string, lock = false): Promise<Card> {
   if (!isUuid(cardId)) throw errors.notFound('card', cardId, 'cardId');
   const card = await em.findOne(
     Card,
-    { id: cardId, organization: organizationId },
+    { id: cardId, ...tenantFilter(tenant) },
     { populate: ['customer'], ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
   );
   if (!card) throw errors.notFound('card', cardId, 'cardId');
   return card;
 }
 
-export async function findCustomer(em: EntityManager, organizationId: string, customerId: string): Promise<Customer> {
-  const customer = isUuid(customerId) ? await em.findOne(Customer, { id: customerId, organization: organizationId }) : null;
+export async function findCustomer(em: EntityManager, tenant: CardTenant, customerId: string): Promise<Customer> {
+  const customer = isUuid(customerId) ? await em.findOne(Customer, { id: customerId, ...tenantFilter(tenant) }) : null;
   if (!customer) throw errors.notFound('customer', customerId, 'customerId');
   return customer;
 }
 
-/** The customer with the same identity document in this company, else a new one. */
-async function customerFor(em: EntityManager, organizationId: string, input: CustomerInput): Promise<Customer> {
-  const existing = await em.findOne(Customer, { organization: organizationId, idType: input.id_type, idNumber: input.id_number, country: input.country });
+/**
+ * The customer with the same identity document in this company and environment, else a new one.
+ * A transaction-scoped advisory lock on the identity serializes concurrent creations, so two
+ * requests for a new cardholder share one customer instead of one failing on the unique key.
+ */
+async function customerFor(em: EntityManager, tenant: CardTenant, input: CustomerInput): Promise<Customer> {
+  const identity = ['card-customer', tenant.organizationId, tenant.environment, input.id_type, input.id_number, input.country].join('|');
+  await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [identity], 'run');
+  const existing = await em.findOne(Customer, { ...tenantFilter(tenant), idType: input.id_type, idNumber: input.id_number, country: input.country });
   if (existing) return existing;
   const address = { line1: input.line1, line2: input.line2 ?? null, city: input.city, state: input.state, postal_code: input.postal_code, country: input.country };
   return em.create(Customer, {
-    organization: em.getReference(Organization, organizationId),
+    organization: em.getReference(Organization, tenant.organizationId),
+    environment: tenant.environment,
     customerType: input.customer_type,
     firstName: input.first_name,
     lastName: input.last_name,
@@ -80,26 +95,38 @@ async function customerFor(em: EntityManager, organizationId: string, input: Cus
   });
 }
 
-/** Who creates a card: the calling key's organization, environment (webhook URL policy) and API version (payloads). */
+/** Who creates a card: the calling key's organization, environment (the card's world and its webhook URL policy) and API version (payloads). */
 export interface CardCreator {
   organizationId: string;
   environment: Environment;
   apiVersion: string;
 }
 
+/** What the deployment decides about card creation. */
+export interface CardCreationOptions {
+  feeBps: number;
+  /** Sandbox webhook_url may be http(s) to loopback (WEBHOOK_ALLOW_INSECURE_LOOPBACK). */
+  allowInsecureLoopback: boolean;
+}
+
 /**
  * Creates the customer (or reuses it), the pending card and its initial funding transaction, and
- * reserves that funding (plus fee) on the company balance now, so the card cannot be created
- * against money that is not there. The provisioning workflow, recorded here, does the rest.
+ * reserves that funding (plus fee) on the company balance of the creator's environment now, so
+ * the card cannot be created against money that is not there. The webhook_url must pass the same
+ * URL policy as webhook endpoints. The provisioning workflow, recorded here, does the rest.
  */
 export async function createCard(
   em: EntityManager,
   creator: CardCreator,
   body: z.infer<typeof CreateCardBody>,
-  feeBps: number,
+  options: CardCreationOptions,
 ): Promise<{ card: Card; initialFunding: CardTransaction | null; webhookSecret: string | null }> {
-  const customer = await customerFor(em, creator.organizationId, body.customer);
   const spendingLimits = limitsFromDecimals(body.card_limits ?? {});
+  if (body.webhook_url !== undefined) {
+    const policy = { environment: creator.environment, allowInsecureLoopback: options.allowInsecureLoopback };
+    await validatedUrl('webhook_url', () => checkDestinationUrl(body.webhook_url!, policy));
+  }
+  const customer = await customerFor(em, creator, body.customer);
   const { secrets, plaintext } = newSigningSecrets();
   const card = em.create(Card, {
     organization: em.getReference(Organization, creator.organizationId),
@@ -125,11 +152,12 @@ export async function createCard(
   if (body.amount > 0) {
     initialFunding = em.create(CardTransaction, {
       organization: card.organization,
+      environment: card.environment,
       card,
       type: 'funding',
       status: 'pending',
       amount: String(body.amount),
-      feeAmount: fundingFee(BigInt(body.amount), feeBps).toString(),
+      feeAmount: fundingFee(BigInt(body.amount), options.feeBps).toString(),
       balanceBefore: '0',
       balanceAfter: '0',
       reference: initialFundingReference(card.id),
@@ -153,24 +181,39 @@ async function reserveFunding(em: EntityManager, card: Card, transaction: CardTr
   });
 }
 
+const transactionTypeOf = (type: 'fund' | 'withdraw') => (type === 'fund' ? 'funding' : 'withdrawal');
+
 /**
  * A fund or withdraw request: under the card's row lock, a known reference returns its original
- * transaction; otherwise the money is set aside now (a company-balance reserve for a funding, a
+ * transaction when the request is the same (card, type, amount) and is 409 idempotency_key_reused
+ * when it is not; otherwise the money is set aside now (a company-balance reserve for a funding, a
  * card hold for a withdrawal) so concurrent requests cannot overspend, and a pending transaction
  * is written and its settlement workflow recorded. A card being terminated takes neither.
+ * References are unique per company and environment.
  */
 export async function requestBalanceMove(
   em: EntityManager,
-  organizationId: string,
+  tenant: CardTenant,
   cardId: string,
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
 ): Promise<{ transaction: CardTransaction }> {
-  const card = await findCard(em, organizationId, cardId, true);
-  const original = await em.findOne(CardTransaction, { organization: organizationId, reference: request.reference });
+  // Serializes requests sharing a reference across cards too (the card lock alone covers one card),
+  // so a reference can never reach its unique key twice at once.
+  await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [['card-reference', tenant.organizationId, tenant.environment, request.reference].join('|')], 'run');
+  const card = await findCard(em, tenant, cardId, true);
+  const original = await em.findOne(CardTransaction, { ...tenantFilter(tenant), reference: request.reference });
   if (original) {
-    if (original.card.id !== card.id) {
-      throw errors.conflict('idempotency_key_reused', `Reference '${request.reference}' was already used for another card.`);
+    const differences = [
+      ...(original.card.id !== card.id ? ['card'] : []),
+      ...(original.type !== transactionTypeOf(request.type) ? ['type'] : []),
+      ...(original.amount !== String(request.amount) ? ['amount'] : []),
+    ];
+    if (differences.length > 0) {
+      throw errors.referenceReused(
+        `Reference '${request.reference}' was already used for a different request (${differences.join(', ')} differ); use a new reference.`,
+        'reference',
+      );
     }
     return { transaction: original };
   }
@@ -180,8 +223,9 @@ export async function requestBalanceMove(
   const amount = BigInt(request.amount);
   const transaction = em.create(CardTransaction, {
     organization: card.organization,
+    environment: card.environment,
     card,
-    type: request.type === 'fund' ? 'funding' : 'withdrawal',
+    type: transactionTypeOf(request.type),
     status: 'pending',
     amount: amount.toString(),
     feeAmount: fundingFee(amount, feeBps).toString(),
@@ -197,7 +241,7 @@ export async function requestBalanceMove(
     card.held = (BigInt(card.held) + amount).toString();
   }
   await em.flush();
-  recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, organizationId);
+  recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, tenant.organizationId);
   return { transaction };
 }
 
@@ -281,8 +325,8 @@ export async function failProvisioning(em: EntityManager, cardId: string, reason
  * card is marked terminating (it takes no more fundings, withdrawals or purchases) and the
  * termination workflow recorded. A repeat while it terminates returns the card as it is.
  */
-export async function requestTermination(em: EntityManager, organizationId: string, cardId: string, reason: string | null, now = new Date()): Promise<Card> {
-  const card = await findCard(em, organizationId, cardId, true);
+export async function requestTermination(em: EntityManager, tenant: CardTenant, cardId: string, reason: string | null, now = new Date()): Promise<Card> {
+  const card = await findCard(em, tenant, cardId, true);
   if (card.status === 'terminated') throw invalidStateTransition('The card is already terminated.');
   if (card.terminationRequestedAt) return card;
   if (card.status === 'pending' || card.status === 'failed') throw invalidStateTransition(`A ${card.status} card cannot be terminated.`);
@@ -300,7 +344,7 @@ export async function requestTermination(em: EntityManager, organizationId: stri
   card.terminationRequestedAt = now;
   card.terminationReason = reason;
   await em.flush();
-  recordStart(em, cardTerminationFlow, { cardId: card.id, terminableAt: terminable.toISOString() }, organizationId);
+  recordStart(em, cardTerminationFlow, { cardId: card.id, terminableAt: terminable.toISOString() }, tenant.organizationId);
   return card;
 }
 
@@ -329,7 +373,7 @@ export async function terminateCard(em: EntityManager, cardId: string, now: Date
 }
 
 /** Freeze (active → frozen) or unfreeze (frozen → active); repeating the current status is a no-op. */
-export async function updateCardStatus(em: EntityManager, organizationId: string, cardId: string, status: string): Promise<Card> {
+export async function updateCardStatus(em: EntityManager, tenant: CardTenant, cardId: string, status: string): Promise<Card> {
   if (status !== 'frozen' && status !== 'active') {
     throw new DomainError({
       kind: 'invalid',
@@ -338,13 +382,14 @@ export async function updateCardStatus(em: EntityManager, organizationId: string
       param: 'status',
     });
   }
-  const card = await findCard(em, organizationId, cardId, true);
+  const card = await findCard(em, tenant, cardId, true);
   if (card.status === status) return card;
   if (card.status !== 'active' && card.status !== 'frozen') {
     throw invalidStateTransition(`A ${card.status} card cannot be ${status === 'frozen' ? 'frozen' : 'unfrozen'}.`);
   }
   card.status = status;
   await em.flush();
+  const organizationId = tenant.organizationId;
   await emit(em, { organizationId, type: status === 'frozen' ? 'card.frozen' : 'card.unfrozen', data: presentCard(card), destinations: cardDestinations(card) });
   return card;
 }
@@ -354,8 +399,8 @@ export const pageInfo = (page: Page<unknown>, limit: number) => ({ next_cursor: 
 
 const escapeLike = (value: string) => value.replace(/[\\%_]/g, (character) => `\\${character}`);
 
-export function cardListFilter(organizationId: string, query: { card_type?: string; status?: string; search?: string }): FilterQuery<Card> {
-  const where: Record<string, unknown> = { organization: organizationId };
+export function cardListFilter(tenant: CardTenant, query: { card_type?: string; status?: string; search?: string }): FilterQuery<Card> {
+  const where: Record<string, unknown> = { ...tenantFilter(tenant) };
   if (query.card_type) where.cardType = query.card_type;
   if (query.status) where.status = query.status;
   if (query.search) {

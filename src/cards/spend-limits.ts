@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { errors } from '../shared/errors';
-import { decimalStringToCents } from '../shared/money';
+import { AmountError, decimalStringToCents } from '../shared/money';
 import { Card, CardTransaction, SPEND_LIMIT_WINDOWS, type SpendLimits, type SpendLimitWindow } from './entities';
 
 /** The create request's `card_limits` names (decimal dollars) for the stored windows (cents). */
@@ -18,7 +18,13 @@ export function limitsFromDecimals(cardLimits: Record<string, string | undefined
   const limits: SpendLimits = {};
   for (const [name, value] of Object.entries(cardLimits)) {
     if (value === undefined) continue;
-    const cents = decimalStringToCents(value);
+    let cents: bigint;
+    try {
+      cents = decimalStringToCents(value);
+    } catch (error) {
+      if (error instanceof AmountError) throw errors.validation('Card limits are decimal amounts with at most two decimal places', `card_limits.${name}`);
+      throw error;
+    }
     if (cents <= 0n) throw errors.validation('Card limits must be positive', `card_limits.${name}`);
     limits[LIMIT_INPUT_NAMES[name]!] = cents.toString();
   }

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { CompanyBalanceEntry } from '../../src/balances/entities';
-import { Card, CardTransaction } from '../../src/cards/entities';
+import { Card, CardTransaction, Customer } from '../../src/cards/entities';
 import { isLuhnValid } from '../../src/cards/issuer';
 import { Event } from '../../src/events/entities';
 import { eventually } from '../support/eventually';
@@ -389,7 +389,7 @@ describe('Cards API', () => {
       await age(card.id, 25);
       // A funding accepted but not yet settled (its start recorded, not fired): termination must wait for it.
       const em = (await testOrm()).em.fork();
-      await em.transactional((tx) => requestBalanceMove(tx, own.organizationId, card.id, { type: 'fund', amount: 500, reference: `ref-${randomUUID()}` }, FEE_BPS));
+      await em.transactional((tx) => requestBalanceMove(tx, { organizationId: own.organizationId, environment: 'sandbox' }, card.id, { type: 'fund', amount: 500, reference: `ref-${randomUUID()}` }, FEE_BPS));
       const refused = await app.request('DELETE', `/api/cards/${card.id}`, { key: own.secret, body: {} });
       assert.equal(refused.status, 409, refused.text);
       assert.equal(refused.body.error.code, 'invalid_state_transition');
@@ -605,6 +605,277 @@ describe('Cards API', () => {
     });
   });
 
+  describe('sandbox and live apart', () => {
+    it("keeps one organization's sandbox and live cards, customers and transactions out of the other key's reach", async function () {
+      this.timeout(120_000);
+      const own = await createTestOrganization('Two worlds');
+      const liveKey = await own.key(['*'], 'live');
+      const live: TestOrganization = { ...own, secret: liveKey.secret };
+      const em = (await testOrm()).em.fork();
+      const cardsIn = (environment: 'sandbox' | 'live') => em.fork().count(Card, { organization: own.organizationId, environment });
+
+      // Sandbox credits fund sandbox cards only: a live card with an initial amount is refused, nothing created.
+      await credit(10_000, own);
+      const unfunded = await createCard({ amount: 1_000 }, live);
+      assert.equal(unfunded.status, 400, unfunded.text);
+      assert.equal(unfunded.body.error.code, 'insufficient_funds');
+      assert.equal(await cardsIn('live'), 0);
+      assert.ok(!(await app.request('GET', '/v1/balances', { key: live.secret })).body.data.some((balance: { available: string }) => balance.available !== '0'));
+
+      // One cardholder identity, one customer per environment.
+      const customer = validCustomer();
+      const sandboxCard = await activeCard({ amount: 2_000, customer }, own);
+      const liveCard = await activeCard({ customer, name: 'Live Lovelace' }, live);
+      assert.notEqual(sandboxCard.customer_id, liveCard.customer_id);
+      await eventually(async () => ((await getCard(sandboxCard.id, own)).balance_amount === '2000' ? true : undefined), 'initial funding');
+      const funded = await app.request('POST', `/api/cards/${sandboxCard.id}/balance`, { key: own.secret, body: { type: 'fund', amount: 300, reference: `two-${randomUUID()}` } });
+      assert.equal(funded.status, 200, funded.text);
+      await eventually(async () => ((await getCard(sandboxCard.id, own)).balance_amount === '2300' ? true : undefined), 'funding');
+      const purchase = await app.request('POST', `/v1/sandbox/cards/${sandboxCard.id}/authorizations`, { key: own.secret, body: { amount: 100 } });
+      assert.equal(purchase.body.data.approved, true, purchase.text);
+      await age(sandboxCard.id, 25);
+      await age(liveCard.id, 25);
+
+      const attempts = (card: { id: string; customer_id: string }) => [
+        ['GET', `/api/cards/${card.id}`, undefined],
+        ['GET', `/api/cards/${card.id}/secure`, undefined],
+        ['GET', `/api/cards/${card.id}/transactions`, undefined],
+        ['POST', `/api/cards/${card.id}/balance`, { type: 'fund', amount: 1, reference: `x-${randomUUID()}` }],
+        ['POST', `/api/cards/${card.id}/balance`, { type: 'withdraw', amount: 1, reference: `x-${randomUUID()}` }],
+        ['POST', `/api/cards/${card.id}/status`, { status: 'frozen' }],
+        ['PUT', `/api/cards/${card.id}/spend-limits`, { transaction: 1 }],
+        ['DELETE', `/api/cards/${card.id}`, {}],
+        ['POST', `/api/cards/${card.id}/fund`, { amount: 1, reference: `x-${randomUUID()}` }],
+        ['POST', `/api/cards/${card.id}/withdraw`, { amount: 1, reference: `x-${randomUUID()}` }],
+        ['POST', `/api/cards/${card.id}/freeze`, undefined],
+        ['POST', `/api/cards/${card.id}/unfreeze`, undefined],
+        ['POST', `/api/cards/${card.id}/terminate`, {}],
+        ['GET', `/api/customers/${card.customer_id}`, undefined],
+        ['GET', `/api/customers/${card.customer_id}/cards`, undefined],
+      ] as const;
+      for (const [caller, card] of [
+        [own, liveCard],
+        [live, sandboxCard],
+      ] as const) {
+        for (const [method, path, body] of attempts(card)) {
+          const response = await app.request(method, path, { key: caller.secret, ...(body === undefined ? {} : { body }) });
+          assert.equal(response.status, 404, `${method} ${path}: ${response.text}`);
+          assert.equal(response.body.error.code, 'resource_missing', `${method} ${path}`);
+        }
+        const listed = await app.request('GET', '/api/cards?limit=100', { key: caller.secret });
+        assert.ok(!listed.body.data.cards.some((listedCard: { id: string }) => listedCard.id === card.id));
+        const searched = await app.request('GET', `/api/cards?search=${card.last_four}`, { key: caller.secret });
+        assert.ok(!searched.body.data.cards.some((listedCard: { id: string }) => listedCard.id === card.id));
+        const byName = await app.request('GET', '/api/cards?search=Lovelace', { key: caller.secret });
+        assert.equal(byName.body.data.cards.length, 1);
+      }
+      // The sandbox authorization helper never reaches a live card; a live key has no sandbox helper at all.
+      const onLive = await app.request('POST', `/v1/sandbox/cards/${liveCard.id}/authorizations`, { key: own.secret, body: { amount: 1 } });
+      assert.equal(onLive.status, 404, onLive.text);
+      assert.equal(onLive.body.error.code, 'resource_missing');
+      assert.equal((await app.request('POST', `/v1/sandbox/cards/${sandboxCard.id}/authorizations`, { key: live.secret, body: { amount: 1 } })).status, 404);
+
+      // Nothing the other environment attempted changed anything; each key still reaches its own.
+      const sandboxAfter = await getCard(sandboxCard.id, own);
+      const liveAfter = await getCard(liveCard.id, live);
+      assert.deepEqual([sandboxAfter.status, sandboxAfter.balance_amount, sandboxAfter.spending_limits, sandboxAfter.termination_requested_at], ['active', '2200', {}, null]);
+      assert.deepEqual([liveAfter.status, liveAfter.balance_amount, liveAfter.spending_limits, liveAfter.termination_requested_at], ['active', '0', {}, null]);
+      const liveTransactions = await app.request('GET', `/api/cards/${liveCard.id}/transactions`, { key: live.secret });
+      assert.deepEqual(liveTransactions.body.data.transactions, []);
+      assert.equal((await app.request('GET', `/api/cards/${sandboxCard.id}/transactions`, { key: own.secret })).body.data.transactions.length, 3);
+      const liveSecure = await app.request('GET', `/api/cards/${liveCard.id}/secure`, { key: live.secret });
+      assert.equal(liveSecure.status, 200);
+      assert.equal(liveSecure.body.data.pan.slice(-4), liveCard.last_four);
+      const liveCustomerCards = await app.request('GET', `/api/customers/${liveCard.customer_id}/cards`, { key: live.secret });
+      assert.deepEqual(liveCustomerCards.body.cards.map((entry: { id: string }) => entry.id), [liveCard.id]);
+      const rows = await em.fork().find(CardTransaction, { card: { $in: [sandboxCard.id, liveCard.id] } }, { populate: ['card'] });
+      assert.ok(rows.every((row) => row.environment === row.card.environment));
+      assert.equal(await cardsIn('live'), 1);
+      await assertLedgerReconciles(own.organizationId, 'sandbox');
+      const liveBalances = await assertLedgerReconciles(own.organizationId, 'live');
+      assert.deepEqual(liveBalances.usd, { available: 0n, reserved: 0n });
+    });
+  });
+
+  describe('bad input', () => {
+    it('answers 400 for card_limits with three decimals and other impossible limits, creating nothing', async () => {
+      const own = await createTestOrganization('Bad limits');
+      await credit(10_000, own);
+      const cases: [unknown, string][] = [
+        [{ daily: '10.123' }, 'card_limits.daily'],
+        [{ single_transaction: '0.001' }, 'card_limits.single_transaction'],
+        [{ monthly: '250.0000' }, 'card_limits.monthly'],
+        [{ weekly: '0' }, 'card_limits.weekly'],
+        [{ yearly: '-5.00' }, 'card_limits.yearly'],
+        [{ all_time: '1e5' }, 'card_limits.all_time'],
+        [{ all_time: '9'.repeat(41) }, 'card_limits.all_time'],
+        [{ all_time: '90071992547409.92' }, 'card_limits.all_time'],
+        [{ daily: 100 }, 'card_limits.daily'],
+      ];
+      for (const [cardLimits, param] of cases) {
+        const response = await createCard({ amount: 1_000, card_limits: cardLimits }, own);
+        assert.equal(response.status, 400, `${JSON.stringify(cardLimits)}: ${response.text}`);
+        assert.equal(response.body.error.code, 'validation_failed');
+        assert.equal(response.body.error.param, param, JSON.stringify(cardLimits));
+      }
+      const em = (await testOrm()).em.fork();
+      assert.equal(await em.count(Card, { organization: own.organizationId }), 0);
+      assert.equal((await usdBalance(own)).available, '10000');
+      const ok = await createCard({ card_limits: { all_time: '90071992547409.91', daily: '10.5' } }, own);
+      assert.equal(ok.status, 201, ok.text);
+      assert.deepEqual(ok.body.data.card.spending_limits, { daily: '1050', all_time: String(Number.MAX_SAFE_INTEGER) });
+      await assertLedgerReconciles(own.organizationId);
+    });
+
+    it('answers 400 for impossible amounts on every card route (huge, negative, fractional, strings, dates out of range), changing nothing', async () => {
+      const own = await createTestOrganization('Bad amounts');
+      await credit(10_000, own);
+      const card = await activeCard({ amount: 1_000 }, own);
+      await eventually(async () => ((await getCard(card.id, own)).balance_amount === '1000' ? true : undefined), 'funding');
+      const before = await usdBalance(own);
+      const amounts: unknown[] = [-1, 1.5, 0.001, 1e20, 2 ** 53, '100', '1'.repeat(41), null, true, { value: 1 }];
+      for (const amount of amounts) {
+        const label = JSON.stringify(amount);
+        const checks = [
+          await createCard({ amount }, own),
+          await app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'fund', amount, reference: `bad-${randomUUID()}` } }),
+          await app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'withdraw', amount, reference: `bad-${randomUUID()}` } }),
+          await app.request('POST', `/api/cards/${card.id}/fund`, { key: own.secret, body: { amount, reference: `bad-${randomUUID()}` } }),
+          await app.request('POST', `/v1/sandbox/cards/${card.id}/authorizations`, { key: own.secret, body: { amount } }),
+          // null clears a spend limit: a valid value there.
+          ...(amount === null ? [] : [await app.request('PUT', `/api/cards/${card.id}/spend-limits`, { key: own.secret, body: { daily: amount } })]),
+        ];
+        for (const response of checks) {
+          assert.equal(response.status, 400, `${label}: ${response.text}`);
+          assert.equal(response.body.error.code, 'validation_failed', label);
+          assert.ok(['amount', 'daily'].includes(response.body.error.param), `${label}: ${response.body.error.param}`);
+        }
+      }
+      for (const occurredAt of ['-271821-04-20T00:00:00.000Z', '+275760-09-13T00:00:00.000Z', '1969-12-31T23:59:59.999Z', 'yesterday', 'x'.repeat(100)]) {
+        const response = await app.request('POST', `/v1/sandbox/cards/${card.id}/authorizations`, { key: own.secret, body: { amount: 1, occurred_at: occurredAt } });
+        assert.equal(response.status, 400, `${occurredAt}: ${response.text}`);
+        assert.equal(response.body.error.param, 'occurred_at');
+      }
+      // A fund far beyond the company balance and a purchase far beyond the card are refusals, not failures.
+      const huge = Number.MAX_SAFE_INTEGER;
+      const fund = await app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'fund', amount: huge, reference: `huge-${randomUUID()}` } });
+      assert.equal(fund.status, 400);
+      assert.equal(fund.body.error.code, 'insufficient_funds');
+      const withdraw = await app.request('POST', `/api/cards/${card.id}/balance`, { key: own.secret, body: { type: 'withdraw', amount: huge, reference: `huge-${randomUUID()}` } });
+      assert.equal(withdraw.body.error.code, 'insufficient_funds');
+      const purchase = await app.request('POST', `/v1/sandbox/cards/${card.id}/authorizations`, { key: own.secret, body: { amount: huge } });
+      assert.equal(purchase.body.data.decline_reason, 'insufficient_funds', purchase.text);
+      const limits = await app.request('PUT', `/api/cards/${card.id}/spend-limits`, { key: own.secret, body: { all_time: huge } });
+      assert.equal(limits.status, 200, limits.text);
+
+      const em = (await testOrm()).em.fork();
+      assert.equal(await em.count(Card, { organization: own.organizationId }), 1);
+      assert.equal(await em.count(CardTransaction, { organization: own.organizationId, type: { $ne: 'purchase' } }), 1);
+      assert.equal((await getCard(card.id, own)).balance_amount, '1000');
+      assert.deepEqual(await usdBalance(own), before);
+      await assertLedgerReconciles(own.organizationId);
+    });
+
+    it('answers 409 idempotency_key_reused for a reference reused with another card, type or amount, moving no money', async () => {
+      const own = await createTestOrganization('Reused reference');
+      await credit(10_000, own);
+      const first = await activeCard({}, own);
+      const second = await activeCard({}, own);
+      const reference = `reused-${randomUUID()}`;
+      const move = (cardId: string, body: Record<string, unknown>) => app.request('POST', `/api/cards/${cardId}/balance`, { key: own.secret, body: { reference, ...body } });
+      const original = await move(first.id, { type: 'fund', amount: 500 });
+      assert.equal(original.status, 200, original.text);
+      const transactionId = original.body.data.transaction.id as string;
+      await eventually(async () => ((await getCard(first.id, own)).balance_amount === '500' ? true : undefined), 'funding');
+      const after = await usdBalance(own);
+      for (const [cardId, body] of [
+        [first.id, { type: 'fund', amount: 501 }],
+        [first.id, { type: 'withdraw', amount: 500 }],
+        [second.id, { type: 'fund', amount: 500 }],
+        [second.id, { type: 'withdraw', amount: 1 }],
+      ] as const) {
+        const response = await move(cardId, body);
+        assert.equal(response.status, 409, `${JSON.stringify(body)}: ${response.text}`);
+        assert.equal(response.body.error.code, 'idempotency_key_reused');
+        assert.equal(response.body.error.type, 'idempotency_error');
+        assert.equal(response.body.error.param, 'reference');
+      }
+      const alias = await app.request('POST', `/api/cards/${first.id}/withdraw`, { key: own.secret, body: { amount: 500, reference } });
+      assert.equal(alias.status, 409);
+      // The same request again is the original, settled; nothing moved twice.
+      const repeat = await move(first.id, { type: 'fund', amount: 500 });
+      assert.equal(repeat.status, 200);
+      assert.equal(repeat.body.data.transaction.id, transactionId);
+      assert.equal(repeat.body.data.transaction.status, 'completed');
+      assert.deepEqual(await usdBalance(own), after);
+      assert.equal((await getCard(first.id, own)).balance_amount, '500');
+      assert.equal((await getCard(second.id, own)).balance_amount, '0');
+      const em = (await testOrm()).em.fork();
+      assert.equal(await em.count(CardTransaction, { organization: own.organizationId, reference }), 1);
+
+      // One new reference raced on two cards: one transaction, the same card's repeats get it, the other card 409, never a 500.
+      const raced = `raced-${randomUUID()}`;
+      const racing = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          app.request('POST', `/api/cards/${(index % 2 === 0 ? first : second).id}/balance`, { key: own.secret, body: { type: 'fund', amount: 100, reference: raced } }),
+        ),
+      );
+      const statuses = new Set(racing.map((response) => response.status));
+      assert.ok([...statuses].every((status) => status === 200 || status === 409), racing.map((response) => response.text).join('\n'));
+      const winners = racing.filter((response) => response.status === 200);
+      assert.equal(winners.length, 10);
+      assert.equal(new Set(winners.map((response) => response.body.data.transaction.id)).size, 1);
+      await eventually(async () => ((await em.fork().count(CardTransaction, { organization: own.organizationId, status: 'pending' })) === 0 ? true : undefined), 'settlement');
+      assert.equal(await em.fork().count(CardTransaction, { organization: own.organizationId, reference: raced }), 1);
+      await assertLedgerReconciles(own.organizationId);
+    });
+
+    it('creates one customer for concurrent cards of one new cardholder', async () => {
+      const own = await createTestOrganization('One cardholder');
+      const customer = validCustomer();
+      const responses = await Promise.all(Array.from({ length: 10 }, () => createCard({ customer }, own)));
+      assert.ok(responses.every((response) => response.status === 201), responses.map((response) => response.text).join('\n'));
+      assert.equal(new Set(responses.map((response) => response.body.data.card.customer_id)).size, 1);
+      assert.equal(await (await testOrm()).em.fork().count(Customer, { organization: own.organizationId }), 1);
+    });
+
+    it("checks a card's webhook_url at creation with the webhook URL policy of the key's environment, creating nothing when refused", async () => {
+      const own = await createTestOrganization('Card webhook policy');
+      const live: TestOrganization = { ...own, secret: (await own.key(['*'], 'live')).secret };
+      const refused: [TestOrganization, string][] = [
+        [own, 'http://10.0.0.1/hook'],
+        [own, 'https://192.168.1.10/hook'],
+        [own, 'https://169.254.169.254/latest'],
+        [own, 'https://[::ffff:10.0.0.1]/hook'],
+        [own, 'https://[64:ff9b::a00:1]/hook'],
+        [own, 'ftp://127.0.0.1/hook'],
+        [own, 'https://user:pass@127.0.0.1/hook'],
+        [live, 'http://127.0.0.1:8080/hook'],
+        [live, 'https://127.0.0.1/hook'],
+        [live, 'https://localhost/hook'],
+        [live, 'http://example.com/hook'],
+      ];
+      for (const [caller, url] of refused) {
+        const response = await createCard({ webhook_url: url }, caller);
+        assert.equal(response.status, 400, `${url}: ${response.text}`);
+        assert.equal(response.body.error.code, 'validation_failed');
+        assert.equal(response.body.error.param, 'webhook_url');
+      }
+      const em = (await testOrm()).em.fork();
+      assert.equal(await em.count(Card, { organization: own.organizationId }), 0);
+      assert.equal(await em.count(Customer, { organization: own.organizationId }), 0);
+      // Sandbox may use a loopback receiver (WEBHOOK_ALLOW_INSECURE_LOOPBACK, on outside production).
+      const receiver = await new WebhookReceiver().start();
+      try {
+        const loopback = await createCard({ webhook_url: receiver.url }, own);
+        assert.equal(loopback.status, 201, loopback.text);
+        assert.equal(loopback.body.data.card.webhook_url, receiver.url);
+      } finally {
+        await receiver.close();
+      }
+    });
+  });
+
   describe('lists, tenancy, legacy and deprecated routes', () => {
     it('lists with filters, search by last four or cardholder name and cursor pages', async () => {
       const other = await createTestOrganization('Lists');
@@ -644,6 +915,31 @@ describe('Cards API', () => {
       const legacy = await app.request('POST', '/api/virtualcards/123/topup', { key: org.secret, body: {} });
       assert.equal(legacy.status, 410);
       assert.match(legacy.body.error.message, /POST \/api\/cards\/:cardId\/balance/);
+      // Any method on any path under /api/virtualcards, with or without a key or a readable body.
+      const cases: [string, string, string][] = [
+        ['PUT', '/api/virtualcards/123/topup', 'POST /api/cards/:cardId/balance (type fund)'],
+        ['DELETE', '/api/virtualcards/123/freeze', 'POST /api/cards/:cardId/status (status frozen)'],
+        ['PATCH', '/api/virtualcards', 'POST /api/cards'],
+        ['DELETE', '/api/virtualcards', 'POST /api/cards'],
+        ['PUT', '/api/virtualcards/123', 'GET /api/cards/:cardId'],
+        ['GET', '/api/virtualcards/123/details', 'GET /api/cards/:cardId/secure'],
+        ['GET', '/api/virtualcards/anything/else', 'POST /api/cards (create) or GET /api/cards (list)'],
+        ['DELETE', '/api/virtualcards/anything/else/too', 'POST /api/cards (create) or GET /api/cards (list)'],
+        ['OPTIONS', '/api/virtualcards/123/withdraw', 'POST /api/cards/:cardId/balance (type withdraw)'],
+        ['POST', '/api/virtualcards/', 'POST /api/cards'],
+      ];
+      for (const [method, path, successor] of cases) {
+        const response = await app.request(method, path, { key: org.secret });
+        assert.equal(response.status, 410, `${method} ${path}: ${response.text}`);
+        assert.equal(response.body.error.code, 'endpoint_removed');
+        assert.equal(response.body.error.type, 'invalid_request_error');
+        assert.ok(response.body.error.message.includes(successor), `${method} ${path}: ${response.body.error.message}`);
+        assert.ok(response.body.error.details.successor.startsWith(successor), `${method} ${path}`);
+        assert.ok(response.body.error.request_id);
+      }
+      const unauthenticated = await app.request('POST', '/api/virtualcards/1/unfreeze', { rawBody: '{not json', headers: { 'content-type': 'text/plain' } });
+      assert.equal(unauthenticated.status, 410, unauthenticated.text);
+      assert.equal((await app.request('HEAD', '/api/virtualcards/x/y')).status, 410);
 
       await credit(1_000);
       const card = await activeCard();

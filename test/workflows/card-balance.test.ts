@@ -34,7 +34,7 @@ describe('Card balance workflow (time-skipping)', () => {
     });
     const { transaction } = await (await testOrm()).em
       .fork()
-      .transactional((tx) => requestBalanceMove(tx, org.organizationId, card.id, { type: 'fund', amount, reference: `ref-${randomUUID()}` }, 100));
+      .transactional((tx) => requestBalanceMove(tx, { organizationId: org.organizationId, environment: 'sandbox' }, card.id, { type: 'fund', amount, reference: `ref-${randomUUID()}` }, 100));
     return { org, card, transaction, taskQueue };
   }
 

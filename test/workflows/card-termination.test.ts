@@ -81,7 +81,7 @@ describe('Card termination workflow (time-skipping)', () => {
     const { org, card, taskQueue } = await activeCard(2_000);
     const em = (await testOrm()).em.fork();
     await em.nativeUpdate(Card, { id: card.id }, { createdAt: new Date(Date.now() - 25 * HOUR) });
-    await em.fork().transactional((tx) => requestTermination(tx, org.organizationId, card.id, 'lost'));
+    await em.fork().transactional((tx) => requestTermination(tx, { organizationId: org.organizationId, environment: 'sandbox' }, card.id, 'lost'));
     const workflowId = `card-termination-${card.id}`;
     assert.equal((await workflowStarts(org.organizationId)).get(workflowId)?.startedAt, null);
     const { worker } = await cardWorker(env, { taskQueue });
