@@ -378,7 +378,13 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     if (row.kind === 'public' || row.kind === 'self') continue;
     const [method, routePath] = key.split(' ') as [string, string];
 
-    it(`${key}: ${row.kind === 'resource' ? 'another organization 404, the other environment 404' : row.kind}, no scope 403`, async () => {
+    const checks =
+      row.kind !== 'resource'
+        ? row.kind
+        : row.organizationWide
+          ? 'another organization 404 (organization-wide: the other environment is not refused)'
+          : 'another organization 404, the other environment 404';
+    it(`${key}: ${checks}, no scope 403`, async () => {
       const operation = operations.get(key);
       assert.ok(operation && Array.isArray(operation.scopes), `${key}: no scope in the registry`);
       const failures: string[] = [];
@@ -408,8 +414,11 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
         const body = method === 'GET' ? undefined : {};
         await cell('key without scope', await keyWithout(operation.scopes as Scope[]), path, body, 403, ['insufficient_scope']);
         if (row.list) {
+          // Positive control: A's own key lists them, so their absence below means something.
           const own = await app.request('GET', path, { key: orgA.secret });
           assert.equal(own.status, 200, `${key}: A's own list ${describeResponse(own)}`);
+          const ids = Object.entries(fixtures).filter(([name]) => name !== 'usdCredit' && name !== 'satCredit');
+          if (!row.organizationWide && key !== 'GET /v1/balances') assert.ok(ids.some(([, id]) => own.text.includes(id)), `${key}: A's own list shows none of A's ids`);
           for (const [who, secret, organizationWide] of [
             ['organization B', orgB.secret, false],
             ['A live key', liveKey, row.organizationWide ?? false],
@@ -419,14 +428,9 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
               failures.push(`${key} [${who}]: expected 200, got ${describeResponse(response)}`);
               continue;
             }
-            const seen = Object.entries(fixtures).filter(
-              ([name, id]) => !['usdCredit', 'satCredit'].includes(name) && !(organizationWide && name === 'apiKey') && response.text.includes(id),
-            );
-            if (!organizationWide && seen.length > 0) failures.push(`${key} [${who}]: lists A's ${seen.map(([name]) => name).join(', ')}`);
-            if (organizationWide) {
-              const leaked = seen.filter(([name]) => name !== 'apiKey');
-              if (leaked.length > 0) failures.push(`${key} [${who}]: lists A's ${leaked.map(([name]) => name).join(', ')}`);
-            }
+            // API keys are the organization's: the live key may list them; nothing else of A's.
+            const seen = ids.filter(([name, id]) => !(organizationWide && name === 'apiKey') && response.text.includes(id));
+            if (seen.length > 0) failures.push(`${key} [${who}]: lists A's ${seen.map(([name]) => name).join(', ')}`);
             if (key === 'GET /v1/balances') {
               const nonZero = (response.body.data as { currency: string; available: string; reserved: string }[]).filter(
                 (balance) => balance.available !== '0' || balance.reserved !== '0',
@@ -447,10 +451,10 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
   }
 
   it("leaves A's resources as they were: nothing another key called changed them", async () => {
-    const after = await readSnapshot();
+    const now = await readSnapshot();
     const changed = [...snapshot.keys()].filter((path) => {
       try {
-        assert.deepEqual(after.get(path), snapshot.get(path));
+        assert.deepEqual(now.get(path), snapshot.get(path));
         return false;
       } catch {
         return true;
@@ -459,13 +463,13 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     const keys = await app.request('GET', '/v1/api-keys?limit=100', { key: orgA.secret });
     const spareKept = (keys.body.data as { id: string }[]).some((key) => key.id === fixtures.apiKey);
     const failures = [
-      ...changed.map((path) => `GET ${path}: changed\n    before ${JSON.stringify(snapshot.get(path))}\n    after  ${JSON.stringify(after.get(path))}`),
+      ...changed.map((path) => `GET ${path}: changed\n    before ${JSON.stringify(snapshot.get(path))}\n    after  ${JSON.stringify(now.get(path))}`),
       ...(spareKept ? [] : ["A's spare API key was revoked by another organization's key"]),
     ];
     findings.push(...failures.map((failure) => failure.split('\n')[0]!));
-    assert.deepEqual(failures, [], failures.join('\n'));
     await assertLedgerReconciles(orgA.organizationId);
     await assertLedgerReconciles(orgB.organizationId);
+    assert.deepEqual(failures, [], failures.join('\n'));
   });
   it("sandbox helpers never reach a live record: A's sandbox key gets 404 on A's live card and live invoice", async () => {
     const liveCall = (method: string, path: string, body?: unknown) => app.request(method, path, { key: liveKey, ...(body ? { body } : {}) });
