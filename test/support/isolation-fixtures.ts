@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Organization } from '../../src/organizations/entities';
+import type { TestApp, TestOrganization, TestResponse } from './app';
+import { validCustomer } from './cards';
+import { testOrm } from './environment';
+import { eventually } from './eventually';
+
+/**
+ * One organization's resources, each made through the API with one key (so in that key's
+ * environment): what the isolation matrix points other keys at.
+ */
+export interface IsolationFixtures {
+  vault: string;
+  wallet: string;
+  address: string;
+  webhook: string;
+  subscription: string;
+  /** A delivery event (`POST /v1/webhooks/:id/test`), delivered. */
+  event: string;
+  /** A draft policy with two rules. */
+  policy: string;
+  rule: string;
+  /** A policy waiting for one approval, and its approval request. */
+  pendingPolicy: string;
+  approvalRequest: string;
+  card: string;
+  customer: string;
+  /** The card's funding transaction, settled. */
+  funding: string;
+  /** An incoming Lightning invoice (pending) and an outgoing payment (paid). */
+  invoice: string;
+  payment: string;
+  /** A spare API key of the organization. */
+  apiKey: string;
+  /** Amounts credited to the company balances. */
+  usdCredit: string;
+  satCredit: string;
+}
+
+/** Fails with the response when the status is not the expected one: a fixture mistake, not an isolation finding. */
+export function expectStatus(response: TestResponse, status: number, what: string): TestResponse {
+  assert.equal(response.status, status, `fixture ${what}: ${response.status} ${response.text}`);
+  return response;
+}
+
+/** How many approvals the organization's policy activations need (set directly: there is no API for it). */
+export async function setRequiredApprovals(organizationId: string, count: number): Promise<void> {
+  const em = (await testOrm()).em.fork();
+  await em.nativeUpdate(Organization, { id: organizationId }, { policyActivationRequiredApprovals: count });
+}
+
+const allowRest = { name: 'Allow the rest', action_type: 'allow', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] };
+const blockAbove = (value: string) => ({ name: `Block above ${value}`, action_type: 'block', conditions: [{ field: 'amount', operator: 'greater_than', value }] });
+
+/**
+ * Every kind of resource, made in `org` with `secret` (a sandbox key with scope `*`). Waits until
+ * the asynchronous ones are settled (card active, funding completed, payment paid, delivery
+ * delivered), so that nothing changes on its own afterwards.
+ */
+export async function buildFixtures(app: TestApp, org: TestOrganization, webhookUrl: string): Promise<IsolationFixtures> {
+  const key = org.secret;
+  const call = (method: string, path: string, body?: unknown) => app.request(method, path, { key, body });
+
+  const vault = expectStatus(await call('POST', '/v1/vaults', { name: 'Isolation vault' }), 201, 'vault').body.id as string;
+  const wallet = expectStatus(await call('POST', '/v1/wallets', { name: 'Isolation wallet', chain: 'ethereum', vault_id: vault }), 201, 'wallet').body;
+  const address = expectStatus(await call('POST', `/v1/wallets/${wallet.id}/addresses`, { label: 'second' }), 201, 'address').body;
+
+  const webhook = expectStatus(await call('POST', '/v1/webhooks', { name: 'Isolation endpoint', url: webhookUrl, event_types: ['webhook.test'] }), 201, 'webhook').body.id as string;
+  const subscription = expectStatus(
+    await call('POST', '/v1/subscriptions', { address: address.address, chain: 'ethereum', webhook_url: webhookUrl, label: 'watched' }),
+    201,
+    'subscription',
+  ).body.id as string;
+  const event = expectStatus(await call('POST', `/v1/webhooks/${webhook}/test`), 201, 'test event').body.id as string;
+
+  const policy = expectStatus(await call('POST', '/v1/policies', { name: 'Isolation draft', rules: [blockAbove('100'), allowRest] }), 201, 'policy').body;
+  // One approval needed, one approver who could give it: activation by the root key waits for them.
+  await setRequiredApprovals(org.organizationId, 1);
+  const member = expectStatus(
+    await call('POST', '/v1/members', { name: 'Isolation approver', email: `approver-${randomUUID()}@example.com`, org_role: 'approver' }),
+    201,
+    'member',
+  ).body.id as string;
+  const pendingPolicy = expectStatus(await call('POST', '/v1/policies', { name: 'Isolation pending', rules: [blockAbove('5'), allowRest] }), 201, 'pending policy').body.id as string;
+  const activation = expectStatus(await call('POST', `/v1/policies/${pendingPolicy}/activate`, { comment: 'isolation' }), 202, 'activation');
+  void member;
+
+  const usdCredit = '123456';
+  expectStatus(await call('POST', '/v1/sandbox/balances', { currency: 'USD', amount: usdCredit }), 200, 'USD credit');
+  const created = expectStatus(
+    await call('POST', '/api/cards', { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Ada Lovelace', customer: validCustomer() }),
+    201,
+    'card',
+  ).body.data;
+  const card = created.card.id as string;
+  await eventually(async () => ((await call('GET', `/api/cards/${card}`)).body.data.card.status === 'active' ? true : undefined), 'card to become active');
+  const funding = expectStatus(await call('POST', `/api/cards/${card}/balance`, { type: 'fund', amount: 1000, reference: randomUUID() }), 200, 'funding').body.data
+    .transaction.id as string;
+  await eventually(async () => {
+    const listed = (await call('GET', `/api/cards/${card}/transactions`)).body.data.transactions as { id: string; status: string }[];
+    return listed.find((transaction) => transaction.id === funding && transaction.status !== 'pending');
+  }, 'card funding to settle');
+
+  const satCredit = '20000';
+  expectStatus(await call('POST', '/v1/sandbox/balances', { currency: 'BTC', amount: satCredit }), 200, 'sat credit');
+  const invoice = expectStatus(await call('POST', '/api/lightning/invoices', { amount: 1500, description: 'isolation', reference: randomUUID() }), 201, 'invoice').body
+    .id as string;
+  const remote = expectStatus(await call('POST', '/v1/sandbox/lightning/invoices', { node: 'ok', amount: 1000 }), 201, 'remote invoice').body.request as string;
+  const payment = expectStatus(await call('POST', '/api/lightning/payments', { request: remote, reference: randomUUID() }), 201, 'payment').body.data.id as string;
+  await eventually(async () => ((await call('GET', `/api/lightning/payments/${payment}`)).body.data.status === 'paid' ? true : undefined), 'payment to be paid');
+
+  await eventually(async () => ((await call('GET', `/v1/events/${event}`)).body.delivery_status === 'delivered' ? true : undefined), 'test event to be delivered');
+  const apiKey = expectStatus(await call('POST', '/v1/api-keys', { name: 'Isolation spare', scopes: ['cards:read'] }), 201, 'api key').body.id as string;
+
+  return {
+    vault,
+    wallet: wallet.id,
+    address: address.id,
+    webhook,
+    subscription,
+    event,
+    policy: policy.id,
+    rule: policy.rules[0].id,
+    pendingPolicy,
+    approvalRequest: activation.body.approval_request_id,
+    card,
+    customer: created.customer.id,
+    funding,
+    invoice,
+    payment,
+    apiKey,
+    usdCredit,
+    satCredit,
+  };
+}
