@@ -107,7 +107,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     body: CreateCardBody,
     response: { status: 201, description: 'The pending card', schema: CreateCardResponse },
     handler: async ({ auth, body, em, ctx, deps }) => {
-      const { card, webhookSecret } = await createCard(em, auth, body, deps.config.CARD_FUNDING_FEE_BPS);
+      const { card, webhookSecret } = await createCard(em, auth, body, deps.config.CARD_FUNDING_FEE_BPS, deps.keys.provider);
       return {
         status: 201,
         body: resultEnvelope(requestId(ctx), 'Card created; provisioning in progress', {

@@ -4,6 +4,7 @@ import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
 import { newSigningSecrets } from '../events/secrets';
 import { emit } from '../events/service';
+import type { KeyProvider } from '../keys/provider';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId } from '../shared/ids';
@@ -97,10 +98,11 @@ export async function createCard(
   creator: CardCreator,
   body: z.infer<typeof CreateCardBody>,
   feeBps: number,
+  keys: KeyProvider,
 ): Promise<{ card: Card; initialFunding: CardTransaction | null; webhookSecret: string | null }> {
   const customer = await customerFor(em, creator.organizationId, body.customer);
   const spendingLimits = limitsFromDecimals(body.card_limits ?? {});
-  const { secrets, plaintext } = newSigningSecrets();
+  const { secrets, plaintext } = await newSigningSecrets(keys, creator.organizationId);
   const card = em.create(Card, {
     organization: em.getReference(Organization, creator.organizationId),
     customer,
