@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ApiKey } from '../../src/api-keys/entities';
 import type { RouteRegistry } from '../../src/http/route';
+import { webhookDestinationResolver } from '../../src/events/destinations';
+import { generateSigningSecret, sealClearSigningSecrets } from '../../src/events/secrets';
 import { IdempotencyRecord } from '../../src/idempotency/entities';
 import { IdempotencyService, jsonResponse, requestHash } from '../../src/idempotency/service';
 import { keyProviderFor } from '../../src/keys/provider';
@@ -257,6 +259,40 @@ describe('Idempotency-Key', () => {
     });
     assert.equal(response.status, 400);
     assert.equal(response.body.error.param, 'Idempotency-Key');
+  });
+
+  it('seals what was stored in clear before (the cli migrate step), and still reads it until then', async () => {
+    const receiver = await new WebhookReceiver().start();
+    try {
+      const em = (await testOrm()).em.fork();
+      const connection = em.getConnection();
+      const endpoint = await app.request('POST', '/v1/webhooks', { key: org.secret, body: { name: 'Legacy', url: receiver.url } });
+      const clear = generateSigningSecret();
+      await connection.execute(`update webhook_endpoints set secret_current = ? where id = ?`, [clear, endpoint.body.id]);
+      const resolve = async () => (await webhookDestinationResolver.resolve(em.fork(), app.deps.config, org.organizationId, endpoint.body.id))!.secrets;
+      assert.deepEqual(await resolve(), [clear], 'a clear secret is read as is');
+
+      const key = randomUUID();
+      const body = { name: 'Legacy response', scopes: ['cards:read'] };
+      const first = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+      await connection.execute(`update idempotency_records set response_body = ?, response_format = 'clear' where organization_id = ? and key = ?`, [
+        first.text,
+        org.organizationId,
+        key,
+      ]);
+      assert.equal((await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } })).text, first.text);
+
+      assert.ok((await sealClearSigningSecrets(em, app.deps.keys.provider)) >= 1);
+      assert.ok((await app.deps.idempotency.sealClearResponses(em)) >= 1);
+      const [row] = await connection.execute<{ row: string }[]>(`select w::text as row from webhook_endpoints w where id = ?`, [endpoint.body.id], 'all');
+      assert.doesNotMatch(row!.row, /whsec_/);
+      assert.deepEqual(await resolve(), [clear], 'the sealed secret signs as before');
+      assert.doesNotMatch(await storedRecord(key), /sk_test_/);
+      const replay = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+      assert.equal(replay.text, first.text);
+    } finally {
+      await receiver.close();
+    }
   });
 
   describe('a claim taken over while its first handler still runs', () => {
