@@ -7,6 +7,9 @@ import { SCOPES } from './api-keys/scopes';
 import { createApiKey, presentApiKey } from './api-keys/service';
 import { ConfigError, loadConfig } from './config';
 import { createOrm, migrate, type Orm } from './db/orm';
+import { sealClearSigningSecrets } from './events/secrets';
+import { IdempotencyService } from './idempotency/service';
+import { keyProviderFor } from './keys/provider';
 import { DomainError } from './shared/errors';
 import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
@@ -54,7 +57,11 @@ function createRootKey(em: EntityManager, org: Organization, environment: Enviro
 const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>> = {
   async migrate(orm) {
     const applied = await migrate(orm);
-    return { applied };
+    // Secrets stored in clear before they were sealed: a migration cannot reach the KeyProvider, this step can.
+    const keys = keyProviderFor(loadConfig());
+    const em = orm.em.fork();
+    const sealed = { signing_secrets: await sealClearSigningSecrets(em, keys), idempotent_responses: await new IdempotencyService(0, keys).sealClearResponses(em) };
+    return { applied, sealed };
   },
 
   async bootstrap(orm, options) {

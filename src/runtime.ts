@@ -15,6 +15,7 @@ import { WorkflowStarter } from './temporal/starter';
 export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = createTemporalClient(config)): AppDeps {
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
+  const keys = createKeyProvider(config, log);
   return {
     config,
     orm,
@@ -23,9 +24,9 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     metrics,
     rateLimiter: new TokenBucketLimiter(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
     authFailureLimiter: new TokenBucketLimiter(config.AUTH_FAILURE_RATE_LIMIT_BURST, config.AUTH_FAILURE_RATE_LIMIT_PER_SECOND),
-    idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS),
+    idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS, keys),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
-    keys: new KeyService(createKeyProvider(config, log)),
+    keys: new KeyService(keys),
     starter: new WorkflowStarter(temporal.client, config, log),
   };
 }

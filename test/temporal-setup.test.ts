@@ -39,6 +39,7 @@ describe('Temporal wiring on a real dev server', () => {
     const em = (await testOrm()).em.fork();
     const stale = em.create(IdempotencyRecord, {
       organizationId: uuid(),
+      environment: 'sandbox',
       key: randomUUID(),
       requestHash: 'h',
       method: 'POST',

@@ -112,6 +112,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
       const { card, webhookSecret } = await createCard(em, auth, body, {
         feeBps: deps.config.CARD_FUNDING_FEE_BPS,
         allowInsecureLoopback: deps.config.WEBHOOK_ALLOW_INSECURE_LOOPBACK,
+        keys: deps.keys.provider,
       });
       return {
         status: 201,

@@ -6,6 +6,7 @@ import { applyBalanceEntry } from '../balances/service';
 import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
+import type { KeyProvider } from '../keys/provider';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId } from '../shared/ids';
@@ -107,6 +108,8 @@ export interface CardCreationOptions {
   feeBps: number;
   /** Sandbox webhook_url may be http(s) to loopback (WEBHOOK_ALLOW_INSECURE_LOOPBACK). */
   allowInsecureLoopback: boolean;
+  /** Seals the card's webhook signing secret at rest. */
+  keys: KeyProvider;
 }
 
 /**
@@ -127,7 +130,7 @@ export async function createCard(
     await validatedUrl('webhook_url', () => checkDestinationUrl(body.webhook_url!, policy));
   }
   const customer = await customerFor(em, creator, body.customer);
-  const { secrets, plaintext } = newSigningSecrets();
+  const { secrets, plaintext } = await newSigningSecrets(options.keys, creator.organizationId);
   const card = em.create(Card, {
     organization: em.getReference(Organization, creator.organizationId),
     customer,

@@ -1,5 +1,6 @@
 import type { DestinationResolver } from '../events/destinations';
 import { signingSecretsAt } from '../events/secrets';
+import { keyProviderFor } from '../keys/provider';
 import { Card } from './entities';
 
 /** A card's webhook_url as an event destination: signed with the card's own secret at the creating key's version. */
@@ -9,7 +10,7 @@ export const cardDestinationResolver: DestinationResolver = {
     if (!card?.webhookUrl) return null;
     return {
       url: card.webhookUrl,
-      secrets: signingSecretsAt(card.webhookSecrets),
+      secrets: await signingSecretsAt(keyProviderFor(config), organizationId, card.webhookSecrets),
       apiVersion: card.apiVersion,
       policy: { environment: card.environment, allowInsecureLoopback: config.WEBHOOK_ALLOW_INSECURE_LOOPBACK },
       inactiveReason: null,

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import type { DestinationKind } from './entities';
 import { Subscription, WebhookEndpoint } from './entities';
+import { keyProviderFor } from '../keys/provider';
 import { signingSecretsAt } from './secrets';
 import type { UrlPolicy } from './url-policy';
 
@@ -42,7 +43,7 @@ export const webhookDestinationResolver: DestinationResolver = {
     if (!endpoint) return null;
     return {
       url: endpoint.url,
-      secrets: signingSecretsAt(endpoint.secrets),
+      secrets: await signingSecretsAt(keyProviderFor(config), organizationId, endpoint.secrets),
       apiVersion: endpoint.apiVersion,
       policy: policyOf(config, endpoint.environment),
       inactiveReason: endpoint.deletedAt ? 'webhook endpoint deleted' : endpoint.status === 'disabled' ? 'webhook endpoint disabled' : null,
@@ -59,7 +60,7 @@ export const subscriptionDestinationResolver: DestinationResolver = {
     if (!subscription) return null;
     return {
       url: subscription.webhookUrl,
-      secrets: signingSecretsAt(subscription.secrets),
+      secrets: await signingSecretsAt(keyProviderFor(config), organizationId, subscription.secrets),
       apiVersion: subscription.apiVersion,
       policy: policyOf(config, subscription.environment),
       inactiveReason: subscription.deletedAt ? 'subscription deleted' : subscription.status !== 'active' ? `subscription ${subscription.status}` : null,

@@ -6,7 +6,8 @@ import { prefixedId } from '../shared/ids';
 /**
  * The HMAC secrets of a destination. After a rotation the previous secret keeps signing (beside
  * the new one) until `previousExpiresAt`, so receivers can switch without dropping deliveries.
- * Never returned by the API after create or rotate, never logged.
+ * Each secret is stored sealed (envelope-encrypted, src/events/secrets.ts); never returned by the
+ * API after create or rotate, never logged.
  */
 @Embeddable()
 export class SigningSecrets {

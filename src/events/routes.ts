@@ -259,7 +259,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     response: { status: 201, description: `The new ${kind.noun} with its signing secret`, schema: kind.schema },
     handler: async ({ auth, em, body, deps }) => {
       const url = await checkedUrl(deps.config, auth.environment, kind.url.created(body));
-      const { secrets, plaintext } = newSigningSecrets();
+      const { secrets, plaintext } = await newSigningSecrets(deps.keys.provider, auth.organizationId);
       const entity = kind.create(em, auth, body, url, secrets);
       await em.flush();
       return { status: 201, body: kind.present(entity, plaintext) };
@@ -342,7 +342,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     response: { status: 200, description: kind.rotated.description, schema: kind.rotated.schema },
     handler: async ({ auth, em, params, deps }) => {
       const entity = await kind.find(em, auth.organizationId, params.id);
-      const plaintext = rotateSigningSecrets(entity.secrets, deps.config.WEBHOOK_SECRET_ROTATION_HOURS);
+      const plaintext = await rotateSigningSecrets(deps.keys.provider, auth.organizationId, entity.secrets, deps.config.WEBHOOK_SECRET_ROTATION_HOURS);
       entity.updatedAt = new Date();
       await em.flush();
       return { body: kind.rotated.body(entity, plaintext) };

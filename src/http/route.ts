@@ -9,6 +9,7 @@ import { readJsonBody } from './body';
 import type { AppContext, AppDeps, AppState, AuthContext } from './context';
 import { DomainError, errors } from '../shared/errors';
 import { fromZodError, httpStatus, toEnvelope } from './errors';
+import { jsonResponse, type StoredResponse } from '../idempotency/service';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type RequiredScope = Scope | readonly Scope[] | 'authenticated';
@@ -123,10 +124,12 @@ export class RouteRegistry {
       let result: HandlerResult;
       const idempotencyKey = ctx.get(IDEMPOTENCY_KEY_HEADER);
       const ownTransactions = route.scope !== 'public' && (route as AuthenticatedRoute<P, Q, B>).ownTransactions === true;
-      if (route.method === 'get' || ownTransactions) {
+      if (route.method === 'get') {
         result = await run(em);
-      } else if (auth && idempotencyKey && route.method === 'post' && route.path.startsWith('/v1/')) {
-        result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, run);
+      } else if (auth && idempotencyKey && route.method === 'post') {
+        result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, ownTransactions, run);
+      } else if (ownTransactions) {
+        result = await run(em);
       } else {
         result = await em.transactional(run);
       }
@@ -161,26 +164,48 @@ export class RouteRegistry {
     key: string,
     rawBody: unknown,
     defaultStatus: number,
+    ownTransactions: boolean,
     run: (em: EntityManager) => Promise<HandlerResult>,
   ): Promise<HandlerResult> {
     if (key.length > 255) throw errors.validation('Idempotency-Key must be at most 255 characters.', 'Idempotency-Key');
     const idempotency = this.deps.idempotency;
-    const claim = await idempotency.claim(em, { organizationId: auth.organizationId, key, method: ctx.method, path: ctx.path, body: rawBody });
+    const claim = await idempotency.claim(em, {
+      organizationId: auth.organizationId,
+      environment: auth.environment,
+      key,
+      method: ctx.method,
+      path: ctx.path,
+      body: rawBody,
+    });
     if (claim.kind === 'replay') {
       ctx.set('Idempotent-Replayed', 'true');
-      return { status: claim.status, body: claim.body };
+      return { status: claim.status, body: claim.body, contentType: claim.contentType };
     }
+    // The body is serialized once: the text sent is the text stored, so a replay matches it byte for byte.
+    const sent = (result: HandlerResult, response: StoredResponse): HandlerResult => ({ ...result, status: response.status, body: response.body, contentType: response.contentType });
     try {
+      if (ownTransactions) {
+        // The handler commits its own transactions, so its response is stored after them, unfenced: a
+        // crash in between leaves the claim in flight, and a retry after the lock timeout runs the
+        // handler again. Such handlers are state transitions (terminate, pay, vote) that answer a
+        // repeat from the state, so the guarantee is one outcome, not one execution.
+        const result = await run(em);
+        const response = storedResponse(result, defaultStatus);
+        await idempotency.tryComplete(em, claim, response);
+        return sent(result, response);
+      }
       return await em.transactional(async (tx) => {
         const result = await run(tx);
+        const response = storedResponse(result, defaultStatus);
         // Fenced: a claim taken over meanwhile makes this throw, rolling back this handler's work.
-        await idempotency.complete(tx, claim, result.status ?? defaultStatus, result.body);
-        return result;
+        await idempotency.complete(tx, claim, response);
+        return sent(result, response);
       });
     } catch (error) {
       if (error instanceof DomainError && httpStatus(error) < 500) {
         // The change rolled back; the refusal itself is the stored outcome, as Stripe does (unless the claim is no longer ours).
-        await idempotency.tryComplete(em, claim, httpStatus(error), toEnvelope(error, ctx.state.requestId));
+        // The error middleware sends the same envelope, serialized the same way.
+        await idempotency.tryComplete(em, claim, jsonResponse(httpStatus(error), toEnvelope(error, ctx.state.requestId)));
       } else {
         // May follow a commit-phase error of a transaction that did commit: release leaves a completed claim alone.
         await idempotency.release(em, claim);
@@ -204,9 +229,13 @@ export class RouteRegistry {
       }
     }
     const headers =
-      route.method === 'post' && route.path.startsWith('/v1/') && route.scope !== 'public'
+      route.method === 'post' && route.scope !== 'public'
         ? z.object({
-            'Idempotency-Key': z.string().max(255).optional().openapi({ description: 'Replays the stored response for 24 h' }),
+            'Idempotency-Key': z
+              .string()
+              .max(255)
+              .optional()
+              .openapi({ description: 'Replays the stored response (same status, Content-Type and body bytes) for 24 h; scoped to the organization and the key\'s environment' }),
           })
         : undefined;
     this.openapi.registerPath({
@@ -245,6 +274,13 @@ function rejectUnexpectedBody(rawBody: unknown): never {
     throw errors.validation('This endpoint takes no request body.', 'body');
   }
   return {} as never;
+}
+
+/** What an idempotent request sends and stores: JSON serialized once, or the handler's own text. */
+function storedResponse(result: HandlerResult, defaultStatus: number): StoredResponse {
+  const status = result.status ?? defaultStatus;
+  if (typeof result.body === 'string') return { status, contentType: result.contentType ?? 'text/plain', body: result.body };
+  return { ...jsonResponse(status, result.body), ...(result.contentType ? { contentType: result.contentType } : {}) };
 }
 
 function respond(ctx: AppContext, result: HandlerResult, defaultStatus: number): void {

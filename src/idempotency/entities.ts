@@ -1,11 +1,22 @@
 import { Entity, Enum, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import { prefixedId } from '../shared/ids';
 
 export type IdempotencyStatus = 'in_flight' | 'completed';
 
-/** One Idempotency-Key of one organization, with the stored response once the request finished. */
+/**
+ * How `responseBody` is stored: `sealed_v1` envelope-encrypted under the KeyProvider (every
+ * response written now); `clear` only for rows written before responses were sealed, until
+ * `cli migrate` seals them.
+ */
+export type IdempotencyResponseFormat = 'sealed_v1' | 'clear';
+
+/**
+ * One Idempotency-Key of one organization and environment (the calling key's), with the stored
+ * response once the request finished: the same key sent by a sandbox key and a live key are two records.
+ */
 @Entity({ tableName: 'idempotency_records' })
-@Unique({ properties: ['organizationId', 'key'] })
+@Unique({ properties: ['organizationId', 'environment', 'key'] })
 @Index({ properties: ['createdAt'] })
 export class IdempotencyRecord {
   @PrimaryKey({ type: 'text' })
@@ -13,6 +24,9 @@ export class IdempotencyRecord {
 
   @Property({ type: 'uuid' })
   organizationId!: string;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @Property({ type: 'text' })
   key!: string;
@@ -33,8 +47,15 @@ export class IdempotencyRecord {
   @Property({ type: 'integer', nullable: true })
   responseStatus?: number | null;
 
-  @Property({ type: 'jsonb', nullable: true })
-  responseBody?: unknown;
+  /** The response as sent, byte for byte (text, not jsonb, which would reorder keys), sealed: see responseFormat. */
+  @Property({ type: 'text', nullable: true })
+  responseBody?: string | null;
+
+  @Property({ type: 'text', nullable: true })
+  responseFormat?: IdempotencyResponseFormat | null;
+
+  @Property({ type: 'text', nullable: true })
+  responseContentType?: string | null;
 
   @Property({ type: 'timestamptz' })
   lockedAt: Date = new Date();

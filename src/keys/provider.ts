@@ -45,12 +45,28 @@ export class LocalKeyProvider implements KeyProvider {
   }
 }
 
+const providers = new WeakMap<Config, KeyProvider>();
+
+/**
+ * The provider the configuration asks for, built once per configuration and without logging:
+ * for code that holds only the configuration (the delivery resolvers, the CLI). Processes say
+ * which master key they use once, at start, through createKeyProvider.
+ */
+export function keyProviderFor(config: Config): KeyProvider {
+  let provider = providers.get(config);
+  if (!provider) {
+    provider = new LocalKeyProvider(config.MASTER_KEY ? parseMasterKey(config.MASTER_KEY)! : DEVELOPMENT_MASTER_KEY);
+    providers.set(config, provider);
+  }
+  return provider;
+}
+
 /** The provider the configuration asks for; without MASTER_KEY (never in production) a public development key, loudly. */
 export function createKeyProvider(config: Config, log: Logger): KeyProvider {
-  if (config.MASTER_KEY) return new LocalKeyProvider(parseMasterKey(config.MASTER_KEY)!);
+  if (config.MASTER_KEY) return keyProviderFor(config);
   log.warn(
     { node_env: config.NODE_ENV },
     'MASTER_KEY is not set: organization seeds are encrypted under the public development master key. Set MASTER_KEY (32 bytes, base64 or hex) for any real use; production refuses to start without it.',
   );
-  return new LocalKeyProvider(DEVELOPMENT_MASTER_KEY);
+  return keyProviderFor(config);
 }

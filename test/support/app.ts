@@ -5,12 +5,12 @@ import { createApiKey } from '../../src/api-keys/service';
 import { createApp, type RouteModule } from '../../src/http/app';
 import type { AppDeps } from '../../src/http/context';
 import type { RouteRegistry } from '../../src/http/route';
-import { createLogger } from '../../src/logger';
 import { routeModules } from '../../src/modules';
 import { Organization } from '../../src/organizations/entities';
 import { createOrganization } from '../../src/organizations/service';
 import { createAppDeps } from '../../src/runtime';
 import { localTemporal, testConfig, testOrm } from './environment';
+import { rememberCardSecrets, testLogger } from './secret-scan';
 
 export interface TestApp {
   url: string;
@@ -44,7 +44,7 @@ export async function startTestApp(
   const config = testConfig({ PORT: '0', ...options.config });
   const orm = await testOrm();
   const temporal = options.temporal ?? (await localTemporal());
-  const deps = createAppDeps(config, orm, createLogger('silent'), { connection: temporal.connection, client: temporal.client });
+  const deps = createAppDeps(config, orm, testLogger('api'), { connection: temporal.connection, client: temporal.client });
   const { app, routes } = createApp(deps, [...routeModules, ...(options.extraModules ?? [])]);
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
@@ -67,6 +67,7 @@ export async function startTestApp(
     } catch {
       // not JSON: keep the text
     }
+    rememberCardSecrets(parsed);
     return { status: response.status, headers: response.headers, body: parsed, text };
   };
 

@@ -4,10 +4,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { applyBalanceEntry } from '../../src/balances/service';
 import type { IssuerProvider } from '../../src/cards/issuer';
 import { createCard } from '../../src/cards/service';
+import { keyProviderFor } from '../../src/keys/provider';
 import { WorkflowStart } from '../../src/temporal/entities';
 import type { ReconcileResult } from '../../src/temporal/reconciler';
 import { createTestOrganization } from './app';
-import { testOrm } from './environment';
+import { testConfig, testOrm } from './environment';
 import { createTestWorker } from './worker';
 
 /** A customer object that passes every create-card check; each call has its own passport number. */
@@ -74,7 +75,7 @@ export async function pendingCard(amount: number, feeBps = 100) {
   const { card, initialFunding } = await em.transactional(async (tx) => {
     await applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'sandbox', currency: 'usd', kind: 'credit', amount: 100_000n, reference: { type: 'test', id: randomUUID() } });
     const body = { amount, card_type: 'virtual' as const, currency: 'USD' as const, name: 'Ada Lovelace', customer: validCustomer() as never };
-    return createCard(tx, { organizationId: org.organizationId, environment: 'sandbox', apiVersion: '2026-05-15' }, body, { feeBps, allowInsecureLoopback: true });
+    return createCard(tx, { organizationId: org.organizationId, environment: 'sandbox', apiVersion: '2026-05-15' }, body, { feeBps, allowInsecureLoopback: true, keys: keyProviderFor(testConfig()) });
   });
   return { org, card, initialFunding };
 }

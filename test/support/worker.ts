@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities';
-import { createLogger } from '../../src/logger';
 import { IdempotencyService } from '../../src/idempotency/service';
 import { createWorker } from '../../src/worker-setup';
 import { testConfig, testOrm } from './environment';
+import { testLogger } from './secret-scan';
 
 /** The service's own worker setup and activities on a test environment, on a task queue of its own. */
 export async function createTestWorker(
@@ -22,7 +22,7 @@ export async function createTestWorker(
     namespace: env.namespace ?? 'default',
     taskQueue,
     maxCachedWorkflows,
-    deps: { config, orm: await testOrm(), log: createLogger('silent'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS), ...outsideParties },
+    deps: { config, orm: await testOrm(), log: testLogger('worker'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS), ...outsideParties },
   });
   return { worker, taskQueue };
 }

@@ -25,13 +25,14 @@ describe('Idempotency retention workflow (time-skipping)', () => {
     const em = (await testOrm()).em.fork();
     const record = em.create(IdempotencyRecord, {
       organizationId,
+      environment: 'sandbox',
       key: randomUUID(),
       requestHash: 'h',
       method: 'POST',
       path: '/v1/api-keys',
       status: 'completed',
       responseStatus: 201,
-      responseBody: {},
+      responseBody: '{}',
       lockedAt: createdAt,
       createdAt,
     });

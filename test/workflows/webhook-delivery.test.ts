@@ -8,6 +8,7 @@ import type { DestinationResolver } from '../../src/events/destinations';
 import { generateSigningSecret, newSigningSecrets, rotateSigningSecrets } from '../../src/events/secrets';
 import { emit } from '../../src/events/service';
 import { IdempotencyService } from '../../src/idempotency/service';
+import { keyProviderFor } from '../../src/keys/provider';
 import { createLogger } from '../../src/logger';
 import { Organization } from '../../src/organizations/entities';
 import { WorkflowStart } from '../../src/temporal/entities';
@@ -42,7 +43,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
 
   async function createEndpoint(organizationId: string, options: { maxAttempts?: number } = {}) {
     const em = (await testOrm()).em.fork();
-    const { secrets, plaintext } = newSigningSecrets();
+    const { secrets, plaintext } = await newSigningSecrets(keyProviderFor(testConfig()), organizationId);
     const endpoint = em.create(WebhookEndpoint, {
       organization: em.getReference(Organization, organizationId),
       environment: 'sandbox',
@@ -198,7 +199,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     const { endpoint, secret: oldSecret } = await createEndpoint(org.organizationId);
     const em = (await testOrm()).em.fork();
     const stored = await em.findOneOrFail(WebhookEndpoint, { id: endpoint.id });
-    const newSecret = rotateSigningSecrets(stored.secrets, 24);
+    const newSecret = await rotateSigningSecrets(keyProviderFor(testConfig()), org.organizationId, stored.secrets, 24);
     await em.flush();
     receiver.secrets = [oldSecret, newSecret];
     const [deliveryId] = await emitCommitted(org.organizationId);
