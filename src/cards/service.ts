@@ -138,7 +138,7 @@ export async function createCard(
   }
   await em.flush();
   recordStart(em, cardProvisioningFlow, { cardId: card.id }, creator.organizationId);
-  await emit(em, { organizationId: creator.organizationId, type: 'card.created', data: presentCard(card), destinations: cardDestinations(card) });
+  await emit(em, { organizationId: creator.organizationId, environment: card.environment, type: 'card.created', data: presentCard(card), destinations: cardDestinations(card) });
   return { card, initialFunding, webhookSecret: card.webhookUrl ? plaintext : null };
 }
 
@@ -233,7 +233,7 @@ export async function settleTransaction(em: EntityManager, transactionId: string
   transaction.failureReason = outcome.ok ? null : outcome.reason;
   await em.flush();
   await emit(em, {
-    organizationId,
+    organizationId, environment: card.environment,
     type: outcome.ok ? 'card.transaction.completed' : 'card.transaction.failed',
     data: { card_id: card.id, transaction: presentTransaction(transaction, card) },
     destinations: cardDestinations(card),
@@ -269,7 +269,7 @@ export async function failProvisioning(em: EntityManager, cardId: string, reason
   await em.flush();
   const initial = await em.findOne(CardTransaction, { card, reference: initialFundingReference(cardId) });
   if (initial) await settleTransaction(em, initial.id, { ok: false, reason: 'card_provisioning_failed' });
-  await emit(em, { organizationId: card.organization.id, type: 'card.provisioning_failed', data: presentCard(card), destinations: cardDestinations(card) });
+  await emit(em, { organizationId: card.organization.id, environment: card.environment, type: 'card.provisioning_failed', data: presentCard(card), destinations: cardDestinations(card) });
   return card;
 }
 
@@ -324,7 +324,7 @@ export async function terminateCard(em: EntityManager, cardId: string, now: Date
   card.terminationRequestedAt ??= now;
   card.terminatedAt = now;
   await em.flush();
-  await emit(em, { organizationId: card.organization.id, type: 'card.terminated', data: presentTermination(card), destinations: cardDestinations(card) });
+  await emit(em, { organizationId: card.organization.id, environment: card.environment, type: 'card.terminated', data: presentTermination(card), destinations: cardDestinations(card) });
   return card;
 }
 
@@ -345,7 +345,7 @@ export async function updateCardStatus(em: EntityManager, organizationId: string
   }
   card.status = status;
   await em.flush();
-  await emit(em, { organizationId, type: status === 'frozen' ? 'card.frozen' : 'card.unfrozen', data: presentCard(card), destinations: cardDestinations(card) });
+  await emit(em, { organizationId, environment: card.environment, type: status === 'frozen' ? 'card.frozen' : 'card.unfrozen', data: presentCard(card), destinations: cardDestinations(card) });
   return card;
 }
 

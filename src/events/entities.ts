@@ -24,7 +24,7 @@ export const WEBHOOK_STATUSES = ['enabled', 'disabled'] as const;
 export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
 
 @Entity({ tableName: 'webhook_endpoints' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 export class WebhookEndpoint {
   [OptionalProps]?: 'eventTypes' | 'status' | 'createdAt' | 'updatedAt';
 
@@ -82,7 +82,7 @@ export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
 /** An on-chain address watched for events, delivered to its own webhook_url. */
 @Entity({ tableName: 'subscriptions' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['chain', 'address'] })
 export class Subscription {
   [OptionalProps]?: 'eventType' | 'metadata' | 'status' | 'createdAt' | 'updatedAt';
@@ -148,7 +148,7 @@ export class Subscription {
 
 /** The outbox row: one emitted event, written in the transaction of the change it reports. */
 @Entity({ tableName: 'events' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Unique({ properties: ['organization', 'dedupeKey'] })
 export class Event {
   [OptionalProps]?: 'createdAt';
@@ -158,6 +158,10 @@ export class Event {
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  /** The environment of what the event is about: only that environment's endpoints and subscriptions receive it. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @Property({ type: 'text' })
   type!: string;
@@ -181,7 +185,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** One event for one destination: the API's "delivery event" (object `event`). */
 @Entity({ tableName: 'event_deliveries' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Unique({ properties: ['event', 'destinationKind', 'destinationId'] })
 export class Delivery {
   [OptionalProps]?: 'status' | 'attempts' | 'run' | 'createdAt' | 'updatedAt';
@@ -191,6 +195,10 @@ export class Delivery {
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  /** Copied from the event: a key sees only its environment's deliveries. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @ManyToOne(() => Event, { deleteRule: 'cascade' })
   event!: Event;
