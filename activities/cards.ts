@@ -68,7 +68,7 @@ export const createCardActivities = (deps: CardActivityDeps) => {
       await inTransaction(async (tx) => {
         const card = await tx.findOneOrFail(Card, { id: input.cardId }, { populate: ['customer'] });
         await emit(tx, {
-          organizationId: card.organization.id,
+          organizationId: card.organization.id, environment: card.environment,
           type: 'card.ready',
           data: presentCard(card),
           destinations: cardDestinations(card),

@@ -45,7 +45,10 @@ export const createEventActivities = (deps: EventActivityDeps) => ({
     // A newer run (manual retry) or a finished run owns the delivery now.
     if (!delivery || delivery.run !== input.run || delivery.status !== 'pending') return 'stopped';
     const resolver = deps.destinations[delivery.destinationKind];
-    const destination = await resolver.resolve(em, deps.config, delivery.organization.id, delivery.destinationId);
+    const resolved = await resolver.resolve(em, deps.config, delivery.organization.id, delivery.destinationId);
+    // A destination of the other environment never receives this environment's events (a guard behind emit's own check).
+    const destination =
+      resolved && resolved.policy.environment !== delivery.environment ? { ...resolved, inactiveReason: `destination is not a ${delivery.environment} destination` } : resolved;
     if (!destination || destination.inactiveReason) {
       await em.transactional(async (tx) => {
         await tx.nativeUpdate(

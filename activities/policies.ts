@@ -17,9 +17,10 @@ export interface PolicyActivityDeps {
 
 /** Activities of the activation workflow; each is idempotent, so a retry changes nothing twice. */
 export const createPolicyActivities = (deps: PolicyActivityDeps) => {
-  async function memberActor(em: EntityManager, organizationId: string, memberId: string | undefined): Promise<PolicyActor> {
+  async function memberActor(em: EntityManager, request: ApprovalRequest, memberId: string | undefined): Promise<PolicyActor> {
+    const scope = { organizationId: request.organization.id, environment: request.environment };
     const member = memberId ? await em.findOne(Member, { id: memberId }) : null;
-    return member ? { organizationId, id: member.id, name: member.name, type: 'user' } : systemActor(organizationId);
+    return member ? { ...scope, id: member.id, name: member.name, type: 'user' } : systemActor(scope.organizationId, scope.environment);
   }
 
   const inTransaction = transactionWithStarts(deps);
@@ -34,7 +35,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
       await inTransaction(async (em) => {
         const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (request.status !== 'pending') return;
-        const actor = await memberActor(em, request.organization.id, input.decidedBy);
+        const actor = await memberActor(em, request, input.decidedBy);
         await enforcePolicy(em, request.policy.id, actor, { approval_request_id: request.id });
         request.status = 'approved';
         request.decidedAt = new Date();
@@ -51,7 +52,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
         await recordPolicyEvent(em, {
           organizationId: request.organization.id,
           type: input.status === 'rejected' ? 'policy.activation_rejected' : 'policy.activation_expired',
-          actor: await memberActor(em, request.organization.id, input.decidedBy),
+          actor: await memberActor(em, request, input.decidedBy),
           data: { policy_id: request.policy.id, approval_request_id: request.id },
         });
       });

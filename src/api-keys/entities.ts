@@ -38,6 +38,14 @@ export class ApiKey {
   @Property({ type: 'text' })
   secretLastFour!: string;
 
+  /** The key that minted this one (null: the operator, through the CLI). Approvals trace it (docs/policies.md). */
+  @Property({ type: 'text', nullable: true })
+  createdByKeyId?: string | null;
+
+  /** The member the minting key acted for, if any. */
+  @Property({ type: 'uuid', nullable: true })
+  createdByMemberId?: string | null;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 

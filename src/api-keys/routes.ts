@@ -7,7 +7,7 @@ import { listEnvelopeSchema } from '../shared/schemas';
 import { ApiKey } from './entities';
 import { ApiKeyIdParams, ApiKeyObject, ApiKeyWithSecret, CreateApiKeyBody } from './schemas';
 import { covers } from './scopes';
-import { createApiKey, findOrganizationKey, presentApiKey } from './service';
+import { assertMayActFor, createApiKey, findOrganizationKey, presentApiKey } from './service';
 
 export function registerApiKeyRoutes(routes: RouteRegistry): void {
   routes.add({
@@ -45,6 +45,7 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
         throw errors.permission('environment_escalation', 'A sandbox key cannot create live keys.');
       }
       const member = body.user_id ? await findMember(em, auth.organizationId, body.user_id, 'user_id') : null;
+      if (member) await assertMayActFor(em, auth, member);
       const { key, secret } = createApiKey(em, {
         organization: em.getReference(Organization, auth.organizationId),
         name: body.name,
@@ -52,6 +53,7 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
         environment,
         apiVersion: body.api_version,
         member,
+        createdBy: { apiKeyId: auth.apiKeyId, memberId: auth.memberId },
       });
       await em.flush();
       return { status: 201, body: presentApiKey(key, secret) };

@@ -26,6 +26,8 @@ export interface NewApiKey {
   environment: Environment;
   apiVersion?: string;
   member?: Member | null;
+  /** The calling key and the member it acts for; absent for the operator (CLI). */
+  createdBy?: { apiKeyId: string; memberId: string | null };
 }
 
 /** Creates a key; the plaintext secret exists only in the return value, never in the database. */
@@ -40,9 +42,27 @@ export function createApiKey(em: EntityManager, input: NewApiKey): { key: ApiKey
     apiVersion: input.apiVersion ?? LATEST_API_VERSION,
     secretHash: hashSecret(secret),
     secretLastFour: secret.slice(-4),
+    createdByKeyId: input.createdBy?.apiKeyId ?? null,
+    createdByMemberId: input.createdBy?.memberId ?? null,
     createdAt: new Date(),
   });
   return { key, secret };
+}
+
+/**
+ * Acting for a member is a privilege: a key bound to a member (user_id) can only be minted by a key
+ * bound to that same member, or by a key bound to an owner. An unbound key, whatever its scopes,
+ * never mints one (the operator's CLI can). See docs/policies.md.
+ */
+export async function assertMayActFor(em: EntityManager, caller: { organizationId: string; memberId: string | null }, member: Member): Promise<void> {
+  if (caller.memberId === member.id) return;
+  const acting = caller.memberId ? await em.findOne(Member, { id: caller.memberId, organization: caller.organizationId }) : null;
+  if (acting?.orgRole === 'owner') return;
+  throw errors.permission(
+    'member_binding_forbidden',
+    'Only a key acting for this member, or a key acting for an owner, can create a key that acts for a member (user_id).',
+    { user_id: member.id },
+  );
 }
 
 export async function findOrganizationKey(em: EntityManager, organizationId: string, id: string): Promise<ApiKey> {

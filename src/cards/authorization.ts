@@ -41,7 +41,7 @@ export async function authorizePurchase(
   });
   await em.flush();
   await emit(em, {
-    organizationId,
+    organizationId, environment: card.environment,
     type: 'card.authorization',
     data: { card_id: card.id, approved: declineReason === null, decline_reason: declineReason, transaction: presentTransaction(transaction, card) },
     destinations: cardDestinations(card),

@@ -169,7 +169,7 @@ export async function createCard(
   }
   await em.flush();
   recordStart(em, cardProvisioningFlow, { cardId: card.id }, creator.organizationId);
-  await emit(em, { organizationId: creator.organizationId, type: 'card.created', data: presentCard(card), destinations: cardDestinations(card) });
+  await emit(em, { organizationId: creator.organizationId, environment: card.environment, type: 'card.created', data: presentCard(card), destinations: cardDestinations(card) });
   return { card, initialFunding, webhookSecret: card.webhookUrl ? plaintext : null };
 }
 
@@ -280,7 +280,7 @@ export async function settleTransaction(em: EntityManager, transactionId: string
   transaction.failureReason = outcome.ok ? null : outcome.reason;
   await em.flush();
   await emit(em, {
-    organizationId,
+    organizationId, environment: card.environment,
     type: outcome.ok ? 'card.transaction.completed' : 'card.transaction.failed',
     data: { card_id: card.id, transaction: presentTransaction(transaction, card) },
     destinations: cardDestinations(card),
@@ -316,7 +316,7 @@ export async function failProvisioning(em: EntityManager, cardId: string, reason
   await em.flush();
   const initial = await em.findOne(CardTransaction, { card, reference: initialFundingReference(cardId) });
   if (initial) await settleTransaction(em, initial.id, { ok: false, reason: 'card_provisioning_failed' });
-  await emit(em, { organizationId: card.organization.id, type: 'card.provisioning_failed', data: presentCard(card), destinations: cardDestinations(card) });
+  await emit(em, { organizationId: card.organization.id, environment: card.environment, type: 'card.provisioning_failed', data: presentCard(card), destinations: cardDestinations(card) });
   return card;
 }
 
@@ -371,7 +371,7 @@ export async function terminateCard(em: EntityManager, cardId: string, now: Date
   card.terminationRequestedAt ??= now;
   card.terminatedAt = now;
   await em.flush();
-  await emit(em, { organizationId: card.organization.id, type: 'card.terminated', data: presentTermination(card), destinations: cardDestinations(card) });
+  await emit(em, { organizationId: card.organization.id, environment: card.environment, type: 'card.terminated', data: presentTermination(card), destinations: cardDestinations(card) });
   return card;
 }
 
@@ -392,8 +392,7 @@ export async function updateCardStatus(em: EntityManager, tenant: CardTenant, ca
   }
   card.status = status;
   await em.flush();
-  const organizationId = tenant.organizationId;
-  await emit(em, { organizationId, type: status === 'frozen' ? 'card.frozen' : 'card.unfrozen', data: presentCard(card), destinations: cardDestinations(card) });
+  await emit(em, { organizationId: tenant.organizationId, environment: card.environment, type: status === 'frozen' ? 'card.frozen' : 'card.unfrozen', data: presentCard(card), destinations: cardDestinations(card) });
   return card;
 }
 

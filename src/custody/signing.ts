@@ -92,7 +92,7 @@ export async function signPayload(em: EntityManager, keys: KeyService, auth: Aut
       from_address: address.address,
       source_type: 'wallet',
     },
-    await resolveActor(em, auth),
+    { ...(await resolveActor(em, auth)), environment: wallet.environment },
   );
 
   const location = keyLocation(wallet, address.format, address.addressIndex);

@@ -25,7 +25,7 @@ export const WEBHOOK_STATUSES = ['enabled', 'disabled'] as const;
 export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
 
 @Entity({ tableName: 'webhook_endpoints' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 export class WebhookEndpoint {
   [OptionalProps]?: 'eventTypes' | 'status' | 'createdAt' | 'updatedAt';
 
@@ -83,7 +83,7 @@ export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
 /** An on-chain address watched for events, delivered to its own webhook_url. */
 @Entity({ tableName: 'subscriptions' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['chain', 'address'] })
 export class Subscription {
   [OptionalProps]?: 'eventType' | 'metadata' | 'status' | 'createdAt' | 'updatedAt';
@@ -149,7 +149,7 @@ export class Subscription {
 
 /** The outbox row: one emitted event, written in the transaction of the change it reports. */
 @Entity({ tableName: 'events' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Unique({ properties: ['organization', 'dedupeKey'] })
 export class Event {
   [OptionalProps]?: 'createdAt';
@@ -159,6 +159,10 @@ export class Event {
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  /** The environment of what the event is about: only that environment's endpoints and subscriptions receive it. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @Property({ type: 'text' })
   type!: string;
@@ -182,7 +186,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** One event for one destination: the API's "delivery event" (object `event`). */
 @Entity({ tableName: 'event_deliveries' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Unique({ properties: ['event', 'destinationKind', 'destinationId'] })
 export class Delivery {
   [OptionalProps]?: 'status' | 'attempts' | 'run' | 'createdAt' | 'updatedAt';
@@ -192,6 +196,10 @@ export class Delivery {
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  /** Copied from the event: a key sees only its environment's deliveries. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @ManyToOne(() => Event, { deleteRule: 'cascade' })
   event!: Event;

@@ -37,6 +37,7 @@ import {
   presentSubscription,
   presentWebhook,
   requeueDelivery,
+  type Scope,
   validatedUrl,
 } from './service';
 import { checkDestinationUrl } from './url-policy';
@@ -55,10 +56,11 @@ export function registerEventRoutes(routes: RouteRegistry): void {
     params: IdParams,
     response: { status: 201, description: 'The queued delivery event', schema: DeliveryEventObject },
     handler: async ({ auth, em, params }) => {
-      const endpoint = await findWebhook(em, auth.organizationId, params.id);
+      const endpoint = await findWebhook(em, auth, params.id);
       if (endpoint.status !== 'enabled') throw errors.conflict('webhook_disabled', 'This webhook endpoint is disabled; enable it with PATCH first.');
       const { deliveries } = await emit(em, {
         organizationId: auth.organizationId,
+        environment: endpoint.environment,
         type: 'webhook.test',
         data: { webhook_id: endpoint.id, message: 'This is a test event.' },
         destinations: [{ kind: 'webhook', id: endpoint.id }],
@@ -120,7 +122,7 @@ interface SignedDestinationKind<E extends WebhookEndpoint | Subscription, C exte
   createBody: C;
   updateBody: U;
   entity: new (...args: never[]) => E;
-  find: (em: EntityManager, organizationId: string, id: string) => Promise<E>;
+  find: (em: EntityManager, scope: Scope, id: string) => Promise<E>;
   present: (entity: E, signingSecret?: string) => unknown;
   create: (em: EntityManager, auth: AuthContext, body: z.infer<C>, url: string, secrets: SigningSecrets) => E;
   /** Applies the changes besides the URL, which is validated and set already. */
@@ -276,7 +278,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     query: ListQuery,
     response: { status: 200, description: `A page of ${kind.nouns}, newest first`, schema: listEnvelopeSchema(kind.schema) },
     handler: async ({ auth, em, query }) => {
-      const page = await paginate(em, kind.entity, { organization: auth.organizationId, deletedAt: null } as FilterQuery<E>, query);
+      const page = await paginate(em, kind.entity, { organization: auth.organizationId, environment: auth.environment, deletedAt: null } as FilterQuery<E>, query);
       return { body: listBody(page, (entity) => kind.present(entity)) };
     },
   });
@@ -290,7 +292,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     scope: 'webhooks:read',
     params: IdParams,
     response: { status: 200, description: `The ${kind.noun}`, schema: kind.schema },
-    handler: async ({ auth, em, params }) => ({ body: kind.present(await kind.find(em, auth.organizationId, params.id)) }),
+    handler: async ({ auth, em, params }) => ({ body: kind.present(await kind.find(em, auth, params.id)) }),
   });
 
   routes.add({
@@ -304,7 +306,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     body: kind.updateBody,
     response: { status: 200, description: `The updated ${kind.noun}`, schema: kind.schema },
     handler: async ({ auth, em, params, body, deps }) => {
-      const entity = await kind.find(em, auth.organizationId, params.id);
+      const entity = await kind.find(em, auth, params.id);
       const url = kind.url.updated(body);
       if (url !== undefined) kind.url.set(entity, await checkedUrl(deps.config, entity.environment, url));
       kind.update(entity, body);
@@ -324,7 +326,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     params: IdParams,
     response: { status: 200, description: `The deleted ${kind.noun}`, schema: DeletedObject },
     handler: async ({ auth, em, params }) => {
-      const entity = await kind.find(em, auth.organizationId, params.id);
+      const entity = await kind.find(em, auth, params.id);
       entity.deletedAt = new Date();
       await em.flush();
       return { body: { id: entity.id, object: kind.object, deleted: true } };
@@ -341,7 +343,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     params: IdParams,
     response: { status: 200, description: kind.rotated.description, schema: kind.rotated.schema },
     handler: async ({ auth, em, params, deps }) => {
-      const entity = await kind.find(em, auth.organizationId, params.id);
+      const entity = await kind.find(em, auth, params.id);
       const plaintext = await rotateSigningSecrets(deps.keys.provider, auth.organizationId, entity.secrets, deps.config.WEBHOOK_SECRET_ROTATION_HOURS);
       entity.updatedAt = new Date();
       await em.flush();
@@ -363,7 +365,7 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     query: EventListQuery,
     response: { status: 200, description: 'A page of delivery events, newest first', schema: listEnvelopeSchema(DeliveryEventObject) },
     handler: async ({ auth, em, query }) => {
-      const where: FilterQuery<Delivery> = { organization: auth.organizationId };
+      const where: FilterQuery<Delivery> = { organization: auth.organizationId, environment: auth.environment };
       if (query.webhook_id) where.destinationId = query.webhook_id;
       if (query.delivery_status) where.status = query.delivery_status;
       if (query.type) where.type = query.type;
@@ -382,7 +384,7 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     params: IdParams,
     response: { status: 200, description: 'The delivery event', schema: DeliveryEventObject },
     handler: async ({ auth, em, params }) => {
-      const delivery = await findDelivery(em, auth.organizationId, params.id);
+      const delivery = await findDelivery(em, auth, params.id);
       const attempts = await em.find(DeliveryAttempt, { delivery }, { orderBy: { run: 'asc', attempt: 'asc' } });
       return { body: presentDelivery(delivery, attempts) };
     },
@@ -400,7 +402,7 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     params: IdParams,
     response: { status: 202, description: 'Queued', schema: EventRetryObject },
     handler: async ({ auth, em, params, deps }) => {
-      const delivery = await findDelivery(em, auth.organizationId, params.id);
+      const delivery = await findDelivery(em, auth, params.id);
       if (delivery.status !== 'pending') {
         requeueDelivery(em, delivery);
         await em.flush();

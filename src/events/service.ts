@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Environment } from '../api-keys/entities';
 import { errors } from '../shared/errors';
 import { recordStart } from '../temporal/starter';
 import { webhookDeliveryFlow } from './flows/delivery';
@@ -11,8 +12,16 @@ import { Delivery, DeliveryAttempt, type DestinationKind, Event, Subscription, W
 import type { EventType } from './event-types';
 import { DestinationRefused } from './url-policy';
 
+/** Whose resources a lookup may see: one organization's, in one environment (an AuthContext is one). */
+export interface Scope {
+  organizationId: string;
+  environment: Environment;
+}
+
 export interface EmitInput {
   organizationId: string;
+  /** The environment of what the event reports (the card's, the invoice's...): only its endpoints receive it. */
+  environment: Environment;
   type: EventType;
   data: Record<string, unknown>;
   /** Explicit destinations (a subscription, a card's webhook_url...), besides the endpoints. */
@@ -33,28 +42,32 @@ export interface EmitInput {
 export async function emit(em: EntityManager, input: EmitInput): Promise<{ event: Event; deliveries: Delivery[] }> {
   if (!em.getTransactionContext()) throw new Error('events.emit must run inside the transaction of the change it reports');
   const organization = em.getReference(Organization, input.organizationId);
+  const { environment } = input;
+  if (environment !== 'sandbox' && environment !== 'live') throw new Error(`events.emit needs the environment of what it reports, got ${String(environment)}`);
   if (input.dedupeKey) {
     const existing = await em.findOne(Event, { organization, dedupeKey: input.dedupeKey });
     if (existing) return { event: existing, deliveries: [] };
   }
   const now = new Date();
-  const event = em.create(Event, { organization, type: input.type, data: input.data, dedupeKey: input.dedupeKey ?? null, createdAt: now });
+  const event = em.create(Event, { organization, environment, type: input.type, data: input.data, dedupeKey: input.dedupeKey ?? null, createdAt: now });
 
   const targets = new Map<string, { kind: DestinationKind; id: string; url: string; maxAttempts: number | null }>();
   if (input.broadcast !== false) {
-    const endpoints = await em.find(WebhookEndpoint, { organization, status: 'enabled', deletedAt: null });
+    const endpoints = await em.find(WebhookEndpoint, { organization, environment, status: 'enabled', deletedAt: null });
     for (const endpoint of endpoints) {
       if (endpoint.eventTypes.length === 0 || endpoint.eventTypes.includes(input.type)) {
         targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
       }
     }
   }
+  // Explicit destinations must be of the event's environment too: a sandbox event never reaches a live URL.
+  const ofAnotherEnvironment = (kind: string, id: string) => new Error(`events.emit: ${kind} ${id} is not a ${environment} destination of this organization`);
   for (const destination of input.destinations ?? []) {
     if (destination.kind === 'webhook') {
-      const endpoint = await em.findOneOrFail(WebhookEndpoint, { id: destination.id, organization });
+      const endpoint = await em.findOneOrFail(WebhookEndpoint, { id: destination.id, organization, environment }, { failHandler: () => ofAnotherEnvironment('webhook', destination.id) });
       targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
     } else if (destination.kind === 'subscription') {
-      const subscription = await em.findOneOrFail(Subscription, { id: destination.id, organization });
+      const subscription = await em.findOneOrFail(Subscription, { id: destination.id, organization, environment }, { failHandler: () => ofAnotherEnvironment('subscription', destination.id) });
       if (subscription.eventType && subscription.eventType !== input.type) continue;
       subscription.lastEventAt = now;
       targets.set(`subscription:${subscription.id}`, {
@@ -71,6 +84,7 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
   const deliveries = [...targets.values()].map((target) =>
     em.create(Delivery, {
       organization,
+      environment,
       event,
       type: input.type,
       destinationKind: target.kind,
@@ -120,21 +134,21 @@ export async function validatedUrl(param: string, check: () => Promise<URL>): Pr
   }
 }
 
-export async function findWebhook(em: EntityManager, organizationId: string, id: string): Promise<WebhookEndpoint> {
-  const endpoint = await em.findOne(WebhookEndpoint, { id, organization: organizationId, deletedAt: null });
+export async function findWebhook(em: EntityManager, scope: Scope, id: string): Promise<WebhookEndpoint> {
+  const endpoint = await em.findOne(WebhookEndpoint, { id, organization: scope.organizationId, environment: scope.environment, deletedAt: null });
   if (!endpoint) throw errors.notFound('webhook', id);
   return endpoint;
 }
 
-export async function findSubscription(em: EntityManager, organizationId: string, id: string): Promise<Subscription> {
-  const subscription = await em.findOne(Subscription, { id, organization: organizationId, deletedAt: null });
+export async function findSubscription(em: EntityManager, scope: Scope, id: string): Promise<Subscription> {
+  const subscription = await em.findOne(Subscription, { id, organization: scope.organizationId, environment: scope.environment, deletedAt: null });
   if (!subscription) throw errors.notFound('subscription', id);
   return subscription;
 }
 
-export async function findDelivery(em: EntityManager, organizationId: string, id: string): Promise<Delivery> {
+export async function findDelivery(em: EntityManager, scope: Scope, id: string): Promise<Delivery> {
   // Delivery ids are prefixed; anything else (a uuid included) is simply not found.
-  const delivery = isUuid(id) ? null : await em.findOne(Delivery, { id, organization: organizationId }, { populate: ['event'] });
+  const delivery = isUuid(id) ? null : await em.findOne(Delivery, { id, organization: scope.organizationId, environment: scope.environment }, { populate: ['event'] });
   if (!delivery) throw errors.notFound('event', id);
   return delivery;
 }

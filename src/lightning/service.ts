@@ -223,7 +223,7 @@ export async function settleIncomingInvoice(
   }
   await em.refresh(invoice);
   await applyBalanceEntry(em, { organizationId: invoice.organization.id, environment: invoice.environment, currency: 'sat', kind: 'credit', amount: msatToSat(BigInt(invoice.amountMsat)), reference: { type: 'lightning_invoice', id: invoice.id } });
-  await emit(em, { organizationId: invoice.organization.id, type: 'lightning.invoice.paid', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.paid:${invoice.id}` });
+  await emit(em, { organizationId: invoice.organization.id, environment: invoice.environment, type: 'lightning.invoice.paid', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.paid:${invoice.id}` });
   return { outcome: { state: 'succeeded', preimage: invoice.preimage, feeMsat: 0n }, invoiceId: invoice.id };
 }
 
@@ -232,7 +232,7 @@ export async function expireInvoice(em: EntityManager, invoiceId: string, at: Da
   const updated = await em.nativeUpdate(LightningInvoice, { id: invoiceId, status: 'pending' }, { status: 'expired', updatedAt: at });
   const invoice = await em.findOneOrFail(LightningInvoice, { id: invoiceId });
   if (updated === 1) {
-    await emit(em, { organizationId: invoice.organization.id, type: 'lightning.invoice.expired', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.expired:${invoice.id}` });
+    await emit(em, { organizationId: invoice.organization.id, environment: invoice.environment, type: 'lightning.invoice.expired', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.expired:${invoice.id}` });
   }
   return invoice.status;
 }
@@ -406,7 +406,7 @@ export async function finalizePayment(em: EntityManager, paymentId: string, outc
   if (spent > 0n) await applyBalanceEntry(em, { organizationId, environment: payment.environment, currency: 'sat', kind: 'capture', amount: spent, reference });
   if (reserved - spent > 0n) await applyBalanceEntry(em, { organizationId, environment: payment.environment, currency: 'sat', kind: 'release', amount: reserved - spent, reference });
   await emit(em, {
-    organizationId,
+    organizationId, environment: payment.environment,
     type: outcome.state === 'succeeded' ? 'lightning.payment.succeeded' : 'lightning.payment.failed',
     data: presentPayment(payment),
     dedupeKey: `lightning.payment.${payment.status}:${payment.id}`,

@@ -73,6 +73,14 @@ export class Member {
   @ManyToMany({ entity: () => Role, owner: true, pivotTable: 'member_roles' })
   roles = new Collection<Role>(this);
 
+  /** The API key that added this member (null: the operator, through the CLI). Approvals trace it (docs/policies.md). */
+  @Property({ type: 'text', nullable: true })
+  createdByKeyId?: string | null;
+
+  /** The member that key acted for, if any. */
+  @Property({ type: 'uuid', nullable: true })
+  createdByMemberId?: string | null;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 }

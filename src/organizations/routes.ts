@@ -16,7 +16,7 @@ export function registerOrganizationRoutes(routes: RouteRegistry): void {
     body: CreateMemberBody,
     response: { status: 201, description: 'The new member', schema: MemberObject },
     handler: async ({ auth, em, body }) => {
-      const member = await createMember(em, em.getReference(Organization, auth.organizationId), body);
+      const member = await createMember(em, em.getReference(Organization, auth.organizationId), body, { apiKeyId: auth.apiKeyId, memberId: auth.memberId });
       await em.flush();
       return { status: 201, body: presentMember(member) };
     },

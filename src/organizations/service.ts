@@ -38,7 +38,13 @@ export interface NewMember {
   role_ids?: string[];
 }
 
-export async function createMember(em: EntityManager, organization: Organization, input: NewMember): Promise<Member> {
+/** Who adds a member: the calling key and the member it acts for; absent for the operator (CLI). */
+export interface MemberCreator {
+  apiKeyId: string;
+  memberId: string | null;
+}
+
+export async function createMember(em: EntityManager, organization: Organization, input: NewMember, creator?: MemberCreator): Promise<Member> {
   const email = input.email.toLowerCase();
   if (await em.count(Member, { organization, email })) {
     throw errors.conflict('member_exists', `A member with email '${email}' already exists in this organization.`);
@@ -47,7 +53,15 @@ export async function createMember(em: EntityManager, organization: Organization
   const extra = input.role_ids?.length ? await em.find(Role, { organization, id: { $in: input.role_ids }, builtIn: false }) : [];
   const missing = (input.role_ids ?? []).filter((id) => !extra.some((role) => role.id === id));
   if (missing.length) throw errors.notFound('role', missing[0]!, 'role_ids');
-  const member = em.create(Member, { organization, name: input.name, email, orgRole: input.org_role, createdAt: new Date() });
+  const member = em.create(Member, {
+    organization,
+    name: input.name,
+    email,
+    orgRole: input.org_role,
+    createdByKeyId: creator?.apiKeyId ?? null,
+    createdByMemberId: creator?.memberId ?? null,
+    createdAt: new Date(),
+  });
   member.roles.set([builtIn, ...extra]);
   return member;
 }

@@ -4,10 +4,21 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Member, Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
+import { isUuid } from '../shared/ids';
 import { recordStart, type WorkflowStarter } from '../temporal/starter';
 import { ApprovalRequest, ApprovalVote, type Policy } from './entities';
 import { activationWorkflowId, policyActivationFlow, voteUpdate, VOTE_REFUSALS } from './flows/activation';
-import { draftRulesOf, enforcePolicy, findPolicy, pendingApprovalRequest, recordPolicyEvent, validateRules, writeAudit, type PolicyActor } from './service';
+import {
+  draftRulesOf,
+  enforcePolicy,
+  findPolicy,
+  pendingApprovalRequest,
+  recordPolicyEvent,
+  validateRules,
+  writeAudit,
+  type PolicyActor,
+  type PolicyScope,
+} from './service';
 
 /**
  * Activation approvals: the request a draft's activation opens, the members who may vote on it
@@ -17,10 +28,15 @@ import { draftRulesOf, enforcePolicy, findPolicy, pendingApprovalRequest, record
 const APPROVING_ROLES = ['owner', 'admin', 'approver'] as const;
 export const canApproveActivations = (member: Member): boolean => (APPROVING_ROLES as readonly string[]).includes(member.orgRole);
 
-/** The members who may vote on an activation: owners, admins and approvers, not the requester. */
-export async function eligibleVoters(em: EntityManager, organizationId: string, requesterId: string): Promise<Member[]> {
-  const members = await em.find(Member, { organization: organizationId, orgRole: { $in: [...APPROVING_ROLES] } });
-  return members.filter((member) => member.id !== requesterId);
+/** The members who may vote on an activation: owners, admins and approvers, not the requester nor a member the requester added. */
+export async function eligibleVoters(em: EntityManager, requester: PolicyActor): Promise<Member[]> {
+  const members = await em.find(Member, { organization: requester.organizationId, orgRole: { $in: [...APPROVING_ROLES] } });
+  return members.filter(
+    (member) =>
+      member.id !== requester.id &&
+      !(requester.type === 'user' && member.createdByMemberId === requester.id) &&
+      !(requester.apiKeyId && member.createdByKeyId === requester.apiKeyId),
+  );
 }
 
 export type ActivationOutcome = { status: 'enforced'; policy: Policy } | { status: 'pending'; request: ApprovalRequest };
@@ -35,7 +51,7 @@ export async function requestActivation(
   policyId: string,
   options: { comment?: string; expiryHours: number },
 ): Promise<ActivationOutcome> {
-  const policy = await findPolicy(em, actor.organizationId, policyId);
+  const policy = await findPolicy(em, actor, policyId);
   // Serializes concurrent activations of one policy, so only one request can be pending.
   await em.lock(policy, LockMode.PESSIMISTIC_WRITE);
   if (policy.status !== 'draft') throw errors.conflict('invalid_state_transition', `Only a draft can be activated; this policy is ${policy.status}.`);
@@ -58,7 +74,7 @@ export async function requestActivation(
     await em.flush();
     return { status: 'enforced', policy };
   }
-  const voters = await eligibleVoters(em, actor.organizationId, actor.id);
+  const voters = await eligibleVoters(em, actor);
   if (voters.length < requiredApprovals) {
     throw errors.conflict('not_enough_approvers', `Activation needs ${requiredApprovals} approval(s) but only ${voters.length} other owner/admin/approver member(s) can vote.`, {
       required_approvals: requiredApprovals,
@@ -68,8 +84,10 @@ export async function requestActivation(
   const expiresAt = new Date(Date.now() + options.expiryHours * 3_600_000);
   const request = em.create(ApprovalRequest, {
     organization,
+    environment: policy.environment,
     policy,
     requestedBy: actor.id,
+    requestedByKeyId: actor.apiKeyId ?? null,
     requestedByName: actor.name,
     comment,
     requiredApprovals,
@@ -100,8 +118,12 @@ export async function requestActivation(
   return { status: 'pending', request };
 }
 
-export async function findApprovalRequest(em: EntityManager, organizationId: string, id: string): Promise<ApprovalRequest> {
-  const request = await em.findOne(ApprovalRequest, { id, organization: organizationId }, { populate: ['votes', 'votes.member', 'policy'] });
+export async function findApprovalRequest(em: EntityManager, scope: PolicyScope, id: string): Promise<ApprovalRequest> {
+  const request = await em.findOne(
+    ApprovalRequest,
+    { id, organization: scope.organizationId, environment: scope.environment },
+    { populate: ['votes', 'votes.member', 'policy'] },
+  );
   if (!request) throw errors.notFound('approval_request', id);
   return request;
 }
@@ -114,17 +136,20 @@ export async function findApprovalRequest(em: EntityManager, organizationId: str
 export async function castVote(
   em: EntityManager,
   starter: WorkflowStarter,
-  voter: { organizationId: string; memberId: string | null },
+  voter: PolicyScope & { apiKeyId: string; memberId: string | null },
   approvalRequestId: string,
   vote: { decision: ApprovalVote['decision']; comment?: string },
 ): Promise<void> {
-  const request = await findApprovalRequest(em, voter.organizationId, approvalRequestId);
+  const request = await findApprovalRequest(em, voter, approvalRequestId);
   if (!voter.memberId) throw errors.permission('member_required', 'Votes are cast by members: use a key that acts for a member (created with user_id).');
   const member = await em.findOneOrFail(Member, { id: voter.memberId });
   if (!canApproveActivations(member)) {
     throw errors.permission('not_an_approver', `A member with org_role ${member.orgRole} cannot vote; owners, admins and approvers can.`);
   }
-  if (member.id === request.requestedBy) throw errors.permission('requester_cannot_vote', 'The requester cannot vote on their own activation request.');
+  if (member.id === request.requestedBy || voter.apiKeyId === request.requestedByKeyId) {
+    throw errors.permission('requester_cannot_vote', 'The requester cannot vote on their own activation request.');
+  }
+  await assertIndependentVoter(em, request, voter.apiKeyId, member);
   if (request.status !== 'pending') throw closed(request.status);
   const workflowId = activationWorkflowId(request.id);
   // Outside the caller's transaction: the start is marked fired whatever becomes of this vote.
@@ -140,6 +165,55 @@ export async function castVote(
     if (fresh && fresh.status !== 'pending') throw closed(fresh.status);
     if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.closed) throw closed('decided');
     throw error;
+  }
+}
+
+interface KeyLink {
+  id: string;
+  member_id: string | null;
+  created_by_key_id: string | null;
+  created_by_member_id: string | null;
+}
+
+/** A key and every key above it: the key that minted it, the key that minted that one... up to the operator's. */
+async function keyLineage(em: EntityManager, keyId: string | null | undefined): Promise<KeyLink[]> {
+  if (!keyId) return [];
+  return em.getConnection().execute<KeyLink[]>(
+    `with recursive lineage (id, member_id, created_by_key_id, created_by_member_id, depth) as (
+       select id, member_id, created_by_key_id, created_by_member_id, 0 from api_keys where id = ?
+       union all
+       select k.id, k.member_id, k.created_by_key_id, k.created_by_member_id, l.depth + 1
+         from api_keys k join lineage l on k.id = l.created_by_key_id where l.depth < 64
+     ) select id, member_id, created_by_key_id, created_by_member_id from lineage`,
+    [keyId],
+    'all',
+    em.getTransactionContext(),
+  );
+}
+
+/**
+ * Acting for a member cannot satisfy a quorum the requester asked for (docs/policies.md): the vote
+ * is refused when the voting key, or the voter's membership, comes from the requester (the
+ * requesting key or the requesting member, directly or through keys they minted), or when the
+ * voter became a member after the request was opened.
+ */
+async function assertIndependentVoter(em: EntityManager, request: ApprovalRequest, votingKeyId: string, voter: Member): Promise<void> {
+  const requesterMemberId = isUuid(request.requestedBy) ? request.requestedBy : null;
+  const fromRequester = (link: KeyLink, self: boolean) =>
+    link.id === request.requestedByKeyId ||
+    (requesterMemberId !== null && (link.created_by_member_id === requesterMemberId || (!self && link.member_id === requesterMemberId)));
+  const notIndependent = (message: string) => errors.permission('vote_not_independent', message, { approval_request_id: request.id });
+
+  const keys = await keyLineage(em, votingKeyId);
+  if (keys.some((link, index) => fromRequester(link, index === 0))) {
+    throw notIndependent('This key was created by the requester (or by a key the requester created): it cannot vote on their activation request.');
+  }
+  const memberKeys = await keyLineage(em, voter.createdByKeyId);
+  if ((requesterMemberId !== null && voter.createdByMemberId === requesterMemberId) || memberKeys.some((link) => fromRequester(link, false))) {
+    throw notIndependent('This member was added by the requester: they cannot vote on the requester\'s activation request.');
+  }
+  if (voter.createdAt.getTime() > request.createdAt.getTime()) {
+    throw notIndependent('Members added after an activation was requested cannot vote on it.');
   }
 }
 
@@ -160,7 +234,7 @@ export async function recordVote(em: EntityManager, input: { approvalRequestId: 
   });
   const member = await em.findOneOrFail(Member, { id: input.memberId });
   writeAudit(em, {
-    actor: { organizationId: request.organization.id, id: member.id, name: member.name, type: 'user' },
+    actor: { organizationId: request.organization.id, environment: request.environment, id: member.id, name: member.name, type: 'user' },
     policyId: request.policy.id,
     action: input.decision === 'approve' ? 'approval_granted' : 'approval_rejected',
     metadata: { approval_request_id: request.id, comment: input.comment },

@@ -1,4 +1,5 @@
 import { Collection, Entity, type Opt, Enum, Index, ManyToOne, OneToMany, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import { Member, Organization } from '../organizations/entities';
 import { prefixedId } from '../shared/ids';
 import { ACTION_TYPES, CATEGORY_VALUES, type ActionType, type Condition, type PolicyCategory } from './schema';
@@ -7,14 +8,18 @@ export const POLICY_STATUSES = ['draft', 'enforced', 'archived'] as const;
 export type PolicyStatus = (typeof POLICY_STATUSES)[number];
 
 @Entity({ tableName: 'policies' })
-@Index({ properties: ['organization', 'createdAt', 'id'] })
-@Index({ properties: ['organization', 'status'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'status'] })
 export class Policy {
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('pol');
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  /** The creating key's environment: an enforced policy decides only that environment's requests. Its rules belong to it. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   @Property({ type: 'text' })
   name!: string;
@@ -106,12 +111,20 @@ export class ApprovalRequest {
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
 
+  /** The policy's environment. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
   @ManyToOne(() => Policy, { deleteRule: 'cascade' })
   policy!: Policy;
 
   /** The requesting member, or the API key id when the key acts for no member. */
   @Property({ type: 'text' })
   requestedBy!: string;
+
+  /** The API key that asked for the activation: no key it minted (directly or through others) may vote. */
+  @Property({ type: 'text', nullable: true })
+  requestedByKeyId?: string | null;
 
   @Property({ type: 'text' })
   requestedByName!: string;
@@ -173,6 +186,10 @@ export class PolicyAuditLog {
 
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
+
+  /** The environment of the policy or of the decided request. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
 
   /** Not a foreign key: a decision that matched no policy is logged too. */
   @Property({ type: 'text', nullable: true })

@@ -111,7 +111,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The evaluation result', schema: EvaluationResultObject },
     handler: async ({ auth, em, body }) => {
       const { policy_id, ...request } = body;
-      return { body: await evaluate(em, auth.organizationId, request, policy_id) };
+      return { body: await evaluate(em, auth, request, policy_id) };
     },
   });
 
@@ -141,7 +141,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     query: ListQuery.extend(PolicyListQuery.shape),
     response: { status: 200, description: 'A page of policies', schema: listEnvelopeSchema(PolicyObject) },
     handler: async ({ auth, em, query }) => {
-      const page = await paginate(em, Policy, { organization: auth.organizationId, ...(query.status ? { status: query.status } : {}) }, query, ['rules', 'sourcePolicy']);
+      const page = await paginate(em, Policy, { organization: auth.organizationId, environment: auth.environment, ...(query.status ? { status: query.status } : {}) }, query, ['rules', 'sourcePolicy']);
       return { body: listBody(page, (policy) => presentPolicy(policy, query.expand === 'rules')) };
     },
   });
@@ -156,7 +156,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     params: PolicyIdParams,
     query: ExpandQuery,
     response: { status: 200, description: 'The policy', schema: PolicyObject },
-    handler: async ({ auth, em, params, query }) => ({ body: presentPolicy(await findPolicy(em, auth.organizationId, params.id), query.expand === 'rules') }),
+    handler: async ({ auth, em, params, query }) => ({ body: presentPolicy(await findPolicy(em, auth, params.id), query.expand === 'rules') }),
   });
 
   routes.add({
@@ -238,7 +238,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     params: PolicyIdParams,
     response: { status: 200, description: 'The validation result', schema: ValidationResultObject },
     handler: async ({ auth, em, params }) => {
-      const policy = await findPolicy(em, auth.organizationId, params.id);
+      const policy = await findPolicy(em, auth, params.id);
       return { body: await validateRules(em, auth.organizationId, draftRulesOf(policy), policy.status === 'draft' ? 'draft' : 'activation') };
     },
   });
@@ -255,7 +255,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     body: SimulateBody,
     response: { status: 200, description: 'Counts and examples per outcome', schema: SimulationObject },
     handler: async ({ auth, em, params, body }) => {
-      const policy = await findPolicy(em, auth.organizationId, params.id);
+      const policy = await findPolicy(em, auth, params.id);
       return { body: await simulatePolicy(em, policy, body.requests, body.example_limit) };
     },
   });
@@ -271,8 +271,8 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     query: ListQuery,
     response: { status: 200, description: 'A page of audit entries', schema: listEnvelopeSchema(AuditLogObject) },
     handler: async ({ auth, em, params, query }) => {
-      const policy = await findPolicy(em, auth.organizationId, params.id);
-      const page = await paginate(em, PolicyAuditLog, { organization: auth.organizationId, policyId: policy.id }, query);
+      const policy = await findPolicy(em, auth, params.id);
+      const page = await paginate(em, PolicyAuditLog, { organization: auth.organizationId, environment: auth.environment, policyId: policy.id }, query);
       return { body: listBody(page, presentAuditLog) };
     },
   });
@@ -329,7 +329,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
       handler: async ({ auth, em, deps, params, body }) => {
         await castVote(em, deps.starter, auth, params.id, { decision, comment: body.comment });
         // Read afresh: the vote and its outcome were committed by the workflow's activities.
-        return { body: presentApprovalRequest(await findApprovalRequest(deps.orm.em.fork(), auth.organizationId, params.id)) };
+        return { body: presentApprovalRequest(await findApprovalRequest(deps.orm.em.fork(), auth, params.id)) };
       },
     });
   }

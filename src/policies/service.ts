@@ -1,7 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emit } from '../events/service';
-import { ApiKey } from '../api-keys/entities';
+import { ApiKey, type Environment } from '../api-keys/entities';
 import { DomainError, errors } from '../shared/errors';
 import { Member, Organization, Role } from '../organizations/entities';
 import { z } from '../shared/schemas';
@@ -12,31 +12,41 @@ import { checkActionConfig } from './schemas';
 import { APPROVER_ROLE_PLACEHOLDER, findTemplate, type PolicyTemplate } from './templates';
 import { validatePolicyRules, type DraftRule, type ValidationResult } from './validator';
 
-/** Who acts: a member, the API key itself when it acts for no member, or the system (expiry). */
-export interface PolicyActor {
+/** One organization's policies in one environment: what every lookup is limited to. */
+export interface PolicyScope {
   organizationId: string;
+  environment: Environment;
+}
+
+/**
+ * Who acts, and in which environment: a member, the API key itself when it acts for no member, or
+ * the system (expiry). `apiKeyId` is the key that carried the call, when there was one.
+ */
+export interface PolicyActor extends PolicyScope {
   id: string;
   name: string;
   type: 'user' | 'apikey' | 'system';
+  apiKeyId?: string | null;
 }
 
-/** The caller as authenticated: its organization, its key and the member it acts for, if any. */
-export interface Caller {
-  organizationId: string;
+/** The caller as authenticated: its organization and environment, its key and the member it acts for, if any. */
+export interface Caller extends PolicyScope {
   apiKeyId: string;
   memberId: string | null;
 }
 
 export async function resolveActor(em: EntityManager, auth: Caller): Promise<PolicyActor> {
+  const scope = { organizationId: auth.organizationId, environment: auth.environment, apiKeyId: auth.apiKeyId };
   if (auth.memberId) {
     const member = await em.findOneOrFail(Member, { id: auth.memberId });
-    return { organizationId: auth.organizationId, id: member.id, name: member.name, type: 'user' };
+    return { ...scope, id: member.id, name: member.name, type: 'user' };
   }
   const key = await em.findOneOrFail(ApiKey, { id: auth.apiKeyId });
-  return { organizationId: auth.organizationId, id: key.id, name: key.name, type: 'apikey' };
+  return { ...scope, id: key.id, name: key.name, type: 'apikey' };
 }
 
-export const systemActor = (organizationId: string): PolicyActor => ({ organizationId, id: 'system', name: 'System', type: 'system' });
+/** The service itself (an expiry); its entries belong to `environment` (sandbox when no environment is concerned). */
+export const systemActor = (organizationId: string, environment: Environment = 'sandbox'): PolicyActor => ({ organizationId, environment, id: 'system', name: 'System', type: 'system' });
 
 export function writeAudit(
   em: EntityManager,
@@ -44,6 +54,7 @@ export function writeAudit(
 ): PolicyAuditLog {
   return em.create(PolicyAuditLog, {
     organization: em.getReference(Organization, entry.actor.organizationId),
+    environment: entry.actor.environment,
     policyId: entry.policyId,
     action: entry.action,
     actorId: entry.actor.id,
@@ -65,13 +76,13 @@ export async function recordPolicyEvent(
   event: { organizationId: string; type: PolicyEventType; data: Record<string, unknown> & { policy_id: string | null }; actor: PolicyActor },
 ): Promise<void> {
   writeAudit(em, { actor: event.actor, policyId: event.data.policy_id, action: event.type.replace(/^policy\./, ''), metadata: { event: event.type, ...event.data } });
-  await emit(em, { organizationId: event.organizationId, type: event.type, data: event.data });
+  await emit(em, { organizationId: event.organizationId, environment: event.actor.environment, type: event.type, data: event.data });
 }
 
 // ---------- policies and rules ----------
 
-export async function findPolicy(em: EntityManager, organizationId: string, id: string): Promise<Policy> {
-  const policy = await em.findOne(Policy, { id, organization: organizationId }, { populate: ['rules', 'sourcePolicy'] });
+export async function findPolicy(em: EntityManager, scope: PolicyScope, id: string): Promise<Policy> {
+  const policy = await em.findOne(Policy, { id, organization: scope.organizationId, environment: scope.environment }, { populate: ['rules', 'sourcePolicy'] });
   if (!policy) throw errors.notFound('policy', id);
   return policy;
 }
@@ -144,7 +155,7 @@ export async function updatePolicy(
   policyId: string,
   input: { name?: string; description?: string; category?: PolicyCategory; priority?: number },
 ): Promise<Policy> {
-  const policy = await findPolicy(em, actor.organizationId, policyId);
+  const policy = await findPolicy(em, actor, policyId);
   await assertEditable(em, policy);
   const changes: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(input) as [keyof typeof input, never][]) {
@@ -159,7 +170,7 @@ export async function updatePolicy(
 
 /** Archives a policy (an enforced one stops being enforced); archiving twice changes nothing. */
 export async function archivePolicy(em: EntityManager, actor: PolicyActor, policyId: string): Promise<Policy> {
-  const policy = await findPolicy(em, actor.organizationId, policyId);
+  const policy = await findPolicy(em, actor, policyId);
   if (policy.status === 'draft') await assertEditable(em, policy);
   if (policy.status !== 'archived') {
     writeAudit(em, { actor, policyId: policy.id, action: 'archived', changes: { status: [policy.status, 'archived'] } });
@@ -170,7 +181,7 @@ export async function archivePolicy(em: EntityManager, actor: PolicyActor, polic
 }
 
 export async function createRule(em: EntityManager, actor: PolicyActor, policyId: string, input: RuleInput): Promise<{ policy: Policy; rule: PolicyRule }> {
-  const policy = await findPolicy(em, actor.organizationId, policyId);
+  const policy = await findPolicy(em, actor, policyId);
   await assertEditable(em, policy);
   const rule = addRule(em, policy, input);
   writeAudit(em, { actor, policyId: policy.id, action: 'rule_added', changes: { rule_id: rule.id, name: rule.name, order: rule.order } });
@@ -178,8 +189,8 @@ export async function createRule(em: EntityManager, actor: PolicyActor, policyId
   return { policy, rule };
 }
 
-async function findEditableRule(em: EntityManager, organizationId: string, policyId: string, ruleId: string): Promise<{ policy: Policy; rule: PolicyRule }> {
-  const policy = await findPolicy(em, organizationId, policyId);
+async function findEditableRule(em: EntityManager, scope: PolicyScope, policyId: string, ruleId: string): Promise<{ policy: Policy; rule: PolicyRule }> {
+  const policy = await findPolicy(em, scope, policyId);
   const rule = policy.rules.getItems().find((r) => r.id === ruleId);
   if (!rule) throw errors.notFound('rule', ruleId, 'ruleId');
   await assertEditable(em, policy);
@@ -193,7 +204,7 @@ export async function updateRule(
   ruleId: string,
   input: Partial<Omit<RuleInput, 'action_config'>> & { action_config?: Record<string, unknown> },
 ): Promise<{ policy: Policy; rule: PolicyRule }> {
-  const { policy, rule } = await findEditableRule(em, actor.organizationId, policyId, ruleId);
+  const { policy, rule } = await findEditableRule(em, actor, policyId, ruleId);
   const actionType = input.action_type ?? rule.actionType;
   if (input.action_type || input.action_config) {
     // A new action type needs a config of its own shape: the old config is only kept when it fits.
@@ -214,7 +225,7 @@ export async function updateRule(
 
 /** Deletes a rule of a draft; later rules move up. Returns the policy with its remaining rules. */
 export async function deleteRule(em: EntityManager, actor: PolicyActor, policyId: string, ruleId: string): Promise<Policy> {
-  const { policy, rule } = await findEditableRule(em, actor.organizationId, policyId, ruleId);
+  const { policy, rule } = await findEditableRule(em, actor, policyId, ruleId);
   removeRule(em, policy, rule);
   writeAudit(em, { actor, policyId: policy.id, action: 'rule_deleted', changes: { rule_id: rule.id, name: rule.name } });
   await em.flush();
@@ -229,7 +240,7 @@ export async function createPolicy(
   if (input.template_id && input.source_policy_id) throw errors.validation('Give template_id or source_policy_id, not both.', 'source_policy_id');
   const template = input.template_id ? findTemplate(input.template_id) : undefined;
   if (input.template_id && !template) throw errors.notFound('policy_template', input.template_id, 'template_id');
-  const source = input.source_policy_id ? await findPolicy(em, actor.organizationId, input.source_policy_id).catch(() => {
+  const source = input.source_policy_id ? await findPolicy(em, actor, input.source_policy_id).catch(() => {
     throw errors.notFound('policy', input.source_policy_id!, 'source_policy_id');
   }) : undefined;
   const name = input.name ?? template?.name ?? source?.name;
@@ -237,6 +248,7 @@ export async function createPolicy(
 
   const policy = em.create(Policy, {
     organization: em.getReference(Organization, actor.organizationId),
+    environment: actor.environment,
     name,
     description: input.description ?? template?.description ?? source?.description ?? '',
     category: input.category ?? template?.category ?? source?.category ?? 'access',
@@ -342,14 +354,14 @@ export function toEvaluable(policy: Policy): EvaluablePolicy {
 }
 
 /** Dry run: the enforced policies (or `policyId` in any state) against `request`; nothing is recorded. */
-export async function evaluate(em: EntityManager, organizationId: string, request: EvaluationRequest, policyId?: string): Promise<EvaluationResult> {
-  const policies = policyId ? [await findPolicy(em, organizationId, policyId)] : await enforcedPolicies(em, organizationId);
+export async function evaluate(em: EntityManager, scope: PolicyScope, request: EvaluationRequest, policyId?: string): Promise<EvaluationResult> {
+  const policies = policyId ? [await findPolicy(em, scope, policyId)] : await enforcedPolicies(em, scope);
   return evaluatePolicies(policies.map(toEvaluable), request);
 }
 
-/** The organization's enforced policies in evaluation order (priority, then oldest first). */
-export async function enforcedPolicies(em: EntityManager, organizationId: string): Promise<Policy[]> {
-  return em.find(Policy, { organization: organizationId, status: 'enforced' }, { populate: ['rules'], orderBy: { priority: 'asc', createdAt: 'asc', id: 'asc' } });
+/** The organization's enforced policies of one environment, in evaluation order (priority, then oldest first). */
+export async function enforcedPolicies(em: EntityManager, scope: PolicyScope): Promise<Policy[]> {
+  return em.find(Policy, { organization: scope.organizationId, environment: scope.environment, status: 'enforced' }, { populate: ['rules'], orderBy: { priority: 'asc', createdAt: 'asc', id: 'asc' } });
 }
 
 /**
@@ -360,7 +372,8 @@ export async function enforcedPolicies(em: EntityManager, organizationId: string
  * the refused request's transaction rolls back.
  */
 export async function decideTransaction(em: EntityManager, request: EvaluationRequest, actor: PolicyActor): Promise<EvaluationResult> {
-  const evaluation = evaluatePolicies((await enforcedPolicies(em, actor.organizationId)).map(toEvaluable), request);
+  // Only the policies of the request's environment (the actor's): a live policy never decides a sandbox request, nor the reverse.
+  const evaluation = evaluatePolicies((await enforcedPolicies(em, actor)).map(toEvaluable), request);
   const { trace: _trace, ...decision } = evaluation;
   const audit = { actor, policyId: evaluation.policy_id, action: 'decision', metadata: { decision, request } };
   if (evaluation.allowed) {
@@ -405,7 +418,7 @@ const outcomeOf = (evaluation: EvaluationResult): Outcome =>
  * enforced policy it replaces taken out), over each request. Nothing is written.
  */
 export async function simulatePolicy(em: EntityManager, policy: Policy, requests: EvaluationRequest[], exampleLimit: number) {
-  const current = (await enforcedPolicies(em, policy.organization.id)).map(toEvaluable);
+  const current = (await enforcedPolicies(em, { organizationId: policy.organization.id, environment: policy.environment })).map(toEvaluable);
   const replaced = new Set([policy.id, policy.sourcePolicy?.id]);
   const whatIf = [...current.filter((p) => !replaced.has(p.id)), toEvaluable(policy)];
   const counts: Record<Outcome, number> = { allowed: 0, blocked: 0, held_for_approval: 0, delayed: 0 };
@@ -433,7 +446,7 @@ export async function simulatePolicy(em: EntityManager, policy: Policy, requests
  * caller's transaction. Idempotent: an already enforced policy is left as it is.
  */
 export async function enforcePolicy(em: EntityManager, policyId: string, actor: PolicyActor, data: Record<string, unknown>): Promise<Policy> {
-  const policy = await em.findOneOrFail(Policy, { id: policyId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  const policy = await em.findOneOrFail(Policy, { id: policyId, organization: actor.organizationId, environment: actor.environment }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (policy.status === 'enforced') return policy;
   if (policy.status !== 'draft') throw errors.conflict('invalid_state_transition', `A ${policy.status} policy cannot be enforced.`);
   policy.status = 'enforced';

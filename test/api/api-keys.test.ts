@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { ApiKey } from '../../src/api-keys/entities';
+import { createApiKey } from '../../src/api-keys/service';
+import { Organization } from '../../src/organizations/entities';
+import { createMember } from '../../src/organizations/service';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
 
@@ -56,27 +60,57 @@ describe('API keys', () => {
     assert.equal(storedAfterSecond?.toISOString(), storedAfterFirst.toISOString(), 'no second write within the resolution window');
   });
 
-  it('pins a key to the requested api_version and binds it to a member', async () => {
+  /** An owner with a key acting for them, made by the operator (as `member:create` and `key:create --user-id` do). */
+  async function ownerKey(): Promise<{ secret: string; memberId: string; keyId: string }> {
+    const em = (await testOrm()).em.fork();
+    const organization = em.getReference(Organization, org.organizationId);
+    const owner = await createMember(em, organization, { name: 'Owner', email: `owner-${randomUUID()}@example.com`, org_role: 'owner' });
+    const { key, secret } = createApiKey(em, { organization, name: 'Owner key', scopes: ['*'], environment: 'sandbox', member: owner });
+    await em.flush();
+    return { secret, memberId: owner.id, keyId: key.id };
+  }
+
+  it('pins a key to the requested api_version and binds it to a member, when an owner mints it', async () => {
+    const owner = await ownerKey();
     const member = await app.request('POST', '/v1/members', {
-      key: org.secret,
+      key: owner.secret,
       body: { name: 'Ada', email: `ada-${Date.now()}@example.com`, org_role: 'approver' },
     });
     assert.equal(member.status, 201);
     const created = await app.request('POST', '/v1/api-keys', {
-      key: org.secret,
-      body: { name: 'Ada key', scopes: ['policies:approve'], api_version: '2026-02-28', user_id: member.body.id },
+      key: owner.secret,
+      body: { name: 'Ada key', scopes: ['policies:approve', 'api_keys:admin'], api_version: '2026-02-28', user_id: member.body.id },
     });
     assert.equal(created.status, 201);
     assert.equal(created.body.user_id, member.body.id);
     const me = await app.request('GET', '/v1/api-keys/me', { key: created.body.secret });
     assert.equal(me.headers.get('api-version'), '2026-02-28');
+    const stored = await (await testOrm()).em.fork().findOneOrFail(ApiKey, { id: created.body.id });
+    assert.deepEqual([stored.createdByKeyId, stored.createdByMemberId], [owner.keyId, owner.memberId], 'who minted it is recorded');
+
+    // A key acting for a member can mint another key for that same member, not for anyone else.
+    const again = await app.request('POST', '/v1/api-keys', { key: created.body.secret, body: { name: 'Ada 2', scopes: ['policies:approve'], user_id: member.body.id } });
+    assert.equal(again.status, 201, again.text);
+    const forOwner = await app.request('POST', '/v1/api-keys', { key: created.body.secret, body: { name: 'x', scopes: ['policies:approve'], user_id: owner.memberId } });
+    assert.deepEqual([forOwner.status, forOwner.body.error.code], [403, 'member_binding_forbidden']);
 
     const stranger = await app.request('POST', '/v1/api-keys', {
-      key: org.secret,
+      key: owner.secret,
       body: { name: 'x', scopes: ['cards:read'], user_id: '00000000-0000-4000-8000-000000000000' },
     });
     assert.equal(stranger.status, 404);
     assert.equal(stranger.body.error.param, 'user_id');
+  });
+
+  it('never lets a key that acts for no member mint a key acting for one, whatever its scopes', async () => {
+    const member = await app.request('POST', '/v1/members', { key: org.secret, body: { name: 'Bea', email: `bea-${randomUUID()}@example.com`, org_role: 'approver' } });
+    assert.equal(member.status, 201, 'an admin key may still add members');
+    const refused = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'Bea key', scopes: ['policies:approve'], user_id: member.body.id } });
+    assert.deepEqual([refused.status, refused.body.error.code, refused.body.error.details.user_id], [403, 'member_binding_forbidden', member.body.id]);
+    const unbound = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'Unbound', scopes: ['cards:read'] } });
+    assert.equal(unbound.status, 201);
+    const stored = await (await testOrm()).em.fork().findOneOrFail(ApiKey, { id: unbound.body.id });
+    assert.deepEqual([stored.createdByKeyId, stored.createdByMemberId], [org.apiKeyId, null]);
   });
 
   it('refuses to grant scopes or an environment the calling key does not have', async () => {

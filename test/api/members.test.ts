@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { Member } from '../../src/organizations/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { testOrm } from '../support/environment';
 
 describe('Members and roles', () => {
   let app: TestApp;
@@ -54,6 +56,14 @@ describe('Members and roles', () => {
     });
     assert.equal(unknownRole.status, 404);
     assert.equal(unknownRole.body.error.param, 'role_ids');
+  });
+
+  it('records which key, acting for which member, added a member', async () => {
+    const { secret, id } = await org.key(['api_keys:admin']);
+    const added = await app.request('POST', '/v1/members', { key: secret, body: { name: 'Traced', email: 'traced@example.com', org_role: 'approver' } });
+    assert.equal(added.status, 201);
+    const stored = await (await testOrm()).em.fork().findOneOrFail(Member, { id: added.body.id });
+    assert.deepEqual([stored.createdByKeyId, stored.createdByMemberId], [id, null]);
   });
 
   it("keeps each organization's members to itself", async () => {

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import { DomainError } from '../../src/shared/errors';
 import { httpStatus } from '../../src/http/errors';
+import type { Environment } from '../../src/api-keys/entities';
+import { createApiKey } from '../../src/api-keys/service';
 import { Organization } from '../../src/organizations/entities';
+import { createMember } from '../../src/organizations/service';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { decideTransaction, type PolicyActor } from '../../src/policies/service';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -33,9 +37,26 @@ describe('Policies API', () => {
 
   const call = (method: string, path: string, body?: unknown, key = org.secret) => app.request(method, path, { key, body });
 
-  async function memberKey(o: TestOrganization, name: string, orgRole: string, scopes = ['*']): Promise<{ secret: string; id: string }> {
-    const member = await app.request('POST', '/v1/members', { key: o.secret, body: { name, email: `${name.toLowerCase()}-${Date.now()}@example.com`, org_role: orgRole } });
-    const key = await app.request('POST', '/v1/api-keys', { key: o.secret, body: { name, scopes, user_id: member.body.id } });
+  /** An owner and a key acting for them, made by the operator (as `member:create` and `key:create --user-id` do). */
+  async function ownerKey(o: TestOrganization, environment: Environment = 'sandbox'): Promise<{ secret: string; id: string; keyId: string }> {
+    const em = (await testOrm()).em.fork();
+    const organization = em.getReference(Organization, o.organizationId);
+    const owner = await createMember(em, organization, { name: `Owner ${environment}`, email: `owner-${randomUUID()}@example.com`, org_role: 'owner' });
+    const { key, secret } = createApiKey(em, { organization, name: 'Owner key', scopes: ['*'], environment, member: owner });
+    await em.flush();
+    return { secret, id: owner.id, keyId: key.id };
+  }
+
+  const owners = new Map<string, Promise<{ secret: string; id: string }>>();
+  /** A member added by the organization's owner, with a key the owner minted for them. */
+  async function memberKey(o: TestOrganization, name: string, orgRole: string, scopes = ['*'], environment: Environment = 'sandbox'): Promise<{ secret: string; id: string }> {
+    const ownerOf = `${o.organizationId}:${environment}`;
+    if (!owners.has(ownerOf)) owners.set(ownerOf, ownerKey(o, environment));
+    const owner = await owners.get(ownerOf)!;
+    const member = await app.request('POST', '/v1/members', { key: owner.secret, body: { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: orgRole } });
+    assert.equal(member.status, 201, member.text);
+    const key = await app.request('POST', '/v1/api-keys', { key: owner.secret, body: { name, scopes, user_id: member.body.id } });
+    assert.equal(key.status, 201, key.text);
     return { secret: key.body.secret, id: member.body.id };
   }
 
@@ -282,6 +303,130 @@ describe('Policies API', () => {
     assert.equal((await call('GET', '/v1/policies/schema', undefined, none.secret)).status, 403);
   });
 
+  it('keeps policies and approval requests to their environment: a live policy never decides a sandbox request, nor the reverse', async () => {
+    const o = await createTestOrganization('Two environments');
+    await setRequiredApprovals(o, 0);
+    const live = await o.key(['*'], 'live');
+    const livePolicy = await createPolicy({ name: 'Live limits', rules: [blockAbove('100'), allowRest] }, live.secret);
+    assert.equal((await call('POST', `/v1/policies/${livePolicy.id}/activate`, {}, live.secret)).status, 200);
+    const sandboxPolicy = await createPolicy({ name: 'Sandbox limits', rules: [blockAbove('1000'), allowRest] }, o.secret);
+    assert.equal((await call('POST', `/v1/policies/${sandboxPolicy.id}/activate`, {}, o.secret)).status, 200);
+
+    const inLive = await call('POST', '/v1/policies/evaluate', { amount: '500' }, live.secret);
+    assert.deepEqual([inLive.body.result, inLive.body.policy_id], ['rejected', livePolicy.id]);
+    const inSandbox = await call('POST', '/v1/policies/evaluate', { amount: '500' }, o.secret);
+    assert.deepEqual([inSandbox.body.result, inSandbox.body.policy_id], ['matched_rule', sandboxPolicy.id]);
+
+    const decide = async (environment: Environment) => {
+      const actor: PolicyActor = { organizationId: o.organizationId, environment, id: o.apiKeyId, name: 'Root key', type: 'apikey' };
+      const em = (await testOrm()).em.fork();
+      return em.transactional((tx) => decideTransaction(tx, { amount: '500' }, actor)).then(
+        (evaluation) => evaluation.policy_id,
+        (error: DomainError) => `${error.code}:${String(error.details?.policy_id)}`,
+      );
+    };
+    assert.equal(await decide('sandbox'), sandboxPolicy.id, 'the live block above 100 does not decide a sandbox request');
+    assert.equal(await decide('live'), `policy_blocked:${livePolicy.id}`);
+
+    for (const [key, theirs] of [[live.secret, sandboxPolicy], [o.secret, livePolicy]] as const) {
+      for (const [method, path] of [
+        ['GET', `/v1/policies/${theirs.id}`],
+        ['PATCH', `/v1/policies/${theirs.id}`],
+        ['DELETE', `/v1/policies/${theirs.id}`],
+        ['POST', `/v1/policies/${theirs.id}/validate`],
+        ['POST', `/v1/policies/${theirs.id}/activate`],
+        ['GET', `/v1/policies/${theirs.id}/audit-logs`],
+        ['POST', `/v1/policies/${theirs.id}/rules`],
+        ['DELETE', `/v1/policies/${theirs.id}/rules/${theirs.rules[0].id}`],
+      ] as const) {
+        const response = await call(method, path, method === 'GET' || method === 'DELETE' ? undefined : path.endsWith('/rules') ? allowRest : {}, key);
+        assert.deepEqual([response.status, response.body.error?.code], [404, 'resource_missing'], `${method} ${path}`);
+      }
+      assert.equal((await call('POST', `/v1/policies/${theirs.id}/simulate`, { requests: [{}] }, key)).status, 404);
+      assert.equal((await call('POST', '/v1/policies/evaluate', { policy_id: theirs.id }, key)).status, 404);
+      assert.equal((await call('POST', '/v1/policies', { source_policy_id: theirs.id }, key)).status, 404);
+      const listed = await call('GET', '/v1/policies?limit=100', undefined, key);
+      assert.ok(!listed.body.data.some((p: { id: string }) => p.id === theirs.id), 'the other environment is not listed');
+      assert.equal(listed.body.data.length, 1);
+    }
+
+    // An approval request lives in its policy's environment: the same approver's key of the other environment cannot see it.
+    const p = await createTestOrganization('Two environments, approvals');
+    await setRequiredApprovals(p, 1);
+    const requester = await memberKey(p, 'Req', 'admin', ['policies:write'], 'live');
+    const ada = await memberKey(p, 'Ada', 'approver', ['policies:approve'], 'live');
+    const sandboxOwner = await ownerKey(p);
+    const adaSandbox = await app.request('POST', '/v1/api-keys', { key: sandboxOwner.secret, body: { name: 'Ada sandbox', scopes: ['policies:approve'], user_id: ada.id } });
+    assert.equal(adaSandbox.status, 201, adaSandbox.text);
+    const policy = await createPolicy({ name: 'Live approval', rules: [blockAbove('1'), allowRest] }, requester.secret);
+    const pending = await call('POST', `/v1/policies/${policy.id}/activate`, {}, requester.secret);
+    assert.equal(pending.status, 202, pending.text);
+    const path = `/v1/approval-requests/${pending.body.approval_request_id}/approve`;
+    const wrongEnvironment = await call('POST', path, {}, adaSandbox.body.secret);
+    assert.deepEqual([wrongEnvironment.status, wrongEnvironment.body.error.code], [404, 'resource_missing']);
+    const approved = await call('POST', path, {}, ada.secret);
+    assert.deepEqual([approved.status, approved.body.status], [200, 'approved']);
+  });
+
+  it('lets no requester satisfy their own quorum: minted keys and added members cannot vote; a genuine approver votes', async () => {
+    const o = await createTestOrganization('Impersonation');
+    await setRequiredApprovals(o, 1);
+    const ada = await memberKey(o, 'Ada', 'approver', ['policies:approve']);
+    const mint = (key: string, body: Record<string, unknown>) => app.request('POST', '/v1/api-keys', { key, body: { name: 'minted', scopes: ['policies:approve'], ...body } });
+    const addMember = async (key: string, name: string) => {
+      const member = await app.request('POST', '/v1/members', { key, body: { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: 'approver' } });
+      assert.equal(member.status, 201, member.text);
+      return member.body.id as string;
+    };
+    const vote = (requestId: string, key: string) => call('POST', `/v1/approval-requests/${requestId}/approve`, {}, key);
+    const refusedWith = async (requestId: string, key: string, code: string) => {
+      const response = await vote(requestId, key);
+      assert.deepEqual([response.status, response.body.error?.code], [403, code], response.text);
+    };
+
+    // 1. An unbound admin key asks: it can add a member, but it cannot mint a key acting for anyone, new or existing.
+    const admin = await o.key(['api_keys:admin', 'policies:write', 'policies:approve']);
+    const policyA = await createPolicy({ name: 'Policy A', rules: [blockAbove('1'), allowRest] }, admin.secret);
+    const requestA = (await call('POST', `/v1/policies/${policyA.id}/activate`, {}, admin.secret)).body.approval_request_id;
+    assert.ok(requestA);
+    const crony = await addMember(admin.secret, 'Crony');
+    for (const userId of [crony, ada.id]) {
+      const refused = await mint(admin.secret, { user_id: userId });
+      assert.deepEqual([refused.status, refused.body.error.code], [403, 'member_binding_forbidden'], refused.text);
+    }
+    await refusedWith(requestA, admin.secret, 'member_required');
+
+    // 2. An owner asks: the keys they mint and the members they add cannot vote on their request.
+    const quinn = await ownerKey(o);
+    const policyB = await createPolicy({ name: 'Policy B', rules: [blockAbove('1'), allowRest] }, quinn.secret);
+    const requestB = (await call('POST', `/v1/policies/${policyB.id}/activate`, {}, quinn.secret)).body.approval_request_id;
+    assert.ok(requestB);
+    const yan = await addMember(quinn.secret, 'Yan');
+    const yanKey = await mint(quinn.secret, { user_id: yan });
+    assert.equal(yanKey.status, 201, 'an owner may mint a key for a member');
+    await refusedWith(requestB, yanKey.body.secret, 'vote_not_independent');
+    const adaByQuinn = await mint(quinn.secret, { user_id: ada.id });
+    assert.equal(adaByQuinn.status, 201);
+    await refusedWith(requestB, adaByQuinn.body.secret, 'vote_not_independent');
+    const unbound = await mint(quinn.secret, { scopes: ['api_keys:admin', 'policies:approve'] });
+    assert.equal(unbound.status, 201);
+    assert.equal((await mint(unbound.body.secret, { user_id: ada.id })).body.error.code, 'member_binding_forbidden', 'nor through an unbound key of theirs');
+    const quinnAgain = await mint(quinn.secret, { user_id: quinn.id });
+    await refusedWith(requestB, quinnAgain.body.secret, 'requester_cannot_vote');
+    await refusedWith(requestB, quinn.secret, 'requester_cannot_vote');
+
+    // 3. A member added after the request (even by someone else) cannot vote on it.
+    const late = await memberKey(o, 'Late', 'approver', ['policies:approve']);
+    await refusedWith(requestB, late.secret, 'vote_not_independent');
+
+    // 4. The genuine approver's own key votes, on both.
+    for (const [requestId, policyId] of [[requestA, policyA.id], [requestB, policyB.id]]) {
+      const approved = await vote(requestId, ada.secret);
+      assert.deepEqual([approved.status, approved.body.status], [200, 'approved'], approved.text);
+      assert.equal((await call('GET', `/v1/policies/${policyId}`, undefined, o.secret)).body.status, 'enforced');
+    }
+  });
+
   describe('decideTransaction (what sending will call)', () => {
     it('blocks, holds for approval, delays or allows with an alert, auditing every decision with the actor', async () => {
       const o = await createTestOrganization('Decisions');
@@ -302,7 +447,7 @@ describe('Policies API', () => {
         o.secret,
       );
       assert.equal((await call('POST', `/v1/policies/${policy.id}/activate`, {}, o.secret)).status, 200);
-      const actor: PolicyActor = { organizationId: o.organizationId, id: o.apiKeyId, name: 'Root key', type: 'apikey' };
+      const actor: PolicyActor = { organizationId: o.organizationId, environment: 'sandbox', id: o.apiKeyId, name: 'Root key', type: 'apikey' };
       const decide = async (request: Record<string, string>) => {
         const em = (await testOrm()).em.fork();
         return em.transactional((tx) => decideTransaction(tx, request, actor));

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
+import { Event, WebhookEndpoint } from '../../src/events/entities';
+import { emit } from '../../src/events/service';
+import { Organization } from '../../src/organizations/entities';
 import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal } from '../support/environment';
+import { localTemporal, testOrm } from '../support/environment';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { createTestWorker } from '../support/worker';
 
@@ -241,6 +244,94 @@ describe('Webhooks, subscriptions and delivery events API', () => {
     }
     for (const path of ['/v1/webhooks', '/v1/subscriptions', '/v1/events']) {
       assert.deepEqual((await app.request('GET', path, { key: intruder.secret })).body.data, [], path);
+    }
+  });
+  it("keeps sandbox and live apart: events reach only their environment's endpoints; the other environment's ids are 404 and unlisted", async () => {
+    const o = await createTestOrganization('Two environments');
+    await (await testOrm()).em.fork().nativeUpdate(Organization, { id: o.organizationId }, { policyActivationRequiredApprovals: 0 });
+    const live = await o.key(['*'], 'live');
+    const sandboxReceiver = await new WebhookReceiver().start();
+    const liveReceiver = await new WebhookReceiver().start();
+    try {
+      const sandboxEndpoint = await app.request('POST', '/v1/webhooks', { key: o.secret, body: { name: 'Sandbox', url: sandboxReceiver.url } });
+      assert.equal(sandboxEndpoint.status, 201, sandboxEndpoint.text);
+      sandboxReceiver.secrets = [sandboxEndpoint.body.signing_secret];
+      const liveEndpoint = await app.request('POST', '/v1/webhooks', { key: live.secret, body: { name: 'Live', url: 'https://93.184.215.14/hook', max_attempts: 1 } });
+      assert.equal(liveEndpoint.status, 201, liveEndpoint.text);
+      // Pointed at a local receiver behind the API's back: the live URL policy still refuses it at send time, so nothing leaves.
+      await (await testOrm()).em.fork().nativeUpdate(WebhookEndpoint, { id: liveEndpoint.body.id }, { url: liveReceiver.url });
+
+      // One event in each environment, emitted by real changes: a policy enforced with each key.
+      const activate = async (key: string, name: string) => {
+        const policy = await app.request('POST', '/v1/policies', { key, body: { name, rules: [{ name: 'Allow', action_type: 'allow', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] }] } });
+        assert.equal((await app.request('POST', `/v1/policies/${policy.body.id}/activate`, { key, body: {} })).status, 200);
+        return policy.body.id as string;
+      };
+      const sandboxPolicy = await activate(o.secret, 'Sandbox policy');
+      const livePolicy = await activate(live.secret, 'Live policy');
+
+      const deliveries = async (key: string) => (await app.request('GET', '/v1/events?limit=100', { key })).body.data as { id: string; webhook_id: string; type: string; delivery_status: string; event_id: string }[];
+      const sandboxDeliveries = await eventually(async () => {
+        const listed = await deliveries(o.secret);
+        return listed.length === 1 && listed[0]!.delivery_status === 'delivered' ? listed : undefined;
+      }, 'the sandbox event delivered to the sandbox endpoint');
+      assert.equal(sandboxDeliveries[0]!.webhook_id, sandboxEndpoint.body.id);
+      const liveDeliveries = await eventually(async () => {
+        const listed = await deliveries(live.secret);
+        return listed.length === 1 && listed[0]!.delivery_status === 'failed' ? listed : undefined;
+      }, 'the live event queued for the live endpoint only (and refused by its URL policy)');
+      assert.equal(liveDeliveries[0]!.webhook_id, liveEndpoint.body.id);
+
+      assert.deepEqual(sandboxReceiver.attempts.map((attempt) => JSON.parse(attempt.body).data.policy_id), [sandboxPolicy], 'the sandbox receiver saw the sandbox event only');
+      assert.deepEqual(sandboxReceiver.attempts[0]!.verifiedWith, [true]);
+      assert.equal(liveReceiver.attempts.length, 0);
+      const stored = await (await testOrm()).em.fork().find(Event, { organization: o.organizationId }, { orderBy: { createdAt: 'asc' } });
+      assert.deepEqual(stored.map((event) => [event.environment, event.data.policy_id]), [['sandbox', sandboxPolicy], ['live', livePolicy]]);
+
+      // Explicit destinations must be of the event's environment too.
+      await assert.rejects(
+        (await testOrm()).em.fork().transactional((tx) =>
+          emit(tx, { organizationId: o.organizationId, environment: 'live', type: 'webhook.test', data: {}, destinations: [{ kind: 'webhook', id: sandboxEndpoint.body.id }], broadcast: false }),
+        ),
+        /not a live destination/,
+      );
+
+      const sandboxSubscription = await app.request('POST', '/v1/subscriptions', { key: o.secret, body: { address: 'bc1qsandbox', chain: 'bitcoin', webhook_url: sandboxReceiver.url } });
+      const liveSubscription = await app.request('POST', '/v1/subscriptions', { key: live.secret, body: { address: 'bc1qlive', chain: 'bitcoin', webhook_url: 'https://93.184.215.14/hook' } });
+      assert.equal(liveSubscription.status, 201, liveSubscription.text);
+      const sides = [
+        { key: live.secret, webhook: sandboxEndpoint.body.id, subscription: sandboxSubscription.body.id, delivery: sandboxDeliveries[0]!.id },
+        { key: o.secret, webhook: liveEndpoint.body.id, subscription: liveSubscription.body.id, delivery: liveDeliveries[0]!.id },
+      ];
+      for (const side of sides) {
+        const attempts: [string, string, unknown?][] = [
+          ['GET', `/v1/webhooks/${side.webhook}`],
+          ['PATCH', `/v1/webhooks/${side.webhook}`, { name: 'mine' }],
+          ['POST', `/v1/webhooks/${side.webhook}/rotate-secret`],
+          ['POST', `/v1/webhooks/${side.webhook}/test`],
+          ['DELETE', `/v1/webhooks/${side.webhook}`],
+          ['GET', `/v1/subscriptions/${side.subscription}`],
+          ['PATCH', `/v1/subscriptions/${side.subscription}`, { label: 'mine' }],
+          ['POST', `/v1/subscriptions/${side.subscription}/rotate-secret`],
+          ['DELETE', `/v1/subscriptions/${side.subscription}`],
+          ['GET', `/v1/events/${side.delivery}`],
+          ['POST', `/v1/events/${side.delivery}/retry`],
+        ];
+        for (const [method, path, body] of attempts) {
+          const response = await app.request(method, path, { key: side.key, body });
+          assert.deepEqual([response.status, response.body.error?.code], [404, 'resource_missing'], `${method} ${path}`);
+        }
+        for (const [path, id] of [['/v1/webhooks', side.webhook], ['/v1/subscriptions', side.subscription], ['/v1/events', side.delivery]]) {
+          const listed = await app.request('GET', `${path}?limit=100`, { key: side.key });
+          assert.equal(listed.body.data.length, 1, path);
+          assert.ok(!listed.body.data.some((item: { id: string }) => item.id === id), `${path} does not list the other environment's`);
+        }
+        assert.deepEqual((await app.request('GET', `/v1/events?webhook_id=${side.webhook}`, { key: side.key })).body.data, []);
+      }
+      assert.equal((await app.request('GET', `/v1/webhooks/${sandboxEndpoint.body.id}`, { key: o.secret })).body.name, 'Sandbox', 'untouched');
+    } finally {
+      await sandboxReceiver.close();
+      await liveReceiver.close();
     }
   });
 });

@@ -37,7 +37,7 @@ async function scenario(env: TestWorkflowEnvironment, requiredApprovals: number)
     people.push(await createMember(em, organization, { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: role }));
   }
   await em.flush();
-  const actor: PolicyActor = { organizationId: organization.id, id: people[0]!.id, name: 'Requester', type: 'user' };
+  const actor: PolicyActor = { organizationId: organization.id, environment: 'sandbox', id: people[0]!.id, name: 'Requester', type: 'user' };
   const rules = [{ name: 'Block big', action_type: 'block' as const, conditions: [{ field: 'amount', operator: 'greater_than', value: '10' }] }];
   const source = await createPolicy(em, actor, { name: 'Limits v1', rules });
   await em.flush();
@@ -46,6 +46,7 @@ async function scenario(env: TestWorkflowEnvironment, requiredApprovals: number)
   const expiresAt = new Date((await env.currentTimeMs()) + 72 * HOUR);
   const request = em.create(ApprovalRequest, {
     organization: em.getReference(Organization, organization.id),
+    environment: 'sandbox',
     policy: draft,
     requestedBy: actor.id,
     requestedByName: actor.name,
@@ -197,7 +198,7 @@ describe('Policy activation workflow (time-skipping)', () => {
   it('is started exactly once by the start sweep when the process died between commit and start', async () => {
     const s = await scenario(env, 1);
     const em = (await testOrm()).em.fork();
-    const actor: PolicyActor = { organizationId: s.input.organizationId, id: s.requester, name: 'Requester', type: 'user' };
+    const actor: PolicyActor = { organizationId: s.input.organizationId, environment: 'sandbox', id: s.requester, name: 'Requester', type: 'user' };
     const draft = await createPolicy(em, actor, { source_policy_id: s.sourceId });
     await em.flush();
     // The activation commits with its recorded start; nothing fires it (the process died right after commit).

@@ -61,7 +61,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
   /** Emits in a committed transaction and returns the new delivery ids (not yet dispatched). */
   async function emitCommitted(organizationId: string, data: Record<string, unknown> = { transaction_id: 'tx_1' }): Promise<string[]> {
     const em = (await testOrm()).em.fork();
-    const { deliveries } = await em.transactional((tx) => emit(tx, { organizationId, type: 'transfer.success', data }));
+    const { deliveries } = await em.transactional((tx) => emit(tx, { organizationId, environment: 'sandbox', type: 'transfer.success', data }));
     return deliveries.map((delivery) => delivery.id);
   }
 
@@ -242,7 +242,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     const em = (await testOrm()).em.fork();
     await assert.rejects(
       em.transactional(async (tx) => {
-        await emit(tx, { organizationId: org.organizationId, type: 'transfer.success', data: { transaction_id: 'rolled_back' } });
+        await emit(tx, { organizationId: org.organizationId, environment: 'sandbox', type: 'transfer.success', data: { transaction_id: 'rolled_back' } });
         await tx.flush();
         throw new Error('the state change failed');
       }),
@@ -285,7 +285,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     };
     const em = (await testOrm()).em.fork();
     const { deliveries } = await em.transactional((tx) =>
-      emit(tx, { organizationId: org.organizationId, type: 'card.ready', data: { card_id: 'card_1' }, destinations: [{ kind: 'card', id: 'card_1', url: receiver.url }] }),
+      emit(tx, { organizationId: org.organizationId, environment: 'sandbox', type: 'card.ready', data: { card_id: 'card_1' }, destinations: [{ kind: 'card', id: 'card_1', url: receiver.url }] }),
     );
     assert.equal(deliveries.length, 1, 'no endpoint of this organization, only the card');
     // This worker alone gets the test resolver: nothing global is replaced.
