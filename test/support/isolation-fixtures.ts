@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Organization } from '../../src/organizations/entities';
+import { createMember } from '../../src/organizations/service';
 import type { TestApp, TestOrganization, TestResponse } from './app';
 import { validCustomer } from './cards';
 import { testOrm } from './environment';
@@ -77,11 +78,16 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   const policy = expectStatus(await call('POST', '/v1/policies', { name: 'Isolation draft', rules: [blockAbove('100'), allowRest] }), 201, 'policy').body;
   // One approval needed, one approver who could give it: activation by the root key waits for them.
   await setRequiredApprovals(org.organizationId, 1);
-  const member = expectStatus(
-    await call('POST', '/v1/members', { name: 'Isolation approver', email: `approver-${randomUUID()}@example.com`, org_role: 'approver' }),
-    201,
-    'member',
-  ).body.id as string;
+  // Added by the operator (as `npm run cli -- member:create` does): a member the requester added would not count as independent.
+  const memberEm = (await testOrm()).em.fork();
+  const member = (
+    await createMember(memberEm, memberEm.getReference(Organization, org.organizationId), {
+      name: 'Isolation approver',
+      email: `approver-${randomUUID()}@example.com`,
+      org_role: 'approver',
+    })
+  ).id;
+  await memberEm.flush();
   const pendingPolicy = expectStatus(await call('POST', '/v1/policies', { name: 'Isolation pending', rules: [blockAbove('5'), allowRest] }), 201, 'pending policy').body.id as string;
   const activation = expectStatus(await call('POST', `/v1/policies/${pendingPolicy}/activate`, { comment: 'isolation' }), 202, 'activation');
   void member;
