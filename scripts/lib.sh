@@ -94,8 +94,10 @@ temporal_dev_start() {
   local dbfile=$1 port=$2 ui_port=$3 logfile=$4 namespace=${5:-default} cli
   cli=$(temporal_cli_path) || die "the Temporal CLI is missing: run scripts/ensure-tools.sh"
   mkdir -p "$(dirname "$dbfile")" "$(dirname "$logfile")"
+  # WAL with synchronous=normal: about twice the workflows per second of SQLite's defaults; the state still
+  # survives a restart of the server (a power loss may lose the last transactions, as documented in the README).
   local args=(server start-dev --db-filename "$dbfile" --port "$port" --ui-port "$ui_port"
-    --ip 127.0.0.1 --log-level warn)
+    --ip 127.0.0.1 --log-level warn --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal)
   # "default" always exists; a different namespace has to be created at launch.
   [[ $namespace == default ]] || args+=(--namespace "$namespace")
   log "starting Temporal dev server on 127.0.0.1:$port (UI $ui_port, state $dbfile, log $logfile)"
