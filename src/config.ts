@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseMasterKey } from './keys/master-key';
 
+const nodeUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** Every environment variable the service reads; `.env.example` mirrors this list. */
@@ -41,6 +42,16 @@ export const ConfigSchema = z.object({
   CARD_BIN: z.string().regex(/^\d{6,8}$/, 'CARD_BIN must be 6 to 8 digits').default('489537'),
   /** Card funding fee in basis points of the amount (fund and withdraw), charged to the company balance. */
   CARD_FUNDING_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(0),
+  /**
+   * Chain nodes, one JSON-RPC URL per chain and environment (docs/chains.md). A live node must be
+   * Ethereum mainnet (chain id 1); a sandbox node may be any other network, and is held to
+   * CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID when that is set (31337 for anvil).
+   */
+  CHAIN_NODE_ETHEREUM_SANDBOX: nodeUrl.optional(),
+  CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID: z.coerce.number().int().positive().optional(),
+  CHAIN_NODE_ETHEREUM_LIVE: nodeUrl.optional(),
+  /** How long a call to a chain node may take before it counts as unreachable. */
+  CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
   MASTER_KEY: z
     .string()

@@ -2,6 +2,7 @@ import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerBalanceRoutes } from './balances/routes';
 import { registerCardRoutes } from './cards/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
+import { registerChainRoutes } from './chains/routes';
 import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
 import type { RouteModule } from './http/app';
@@ -16,6 +17,7 @@ export const routeModules: RouteModule[] = [
   registerApiKeyRoutes,
   registerOrganizationRoutes,
   registerCatalogueRoutes,
+  registerChainRoutes,
   registerBalanceRoutes,
   registerCustodyRoutes,
   registerEventRoutes,

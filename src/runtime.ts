@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { LastUsedTracker } from './api-keys/service';
+import { ChainNodes } from './chains/nodes';
 import type { Config } from './config';
 import { createOrm, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
@@ -28,6 +29,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
     keys: new KeyService(keys),
     starter: new WorkflowStarter(temporal.client, config, log),
+    chains: new ChainNodes(config, log),
   };
 }
 

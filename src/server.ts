@@ -15,6 +15,8 @@ async function main(): Promise<void> {
   const server: Server = app.listen(config.PORT, config.HOST);
   await once(server, 'listening');
   log.info({ url: `http://${config.HOST}:${config.PORT}` }, 'API listening');
+  // In the background: a node on the wrong network is logged and its chain left unavailable; the API serves on.
+  void deps.chains.checkAll();
 
   const shutdown = async (signal: string) => {
     log.info({ signal }, 'shutting down');

@@ -7,31 +7,8 @@ import type { AppContext } from './context';
  * An empty body is `undefined`, so routes without a body accept bare POSTs.
  */
 export async function readJsonBody(ctx: AppContext, limit: number): Promise<unknown> {
-  const length = ctx.request.length;
-  const chunked = ctx.get('transfer-encoding') !== '';
-  if (!chunked && !length) return undefined;
-  if (!ctx.is('application/json', 'application/*+json')) {
-    throw new DomainError({
-      kind: 'unsupported_media_type',
-      code: 'unsupported_media_type',
-      message: `Request bodies must be JSON (Content-Type: application/json), not '${ctx.get('content-type') || 'none'}'.`,
-    });
-  }
-  let raw: string;
-  try {
-    raw = await getRawBody(ctx.req, { limit, length: length ?? undefined, encoding: 'utf8' });
-  } catch (error) {
-    if ((error as { type?: string }).type === 'entity.too.large') {
-      throw new DomainError({
-        kind: 'too_large',
-        code: 'payload_too_large',
-        message: `Request bodies are limited to ${limit} bytes.`,
-        details: { limit_bytes: limit },
-      });
-    }
-    throw new DomainError({ kind: 'invalid', code: 'invalid_body', message: 'The request body could not be read completely.' });
-  }
-  if (raw.trim() === '') return undefined;
+  const raw = await readJsonBodyText(ctx, limit);
+  if (raw === undefined || raw.trim() === '') return undefined;
   let body: unknown;
   try {
     body = JSON.parse(raw) as unknown;
@@ -45,6 +22,36 @@ export async function readJsonBody(ctx: AppContext, limit: number): Promise<unkn
   const nul = pathOfNulCharacter(body);
   if (nul !== null) throw errors.validation(`Invalid ${nul || 'body'}: strings must not contain the NUL character (\\u0000).`, nul || 'body');
   return body;
+}
+
+/**
+ * The body's text, unparsed, after the transport checks (415, 413): for a protocol that answers
+ * malformed JSON in its own format (JSON-RPC). `undefined` when there is no body.
+ */
+export async function readJsonBodyText(ctx: AppContext, limit: number): Promise<string | undefined> {
+  const length = ctx.request.length;
+  const chunked = ctx.get('transfer-encoding') !== '';
+  if (!chunked && !length) return undefined;
+  if (!ctx.is('application/json', 'application/*+json')) {
+    throw new DomainError({
+      kind: 'unsupported_media_type',
+      code: 'unsupported_media_type',
+      message: `Request bodies must be JSON (Content-Type: application/json), not '${ctx.get('content-type') || 'none'}'.`,
+    });
+  }
+  try {
+    return await getRawBody(ctx.req, { limit, length: length ?? undefined, encoding: 'utf8' });
+  } catch (error) {
+    if ((error as { type?: string }).type === 'entity.too.large') {
+      throw new DomainError({
+        kind: 'too_large',
+        code: 'payload_too_large',
+        message: `Request bodies are limited to ${limit} bytes.`,
+        details: { limit_bytes: limit },
+      });
+    }
+    throw new DomainError({ kind: 'invalid', code: 'invalid_body', message: 'The request body could not be read completely.' });
+  }
 }
 
 /**

@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Registry } from 'prom-client';
 import type { AuthContext } from '../api-keys/auth-context';
 import type { LastUsedTracker } from '../api-keys/service';
+import type { ChainNodes } from '../chains/nodes';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import type { IdempotencyService } from '../idempotency/service';
@@ -41,6 +42,8 @@ export interface AppDeps {
   keys: KeyService;
   /** Fires the workflow starts a request recorded, right after its transaction commits; sends messages to running workflows. */
   starter: WorkflowStarter;
+  /** The configured chain nodes, per chain and environment. */
+  chains: ChainNodes;
 }
 
 export type { AuthContext, EntityManager };

@@ -5,7 +5,7 @@ import type { ZodType } from 'zod';
 import { grants, type Scope } from '../api-keys/scopes';
 import { ErrorEnvelope, z } from '../shared/schemas';
 import { applyRateLimit, authenticate } from './auth';
-import { readJsonBody } from './body';
+import { readJsonBody, readJsonBodyText } from './body';
 import type { AppContext, AppDeps, AppState, AuthContext } from './context';
 import { DomainError, errors } from '../shared/errors';
 import { fromZodError, httpStatus, toEnvelope } from './errors';
@@ -26,6 +26,8 @@ interface HandlerInput<P, Q, B, A> {
   params: P;
   query: Q;
   body: B;
+  /** The unparsed body text, for routes with `rawJsonBody`; otherwise undefined. */
+  rawBody: string | undefined;
   auth: A;
   /** Request-scoped EntityManager; inside a transaction for every method but GET. */
   em: EntityManager;
@@ -59,6 +61,12 @@ export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B exte
    * workflow it started once they have committed, holding no transaction or lock meanwhile.
    */
   ownTransactions?: boolean;
+  /**
+   * The handler gets the body as unparsed text (`rawBody`) after the transport checks (415, 413),
+   * and parses and validates it itself: for a protocol that answers malformed JSON in its own
+   * format rather than in the REST envelope. `documentedAs` describes the body for OpenAPI.
+   */
+  rawJsonBody?: { documentedAs: ZodType };
   handler: (input: HandlerInput<z.infer<P>, z.infer<Q>, z.infer<B>, AuthContext>) => Promise<HandlerResult>;
 }
 
@@ -111,14 +119,17 @@ export class RouteRegistry {
       const auth = route.scope === 'public' ? undefined : await this.authorize(ctx, route.scope, (route as AuthenticatedRoute<P, Q, B>).sandboxOnly ?? false);
       const params = parse(route.params ?? NoInput, ctx.params ?? {}, 'path');
       const query = parse(route.query ?? NoInput, ctx.query, 'query');
-      const rawBody = route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
-      const body = route.body ? parse(route.body, rawBody ?? {}, 'body') : rejectUnexpectedBody(rawBody);
+      const takesRawBody = route.scope !== 'public' && (route as AuthenticatedRoute<P, Q, B>).rawJsonBody !== undefined;
+      const rawText = takesRawBody ? await readJsonBodyText(ctx, this.deps.config.BODY_LIMIT_BYTES) : undefined;
+      // What Idempotency-Key hashes: the parsed body, or the text itself for a raw-body route.
+      const rawBody = takesRawBody ? rawText : route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
+      const body = route.body ? parse(route.body, rawBody ?? {}, 'body') : takesRawBody ? ({} as never) : rejectUnexpectedBody(rawBody);
       const em = this.deps.orm.em.fork();
       const handler = route.handler as (input: HandlerInput<unknown, unknown, unknown, AuthContext | undefined>) => Promise<HandlerResult>;
       let transaction: EntityManager | undefined;
       const run = (transactionEm: EntityManager) => {
         transaction = transactionEm;
-        return handler({ params, query, body, auth, em: transactionEm, ctx, deps: this.deps });
+        return handler({ params, query, body, rawBody: rawText, auth, em: transactionEm, ctx, deps: this.deps });
       };
 
       let result: HandlerResult;
@@ -214,7 +225,10 @@ export class RouteRegistry {
     }
   }
 
-  private registerOpenApi<P extends ZodType, Q extends ZodType, B extends ZodType>(route: RouteBase<P, Q, B> & { scope: RequiredScope | 'public' }) {
+  private registerOpenApi<P extends ZodType, Q extends ZodType, B extends ZodType>(
+    route: RouteBase<P, Q, B> & { scope: RequiredScope | 'public'; rawJsonBody?: { documentedAs: ZodType } },
+  ) {
+    const bodySchema = route.body ?? route.rawJsonBody?.documentedAs;
     const responses: RouteConfig['responses'] = {
       [route.response.status]: {
         description: route.response.description,
@@ -251,7 +265,7 @@ export class RouteRegistry {
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.query ? { query: route.query as never } : {}),
         ...(headers ? { headers } : {}),
-        ...(route.body ? { body: { content: { 'application/json': { schema: route.body } }, required: true } } : {}),
+        ...(bodySchema ? { body: { content: { 'application/json': { schema: bodySchema } }, required: true } } : {}),
       },
       responses,
     });

@@ -91,6 +91,8 @@ const MATRIX: Record<string, Row> = {
   'GET /v1/roles': listed(() => '/v1/roles?limit=100', true),
   'GET /v1/chains': catalogue(),
   'GET /v1/chains/:chain': catalogue('catalogue: the param is a chain name, not a tenant resource'),
+  'GET /v1/chains/:chain/fees': catalogue('network fees: chain data, the same for every key of an environment'),
+  'POST /v1/rpc/:chain': catalogue('pass-through to the environment\'s chain node: no tenant resource'),
   'GET /assets': catalogue(),
   'GET /v1/assets': catalogue(),
   'GET /v1/balances': listed(() => '/v1/balances'),

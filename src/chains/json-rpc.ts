@@ -1,0 +1,116 @@
+import { z } from '../shared/schemas';
+import type { ChainId } from '../catalogue/service';
+import { ChainUnavailableError } from './nodes';
+import { NodeUnavailableError, type ChainProvider, type RelayedAnswer, type RelayedCall } from './provider';
+import { POSITIONAL_PARAMS_ONLY, RPC_METHOD_ALLOWLIST } from './rpc-methods';
+
+/** JSON-RPC 2.0's reserved error codes (https://www.jsonrpc.org/specification#error_object). */
+export const JSON_RPC_ERROR = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+} as const;
+
+/** A batch holds at most this many calls; a larger one is refused whole with -32600. */
+export const MAX_BATCH_CALLS = 100;
+
+type JsonRpcId = string | number | null;
+export type JsonRpcResponse =
+  | { jsonrpc: '2.0'; id: JsonRpcId; result: unknown }
+  | { jsonrpc: '2.0'; id: JsonRpcId; error: { code: number; message: string; data?: unknown } };
+
+const JsonRpcIdSchema = z.union([z.string(), z.number(), z.null()]);
+export const JsonRpcRequestSchema = z.object({
+  jsonrpc: z.literal('2.0'),
+  method: z.string().min(1).max(128),
+  params: z.union([z.array(z.unknown()), z.record(z.string(), z.unknown())]).optional(),
+  id: JsonRpcIdSchema.optional().openapi({ description: 'Omitted for a notification, which gets no answer' }),
+});
+
+/** One entry of the request after validation: a call to answer (or not, for a notification), or an invalid one. */
+type Entry =
+  | { kind: 'call'; id: JsonRpcId; notification: boolean; call: RelayedCall }
+  | { kind: 'invalid'; id: JsonRpcId };
+
+/**
+ * The JSON-RPC 2.0 pass-through: parses the body itself so that every protocol error is a JSON-RPC
+ * error object, refuses what the chain's allowlist does not name, and relays the rest to the node in
+ * one round trip. Answers undefined when nothing is to be answered (notifications only).
+ */
+export async function passThrough(
+  body: string | undefined,
+  chain: ChainId,
+  resolveProvider: () => Promise<ChainProvider>,
+): Promise<JsonRpcResponse | JsonRpcResponse[] | undefined> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body ?? '');
+  } catch {
+    return errorResponse(null, JSON_RPC_ERROR.parseError, 'Parse error: the body is not valid JSON');
+  }
+  if (Array.isArray(parsed)) {
+    if (parsed.length === 0) return errorResponse(null, JSON_RPC_ERROR.invalidRequest, 'Invalid Request: an empty batch');
+    if (parsed.length > MAX_BATCH_CALLS) {
+      return errorResponse(null, JSON_RPC_ERROR.invalidRequest, `Invalid Request: a batch holds at most ${MAX_BATCH_CALLS} calls`);
+    }
+    const answers = await answer(parsed.map(toEntry), chain, resolveProvider);
+    return answers.length > 0 ? answers : undefined;
+  }
+  const [single] = await answer([toEntry(parsed)], chain, resolveProvider);
+  return single;
+}
+
+function toEntry(value: unknown): Entry {
+  const parsed = JsonRpcRequestSchema.safeParse(value);
+  if (!parsed.success) {
+    // The id is echoed when it can be read, so the caller can match the refusal to its call.
+    const id = typeof value === 'object' && value !== null ? JsonRpcIdSchema.safeParse((value as { id?: unknown }).id) : undefined;
+    return { kind: 'invalid', id: id?.success ? id.data : null };
+  }
+  const { method, params, id } = parsed.data;
+  const notification = !Object.hasOwn(value as object, 'id');
+  return { kind: 'call', id: id ?? null, notification, call: { method, ...(params === undefined ? {} : { params }) } };
+}
+
+/** Answers every entry in order, relaying the allowed calls together; notifications get no answer. */
+async function answer(entries: Entry[], chain: ChainId, resolveProvider: () => Promise<ChainProvider>): Promise<JsonRpcResponse[]> {
+  const allowlist = RPC_METHOD_ALLOWLIST[chain];
+  const answers = new Map<Entry, RelayedAnswer>();
+  const relayed: Extract<Entry, { kind: 'call' }>[] = [];
+  for (const entry of entries) {
+    if (entry.kind === 'invalid') continue;
+    const { method, params } = entry.call;
+    if (!allowlist?.has(method)) {
+      answers.set(entry, { error: { code: JSON_RPC_ERROR.methodNotFound, message: `Method not found: '${method}' is not available through the ${chain} pass-through` } });
+    } else if (params !== undefined && !Array.isArray(params) && POSITIONAL_PARAMS_ONLY.has(chain)) {
+      answers.set(entry, { error: { code: JSON_RPC_ERROR.invalidParams, message: `Invalid params: ${chain} methods take positional params (an array)` } });
+    } else {
+      relayed.push(entry);
+    }
+  }
+  if (relayed.length > 0) {
+    const results = await relay(relayed.map((entry) => entry.call), resolveProvider);
+    relayed.forEach((entry, index) => answers.set(entry, results[index]!));
+  }
+  return entries.flatMap((entry): JsonRpcResponse[] => {
+    if (entry.kind === 'invalid') return [errorResponse(entry.id, JSON_RPC_ERROR.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 request object')];
+    if (entry.notification) return [];
+    const result = answers.get(entry)!;
+    return ['error' in result ? { jsonrpc: '2.0', id: entry.id, error: result.error } : { jsonrpc: '2.0', id: entry.id, result: result.result }];
+  });
+}
+
+/** Relays to the node; when there is no usable node, each call gets -32603 with a message that names no URL. */
+async function relay(calls: RelayedCall[], resolveProvider: () => Promise<ChainProvider>): Promise<RelayedAnswer[]> {
+  try {
+    const provider = await resolveProvider();
+    return await provider.relay(calls);
+  } catch (error) {
+    if (!(error instanceof ChainUnavailableError || error instanceof NodeUnavailableError)) throw error;
+    return calls.map(() => ({ error: { code: JSON_RPC_ERROR.internalError, message: error.message } }));
+  }
+}
+
+const errorResponse = (id: JsonRpcId, code: number, message: string): JsonRpcResponse => ({ jsonrpc: '2.0', id, error: { code, message } });

@@ -1,0 +1,100 @@
+import type { Environment } from '../api-keys/entities';
+import { findChain, networkFor, type ChainId } from '../catalogue/service';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { NodeUnavailableError, type ChainProvider } from './provider';
+import { EvmRpcProvider } from './providers/evm-rpc';
+
+const ETHEREUM_MAINNET_CHAIN_ID = 1;
+
+export type ChainUnavailableReason = 'not_configured' | 'network_mismatch' | 'unreachable';
+
+/** The chain cannot be served for this environment; the message is safe to show (no node URL). */
+export class ChainUnavailableError extends Error {
+  override name = 'ChainUnavailableError';
+  constructor(
+    readonly reason: ChainUnavailableReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface ConfiguredNode {
+  provider: ChainProvider;
+  environment: Environment;
+  /** Why the node's chain id is wrong for its environment, or null when it is right. */
+  checkChainId: (chainId: number) => string | null;
+  /** Set once the node answered with the right network; a mismatch is remembered, an outage is not. */
+  state: { kind: 'unchecked' } | { kind: 'verified'; chainId: number } | { kind: 'mismatch' };
+}
+
+/**
+ * The configured chain nodes, one per chain and environment, each checked once against the network
+ * its environment expects before it serves anything. A wrong network is logged and leaves that
+ * chain unavailable (JSON-RPC -32603, REST 503) rather than stopping the API.
+ */
+export class ChainNodes {
+  private readonly nodes = new Map<string, ConfiguredNode>();
+
+  constructor(
+    config: Config,
+    private readonly log: Logger,
+  ) {
+    const sandboxChainId = config.CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID;
+    if (config.CHAIN_NODE_ETHEREUM_SANDBOX) {
+      this.add('ethereum', 'sandbox', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS), (chainId) => {
+        if (sandboxChainId !== undefined) return chainId === sandboxChainId ? null : `expected chain id ${sandboxChainId}, the node serves ${chainId}`;
+        // Sandbox keys must never move real ether: a mainnet node is refused even when no id is configured.
+        return chainId === ETHEREUM_MAINNET_CHAIN_ID ? 'a sandbox node must not be Ethereum mainnet (chain id 1)' : null;
+      });
+    }
+    if (config.CHAIN_NODE_ETHEREUM_LIVE) {
+      this.add('ethereum', 'live', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS), (chainId) =>
+        chainId === ETHEREUM_MAINNET_CHAIN_ID ? null : `expected Ethereum mainnet (chain id 1), the node serves ${chainId}`,
+      );
+    }
+  }
+
+  /** The environment's provider for the chain, once its network has been checked. */
+  async provider(chain: ChainId, environment: Environment): Promise<ChainProvider> {
+    const node = this.nodes.get(nodeKey(chain, environment));
+    if (!node) throw new ChainUnavailableError('not_configured', `no node is configured for ${chain} ${networkFor(findChain(chain), environment)}`);
+    await this.verify(node);
+    return node.provider;
+  }
+
+  /** At start: checks every configured node and logs the outcome; a failure is remembered or retried, never thrown. */
+  async checkAll(): Promise<void> {
+    await Promise.all([...this.nodes.values()].map((node) => this.verify(node).catch(() => undefined)));
+  }
+
+  private add(chain: ChainId, environment: Environment, provider: ChainProvider, checkChainId: ConfiguredNode['checkChainId']): void {
+    this.nodes.set(nodeKey(chain, environment), { provider, environment, checkChainId, state: { kind: 'unchecked' } });
+  }
+
+  private async verify(node: ConfiguredNode): Promise<void> {
+    const { chain, kind } = node.provider;
+    const unavailable = () => new ChainUnavailableError('network_mismatch', `the ${chain} node for ${node.environment} keys is on the wrong network`);
+    if (node.state.kind === 'verified') return;
+    if (node.state.kind === 'mismatch') throw unavailable();
+    let chainId: number;
+    try {
+      ({ chainId } = await node.provider.identifyNetwork());
+    } catch (error) {
+      if (!(error instanceof NodeUnavailableError)) throw error;
+      this.log.warn({ chain, environment: node.environment, provider: kind, reason: error.message }, 'chain node unreachable; checked again on next use');
+      throw new ChainUnavailableError('unreachable', `the ${chain} node could not be reached`);
+    }
+    const problem = node.checkChainId(chainId);
+    if (problem) {
+      node.state = { kind: 'mismatch' };
+      this.log.error({ chain, environment: node.environment, provider: kind, chain_id: chainId, problem }, 'chain node is on the wrong network; the chain is unavailable');
+      throw unavailable();
+    }
+    node.state = { kind: 'verified', chainId };
+    this.log.info({ chain, environment: node.environment, provider: kind, chain_id: chainId }, 'chain node verified');
+  }
+}
+
+const nodeKey = (chain: ChainId, environment: Environment) => `${chain}:${environment}`;

@@ -1,0 +1,62 @@
+import { ChainParams } from '../catalogue/schemas';
+import { findChain } from '../catalogue/service';
+import type { RouteRegistry } from '../http/route';
+import { DomainError } from '../shared/errors';
+import { presentNetworkFee } from './fees';
+import { passThrough } from './json-rpc';
+import { ChainUnavailableError } from './nodes';
+import { NodeUnavailableError } from './provider';
+import { JsonRpcAnswer, JsonRpcBody, NetworkFeeObject } from './schemas';
+
+export function registerChainRoutes(routes: RouteRegistry): void {
+  routes.add({
+    method: 'get',
+    path: '/v1/chains/:chain/fees',
+    operationId: 'getNetworkFees',
+    summary: 'Network fees',
+    description:
+      "The chain's fee market for the key's environment, read from its node: low, medium and high tiers, exact decimal strings. " +
+      'Answers 503 `chain_node_unavailable` (details.reason: not_configured, network_mismatch or unreachable) when no usable node serves the chain.',
+    tag: 'Chains',
+    scope: 'custody:read',
+    params: ChainParams,
+    response: { status: 200, description: 'The network fee tiers', schema: NetworkFeeObject },
+    handler: async ({ params, auth, deps }) => {
+      const chain = findChain(params.chain).id;
+      try {
+        const provider = await deps.chains.provider(chain, auth.environment);
+        return { body: presentNetworkFee(chain, await provider.feeMarket()) };
+      } catch (error) {
+        if (error instanceof ChainUnavailableError) throw chainNodeUnavailable(error.reason, error.message);
+        if (error instanceof NodeUnavailableError) throw chainNodeUnavailable('unreachable', `the ${chain} node did not answer`);
+        throw error;
+      }
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/rpc/:chain',
+    operationId: 'callJsonRpc',
+    summary: 'JSON-RPC 2.0 pass-through',
+    description:
+      "Relays a JSON-RPC 2.0 request or batch to the node of the key's environment, for the methods the chain's allowlist names. " +
+      'Protocol errors are JSON-RPC error objects with HTTP 200 (-32700, -32600, -32601, -32602, -32603); a request of notifications only answers 204 with no body. ' +
+      'Authentication, scope and rate limits answer in the REST envelope first. See docs/chains.md.',
+    tag: 'Chains',
+    scope: 'rpc:call',
+    params: ChainParams,
+    rawJsonBody: { documentedAs: JsonRpcBody },
+    // No database work: the node call must not hold a transaction open.
+    ownTransactions: true,
+    response: { status: 200, description: 'A JSON-RPC response object, or an array of them for a batch', schema: JsonRpcAnswer },
+    handler: async ({ params, rawBody, auth, deps }) => {
+      const chain = findChain(params.chain).id;
+      const answer = await passThrough(rawBody, chain, () => deps.chains.provider(chain, auth.environment));
+      return answer === undefined ? { status: 204, body: null } : { body: answer };
+    },
+  });
+}
+
+const chainNodeUnavailable = (reason: string, message: string) =>
+  new DomainError({ kind: 'unavailable', code: 'chain_node_unavailable', message, details: { reason } });

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
+import path from 'node:path';
+
+/** anvil's first dev account (from its default mnemonic), funded with 10000 ETH at start. */
+export const ANVIL_ACCOUNT = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+export const ANVIL_CHAIN_ID = 31337;
+
+export interface Anvil {
+  url: string;
+  /** A JSON-RPC call straight to anvil, bypassing the service. */
+  call: (method: string, params?: unknown[]) => Promise<unknown>;
+  stop: () => Promise<void>;
+}
+
+/**
+ * The anvil binary shipped by the pinned `@foundry-rs/anvil` package through its platform package
+ * (`@foundry-rs/anvil-<os>-<arch>`), run directly so that the process we stop is anvil itself.
+ */
+function anvilBinary(): string {
+  const arch = { x64: 'amd64', arm64: 'arm64' }[process.arch as string];
+  if (!arch) throw new Error(`anvil ships no binary for ${process.platform}/${process.arch}`);
+  const manifest = require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`);
+  return path.join(path.dirname(manifest), 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
+}
+
+async function freeLoopbackPort(): Promise<number> {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** Starts anvil on a free 127.0.0.1 port and waits until it answers eth_chainId. */
+export async function startAnvil(): Promise<Anvil> {
+  const port = await freeLoopbackPort();
+  const url = `http://127.0.0.1:${port}`;
+  const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--quiet'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(child, 'exit');
+
+  let id = 0;
+  const call = async (method: string, params: unknown[] = []) => {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }),
+      signal: AbortSignal.timeout(5000),
+    });
+    const body = (await response.json()) as { result?: unknown; error?: unknown };
+    if (body.error) throw new Error(`anvil ${method}: ${JSON.stringify(body.error)}`);
+    return body.result;
+  };
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    await exited;
+  };
+
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`anvil exited with ${child.exitCode}: ${stderr}`);
+    try {
+      await call('eth_chainId');
+      return { url, call, stop };
+    } catch (error) {
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`anvil did not answer on ${url} within 20 s: ${(error as Error).message} ${stderr}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
