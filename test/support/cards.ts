@@ -9,7 +9,7 @@ import { WorkflowStart } from '../../src/temporal/entities';
 import type { ReconcileResult } from '../../src/temporal/reconciler';
 import { createTestOrganization } from './app';
 import { testConfig, testOrm } from './environment';
-import { createTestWorker } from './worker';
+import { createTestWorker, NO_SEARCH_ATTRIBUTES } from './worker';
 
 /** A customer object that passes every create-card check; each call has its own passport number. */
 export const validCustomer = (overrides: Record<string, unknown> = {}) => ({
@@ -55,8 +55,6 @@ export async function workflowStarts(organizationId: string): Promise<Map<string
   return new Map(starts.map((start) => [start.workflowId, start]));
 }
 
-/** The time-skipping server has no custom search attributes. */
-const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
 
 /** The service's worker (every activity, every workflow) on a fresh task queue, optionally with another issuer. */
 export async function cardWorker(env: TestWorkflowEnvironment, options: { taskQueue?: string; issuer?: IssuerProvider; maxCachedWorkflows?: number } = {}) {

@@ -80,17 +80,14 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   await setRequiredApprovals(org.organizationId, 1);
   // Added by the operator (as `npm run cli -- member:create` does): a member the requester added would not count as independent.
   const memberEm = (await testOrm()).em.fork();
-  const member = (
-    await createMember(memberEm, memberEm.getReference(Organization, org.organizationId), {
-      name: 'Isolation approver',
-      email: `approver-${randomUUID()}@example.com`,
-      org_role: 'approver',
-    })
-  ).id;
+  await createMember(memberEm, memberEm.getReference(Organization, org.organizationId), {
+    name: 'Isolation approver',
+    email: `approver-${randomUUID()}@example.com`,
+    org_role: 'approver',
+  });
   await memberEm.flush();
   const pendingPolicy = expectStatus(await call('POST', '/v1/policies', { name: 'Isolation pending', rules: [blockAbove('5'), allowRest] }), 201, 'pending policy').body.id as string;
   const activation = expectStatus(await call('POST', `/v1/policies/${pendingPolicy}/activate`, { comment: 'isolation' }), 202, 'activation');
-  void member;
 
   const usdCredit = '123456';
   expectStatus(await call('POST', '/v1/sandbox/balances', { currency: 'USD', amount: usdCredit }), 200, 'USD credit');

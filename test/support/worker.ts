@@ -7,6 +7,9 @@ import { createWorker } from '../../src/worker-setup';
 import { testConfig, testOrm } from './environment';
 import { testLogger } from './secret-scan';
 
+/** Worker config for the time-skipping test server, which has no custom search attributes. */
+export const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
+
 /** The service's own worker setup and activities on a test environment, on a task queue of its own. */
 export async function createTestWorker(
   env: TestWorkflowEnvironment,

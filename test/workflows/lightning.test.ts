@@ -23,10 +23,8 @@ import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
-import { createTestWorker } from '../support/worker';
+import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
-/** The time-skipping server has no custom search attributes. */
-const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 /** Each run's history stays under this many events (QUERIES_PER_RUN re-queries of about 11 events each). */

@@ -15,7 +15,7 @@ import { workflowBundle } from '../../src/worker-setup';
 import { policyActivationWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
-import { createTestWorker } from '../support/worker';
+import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const HOUR = 3_600_000;
 
@@ -214,7 +214,7 @@ describe('Policy activation workflow (time-skipping)', () => {
     await em.nativeUpdate(WorkflowStart, { id: start.id }, { input: { ...(start.input as PolicyActivationInput), expiresAt: expiresAt.toISOString() } });
 
     // The time-skipping server has no custom search attributes.
-    const { worker, taskQueue } = await createTestWorker(env, undefined, { TEMPORAL_SEARCH_ATTRIBUTES: 'false' });
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
     await worker.runUntil(async () => {
       // A plain client: waiting for the sweeps must not skip time past the activation's expiry.
       const client = new Client({ connection: env.connection, namespace: env.namespace });

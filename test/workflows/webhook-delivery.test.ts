@@ -20,11 +20,9 @@ import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { createTestWorker } from '../support/worker';
+import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const MINUTE = 60_000;
-/** The time-skipping server has no custom search attributes. */
-const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
 const HOUR = 60 * MINUTE;
 
 describe('Webhook delivery workflow (time-skipping)', () => {
