@@ -3,6 +3,11 @@ import { z } from 'zod';
 import { parseMasterKey } from './keys/master-key';
 
 const nodeUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
+/** `ASSET_ID=0xcontract,...`: the ERC-20 contract of each token asset on a node's network. */
+const tokenContracts = z
+  .string()
+  .regex(/^([A-Z0-9_]+=0x[0-9a-fA-F]{40})(,[A-Z0-9_]+=0x[0-9a-fA-F]{40})*$/, 'must be ASSET_ID=0x<40 hex>[,ASSET_ID=0x<40 hex>...]')
+  .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=') as [string, `0x${string}`])));
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** Every environment variable the service reads; `.env.example` mirrors this list. */
@@ -50,6 +55,9 @@ export const ConfigSchema = z.object({
   CHAIN_NODE_ETHEREUM_SANDBOX: nodeUrl.optional(),
   CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID: z.coerce.number().int().positive().optional(),
   CHAIN_NODE_ETHEREUM_LIVE: nodeUrl.optional(),
+  /** Token contracts the Ethereum nodes are scanned for; live defaults to Circle's USDC and Tether's USDT on mainnet. */
+  CHAIN_TOKENS_ETHEREUM_SANDBOX: tokenContracts.optional(),
+  CHAIN_TOKENS_ETHEREUM_LIVE: tokenContracts.prefault('USDC_ETH=0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48,USDT_ETH=0xdAC17F958D2ee523a2206206994597C13D831ec7'),
   /** How long a call to a chain node may take before it counts as unreachable. */
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */

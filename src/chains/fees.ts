@@ -2,11 +2,24 @@ import { ASSETS, findChain, type ChainId } from '../catalogue/service';
 import { toDisplay } from '../shared/money';
 import { FEE_LEVELS, type FeeLevel, type FeeMarket } from './provider';
 
-/** Gas of a plain ether transfer: what `network_fee` prices. */
+/** Gas of a plain ether transfer: what `network_fee` prices on Ethereum. */
 const NATIVE_TRANSFER_GAS = 21_000n;
+/** Virtual size of a one-input, two-output p2wpkh payment: what `network_fee` prices on Bitcoin. */
+const P2WPKH_PAYMENT_VBYTES = 141n;
 const GWEI_DECIMALS = 9;
-/** Indicative inclusion time per level on Ethereum (12 s slots): next block, within three, within five. */
-const ETHEREUM_CONFIRMATION_SECS: Record<FeeLevel, number> = { low: 60, medium: 36, high: 12 };
+
+/**
+ * Indicative time to the chain's confirmation count per level: Ethereum's 12 s slots (next block,
+ * within three, within five), Bitcoin's 10 min blocks, Tron's 3 s blocks, Solana's 400 ms slots.
+ */
+const CONFIRMATION_SECS: Record<ChainId, Record<FeeLevel, number>> = {
+  ethereum: { low: 60, medium: 36, high: 12 },
+  bitcoin: { low: 3600, medium: 1800, high: 600 },
+  tron: { low: 9, medium: 6, high: 3 },
+  solana: { low: 13, medium: 13, high: 13 },
+};
+/** The unit `base_fee`, `priority_fee`, `gas_price` or `fee_per_byte` are given in. */
+const FEE_UNIT: Record<ChainId, string> = { ethereum: 'gwei', bitcoin: 'sat/vB', tron: 'sun', solana: 'lamports' };
 
 export interface FeeTier {
   base_fee: string | null;
@@ -23,25 +36,47 @@ export function presentNetworkFee(chainId: ChainId, market: FeeMarket) {
   const chain = findChain(chainId);
   const asset = ASSETS.find((candidate) => candidate.id === chain.nativeAssetId)!;
   const tier = (level: FeeLevel): FeeTier => {
-    const priority = market.priorityFeePerGas[level];
-    const gasPrice = market.baseFeePerGas + priority;
-    return {
-      base_fee: toDisplay(market.baseFeePerGas, GWEI_DECIMALS),
-      priority_fee: toDisplay(priority, GWEI_DECIMALS),
-      gas_price: toDisplay(gasPrice, GWEI_DECIMALS),
-      fee_per_byte: null,
-      network_fee: toDisplay(gasPrice * NATIVE_TRANSFER_GAS, asset.decimals),
-      // No price source yet: a USD figure would be invented.
-      fee_usd: null,
-      confirmation_time_secs: ETHEREUM_CONFIRMATION_SECS[level],
-    };
+    // No price source yet: a USD figure would be invented.
+    const common = { fee_usd: null, confirmation_time_secs: CONFIRMATION_SECS[chain.id][level] };
+    switch (market.model) {
+      case 'eip1559': {
+        const priority = market.priorityFeePerGas[level];
+        const gasPrice = market.baseFeePerGas + priority;
+        return {
+          base_fee: toDisplay(market.baseFeePerGas, GWEI_DECIMALS),
+          priority_fee: toDisplay(priority, GWEI_DECIMALS),
+          gas_price: toDisplay(gasPrice, GWEI_DECIMALS),
+          fee_per_byte: null,
+          network_fee: toDisplay(gasPrice * NATIVE_TRANSFER_GAS, asset.decimals),
+          ...common,
+        };
+      }
+      case 'per_byte':
+        return {
+          base_fee: null,
+          priority_fee: null,
+          gas_price: null,
+          fee_per_byte: market.satPerVbyte[level].toString(),
+          network_fee: toDisplay(market.satPerVbyte[level] * P2WPKH_PAYMENT_VBYTES, asset.decimals),
+          ...common,
+        };
+      case 'flat':
+        return {
+          base_fee: null,
+          priority_fee: null,
+          gas_price: null,
+          fee_per_byte: null,
+          network_fee: toDisplay(market.transferFee[level], asset.decimals),
+          ...common,
+        };
+    }
   };
   return {
     object: 'network_fee' as const,
     asset_id: asset.id,
     chain: chain.id,
     symbol: asset.symbol,
-    fee_unit: 'gwei',
+    fee_unit: FEE_UNIT[chain.id],
     fees: Object.fromEntries(FEE_LEVELS.map((level) => [level, tier(level)])) as Record<FeeLevel, FeeTier>,
   };
 }

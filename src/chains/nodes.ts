@@ -2,7 +2,7 @@ import type { Environment } from '../api-keys/entities';
 import { findChain, networkFor, type ChainId } from '../catalogue/service';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
-import { NodeUnavailableError, type ChainProvider } from './provider';
+import { NodeUnavailableError, type ChainProvider, type NetworkIdentity } from './provider';
 import { EvmRpcProvider } from './providers/evm-rpc';
 
 const ETHEREUM_MAINNET_CHAIN_ID = 1;
@@ -23,10 +23,10 @@ export class ChainUnavailableError extends Error {
 interface ConfiguredNode {
   provider: ChainProvider;
   environment: Environment;
-  /** Why the node's chain id is wrong for its environment, or null when it is right. */
-  checkChainId: (chainId: number) => string | null;
+  /** Why the node's network is wrong for its environment, or null when it is right. */
+  checkNetwork: (identity: NetworkIdentity) => string | null;
   /** Set once the node answered with the right network; a mismatch is remembered, an outage is not. */
-  state: { kind: 'unchecked' } | { kind: 'verified'; chainId: number } | { kind: 'mismatch' };
+  state: { kind: 'unchecked' } | { kind: 'verified'; identity: NetworkIdentity } | { kind: 'mismatch' };
 }
 
 /**
@@ -43,14 +43,14 @@ export class ChainNodes {
   ) {
     const sandboxChainId = config.CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID;
     if (config.CHAIN_NODE_ETHEREUM_SANDBOX) {
-      this.add('ethereum', 'sandbox', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS), (chainId) => {
+      this.add('ethereum', 'sandbox', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_SANDBOX), ({ chainId }) => {
         if (sandboxChainId !== undefined) return chainId === sandboxChainId ? null : `expected chain id ${sandboxChainId}, the node serves ${chainId}`;
         // Sandbox keys must never move real ether: a mainnet node is refused even when no id is configured.
         return chainId === ETHEREUM_MAINNET_CHAIN_ID ? 'a sandbox node must not be Ethereum mainnet (chain id 1)' : null;
       });
     }
     if (config.CHAIN_NODE_ETHEREUM_LIVE) {
-      this.add('ethereum', 'live', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS), (chainId) =>
+      this.add('ethereum', 'live', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_LIVE), ({ chainId }) =>
         chainId === ETHEREUM_MAINNET_CHAIN_ID ? null : `expected Ethereum mainnet (chain id 1), the node serves ${chainId}`,
       );
     }
@@ -69,8 +69,8 @@ export class ChainNodes {
     await Promise.all([...this.nodes.values()].map((node) => this.verify(node).catch(() => undefined)));
   }
 
-  private add(chain: ChainId, environment: Environment, provider: ChainProvider, checkChainId: ConfiguredNode['checkChainId']): void {
-    this.nodes.set(nodeKey(chain, environment), { provider, environment, checkChainId, state: { kind: 'unchecked' } });
+  private add(chain: ChainId, environment: Environment, provider: ChainProvider, checkNetwork: ConfiguredNode['checkNetwork']): void {
+    this.nodes.set(nodeKey(chain, environment), { provider, environment, checkNetwork, state: { kind: 'unchecked' } });
   }
 
   private async verify(node: ConfiguredNode): Promise<void> {
@@ -78,23 +78,25 @@ export class ChainNodes {
     const unavailable = () => new ChainUnavailableError('network_mismatch', `the ${chain} node for ${node.environment} keys is on the wrong network`);
     if (node.state.kind === 'verified') return;
     if (node.state.kind === 'mismatch') throw unavailable();
-    let chainId: number;
+    let identity: NetworkIdentity;
     try {
-      ({ chainId } = await node.provider.identifyNetwork());
+      identity = await node.provider.identifyNetwork();
     } catch (error) {
       if (!(error instanceof NodeUnavailableError)) throw error;
       this.log.warn({ chain, environment: node.environment, provider: kind, reason: error.message }, 'chain node unreachable; checked again on next use');
       throw new ChainUnavailableError('unreachable', `the ${chain} node could not be reached`);
     }
-    const problem = node.checkChainId(chainId);
+    const problem = node.checkNetwork(identity);
     if (problem) {
       node.state = { kind: 'mismatch' };
-      this.log.error({ chain, environment: node.environment, provider: kind, chain_id: chainId, problem }, 'chain node is on the wrong network; the chain is unavailable');
+      this.log.error({ chain, environment: node.environment, provider: kind, ...networkFields(identity), problem }, 'chain node is on the wrong network; the chain is unavailable');
       throw unavailable();
     }
-    node.state = { kind: 'verified', chainId };
-    this.log.info({ chain, environment: node.environment, provider: kind, chain_id: chainId }, 'chain node verified');
+    node.state = { kind: 'verified', identity };
+    this.log.info({ chain, environment: node.environment, provider: kind, ...networkFields(identity) }, 'chain node verified');
   }
 }
 
 const nodeKey = (chain: ChainId, environment: Environment) => `${chain}:${environment}`;
+
+const networkFields = (identity: NetworkIdentity) => ({ chain_id: identity.chainId, network: identity.network });

@@ -4,17 +4,30 @@ export type FeeLevel = 'low' | 'medium' | 'high';
 export const FEE_LEVELS: readonly FeeLevel[] = ['low', 'medium', 'high'];
 
 /**
- * A chain's fee market as its provider reads it, in the chain's base units (wei for Ethereum).
- * A union by fee model: Bitcoin's per-byte rates join it with the bitcoin-rpc provider.
+ * A chain's fee market as its provider reads it, in the chain's base units, a union by fee model.
  */
 export interface Eip1559FeeMarket {
   model: 'eip1559';
-  /** The base fee per gas of the next block, in wei. */
+  /** The base fee per gas of the next block, in wei (Tron: sun per energy unit). */
   baseFeePerGas: bigint;
   /** The priority fee (tip) per gas each level offers, in wei. */
   priorityFeePerGas: Record<FeeLevel, bigint>;
 }
-export type FeeMarket = Eip1559FeeMarket;
+/** Bitcoin: what each level pays per virtual byte, in satoshis. */
+export interface PerByteFeeMarket {
+  model: 'per_byte';
+  satPerVbyte: Record<FeeLevel, bigint>;
+}
+/**
+ * Chains priced per transaction (Solana: lamports per signature plus a priority fee; Tron:
+ * bandwidth burnt in sun): the whole fee of a plain native transfer at each level.
+ */
+export interface FlatFeeMarket {
+  model: 'flat';
+  /** The fee of one plain native transfer at each level, in the native asset's base units. */
+  transferFee: Record<FeeLevel, bigint>;
+}
+export type FeeMarket = Eip1559FeeMarket | PerByteFeeMarket | FlatFeeMarket;
 
 /** One JSON-RPC call as the pass-through relays it: already validated and allowed. */
 export interface RelayedCall {
@@ -29,9 +42,52 @@ export type RelayedAnswer =
 
 /** What the node said its network is, checked at start against the environment's expectation. */
 export interface NetworkIdentity {
-  /** The EVM chain id (eth_chainId), as a number. */
-  chainId: number;
+  /** The EVM chain id (eth_chainId); Bitcoin nodes: absent. */
+  chainId?: number;
+  /** A network name where the chain has no numeric id (Bitcoin: main, test, regtest, simnet; devnet: `devnet`). */
+  network?: string;
 }
+
+/** The newest block of the node's best chain. */
+export interface ChainTip {
+  height: number;
+  hash: string;
+}
+
+/** One transfer a mined transaction made to an address: what block scanning credits. */
+export interface ObservedTransfer {
+  /** The chain's transaction id (hex for Bitcoin and Ethereum, the signature for Solana). */
+  txid: string;
+  /**
+   * Unique within the transaction: `out:<vout>` (a Bitcoin output), `native` (an account chain's
+   * value transfer), `log:<logIndex>` (an ERC-20 / TRC-20 Transfer event), `ix:<n>` (a Solana instruction).
+   */
+  position: string;
+  /** The receiving address, in the platform's own form for the environment (scripts are matched, not prefixes). */
+  to: string;
+  /** The sender when the chain says it cheaply; null for Bitcoin (an input's address needs its previous output). */
+  from: string | null;
+  /** Catalogue asset id (`ETH`, `USDC_ETH`...). Transfers of assets the catalogue does not know are left out. */
+  assetId: string;
+  /** Base units. */
+  amount: bigint;
+}
+
+/** A block as scanning reads it: its place in the chain and the transfers it carries. */
+export interface ObservedBlock {
+  height: number;
+  hash: string;
+  /** The previous block's hash: a mismatch with the one recorded means a reorganisation. */
+  parentHash: string;
+  time: Date;
+  transfers: ObservedTransfer[];
+}
+
+/** Where a broadcast transaction stands on the node's best chain. */
+export type TransactionStatus =
+  | { state: 'unknown' }
+  | { state: 'pending' }
+  | { state: 'mined'; blockHeight: number; blockHash: string; confirmations: number; succeeded: boolean };
 
 /**
  * A thrown failure to reach the node or to understand its answer (timeout, refused connection,
@@ -43,13 +99,28 @@ export class NodeUnavailableError extends Error {
 }
 
 /**
+ * The node (or the devnet) refused a transaction: a bad signature, a spent input, a wrong nonce,
+ * too little balance or fee. Nothing was broadcast; `reason` is a short machine code
+ * (`invalid_signature`, `double_spend`, `nonce_too_low`, `insufficient_funds`, `fee_too_low`,
+ * `dust_output`, `malformed`, `rejected`) and the message is safe to show.
+ */
+export class TransactionRejectedError extends Error {
+  override name = 'TransactionRejectedError';
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * The one interface between the platform and a chain, one instance per chain and environment.
- * Implementations: `evm-rpc` (any Ethereum JSON-RPC node) now; `bitcoin-rpc` and the embedded
- * `devnet` next. It grows with the custody flows, under these names: `getBalance`,
- * `getNonce` / `listUnspent`, `broadcast`, `getTransactionStatus` and `getBlock` (for scanning).
+ * Implementations: `evm-rpc` (any Ethereum JSON-RPC node), `bitcoin-rpc` (a Bitcoin node's RPC)
+ * and `devnet` (the embedded PostgreSQL chains of the sandbox). Sending adds nonces and UTXOs.
  */
 export interface ChainProvider {
-  /** `evm-rpc`, later `bitcoin-rpc` and `devnet`: shown in logs, never the URL. */
+  /** `evm-rpc`, `bitcoin-rpc` or `devnet`: shown in logs, never the URL. */
   readonly kind: string;
   readonly chain: ChainId;
   /** Asks the node which network it serves. */
@@ -57,4 +128,13 @@ export interface ChainProvider {
   feeMarket(): Promise<FeeMarket>;
   /** Relays calls to the node in one round trip (a batch when more than one), answers in order. */
   relay(calls: RelayedCall[]): Promise<RelayedAnswer[]>;
+  /** The newest block of the best chain. */
+  tip(): Promise<ChainTip>;
+  /** The block at `height` on the best chain with the transfers it made, or null above the tip. */
+  block(height: number): Promise<ObservedBlock | null>;
+  /** What the chain itself says `address` holds of `assetId`, in base units, at the tip. */
+  balance(address: string, assetId: string): Promise<bigint>;
+  /** Sends a signed transaction (hex; Solana base64); throws TransactionRejectedError when refused. */
+  broadcast(rawTransaction: string): Promise<{ txid: string }>;
+  transactionStatus(txid: string): Promise<TransactionStatus>;
 }

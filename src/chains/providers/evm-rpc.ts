@@ -1,14 +1,22 @@
-import { createPublicClient, http, type PublicClient } from 'viem';
+import { BlockNotFoundError, createPublicClient, erc20Abi, getAddress, http, parseEventLogs, TransactionReceiptNotFoundError, type PublicClient } from 'viem';
 import { z } from 'zod';
 import type { ChainId } from '../../catalogue/service';
 import {
   NodeUnavailableError,
+  TransactionRejectedError,
   type ChainProvider,
+  type ChainTip,
   type FeeMarket,
   type NetworkIdentity,
+  type ObservedBlock,
+  type ObservedTransfer,
   type RelayedAnswer,
   type RelayedCall,
+  type TransactionStatus,
 } from '../provider';
+
+/** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
+export type TokenContracts = Readonly<Record<string, `0x${string}`>>;
 
 /** Blocks of history the fee market is read from, and the tip percentile each level offers. */
 const FEE_HISTORY_BLOCKS = 20;
@@ -24,13 +32,94 @@ export class EvmRpcProvider implements ChainProvider {
   readonly kind = 'evm-rpc';
   private readonly client: PublicClient;
 
+  private readonly assetOfContract: Map<string, string>;
+
   constructor(
     readonly chain: ChainId,
     private readonly url: string,
     private readonly timeoutMs: number,
+    private readonly tokens: TokenContracts = {},
   ) {
     // Retries belong to the caller: a pass-through call must not be sent twice behind its back.
     this.client = createPublicClient({ transport: http(url, { timeout: timeoutMs, retryCount: 0 }) });
+    this.assetOfContract = new Map(Object.entries(tokens).map(([assetId, contract]) => [contract.toLowerCase(), assetId]));
+  }
+
+  async tip(): Promise<ChainTip> {
+    const block = await this.safely('eth_getBlockByNumber', () => this.client.getBlock({ blockTag: 'latest' }));
+    return { height: Number(block.number), hash: block.hash };
+  }
+
+  /**
+   * Ether sent by a transaction's own value (position `native`, only when its receipt succeeded:
+   * a reverted call moves nothing) and the Transfer events of the configured token contracts
+   * (`log:<index>`). Ether moved by contract-internal calls is not seen: that needs tracing.
+   */
+  async block(height: number): Promise<ObservedBlock | null> {
+    let block;
+    try {
+      block = await this.client.getBlock({ blockNumber: BigInt(height), includeTransactions: true });
+    } catch (error) {
+      if (error instanceof BlockNotFoundError) return null;
+      throw new NodeUnavailableError('The node did not answer eth_getBlockByNumber.');
+    }
+    const transfers: ObservedTransfer[] = [];
+    const valueTransactions = block.transactions.filter((transaction) => transaction.to && transaction.value > 0n);
+    if (valueTransactions.length) {
+      const receipts = await this.safely('eth_getBlockReceipts', () => this.client.request({ method: 'eth_getBlockReceipts', params: [block.hash] }));
+      const succeeded = new Set((receipts ?? []).filter((receipt) => receipt.status === '0x1').map((receipt) => receipt.transactionHash));
+      for (const transaction of valueTransactions) {
+        if (!succeeded.has(transaction.hash)) continue;
+        transfers.push({ txid: transaction.hash, position: 'native', to: getAddress(transaction.to!), from: getAddress(transaction.from), assetId: 'ETH', amount: transaction.value });
+      }
+    }
+    const contracts = Object.values(this.tokens);
+    if (contracts.length) {
+      const logs = await this.safely('eth_getLogs', () => this.client.request({ method: 'eth_getLogs', params: [{ blockHash: block.hash, address: contracts }] }));
+      for (const log of parseEventLogs({ abi: erc20Abi, eventName: 'Transfer', logs: logs as never, strict: true })) {
+        const assetId = this.assetOfContract.get(log.address.toLowerCase());
+        if (!assetId || log.removed) continue;
+        transfers.push({
+          txid: log.transactionHash,
+          position: `log:${log.logIndex}`,
+          to: getAddress(log.args.to),
+          from: getAddress(log.args.from),
+          assetId,
+          amount: log.args.value,
+        });
+      }
+    }
+    return { height, hash: block.hash, parentHash: block.parentHash, time: new Date(Number(block.timestamp) * 1000), transfers };
+  }
+
+  async balance(address: string, assetId: string): Promise<bigint> {
+    const owner = getAddress(address);
+    if (assetId === 'ETH') return this.safely('eth_getBalance', () => this.client.getBalance({ address: owner }));
+    const contract = this.tokens[assetId];
+    if (!contract) throw new NodeUnavailableError(`No ${assetId} contract is configured for this node.`);
+    return this.safely('eth_call', () => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }));
+  }
+
+  /** The node's own refusal (nonce too low, underpriced...) is the message: it names no URL. */
+  async broadcast(rawTransaction: string): Promise<{ txid: string }> {
+    const [answer] = await this.relay([{ method: 'eth_sendRawTransaction', params: [rawTransaction] }]);
+    if ('error' in answer!) throw new TransactionRejectedError(rejectionReason(answer.error.message), `The node refused the transaction: ${answer.error.message}`);
+    if (typeof answer!.result !== 'string') throw new NodeUnavailableError('The node answered eth_sendRawTransaction without a hash.');
+    return { txid: answer!.result };
+  }
+
+  async transactionStatus(txid: string): Promise<TransactionStatus> {
+    const hash = txid as `0x${string}`;
+    try {
+      const receipt = await this.client.getTransactionReceipt({ hash });
+      const tip = await this.tip();
+      const blockHeight = Number(receipt.blockNumber);
+      return { state: 'mined', blockHeight, blockHash: receipt.blockHash, confirmations: tip.height - blockHeight + 1, succeeded: receipt.status === 'success' };
+    } catch (error) {
+      if (!(error instanceof TransactionReceiptNotFoundError)) throw new NodeUnavailableError('The node did not answer eth_getTransactionReceipt.');
+    }
+    const pending = await this.safely('eth_getTransactionByHash', () => this.client.request({ method: 'eth_getTransactionByHash', params: [hash] }));
+    return pending ? { state: 'pending' } : { state: 'unknown' };
   }
 
   async identifyNetwork(): Promise<NetworkIdentity> {
@@ -113,4 +202,14 @@ function median(values: bigint[]): bigint {
   if (values.length === 0) return 0n;
   const sorted = [...values].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+/** A machine code for a node's refusal, from the messages geth, reth and anvil use. */
+function rejectionReason(message: string): string {
+  const text = message.toLowerCase();
+  if (text.includes('nonce too low') || text.includes('already known')) return 'nonce_too_low';
+  if (text.includes('insufficient funds')) return 'insufficient_funds';
+  if (text.includes('underpriced') || text.includes('fee cap') || text.includes('max fee per gas less than')) return 'fee_too_low';
+  if (text.includes('signature') || text.includes('sender')) return 'invalid_signature';
+  return 'rejected';
 }
