@@ -1,0 +1,112 @@
+import type { ChainId } from '../../../catalogue/service';
+
+/**
+ * The devnet's chain-true rules, one module per chain (bitcoin.ts, ethereum.ts, tron.ts, solana.ts):
+ * each decodes a raw signed transaction in its chain's real encoding, checks its signature against
+ * the spending address, and builds and signs transactions for the devnet faucet. The devnet's
+ * ledger (mempool, blocks, balances, spent outputs, nonces) is not here: these are pure functions.
+ */
+
+/** Why the devnet refuses a transaction; `reason` is the machine code of TransactionRejectedError. */
+export class DevnetRejection extends Error {
+  override name = 'DevnetRejection';
+  constructor(
+    readonly reason: 'malformed' | 'invalid_signature' | 'double_spend' | 'nonce_too_low' | 'nonce_too_high' | 'insufficient_funds' | 'fee_too_low' | 'dust_output' | 'unknown_input' | 'wrong_chain' | 'expired',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** One value movement a transaction makes on an account chain. */
+export interface AccountTransferIntent {
+  /** As in ObservedTransfer: `native`, `log:<n>` (ERC-20 / TRC-20), `ix:<n>` (Solana instruction). */
+  position: string;
+  to: string;
+  assetId: string;
+  amount: bigint;
+}
+
+/** A decoded, signature-checked transaction of an account chain (Ethereum, Tron, Solana). */
+export interface AccountTransaction {
+  model: 'account';
+  txid: string;
+  /** The signer, in the chain's address form: the account debited. */
+  from: string;
+  /**
+   * Replay protection. Ethereum: the account nonce, which must equal the account's next one.
+   * Tron and Solana: null; the txid must be new (their reference block / recent blockhash is not modelled).
+   */
+  nonce: bigint | null;
+  /** The most the sender pays in fees, native base units (Ethereum: gas limit x max fee; charged as used). */
+  maxFee: bigint;
+  /** Ethereum: the priority fee per gas offered, for block ordering; elsewhere the fee itself. */
+  feeBid: bigint;
+  transfers: AccountTransferIntent[];
+  /** The signed bytes, as broadcast (hex, Solana base64), kept for eth_getTransactionByHash and friends. */
+  raw: string;
+}
+
+/** An output a Bitcoin transaction spends, as the ledger knows it: needed to check the input's signature. */
+export interface SpentOutput {
+  txid: string;
+  vout: number;
+  /** scriptPubKey, hex. */
+  script: string;
+  amount: bigint;
+}
+
+/** A decoded Bitcoin transaction whose every input's signature was checked against the output it spends. */
+export interface UtxoTransaction {
+  model: 'utxo';
+  txid: string;
+  inputs: { txid: string; vout: number }[];
+  outputs: { vout: number; script: string; address: string | null; amount: bigint }[];
+  /** Inputs minus outputs, satoshis. */
+  fee: bigint;
+  vsize: number;
+  raw: string;
+}
+
+/** What each chain's module exports; the devnet picks one by chain. */
+export interface ChainRules {
+  chain: ChainId;
+  /**
+   * Decodes `raw` and verifies its signature(s). Bitcoin looks each input up with `spentOutput`
+   * (null: the output does not exist or is already spent → DevnetRejection unknown_input / double_spend
+   * is the ledger's call: the module throws `unknown_input`). Throws DevnetRejection for anything wrong.
+   */
+  decode(raw: string, context: DecodeContext): AccountTransaction | UtxoTransaction;
+  /**
+   * The faucet's transfer, built and signed with `privateKey` (the devnet's own funding key): a
+   * native or token transfer of `amount` base units of `assetId` to `to`. Bitcoin spends `utxos`
+   * (all of them, change back to the faucet); Ethereum uses `nonce`.
+   */
+  buildFaucetTransfer(input: FaucetTransferInput): string;
+  /** The address of a key on the sandbox network, in the form the platform uses. */
+  addressOf(publicKey: Uint8Array): string;
+}
+
+export interface DecodeContext {
+  /** Bitcoin: the unspent output an input names, or null. */
+  spentOutput?: (txid: string, vout: number) => SpentOutput | null;
+  /** The devnet's token contracts / mints: asset id → address. */
+  tokens: Readonly<Record<string, string>>;
+  /** Ethereum: the chain id transactions must be signed for. */
+  chainId?: number;
+}
+
+export interface FaucetTransferInput {
+  privateKey: Uint8Array;
+  to: string;
+  assetId: string;
+  amount: bigint;
+  tokens: Readonly<Record<string, string>>;
+  nonce?: bigint;
+  utxos?: SpentOutput[];
+  /** Fee offered: Bitcoin sat/vB, Ethereum priority fee per gas (wei), Tron/Solana the flat fee. */
+  feeRate: bigint;
+  /** Ethereum: base fee of the next block, to set maxFeePerGas above it. */
+  baseFee?: bigint;
+  chainId?: number;
+}
