@@ -138,6 +138,22 @@ export class WorkflowStarter {
     if (start) await this.fire(em, start);
   }
 
+  /**
+   * Starts a service-wide workflow that runs for as long as the service does (a chain's block
+   * producer or scanner), unless one with its id already runs. It belongs to no organization and
+   * to no transaction, so it has no outbox row: the worker calls this at every start.
+   */
+  async ensureRunning<Input, Result>(flow: Flow<Input, Result>, input: Input): Promise<void> {
+    await this.client.workflow.start(flow.workflowType, {
+      taskQueue: this.config.TEMPORAL_TASK_QUEUE,
+      workflowId: flow.workflowId(input),
+      args: [input],
+      workflowIdReusePolicy: WorkflowIdReusePolicy[flow.idReusePolicy],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      ...(this.config.TEMPORAL_SEARCH_ATTRIBUTES ? { typedSearchAttributes: resourceSearchAttributes(flow.resource(input)) } : {}),
+    });
+  }
+
   /** Whether a workflow with this id is running now. */
   async isRunning(workflowId: string): Promise<boolean> {
     try {
