@@ -1,4 +1,5 @@
 import type { IssuerProvider } from '../src/cards/issuer';
+import { ChainNodes } from '../src/chains/nodes';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { cardDestinationResolver } from '../src/cards/webhook-destination';
@@ -12,6 +13,7 @@ import { createEventActivities } from './events';
 import { createIdempotencyActivities } from './idempotency';
 import { createPolicyActivities } from './policies';
 import { createLightningActivities } from './lightning';
+import { createMonitoringActivities } from './monitoring';
 
 /** Everything an activity may touch; each domain factory takes what it needs. */
 export interface ActivityDeps {
@@ -25,6 +27,8 @@ export interface ActivityDeps {
   lightningProviders?: RemoteProviders;
   /** Tests only: replaces the resolver of some destination kinds. */
   destinationResolvers?: Partial<DestinationResolvers>;
+  /** The chain nodes; built from the configuration when not given. */
+  chains?: ChainNodes;
 }
 
 /** Every kind of webhook destination, resolved by the domain that owns it. */
@@ -37,6 +41,7 @@ const destinationResolvers = (): DestinationResolvers => ({
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
+  ...createMonitoringActivities({ ...deps, chains: deps.chains ?? new ChainNodes(deps.config, deps.log) }),
   ...createDurableWorkActivities(deps),
   ...createEventActivities({ ...deps, destinations: { ...destinationResolvers(), ...deps.destinationResolvers } }),
   ...createPolicyActivities(deps),

@@ -58,6 +58,13 @@ export const ConfigSchema = z.object({
   /** Token contracts the Ethereum nodes are scanned for; live defaults to Circle's USDC and Tether's USDT on mainnet. */
   CHAIN_TOKENS_ETHEREUM_SANDBOX: tokenContracts.optional(),
   CHAIN_TOKENS_ETHEREUM_LIVE: tokenContracts.prefault('USDC_ETH=0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48,USDT_ETH=0xdAC17F958D2ee523a2206206994597C13D831ec7'),
+  /** Blocks on top of (and including) the one carrying an incoming transfer before it is available. */
+  CHAIN_CONFIRMATIONS_BITCOIN: z.coerce.number().int().min(1).max(1000).default(3),
+  CHAIN_CONFIRMATIONS_ETHEREUM: z.coerce.number().int().min(1).max(1000).default(12),
+  CHAIN_CONFIRMATIONS_TRON: z.coerce.number().int().min(1).max(1000).default(19),
+  CHAIN_CONFIRMATIONS_SOLANA: z.coerce.number().int().min(1).max(1000).default(32),
+  /** How often block scanning asks each chain's node for new blocks once it has caught up. */
+  CHAIN_SCAN_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(3600).default(5),
   /** How long a call to a chain node may take before it counts as unreachable. */
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */

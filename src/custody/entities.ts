@@ -1,4 +1,4 @@
-import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Entity, Enum, Index, ManyToOne, OptionalProps, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
 import type { AddressFormat, Curve } from '../keys/derivation';
@@ -155,6 +155,8 @@ export class Address {
  */
 @Entity({ tableName: 'wallet_balances' })
 export class WalletBalance {
+  [OptionalProps]?: 'pending';
+
   @ManyToOne(() => Wallet, { primary: true, deleteRule: 'cascade' })
   wallet!: Wallet;
 
@@ -167,6 +169,10 @@ export class WalletBalance {
 
   @Property({ type: 'decimal', columnType: 'numeric(78,0)', default: 0 })
   locked: string = '0';
+
+  /** Incoming transfers seen but not yet at the chain's confirmation count: not part of `balance`. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)', default: 0 })
+  pending: string = '0';
 
   @Property({ type: 'timestamptz', onUpdate: () => new Date() })
   updatedAt: Date = new Date();

@@ -108,9 +108,10 @@ export const BalanceObject = z
     asset_decimals: z.number().int(),
     chain: z.enum(CHAIN_IDS),
     network: z.string(),
-    balance: BaseUnitAmount.openapi({ description: 'Total, in base units' }),
+    balance: BaseUnitAmount.openapi({ description: 'Total confirmed, in base units' }),
     available: BaseUnitAmount.openapi({ description: 'Spendable: balance minus locked' }),
     locked: BaseUnitAmount.openapi({ description: 'Reserved by pending operations' }),
+    pending: BaseUnitAmount.openapi({ description: "Incoming transfers seen on chain but not yet at the chain's confirmation count; not part of balance" }),
   })
   .openapi('Balance');
 

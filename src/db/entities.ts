@@ -7,6 +7,7 @@ import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
+import { ChainScanCursor, IncomingTransfer, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
 
@@ -29,6 +30,9 @@ export const entities = [
   Address,
   WalletBalance,
   SigningActivity,
+  IncomingTransfer,
+  ChainScanCursor,
+  ScannedBlock,
   SigningSecrets,
   WebhookEndpoint,
   Subscription,

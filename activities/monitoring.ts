@@ -1,0 +1,21 @@
+import type { ChainNodes } from '../src/chains/nodes';
+import type { Config } from '../src/config';
+import type { Orm } from '../src/db/orm';
+import type { Logger } from '../src/logger';
+import { scanChain, type ScanResult } from '../src/monitoring/scanner';
+import type { ChainEnvironment } from '../src/monitoring/service';
+import { transactionWithStarts } from './transactions';
+
+export interface MonitoringActivityDeps {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  chains: ChainNodes;
+}
+
+export const createMonitoringActivities = (deps: MonitoringActivityDeps) => ({
+  /** One pass of block scanning (src/monitoring/scanner.ts); deliveries of the events it emits start as each block commits. */
+  async scanChain(input: ChainEnvironment & { maxBlocks: number }): Promise<ScanResult> {
+    return scanChain({ chains: deps.chains, config: deps.config, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) }, input);
+  },
+});

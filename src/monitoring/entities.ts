@@ -1,0 +1,132 @@
+import { BigIntType, Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
+import type { ChainId } from '../catalogue/service';
+import { Address, Wallet } from '../custody/entities';
+import { Organization } from '../organizations/entities';
+import { uuid } from '../shared/ids';
+
+export const INCOMING_TRANSFER_STATUSES = ['pending', 'confirmed', 'dropped'] as const;
+export type IncomingTransferStatus = (typeof INCOMING_TRANSFER_STATUSES)[number];
+
+/**
+ * One transfer the chain made to an address an organization cares about: one of its own
+ * addresses (a deposit: `wallet` and `address` set, the wallet's balance moves) or an address a
+ * subscription watches (both null: only events). Pending from the moment it is seen, confirmed
+ * once the chain's confirmation count is reached, dropped when a reorganisation removes it first.
+ */
+@Entity({ tableName: 'incoming_transfers' })
+@Unique({ properties: ['organization', 'environment', 'chain', 'txid', 'position'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
+@Index({ properties: ['chain', 'environment', 'status', 'blockHeight'] })
+export class IncomingTransfer {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = uuid();
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  @ManyToOne(() => Wallet, { deleteRule: 'cascade', nullable: true })
+  wallet?: Wallet | null;
+
+  @ManyToOne(() => Address, { deleteRule: 'cascade', nullable: true })
+  address?: Address | null;
+
+  @Property({ type: 'text' })
+  chain!: ChainId;
+
+  @Property({ type: 'text' })
+  network!: string;
+
+  @Property({ type: 'text' })
+  assetId!: string;
+
+  /** Base units, numeric(78,0) read and written as a decimal string. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  amount!: string;
+
+  @Property({ type: 'text' })
+  txid!: string;
+
+  /** Where in the transaction (`out:1`, `native`, `log:4`, `ix:0`): a transaction may pay several times. */
+  @Property({ type: 'text' })
+  position!: string;
+
+  @Property({ type: 'text' })
+  toAddress!: string;
+
+  @Property({ type: 'text', nullable: true })
+  fromAddress?: string | null;
+
+  /** Null while the transfer is only in the mempool. */
+  @Property({ type: new BigIntType('number'), nullable: true })
+  blockHeight?: number | null;
+
+  @Property({ type: 'text', nullable: true })
+  blockHash?: string | null;
+
+  @Property({ type: 'integer', default: 0 })
+  confirmations: number = 0;
+
+  /** The chain's confirmation count when the transfer was seen: it confirms at this depth. */
+  @Property({ type: 'integer' })
+  requiredConfirmations!: number;
+
+  @Enum({ items: () => INCOMING_TRANSFER_STATUSES, nativeEnumName: 'incoming_transfer_status' })
+  status: IncomingTransferStatus = 'pending';
+
+  @Property({ type: 'timestamptz', nullable: true })
+  confirmedAt?: Date | null;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  droppedAt?: Date | null;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', onUpdate: () => new Date() })
+  updatedAt: Date = new Date();
+}
+
+/**
+ * The last block scanning processed on a chain in an environment, moved in the transaction that
+ * records that block's transfers: a restart resumes after it, missing and doubling nothing.
+ */
+@Entity({ tableName: 'chain_scan_cursors' })
+export class ChainScanCursor {
+  @PrimaryKey({ type: 'text' })
+  chain!: ChainId;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment', primary: true })
+  environment!: Environment;
+
+  @Property({ type: new BigIntType('number') })
+  height!: number;
+
+  @Property({ type: 'text' })
+  hash!: string;
+
+  @Property({ type: 'timestamptz', onUpdate: () => new Date() })
+  updatedAt: Date = new Date();
+}
+
+/** The hashes of recently scanned blocks: where a reorganisation forked is found by comparing them with the node's. */
+@Entity({ tableName: 'scanned_blocks' })
+export class ScannedBlock {
+  @PrimaryKey({ type: 'text' })
+  chain!: ChainId;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment', primary: true })
+  environment!: Environment;
+
+  @PrimaryKey({ type: new BigIntType('number') })
+  height!: number;
+
+  @Property({ type: 'text' })
+  hash!: string;
+
+  @Property({ type: 'timestamptz' })
+  scannedAt: Date = new Date();
+}

@@ -1,0 +1,143 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ChainUnavailableError, type ChainNodes } from '../chains/nodes';
+import { NodeUnavailableError, type ChainProvider, type ObservedBlock } from '../chains/provider';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { ChainScanCursor, ScannedBlock } from './entities';
+import { confirmDue, dropAbove, recordTransfers, requiredConfirmations, type ChainEnvironment } from './service';
+
+/** How many recent block hashes are kept to find where a reorganisation forked. */
+const FORK_SEARCH_DEPTH = 256;
+
+export interface ScanDeps {
+  chains: ChainNodes;
+  config: Config;
+  log: Logger;
+  /** A fresh EntityManager for reads outside transactions. */
+  em: () => EntityManager;
+  /** Runs `work` in one transaction whose recorded workflow starts (webhook deliveries) fire once it commits. */
+  transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+}
+
+export interface ScanResult {
+  /** The last block processed; null before the first. */
+  height: number | null;
+  tipHeight: number | null;
+  caughtUp: boolean;
+  /** Why the chain could not be read this time (no node, wrong network, unreachable); scanning tries again later. */
+  unavailable?: string;
+}
+
+/**
+ * One pass of block scanning for a chain in an environment: processes up to `maxBlocks` blocks
+ * after the cursor, each in one transaction with the cursor's move (so a crash repeats nothing and
+ * skips nothing), follows a reorganisation back to the fork, then confirms what reached its depth.
+ */
+export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxBlocks: number }): Promise<ScanResult> {
+  let provider: ChainProvider;
+  let tipHeight: number;
+  try {
+    provider = await deps.chains.provider(scope.chain, scope.environment);
+    tipHeight = (await provider.tip()).height;
+  } catch (error) {
+    if (error instanceof ChainUnavailableError || error instanceof NodeUnavailableError) return { height: null, tipHeight: null, caughtUp: true, unavailable: error.message };
+    throw error;
+  }
+  const required = requiredConfirmations(deps.config, scope.chain);
+  let cursor = await loadCursor(deps, scope, provider, tipHeight);
+  const last = Math.min(tipHeight, cursor.height + scope.maxBlocks);
+  while (cursor.height < last) {
+    const block = await provider.block(cursor.height + 1);
+    if (!block) break;
+    if (cursor.hash !== '' && block.parentHash !== cursor.hash) {
+      cursor = await rewindToFork(deps, scope, provider, cursor);
+      continue;
+    }
+    cursor = await deps.transaction(async (em) => {
+      await advanceCursor(em, scope, cursor.height, block);
+      await recordTransfers(em, { ...scope, requiredConfirmations: required, tipHeight }, block.transfers, { height: block.height, hash: block.hash });
+      return { height: block.height, hash: block.hash };
+    });
+  }
+  if (cursor.height >= 0) {
+    const processed = cursor.height;
+    await deps.transaction((em) => confirmDue(em, scope, processed));
+  }
+  return { height: cursor.height >= 0 ? cursor.height : null, tipHeight, caughtUp: cursor.height >= tipHeight };
+}
+
+interface Cursor {
+  height: number;
+  /** '' before the first block: nothing to check its parent against. */
+  hash: string;
+}
+
+/**
+ * The cursor, created on first use: the embedded devnet is scanned from its genesis, a real node
+ * from its current tip (the service does not credit transfers made before it watched).
+ */
+async function loadCursor(deps: ScanDeps, scope: ChainEnvironment, provider: ChainProvider, tipHeight: number): Promise<Cursor> {
+  const em = deps.em();
+  const existing = await em.findOne(ChainScanCursor, { chain: scope.chain, environment: scope.environment });
+  if (existing) return { height: existing.height, hash: existing.hash };
+  const start = provider.kind === 'devnet' ? -1 : tipHeight - 1;
+  const hash = start >= 0 ? ((await provider.block(start))?.hash ?? '') : '';
+  await em.execute(`insert into chain_scan_cursors (chain, environment, height, hash, updated_at) values (?, ?, ?, ?, now()) on conflict do nothing`, [
+    scope.chain,
+    scope.environment,
+    start,
+    hash,
+  ]);
+  if (start >= 0) {
+    // The start block is the first one a reorganisation can be traced back to.
+    await em.execute(`insert into scanned_blocks (chain, environment, height, hash, scanned_at) values (?, ?, ?, ?, now()) on conflict do nothing`, [scope.chain, scope.environment, start, hash]);
+  }
+  const cursor = await em.findOneOrFail(ChainScanCursor, { chain: scope.chain, environment: scope.environment }, { refresh: true });
+  return { height: cursor.height, hash: cursor.hash };
+}
+
+/** Moves the cursor from `from` to `block`, refusing if another scanner moved it meanwhile. */
+async function advanceCursor(em: EntityManager, scope: ChainEnvironment, from: number, block: ObservedBlock): Promise<void> {
+  const cursor = await em.findOneOrFail(ChainScanCursor, { chain: scope.chain, environment: scope.environment }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  if (cursor.height !== from) throw new Error(`scan cursor of ${scope.chain} ${scope.environment} moved to ${cursor.height} while at ${from}: another scanner runs`);
+  cursor.height = block.height;
+  cursor.hash = block.hash;
+  em.create(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: block.height, hash: block.hash, scannedAt: new Date() });
+  await em.nativeDelete(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: { $lt: block.height - FORK_SEARCH_DEPTH } });
+}
+
+/**
+ * The node's chain no longer extends the last block scanned: walks back to the newest block both
+ * agree on, drops the unconfirmed transfers of the abandoned blocks, and moves the cursor there.
+ */
+async function rewindToFork(deps: ScanDeps, scope: ChainEnvironment, provider: ChainProvider, cursor: Cursor): Promise<Cursor> {
+  const em = deps.em();
+  const known = await em.find(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: { $lte: cursor.height } }, { orderBy: { height: 'desc' } });
+  let fork: Cursor = { height: -1, hash: '' };
+  for (const scanned of known) {
+    const onNode = await provider.block(scanned.height);
+    if (onNode?.hash === scanned.hash) {
+      fork = { height: scanned.height, hash: scanned.hash };
+      break;
+    }
+  }
+  if (fork.height < 0 && known.length) {
+    throw new Error(`${scope.chain} ${scope.environment}: the node shares none of the last ${known.length} scanned blocks; scanning stops for an operator`);
+  }
+  const { dropped, confirmedAbove } = await deps.transaction(async (tx) => {
+    const state = await tx.findOneOrFail(ChainScanCursor, { chain: scope.chain, environment: scope.environment }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    state.height = fork.height;
+    state.hash = fork.hash;
+    await tx.nativeDelete(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: { $gt: fork.height } });
+    return dropAbove(tx, scope, fork.height);
+  });
+  deps.log.warn({ chain: scope.chain, environment: scope.environment, from_height: cursor.height, fork_height: fork.height, dropped: dropped.length }, 'chain reorganisation: rescanning from the fork');
+  if (confirmedAbove.length) {
+    deps.log.error(
+      { chain: scope.chain, environment: scope.environment, fork_height: fork.height, transfers: confirmedAbove.map((row) => row.id) },
+      'reorganisation deeper than the confirmation count: confirmed transfers were in abandoned blocks; reconcile them by hand',
+    );
+  }
+  return fork;
+}

@@ -1,0 +1,301 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Environment } from '../api-keys/entities';
+import { ASSETS, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
+import { canonicalAddress } from '../chains/addresses';
+import type { ObservedTransfer } from '../chains/provider';
+import type { Config } from '../config';
+import { Address } from '../custody/entities';
+import { moveWalletBalance } from '../custody/service';
+import { Subscription } from '../events/entities';
+import { emit } from '../events/service';
+import type { EventType } from '../events/event-types';
+import { Organization } from '../organizations/entities';
+import { errors } from '../shared/errors';
+import { isUuid } from '../shared/ids';
+import { toDisplay } from '../shared/money';
+import { iso, isoOrNull } from '../shared/time';
+import { IncomingTransfer } from './entities';
+
+/** One chain in one environment: the unit block scanning works in. */
+export interface ChainEnvironment {
+  chain: ChainId;
+  environment: Environment;
+}
+
+/** The block a transfer was mined in; null while it is only in the mempool. */
+export interface BlockPlace {
+  height: number;
+  hash: string;
+}
+
+export const requiredConfirmations = (config: Pick<Config, `CHAIN_CONFIRMATIONS_${Uppercase<ChainId>}`>, chain: ChainId): number =>
+  ({
+    bitcoin: config.CHAIN_CONFIRMATIONS_BITCOIN,
+    ethereum: config.CHAIN_CONFIRMATIONS_ETHEREUM,
+    tron: config.CHAIN_CONFIRMATIONS_TRON,
+    solana: config.CHAIN_CONFIRMATIONS_SOLANA,
+  })[chain];
+
+const assetOf = (assetId: string): AssetInfo => ASSETS.find((asset) => asset.id === assetId)!;
+/** Stablecoins: their confirmed deposits also emit the specification's stablecoin deposit event. */
+const isStablecoin = (asset: AssetInfo) => asset.symbol === 'USDC' || asset.symbol === 'USDT';
+
+/** Who cares about a transfer to one address: the organization owning it, and every subscription watching it. */
+interface Watchers {
+  own: Address | null;
+  subscriptions: Subscription[];
+}
+
+/**
+ * Records the transfers one block made (or one transaction in the mempool, `block` null) to
+ * addresses someone cares about: an address of ours (a deposit: the wallet's pending balance
+ * grows) or one a subscription watches. Idempotent per organization and (txid, position): seeing
+ * a transfer again only moves it to its block, and one a reorganisation dropped comes back pending.
+ */
+export async function recordTransfers(
+  em: EntityManager,
+  scope: ChainEnvironment & { requiredConfirmations: number; tipHeight: number },
+  transfers: ObservedTransfer[],
+  block: BlockPlace | null,
+): Promise<IncomingTransfer[]> {
+  const known = ASSETS.filter((asset) => asset.chain === scope.chain).map((asset) => asset.id);
+  const relevant = transfers
+    .filter((transfer) => transfer.amount > 0n && known.includes(transfer.assetId))
+    .map((transfer) => ({ ...transfer, to: canonicalAddress(scope.chain, scope.environment, transfer.to) }))
+    .filter((transfer): transfer is ObservedTransfer => transfer.to !== null);
+  if (relevant.length === 0) return [];
+  const watchers = await watchersOf(em, scope, [...new Set(relevant.map((transfer) => transfer.to))]);
+  const recorded: IncomingTransfer[] = [];
+  for (const transfer of relevant) {
+    const watching = watchers.get(transfer.to);
+    if (!watching) continue;
+    const organizations = new Set([...(watching.own ? [watching.own.organization.id] : []), ...watching.subscriptions.map((s) => s.organization.id)]);
+    for (const organizationId of organizations) {
+      const own = watching.own?.organization.id === organizationId ? watching.own : null;
+      const subscriptions = watching.subscriptions.filter((subscription) => subscription.organization.id === organizationId);
+      const row = await recordOne(em, scope, organizationId, transfer, block, own, subscriptions);
+      if (row) recorded.push(row);
+    }
+  }
+  return recorded;
+}
+
+async function watchersOf(em: EntityManager, scope: ChainEnvironment, addresses: string[]): Promise<Map<string, Watchers>> {
+  const network = networkFor(findChain(scope.chain), scope.environment);
+  const own = await em.find(Address, { chain: scope.chain, network, address: { $in: addresses }, wallet: { environment: scope.environment } }, { populate: ['wallet'] });
+  // Subscriptions keep the address as it was given: compare canonical forms.
+  const subscriptions = (
+    await em.find(Subscription, { chain: scope.chain, environment: scope.environment, status: 'active', deletedAt: null, address: { $in: candidateForms(scope.chain, addresses) } })
+  ).filter((subscription) => canonicalAddress(scope.chain, scope.environment, subscription.address) !== null);
+  const watchers = new Map<string, Watchers>();
+  const entry = (address: string) => {
+    let found = watchers.get(address);
+    if (!found) watchers.set(address, (found = { own: null, subscriptions: [] }));
+    return found;
+  };
+  for (const address of own) entry(address.address).own = address;
+  for (const subscription of subscriptions) entry(canonicalAddress(scope.chain, scope.environment, subscription.address)!).subscriptions.push(subscription);
+  return watchers;
+}
+
+/** The spellings a subscription may have stored a canonical address under (Ethereum: any case). */
+const candidateForms = (chain: ChainId, addresses: string[]) => (chain === 'ethereum' ? addresses.flatMap((a) => [a, a.toLowerCase()]) : addresses);
+
+async function recordOne(
+  em: EntityManager,
+  scope: ChainEnvironment & { requiredConfirmations: number; tipHeight: number },
+  organizationId: string,
+  transfer: ObservedTransfer,
+  block: BlockPlace | null,
+  own: Address | null,
+  subscriptions: Subscription[],
+): Promise<IncomingTransfer | null> {
+  const inserted = await em.execute<{ id: string }[]>(
+    `insert into incoming_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, txid, position,
+       to_address, from_address, block_height, block_hash, confirmations, required_confirmations, status, created_at, updated_at)
+     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', now(), now())
+     on conflict (organization_id, environment, chain, txid, position) do nothing returning id`,
+    [
+      organizationId,
+      scope.environment,
+      own?.wallet.id ?? null,
+      own?.id ?? null,
+      scope.chain,
+      networkFor(findChain(scope.chain), scope.environment),
+      transfer.assetId,
+      transfer.amount.toString(),
+      transfer.txid,
+      transfer.position,
+      transfer.to,
+      transfer.from,
+      block?.height ?? null,
+      block?.hash ?? null,
+      block ? scope.tipHeight - block.height + 1 : 0,
+      scope.requiredConfirmations,
+    ],
+  );
+  const row = await em.findOneOrFail(
+    IncomingTransfer,
+    { organization: organizationId, environment: scope.environment, chain: scope.chain, txid: transfer.txid, position: transfer.position },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+  );
+  if (inserted.length) {
+    if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: BigInt(row.amount) });
+    await announce(em, row, subscriptions);
+    return row;
+  }
+  if (!block || row.status === 'confirmed') return null;
+  const moved = row.blockHash !== block.hash;
+  row.blockHeight = block.height;
+  row.blockHash = block.hash;
+  row.confirmations = scope.tipHeight - block.height + 1;
+  if (row.status === 'dropped') {
+    // A reorganisation dropped it and the new chain carries it again: pending once more.
+    row.status = 'pending';
+    row.droppedAt = null;
+    if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: BigInt(row.amount) });
+    await announce(em, row, subscriptions);
+    return row;
+  }
+  return moved ? row : null;
+}
+
+/**
+ * Confirms every pending transfer of the chain mined at least the required depth below `tipHeight`:
+ * the amount moves from the wallet's pending to its balance, once (the row is locked and re-read).
+ */
+export async function confirmDue(em: EntityManager, scope: ChainEnvironment, tipHeight: number): Promise<IncomingTransfer[]> {
+  await em.execute(
+    `update incoming_transfers set confirmations = ? - block_height + 1, updated_at = now()
+     where chain = ? and environment = ? and status = 'pending' and block_height is not null and confirmations <> ? - block_height + 1`,
+    [tipHeight, scope.chain, scope.environment, tipHeight],
+  );
+  const due = await em.find(
+    IncomingTransfer,
+    { chain: scope.chain, environment: scope.environment, status: 'pending', blockHeight: { $ne: null } },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, orderBy: { blockHeight: 'asc', id: 'asc' } },
+  );
+  const confirmed: IncomingTransfer[] = [];
+  for (const row of due) {
+    if (tipHeight - row.blockHeight! + 1 < row.requiredConfirmations) continue;
+    row.status = 'confirmed';
+    row.confirmations = tipHeight - row.blockHeight! + 1;
+    row.confirmedAt = new Date();
+    if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount), balance: BigInt(row.amount) });
+    await announce(em, row, await subscriptionsWatching(em, row));
+    confirmed.push(row);
+  }
+  return confirmed;
+}
+
+/**
+ * A reorganisation replaced the blocks above `forkHeight`: transfers they carried that were not yet
+ * confirmed leave pending (they come back if the new chain carries them). Returns the confirmed
+ * ones it could not undo, for the caller to report: a fork deeper than the confirmation count.
+ */
+export async function dropAbove(em: EntityManager, scope: ChainEnvironment, forkHeight: number): Promise<{ dropped: IncomingTransfer[]; confirmedAbove: IncomingTransfer[] }> {
+  const above = await em.find(
+    IncomingTransfer,
+    { chain: scope.chain, environment: scope.environment, blockHeight: { $gt: forkHeight }, status: { $ne: 'dropped' } },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+  );
+  const dropped: IncomingTransfer[] = [];
+  for (const row of above.filter((candidate) => candidate.status === 'pending')) {
+    row.status = 'dropped';
+    row.droppedAt = new Date();
+    row.blockHeight = null;
+    row.blockHash = null;
+    row.confirmations = 0;
+    if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount) });
+    await announce(em, row, await subscriptionsWatching(em, row));
+    dropped.push(row);
+  }
+  return { dropped, confirmedAbove: above.filter((row) => row.status === 'confirmed') };
+}
+
+async function subscriptionsWatching(em: EntityManager, row: IncomingTransfer): Promise<Subscription[]> {
+  const candidates = await em.find(Subscription, {
+    organization: row.organization,
+    environment: row.environment,
+    chain: row.chain,
+    status: 'active',
+    deletedAt: null,
+    address: { $in: candidateForms(row.chain, [row.toAddress]) },
+  });
+  return candidates;
+}
+
+/**
+ * One event per status a transfer reaches: `incoming_native_tx` or `incoming_token_tx` to the
+ * organization's endpoints (for its own addresses) and to the subscriptions watching the address;
+ * a confirmed stablecoin deposit also emits `deposit.success`.
+ */
+async function announce(em: EntityManager, row: IncomingTransfer, subscriptions: Subscription[]): Promise<void> {
+  const asset = assetOf(row.assetId);
+  const type: EventType = asset.type === 'native' ? 'incoming_native_tx' : 'incoming_token_tx';
+  const data = presentTransferEvent(row);
+  const destinations = subscriptions.map((subscription) => ({ kind: 'subscription' as const, id: subscription.id }));
+  // The same status of the same transfer in the same block is announced once, whoever records it.
+  const place = row.status === 'pending' ? (row.blockHash ?? 'mempool') : row.status;
+  await emit(em, {
+    organizationId: row.organization.id,
+    environment: row.environment,
+    type,
+    data,
+    destinations,
+    broadcast: row.wallet != null,
+    dedupeKey: `${type}:${row.chain}:${row.txid}:${row.position}:${row.status}:${place}`,
+  });
+  if (row.status === 'confirmed' && row.wallet && isStablecoin(asset)) {
+    await emit(em, {
+      organizationId: row.organization.id,
+      environment: row.environment,
+      type: 'deposit.success',
+      data,
+      dedupeKey: `deposit.success:${row.chain}:${row.txid}:${row.position}`,
+    });
+  }
+}
+
+/** The event payload of a transfer: amounts as exact strings, display and base units. */
+function presentTransferEvent(row: IncomingTransfer) {
+  const asset = assetOf(row.assetId);
+  return {
+    id: row.id,
+    object: 'incoming_transfer' as const,
+    status: row.status,
+    wallet_id: row.wallet?.id ?? null,
+    address_id: row.address?.id ?? null,
+    chain: row.chain,
+    network: row.network,
+    asset: asset.symbol,
+    asset_id: asset.id,
+    amount: toDisplay(row.amount, asset.decimals),
+    amount_raw: row.amount,
+    from_address: row.fromAddress ?? null,
+    to_address: row.toAddress,
+    tx_hash: row.txid,
+    position: row.position,
+    block_height: row.blockHeight ?? null,
+    block_hash: row.blockHash ?? null,
+    confirmations: row.confirmations,
+    required_confirmations: row.requiredConfirmations,
+    created_at: iso(row.createdAt),
+    confirmed_at: isoOrNull(row.confirmedAt),
+  };
+}
+
+/** A deposit: an incoming transfer to one of the organization's own addresses. */
+export function presentDeposit(row: IncomingTransfer) {
+  return { ...presentTransferEvent(row), object: 'deposit' as const, updated_at: iso(row.updatedAt), dropped_at: isoOrNull(row.droppedAt) };
+}
+
+export async function findDeposit(em: EntityManager, scope: { organizationId: string; environment: Environment }, id: string): Promise<IncomingTransfer> {
+  const row = isUuid(id)
+    ? await em.findOne(IncomingTransfer, { id, organization: em.getReference(Organization, scope.organizationId), environment: scope.environment, wallet: { $ne: null } })
+    : null;
+  if (!row) throw errors.notFound('deposit', id);
+  return row;
+}
+

@@ -1,0 +1,41 @@
+import { allHandlersFinished, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { createMonitoringActivities } from '../activities/monitoring';
+import { chainAdvancedSignal, scanThroughUpdate, type chainScanFlow } from '../src/monitoring/flows/chain-scan';
+import type { WorkflowOf } from '../src/temporal/flow';
+
+const activities = proxyActivities<ReturnType<typeof createMonitoringActivities>>({
+  // One pass reads at most BLOCKS_PER_PASS blocks from the node.
+  startToCloseTimeout: '5 minutes',
+  // Crediting never gives up: a database or node outage is retried for as long as it lasts.
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+const BLOCKS_PER_PASS = 100;
+/** Passes per run before continuing as new, keeping the history short. */
+const PASSES_PER_RUN = 500;
+
+/**
+ * Scans one chain in one environment for as long as the service runs: a pass, then (once caught
+ * up) a wait for the interval or a wake-up signal. The cursor lives in PostgreSQL, so a restart
+ * of the worker or of this workflow neither misses nor repeats a block.
+ */
+export const chainScanWorkflow: WorkflowOf<typeof chainScanFlow> = async (input) => {
+  let wake = false;
+  let processed: number | null = null;
+  setHandler(chainAdvancedSignal, () => {
+    wake = true;
+  });
+  setHandler(scanThroughUpdate, async ({ height, waitSeconds }) => {
+    wake = true;
+    const reached = await condition(() => processed !== null && processed >= height, `${waitSeconds} seconds`);
+    return { height: processed, reached };
+  });
+  for (let pass = 0; pass < PASSES_PER_RUN; pass += 1) {
+    const result = await activities.scanChain({ chain: input.chain, environment: input.environment, maxBlocks: BLOCKS_PER_PASS });
+    processed = result.height;
+    if (result.caughtUp && !wake) await condition(() => wake, `${input.intervalSeconds} seconds`);
+    wake = false;
+  }
+  await condition(allHandlersFinished);
+  return continueAsNew<typeof chainScanWorkflow>(input);
+};
