@@ -7,6 +7,7 @@ import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
 import type { RouteModule } from './http/app';
 import { registerLightningRoutes } from './lightning/routes';
+import { registerMonitoringRoutes } from './monitoring/routes';
 import { registerOrganizationRoutes } from './organizations/routes';
 import { registerPolicyRoutes } from './policies/routes';
 import { registerSystemRoutes } from './system/routes';
@@ -20,6 +21,7 @@ export const routeModules: RouteModule[] = [
   registerChainRoutes,
   registerBalanceRoutes,
   registerCustodyRoutes,
+  registerMonitoringRoutes,
   registerEventRoutes,
   registerPolicyRoutes,
   registerLightningRoutes,

@@ -102,6 +102,10 @@ export class ChainScanCursor {
   @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment', primary: true })
   environment!: Environment;
 
+  /** The network the node said it serves (`chain-id:31337`, `network:regtest`): a cursor of another network is not resumed. */
+  @Property({ type: 'text' })
+  network!: string;
+
   @Property({ type: new BigIntType('number') })
   height!: number;
 

@@ -37,15 +37,16 @@ export interface ScanResult {
 export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxBlocks: number }): Promise<ScanResult> {
   let provider: ChainProvider;
   let tipHeight: number;
+  let cursor: Cursor;
   try {
     provider = await deps.chains.provider(scope.chain, scope.environment);
     tipHeight = (await provider.tip()).height;
+    cursor = await loadCursor(deps, scope, provider, tipHeight);
   } catch (error) {
     if (error instanceof ChainUnavailableError || error instanceof NodeUnavailableError) return { height: null, tipHeight: null, caughtUp: true, unavailable: error.message };
     throw error;
   }
   const required = requiredConfirmations(deps.config, scope.chain);
-  let cursor = await loadCursor(deps, scope, provider, tipHeight);
   const last = Math.min(tipHeight, cursor.height + scope.maxBlocks);
   while (cursor.height < last) {
     const block = await provider.block(cursor.height + 1);
@@ -75,17 +76,27 @@ interface Cursor {
 
 /**
  * The cursor, created on first use: the embedded devnet is scanned from its genesis, a real node
- * from its current tip (the service does not credit transfers made before it watched).
+ * from its current tip (the service does not credit transfers made before it watched). A cursor
+ * left by a node of another network (the configuration now names a different one) starts over.
  */
 async function loadCursor(deps: ScanDeps, scope: ChainEnvironment, provider: ChainProvider, tipHeight: number): Promise<Cursor> {
   const em = deps.em();
-  const existing = await em.findOne(ChainScanCursor, { chain: scope.chain, environment: scope.environment });
-  if (existing) return { height: existing.height, hash: existing.hash };
+  const identity = await provider.identifyNetwork();
+  const network = identity.chainId !== undefined ? `chain-id:${identity.chainId}` : `network:${identity.network ?? 'unknown'}`;
+  const where = { chain: scope.chain, environment: scope.environment };
+  const existing = await em.findOne(ChainScanCursor, where);
+  if (existing?.network === network) return { height: existing.height, hash: existing.hash };
+  if (existing) {
+    deps.log.warn({ ...where, was: existing.network, now: network }, 'the chain node serves another network than the scan cursor; scanning starts over at its tip');
+    await em.nativeDelete(ScannedBlock, where);
+    await em.nativeDelete(ChainScanCursor, { ...where, network: existing.network });
+  }
   const start = provider.kind === 'devnet' ? -1 : tipHeight - 1;
   const hash = start >= 0 ? ((await provider.block(start))?.hash ?? '') : '';
-  await em.execute(`insert into chain_scan_cursors (chain, environment, height, hash, updated_at) values (?, ?, ?, ?, now()) on conflict do nothing`, [
+  await em.execute(`insert into chain_scan_cursors (chain, environment, network, height, hash, updated_at) values (?, ?, ?, ?, ?, now()) on conflict do nothing`, [
     scope.chain,
     scope.environment,
+    network,
     start,
     hash,
   ]);
@@ -93,7 +104,7 @@ async function loadCursor(deps: ScanDeps, scope: ChainEnvironment, provider: Cha
     // The start block is the first one a reorganisation can be traced back to.
     await em.execute(`insert into scanned_blocks (chain, environment, height, hash, scanned_at) values (?, ?, ?, ?, now()) on conflict do nothing`, [scope.chain, scope.environment, start, hash]);
   }
-  const cursor = await em.findOneOrFail(ChainScanCursor, { chain: scope.chain, environment: scope.environment }, { refresh: true });
+  const cursor = await em.findOneOrFail(ChainScanCursor, where, { refresh: true });
   return { height: cursor.height, hash: cursor.hash };
 }
 

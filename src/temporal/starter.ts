@@ -143,7 +143,7 @@ export class WorkflowStarter {
    * producer or scanner), unless one with its id already runs. It belongs to no organization and
    * to no transaction, so it has no outbox row: the worker calls this at every start.
    */
-  async ensureRunning<Input, Result>(flow: Flow<Input, Result>, input: Input): Promise<void> {
+  async ensureRunning<Input, Result>(flow: Flow<Input, Result>, input: NoInfer<Input>): Promise<void> {
     await this.client.workflow.start(flow.workflowType, {
       taskQueue: this.config.TEMPORAL_TASK_QUEUE,
       workflowId: flow.workflowId(input),

@@ -1,10 +1,10 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261123142331 extends Migration {
+export class Migration20261123142527 extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create type "incoming_transfer_status" as enum ('pending', 'confirmed', 'dropped');`);
-    this.addSql(`create table "chain_scan_cursors" ("chain" text not null, "environment" "environment" not null, "height" bigint not null, "hash" text not null, "updated_at" timestamptz not null, constraint "chain_scan_cursors_pkey" primary key ("chain", "environment"));`);
+    this.addSql(`create table "chain_scan_cursors" ("chain" text not null, "environment" "environment" not null, "network" text not null, "height" bigint not null, "hash" text not null, "updated_at" timestamptz not null, constraint "chain_scan_cursors_pkey" primary key ("chain", "environment"));`);
 
     this.addSql(`create table "scanned_blocks" ("chain" text not null, "environment" "environment" not null, "height" bigint not null, "hash" text not null, "scanned_at" timestamptz not null, constraint "scanned_blocks_pkey" primary key ("chain", "environment", "height"));`);
 
