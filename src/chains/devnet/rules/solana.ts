@@ -1,0 +1,440 @@
+import { equalBytes } from '@noble/curves/abstract/utils';
+import { ed25519 } from '@noble/curves/ed25519';
+import { sha256 } from '@noble/hashes/sha256';
+import { concatBytes, randomBytes } from '@noble/hashes/utils';
+import { base58, base64 } from '@scure/base';
+import { ASSETS, type AssetInfo } from '../../../catalogue/service';
+import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, type ChainRules, type DecodeContext, type FaucetTransferInput } from './types';
+
+/**
+ * Solana's rules on the legacy transaction wire format: compact-u16 count of 64-byte signatures, then
+ * the message (header: required signatures, read-only signed, read-only unsigned; compact-u16 array of
+ * 32-byte account keys; recent blockhash; compact-u16 array of instructions, each a program index,
+ * account indexes and data). Every required signer signs the message bytes with ed25519; the first
+ * signer pays the fee and is the sender, and the txid is the base58 of its signature. Broadcast as base64.
+ *
+ * Instructions understood: System Program Transfer (SOL), SPL Token TransferChecked (the devnet's mints),
+ * Associated Token Account Create / CreateIdempotent (moves nothing: rent is not modelled), and Compute
+ * Budget SetComputeUnitLimit / SetComputeUnitPrice (the priority fee). Token accounts are the real
+ * associated token accounts (ATAs, program-derived from owner and mint); since the devnet's ledger is
+ * keyed by owner, the sender must own the source ATA and the recipient is the account key of the
+ * transaction whose ATA is the destination, as wallets name it in a CreateIdempotent beside the transfer.
+ */
+
+/** The base fee: lamports per signature. */
+export const LAMPORTS_PER_SIGNATURE = 5000n;
+
+/** IPv6 MTU minus headers: the largest transaction a Solana node accepts. */
+const PACKET_DATA_SIZE = 1232;
+const SYSTEM_PROGRAM = base58.decode('11111111111111111111111111111111');
+const TOKEN_PROGRAM = base58.decode('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
+const ASSOCIATED_TOKEN_PROGRAM = base58.decode('ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL');
+const COMPUTE_BUDGET_PROGRAM = base58.decode('ComputeBudget111111111111111111111111111111');
+const SYSTEM_TRANSFER = 2;
+const TOKEN_TRANSFER_CHECKED = 12;
+const ATA_CREATE_IDEMPOTENT = 1;
+const SET_COMPUTE_UNIT_LIMIT = 2;
+const SET_COMPUTE_UNIT_PRICE = 3;
+/** Compute units an instruction gets when the transaction sets no limit, and the most a transaction may use. */
+const DEFAULT_INSTRUCTION_COMPUTE_UNITS = 200_000n;
+const MAX_COMPUTE_UNITS = 1_400_000n;
+const MICRO_LAMPORTS_PER_LAMPORT = 1_000_000n;
+const U64_MAX = (1n << 64n) - 1n;
+
+const malformed = (message: string) => new DevnetRejection('malformed', message);
+
+export const solanaRules: ChainRules = {
+  chain: 'solana',
+  decode: decodeSolanaTransaction,
+  buildFaucetTransfer: buildSolanaFaucetTransfer,
+  addressOf: (publicKey) => base58.encode(publicKey),
+};
+
+/** The associated token account of `owner` for `mint` (both base58), as spl-associated-token-account derives it. */
+export const associatedTokenAccount = (owner: string, mint: string): string => base58.encode(associatedTokenAddress(solanaKey(owner), solanaKey(mint)));
+
+interface CompiledInstruction {
+  programIndex: number;
+  accounts: number[];
+  data: Uint8Array;
+}
+
+interface Message {
+  requiredSignatures: number;
+  readonlySigned: number;
+  readonlyUnsigned: number;
+  keys: Uint8Array[];
+  instructions: CompiledInstruction[];
+}
+
+function decodeSolanaTransaction(raw: string, context: DecodeContext): AccountTransaction {
+  let bytes: Uint8Array;
+  try {
+    bytes = base64.decode(raw);
+  } catch {
+    throw malformed('a Solana transaction is the base64 of its bytes');
+  }
+  if (bytes.length > PACKET_DATA_SIZE) throw malformed(`the transaction is ${bytes.length} bytes, over the ${PACKET_DATA_SIZE}-byte limit`);
+  const reader = new Reader(bytes);
+  const signatures = Array.from({ length: reader.compactU16() }, () => reader.take(64));
+  const messageBytes = bytes.subarray(reader.offset);
+  const message = readMessage(new Reader(messageBytes));
+  if (signatures.length !== message.requiredSignatures) {
+    throw malformed(`the message requires ${message.requiredSignatures} signatures and the transaction carries ${signatures.length}`);
+  }
+  signatures.forEach((signature, index) => {
+    if (!verifies(signature, messageBytes, message.keys[index]!)) {
+      throw new DevnetRejection('invalid_signature', `signature ${index} does not verify for ${base58.encode(message.keys[index]!)}`);
+    }
+  });
+
+  const interpreter = new Interpreter(message, context.tokens);
+  message.instructions.forEach((instruction, index) => interpreter.apply(instruction, index));
+  const fee = LAMPORTS_PER_SIGNATURE * BigInt(signatures.length) + interpreter.priorityFee();
+  return {
+    model: 'account',
+    txid: base58.encode(signatures[0]!),
+    from: base58.encode(message.keys[0]!),
+    nonce: null,
+    maxFee: fee,
+    feeBid: fee,
+    transfers: interpreter.transfers,
+    raw,
+  };
+}
+
+function verifies(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {
+  try {
+    // RFC 8032 strict verification, as the validators' verify_strict.
+    return ed25519.verify(signature, message, publicKey, { zip215: false });
+  } catch {
+    return false;
+  }
+}
+
+function readMessage(reader: Reader): Message {
+  if (reader.peek() & 0x80) throw malformed('versioned (v0) messages are not supported: send a legacy transaction');
+  const requiredSignatures = reader.u8();
+  const readonlySigned = reader.u8();
+  const readonlyUnsigned = reader.u8();
+  const keys = Array.from({ length: reader.compactU16() }, () => reader.take(32));
+  reader.take(32); // The recent blockhash: not modelled, the txid must be new instead.
+  const instructions = Array.from({ length: reader.compactU16() }, () => ({
+    programIndex: reader.u8(),
+    accounts: Array.from({ length: reader.compactU16() }, () => reader.u8()),
+    data: reader.take(reader.compactU16()),
+  }));
+  if (!reader.done()) throw malformed('bytes after the last instruction');
+  // Solana's own sanitising of a legacy message.
+  if (requiredSignatures === 0 || readonlySigned >= requiredSignatures || requiredSignatures + readonlyUnsigned > keys.length) {
+    throw malformed('the message header does not fit its account keys (a writable, signing fee payer comes first)');
+  }
+  if (new Set(keys.map((key) => base58.encode(key))).size !== keys.length) throw malformed('an account key appears twice');
+  for (const instruction of instructions) {
+    if (instruction.programIndex === 0 || instruction.programIndex >= keys.length) throw malformed('an instruction names no valid program account');
+    if (instruction.accounts.some((index) => index >= keys.length)) throw malformed('an instruction names an account index past the account keys');
+  }
+  return { requiredSignatures, readonlySigned, readonlyUnsigned, keys, instructions };
+}
+
+/** Reads the instructions in order: the transfers they make and the compute budget they set. */
+class Interpreter {
+  readonly transfers: AccountTransferIntent[] = [];
+  private computeUnitLimit?: bigint;
+  private computeUnitPrice?: bigint;
+  private budgetInstructions = 0;
+
+  constructor(
+    private readonly message: Message,
+    private readonly tokens: DecodeContext['tokens'],
+  ) {}
+
+  apply(instruction: CompiledInstruction, index: number) {
+    const program = this.message.keys[instruction.programIndex]!;
+    if (equalBytes(program, SYSTEM_PROGRAM)) this.systemTransfer(instruction, index);
+    else if (equalBytes(program, TOKEN_PROGRAM)) this.tokenTransferChecked(instruction, index);
+    else if (equalBytes(program, ASSOCIATED_TOKEN_PROGRAM)) this.createAssociatedTokenAccount(instruction, index);
+    else if (equalBytes(program, COMPUTE_BUDGET_PROGRAM)) this.computeBudget(instruction, index);
+    else {
+      throw malformed(
+        `instruction ${index} calls program ${base58.encode(program)}: the devnet understands the System, SPL Token, Associated Token Account and Compute Budget programs`,
+      );
+    }
+  }
+
+  /** The priority fee: compute unit price (micro-lamports) times the compute unit limit, rounded up. */
+  priorityFee(): bigint {
+    const defaultLimit = DEFAULT_INSTRUCTION_COMPUTE_UNITS * BigInt(this.message.instructions.length - this.budgetInstructions);
+    const limit = [this.computeUnitLimit ?? defaultLimit, MAX_COMPUTE_UNITS].reduce((a, b) => (a < b ? a : b));
+    return ((this.computeUnitPrice ?? 0n) * limit + MICRO_LAMPORTS_PER_LAMPORT - 1n) / MICRO_LAMPORTS_PER_LAMPORT;
+  }
+
+  /** SystemInstruction::Transfer { lamports: u64 }: u32 2, u64; accounts [from (signer, writable), to (writable)]. */
+  private systemTransfer(instruction: CompiledInstruction, index: number) {
+    const { data } = instruction;
+    const discriminator = data.length >= 4 ? view(data).getUint32(0, true) : -1;
+    if (discriminator !== SYSTEM_TRANSFER || data.length !== 12) {
+      throw malformed(`instruction ${index}: System Program instruction ${discriminator} is not supported (only Transfer)`);
+    }
+    const [from, to] = this.accounts(instruction, 2, index);
+    this.requireSender(from!, index);
+    this.requireWritable(index, from!, to!);
+    const amount = positive(view(data).getBigUint64(4, true), index);
+    this.transfers.push({ position: `ix:${index}`, to: base58.encode(this.message.keys[to!]!), assetId: 'SOL', amount });
+  }
+
+  /** TokenInstruction::TransferChecked { amount: u64, decimals: u8 }: u8 12; accounts [source, mint, destination, owner]. */
+  private tokenTransferChecked(instruction: CompiledInstruction, index: number) {
+    const { data } = instruction;
+    if (data[0] !== TOKEN_TRANSFER_CHECKED || data.length !== 10) {
+      throw malformed(`instruction ${index}: SPL Token instruction ${data[0] ?? 'without data'} is not supported (only TransferChecked)`);
+    }
+    if (instruction.accounts.length !== 4) throw malformed(`instruction ${index}: TransferChecked from a multisig token owner is not supported`);
+    const [source, mint, destination, owner] = instruction.accounts.map((account) => this.message.keys[account]!);
+    this.requireSender(instruction.accounts[3]!, index);
+    this.requireWritable(index, instruction.accounts[0]!, instruction.accounts[2]!);
+    const asset = this.tokenAsset(mint!, index);
+    if (data[9] !== asset.decimals) throw malformed(`instruction ${index}: ${asset.id} has ${asset.decimals} decimals, the transfer says ${data[9]}`);
+    if (!equalBytes(source!, associatedTokenAddress(owner!, mint!))) {
+      throw malformed(`instruction ${index}: the source is not the sender's associated token account for ${asset.id}`);
+    }
+    const recipient = this.message.keys.find((key) => equalBytes(associatedTokenAddress(key, mint!), destination!));
+    if (!recipient) {
+      throw malformed(
+        `instruction ${index}: the destination's owner is not among the transaction's accounts; name it (as Associated Token Account CreateIdempotent does) so the devnet can credit it`,
+      );
+    }
+    const amount = positive(view(data).getBigUint64(1, true), index);
+    this.transfers.push({ position: `ix:${index}`, to: base58.encode(recipient), assetId: asset.id, amount });
+  }
+
+  /** Create (no data or 0) / CreateIdempotent (1); accounts [funder, token account, owner, mint, system program, token program]. */
+  private createAssociatedTokenAccount(instruction: CompiledInstruction, index: number) {
+    if (instruction.data.length > 1 || (instruction.data[0] ?? 0) > ATA_CREATE_IDEMPOTENT) {
+      throw malformed(`instruction ${index}: Associated Token Account instruction ${instruction.data[0]} is not supported (only Create and CreateIdempotent)`);
+    }
+    const [funder, account, owner, mint, system, token] = this.accounts(instruction, 6, index);
+    this.requireSender(funder!, index);
+    this.requireWritable(index, funder!, account!);
+    const key = (position: number) => this.message.keys[position]!;
+    this.tokenAsset(key(mint!), index);
+    if (!equalBytes(key(system!), SYSTEM_PROGRAM) || !equalBytes(key(token!), TOKEN_PROGRAM)) {
+      throw malformed(`instruction ${index}: the token account must be created with the System and SPL Token programs`);
+    }
+    if (!equalBytes(key(account!), associatedTokenAddress(key(owner!), key(mint!)))) {
+      throw malformed(`instruction ${index}: the account created is not the owner's associated token account`);
+    }
+  }
+
+  private computeBudget(instruction: CompiledInstruction, index: number) {
+    const { data } = instruction;
+    this.budgetInstructions += 1;
+    if (data[0] === SET_COMPUTE_UNIT_LIMIT && data.length === 5 && this.computeUnitLimit === undefined) {
+      this.computeUnitLimit = BigInt(view(data).getUint32(1, true));
+    } else if (data[0] === SET_COMPUTE_UNIT_PRICE && data.length === 9 && this.computeUnitPrice === undefined) {
+      this.computeUnitPrice = view(data).getBigUint64(1, true);
+    } else {
+      throw malformed(`instruction ${index}: Compute Budget instruction ${data[0]} is not supported or repeats (SetComputeUnitLimit and SetComputeUnitPrice, once each)`);
+    }
+  }
+
+  private accounts(instruction: CompiledInstruction, count: number, index: number): number[] {
+    if (instruction.accounts.length < count) throw malformed(`instruction ${index} names ${instruction.accounts.length} accounts, it needs ${count}`);
+    return instruction.accounts.slice(0, count);
+  }
+
+  /** The devnet debits one account per transaction: the fee payer, which signed. */
+  private requireSender(account: number, index: number) {
+    if (account !== 0) throw malformed(`instruction ${index}: only the fee payer may send in a devnet transaction`);
+  }
+
+  private requireWritable(index: number, ...accounts: number[]) {
+    const { requiredSignatures, readonlySigned, readonlyUnsigned, keys } = this.message;
+    const writable = (account: number) => (account < requiredSignatures ? account < requiredSignatures - readonlySigned : account < keys.length - readonlyUnsigned);
+    if (!accounts.every(writable)) throw malformed(`instruction ${index} writes to an account the message marks read-only`);
+  }
+
+  private tokenAsset(mint: Uint8Array, index: number): AssetInfo {
+    const address = base58.encode(mint);
+    const asset = ASSETS.find((candidate) => candidate.chain === 'solana' && candidate.type === 'spl' && this.tokens[candidate.id] === address);
+    if (!asset) throw malformed(`instruction ${index}: mint ${address} is not one of the devnet's tokens`);
+    return asset;
+  }
+}
+
+/**
+ * A SOL transfer, or a token transfer that first creates the recipient's associated token account if it
+ * is missing (CreateIdempotent), as wallets send them; signed with the faucet's ed25519 seed. The devnet
+ * does not model recent blockhashes, so a random one makes every faucet transaction (and its txid) new.
+ * Solana's fee is the chain's (LAMPORTS_PER_SIGNATURE): `feeRate` adds nothing.
+ */
+function buildSolanaFaucetTransfer(input: FaucetTransferInput): string {
+  if (input.privateKey.length !== 32) throw malformed('a Solana key is a 32-byte ed25519 seed');
+  const payer = ed25519.getPublicKey(input.privateKey);
+  const to = solanaKey(input.to);
+  if (input.amount <= 0n || input.amount > U64_MAX) throw malformed('the amount must be a positive u64');
+  const amount = new Uint8Array(8);
+  view(amount).setBigUint64(0, input.amount, true);
+  let instructions: InstructionSpec[];
+  if (input.assetId === 'SOL') {
+    instructions = [{ program: SYSTEM_PROGRAM, accounts: [signer(payer), writable(to)], data: concatBytes(Uint8Array.of(SYSTEM_TRANSFER, 0, 0, 0), amount) }];
+  } else {
+    const asset = ASSETS.find((candidate) => candidate.id === input.assetId && candidate.chain === 'solana' && candidate.type === 'spl');
+    const mintAddress = asset && input.tokens[asset.id];
+    if (!asset || !mintAddress) throw malformed(`${input.assetId} is not a devnet Solana asset`);
+    const mint = solanaKey(mintAddress);
+    const destination = associatedTokenAddress(to, mint);
+    instructions = [
+      {
+        program: ASSOCIATED_TOKEN_PROGRAM,
+        accounts: [signer(payer), writable(destination), readonly(to), readonly(mint), readonly(SYSTEM_PROGRAM), readonly(TOKEN_PROGRAM)],
+        data: Uint8Array.of(ATA_CREATE_IDEMPOTENT),
+      },
+      {
+        program: TOKEN_PROGRAM,
+        accounts: [writable(associatedTokenAddress(payer, mint)), readonly(mint), writable(destination), signer(payer)],
+        data: concatBytes(Uint8Array.of(TOKEN_TRANSFER_CHECKED), amount, Uint8Array.of(asset.decimals)),
+      },
+    ];
+  }
+  const message = compileMessage(payer, instructions, randomBytes(32));
+  return base64.encode(concatBytes(compactU16(1), ed25519.sign(message, input.privateKey), message));
+}
+
+interface AccountMeta {
+  key: Uint8Array;
+  signer: boolean;
+  writable: boolean;
+}
+interface InstructionSpec {
+  program: Uint8Array;
+  accounts: AccountMeta[];
+  data: Uint8Array;
+}
+
+const signer = (key: Uint8Array): AccountMeta => ({ key, signer: true, writable: true });
+const writable = (key: Uint8Array): AccountMeta => ({ key, signer: false, writable: true });
+const readonly = (key: Uint8Array): AccountMeta => ({ key, signer: false, writable: false });
+
+/** The legacy message: keys deduplicated and ordered payer, signers, writable, read-only, as web3.js compiles them. */
+function compileMessage(payer: Uint8Array, instructions: InstructionSpec[], recentBlockhash: Uint8Array): Uint8Array {
+  const metas = new Map<string, AccountMeta>();
+  for (const meta of [signer(payer), ...instructions.flatMap((instruction) => [...instruction.accounts, readonly(instruction.program)])]) {
+    const id = base58.encode(meta.key);
+    const known = metas.get(id);
+    metas.set(id, known ? { key: meta.key, signer: known.signer || meta.signer, writable: known.writable || meta.writable } : meta);
+  }
+  const rank = (meta: AccountMeta) => (meta.signer ? 0 : 2) + (meta.writable ? 0 : 1);
+  const ordered = [...metas.values()].map((meta, order) => ({ meta, order })).sort((a, b) => rank(a.meta) - rank(b.meta) || a.order - b.order);
+  const keys = ordered.map(({ meta }) => meta);
+  const indexOf = (key: Uint8Array) => keys.findIndex((meta) => equalBytes(meta.key, key));
+  const header = Uint8Array.of(
+    keys.filter((meta) => meta.signer).length,
+    keys.filter((meta) => meta.signer && !meta.writable).length,
+    keys.filter((meta) => !meta.signer && !meta.writable).length,
+  );
+  return concatBytes(
+    header,
+    compactU16(keys.length),
+    ...keys.map((meta) => meta.key),
+    recentBlockhash,
+    compactU16(instructions.length),
+    ...instructions.map((instruction) =>
+      concatBytes(
+        Uint8Array.of(indexOf(instruction.program)),
+        compactU16(instruction.accounts.length),
+        Uint8Array.from(instruction.accounts.map((meta) => indexOf(meta.key))),
+        compactU16(instruction.data.length),
+        instruction.data,
+      ),
+    ),
+  );
+}
+
+const PDA_MARKER = new TextEncoder().encode('ProgramDerivedAddress');
+
+/** findProgramAddress([owner, token program, mint], associated token program): the first bump, from 255 down, off the curve. */
+function associatedTokenAddress(owner: Uint8Array, mint: Uint8Array): Uint8Array {
+  for (let bump = 255; bump >= 0; bump--) {
+    const candidate = sha256(concatBytes(owner, TOKEN_PROGRAM, mint, Uint8Array.of(bump), ASSOCIATED_TOKEN_PROGRAM, PDA_MARKER));
+    if (!isOnCurve(candidate)) return candidate;
+  }
+  throw new Error('no associated token address off the curve');
+}
+
+/**
+ * Whether 32 bytes decompress to an ed25519 point. curve25519-dalek, which Solana uses, also accepts the
+ * non-canonical encodings (y ≥ p) that noble refuses; a sha256 output is one with probability ~2^-250.
+ */
+function isOnCurve(bytes: Uint8Array): boolean {
+  try {
+    ed25519.ExtendedPoint.fromHex(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function solanaKey(address: string): Uint8Array {
+  let key: Uint8Array | undefined;
+  try {
+    key = base58.decode(address);
+  } catch {
+    key = undefined;
+  }
+  if (key?.length !== 32) throw malformed(`'${address}' is not a Solana address`);
+  return key;
+}
+
+function positive(amount: bigint, index: number): bigint {
+  if (amount === 0n) throw malformed(`instruction ${index}: the amount must be positive`);
+  return amount;
+}
+
+const view = (bytes: Uint8Array) => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+function compactU16(value: number): Uint8Array {
+  const out: number[] = [];
+  for (; value >= 0x80; value >>= 7) out.push((value & 0x7f) | 0x80);
+  out.push(value);
+  return Uint8Array.from(out);
+}
+
+class Reader {
+  offset = 0;
+  constructor(private readonly bytes: Uint8Array) {}
+
+  done = () => this.offset === this.bytes.length;
+
+  peek(): number {
+    if (this.done()) throw malformed('the transaction ends early');
+    return this.bytes[this.offset]!;
+  }
+
+  u8(): number {
+    const byte = this.peek();
+    this.offset += 1;
+    return byte;
+  }
+
+  take(length: number): Uint8Array {
+    if (this.offset + length > this.bytes.length) throw malformed('the transaction ends early');
+    this.offset += length;
+    return this.bytes.subarray(this.offset - length, this.offset);
+  }
+
+  /** Solana's short_vec length: 1 to 3 bytes, in its shortest form, at most 0xffff. */
+  compactU16(): number {
+    let value = 0;
+    for (let position = 0; position < 3; position++) {
+      const byte = this.u8();
+      value |= (byte & 0x7f) << (7 * position);
+      if (byte < 0x80) {
+        if (position > 0 && byte === 0) throw malformed('a compact-u16 length is not in its shortest form');
+        if (value > 0xffff) throw malformed('a compact-u16 length overflows');
+        return value;
+      }
+    }
+    throw malformed('a compact-u16 length is longer than 3 bytes');
+  }
+}

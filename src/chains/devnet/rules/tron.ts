@@ -1,0 +1,288 @@
+import { equalBytes } from '@noble/curves/abstract/utils';
+import { secp256k1 } from '@noble/curves/secp256k1';
+import { sha256 } from '@noble/hashes/sha256';
+import { bytesToHex, concatBytes, hexToBytes, randomBytes } from '@noble/hashes/utils';
+import { base58check } from '@scure/base';
+import { ASSETS } from '../../../catalogue/service';
+import { secp256k1Address } from '../../../keys/derivation';
+import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, type ChainRules, type DecodeContext, type FaucetTransferInput } from './types';
+
+/**
+ * Tron's rules: a transaction is the protobuf `protocol.Transaction { raw raw_data = 1; repeated bytes
+ * signature = 2; }` (java-tron's Tron.proto), broadcast as the hex of its bytes. The txid is sha256 of the
+ * raw_data bytes exactly as they travel, so decode hashes them before reading them; each signature is a
+ * recoverable secp256k1 signature over the txid (r ‖ s ‖ v, v 0/1 or 27/28 as TronWeb writes it).
+ *
+ * The protobuf wire format is written and read by hand below rather than with protobufjs: Tron's int64
+ * amounts come back as bigints with no float or Long in between, and the reader keeps each field's
+ * exact bytes, which the txid needs; the handful of fields the devnet reads fit in a page.
+ */
+
+/**
+ * Tron bills bandwidth, not a fee the sender names. A TRX transfer burns the bandwidth of its ~268 bytes
+ * at 1,000 sun a byte when the sender has no free or staked bandwidth left: the flat fee the devnet
+ * announces and charges for it. A contract call (TRC-20) names its cap in raw_data.fee_limit, reported
+ * as maxFee and feeBid.
+ */
+export const TRON_TRANSFER_FEE_SUN = 268_000n;
+
+const TRANSFER_CONTRACT = { type: 1n, typeUrl: 'type.googleapis.com/protocol.TransferContract' } as const;
+const TRIGGER_SMART_CONTRACT = { type: 31n, typeUrl: 'type.googleapis.com/protocol.TriggerSmartContract' } as const;
+/** keccak256("transfer(address,uint256)")[0..4]. */
+const TRC20_TRANSFER_SELECTOR = hexToBytes('a9059cbb');
+const ADDRESS_PREFIX = 0x41;
+const INT64_MAX = (1n << 63n) - 1n;
+const UINT256_MAX = (1n << 256n) - 1n;
+/** TronWeb's default lifetime of a transaction. */
+const EXPIRATION_MS = 60_000;
+
+const tronBase58 = base58check(sha256);
+const malformed = (message: string) => new DevnetRejection('malformed', message);
+
+export const tronRules: ChainRules = {
+  chain: 'tron',
+  decode: decodeTronTransaction,
+  buildFaucetTransfer: buildTronFaucetTransfer,
+  addressOf: (publicKey) => secp256k1Address({ chain: 'tron', testnet: true, format: 'base58check' }, publicKey),
+};
+
+function decodeTronTransaction(raw: string, context: DecodeContext): AccountTransaction {
+  if (!/^([0-9a-fA-F]{2})+$/.test(raw)) throw malformed('a Tron transaction is the hex of its protobuf bytes');
+  const transaction = readMessage(hexToBytes(raw), 'Transaction');
+  const rawData = single(transaction, 1, 'Transaction.raw_data', 'bytes');
+  if (!rawData) throw malformed('the transaction has no raw_data');
+  const signatures = repeated(transaction, 2, 'Transaction.signature', 'bytes');
+  const txid = sha256(rawData);
+
+  const body = readMessage(rawData, 'Transaction.raw');
+  const contracts = repeated(body, 11, 'raw.contract', 'bytes');
+  if (contracts.length !== 1) throw malformed(`a Tron transaction carries exactly one contract, not ${contracts.length}`);
+  const contract = readMessage(contracts[0]!, 'Contract');
+  if ((single(contract, 5, 'Contract.Permission_id', 'varint') ?? 0n) !== 0n) {
+    throw malformed('only the owner permission (Permission_id 0) is supported: the devnet does not model multi-signature permissions');
+  }
+  const type = single(contract, 1, 'Contract.type', 'varint') ?? 0n;
+  const parameter = readMessage(single(contract, 2, 'Contract.parameter', 'bytes') ?? new Uint8Array(), 'Any');
+  const typeUrl = new TextDecoder().decode(single(parameter, 1, 'Any.type_url', 'bytes') ?? new Uint8Array());
+  const value = () => readMessage(single(parameter, 2, 'Any.value', 'bytes') ?? new Uint8Array(), typeUrl);
+
+  let intent: { owner: Uint8Array; transfer: AccountTransferIntent; maxFee: bigint };
+  if (type === TRANSFER_CONTRACT.type && typeUrl === TRANSFER_CONTRACT.typeUrl) intent = readTransferContract(value());
+  else if (type === TRIGGER_SMART_CONTRACT.type && typeUrl === TRIGGER_SMART_CONTRACT.typeUrl) {
+    intent = readTrc20Transfer(value(), context.tokens, int64(single(body, 18, 'raw.fee_limit', 'varint') ?? 0n, 'raw.fee_limit'));
+  } else {
+    throw malformed(`contract type ${type} (${typeUrl || 'no type_url'}) is not supported: the devnet understands TransferContract and TRC-20 transfer calls`);
+  }
+
+  if (signatures.length === 0) throw new DevnetRejection('invalid_signature', 'the transaction is not signed');
+  if (signatures.length > 1) throw malformed(`a Tron transaction from one owner carries one signature, not ${signatures.length}`);
+  const from = tronAddress(intent.owner);
+  if (signerOf(signatures[0]!, txid) !== from) {
+    throw new DevnetRejection('invalid_signature', `the signature does not recover to the owner ${from}`);
+  }
+  return {
+    model: 'account',
+    txid: bytesToHex(txid),
+    from,
+    nonce: null,
+    maxFee: intent.maxFee,
+    feeBid: intent.maxFee,
+    transfers: [intent.transfer],
+    raw: raw.toLowerCase(),
+  };
+}
+
+/** protocol.TransferContract { bytes owner_address = 1; bytes to_address = 2; int64 amount = 3; }: TRX in sun. */
+function readTransferContract(value: Fields) {
+  const owner = addressBytes(single(value, 1, 'TransferContract.owner_address', 'bytes'), 'owner_address');
+  const to = addressBytes(single(value, 2, 'TransferContract.to_address', 'bytes'), 'to_address');
+  const amount = int64(single(value, 3, 'TransferContract.amount', 'varint') ?? 0n, 'amount');
+  if (amount <= 0n) throw malformed('the TRX amount must be positive');
+  if (equalBytes(owner, to)) throw malformed('cannot transfer TRX to yourself');
+  return { owner, maxFee: TRON_TRANSFER_FEE_SUN, transfer: { position: 'native', to: tronAddress(to), assetId: 'TRX', amount } };
+}
+
+/**
+ * protocol.TriggerSmartContract { bytes owner_address = 1; bytes contract_address = 2; int64 call_value = 3;
+ * bytes data = 4; int64 call_token_value = 5; int64 token_id = 6; } calling `transfer(address,uint256)` on
+ * one of the devnet's TRC-20 contracts, with no TRX or TRC-10 attached.
+ */
+function readTrc20Transfer(value: Fields, tokens: DecodeContext['tokens'], feeLimit: bigint) {
+  const owner = addressBytes(single(value, 1, 'TriggerSmartContract.owner_address', 'bytes'), 'owner_address');
+  const contract = tronAddress(addressBytes(single(value, 2, 'TriggerSmartContract.contract_address', 'bytes'), 'contract_address'));
+  const asset = ASSETS.find((candidate) => candidate.chain === 'tron' && candidate.type === 'trc20' && tokens[candidate.id] === contract);
+  if (!asset) throw malformed(`contract ${contract} is not one of the devnet's TRC-20 tokens`);
+  for (const [field, name] of [[3, 'call_value'], [5, 'call_token_value'], [6, 'token_id']] as const) {
+    if ((single(value, field, `TriggerSmartContract.${name}`, 'varint') ?? 0n) !== 0n) throw malformed(`a TRC-20 transfer attaches no ${name}`);
+  }
+  const data = single(value, 4, 'TriggerSmartContract.data', 'bytes') ?? new Uint8Array();
+  if (data.length !== 68 || !equalBytes(data.subarray(0, 4), TRC20_TRANSFER_SELECTOR)) {
+    throw malformed('the only contract call the devnet understands is transfer(address,uint256) (selector a9059cbb, 68 bytes of call data)');
+  }
+  // The TVM reads an address argument as its low 20 bytes; wallets write the word's 12th byte as 0x00
+  // (TronWeb) or as the 0x41 prefix (Trust Wallet), so both are accepted, and nothing else above it.
+  if (data.subarray(4, 15).some((byte) => byte !== 0) || (data[15] !== 0 && data[15] !== ADDRESS_PREFIX)) {
+    throw malformed('the recipient word of transfer(address,uint256) is not a 20-byte address');
+  }
+  const to = Uint8Array.of(ADDRESS_PREFIX, ...data.subarray(16, 36));
+  const amount = BigInt(`0x${bytesToHex(data.subarray(36, 68))}`);
+  if (amount <= 0n) throw malformed('the token amount must be positive');
+  if (feeLimit < 0n) throw malformed('fee_limit cannot be negative');
+  return { owner, maxFee: feeLimit, transfer: { position: 'log:0', to: tronAddress(to), assetId: asset.id, amount } };
+}
+
+/** The address a 65-byte recoverable signature over `txid` recovers to. */
+function signerOf(signature: Uint8Array, txid: Uint8Array): string {
+  const invalid = () => new DevnetRejection('invalid_signature', 'the signature is not a valid recoverable secp256k1 signature');
+  if (signature.length !== 65) throw invalid();
+  const v = signature[64]! >= 27 ? signature[64]! - 27 : signature[64]!;
+  if (v !== 0 && v !== 1) throw invalid();
+  try {
+    const publicKey = secp256k1.Signature.fromCompact(signature.subarray(0, 64)).addRecoveryBit(v).recoverPublicKey(txid);
+    return tronRules.addressOf(publicKey.toRawBytes(true));
+  } catch {
+    throw invalid();
+  }
+}
+
+/**
+ * A TRX TransferContract or a TRC-20 transfer call, signed with the faucet's key. The devnet does not
+ * model Tron's reference blocks, so ref_block_bytes/hash are random: with the timestamp they make every
+ * faucet transaction (and so its txid) new. `feeRate` is the fee_limit of a TRC-20 call; a TRX transfer
+ * names no fee (see TRON_TRANSFER_FEE_SUN).
+ */
+function buildTronFaucetTransfer(input: FaucetTransferInput): string {
+  const owner = tronAddressBytes(tronRules.addressOf(secp256k1.getPublicKey(input.privateKey, true)));
+  const to = tronAddressBytes(input.to);
+  let contract: Uint8Array;
+  let feeLimit: Uint8Array = new Uint8Array();
+  if (input.assetId === 'TRX') {
+    if (input.amount <= 0n || input.amount > INT64_MAX) throw malformed('the TRX amount must be a positive int64');
+    const value = concatBytes(bytesField(1, owner), bytesField(2, to), varintField(3, input.amount));
+    contract = contractMessage(TRANSFER_CONTRACT, value);
+  } else {
+    const asset = ASSETS.find((candidate) => candidate.id === input.assetId && candidate.chain === 'tron' && candidate.type === 'trc20');
+    const tokenAddress = asset && input.tokens[asset.id];
+    if (!tokenAddress) throw malformed(`${input.assetId} is not a devnet Tron asset`);
+    if (input.amount <= 0n || input.amount > UINT256_MAX) throw malformed('the token amount must be a positive uint256');
+    if (input.feeRate < 0n || input.feeRate > INT64_MAX) throw malformed('the fee limit must be a non-negative int64');
+    const data = concatBytes(TRC20_TRANSFER_SELECTOR, new Uint8Array(12), to.subarray(1), hexToBytes(input.amount.toString(16).padStart(64, '0')));
+    const value = concatBytes(bytesField(1, owner), bytesField(2, tronAddressBytes(tokenAddress)), bytesField(4, data));
+    contract = contractMessage(TRIGGER_SMART_CONTRACT, value);
+    feeLimit = varintField(18, input.feeRate);
+  }
+  const now = BigInt(Date.now());
+  // Fields in field-number order, as protobuf encoders write them.
+  const rawData = concatBytes(
+    bytesField(1, randomBytes(2)),
+    bytesField(4, randomBytes(8)),
+    varintField(8, now + BigInt(EXPIRATION_MS)),
+    bytesField(11, contract),
+    varintField(14, now),
+    feeLimit,
+  );
+  const signature = secp256k1.sign(sha256(rawData), input.privateKey);
+  const signed = concatBytes(signature.toCompactRawBytes(), Uint8Array.of(27 + signature.recovery));
+  return bytesToHex(concatBytes(bytesField(1, rawData), bytesField(2, signed)));
+}
+
+function contractMessage(kind: { type: bigint; typeUrl: string }, value: Uint8Array): Uint8Array {
+  const parameter = concatBytes(bytesField(1, new TextEncoder().encode(kind.typeUrl)), bytesField(2, value));
+  return concatBytes(varintField(1, kind.type), bytesField(2, parameter));
+}
+
+/** A Tron address (base58check, 0x41 prefix) as its 21 bytes. */
+function tronAddressBytes(address: string): Uint8Array {
+  let bytes: Uint8Array;
+  try {
+    bytes = tronBase58.decode(address);
+  } catch {
+    throw malformed(`'${address}' is not a Tron address`);
+  }
+  return addressBytes(bytes, address);
+}
+
+function addressBytes(bytes: Uint8Array | undefined, name: string): Uint8Array {
+  if (!bytes || bytes.length !== 21 || bytes[0] !== ADDRESS_PREFIX) throw malformed(`${name} is not a 21-byte Tron address starting 0x41`);
+  return bytes;
+}
+
+const tronAddress = (bytes: Uint8Array): string => tronBase58.encode(bytes);
+
+// --- protobuf wire format: varints (wire type 0) and length-delimited fields (wire type 2) ---
+
+type WireValue = { wireType: 0; value: bigint } | { wireType: 2; value: Uint8Array } | { wireType: 1 | 5 };
+type Fields = Map<number, WireValue[]>;
+
+function varint(value: bigint): Uint8Array {
+  const out: number[] = [];
+  do {
+    const low = Number(value & 0x7fn);
+    value >>= 7n;
+    out.push(value > 0n ? low | 0x80 : low);
+  } while (value > 0n);
+  return Uint8Array.from(out);
+}
+
+const varintField = (field: number, value: bigint) => concatBytes(varint(BigInt(field << 3)), varint(value));
+const bytesField = (field: number, value: Uint8Array) => concatBytes(varint(BigInt((field << 3) | 2)), varint(BigInt(value.length)), value);
+
+/** Reads one message's fields; unknown fields are kept (and ignored by the caller), groups are refused. */
+function readMessage(bytes: Uint8Array, name: string): Fields {
+  const fields: Fields = new Map();
+  let offset = 0;
+  const readVarint = (): bigint => {
+    let value = 0n;
+    for (let shift = 0n; shift < 70n; shift += 7n) {
+      if (offset >= bytes.length) throw malformed(`${name}: truncated varint`);
+      const byte = bytes[offset++]!;
+      value |= BigInt(byte & 0x7f) << shift;
+      if (byte < 0x80) return value;
+    }
+    throw malformed(`${name}: varint longer than 10 bytes`);
+  };
+  while (offset < bytes.length) {
+    const key = readVarint();
+    const field = Number(key >> 3n);
+    const wireType = Number(key & 7n);
+    if (field === 0 || field > 536_870_911) throw malformed(`${name}: invalid field number`);
+    let entry: WireValue;
+    if (wireType === 0) entry = { wireType, value: readVarint() };
+    else if (wireType === 2) {
+      const length = readVarint();
+      if (length > BigInt(bytes.length - offset)) throw malformed(`${name}: field ${field} runs past the end`);
+      entry = { wireType, value: bytes.subarray(offset, offset + Number(length)) };
+      offset += Number(length);
+    } else if (wireType === 1 || wireType === 5) {
+      offset += wireType === 1 ? 8 : 4;
+      if (offset > bytes.length) throw malformed(`${name}: field ${field} runs past the end`);
+      entry = { wireType };
+    } else throw malformed(`${name}: wire type ${wireType} is not valid here`);
+    fields.set(field, [...(fields.get(field) ?? []), entry]);
+  }
+  return fields;
+}
+
+function repeated(fields: Fields, field: number, name: string, kind: 'bytes'): Uint8Array[] {
+  return (fields.get(field) ?? []).map((entry) => {
+    if (entry.wireType !== 2) throw malformed(`${name} is not ${kind}`);
+    return entry.value;
+  });
+}
+
+function single(fields: Fields, field: number, name: string, kind: 'bytes'): Uint8Array | undefined;
+function single(fields: Fields, field: number, name: string, kind: 'varint'): bigint | undefined;
+function single(fields: Fields, field: number, name: string, kind: 'bytes' | 'varint'): Uint8Array | bigint | undefined {
+  const entries = fields.get(field) ?? [];
+  if (entries.length > 1) throw malformed(`${name} appears more than once`);
+  const entry = entries[0];
+  if (!entry) return undefined;
+  if (entry.wireType !== (kind === 'bytes' ? 2 : 0)) throw malformed(`${name} is not ${kind === 'bytes' ? 'length-delimited' : 'a varint'}`);
+  return entry.value;
+}
+
+/** A varint read as protobuf int64 (two's complement over 64 bits). */
+function int64(value: bigint, name: string): bigint {
+  if (value >= 1n << 64n) throw malformed(`${name} does not fit in 64 bits`);
+  return value > INT64_MAX ? value - (1n << 64n) : value;
+}
