@@ -1,7 +1,8 @@
 import type { EntityManager, FilterQuery } from '@mikro-orm/postgresql';
 import type { ZodType } from 'zod';
 import type { Environment } from '../api-keys/entities';
-import { findChain, networkFor } from '../catalogue/service';
+import { findChain, networkFor, type ChainId } from '../catalogue/service';
+import { canonicalAddress } from '../chains/addresses';
 import type { Config } from '../config';
 import { errors } from '../shared/errors';
 import type { AuthContext } from '../http/context';
@@ -213,7 +214,7 @@ const subscriptionRoutes: SignedDestinationKind<Subscription, typeof CreateSubsc
     em.create(Subscription, {
       organization: em.getReference(Organization, auth.organizationId),
       environment: auth.environment,
-      address: body.address,
+      address: watchedAddress(body.chain, auth.environment, body.address),
       chain: body.chain,
       // The environment decides the network; a contradicting request value is ignored (deprecated field).
       network: networkFor(findChain(body.chain), auth.environment),
@@ -413,4 +414,11 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
       return { status: 202, body: { object: 'event_retry', status: 'queued' } };
     },
   });
+}
+
+/** The address in its canonical form on the environment's network (so scanning matches it), or a 400. */
+function watchedAddress(chain: ChainId, environment: Environment, address: string): string {
+  const canonical = canonicalAddress(chain, environment, address);
+  if (!canonical) throw errors.validation(`address is not a ${chain} address on ${networkFor(findChain(chain), environment)}.`, 'address');
+  return canonical;
 }

@@ -189,6 +189,13 @@ describe('Webhooks, subscriptions and delivery events API', () => {
 
     const badChain = await app.request('POST', '/v1/subscriptions', { key: org.secret, body: { address: 'x', chain: 'dogecoin', webhook_url: receiver.url } });
     assert.equal(badChain.body.error.param, 'chain');
+
+    // Addresses are checked for the chain and the key's network, and kept in their canonical form.
+    const mainnetInSandbox = await app.request('POST', '/v1/subscriptions', { key: org.secret, body: { address: 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4', chain: 'bitcoin', webhook_url: receiver.url } });
+    assert.equal(mainnetInSandbox.status, 400);
+    assert.equal(mainnetInSandbox.body.error.param, 'address');
+    const lowerCase = await app.request('POST', '/v1/subscriptions', { key: org.secret, body: { address: '0x52908400098527886e0f7030069857d2e4169ee7', chain: 'ethereum', webhook_url: receiver.url } });
+    assert.equal(lowerCase.body.address, '0x52908400098527886E0F7030069857D2E4169EE7');
   });
 
   it('checks scopes on every route', async () => {
@@ -221,7 +228,7 @@ describe('Webhooks, subscriptions and delivery events API', () => {
   it("keeps each organization's endpoints, subscriptions and events to itself", async () => {
     const webhook = await createWebhook();
     const test = await app.request('POST', `/v1/webhooks/${webhook.body.id}/test`, { key: org.secret });
-    const subscription = await app.request('POST', '/v1/subscriptions', { key: org.secret, body: { address: 'bc1qxyz', chain: 'bitcoin', webhook_url: receiver.url } });
+    const subscription = await app.request('POST', '/v1/subscriptions', { key: org.secret, body: { address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', chain: 'bitcoin', webhook_url: receiver.url } });
     const intruder = await createTestOrganization('Intruder');
     const attempts: [string, string, unknown?][] = [
       ['GET', `/v1/webhooks/${webhook.body.id}`],
@@ -296,8 +303,8 @@ describe('Webhooks, subscriptions and delivery events API', () => {
         /not a live destination/,
       );
 
-      const sandboxSubscription = await app.request('POST', '/v1/subscriptions', { key: o.secret, body: { address: 'bc1qsandbox', chain: 'bitcoin', webhook_url: sandboxReceiver.url } });
-      const liveSubscription = await app.request('POST', '/v1/subscriptions', { key: live.secret, body: { address: 'bc1qlive', chain: 'bitcoin', webhook_url: 'https://93.184.215.14/hook' } });
+      const sandboxSubscription = await app.request('POST', '/v1/subscriptions', { key: o.secret, body: { address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', chain: 'bitcoin', webhook_url: sandboxReceiver.url } });
+      const liveSubscription = await app.request('POST', '/v1/subscriptions', { key: live.secret, body: { address: 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4', chain: 'bitcoin', webhook_url: 'https://93.184.215.14/hook' } });
       assert.equal(liveSubscription.status, 201, liveSubscription.text);
       const sides = [
         { key: live.secret, webhook: sandboxEndpoint.body.id, subscription: sandboxSubscription.body.id, delivery: sandboxDeliveries[0]!.id },

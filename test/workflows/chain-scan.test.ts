@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import { createWalletClient, http, parseEther, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { IncomingTransfer } from '../../src/monitoring/entities';
+import { ChainScanCursor, ScannedBlock } from '../../src/monitoring/entities';
+import { chainAdvancedSignal, chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
+import { workflowBundle } from '../../src/worker-setup';
+import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
+
+const ANVIL_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+
+describe('chainScanWorkflow (time-skipping, against anvil)', () => {
+  let anvil: Anvil;
+  let app: TestApp;
+  let org: TestOrganization;
+  const taskQueue = `chain-scan-${randomUUID()}`;
+  const config: Record<string, string> = {};
+  const workflowId = chainScanWorkflowId('ethereum', 'sandbox');
+
+  const resetScanState = async () => {
+    const em = (await testOrm()).em.fork();
+    await em.nativeDelete(ScannedBlock, { chain: 'ethereum', environment: 'sandbox' });
+    await em.nativeDelete(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' });
+  };
+  const send = (to: Hex, ether: string) =>
+    createWalletClient({ account: privateKeyToAccount(ANVIL_KEY), transport: http(anvil.url) }).sendTransaction({ to, value: parseEther(ether), chain: null });
+  const mine = (blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
+  const tip = async () => Number(await anvil.call('eth_blockNumber'));
+
+  before(async () => {
+    anvil = await startAnvil();
+    await resetScanState();
+    Object.assign(config, {
+      ...NO_SEARCH_ATTRIBUTES,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      CHAIN_NODE_ETHEREUM_SANDBOX: anvil.url,
+      CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID: String(ANVIL_CHAIN_ID),
+      CHAIN_CONFIRMATIONS_ETHEREUM: '2',
+    });
+    app = await startTestApp({ config, temporal: await timeSkippingTemporal() });
+    org = await createTestOrganization('Chain scan');
+  });
+  after(async () => {
+    await resetScanState();
+    await app?.close();
+    await anvil?.stop();
+    await releaseTimeSkippingTemporal();
+  });
+
+  async function ourAddress(): Promise<{ walletId: string; address: Hex }> {
+    const vault = await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'Scan' } });
+    const wallet = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'Scan', chain: 'ethereum', vault_id: vault.body.id, wallet_type: 'hot' } });
+    return { walletId: wallet.body.id, address: wallet.body.primary_address.address };
+  }
+
+  it('credits each transfer once across a worker restart: the cursor, not the worker, remembers the last block', async () => {
+    const env = await timeSkippingTemporal();
+    const { walletId, address } = await ourAddress();
+    const first = await createTestWorker(env, taskQueue, config, 0);
+    const handle = await first.worker.runUntil(async () => {
+      const started = await env.client.workflow.start(chainScanFlow.workflowType, { taskQueue, workflowId, args: [{ chain: 'ethereum', environment: 'sandbox', intervalSeconds: 0.2 }] });
+      // A real node is scanned from the tip the scanner first saw: let it see one before sending.
+      assert.equal((await started.executeUpdate(scanThroughUpdate, { args: [{ height: await tip(), waitSeconds: 30 }] })).reached, true);
+      await send(address, '1');
+      await mine(2);
+      // The update answers once the scanner has processed the tip: no polling of the database.
+      const through = await started.executeUpdate(scanThroughUpdate, { args: [{ height: await tip(), waitSeconds: 30 }] });
+      assert.equal(through.reached, true);
+      return started;
+    });
+
+    // No worker: two more transfers are mined (anvil mines each in a block of its own), the first well past the depth.
+    await send(address, '2');
+    await mine(3);
+    await send(address, '4');
+
+    const second = await createTestWorker(env, taskQueue, config, 0);
+    await second.worker.runUntil(async () => {
+      await handle.signal(chainAdvancedSignal);
+      const through = await handle.executeUpdate(scanThroughUpdate, { args: [{ height: await tip(), waitSeconds: 30 }] });
+      assert.equal(through.reached, true);
+      const em = (await testOrm()).em.fork();
+      const rows = await eventually(async () => {
+        const found = await em.fork().find(IncomingTransfer, { wallet: walletId }, { orderBy: { blockHeight: 'asc' } });
+        return found.length === 3 && found.filter((row) => row.status === 'confirmed').length === 2 ? found : undefined;
+      }, 'three transfers, two confirmed');
+      assert.deepEqual(
+        rows.map((row) => [row.amount, row.status]),
+        [
+          [parseEther('1').toString(), 'confirmed'],
+          [parseEther('2').toString(), 'confirmed'],
+          [parseEther('4').toString(), 'pending'],
+        ],
+      );
+      const balances = await app.request('GET', `/v1/wallets/${walletId}/balances`, { key: org.secret });
+      const eth = (balances.body.data as { asset_id: string; balance: string; pending: string }[]).find((row) => row.asset_id === 'ETH')!;
+      assert.equal(eth.balance, parseEther('3').toString(), 'each confirmed transfer credited exactly once');
+      assert.equal(eth.pending, parseEther('4').toString());
+    });
+    await handle.terminate('test finished');
+    await recordHistoryIfAsked(handle, 'chain-scan');
+  });
+
+  it('replays the recorded scanning history with the current workflow code', async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('chain-scan'), 'chain-scan');
+  });
+});
