@@ -162,18 +162,20 @@ export class BitcoinRpcProvider implements ChainProvider {
     const script = btc.OutScript.encode(output);
     const nodeAddress = btc.Address(await this.nodeNetwork()).encode(output);
 
-    const owned: { txid: string; vout: number; amount: bigint }[] = [];
+    // Keyed by outpoint: a block mined between two pages shifts the listing, so a transaction may come twice.
+    const outputs = new Map<string, { txid: string; vout: number; amount: bigint }>();
     for (let skip = 0; ; skip += ADDRESS_PAGE_SIZE) {
       const page = await this.addressTransactions(nodeAddress, skip);
       for (const raw of page) {
         const transaction = decodeTransaction(hex.decode(raw));
         transaction.outputs.forEach((output, vout) => {
-          if (equalBytes(output.script, script)) owned.push({ txid: transaction.txid, vout, amount: output.amount });
+          if (equalBytes(output.script, script)) outputs.set(`${transaction.txid}:${vout}`, { txid: transaction.txid, vout, amount: output.amount });
         });
       }
       if (page.length < ADDRESS_PAGE_SIZE) break;
     }
 
+    const owned = [...outputs.values()];
     let total = 0n;
     for (let start = 0; start < owned.length; start += OUTPUT_CHECK_BATCH) {
       const chunk = owned.slice(start, start + OUTPUT_CHECK_BATCH);
