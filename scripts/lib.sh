@@ -10,6 +10,7 @@
 #   tcp_open HOST PORT       succeed when something accepts connections there
 #   temporal_cli_path        print the path of the `temporal` CLI (fails if missing)
 #   temporal_test_server_path  print the path of the time-skipping test server
+#   btcd_path                print the path of `btcd`, the Bitcoin node the chain tests run (fails if missing)
 #   temporal_dev_start DBFILE PORT UI_PORT LOGFILE [NAMESPACE]
 #                            start `temporal server start-dev` in the background,
 #                            sets TEMPORAL_DEV_PID, waits until it is healthy
@@ -124,4 +125,11 @@ temporal_dev_stop() {
   log "stopping Temporal dev server (pid $TEMPORAL_DEV_PID)"
   stop_pid "$TEMPORAL_DEV_PID" 20
   TEMPORAL_DEV_PID=
+}
+
+# --- btcd ---------------------------------------------------------------------
+
+# An explicit BTCD_PATH wins; then what ensure-tools.sh installs with `go install`.
+btcd_path() {
+  _first_executable "${BTCD_PATH:-}" "$TOOLS_DIR/btcd/bin/btcd"
 }

@@ -58,6 +58,14 @@ export const ConfigSchema = z.object({
   /** Token contracts the Ethereum nodes are scanned for; live defaults to Circle's USDC and Tether's USDT on mainnet. */
   CHAIN_TOKENS_ETHEREUM_SANDBOX: tokenContracts.optional(),
   CHAIN_TOKENS_ETHEREUM_LIVE: tokenContracts.prefault('USDC_ETH=0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48,USDT_ETH=0xdAC17F958D2ee523a2206206994597C13D831ec7'),
+  /**
+   * Bitcoin nodes (Bitcoin Core or btcd), one RPC URL per environment; `rpcuser:rpcpass` go in the URL's
+   * userinfo. A live node must serve mainnet; a sandbox node any other network, and the one
+   * CHAIN_NODE_BITCOIN_SANDBOX_NETWORK names when set.
+   */
+  CHAIN_NODE_BITCOIN_SANDBOX: nodeUrl.optional(),
+  CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: z.enum(['regtest', 'simnet', 'testnet', 'testnet4', 'signet']).optional(),
+  CHAIN_NODE_BITCOIN_LIVE: nodeUrl.optional(),
   /** Blocks on top of (and including) the one carrying an incoming transfer before it is available. */
   CHAIN_CONFIRMATIONS_BITCOIN: z.coerce.number().int().min(1).max(1000).default(3),
   CHAIN_CONFIRMATIONS_ETHEREUM: z.coerce.number().int().min(1).max(1000).default(12),

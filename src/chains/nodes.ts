@@ -3,9 +3,12 @@ import { findChain, networkFor, type ChainId } from '../catalogue/service';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { NodeUnavailableError, type ChainProvider, type NetworkIdentity } from './provider';
+import { BitcoinRpcProvider } from './providers/bitcoin-rpc';
 import { EvmRpcProvider } from './providers/evm-rpc';
 
 const ETHEREUM_MAINNET_CHAIN_ID = 1;
+/** The network names CHAIN_NODE_BITCOIN_SANDBOX_NETWORK takes → what BitcoinRpcProvider.identifyNetwork reports. */
+const BITCOIN_SANDBOX_NETWORKS = { regtest: 'regtest', simnet: 'simnet', testnet: 'test', testnet4: 'testnet4', signet: 'signet' } as const;
 
 export type ChainUnavailableReason = 'not_configured' | 'network_mismatch' | 'unreachable';
 
@@ -52,6 +55,19 @@ export class ChainNodes {
     if (config.CHAIN_NODE_ETHEREUM_LIVE) {
       this.add('ethereum', 'live', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_LIVE), ({ chainId }) =>
         chainId === ETHEREUM_MAINNET_CHAIN_ID ? null : `expected Ethereum mainnet (chain id 1), the node serves ${chainId}`,
+      );
+    }
+    if (config.CHAIN_NODE_BITCOIN_SANDBOX) {
+      const expected = config.CHAIN_NODE_BITCOIN_SANDBOX_NETWORK && BITCOIN_SANDBOX_NETWORKS[config.CHAIN_NODE_BITCOIN_SANDBOX_NETWORK];
+      this.add('bitcoin', 'sandbox', new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, 'sandbox'), ({ network }) => {
+        if (expected) return network === expected ? null : `expected Bitcoin ${expected}, the node serves ${network}`;
+        // Sandbox keys must never move real bitcoin: a mainnet node is refused even when no network is configured.
+        return network === 'main' ? 'a sandbox node must not be Bitcoin mainnet' : null;
+      });
+    }
+    if (config.CHAIN_NODE_BITCOIN_LIVE) {
+      this.add('bitcoin', 'live', new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_LIVE, config.CHAIN_NODE_TIMEOUT_MS, 'live'), ({ network }) =>
+        network === 'main' ? null : `expected Bitcoin mainnet, the node serves ${network}`,
       );
     }
   }

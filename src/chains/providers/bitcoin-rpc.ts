@@ -1,0 +1,422 @@
+import { sha256 } from '@noble/hashes/sha256';
+import { hex } from '@scure/base';
+import * as btc from '@scure/btc-signer';
+import { z } from 'zod';
+import type { Environment } from '../../api-keys/entities';
+import { errors } from '../../shared/errors';
+import { Money } from '../../shared/money';
+import {
+  FEE_LEVELS,
+  NodeUnavailableError,
+  TransactionRejectedError,
+  type ChainProvider,
+  type ChainTip,
+  type FeeLevel,
+  type FeeMarket,
+  type NetworkIdentity,
+  type ObservedBlock,
+  type ObservedTransfer,
+  type RelayedAnswer,
+  type RelayedCall,
+  type TransactionStatus,
+} from '../provider';
+
+type AddressNetwork = typeof btc.NETWORK;
+
+/** What `getblockchaininfo.chain` says (Bitcoin Core's names, then btcd's) → the platform's network name. */
+const NETWORK_OF_CHAIN: Readonly<Record<string, string>> = {
+  main: 'main',
+  mainnet: 'main',
+  test: 'test',
+  testnet3: 'test',
+  testnet4: 'testnet4',
+  signet: 'signet',
+  regtest: 'regtest',
+  simnet: 'simnet',
+};
+
+/** How the node itself writes addresses on each network: it only accepts its own form in calls. */
+const NODE_ADDRESS_NETWORKS: Readonly<Record<string, AddressNetwork>> = {
+  main: btc.NETWORK,
+  test: btc.TEST_NETWORK,
+  testnet4: btc.TEST_NETWORK,
+  signet: btc.TEST_NETWORK,
+  regtest: { ...btc.TEST_NETWORK, bech32: 'bcrt' },
+  simnet: { bech32: 'sb', pubKeyHash: 0x3f, scriptHash: 0x7b, wif: 0x64 },
+};
+
+/** Confirmation targets in blocks, matching the indicative times of `network_fee` (src/chains/fees.ts). */
+const FEE_TARGET_BLOCKS: Record<FeeLevel, number> = { low: 6, medium: 3, high: 1 };
+/** What each level pays when the node has no estimate (regtest, a fresh node): the relay minimum and a margin over it. */
+export const FEE_FLOOR_SAT_PER_VBYTE: Record<FeeLevel, bigint> = { low: 1n, medium: 2n, high: 5n };
+/** Fee rates come in BTC per 1000 virtual bytes: 10^8 sat / 1000 vB. */
+const SAT_PER_VBYTE_PER_BTC_PER_KVB = 100_000;
+
+/** Transactions listed per searchrawtransactions page, and unspent checks per batch. */
+const ADDRESS_PAGE_SIZE = 1000;
+const OUTPUT_CHECK_BATCH = 100;
+
+/** Bitcoin Core's RPC_INVALID_ADDRESS_OR_KEY, which both Core and btcd answer for a transaction they do not know. */
+const RPC_NO_INFORMATION = -5;
+const RPC_METHOD_NOT_FOUND = -32601;
+/** Bitcoin Core's RPC_VERIFY_ALREADY_IN_CHAIN. */
+const RPC_ALREADY_IN_CHAIN = -27;
+
+const JsonRpcErrorObject = z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() });
+/** JSON-RPC 1.0: `error` is null on success, `result` null on failure. */
+const NodeResponse = z
+  .object({ id: z.union([z.number(), z.string(), z.null()]), error: JsonRpcErrorObject.nullable().optional() })
+  .loose();
+const NodeReply = z.union([NodeResponse, z.array(NodeResponse)]);
+type NodeResponse = z.infer<typeof NodeResponse>;
+
+const HexString = z.string().regex(/^([0-9a-fA-F]{2})*$/);
+const BlockchainInfo = z.object({ chain: z.string(), blocks: z.number().int().nonnegative(), bestblockhash: z.string() });
+const TransactionInfo = z.object({ blockhash: z.string().optional() });
+const BlockHeader = z.object({ height: z.number().int().nonnegative(), confirmations: z.number().int() });
+/** estimatesmartfee (Bitcoin Core) answers an object, estimatefee (btcd) a bare rate; -1 or no `feerate` means no data. */
+const FeeEstimate = z.union([z.object({ feerate: z.number().optional() }).loose(), z.number()]);
+
+/**
+ * A Bitcoin node's JSON-RPC (Bitcoin Core or btcd) for one environment. `rpcuser:rpcpass` come from the
+ * URL's userinfo and go in a Basic Authorization header, never in a message. Blocks are read raw and
+ * decoded here, so amounts are the satoshis of the serialized outputs, never a float.
+ *
+ * Addresses are written in the platform's form for the environment, whatever network the node serves:
+ * testnet encoding (tb1…, m/n…) for sandbox keys, so a regtest node's bcrt1 output is reported as the
+ * tb1 address of the same script; mainnet encoding for live keys.
+ */
+export class BitcoinRpcProvider implements ChainProvider {
+  readonly kind = 'bitcoin-rpc';
+  readonly chain = 'bitcoin' as const;
+  private readonly endpoint: string;
+  private readonly authorization: string | undefined;
+  private readonly addressNetwork: AddressNetwork;
+  /** The node's own address encoding, read once from its network. */
+  private nodeAddressNetwork: AddressNetwork | undefined;
+
+  constructor(
+    url: string,
+    private readonly timeoutMs: number,
+    environment: Environment,
+  ) {
+    const parsed = new URL(url);
+    if (parsed.username || parsed.password) {
+      const credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+      this.authorization = `Basic ${Buffer.from(credentials).toString('base64')}`;
+    }
+    parsed.username = '';
+    parsed.password = '';
+    this.endpoint = parsed.toString();
+    this.addressNetwork = environment === 'live' ? btc.NETWORK : btc.TEST_NETWORK;
+  }
+
+  async identifyNetwork(): Promise<NetworkIdentity> {
+    const { chain } = await this.call('getblockchaininfo', [], BlockchainInfo);
+    return { network: NETWORK_OF_CHAIN[chain] ?? chain };
+  }
+
+  async tip(): Promise<ChainTip> {
+    const info = await this.call('getblockchaininfo', [], BlockchainInfo);
+    return { height: info.blocks, hash: info.bestblockhash };
+  }
+
+  /**
+   * One transfer per output that pays an address (`out:<vout>`), the coinbase's included; outputs an
+   * address cannot name (OP_RETURN, bare multisig or public key, unknown witness versions) are left out.
+   */
+  async block(height: number): Promise<ObservedBlock | null> {
+    const [found] = await this.relay([{ method: 'getblockhash', params: [height] }]);
+    if ('error' in found!) {
+      // Core says "Block height out of range" (-8), btcd "Block number out of range" (-1).
+      if (/out of range/i.test(found.error.message)) return null;
+      throw nodeRefused('getblockhash', found.error);
+    }
+    const hash = HexString.safeParse(found!.result);
+    if (!hash.success) throw new NodeUnavailableError('The node answered getblockhash without a block hash.');
+    const raw = await this.call('getblock', [hash.data, 0], HexString);
+    const block = decodeBlock(hex.decode(raw));
+    const transfers: ObservedTransfer[] = [];
+    for (const transaction of block.transactions) {
+      transaction.outputs.forEach((output, vout) => {
+        const to = addressOf(output.script, this.addressNetwork);
+        if (to) transfers.push({ txid: transaction.txid, position: `out:${vout}`, to, from: null, assetId: 'BTC', amount: output.amount });
+      });
+    }
+    return { height, hash: hash.data, parentHash: block.parentHash, time: block.time, transfers };
+  }
+
+  /**
+   * The confirmed balance: the address's outputs unspent on the best chain, the mempool ignored (an
+   * unconfirmed receipt does not count, an unconfirmed spend does not deduct). Needs an address index,
+   * which only btcd has (`--addrindex`, read with searchrawtransactions); any other node cannot answer.
+   */
+  async balance(address: string, assetId: string): Promise<bigint> {
+    if (assetId !== 'BTC') throw new NodeUnavailableError(`A Bitcoin node holds no ${assetId}.`);
+    let output: ReturnType<typeof btc.OutScript.decode>;
+    try {
+      output = btc.Address(this.addressNetwork).decode(address);
+    } catch {
+      throw errors.validation(`'${address}' is not a Bitcoin address of this environment's network`, 'address');
+    }
+    const script = btc.OutScript.encode(output);
+    const nodeAddress = btc.Address(await this.nodeNetwork()).encode(output);
+
+    // Keyed by outpoint: a block mined between two pages shifts the listing, so a transaction may come twice.
+    const outputs = new Map<string, { txid: string; vout: number; amount: bigint }>();
+    for (let skip = 0; ; skip += ADDRESS_PAGE_SIZE) {
+      const page = await this.addressTransactions(nodeAddress, skip);
+      for (const raw of page) {
+        const transaction = decodeTransaction(hex.decode(raw));
+        transaction.outputs.forEach((output, vout) => {
+          if (equalBytes(output.script, script)) outputs.set(`${transaction.txid}:${vout}`, { txid: transaction.txid, vout, amount: output.amount });
+        });
+      }
+      if (page.length < ADDRESS_PAGE_SIZE) break;
+    }
+
+    const owned = [...outputs.values()];
+    let total = 0n;
+    for (let start = 0; start < owned.length; start += OUTPUT_CHECK_BATCH) {
+      const chunk = owned.slice(start, start + OUTPUT_CHECK_BATCH);
+      // gettxout without the mempool: null once spent in a block, and for outputs not yet mined.
+      const answers = await this.relay(chunk.map(({ txid, vout }) => ({ method: 'gettxout', params: [txid, vout, false] })));
+      answers.forEach((answer, index) => {
+        if ('error' in answer) throw nodeRefused('gettxout', answer.error);
+        if (answer.result !== null) total += chunk[index]!.amount;
+      });
+    }
+    return total;
+  }
+
+  /**
+   * A transaction the node already holds (in its mempool or a block) counts as broadcast: a retry
+   * after a timeout gets the txid, not a refusal. Other refusals carry the node's own reason.
+   */
+  async broadcast(rawTransaction: string): Promise<{ txid: string }> {
+    const [answer] = await this.relay([{ method: 'sendrawtransaction', params: [rawTransaction] }]);
+    if ('error' in answer!) {
+      const { code, message } = answer.error;
+      if (code === RPC_ALREADY_IN_CHAIN || ALREADY_KNOWN.test(message)) return { txid: decodeTransaction(hex.decode(rawTransaction)).txid };
+      throw new TransactionRejectedError(rejectionReason(message), `The node refused the transaction: ${message}`);
+    }
+    if (typeof answer!.result !== 'string') throw new NodeUnavailableError('The node answered sendrawtransaction without a txid.');
+    return { txid: answer!.result };
+  }
+
+  /** Needs the node's transaction index (`-txindex` on Core, `--txindex` on btcd) for mined transactions. */
+  async transactionStatus(txid: string): Promise<TransactionStatus> {
+    if (!/^[0-9a-fA-F]{64}$/.test(txid)) return { state: 'unknown' };
+    const [answer] = await this.relay([{ method: 'getrawtransaction', params: [txid, 1] }]);
+    if ('error' in answer!) {
+      if (answer.error.code === RPC_NO_INFORMATION) return { state: 'unknown' };
+      throw nodeRefused('getrawtransaction', answer.error);
+    }
+    const transaction = TransactionInfo.safeParse(answer!.result);
+    if (!transaction.success) throw new NodeUnavailableError('The node answered getrawtransaction with an unexpected shape.');
+    const blockHash = transaction.data.blockhash;
+    if (!blockHash) return { state: 'pending' };
+    const header = await this.call('getblockheader', [blockHash, true], BlockHeader);
+    // A block off the best chain (Core says -1): the transaction waits to be mined again.
+    if (header.confirmations < 1) return { state: 'pending' };
+    return { state: 'mined', blockHeight: header.height, blockHash, confirmations: header.confirmations, succeeded: true };
+  }
+
+  /**
+   * Per level, the node's estimate for its confirmation target (estimatesmartfee, or btcd's estimatefee),
+   * rounded up to whole sat/vB; the floor where the node has none. Levels never cross: medium pays at
+   * least low, high at least medium.
+   */
+  async feeMarket(): Promise<FeeMarket> {
+    const estimate = (method: string) => this.relay(FEE_LEVELS.map((level) => ({ method, params: [FEE_TARGET_BLOCKS[level]] })));
+    let answers = await estimate('estimatesmartfee');
+    if (answers.some((answer) => 'error' in answer && answer.error.code === RPC_METHOD_NOT_FOUND)) answers = await estimate('estimatefee');
+    const [low, medium, high] = FEE_LEVELS.map((level, index) => satPerVbyte(answers[index]!) ?? FEE_FLOOR_SAT_PER_VBYTE[level]);
+    const mediumAtLeastLow = max(medium!, low!);
+    return { model: 'per_byte', satPerVbyte: { low: low!, medium: mediumAtLeastLow, high: max(high!, mediumAtLeastLow) } };
+  }
+
+  /** JSON-RPC 1.0, positional params as given; a batch when more than one call. */
+  async relay(calls: RelayedCall[]): Promise<RelayedAnswer[]> {
+    // Our own ids (the call's index): the caller's ids may repeat within a batch.
+    const requests = calls.map((call, index) => ({ jsonrpc: '1.0', id: index, method: call.method, params: call.params ?? [] }));
+    const reply = await this.post(requests.length === 1 ? requests[0] : requests);
+    const parsed = NodeReply.safeParse(reply);
+    if (!parsed.success) throw new NodeUnavailableError('The node sent a reply that is not JSON-RPC.');
+    if (!Array.isArray(parsed.data)) {
+      // A single answer: to the single call, or the node's refusal of the whole batch.
+      const only = parsed.data;
+      return calls.map((_, index) => (calls.length === 1 || only.error ? toAnswer(only) : missingAnswer(index)));
+    }
+    const byId = new Map(parsed.data.map((response) => [response.id, response]));
+    return calls.map((_, index) => {
+      const response = byId.get(index);
+      return response ? toAnswer(response) : missingAnswer(index);
+    });
+  }
+
+  /** One call whose failure, of any kind, is the node's being unusable. */
+  private async call<T>(method: string, params: unknown[], schema: z.ZodType<T>): Promise<T> {
+    const [answer] = await this.relay([{ method, params }]);
+    if ('error' in answer!) throw nodeRefused(method, answer.error);
+    const result = schema.safeParse(answer!.result);
+    if (!result.success) throw new NodeUnavailableError(`The node answered ${method} with an unexpected shape.`);
+    return result.data;
+  }
+
+  private async nodeNetwork(): Promise<AddressNetwork> {
+    if (!this.nodeAddressNetwork) {
+      const { network } = await this.identifyNetwork();
+      const known = NODE_ADDRESS_NETWORKS[network!];
+      if (!known) throw new NodeUnavailableError(`The node serves an unknown Bitcoin network '${network}'.`);
+      this.nodeAddressNetwork = known;
+    }
+    return this.nodeAddressNetwork;
+  }
+
+  /** One page of the raw transactions touching the address, oldest first; none when it has never been used. */
+  private async addressTransactions(nodeAddress: string, skip: number): Promise<string[]> {
+    const [answer] = await this.relay([{ method: 'searchrawtransactions', params: [nodeAddress, 0, skip, ADDRESS_PAGE_SIZE] }]);
+    if ('error' in answer!) {
+      if (answer.error.code === RPC_NO_INFORMATION && /no information/i.test(answer.error.message)) return [];
+      throw new NodeUnavailableError(
+        `This Bitcoin node cannot report an address's balance: it needs an address index (btcd with --addrindex). It said: ${answer.error.message}`,
+      );
+    }
+    const page = z.array(HexString).safeParse(answer!.result);
+    if (!page.success) throw new NodeUnavailableError('The node answered searchrawtransactions with an unexpected shape.');
+    return page.data;
+  }
+
+  private async post(payload: unknown): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await fetch(this.endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...(this.authorization ? { authorization: this.authorization } : {}) },
+        body: JSON.stringify(payload),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (error) {
+      const timedOut = (error as Error).name === 'TimeoutError';
+      throw new NodeUnavailableError(timedOut ? `The node did not answer within ${this.timeoutMs} ms.` : 'The node could not be reached.');
+    }
+    if (response.status === 401 || response.status === 403) {
+      throw new NodeUnavailableError(`The node refused the RPC credentials (HTTP ${response.status}).`);
+    }
+    // Bitcoin Core answers a failed call with HTTP 404 or 500 and the JSON-RPC error in the body.
+    const text = await response.text().catch(() => '');
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new NodeUnavailableError(`The node answered HTTP ${response.status} without a JSON-RPC body.`);
+    }
+  }
+}
+
+/** The node's refusal of a call the provider needed: its message names the method, never the URL. */
+const nodeRefused = (method: string, error: { code: number; message: string }) =>
+  new NodeUnavailableError(`The node refused ${method} (${error.code}): ${error.message}`);
+
+function toAnswer(response: NodeResponse): RelayedAnswer {
+  if (response.error) return { error: response.error };
+  if (!Object.hasOwn(response, 'result')) return { error: { code: -32603, message: 'The node answered with neither a result nor an error.' } };
+  return { result: response.result };
+}
+
+const missingAnswer = (index: number): RelayedAnswer => ({
+  error: { code: -32603, message: `The node sent no answer to call ${index} of the batch.` },
+});
+
+/** A fee estimate in whole sat/vB (rounded up), or null when the node has none. */
+function satPerVbyte(answer: RelayedAnswer): bigint | null {
+  if ('error' in answer) return null;
+  const estimate = FeeEstimate.safeParse(answer.result);
+  if (!estimate.success) return null;
+  const btcPerKvB = typeof estimate.data === 'number' ? estimate.data : estimate.data.feerate;
+  if (btcPerKvB === undefined || btcPerKvB <= 0) return null;
+  // The node's decimal (8 places at most) read back exactly from its shortest form, then scaled without a float.
+  return BigInt(new Money(btcPerKvB).times(SAT_PER_VBYTE_PER_BTC_PER_KVB).ceil().toFixed(0));
+}
+
+const max = (a: bigint, b: bigint) => (a > b ? a : b);
+
+/** Core: "txn-already-in-mempool", "txn-already-known", "Transaction already in block chain"; btcd: "already have transaction", "already exists in blockchain". */
+const ALREADY_KNOWN = /txn-already-(in-mempool|known)|already have transaction|already exists in (the )?block ?chain|already in (the )?block ?chain/i;
+
+/** A machine code for a node's refusal, from the messages Bitcoin Core and btcd use. */
+function rejectionReason(message: string): string {
+  const text = message.toLowerCase();
+  if (/decode|deserializ|malformed/.test(text)) return 'malformed';
+  if (text.includes('dust')) return 'dust_output';
+  if (/signature|script-verify|script verify|failed to validate input|witness/.test(text)) return 'invalid_signature';
+  if (/already spent|missingorspent|missing-inputs|orphan|conflict|replacement/.test(text)) return 'double_spend';
+  if (/belowout|less than the amount spent|insufficient funds/.test(text)) return 'insufficient_funds';
+  if (/fee|priority/.test(text)) return 'fee_too_low';
+  return 'rejected';
+}
+
+/** The address paying `script` in `network`'s encoding, or null when no address form names it. */
+function addressOf(script: Uint8Array, network: AddressNetwork): string | null {
+  try {
+    return btc.Address(network).encode(btc.OutScript.decode(script));
+  } catch {
+    return null;
+  }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, index) => byte === b[index]);
+}
+
+interface DecodedTransaction {
+  txid: string;
+  outputs: { script: Uint8Array; amount: bigint }[];
+  /** How many bytes of the input the transaction took. */
+  length: number;
+}
+
+/**
+ * The transaction at the start of `raw` (more may follow, as in a block). Read with the bare serializer:
+ * validity is the node's business, and Transaction.fromRaw refuses versions beyond 3 that consensus allows.
+ */
+function decodeTransaction(raw: Uint8Array): DecodedTransaction {
+  const transaction = btc.RawTx.decode(raw, { allowUnreadBytes: true });
+  // A transaction carries no length: re-encoding it (serializations are canonical) says how many bytes it took.
+  const length = btc.RawTx.encode(transaction).length;
+  // The txid hashes the serialization without witnesses, and is shown byte-reversed.
+  const txid = hex.encode(sha256(sha256(btc.RawTx.encode({ ...transaction, segwitFlag: false }))).reverse());
+  return { txid, outputs: transaction.outputs, length };
+}
+
+/** A serialized block: the 80-byte header (version, previous hash, merkle root, time, bits, nonce), then its transactions. */
+function decodeBlock(raw: Uint8Array): { parentHash: string; time: Date; transactions: DecodedTransaction[] } {
+  if (raw.length < 81) throw new NodeUnavailableError('The node sent a block shorter than its header.');
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const parentHash = hex.encode(raw.slice(4, 36).reverse());
+  const time = new Date(view.getUint32(68, true) * 1000);
+  let offset = 80;
+  const readCompactSize = (): number => {
+    const first = raw[offset]!;
+    offset += 1;
+    if (first < 0xfd) return first;
+    const width = first === 0xfd ? 2 : first === 0xfe ? 4 : 8;
+    let value = 0;
+    for (let index = width - 1; index >= 0; index--) value = value * 256 + raw[offset + index]!;
+    offset += width;
+    return value;
+  };
+  const count = readCompactSize();
+  const transactions: DecodedTransaction[] = [];
+  try {
+    for (let index = 0; index < count; index++) {
+      const transaction = decodeTransaction(raw.subarray(offset));
+      transactions.push(transaction);
+      offset += transaction.length;
+    }
+  } catch {
+    throw new NodeUnavailableError('The node sent a block that does not decode.');
+  }
+  if (offset !== raw.length) throw new NodeUnavailableError('The node sent a block with trailing bytes.');
+  return { parentHash, time, transactions };
+}

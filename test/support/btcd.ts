@@ -1,0 +1,141 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { secp256k1 } from '@noble/curves/secp256k1';
+import { sha256 } from '@noble/hashes/sha256';
+import * as btc from '@scure/btc-signer';
+import { eventually } from './eventually';
+
+const PROJECT_ROOT = path.resolve(__dirname, '../../..');
+
+/** How a regtest node writes addresses: testnet's version bytes, its own bech32 prefix. */
+export const REGTEST_NETWORK: typeof btc.NETWORK = { ...btc.TEST_NETWORK, bech32: 'bcrt' };
+
+/**
+ * The key btcd mines to: a public test key (sha256 of a fixed phrase) that only ever holds regtest coins.
+ * Its p2wpkh address is passed as --miningaddr, so every coinbase is spendable by the tests.
+ */
+export const MINER_PRIVATE_KEY = sha256(new TextEncoder().encode('custody-platform btcd regtest miner'));
+export const MINER_PAYMENT = btc.p2wpkh(secp256k1.getPublicKey(MINER_PRIVATE_KEY, true), REGTEST_NETWORK);
+/** Regtest coinbase outputs are spendable once this many blocks are on top of theirs. */
+export const COINBASE_MATURITY = 100;
+
+export interface Btcd {
+  /** The RPC URL with `rpcuser:rpcpass` as userinfo, as CHAIN_NODE_BITCOIN_SANDBOX takes it. */
+  url: string;
+  /** A JSON-RPC call straight to btcd, bypassing the provider. */
+  call: (method: string, params?: unknown[]) => Promise<unknown>;
+  /** Mines `count` blocks to the miner key; their hashes. */
+  generate: (count: number) => Promise<string[]>;
+  stop: () => Promise<void>;
+}
+
+/** The btcd binary scripts/ensure-tools.sh installs (BTCD_PATH wins), or why there is none. */
+export function findBtcd(): { path: string } | { missing: string } {
+  try {
+    const found = execFileSync('bash', ['-c', 'source scripts/lib.sh && btcd_path'], { cwd: PROJECT_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return { path: found };
+  } catch {
+    return { missing: 'no btcd at $BTCD_PATH or .tools/btcd/bin/btcd (scripts/ensure-tools.sh installs it when Go is present)' };
+  }
+}
+
+async function freeLoopbackPort(): Promise<number> {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/**
+ * Starts btcd in regtest on a free 127.0.0.1 port, RPC over plain HTTP with random credentials, a fresh
+ * data directory under the system's temporary one, no peers, the transaction and address indexes on;
+ * waits until its RPC answers.
+ */
+export async function startBtcd(binary: string): Promise<Btcd> {
+  const port = await freeLoopbackPort();
+  const home = mkdtempSync(path.join(os.tmpdir(), 'btcd-'));
+  const user = randomBytes(8).toString('hex');
+  const password = randomBytes(16).toString('hex');
+  const args = [
+    '--regtest',
+    '--notls',
+    `--rpcuser=${user}`,
+    `--rpcpass=${password}`,
+    `--rpclisten=127.0.0.1:${port}`,
+    '--nolisten',
+    '--nodnsseed',
+    `--datadir=${path.join(home, 'data')}`,
+    `--logdir=${path.join(home, 'logs')}`,
+    `--configfile=${path.join(home, 'btcd.conf')}`,
+    `--miningaddr=${MINER_PAYMENT.address}`,
+    '--txindex',
+    '--addrindex',
+    '--debuglevel=warn',
+  ];
+  // btcd always creates its default home (~/.btcd, from the passwd entry), empty when every path is given: removed again at stop.
+  const defaultHome = path.join(os.userInfo().homedir, '.btcd');
+  const defaultHomeExisted = existsSync(defaultHome);
+  const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = once(child, 'exit');
+
+  const url = `http://${user}:${password}@127.0.0.1:${port}/`;
+  const authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+  let id = 0;
+  const call = async (method: string, params: unknown[] = []) => {
+    const response = await fetch(`http://127.0.0.1:${port}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization },
+      body: JSON.stringify({ jsonrpc: '1.0', id: ++id, method, params }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const body = (await response.json()) as { result?: unknown; error?: unknown };
+    if (body.error) throw new Error(`btcd ${method}: ${JSON.stringify(body.error)}`);
+    return body.result;
+  };
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(home, { recursive: true, force: true });
+    if (!defaultHomeExisted) {
+      try {
+        rmdirSync(defaultHome);
+      } catch {
+        // Not empty, or already gone: another btcd's, left alone.
+      }
+    }
+  };
+  const generate = async (count: number) => (await call('generate', [count])) as string[];
+
+  try {
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`btcd exited with ${child.exitCode}: ${output}`);
+        return call('getblockchaininfo').then(
+          () => true,
+          () => undefined,
+        );
+      },
+      'btcd to answer RPC',
+      30_000,
+      100,
+    );
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url, call, generate, stop };
+}
