@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
 import { ChainNodes, ChainUnavailableError } from '../../src/chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ObservedTransfer } from '../../src/chains/provider';
@@ -8,12 +7,11 @@ import { deriveKey, type DerivedKey } from '../../src/keys/derivation';
 import { mnemonicToSeed } from '../../src/keys/service';
 import { createLogger } from '../../src/logger';
 import { Money } from '../../src/shared/money';
-import { COINBASE_MATURITY, findBtcd, MINER_PAYMENT, MINER_PRIVATE_KEY, startBtcd, type Btcd } from '../support/btcd';
+import { COINBASE_MATURITY, coinbaseOutput, findBtcd, MINER_FEE, MINER_PAYMENT, payFromMiner, startBtcd, type Btcd } from '../support/btcd';
 import { testConfig } from '../support/environment';
 
 /** BIP-39's public test mnemonic: the custody key below is derived the way an organization's seed grows its keys. */
 const TEST_MNEMONIC = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
-const FEE = 10_000n;
 
 describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
   let btcd: Btcd;
@@ -39,25 +37,6 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
     await btcd?.stop();
   });
 
-  /** Output `vout` of the coinbase of block `height`: its txid and exact amount, read from the raw transaction. */
-  async function coinbaseOutput(height: number) {
-    const hash = (await btcd.call('getblockhash', [height])) as string;
-    const block = (await btcd.call('getblock', [hash, 2])) as { rawtx: { txid: string; hex: string }[] };
-    const coinbase = block.rawtx[0]!;
-    return { txid: coinbase.txid, index: 0, amount: btc.Transaction.fromRaw(hex.decode(coinbase.hex)).getOutput(0).amount! };
-  }
-
-  /** A signed p2wpkh payment of `amount` from a miner output to `to` (sandbox form), change back to the miner. */
-  function payFromMiner(spent: { txid: string; index: number; amount: bigint }, to: string, amount: bigint): btc.Transaction {
-    const transaction = new btc.Transaction();
-    transaction.addInput({ txid: spent.txid, index: spent.index, witnessUtxo: { script: MINER_PAYMENT.script, amount: spent.amount } });
-    transaction.addOutputAddress(to, amount, btc.TEST_NETWORK);
-    transaction.addOutput({ script: MINER_PAYMENT.script, amount: spent.amount - amount - FEE });
-    transaction.sign(MINER_PRIVATE_KEY);
-    transaction.finalize();
-    return transaction;
-  }
-
   it('identifies the network as regtest', async () => {
     assert.deepEqual(await provider.identifyNetwork(), { network: 'regtest' });
   });
@@ -79,7 +58,7 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
     assert.equal(block.parentHash, await btcd.call('getblockhash', [tip.height - 1]));
     const header = (await btcd.call('getblockheader', [tip.hash, true])) as { time: number };
     assert.equal(block.time.getTime(), header.time * 1000);
-    const coinbase = await coinbaseOutput(tip.height);
+    const coinbase = await coinbaseOutput(btcd, tip.height);
     assert.deepEqual(block.transfers, [
       { txid: coinbase.txid, position: 'out:0', to: minerSandboxAddress, from: null, assetId: 'BTC', amount: coinbase.amount },
     ]);
@@ -90,7 +69,7 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
 
   it('sees a deposit to a p2wpkh address of ours: pending, then mined with the exact satoshis, confirmations growing', async () => {
     const amount = 123_456_789n;
-    const payment = payFromMiner(await coinbaseOutput(1), ours.address, amount);
+    const payment = payFromMiner(await coinbaseOutput(btcd, 1), ours.address, amount);
     assert.ok(ours.address.startsWith('tb1q'));
 
     const { txid } = await provider.broadcast(payment.hex);
@@ -122,14 +101,14 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
 
   it("reports the confirmed balance: our own spend counts once it is mined", async () => {
     const received = 50_000_000n;
-    const deposit = payFromMiner(await coinbaseOutput(2), ours.address, received);
+    const deposit = payFromMiner(await coinbaseOutput(btcd, 2), ours.address, received);
     await provider.broadcast(deposit.hex);
     await btcd.generate(1);
     const before = await provider.balance(ours.address, 'BTC');
 
     const spend = new btc.Transaction();
     spend.addInput({ txid: deposit.id, index: 0, witnessUtxo: { script: btc.OutScript.encode(btc.Address(btc.TEST_NETWORK).decode(ours.address)), amount: received } });
-    spend.addOutput({ script: MINER_PAYMENT.script, amount: received - FEE });
+    spend.addOutput({ script: MINER_PAYMENT.script, amount: received - MINER_FEE });
     spend.sign(ours.privateKey);
     spend.finalize();
     await provider.broadcast(spend.hex);
@@ -139,7 +118,7 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
   });
 
   it('refuses a double spend of a coinbase output, in the mempool and once mined, with reason double_spend', async () => {
-    const spent = await coinbaseOutput(3);
+    const spent = await coinbaseOutput(btcd, 3);
     const first = payFromMiner(spent, ours.address, 1_000_000n);
     await provider.broadcast(first.hex);
     const conflicting = payFromMiner(spent, ours.address, 2_000_000n);

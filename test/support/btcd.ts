@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { sha256 } from '@noble/hashes/sha256';
+import { hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
 import { eventually } from './eventually';
 
@@ -23,6 +24,27 @@ export const MINER_PRIVATE_KEY = sha256(new TextEncoder().encode('custody-platfo
 export const MINER_PAYMENT = btc.p2wpkh(secp256k1.getPublicKey(MINER_PRIVATE_KEY, true), REGTEST_NETWORK);
 /** Regtest coinbase outputs are spendable once this many blocks are on top of theirs. */
 export const COINBASE_MATURITY = 100;
+/** The fee of the tests' miner payments, satoshis. */
+export const MINER_FEE = 10_000n;
+
+/** Output 0 of the coinbase of block `height`: its txid and exact amount, read from the raw transaction. */
+export async function coinbaseOutput(btcd: Btcd, height: number): Promise<{ txid: string; index: number; amount: bigint }> {
+  const hash = (await btcd.call('getblockhash', [height])) as string;
+  const block = (await btcd.call('getblock', [hash, 2])) as { rawtx: { txid: string; hex: string }[] };
+  const coinbase = block.rawtx[0]!;
+  return { txid: coinbase.txid, index: 0, amount: btc.Transaction.fromRaw(hex.decode(coinbase.hex)).getOutput(0).amount! };
+}
+
+/** A signed p2wpkh payment of `amount` from a miner output to `to` (sandbox form), change back to the miner. */
+export function payFromMiner(spent: { txid: string; index: number; amount: bigint }, to: string, amount: bigint): btc.Transaction {
+  const transaction = new btc.Transaction();
+  transaction.addInput({ txid: spent.txid, index: spent.index, witnessUtxo: { script: MINER_PAYMENT.script, amount: spent.amount } });
+  transaction.addOutputAddress(to, amount, btc.TEST_NETWORK);
+  transaction.addOutput({ script: MINER_PAYMENT.script, amount: spent.amount - amount - MINER_FEE });
+  transaction.sign(MINER_PRIVATE_KEY);
+  transaction.finalize();
+  return transaction;
+}
 
 export interface Btcd {
   /** The RPC URL with `rpcuser:rpcpass` as userinfo, as CHAIN_NODE_BITCOIN_SANDBOX takes it. */

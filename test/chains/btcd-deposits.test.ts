@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import { hex } from '@scure/base';
+import { ChainScanCursor, ScannedBlock } from '../../src/monitoring/entities';
+import { chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
+import { WorkflowStarter } from '../../src/temporal/starter';
+import { COINBASE_MATURITY, coinbaseOutput, findBtcd, startBtcd, payFromMiner, type Btcd } from '../support/btcd';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { testLogger } from '../support/secret-scan';
+import { createTestWorker } from '../support/worker';
+
+const CONFIRMATIONS = 2;
+
+describe('Deposits from a real Bitcoin node (btcd, regtest)', function () {
+  let btcd: Btcd;
+  let app: TestApp;
+  let worker: Worker;
+  let running: Promise<void>;
+  let org: TestOrganization;
+
+  const resetScanState = async () => {
+    const em = (await testOrm()).em.fork();
+    await em.nativeDelete(ScannedBlock, { chain: 'bitcoin', environment: 'sandbox' });
+    await em.nativeDelete(ChainScanCursor, { chain: 'bitcoin', environment: 'sandbox' });
+  };
+
+  before(async function () {
+    const found = findBtcd();
+    if ('missing' in found) {
+      console.log(`      btcd not installed: ${found.missing}`);
+      this.skip();
+    }
+    btcd = await startBtcd(found.path);
+    await btcd.generate(COINBASE_MATURITY + 1);
+    await resetScanState();
+    const taskQueue = `btcd-deposits-${randomUUID()}`;
+    const config = { TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest', CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS) };
+    app = await startTestApp({ config });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
+    running = worker.run();
+    const temporal = await localTemporal();
+    await new WorkflowStarter(temporal.client, testConfig(config), testLogger('test')).ensureRunning(chainScanFlow, { chain: 'bitcoin', environment: 'sandbox', intervalSeconds: 0.2 });
+    org = await createTestOrganization('btcd deposits');
+  });
+  after(async () => {
+    if (!btcd) return;
+    await (await localTemporal()).client.workflow
+      .getHandle(chainScanWorkflowId('bitcoin', 'sandbox'))
+      .terminate('test finished')
+      .catch(() => undefined);
+    worker?.shutdown();
+    await running;
+    await resetScanState();
+    await app?.close();
+    await btcd.stop();
+  });
+
+  it('sees a payment to a p2wpkh address of ours in its block as pending, and credits it at the confirmation count', async () => {
+    const vault = await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'BTC' } });
+    const wallet = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'BTC', chain: 'bitcoin', vault_id: vault.body.id, wallet_type: 'hot' } });
+    const address = wallet.body.primary_address;
+    assert.equal(address.format, 'p2wpkh');
+    assert.match(address.address, /^tb1q/);
+    const handle = (await localTemporal()).client.workflow.getHandle(chainScanWorkflowId('bitcoin', 'sandbox'));
+    const scanned = async () => (await handle.executeUpdate(scanThroughUpdate, { args: [{ height: Number(await btcd.call('getblockcount')), waitSeconds: 30 }] })).reached;
+    assert.ok(await scanned(), 'the scanner has seen the tip before the payment');
+
+    const payment = payFromMiner(await coinbaseOutput(btcd, 1), address.address, 123_456_789n);
+    await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
+    await btcd.generate(1);
+    assert.ok(await scanned());
+    const pending = await app.request('GET', `/v1/deposits?wallet_id=${wallet.body.id}`, { key: org.secret });
+    assert.equal(pending.body.data.length, 1);
+    assert.deepEqual(
+      { status: pending.body.data[0].status, tx: pending.body.data[0].tx_hash, position: pending.body.data[0].position, amount: pending.body.data[0].amount, confirmations: pending.body.data[0].confirmations },
+      { status: 'pending', tx: payment.id, position: 'out:0', amount: '1.23456789', confirmations: 1 },
+    );
+    const balance = async () => (await app.request('GET', `/v1/wallets/${wallet.body.id}/balances`, { key: org.secret })).body.data[0] as { balance: string; pending: string };
+    const seen = await balance();
+    assert.equal(seen.balance, '0', 'not yet available');
+    assert.equal(seen.pending, '123456789');
+
+    await btcd.generate(CONFIRMATIONS - 1);
+    await eventually(async () => ((await balance()).balance === '123456789' ? true : undefined), 'deposit credited');
+    assert.equal((await balance()).pending, '0');
+    const confirmed = await app.request('GET', `/v1/deposits/${pending.body.data[0].id as string}`, { key: org.secret });
+    assert.equal(confirmed.body.status, 'confirmed');
+  });
+});
