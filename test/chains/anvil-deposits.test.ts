@@ -6,7 +6,7 @@ import { createWalletClient, erc20Abi, getAddress, http, parseEther, parseUnits,
 import { privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor, ScannedBlock } from '../../src/monitoring/entities';
-import { chainScanFlow, chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
+import { chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { WorkflowStarter } from '../../src/temporal/starter';
 import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
@@ -68,6 +68,11 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
     running = worker.run();
     const temporal = await localTemporal();
     await new WorkflowStarter(temporal.client, testConfig(config), testLogger('test')).ensureRunning(chainScanFlow, { chain: 'ethereum', environment: 'sandbox', intervalSeconds: 0.2 });
+    // A real node is scanned from the tip the scanner first sees: let it see one before anything is sent.
+    const through = await temporal.client.workflow
+      .getHandle(chainScanWorkflowId('ethereum', 'sandbox'))
+      .executeUpdate(scanThroughUpdate, { args: [{ height: Number(await anvil.call('eth_blockNumber')), waitSeconds: 30 }] });
+    assert.equal(through.reached, true);
     org = await createTestOrganization('Anvil deposits');
   });
 
