@@ -83,6 +83,29 @@ export const bitcoinRules: ChainRules = {
     return hex.encode(withoutChange.extract());
   },
 
+  buildCoinbase({ height, address, amount }) {
+    const script = btc.OutScript.encode(btc.Address(NETWORK).decode(address));
+    // BIP-34: the scriptSig starts with the height; the tag keeps it at the 2 bytes consensus asks for, even at height 0.
+    const scriptSig = btc.Script.encode([btc.ScriptNum().encode(BigInt(height)), new TextEncoder().encode('devnet')]);
+    const bytes = btc.RawTx.encode({
+      version: 2,
+      segwitFlag: false,
+      witnesses: [],
+      inputs: [{ txid: new Uint8Array(32), index: 0xffffffff, finalScriptSig: scriptSig, sequence: 0xffffffff }],
+      outputs: [{ amount, script }],
+      lockTime: 0,
+    });
+    return {
+      model: 'utxo',
+      txid: hex.encode(sha256(sha256(bytes)).reverse()),
+      inputs: [],
+      outputs: [{ vout: 0, script: hex.encode(script), address, amount }],
+      fee: 0n,
+      vsize: bytes.length,
+      raw: hex.encode(bytes),
+    };
+  },
+
   addressOf(publicKey) {
     return btc.p2wpkh(publicKey, NETWORK).address!;
   },

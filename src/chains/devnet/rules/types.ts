@@ -96,6 +96,11 @@ export interface ChainRules {
    */
   spends?(raw: string): { txid: string; vout: number }[];
   /**
+   * UTXO chains only: a block's coinbase transaction at `height`, paying `amount` (subsidy plus fees)
+   * to `address`, in the chain's real serialization.
+   */
+  buildCoinbase?(input: { height: number; address: string; amount: bigint }): UtxoTransaction;
+  /**
    * The faucet's transfer, built and signed with `privateKey` (the devnet's own funding key): a
    * native or token transfer of `amount` base units of `assetId` to `to`. Bitcoin spends `utxos`
    * (all of them, change back to the faucet); Ethereum uses `nonce`.
