@@ -106,3 +106,10 @@ export function canonicalAddress(chain: ChainId, address: string): string {
   if (chain === 'bitcoin' && /^(tb1|bcrt1|bc1)/i.test(address)) return address.toLowerCase();
   return address;
 }
+
+/** A txid in the form the ledger keys it by: hex lower-case (Tron without 0x); Solana signatures as written. */
+export function canonicalTxid(chain: ChainId, txid: string): string {
+  if (chain === 'solana') return txid;
+  const lower = txid.toLowerCase();
+  return chain === 'tron' ? lower.replace(/^0x/, '') : lower;
+}
