@@ -310,14 +310,25 @@ async function applyAccount(tx: EntityManager, chain: ChainId, included: DevnetT
   return gasUsed;
 }
 
-/** Adds `delta` (negative: a debit) to a balance; the table's check refuses a balance below zero. */
+/** Adds `delta` to a balance, or takes it away when negative; a debit must find the balance and leave it at zero or more. */
 async function moveBalance(tx: EntityManager, chain: ChainId, address: string, assetId: string, delta: bigint): Promise<void> {
   if (delta === 0n) return;
-  await tx.execute(
-    `insert into devnet_balances (chain, address, asset_id, amount) values (?, ?, ?, ?)
-     on conflict (chain, address, asset_id) do update set amount = devnet_balances.amount + excluded.amount`,
-    [chain, address, assetId, delta.toString()],
-  );
+  if (delta > 0n) {
+    await tx.execute(
+      `insert into devnet_balances (chain, address, asset_id, amount) values (?, ?, ?, ?)
+       on conflict (chain, address, asset_id) do update set amount = devnet_balances.amount + excluded.amount`,
+      [chain, address, assetId, delta.toString()],
+    );
+    return;
+  }
+  // The table's check refuses a negative balance; acceptance has made sure none arises.
+  const updated = await tx.execute('update devnet_balances set amount = amount - ? where chain = ? and address = ? and asset_id = ? returning amount', [
+    (-delta).toString(),
+    chain,
+    address,
+    assetId,
+  ]);
+  if (updated.length !== 1) throw new Error(`the devnet ledger has no ${assetId} balance for ${address} to debit`);
 }
 
 /** Height 0 on first use: the faucet's genesis balances (on Bitcoin, a coinbase output paying them). */

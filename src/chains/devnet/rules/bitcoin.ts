@@ -52,7 +52,7 @@ export const bitcoinRules: ChainRules = {
       outputs,
       fee: inputTotal - outputTotal,
       vsize: tx.vsize,
-      raw: hex.encode(tx.extract()),
+      raw: hex.encode(tx.toBytes(true, true)),
     };
   },
 
