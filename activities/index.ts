@@ -7,6 +7,7 @@ import type { IdempotencyService } from '../src/idempotency/service';
 import type { RemoteProviders } from '../src/lightning/provider';
 import type { Logger } from '../src/logger';
 import { createCardActivities } from './cards';
+import { createChainActivities } from './chains';
 import { createDurableWorkActivities } from './durable-work';
 import { createEventActivities } from './events';
 import { createIdempotencyActivities } from './idempotency';
@@ -42,6 +43,7 @@ export const createActivities = (deps: ActivityDeps) => ({
   ...createPolicyActivities(deps),
   ...createLightningActivities(deps),
   ...createCardActivities(deps),
+  ...createChainActivities(deps),
 });
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -60,6 +60,8 @@ export const ConfigSchema = z.object({
   CHAIN_TOKENS_ETHEREUM_LIVE: tokenContracts.prefault('USDC_ETH=0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48,USDT_ETH=0xdAC17F958D2ee523a2206206994597C13D831ec7'),
   /** How long a call to a chain node may take before it counts as unreachable. */
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** Seconds between two blocks of each devnet chain (docs/devnet.md); the sandbox helper mines more on demand. */
+  DEVNET_BLOCK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
   MASTER_KEY: z
     .string()

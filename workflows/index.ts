@@ -9,3 +9,4 @@ export { lightningPaymentWorkflow } from './lightning-payment';
 export { cardProvisioningWorkflow } from './card-provisioning';
 export { cardBalanceWorkflow } from './card-balance';
 export { cardTerminationWorkflow } from './card-termination';
+export { produceDevnetBlocksWorkflow } from './produce-devnet-blocks';
