@@ -430,6 +430,7 @@ export async function devnetFeeMarket(em: EntityManager, chain: ChainId): Promis
     const queue = mempool.map((entry) => ({ bid: BigInt(entry.feeBid), weight: BigInt(entry.vsize!) }));
     return { model: 'per_byte', satPerVbyte: levelsForQueue(queue, params.blockCapacity, params.feeFloors) };
   }
+  if (!params.feeMovesWithLoad) return { model: 'flat', transferFee: { ...params.feeFloors } };
   const queue = mempool.map((entry) => ({ bid: BigInt(entry.feeBid), weight: 1n }));
   return { model: 'flat', transferFee: levelsForQueue(queue, params.blockCapacity, params.feeFloors) };
 }

@@ -48,6 +48,8 @@ export interface DevnetChainParams {
   blockCapacity: bigint;
   /** What each fee level offers when the mempool is shallow: sat/vB, priority wei per gas, or the flat fee. */
   feeFloors: Record<FeeLevel, bigint>;
+  /** Whether a deep mempool raises the levels above their floors; Tron's fee is its bandwidth, which no bid changes. */
+  feeMovesWithLoad: boolean;
   /** The faucet's genesis balance of each asset, base units. */
   genesis: Readonly<Record<string, bigint>>;
   /** How the chain writes a 32-byte hash (blocks, and txids where they are hashes). */
@@ -62,6 +64,7 @@ export const DEVNET_PARAMS: Record<ChainId, DevnetChainParams> = {
     // 4 million weight units.
     blockCapacity: 1_000_000n,
     feeFloors: { low: 1n, medium: 2n, high: 3n },
+    feeMovesWithLoad: true,
     genesis: { BTC: 1_000_000n * 100_000_000n },
     formatHash: hex,
   },
@@ -69,14 +72,16 @@ export const DEVNET_PARAMS: Record<ChainId, DevnetChainParams> = {
     nativeAssetId: 'ETH',
     blockCapacity: 30_000_000n,
     feeFloors: { low: 100_000_000n, medium: 1_000_000_000n, high: 2_000_000_000n },
+    feeMovesWithLoad: true,
     genesis: { ETH: 1_000_000_000n * 10n ** 18n, USDC_ETH: 10n ** 15n, USDT_ETH: 10n ** 15n },
     formatHash: bytesToHex,
   },
   tron: {
     nativeAssetId: 'TRX',
     blockCapacity: 1_000n,
-    // A TRX transfer burns about 0.27 TRX of bandwidth; Tron has no priority fee, so the levels move only with load.
-    feeFloors: { low: 270_000n, medium: 270_000n, high: 270_000n },
+    // A TRX transfer burns the bandwidth of its ~268 bytes at 1,000 sun a byte: the same at every level and under any load.
+    feeFloors: { low: 268_000n, medium: 268_000n, high: 268_000n },
+    feeMovesWithLoad: false,
     genesis: { TRX: 1_000_000_000n * 1_000_000n, USDT_TRX: 10n ** 15n },
     formatHash: hex,
   },
@@ -85,6 +90,7 @@ export const DEVNET_PARAMS: Record<ChainId, DevnetChainParams> = {
     blockCapacity: 1_000n,
     // 5000 lamports per signature, plus a priority fee at the higher levels.
     feeFloors: { low: 5_000n, medium: 10_000n, high: 50_000n },
+    feeMovesWithLoad: true,
     // Solana's JSON-RPC writes lamports as JSON numbers: the faucet stays below 2^53.
     genesis: { SOL: 1_000_000n * 1_000_000_000n, USDC_SOL: 10n ** 15n },
     formatHash: (bytes) => base58.encode(bytes),
