@@ -23,7 +23,9 @@ const workflowId = devnetBlocksWorkflowId('bitcoin');
 describe('Devnet block producer workflow (time-skipping)', () => {
   let env: TestWorkflowEnvironment;
 
-  before(async () => {
+  // A server of its own per test: a stopped worker's last polls must not hold the next test's clock.
+  beforeEach(async () => {
+    await releaseTimeSkippingTemporal();
     env = await timeSkippingTemporal();
   });
 
@@ -48,6 +50,9 @@ describe('Devnet block producer workflow (time-skipping)', () => {
   }
 
   const lastEventType = async () => (await env.client.workflow.getHandle(workflowId).fetchHistory()).events?.at(-1)?.eventType;
+
+  /** Waits until the producer is idle on its interval timer: stopping a worker then leaves no task of it half done. */
+  const idle = () => eventually(async () => ((await lastEventType()) === EventType.EVENT_TYPE_TIMER_STARTED ? true : undefined), 'the producer waiting for its next block');
 
   /** Waits until the tip is above `height`, crossing one block interval at a time. */
   async function minedAbove(height: number): Promise<number> {
@@ -80,6 +85,8 @@ describe('Devnet block producer workflow (time-skipping)', () => {
         await assert.rejects(starter.executeUpdate(workflowId, mineBlocksUpdate, { count }), (error: unknown) => error instanceof WorkflowUpdateFailedError);
       }
       await minedAbove(tip.height);
+      await idle();
+      await env.client.workflow.getHandle(workflowId).terminate('test over');
     });
     await recordHistoryIfAsked(env.client.workflow.getHandle(workflowId), 'produce-devnet-blocks');
   });
@@ -90,9 +97,9 @@ describe('Devnet block producer workflow (time-skipping)', () => {
     let stoppedAt = 0;
     await first.worker.runUntil(async () => {
       await ensureDevnetWorkflows(first.starter, config(first.taskQueue));
-      stoppedAt = await minedAbove(await minedAbove(await tipHeight()));
-      // Stopped mid-loop while waiting for its next block: no task of the first worker is left half done.
-      await eventually(async () => ((await lastEventType()) === EventType.EVENT_TYPE_TIMER_STARTED ? true : undefined), 'the producer waiting for its next block');
+      stoppedAt = await minedAbove(startHeight);
+      // Stopped mid-loop, while waiting for its next block.
+      await idle();
     });
 
     const second = await worker(first.taskQueue);
@@ -101,20 +108,23 @@ describe('Devnet block producer workflow (time-skipping)', () => {
       const tip = await second.starter.executeUpdate(workflowId, mineBlocksUpdate, { count: 3 });
       assert.ok(tip.height >= stoppedAt + 3);
       assert.ok((await second.starter.executeUpdate(workflowId, mineBlocksUpdate, { count: 1 })).height >= tip.height + 1);
+      await idle();
+      await env.client.workflow.getHandle(workflowId).terminate('test over');
     });
 
     const all = await (await em()).find(DevnetBlock, { chain: 'bitcoin', height: { $gte: startHeight } }, { orderBy: { height: 'asc' } });
     const blocks = all.filter((block) => block.producedBy?.startsWith(`${workflowId}/`));
-    assert.ok(blocks.length >= 6);
+    assert.ok(blocks.length >= 5);
     all.forEach((block, index) => {
       if (index === 0) return;
       assert.equal(block.height, all[index - 1]!.height + 1, 'no gap');
       assert.equal(block.parentHash, all[index - 1]!.hash, 'linked to its parent');
     });
-    // Every interval step mined one block, the update step three: none twice.
+    // Every interval step mined one block, the update steps three and one: none twice.
     const perStep = new Map<string, number>();
     for (const block of blocks) perStep.set(block.producedBy!, (perStep.get(block.producedBy!) ?? 0) + 1);
     assert.deepEqual([...perStep.values()].sort(), [...Array(perStep.size - 1).fill(1), 3].sort());
+    assert.ok(perStep.size >= 3);
   });
 
   it('replays the recorded producer history with the current workflow code', async () => {
