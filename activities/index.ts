@@ -8,6 +8,7 @@ import type { IdempotencyService } from '../src/idempotency/service';
 import type { RemoteProviders } from '../src/lightning/provider';
 import type { Logger } from '../src/logger';
 import { createCardActivities } from './cards';
+import { createChainActivities } from './chains';
 import { createDurableWorkActivities } from './durable-work';
 import { createEventActivities } from './events';
 import { createIdempotencyActivities } from './idempotency';
@@ -41,12 +42,13 @@ const destinationResolvers = (): DestinationResolvers => ({
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => ({
   ...createIdempotencyActivities(deps),
-  ...createMonitoringActivities({ ...deps, chains: deps.chains ?? new ChainNodes(deps.config, deps.log) }),
+  ...createMonitoringActivities({ ...deps, chains: deps.chains ?? new ChainNodes(deps.config, deps.log, deps.orm) }),
   ...createDurableWorkActivities(deps),
   ...createEventActivities({ ...deps, destinations: { ...destinationResolvers(), ...deps.destinationResolvers } }),
   ...createPolicyActivities(deps),
   ...createLightningActivities(deps),
   ...createCardActivities(deps),
+  ...createChainActivities(deps),
 });
 
 export type Activities = ReturnType<typeof createActivities>;

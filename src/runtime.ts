@@ -29,7 +29,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
     keys: new KeyService(keys),
     starter: new WorkflowStarter(temporal.client, config, log),
-    chains: new ChainNodes(config, log),
+    chains: new ChainNodes(config, log, orm),
   };
 }
 

@@ -1,10 +1,12 @@
 import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
+import { ensureDevnetWorkflows } from './chains/devnet/producers';
 import { ConfigError, loadConfig } from './config';
 import { IdempotencyService } from './idempotency/service';
 import { createLogger } from './logger';
 import { createOrm } from './runtime';
 import { createTemporalClient } from './temporal/client';
+import { WorkflowStarter } from './temporal/starter';
 import { ensureSchedules, ensureSearchAttributes, scheduleDefinitions } from './temporal/setup';
 import { createWorker } from './worker-setup';
 
@@ -17,6 +19,7 @@ async function main(): Promise<void> {
   const added = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
   if (added.length) log.info({ search_attributes: added }, 'registered search attributes');
   await ensureSchedules(client as Client, scheduleDefinitions(config));
+  await ensureDevnetWorkflows(new WorkflowStarter(client as Client, config, log), config);
 
   const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const worker = await createWorker({

@@ -10,3 +10,4 @@ export { cardProvisioningWorkflow } from './card-provisioning';
 export { cardBalanceWorkflow } from './card-balance';
 export { cardTerminationWorkflow } from './card-termination';
 export { chainScanWorkflow } from './scan-chain';
+export { produceDevnetBlocksWorkflow } from './produce-devnet-blocks';

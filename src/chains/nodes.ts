@@ -1,7 +1,10 @@
 import type { Environment } from '../api-keys/entities';
 import { findChain, networkFor, type ChainId } from '../catalogue/service';
 import type { Config } from '../config';
+import type { Orm } from '../db/orm';
 import type { Logger } from '../logger';
+import { DevnetProvider } from './devnet/provider';
+import { DEVNET_CHAINS } from './devnet/rules';
 import { NodeUnavailableError, type ChainProvider, type NetworkIdentity } from './provider';
 import { BitcoinRpcProvider } from './providers/bitcoin-rpc';
 import { EvmRpcProvider } from './providers/evm-rpc';
@@ -35,46 +38,25 @@ interface ConfiguredNode {
 /**
  * The configured chain nodes, one per chain and environment, each checked once against the network
  * its environment expects before it serves anything. A wrong network is logged and leaves that
- * chain unavailable (JSON-RPC -32603, REST 503) rather than stopping the API.
+ * chain unavailable (JSON-RPC -32603, REST 503) rather than stopping the API. Sandbox keys on a
+ * chain with no node use the embedded devnet (docs/devnet.md); live keys never do.
  */
 export class ChainNodes {
   private readonly nodes = new Map<string, ConfiguredNode>();
+  private readonly devnets = new Map<ChainId, DevnetProvider>();
 
   constructor(
     config: Config,
     private readonly log: Logger,
+    private readonly orm: Orm,
   ) {
-    const sandboxChainId = config.CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID;
-    if (config.CHAIN_NODE_ETHEREUM_SANDBOX) {
-      this.add('ethereum', 'sandbox', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_SANDBOX), ({ chainId }) => {
-        if (sandboxChainId !== undefined) return chainId === sandboxChainId ? null : `expected chain id ${sandboxChainId}, the node serves ${chainId}`;
-        // Sandbox keys must never move real ether: a mainnet node is refused even when no id is configured.
-        return chainId === ETHEREUM_MAINNET_CHAIN_ID ? 'a sandbox node must not be Ethereum mainnet (chain id 1)' : null;
-      });
-    }
-    if (config.CHAIN_NODE_ETHEREUM_LIVE) {
-      this.add('ethereum', 'live', new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_LIVE), ({ chainId }) =>
-        chainId === ETHEREUM_MAINNET_CHAIN_ID ? null : `expected Ethereum mainnet (chain id 1), the node serves ${chainId}`,
-      );
-    }
-    if (config.CHAIN_NODE_BITCOIN_SANDBOX) {
-      const expected = config.CHAIN_NODE_BITCOIN_SANDBOX_NETWORK && BITCOIN_SANDBOX_NETWORKS[config.CHAIN_NODE_BITCOIN_SANDBOX_NETWORK];
-      this.add('bitcoin', 'sandbox', new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, 'sandbox'), ({ network }) => {
-        if (expected) return network === expected ? null : `expected Bitcoin ${expected}, the node serves ${network}`;
-        // Sandbox keys must never move real bitcoin: a mainnet node is refused even when no network is configured.
-        return network === 'main' ? 'a sandbox node must not be Bitcoin mainnet' : null;
-      });
-    }
-    if (config.CHAIN_NODE_BITCOIN_LIVE) {
-      this.add('bitcoin', 'live', new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_LIVE, config.CHAIN_NODE_TIMEOUT_MS, 'live'), ({ network }) =>
-        network === 'main' ? null : `expected Bitcoin mainnet, the node serves ${network}`,
-      );
-    }
+    for (const node of configuredNodes(config)) this.nodes.set(nodeKey(node.provider.chain, node.environment), { ...node, state: { kind: 'unchecked' } });
   }
 
   /** The environment's provider for the chain, once its network has been checked. */
   async provider(chain: ChainId, environment: Environment): Promise<ChainProvider> {
     const node = this.nodes.get(nodeKey(chain, environment));
+    if (!node && environment === 'sandbox' && DEVNET_CHAINS.includes(chain)) return this.devnet(chain);
     if (!node) throw new ChainUnavailableError('not_configured', `no node is configured for ${chain} ${networkFor(findChain(chain), environment)}`);
     await this.verify(node);
     return node.provider;
@@ -85,8 +67,11 @@ export class ChainNodes {
     await Promise.all([...this.nodes.values()].map((node) => this.verify(node).catch(() => undefined)));
   }
 
-  private add(chain: ChainId, environment: Environment, provider: ChainProvider, checkNetwork: ConfiguredNode['checkNetwork']): void {
-    this.nodes.set(nodeKey(chain, environment), { provider, environment, checkNetwork, state: { kind: 'unchecked' } });
+  /** Sandbox keys with no node for the chain use the embedded devnet, which needs no network check. */
+  private devnet(chain: ChainId): DevnetProvider {
+    let provider = this.devnets.get(chain);
+    if (!provider) this.devnets.set(chain, (provider = new DevnetProvider(chain, this.orm)));
+    return provider;
   }
 
   private async verify(node: ConfiguredNode): Promise<void> {
@@ -111,6 +96,59 @@ export class ChainNodes {
     node.state = { kind: 'verified', identity };
     this.log.info({ chain, environment: node.environment, provider: kind, ...networkFields(identity) }, 'chain node verified');
   }
+}
+
+/**
+ * The nodes the configuration names, one per chain and environment, each with the check its network
+ * must pass. A live node must be mainnet; sandbox keys must never move real coins.
+ */
+function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
+  const nodes: Omit<ConfiguredNode, 'state'>[] = [];
+  const sandboxChainId = config.CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID;
+  if (config.CHAIN_NODE_ETHEREUM_SANDBOX) {
+    nodes.push({
+      environment: 'sandbox',
+      provider: new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_SANDBOX),
+      checkNetwork: ({ chainId }) => {
+        if (sandboxChainId !== undefined) return chainId === sandboxChainId ? null : `expected chain id ${sandboxChainId}, the node serves ${chainId}`;
+        // Sandbox keys must never move real ether: a mainnet node is refused even when no id is configured.
+        return chainId === ETHEREUM_MAINNET_CHAIN_ID ? 'a sandbox node must not be Ethereum mainnet (chain id 1)' : null;
+      },
+    });
+  }
+  if (config.CHAIN_NODE_ETHEREUM_LIVE) {
+    nodes.push({
+      environment: 'live',
+      provider: new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_LIVE),
+      checkNetwork: ({ chainId }) => (chainId === ETHEREUM_MAINNET_CHAIN_ID ? null : `expected Ethereum mainnet (chain id 1), the node serves ${chainId}`),
+    });
+  }
+  if (config.CHAIN_NODE_BITCOIN_SANDBOX) {
+    const expected = config.CHAIN_NODE_BITCOIN_SANDBOX_NETWORK && BITCOIN_SANDBOX_NETWORKS[config.CHAIN_NODE_BITCOIN_SANDBOX_NETWORK];
+    nodes.push({
+      environment: 'sandbox',
+      provider: new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, 'sandbox'),
+      checkNetwork: ({ network }) => {
+        if (expected) return network === expected ? null : `expected Bitcoin ${expected}, the node serves ${network}`;
+        // Sandbox keys must never move real bitcoin: a mainnet node is refused even when no network is configured.
+        return network === 'main' ? 'a sandbox node must not be Bitcoin mainnet' : null;
+      },
+    });
+  }
+  if (config.CHAIN_NODE_BITCOIN_LIVE) {
+    nodes.push({
+      environment: 'live',
+      provider: new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_LIVE, config.CHAIN_NODE_TIMEOUT_MS, 'live'),
+      checkNetwork: ({ network }) => (network === 'main' ? null : `expected Bitcoin mainnet, the node serves ${network}`),
+    });
+  }
+  return nodes;
+}
+
+/** The chains whose sandbox provider is the devnet: those it runs that have no sandbox node configured. */
+export function sandboxDevnetChains(config: Config): ChainId[] {
+  const sandboxNodes = new Set(configuredNodes(config).filter((node) => node.environment === 'sandbox').map((node) => node.provider.chain));
+  return DEVNET_CHAINS.filter((chain) => !sandboxNodes.has(chain));
 }
 
 const nodeKey = (chain: ChainId, environment: Environment) => `${chain}:${environment}`;

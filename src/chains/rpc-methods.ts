@@ -29,7 +29,12 @@ export const RPC_METHOD_ALLOWLIST: Partial<Record<ChainId, ReadonlySet<string>>>
     'net_version',
     'web3_clientVersion',
   ]),
+  // Also what a real bitcoind is relayed: reads and the broadcast, never its wallet or its control.
+  bitcoin: new Set(['getblockcount', 'getbestblockhash', 'getblockhash', 'getblock', 'getrawtransaction', 'sendrawtransaction', 'estimatesmartfee']),
+  // java-tron's eth-compatible names, and the broadcast of a signed transaction (docs/devnet.md).
+  tron: new Set(['eth_chainId', 'eth_blockNumber', 'eth_getBalance', 'eth_getTransactionByHash', 'eth_getTransactionReceipt', 'broadcasthex']),
+  solana: new Set(['getSlot', 'getBlockHeight', 'getBalance', 'getLatestBlockhash', 'sendTransaction', 'getTransaction', 'getSignatureStatuses']),
 };
 
-/** Ethereum's JSON-RPC takes positional parameters only: named ones are refused here with -32602. */
-export const POSITIONAL_PARAMS_ONLY: ReadonlySet<ChainId> = new Set(['ethereum']);
+/** Ethereum's, Tron's and Solana's JSON-RPC take positional parameters only: named ones are refused here with -32602 (Bitcoin Core takes both). */
+export const POSITIONAL_PARAMS_ONLY: ReadonlySet<ChainId> = new Set(['ethereum', 'tron', 'solana']);

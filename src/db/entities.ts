@@ -1,6 +1,7 @@
 import { ApiKey } from '../api-keys/entities';
 import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
 import { Card, CardTransaction, Customer } from '../cards/entities';
+import { DevnetBalance, DevnetBlock, DevnetNonce, DevnetOutput, DevnetTransaction } from '../chains/devnet/entities';
 import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
 import { WorkflowStart } from '../temporal/entities';
@@ -47,4 +48,9 @@ export const entities = [
   LightningNodeKey,
   LightningInvoice,
   WorkflowStart,
+  DevnetBlock,
+  DevnetTransaction,
+  DevnetOutput,
+  DevnetBalance,
+  DevnetNonce,
 ];

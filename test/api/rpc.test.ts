@@ -115,9 +115,11 @@ describe('Chains on a real Ethereum node (anvil)', () => {
       const answer = await call(rpc('eth_chainId', [], 1), live.secret);
       assert.equal(answer.status, 200);
       assert.deepEqual(answer.body, { jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'no node is configured for ethereum mainnet' } });
-      // A chain whose pass-through has no allowlist yet relays nothing.
-      const bitcoin = await call(rpc('getblockcount', [], 2), sandbox.secret, 'bitcoin');
-      assert.equal(bitcoin.body.error.code, -32601);
+      const bitcoin = await call(rpc('getblockcount', [], 2), live.secret, 'bitcoin');
+      assert.deepEqual(bitcoin.body, { jsonrpc: '2.0', id: 2, error: { code: -32603, message: 'no node is configured for bitcoin mainnet' } });
+      // Sandbox keys on a chain with no node are answered by the embedded devnet (test/chains/devnet-routes.test.ts).
+      const devnet = await call(rpc('getblockcount', [], 3), sandbox.secret, 'bitcoin');
+      assert.equal(typeof devnet.body.result, 'number');
       assert.doesNotMatch(JSON.stringify(answer.body), /127\.0\.0\.1/);
     });
   });

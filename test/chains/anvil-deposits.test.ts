@@ -218,7 +218,7 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
       const cursor = await em.findOne(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' });
       return cursor && cursor.height >= tip ? true : undefined;
     }, 'scanning caught up with the tip');
-    const nodes = new ChainNodes(testConfig(config), testLogger('test'));
+    const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
     const provider = await nodes.provider('ethereum', 'sandbox');
     const result = await compareLedgerWithChain((await testOrm()).em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId, assetIds: ['ETH', 'USDC_ETH'] });
     assert.equal(result.wallets, 2);

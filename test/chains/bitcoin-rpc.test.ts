@@ -8,7 +8,7 @@ import { mnemonicToSeed } from '../../src/keys/service';
 import { createLogger } from '../../src/logger';
 import { Money } from '../../src/shared/money';
 import { COINBASE_MATURITY, coinbaseOutput, findBtcd, MINER_FEE, MINER_PAYMENT, payFromMiner, startBtcd, type Btcd } from '../support/btcd';
-import { testConfig } from '../support/environment';
+import { testConfig, testOrm } from '../support/environment';
 
 /** BIP-39's public test mnemonic: the custody key below is derived the way an organization's seed grows its keys. */
 const TEST_MNEMONIC = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
@@ -179,13 +179,13 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
 
   it('is served to sandbox keys and refused to live keys, which need mainnet; a configured sandbox network is enforced', async () => {
     const log = createLogger('silent');
-    const nodes = new ChainNodes(testConfig({ CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_LIVE: btcd.url }), log);
+    const nodes = new ChainNodes(testConfig({ CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_LIVE: btcd.url }), log, await testOrm());
     assert.equal((await nodes.provider('bitcoin', 'sandbox')).kind, 'bitcoin-rpc');
     await assert.rejects(nodes.provider('bitcoin', 'live'), (error: unknown) => error instanceof ChainUnavailableError && error.reason === 'network_mismatch');
 
-    const regtest = new ChainNodes(testConfig({ CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest' }), log);
+    const regtest = new ChainNodes(testConfig({ CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest' }), log, await testOrm());
     assert.equal((await regtest.provider('bitcoin', 'sandbox')).kind, 'bitcoin-rpc');
-    const testnet = new ChainNodes(testConfig({ CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'testnet' }), log);
+    const testnet = new ChainNodes(testConfig({ CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'testnet' }), log, await testOrm());
     await assert.rejects(testnet.provider('bitcoin', 'sandbox'), (error: unknown) => error instanceof ChainUnavailableError && error.reason === 'network_mismatch');
   });
 });

@@ -11,7 +11,7 @@ import type { ChainId } from '../../../catalogue/service';
 export class DevnetRejection extends Error {
   override name = 'DevnetRejection';
   constructor(
-    readonly reason: 'malformed' | 'invalid_signature' | 'double_spend' | 'nonce_too_low' | 'nonce_too_high' | 'insufficient_funds' | 'fee_too_low' | 'dust_output' | 'unknown_input' | 'wrong_chain' | 'expired',
+    readonly reason: 'malformed' | 'invalid_signature' | 'double_spend' | 'nonce_too_low' | 'nonce_too_high' | 'insufficient_funds' | 'fee_too_low' | 'dust_output' | 'unknown_input' | 'wrong_chain' | 'expired' | 'gas_limit_too_low',
     message: string,
   ) {
     super(message);
@@ -40,11 +40,24 @@ export interface AccountTransaction {
   nonce: bigint | null;
   /** The most the sender pays in fees, native base units (Ethereum: gas limit x max fee; charged as used). */
   maxFee: bigint;
-  /** Ethereum: the priority fee per gas offered, for block ordering; elsewhere the fee itself. */
+  /**
+   * Ethereum: the priority fee per gas offered, for block ordering. Tron and Solana: the fee itself,
+   * which the devnet charges as is when the transaction is mined and refuses below the market's low level.
+   */
   feeBid: bigint;
+  /** Ethereum only: the gas terms, and the gas the transaction uses when mined (charged x the effective price). */
+  gas?: EthereumGas;
   transfers: AccountTransferIntent[];
   /** The signed bytes, as broadcast (hex, Solana base64), kept for eth_getTransactionByHash and friends. */
   raw: string;
+}
+
+export interface EthereumGas {
+  limit: bigint;
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+  /** Intrinsic gas (21000 + calldata + access list) plus a token transfer's execution; at most `limit`. */
+  used: bigint;
 }
 
 /** An output a Bitcoin transaction spends, as the ledger knows it: needed to check the input's signature. */
@@ -77,6 +90,16 @@ export interface ChainRules {
    * is the ledger's call: the module throws `unknown_input`). Throws DevnetRejection for anything wrong.
    */
   decode(raw: string, context: DecodeContext): AccountTransaction | UtxoTransaction;
+  /**
+   * UTXO chains only: the outputs `raw` spends, read before `decode` so that the ledger can load them
+   * (and refuse a spent one as `double_spend`). Throws DevnetRejection `malformed`.
+   */
+  spends?(raw: string): { txid: string; vout: number }[];
+  /**
+   * UTXO chains only: a block's coinbase transaction at `height`, paying `amount` (subsidy plus fees)
+   * to `address`, in the chain's real serialization.
+   */
+  buildCoinbase?(input: { height: number; address: string; amount: bigint }): UtxoTransaction;
   /**
    * The faucet's transfer, built and signed with `privateKey` (the devnet's own funding key): a
    * native or token transfer of `amount` base units of `assetId` to `to`. Bitcoin spends `utxos`

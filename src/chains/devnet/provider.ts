@@ -1,0 +1,98 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ChainId } from '../../catalogue/service';
+import type { Orm } from '../../db/orm';
+import type { ChainProvider, ChainTip, FeeMarket, NetworkIdentity, ObservedBlock, RelayedAnswer, RelayedCall, TransactionStatus } from '../provider';
+import { DevnetBlock, DevnetTransaction } from './entities';
+import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, transfersOf } from './ledger';
+import { canonicalAddress, canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID } from './params';
+import { answerBitcoinCall } from './rpc/bitcoin';
+import { answerEthereumCall } from './rpc/ethereum';
+import { answerSolanaCall } from './rpc/solana';
+import { answerTronCall } from './rpc/tron';
+
+/** Each chain's JSON-RPC core subset, answered from the ledger. */
+const RPC: Record<ChainId, (provider: DevnetProvider, em: EntityManager, call: RelayedCall) => Promise<RelayedAnswer>> = {
+  bitcoin: answerBitcoinCall,
+  ethereum: answerEthereumCall,
+  tron: answerTronCall,
+  solana: answerSolanaCall,
+};
+
+/**
+ * The embedded devnet as a ChainProvider: the sandbox's own chain in PostgreSQL, used for sandbox
+ * keys when no node is configured for the chain. Each call works on its own EntityManager.
+ */
+export class DevnetProvider implements ChainProvider {
+  readonly kind = 'devnet';
+
+  constructor(
+    readonly chain: ChainId,
+    private readonly orm: Orm,
+  ) {}
+
+  async identifyNetwork(): Promise<NetworkIdentity> {
+    return this.chain === 'ethereum' ? { network: 'devnet', chainId: DEVNET_ETHEREUM_CHAIN_ID } : { network: 'devnet' };
+  }
+
+  feeMarket(): Promise<FeeMarket> {
+    return devnetFeeMarket(this.em(), this.chain);
+  }
+
+  async tip(): Promise<ChainTip> {
+    const tip = await devnetTip(this.em(), this.chain);
+    return { height: tip.height, hash: tip.hash };
+  }
+
+  /** Every output with an address (Bitcoin, coinbase included) and every transfer of a mined transaction. */
+  async block(height: number): Promise<ObservedBlock | null> {
+    const em = this.em();
+    await devnetTip(em, this.chain);
+    const block = await em.findOne(DevnetBlock, { chain: this.chain, height });
+    if (!block) return null;
+    const entries = await this.blockTransactions(em, height);
+    const transfers = await transfersOf(em, this.chain, entries);
+    return {
+      height,
+      hash: block.hash,
+      parentHash: block.parentHash,
+      time: block.time,
+      transfers: entries.flatMap((entry) => (transfers.get(entry.txid) ?? []).map((transfer) => ({ txid: entry.txid, from: entry.sender, ...transfer }))),
+    };
+  }
+
+  async balance(address: string, assetId: string): Promise<bigint> {
+    const em = this.em();
+    await devnetTip(em, this.chain);
+    return devnetBalance(em, this.chain, canonicalAddress(this.chain, address), assetId);
+  }
+
+  async broadcast(rawTransaction: string): Promise<{ txid: string }> {
+    const { txid } = await acceptDevnetTransaction(this.em(), this.chain, rawTransaction);
+    return { txid };
+  }
+
+  async transactionStatus(txid: string): Promise<TransactionStatus> {
+    const em = this.em();
+    const entry = await em.findOne(DevnetTransaction, { chain: this.chain, txid: canonicalTxid(this.chain, txid) });
+    if (!entry) return { state: 'unknown' };
+    if (entry.status === 'mempool') return { state: 'pending' };
+    const [tip, block] = await Promise.all([devnetTip(em, this.chain), em.findOneOrFail(DevnetBlock, { chain: this.chain, height: entry.blockHeight! })]);
+    return { state: 'mined', blockHeight: block.height, blockHash: block.hash, confirmations: tip.height - block.height + 1, succeeded: true };
+  }
+
+  /** Answers each call from the ledger, in order; a method outside the chain's core subset answers -32601. */
+  async relay(calls: RelayedCall[]): Promise<RelayedAnswer[]> {
+    const answers: RelayedAnswer[] = [];
+    for (const call of calls) answers.push(await RPC[this.chain](this, this.em(), call));
+    return answers;
+  }
+
+  /** A mined block's transactions in block order. */
+  blockTransactions(em: EntityManager, height: number): Promise<DevnetTransaction[]> {
+    return em.find(DevnetTransaction, { chain: this.chain, blockHeight: height, status: 'mined' }, { orderBy: { blockIndex: 'asc' } });
+  }
+
+  private em(): EntityManager {
+    return this.orm.em.fork() as EntityManager;
+  }
+}

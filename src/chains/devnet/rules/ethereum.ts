@@ -1,0 +1,146 @@
+import { secp256k1 } from '@noble/curves/secp256k1';
+import {
+  bytesToHex,
+  decodeFunctionData,
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  hexToBytes,
+  keccak256,
+  parseTransaction,
+  serializeTransaction,
+  type Hex,
+  type TransactionSerializableEIP1559,
+} from 'viem';
+import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, type ChainRules, type EthereumGas } from './types';
+
+/** Gas every transaction pays before its calldata (the yellow paper's G_transaction). */
+const TRANSACTION_GAS = 21_000n;
+const CALLDATA_ZERO_BYTE_GAS = 4n;
+const CALLDATA_NONZERO_BYTE_GAS = 16n;
+const ACCESS_LIST_ADDRESS_GAS = 2_400n;
+const ACCESS_LIST_STORAGE_KEY_GAS = 1_900n;
+/**
+ * What a devnet token's `transfer(to, amount)` costs beyond the intrinsic gas: two warm-ish storage
+ * writes and a log, about what USDC costs on mainnet for a holder that already has a balance.
+ */
+const TOKEN_TRANSFER_EXECUTION_GAS = 30_000n;
+/** secp256k1's group order halved: EIP-2 refuses a signature whose s is above it. */
+const HALF_CURVE_ORDER = secp256k1.CURVE.n / 2n;
+
+/**
+ * Ethereum on the devnet: signed EIP-1559 (type 2) transactions only, the sender recovered from the
+ * signature, ERC-20 `transfer(to, amount)` to a devnet token contract as the only contract call.
+ */
+export const ethereumRules: ChainRules = {
+  chain: 'ethereum',
+
+  decode(raw, context): AccountTransaction {
+    if (!/^0x([0-9a-fA-F]{2})+$/.test(raw)) throw new DevnetRejection('malformed', 'The transaction is not 0x-prefixed hex.');
+    let parsed: ReturnType<typeof parseTransaction>;
+    try {
+      parsed = parseTransaction(raw as Hex);
+    } catch {
+      throw new DevnetRejection('malformed', 'The transaction could not be decoded.');
+    }
+    if (parsed.type !== 'eip1559') throw new DevnetRejection('malformed', 'The devnet takes EIP-1559 (type 2) transactions only.');
+    const tx = parsed as TransactionSerializableEIP1559 & { r?: Hex; s?: Hex; yParity?: number };
+    if (tx.chainId !== context.chainId) throw new DevnetRejection('wrong_chain', `The transaction is signed for chain id ${tx.chainId}, the devnet is ${context.chainId}.`);
+    if (!tx.to) throw new DevnetRejection('malformed', 'Contract creation is not available on the devnet.');
+    if (tx.r === undefined || tx.s === undefined || tx.yParity === undefined) throw new DevnetRejection('malformed', 'The transaction is not signed.');
+    const from = recoverSender(unsignedOf(tx), BigInt(tx.r), BigInt(tx.s), tx.yParity);
+    const to = getAddress(tx.to);
+    const value = tx.value ?? 0n;
+    const maxFeePerGas = tx.maxFeePerGas ?? 0n;
+    const maxPriorityFeePerGas = tx.maxPriorityFeePerGas ?? 0n;
+    if (maxPriorityFeePerGas > maxFeePerGas) throw new DevnetRejection('malformed', 'The max priority fee per gas is higher than the max fee per gas.');
+
+    const transfers: AccountTransferIntent[] = [];
+    if (value > 0n) transfers.push({ position: 'native', to, assetId: 'ETH', amount: value });
+    const token = tokenCall(to, tx.data, context.tokens);
+    if (token && token.amount > 0n) transfers.push({ position: 'log:0', to: token.to, assetId: token.assetId, amount: token.amount });
+
+    const limit = tx.gas ?? 0n;
+    const used = intrinsicGas(tx) + (token ? TOKEN_TRANSFER_EXECUTION_GAS : 0n);
+    if (limit < used) throw new DevnetRejection('gas_limit_too_low', `The gas limit ${limit} is below the ${used} gas the transaction uses.`);
+    const gas: EthereumGas = { limit, maxFeePerGas, maxPriorityFeePerGas, used };
+    return {
+      model: 'account',
+      txid: keccak256(raw as Hex),
+      from,
+      nonce: BigInt(tx.nonce ?? 0),
+      maxFee: limit * maxFeePerGas,
+      feeBid: maxPriorityFeePerGas,
+      gas,
+      transfers,
+      raw,
+    };
+  },
+
+  buildFaucetTransfer(input) {
+    const baseFee = input.baseFee ?? 0n;
+    const token = input.assetId === 'ETH' ? undefined : input.tokens[input.assetId];
+    if (input.assetId !== 'ETH' && !token) throw new DevnetRejection('malformed', `${input.assetId} is not a devnet Ethereum asset.`);
+    const to = getAddress(input.to);
+    const unsigned: TransactionSerializableEIP1559 = {
+      type: 'eip1559',
+      chainId: input.chainId!,
+      nonce: Number(input.nonce ?? 0n),
+      to: token ? getAddress(token) : to,
+      value: token ? 0n : input.amount,
+      data: token ? encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, input.amount] }) : undefined,
+      // Twice the base fee: still included if the next blocks are full, as wallets do.
+      maxFeePerGas: 2n * baseFee + input.feeRate,
+      maxPriorityFeePerGas: input.feeRate,
+      gas: 0n,
+    };
+    unsigned.gas = intrinsicGas(unsigned) + (token ? TOKEN_TRANSFER_EXECUTION_GAS : 0n);
+    const signature = secp256k1.sign(hexToBytes(keccak256(serializeTransaction(unsigned))), input.privateKey, { lowS: true });
+    return serializeTransaction(unsigned, { r: toWord(signature.r), s: toWord(signature.s), yParity: signature.recovery });
+  },
+
+  addressOf(publicKey) {
+    const uncompressed = secp256k1.ProjectivePoint.fromHex(publicKey).toRawBytes(false);
+    return getAddress(bytesToHex(hexToBytes(keccak256(uncompressed.slice(1))).slice(12)));
+  },
+};
+
+function unsignedOf(tx: TransactionSerializableEIP1559): TransactionSerializableEIP1559 {
+  const { type, chainId, nonce, to, value, data, gas, maxFeePerGas, maxPriorityFeePerGas, accessList } = tx;
+  return { type, chainId, nonce, to, value, data, gas, maxFeePerGas, maxPriorityFeePerGas, accessList };
+}
+
+/** The signer of the transaction's signing hash; a signature that recovers no key, or a high s, is invalid. */
+function recoverSender(unsigned: TransactionSerializableEIP1559, r: bigint, s: bigint, yParity: number): string {
+  if (s > HALF_CURVE_ORDER || s === 0n || r === 0n) throw new DevnetRejection('invalid_signature', 'The signature is not valid (EIP-2: s must be in the lower half of the curve order).');
+  try {
+    const hash = hexToBytes(keccak256(serializeTransaction(unsigned)));
+    const publicKey = new secp256k1.Signature(r, s).addRecoveryBit(yParity).recoverPublicKey(hash);
+    return ethereumRules.addressOf(publicKey.toRawBytes(true));
+  } catch {
+    throw new DevnetRejection('invalid_signature', 'The signature does not recover a public key.');
+  }
+}
+
+/** A call to a devnet token contract: only `transfer(to, amount)` exists there. */
+function tokenCall(to: string, data: Hex | undefined, tokens: Readonly<Record<string, string>>) {
+  const assetId = Object.keys(tokens).find((id) => tokens[id]!.toLowerCase() === to.toLowerCase());
+  if (!assetId) return undefined;
+  try {
+    const call = decodeFunctionData({ abi: erc20Abi, data: data ?? '0x' });
+    if (call.functionName === 'transfer') return { assetId, to: getAddress(call.args[0]), amount: call.args[1] };
+  } catch {
+    // Not an ERC-20 call: refused below.
+  }
+  throw new DevnetRejection('malformed', `The devnet ${assetId} contract answers transfer(address,uint256) only.`);
+}
+
+function intrinsicGas(tx: TransactionSerializableEIP1559): bigint {
+  const data = tx.data ? hexToBytes(tx.data) : new Uint8Array();
+  let gas = TRANSACTION_GAS;
+  for (const byte of data) gas += byte === 0 ? CALLDATA_ZERO_BYTE_GAS : CALLDATA_NONZERO_BYTE_GAS;
+  for (const entry of tx.accessList ?? []) gas += ACCESS_LIST_ADDRESS_GAS + ACCESS_LIST_STORAGE_KEY_GAS * BigInt(entry.storageKeys.length);
+  return gas;
+}
+
+const toWord = (value: bigint): Hex => `0x${value.toString(16).padStart(64, '0')}`;

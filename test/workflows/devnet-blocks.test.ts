@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { DevnetBlock } from '../../src/chains/devnet/entities';
+import { devnetTip } from '../../src/chains/devnet/ledger';
+import { ensureDevnetWorkflows } from '../../src/chains/devnet/producers';
+import { devnetBlocksWorkflowId, mineBlocksUpdate } from '../../src/chains/flows/devnet-blocks';
+import { WorkflowStarter } from '../../src/temporal/starter';
+import { workflowBundle } from '../../src/worker-setup';
+import { eventually } from '../support/eventually';
+import { releaseTimeSkippingTemporal, testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
+import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { testLogger } from '../support/secret-scan';
+import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
+
+const INTERVAL_SECONDS = '10';
+const { EventType } = temporal.api.enums.v1;
+const workflowId = devnetBlocksWorkflowId('bitcoin');
+
+describe('Devnet block producer workflow (time-skipping)', () => {
+  let env: TestWorkflowEnvironment;
+
+  // A server of its own per test: a stopped worker's last polls must not hold the next test's clock.
+  beforeEach(async () => {
+    await releaseTimeSkippingTemporal();
+    env = await timeSkippingTemporal();
+  });
+
+  afterEach(async () => {
+    await env.client.workflow
+      .getHandle(workflowId)
+      .terminate('test over')
+      .catch(() => undefined);
+  });
+
+  after(releaseTimeSkippingTemporal);
+
+  const em = async () => (await testOrm()).em.fork() as EntityManager;
+  const tipHeight = async () => (await devnetTip(await em(), 'bitcoin')).height;
+  const overrides = { ...NO_SEARCH_ATTRIBUTES, DEVNET_BLOCK_INTERVAL_SECONDS: INTERVAL_SECONDS };
+  const config = (taskQueue: string) => testConfig({ ...overrides, TEMPORAL_TASK_QUEUE: taskQueue });
+
+  /** A worker with its sticky cache off (a restart hands the history over at once) and a starter on its task queue. */
+  async function worker(taskQueue?: string) {
+    const created = await createTestWorker(env, taskQueue, overrides, 0);
+    return { ...created, starter: new WorkflowStarter(env.client, config(created.taskQueue), testLogger('worker')) };
+  }
+
+  const lastEventType = async () => (await env.client.workflow.getHandle(workflowId).fetchHistory()).events?.at(-1)?.eventType;
+
+  /** Waits until the producer is idle on its interval timer: stopping a worker then leaves no task of it half done. */
+  const idle = () => eventually(async () => ((await lastEventType()) === EventType.EVENT_TYPE_TIMER_STARTED ? true : undefined), 'the producer waiting for its next block');
+
+  /** Waits until the tip is above `height`, crossing one block interval at a time. */
+  async function minedAbove(height: number): Promise<number> {
+    return eventually(async () => {
+      const tip = await tipHeight();
+      if (tip > height) return tip;
+      await env.sleep(`${INTERVAL_SECONDS} seconds`);
+      return undefined;
+    }, `a block above ${height}`);
+  }
+
+  it('mines a block every interval and as many as asked by the mineBlocks update, answering the new tip', async () => {
+    const { worker: running, starter, taskQueue } = await worker();
+    await running.runUntil(async () => {
+      await ensureDevnetWorkflows(starter, config(taskQueue));
+      assert.equal(await starter.isRunning(workflowId), true);
+      // Started again at the next worker start: the running one is kept.
+      await ensureDevnetWorkflows(starter, config(taskQueue));
+
+      const start = await tipHeight();
+      const afterInterval = await minedAbove(start);
+      const tip = await starter.executeUpdate(workflowId, mineBlocksUpdate, { count: 5 });
+      assert.ok(tip.height >= afterInterval + 5);
+      const block = await (await em()).findOneOrFail(DevnetBlock, { chain: 'bitcoin', height: tip.height });
+      assert.equal(block.hash, tip.hash);
+      const fromUpdate = await (await em()).find(DevnetBlock, { chain: 'bitcoin', producedBy: block.producedBy });
+      assert.equal(fromUpdate.length, 5);
+
+      for (const count of [0, 101, 1.5]) {
+        await assert.rejects(starter.executeUpdate(workflowId, mineBlocksUpdate, { count }), (error: unknown) => error instanceof WorkflowUpdateFailedError);
+      }
+      await minedAbove(tip.height);
+      await idle();
+      await env.client.workflow.getHandle(workflowId).terminate('test over');
+    });
+    await recordHistoryIfAsked(env.client.workflow.getHandle(workflowId), 'produce-devnet-blocks');
+  });
+
+  it('carries on after a worker restart with no gap and no repeated height, each step mined once', async () => {
+    const first = await worker();
+    const startHeight = await tipHeight();
+    let stoppedAt = 0;
+    await first.worker.runUntil(async () => {
+      await ensureDevnetWorkflows(first.starter, config(first.taskQueue));
+      stoppedAt = await minedAbove(startHeight);
+      // Stopped mid-loop, while waiting for its next block.
+      await idle();
+    });
+
+    const second = await worker(first.taskQueue);
+    await second.worker.runUntil(async () => {
+      // The loop goes on where the first worker left it: the next step mines on top of its last block.
+      const tip = await second.starter.executeUpdate(workflowId, mineBlocksUpdate, { count: 3 });
+      assert.ok(tip.height >= stoppedAt + 3);
+      assert.ok((await second.starter.executeUpdate(workflowId, mineBlocksUpdate, { count: 1 })).height >= tip.height + 1);
+      await idle();
+      await env.client.workflow.getHandle(workflowId).terminate('test over');
+    });
+
+    const all = await (await em()).find(DevnetBlock, { chain: 'bitcoin', height: { $gte: startHeight } }, { orderBy: { height: 'asc' } });
+    const blocks = all.filter((block) => block.producedBy?.startsWith(`${workflowId}/`));
+    assert.ok(blocks.length >= 5);
+    all.forEach((block, index) => {
+      if (index === 0) return;
+      assert.equal(block.height, all[index - 1]!.height + 1, 'no gap');
+      assert.equal(block.parentHash, all[index - 1]!.hash, 'linked to its parent');
+    });
+    // Every interval step mined one block, the update steps three and one: none twice.
+    const perStep = new Map<string, number>();
+    for (const block of blocks) perStep.set(block.producedBy!, (perStep.get(block.producedBy!) ?? 0) + 1);
+    assert.deepEqual([...perStep.values()].sort(), [...Array(perStep.size - 1).fill(1), 3].sort());
+    assert.ok(perStep.size >= 3);
+  });
+
+  it('replays the recorded producer history with the current workflow code', async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('produce-devnet-blocks'), 'produce-devnet-blocks');
+  });
+});
