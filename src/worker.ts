@@ -1,6 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import { ensureDevnetWorkflows } from './chains/devnet/producers';
+import { ensureChainScanners } from './monitoring/scanner';
 import { ConfigError, loadConfig } from './config';
 import { IdempotencyService } from './idempotency/service';
 import { createLogger } from './logger';
@@ -19,7 +20,9 @@ async function main(): Promise<void> {
   const added = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
   if (added.length) log.info({ search_attributes: added }, 'registered search attributes');
   await ensureSchedules(client as Client, scheduleDefinitions(config));
-  await ensureDevnetWorkflows(new WorkflowStarter(client as Client, config, log), config);
+  const starter = new WorkflowStarter(client as Client, config, log);
+  await ensureDevnetWorkflows(starter, config);
+  await ensureChainScanners(starter, config);
 
   const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const worker = await createWorker({

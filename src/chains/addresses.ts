@@ -35,3 +35,6 @@ export function canonicalAddress(chain: ChainId, environment: Environment, addre
     return null;
   }
 }
+
+/** An address as the sandbox's devnet keys it: its canonical form, or as given when it is none (the devnet then refuses it). */
+export const sandboxAddress = (chain: ChainId, address: string): string => canonicalAddress(chain, 'sandbox', address) ?? address;

@@ -151,6 +151,14 @@ export function sandboxDevnetChains(config: Config): ChainId[] {
   return DEVNET_CHAINS.filter((chain) => !sandboxNodes.has(chain));
 }
 
+/** Every chain and environment the service serves: the configured nodes, and the sandbox's devnet chains. */
+export function servedChains(config: Config): { chain: ChainId; environment: Environment }[] {
+  return [
+    ...configuredNodes(config).map((node) => ({ chain: node.provider.chain, environment: node.environment })),
+    ...sandboxDevnetChains(config).map((chain) => ({ chain, environment: 'sandbox' as const })),
+  ];
+}
+
 const nodeKey = (chain: ChainId, environment: Environment) => `${chain}:${environment}`;
 
 const networkFields = (identity: NetworkIdentity) => ({ chain_id: identity.chainId, network: identity.network });

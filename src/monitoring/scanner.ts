@@ -1,9 +1,11 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ChainUnavailableError, type ChainNodes } from '../chains/nodes';
+import { ChainUnavailableError, servedChains, type ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, type ChainProvider, type ObservedBlock } from '../chains/provider';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
+import type { WorkflowStarter } from '../temporal/starter';
+import { chainScanFlow } from './flows/chain-scan';
 import { ChainScanCursor, ScannedBlock } from './entities';
 import { confirmDue, dropAbove, recordTransfers, requiredConfirmations, type ChainEnvironment } from './service';
 
@@ -151,4 +153,11 @@ async function rewindToFork(deps: ScanDeps, scope: ChainEnvironment, provider: C
     );
   }
   return fork;
+}
+
+/** At worker start: the scanner of every chain and environment the service serves, unless it already runs. */
+export async function ensureChainScanners(starter: WorkflowStarter, config: Config): Promise<void> {
+  for (const served of servedChains(config)) {
+    await starter.ensureRunning(chainScanFlow, { ...served, intervalSeconds: config.CHAIN_SCAN_INTERVAL_SECONDS });
+  }
 }

@@ -37,3 +37,43 @@ export const DepositListQuery = ListQuery.extend({
 });
 
 export const DepositParams = z.object({ id: z.string().min(1).max(64) });
+
+export const SandboxDepositBody = z
+  .object({
+    chain: z.enum(CHAIN_IDS),
+    address: z.string().trim().min(1).max(128),
+    asset: z.string().min(1).max(32).openapi({ description: "An asset id (USDC_ETH) or the chain's symbol (USDC)" }),
+    amount: z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "1.5"').openapi({ description: 'Display units, as a decimal string' }),
+  })
+  .strict();
+
+export const SandboxDepositObject = z
+  .object({
+    object: z.literal('sandbox_deposit'),
+    chain: z.enum(CHAIN_IDS),
+    network: z.string(),
+    address: z.string(),
+    asset: z.string(),
+    asset_id: z.string(),
+    amount: z.string(),
+    amount_raw: BaseUnitAmount,
+    from_address: z.string().openapi({ description: "The devnet faucet: the simulated outside sender" }),
+    tx_hash: z.string(),
+    position: z.string(),
+    deposit: DepositObject.nullable().openapi({ description: "The deposit it made, when the address is one of the caller's own; null otherwise" }),
+  })
+  .openapi('SandboxDeposit');
+
+export const SandboxBlocksBody = z.object({ count: z.number().int().min(1).max(100) }).strict();
+
+export const SandboxBlocksObject = z
+  .object({
+    object: z.literal('sandbox_blocks'),
+    chain: z.enum(CHAIN_IDS),
+    network: z.string(),
+    mined: z.number().int(),
+    height: z.number().int().openapi({ description: 'The new tip' }),
+    hash: z.string(),
+    scanned: z.boolean().openapi({ description: 'Whether block scanning had processed the new blocks when the response was sent' }),
+  })
+  .openapi('SandboxBlocks');

@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sandboxAddress } from '../addresses';
 import type { ChainId } from '../../catalogue/service';
 import { TransactionRejectedError } from '../provider';
 import { DevnetOutput } from './entities';
 import { acceptLocked, devnetFeeMarket, faucetAddress, pendingNonce, rulesFor, underChainLock } from './ledger';
-import { canonicalAddress, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS, faucetPrivateKey } from './params';
+import { DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS, faucetPrivateKey } from './params';
 import { DevnetRejection, type FaucetTransferInput } from './rules/types';
 
 /** Virtual bytes a faucet transaction takes per input and besides its inputs: enough to pick the outputs it spends. */
@@ -47,7 +48,7 @@ export function fundFromFaucet(em: EntityManager, chain: ChainId, transfer: Fauc
       throw error;
     }
     const accepted = await acceptLocked(tx, chain, raw);
-    const to = canonicalAddress(chain, transfer.to);
+    const to = sandboxAddress(chain, transfer.to);
     const made = accepted.transfers.find((candidate) => candidate.to === to && candidate.assetId === transfer.assetId && candidate.amount === transfer.amount);
     if (!made) throw new Error(`the faucet transaction ${accepted.txid} does not pay ${transfer.amount} ${transfer.assetId} to ${to}`);
     return { txid: accepted.txid, position: made.position };

@@ -106,13 +106,6 @@ export const ETHEREUM_INITIAL_BASE_FEE = 1_000_000_000n;
 export const ETHEREUM_BASE_FEE_CHANGE_DENOMINATOR = 8n;
 export const ETHEREUM_ELASTICITY_MULTIPLIER = 2n;
 
-/** The address in the form the ledger keys it by: Ethereum checksummed, bech32 lower-case, others as written. */
-export function canonicalAddress(chain: ChainId, address: string): string {
-  if (chain === 'ethereum') return /^0x[0-9a-fA-F]{40}$/.test(address) ? getAddress(address) : address;
-  if (chain === 'bitcoin' && /^(tb1|bcrt1|bc1)/i.test(address)) return address.toLowerCase();
-  return address;
-}
-
 /** A txid in the form the ledger keys it by: hex lower-case (Tron without 0x); Solana signatures as written. */
 export function canonicalTxid(chain: ChainId, txid: string): string {
   if (chain === 'solana') return txid;

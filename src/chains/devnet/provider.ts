@@ -1,10 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sandboxAddress } from '../addresses';
 import type { ChainId } from '../../catalogue/service';
 import type { Orm } from '../../db/orm';
 import type { ChainProvider, ChainTip, FeeMarket, NetworkIdentity, ObservedBlock, RelayedAnswer, RelayedCall, TransactionStatus } from '../provider';
 import { DevnetBlock, DevnetTransaction } from './entities';
 import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, transfersOf } from './ledger';
-import { canonicalAddress, canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID } from './params';
+import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID } from './params';
 import { answerBitcoinCall } from './rpc/bitcoin';
 import { answerEthereumCall } from './rpc/ethereum';
 import { answerSolanaCall } from './rpc/solana';
@@ -63,7 +64,7 @@ export class DevnetProvider implements ChainProvider {
   async balance(address: string, assetId: string): Promise<bigint> {
     const em = this.em();
     await devnetTip(em, this.chain);
-    return devnetBalance(em, this.chain, canonicalAddress(this.chain, address), assetId);
+    return devnetBalance(em, this.chain, sandboxAddress(this.chain, address), assetId);
   }
 
   async broadcast(rawTransaction: string): Promise<{ txid: string }> {
