@@ -121,6 +121,16 @@ const MATRIX: Record<string, Row> = {
     probe: (f) => `/v1/wallets/${f.wallet}`,
   },
 
+  // Deposits and the devnet helpers
+  'GET /v1/deposits': listed(() => '/v1/deposits?limit=100'),
+  'GET /v1/deposits/:id': { kind: 'resource', path: (f) => `/v1/deposits/${f.deposit}`, probe: (f) => `/v1/deposits/${f.deposit}` },
+  'POST /v1/sandbox/deposits': {
+    kind: 'sandbox-only',
+    reason: 'sends from the devnet faucet to any address, as a chain lets anyone pay anyone; names no record',
+    body: () => ({ chain: 'bitcoin', address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', asset: 'BTC', amount: '0.0001' }),
+  },
+  'POST /v1/sandbox/chains/:chain/blocks': { kind: 'sandbox-only', reason: 'mines devnet blocks; names no record', body: () => ({ count: 1 }) },
+
   // Webhooks, subscriptions, events
   'GET /v1/webhooks/event-types': catalogue(),
   'POST /v1/webhooks': created('creates an endpoint of the caller'),

@@ -15,6 +15,8 @@ export interface IsolationFixtures {
   vault: string;
   wallet: string;
   address: string;
+  /** A pending deposit to the wallet (the sandbox deposit helper). */
+  deposit: string;
   webhook: string;
   subscription: string;
   /** A delivery event (`POST /v1/webhooks/:id/test`), delivered. */
@@ -66,6 +68,8 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   const vault = expectStatus(await call('POST', '/v1/vaults', { name: 'Isolation vault' }), 201, 'vault').body.id as string;
   const wallet = expectStatus(await call('POST', '/v1/wallets', { name: 'Isolation wallet', chain: 'ethereum', vault_id: vault }), 201, 'wallet').body;
   const address = expectStatus(await call('POST', `/v1/wallets/${wallet.id}/addresses`, { label: 'second' }), 201, 'address').body;
+  const deposit = expectStatus(await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: wallet.primary_address.address, asset: 'ETH', amount: '0.01' }), 201, 'deposit').body
+    .deposit.id as string;
 
   const webhook = expectStatus(await call('POST', '/v1/webhooks', { name: 'Isolation endpoint', url: webhookUrl, event_types: ['webhook.test'] }), 201, 'webhook').body.id as string;
   const subscription = expectStatus(
@@ -120,6 +124,7 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     vault,
     wallet: wallet.id,
     address: address.id,
+    deposit,
     webhook,
     subscription,
     event,
