@@ -5,14 +5,14 @@ import ERC20PresetFixedSupply from '@openzeppelin/contracts/build/contracts/ERC2
 import { createWalletClient, erc20Abi, getAddress, http, parseEther, parseUnits, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
-import { ChainScanCursor, ScannedBlock } from '../../src/monitoring/entities';
-import { chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
+import { ChainScanCursor } from '../../src/monitoring/entities';
+import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { WorkflowStarter } from '../../src/temporal/starter';
 import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { createTestWorker } from '../support/worker';
@@ -36,13 +36,6 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
   const wallet = () => createWalletClient({ account: sender, transport: http(anvil.url), chain: { id: ANVIL_CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } } });
   const mine = (blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
 
-  async function resetScanState() {
-    // One ethereum sandbox cursor per database: each anvil is a new chain.
-    const em = (await testOrm()).em.fork();
-    await em.nativeDelete(ScannedBlock, { chain: 'ethereum', environment: 'sandbox' });
-    await em.nativeDelete(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' });
-  }
-
   before(async () => {
     anvil = await startAnvil();
     // Block 1 deploys the token: 1,000,000 USDC (6 decimals) to the sender.
@@ -53,7 +46,7 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
     });
     const receipt = (await anvil.call('eth_getTransactionReceipt', [deployHash])) as { contractAddress: Hex };
     token = getAddress(receipt.contractAddress);
-    await resetScanState();
+    await resetScanState('ethereum');
     await Promise.all([receiver.start(), watcher.start()]);
     const taskQueue = `anvil-deposits-${randomUUID()}`;
     Object.assign(config, {
@@ -67,24 +60,16 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
     ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
     running = worker.run();
     const temporal = await localTemporal();
-    await new WorkflowStarter(temporal.client, testConfig(config), testLogger('test')).ensureRunning(chainScanFlow, { chain: 'ethereum', environment: 'sandbox', intervalSeconds: 0.2 });
-    // A real node is scanned from the tip the scanner first sees: let it see one before anything is sent.
-    const through = await temporal.client.workflow
-      .getHandle(chainScanWorkflowId('ethereum', 'sandbox'))
-      .executeUpdate(scanThroughUpdate, { args: [{ height: Number(await anvil.call('eth_blockNumber')), waitSeconds: 30 }] });
-    assert.equal(through.reached, true);
+    await startSandboxScanner(temporal.client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
     org = await createTestOrganization('Anvil deposits');
   });
 
   after(async () => {
     const temporal = await localTemporal();
-    await temporal.client.workflow
-      .getHandle(chainScanWorkflowId('ethereum', 'sandbox'))
-      .terminate('test finished')
-      .catch(() => undefined);
+    await terminateWorkflows(temporal.client, [chainScanWorkflowId('ethereum', 'sandbox')]);
     worker?.shutdown();
     await running;
-    await resetScanState();
+    await resetScanState('ethereum');
     await app?.close();
     await Promise.all([receiver.close(), watcher.close()]);
     await anvil?.stop();

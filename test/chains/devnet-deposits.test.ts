@@ -10,6 +10,7 @@ import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { createTestWorker } from '../support/worker';
@@ -56,15 +57,7 @@ describe('Deposits on the embedded devnet (sandbox helpers, block production, sc
   });
   after(async () => {
     // The devnet's producers and scanners were started on this file's task queue: later files start their own.
-    const { client } = await localTemporal();
-    for (const chain of CHAIN_IDS) {
-      for (const id of [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]) {
-        await client.workflow
-          .getHandle(id)
-          .terminate('test finished')
-          .catch(() => undefined);
-      }
-    }
+    await terminateWorkflows((await localTemporal()).client, CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]));
     await stopWorker();
     await app?.close();
     await Promise.all([receiver.close(), watcher.close()]);

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import net from 'node:net';
 import path from 'node:path';
+import { freeLoopbackPort } from './ports';
 
 /** anvil's first dev account (from its default mnemonic), funded with 10000 ETH at start. */
 export const ANVIL_ACCOUNT = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
@@ -23,16 +23,6 @@ function anvilBinary(): string {
   if (!arch) throw new Error(`anvil ships no binary for ${process.platform}/${process.arch}`);
   const manifest = require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`);
   return path.join(path.dirname(manifest), 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
-}
-
-async function freeLoopbackPort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 /** Starts anvil on a free 127.0.0.1 port and waits until it answers eth_chainId. */

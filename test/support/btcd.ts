@@ -2,9 +2,9 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freeLoopbackPort } from './ports';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { sha256 } from '@noble/hashes/sha256';
 import { hex } from '@scure/base';
@@ -64,16 +64,6 @@ export function findBtcd(): { path: string } | { missing: string } {
   } catch {
     return { missing: 'no btcd at $BTCD_PATH or .tools/btcd/bin/btcd (scripts/ensure-tools.sh installs it when Go is present)' };
   }
-}
-
-async function freeLoopbackPort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 /**

@@ -4,7 +4,6 @@ import { Worker } from '@temporalio/worker';
 import { createWalletClient, http, parseEther, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { IncomingTransfer } from '../../src/monitoring/entities';
-import { ChainScanCursor, ScannedBlock } from '../../src/monitoring/entities';
 import { chainAdvancedSignal, chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { workflowBundle } from '../../src/worker-setup';
 import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
@@ -12,6 +11,7 @@ import { createTestOrganization, startTestApp, type TestApp, type TestOrganizati
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { resetScanState } from '../support/scanning';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const ANVIL_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
@@ -24,11 +24,6 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
   const config: Record<string, string> = {};
   const workflowId = chainScanWorkflowId('ethereum', 'sandbox');
 
-  const resetScanState = async () => {
-    const em = (await testOrm()).em.fork();
-    await em.nativeDelete(ScannedBlock, { chain: 'ethereum', environment: 'sandbox' });
-    await em.nativeDelete(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' });
-  };
   const send = (to: Hex, ether: string) =>
     createWalletClient({ account: privateKeyToAccount(ANVIL_KEY), transport: http(anvil.url) }).sendTransaction({ to, value: parseEther(ether), chain: null });
   const mine = (blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
@@ -36,7 +31,7 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
 
   before(async () => {
     anvil = await startAnvil();
-    await resetScanState();
+    await resetScanState('ethereum');
     Object.assign(config, {
       ...NO_SEARCH_ATTRIBUTES,
       TEMPORAL_TASK_QUEUE: taskQueue,
@@ -48,7 +43,7 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
     org = await createTestOrganization('Chain scan');
   });
   after(async () => {
-    await resetScanState();
+    await resetScanState('ethereum');
     await app?.close();
     await anvil?.stop();
     await releaseTimeSkippingTemporal();

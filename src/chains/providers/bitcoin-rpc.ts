@@ -20,6 +20,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
+import { answersInOrder } from './node-replies';
 
 type AddressNetwork = typeof btc.NETWORK;
 
@@ -62,13 +63,7 @@ const RPC_METHOD_NOT_FOUND = -32601;
 /** Bitcoin Core's RPC_VERIFY_ALREADY_IN_CHAIN. */
 const RPC_ALREADY_IN_CHAIN = -27;
 
-const JsonRpcErrorObject = z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() });
 /** JSON-RPC 1.0: `error` is null on success, `result` null on failure. */
-const NodeResponse = z
-  .object({ id: z.union([z.number(), z.string(), z.null()]), error: JsonRpcErrorObject.nullable().optional() })
-  .loose();
-const NodeReply = z.union([NodeResponse, z.array(NodeResponse)]);
-type NodeResponse = z.infer<typeof NodeResponse>;
 
 const HexString = z.string().regex(/^([0-9a-fA-F]{2})*$/);
 const BlockchainInfo = z.object({ chain: z.string(), blocks: z.number().int().nonnegative(), bestblockhash: z.string() });
@@ -241,18 +236,7 @@ export class BitcoinRpcProvider implements ChainProvider {
     // Our own ids (the call's index): the caller's ids may repeat within a batch.
     const requests = calls.map((call, index) => ({ jsonrpc: '1.0', id: index, method: call.method, params: call.params ?? [] }));
     const reply = await this.post(requests.length === 1 ? requests[0] : requests);
-    const parsed = NodeReply.safeParse(reply);
-    if (!parsed.success) throw new NodeUnavailableError('The node sent a reply that is not JSON-RPC.');
-    if (!Array.isArray(parsed.data)) {
-      // A single answer: to the single call, or the node's refusal of the whole batch.
-      const only = parsed.data;
-      return calls.map((_, index) => (calls.length === 1 || only.error ? toAnswer(only) : missingAnswer(index)));
-    }
-    const byId = new Map(parsed.data.map((response) => [response.id, response]));
-    return calls.map((_, index) => {
-      const response = byId.get(index);
-      return response ? toAnswer(response) : missingAnswer(index);
-    });
+    return answersInOrder(reply, calls.length);
   }
 
   /** One call whose failure, of any kind, is the node's being unusable. */
@@ -317,16 +301,6 @@ export class BitcoinRpcProvider implements ChainProvider {
 /** The node's refusal of a call the provider needed: its message names the method, never the URL. */
 const nodeRefused = (method: string, error: { code: number; message: string }) =>
   new NodeUnavailableError(`The node refused ${method} (${error.code}): ${error.message}`);
-
-function toAnswer(response: NodeResponse): RelayedAnswer {
-  if (response.error) return { error: response.error };
-  if (!Object.hasOwn(response, 'result')) return { error: { code: -32603, message: 'The node answered with neither a result nor an error.' } };
-  return { result: response.result };
-}
-
-const missingAnswer = (index: number): RelayedAnswer => ({
-  error: { code: -32603, message: `The node sent no answer to call ${index} of the batch.` },
-});
 
 /** A fee estimate in whole sat/vB (rounded up), or null when the node has none. */
 function satPerVbyte(answer: RelayedAnswer): bigint | null {

@@ -1,5 +1,4 @@
 import { BlockNotFoundError, createPublicClient, erc20Abi, getAddress, http, parseEventLogs, TransactionReceiptNotFoundError, type PublicClient } from 'viem';
-import { z } from 'zod';
 import type { ChainId } from '../../catalogue/service';
 import {
   NodeUnavailableError,
@@ -14,6 +13,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
+import { answersInOrder } from './node-replies';
 
 /** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
 export type TokenContracts = Readonly<Record<string, `0x${string}`>>;
@@ -22,10 +22,6 @@ export type TokenContracts = Readonly<Record<string, `0x${string}`>>;
 const FEE_HISTORY_BLOCKS = 20;
 const PRIORITY_PERCENTILES = { low: 10, medium: 50, high: 90 } as const;
 
-const JsonRpcErrorObject = z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() });
-const NodeResponse = z.object({ id: z.union([z.number(), z.string(), z.null()]), error: JsonRpcErrorObject.optional() }).loose();
-const NodeReply = z.union([NodeResponse, z.array(NodeResponse)]);
-type NodeResponse = z.infer<typeof NodeResponse>;
 
 /** Any Ethereum JSON-RPC node (geth, reth, anvil, a hosted provider), for one chain and environment. */
 export class EvmRpcProvider implements ChainProvider {
@@ -142,18 +138,7 @@ export class EvmRpcProvider implements ChainProvider {
     // Our own ids (the call's index): the caller's ids may repeat within a batch, and notifications have none.
     const requests = calls.map((call, index) => ({ jsonrpc: '2.0', id: index, method: call.method, ...(call.params === undefined ? {} : { params: call.params }) }));
     const reply = await this.post(requests.length === 1 ? requests[0] : requests);
-    const parsed = NodeReply.safeParse(reply);
-    if (!parsed.success) throw new NodeUnavailableError('The node sent a reply that is not JSON-RPC.');
-    if (!Array.isArray(parsed.data)) {
-      // A single answer: to the single call, or the node's refusal of the whole batch.
-      const only = parsed.data;
-      return calls.map((_, index) => (calls.length === 1 || only.error ? toAnswer(only) : missingAnswer(index)));
-    }
-    const byId = new Map(parsed.data.map((response) => [response.id, response]));
-    return calls.map((_, index) => {
-      const response = byId.get(index);
-      return response ? toAnswer(response) : missingAnswer(index);
-    });
+    return answersInOrder(reply, calls.length);
   }
 
   private async post(payload: unknown): Promise<unknown> {
@@ -186,16 +171,6 @@ export class EvmRpcProvider implements ChainProvider {
     }
   }
 }
-
-function toAnswer(response: NodeResponse): RelayedAnswer {
-  if (response.error) return { error: response.error };
-  if (!Object.hasOwn(response, 'result')) return { error: { code: -32603, message: 'The node answered with neither a result nor an error.' } };
-  return { result: response.result };
-}
-
-const missingAnswer = (index: number): RelayedAnswer => ({
-  error: { code: -32603, message: `The node sent no answer to call ${index} of the batch.` },
-});
 
 /** The middle value (the lower of the two middles for an even count); 0 when there is none. */
 function median(values: bigint[]): bigint {

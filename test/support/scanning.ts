@@ -1,0 +1,35 @@
+import type { Client } from '@temporalio/client';
+import type { ChainId } from '../../src/catalogue/service';
+import { ChainScanCursor, ScannedBlock } from '../../src/monitoring/entities';
+import { chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
+import { WorkflowStarter } from '../../src/temporal/starter';
+import { testConfig, testOrm } from './environment';
+import { testLogger } from './secret-scan';
+
+/** Each node a test starts is a new chain: the database's one sandbox scan cursor of `chain` starts over. */
+export async function resetScanState(chain: ChainId): Promise<void> {
+  const em = (await testOrm()).em.fork();
+  await em.nativeDelete(ScannedBlock, { chain, environment: 'sandbox' });
+  await em.nativeDelete(ChainScanCursor, { chain, environment: 'sandbox' });
+}
+
+/**
+ * Starts sandbox scanning of `chain` on the configuration's task queue, and returns once it has
+ * processed the node's current tip: a real node is scanned from the first tip the scanner sees, so
+ * nothing may be sent before.
+ */
+export async function startSandboxScanner(client: Client, config: Record<string, string>, chain: ChainId, tipHeight: () => Promise<number>): Promise<void> {
+  await new WorkflowStarter(client, testConfig(config), testLogger('test')).ensureRunning(chainScanFlow, { chain, environment: 'sandbox', intervalSeconds: 0.2 });
+  const through = await client.workflow.getHandle(chainScanWorkflowId(chain, 'sandbox')).executeUpdate(scanThroughUpdate, { args: [{ height: await tipHeight(), waitSeconds: 30 }] });
+  if (!through.reached) throw new Error(`the ${chain} scanner did not reach the node's tip`);
+}
+
+/** Ends workflows a test file started on its own task queue, which no worker serves once the file is done. */
+export async function terminateWorkflows(client: Client, workflowIds: string[]): Promise<void> {
+  for (const id of workflowIds) {
+    await client.workflow
+      .getHandle(id)
+      .terminate('test finished')
+      .catch(() => undefined);
+  }
+}
