@@ -102,7 +102,7 @@ export class ChainScanCursor {
   @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment', primary: true })
   environment!: Environment;
 
-  /** The network the node said it serves (`chain-id:31337`, `network:regtest`): a cursor of another network is not resumed. */
+  /** The provider kind and the network the node said it serves (`evm-rpc:chain-id:31337`, `bitcoin-rpc:network:regtest`): a cursor of another network is not resumed. */
   @Property({ type: 'text' })
   network!: string;
 

@@ -84,7 +84,8 @@ interface Cursor {
 async function loadCursor(deps: ScanDeps, scope: ChainEnvironment, provider: ChainProvider, tipHeight: number): Promise<Cursor> {
   const em = deps.em();
   const identity = await provider.identifyNetwork();
-  const network = identity.chainId !== undefined ? `chain-id:${identity.chainId}` : `network:${identity.network ?? 'unknown'}`;
+  // The provider kind too: the devnet shares Sepolia's chain id, and a real Sepolia node is another chain.
+  const network = `${provider.kind}:${identity.chainId !== undefined ? `chain-id:${identity.chainId}` : `network:${identity.network ?? 'unknown'}`}`;
   const where = { chain: scope.chain, environment: scope.environment };
   const existing = await em.findOne(ChainScanCursor, where);
   if (existing?.network === network) return { height: existing.height, hash: existing.hash };
