@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { priceSourceFor } from '../../src/catalogue/prices';
+import { ConfigError, loadConfig } from '../../src/config';
 import { Money } from '../../src/shared/money';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 
@@ -200,5 +202,26 @@ describe('POST /v1/transactions/estimate-fee (embedded devnet)', () => {
       assert.equal(answer.status, 200, answer.text);
       assert.equal(answer.body.fee_levels.low.recipient_amount_raw, '1000001');
     });
+  });
+});
+
+describe('Price sources', () => {
+  const config = (table?: string) => loadConfig({ DATABASE_URL: 'postgresql://localhost/x', ...(table === undefined ? {} : { PRICE_TABLE_SANDBOX: table }) });
+
+  it('sandbox: the PRICE_TABLE_SANDBOX table, exact decimals; an asset not in it has no price', () => {
+    const prices = priceSourceFor(config('ETH=2500.25,USDC_ETH=0.9999'), 'sandbox');
+    assert.equal(prices.usdPrice('ETH')?.toFixed(), '2500.25');
+    assert.equal(prices.usdPrice('USDC_ETH')?.toFixed(), '0.9999');
+    assert.equal(prices.usdPrice('BTC'), null);
+    assert.equal(priceSourceFor(config(), 'sandbox').usdPrice('BTC')?.toFixed(), '65000');
+  });
+
+  it('live: no price source yet, every price null', () => {
+    assert.equal(priceSourceFor(config(), 'live').usdPrice('ETH'), null);
+  });
+
+  it('refuses a malformed table at start', () => {
+    assert.throws(() => config('ETH=1e3'), ConfigError);
+    assert.throws(() => config('ETH'), ConfigError);
   });
 });
