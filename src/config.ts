@@ -8,6 +8,11 @@ const tokenContracts = z
   .string()
   .regex(/^([A-Z0-9_]+=0x[0-9a-fA-F]{40})(,[A-Z0-9_]+=0x[0-9a-fA-F]{40})*$/, 'must be ASSET_ID=0x<40 hex>[,ASSET_ID=0x<40 hex>...]')
   .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=') as [string, `0x${string}`])));
+/** `ASSET_ID=price,...`: a USD price per catalogue asset id, exact decimals. */
+const priceTable = z
+  .string()
+  .regex(/^([A-Z0-9_]+=(0|[1-9]\d*)(\.\d+)?)(,[A-Z0-9_]+=(0|[1-9]\d*)(\.\d+)?)*$/, 'must be ASSET_ID=<decimal>[,ASSET_ID=<decimal>...]')
+  .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=') as [string, string])));
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** Every environment variable the service reads; `.env.example` mirrors this list. */
@@ -77,6 +82,8 @@ export const ConfigSchema = z.object({
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** Seconds between two blocks of each devnet chain (docs/devnet.md); the sandbox helper mines more on demand. */
   DEVNET_BLOCK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+  /** USD prices the sandbox's fee estimates use (docs/transactions.md); live keys have no price source yet. */
+  PRICE_TABLE_SANDBOX: priceTable.prefault('BTC=65000,ETH=3000,TRX=0.12,SOL=150,USDC_ETH=1,USDT_ETH=1,USDT_TRX=1,USDC_SOL=1'),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
   MASTER_KEY: z
     .string()

@@ -11,6 +11,7 @@ import { registerMonitoringRoutes } from './monitoring/routes';
 import { registerOrganizationRoutes } from './organizations/routes';
 import { registerPolicyRoutes } from './policies/routes';
 import { registerSystemRoutes } from './system/routes';
+import { registerTransactionRoutes } from './transactions/routes';
 
 /** Every domain's routes; a new domain adds its `register...Routes` here. */
 export const routeModules: RouteModule[] = [
@@ -21,6 +22,7 @@ export const routeModules: RouteModule[] = [
   registerChainRoutes,
   registerBalanceRoutes,
   registerCustodyRoutes,
+  registerTransactionRoutes,
   registerMonitoringRoutes,
   registerEventRoutes,
   registerPolicyRoutes,

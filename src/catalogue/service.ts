@@ -45,6 +45,13 @@ export function findChain(id: string): ChainInfo {
   return chain;
 }
 
+/** An asset of the chain by id (`USDC_ETH`) or by the chain's symbol (`USDC`); 400 on `param` otherwise. */
+export function chainAsset(chain: ChainId, asset: string, param = 'asset'): AssetInfo {
+  const found = ASSETS.find((candidate) => candidate.chain === chain && (candidate.id === asset || candidate.symbol === asset));
+  if (!found) throw errors.validation(`asset '${asset}' is not an asset of ${chain}: give an asset id or symbol of the chain (${ASSETS.filter((a) => a.chain === chain).map((a) => a.id).join(', ')}).`, param);
+  return found;
+}
+
 /** The network an environment uses on a chain: live keys mainnet, sandbox keys the chain's testnet. */
 export const networkFor = (chain: ChainInfo, environment: Environment): string => chain.networks[environment];
 

@@ -1,18 +1,21 @@
+import type { Environment } from '../api-keys/entities';
 import { ASSETS, findChain, type ChainId } from '../catalogue/service';
+import { DomainError } from '../shared/errors';
 import { toDisplay } from '../shared/money';
-import { FEE_LEVELS, type FeeLevel, type FeeMarket } from './provider';
+import { ChainUnavailableError, type ChainNodes } from './nodes';
+import { FEE_LEVELS, NodeUnavailableError, type FeeLevel, type FeeMarket } from './provider';
 
 /** Gas of a plain ether transfer: what `network_fee` prices on Ethereum. */
-const NATIVE_TRANSFER_GAS = 21_000n;
+export const NATIVE_TRANSFER_GAS = 21_000n;
 /** Virtual size of a one-input, two-output p2wpkh payment: what `network_fee` prices on Bitcoin. */
-const P2WPKH_PAYMENT_VBYTES = 141n;
-const GWEI_DECIMALS = 9;
+export const P2WPKH_PAYMENT_VBYTES = 141n;
+export const GWEI_DECIMALS = 9;
 
 /**
  * Indicative time to the chain's confirmation count per level: Ethereum's 12 s slots (next block,
  * within three, within five), Bitcoin's 10 min blocks, Tron's 3 s blocks, Solana's 400 ms slots.
  */
-const CONFIRMATION_SECS: Record<ChainId, Record<FeeLevel, number>> = {
+export const CONFIRMATION_SECS: Record<ChainId, Record<FeeLevel, number>> = {
   ethereum: { low: 60, medium: 36, high: 12 },
   bitcoin: { low: 3600, medium: 1800, high: 600 },
   tron: { low: 9, medium: 6, high: 3 },
@@ -80,3 +83,21 @@ export function presentNetworkFee(chainId: ChainId, market: FeeMarket) {
     fees: Object.fromEntries(FEE_LEVELS.map((level) => [level, tier(level)])) as Record<FeeLevel, FeeTier>,
   };
 }
+
+/**
+ * The chain's fee market for the environment, read from its node; no usable node answers 503
+ * `chain_node_unavailable` (details.reason: not_configured, network_mismatch or unreachable).
+ */
+export async function readFeeMarket(chains: ChainNodes, chain: ChainId, environment: Environment): Promise<FeeMarket> {
+  try {
+    const provider = await chains.provider(chain, environment);
+    return await provider.feeMarket();
+  } catch (error) {
+    if (error instanceof ChainUnavailableError) throw chainNodeUnavailable(error.reason, error.message);
+    if (error instanceof NodeUnavailableError) throw chainNodeUnavailable('unreachable', `the ${chain} node did not answer`);
+    throw error;
+  }
+}
+
+const chainNodeUnavailable = (reason: string, message: string) =>
+  new DomainError({ kind: 'unavailable', code: 'chain_node_unavailable', message, details: { reason } });

@@ -1,11 +1,8 @@
 import { ChainParams } from '../catalogue/schemas';
 import { findChain } from '../catalogue/service';
 import type { RouteRegistry } from '../http/route';
-import { DomainError } from '../shared/errors';
-import { presentNetworkFee } from './fees';
+import { presentNetworkFee, readFeeMarket } from './fees';
 import { passThrough } from './json-rpc';
-import { ChainUnavailableError } from './nodes';
-import { NodeUnavailableError } from './provider';
 import { JsonRpcAnswer, JsonRpcBody, NetworkFeeObject } from './schemas';
 
 export function registerChainRoutes(routes: RouteRegistry): void {
@@ -23,14 +20,7 @@ export function registerChainRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The network fee tiers', schema: NetworkFeeObject },
     handler: async ({ params, auth, deps }) => {
       const chain = findChain(params.chain).id;
-      try {
-        const provider = await deps.chains.provider(chain, auth.environment);
-        return { body: presentNetworkFee(chain, await provider.feeMarket()) };
-      } catch (error) {
-        if (error instanceof ChainUnavailableError) throw chainNodeUnavailable(error.reason, error.message);
-        if (error instanceof NodeUnavailableError) throw chainNodeUnavailable('unreachable', `the ${chain} node did not answer`);
-        throw error;
-      }
+      return { body: presentNetworkFee(chain, await readFeeMarket(deps.chains, chain, auth.environment)) };
     },
   });
 
@@ -57,6 +47,3 @@ export function registerChainRoutes(routes: RouteRegistry): void {
     },
   });
 }
-
-const chainNodeUnavailable = (reason: string, message: string) =>
-  new DomainError({ kind: 'unavailable', code: 'chain_node_unavailable', message, details: { reason } });

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
-import { ASSETS, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
+import { chainAsset, findChain, networkFor, type ChainId } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import { fundFromFaucet } from '../chains/devnet/faucet';
 import { faucetAddress } from '../chains/devnet/ledger';
@@ -25,13 +25,6 @@ function devnetChain(config: Config, chainId: string): ChainId {
     throw errors.invalid('devnet_only', `Sandbox ${chain} is served by a configured node, not the embedded devnet: deposits and blocks happen on that node.`, { param: 'chain' });
   }
   return chain;
-}
-
-/** An asset of the chain by id (`USDC_ETH`) or by the chain's symbol (`USDC`). */
-function chainAsset(chain: ChainId, asset: string): AssetInfo {
-  const found = ASSETS.find((candidate) => candidate.chain === chain && (candidate.id === asset || candidate.symbol === asset));
-  if (!found) throw errors.validation(`asset '${asset}' is not an asset of ${chain}: give an asset id or symbol of the chain (${ASSETS.filter((a) => a.chain === chain).map((a) => a.id).join(', ')}).`, 'asset');
-  return found;
 }
 
 export interface SandboxDepositInput {

@@ -103,6 +103,7 @@ const MATRIX: Record<string, Row> = {
   'GET /v1/vaults': listed(() => '/v1/vaults?limit=100'),
   'GET /v1/vaults/:id': { kind: 'resource', path: (f) => `/v1/vaults/${f.vault}`, probe: (f) => `/v1/vaults/${f.vault}` },
   'POST /v1/wallets': created('creates a wallet of the caller; names a vault in its body', (f) => ({ name: 'Intruder wallet', chain: 'ethereum', vault_id: f.vault })),
+  'POST /v1/transactions/estimate-fee': created("estimates a send from the wallet named in the body; stores nothing", (f) => ({ wallet_id: f.wallet, to_address: '0x000000000000000000000000000000000000dEaD', amount: '0.001', asset: 'ETH' })),
   'GET /v1/wallets': listed((f) => `/v1/wallets?vault_id=${f.vault}&limit=100`),
   'GET /v1/wallets/:id': { kind: 'resource', path: (f) => `/v1/wallets/${f.wallet}`, probe: (f) => `/v1/wallets/${f.wallet}` },
   'GET /v1/wallets/:id/balances': { kind: 'resource', path: (f) => `/v1/wallets/${f.wallet}/balances`, probe: (f) => `/v1/wallets/${f.wallet}` },

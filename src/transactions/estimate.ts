@@ -1,0 +1,237 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AuthContext } from '../api-keys/auth-context';
+import { priceSourceFor, type PriceSource } from '../catalogue/prices';
+import { ASSETS, chainAsset, findChain, networkFor, type AssetInfo } from '../catalogue/service';
+import { canonicalAddress } from '../chains/addresses';
+import { LAMPORTS_PER_SIGNATURE } from '../chains/devnet/rules/solana';
+import { CONFIRMATION_SECS, GWEI_DECIMALS, NATIVE_TRANSFER_GAS, P2WPKH_PAYMENT_VBYTES, readFeeMarket } from '../chains/fees';
+import type { ChainNodes } from '../chains/nodes';
+import { FEE_LEVELS, type FeeLevel, type FeeMarket } from '../chains/provider';
+import type { Config } from '../config';
+import { findWallet } from '../custody/service';
+import { errors } from '../shared/errors';
+import { AmountError, Money, toBaseUnits, toDisplay } from '../shared/money';
+
+/** Gas limit of an ERC-20 `transfer`: enough for a first transfer to a new holder (a fresh storage slot). */
+const ERC20_TRANSFER_GAS = 65_000n;
+/** Energy of a TRC-20 `transfer` to an address that already holds the token. */
+const TRC20_TRANSFER_ENERGY = 65_000n;
+/** Sun burnt per energy unit when the sender has no staked energy (the network's getEnergyFee parameter). */
+const TRON_ENERGY_PRICE_SUN = 210n;
+/** Signatures of a plain Solana transfer, native or SPL: the fee payer's. */
+const SOLANA_TRANSFER_SIGNATURES = 1n;
+/** A fee quote ages with the market: Ethereum prices a new block every 12 s. */
+const QUOTE_LIFETIME_MS = 60_000;
+
+export interface EstimateFeeInput {
+  wallet_id: string;
+  to_address: string;
+  amount: string;
+  asset: string;
+  sponsor?: boolean | undefined;
+  treat_as_gross_amount?: boolean | undefined;
+}
+
+interface BreakdownItem {
+  key: string;
+  label: string;
+  unit: string;
+  value: string;
+}
+
+interface FeeQuote {
+  /** Native base units. */
+  fee: bigint;
+  breakdown: BreakdownItem[];
+}
+
+/**
+ * The fee of sending `amount` of an asset from a wallet at each level of the chain's fee market,
+ * with what the recipient gets and what the wallet is debited. Everything is checked before the
+ * node is asked: the wallet is the caller's, the asset the wallet's chain's, the address valid on
+ * the key's network, the amount positive with no more decimals than the asset has.
+ */
+export async function estimateFee(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, input: EstimateFeeInput) {
+  const wallet = await findWallet(em, auth, input.wallet_id, 'wallet_id');
+  const chain = findChain(wallet.chain);
+  const asset = chainAsset(chain.id, input.asset);
+  const native = ASSETS.find((candidate) => candidate.id === chain.nativeAssetId)!;
+  if (!canonicalAddress(chain.id, auth.environment, input.to_address)) {
+    throw errors.validation(`to_address is not a ${chain.id} address on ${networkFor(chain, auth.environment)}.`, 'to_address');
+  }
+  const amount = positiveAmount(input.amount, asset);
+  const gross = input.treat_as_gross_amount ?? false;
+  if (gross && asset.id !== native.id) {
+    throw errors.invalid(
+      'gross_amount_native_only',
+      `treat_as_gross_amount takes the fee out of the amount sent, which only works when the fee is paid in the asset sent: ${asset.id} fees are paid in ${native.id}.`,
+      { param: 'treat_as_gross_amount' },
+    );
+  }
+
+  const market = await readFeeMarket(chains, chain.id, auth.environment);
+  const quotes = Object.fromEntries(FEE_LEVELS.map((level) => [level, quoteFee(market, asset, level)])) as Record<FeeLevel, FeeQuote>;
+  if (gross) {
+    const uncovered = FEE_LEVELS.filter((level) => quotes[level].fee >= amount);
+    if (uncovered.length > 0) {
+      throw errors.invalid('amount_below_fee', `The amount ${input.amount} ${asset.id} does not exceed the ${uncovered.join(' and ')} fee: the recipient would get nothing.`, {
+        param: 'amount',
+        details: Object.fromEntries(FEE_LEVELS.map((level) => [`${level}_fee`, toDisplay(quotes[level].fee, native.decimals)])),
+      });
+    }
+  }
+
+  const prices = priceSourceFor(config, auth.environment);
+  const expiresAt = new Date(Date.now() + QUOTE_LIFETIME_MS).toISOString();
+  const level = (name: FeeLevel) => {
+    const { fee, breakdown } = quotes[name];
+    // Net: the recipient gets the amount and the fee comes on top. Gross (native only): the fee comes out of it.
+    // A token's fee is paid in the native asset, so its debit in the token is the amount alone.
+    const recipient = gross ? amount - fee : amount;
+    const debit = asset.id === native.id && !gross ? amount + fee : amount;
+    const usd = usdValue(prices, native, fee);
+    const feeAmount = { amount: toDisplay(fee, native.decimals), amount_raw: fee.toString() };
+    return {
+      ...feeAmount,
+      asset_id: native.id,
+      breakdown,
+      estimated_time_seconds: CONFIRMATION_SECS[chain.id][name],
+      funding_options: FUNDING_OPTIONS.map((option) => ({
+        atomic_collection: false,
+        available: false,
+        execution_control: option.executionControl,
+        execution_path: option.executionPath,
+        fee_asset_amount: feeAmount.amount,
+        fee_asset_amount_raw: feeAmount.amount_raw,
+        fee_asset_id: native.id,
+        funding_model: option.model,
+        indicative: true,
+        network_fee_amount: feeAmount.amount,
+        network_fee_amount_raw: feeAmount.amount_raw,
+        network_fee_asset_id: native.id,
+        network_fee_usd: usd,
+        quote_expires_at: expiresAt,
+        // Funded elsewhere, the fee leaves the wallet alone: the recipient gets the amount, the wallet gives the amount.
+        recipient_amount: toDisplay(amount, asset.decimals),
+        recipient_amount_raw: amount.toString(),
+        status: 'unavailable',
+        status_label: option.statusLabel,
+        total_debit_amount: toDisplay(amount, asset.decimals),
+        total_debit_amount_raw: amount.toString(),
+        unavailable_reason: option.unavailableReason,
+      })),
+      recipient_amount: toDisplay(recipient, asset.decimals),
+      recipient_amount_raw: recipient.toString(),
+      total_debit_amount: toDisplay(debit, asset.decimals),
+      total_debit_amount_raw: debit.toString(),
+      usd_value: usd,
+    };
+  };
+  return {
+    fee_levels: { low: level('low'), medium: level('medium'), high: level('high') },
+    recommended: recommendedLevel(quotes),
+  };
+}
+
+/** The two ways a fee can be funded other than from the wallet; the gas-station issue makes them available. */
+const FUNDING_OPTIONS = [
+  {
+    model: 'provider_sponsorship',
+    executionControl: 'platform',
+    executionPath: 'sponsor_broadcast',
+    statusLabel: 'Sponsorship is not configured',
+    unavailableReason: 'sponsorship_not_configured',
+  },
+  {
+    model: 'customer_gas_station',
+    executionControl: 'customer',
+    executionPath: 'gas_station',
+    statusLabel: 'No gas station',
+    unavailableReason: 'no_gas_station',
+  },
+] as const;
+
+function positiveAmount(display: string, asset: AssetInfo): bigint {
+  let amount: bigint;
+  try {
+    amount = toBaseUnits(display, asset.decimals);
+  } catch (error) {
+    if (error instanceof AmountError) throw errors.validation(`amount: ${error.message} (${asset.id} has ${asset.decimals} decimals).`, 'amount');
+    throw error;
+  }
+  if (amount === 0n) throw errors.validation('amount must be greater than zero.', 'amount');
+  return amount;
+}
+
+/**
+ * Medium, unless high costs no more than medium (a quiet or flat market): then the faster level for
+ * the same fee.
+ */
+const recommendedLevel = (quotes: Record<FeeLevel, FeeQuote>): FeeLevel => (quotes.high.fee <= quotes.medium.fee ? 'high' : 'medium');
+
+function usdValue(prices: PriceSource, native: AssetInfo, fee: bigint): string | null {
+  const price = prices.usdPrice(native.id);
+  return price === null ? null : new Money(toDisplay(fee, native.decimals)).times(price).toFixed();
+}
+
+const item = (key: string, label: string, unit: string, value: bigint | string): BreakdownItem => ({ key, label, unit, value: value.toString() });
+const gwei = (wei: bigint) => toDisplay(wei, GWEI_DECIMALS);
+
+/** The fee of one transfer of `asset` at `level`, in the chain's native base units, and how it is made up. */
+function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel): FeeQuote {
+  const native = asset.type === 'native';
+  switch (market.model) {
+    case 'per_byte': {
+      // Until sending selects coins, a payment is priced as one input and two outputs (recipient and change).
+      const rate = market.satPerVbyte[level];
+      return {
+        fee: rate * P2WPKH_PAYMENT_VBYTES,
+        breakdown: [
+          item('fee_rate', 'Fee rate', 'sat/vB', rate),
+          item('vsize', 'Virtual size of a p2wpkh payment, 1 input and 2 outputs (estimated)', 'vB', P2WPKH_PAYMENT_VBYTES),
+        ],
+      };
+    }
+    case 'eip1559': {
+      const gasLimit = native ? NATIVE_TRANSFER_GAS : ERC20_TRANSFER_GAS;
+      const priority = market.priorityFeePerGas[level];
+      return {
+        fee: (market.baseFeePerGas + priority) * gasLimit,
+        breakdown: [
+          item('gas_limit', native ? 'Gas limit of an ether transfer' : 'Gas limit of an ERC-20 transfer', 'gas', gasLimit),
+          item('base_fee', 'Base fee per gas of the next block', 'gwei', gwei(market.baseFeePerGas)),
+          item('priority_fee', 'Priority fee per gas', 'gwei', gwei(priority)),
+          // Twice the base fee: the transaction stays includable if the next blocks are full.
+          item('max_fee_per_gas', 'Max fee per gas (twice the base fee plus the priority fee)', 'gwei', gwei(2n * market.baseFeePerGas + priority)),
+        ],
+      };
+    }
+    case 'flat': {
+      const transferFee = market.transferFee[level];
+      if (asset.chain === 'tron') {
+        const bandwidth = item('bandwidth', 'Bandwidth burnt (no free or staked bandwidth left)', 'TRX', toDisplay(transferFee, 6));
+        if (native) return { fee: transferFee, breakdown: [bandwidth] };
+        const energyFee = TRC20_TRANSFER_ENERGY * TRON_ENERGY_PRICE_SUN;
+        return {
+          fee: transferFee + energyFee,
+          breakdown: [
+            bandwidth,
+            item('energy', 'Energy of a TRC-20 transfer', 'energy', TRC20_TRANSFER_ENERGY),
+            item('energy_fee', `Energy burnt at ${TRON_ENERGY_PRICE_SUN} sun a unit (no staked energy)`, 'TRX', toDisplay(energyFee, 6)),
+            item('fee_limit', 'Fee limit the transaction names', 'TRX', toDisplay(energyFee, 6)),
+          ],
+        };
+      }
+      // Solana: lamports per signature, and the priority fee on top (the same for an SPL transfer).
+      const baseFee = LAMPORTS_PER_SIGNATURE * SOLANA_TRANSFER_SIGNATURES;
+      return {
+        fee: transferFee,
+        breakdown: [
+          item('signatures', 'Signatures', 'signatures', SOLANA_TRANSFER_SIGNATURES),
+          item('base_fee', `Base fee, ${LAMPORTS_PER_SIGNATURE} lamports a signature`, 'lamports', baseFee),
+          item('priority_fee', 'Priority fee', 'lamports', transferFee > baseFee ? transferFee - baseFee : 0n),
+        ],
+      };
+    }
+  }
+}

@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { priceSourceFor } from '../../src/catalogue/prices';
+import { ConfigError, loadConfig } from '../../src/config';
+import { Money } from '../../src/shared/money';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+
+const CHAINS = ['bitcoin', 'ethereum', 'tron', 'solana'] as const;
+type Chain = (typeof CHAINS)[number];
+const NATIVE: Record<Chain, { id: string; decimals: number; price: string }> = {
+  bitcoin: { id: 'BTC', decimals: 8, price: '65000' },
+  ethereum: { id: 'ETH', decimals: 18, price: '3000' },
+  tron: { id: 'TRX', decimals: 6, price: '0.12' },
+  solana: { id: 'SOL', decimals: 9, price: '150' },
+};
+const BREAKDOWN_KEYS: Record<Chain, string[]> = {
+  bitcoin: ['fee_rate', 'vsize'],
+  ethereum: ['gas_limit', 'base_fee', 'priority_fee', 'max_fee_per_gas'],
+  tron: ['bandwidth'],
+  solana: ['signatures', 'base_fee', 'priority_fee'],
+};
+const LEVELS = ['low', 'medium', 'high'] as const;
+const FUNDING_FIELDS = [
+  'atomic_collection', 'available', 'execution_control', 'execution_path', 'fee_asset_amount', 'fee_asset_amount_raw', 'fee_asset_id',
+  'funding_model', 'indicative', 'network_fee_amount', 'network_fee_amount_raw', 'network_fee_asset_id', 'network_fee_usd', 'quote_expires_at',
+  'recipient_amount', 'recipient_amount_raw', 'status', 'status_label', 'total_debit_amount', 'total_debit_amount_raw', 'unavailable_reason',
+].sort();
+
+const raw = (display: string, decimals: number) => BigInt(new Money(display).times(new Money(10).pow(decimals)).toFixed(0));
+const display = (units: bigint, decimals: number) => new Money(units.toString()).dividedBy(new Money(10).pow(decimals)).toFixed();
+const breakdownValue = (level: any, key: string) => (level.breakdown as { key: string; value: string }[]).find((entry) => entry.key === key)?.value;
+
+describe('POST /v1/transactions/estimate-fee (embedded devnet)', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+  const wallets = {} as Record<Chain, { id: string; address: string }>;
+  const recipients = {} as Record<Chain, string>;
+
+  const estimate = (body: Record<string, unknown>, key = org.secret) => app.request('POST', '/v1/transactions/estimate-fee', { key, body });
+
+  before(async () => {
+    app = await startTestApp();
+    org = await createTestOrganization('Fee estimates');
+    const vault = (await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'Estimates' } })).body;
+    for (const chain of CHAINS) {
+      for (const role of ['sender', 'recipient'] as const) {
+        const wallet = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: `${chain} ${role}`, chain, vault_id: vault.id } });
+        assert.equal(wallet.status, 201, wallet.text);
+        if (role === 'sender') wallets[chain] = { id: wallet.body.id, address: wallet.body.primary_address.address };
+        else recipients[chain] = wallet.body.primary_address.address;
+      }
+    }
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  for (const chain of CHAINS) {
+    it(`${chain}: three levels priced from the same market as GET /v1/chains/${chain}/fees, net arithmetic exact`, async () => {
+      const native = NATIVE[chain];
+      const amount = '1.5';
+      const answer = await estimate({ wallet_id: wallets[chain].id, to_address: recipients[chain], amount, asset: native.id });
+      assert.equal(answer.status, 200, answer.text);
+      const fees = await app.request('GET', `/v1/chains/${chain}/fees`, { key: org.secret });
+      assert.equal(fees.status, 200, fees.text);
+      const amountRaw = raw(amount, native.decimals);
+      for (const name of LEVELS) {
+        const level = answer.body.fee_levels[name];
+        const fee = BigInt(level.amount_raw);
+        assert.equal(level.amount, fees.body.fees[name].network_fee, `${name}: the fee of a plain transfer`);
+        assert.equal(level.amount, display(fee, native.decimals));
+        assert.equal(level.asset_id, native.id);
+        assert.equal(level.estimated_time_seconds, fees.body.fees[name].confirmation_time_secs);
+        assert.deepEqual(level.breakdown.map((entry: { key: string }) => entry.key), BREAKDOWN_KEYS[chain]);
+        assert.equal(level.recipient_amount, amount);
+        assert.equal(level.recipient_amount_raw, amountRaw.toString());
+        assert.equal(level.total_debit_amount_raw, (amountRaw + fee).toString());
+        assert.equal(level.total_debit_amount, display(amountRaw + fee, native.decimals));
+        assert.equal(level.usd_value, new Money(level.amount).times(native.price).toFixed());
+        assert.equal(level.funding_options.length, 2);
+        assert.deepEqual(level.funding_options.map((option: { funding_model: string }) => option.funding_model), ['provider_sponsorship', 'customer_gas_station']);
+        for (const option of level.funding_options) {
+          assert.deepEqual(Object.keys(option).sort(), FUNDING_FIELDS);
+          assert.equal(option.available, false);
+          assert.equal(option.indicative, true);
+          assert.equal(option.fee_asset_id, native.id);
+          assert.equal(option.network_fee_amount_raw, level.amount_raw);
+          assert.equal(option.network_fee_usd, level.usd_value);
+          assert.ok(Date.parse(option.quote_expires_at) > Date.now());
+        }
+        assert.deepEqual(level.funding_options.map((option: { unavailable_reason: string }) => option.unavailable_reason), ['sponsorship_not_configured', 'no_gas_station']);
+      }
+      assert.ok(LEVELS.includes(answer.body.recommended));
+    });
+  }
+
+  it('Bitcoin: the fee is the rate times 141 vB; Ethereum: (base fee + priority fee) times 21000 gas', async () => {
+    const btc = (await estimate({ wallet_id: wallets.bitcoin.id, to_address: recipients.bitcoin, amount: '0.01', asset: 'BTC' })).body.fee_levels.medium;
+    assert.equal(breakdownValue(btc, 'vsize'), '141');
+    assert.equal(BigInt(btc.amount_raw), BigInt(breakdownValue(btc, 'fee_rate')!) * 141n);
+    const eth = (await estimate({ wallet_id: wallets.ethereum.id, to_address: recipients.ethereum, amount: '0.01', asset: 'ETH' })).body.fee_levels.high;
+    assert.equal(breakdownValue(eth, 'gas_limit'), '21000');
+    const gasPrice = raw(breakdownValue(eth, 'base_fee')!, 9) + raw(breakdownValue(eth, 'priority_fee')!, 9);
+    assert.equal(BigInt(eth.amount_raw), gasPrice * 21_000n);
+    assert.equal(raw(breakdownValue(eth, 'max_fee_per_gas')!, 9), 2n * raw(breakdownValue(eth, 'base_fee')!, 9) + raw(breakdownValue(eth, 'priority_fee')!, 9));
+  });
+
+  it('gross mode: the recipient gets the amount less the fee, the wallet gives the amount', async () => {
+    const answer = await estimate({ wallet_id: wallets.solana.id, to_address: recipients.solana, amount: '0.25', asset: 'SOL', treat_as_gross_amount: true });
+    assert.equal(answer.status, 200, answer.text);
+    for (const name of LEVELS) {
+      const level = answer.body.fee_levels[name];
+      assert.equal(level.total_debit_amount, '0.25');
+      assert.equal(level.total_debit_amount_raw, '250000000');
+      assert.equal(BigInt(level.recipient_amount_raw), 250_000_000n - BigInt(level.amount_raw));
+      assert.equal(level.recipient_amount, display(250_000_000n - BigInt(level.amount_raw), 9));
+    }
+  });
+
+  it('gross mode refuses an amount that does not exceed the fee: 400 amount_below_fee', async () => {
+    const answer = await estimate({ wallet_id: wallets.tron.id, to_address: recipients.tron, amount: '0.1', asset: 'TRX', treat_as_gross_amount: true });
+    assert.equal(answer.status, 400, answer.text);
+    assert.equal(answer.body.error.code, 'amount_below_fee');
+    assert.equal(answer.body.error.param, 'amount');
+  });
+
+  it('an ERC-20 by bare symbol: 65000 gas paid in ETH, the debit in the token is the amount alone; gross refused', async () => {
+    const answer = await estimate({ wallet_id: wallets.ethereum.id, to_address: recipients.ethereum, amount: '250.5', asset: 'USDC' });
+    assert.equal(answer.status, 200, answer.text);
+    const plain = (await estimate({ wallet_id: wallets.ethereum.id, to_address: recipients.ethereum, amount: '1', asset: 'ETH' })).body;
+    for (const name of LEVELS) {
+      const level = answer.body.fee_levels[name];
+      assert.equal(level.asset_id, 'ETH');
+      assert.equal(breakdownValue(level, 'gas_limit'), '65000');
+      assert.equal(BigInt(level.amount_raw) * 21_000n, BigInt(plain.fee_levels[name].amount_raw) * 65_000n);
+      assert.equal(level.recipient_amount, '250.5');
+      assert.equal(level.recipient_amount_raw, '250500000');
+      assert.equal(level.total_debit_amount_raw, '250500000');
+      assert.equal(level.usd_value, new Money(level.amount).times(3000).toFixed());
+    }
+    const gross = await estimate({ wallet_id: wallets.ethereum.id, to_address: recipients.ethereum, amount: '250.5', asset: 'USDC_ETH', treat_as_gross_amount: true });
+    assert.equal(gross.status, 400);
+    assert.equal(gross.body.error.code, 'gross_amount_native_only');
+    assert.equal(gross.body.error.param, 'treat_as_gross_amount');
+  });
+
+  it('TRC-20 and SPL: Tron adds energy and a fee limit, Solana prices one signature', async () => {
+    const trc20 = await estimate({ wallet_id: wallets.tron.id, to_address: recipients.tron, amount: '10', asset: 'USDT_TRX' });
+    assert.equal(trc20.status, 200, trc20.text);
+    const trx = (await estimate({ wallet_id: wallets.tron.id, to_address: recipients.tron, amount: '10', asset: 'TRX' })).body;
+    const level = trc20.body.fee_levels.medium;
+    assert.deepEqual(level.breakdown.map((entry: { key: string }) => entry.key), ['bandwidth', 'energy', 'energy_fee', 'fee_limit']);
+    assert.equal(level.asset_id, 'TRX');
+    assert.equal(BigInt(level.amount_raw), BigInt(trx.fee_levels.medium.amount_raw) + raw(breakdownValue(level, 'energy_fee')!, 6));
+    assert.equal(level.total_debit_amount, '10');
+    const spl = await estimate({ wallet_id: wallets.solana.id, to_address: recipients.solana, amount: '3', asset: 'USDC_SOL' });
+    assert.equal(spl.status, 200, spl.text);
+    assert.equal(breakdownValue(spl.body.fee_levels.low, 'signatures'), '1');
+    assert.equal(spl.body.fee_levels.low.asset_id, 'SOL');
+  });
+
+  it('recommends medium, or high when high costs no more (a flat market)', async () => {
+    const tron = (await estimate({ wallet_id: wallets.tron.id, to_address: recipients.tron, amount: '1', asset: 'TRX' })).body;
+    const expected = BigInt(tron.fee_levels.high.amount_raw) <= BigInt(tron.fee_levels.medium.amount_raw) ? 'high' : 'medium';
+    assert.equal(tron.recommended, expected);
+    const solana = (await estimate({ wallet_id: wallets.solana.id, to_address: recipients.solana, amount: '1', asset: 'SOL' })).body;
+    assert.equal(solana.recommended, BigInt(solana.fee_levels.high.amount_raw) <= BigInt(solana.fee_levels.medium.amount_raw) ? 'high' : 'medium');
+  });
+
+  describe('validation', () => {
+    const valid = () => ({ wallet_id: wallets.ethereum.id, to_address: recipients.ethereum, amount: '1', asset: 'ETH' });
+    const refused = async (body: Record<string, unknown>, status: number, code: string, param: string, key?: string) => {
+      const answer = await estimate(body, key);
+      assert.equal(answer.status, status, answer.text);
+      assert.equal(answer.body.error.code, code);
+      assert.equal(answer.body.error.param, param);
+    };
+
+    it('404 for an unknown wallet, another organization\'s or the other environment\'s', async () => {
+      await refused({ ...valid(), wallet_id: randomUUID() }, 404, 'resource_missing', 'wallet_id');
+      const other = await createTestOrganization('Other');
+      await refused(valid(), 404, 'resource_missing', 'wallet_id', other.secret);
+      const live = await org.key(['*'], 'live');
+      await refused(valid(), 404, 'resource_missing', 'wallet_id', live.secret);
+    });
+
+    it('400 with param for a bad asset, address or amount', async () => {
+      await refused({ ...valid(), asset: 'BTC' }, 400, 'validation_failed', 'asset');
+      await refused({ ...valid(), asset: 'USDT_TRX' }, 400, 'validation_failed', 'asset');
+      await refused({ ...valid(), to_address: recipients.bitcoin }, 400, 'validation_failed', 'to_address');
+      await refused({ ...valid(), to_address: '0x1234' }, 400, 'validation_failed', 'to_address');
+      await refused({ wallet_id: wallets.bitcoin.id, to_address: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq', amount: '1', asset: 'BTC' }, 400, 'validation_failed', 'to_address');
+      await refused({ ...valid(), amount: '0' }, 400, 'validation_failed', 'amount');
+      await refused({ ...valid(), amount: '-1' }, 400, 'validation_failed', 'amount');
+      await refused({ ...valid(), amount: '1e3' }, 400, 'validation_failed', 'amount');
+      await refused({ ...valid(), asset: 'USDC', amount: '1.0000001' }, 400, 'validation_failed', 'amount');
+      await refused({ ...valid(), wallet_id: 'not-a-uuid' }, 400, 'validation_failed', 'wallet_id');
+    });
+
+    it('accepts more decimals up to the asset\'s, and ignores the deprecated network', async () => {
+      const answer = await estimate({ ...valid(), asset: 'USDC', amount: '1.000001', network: 'mainnet' });
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.body.fee_levels.low.recipient_amount_raw, '1000001');
+    });
+  });
+});
+
+describe('Price sources', () => {
+  const config = (table?: string) => loadConfig({ DATABASE_URL: 'postgresql://localhost/x', ...(table === undefined ? {} : { PRICE_TABLE_SANDBOX: table }) });
+
+  it('sandbox: the PRICE_TABLE_SANDBOX table, exact decimals; an asset not in it has no price', () => {
+    const prices = priceSourceFor(config('ETH=2500.25,USDC_ETH=0.9999'), 'sandbox');
+    assert.equal(prices.usdPrice('ETH')?.toFixed(), '2500.25');
+    assert.equal(prices.usdPrice('USDC_ETH')?.toFixed(), '0.9999');
+    assert.equal(prices.usdPrice('BTC'), null);
+    assert.equal(priceSourceFor(config(), 'sandbox').usdPrice('BTC')?.toFixed(), '65000');
+  });
+
+  it('live: no price source yet, every price null', () => {
+    assert.equal(priceSourceFor(config(), 'live').usdPrice('ETH'), null);
+  });
+
+  it('refuses a malformed table at start', () => {
+    assert.throws(() => config('ETH=1e3'), ConfigError);
+    assert.throws(() => config('ETH'), ConfigError);
+  });
+});
