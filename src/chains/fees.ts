@@ -1,4 +1,5 @@
 import type { Environment } from '../api-keys/entities';
+import { usdValue, type PriceSource } from '../catalogue/prices';
 import { ASSETS, findChain, type ChainId } from '../catalogue/service';
 import { DomainError } from '../shared/errors';
 import { toDisplay } from '../shared/money';
@@ -35,12 +36,11 @@ export interface FeeTier {
 }
 
 /** The specification's Network fee response, from the provider's fee market; every amount an exact decimal string. */
-export function presentNetworkFee(chainId: ChainId, market: FeeMarket) {
+export function presentNetworkFee(chainId: ChainId, market: FeeMarket, prices: PriceSource) {
   const chain = findChain(chainId);
   const asset = ASSETS.find((candidate) => candidate.id === chain.nativeAssetId)!;
   const tier = (level: FeeLevel): FeeTier => {
-    // No price source yet: a USD figure would be invented.
-    const common = { fee_usd: null, confirmation_time_secs: CONFIRMATION_SECS[chain.id][level] };
+    const common = { fee_usd: usdValue(prices, asset, networkFeeOf(market, level)), confirmation_time_secs: CONFIRMATION_SECS[chain.id][level] };
     switch (market.model) {
       case 'eip1559': {
         const priority = market.priorityFeePerGas[level];
@@ -50,7 +50,7 @@ export function presentNetworkFee(chainId: ChainId, market: FeeMarket) {
           priority_fee: toDisplay(priority, GWEI_DECIMALS),
           gas_price: toDisplay(gasPrice, GWEI_DECIMALS),
           fee_per_byte: null,
-          network_fee: toDisplay(gasPrice * NATIVE_TRANSFER_GAS, asset.decimals),
+          network_fee: toDisplay(networkFeeOf(market, level), asset.decimals),
           ...common,
         };
       }
@@ -60,7 +60,7 @@ export function presentNetworkFee(chainId: ChainId, market: FeeMarket) {
           priority_fee: null,
           gas_price: null,
           fee_per_byte: market.satPerVbyte[level].toString(),
-          network_fee: toDisplay(market.satPerVbyte[level] * P2WPKH_PAYMENT_VBYTES, asset.decimals),
+          network_fee: toDisplay(networkFeeOf(market, level), asset.decimals),
           ...common,
         };
       case 'flat':
@@ -69,7 +69,7 @@ export function presentNetworkFee(chainId: ChainId, market: FeeMarket) {
           priority_fee: null,
           gas_price: null,
           fee_per_byte: null,
-          network_fee: toDisplay(market.transferFee[level], asset.decimals),
+          network_fee: toDisplay(networkFeeOf(market, level), asset.decimals),
           ...common,
         };
     }
@@ -82,6 +82,18 @@ export function presentNetworkFee(chainId: ChainId, market: FeeMarket) {
     fee_unit: FEE_UNIT[chain.id],
     fees: Object.fromEntries(FEE_LEVELS.map((level) => [level, tier(level)])) as Record<FeeLevel, FeeTier>,
   };
+}
+
+/** The fee of a plain native transfer at `level`, in the native asset's base units: what `network_fee` prices. */
+function networkFeeOf(market: FeeMarket, level: FeeLevel): bigint {
+  switch (market.model) {
+    case 'eip1559':
+      return (market.baseFeePerGas + market.priorityFeePerGas[level]) * NATIVE_TRANSFER_GAS;
+    case 'per_byte':
+      return market.satPerVbyte[level] * P2WPKH_PAYMENT_VBYTES;
+    case 'flat':
+      return market.transferFee[level];
+  }
 }
 
 /**

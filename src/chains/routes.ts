@@ -1,3 +1,4 @@
+import { priceSourceFor } from '../catalogue/prices';
 import { ChainParams } from '../catalogue/schemas';
 import { findChain } from '../catalogue/service';
 import type { RouteRegistry } from '../http/route';
@@ -20,7 +21,7 @@ export function registerChainRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The network fee tiers', schema: NetworkFeeObject },
     handler: async ({ params, auth, deps }) => {
       const chain = findChain(params.chain).id;
-      return { body: presentNetworkFee(chain, await readFeeMarket(deps.chains, chain, auth.environment)) };
+      return { body: presentNetworkFee(chain, await readFeeMarket(deps.chains, chain, auth.environment), priceSourceFor(deps.config, auth.environment)) };
     },
   });
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
-import { priceSourceFor, type PriceSource } from '../catalogue/prices';
+import { priceSourceFor, usdValue } from '../catalogue/prices';
 import { ASSETS, chainAsset, findChain, networkFor, type AssetInfo } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import { LAMPORTS_PER_SIGNATURE } from '../chains/devnet/rules/solana';
@@ -10,7 +10,7 @@ import { FEE_LEVELS, type FeeLevel, type FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
 import { findWallet } from '../custody/service';
 import { errors } from '../shared/errors';
-import { AmountError, Money, toBaseUnits, toDisplay } from '../shared/money';
+import { AmountError, toBaseUnits, toDisplay } from '../shared/money';
 
 /** Gas limit of an ERC-20 `transfer`: enough for a first transfer to a new holder (a fresh storage slot). */
 const ERC20_TRANSFER_GAS = 65_000n;
@@ -168,11 +168,6 @@ function positiveAmount(display: string, asset: AssetInfo): bigint {
  * the same fee.
  */
 const recommendedLevel = (quotes: Record<FeeLevel, FeeQuote>): FeeLevel => (quotes.high.fee <= quotes.medium.fee ? 'high' : 'medium');
-
-function usdValue(prices: PriceSource, native: AssetInfo, fee: bigint): string | null {
-  const price = prices.usdPrice(native.id);
-  return price === null ? null : new Money(toDisplay(fee, native.decimals)).times(price).toFixed();
-}
 
 const item = (key: string, label: string, unit: string, value: bigint | string): BreakdownItem => ({ key, label, unit, value: value.toString() });
 const gwei = (wei: bigint) => toDisplay(wei, GWEI_DECIMALS);

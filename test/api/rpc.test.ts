@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { formatEther, formatGwei, parseGwei, toHex } from 'viem';
+import { Money } from '../../src/shared/money';
 import { ANVIL_ACCOUNT, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+
+/** The sandbox price table's default ether price (PRICE_TABLE_SANDBOX): what fee_usd is priced at. */
+const SANDBOX_ETH_USD = '3000';
 
 const rpc = (method: string, params: unknown[] = [], id: number | string = 1) => ({ jsonrpc: '2.0', id, method, params });
 
@@ -144,7 +148,7 @@ describe('Chains on a real Ethereum node (anvil)', () => {
       assert.equal(fees.status, 200, fees.text);
       const tier = (tip: string) => {
         const gasPrice = baseFee + parseGwei(tip);
-        return { base_fee: formatGwei(baseFee), priority_fee: tip, gas_price: formatGwei(gasPrice), fee_per_byte: null, network_fee: formatEther(gasPrice * 21_000n), fee_usd: null };
+        return { base_fee: formatGwei(baseFee), priority_fee: tip, gas_price: formatGwei(gasPrice), fee_per_byte: null, network_fee: formatEther(gasPrice * 21_000n), fee_usd: new Money(formatEther(gasPrice * 21_000n)).times(SANDBOX_ETH_USD).toFixed() };
       };
       assert.deepEqual(
         { ...fees.body, fees: Object.fromEntries(Object.entries(fees.body.fees as Record<string, Record<string, unknown>>).map(([level, { confirmation_time_secs, ...rest }]) => [level, rest])) },
