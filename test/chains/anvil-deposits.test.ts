@@ -44,7 +44,8 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
       bytecode: ERC20PresetFixedSupply.bytecode as Hex,
       args: ['USD Coin', 'USDC', parseUnits('1000000', 6), sender.address],
     });
-    const receipt = (await anvil.call('eth_getTransactionReceipt', [deployHash])) as { contractAddress: Hex };
+    // anvil mines at once, but may answer the receipt a moment later.
+    const receipt = await eventually(async () => ((await anvil.call('eth_getTransactionReceipt', [deployHash])) as { contractAddress: Hex } | null) ?? undefined, 'the token deployment receipt');
     token = getAddress(receipt.contractAddress);
     await resetScanState('ethereum');
     await Promise.all([receiver.start(), watcher.start()]);
