@@ -10,7 +10,6 @@ import { moveWalletBalance } from '../custody/service';
 import { Subscription } from '../events/entities';
 import { emit } from '../events/service';
 import type { EventType } from '../events/event-types';
-import { Organization } from '../organizations/entities';
 import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
@@ -84,10 +83,7 @@ export async function recordTransfers(
 async function watchersOf(em: EntityManager, scope: ChainEnvironment, addresses: string[]): Promise<Map<string, Watchers>> {
   const network = networkFor(findChain(scope.chain), scope.environment);
   const own = await em.find(Address, { chain: scope.chain, network, address: { $in: addresses }, wallet: { environment: scope.environment } }, { populate: ['wallet'] });
-  // Subscriptions keep the address as it was given: compare canonical forms.
-  const subscriptions = (
-    await em.find(Subscription, { chain: scope.chain, environment: scope.environment, status: 'active', deletedAt: null, address: { $in: candidateForms(scope.chain, addresses) } })
-  ).filter((subscription) => canonicalAddress(scope.chain, scope.environment, subscription.address) !== null);
+  const subscriptions = await subscriptionsOn(em, scope, addresses);
   const watchers = new Map<string, Watchers>();
   const entry = (address: string) => {
     let found = watchers.get(address);
@@ -99,8 +95,22 @@ async function watchersOf(em: EntityManager, scope: ChainEnvironment, addresses:
   return watchers;
 }
 
-/** The spellings a subscription may have stored a canonical address under (Ethereum: any case). */
-const candidateForms = (chain: ChainId, addresses: string[]) => (chain === 'ethereum' ? addresses.flatMap((a) => [a, a.toLowerCase()]) : addresses);
+/**
+ * The active subscriptions watching any of `addresses` (canonical forms), optionally of one
+ * organization. Subscriptions made before addresses were stored canonically may hold an Ethereum
+ * address in lower case: both spellings are matched.
+ */
+function subscriptionsOn(em: EntityManager, scope: ChainEnvironment, addresses: string[], organizationId?: string): Promise<Subscription[]> {
+  const spellings = scope.chain === 'ethereum' ? addresses.flatMap((address) => [address, address.toLowerCase()]) : addresses;
+  return em.find(Subscription, {
+    ...(organizationId ? { organization: organizationId } : {}),
+    chain: scope.chain,
+    environment: scope.environment,
+    status: 'active',
+    deletedAt: null,
+    address: { $in: spellings },
+  });
+}
 
 async function recordOne(
   em: EntityManager,
@@ -183,7 +193,7 @@ export async function confirmDue(em: EntityManager, scope: ChainEnvironment, tip
     row.confirmations = tipHeight - row.blockHeight! + 1;
     row.confirmedAt = new Date();
     if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount), balance: BigInt(row.amount) });
-    await announce(em, row, await subscriptionsWatching(em, row));
+    await announce(em, row, await subscriptionsOn(em, row, [row.toAddress], row.organization.id));
     confirmed.push(row);
   }
   return confirmed;
@@ -208,22 +218,10 @@ export async function dropAbove(em: EntityManager, scope: ChainEnvironment, fork
     row.blockHash = null;
     row.confirmations = 0;
     if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount) });
-    await announce(em, row, await subscriptionsWatching(em, row));
+    await announce(em, row, await subscriptionsOn(em, row, [row.toAddress], row.organization.id));
     dropped.push(row);
   }
   return { dropped, confirmedAbove: above.filter((row) => row.status === 'confirmed') };
-}
-
-async function subscriptionsWatching(em: EntityManager, row: IncomingTransfer): Promise<Subscription[]> {
-  const candidates = await em.find(Subscription, {
-    organization: row.organization,
-    environment: row.environment,
-    chain: row.chain,
-    status: 'active',
-    deletedAt: null,
-    address: { $in: candidateForms(row.chain, [row.toAddress]) },
-  });
-  return candidates;
 }
 
 /**
@@ -293,7 +291,7 @@ export function presentDeposit(row: IncomingTransfer) {
 
 export async function findDeposit(em: EntityManager, scope: { organizationId: string; environment: Environment }, id: string): Promise<IncomingTransfer> {
   const row = isUuid(id)
-    ? await em.findOne(IncomingTransfer, { id, organization: em.getReference(Organization, scope.organizationId), environment: scope.environment, wallet: { $ne: null } })
+    ? await em.findOne(IncomingTransfer, { id, organization: scope.organizationId, environment: scope.environment, wallet: { $ne: null } })
     : null;
   if (!row) throw errors.notFound('deposit', id);
   return row;

@@ -7,7 +7,7 @@ import { deriveKey, type DerivedKey } from '../../src/keys/derivation';
 import { mnemonicToSeed } from '../../src/keys/service';
 import { createLogger } from '../../src/logger';
 import { Money } from '../../src/shared/money';
-import { COINBASE_MATURITY, coinbaseOutput, findBtcd, MINER_FEE, MINER_PAYMENT, payFromMiner, startBtcd, type Btcd } from '../support/btcd';
+import { COINBASE_MATURITY, coinbaseOutput, MINER_FEE, MINER_PAYMENT, payFromMiner, startBtcdOrSkip, type Btcd } from '../support/btcd';
 import { testConfig, testOrm } from '../support/environment';
 
 /** BIP-39's public test mnemonic: the custody key below is derived the way an organization's seed grows its keys. */
@@ -21,12 +21,7 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
   const minerSandboxAddress = btc.Address(btc.TEST_NETWORK).encode(btc.OutScript.decode(MINER_PAYMENT.script));
 
   before(async function () {
-    const found = findBtcd();
-    if ('missing' in found) {
-      console.log(`      btcd not installed: ${found.missing}`);
-      this.skip();
-    }
-    btcd = await startBtcd(found.path);
+    btcd = await startBtcdOrSkip(this);
     provider = new BitcoinRpcProvider(btcd.url, 10_000, 'sandbox');
     ours = deriveKey(await mnemonicToSeed(TEST_MNEMONIC), { chain: 'bitcoin', testnet: true, format: 'p2wpkh', account: 0, index: 0 });
     // The first coinbase matures once COINBASE_MATURITY blocks are on top of it.

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import { hex } from '@scure/base';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
-import { COINBASE_MATURITY, coinbaseOutput, findBtcd, startBtcd, payFromMiner, type Btcd } from '../support/btcd';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd } from '../support/btcd';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -20,12 +20,7 @@ describe('Deposits from a real Bitcoin node (btcd, regtest)', function () {
   let org: TestOrganization;
 
   before(async function () {
-    const found = findBtcd();
-    if ('missing' in found) {
-      console.log(`      btcd not installed: ${found.missing}`);
-      this.skip();
-    }
-    btcd = await startBtcd(found.path);
+    btcd = await startBtcdOrSkip(this);
     await btcd.generate(COINBASE_MATURITY + 1);
     await resetScanState('bitcoin');
     const taskQueue = `btcd-deposits-${randomUUID()}`;

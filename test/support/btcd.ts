@@ -151,3 +151,13 @@ export async function startBtcd(binary: string): Promise<Btcd> {
   }
   return { url, call, generate, stop };
 }
+
+/** Starts btcd for a test file, or skips the file with the reason printed when btcd is not installed. */
+export async function startBtcdOrSkip(context: Mocha.Context): Promise<Btcd> {
+  const found = findBtcd();
+  if ('missing' in found) {
+    console.log(`      btcd not installed: ${found.missing}`);
+    context.skip();
+  }
+  return startBtcd(found.path);
+}
