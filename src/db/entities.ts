@@ -11,6 +11,7 @@ import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
 import { ChainScanCursor, IncomingTransfer, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
+import { OutgoingTransaction, WalletOutput } from '../transactions/entities';
 
 /** Every entity of every domain; a new domain adds its entities here. */
 export const entities = [
@@ -34,6 +35,8 @@ export const entities = [
   IncomingTransfer,
   ChainScanCursor,
   ScannedBlock,
+  OutgoingTransaction,
+  WalletOutput,
   SigningSecrets,
   WebhookEndpoint,
   Subscription,
