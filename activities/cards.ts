@@ -8,7 +8,7 @@ import { activateCard, cardDestinations, failProvisioning, settleTransaction, te
 import { emit } from '../src/events/service';
 import { createKeyProvider } from '../src/keys/provider';
 import type { Logger } from '../src/logger';
-import { transactionWithStarts } from './transactions';
+import { transactionWithStarts } from './with-starts';
 
 export interface CardActivityDeps {
   config: Config;

@@ -4,7 +4,7 @@ import type { Orm } from '../src/db/orm';
 import { lightningPendingWork } from '../src/lightning/pending-work';
 import type { Logger } from '../src/logger';
 import { reconcilePendingWork, type PendingWorkSource, type ReconcileResult } from '../src/temporal/reconciler';
-import { activityStarter } from './transactions';
+import { activityStarter } from './with-starts';
 
 export interface DurableWorkActivityDeps {
   config: Config;

@@ -1,6 +1,6 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { activityStarter, transactionWithStarts } from './transactions';
+import { activityStarter, transactionWithStarts } from './with-starts';
 import { LightningInvoice, type InvoiceStatus } from '../src/lightning/entities';
 import { invoicePaidSignal, invoiceWorkflowId } from '../src/lightning/flows/invoice';
 import { providerFor, type PaymentOrder, type PaymentOutcome, type RemoteProviders } from '../src/lightning/provider';

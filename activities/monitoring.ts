@@ -4,7 +4,7 @@ import type { Orm } from '../src/db/orm';
 import type { Logger } from '../src/logger';
 import { scanChain, type ScanResult } from '../src/monitoring/scanner';
 import type { ChainEnvironment } from '../src/monitoring/service';
-import { transactionWithStarts } from './transactions';
+import { transactionWithStarts } from './with-starts';
 
 export interface MonitoringActivityDeps {
   config: Config;

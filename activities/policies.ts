@@ -2,7 +2,7 @@ import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { transactionWithStarts } from './transactions';
+import { transactionWithStarts } from './with-starts';
 import type { Logger } from '../src/logger';
 import { Member } from '../src/organizations/entities';
 import { recordVote } from '../src/policies/approvals';

@@ -46,7 +46,7 @@ type StarterConfig = Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_SEARCH_ATTRI
 /**
  * The one path from a recorded start to a running workflow, and the one holder of the Temporal
  * client for messages to running workflows. The API uses one per process; an activity builds one
- * on its own context's client (activities/transactions.ts).
+ * on its own context's client (activities/with-starts.ts).
  */
 export class WorkflowStarter {
   constructor(
