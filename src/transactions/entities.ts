@@ -1,4 +1,4 @@
-import { BigIntType, Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { BigIntType, Entity, Enum, Index, ManyToOne, OptionalProps, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
 import type { FeeLevel } from '../chains/provider';
@@ -47,6 +47,8 @@ export interface RecordedDecision {
 @Index({ properties: ['wallet', 'createdAt', 'id'] })
 @Index({ properties: ['chain', 'environment', 'txHash'] })
 export class OutgoingTransaction {
+  [OptionalProps]?: 'status' | 'confirmations' | 'gross' | 'note' | 'fillFeeFromUnselected' | 'createdAt' | 'updatedAt';
+
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
 
@@ -202,6 +204,8 @@ export type WalletOutputStatus = (typeof WALLET_OUTPUT_STATUSES)[number];
 @Unique({ properties: ['environment', 'txid', 'vout'] })
 @Index({ properties: ['wallet', 'status'] })
 export class WalletOutput {
+  [OptionalProps]?: 'status' | 'createdAt' | 'updatedAt';
+
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
 
