@@ -79,6 +79,8 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
       transfer.tokenAddress = token;
     }
 
+    // Tron and Solana transactions name a recent block, which also bounds how long they can be broadcast.
+    if (provider.recentBlock) transfer.recentBlock = await provider.recentBlock();
     let signers: Address[] = [from];
     let change: { address: Address; amount: bigint } | null = null;
     if (transaction.chain === 'ethereum') {
