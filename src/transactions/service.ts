@@ -236,12 +236,12 @@ async function lockFunds(em: EntityManager, wallet: Wallet, asset: AssetInfo, na
 /** The velocity fields: what the organization sent in this environment in the rolling hour and day before `at`, failed sends excluded. */
 async function velocity(em: EntityManager, auth: AuthContext, at: Date) {
   const [row] = await em.execute<{ usd_1h: string; usd_24h: string; count_1h: string; count_24h: string }[]>(
-    `select coalesce(sum(amount_usd::numeric) filter (where created_at > ?::timestamptz - interval '1 hour'), 0)::text as usd_1h,
+    `select coalesce(sum(amount_usd::numeric) filter (where created_at >= ?::timestamptz - interval '1 hour'), 0)::text as usd_1h,
             coalesce(sum(amount_usd::numeric), 0)::text as usd_24h,
-            count(*) filter (where created_at > ?::timestamptz - interval '1 hour')::text as count_1h,
+            count(*) filter (where created_at >= ?::timestamptz - interval '1 hour')::text as count_1h,
             count(*)::text as count_24h
        from transactions
-      where organization_id = ? and environment = ? and status <> 'failed' and created_at > ?::timestamptz - interval '24 hours'`,
+      where organization_id = ? and environment = ? and status <> 'failed' and created_at >= ?::timestamptz - interval '24 hours'`,
     [at.toISOString(), at.toISOString(), auth.organizationId, auth.environment, at.toISOString()],
   );
   return {
