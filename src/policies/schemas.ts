@@ -155,12 +155,12 @@ export const SimulateHistory = z
     if (span <= 0) ctx.addIssue({ code: 'custom', message: 'to must be after from', path: ['to'] });
     else if (span > HISTORY_WINDOW_MAX_DAYS * 86_400_000) ctx.addIssue({ code: 'custom', message: `the window is at most ${HISTORY_WINDOW_MAX_DAYS} days`, path: ['to'] });
   })
-  .openapi('PolicySimulationHistory');
+  .openapi('PolicySimulationHistory', { description: "Replay the environment's past requests of a time window" });
 
 export const SimulateBody = z
   .object({
     requests: z.array(EvaluateRequestFields.strict()).min(1).max(1000).optional().openapi({ description: 'Evaluate requests to replay (or history)' }),
-    history: SimulateHistory.optional().openapi({ description: "Replay the environment's past requests of a time window (or requests)" }),
+    history: SimulateHistory.optional(),
     example_limit: z.number().int().min(0).max(20).default(3),
   })
   .strict()

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { Environment } from '../../src/api-keys/entities';
 import { Address } from '../../src/custody/entities';
 import { Organization } from '../../src/organizations/entities';
+import { createMember } from '../../src/organizations/service';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { decideTransaction, type PolicyActor } from '../../src/policies/service';
 import { OutgoingTransaction, type TransactionStatus } from '../../src/transactions/entities';
@@ -120,11 +121,15 @@ describe('Policy simulation over past transactions', () => {
     otherWallet = await createWallet(org, 'sandbox', 'Other');
     liveWallet = await createWallet({ organizationId: org.organizationId, secret: live.secret, apiKeyId: live.id }, 'live', 'Live');
 
-    // What was enforced at the time (and still is): big amounts and one address blocked, another delayed.
+    const em = (await testOrm()).em.fork();
+    const approver = await createMember(em, em.getReference(Organization, org.organizationId), { name: 'Ada', email: 'ada@example.com', org_role: 'approver' });
+    await em.flush();
+    // What was enforced at the time (and still is): big amounts and one address blocked, another delayed, a third held for approval.
     const current = await enforce([
       { name: 'Block above $5000', action_type: 'block', conditions: [{ field: 'amount_usd', operator: 'greater_than', value: '5000' }] },
       { name: 'Blocked address', action_type: 'block', conditions: [toAddress('blocked-addr')] },
       { name: 'Cool down', action_type: 'delay', action_config: { delay_minutes: 60 }, conditions: [toAddress('delay-me')] },
+      { name: 'Ask Ada', action_type: 'require_approval', action_config: { approvers: [{ id: approver.id, type: 'user' }], required_approvals: 1 }, conditions: [toAddress('approve-me')] },
       allowRest,
     ]);
     // The draft replaces it: a $1000 cap and $500 an hour.
@@ -162,9 +167,10 @@ describe('Policy simulation over past transactions', () => {
     const r2 = await decide(wallet, at(150), '6000', '0x00000000000000000000000000000000000000cc');
     const r3 = await decide(wallet, at(180), '200', 'blocked-addr');
     ids.t6 = await insertTransaction(wallet, at(190), '50');
+    const r4 = await decide(wallet, at(200), '30', 'approve-me');
     ids.t7 = await insertTransaction(wallet, at(250), '50');
-    assert.deepEqual([r1.refused, allowedDecision.refused, r2.refused, r3.refused], [true, false, true, true]);
-    Object.assign(ids, { r1: r1.auditId, r2: r2.auditId, r3: r3.auditId });
+    assert.deepEqual([r1.refused, allowedDecision.refused, r2.refused, r3.refused, r4.refused], [true, false, true, true, true]);
+    Object.assign(ids, { r1: r1.auditId, r2: r2.auditId, r3: r3.auditId, r4: r4.auditId });
 
     // Elsewhere in the same window: the live environment, and another organization.
     ids.live = await insertTransaction(liveWallet, at(1), '70');
@@ -174,30 +180,30 @@ describe('Policy simulation over past transactions', () => {
   after(() => app?.close());
 
   it('replays the window: draft and actual outcomes, the transition matrix, changes and the USD stopped and released', async () => {
-    const response = await simulate({ history: window, example_limit: 6 });
+    const response = await simulate({ history: window, example_limit: 8 });
     assert.equal(response.status, 200, response.text);
     const report = response.body;
     assert.equal(report.object, 'policy_history_simulation');
     assert.deepEqual(report.window, { ...window, wallet_id: null, include_refused: true });
-    // t1 failed t2 t3 t4 t5 t6 and the refusals r1 r2 r3; not t0 (before), t7 (after), the allowed decision (it is a transaction's), live or foreign.
-    assert.deepEqual([report.total, report.transactions, report.refused_requests], [10, 7, 3]);
-    assert.deepEqual([report.allowed, report.blocked, report.held_for_approval, report.delayed], [6, 4, 0, 0]);
-    assert.deepEqual(report.actual, { allowed: 7, blocked: 2, held_for_approval: 0, delayed: 1 });
+    // t1 failed t2 t3 t4 t5 t6 and the refusals r1 r2 r3 r4; not t0 (before), t7 (after), the allowed decision (it is a transaction's), live or foreign.
+    assert.deepEqual([report.total, report.transactions, report.refused_requests], [11, 7, 4]);
+    assert.deepEqual([report.allowed, report.blocked, report.held_for_approval, report.delayed], [7, 4, 0, 0]);
+    assert.deepEqual(report.actual, { allowed: 7, blocked: 2, held_for_approval: 1, delayed: 1 });
     assert.deepEqual(report.transitions, {
       allowed: { allowed: 5, blocked: 2, held_for_approval: 0, delayed: 0 },
       blocked: { allowed: 1, blocked: 1, held_for_approval: 0, delayed: 0 },
-      held_for_approval: { allowed: 0, blocked: 0, held_for_approval: 0, delayed: 0 },
+      held_for_approval: { allowed: 1, blocked: 0, held_for_approval: 0, delayed: 0 },
       delayed: { allowed: 0, blocked: 1, held_for_approval: 0, delayed: 0 },
     });
-    assert.equal(report.changed, 4);
-    // The policies enforced now would have allowed t2 and t4, delayed r1 and blocked r3.
-    assert.equal(report.changed_from_current, 4);
-    assert.deepEqual(report.usd, { stopped: '2100', released: '200', unpriced_changes: 0 });
+    assert.equal(report.changed, 5);
+    // The policies enforced now would have allowed t2 and t4, delayed r1, blocked r3 and held r4.
+    assert.equal(report.changed_from_current, 5);
+    assert.deepEqual(report.usd, { stopped: '2100', released: '230', unpriced_changes: 0 });
 
     const refs = (examples: { transaction_id: string | null; audit_log_id: string | null }[]) => examples.map((e) => e.transaction_id ?? e.audit_log_id);
     // Changed first, in time order, then unchanged.
     assert.deepEqual(refs(report.examples.blocked), [ids.t2, ids.t4, ids.r1, ids.r2]);
-    assert.deepEqual(refs(report.examples.allowed), [ids.r3, ids.t1, ids.failed, ids.t3, ids.t5, ids.t6]);
+    assert.deepEqual(refs(report.examples.allowed), [ids.r3, ids.r4, ids.t1, ids.failed, ids.t3, ids.t5, ids.t6]);
     assert.deepEqual([report.examples.held_for_approval, report.examples.delayed], [[], []]);
 
     const [t2, t4, r1] = report.examples.blocked;
@@ -227,10 +233,15 @@ describe('Policy simulation over past transactions', () => {
     assert.deepEqual([r1.source, r1.transaction_id, r1.status, r1.to_address, r1.amount_usd], ['refused_request', null, null, 'delay-me', '400']);
     assert.equal(r1.actual.outcome, 'delayed');
     assert.equal(r1.actual.result, 'delayed');
+    const r4 = report.examples.allowed[1];
+    assert.deepEqual([r4.actual.outcome, r4.actual.result, r4.draft.outcome, r4.draft.rule_name], ['held_for_approval', 'awaiting_approval', 'allowed', 'Allow the rest']);
+    // Fewer examples than there are: the changed ones are kept.
+    const few = (await simulate({ history: window, example_limit: 1 })).body.examples;
+    assert.deepEqual([refs(few.allowed), refs(few.blocked)], [[ids.r3], [ids.t2]]);
   });
 
   it('recomputes velocity from history as the draft would have seen it: refused sends do not count, released ones do, failed ones never', async () => {
-    const report = (await simulate({ history: window, example_limit: 6 })).body;
+    const report = (await simulate({ history: window, example_limit: 8 })).body;
     const velocityOf = (id: string) => {
       const example = [...report.examples.allowed, ...report.examples.blocked].find((e: { transaction_id: string | null; audit_log_id: string | null }) => (e.transaction_id ?? e.audit_log_id) === id);
       const v = example.velocity;
@@ -252,7 +263,7 @@ describe('Policy simulation over past transactions', () => {
     const forWallet = (await simulate({ history: { ...window, wallet_id: wallet.id } })).body;
     assert.equal(forWallet.window.wallet_id, wallet.id);
     // t3 (the other wallet) is not reported, yet its $300 still blocks t4.
-    assert.deepEqual([forWallet.total, forWallet.transactions, forWallet.allowed, forWallet.blocked], [9, 6, 5, 4]);
+    assert.deepEqual([forWallet.total, forWallet.transactions, forWallet.allowed, forWallet.blocked], [10, 6, 6, 4]);
     assert.equal(forWallet.transitions.allowed.blocked, 2);
 
     const noRefusals = (await simulate({ history: { ...window, include_refused: false }, example_limit: 6 })).body;
@@ -296,7 +307,7 @@ describe('Policy simulation over past transactions', () => {
     const ninetyDays = await simulate({ history: { from: new Date(T.getTime() - 89 * 86_400_000).toISOString(), to: at(240).toISOString() } });
     assert.equal(ninetyDays.status, 200, ninetyDays.text);
     // t0 is inside this window.
-    assert.equal(ninetyDays.body.total, 11);
+    assert.equal(ninetyDays.body.total, 12);
     // The requests mode answers as before.
     const requests = await simulate({ requests: [{ amount_usd: '2000' }, { amount_usd: '10' }] });
     assert.deepEqual([requests.body.object, requests.body.allowed, requests.body.blocked], ['policy_simulation', 1, 1]);
