@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../../src/api-keys/entities';
 import { Address } from '../../src/custody/entities';
 import { Organization } from '../../src/organizations/entities';
@@ -51,8 +52,8 @@ describe('Policy simulation over past transactions', () => {
   }
 
   /** A send as the send path records it: the request decided (with its velocity as it was then) and the decision. */
-  async function insertTransaction(w: TestWallet, when: Date, usd: string, options: { to?: string; status?: TransactionStatus } = {}): Promise<string> {
-    const em = (await testOrm()).em.fork();
+  async function insertTransaction(w: TestWallet, when: Date, usd: string, options: { to?: string; status?: TransactionStatus; em?: EntityManager } = {}): Promise<string> {
+    const em = options.em ?? (await testOrm()).em.fork();
     const to = options.to ?? '0x00000000000000000000000000000000000000aa';
     const tx = em.create(OutgoingTransaction, {
       organization: em.getReference(Organization, w.organizationId),
@@ -84,7 +85,7 @@ describe('Policy simulation over past transactions', () => {
       createdAt: when,
       updatedAt: when,
     });
-    await em.flush();
+    if (!options.em) await em.flush();
     return tx.id;
   }
 
@@ -290,6 +291,29 @@ describe('Policy simulation over past transactions', () => {
     assert.equal((await simulate({ history: { ...window, wallet_id: 'not-a-uuid' } })).status, 404);
     // The sandbox draft itself is not the live key's to simulate.
     assert.equal((await simulate({ history: window }, draftId, live.secret)).status, 404);
+  });
+
+  it('pages through more than a page of transactions sharing one instant, and slides the day past a thousand sends', async () => {
+    const busy = await createTestOrganization('Busy');
+    const busyWallet = await createWallet(busy, 'sandbox', 'Busy');
+    const start = at(-2 * 24 * 60);
+    const em = (await testOrm()).em.fork();
+    const batch = async (when: Date, count: number) => {
+      for (let i = 0; i < count; i += 1) await insertTransaction(busyWallet, when, '1', { em });
+      await em.flush();
+    };
+    await batch(start, 1100);
+    await batch(new Date(start.getTime() + 25 * 60 * MINUTE), 5);
+    const draft = await call(
+      'POST',
+      '/v1/policies',
+      { name: 'A thousand a day', rules: [{ name: 'Cap', action_type: 'block', conditions: [{ field: 'velocity_count_24h', operator: 'greater_than_or_equal', value: '1000' }] }, allowRest] },
+      busy.secret,
+    );
+    const report = (await simulate({ history: { from: start.toISOString(), to: new Date(start.getTime() + 26 * 60 * MINUTE).toISOString() } }, draft.body.id, busy.secret)).body;
+    // The first thousand of the instant pass, the next hundred meet the cap; a day later the window is empty again.
+    assert.deepEqual([report.total, report.allowed, report.blocked, report.changed], [1105, 1005, 100, 100]);
+    assert.equal(report.usd.stopped, '100');
   });
 
   it('takes exactly one of requests and history, and a window of at most 90 days', async () => {
