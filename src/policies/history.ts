@@ -16,7 +16,7 @@ import { whatIfPolicySets } from './service';
  */
 
 /** Past requests one simulation replays at most (transactions of the 24 h before `from` included). */
-export const HISTORY_REPLAY_MAX = 100_000;
+const HISTORY_REPLAY_MAX = 100_000;
 const HOUR_MS = 3_600_000;
 const PAGE_SIZE = 1000;
 
@@ -27,7 +27,7 @@ export interface HistoryWindow {
   includeRefused: boolean;
 }
 
-export interface VelocityFields {
+interface VelocityFields {
   velocity_amount_usd_24h: string;
   velocity_amount_usd_1h: string;
   velocity_count_24h: string;
@@ -39,7 +39,7 @@ export interface VelocityFields {
  * and 1 h before it (`at - window <= sent_at`, sent earlier in the replay). A send without a USD
  * value counts in the counts and adds nothing to the amounts. Moments must not go backwards.
  */
-export class VelocityWindow {
+class VelocityWindow {
   private sends: { at: number; usd: MoneyValue }[] = [];
   private start24h = 0;
   private start1h = 0;
@@ -128,8 +128,8 @@ const transactionFilter = (scope: Scope, from: Date, to: Date) => ({ ...scope, c
 const refusalFilter = (scope: Scope, from: Date, to: Date) => ({ ...scope, action: 'decision', metadata: { decision: { allowed: false } }, createdAt: { $gte: from, $lt: to } });
 
 /** Pages through rows in (created_at, id) order, one page in memory at a time. */
-async function* inTimeOrder<T extends { createdAt: Date; id: string }>(load: (after: { $or: object[] } | object, limit: number) => Promise<T[]>): AsyncGenerator<T> {
-  let after: { $or: object[] } | object = {};
+async function* inTimeOrder<T extends { createdAt: Date; id: string }>(load: (after: object, limit: number) => Promise<T[]>): AsyncGenerator<T> {
+  let after: object = {};
   for (;;) {
     const page = await load(after, PAGE_SIZE);
     yield* page;
@@ -152,19 +152,21 @@ async function* pastRequests(em: EntityManager, scope: Scope, from: Date, to: Da
       },
     ),
   );
-  const refusals = includeRefused
-    ? inTimeOrder((after, limit) => em.find(PolicyAuditLog, { ...refusalFilter(scope, from, to), ...after }, { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], limit, disableIdentityMap: true }))
-    : undefined;
+  const refusals = inTimeOrder((after, limit) =>
+    includeRefused
+      ? em.find(PolicyAuditLog, { ...refusalFilter(scope, from, to), ...after }, { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], limit, disableIdentityMap: true })
+      : Promise.resolve([]),
+  );
   // Merge the two ordered streams; at the same instant the transaction comes first.
   let tx = await transactions.next();
-  let refused = refusals ? await refusals.next() : { done: true as const, value: undefined };
+  let refused = await refusals.next();
   while (!tx.done || !refused.done) {
     if (refused.done || (!tx.done && tx.value.createdAt <= refused.value.createdAt)) {
       yield fromTransaction(tx.value);
       tx = await transactions.next();
     } else {
       yield fromRefusal(refused.value);
-      refused = await refusals!.next();
+      refused = await refusals.next();
     }
   }
 }
@@ -191,7 +193,7 @@ class Replay {
 
 const perOutcome = <T>(make: () => T): Record<Outcome, T> => ({ allowed: make(), blocked: make(), held_for_approval: make(), delayed: make() });
 
-export interface HistoryExample {
+interface HistoryExample {
   source: 'transaction' | 'refused_request';
   transaction_id: string | null;
   audit_log_id: string | null;

@@ -1,4 +1,6 @@
+import { grants } from '../api-keys/scopes';
 import type { RouteRegistry } from '../http/route';
+import { errors } from '../shared/errors';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema, z } from '../shared/schemas';
 import { castVote, findApprovalRequest, requestActivation } from './approvals';
@@ -253,7 +255,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     description:
       'Evaluates each request against the enforced policies with this one enforced in its place (replacing its source). With `history`, replays the ' +
       "environment's transactions and refused requests of the window in time order, velocity fields recomputed as the draft would have seen them, " +
-      'and reports what would have been blocked, held for approval or delayed against what happened. Nothing is written.',
+      'and reports what would have been blocked, held for approval or delayed against what happened (needs `custody:read` as well). Nothing is written.',
     tag: TAG,
     scope: 'policies:read',
     params: PolicyIdParams,
@@ -266,6 +268,8 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     handler: async ({ auth, em, params, body }) => {
       const policy = await findPolicy(em, auth, params.id);
       if (body.history) {
+        // The report shows transactions (ids, amounts, addresses): what reading them takes too.
+        if (!grants(auth.scopes, 'custody:read')) throw errors.insufficientScope('custody:read');
         const { from, to, wallet_id, include_refused } = body.history;
         return { body: await simulateHistory(em, policy, { from: new Date(from), to: new Date(to), walletId: wallet_id, includeRefused: include_refused }, body.example_limit) };
       }

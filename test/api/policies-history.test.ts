@@ -276,7 +276,7 @@ describe('Policy simulation over past transactions', () => {
     assert.equal(t6.velocity.velocity_amount_usd_1h, '0');
   });
 
-  it('keeps environments and organizations apart: a live transaction never appears in a sandbox simulation, nor the reverse', async () => {
+  it('keeps environments and organizations apart (a live transaction never appears in a sandbox simulation, nor the reverse) and needs custody:read', async () => {
     const liveDraft = await call('POST', '/v1/policies', { name: 'Live draft', rules: [allowRest] }, live.secret);
     assert.equal(liveDraft.status, 201, liveDraft.text);
     const liveReport = (await simulate({ history: window }, liveDraft.body.id, live.secret)).body;
@@ -289,6 +289,12 @@ describe('Policy simulation over past transactions', () => {
     const wrongWallet = await simulate({ history: { ...window, wallet_id: liveWallet.id } });
     assert.deepEqual([wrongWallet.status, wrongWallet.body.error.code, wrongWallet.body.error.param], [404, 'resource_missing', 'history.wallet_id']);
     assert.equal((await simulate({ history: { ...window, wallet_id: 'not-a-uuid' } })).status, 404);
+    // The report shows transactions: policies:read alone does not do.
+    const policiesOnly = await org.key(['policies:read']);
+    const forbidden = await simulate({ history: window }, draftId, policiesOnly.secret);
+    assert.deepEqual([forbidden.status, forbidden.body.error.code, forbidden.body.error.details.required_scope], [403, 'insufficient_scope', 'custody:read']);
+    assert.equal((await simulate({ requests: [{ amount_usd: '1' }] }, draftId, policiesOnly.secret)).status, 200);
+    assert.equal((await simulate({ history: window }, draftId, (await org.key(['policies:read', 'custody:read'])).secret)).status, 200);
     // The sandbox draft itself is not the live key's to simulate.
     assert.equal((await simulate({ history: window }, draftId, live.secret)).status, 404);
   });
