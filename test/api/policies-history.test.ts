@@ -96,17 +96,20 @@ describe('Policy simulation over past transactions', () => {
     const request = { amount: '0.001', amount_usd: usd, asset_symbol: 'ETH', chain: 'ethereum', wallet_id: w.id, to_address: to, ...RECORDED_VELOCITY };
     const refused = await decideTransaction(em, request, actor).then(
       async () => (await em.flush(), false),
-      () => true,
+      (error: { code?: string }) => {
+        assert.match(error.code ?? '', /^policy_(blocked|approval_required|delay_required)$/);
+        return true;
+      },
     );
     const entry = await em.fork().findOneOrFail(PolicyAuditLog, { organization: w.organizationId, action: 'decision' }, { orderBy: { createdAt: 'desc', id: 'desc' } });
     await em.fork().nativeUpdate(PolicyAuditLog, { id: entry.id }, { createdAt: when });
     return { refused, auditId: entry.id };
   }
 
-  async function enforce(rules: unknown[], key = org.secret, extra: Record<string, unknown> = {}): Promise<string> {
-    const policy = await call('POST', '/v1/policies', { name: 'Policy', rules, ...extra }, key);
+  async function enforce(rules: unknown[]): Promise<string> {
+    const policy = await call('POST', '/v1/policies', { name: 'Policy', rules });
     assert.equal(policy.status, 201, policy.text);
-    const activated = await call('POST', `/v1/policies/${policy.body.id}/activate`, {}, key);
+    const activated = await call('POST', `/v1/policies/${policy.body.id}/activate`, {});
     assert.equal(activated.status, 200, activated.text);
     return policy.body.id;
   }
@@ -133,17 +136,8 @@ describe('Policy simulation over past transactions', () => {
       { name: 'Ask Ada', action_type: 'require_approval', action_config: { approvers: [{ id: approver.id, type: 'user' }], required_approvals: 1 }, conditions: [toAddress('approve-me')] },
       allowRest,
     ]);
-    // The draft replaces it: a $1000 cap and $500 an hour.
-    const draft = await call(
-      'POST',
-      '/v1/policies',
-      {
-        source_policy_id: current,
-        name: 'Tighter',
-        rules: [],
-      },
-      org.secret,
-    );
+    // The draft replaces it (a copy, its rules swapped): a $1000 cap and $500 an hour.
+    const draft = await call('POST', '/v1/policies', { source_policy_id: current, name: 'Tighter' });
     assert.equal(draft.status, 201, draft.text);
     draftId = draft.body.id;
     for (const rule of draft.body.rules) assert.equal((await call('DELETE', `/v1/policies/${draftId}/rules/${rule.id}`)).status, 200);
