@@ -214,7 +214,8 @@ export class BitcoinRpcProvider implements ChainProvider {
     const header = await this.call('getblockheader', [blockHash, true], BlockHeader);
     // A block off the best chain (Core says -1): the transaction waits to be mined again.
     if (header.confirmations < 1) return { state: 'pending' };
-    return { state: 'mined', blockHeight: header.height, blockHash, confirmations: header.confirmations, succeeded: true };
+    // The fee needs every input's previous output: the sender knows it (inputs minus outputs) without asking.
+    return { state: 'mined', blockHeight: header.height, blockHash, confirmations: header.confirmations, succeeded: true, fee: null };
   }
 
   /**

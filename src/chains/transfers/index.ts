@@ -2,6 +2,7 @@ import { ASSETS, type AssetInfo, type ChainId } from '../../catalogue/service';
 import type { DerivedKey } from '../../keys/derivation';
 import { errors } from '../../shared/errors';
 import { canonicalAddress } from '../addresses';
+import type { RecentBlock } from '../provider';
 import { signBitcoinTransfer } from './bitcoin';
 import { signEthereumTransfer } from './ethereum';
 import { signSolanaTransfer } from './solana';
@@ -35,17 +36,6 @@ export interface BitcoinSpend {
   key: number;
 }
 
-/**
- * The block a Tron or Solana transaction refers to (Tron: the TAPOS reference block; Solana: the recent
- * blockhash), as the provider's `recentBlock()` answers. The transaction lives from it: Tron until its
- * time plus TRON_EXPIRATION_MS, Solana for 150 blocks after its height.
- */
-export interface RecentBlock {
-  height: number;
-  hash: string;
-  time: Date;
-}
-
 export interface TransferToSign {
   chain: ChainId;
   /** Sandbox networks' encodings (tb1..., Tron/Solana same forms). */
@@ -62,7 +52,7 @@ export interface TransferToSign {
   fee: FeeTerms;
   ethereum?: { chainId: number; nonce: bigint };
   bitcoin?: { inputs: BitcoinSpend[]; change?: { address: string; amount: bigint } };
-  /** Tron and Solana: required. */
+  /** Tron and Solana: required, from the provider's recentBlock(); the same block makes the same bytes. */
   recentBlock?: RecentBlock;
   /**
    * Makes two transfers with identical terms distinct where the chain has no nonce (Tron, Solana): the

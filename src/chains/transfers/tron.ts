@@ -3,7 +3,8 @@ import { sha256 } from '@noble/hashes/sha256';
 import { bytesToHex, concatBytes, hexToBytes } from '@noble/hashes/utils';
 import { base58check } from '@scure/base';
 import { errors } from '../../shared/errors';
-import type { CheckedTransfer, RecentBlock, SignedTransfer, SigningKey } from './index';
+import type { RecentBlock } from '../provider';
+import type { CheckedTransfer, SignedTransfer, SigningKey } from './index';
 
 /**
  * Tron's transaction: the protobuf `protocol.Transaction { raw raw_data = 1; repeated bytes signature = 2; }`
