@@ -160,6 +160,8 @@ export interface ChainProvider {
   /** Sends a signed transaction (hex; Solana base64); throws TransactionRejectedError when refused. */
   broadcast(rawTransaction: string): Promise<{ txid: string }>;
   transactionStatus(txid: string): Promise<TransactionStatus>;
+  /** The contract (Ethereum, Tron) or mint (Solana) of a token asset on this network; undefined when none is configured. */
+  tokenAddress(assetId: string): string | undefined;
   /**
    * Ethereum: the account's next nonce at the tip (`confirmed`: its mined transactions) and counting the
    * node's mempool (`pending`). Picks a send's nonce; a lost transaction whose nonce is below `confirmed`

@@ -10,7 +10,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import type { ChainId } from '../../src/catalogue/service';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
-import { DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from '../../src/chains/devnet/params';
+import { DEVNET_ETHEREUM_CHAIN_ID } from '../../src/chains/devnet/params';
 import { DevnetProvider } from '../../src/chains/devnet/provider';
 import { TRON_TRANSFER_FEE_SUN } from '../../src/chains/devnet/rules/tron';
 import type { ChainProvider, FeeMarket, RecentBlock, TransactionStatus } from '../../src/chains/provider';
@@ -175,7 +175,7 @@ describe('Transfers: signTransfer on every chain', () => {
           ...base,
           assetId: 'USDC_ETH',
           amount: 1_250_000n,
-          tokenAddress: DEVNET_TOKENS.ethereum.USDC_ETH,
+          tokenAddress: ethereum.tokenAddress('USDC_ETH'),
           fee: eip1559Terms(await ethereum.feeMarket(), 100_000n),
           ethereum: { chainId: DEVNET_ETHEREUM_CHAIN_ID, nonce: 1n },
         },
@@ -217,7 +217,7 @@ describe('Transfers: signTransfer on every chain', () => {
           native('tx_a'),
           native('tx_b'),
           signTransfer(
-            { ...base, assetId: terms.token, amount: 2_500_000n, tokenAddress: DEVNET_TOKENS[chain][terms.token], fee: { model: 'flat', fee: terms.tokenFee }, reference: 'tx_a' },
+            { ...base, assetId: terms.token, amount: 2_500_000n, tokenAddress: devnet.tokenAddress(terms.token), fee: { model: 'flat', fee: terms.tokenFee }, reference: 'tx_a' },
             [sender],
           ),
         ];
@@ -276,7 +276,7 @@ describe('Transfers: signTransfer on every chain', () => {
       const ether = signTransfer({ ...base, assetId: 'ETH', amount: parseEther('0.5'), fee: eip1559Terms(await ethereum.feeMarket(), 21_000n), ethereum: { chainId: ANVIL_CHAIN_ID, nonce: 0n } }, [sender]);
       assert.deepEqual(await ethereum.broadcast(ether.raw), { txid: ether.txid });
       const usdc = signTransfer(
-        { ...base, assetId: 'USDC_ETH', amount: 40_500_000n, tokenAddress: token, fee: eip1559Terms(await ethereum.feeMarket(), 100_000n), ethereum: { chainId: ANVIL_CHAIN_ID, nonce: 1n } },
+        { ...base, assetId: 'USDC_ETH', amount: 40_500_000n, tokenAddress: ethereum.tokenAddress('USDC_ETH'), fee: eip1559Terms(await ethereum.feeMarket(), 100_000n), ethereum: { chainId: ANVIL_CHAIN_ID, nonce: 1n } },
         [sender],
       );
       assert.deepEqual(await ethereum.broadcast(usdc.raw), { txid: usdc.txid });

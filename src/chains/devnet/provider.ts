@@ -5,7 +5,7 @@ import type { Orm } from '../../db/orm';
 import type { ChainProvider, ChainTip, FeeMarket, NetworkIdentity, ObservedBlock, RecentBlock, RelayedAnswer, RelayedCall, TransactionStatus } from '../provider';
 import { DevnetBlock, DevnetTransaction } from './entities';
 import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, minedNonce, pendingNonce, transfersOf } from './ledger';
-import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID } from './params';
+import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from './params';
 import { answerBitcoinCall } from './rpc/bitcoin';
 import { answerEthereumCall } from './rpc/ethereum';
 import { answerSolanaCall } from './rpc/solana';
@@ -40,6 +40,10 @@ export class DevnetProvider implements ChainProvider {
         return { confirmed: await minedNonce(em, chain, account), pending: await pendingNonce(em, chain, account) };
       };
     }
+  }
+
+  tokenAddress(assetId: string): string | undefined {
+    return DEVNET_TOKENS[this.chain][assetId];
   }
 
   /** The tip block and its time: the devnet does not check references, a real Tron or Solana node does. */

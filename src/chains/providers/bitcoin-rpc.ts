@@ -218,6 +218,11 @@ export class BitcoinRpcProvider implements ChainProvider {
     return { state: 'mined', blockHeight: header.height, blockHash, confirmations: header.confirmations, succeeded: true, fee: null };
   }
 
+  /** Bitcoin has no tokens. */
+  tokenAddress(): undefined {
+    return undefined;
+  }
+
   /**
    * Per level, the node's estimate for its confirmation target (estimatesmartfee, or btcd's estimatefee),
    * rounded up to whole sat/vB; the floor where the node has none. Levels never cross: medium pays at

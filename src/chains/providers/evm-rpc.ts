@@ -125,6 +125,10 @@ export class EvmRpcProvider implements ChainProvider {
     return pending ? { state: 'pending' } : { state: 'unknown' };
   }
 
+  tokenAddress(assetId: string): string | undefined {
+    return this.tokens[assetId];
+  }
+
   async nonces(address: string): Promise<{ confirmed: bigint; pending: bigint }> {
     const owner = getAddress(address);
     const [confirmed, pending] = await Promise.all(
