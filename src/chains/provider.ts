@@ -104,9 +104,9 @@ export type TransactionStatus =
       confirmations: number;
       succeeded: boolean;
       /**
-       * The native base units the sender paid (EVM: gas used x effective gas price, reverted or not; the
-       * devnet: what its ledger charged); null where the node cannot say cheaply (bitcoin-rpc: the
-       * sender knows it, inputs minus outputs).
+       * The native base units the sender paid: EVM gas used x effective gas price (reverted or not),
+       * Bitcoin inputs minus outputs, the devnet what its ledger charged. Null where a provider cannot
+       * tell (none of ours now; a node without a transaction index would be one).
        */
       fee: bigint | null;
     };

@@ -320,7 +320,7 @@ describe('Transfers: signTransfer on every chain', () => {
       return { txid: payment.id, vout: 0, amount, address: owner.address, key: index };
     }
 
-    /** Broadcasts, mines one block, and returns the transaction's outputs as the node's block shows them. */
+    /** Broadcasts, mines one block, checks the fee the node reports, and returns the transaction's outputs as the block shows them. */
     async function sendAndMine(transfer: TransferToSign, keys: DerivedKey[]) {
       const signed = signTransfer(transfer, keys);
       assert.deepEqual(await bitcoin.broadcast(signed.raw), { txid: signed.txid });
@@ -328,6 +328,8 @@ describe('Transfers: signTransfer on every chain', () => {
       const [blockHash] = await btcd.generate(1);
       const status = mined(await bitcoin.transactionStatus(signed.txid));
       assert.equal(status.blockHash, blockHash);
+      const inputs = transfer.bitcoin!.inputs.reduce((sum, input) => sum + input.amount, 0n);
+      assert.equal(status.fee, inputs - transfer.amount - (transfer.bitcoin!.change?.amount ?? 0n), 'the fee is inputs minus outputs');
       const block = (await bitcoin.block(status.blockHeight))!;
       return block.transfers.filter((transfer) => transfer.txid === signed.txid).map(({ position, to, amount }) => ({ position, to, amount }));
     }
