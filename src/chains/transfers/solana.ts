@@ -13,6 +13,8 @@ import type { CheckedTransfer, SignedTransfer, SigningKey } from './index';
  * read what is written here.
  */
 
+/** How many blocks past its recent blockhash's a transaction can still land (Solana's lastValidBlockHeight): after that it never will. */
+export const SOLANA_BLOCKHASH_VALID_BLOCKS = 150;
 /** The base fee: lamports per signature. */
 export const LAMPORTS_PER_SIGNATURE = 5000n;
 export const SYSTEM_PROGRAM = base58.decode('11111111111111111111111111111111');
