@@ -83,11 +83,33 @@ export interface ObservedBlock {
   transfers: ObservedTransfer[];
 }
 
+/**
+ * The block a Tron or Solana transaction refers to (Tron: the TAPOS reference block; Solana: the recent
+ * blockhash), which also bounds its life: Tron until `time` plus its expiration, Solana for 150 blocks.
+ */
+export interface RecentBlock {
+  height: number;
+  hash: string;
+  time: Date;
+}
+
 /** Where a broadcast transaction stands on the node's best chain. */
 export type TransactionStatus =
   | { state: 'unknown' }
   | { state: 'pending' }
-  | { state: 'mined'; blockHeight: number; blockHash: string; confirmations: number; succeeded: boolean };
+  | {
+      state: 'mined';
+      blockHeight: number;
+      blockHash: string;
+      confirmations: number;
+      succeeded: boolean;
+      /**
+       * The native base units the sender paid: EVM gas used x effective gas price (reverted or not),
+       * Bitcoin inputs minus outputs, the devnet what its ledger charged. Null where a provider cannot
+       * tell (none of ours now; a node without a transaction index would be one).
+       */
+      fee: bigint | null;
+    };
 
 /**
  * A thrown failure to reach the node or to understand its answer (timeout, refused connection,
@@ -117,7 +139,8 @@ export class TransactionRejectedError extends Error {
 /**
  * The one interface between the platform and a chain, one instance per chain and environment.
  * Implementations: `evm-rpc` (any Ethereum JSON-RPC node), `bitcoin-rpc` (a Bitcoin node's RPC)
- * and `devnet` (the embedded PostgreSQL chains of the sandbox). Sending adds nonces and UTXOs.
+ * and `devnet` (the embedded PostgreSQL chains of the sandbox). The optional methods exist where the
+ * chain needs them for sending.
  */
 export interface ChainProvider {
   /** `evm-rpc`, `bitcoin-rpc` or `devnet`: shown in logs, never the URL. */
@@ -137,4 +160,14 @@ export interface ChainProvider {
   /** Sends a signed transaction (hex; Solana base64); throws TransactionRejectedError when refused. */
   broadcast(rawTransaction: string): Promise<{ txid: string }>;
   transactionStatus(txid: string): Promise<TransactionStatus>;
+  /** The contract (Ethereum, Tron) or mint (Solana) of a token asset on this network; undefined when none is configured. */
+  tokenAddress(assetId: string): string | undefined;
+  /**
+   * Ethereum: the account's next nonce at the tip (`confirmed`: its mined transactions) and counting the
+   * node's mempool (`pending`). Picks a send's nonce; a lost transaction whose nonce is below `confirmed`
+   * can never be mined (another transaction consumed it).
+   */
+  nonces?(address: string): Promise<{ confirmed: bigint; pending: bigint }>;
+  /** Tron and Solana: the block a new transaction refers to (the tip, with its time). */
+  recentBlock?(): Promise<RecentBlock>;
 }

@@ -75,6 +75,12 @@ export interface EvaluationResult {
   trace?: TraceEntry[];
 }
 
+export const OUTCOMES = ['allowed', 'blocked', 'held_for_approval', 'delayed'] as const;
+/** What a decision does to a send: it goes, it is refused (block or default deny), it waits for approvals, or it waits out a delay. */
+export type Outcome = (typeof OUTCOMES)[number];
+export const outcomeOf = (evaluation: Pick<EvaluationResult, 'allowed' | 'result' | 'requires_approval'>): Outcome =>
+  evaluation.allowed ? 'allowed' : evaluation.result === 'delayed' ? 'delayed' : evaluation.requires_approval ? 'held_for_approval' : 'blocked';
+
 function toDecimal(value: unknown): MoneyValue | null {
   if (typeof value === 'number' && Number.isFinite(value)) return new Money(String(value));
   if (typeof value === 'string' && /^-?(\d+)(\.\d+)?$/.test(value.trim())) return new Money(value.trim());

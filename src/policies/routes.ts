@@ -1,8 +1,11 @@
+import { grants } from '../api-keys/scopes';
 import type { RouteRegistry } from '../http/route';
+import { errors } from '../shared/errors';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema, z } from '../shared/schemas';
 import { castVote, findApprovalRequest, requestActivation } from './approvals';
 import { Policy, PolicyAuditLog } from './entities';
+import { simulateHistory } from './history';
 import { activationWorkflowId } from './flows/activation';
 import { presentApprovalRequest, presentAuditLog, presentPolicy, presentRule, presentTemplate } from './presenters';
 import { policySchemaDocument } from './schema';
@@ -15,6 +18,7 @@ import {
   CreateRuleBody,
   EvaluateBody,
   EvaluationResultObject,
+  HistorySimulationObject,
   ExpandQuery,
   PendingActivationObject,
   PolicyIdParams,
@@ -247,16 +251,29 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     method: 'post',
     path: '/v1/policies/:id/simulate',
     operationId: 'simulatePolicy',
-    summary: 'What-if: replay requests as if this policy were enforced',
-    description: 'Evaluates each request against the enforced policies with this one enforced in its place (replacing its source). Nothing is written.',
+    summary: 'What-if: replay requests, or the past transactions of a time window, as if this policy were enforced',
+    description:
+      'Evaluates each request against the enforced policies with this one enforced in its place (replacing its source). With `history`, replays the ' +
+      "environment's transactions and refused requests of the window in time order, velocity fields recomputed as the draft would have seen them, " +
+      'and reports what would have been blocked, held for approval or delayed against what happened (needs `custody:read` as well). Nothing is written.',
     tag: TAG,
     scope: 'policies:read',
     params: PolicyIdParams,
     body: SimulateBody,
-    response: { status: 200, description: 'Counts and examples per outcome', schema: SimulationObject },
+    response: {
+      status: 200,
+      description: 'Counts and examples per outcome (`policy_simulation` for requests, `policy_history_simulation` for history)',
+      schema: z.union([SimulationObject, HistorySimulationObject]),
+    },
     handler: async ({ auth, em, params, body }) => {
       const policy = await findPolicy(em, auth, params.id);
-      return { body: await simulatePolicy(em, policy, body.requests, body.example_limit) };
+      if (body.history) {
+        // The report shows transactions (ids, amounts, addresses): what reading them takes too.
+        if (!grants(auth.scopes, 'custody:read')) throw errors.insufficientScope('custody:read');
+        const { from, to, wallet_id, include_refused } = body.history;
+        return { body: await simulateHistory(em, policy, { from: new Date(from), to: new Date(to), walletId: wallet_id, includeRefused: include_refused }, body.example_limit) };
+      }
+      return { body: await simulatePolicy(em, policy, body.requests ?? [], body.example_limit) };
     },
   });
 

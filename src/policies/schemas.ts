@@ -1,6 +1,7 @@
 import { DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOTE_DECISIONS } from './entities';
-import { EVALUATION_RESULTS } from './evaluator';
+import { EVALUATION_RESULTS, OUTCOMES } from './evaluator';
+import { TRANSACTION_STATUSES } from '../transactions/entities';
 import { ACTION_CONFIG_SCHEMAS, ACTION_TYPES, CATEGORY_VALUES, CONDITION_FIELD_NAMES, OPERATOR_NAMES, ScalarValue } from './schema';
 
 const ConditionShape = {
@@ -137,12 +138,35 @@ export const EvaluateBody = EvaluateRequestFields.extend({
   .strict()
   .openapi('EvaluatePolicyRequest');
 
+/** The longest window a history simulation replays. */
+export const HISTORY_WINDOW_MAX_DAYS = 90;
+
+/** The past a simulation replays: the environment's transactions and refused requests in [from, to). */
+export const SimulateHistory = z
+  .object({
+    from: z.iso.datetime({ offset: true }).openapi({ description: 'Start of the window (inclusive)' }),
+    to: z.iso.datetime({ offset: true }).openapi({ description: `End of the window (exclusive); at most ${HISTORY_WINDOW_MAX_DAYS} days after from` }),
+    wallet_id: z.string().max(64).optional().openapi({ description: "Report only this wallet's requests (velocity stays organization-wide)" }),
+    include_refused: z.boolean().default(true).openapi({ description: 'Also replay the requests the policies refused (from the policy audit log)' }),
+  })
+  .strict()
+  .superRefine((window, ctx) => {
+    const span = Date.parse(window.to) - Date.parse(window.from);
+    if (span <= 0) ctx.addIssue({ code: 'custom', message: 'to must be after from', path: ['to'] });
+    else if (span > HISTORY_WINDOW_MAX_DAYS * 86_400_000) ctx.addIssue({ code: 'custom', message: `the window is at most ${HISTORY_WINDOW_MAX_DAYS} days`, path: ['to'] });
+  })
+  .openapi('PolicySimulationHistory', { description: "Replay the environment's past requests of a time window" });
+
 export const SimulateBody = z
   .object({
-    requests: z.array(EvaluateRequestFields.strict()).min(1).max(1000).openapi({ description: 'Evaluate requests to replay' }),
+    requests: z.array(EvaluateRequestFields.strict()).min(1).max(1000).optional().openapi({ description: 'Evaluate requests to replay (or history)' }),
+    history: SimulateHistory.optional(),
     example_limit: z.number().int().min(0).max(20).default(3),
   })
   .strict()
+  .superRefine((body, ctx) => {
+    if ((body.requests === undefined) === (body.history === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of requests and history', path: ['requests'] });
+  })
   .openapi('SimulatePolicyRequest');
 
 export const ActivateBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ActivatePolicyRequest');
@@ -286,6 +310,57 @@ export const SimulationObject = z
     }),
   })
   .openapi('PolicySimulation');
+
+const OutcomeCounts = z.object({ allowed: z.number().int(), blocked: z.number().int(), held_for_approval: z.number().int(), delayed: z.number().int() });
+const Outcome = z.enum(OUTCOMES);
+const HistoryExample = z.object({
+  source: z.enum(['transaction', 'refused_request']),
+  transaction_id: z.string().nullable(),
+  audit_log_id: z.string().nullable().openapi({ description: 'The decision entry of a refused request' }),
+  created_at: Timestamp,
+  wallet_id: z.string().nullable(),
+  status: z.enum(TRANSACTION_STATUSES).nullable().openapi({ description: "The transaction's status; null for a refused request" }),
+  asset_id: z.string().nullable(),
+  asset_symbol: z.string().nullable(),
+  amount: z.string().nullable(),
+  amount_raw: z.string().nullable(),
+  amount_usd: z.string().nullable(),
+  to_address: z.string().nullable(),
+  actual: z.object({ outcome: Outcome, result: z.string(), policy_id: z.string().nullable(), rule_id: z.string().nullable() }),
+  draft: z.object({ outcome: Outcome, result: z.enum(EVALUATION_RESULTS), policy_id: z.string().nullable(), rule_id: z.string().nullable(), rule_name: z.string().nullable(), reason: z.string() }),
+  changed: z.boolean().openapi({ description: 'The draft outcome differs from what happened' }),
+  velocity: z
+    .object({ velocity_amount_usd_24h: z.string(), velocity_amount_usd_1h: z.string(), velocity_count_24h: z.string(), velocity_count_1h: z.string() })
+    .openapi({ description: 'The velocity fields as the draft would have seen them' }),
+});
+export const HistorySimulationObject = z
+  .object({
+    object: z.literal('policy_history_simulation'),
+    policy_id: z.string(),
+    window: z.object({ from: Timestamp, to: Timestamp, wallet_id: z.string().nullable(), include_refused: z.boolean() }),
+    total: z.number().int(),
+    transactions: z.number().int(),
+    refused_requests: z.number().int(),
+    allowed: z.number().int().openapi({ description: 'Under the draft' }),
+    blocked: z.number().int(),
+    held_for_approval: z.number().int(),
+    delayed: z.number().int(),
+    actual: OutcomeCounts.openapi({ description: 'What happened' }),
+    transitions: z
+      .object({ allowed: OutcomeCounts, blocked: OutcomeCounts, held_for_approval: OutcomeCounts, delayed: OutcomeCounts })
+      .openapi({ description: 'transitions[actual][draft]: how many requests that actually had one outcome get another under the draft' }),
+    changed: z.number().int().openapi({ description: 'Requests whose draft outcome differs from what happened' }),
+    changed_from_current: z.number().int().openapi({ description: 'Requests whose draft outcome differs from the policies enforced now, replayed the same way' }),
+    usd: z.object({
+      stopped: z.string().openapi({ description: 'USD value of sends that went out (not failed) and the draft would have refused' }),
+      released: z.string().openapi({ description: 'USD value of refused requests the draft would have allowed' }),
+      unpriced_changes: z.number().int().openapi({ description: 'Such changes with no USD value (not in the sums)' }),
+    }),
+    examples: z
+      .object({ allowed: z.array(HistoryExample), blocked: z.array(HistoryExample), held_for_approval: z.array(HistoryExample), delayed: z.array(HistoryExample) })
+      .openapi({ description: 'Per draft outcome, up to example_limit: changed requests first, in time order, then unchanged ones' }),
+  })
+  .openapi('PolicyHistorySimulation');
 
 export const PendingActivationObject = z
   .object({

@@ -6,7 +6,7 @@ import { DomainError, errors } from '../shared/errors';
 import { Member, Organization, Role } from '../organizations/entities';
 import { z } from '../shared/schemas';
 import { ApprovalRequest, Policy, PolicyAuditLog, PolicyRule } from './entities';
-import { evaluatePolicies, type EvaluablePolicy, type EvaluationRequest, type EvaluationResult } from './evaluator';
+import { evaluatePolicies, outcomeOf, type EvaluablePolicy, type EvaluationRequest, type EvaluationResult, type Outcome } from './evaluator';
 import type { ActionType, Condition, PolicyCategory } from './schema';
 import { checkActionConfig } from './schemas';
 import { APPROVER_ROLE_PLACEHOLDER, findTemplate, type PolicyTemplate } from './templates';
@@ -409,18 +409,19 @@ function refusal(evaluation: EvaluationResult): DomainError {
   return new DomainError({ kind: 'forbidden', code: 'policy_blocked', message: evaluation.reason, details: ids });
 }
 
-type Outcome = 'allowed' | 'blocked' | 'held_for_approval' | 'delayed';
-const outcomeOf = (evaluation: EvaluationResult): Outcome =>
-  evaluation.allowed ? 'allowed' : evaluation.result === 'delayed' ? 'delayed' : evaluation.requires_approval ? 'held_for_approval' : 'blocked';
-
 /**
- * What-if: the organization's enforced policies with this policy enforced in its place (and the
- * enforced policy it replaces taken out), over each request. Nothing is written.
+ * The two policy sets a what-if compares: the organization's enforced policies now, and the same
+ * with `policy` enforced in its place (the enforced policy it replaces, and itself, taken out).
  */
-export async function simulatePolicy(em: EntityManager, policy: Policy, requests: EvaluationRequest[], exampleLimit: number) {
+export async function whatIfPolicySets(em: EntityManager, policy: Policy): Promise<{ current: EvaluablePolicy[]; whatIf: EvaluablePolicy[] }> {
   const current = (await enforcedPolicies(em, { organizationId: policy.organization.id, environment: policy.environment })).map(toEvaluable);
   const replaced = new Set([policy.id, policy.sourcePolicy?.id]);
-  const whatIf = [...current.filter((p) => !replaced.has(p.id)), toEvaluable(policy)];
+  return { current, whatIf: [...current.filter((p) => !replaced.has(p.id)), toEvaluable(policy)] };
+}
+
+/** What-if over explicit requests: each evaluated under `whatIfPolicySets`. Nothing is written. */
+export async function simulatePolicy(em: EntityManager, policy: Policy, requests: EvaluationRequest[], exampleLimit: number) {
+  const { current, whatIf } = await whatIfPolicySets(em, policy);
   const counts: Record<Outcome, number> = { allowed: 0, blocked: 0, held_for_approval: 0, delayed: 0 };
   const examples: Record<Outcome, { index: number; result: EvaluationResult['result']; rule_id: string | null; reason: string }[]> = {
     allowed: [],

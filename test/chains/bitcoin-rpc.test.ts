@@ -86,10 +86,10 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
       ['out:0', 'out:1'],
       'the change output is a transfer too (to the miner)',
     );
-    assert.deepEqual(await provider.transactionStatus(txid), { state: 'mined', blockHeight: tip.height, blockHash, confirmations: 1, succeeded: true });
+    assert.deepEqual(await provider.transactionStatus(txid), { state: 'mined', blockHeight: tip.height, blockHash, confirmations: 1, succeeded: true, fee: MINER_FEE });
 
     await btcd.generate(2);
-    assert.deepEqual(await provider.transactionStatus(txid), { state: 'mined', blockHeight: tip.height, blockHash, confirmations: 3, succeeded: true });
+    assert.deepEqual(await provider.transactionStatus(txid), { state: 'mined', blockHeight: tip.height, blockHash, confirmations: 3, succeeded: true, fee: MINER_FEE });
     assert.equal(await provider.balance(ours.address, 'BTC'), amount);
     assert.deepEqual(await provider.broadcast(payment.hex), { txid }, 'a rebroadcast of a mined transaction is not a refusal');
   });

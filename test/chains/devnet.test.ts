@@ -10,7 +10,7 @@ import { DevnetProvider } from '../../src/chains/devnet/provider';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { levelsForQueue, nextBaseFee } from '../../src/chains/devnet/fee-market';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
-import { DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from '../../src/chains/devnet/params';
+import { BITCOIN_BLOCK_SUBSIDY, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from '../../src/chains/devnet/params';
 import { TransactionRejectedError } from '../../src/chains/provider';
 import { testOrm } from '../support/environment';
 
@@ -76,7 +76,10 @@ describe('Devnet ledger', () => {
       );
       // The coinbase pays the faucet first.
       assert.equal(block.transfers[0]!.position, 'out:0');
-      assert.deepEqual(await bitcoin.transactionStatus(txid), { state: 'mined', blockHeight: tip.height, blockHash: tip.hash, confirmations: 1, succeeded: true });
+      // The block holds the faucet's transaction alone: its coinbase is the subsidy and that fee.
+      const fee = block.transfers[0]!.amount - BITCOIN_BLOCK_SUBSIDY;
+      assert.ok(fee > 0n);
+      assert.deepEqual(await bitcoin.transactionStatus(txid), { state: 'mined', blockHeight: tip.height, blockHash: tip.hash, confirmations: 1, succeeded: true, fee });
       await mineDevnetBlocks(await em(), 'bitcoin', 2);
       assert.equal(((await bitcoin.transactionStatus(txid)) as { confirmations: number }).confirmations, 3);
     });

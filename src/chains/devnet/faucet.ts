@@ -1,11 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import * as btc from '@scure/btc-signer';
+import { hex } from '@scure/base';
 import { sandboxAddress } from '../addresses';
 import type { ChainId } from '../../catalogue/service';
-import { TransactionRejectedError } from '../provider';
+import { DomainError } from '../../shared/errors';
+import { TransactionRejectedError, type FeeMarket } from '../provider';
+import { erc20TransferData } from '../transfers/ethereum';
+import { signTransfer, type FeeTerms, type SigningKey, type TransferToSign } from '../transfers';
 import { DevnetOutput } from './entities';
-import { acceptLocked, devnetFeeMarket, faucetAddress, pendingNonce, rulesFor, underChainLock } from './ledger';
-import { DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS, faucetPrivateKey } from './params';
-import { DevnetRejection, type FaucetTransferInput } from './rules/types';
+import { acceptLocked, devnetFeeMarket, devnetTip, faucetAddress, pendingNonce, underChainLock } from './ledger';
+import { BITCOIN_DUST_LIMIT, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS, faucetPrivateKey, faucetPublicKey } from './params';
+import { intrinsicGas, TOKEN_TRANSFER_EXECUTION_GAS } from './rules/ethereum';
 
 /** Virtual bytes a faucet transaction takes per input and besides its inputs: enough to pick the outputs it spends. */
 const INPUT_VBYTES = 68n;
@@ -20,31 +26,38 @@ export interface FaucetTransfer {
 }
 
 /**
- * Sends `amount` of `assetId` from the devnet's faucet to `to`: a real transaction built and signed
- * with the faucet key, accepted into the mempool like any broadcast and mined by the next block.
- * `position` is the transfer's position as block() will report it (`out:<vout>`, `native`, `log:<n>`
- * counted within the transaction, `ix:<n>`). Throws TransactionRejectedError (a bad address, say).
+ * Sends `amount` of `assetId` from the devnet's faucet to `to`: a transaction built and signed by
+ * signTransfer with the faucet key, at the medium fee level, accepted into the mempool like any
+ * broadcast and mined by the next block. `position` is the transfer's position as block() will report
+ * it (`out:<vout>`, `native`, `log:<n>` counted within the transaction, `ix:<n>`). Throws
+ * TransactionRejectedError (a bad address, say).
  */
 export function fundFromFaucet(em: EntityManager, chain: ChainId, transfer: FaucetTransfer): Promise<{ txid: string; position: string }> {
-  const rules = rulesFor(chain);
   return underChainLock(em, chain, async (tx) => {
-    const market = await devnetFeeMarket(tx, chain);
     const faucet = faucetAddress(chain);
-    const input: FaucetTransferInput = {
-      privateKey: faucetPrivateKey(chain),
+    const key: SigningKey = { address: faucet, publicKey: faucetPublicKey(chain), privateKey: faucetPrivateKey(chain) };
+    const [market, tip] = await Promise.all([devnetFeeMarket(tx, chain), devnetTip(tx, chain)]);
+    const base: Omit<TransferToSign, 'fee'> = {
+      chain,
+      testnet: true,
+      from: faucet,
       to: transfer.to,
       assetId: transfer.assetId,
       amount: transfer.amount,
-      tokens: DEVNET_TOKENS[chain],
-      feeRate: market.model === 'eip1559' ? market.priorityFeePerGas.medium : market.model === 'per_byte' ? market.satPerVbyte.medium : market.transferFee.medium,
+      tokenAddress: DEVNET_TOKENS[chain][transfer.assetId],
+      recentBlock: { height: tip.height, hash: tip.hash, time: tip.time },
+      // The faucet is not retried: every call is a new transaction.
+      reference: randomUUID(),
     };
-    if (market.model === 'eip1559') Object.assign(input, { baseFee: market.baseFeePerGas, chainId: DEVNET_ETHEREUM_CHAIN_ID, nonce: await pendingNonce(tx, chain, faucet) });
-    if (rules.buildCoinbase) input.utxos = await faucetOutputs(tx, chain, faucet, transfer.amount, input.feeRate);
     let raw: string;
     try {
-      raw = rules.buildFaucetTransfer(input);
+      if (market.model === 'per_byte') raw = signBitcoin(base, key, await faucetOutputs(tx, chain, faucet, transfer.amount, market.satPerVbyte.medium), market.satPerVbyte.medium);
+      else {
+        const nonce = market.model === 'eip1559' ? await pendingNonce(tx, chain, faucet) : undefined;
+        raw = signTransfer({ ...base, fee: accountFee(base, market), ...(nonce === undefined ? {} : { ethereum: { chainId: DEVNET_ETHEREUM_CHAIN_ID, nonce } }) }, [key]).raw;
+      }
     } catch (error) {
-      if (error instanceof DevnetRejection) throw new TransactionRejectedError(error.reason, error.message);
+      if (error instanceof DomainError) throw new TransactionRejectedError('malformed', error.message);
       throw error;
     }
     const accepted = await acceptLocked(tx, chain, raw);
@@ -53,6 +66,39 @@ export function fundFromFaucet(em: EntityManager, chain: ChainId, transfer: Fauc
     if (!made) throw new Error(`the faucet transaction ${accepted.txid} does not pay ${transfer.amount} ${transfer.assetId} to ${to}`);
     return { txid: accepted.txid, position: made.position };
   });
+}
+
+/**
+ * Ethereum: the medium tip over twice the next base fee (still included if the next blocks are full, as
+ * wallets do), the gas limit exactly what the devnet's transfer uses. Tron and Solana: the medium flat fee.
+ */
+function accountFee(transfer: Omit<TransferToSign, 'fee'>, market: Exclude<FeeMarket, { model: 'per_byte' }>): FeeTerms {
+  if (market.model === 'flat') return { model: 'flat', fee: market.transferFee.medium };
+  const token = transfer.tokenAddress !== undefined;
+  const gasLimit = intrinsicGas({ data: token ? erc20TransferData(transfer.to, transfer.amount) : undefined }) + (token ? TOKEN_TRANSFER_EXECUTION_GAS : 0n);
+  const tip = market.priorityFeePerGas.medium;
+  return { model: 'eip1559', gasLimit, maxFeePerGas: 2n * market.baseFeePerGas + tip, maxPriorityFeePerGas: tip };
+}
+
+/**
+ * Spends all of `outputs`, the change back to the faucet when it is worth more than dust; the fee is
+ * `satPerVbyte` times the size, which depends on whether there is a change output: signed once with a
+ * placeholder change to measure it.
+ */
+function signBitcoin(base: Omit<TransferToSign, 'fee'>, key: SigningKey, outputs: DevnetOutput[], satPerVbyte: bigint): string {
+  const inputs = outputs.map((output) => ({ txid: output.txid, vout: output.vout, amount: BigInt(output.amount), address: key.address, key: 0 }));
+  const total = inputs.reduce((sum, input) => sum + input.amount, 0n);
+  const sign = (change?: bigint) =>
+    signTransfer({ ...base, fee: { model: 'per_byte', satPerVbyte }, bitcoin: { inputs, ...(change === undefined ? {} : { change: { address: key.address, amount: change } }) } }, [key]).raw;
+  const vsize = (raw: string) => BigInt(btc.Transaction.fromRaw(hex.decode(raw)).vsize);
+  const spare = total - base.amount;
+  if (spare > 0n) {
+    const change = spare - vsize(sign(spare)) * satPerVbyte;
+    if (change >= BITCOIN_DUST_LIMIT) return sign(change);
+  }
+  const withoutChange = sign();
+  if (spare < vsize(withoutChange) * satPerVbyte) throw new TransactionRejectedError('insufficient_funds', 'The faucet outputs do not cover the amount and its fee.');
+  return withoutChange;
 }
 
 /** The faucet's unspent outputs, largest first, until they cover the amount and a fee for that many inputs. */
@@ -65,5 +111,5 @@ async function faucetOutputs(tx: EntityManager, chain: ChainId, faucet: string, 
     chosen.push(output);
     total += BigInt(output.amount);
   }
-  return chosen.map((output) => ({ txid: output.txid, vout: output.vout, script: output.script, amount: BigInt(output.amount) }));
+  return chosen;
 }

@@ -246,15 +246,22 @@ async function selectUtxo(tx: EntityManager, chain: ChainId, mempool: DevnetTran
   return chosen;
 }
 
-/** Moves each mined output's value: the spent ones leave their address, the new ones reach theirs. */
+/**
+ * Moves each mined output's value: the spent ones leave their address, the new ones reach theirs. Netted
+ * per address first: an output made and spent in the same block (a chain of unconfirmed spends) would
+ * otherwise be debited before it is credited.
+ */
 async function applyUtxo(tx: EntityManager, chain: ChainId, included: DevnetTransaction[]): Promise<void> {
   const txids = included.map((entry) => entry.txid);
   const outputs = await tx.find(DevnetOutput, { chain, $or: [{ txid: { $in: txids } }, { spentBy: { $in: txids } }] });
+  const net = new Map<string, bigint>();
+  const move = (address: string, delta: bigint) => net.set(address, (net.get(address) ?? 0n) + delta);
   for (const output of outputs) {
     if (!output.address) continue;
-    if (output.spentBy && txids.includes(output.spentBy)) await moveBalance(tx, chain, output.address, 'BTC', -BigInt(output.amount));
-    if (txids.includes(output.txid)) await moveBalance(tx, chain, output.address, 'BTC', BigInt(output.amount));
+    if (output.spentBy && txids.includes(output.spentBy)) move(output.address, -BigInt(output.amount));
+    if (txids.includes(output.txid)) move(output.address, BigInt(output.amount));
   }
+  for (const [address, delta] of net) await moveBalance(tx, chain, address, 'BTC', delta);
   for (const entry of included) entry.feePaid = entry.maxFee;
 }
 

@@ -2,10 +2,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sandboxAddress } from '../addresses';
 import type { ChainId } from '../../catalogue/service';
 import type { Orm } from '../../db/orm';
-import type { ChainProvider, ChainTip, FeeMarket, NetworkIdentity, ObservedBlock, RelayedAnswer, RelayedCall, TransactionStatus } from '../provider';
+import type { ChainProvider, ChainTip, FeeMarket, NetworkIdentity, ObservedBlock, RecentBlock, RelayedAnswer, RelayedCall, TransactionStatus } from '../provider';
 import { DevnetBlock, DevnetTransaction } from './entities';
-import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, transfersOf } from './ledger';
-import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID } from './params';
+import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, minedNonce, pendingNonce, transfersOf } from './ledger';
+import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from './params';
 import { answerBitcoinCall } from './rpc/bitcoin';
 import { answerEthereumCall } from './rpc/ethereum';
 import { answerSolanaCall } from './rpc/solana';
@@ -26,10 +26,31 @@ const RPC: Record<ChainId, (provider: DevnetProvider, em: EntityManager, call: R
 export class DevnetProvider implements ChainProvider {
   readonly kind = 'devnet';
 
+  /** Ethereum only: the ledger's nonces, `confirmed` the count of the account's mined transactions. */
+  readonly nonces?: (address: string) => Promise<{ confirmed: bigint; pending: bigint }>;
+
   constructor(
     readonly chain: ChainId,
     private readonly orm: Orm,
-  ) {}
+  ) {
+    if (chain === 'ethereum') {
+      this.nonces = async (address) => {
+        const em = this.em();
+        const account = sandboxAddress(chain, address);
+        return { confirmed: await minedNonce(em, chain, account), pending: await pendingNonce(em, chain, account) };
+      };
+    }
+  }
+
+  tokenAddress(assetId: string): string | undefined {
+    return DEVNET_TOKENS[this.chain][assetId];
+  }
+
+  /** The tip block and its time: the devnet does not check references, a real Tron or Solana node does. */
+  async recentBlock(): Promise<RecentBlock> {
+    const tip = await devnetTip(this.em(), this.chain);
+    return { height: tip.height, hash: tip.hash, time: tip.time };
+  }
 
   async identifyNetwork(): Promise<NetworkIdentity> {
     return this.chain === 'ethereum' ? { network: 'devnet', chainId: DEVNET_ETHEREUM_CHAIN_ID } : { network: 'devnet' };
@@ -78,7 +99,7 @@ export class DevnetProvider implements ChainProvider {
     if (!entry) return { state: 'unknown' };
     if (entry.status === 'mempool') return { state: 'pending' };
     const [tip, block] = await Promise.all([devnetTip(em, this.chain), em.findOneOrFail(DevnetBlock, { chain: this.chain, height: entry.blockHeight! })]);
-    return { state: 'mined', blockHeight: block.height, blockHash: block.hash, confirmations: tip.height - block.height + 1, succeeded: true };
+    return { state: 'mined', blockHeight: block.height, blockHash: block.hash, confirmations: tip.height - block.height + 1, succeeded: true, fee: BigInt(entry.feePaid!) };
   }
 
   /** Answers each call from the ledger, in order; a method outside the chain's core subset answers -32601. */

@@ -67,7 +67,7 @@ const RPC_ALREADY_IN_CHAIN = -27;
 
 const HexString = z.string().regex(/^([0-9a-fA-F]{2})*$/);
 const BlockchainInfo = z.object({ chain: z.string(), blocks: z.number().int().nonnegative(), bestblockhash: z.string() });
-const TransactionInfo = z.object({ blockhash: z.string().optional() });
+const TransactionInfo = z.object({ blockhash: z.string().optional(), hex: HexString });
 const BlockHeader = z.object({ height: z.number().int().nonnegative(), confirmations: z.number().int() });
 /** estimatesmartfee (Bitcoin Core) answers an object, estimatefee (btcd) a bare rate; -1 or no `feerate` means no data. */
 const FeeEstimate = z.union([z.object({ feerate: z.number().optional() }).loose(), z.number()]);
@@ -214,7 +214,36 @@ export class BitcoinRpcProvider implements ChainProvider {
     const header = await this.call('getblockheader', [blockHash, true], BlockHeader);
     // A block off the best chain (Core says -1): the transaction waits to be mined again.
     if (header.confirmations < 1) return { state: 'pending' };
-    return { state: 'mined', blockHeight: header.height, blockHash, confirmations: header.confirmations, succeeded: true };
+    const fee = await this.feeOf(decodeTransaction(hex.decode(transaction.data.hex)));
+    return { state: 'mined', blockHeight: header.height, blockHash, confirmations: header.confirmations, succeeded: true, fee };
+  }
+
+  /**
+   * Inputs minus outputs: each input's amount read from the transaction it spends (one batch, through
+   * the transaction index); a coinbase pays none.
+   */
+  private async feeOf(transaction: DecodedTransaction): Promise<bigint> {
+    if (transaction.inputs.length === 1 && /^0{64}$/.test(transaction.inputs[0]!.txid)) return 0n;
+    const previous = [...new Set(transaction.inputs.map((input) => input.txid))];
+    const answers = await this.relay(previous.map((txid) => ({ method: 'getrawtransaction', params: [txid, 0] })));
+    const outputsOf = new Map<string, DecodedTransaction['outputs']>();
+    answers.forEach((answer, index) => {
+      if ('error' in answer) throw nodeRefused('getrawtransaction', answer.error);
+      const raw = HexString.safeParse(answer.result);
+      if (!raw.success) throw new NodeUnavailableError('The node answered getrawtransaction without a raw transaction.');
+      outputsOf.set(previous[index]!, decodeTransaction(hex.decode(raw.data)).outputs);
+    });
+    const spent = transaction.inputs.reduce((sum, input) => {
+      const output = outputsOf.get(input.txid)?.[input.vout];
+      if (!output) throw new NodeUnavailableError(`The node's transaction ${input.txid} has no output ${input.vout}.`);
+      return sum + output.amount;
+    }, 0n);
+    return spent - transaction.outputs.reduce((sum, output) => sum + output.amount, 0n);
+  }
+
+  /** Bitcoin has no tokens. */
+  tokenAddress(): undefined {
+    return undefined;
   }
 
   /**
@@ -345,6 +374,8 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 interface DecodedTransaction {
   txid: string;
+  /** The outputs spent, txids in display order. */
+  inputs: { txid: string; vout: number }[];
   outputs: { script: Uint8Array; amount: bigint }[];
   /** How many bytes of the input the transaction took. */
   length: number;
@@ -360,7 +391,9 @@ function decodeTransaction(raw: Uint8Array): DecodedTransaction {
   const length = btc.RawTx.encode(transaction).length;
   // The txid hashes the serialization without witnesses, and is shown byte-reversed.
   const txid = hex.encode(sha256(sha256(btc.RawTx.encode({ ...transaction, segwitFlag: false }))).reverse());
-  return { txid, outputs: transaction.outputs, length };
+  // The serializer reads txids in their display order (its byte-reversed form).
+  const inputs = transaction.inputs.map((input) => ({ txid: hex.encode(input.txid), vout: input.index }));
+  return { txid, inputs, outputs: transaction.outputs, length };
 }
 
 /** A serialized block: the 80-byte header (version, previous hash, merkle root, time, bits, nonce), then its transactions. */

@@ -110,12 +110,31 @@ export class EvmRpcProvider implements ChainProvider {
       const receipt = await this.client.getTransactionReceipt({ hash });
       const tip = await this.tip();
       const blockHeight = Number(receipt.blockNumber);
-      return { state: 'mined', blockHeight, blockHash: receipt.blockHash, confirmations: tip.height - blockHeight + 1, succeeded: receipt.status === 'success' };
+      return {
+        state: 'mined',
+        blockHeight,
+        blockHash: receipt.blockHash,
+        confirmations: tip.height - blockHeight + 1,
+        succeeded: receipt.status === 'success',
+        fee: receipt.gasUsed * receipt.effectiveGasPrice,
+      };
     } catch (error) {
       if (!(error instanceof TransactionReceiptNotFoundError)) throw new NodeUnavailableError('The node did not answer eth_getTransactionReceipt.');
     }
     const pending = await this.safely('eth_getTransactionByHash', () => this.client.request({ method: 'eth_getTransactionByHash', params: [hash] }));
     return pending ? { state: 'pending' } : { state: 'unknown' };
+  }
+
+  tokenAddress(assetId: string): string | undefined {
+    return this.tokens[assetId];
+  }
+
+  async nonces(address: string): Promise<{ confirmed: bigint; pending: bigint }> {
+    const owner = getAddress(address);
+    const [confirmed, pending] = await Promise.all(
+      (['latest', 'pending'] as const).map((blockTag) => this.safely('eth_getTransactionCount', () => this.client.getTransactionCount({ address: owner, blockTag }))),
+    );
+    return { confirmed: BigInt(confirmed!), pending: BigInt(pending!) };
   }
 
   async identifyNetwork(): Promise<NetworkIdentity> {

@@ -1,13 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { base58, base64 } from '@scure/base';
 import { TransactionRejectedError, type RelayedAnswer, type RelayedCall } from '../../provider';
+import { SOLANA_BLOCKHASH_VALID_BLOCKS } from '../../transfers/solana';
 import { DevnetBlock, DevnetTransaction } from '../entities';
 import { acceptDevnetTransaction, devnetBalance, devnetTip } from '../ledger';
 import type { DevnetProvider } from '../provider';
 import { InvalidParams, methodNotFound, param, requireString, result, rpcError, withParams } from './answers';
 
-/** How many blocks a blockhash stays usable, and when a slot counts as finalized, as on Solana. */
-const BLOCKHASH_VALID_BLOCKS = 150;
+/** When a slot counts as finalized, as on Solana. */
 const FINALIZED_CONFIRMATIONS = 32;
 /** The code Solana's RPC gives a transaction its preflight refuses. */
 const SEND_TRANSACTION_PREFLIGHT_FAILURE = -32002;
@@ -30,7 +30,7 @@ export function answerSolanaCall(_provider: DevnetProvider, em: EntityManager, c
       }
       case 'getLatestBlockhash': {
         const tip = await devnetTip(em, 'solana');
-        return result({ context: { slot: tip.height }, value: { blockhash: tip.hash, lastValidBlockHeight: tip.height + BLOCKHASH_VALID_BLOCKS } });
+        return result({ context: { slot: tip.height }, value: { blockhash: tip.hash, lastValidBlockHeight: tip.height + SOLANA_BLOCKHASH_VALID_BLOCKS } });
       }
       case 'sendTransaction': {
         const encoded = requireString(param(call, 0, 'transaction'), 'the transaction');

@@ -3,14 +3,11 @@ import { ripemd160 } from '@noble/hashes/ripemd160';
 import { sha256 } from '@noble/hashes/sha256';
 import { hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
-import { BITCOIN_DUST_LIMIT } from '../params';
 import { DevnetRejection, type ChainRules, type SpentOutput, type UtxoTransaction } from './types';
 
 const NETWORK = btc.TEST_NETWORK;
 /** Taproot key-path signatures: 64 bytes with SIGHASH_DEFAULT, 65 with an explicit sighash byte. */
 const SCHNORR_SIGNATURE_BYTES = 64;
-/** Virtual bytes a change output adds (p2wpkh): the faucet adds it only when it is worth more than dust. */
-const P2WPKH_OUTPUT_VBYTES = 31n;
 
 /** btc-signer computes the legacy sighash but keeps it private in its types; it is the real BIP-143-less preimage. */
 type LegacyPreimage = { preimageLegacy(idx: number, prevOutScript: Uint8Array, hashType: number): Uint8Array };
@@ -54,33 +51,6 @@ export const bitcoinRules: ChainRules = {
       vsize: tx.vsize,
       raw: hex.encode(tx.toBytes(true, true)),
     };
-  },
-
-  buildFaucetTransfer(input) {
-    if (input.assetId !== 'BTC') throw new DevnetRejection('malformed', `${input.assetId} is not a Bitcoin asset.`);
-    const utxos = input.utxos ?? [];
-    const total = utxos.reduce((sum, utxo) => sum + utxo.amount, 0n);
-    const change = bitcoinRules.addressOf(secp256k1.getPublicKey(input.privateKey, true));
-    const build = (changeAmount: bigint) => {
-      const tx = new btc.Transaction();
-      for (const utxo of utxos) tx.addInput({ txid: utxo.txid, index: utxo.vout, witnessUtxo: { script: hex.decode(utxo.script), amount: utxo.amount } });
-      try {
-        tx.addOutputAddress(input.to, input.amount, NETWORK);
-      } catch {
-        throw new DevnetRejection('malformed', `'${input.to}' is not a Bitcoin testnet address.`);
-      }
-      if (changeAmount > 0n) tx.addOutputAddress(change, changeAmount, NETWORK);
-      tx.sign(input.privateKey);
-      tx.finalize();
-      return tx;
-    };
-    // The fee depends on the size, which depends on whether a change output is worth adding.
-    const withoutChange = build(0n);
-    const feeWithChange = (BigInt(withoutChange.vsize) + P2WPKH_OUTPUT_VBYTES + 1n) * input.feeRate;
-    const changeAmount = total - input.amount - feeWithChange;
-    if (changeAmount >= BITCOIN_DUST_LIMIT) return hex.encode(build(changeAmount).extract());
-    if (total - input.amount < BigInt(withoutChange.vsize) * input.feeRate) throw new DevnetRejection('insufficient_funds', 'The faucet outputs do not cover the amount and its fee.');
-    return hex.encode(withoutChange.extract());
   },
 
   buildCoinbase({ height, address, amount }) {

@@ -2,7 +2,6 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import {
   bytesToHex,
   decodeFunctionData,
-  encodeFunctionData,
   erc20Abi,
   getAddress,
   hexToBytes,
@@ -24,13 +23,14 @@ const ACCESS_LIST_STORAGE_KEY_GAS = 1_900n;
  * What a devnet token's `transfer(to, amount)` costs beyond the intrinsic gas: two warm-ish storage
  * writes and a log, about what USDC costs on mainnet for a holder that already has a balance.
  */
-const TOKEN_TRANSFER_EXECUTION_GAS = 30_000n;
+export const TOKEN_TRANSFER_EXECUTION_GAS = 30_000n;
 /** secp256k1's group order halved: EIP-2 refuses a signature whose s is above it. */
 const HALF_CURVE_ORDER = secp256k1.CURVE.n / 2n;
 
 /**
  * Ethereum on the devnet: signed EIP-1559 (type 2) transactions only, the sender recovered from the
- * signature, ERC-20 `transfer(to, amount)` to a devnet token contract as the only contract call.
+ * signature, ERC-20 `transfer(to, amount)` to a devnet token contract as the only contract call
+ * (src/chains/transfers/ethereum.ts builds them).
  */
 export const ethereumRules: ChainRules = {
   chain: 'ethereum',
@@ -77,28 +77,6 @@ export const ethereumRules: ChainRules = {
     };
   },
 
-  buildFaucetTransfer(input) {
-    const baseFee = input.baseFee ?? 0n;
-    const token = input.assetId === 'ETH' ? undefined : input.tokens[input.assetId];
-    if (input.assetId !== 'ETH' && !token) throw new DevnetRejection('malformed', `${input.assetId} is not a devnet Ethereum asset.`);
-    const to = getAddress(input.to);
-    const unsigned: TransactionSerializableEIP1559 = {
-      type: 'eip1559',
-      chainId: input.chainId!,
-      nonce: Number(input.nonce ?? 0n),
-      to: token ? getAddress(token) : to,
-      value: token ? 0n : input.amount,
-      data: token ? encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, input.amount] }) : undefined,
-      // Twice the base fee: still included if the next blocks are full, as wallets do.
-      maxFeePerGas: 2n * baseFee + input.feeRate,
-      maxPriorityFeePerGas: input.feeRate,
-      gas: 0n,
-    };
-    unsigned.gas = intrinsicGas(unsigned) + (token ? TOKEN_TRANSFER_EXECUTION_GAS : 0n);
-    const signature = secp256k1.sign(hexToBytes(keccak256(serializeTransaction(unsigned))), input.privateKey, { lowS: true });
-    return serializeTransaction(unsigned, { r: toWord(signature.r), s: toWord(signature.s), yParity: signature.recovery });
-  },
-
   addressOf(publicKey) {
     const uncompressed = secp256k1.ProjectivePoint.fromHex(publicKey).toRawBytes(false);
     return getAddress(bytesToHex(hexToBytes(keccak256(uncompressed.slice(1))).slice(12)));
@@ -135,12 +113,11 @@ function tokenCall(to: string, data: Hex | undefined, tokens: Readonly<Record<st
   throw new DevnetRejection('malformed', `The devnet ${assetId} contract answers transfer(address,uint256) only.`);
 }
 
-function intrinsicGas(tx: TransactionSerializableEIP1559): bigint {
+/** The gas a transaction pays before it runs: 21000, its calldata and its access list (the faucet sizes its gas limit with it). */
+export function intrinsicGas(tx: Pick<TransactionSerializableEIP1559, 'data' | 'accessList'>): bigint {
   const data = tx.data ? hexToBytes(tx.data) : new Uint8Array();
   let gas = TRANSACTION_GAS;
   for (const byte of data) gas += byte === 0 ? CALLDATA_ZERO_BYTE_GAS : CALLDATA_NONZERO_BYTE_GAS;
   for (const entry of tx.accessList ?? []) gas += ACCESS_LIST_ADDRESS_GAS + ACCESS_LIST_STORAGE_KEY_GAS * BigInt(entry.storageKeys.length);
   return gas;
 }
-
-const toWord = (value: bigint): Hex => `0x${value.toString(16).padStart(64, '0')}`;

@@ -1,10 +1,22 @@
 import { equalBytes } from '@noble/curves/abstract/utils';
 import { ed25519 } from '@noble/curves/ed25519';
-import { sha256 } from '@noble/hashes/sha256';
-import { concatBytes, randomBytes } from '@noble/hashes/utils';
 import { base58, base64 } from '@scure/base';
 import { ASSETS, type AssetInfo } from '../../../catalogue/service';
-import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, type ChainRules, type DecodeContext, type FaucetTransferInput } from './types';
+import {
+  ASSOCIATED_TOKEN_PROGRAM,
+  ATA_CREATE_IDEMPOTENT,
+  COMPUTE_BUDGET_PROGRAM,
+  LAMPORTS_PER_SIGNATURE,
+  MICRO_LAMPORTS_PER_LAMPORT,
+  SET_COMPUTE_UNIT_LIMIT,
+  SET_COMPUTE_UNIT_PRICE,
+  SYSTEM_PROGRAM,
+  SYSTEM_TRANSFER,
+  TOKEN_PROGRAM,
+  TOKEN_TRANSFER_CHECKED,
+  associatedTokenAddress,
+} from '../../transfers/solana';
+import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, type ChainRules, type DecodeContext } from './types';
 
 /**
  * Solana's rules on the legacy transaction wire format: compact-u16 count of 64-byte signatures, then
@@ -21,37 +33,22 @@ import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, t
  * transaction whose ATA is the destination, as wallets name it in a CreateIdempotent beside the transfer.
  */
 
-/** The base fee: lamports per signature. */
-export const LAMPORTS_PER_SIGNATURE = 5000n;
+/** Where fee estimation (src/transactions/estimate.ts) reads the base fee from; the chain's encoding owns it. */
+export { LAMPORTS_PER_SIGNATURE };
 
 /** IPv6 MTU minus headers: the largest transaction a Solana node accepts. */
 const PACKET_DATA_SIZE = 1232;
-const SYSTEM_PROGRAM = base58.decode('11111111111111111111111111111111');
-const TOKEN_PROGRAM = base58.decode('TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA');
-const ASSOCIATED_TOKEN_PROGRAM = base58.decode('ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL');
-const COMPUTE_BUDGET_PROGRAM = base58.decode('ComputeBudget111111111111111111111111111111');
-const SYSTEM_TRANSFER = 2;
-const TOKEN_TRANSFER_CHECKED = 12;
-const ATA_CREATE_IDEMPOTENT = 1;
-const SET_COMPUTE_UNIT_LIMIT = 2;
-const SET_COMPUTE_UNIT_PRICE = 3;
 /** Compute units an instruction gets when the transaction sets no limit, and the most a transaction may use. */
 const DEFAULT_INSTRUCTION_COMPUTE_UNITS = 200_000n;
 const MAX_COMPUTE_UNITS = 1_400_000n;
-const MICRO_LAMPORTS_PER_LAMPORT = 1_000_000n;
-const U64_MAX = (1n << 64n) - 1n;
 
 const malformed = (message: string) => new DevnetRejection('malformed', message);
 
 export const solanaRules: ChainRules = {
   chain: 'solana',
   decode: decodeSolanaTransaction,
-  buildFaucetTransfer: buildSolanaFaucetTransfer,
   addressOf: (publicKey) => base58.encode(publicKey),
 };
-
-/** The associated token account of `owner` for `mint` (both base58), as spl-associated-token-account derives it. */
-export const associatedTokenAccount = (owner: string, mint: string): string => base58.encode(associatedTokenAddress(solanaKey(owner), solanaKey(mint)));
 
 interface CompiledInstruction {
   programIndex: number;
@@ -189,8 +186,9 @@ class Interpreter {
     if (data[0] !== TOKEN_TRANSFER_CHECKED || data.length !== 10) {
       throw malformed(`instruction ${index}: SPL Token instruction ${data[0] ?? 'without data'} is not supported (only TransferChecked)`);
     }
-    if (instruction.accounts.length !== 4) throw malformed(`instruction ${index}: TransferChecked from a multisig token owner is not supported`);
-    const [source, mint, destination, owner] = instruction.accounts.map((account) => this.message.keys[account]!);
+    // Accounts after the owner are a multisig owner's signers, or, when the owner signs itself (the fee
+    // payer, checked below), references the program ignores (Solana Pay's convention).
+    const [source, mint, destination, owner] = this.accounts(instruction, 4, index).map((account) => this.message.keys[account]!);
     this.requireSender(instruction.accounts[3]!, index);
     this.requireWritable(index, instruction.accounts[0]!, instruction.accounts[2]!);
     const asset = this.tokenAsset(mint!, index);
@@ -262,143 +260,12 @@ class Interpreter {
   }
 }
 
-/**
- * A SOL transfer, or a token transfer that first creates the recipient's associated token account if it
- * is missing (CreateIdempotent), as wallets send them; signed with the faucet's ed25519 seed. The devnet
- * does not model recent blockhashes, so a random one makes every faucet transaction (and its txid) new.
- * Solana's fee is the chain's (LAMPORTS_PER_SIGNATURE): `feeRate` adds nothing.
- */
-function buildSolanaFaucetTransfer(input: FaucetTransferInput): string {
-  if (input.privateKey.length !== 32) throw malformed('a Solana key is a 32-byte ed25519 seed');
-  const payer = ed25519.getPublicKey(input.privateKey);
-  const to = solanaKey(input.to);
-  if (input.amount <= 0n || input.amount > U64_MAX) throw malformed('the amount must be a positive u64');
-  const amount = new Uint8Array(8);
-  view(amount).setBigUint64(0, input.amount, true);
-  let instructions: InstructionSpec[];
-  if (input.assetId === 'SOL') {
-    instructions = [{ program: SYSTEM_PROGRAM, accounts: [signer(payer), writable(to)], data: concatBytes(Uint8Array.of(SYSTEM_TRANSFER, 0, 0, 0), amount) }];
-  } else {
-    const asset = ASSETS.find((candidate) => candidate.id === input.assetId && candidate.chain === 'solana' && candidate.type === 'spl');
-    const mintAddress = asset && input.tokens[asset.id];
-    if (!asset || !mintAddress) throw malformed(`${input.assetId} is not a devnet Solana asset`);
-    const mint = solanaKey(mintAddress);
-    const destination = associatedTokenAddress(to, mint);
-    instructions = [
-      {
-        program: ASSOCIATED_TOKEN_PROGRAM,
-        accounts: [signer(payer), writable(destination), readonly(to), readonly(mint), readonly(SYSTEM_PROGRAM), readonly(TOKEN_PROGRAM)],
-        data: Uint8Array.of(ATA_CREATE_IDEMPOTENT),
-      },
-      {
-        program: TOKEN_PROGRAM,
-        accounts: [writable(associatedTokenAddress(payer, mint)), readonly(mint), writable(destination), signer(payer)],
-        data: concatBytes(Uint8Array.of(TOKEN_TRANSFER_CHECKED), amount, Uint8Array.of(asset.decimals)),
-      },
-    ];
-  }
-  const message = compileMessage(payer, instructions, randomBytes(32));
-  return base64.encode(concatBytes(compactU16(1), ed25519.sign(message, input.privateKey), message));
-}
-
-interface AccountMeta {
-  key: Uint8Array;
-  signer: boolean;
-  writable: boolean;
-}
-interface InstructionSpec {
-  program: Uint8Array;
-  accounts: AccountMeta[];
-  data: Uint8Array;
-}
-
-const signer = (key: Uint8Array): AccountMeta => ({ key, signer: true, writable: true });
-const writable = (key: Uint8Array): AccountMeta => ({ key, signer: false, writable: true });
-const readonly = (key: Uint8Array): AccountMeta => ({ key, signer: false, writable: false });
-
-/** The legacy message: keys deduplicated and ordered payer, signers, writable, read-only, as web3.js compiles them. */
-function compileMessage(payer: Uint8Array, instructions: InstructionSpec[], recentBlockhash: Uint8Array): Uint8Array {
-  const metas = new Map<string, AccountMeta>();
-  for (const meta of [signer(payer), ...instructions.flatMap((instruction) => [...instruction.accounts, readonly(instruction.program)])]) {
-    const id = base58.encode(meta.key);
-    const known = metas.get(id);
-    metas.set(id, known ? { key: meta.key, signer: known.signer || meta.signer, writable: known.writable || meta.writable } : meta);
-  }
-  const rank = (meta: AccountMeta) => (meta.signer ? 0 : 2) + (meta.writable ? 0 : 1);
-  const ordered = [...metas.values()].map((meta, order) => ({ meta, order })).sort((a, b) => rank(a.meta) - rank(b.meta) || a.order - b.order);
-  const keys = ordered.map(({ meta }) => meta);
-  const indexOf = (key: Uint8Array) => keys.findIndex((meta) => equalBytes(meta.key, key));
-  const header = Uint8Array.of(
-    keys.filter((meta) => meta.signer).length,
-    keys.filter((meta) => meta.signer && !meta.writable).length,
-    keys.filter((meta) => !meta.signer && !meta.writable).length,
-  );
-  return concatBytes(
-    header,
-    compactU16(keys.length),
-    ...keys.map((meta) => meta.key),
-    recentBlockhash,
-    compactU16(instructions.length),
-    ...instructions.map((instruction) =>
-      concatBytes(
-        Uint8Array.of(indexOf(instruction.program)),
-        compactU16(instruction.accounts.length),
-        Uint8Array.from(instruction.accounts.map((meta) => indexOf(meta.key))),
-        compactU16(instruction.data.length),
-        instruction.data,
-      ),
-    ),
-  );
-}
-
-const PDA_MARKER = new TextEncoder().encode('ProgramDerivedAddress');
-
-/** findProgramAddress([owner, token program, mint], associated token program): the first bump, from 255 down, off the curve. */
-function associatedTokenAddress(owner: Uint8Array, mint: Uint8Array): Uint8Array {
-  for (let bump = 255; bump >= 0; bump--) {
-    const candidate = sha256(concatBytes(owner, TOKEN_PROGRAM, mint, Uint8Array.of(bump), ASSOCIATED_TOKEN_PROGRAM, PDA_MARKER));
-    if (!isOnCurve(candidate)) return candidate;
-  }
-  throw new Error('no associated token address off the curve');
-}
-
-/**
- * Whether 32 bytes decompress to an ed25519 point. curve25519-dalek, which Solana uses, also accepts the
- * non-canonical encodings (y ≥ p) that noble refuses; a sha256 output is one with probability ~2^-250.
- */
-function isOnCurve(bytes: Uint8Array): boolean {
-  try {
-    ed25519.ExtendedPoint.fromHex(bytes);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function solanaKey(address: string): Uint8Array {
-  let key: Uint8Array | undefined;
-  try {
-    key = base58.decode(address);
-  } catch {
-    key = undefined;
-  }
-  if (key?.length !== 32) throw malformed(`'${address}' is not a Solana address`);
-  return key;
-}
-
 function positive(amount: bigint, index: number): bigint {
   if (amount === 0n) throw malformed(`instruction ${index}: the amount must be positive`);
   return amount;
 }
 
 const view = (bytes: Uint8Array) => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-
-function compactU16(value: number): Uint8Array {
-  const out: number[] = [];
-  for (; value >= 0x80; value >>= 7) out.push((value & 0x7f) | 0x80);
-  out.push(value);
-  return Uint8Array.from(out);
-}
 
 class Reader {
   offset = 0;

@@ -1,11 +1,11 @@
 import { equalBytes } from '@noble/curves/abstract/utils';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { sha256 } from '@noble/hashes/sha256';
-import { bytesToHex, concatBytes, hexToBytes, randomBytes } from '@noble/hashes/utils';
-import { base58check } from '@scure/base';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils';
 import { ASSETS } from '../../../catalogue/service';
 import { secp256k1Address } from '../../../keys/derivation';
-import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, type ChainRules, type DecodeContext, type FaucetTransferInput } from './types';
+import { INT64_MAX, TRANSFER_CONTRACT, TRC20_TRANSFER_SELECTOR, TRIGGER_SMART_CONTRACT, TRON_ADDRESS_PREFIX, tronBase58 } from '../../transfers/tron';
+import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, type ChainRules, type DecodeContext } from './types';
 
 /**
  * Tron's rules: a transaction is the protobuf `protocol.Transaction { raw raw_data = 1; repeated bytes
@@ -13,9 +13,10 @@ import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, t
  * raw_data bytes exactly as they travel, so decode hashes them before reading them; each signature is a
  * recoverable secp256k1 signature over the txid (r ‖ s ‖ v, v 0/1 or 27/28 as TronWeb writes it).
  *
- * The protobuf wire format is written and read by hand below rather than with protobufjs: Tron's int64
- * amounts come back as bigints with no float or Long in between, and the reader keeps each field's
- * exact bytes, which the txid needs; the handful of fields the devnet reads fit in a page.
+ * The protobuf wire format is read by hand below (and written in src/chains/transfers/tron.ts) rather
+ * than with protobufjs: Tron's int64 amounts come back as bigints with no float or Long in between, and
+ * the reader keeps each field's exact bytes, which the txid needs; the handful of fields the devnet
+ * reads fit in a page.
  */
 
 /**
@@ -26,23 +27,11 @@ import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, t
  */
 export const TRON_TRANSFER_FEE_SUN = 268_000n;
 
-const TRANSFER_CONTRACT = { type: 1n, typeUrl: 'type.googleapis.com/protocol.TransferContract' } as const;
-const TRIGGER_SMART_CONTRACT = { type: 31n, typeUrl: 'type.googleapis.com/protocol.TriggerSmartContract' } as const;
-/** keccak256("transfer(address,uint256)")[0..4]. */
-const TRC20_TRANSFER_SELECTOR = hexToBytes('a9059cbb');
-const ADDRESS_PREFIX = 0x41;
-const INT64_MAX = (1n << 63n) - 1n;
-const UINT256_MAX = (1n << 256n) - 1n;
-/** TronWeb's default lifetime of a transaction. */
-const EXPIRATION_MS = 60_000;
-
-const tronBase58 = base58check(sha256);
 const malformed = (message: string) => new DevnetRejection('malformed', message);
 
 export const tronRules: ChainRules = {
   chain: 'tron',
   decode: decodeTronTransaction,
-  buildFaucetTransfer: buildTronFaucetTransfer,
   addressOf: (publicKey) => secp256k1Address({ chain: 'tron', testnet: true, format: 'base58check' }, publicKey),
 };
 
@@ -121,10 +110,10 @@ function readTrc20Transfer(value: Fields, tokens: DecodeContext['tokens'], feeLi
   }
   // The TVM reads an address argument as its low 20 bytes; wallets write the word's 12th byte as 0x00
   // (TronWeb) or as the 0x41 prefix (Trust Wallet), so both are accepted, and nothing else above it.
-  if (data.subarray(4, 15).some((byte) => byte !== 0) || (data[15] !== 0 && data[15] !== ADDRESS_PREFIX)) {
+  if (data.subarray(4, 15).some((byte) => byte !== 0) || (data[15] !== 0 && data[15] !== TRON_ADDRESS_PREFIX)) {
     throw malformed('the recipient word of transfer(address,uint256) is not a 20-byte address');
   }
-  const to = Uint8Array.of(ADDRESS_PREFIX, ...data.subarray(16, 36));
+  const to = Uint8Array.of(TRON_ADDRESS_PREFIX, ...data.subarray(16, 36));
   const amount = BigInt(`0x${bytesToHex(data.subarray(36, 68))}`);
   if (amount <= 0n) throw malformed('the token amount must be positive');
   if (feeLimit < 0n) throw malformed('fee_limit cannot be negative');
@@ -145,65 +134,8 @@ function signerOf(signature: Uint8Array, txid: Uint8Array): string {
   }
 }
 
-/**
- * A TRX TransferContract or a TRC-20 transfer call, signed with the faucet's key. The devnet does not
- * model Tron's reference blocks, so ref_block_bytes/hash are random: with the timestamp they make every
- * faucet transaction (and so its txid) new. `feeRate` is the fee_limit of a TRC-20 call; a TRX transfer
- * names no fee (see TRON_TRANSFER_FEE_SUN).
- */
-function buildTronFaucetTransfer(input: FaucetTransferInput): string {
-  const owner = tronAddressBytes(tronRules.addressOf(secp256k1.getPublicKey(input.privateKey, true)));
-  const to = tronAddressBytes(input.to);
-  let contract: Uint8Array;
-  let feeLimit: Uint8Array = new Uint8Array();
-  if (input.assetId === 'TRX') {
-    if (input.amount <= 0n || input.amount > INT64_MAX) throw malformed('the TRX amount must be a positive int64');
-    const value = concatBytes(bytesField(1, owner), bytesField(2, to), varintField(3, input.amount));
-    contract = contractMessage(TRANSFER_CONTRACT, value);
-  } else {
-    const asset = ASSETS.find((candidate) => candidate.id === input.assetId && candidate.chain === 'tron' && candidate.type === 'trc20');
-    const tokenAddress = asset && input.tokens[asset.id];
-    if (!tokenAddress) throw malformed(`${input.assetId} is not a devnet Tron asset`);
-    if (input.amount <= 0n || input.amount > UINT256_MAX) throw malformed('the token amount must be a positive uint256');
-    if (input.feeRate < 0n || input.feeRate > INT64_MAX) throw malformed('the fee limit must be a non-negative int64');
-    const data = concatBytes(TRC20_TRANSFER_SELECTOR, new Uint8Array(12), to.subarray(1), hexToBytes(input.amount.toString(16).padStart(64, '0')));
-    const value = concatBytes(bytesField(1, owner), bytesField(2, tronAddressBytes(tokenAddress)), bytesField(4, data));
-    contract = contractMessage(TRIGGER_SMART_CONTRACT, value);
-    feeLimit = varintField(18, input.feeRate);
-  }
-  const now = BigInt(Date.now());
-  // Fields in field-number order, as protobuf encoders write them.
-  const rawData = concatBytes(
-    bytesField(1, randomBytes(2)),
-    bytesField(4, randomBytes(8)),
-    varintField(8, now + BigInt(EXPIRATION_MS)),
-    bytesField(11, contract),
-    varintField(14, now),
-    feeLimit,
-  );
-  const signature = secp256k1.sign(sha256(rawData), input.privateKey);
-  const signed = concatBytes(signature.toCompactRawBytes(), Uint8Array.of(27 + signature.recovery));
-  return bytesToHex(concatBytes(bytesField(1, rawData), bytesField(2, signed)));
-}
-
-function contractMessage(kind: { type: bigint; typeUrl: string }, value: Uint8Array): Uint8Array {
-  const parameter = concatBytes(bytesField(1, new TextEncoder().encode(kind.typeUrl)), bytesField(2, value));
-  return concatBytes(varintField(1, kind.type), bytesField(2, parameter));
-}
-
-/** A Tron address (base58check, 0x41 prefix) as its 21 bytes. */
-function tronAddressBytes(address: string): Uint8Array {
-  let bytes: Uint8Array;
-  try {
-    bytes = tronBase58.decode(address);
-  } catch {
-    throw malformed(`'${address}' is not a Tron address`);
-  }
-  return addressBytes(bytes, address);
-}
-
 function addressBytes(bytes: Uint8Array | undefined, name: string): Uint8Array {
-  if (!bytes || bytes.length !== 21 || bytes[0] !== ADDRESS_PREFIX) throw malformed(`${name} is not a 21-byte Tron address starting 0x41`);
+  if (!bytes || bytes.length !== 21 || bytes[0] !== TRON_ADDRESS_PREFIX) throw malformed(`${name} is not a 21-byte Tron address starting 0x41`);
   return bytes;
 }
 
@@ -213,19 +145,6 @@ const tronAddress = (bytes: Uint8Array): string => tronBase58.encode(bytes);
 
 type WireValue = { wireType: 0; value: bigint } | { wireType: 2; value: Uint8Array } | { wireType: 1 | 5 };
 type Fields = Map<number, WireValue[]>;
-
-function varint(value: bigint): Uint8Array {
-  const out: number[] = [];
-  do {
-    const low = Number(value & 0x7fn);
-    value >>= 7n;
-    out.push(value > 0n ? low | 0x80 : low);
-  } while (value > 0n);
-  return Uint8Array.from(out);
-}
-
-const varintField = (field: number, value: bigint) => concatBytes(varint(BigInt(field << 3)), varint(value));
-const bytesField = (field: number, value: Uint8Array) => concatBytes(varint(BigInt((field << 3) | 2)), varint(BigInt(value.length)), value);
 
 /** Reads one message's fields; unknown fields are kept (and ignored by the caller), groups are refused. */
 function readMessage(bytes: Uint8Array, name: string): Fields {

@@ -3,7 +3,7 @@ import type { ChainId } from '../../../catalogue/service';
 /**
  * The devnet's chain-true rules, one module per chain (bitcoin.ts, ethereum.ts, tron.ts, solana.ts):
  * each decodes a raw signed transaction in its chain's real encoding, checks its signature against
- * the spending address, and builds and signs transactions for the devnet faucet. The devnet's
+ * the spending address (src/chains/transfers/ builds them, the faucet's too). The devnet's
  * ledger (mempool, blocks, balances, spent outputs, nonces) is not here: these are pure functions.
  */
 
@@ -100,12 +100,6 @@ export interface ChainRules {
    * to `address`, in the chain's real serialization.
    */
   buildCoinbase?(input: { height: number; address: string; amount: bigint }): UtxoTransaction;
-  /**
-   * The faucet's transfer, built and signed with `privateKey` (the devnet's own funding key): a
-   * native or token transfer of `amount` base units of `assetId` to `to`. Bitcoin spends `utxos`
-   * (all of them, change back to the faucet); Ethereum uses `nonce`.
-   */
-  buildFaucetTransfer(input: FaucetTransferInput): string;
   /** The address of a key on the sandbox network, in the form the platform uses. */
   addressOf(publicKey: Uint8Array): string;
 }
@@ -116,20 +110,5 @@ export interface DecodeContext {
   /** The devnet's token contracts / mints: asset id → address. */
   tokens: Readonly<Record<string, string>>;
   /** Ethereum: the chain id transactions must be signed for. */
-  chainId?: number;
-}
-
-export interface FaucetTransferInput {
-  privateKey: Uint8Array;
-  to: string;
-  assetId: string;
-  amount: bigint;
-  tokens: Readonly<Record<string, string>>;
-  nonce?: bigint;
-  utxos?: SpentOutput[];
-  /** Fee offered: Bitcoin sat/vB, Ethereum priority fee per gas (wei), Tron/Solana the flat fee. */
-  feeRate: bigint;
-  /** Ethereum: base fee of the next block, to set maxFeePerGas above it. */
-  baseFee?: bigint;
   chainId?: number;
 }
