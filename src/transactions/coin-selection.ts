@@ -109,11 +109,12 @@ export function virtualSize(inputs: readonly { format: SpendableFormat }[], outp
  * Chooses the outputs a Bitcoin send spends and what it pays.
  *
  * Pinned outputs (coin control) are all spent, and others are added only with `fillFromUnselected`.
- * The rest is chosen in two steps, deterministically (ties by txid and vout):
- * 1. branch-and-bound (Bitcoin Core's): the set whose value pays amount and fee with a remainder too
- *    small for a change output, the smallest remainder first: no change output, so a cheaper
- *    transaction and no new output to track or link back to the wallet;
- * 2. otherwise largest-first: the fewest inputs (the lowest fee now), with change.
+ * The rest is chosen deterministically (ties by txid and vout) by comparing two candidates:
+ * - branch-and-bound (Bitcoin Core's): the set that pays amount and fee with a remainder too small
+ *   for a change output, at the least fee: no change output, so a smaller transaction and no new
+ *   output to track or link back to the wallet;
+ * - largest-first: the fewest inputs, usually with change.
+ * The changeless set wins unless it costs more than largest-first plus spending its change later.
  * Outputs worth less than the fee of spending them at this rate are left alone.
  *
  * A change output is made when it would hold at least DUST_LIMIT; a smaller remainder goes to the
@@ -170,19 +171,26 @@ function spendPinned(plan: Plan, pinned: SpendableOutput[]): CoinSelection {
   );
 }
 
-const chooseInputs = (plan: Plan, pinned: SpendableOutput[], outputs: SpendableOutput[]): CoinSelection =>
-  (branchAndBound(plan, pinned, outputs) ?? largestFirst(plan, pinned, outputs)).selection;
+/**
+ * The changeless set branch-and-bound finds, unless largest-first costs less: its fee, plus (when
+ * it makes change) the fee of spending that change later at the same rate.
+ */
+function chooseInputs(plan: Plan, pinned: SpendableOutput[], outputs: SpendableOutput[]): CoinSelection {
+  const largest = largestFirst(plan, pinned, outputs).selection;
+  const changeless = branchAndBound(plan, pinned, outputs);
+  const changeCost = largest.change > 0n ? plan.satPerVbyte * BigInt(Math.ceil(INPUT_WEIGHT[plan.changeFormat] / 4)) : 0n;
+  return changeless && changeless.fee <= largest.fee + changeCost ? changeless : largest;
+}
 
 interface Plan extends CoinSelectionRequest {
   recipientType: OutputType;
 }
 
-/** Ok: what the inputs pay, and the remainder (below dust) left to the miner. Not ok: what the inputs must hold. */
+/** Ok: what the inputs pay. Not ok: what the inputs must hold. */
 type Settled = Settlement | { ok: false; needed: bigint };
 interface Settlement {
   ok: true;
   selection: CoinSelection;
-  remainder: bigint;
 }
 
 const sum = (outputs: readonly SpendableOutput[]) => outputs.reduce((total, output) => total + output.amount, 0n);
@@ -205,7 +213,6 @@ function settle(plan: Plan, inputs: SpendableOutput[]): Settled {
   // Gross: the recipient gets the amount less rate x vsize; a remainder below dust is the wallet's, paid to the miner.
   const accept = (fee: bigint, vsize: number, changeAmount: bigint, remainder: bigint): Settlement => ({
     ok: true,
-    remainder,
     selection: { inputs, fee, vsize, recipientAmount: plan.gross ? plan.amount - (fee - remainder) : plan.amount, change: changeAmount },
   });
   if (change >= DUST_LIMIT) return accept(feeWithChange, withChange, change, 0n);
@@ -229,11 +236,11 @@ function ordered(plan: Plan, outputs: SpendableOutput[]) {
 
 /**
  * Depth-first over the candidates, largest first, for a set (with the pinned ones) that settles
- * without change; the one leaving the smallest remainder to the miner, then the fewest inputs.
+ * without change; the one paying the least fee (remainder included), then the fewest inputs.
  * The search runs on effective values, so the fee grows with every input added; the exact
  * settlement (rounding of the size included) decides each candidate set.
  */
-function branchAndBound(plan: Plan, pinned: SpendableOutput[], outputs: SpendableOutput[]): Settlement | null {
+function branchAndBound(plan: Plan, pinned: SpendableOutput[], outputs: SpendableOutput[]): CoinSelection | null {
   const candidates = ordered(plan, outputs);
   if (candidates.length === 0) return null;
   const rate = plan.satPerVbyte;
@@ -245,22 +252,25 @@ function branchAndBound(plan: Plan, pinned: SpendableOutput[], outputs: Spendabl
   const after: bigint[] = new Array<bigint>(candidates.length + 1).fill(0n);
   for (let index = candidates.length - 1; index >= 0; index--) after[index] = after[index + 1]! + candidates[index]!.value;
 
-  let best: Settlement | null = null;
+  const inputWeight = (output: SpendableOutput) => BigInt(INPUT_WEIGHT[output.format]);
+  // 4 x the fee of the chosen inputs and the fixed part: a branch already paying more than the best set cannot beat it.
+  let feeFloor = rate * (baseWeight + pinned.reduce((total, output) => total + inputWeight(output), 0n));
+  let best: CoinSelection | null = null;
   const chosen: number[] = [];
   let value = 0n;
   let next = 0;
   for (let tries = 0; tries < BRANCH_AND_BOUND_TRIES; tries++) {
     let backtrack = false;
-    if (value + after[next]! < target || value > ceiling || pinned.length + chosen.length > MAX_INPUTS) {
+    if (value + after[next]! < target || value > ceiling || pinned.length + chosen.length > MAX_INPUTS || (best && feeFloor > 4n * best.fee)) {
       backtrack = true;
     } else if (value >= target) {
       const settled = settle(plan, [...pinned, ...chosen.map((index) => candidates[index]!.output)]);
-      if (settled.ok && settled.selection.change === 0n && (!best || isBetter(settled, best))) best = settled;
-      if (best?.remainder === 0n) break;
+      if (settled.ok && settled.selection.change === 0n && (!best || isBetter(settled.selection, best))) best = settled.selection;
       backtrack = true;
     }
     if (!backtrack) {
       value += candidates[next]!.value;
+      feeFloor += rate * inputWeight(candidates[next]!.output);
       chosen.push(next);
       next += 1;
       continue;
@@ -268,6 +278,7 @@ function branchAndBound(plan: Plan, pinned: SpendableOutput[], outputs: Spendabl
     const last = chosen.pop();
     if (last === undefined) break;
     value -= candidates[last]!.value;
+    feeFloor -= rate * inputWeight(candidates[last]!.output);
     // Leaving `last` out: an equal output in its place would only repeat the branch just searched.
     next = last + 1;
     while (next < candidates.length && sameOutputValue(candidates[next]!.output, candidates[last]!.output)) next += 1;
@@ -277,8 +288,7 @@ function branchAndBound(plan: Plan, pinned: SpendableOutput[], outputs: Spendabl
 
 const sameOutputValue = (a: SpendableOutput, b: SpendableOutput) => a.amount === b.amount && a.format === b.format;
 
-const isBetter = (a: Settlement, b: Settlement) =>
-  a.remainder !== b.remainder ? a.remainder < b.remainder : a.selection.inputs.length < b.selection.inputs.length;
+const isBetter = (a: CoinSelection, b: CoinSelection) => (a.fee !== b.fee ? a.fee < b.fee : a.inputs.length < b.inputs.length);
 
 /**
  * Adds the largest outputs after the pinned ones until the send settles. When even all of them

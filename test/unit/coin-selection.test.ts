@@ -234,6 +234,21 @@ describe('Coin selection', () => {
     assert.equal(selection.fee, 178n);
   });
 
+  it('does not trade a change output for many more inputs', () => {
+    const large = output(1_000_000n);
+    const small = Array.from({ length: 5 }, () => output(20_000n));
+    // The five small ones pay exactly amount and fee without change (382 vB at 5 sat/vB), but one large
+    // input with change pays 141 vB, and 68 vB more when its change is spent later: cheaper.
+    const req = request({ others: [...small, large], amount: 100_000n - 5n * 382n, satPerVbyte: 5n });
+    const selection = selectCoins(req);
+    assert.deepEqual(selection.inputs.map((one) => one.id), [large.id]);
+    assert.equal(selection.fee, 5n * 141n);
+    assertBalanced(req, selection);
+    // Two small ones paying it exactly: 178 sat at 1 sat/vB against 141 + 68 for the large one and its change.
+    const pair = request({ others: [small[0]!, small[1]!, large], amount: 40_000n - 178n, satPerVbyte: 1n });
+    assert.deepEqual(selectCoins(pair).inputs.map((one) => one.id).sort(), [small[0]!.id, small[1]!.id].sort());
+  });
+
   it('leaves outputs worth less than the fee of spending them', () => {
     const crumbs = [output(600n), output(700n)];
     const req = request({ others: [...crumbs, output(200_000n)], amount: 150_000n, satPerVbyte: 50n });
