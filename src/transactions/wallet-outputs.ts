@@ -171,7 +171,7 @@ function voutOf(position: string): number {
 export async function changeOutputsAmong(em: EntityManager, environment: Environment, transfers: { txid: string; position: string }[]): Promise<Set<string>> {
   const outpoints = transfers.filter((transfer) => /^out:\d+$/.test(transfer.position)).map((transfer) => ({ txid: transfer.txid.toLowerCase(), vout: voutOf(transfer.position) }));
   if (outpoints.length === 0) return new Set();
-  const rows = await em.find(WalletOutput, { environment, origin: 'change', $or: outpoints }, { fields: ['txid', 'vout'] });
+  const rows = await em.find(WalletOutput, { environment, origin: 'change', $or: outpoints });
   return new Set(rows.map((row) => `${row.txid}:out:${row.vout}`));
 }
 
