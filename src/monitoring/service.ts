@@ -14,6 +14,7 @@ import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
 import { iso, isoOrNull } from '../shared/time';
+import { changeOutputsAmong, confirmDepositOutput, dropDepositOutput, recordDepositOutput } from '../transactions/wallet-outputs';
 import { IncomingTransfer } from './entities';
 
 /** One chain in one environment: the unit block scanning works in. */
@@ -51,6 +52,8 @@ interface Watchers {
  * addresses someone cares about: an address of ours (a deposit: the wallet's pending balance
  * grows) or one a subscription watches. Idempotent per organization and (txid, position): seeing
  * a transfer again only moves it to its block, and one a reorganisation dropped comes back pending.
+ * Bitcoin: a deposit is also an output the wallet will spend once it confirms; an output that is the
+ * change of the organization's own send is no deposit at all (no transfer, no credit, no event).
  */
 export async function recordTransfers(
   em: EntityManager,
@@ -65,6 +68,7 @@ export async function recordTransfers(
     .filter((transfer): transfer is ObservedTransfer => transfer.to !== null);
   if (relevant.length === 0) return [];
   const watchers = await watchersOf(em, scope, [...new Set(relevant.map((transfer) => transfer.to))]);
+  const change = scope.chain === 'bitcoin' ? await changeOutputsAmong(em, scope.environment, relevant) : new Set<string>();
   const recorded: IncomingTransfer[] = [];
   for (const transfer of relevant) {
     const watching = watchers.get(transfer.to);
@@ -72,6 +76,7 @@ export async function recordTransfers(
     const organizations = new Set([...(watching.own ? [watching.own.organization.id] : []), ...watching.subscriptions.map((s) => s.organization.id)]);
     for (const organizationId of organizations) {
       const own = watching.own?.organization.id === organizationId ? watching.own : null;
+      if (own && change.has(`${transfer.txid.toLowerCase()}:${transfer.position}`)) continue;
       const subscriptions = watching.subscriptions.filter((subscription) => subscription.organization.id === organizationId);
       const row = await recordOne(em, scope, organizationId, transfer, block, own, subscriptions);
       if (row) recorded.push(row);
@@ -151,7 +156,7 @@ async function recordOne(
     { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
   );
   if (inserted.length) {
-    if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: BigInt(row.amount) });
+    if (row.wallet) await creditPending(em, row);
     await announce(em, row, subscriptions);
     return row;
   }
@@ -164,11 +169,27 @@ async function recordOne(
     // A reorganisation dropped it and the new chain carries it again: pending once more.
     row.status = 'pending';
     row.droppedAt = null;
-    if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: BigInt(row.amount) });
+    if (row.wallet) await creditPending(em, row);
     await announce(em, row, subscriptions);
     return row;
   }
   return moved ? row : null;
+}
+
+/** A deposit seen: the wallet's pending balance grows; on Bitcoin it also holds a new (unconfirmed) output. */
+async function creditPending(em: EntityManager, row: IncomingTransfer): Promise<void> {
+  await moveWalletBalance(em, row.wallet!.id, row.assetId, { pending: BigInt(row.amount) });
+  if (row.chain === 'bitcoin') {
+    await recordDepositOutput(em, {
+      organizationId: row.organization.id,
+      environment: row.environment,
+      walletId: row.wallet!.id,
+      addressId: row.address!.id,
+      txid: row.txid,
+      position: row.position,
+      amount: row.amount,
+    });
+  }
 }
 
 /**
@@ -192,7 +213,10 @@ export async function confirmDue(em: EntityManager, scope: ChainEnvironment, tip
     row.status = 'confirmed';
     row.confirmations = tipHeight - row.blockHeight! + 1;
     row.confirmedAt = new Date();
-    if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount), balance: BigInt(row.amount) });
+    if (row.wallet) {
+      await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount), balance: BigInt(row.amount) });
+      if (row.chain === 'bitcoin') await confirmDepositOutput(em, row);
+    }
     await announce(em, row, await subscriptionsOn(em, row, [row.toAddress], row.organization.id));
     confirmed.push(row);
   }
@@ -217,7 +241,10 @@ export async function dropAbove(em: EntityManager, scope: ChainEnvironment, fork
     row.blockHeight = null;
     row.blockHash = null;
     row.confirmations = 0;
-    if (row.wallet) await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount) });
+    if (row.wallet) {
+      await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount) });
+      if (row.chain === 'bitcoin') await dropDepositOutput(em, row);
+    }
     await announce(em, row, await subscriptionsOn(em, row, [row.toAddress], row.organization.id));
     dropped.push(row);
   }

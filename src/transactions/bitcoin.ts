@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { FeeLevel, FeeMarket } from '../chains/provider';
 import { findPrimaryAddress } from '../custody/service';
-import { errors } from '../shared/errors';
 import { selectCoins } from './coin-selection';
 import type { PinnedInput, StoredFeeTerms } from './entities';
 import type { ResolvedTransfer } from './validation';
@@ -40,7 +39,6 @@ export async function planBitcoinSend(em: EntityManager, transfer: ResolvedTrans
     others,
     fillFromUnselected: options.fillFromUnselected,
   });
-  if (selection.inputs.length === 0) throw errors.invalid('insufficient_funds', 'The wallet has no spendable outputs.', { param: 'amount' });
   const terms: StoredFeeTerms = { model: 'per_byte', satPerVbyte: rate.toString(), vsize: selection.vsize };
   return {
     terms,

@@ -2,14 +2,17 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
 import { priceSourceFor, usdValue } from '../catalogue/prices';
 import type { AssetInfo } from '../catalogue/service';
-import { LAMPORTS_PER_SIGNATURE } from '../chains/devnet/rules/solana';
+import { LAMPORTS_PER_SIGNATURE } from '../chains/transfers/solana';
 import { CONFIRMATION_SECS, GWEI_DECIMALS, NATIVE_TRANSFER_GAS, P2WPKH_PAYMENT_VBYTES, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
 import { FEE_LEVELS, type FeeLevel, type FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
-import { errors } from '../shared/errors';
+import { findPrimaryAddress } from '../custody/service';
+import { DomainError, errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
+import { selectCoins, type SpendableFormat, type SpendableOutput } from './coin-selection';
 import { resolveTransfer } from './validation';
+import { spendableOutputs } from './wallet-outputs';
 
 /** Gas limit of an ERC-20 `transfer`: enough for a first transfer to a new holder (a fresh storage slot). */
 export const ERC20_TRANSFER_GAS = 65_000n;
@@ -51,10 +54,20 @@ export interface FeeQuote {
  * the key's network, the amount positive with no more decimals than the asset has.
  */
 export async function estimateFee(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, input: EstimateFeeInput) {
-  const { chain, asset, native, amount, gross } = await resolveTransfer(em, auth, input);
+  const { wallet, chain, asset, native, toAddress, amount, gross } = await resolveTransfer(em, auth, input);
 
   const market = await readFeeMarket(chains, chain.id, auth.environment);
-  const quotes = Object.fromEntries(FEE_LEVELS.map((level) => [level, quoteFee(market, asset, level)])) as Record<FeeLevel, FeeQuote>;
+  const coins: WalletCoins | null =
+    market.model === 'per_byte'
+      ? {
+          outputs: await spendableOutputs(em, wallet, { lock: false }),
+          changeFormat: (await findPrimaryAddress(em, wallet)).format as SpendableFormat,
+          recipient: toAddress,
+          amount,
+          gross,
+        }
+      : null;
+  const quotes = Object.fromEntries(FEE_LEVELS.map((level) => [level, quoteFee(market, asset, level, coins)])) as Record<FeeLevel, FeeQuote>;
   if (gross) {
     const uncovered = FEE_LEVELS.filter((level) => quotes[level].fee >= amount);
     if (uncovered.length > 0) {
@@ -144,21 +157,57 @@ const recommendedLevel = (quotes: Record<FeeLevel, FeeQuote>): FeeLevel => (quot
 const item = (key: string, label: string, unit: string, value: bigint | string): BreakdownItem => ({ key, label, unit, value: value.toString() });
 const gwei = (wei: bigint) => toDisplay(wei, GWEI_DECIMALS);
 
-/** The fee of one transfer of `asset` at `level`, in the chain's native base units, and how it is made up. */
-export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel): FeeQuote {
-  const native = asset.type === 'native';
-  switch (market.model) {
-    case 'per_byte': {
-      // Until sending selects coins, a payment is priced as one input and two outputs (recipient and change).
-      const rate = market.satPerVbyte[level];
+/** Bitcoin: what the send would spend, to price the inputs it would really use. */
+interface WalletCoins {
+  outputs: SpendableOutput[];
+  changeFormat: SpendableFormat;
+  recipient: string;
+  amount: bigint;
+  gross: boolean;
+}
+
+/** Coin selection cannot price the send from the wallet's outputs for these reasons: the typical payment is priced instead. */
+const UNCOVERED = ['insufficient_funds', 'too_many_inputs'];
+
+/**
+ * Bitcoin at `rate`: the inputs a send would spend now, chosen by the send's own coin selection,
+ * with change when it would get some; a wallet whose outputs cannot pay for it (none yet, or too
+ * few) is priced as a typical p2wpkh payment of one input and two outputs.
+ */
+function quoteBitcoinFee(rate: bigint, coins: WalletCoins): FeeQuote {
+  const feeRate = item('fee_rate', 'Fee rate', 'sat/vB', rate);
+  let uncovered = 'the wallet has no spendable outputs';
+  if (coins.outputs.length > 0) {
+    try {
+      const selection = selectCoins({ ...coins, satPerVbyte: rate, pinned: null, others: coins.outputs, fillFromUnselected: false });
+      const outputs = selection.change > 0n ? '2 outputs (recipient, change)' : '1 output (no change: the rest is below the dust limit)';
+      const remainder = selection.fee - rate * BigInt(selection.vsize);
       return {
-        fee: rate * P2WPKH_PAYMENT_VBYTES,
+        fee: selection.fee,
         breakdown: [
-          item('fee_rate', 'Fee rate', 'sat/vB', rate),
-          item('vsize', 'Virtual size of a p2wpkh payment, 1 input and 2 outputs (estimated)', 'vB', P2WPKH_PAYMENT_VBYTES),
+          feeRate,
+          item('vsize', `Virtual size spending the wallet's outputs coin selection picks: ${selection.inputs.length} input(s), ${outputs}`, 'vB', BigInt(selection.vsize)),
+          item('inputs', 'Inputs spent', 'inputs', BigInt(selection.inputs.length)),
+          ...(remainder > 0n ? [item('dust_remainder', 'Left over below the dust limit, paid to the miner instead of a change output', 'sat', remainder)] : []),
         ],
       };
+    } catch (error) {
+      if (!(error instanceof DomainError && UNCOVERED.includes(error.code))) throw error;
+      uncovered = error.code === 'insufficient_funds' ? "the wallet's spendable outputs do not cover the amount" : 'the send would need more than 250 inputs';
     }
+  }
+  return {
+    fee: rate * P2WPKH_PAYMENT_VBYTES,
+    breakdown: [feeRate, item('vsize', `Virtual size of a p2wpkh payment, 1 input and 2 outputs (estimated: ${uncovered})`, 'vB', P2WPKH_PAYMENT_VBYTES)],
+  };
+}
+
+/** The fee of one transfer of `asset` at `level`, in the chain's native base units, and how it is made up. */
+export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, coins: WalletCoins | null): FeeQuote {
+  const native = asset.type === 'native';
+  switch (market.model) {
+    case 'per_byte':
+      return quoteBitcoinFee(market.satPerVbyte[level], coins!);
     case 'eip1559': {
       const gasLimit = native ? NATIVE_TRANSFER_GAS : ERC20_TRANSFER_GAS;
       const priority = market.priorityFeePerGas[level];

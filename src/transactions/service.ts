@@ -193,7 +193,7 @@ function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: Fe
     terms = { model: 'eip1559', gasLimit: gasLimit.toString(), maxFeePerGas: maxFeePerGas.toString(), maxPriorityFeePerGas: maxPriorityFeePerGas.toString() };
     feeLimit = gasLimit * maxFeePerGas;
   } else if (market.model === 'flat') {
-    feeLimit = quoteFee(market, asset, level).fee;
+    feeLimit = quoteFee(market, asset, level, null).fee;
     terms = { model: 'flat', fee: feeLimit.toString() };
   } else {
     throw new Error(`an account chain with a ${market.model} fee market`);

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { priceSourceFor } from '../../src/catalogue/prices';
 import { ConfigError, loadConfig } from '../../src/config';
 import { Money } from '../../src/shared/money';
+import { virtualSize } from '../../src/transactions/coin-selection';
+import { WalletOutput } from '../../src/transactions/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { testOrm } from '../support/environment';
 
 const CHAINS = ['bitcoin', 'ethereum', 'tron', 'solana'] as const;
 type Chain = (typeof CHAINS)[number];
@@ -94,9 +97,10 @@ describe('POST /v1/transactions/estimate-fee (embedded devnet)', () => {
     });
   }
 
-  it('Bitcoin: the fee is the rate times 141 vB; Ethereum: (base fee + priority fee) times 21000 gas', async () => {
+  it('Bitcoin without spendable outputs: the rate times 141 vB; Ethereum: (base fee + priority fee) times 21000 gas', async () => {
     const btc = (await estimate({ wallet_id: wallets.bitcoin.id, to_address: recipients.bitcoin, amount: '0.01', asset: 'BTC' })).body.fee_levels.medium;
     assert.equal(breakdownValue(btc, 'vsize'), '141');
+    assert.match(btc.breakdown.find((entry: { key: string }) => entry.key === 'vsize').label, /the wallet has no spendable outputs/);
     assert.equal(BigInt(btc.amount_raw), BigInt(breakdownValue(btc, 'fee_rate')!) * 141n);
     const eth = (await estimate({ wallet_id: wallets.ethereum.id, to_address: recipients.ethereum, amount: '0.01', asset: 'ETH' })).body.fee_levels.high;
     assert.equal(breakdownValue(eth, 'gas_limit'), '21000');
@@ -115,6 +119,61 @@ describe('POST /v1/transactions/estimate-fee (embedded devnet)', () => {
       assert.equal(BigInt(level.recipient_amount_raw), 250_000_000n - BigInt(level.amount_raw));
       assert.equal(level.recipient_amount, display(250_000_000n - BigInt(level.amount_raw), 9));
     }
+  });
+
+  it('Bitcoin with spendable outputs: priced from the inputs coin selection would spend, net and gross', async () => {
+    const vault = (await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'Coins' } })).body;
+    const created = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'coins', chain: 'bitcoin', vault_id: vault.id } });
+    const taproot = await app.request('POST', `/v1/wallets/${created.body.id}/addresses`, { key: org.secret, body: { address_format: 'p2tr' } });
+    assert.equal(taproot.status, 201, taproot.text);
+    const em = (await testOrm()).em.fork();
+    const coins = [
+      [created.body.primary_address.id, 600_000n],
+      [taproot.body.id, 600_000n],
+    ] as const;
+    for (const [addressId, amount] of coins) {
+      em.create(WalletOutput, {
+        organization: org.organizationId,
+        environment: 'sandbox',
+        wallet: created.body.id,
+        address: addressId,
+        txid: randomBytes(32).toString('hex'),
+        vout: 0,
+        amount: amount.toString(),
+        origin: 'deposit',
+        status: 'available',
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      });
+    }
+    await em.flush();
+    const inputs = [{ format: 'p2wpkh' as const }, { format: 'p2tr' as const }];
+    const quote = async (amount: string, gross = false) => {
+      const answer = await estimate({ wallet_id: created.body.id, to_address: recipients.bitcoin, amount, asset: 'BTC', treat_as_gross_amount: gross });
+      assert.equal(answer.status, 200, answer.text);
+      return answer.body.fee_levels;
+    };
+
+    // Net: both outputs, the recipient's output and change.
+    for (const level of Object.values(await quote('0.01')) as any[]) {
+      const rate = BigInt(breakdownValue(level, 'fee_rate')!);
+      assert.equal(breakdownValue(level, 'vsize'), String(virtualSize(inputs, ['p2wpkh', 'p2wpkh'])));
+      assert.equal(breakdownValue(level, 'inputs'), '2');
+      assert.equal(BigInt(level.amount_raw), rate * BigInt(virtualSize(inputs, ['p2wpkh', 'p2wpkh'])));
+      assert.equal(level.total_debit_amount_raw, (1_000_000n + BigInt(level.amount_raw)).toString());
+    }
+    // Gross, everything the wallet holds: no change output.
+    for (const level of Object.values(await quote('0.012', true)) as any[]) {
+      const rate = BigInt(breakdownValue(level, 'fee_rate')!);
+      assert.equal(breakdownValue(level, 'vsize'), String(virtualSize(inputs, ['p2wpkh'])));
+      assert.equal(BigInt(level.amount_raw), rate * BigInt(virtualSize(inputs, ['p2wpkh'])));
+      assert.equal(level.recipient_amount_raw, (1_200_000n - BigInt(level.amount_raw)).toString());
+      assert.equal(level.total_debit_amount_raw, '1200000');
+    }
+    // More than the outputs hold: the typical payment, and the label says why.
+    const uncovered = (await quote('1')).medium;
+    assert.equal(breakdownValue(uncovered, 'vsize'), '141');
+    assert.match(uncovered.breakdown.find((entry: { key: string }) => entry.key === 'vsize').label, /do not cover the amount/);
   });
 
   it('gross mode refuses an amount that does not exceed the fee: 400 amount_below_fee', async () => {
