@@ -154,7 +154,9 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     assert.equal(waiting.signedTransaction, signed.signedTransaction, 'the very same bytes');
     assert.equal((await ledger(wallet.id)).locked, BigInt(signed.recipientAmount) + BigInt(signed.feeLimit));
     nodes.faults = {};
-    await eventually(async () => ((await onChain(signed.txHash!)) === 1 ? true : undefined), 'broadcast once the node is back', 60_000);
+    // The next check (every 30 s by now) finds the node back and broadcasts the same bytes.
+    await env.sleep('1 minute');
+    await eventually(async () => ((await onChain(signed.txHash!)) === 1 ? true : undefined), 'broadcast once the node is back');
     await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
     assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'confirmed');
     assert.equal((await ledger(wallet.id)).locked, 0n);
