@@ -46,6 +46,8 @@ export interface RecordedDecision {
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['wallet', 'createdAt', 'id'] })
 @Index({ properties: ['chain', 'environment', 'txHash'] })
+@Index({ properties: ['status', 'createdAt'] })
+@Index({ properties: ['fromAddress', 'nonce'] })
 export class OutgoingTransaction {
   [OptionalProps]?: 'status' | 'confirmations' | 'gross' | 'note' | 'fillFeeFromUnselected' | 'createdAt' | 'updatedAt';
 

@@ -56,7 +56,7 @@ export interface FeeQuote {
 export async function estimateFee(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, input: EstimateFeeInput) {
   const { wallet, chain, asset, native, toAddress, amount, gross } = await resolveTransfer(em, auth, input);
 
-  const market = await readFeeMarket(chains, chain.id, auth.environment);
+  const market = await readFeeMarket(chains, chain.id, auth.environment, em);
   const coins: WalletCoins | null =
     market.model === 'per_byte'
       ? {

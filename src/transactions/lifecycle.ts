@@ -56,11 +56,22 @@ const feeTermsOf = (terms: StoredFeeTerms): FeeTerms => {
  * or past the platform's own signed sends from the address if they are further along.
  */
 export async function signTransaction(deps: LifecycleDeps, transactionId: string): Promise<StepOutcome> {
+  // What the node says is read before any row is locked: the devnet answers from this same database,
+  // and a send holding a lock while it waits for a second connection could starve the pool.
+  const unlocked = await deps.em().findOneOrFail(OutgoingTransaction, { id: transactionId }, { populate: ['fromAddress'] });
+  if (unlocked.signedTransaction) return 'signed';
+  if (FINISHED.includes(unlocked.status)) return unlocked.status;
+  const provider = await providerOf(deps, unlocked);
+  const node = {
+    // Tron and Solana transactions name a recent block, which also bounds how long they can be broadcast.
+    recentBlock: provider.recentBlock ? await provider.recentBlock() : undefined,
+    chainId: unlocked.chain === 'ethereum' ? (await provider.identifyNetwork()).chainId : undefined,
+    pendingNonce: unlocked.chain === 'ethereum' ? (await provider.nonces!(unlocked.fromAddress.address)).pending : undefined,
+  };
   return deps.transaction(async (em) => {
     const transaction = await lockedRow(em, transactionId);
     if (transaction.signedTransaction) return 'signed';
     if (FINISHED.includes(transaction.status)) return transaction.status;
-    const provider = await providerOf(deps, transaction);
     const from = transaction.fromAddress;
     const asset = assetById(transaction.assetId);
     const transfer: TransferToSign = {
@@ -72,31 +83,26 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
       amount: BigInt(transaction.recipientAmount),
       fee: feeTermsOf(transaction.feeTerms),
       reference: transaction.id,
+      ...(node.recentBlock ? { recentBlock: node.recentBlock } : {}),
     };
     if (asset.type !== 'native') {
       const token = provider.tokenAddress(asset.id);
       if (!token) throw new Error(`no ${asset.id} contract is configured for ${transaction.chain} ${transaction.environment}`);
       transfer.tokenAddress = token;
     }
-
-    // Tron and Solana transactions name a recent block, which also bounds how long they can be broadcast.
-    if (provider.recentBlock) transfer.recentBlock = await provider.recentBlock();
-    let signers: Address[] = [from];
-    let change: { address: Address; amount: bigint } | null = null;
     if (transaction.chain === 'ethereum') {
+      // Under the address's row lock: past the node's pending count and past every live send of ours from it.
       await em.findOneOrFail(Address, { id: from.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      const [{ chainId }, nonces, [ours]] = await Promise.all([
-        provider.identifyNetwork(),
-        provider.nonces!(from.address),
-        em.execute<{ next: string | null }[]>(
-          `select (max(nonce) + 1)::text as next from transactions where from_address_id = ? and nonce is not null and status <> 'failed'`,
-          [from.id],
-        ),
-      ]);
-      const nonce = ours?.next && BigInt(ours.next) > nonces.pending ? BigInt(ours.next) : nonces.pending;
-      transfer.ethereum = { chainId: chainId!, nonce };
+      const [ours] = await em.execute<{ next: string | null }[]>(
+        `select (max(nonce) + 1)::text as next from transactions where from_address_id = ? and nonce is not null and status <> 'failed'`,
+        [from.id],
+      );
+      const nonce = ours?.next && BigInt(ours.next) > node.pendingNonce! ? BigInt(ours.next) : node.pendingNonce!;
+      transfer.ethereum = { chainId: node.chainId!, nonce };
       transaction.nonce = nonce.toString();
     }
+    let signers: Address[] = [from];
+    let change: { address: Address; amount: bigint } | null = null;
     if (transaction.chain === 'bitcoin') {
       const outputs = await em.find(WalletOutput, { spentBy: transaction.id }, { populate: ['address'], orderBy: { txid: 'asc', vout: 'asc' } });
       signers = [...new Map(outputs.map((output) => [output.address.id, output.address])).values()];
@@ -156,12 +162,32 @@ export async function broadcastTransaction(deps: LifecycleDeps, transactionId: s
       throw statusError;
     }
     if (known.state === 'unknown') {
+      if (error.reason === 'nonce_too_high' && (await earlierNoncesOnTheirWay(deps, provider, transaction))) return 'unknown';
       await failTransaction(deps, transactionId, error.reason, error.message);
       return 'failed';
     }
   }
   await markBroadcast(deps, transactionId);
   return 'accepted';
+}
+
+/**
+ * Sends from one address are signed with consecutive nonces but broadcast by their own workflows,
+ * so one can reach the node before its predecessor. Refused as too high, it waits while every
+ * nonce between the node's next and its own belongs to a send of ours still under way; a gap
+ * nobody will fill (a predecessor failed) means it can never be mined, and it fails.
+ */
+async function earlierNoncesOnTheirWay(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction): Promise<boolean> {
+  if (!provider.nonces || transaction.nonce == null) return false;
+  const { pending } = await provider.nonces(transaction.fromAddress.address);
+  const nonce = BigInt(transaction.nonce);
+  if (pending >= nonce) return true;
+  const [row] = await deps.em().execute<{ live: string }[]>(
+    `select count(distinct nonce)::text as live from transactions
+      where from_address_id = ? and nonce >= ? and nonce < ? and status in ('signed', 'broadcast', 'confirming')`,
+    [transaction.fromAddress.id, pending.toString(), transaction.nonce],
+  );
+  return BigInt(row!.live) === nonce - pending;
 }
 
 /** signed -> broadcast, announced once. */

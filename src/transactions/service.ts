@@ -71,7 +71,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   const pinned = input.inputs?.map(pinnedInput);
 
   const level = input.fee_level ?? 'medium';
-  const market = await readFeeMarket(chains, chain.id, auth.environment);
+  const market = await readFeeMarket(chains, chain.id, auth.environment, em);
   if (asset.type !== 'native' && !(await chains.provider(chain.id, auth.environment)).tokenAddress(asset.id)) {
     throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });
   }
