@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import { CHAIN_IDS, type ChainId } from '../../src/catalogue/service';
+import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { ChainNodes } from '../../src/chains/nodes';
 import { Organization } from '../../src/organizations/entities';
@@ -322,7 +323,8 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
     assert.equal(created.status, 201, created.text);
     await eventually(async () => ((await read(created.body.id)).status === 'broadcast' ? true : undefined), 'broadcast');
     await stopWorker();
-    await mine('tron', CONFIRMATIONS.tron);
+    // No worker, so no block producer to ask: blocks are mined on the devnet's ledger directly.
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'tron', CONFIRMATIONS.tron);
     await startWorker();
     const confirmed = await settle('tron', created.body.id);
     assert.equal(BigInt((await balance(from.id, 'TRX')).balance), 100_000_000n - BigInt(confirmed.amount_raw) - BigInt(confirmed.fee_raw!));
