@@ -15,6 +15,9 @@ import { createIdempotencyActivities } from './idempotency';
 import { createPolicyActivities } from './policies';
 import { createLightningActivities } from './lightning';
 import { createMonitoringActivities } from './monitoring';
+import { createTransactionActivities } from './transactions';
+import { createKeyProvider } from '../src/keys/provider';
+import { KeyService } from '../src/keys/service';
 
 /** Everything an activity may touch; each domain factory takes what it needs. */
 export interface ActivityDeps {
@@ -40,15 +43,19 @@ const destinationResolvers = (): DestinationResolvers => ({
 });
 
 /** Every activity of every domain, registered on the one worker. */
-export const createActivities = (deps: ActivityDeps) => ({
-  ...createIdempotencyActivities(deps),
-  ...createMonitoringActivities({ ...deps, chains: deps.chains ?? new ChainNodes(deps.config, deps.log, deps.orm) }),
-  ...createDurableWorkActivities(deps),
-  ...createEventActivities({ ...deps, destinations: { ...destinationResolvers(), ...deps.destinationResolvers } }),
-  ...createPolicyActivities(deps),
-  ...createLightningActivities(deps),
-  ...createCardActivities(deps),
-  ...createChainActivities(deps),
-});
+export const createActivities = (deps: ActivityDeps) => {
+  const chains = deps.chains ?? new ChainNodes(deps.config, deps.log, deps.orm);
+  return {
+    ...createIdempotencyActivities(deps),
+    ...createMonitoringActivities({ ...deps, chains }),
+    ...createTransactionActivities({ ...deps, chains, keys: new KeyService(createKeyProvider(deps.config, deps.log)) }),
+    ...createDurableWorkActivities(deps),
+    ...createEventActivities({ ...deps, destinations: { ...destinationResolvers(), ...deps.destinationResolvers } }),
+    ...createPolicyActivities(deps),
+    ...createLightningActivities(deps),
+    ...createCardActivities(deps),
+    ...createChainActivities(deps),
+  };
+};
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -11,3 +11,4 @@ export { cardBalanceWorkflow } from './card-balance';
 export { cardTerminationWorkflow } from './card-termination';
 export { chainScanWorkflow } from './scan-chain';
 export { produceDevnetBlocksWorkflow } from './produce-devnet-blocks';
+export { sendTransactionWorkflow } from './send-transaction';

@@ -45,6 +45,13 @@ export function findChain(id: string): ChainInfo {
   return chain;
 }
 
+/** A catalogue asset by its id (ids stored by the platform itself: always known). */
+export function assetById(id: string): AssetInfo {
+  const asset = ASSETS.find((candidate) => candidate.id === id);
+  if (!asset) throw new Error(`unknown asset id '${id}'`);
+  return asset;
+}
+
 /** An asset of the chain by id (`USDC_ETH`) or by the chain's symbol (`USDC`); 400 on `param` otherwise. */
 export function chainAsset(chain: ChainId, asset: string, param = 'asset'): AssetInfo {
   const found = ASSETS.find((candidate) => candidate.chain === chain && (candidate.id === asset || candidate.symbol === asset));

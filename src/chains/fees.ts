@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
 import { usdValue, type PriceSource } from '../catalogue/prices';
 import { ASSETS, findChain, type ChainId } from '../catalogue/service';
@@ -100,9 +101,9 @@ function networkFeeOf(market: FeeMarket, level: FeeLevel): bigint {
  * The chain's fee market for the environment, read from its node; no usable node answers 503
  * `chain_node_unavailable` (details.reason: not_configured, network_mismatch or unreachable).
  */
-export async function readFeeMarket(chains: ChainNodes, chain: ChainId, environment: Environment): Promise<FeeMarket> {
+export async function readFeeMarket(chains: ChainNodes, chain: ChainId, environment: Environment, em?: EntityManager): Promise<FeeMarket> {
   try {
-    const provider = await chains.provider(chain, environment);
+    const provider = await chains.provider(chain, environment, em);
     return await provider.feeMarket();
   } catch (error) {
     if (error instanceof ChainUnavailableError) throw chainNodeUnavailable(error.reason, error.message);

@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
 import { findChain, networkFor, type ChainId } from '../catalogue/service';
 import type { Config } from '../config';
@@ -53,10 +54,15 @@ export class ChainNodes {
     for (const node of configuredNodes(config)) this.nodes.set(nodeKey(node.provider.chain, node.environment), { ...node, state: { kind: 'unchecked' } });
   }
 
-  /** The environment's provider for the chain, once its network has been checked. */
-  async provider(chain: ChainId, environment: Environment): Promise<ChainProvider> {
+  /**
+   * The environment's provider for the chain, once its network has been checked. `em`: the caller's
+   * EntityManager, when it holds a database transaction (a request): the devnet, which lives in the
+   * same database, then works on that connection, instead of waiting for a second pooled one while
+   * holding the first (enough concurrent requests would starve the pool).
+   */
+  async provider(chain: ChainId, environment: Environment, em?: EntityManager): Promise<ChainProvider> {
     const node = this.nodes.get(nodeKey(chain, environment));
-    if (!node && environment === 'sandbox' && DEVNET_CHAINS.includes(chain)) return this.devnet(chain);
+    if (!node && environment === 'sandbox' && DEVNET_CHAINS.includes(chain)) return em ? new DevnetProvider(chain, this.orm, em) : this.devnet(chain);
     if (!node) throw new ChainUnavailableError('not_configured', `no node is configured for ${chain} ${networkFor(findChain(chain), environment)}`);
     await this.verify(node);
     return node.provider;

@@ -5,9 +5,10 @@
  */
 export const EVENT_TYPES = [
   { type: 'webhook.test', description: 'A test event sent to one endpoint by POST /v1/webhooks/:id/test.' },
-  { type: 'transaction.created', description: 'A custody transaction was created.' },
-  { type: 'transaction.confirmed', description: 'A custody transaction reached its confirmation threshold.' },
-  { type: 'transaction.failed', description: 'A custody transaction failed or was dropped.' },
+  { type: 'transaction.created', description: 'A send was accepted: funds locked, its workflow started.' },
+  { type: 'transaction.broadcast', description: 'A send was signed and a node accepted it.' },
+  { type: 'transaction.confirmed', description: "A send reached the chain's confirmation count and was settled." },
+  { type: 'transaction.failed', description: 'A send provably did not reach the chain (its lock released), or was mined and reverted (its fee paid).' },
   { type: 'transfer.success', description: 'A stablecoin transfer succeeded; data carries transaction_id.' },
   { type: 'deposit.success', description: 'A stablecoin deposit was credited to a wallet.' },
   { type: 'incoming_token_tx', description: 'An incoming token transfer to a subscribed address.' },

@@ -56,8 +56,7 @@ export async function simulateDeposit(em: EntityManager, config: Config, chains:
   }
   if (amount === 0n) throw errors.validation('amount must be greater than zero.', 'amount');
 
-  // Read before the faucet takes the chain's lock for this transaction: the provider reads on a connection of its own.
-  const tipHeight = (await (await chains.provider(chain, auth.environment)).tip()).height;
+  const tipHeight = (await (await chains.provider(chain, auth.environment, em)).tip()).height;
   let sent: { txid: string; position: string };
   try {
     sent = await fundFromFaucet(em, chain, { to, assetId: asset.id, amount });

@@ -180,6 +180,7 @@ export class ApprovalVote {
 /** Every step of a policy's life and every transaction decision, with the actor. */
 @Entity({ tableName: 'policy_audit_logs' })
 @Index({ properties: ['policyId', 'createdAt', 'id'] })
+@Index({ properties: ['organization', 'environment', 'action', 'createdAt'] })
 export class PolicyAuditLog {
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('pal');

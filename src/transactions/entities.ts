@@ -1,4 +1,4 @@
-import { BigIntType, Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { BigIntType, Entity, Enum, Index, ManyToOne, OptionalProps, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
 import type { FeeLevel } from '../chains/provider';
@@ -46,7 +46,11 @@ export interface RecordedDecision {
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['wallet', 'createdAt', 'id'] })
 @Index({ properties: ['chain', 'environment', 'txHash'] })
+@Index({ properties: ['status', 'createdAt'] })
+@Index({ properties: ['fromAddress', 'nonce'] })
 export class OutgoingTransaction {
+  [OptionalProps]?: 'status' | 'confirmations' | 'gross' | 'note' | 'fillFeeFromUnselected' | 'createdAt' | 'updatedAt';
+
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
 
@@ -202,6 +206,8 @@ export type WalletOutputStatus = (typeof WALLET_OUTPUT_STATUSES)[number];
 @Unique({ properties: ['environment', 'txid', 'vout'] })
 @Index({ properties: ['wallet', 'status'] })
 export class WalletOutput {
+  [OptionalProps]?: 'status' | 'createdAt' | 'updatedAt';
+
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
 

@@ -1,21 +1,21 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
 import { priceSourceFor, usdValue } from '../catalogue/prices';
-import { ASSETS, chainAsset, findChain, networkFor, type AssetInfo } from '../catalogue/service';
-import { canonicalAddress } from '../chains/addresses';
-import { LAMPORTS_PER_SIGNATURE } from '../chains/devnet/rules/solana';
+import type { AssetInfo } from '../catalogue/service';
+import { LAMPORTS_PER_SIGNATURE } from '../chains/transfers/solana';
 import { CONFIRMATION_SECS, GWEI_DECIMALS, NATIVE_TRANSFER_GAS, P2WPKH_PAYMENT_VBYTES, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
 import { FEE_LEVELS, type FeeLevel, type FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
-import { findPrimaryAddress, findWallet } from '../custody/service';
+import { findPrimaryAddress } from '../custody/service';
 import { DomainError, errors } from '../shared/errors';
-import { AmountError, toBaseUnits, toDisplay } from '../shared/money';
+import { toDisplay } from '../shared/money';
 import { selectCoins, type SpendableFormat, type SpendableOutput } from './coin-selection';
+import { resolveTransfer } from './validation';
 import { spendableOutputs } from './wallet-outputs';
 
 /** Gas limit of an ERC-20 `transfer`: enough for a first transfer to a new holder (a fresh storage slot). */
-const ERC20_TRANSFER_GAS = 65_000n;
+export const ERC20_TRANSFER_GAS = 65_000n;
 /** Energy of a TRC-20 `transfer` to an address that already holds the token. */
 const TRC20_TRANSFER_ENERGY = 65_000n;
 /** Sun burnt per energy unit when the sender has no staked energy (the network's getEnergyFee parameter). */
@@ -41,7 +41,7 @@ interface BreakdownItem {
   value: string;
 }
 
-interface FeeQuote {
+export interface FeeQuote {
   /** Native base units. */
   fee: bigint;
   breakdown: BreakdownItem[];
@@ -54,30 +54,15 @@ interface FeeQuote {
  * the key's network, the amount positive with no more decimals than the asset has.
  */
 export async function estimateFee(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, input: EstimateFeeInput) {
-  const wallet = await findWallet(em, auth, input.wallet_id, 'wallet_id');
-  const chain = findChain(wallet.chain);
-  const asset = chainAsset(chain.id, input.asset);
-  const native = ASSETS.find((candidate) => candidate.id === chain.nativeAssetId)!;
-  if (!canonicalAddress(chain.id, auth.environment, input.to_address)) {
-    throw errors.validation(`to_address is not a ${chain.id} address on ${networkFor(chain, auth.environment)}.`, 'to_address');
-  }
-  const amount = positiveAmount(input.amount, asset);
-  const gross = input.treat_as_gross_amount ?? false;
-  if (gross && asset.id !== native.id) {
-    throw errors.invalid(
-      'gross_amount_native_only',
-      `treat_as_gross_amount takes the fee out of the amount sent, which only works when the fee is paid in the asset sent: ${asset.id} fees are paid in ${native.id}.`,
-      { param: 'treat_as_gross_amount' },
-    );
-  }
+  const { wallet, chain, asset, native, toAddress, amount, gross } = await resolveTransfer(em, auth, input);
 
-  const market = await readFeeMarket(chains, chain.id, auth.environment);
+  const market = await readFeeMarket(chains, chain.id, auth.environment, em);
   const coins: WalletCoins | null =
     market.model === 'per_byte'
       ? {
           outputs: await spendableOutputs(em, wallet, { lock: false }),
           changeFormat: (await findPrimaryAddress(em, wallet)).format as SpendableFormat,
-          recipient: canonicalAddress(chain.id, auth.environment, input.to_address)!,
+          recipient: toAddress,
           amount,
           gross,
         }
@@ -163,18 +148,6 @@ const FUNDING_OPTIONS = [
   },
 ] as const;
 
-function positiveAmount(display: string, asset: AssetInfo): bigint {
-  let amount: bigint;
-  try {
-    amount = toBaseUnits(display, asset.decimals);
-  } catch (error) {
-    if (error instanceof AmountError) throw errors.validation(`amount: ${error.message} (${asset.id} has ${asset.decimals} decimals).`, 'amount');
-    throw error;
-  }
-  if (amount === 0n) throw errors.validation('amount must be greater than zero.', 'amount');
-  return amount;
-}
-
 /**
  * Medium, unless high costs no more than medium (a quiet or flat market): then the faster level for
  * the same fee.
@@ -230,7 +203,7 @@ function quoteBitcoinFee(rate: bigint, coins: WalletCoins): FeeQuote {
 }
 
 /** The fee of one transfer of `asset` at `level`, in the chain's native base units, and how it is made up. */
-function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, coins: WalletCoins | null): FeeQuote {
+export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, coins: WalletCoins | null): FeeQuote {
   const native = asset.type === 'native';
   switch (market.model) {
     case 'per_byte':

@@ -1,4 +1,6 @@
+import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { TRANSACTION_STATUSES } from './entities';
 
 export const EstimateFeeBody = z
   .object({
@@ -75,3 +77,86 @@ export const FeeEstimation = z
     recommended: z.enum(['low', 'medium', 'high']),
   })
   .openapi('FeeEstimation');
+
+export const TransactionInput = z
+  .object({
+    txid: z.string().length(64).openapi({ description: 'The transaction holding the output: exactly 64 hexadecimal characters' }),
+    vout: z.string().max(6).openapi({ description: 'The output index, a non-negative integer as a string', example: '0' }),
+  })
+  .strict()
+  .openapi('TransactionInput');
+
+const SatPerVbyte = z.string().max(16).openapi({ description: 'Whole sat/vB as a string, at least 1', example: '12' });
+
+export const CreateTransactionBody = z
+  .object({
+    wallet_id: EstimateFeeBody.shape.wallet_id,
+    to_address: EstimateFeeBody.shape.to_address,
+    amount: EstimateFeeBody.shape.amount,
+    asset: EstimateFeeBody.shape.asset,
+    fee_level: z.enum(['low', 'medium', 'high']).optional().openapi({ description: 'Default medium' }),
+    fee_rate: SatPerVbyte.optional().openapi({ description: 'Bitcoin only: sat/vB, overrides fee_level' }),
+    max_fee_rate: SatPerVbyte.optional().openapi({ description: 'Bitcoin only: sat/vB the effective rate may not exceed (400 fee_rate_above_max)' }),
+    fill_fee_from_unselected: z.boolean().optional().openapi({ description: 'Bitcoin only, with inputs: top up from the rest of the wallet when the pinned inputs do not cover amount and fee' }),
+    inputs: z.array(TransactionInput).min(1).max(250).optional().openapi({ description: 'Bitcoin coin control: spend exactly these outputs of the wallet (at most 250)' }),
+    note: z.string().max(1000).optional(),
+    sponsor: z.boolean().optional().openapi({ description: 'Have the network fee sponsored (not available yet: 400 sponsorship_unavailable)' }),
+    treat_as_gross_amount: EstimateFeeBody.shape.treat_as_gross_amount,
+    network: DeprecatedNetwork,
+  })
+  .strict()
+  .openapi('CreateTransactionRequest');
+
+export const TransactionListQuery = ListQuery.extend({
+  wallet_id: z.string().uuid().optional(),
+  status: z.enum(TRANSACTION_STATUSES).optional(),
+});
+
+export const TransactionParams = z.object({ id: z.string().min(1).max(64) });
+
+export const TransactionObject = z
+  .object({
+    id: z.string(),
+    object: z.literal('transaction'),
+    wallet_id: z.string(),
+    chain: z.string(),
+    network: z.string(),
+    asset: z.string().openapi({ description: 'Symbol' }),
+    asset_id: z.string(),
+    from_address: z.string().openapi({ description: 'The signing address (Bitcoin: where change returns)' }),
+    to_address: z.string(),
+    amount: DisplayString,
+    amount_raw: BaseUnitAmount,
+    recipient_amount: DisplayString.openapi({ description: 'What the recipient gets: the amount, or with treat_as_gross_amount the amount less the fee limit' }),
+    recipient_amount_raw: BaseUnitAmount,
+    treat_as_gross_amount: z.boolean(),
+    fee: DisplayString.nullable().openapi({ description: "The fee paid, in the chain's native asset; null until known (EVM: once mined)" }),
+    fee_raw: BaseUnitAmount.nullable(),
+    fee_limit: DisplayString.openapi({ description: 'The most the fee can be: locked until the send settles' }),
+    fee_limit_raw: BaseUnitAmount,
+    fee_asset_id: z.string(),
+    fee_level: z.enum(['low', 'medium', 'high']),
+    fee_rate: z.string().nullable(),
+    max_fee_rate: z.string().nullable(),
+    inputs: z.array(TransactionInput).nullable().openapi({ description: 'The pinned inputs, as asked' }),
+    fill_fee_from_unselected: z.boolean(),
+    inputs_used: z.array(z.object({ txid: z.string(), vout: z.string(), amount: DisplayString, amount_raw: BaseUnitAmount })).openapi({ description: 'Bitcoin: the outputs the send spends' }),
+    nonce: z.string().nullable().openapi({ description: 'Ethereum: the account nonce it was signed with' }),
+    status: z.enum(TRANSACTION_STATUSES).openapi({ description: 'pending, signed, broadcast, confirming, confirmed or failed; see docs/transactions.md' }),
+    tx_hash: z.string().nullable(),
+    block_height: z.number().int().nullable(),
+    confirmations: z.number().int(),
+    required_confirmations: z.number().int(),
+    note: z.string(),
+    sponsor: z.boolean(),
+    policy_decision: z.object({ result: z.string(), policy_id: z.string().nullable(), rule_id: z.string().nullable(), action: z.string().nullable() }),
+    failure_reason: z.string().nullable(),
+    failure_message: z.string().nullable(),
+    workflow_id: z.string().openapi({ description: 'transaction-<id>: the Temporal workflow carrying the send' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    broadcast_at: Timestamp.nullable(),
+    confirmed_at: Timestamp.nullable(),
+    failed_at: Timestamp.nullable(),
+  })
+  .openapi('Transaction');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { moveWalletBalance } from '../../src/custody/service';
 import { Organization } from '../../src/organizations/entities';
 import { createMember } from '../../src/organizations/service';
 import type { TestApp, TestOrganization, TestResponse } from './app';
@@ -17,6 +18,8 @@ export interface IsolationFixtures {
   address: string;
   /** A pending deposit to the wallet (the sandbox deposit helper). */
   deposit: string;
+  /** A send from the wallet (credited on the ledger directly: its fate on the devnet does not matter here). */
+  transaction: string;
   webhook: string;
   subscription: string;
   /** A delivery event (`POST /v1/webhooks/:id/test`), delivered. */
@@ -70,6 +73,12 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   const address = expectStatus(await call('POST', `/v1/wallets/${wallet.id}/addresses`, { label: 'second' }), 201, 'address').body;
   const deposit = expectStatus(await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: wallet.primary_address.address, asset: 'ETH', amount: '0.01' }), 201, 'deposit').body
     .deposit.id as string;
+  await moveWalletBalance((await testOrm()).em.fork(), wallet.id, 'ETH', { balance: 10n ** 16n });
+  const transaction = expectStatus(
+    await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: '0x000000000000000000000000000000000000dEaD', amount: '0.001', asset: 'ETH' }),
+    201,
+    'transaction',
+  ).body.id as string;
 
   const webhook = expectStatus(await call('POST', '/v1/webhooks', { name: 'Isolation endpoint', url: webhookUrl, event_types: ['webhook.test'] }), 201, 'webhook').body.id as string;
   const subscription = expectStatus(
@@ -125,6 +134,7 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     wallet: wallet.id,
     address: address.id,
     deposit,
+    transaction,
     webhook,
     subscription,
     event,

@@ -16,8 +16,8 @@ export async function createTestWorker(
   taskQueue = `test-${randomUUID()}`,
   configOverrides: Record<string, string> = {},
   maxCachedWorkflows?: number,
-  /** Test doubles of outside parties: a card issuer, Lightning providers, destination resolvers. */
-  outsideParties: Pick<ActivityDeps, 'cardIssuer' | 'lightningProviders' | 'destinationResolvers'> = {},
+  /** Test doubles of outside parties: a card issuer, Lightning providers, destination resolvers; chain nodes behind faults. */
+  outsideParties: Pick<ActivityDeps, 'cardIssuer' | 'lightningProviders' | 'destinationResolvers' | 'chains'> = {},
 ): Promise<{ worker: Worker; taskQueue: string }> {
   const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...configOverrides });
   const worker = await createWorker({

@@ -21,7 +21,8 @@ const RPC: Record<ChainId, (provider: DevnetProvider, em: EntityManager, call: R
 
 /**
  * The embedded devnet as a ChainProvider: the sandbox's own chain in PostgreSQL, used for sandbox
- * keys when no node is configured for the chain. Each call works on its own EntityManager.
+ * keys when no node is configured for the chain. Each call works on its own EntityManager, or on the
+ * caller's when it is bound to one.
  */
 export class DevnetProvider implements ChainProvider {
   readonly kind = 'devnet';
@@ -32,6 +33,8 @@ export class DevnetProvider implements ChainProvider {
   constructor(
     readonly chain: ChainId,
     private readonly orm: Orm,
+    /** The caller's EntityManager to work on (inside its transaction); otherwise each call forks its own. */
+    private readonly bound?: EntityManager,
   ) {
     if (chain === 'ethereum') {
       this.nonces = async (address) => {
@@ -115,6 +118,6 @@ export class DevnetProvider implements ChainProvider {
   }
 
   private em(): EntityManager {
-    return this.orm.em.fork() as EntityManager;
+    return this.bound ?? (this.orm.em.fork() as EntityManager);
   }
 }

@@ -1,0 +1,27 @@
+import type { ChainNodes } from '../src/chains/nodes';
+import type { Config } from '../src/config';
+import type { Orm } from '../src/db/orm';
+import type { KeyService } from '../src/keys/service';
+import type { Logger } from '../src/logger';
+import { broadcastTransaction, checkTransaction, failTransaction, settleTransaction, signTransaction, type LifecycleDeps } from '../src/transactions/lifecycle';
+import { transactionWithStarts } from './with-starts';
+
+export interface TransactionActivityDeps {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  chains: ChainNodes;
+  keys: KeyService;
+}
+
+/** The steps of a send (src/transactions/lifecycle.ts); each is idempotent under the transaction's row lock. */
+export const createTransactionActivities = (deps: TransactionActivityDeps) => {
+  const lifecycle: LifecycleDeps = { chains: deps.chains, keys: deps.keys, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) };
+  return {
+    signTransaction: (input: { transactionId: string }) => signTransaction(lifecycle, input.transactionId),
+    broadcastTransaction: (input: { transactionId: string }) => broadcastTransaction(lifecycle, input.transactionId),
+    checkTransaction: (input: { transactionId: string }) => checkTransaction(lifecycle, input.transactionId),
+    settleTransaction: (input: { transactionId: string }) => settleTransaction(lifecycle, input.transactionId),
+    failTransaction: (input: { transactionId: string; reason: string; message: string }) => failTransaction(lifecycle, input.transactionId, input.reason, input.message),
+  };
+};

@@ -1,0 +1,328 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { assetById } from '../catalogue/service';
+import type { ChainNodes } from '../chains/nodes';
+import { NodeUnavailableError, TransactionRejectedError, type ChainProvider } from '../chains/provider';
+import { signTransfer, type FeeTerms, type TransferToSign } from '../chains/transfers';
+import { Address } from '../custody/entities';
+import { keyLocation, moveWalletBalance } from '../custody/service';
+import { emit } from '../events/service';
+import type { EventType } from '../events/event-types';
+import type { KeyService } from '../keys/service';
+import { OutgoingTransaction, WalletOutput, type StoredFeeTerms, type TransactionStatus } from './entities';
+import { nativeAssetOf, presentTransaction } from './service';
+import { recordChange, releaseOutputs, settleOutputs } from './wallet-outputs';
+
+/**
+ * What the `transaction-<id>` workflow's activities do, one function each. Every step is
+ * idempotent and decided under the transaction's row lock, so a retried activity, a restarted
+ * worker or the reconciler's second run never signs twice, debits twice or releases twice.
+ */
+
+export interface LifecycleDeps {
+  chains: ChainNodes;
+  keys: KeyService;
+  /** A fresh EntityManager. */
+  em: () => EntityManager;
+  /** Runs `work` in a database transaction whose recorded starts (event deliveries) fire after commit. */
+  transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+}
+
+/** Where a send stands once a step is done; crosses the workflow boundary. */
+export type StepOutcome = 'signed' | 'accepted' | 'unknown' | 'waiting' | 'missing' | 'settle' | TransactionStatus;
+
+const FINISHED: readonly TransactionStatus[] = ['confirmed', 'failed'];
+
+const providerOf = (deps: LifecycleDeps, transaction: OutgoingTransaction): Promise<ChainProvider> => deps.chains.provider(transaction.chain, transaction.environment);
+
+const lockedRow = (em: EntityManager, transactionId: string) =>
+  em.findOneOrFail(OutgoingTransaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['fromAddress', 'wallet'] });
+
+const feeTermsOf = (terms: StoredFeeTerms): FeeTerms => {
+  switch (terms.model) {
+    case 'eip1559':
+      return { model: 'eip1559', gasLimit: BigInt(terms.gasLimit), maxFeePerGas: BigInt(terms.maxFeePerGas), maxPriorityFeePerGas: BigInt(terms.maxPriorityFeePerGas) };
+    case 'per_byte':
+      return { model: 'per_byte', satPerVbyte: BigInt(terms.satPerVbyte) };
+    case 'flat':
+      return { model: 'flat', fee: BigInt(terms.fee) };
+  }
+};
+
+/**
+ * Builds and signs the send once and stores the signed bytes with their hash before anything is
+ * broadcast: every later broadcast sends these very bytes, so a retry can never spend twice.
+ * Ethereum takes its nonce here, under the sending address's row lock: the node's pending count,
+ * or past the platform's own signed sends from the address if they are further along.
+ */
+export async function signTransaction(deps: LifecycleDeps, transactionId: string): Promise<StepOutcome> {
+  // What the node says is read before any row is locked: the devnet answers from this same database,
+  // and a send holding a lock while it waits for a second connection could starve the pool.
+  const unlocked = await deps.em().findOneOrFail(OutgoingTransaction, { id: transactionId }, { populate: ['fromAddress'] });
+  if (unlocked.signedTransaction) return 'signed';
+  if (FINISHED.includes(unlocked.status)) return unlocked.status;
+  const provider = await providerOf(deps, unlocked);
+  const node = {
+    // Tron and Solana transactions name a recent block, which also bounds how long they can be broadcast.
+    recentBlock: provider.recentBlock ? await provider.recentBlock() : undefined,
+    chainId: unlocked.chain === 'ethereum' ? (await provider.identifyNetwork()).chainId : undefined,
+    pendingNonce: unlocked.chain === 'ethereum' ? (await provider.nonces!(unlocked.fromAddress.address)).pending : undefined,
+  };
+  return deps.transaction(async (em) => {
+    const transaction = await lockedRow(em, transactionId);
+    if (transaction.signedTransaction) return 'signed';
+    if (FINISHED.includes(transaction.status)) return transaction.status;
+    const from = transaction.fromAddress;
+    const asset = assetById(transaction.assetId);
+    const transfer: TransferToSign = {
+      chain: transaction.chain,
+      testnet: transaction.environment === 'sandbox',
+      from: from.address,
+      to: transaction.toAddress,
+      assetId: asset.id,
+      amount: BigInt(transaction.recipientAmount),
+      fee: feeTermsOf(transaction.feeTerms),
+      reference: transaction.id,
+      ...(node.recentBlock ? { recentBlock: node.recentBlock } : {}),
+    };
+    if (asset.type !== 'native') {
+      const token = provider.tokenAddress(asset.id);
+      if (!token) throw new Error(`no ${asset.id} contract is configured for ${transaction.chain} ${transaction.environment}`);
+      transfer.tokenAddress = token;
+    }
+    if (transaction.chain === 'ethereum') {
+      // Under the address's row lock: past the node's pending count and past every live send of ours from it.
+      await em.findOneOrFail(Address, { id: from.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const [ours] = await em.execute<{ next: string | null }[]>(
+        `select (max(nonce) + 1)::text as next from transactions where from_address_id = ? and nonce is not null and status <> 'failed'`,
+        [from.id],
+      );
+      const nonce = ours?.next && BigInt(ours.next) > node.pendingNonce! ? BigInt(ours.next) : node.pendingNonce!;
+      transfer.ethereum = { chainId: node.chainId!, nonce };
+      transaction.nonce = nonce.toString();
+    }
+    let signers: Address[] = [from];
+    let change: { address: Address; amount: bigint } | null = null;
+    if (transaction.chain === 'bitcoin') {
+      const outputs = await em.find(WalletOutput, { spentBy: transaction.id }, { populate: ['address'], orderBy: { txid: 'asc', vout: 'asc' } });
+      signers = [...new Map(outputs.map((output) => [output.address.id, output.address])).values()];
+      const total = outputs.reduce((sum, output) => sum + BigInt(output.amount), 0n);
+      const changeAmount = total - BigInt(transaction.recipientAmount) - BigInt(transaction.feeLimit);
+      if (changeAmount < 0n) throw new Error(`transaction ${transaction.id}: its inputs do not cover amount and fee`);
+      if (changeAmount > 0n) change = { address: from, amount: changeAmount };
+      transfer.bitcoin = {
+        inputs: outputs.map((output) => ({ txid: output.txid, vout: output.vout, amount: BigInt(output.amount), address: output.address.address, key: signers.findIndex((a) => a.id === output.address.id) })),
+        ...(change ? { change: { address: change.address.address, amount: change.amount } } : {}),
+      };
+    }
+
+    const wallet = transaction.wallet;
+    const signed = await deps.keys.withKeys(
+      em,
+      transaction.organization.id,
+      signers.map((address) => keyLocation(wallet, address.format, address.addressIndex)),
+      (keys) => {
+        // A key that does not give the stored address means a wrong seed or master key: never sign with it.
+        keys.forEach((key, index) => {
+          if (key.address !== signers[index]!.address) throw new Error(`address ${signers[index]!.id} does not match its derived key`);
+        });
+        return signTransfer(transfer, keys);
+      },
+    );
+    transaction.signedTransaction = signed.raw;
+    transaction.txHash = signed.txid;
+    transaction.status = 'signed';
+    // The change output (vout 1, after the recipient's) is the wallet's own, never a deposit.
+    if (change) await recordChange(em, transaction, { txid: signed.txid, vout: 1, amount: change.amount, address: change.address });
+    return 'signed';
+  });
+}
+
+/**
+ * Sends the stored bytes to the node. Accepted (or already there): `accepted`. The node could not
+ * be reached or did not answer: `unknown`, and nothing is released. Refused, and the chain does
+ * not know the transaction (nor, for Ethereum, is its nonce still free): provably never to be
+ * mined, so it fails and the lock is released.
+ */
+export async function broadcastTransaction(deps: LifecycleDeps, transactionId: string): Promise<StepOutcome> {
+  const transaction = await deps.em().findOneOrFail(OutgoingTransaction, { id: transactionId }, { populate: ['fromAddress'] });
+  if (FINISHED.includes(transaction.status)) return transaction.status;
+  if (transaction.status !== 'signed') return 'accepted';
+  const provider = await providerOf(deps, transaction);
+  try {
+    await provider.broadcast(transaction.signedTransaction!);
+  } catch (error) {
+    if (error instanceof NodeUnavailableError) return 'unknown';
+    if (!(error instanceof TransactionRejectedError)) throw error;
+    let known: Awaited<ReturnType<ChainProvider['transactionStatus']>>;
+    try {
+      known = await provider.transactionStatus(transaction.txHash!);
+    } catch (statusError) {
+      if (statusError instanceof NodeUnavailableError) return 'unknown';
+      throw statusError;
+    }
+    if (known.state === 'unknown') {
+      if (error.reason === 'nonce_too_high' && (await earlierNoncesOnTheirWay(deps, provider, transaction))) return 'unknown';
+      await failTransaction(deps, transactionId, error.reason, error.message);
+      return 'failed';
+    }
+  }
+  await markBroadcast(deps, transactionId);
+  return 'accepted';
+}
+
+/**
+ * Sends from one address are signed with consecutive nonces but broadcast by their own workflows,
+ * so one can reach the node before its predecessor. Refused as too high, it waits while every
+ * nonce between the node's next and its own belongs to a send of ours still under way; a gap
+ * nobody will fill (a predecessor failed) means it can never be mined, and it fails.
+ */
+async function earlierNoncesOnTheirWay(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction): Promise<boolean> {
+  if (!provider.nonces || transaction.nonce == null) return false;
+  const { pending } = await provider.nonces(transaction.fromAddress.address);
+  const nonce = BigInt(transaction.nonce);
+  if (pending >= nonce) return true;
+  const [row] = await deps.em().execute<{ live: string }[]>(
+    `select count(distinct nonce)::text as live from transactions
+      where from_address_id = ? and nonce >= ? and nonce < ? and status in ('signed', 'broadcast', 'confirming')`,
+    [transaction.fromAddress.id, pending.toString(), transaction.nonce],
+  );
+  return BigInt(row!.live) === nonce - pending;
+}
+
+/** signed -> broadcast, announced once. */
+async function markBroadcast(deps: LifecycleDeps, transactionId: string): Promise<void> {
+  await deps.transaction(async (em) => {
+    const transaction = await lockedRow(em, transactionId);
+    if (transaction.status !== 'signed') return;
+    transaction.status = 'broadcast';
+    transaction.broadcastAt = new Date();
+    await announce(em, transaction, 'transaction.broadcast');
+  });
+}
+
+/**
+ * Where the signed transaction stands: `settle` once mined at the confirmation count (also when
+ * it ran and reverted: its fee was paid), `waiting` while pending or short of it, `missing` when
+ * the node does not know it (dropped, or reorganised out): the workflow broadcasts it again.
+ */
+export async function checkTransaction(deps: LifecycleDeps, transactionId: string): Promise<StepOutcome> {
+  const transaction = await deps.em().findOneOrFail(OutgoingTransaction, { id: transactionId });
+  if (FINISHED.includes(transaction.status)) return transaction.status;
+  const status = await (await providerOf(deps, transaction)).transactionStatus(transaction.txHash!);
+  if (status.state === 'unknown') {
+    if (transaction.status === 'confirming') {
+      await deps.transaction(async (em) => {
+        const row = await lockedRow(em, transactionId);
+        if (row.status !== 'confirming') return;
+        Object.assign(row, { status: 'broadcast', blockHeight: null, blockHash: null, confirmations: 0 });
+      });
+    }
+    return 'missing';
+  }
+  if (status.state === 'pending') {
+    if (transaction.status === 'signed') await markBroadcast(deps, transactionId);
+    return 'waiting';
+  }
+  await deps.transaction(async (em) => {
+    const row = await lockedRow(em, transactionId);
+    if (FINISHED.includes(row.status)) return;
+    if (row.status === 'signed') {
+      Object.assign(row, { status: 'broadcast', broadcastAt: new Date() });
+      await announce(em, row, 'transaction.broadcast');
+    }
+    Object.assign(row, { status: 'confirming', blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
+    if (status.fee !== null) row.fee = status.fee.toString();
+    if (!status.succeeded) row.failureReason = 'reverted';
+  });
+  return status.confirmations >= transaction.requiredConfirmations ? 'settle' : 'waiting';
+}
+
+/**
+ * Settles a send mined at its confirmation count, once: the wallet is debited what left it (the
+ * recipient's amount, unless the call reverted, and the fee actually paid) and its lock released
+ * in full, so the part of the fee limit not used returns to the available balance.
+ */
+export async function settleTransaction(deps: LifecycleDeps, transactionId: string): Promise<TransactionStatus> {
+  return deps.transaction(async (em) => {
+    const transaction = await lockedRow(em, transactionId);
+    if (FINISHED.includes(transaction.status)) return transaction.status;
+    if (transaction.fee == null) throw new Error(`transaction ${transaction.id} is mined but its fee is not known yet`);
+    const reverted = transaction.failureReason === 'reverted';
+    const native = nativeAssetOf(transaction);
+    const fee = BigInt(transaction.fee);
+    const sent = reverted ? 0n : BigInt(transaction.recipientAmount);
+    await releaseLock(em, transaction);
+    if (transaction.assetId === native.id) {
+      await moveWalletBalance(em, transaction.wallet.id, native.id, { balance: -(sent + fee) });
+    } else {
+      await moveWalletBalance(em, transaction.wallet.id, transaction.assetId, { balance: -sent });
+      await moveWalletBalance(em, transaction.wallet.id, native.id, { balance: -fee });
+    }
+    if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id);
+    const now = new Date();
+    if (reverted) {
+      Object.assign(transaction, { status: 'failed', failedAt: now, failureMessage: 'The transaction was mined but its call reverted: the fee was paid, nothing was sent.' });
+      await announce(em, transaction, 'transaction.failed');
+      return 'failed';
+    }
+    Object.assign(transaction, { status: 'confirmed', confirmedAt: now });
+    await announce(em, transaction, 'transaction.confirmed');
+    const asset = assetById(transaction.assetId);
+    if (asset.symbol === 'USDC' || asset.symbol === 'USDT') {
+      const data = await presentTransaction(em, transaction);
+      await emit(em, {
+        organizationId: transaction.organization.id,
+        environment: transaction.environment,
+        type: 'transfer.success',
+        data: { ...data, transaction_id: transaction.id },
+        dedupeKey: `transfer.success:${transaction.id}`,
+      });
+    }
+    return 'confirmed';
+  });
+}
+
+/** Fails a send that provably never reached the chain: its lock (and Bitcoin outputs) released, nothing debited, once. */
+export async function failTransaction(deps: LifecycleDeps, transactionId: string, reason: string, message: string): Promise<TransactionStatus> {
+  return deps.transaction(async (em) => {
+    const transaction = await lockedRow(em, transactionId);
+    if (FINISHED.includes(transaction.status)) return transaction.status;
+    await releaseLock(em, transaction);
+    if (transaction.chain === 'bitcoin') await releaseOutputs(em, transaction.id);
+    Object.assign(transaction, { status: 'failed', failedAt: new Date(), failureReason: reason, failureMessage: message });
+    await announce(em, transaction, 'transaction.failed');
+    return 'failed';
+  });
+}
+
+/** Takes the send's lock off the wallet's ledger rows: of the asset sent and of the native asset for the fee. */
+async function releaseLock(em: EntityManager, transaction: OutgoingTransaction): Promise<void> {
+  const native = nativeAssetOf(transaction);
+  const releases =
+    transaction.assetId === native.id
+      ? [{ assetId: native.id, amount: BigInt(transaction.lockedAmount) + BigInt(transaction.lockedFee) }]
+      : [
+          { assetId: transaction.assetId, amount: BigInt(transaction.lockedAmount) },
+          { assetId: native.id, amount: BigInt(transaction.lockedFee) },
+        ];
+  for (const release of releases) {
+    if (release.amount === 0n) continue;
+    await em.execute(`update wallet_balances set locked = locked - ?, updated_at = now() where wallet_id = ? and asset_id = ?`, [
+      release.amount.toString(),
+      transaction.wallet.id,
+      release.assetId,
+    ]);
+  }
+}
+
+async function announce(em: EntityManager, transaction: OutgoingTransaction, type: EventType): Promise<void> {
+  await em.flush();
+  await emit(em, {
+    organizationId: transaction.organization.id,
+    environment: transaction.environment,
+    type,
+    data: await presentTransaction(em, transaction),
+    dedupeKey: `${type}:${transaction.id}`,
+  });
+}

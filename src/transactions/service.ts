@@ -1,0 +1,326 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AuthContext } from '../api-keys/auth-context';
+import { priceSourceFor, usdValue } from '../catalogue/prices';
+import { assetById, findChain, type AssetInfo } from '../catalogue/service';
+import { NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
+import type { ChainNodes } from '../chains/nodes';
+import type { FeeLevel, FeeMarket } from '../chains/provider';
+import type { Config } from '../config';
+import type { Wallet } from '../custody/entities';
+import { findPrimaryAddress } from '../custody/service';
+import { emit } from '../events/service';
+import { requiredConfirmations } from '../monitoring/service';
+import { decideTransaction, resolveActor } from '../policies/service';
+import { errors } from '../shared/errors';
+import { isUuid } from '../shared/ids';
+import { toDisplay } from '../shared/money';
+import { iso } from '../shared/time';
+import { recordStart } from '../temporal/starter';
+import { planBitcoinSend, type BitcoinSendOptions } from './bitcoin';
+import { OutgoingTransaction, WalletOutput, type PinnedInput, type StoredFeeTerms } from './entities';
+import { ERC20_TRANSFER_GAS, quoteFee } from './estimate';
+import { transactionFlow, transactionWorkflowId } from './flows/transaction';
+import { lockOutputs } from './wallet-outputs';
+import { resolveTransfer, type ResolvedTransfer, type TransferRequest } from './validation';
+
+export interface CreateTransactionInput extends TransferRequest {
+  fee_level?: FeeLevel | undefined;
+  fee_rate?: string | undefined;
+  max_fee_rate?: string | undefined;
+  fill_fee_from_unselected?: boolean | undefined;
+  inputs?: { txid: string; vout: string }[] | undefined;
+  note?: string | undefined;
+  sponsor?: boolean | undefined;
+}
+
+/** The fee a send is signed with, the most it can cost (what is locked), and for Bitcoin the coins it spends. */
+interface FeePlan {
+  terms: StoredFeeTerms;
+  feeLimit: bigint;
+  /** What the recipient gets: the amount, or with gross the amount less the fee limit. */
+  recipientAmount: bigint;
+  /** Bitcoin: the outputs to lock for this send. */
+  outputIds?: string[];
+}
+
+/**
+ * Accepts a send (spec "Create transaction", rule 3): everything is checked first, then the funds
+ * are locked on the wallet's ledger in one conditional statement per row (so concurrent sends can
+ * never lock more than is available), then the enforced policies decide, and the
+ * `transaction-<id>` workflow is recorded to start after commit. A refusal at any step rolls the
+ * whole request back: nothing is locked, recorded or announced.
+ */
+export async function createTransaction(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, input: CreateTransactionInput) {
+  const transfer = await resolveTransfer(em, auth, input);
+  const { wallet, chain, asset, native, toAddress, amount, gross } = transfer;
+  const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
+  if (bitcoinOnly && chain.id !== 'bitcoin') {
+    throw errors.invalid('bitcoin_only', `${bitcoinOnly} is coin control and fee-rate control for Bitcoin; a ${chain.id} wallet cannot use it.`, { param: bitcoinOnly });
+  }
+  if (input.inputs && gross) {
+    throw errors.invalid('inputs_with_gross_amount', 'inputs (coin control) cannot be combined with treat_as_gross_amount: choose the inputs, or let the fee come out of the amount.', {
+      param: 'inputs',
+    });
+  }
+  if (input.fill_fee_from_unselected !== undefined && !input.inputs) {
+    throw errors.validation('fill_fee_from_unselected tops up pinned inputs: it needs inputs.', 'fill_fee_from_unselected');
+  }
+  if (input.sponsor) {
+    throw errors.invalid('sponsorship_unavailable', 'Fee sponsorship is not available yet: send without sponsor, paying the fee from the wallet.', { param: 'sponsor' });
+  }
+  const pinned = input.inputs?.map(pinnedInput);
+
+  const level = input.fee_level ?? 'medium';
+  const market = await readFeeMarket(chains, chain.id, auth.environment, em);
+  if (asset.type !== 'native' && !(await chains.provider(chain.id, auth.environment)).tokenAddress(asset.id)) {
+    throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });
+  }
+  const plan: FeePlan =
+    chain.id === 'bitcoin'
+      ? await planBitcoinSend(em, transfer, market, level, bitcoinOptions(input, pinned))
+      : accountFeePlan(transfer, market, level);
+
+  // Net: amount to the recipient, fee on top. Gross: the recipient gets amount - fee limit, and the whole amount is locked.
+  const lockedAmount = plan.recipientAmount;
+  const lockedFee = plan.feeLimit;
+  await lockFunds(em, wallet, asset, native, lockedAmount, lockedFee);
+
+  const prices = priceSourceFor(config, auth.environment);
+  const amountUsd = usdValue(prices, asset, amount);
+  const from = await findPrimaryAddress(em, wallet);
+  const actor = await resolveActor(em, auth);
+  const policyRequest = {
+    actor_type: 'apikey',
+    actor_id: auth.apiKeyId,
+    ...(auth.memberId ? { user_id: auth.memberId } : {}),
+    operation_type: 'transfer',
+    tx_type: asset.type === 'native' ? 'native_transfer' : 'token_transfer',
+    source_type: 'wallet',
+    destination_type: 'one_time_address',
+    amount: toDisplay(amount, asset.decimals),
+    amount_raw: amount.toString(),
+    ...(amountUsd !== null ? { amount_usd: amountUsd } : {}),
+    asset_symbol: asset.symbol,
+    chain: chain.id,
+    network: wallet.network,
+    from_address: from.address,
+    to_address: toAddress,
+    wallet_id: wallet.id,
+    vault_id: wallet.vault.id,
+    is_automated: false,
+    ...(await velocity(em, auth, new Date())),
+  };
+  const evaluation = await decideTransaction(em, policyRequest, { ...actor, environment: wallet.environment });
+  const matched = evaluation.trace?.find((entry) => entry.terminal);
+
+  const transaction = em.create(OutgoingTransaction, {
+    organization: wallet.organization,
+    environment: wallet.environment,
+    wallet,
+    chain: chain.id,
+    network: wallet.network,
+    assetId: asset.id,
+    fromAddress: from,
+    toAddress,
+    amount: amount.toString(),
+    gross,
+    recipientAmount: plan.recipientAmount.toString(),
+    // Bitcoin and flat-fee chains pay exactly what was signed; EVM pays the gas used, known once mined.
+    fee: plan.terms.model === 'eip1559' ? null : plan.feeLimit.toString(),
+    feeLimit: plan.feeLimit.toString(),
+    feeTerms: plan.terms,
+    feeLevel: level,
+    feeRate: input.fee_rate ?? null,
+    maxFeeRate: input.max_fee_rate ?? null,
+    pinnedInputs: pinned ?? null,
+    fillFeeFromUnselected: input.fill_fee_from_unselected ?? false,
+    lockedAmount: lockedAmount.toString(),
+    lockedFee: lockedFee.toString(),
+    note: input.note ?? '',
+    requiredConfirmations: requiredConfirmations(config, chain.id),
+    amountUsd,
+    policyRequest,
+    policyDecision: { result: evaluation.result, policy_id: evaluation.policy_id, rule_id: evaluation.rule_id, action: matched?.action ?? null },
+    apiKeyId: auth.apiKeyId,
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  });
+  await em.flush();
+  if (plan.outputIds) await lockOutputs(em, transaction.id, plan.outputIds);
+  const presented = await presentTransaction(em, transaction);
+  await emit(em, { organizationId: wallet.organization.id, environment: wallet.environment, type: 'transaction.created', data: presented, dedupeKey: `transaction.created:${transaction.id}` });
+  recordStart(em, transactionFlow, { transactionId: transaction.id }, wallet.organization.id);
+  return presented;
+}
+
+const TXID = /^[0-9a-fA-F]{64}$/;
+
+/** A coin-control input: the schema checked the txid's length; here its hex and the output index. */
+function pinnedInput(input: { txid: string; vout: string }, index: number): PinnedInput {
+  if (!TXID.test(input.txid)) throw errors.validation(`inputs[${index}].txid must be 64 hexadecimal characters.`, `inputs[${index}].txid`);
+  if (!/^\d{1,6}$/.test(input.vout)) throw errors.validation(`inputs[${index}].vout must be an output index (a non-negative integer).`, `inputs[${index}].vout`);
+  return { txid: input.txid.toLowerCase(), vout: Number(input.vout) };
+}
+
+function bitcoinOptions(input: CreateTransactionInput, pinned: PinnedInput[] | undefined): BitcoinSendOptions {
+  return {
+    feeRate: input.fee_rate === undefined ? undefined : satPerVbyte(input.fee_rate, 'fee_rate'),
+    maxFeeRate: input.max_fee_rate === undefined ? undefined : satPerVbyte(input.max_fee_rate, 'max_fee_rate'),
+    pinned: pinned ?? null,
+    fillFromUnselected: input.fill_fee_from_unselected ?? false,
+  };
+}
+
+/** A fee rate in whole sat/vB, at least 1 (the network's relay floor). */
+function satPerVbyte(value: string, param: string): bigint {
+  if (!/^\d{1,7}$/.test(value) || BigInt(value) < 1n) throw errors.validation(`${param} is a whole number of sat/vB, at least 1 (for example "12").`, param);
+  return BigInt(value);
+}
+
+/**
+ * Account chains: the fee terms at the level, and the most they can cost. EVM signs a max fee per
+ * gas of twice the next block's base fee plus the priority fee, and pays the gas used at the
+ * block's price, so the fee limit is locked and the difference released when it settles.
+ */
+function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: FeeLevel): FeePlan {
+  const { asset, amount, gross } = transfer;
+  let terms: StoredFeeTerms;
+  let feeLimit: bigint;
+  if (market.model === 'eip1559') {
+    const gasLimit = asset.type === 'native' ? NATIVE_TRANSFER_GAS : ERC20_TRANSFER_GAS;
+    const maxPriorityFeePerGas = market.priorityFeePerGas[level];
+    const maxFeePerGas = 2n * market.baseFeePerGas + maxPriorityFeePerGas;
+    terms = { model: 'eip1559', gasLimit: gasLimit.toString(), maxFeePerGas: maxFeePerGas.toString(), maxPriorityFeePerGas: maxPriorityFeePerGas.toString() };
+    feeLimit = gasLimit * maxFeePerGas;
+  } else if (market.model === 'flat') {
+    feeLimit = quoteFee(market, asset, level, null).fee;
+    terms = { model: 'flat', fee: feeLimit.toString() };
+  } else {
+    throw new Error(`an account chain with a ${market.model} fee market`);
+  }
+  if (gross && amount <= feeLimit) {
+    throw errors.invalid('amount_below_fee', `The amount does not exceed the ${level} fee limit: the recipient would get nothing.`, {
+      param: 'amount',
+      details: { fee_limit: toDisplay(feeLimit, transfer.native.decimals) },
+    });
+  }
+  return { terms, feeLimit, recipientAmount: gross ? amount - feeLimit : amount };
+}
+
+/**
+ * Locks what a send needs on the wallet's ledger, each row in one conditional UPDATE: the row
+ * lock serializes concurrent sends, and the condition refuses one that would lock more than the
+ * balance less what is already locked. The native row carries the fee (and the amount when the
+ * asset is native).
+ */
+async function lockFunds(em: EntityManager, wallet: Wallet, asset: AssetInfo, native: AssetInfo, amount: bigint, fee: bigint): Promise<void> {
+  const needs = asset.id === native.id ? [{ asset: native, amount: amount + fee }] : [{ asset, amount }, { asset: native, amount: fee }];
+  for (const need of needs) {
+    if (need.amount === 0n) continue;
+    const locked = await em.execute<{ available: string }[]>(
+      `update wallet_balances set locked = locked + ?, updated_at = now()
+       where wallet_id = ? and asset_id = ? and balance - locked >= ? returning balance - locked as available`,
+      [need.amount.toString(), wallet.id, need.asset.id, need.amount.toString()],
+    );
+    if (locked.length === 1) continue;
+    const [row] = await em.execute<{ available: string }[]>(`select balance - locked as available from wallet_balances where wallet_id = ? and asset_id = ?`, [wallet.id, need.asset.id]);
+    const available = BigInt(row?.available ?? '0');
+    const feeNote = need.asset.id === native.id && fee > 0n ? ` (including a fee of up to ${toDisplay(fee, native.decimals)} ${native.id})` : '';
+    throw errors.invalid('insufficient_funds', `The wallet has ${toDisplay(available, need.asset.decimals)} ${need.asset.id} available; this send needs ${toDisplay(need.amount, need.asset.decimals)}${feeNote}.`, {
+      param: need.asset.id === asset.id ? 'amount' : undefined,
+      details: { asset_id: need.asset.id, available: toDisplay(available, need.asset.decimals), needed: toDisplay(need.amount, need.asset.decimals) },
+    });
+  }
+}
+
+/** The velocity fields: what the organization sent in this environment in the rolling hour and day before `at`, failed sends excluded. */
+async function velocity(em: EntityManager, auth: AuthContext, at: Date) {
+  const [row] = await em.execute<{ usd_1h: string; usd_24h: string; count_1h: string; count_24h: string }[]>(
+    `select coalesce(sum(amount_usd::numeric) filter (where created_at >= ?::timestamptz - interval '1 hour'), 0)::text as usd_1h,
+            coalesce(sum(amount_usd::numeric), 0)::text as usd_24h,
+            count(*) filter (where created_at >= ?::timestamptz - interval '1 hour')::text as count_1h,
+            count(*)::text as count_24h
+       from transactions
+      where organization_id = ? and environment = ? and status <> 'failed' and created_at >= ?::timestamptz - interval '24 hours'`,
+    [at.toISOString(), at.toISOString(), auth.organizationId, auth.environment, at.toISOString()],
+  );
+  return {
+    velocity_amount_usd_1h: row!.usd_1h,
+    velocity_amount_usd_24h: row!.usd_24h,
+    velocity_count_1h: row!.count_1h,
+    velocity_count_24h: row!.count_24h,
+  };
+}
+
+export async function findTransaction(em: EntityManager, tenant: { organizationId: string; environment: string }, id: string): Promise<OutgoingTransaction> {
+  const transaction = isUuid(id)
+    ? await em.findOne(OutgoingTransaction, { id, organization: tenant.organizationId, environment: tenant.environment as OutgoingTransaction['environment'] }, { populate: ['fromAddress'] })
+    : null;
+  if (!transaction) throw errors.notFound('transaction', id);
+  return transaction;
+}
+
+/** The Transaction resource, with `inputs_used` (Bitcoin: the outputs it locked or spent). */
+export async function presentTransaction(em: EntityManager, transaction: OutgoingTransaction) {
+  return (await transactionPresenter(em, [transaction]))(transaction);
+}
+
+function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutput[]) {
+  const asset = assetById(transaction.assetId);
+  const native = nativeAssetOf(transaction);
+  const display = (raw: string | null | undefined, decimals: number) => (raw == null ? null : toDisplay(raw, decimals));
+  return {
+    id: transaction.id,
+    object: 'transaction' as const,
+    wallet_id: transaction.wallet.id,
+    chain: transaction.chain,
+    network: transaction.network,
+    asset: asset.symbol,
+    asset_id: asset.id,
+    from_address: transaction.fromAddress.address,
+    to_address: transaction.toAddress,
+    amount: toDisplay(transaction.amount, asset.decimals),
+    amount_raw: transaction.amount,
+    recipient_amount: toDisplay(transaction.recipientAmount, asset.decimals),
+    recipient_amount_raw: transaction.recipientAmount,
+    treat_as_gross_amount: transaction.gross,
+    fee: display(transaction.fee, native.decimals),
+    fee_raw: transaction.fee ?? null,
+    fee_limit: toDisplay(transaction.feeLimit, native.decimals),
+    fee_limit_raw: transaction.feeLimit,
+    fee_asset_id: native.id,
+    fee_level: transaction.feeLevel,
+    fee_rate: transaction.feeRate ?? null,
+    max_fee_rate: transaction.maxFeeRate ?? null,
+    inputs: transaction.pinnedInputs?.map((input) => ({ txid: input.txid, vout: String(input.vout) })) ?? null,
+    fill_fee_from_unselected: transaction.fillFeeFromUnselected,
+    inputs_used: outputs.map((output) => ({ txid: output.txid, vout: String(output.vout), amount: toDisplay(output.amount, 8), amount_raw: output.amount })),
+    nonce: transaction.nonce ?? null,
+    status: transaction.status,
+    tx_hash: transaction.txHash ?? null,
+    block_height: transaction.blockHeight ?? null,
+    confirmations: transaction.confirmations,
+    required_confirmations: transaction.requiredConfirmations,
+    note: transaction.note,
+    sponsor: false,
+    policy_decision: transaction.policyDecision,
+    failure_reason: transaction.failureReason ?? null,
+    failure_message: transaction.failureMessage ?? null,
+    workflow_id: transactionWorkflowId(transaction.id),
+    created_at: iso(transaction.createdAt),
+    updated_at: iso(transaction.updatedAt),
+    broadcast_at: transaction.broadcastAt ? iso(transaction.broadcastAt) : null,
+    confirmed_at: transaction.confirmedAt ? iso(transaction.confirmedAt) : null,
+    failed_at: transaction.failedAt ? iso(transaction.failedAt) : null,
+  };
+}
+
+/** The presenter of one page: the Bitcoin inputs of all its transactions in one query. */
+export async function transactionPresenter(em: EntityManager, transactions: OutgoingTransaction[]) {
+  const bitcoin = transactions.filter((transaction) => transaction.chain === 'bitcoin').map((transaction) => transaction.id);
+  const outputs = bitcoin.length ? await em.find(WalletOutput, { spentBy: { $in: bitcoin } }, { orderBy: { txid: 'asc', vout: 'asc' } }) : [];
+  return (transaction: OutgoingTransaction) => presentWithInputs(transaction, outputs.filter((output) => output.spentBy?.id === transaction.id));
+}
+
+export const nativeAssetOf = (transaction: Pick<OutgoingTransaction, 'chain'>): AssetInfo => assetById(findChain(transaction.chain).nativeAssetId);
+

@@ -1,0 +1,67 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AuthContext } from '../api-keys/auth-context';
+import { ASSETS, chainAsset, findChain, networkFor, type AssetInfo, type ChainInfo } from '../catalogue/service';
+import { canonicalAddress } from '../chains/addresses';
+import type { Wallet } from '../custody/entities';
+import { findWallet } from '../custody/service';
+import { errors } from '../shared/errors';
+import { AmountError, toBaseUnits } from '../shared/money';
+
+/** What a send and its fee estimate both name. */
+export interface TransferRequest {
+  wallet_id: string;
+  to_address: string;
+  amount: string;
+  asset: string;
+  treat_as_gross_amount?: boolean | undefined;
+}
+
+export interface ResolvedTransfer {
+  wallet: Wallet;
+  chain: ChainInfo;
+  asset: AssetInfo;
+  /** The chain's native asset: fees are paid in it. */
+  native: AssetInfo;
+  /** Canonical for the chain and the key's network. */
+  toAddress: string;
+  /** Base units, positive. */
+  amount: bigint;
+  gross: boolean;
+}
+
+/**
+ * Checks a send before anything is asked of a node: the wallet is the caller's, the asset the
+ * wallet's chain's (an id, or a bare symbol resolved on that chain), the address valid on the key's
+ * network, the amount positive with no more decimals than the asset has, and gross mode only for
+ * the native asset (a token's fee is paid in the native asset, so it cannot come out of the amount).
+ */
+export async function resolveTransfer(em: EntityManager, auth: AuthContext, input: TransferRequest): Promise<ResolvedTransfer> {
+  const wallet = await findWallet(em, auth, input.wallet_id, 'wallet_id');
+  const chain = findChain(wallet.chain);
+  const asset = chainAsset(chain.id, input.asset);
+  const native = ASSETS.find((candidate) => candidate.id === chain.nativeAssetId)!;
+  const toAddress = canonicalAddress(chain.id, auth.environment, input.to_address);
+  if (!toAddress) throw errors.validation(`to_address is not a ${chain.id} address on ${networkFor(chain, auth.environment)}.`, 'to_address');
+  const amount = positiveAmount(input.amount, asset);
+  const gross = input.treat_as_gross_amount ?? false;
+  if (gross && asset.id !== native.id) {
+    throw errors.invalid(
+      'gross_amount_native_only',
+      `treat_as_gross_amount takes the fee out of the amount sent, which only works when the fee is paid in the asset sent: ${asset.id} fees are paid in ${native.id}.`,
+      { param: 'treat_as_gross_amount' },
+    );
+  }
+  return { wallet, chain, asset, native, toAddress, amount, gross };
+}
+
+function positiveAmount(display: string, asset: AssetInfo): bigint {
+  let amount: bigint;
+  try {
+    amount = toBaseUnits(display, asset.decimals);
+  } catch (error) {
+    if (error instanceof AmountError) throw errors.validation(`amount: ${error.message} (${asset.id} has ${asset.decimals} decimals).`, 'amount');
+    throw error;
+  }
+  if (amount === 0n) throw errors.validation('amount must be greater than zero.', 'amount');
+  return amount;
+}

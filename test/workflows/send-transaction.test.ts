@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import type { ChainId } from '../../src/catalogue/service';
+import { fundFromFaucet } from '../../src/chains/devnet/faucet';
+import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { DevnetTransaction } from '../../src/chains/devnet/entities';
+import { ChainNodes } from '../../src/chains/nodes';
+import { NodeUnavailableError, TransactionRejectedError, type ChainProvider } from '../../src/chains/provider';
+import type { Environment } from '../../src/api-keys/entities';
+import { moveWalletBalance } from '../../src/custody/service';
+import { Event } from '../../src/events/entities';
+import { OutgoingTransaction } from '../../src/transactions/entities';
+import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
+import { workflowBundle } from '../../src/worker-setup';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { releaseTimeSkippingTemporal, testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { testLogger } from '../support/secret-scan';
+import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
+
+/** How the node misbehaves: each hook runs before (or instead of) the real devnet's answer. */
+interface Faults {
+  /** The node takes the transaction, then the answer is lost (a timeout after acceptance). */
+  acceptThenTimeOut?: boolean;
+  /** The node refuses without taking it. */
+  refuse?: string;
+  /** The node cannot be reached for broadcasts, and for this many status queries. */
+  unreachable?: boolean;
+  statusOutages?: number;
+}
+
+/** The real devnet provider behind a switchboard of faults: a node that times out, refuses or is away. */
+class FaultyNodes extends ChainNodes {
+  faults: Faults = {};
+  broadcasts = 0;
+
+  override async provider(chain: ChainId, environment: Environment): Promise<ChainProvider> {
+    const real = await super.provider(chain, environment);
+    const faults = () => this.faults;
+    const count = () => (this.broadcasts += 1);
+    return new Proxy(real, {
+      get(target, property, receiver) {
+        if (property === 'broadcast') {
+          return async (raw: string) => {
+            count();
+            const now = faults();
+            if (now.unreachable) throw new NodeUnavailableError('the node did not answer within the timeout');
+            if (now.refuse) throw new TransactionRejectedError(now.refuse, `refused: ${now.refuse}`);
+            const answer = await target.broadcast(raw);
+            if (now.acceptThenTimeOut) throw new NodeUnavailableError('the node did not answer within the timeout');
+            return answer;
+          };
+        }
+        if (property === 'transactionStatus') {
+          return async (txid: string) => {
+            const now = faults();
+            if (now.statusOutages) {
+              now.statusOutages -= 1;
+              throw new NodeUnavailableError('the node did not answer within the timeout');
+            }
+            return target.transactionStatus(txid);
+          };
+        }
+        const value = Reflect.get(target, property, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+}
+
+describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty node)', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+  let nodes: FaultyNodes;
+  let worker: Worker;
+  let running: Promise<void>;
+  const taskQueue = `send-transaction-${randomUUID()}`;
+  const config = { ...NO_SEARCH_ATTRIBUTES, TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_CONFIRMATIONS_ETHEREUM: '2', DEVNET_BLOCK_INTERVAL_SECONDS: '3600' };
+
+  before(async () => {
+    const env = await timeSkippingTemporal();
+    app = await startTestApp({ config, temporal: env });
+    org = await createTestOrganization('Send workflow');
+    nodes = new FaultyNodes(testConfig(config), testLogger('test'), await testOrm());
+    ({ worker } = await createTestWorker(env, taskQueue, config, undefined, { chains: nodes }));
+    running = worker.run();
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await app?.close();
+    await releaseTimeSkippingTemporal();
+  });
+
+  /** A wallet holding `ether` on the devnet and on its ledger (no scanner runs here). */
+  async function fundedWallet(ether: bigint) {
+    const vault = await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'Sends' } });
+    const wallet = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'Sends', chain: 'ethereum', vault_id: vault.body.id } });
+    const em = (await testOrm()).em.fork();
+    await fundFromFaucet(em, 'ethereum', { to: wallet.body.primary_address.address, assetId: 'ETH', amount: ether });
+    await mineDevnetBlocks(em, 'ethereum', 1);
+    await moveWalletBalance(em, wallet.body.id, 'ETH', { balance: ether });
+    return { id: wallet.body.id as string, address: wallet.body.primary_address.address as string };
+  }
+  const send = async (walletId: string) => {
+    const created = await app.request('POST', '/v1/transactions', { key: org.secret, body: { wallet_id: walletId, to_address: '0x000000000000000000000000000000000000dEaD', amount: '0.25', asset: 'ETH' } });
+    assert.equal(created.status, 201, created.text);
+    return created.body.id as string;
+  };
+  const row = async (id: string) => (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id });
+  const ledger = async (walletId: string) => {
+    const [balance] = await (await testOrm()).em.fork().execute<{ balance: string; locked: string }[]>(`select balance::text, locked::text from wallet_balances where wallet_id = ? and asset_id = 'ETH'`, [walletId]);
+    return { balance: BigInt(balance!.balance), locked: BigInt(balance!.locked) };
+  };
+  const onChain = async (txHash: string) => (await testOrm()).em.fork().count(DevnetTransaction, { chain: 'ethereum', txid: txHash });
+  const events = async (id: string) =>
+    (await (await testOrm()).em.fork().find(Event, { organization: org.organizationId }))
+      .filter((event) => (event.data as { id?: string }).id === id)
+      .map((event) => event.type)
+      .sort();
+
+  it('a node that takes the transaction but times out: re-queried, never released, settled once', async () => {
+    const env = await timeSkippingTemporal();
+    const wallet = await fundedWallet(10n ** 18n);
+    nodes.faults = { acceptThenTimeOut: true, statusOutages: 3 };
+    const id = await send(wallet.id);
+    await eventually(async () => ((await row(id)).txHash && (await onChain((await row(id)).txHash!)) === 1 ? true : undefined), 'the node took it');
+    assert.equal((await row(id)).status, 'signed', 'the outcome is unknown: not failed, not released');
+    assert.ok((await ledger(wallet.id)).locked > 0n);
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    const handle = env.client.workflow.getHandle(transactionWorkflowId(id));
+    assert.equal(await handle.result(), 'confirmed');
+    const settled = await row(id);
+    assert.equal(await onChain(settled.txHash!), 1, 'one transaction on chain');
+    const after = await ledger(wallet.id);
+    assert.equal(after.balance, 10n ** 18n - BigInt(settled.recipientAmount) - BigInt(settled.fee!), 'debited once');
+    assert.equal(after.locked, 0n);
+    assert.deepEqual(await events(id), ['transaction.broadcast', 'transaction.confirmed', 'transaction.created']);
+    await recordHistoryIfAsked(handle, 'send-transaction');
+  });
+
+  it('a node away for hours: the send waits, signed and locked, then goes out with the same bytes', async () => {
+    const env = await timeSkippingTemporal();
+    const wallet = await fundedWallet(10n ** 18n);
+    nodes.faults = { unreachable: true };
+    const id = await send(wallet.id);
+    await eventually(async () => ((await row(id)).status === 'signed' ? true : undefined), 'signed');
+    const signed = await row(id);
+    await env.sleep('3 hours');
+    const waiting = await row(id);
+    assert.equal(waiting.status, 'signed', 'never failed while the outcome is unknown');
+    assert.equal(waiting.signedTransaction, signed.signedTransaction, 'the very same bytes');
+    assert.equal((await ledger(wallet.id)).locked, BigInt(signed.recipientAmount) + BigInt(signed.feeLimit));
+    nodes.faults = {};
+    // The next check (every 30 s by now) finds the node back and broadcasts the same bytes.
+    await env.sleep('1 minute');
+    await eventually(async () => ((await onChain(signed.txHash!)) === 1 ? true : undefined), 'broadcast once the node is back');
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'confirmed');
+    assert.equal((await ledger(wallet.id)).locked, 0n);
+  });
+
+  it('a refusal the node does not know: failed, the lock released, nothing debited', async () => {
+    const env = await timeSkippingTemporal();
+    const wallet = await fundedWallet(10n ** 18n);
+    nodes.faults = { refuse: 'fee_too_low' };
+    const id = await send(wallet.id);
+    assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'failed');
+    const failed = await row(id);
+    assert.equal(failed.failureReason, 'fee_too_low');
+    assert.deepEqual(await ledger(wallet.id), { balance: 10n ** 18n, locked: 0n });
+    assert.deepEqual(await events(id), ['transaction.created', 'transaction.failed']);
+    nodes.faults = {};
+  });
+
+  it('replays the recorded send history with the current workflow code', async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('send-transaction'), 'send-transaction');
+  });
+});
