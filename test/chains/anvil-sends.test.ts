@@ -254,6 +254,45 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
     assert.equal(await ethBalance(treasury.address), (await balance(treasury.id, 'ETH')).balance);
   });
 
+  it('a send refused after later sends took the next nonces leaves a gap the next send fills: the held-back send is then mined', async () => {
+    // Without automine both sends wait in the pool, in nonce order: the first is then dropped, and refused when broadcast again.
+    await anvil.call('evm_setAutomine', [false]);
+    const first = await send({ wallet_id: treasury.id, to_address: outside, amount: '3', asset: 'ETH' });
+    const firstBroadcast = await eventually(async () => {
+      const transaction = await read(first.id);
+      return transaction.status === 'broadcast' ? transaction : undefined;
+    }, 'the first send broadcast');
+    const heldBack = await send({ wallet_id: treasury.id, to_address: payroll.address, amount: '0.1', asset: 'ETH' });
+    const heldBackBroadcast = await eventually(async () => {
+      const transaction = await read(heldBack.id);
+      return transaction.status === 'broadcast' ? transaction : undefined;
+    }, 'the second send broadcast');
+    assert.equal(BigInt(heldBackBroadcast.nonce!), BigInt(firstBroadcast.nonce!) + 1n);
+
+    const held = await ethBalance(treasury.address);
+    await anvil.call('anvil_setBalance', [treasury.address, `0x${parseEther('1').toString(16)}`]);
+    await anvil.call('anvil_dropTransaction', [firstBroadcast.tx_hash]);
+    const refused = await eventually(async () => {
+      const transaction = await read(first.id);
+      return transaction.status === 'failed' ? transaction : undefined;
+    }, 'the dropped send refused when broadcast again');
+    assert.equal(refused.failure_reason, 'insufficient_funds');
+    await anvil.call('anvil_setBalance', [treasury.address, `0x${held.toString(16)}`]);
+    await anvil.call('evm_setAutomine', [true]);
+    assert.equal((await read(heldBack.id)).status, 'broadcast', 'the node holds the second send back: its nonce follows a free one');
+
+    const filler = await send({ wallet_id: treasury.id, to_address: outside, amount: '0.2', asset: 'ETH' });
+    const settled = await settleAll([heldBack.id, filler.id]);
+    assert.deepEqual(
+      settled.map((transaction) => transaction.status),
+      ['confirmed', 'confirmed'],
+    );
+    assert.equal(settled[1]!.nonce, refused.nonce, 'the next send took the nonce the refused one left free');
+    const ledger = await balance(treasury.id, 'ETH');
+    assert.equal(ledger.locked, 0n);
+    assert.equal(await ethBalance(treasury.address), ledger.balance);
+  });
+
   it("keeps the ledger invariant after the mix: each wallet's ledger equals what anvil says its addresses hold", async () => {
     await mine(1);
     await scannedToTip();

@@ -26,6 +26,7 @@ interface Transaction {
   fee_raw: string | null;
   fee_limit_raw: string;
   fee_rate: string | null;
+  max_fee_rate: string | null;
   tx_hash: string | null;
   inputs: { txid: string; vout: string }[] | null;
   inputs_used: { txid: string; vout: string; amount_raw: string }[];
@@ -200,6 +201,13 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
     const created = [exact, taproot, filled];
     assert.equal((await balance(wallet.id)).locked, created.reduce((sum, transaction) => sum + BigInt(transaction.amount_raw) + BigInt(transaction.fee_limit_raw), 0n));
 
+    // The change is recorded when the send is signed, and cannot be spent before the send confirms.
+    const signed = await eventually(async () => (await read(exact.id)).tx_hash ?? undefined, 'the exact-pin send signed');
+    const early = await send({ wallet_id: wallet.id, to_address: outsideP2wpkh(), amount: '0.01', asset: 'BTC', inputs: [{ txid: signed, vout: '1' }] });
+    assert.equal(early.status, 400, early.text);
+    assert.equal(early.body.error.code, 'input_not_spendable');
+    assert.equal(early.body.error.details.status, 'unconfirmed');
+
     const settled = await settleAll(created.map((transaction) => transaction.id));
     assert.deepEqual(
       settled.map((transaction) => transaction.status),
@@ -215,6 +223,8 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
       assert.equal(BigInt(transaction.fee_raw!) % rate, 0n, 'the fee is the rate times a whole size');
       const paidFor = Number(BigInt(transaction.fee_raw!) / rate);
       assert.ok(paidFor >= node.vsize && paidFor <= node.vsize + 1, `the fee pays ${paidFor} vB at ${rate} sat/vB for a ${node.vsize} vB transaction`);
+      const max = transaction.max_fee_rate;
+      if (max !== null) assert.ok(node.fee <= BigInt(max) * BigInt(node.vsize), "the fee respects max_fee_rate on the node's own size");
       const recipient = [to.segwit, to.taproot, to.filled][index]!;
       assert.deepEqual(node.outputs[0], { address: nodeForm(recipient), amount: BigInt(transaction.amount_raw) });
       const spent = node.inputs.reduce((sum, input) => sum + input.amount, 0n);
