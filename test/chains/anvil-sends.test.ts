@@ -118,7 +118,7 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
   }
   /** anvil mines each transaction as it arrives: once every send is broadcast, the confirmations are mined, and the workflows settle. */
   async function settleAll(ids: string[]): Promise<Transaction[]> {
-    await eventually(async () => ((await Promise.all(ids.map(read))).every((transaction) => !['pending', 'signed'].includes(transaction.status)) ? true : undefined), 'every send broadcast', 30_000);
+    await eventually(async () => ((await Promise.all(ids.map(read))).every((transaction) => !['pending', 'signed'].includes(transaction.status)) ? true : undefined), 'every send broadcast', 30_000, 250);
     await mine(CONFIRMATIONS);
     return eventually(
       async () => {
@@ -140,6 +140,17 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
     }, 'scanning caught up with the tip');
   }
 
+  /** The ledger invariant for every wallet of the organization, once scanning has caught up with the tip. */
+  async function ledgerMatchesChain() {
+    await scannedToTip();
+    const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
+    const provider = await nodes.provider('ethereum', 'sandbox');
+    const result = await compareLedgerWithChain((await testOrm()).em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId, assetIds: ['ETH', 'USDC_ETH'] });
+    assert.equal(result.wallets, 2);
+    assert.deepEqual(result.mismatches, []);
+  }
+  const statusIs = async (ids: string[], status: string) => ((await Promise.all(ids.map(read))).every((transaction) => transaction.status === status) ? true : undefined);
+
   let treasury: { id: string; address: Hex };
   let payroll: { id: string; address: Hex };
   const ETH_FUNDED = parseEther('10');
@@ -157,6 +168,8 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
 
   it('sends ETH and USDC to an outside address and to another wallet of the organization, and a gross ETH send: debited exactly what the node says left', async () => {
     const before = { eth: await balance(treasury.id, 'ETH'), usdc: await balance(treasury.id, 'USDC_ETH') };
+    // All in one block, so that they are all mined and short of the confirmations at once.
+    await anvil.call('evm_setAutomine', [false]);
     const ethOut = await send({ wallet_id: treasury.id, to_address: outside, amount: '1.25', asset: 'ETH' });
     const usdcOut = await send({ wallet_id: treasury.id, to_address: outside, amount: '100.5', asset: 'USDC' });
     const ethIn = await send({ wallet_id: treasury.id, to_address: payroll.address, amount: '0.75', asset: 'ETH', fee_level: 'high' });
@@ -172,6 +185,13 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
       'the ETH amounts and every fee limit are locked',
     );
     assert.equal((await balance(treasury.id, 'USDC_ETH')).locked, parseUnits('140.5', 6));
+
+    // Mined, short of the confirmations: the ledger still equals the chain, the sends' debits not yet booked.
+    await eventually(() => statusIs(created.map((sent) => sent.id), 'broadcast'), 'every send broadcast', 30_000, 250);
+    await mine(1);
+    await anvil.call('evm_setAutomine', [true]);
+    await eventually(() => statusIs(created.map((sent) => sent.id), 'confirming'), 'every send mined', 30_000, 250);
+    await ledgerMatchesChain();
 
     const settled = await settleAll(created.map((sent) => sent.id));
     assert.deepEqual(
@@ -295,11 +315,6 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
 
   it("keeps the ledger invariant after the mix: each wallet's ledger equals what anvil says its addresses hold", async () => {
     await mine(1);
-    await scannedToTip();
-    const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
-    const provider = await nodes.provider('ethereum', 'sandbox');
-    const result = await compareLedgerWithChain((await testOrm()).em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId, assetIds: ['ETH', 'USDC_ETH'] });
-    assert.equal(result.wallets, 2);
-    assert.deepEqual(result.mismatches, []);
+    await ledgerMatchesChain();
   });
 });

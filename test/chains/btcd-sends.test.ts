@@ -121,7 +121,7 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
   }
   /** Mines a block at a time until every send is settled (each workflow checks every 5 s). */
   async function settleAll(ids: string[]): Promise<Transaction[]> {
-    await eventually(async () => ((await Promise.all(ids.map(read))).every((transaction) => !['pending', 'signed'].includes(transaction.status)) ? true : undefined), 'every send broadcast', 30_000);
+    await eventually(async () => ((await Promise.all(ids.map(read))).every((transaction) => !['pending', 'signed'].includes(transaction.status)) ? true : undefined), 'every send broadcast', 30_000, 250);
     return eventually(
       async () => {
         const transactions = await Promise.all(ids.map(read));
@@ -133,6 +133,14 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
       60_000,
       1_000,
     );
+  }
+  /** The ledger invariant for the organization's wallet, once scanning has caught up with the tip. */
+  async function ledgerMatchesChain() {
+    await scanned();
+    const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
+    const result = await compareLedgerWithChain((await testOrm()).em.fork(), await nodes.provider('bitcoin', 'sandbox'), { chain: 'bitcoin', environment: 'sandbox', organizationId: org.organizationId });
+    assert.equal(result.wallets, 1);
+    assert.deepEqual(result.mismatches, []);
   }
   const outpointsOf = (inputs: { txid: string; vout: string | number }[]) => inputs.map((input) => `${input.txid}:${input.vout}`).sort();
 
@@ -208,6 +216,12 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
     assert.equal(early.body.error.code, 'input_not_spendable');
     assert.equal(early.body.error.details.status, 'unconfirmed');
 
+    // Mined, short of the confirmations: the ledger still equals the chain, the sends' debits not yet booked.
+    await eventually(async () => ((await Promise.all(created.map((transaction) => read(transaction.id)))).every((transaction) => transaction.status === 'broadcast') ? true : undefined), 'every send broadcast', 20_000, 250);
+    await btcd.generate(1);
+    await eventually(async () => ((await Promise.all(created.map((transaction) => read(transaction.id)))).every((transaction) => transaction.status === 'confirming') ? true : undefined), 'every send mined', 30_000, 250);
+    await ledgerMatchesChain();
+
     const settled = await settleAll(created.map((transaction) => transaction.id));
     assert.deepEqual(
       settled.map((transaction) => transaction.status),
@@ -259,13 +273,8 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
 
   it("keeps the ledger invariant after the mix: the wallet's ledger equals what btcd says its addresses hold", async () => {
     await btcd.generate(1);
-    await scanned();
-    const tip = Number(await btcd.call('getblockcount'));
+    await ledgerMatchesChain();
     const cursor = await (await testOrm()).em.fork().findOneOrFail(ChainScanCursor, { chain: 'bitcoin', environment: 'sandbox' });
-    assert.equal(cursor.height, tip);
-    const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
-    const result = await compareLedgerWithChain((await testOrm()).em.fork(), await nodes.provider('bitcoin', 'sandbox'), { chain: 'bitcoin', environment: 'sandbox', organizationId: org.organizationId });
-    assert.equal(result.wallets, 1);
-    assert.deepEqual(result.mismatches, []);
+    assert.equal(cursor.height, Number(await btcd.call('getblockcount')));
   });
 });
