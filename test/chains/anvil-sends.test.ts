@@ -36,6 +36,7 @@ interface Transaction {
 
 interface Receipt {
   status: Hex;
+  contractAddress: Hex | null;
   gasUsed: Hex;
   effectiveGasPrice: Hex;
   blockNumber: Hex;
@@ -71,7 +72,7 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
       bytecode: ERC20PresetFixedSupply.bytecode as Hex,
       args: ['USD Coin', 'USDC', parseUnits('1000000', 6), funder.address],
     });
-    token = getAddress(((await receiptOf(deployHash)) as unknown as { contractAddress: Hex }).contractAddress);
+    token = getAddress((await receiptOf(deployHash)).contractAddress!);
     await resetScanState('ethereum');
     const taskQueue = `anvil-sends-${randomUUID()}`;
     Object.assign(config, {

@@ -146,7 +146,7 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
 
   let wallet: { id: string; primary: string; taproot: string };
   /** The deposits: two p2wpkh and one p2tr for exact pins, one for filling, one for a changeless remainder. */
-  const deposits: Record<'segwit' | 'taproot' | 'small' | 'filler' | 'exact', Outpoint> = {} as never;
+  let deposits: Record<'segwit' | 'taproot' | 'small' | 'filler' | 'exact', Outpoint>;
 
   it('credits deposits to a p2wpkh and a p2tr address of one wallet once confirmed', async () => {
     const vault = await call('POST', '/v1/vaults', { name: 'BTC' });
@@ -158,11 +158,13 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
     assert.match(taproot.body.address, /^tb1p/);
     wallet = { id: created.body.id, primary: created.body.primary_address.address, taproot: taproot.body.address };
 
-    deposits.segwit = await deposit(wallet.primary, 30_000_000n);
-    deposits.taproot = await deposit(wallet.taproot, 20_000_000n);
-    deposits.small = await deposit(wallet.primary, 10_000_000n);
-    deposits.filler = await deposit(wallet.primary, 15_000_000n);
-    deposits.exact = await deposit(wallet.taproot, 10_000_000n);
+    deposits = {
+      segwit: await deposit(wallet.primary, 30_000_000n),
+      taproot: await deposit(wallet.taproot, 20_000_000n),
+      small: await deposit(wallet.primary, 10_000_000n),
+      filler: await deposit(wallet.primary, 15_000_000n),
+      exact: await deposit(wallet.taproot, 10_000_000n),
+    };
     await btcd.generate(1);
     await scanned();
     assert.equal((await balance(wallet.id)).pending, 85_000_000n);
