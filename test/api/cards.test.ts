@@ -455,6 +455,11 @@ describe('Cards API', () => {
       const own = await createTestOrganization('Termination pending');
       await credit(5_000, own);
       const card = await activeCard({ amount: 1_000 }, own);
+      // The card is active once provisioned; its initial funding settles in its own workflow, and a card with one still settling is not terminable.
+      await eventually(async () => {
+        const listed = (await app.request('GET', `/api/cards/${card.id}/transactions`, { key: own.secret })).body.data.transactions as { status: string }[];
+        return listed.length > 0 && listed.every((transaction) => transaction.status !== 'pending') ? true : undefined;
+      }, 'the initial funding to settle');
       await age(card.id, 25);
       const deadConnection = Connection.lazy({ address: '127.0.0.1:1' });
       const deadApp = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue }, temporal: { connection: deadConnection, client: new Client({ connection: deadConnection }) } });
