@@ -157,6 +157,7 @@ function spendPinned(plan: Plan, pinned: SpendableOutput[]): CoinSelection {
   const settled = settle(plan, pinned);
   if (settled.ok) return settled.selection;
   if (!plan.fillFromUnselected) {
+    if (settled.feeAboveMax !== undefined) throw remainderAboveMax(plan, settled.feeAboveMax);
     throw errors.invalid(
       'pinned_inputs_insufficient',
       `The pinned inputs hold ${sum(pinned)} sat; the send needs ${settled.needed} sat with its fee. Pin more inputs or set fill_fee_from_unselected.`,
@@ -176,8 +177,19 @@ function spendPinned(plan: Plan, pinned: SpendableOutput[]): CoinSelection {
  * it makes change) the fee of spending that change later at the same rate.
  */
 function chooseInputs(plan: Plan, pinned: SpendableOutput[], outputs: SpendableOutput[]): CoinSelection {
-  const largest = largestFirst(plan, pinned, outputs).selection;
   const changeless = branchAndBound(plan, pinned, outputs);
+  const settled = largestFirst(plan, pinned, outputs);
+  if (!settled.ok) {
+    // Every output together leaves a remainder max_fee_rate refuses; a smaller changeless set may still pay within it.
+    if (changeless) return changeless;
+    if (settled.feeAboveMax !== undefined) throw remainderAboveMax(plan, settled.feeAboveMax);
+    const available = sum(pinned) + sum(outputs);
+    throw errors.invalid('insufficient_funds', `The wallet's spendable outputs hold ${available} sat; the send needs ${settled.needed} sat with its fee.`, {
+      param: 'amount',
+      details: { available: available.toString(), needed: settled.needed.toString() },
+    });
+  }
+  const largest = settled.selection;
   const changeCost = largest.change > 0n ? plan.satPerVbyte * BigInt(Math.ceil(INPUT_WEIGHT[plan.changeFormat] / 4)) : 0n;
   return changeless && changeless.fee <= largest.fee + changeCost ? changeless : largest;
 }
@@ -186,8 +198,11 @@ interface Plan extends CoinSelectionRequest {
   recipientType: OutputType;
 }
 
-/** Ok: what the inputs pay. Not ok: what the inputs must hold. */
-type Settled = Settlement | { ok: false; needed: bigint };
+/**
+ * Ok: what the inputs pay. Not ok: what the inputs must hold, and when they hold enough but the
+ * remainder too small for change would make the miner's fee exceed max_fee_rate, that fee.
+ */
+type Settled = Settlement | { ok: false; needed: bigint; feeAboveMax?: bigint };
 interface Settlement {
   ok: true;
   selection: CoinSelection;
@@ -217,8 +232,13 @@ function settle(plan: Plan, inputs: SpendableOutput[]): Settled {
   });
   if (change >= DUST_LIMIT) return accept(feeWithChange, withChange, change, 0n);
   const remainder = total - debit(feeWithoutChange);
-  if (remainder >= 0n) return accept(feeWithoutChange + remainder, withoutChange, 0n, remainder);
-  return { ok: false, needed: debit(feeWithoutChange) };
+  if (remainder < 0n) return { ok: false, needed: debit(feeWithoutChange) };
+  // The remainder is fee too: with it the rate paid may not exceed max_fee_rate. Enough for a change output would do.
+  const fee = feeWithoutChange + remainder;
+  if (plan.maxSatPerVbyte !== undefined && fee > plan.maxSatPerVbyte * BigInt(withoutChange)) {
+    return { ok: false, needed: debit(feeWithChange) + DUST_LIMIT, feeAboveMax: fee };
+  }
+  return accept(fee, withoutChange, 0n, remainder);
 }
 
 /** What an output adds towards the target, in quarter satoshis (rate x weight is exact in them): its value less the fee of spending it. */
@@ -292,18 +312,12 @@ const isBetter = (a: CoinSelection, b: CoinSelection) => (a.fee !== b.fee ? a.fe
 
 /**
  * Adds the largest outputs after the pinned ones until the send settles. When even all of them
- * fall short: insufficient_funds; when they would do but only with more than MAX_INPUTS: too_many_inputs.
+ * fall short: not ok, what they settle as; when they would do but only with more than MAX_INPUTS: too_many_inputs.
  */
-function largestFirst(plan: Plan, pinned: SpendableOutput[], outputs: SpendableOutput[]): Settlement {
+function largestFirst(plan: Plan, pinned: SpendableOutput[], outputs: SpendableOutput[]): Settled {
   const candidates = ordered(plan, outputs).map(({ output }) => output);
   const everything = settle(plan, [...pinned, ...candidates]);
-  if (!everything.ok) {
-    const available = sum(pinned) + sum(outputs);
-    throw errors.invalid('insufficient_funds', `The wallet's spendable outputs hold ${available} sat; the send needs ${everything.needed} sat with its fee.`, {
-      param: 'amount',
-      details: { available: available.toString(), needed: everything.needed.toString() },
-    });
-  }
+  if (!everything.ok) return everything;
   const inputs = [...pinned];
   for (const output of candidates) {
     const settled = settle(plan, inputs);
@@ -313,6 +327,14 @@ function largestFirst(plan: Plan, pinned: SpendableOutput[], outputs: SpendableO
   }
   return everything;
 }
+
+/** The inputs leave less than a change output needs, and the remainder, paid to the miner, would raise the rate above max_fee_rate. */
+const remainderAboveMax = (plan: Plan, fee: bigint) =>
+  errors.invalid(
+    'fee_rate_above_max',
+    `These inputs leave a remainder too small for a change output; paid to the miner it makes the fee ${fee} sat, above max_fee_rate ${plan.maxSatPerVbyte} sat/vB. Send more, or spend other inputs.`,
+    { param: 'max_fee_rate', details: { fee_rate: plan.satPerVbyte.toString(), max_fee_rate: String(plan.maxSatPerVbyte), fee: fee.toString() } },
+  );
 
 const tooManyInputs = (count: number) =>
   errors.invalid('too_many_inputs', `The send would need ${count} inputs; a transaction spends at most ${MAX_INPUTS}. Consolidate the wallet's outputs first, or send less.`, {

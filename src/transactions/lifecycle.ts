@@ -53,8 +53,8 @@ const feeTermsOf = (terms: StoredFeeTerms): FeeTerms => {
 /**
  * Builds and signs the send once and stores the signed bytes with their hash before anything is
  * broadcast: every later broadcast sends these very bytes, so a retry can never spend twice.
- * Ethereum takes its nonce here, under the sending address's row lock: the node's pending count,
- * or past the platform's own signed sends from the address if they are further along.
+ * Ethereum takes its nonce here, under the sending address's row lock: the lowest from the node's
+ * pending count that none of the platform's live sends from the address holds.
  */
 export async function signTransaction(deps: LifecycleDeps, transactionId: string): Promise<StepOutcome> {
   // What the node says is read before any row is locked: the devnet answers from this same database,
@@ -92,13 +92,19 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
       transfer.tokenAddress = token;
     }
     if (transaction.chain === 'ethereum') {
-      // Under the address's row lock: past the node's pending count and past every live send of ours from it.
       await em.findOneOrFail(Address, { id: from.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      const [ours] = await em.execute<{ next: string | null }[]>(
-        `select (max(nonce) + 1)::text as next from transactions where from_address_id = ? and nonce is not null and status <> 'failed'`,
-        [from.id],
+      // The lowest nonce from the node's pending count that no live send of ours holds: past our signed sends the
+      // node has not seen yet, and into the gap a refused send left, without which those after it would never be mined.
+      const [free] = await em.execute<{ nonce: string }[]>(
+        `select min(candidate)::text as nonce from (
+           select ?::bigint as candidate
+           union all select nonce + 1 from transactions where from_address_id = ? and nonce is not null and status <> 'failed'
+         ) candidates
+         where candidate >= ? and not exists (
+           select 1 from transactions held where held.from_address_id = ? and held.nonce = candidate and held.status <> 'failed')`,
+        [node.pendingNonce!.toString(), from.id, node.pendingNonce!.toString(), from.id],
       );
-      const nonce = ours?.next && BigInt(ours.next) > node.pendingNonce! ? BigInt(ours.next) : node.pendingNonce!;
+      const nonce = BigInt(free!.nonce);
       transfer.ethereum = { chainId: node.chainId!, nonce };
       transaction.nonce = nonce.toString();
     }
@@ -148,7 +154,8 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
 export async function broadcastTransaction(deps: LifecycleDeps, transactionId: string): Promise<StepOutcome> {
   const transaction = await deps.em().findOneOrFail(OutgoingTransaction, { id: transactionId }, { populate: ['fromAddress'] });
   if (FINISHED.includes(transaction.status)) return transaction.status;
-  if (transaction.status !== 'signed') return 'accepted';
+  // Signed, or broadcast but no longer known to the node (dropped, reorganised out): the same bytes (again).
+  if (transaction.status === 'confirming') return 'accepted';
   const provider = await providerOf(deps, transaction);
   try {
     await provider.broadcast(transaction.signedTransaction!);

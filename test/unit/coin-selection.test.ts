@@ -188,6 +188,32 @@ describe('Coin selection', () => {
     assertBalanced(req, selection);
   });
 
+  it('counts a remainder paid to the miner against max_fee_rate: refused for pins alone, filled to make change, avoided by selection', () => {
+    // One p2wpkh input to a p2wpkh recipient: 110 vB without change (220 sat at 2 sat/vB), 141 vB with it; 500 sat left over.
+    const pinned = [output(100_720n)];
+    const withoutMax = selectCoins(request({ pinned }));
+    assert.deepEqual([withoutMax.fee, withoutMax.change], [720n, 0n], 'without a max the remainder is fee');
+    const error = refusal(() => selectCoins(request({ pinned, maxSatPerVbyte: 2n })));
+    assert.equal(error.code, 'fee_rate_above_max');
+    assert.equal(error.param, 'max_fee_rate');
+    assert.deepEqual(error.details, { fee_rate: '2', max_fee_rate: '2', fee: '720' });
+
+    const other = output(50_000n);
+    const filled = request({ pinned, others: [other], fillFromUnselected: true, maxSatPerVbyte: 2n });
+    const selection = selectCoins(filled);
+    assert.deepEqual(
+      selection.inputs.map((one) => one.id),
+      [pinned[0]!.id, other.id],
+    );
+    assert.ok(selection.change >= DUST_LIMIT && selection.fee === 2n * BigInt(selection.vsize));
+    assertBalanced(filled, selection);
+
+    const chosen = request({ others: [pinned[0]!, other], maxSatPerVbyte: 2n });
+    const unpinned = selectCoins(chosen);
+    assert.ok(unpinned.fee <= 2n * BigInt(unpinned.vsize), 'coin selection never picks a set whose remainder breaks the max');
+    assertBalanced(chosen, unpinned);
+  });
+
   it('takes the fee out of a gross amount: sending everything leaves no change', () => {
     const others = [output(300_000n), output(200_000n, 'p2tr'), output(100_000n, 'p2pkh')];
     const req = request({ others, amount: 600_000n, gross: true, satPerVbyte: 5n });
