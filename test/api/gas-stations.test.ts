@@ -200,6 +200,17 @@ describe('Gas stations: the resource and manual refills', () => {
     assert.equal(refused.body.error.code, 'insufficient_scope');
   });
 
+  it('shows the ledger balance, saying so, when no node serves the chain (live without a configured node)', async () => {
+    const live = (await org.key(['*'], 'live')).secret;
+    const created = await call('POST', '/v1/gas-stations', { name: 'Live BTC gas', chain: 'bitcoin', threshold: '0.001' }, live);
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.network, 'mainnet');
+    assert.equal(created.body.balance, '0');
+    assert.equal(created.body.balance_source, 'ledger');
+    assert.equal(created.body.health_status, 'low');
+    assert.deepEqual((await call('GET', '/v1/gas-stations', undefined, live)).body.data.map((station: Station) => station.id), [created.body.id]);
+  });
+
   it('refills through the sending machinery: a send from the wallet to the station, settled on the Ethereum devnet', async () => {
     const deposit = await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: funding.address, asset: 'ETH', amount: '1' });
     assert.equal(deposit.status, 201, deposit.text);
