@@ -77,6 +77,10 @@ export class GasStation {
   @Property({ type: 'uuid', nullable: true })
   refillTransactionId?: string | null;
 
+  /** When the last automatic refill was reported failed (every attempt spent); cleared by a refill or a PATCH. */
+  @Property({ type: 'timestamptz', nullable: true })
+  refillFailedAt?: Date | null;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 

@@ -145,6 +145,8 @@ export async function updateGasStation(em: EntityManager, tenant: Tenant, statio
       input.refill_from_wallet_id === null ? null : await fundingWallet(em, tenant, station.chain, input.refill_from_wallet_id, 'refill_from_wallet_id', station.wallet);
   }
   checkAutoRefill(station);
+  // A changed configuration deserves a new attempt at once, whatever failed before.
+  station.refillFailedAt = null;
   station.updatedAt = new Date();
   await em.flush();
   if (station.autoRefillEnabled) await armRefill(em, station);
@@ -334,6 +336,7 @@ export async function finishRefill(deps: RefillDeps, stationId: string, transact
     await em.nativeUpdate(GasStation, { id: stationId, refillTransactionId: transactionId }, { refillTransactionId: null });
     const station = await em.findOneOrFail(GasStation, { id: stationId }, { refresh: true });
     if (transaction.status === 'confirmed') {
+      station.refillFailedAt = null;
       await announceStation(em, station, await stationBalance(em, deps.chains, station), 'gas_station.refilled', `gas_station.refilled:${transactionId}`, {
         transaction_id: transactionId,
       });
@@ -346,6 +349,7 @@ export async function finishRefill(deps: RefillDeps, stationId: string, transact
 export async function reportRefillFailed(deps: RefillDeps, stationId: string, key: string, failure: { attempts: number; code: string; message: string; transaction_id?: string }) {
   await deps.transaction(async (em) => {
     const station = await em.findOneOrFail(GasStation, { id: stationId });
+    station.refillFailedAt = new Date();
     await announceStation(em, station, await stationBalance(em, deps.chains, station), 'gas_station.refill_failed', `gas_station.refill_failed:${stationId}:${key}`, { failure });
   });
 }
@@ -361,13 +365,22 @@ async function announceStation(
   await emit(em, { organizationId: station.organization.id, environment: station.environment, type, data: { ...presentGasStation(station, read), ...extra }, dedupeKey });
 }
 
+/** After a reported failure the periodic check leaves the station alone this long (a PATCH or a settled spend retries at once). */
+export const FAILED_REFILL_COOLDOWN_MS = 60 * 60 * 1000;
+
 /**
  * The periodic check (schedule `gas-station-check`): arms the refill of every auto-refill station
  * below its threshold, for spends the platform did not make. A station whose node does not answer
- * is skipped until the next check. Returns how many were armed.
+ * is skipped until the next check; one whose last refill was reported failed, for an hour (so a
+ * source that stays empty is reported hourly, not every few minutes). Returns how many were armed.
  */
 export async function armLowStations(deps: RefillDeps, scope: { organizationId?: string; environment?: Environment } = {}): Promise<number> {
-  const stations = await deps.em().find(GasStation, { autoRefillEnabled: true, ...(scope.organizationId ? { organization: scope.organizationId } : {}), ...(scope.environment ? { environment: scope.environment } : {}) });
+  const stations = await deps.em().find(GasStation, {
+    autoRefillEnabled: true,
+    $or: [{ refillFailedAt: null }, { refillFailedAt: { $lt: new Date(Date.now() - FAILED_REFILL_COOLDOWN_MS) } }],
+    ...(scope.organizationId ? { organization: scope.organizationId } : {}),
+    ...(scope.environment ? { environment: scope.environment } : {}),
+  });
   let armed = 0;
   for (const station of stations) {
     let balance: bigint;

@@ -159,6 +159,7 @@ describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => 
     assert.equal(failed.length, 1);
     assert.deepEqual({ ...(failed[0]!.data.failure as Record<string, unknown>), message: undefined }, { attempts: 3, code: 'insufficient_funds', message: undefined });
     assert.equal((await stationEvents(stationId)).filter((event) => event.type === 'gas_station.low_balance').length, lowBefore + 1, 'one low_balance per refill run');
+    assert.deepEqual(await runCheck(), { armed: 0 }, 'the periodic check leaves a station whose refill was reported failed alone for an hour');
   });
 
   it('replays the recorded refill history with the current workflow code', async () => {
