@@ -11,6 +11,7 @@ import { createCardActivities } from './cards';
 import { createChainActivities } from './chains';
 import { createDurableWorkActivities } from './durable-work';
 import { createEventActivities } from './events';
+import { createGasStationActivities } from './gas-stations';
 import { createIdempotencyActivities } from './idempotency';
 import { createPolicyActivities } from './policies';
 import { createLightningActivities } from './lightning';
@@ -55,6 +56,7 @@ export const createActivities = (deps: ActivityDeps) => {
     ...createLightningActivities(deps),
     ...createCardActivities(deps),
     ...createChainActivities(deps),
+    ...createGasStationActivities({ ...deps, chains }),
   };
 };
 

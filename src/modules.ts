@@ -5,6 +5,7 @@ import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerChainRoutes } from './chains/routes';
 import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
+import { registerGasStationRoutes } from './gas-stations/routes';
 import type { RouteModule } from './http/app';
 import { registerLightningRoutes } from './lightning/routes';
 import { registerMonitoringRoutes } from './monitoring/routes';
@@ -23,6 +24,7 @@ export const routeModules: RouteModule[] = [
   registerBalanceRoutes,
   registerCustodyRoutes,
   registerTransactionRoutes,
+  registerGasStationRoutes,
   registerMonitoringRoutes,
   registerEventRoutes,
   registerPolicyRoutes,

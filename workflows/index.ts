@@ -12,3 +12,5 @@ export { cardTerminationWorkflow } from './card-termination';
 export { chainScanWorkflow } from './scan-chain';
 export { produceDevnetBlocksWorkflow } from './produce-devnet-blocks';
 export { sendTransactionWorkflow } from './send-transaction';
+export { refillGasStationWorkflow } from './refill-gas-station';
+export { gasStationCheckWorkflow } from './gas-station-check';

@@ -17,6 +17,7 @@ export const EVENT_TYPES = [
   { type: 'outgoing_native_tx', description: 'An outgoing native-coin transfer from a subscribed address.' },
   { type: 'gas_station.low_balance', description: 'A gas station balance fell below its threshold.' },
   { type: 'gas_station.refilled', description: 'A gas station was refilled.' },
+  { type: 'gas_station.refill_failed', description: 'A gas station refill failed on every attempt of its retry policy; data.failure says why.' },
   { type: 'policy.alert', description: 'A policy rule with action alert matched an operation.' },
   { type: 'policy.activation_requested', description: 'A policy activation is waiting for approvals.' },
   { type: 'policy.activated', description: 'A policy reached the enforced state.' },

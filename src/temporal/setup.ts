@@ -28,6 +28,7 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
 export const IDEMPOTENCY_RETENTION_SCHEDULE_ID = 'idempotency-retention';
 export const WORKFLOW_START_SWEEP_SCHEDULE_ID = 'workflow-start-sweep';
 export const PENDING_WORK_RECONCILER_SCHEDULE_ID = 'pending-work-reconciler';
+export const GAS_STATION_CHECK_SCHEDULE_ID = 'gas-station-check';
 /** Schedules of earlier versions, deleted at start-up. */
 const RETIRED_SCHEDULE_IDS = ['webhook-delivery-sweep'];
 
@@ -82,6 +83,14 @@ export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' |
       input: { minAgeSeconds: 600 },
       runTimeout: '30 minutes',
       description: 'Restarts the workflow of any pending card, card transaction, Lightning payment or invoice that has none running',
+    }),
+    recurringJob(config, {
+      scheduleId: GAS_STATION_CHECK_SCHEDULE_ID,
+      every: '1 minute',
+      workflowType: 'gasStationCheckWorkflow',
+      input: {},
+      runTimeout: '10 minutes',
+      description: 'Starts the refill of every auto-refill gas station whose balance on the chain is below its threshold',
     }),
   ];
 }

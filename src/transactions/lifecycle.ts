@@ -7,6 +7,7 @@ import { signTransfer, type FeeTerms, type TransferToSign } from '../chains/tran
 import { Address } from '../custody/entities';
 import { keyLocation, moveWalletBalance } from '../custody/service';
 import { emit } from '../events/service';
+import { armRefillForWallet } from '../gas-stations/service';
 import type { EventType } from '../events/event-types';
 import type { KeyService } from '../keys/service';
 import { OutgoingTransaction, WalletOutput, type StoredFeeTerms, type TransactionStatus } from './entities';
@@ -267,6 +268,7 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
       await moveWalletBalance(em, transaction.wallet.id, native.id, { balance: -fee });
     }
     if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id);
+    await armRefillForWallet(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
     const now = new Date();
     if (reverted) {
       Object.assign(transaction, { status: 'failed', failedAt: now, failureMessage: 'The transaction was mined but its call reverted: the fee was paid, nothing was sent.' });

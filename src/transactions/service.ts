@@ -7,10 +7,10 @@ import type { ChainNodes } from '../chains/nodes';
 import type { FeeLevel, FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
 import type { Wallet } from '../custody/entities';
-import { findPrimaryAddress } from '../custody/service';
+import { findPrimaryAddress, type Tenant } from '../custody/service';
 import { emit } from '../events/service';
 import { requiredConfirmations } from '../monitoring/service';
-import { decideTransaction, resolveActor } from '../policies/service';
+import { decideTransaction, resolveActor, systemActor } from '../policies/service';
 import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
@@ -33,6 +33,19 @@ export interface CreateTransactionInput extends TransferRequest {
   sponsor?: boolean | undefined;
 }
 
+/**
+ * The service itself submitting a send for one of the organization's automations (a gas station's
+ * refill): decided by the policies as automated (`is_automated`, `automation_rule_id`), actor system.
+ */
+export interface SystemInitiator extends Tenant {
+  automationRuleId: string;
+}
+
+/** Who submits a send: a caller's key, or the service for an automation. */
+export type SendInitiator = AuthContext | SystemInitiator;
+
+const isSystem = (initiator: SendInitiator): initiator is SystemInitiator => 'automationRuleId' in initiator;
+
 /** The fee a send is signed with, the most it can cost (what is locked), and for Bitcoin the coins it spends. */
 interface FeePlan {
   terms: StoredFeeTerms;
@@ -50,7 +63,7 @@ interface FeePlan {
  * `transaction-<id>` workflow is recorded to start after commit. A refusal at any step rolls the
  * whole request back: nothing is locked, recorded or announced.
  */
-export async function createTransaction(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, input: CreateTransactionInput) {
+export async function createTransaction(em: EntityManager, config: Config, chains: ChainNodes, auth: SendInitiator, input: CreateTransactionInput) {
   const transfer = await resolveTransfer(em, auth, input);
   const { wallet, chain, asset, native, toAddress, amount, gross } = transfer;
   const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
@@ -88,11 +101,9 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   const prices = priceSourceFor(config, auth.environment);
   const amountUsd = usdValue(prices, asset, amount);
   const from = await findPrimaryAddress(em, wallet);
-  const actor = await resolveActor(em, auth);
+  const actor = isSystem(auth) ? systemActor(auth.organizationId, auth.environment) : await resolveActor(em, auth);
   const policyRequest = {
-    actor_type: 'apikey',
-    actor_id: auth.apiKeyId,
-    ...(auth.memberId ? { user_id: auth.memberId } : {}),
+    ...(isSystem(auth) ? { actor_type: 'system', actor_id: actor.id } : { actor_type: 'apikey', actor_id: auth.apiKeyId, ...(auth.memberId ? { user_id: auth.memberId } : {}) }),
     operation_type: 'transfer',
     tx_type: asset.type === 'native' ? 'native_transfer' : 'token_transfer',
     source_type: 'wallet',
@@ -107,7 +118,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     to_address: toAddress,
     wallet_id: wallet.id,
     vault_id: wallet.vault.id,
-    is_automated: false,
+    ...(isSystem(auth) ? { is_automated: true, automation_rule_id: auth.automationRuleId } : { is_automated: false }),
     ...(await velocity(em, auth, new Date())),
   };
   const evaluation = await decideTransaction(em, policyRequest, { ...actor, environment: wallet.environment });
@@ -141,7 +152,8 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     amountUsd,
     policyRequest,
     policyDecision: { result: evaluation.result, policy_id: evaluation.policy_id, rule_id: evaluation.rule_id, action: matched?.action ?? null },
-    apiKeyId: auth.apiKeyId,
+    // A system send has no key: the column names the system actor.
+    apiKeyId: isSystem(auth) ? actor.id : auth.apiKeyId,
     createdAt: new Date(),
     updatedAt: new Date(),
   });
@@ -234,7 +246,7 @@ async function lockFunds(em: EntityManager, wallet: Wallet, asset: AssetInfo, na
 }
 
 /** The velocity fields: what the organization sent in this environment in the rolling hour and day before `at`, failed sends excluded. */
-async function velocity(em: EntityManager, auth: AuthContext, at: Date) {
+async function velocity(em: EntityManager, auth: Tenant, at: Date) {
   const [row] = await em.execute<{ usd_1h: string; usd_24h: string; count_1h: string; count_24h: string }[]>(
     `select coalesce(sum(amount_usd::numeric) filter (where created_at >= ?::timestamptz - interval '1 hour'), 0)::text as usd_1h,
             coalesce(sum(amount_usd::numeric), 0)::text as usd_24h,

@@ -1,9 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AuthContext } from '../api-keys/auth-context';
 import { ASSETS, chainAsset, findChain, networkFor, type AssetInfo, type ChainInfo } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import type { Wallet } from '../custody/entities';
-import { findWallet } from '../custody/service';
+import { findWallet, type Tenant } from '../custody/service';
 import { errors } from '../shared/errors';
 import { AmountError, toBaseUnits } from '../shared/money';
 
@@ -35,7 +34,7 @@ export interface ResolvedTransfer {
  * network, the amount positive with no more decimals than the asset has, and gross mode only for
  * the native asset (a token's fee is paid in the native asset, so it cannot come out of the amount).
  */
-export async function resolveTransfer(em: EntityManager, auth: AuthContext, input: TransferRequest): Promise<ResolvedTransfer> {
+export async function resolveTransfer(em: EntityManager, auth: Tenant, input: TransferRequest): Promise<ResolvedTransfer> {
   const wallet = await findWallet(em, auth, input.wallet_id, 'wallet_id');
   const chain = findChain(wallet.chain);
   const asset = chainAsset(chain.id, input.asset);

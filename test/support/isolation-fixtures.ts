@@ -20,6 +20,8 @@ export interface IsolationFixtures {
   deposit: string;
   /** A send from the wallet (credited on the ledger directly: its fate on the devnet does not matter here). */
   transaction: string;
+  /** The ethereum gas station, auto-refill off (its balance stays 0). */
+  gasStation: string;
   webhook: string;
   subscription: string;
   /** A delivery event (`POST /v1/webhooks/:id/test`), delivered. */
@@ -80,6 +82,8 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     'transaction',
   ).body.id as string;
 
+  const gasStation = expectStatus(await call('POST', '/v1/gas-stations', { name: 'Isolation station', chain: 'ethereum', threshold: '0.5' }), 201, 'gas station').body.id as string;
+
   const webhook = expectStatus(await call('POST', '/v1/webhooks', { name: 'Isolation endpoint', url: webhookUrl, event_types: ['webhook.test'] }), 201, 'webhook').body.id as string;
   const subscription = expectStatus(
     await call('POST', '/v1/subscriptions', { address: address.address, chain: 'ethereum', webhook_url: webhookUrl, label: 'watched' }),
@@ -135,6 +139,7 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     address: address.id,
     deposit,
     transaction,
+    gasStation,
     webhook,
     subscription,
     event,

@@ -1,0 +1,92 @@
+import type { RouteRegistry } from '../http/route';
+import { listBody, paginate } from '../shared/pagination';
+import { listEnvelopeSchema } from '../shared/schemas';
+import { TransactionObject } from '../transactions/schemas';
+import { GasStation } from './entities';
+import { CreateGasStationBody, GasStationListQuery, GasStationObject, GasStationParams, RefillGasStationBody, UpdateGasStationBody } from './schemas';
+import { createGasStation, findGasStation, presentGasStation, readGasStation, refillGasStation, stationBalance, updateGasStation } from './service';
+
+const TAG = 'Gas stations';
+
+export function registerGasStationRoutes(routes: RouteRegistry): void {
+  routes.add({
+    method: 'post',
+    path: '/v1/gas-stations',
+    operationId: 'createGasStation',
+    summary: 'Create the gas station of a chain',
+    description:
+      'One station per chain and environment (409 `gas_station_exists`). Its funds are a new operational wallet in the "Gas stations" vault; its address is that wallet\'s. ' +
+      'refill_from_wallet_id must be a wallet of the same organization, environment and chain (400). With auto_refill_enabled (which needs refill_amount and refill_from_wallet_id) ' +
+      'a station created below its threshold is refilled at once by workflow `gas-station-refill-<id>`. See docs/gas-stations.md.',
+    tag: TAG,
+    scope: 'gas_stations:write',
+    body: CreateGasStationBody,
+    response: { status: 201, description: 'The gas station', schema: GasStationObject },
+    handler: async ({ auth, em, body, deps }) => ({ status: 201, body: await readGasStation(em, deps.chains, await createGasStation(em, deps.keys, auth, body)) }),
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/v1/gas-stations',
+    operationId: 'listGasStations',
+    summary: 'List gas stations',
+    description: "The environment's stations, newest first, each with its balance read from the chain.",
+    tag: TAG,
+    scope: 'gas_stations:read',
+    query: GasStationListQuery,
+    response: { status: 200, description: 'A page of gas stations', schema: listEnvelopeSchema(GasStationObject) },
+    handler: async ({ auth, em, query, deps }) => {
+      const page = await paginate(em, GasStation, { organization: auth.organizationId, environment: auth.environment }, query);
+      const reads = new Map<string, Awaited<ReturnType<typeof stationBalance>>>();
+      for (const station of page.items) reads.set(station.id, await stationBalance(em, deps.chains, station));
+      return { body: listBody(page, (station) => presentGasStation(station, reads.get(station.id)!)) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/v1/gas-stations/:id',
+    operationId: 'getGasStation',
+    summary: 'Get a gas station',
+    tag: TAG,
+    scope: 'gas_stations:read',
+    params: GasStationParams,
+    response: { status: 200, description: 'The gas station', schema: GasStationObject },
+    handler: async ({ auth, em, params, deps }) => ({ body: await readGasStation(em, deps.chains, await findGasStation(em, auth, params.id)) }),
+  });
+
+  routes.add({
+    method: 'patch',
+    path: '/v1/gas-stations/:id',
+    operationId: 'updateGasStation',
+    summary: 'Update a gas station; omitted fields are unchanged, null clears an optional one',
+    description: 'name, threshold, auto_refill_enabled, gas_strategy, max_gas_price, refill_amount, refill_from_wallet_id. With auto-refill on, a station below threshold is refilled.',
+    tag: TAG,
+    scope: 'gas_stations:write',
+    params: GasStationParams,
+    body: UpdateGasStationBody,
+    response: { status: 200, description: 'The updated gas station', schema: GasStationObject },
+    handler: async ({ auth, em, params, body, deps }) => ({
+      body: await readGasStation(em, deps.chains, await updateGasStation(em, auth, await findGasStation(em, auth, params.id), body)),
+    }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/gas-stations/:id/refill',
+    operationId: 'refillGasStation',
+    summary: 'Refill a gas station from a wallet',
+    description:
+      "Sends amount of the native coin from source_wallet_id (same organization, environment and chain; 400 otherwise) to the station's address as a transaction: " +
+      'the checks, locks and policies of POST /v1/transactions, then workflow `transaction-<id>`. Answers that transaction, pending.',
+    tag: TAG,
+    scope: 'gas_stations:write',
+    params: GasStationParams,
+    body: RefillGasStationBody,
+    response: { status: 201, description: 'The refill transaction, pending', schema: TransactionObject },
+    handler: async ({ auth, em, params, body, deps }) => ({
+      status: 201,
+      body: await refillGasStation(em, deps.config, deps.chains, auth, await findGasStation(em, auth, params.id), body),
+    }),
+  });
+}

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import { fundFromFaucet } from '../../src/chains/devnet/faucet';
+import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { moveWalletBalance } from '../../src/custody/service';
+import { Event } from '../../src/events/entities';
+import { gasStationRefillWorkflowId } from '../../src/gas-stations/flows/refill';
+import { OutgoingTransaction } from '../../src/transactions/entities';
+import { workflowBundle } from '../../src/worker-setup';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
+
+const ETHER = 10n ** 18n;
+
+describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+  let worker: Worker;
+  let running: Promise<void>;
+  const taskQueue = `gas-station-refill-${randomUUID()}`;
+  const config = { ...NO_SEARCH_ATTRIBUTES, TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_CONFIRMATIONS_ETHEREUM: '2', DEVNET_BLOCK_INTERVAL_SECONDS: '3600' };
+
+  before(async () => {
+    const env = await timeSkippingTemporal();
+    app = await startTestApp({ config, temporal: env });
+    org = await createTestOrganization('Gas station refills');
+    ({ worker } = await createTestWorker(env, taskQueue, config));
+    running = worker.run();
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await app?.close();
+    await releaseTimeSkippingTemporal();
+  });
+
+  const call = (method: string, path: string, body?: unknown) => app.request(method, path, { key: org.secret, body });
+  /** A wallet holding `amount` wei on the devnet and on its ledger (no scanner runs here). */
+  async function fundedWallet(amount: bigint) {
+    const vault = await call('POST', '/v1/vaults', { name: 'Funding' });
+    const wallet = await call('POST', '/v1/wallets', { name: 'Funding', chain: 'ethereum', vault_id: vault.body.id });
+    if (amount > 0n) {
+      const em = (await testOrm()).em.fork();
+      await fundFromFaucet(em, 'ethereum', { to: wallet.body.primary_address.address, assetId: 'ETH', amount });
+      await mineDevnetBlocks(em, 'ethereum', 1);
+      await moveWalletBalance(em, wallet.body.id, 'ETH', { balance: amount });
+    }
+    return wallet.body.id as string;
+  }
+  const sendsFrom = async (walletId: string) => (await testOrm()).em.fork().find(OutgoingTransaction, { wallet: walletId });
+  const stationEvents = async (stationId: string) =>
+    (await (await testOrm()).em.fork().find(Event, { organization: org.organizationId }, { orderBy: { createdAt: 'asc' } }))
+      .filter((event) => (event.data as { id?: string }).id === stationId)
+      .map((event) => ({ type: event.type, data: event.data as Record<string, unknown> }));
+  const runCheck = async () => {
+    const env = await timeSkippingTemporal();
+    return env.client.workflow.execute('gasStationCheckWorkflow', { taskQueue, workflowId: `gas-station-check-${randomUUID()}`, args: [{ organizationId: org.organizationId }] });
+  };
+
+  it('a station created below its threshold refills exactly once, while a PATCH and the periodic check race it', async () => {
+    const env = await timeSkippingTemporal();
+    const source = await fundedWallet(ETHER);
+    const created = await call('POST', '/v1/gas-stations', {
+      name: 'ETH gas',
+      chain: 'ethereum',
+      threshold: '0.05',
+      auto_refill_enabled: true,
+      refill_amount: '0.1',
+      refill_from_wallet_id: source,
+    });
+    assert.equal(created.status, 201, created.text);
+    const stationId = created.body.id as string;
+    // Two more triggers while the first refill is in flight: both join it.
+    const [patched, checked] = await Promise.all([call('PATCH', `/v1/gas-stations/${stationId}`, { gas_strategy: 'fast' }), runCheck()]);
+    assert.equal(patched.status, 200, patched.text);
+    assert.deepEqual(checked, { armed: 1 });
+
+    const refill = await eventually(async () => {
+      const sends = await sendsFrom(source);
+      return sends.length === 1 && sends[0]!.status === 'broadcast' ? sends[0] : undefined;
+    }, 'the refill broadcast');
+    assert.equal(refill.toAddress, created.body.address);
+    assert.equal(refill.amount, (ETHER / 10n).toString());
+    assert.equal((refill.policyRequest as Record<string, unknown>).is_automated, true);
+    assert.equal((refill.policyRequest as Record<string, unknown>).automation_rule_id, stationId);
+    assert.equal((refill.policyRequest as Record<string, unknown>).actor_type, 'system');
+
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    const handle = env.client.workflow.getHandle(gasStationRefillWorkflowId(stationId));
+    assert.equal(await handle.result(), 'refilled');
+    assert.equal((await sendsFrom(source)).length, 1, 'one refill for three triggers');
+    const station = await call('GET', `/v1/gas-stations/${stationId}`);
+    assert.equal(station.body.balance, (ETHER / 10n).toString());
+    assert.equal(station.body.health_status, 'healthy');
+    const events = await stationEvents(stationId);
+    assert.deepEqual(
+      events.map((event) => event.type),
+      ['gas_station.low_balance', 'gas_station.refilled'],
+    );
+    assert.equal(events[1]!.data.transaction_id, refill.id);
+    await recordHistoryIfAsked(handle, 'refill-gas-station');
+
+    // A trigger after the refill: the check arms nothing, and a PATCH's run finds the station healthy.
+    assert.deepEqual(await runCheck(), { armed: 0 });
+    await call('PATCH', `/v1/gas-stations/${stationId}`, { name: 'ETH gas, renamed' });
+    assert.equal(await env.client.workflow.getHandle(gasStationRefillWorkflowId(stationId)).result(), 'healthy');
+    assert.equal((await sendsFrom(source)).length, 1);
+  });
+
+  it('a send from the station\'s wallet that takes it below threshold refills it once that send settles', async () => {
+    const env = await timeSkippingTemporal();
+    const station = (await call('GET', '/v1/gas-stations')).body.data[0] as { id: string; wallet_id: string; balance: string; refill_from_wallet_id: string };
+    const refillsBefore = (await sendsFrom(station.refill_from_wallet_id)).length;
+    // No scanner runs here: the station wallet's ledger gets what the chain holds.
+    await moveWalletBalance((await testOrm()).em.fork(), station.wallet_id, 'ETH', { balance: BigInt(station.balance) });
+    const spend = await call('POST', '/v1/transactions', { wallet_id: station.wallet_id, to_address: '0x000000000000000000000000000000000000dEaD', amount: '0.08', asset: 'ETH' });
+    assert.equal(spend.status, 201, spend.text);
+    await eventually(async () => ((await sendsFrom(station.wallet_id))[0]?.status === 'broadcast' ? true : undefined), 'the spend broadcast');
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    assert.equal(await env.client.workflow.getHandle(`transaction-${spend.body.id}`).result(), 'confirmed');
+
+    const refill = await eventually(async () => {
+      const sends = await sendsFrom(station.refill_from_wallet_id);
+      return sends.length === refillsBefore + 1 && sends.some((send) => send.status === 'broadcast') ? sends : undefined;
+    }, 'the refill the settled spend triggered');
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    assert.equal(await env.client.workflow.getHandle(gasStationRefillWorkflowId(station.id)).result(), 'refilled');
+    assert.equal(refill.length, refillsBefore + 1, 'one refill');
+    const after = await call('GET', `/v1/gas-stations/${station.id}`);
+    const spent = await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id: spend.body.id });
+    assert.equal(after.body.balance, (BigInt(station.balance) - BigInt(spent.amount) - BigInt(spent.fee!) + ETHER / 10n).toString());
+    assert.equal(after.body.health_status, 'healthy');
+  });
+
+  it('a refill that cannot be sent is retried by the policy (3 attempts, 1 and 5 minutes apart) and then reported', async () => {
+    const env = await timeSkippingTemporal();
+    const empty = await fundedWallet(0n);
+    const created = await call('POST', '/v1/gas-stations', { name: 'SOL-less', chain: 'ethereum', threshold: '1', auto_refill_enabled: true, refill_amount: '2', refill_from_wallet_id: empty });
+    assert.equal(created.status, 409, 'one station per chain: the first test made the ethereum one');
+    const stationId = (await call('GET', '/v1/gas-stations')).body.data[0].id as string;
+    const lowBefore = (await stationEvents(stationId)).filter((event) => event.type === 'gas_station.low_balance').length;
+    const patched = await call('PATCH', `/v1/gas-stations/${stationId}`, { threshold: '1', refill_amount: '2', refill_from_wallet_id: empty });
+    assert.equal(patched.status, 200, patched.text);
+    const handle = env.client.workflow.getHandle(gasStationRefillWorkflowId(stationId));
+    assert.equal(await handle.result(), 'failed');
+
+    const history = await handle.fetchHistory();
+    const submits = (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'submitGasStationRefill');
+    assert.equal(submits.length, 3, 'three attempts');
+    const timers = (history.events ?? []).flatMap((event) => (event.timerStartedEventAttributes ? [Number(event.timerStartedEventAttributes.startToFireTimeout?.seconds)] : []));
+    assert.deepEqual(timers, [60, 300]);
+    assert.equal((await sendsFrom(empty)).length, 0, 'nothing was sent');
+
+    const failed = (await stationEvents(stationId)).filter((event) => event.type === 'gas_station.refill_failed');
+    assert.equal(failed.length, 1);
+    assert.deepEqual({ ...(failed[0]!.data.failure as Record<string, unknown>), message: undefined }, { attempts: 3, code: 'insufficient_funds', message: undefined });
+    assert.equal((await stationEvents(stationId)).filter((event) => event.type === 'gas_station.low_balance').length, lowBefore + 1, 'one low_balance per refill run');
+    assert.deepEqual(await runCheck(), { armed: 0 }, 'the periodic check leaves a station whose refill was reported failed alone for an hour');
+  });
+
+  it('replays the recorded refill history with the current workflow code', async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('refill-gas-station'), 'refill-gas-station');
+  });
+});

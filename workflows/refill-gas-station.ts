@@ -1,0 +1,67 @@
+import { ActivityFailure, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import type { createGasStationActivities } from '../activities/gas-stations';
+import type { refillFlow } from '../src/gas-stations/flows/refill';
+import type { WorkflowOf } from '../src/temporal/flow';
+
+type GasStationActivities = ReturnType<typeof createGasStationActivities>;
+
+/** Assessing and submitting: a node or database away for long counts as a failed attempt rather than blocking forever. */
+const { assessGasStation, submitGasStationRefill } = proxyActivities<GasStationActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+});
+/** Following a submitted send and recording its outcome: money bookkeeping never gives up. */
+const { gasStationRefillStatus, finishGasStationRefill, reportGasStationRefillFailed } = proxyActivities<GasStationActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+/** The retry policy: 3 attempts, the second 1 minute after the first fails, the third 5 minutes after the second. */
+export const REFILL_ATTEMPTS = 3;
+const RETRY_DELAYS = ['1 minute', '5 minutes'] as const;
+/** The send is checked every 10 s for its first 5 minutes (sandbox and Ethereum), then every minute (Bitcoin). */
+const followInterval = (check: number) => (check <= 30 ? '10 seconds' : '1 minute');
+
+/**
+ * `gas-station-refill-<stationId>`: one automatic refill of a station. Assesses it (auto-refill on,
+ * balance read from the chain below threshold), emits gas_station.low_balance, submits
+ * refill_amount from refill_from_wallet_id as a system send, and follows that send's status until
+ * it settles: gas_station.refilled. A refused or failed send is retried by the policy above, the
+ * station assessed again before each retry; after the last, gas_station.refill_failed.
+ */
+export const refillGasStationWorkflow: WorkflowOf<typeof refillFlow> = async ({ stationId }) => {
+  const key = workflowInfo().runId;
+  const assessed = await assessGasStation({ stationId, announce: key });
+  if (assessed.state !== 'low') return assessed.state;
+  let failure: { code: string; message: string; transaction_id?: string } = { code: 'not_attempted', message: '' };
+  for (let attempt = 1; attempt <= REFILL_ATTEMPTS; attempt += 1) {
+    if (attempt > 1) {
+      await sleep(RETRY_DELAYS[attempt - 2]!);
+      const again = await assessGasStation({ stationId });
+      if (again.state !== 'low') return again.state;
+    }
+    let submitted;
+    try {
+      submitted = await submitGasStationRefill({ stationId });
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      failure = { code: 'submit_failed', message: error.cause?.message ?? error.message };
+      continue;
+    }
+    if ('refused' in submitted) {
+      failure = submitted.refused;
+      continue;
+    }
+    const { transactionId } = submitted;
+    for (let check = 1; ; check += 1) {
+      const status = await gasStationRefillStatus({ transactionId });
+      if (status === 'confirmed' || status === 'failed') break;
+      await sleep(followInterval(check));
+    }
+    const status = await finishGasStationRefill({ stationId, transactionId });
+    if (status === 'confirmed') return 'refilled';
+    failure = { code: 'transaction_failed', message: `The refill send ${transactionId} failed.`, transaction_id: transactionId };
+  }
+  await reportGasStationRefillFailed({ stationId, key, failure: { attempts: REFILL_ATTEMPTS, ...failure } });
+  return 'failed';
+};
