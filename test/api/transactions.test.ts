@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
 import { CHAIN_IDS, type ChainId } from '../../src/catalogue/service';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
@@ -14,7 +13,7 @@ import { eventually } from '../support/eventually';
 import { terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { createTestWorker } from '../support/worker';
+import { RestartableWorker } from '../support/worker';
 
 const CONFIRMATIONS: Record<ChainId, number> = { bitcoin: 2, ethereum: 2, tron: 2, solana: 2 };
 
@@ -34,8 +33,6 @@ interface Transaction {
 /** Sends on the embedded devnet of every chain, through the real API, Temporal and PostgreSQL. */
 describe('Transactions: sends from custody wallets on the devnet', () => {
   let app: TestApp;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
   let org: TestOrganization;
   const receiver = new WebhookReceiver();
   const taskQueue = `transactions-${randomUUID()}`;
@@ -49,27 +46,19 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
     CHAIN_CONFIRMATIONS_SOLANA: String(CONFIRMATIONS.solana),
   };
 
-  const startWorker = async () => {
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-  };
-  const stopWorker = async () => {
-    worker?.shutdown();
-    await running;
-    worker = undefined;
-  };
+  const worker = new RestartableWorker(taskQueue, config);
 
   before(async () => {
     await receiver.start();
     app = await startTestApp({ config });
-    await startWorker();
+    await worker.start();
     org = await createTestOrganization('Sends');
     const endpoint = await app.request('POST', '/v1/webhooks', { key: org.secret, body: { name: 'sends', url: receiver.url } });
     receiver.secrets = [endpoint.body.signing_secret];
   });
   after(async () => {
     await terminateWorkflows((await localTemporal()).client, CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]));
-    await stopWorker();
+    await worker.stop();
     await app?.close();
     await receiver.close();
   });
@@ -322,10 +311,10 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
     const created = await send({ wallet_id: from.id, to_address: to.address, amount: '10', asset: 'TRX' });
     assert.equal(created.status, 201, created.text);
     await eventually(async () => ((await read(created.body.id)).status === 'broadcast' ? true : undefined), 'broadcast');
-    await stopWorker();
+    await worker.stop();
     // No worker, so no block producer to ask: blocks are mined on the devnet's ledger directly.
     await mineDevnetBlocks((await testOrm()).em.fork(), 'tron', CONFIRMATIONS.tron);
-    await startWorker();
+    await worker.start();
     const confirmed = await settle('tron', created.body.id);
     assert.equal(BigInt((await balance(from.id, 'TRX')).balance), 100_000_000n - BigInt(confirmed.amount_raw) - BigInt(confirmed.fee_raw!));
     const types = () =>

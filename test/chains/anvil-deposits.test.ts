@@ -8,7 +8,7 @@ import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
+import { ANVIL_CHAIN_ID, startAnvil, type Anvil, anvilSandboxConfig } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -50,13 +50,7 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
     await resetScanState('ethereum');
     await Promise.all([receiver.start(), watcher.start()]);
     const taskQueue = `anvil-deposits-${randomUUID()}`;
-    Object.assign(config, {
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      CHAIN_NODE_ETHEREUM_SANDBOX: anvil.url,
-      CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID: String(ANVIL_CHAIN_ID),
-      CHAIN_TOKENS_ETHEREUM_SANDBOX: `USDC_ETH=${token}`,
-      CHAIN_CONFIRMATIONS_ETHEREUM: String(CONFIRMATIONS),
-    });
+    Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
     app = await startTestApp({ config });
     ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
     running = worker.run();

@@ -8,7 +8,7 @@ import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
+import { ANVIL_CHAIN_ID, startAnvil, type Anvil, anvilSandboxConfig } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -75,13 +75,7 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
     token = getAddress((await receiptOf(deployHash)).contractAddress!);
     await resetScanState('ethereum');
     const taskQueue = `anvil-sends-${randomUUID()}`;
-    Object.assign(config, {
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      CHAIN_NODE_ETHEREUM_SANDBOX: anvil.url,
-      CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID: String(ANVIL_CHAIN_ID),
-      CHAIN_TOKENS_ETHEREUM_SANDBOX: `USDC_ETH=${token}`,
-      CHAIN_CONFIRMATIONS_ETHEREUM: String(CONFIRMATIONS),
-    });
+    Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
     app = await startTestApp({ config });
     ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
     running = worker.run();

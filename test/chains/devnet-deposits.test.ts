@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
 import { CHAIN_IDS, type ChainId } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { ChainNodes } from '../../src/chains/nodes';
@@ -13,15 +12,13 @@ import { eventually } from '../support/eventually';
 import { terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { createTestWorker } from '../support/worker';
+import { RestartableWorker } from '../support/worker';
 
 /** Small depths keep the test short; each chain's own count is what is checked. */
 const CONFIRMATIONS: Record<ChainId, number> = { bitcoin: 2, ethereum: 3, tron: 2, solana: 4 };
 
 describe('Deposits on the embedded devnet (sandbox helpers, block production, scanning, events)', () => {
   let app: TestApp;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
   let org: TestOrganization;
   const receiver = new WebhookReceiver();
   const watcher = new WebhookReceiver();
@@ -37,20 +34,12 @@ describe('Deposits on the embedded devnet (sandbox helpers, block production, sc
     CHAIN_CONFIRMATIONS_SOLANA: String(CONFIRMATIONS.solana),
   };
 
-  const startWorker = async () => {
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-  };
-  const stopWorker = async () => {
-    worker?.shutdown();
-    await running;
-    worker = undefined;
-  };
+  const worker = new RestartableWorker(taskQueue, config);
 
   before(async () => {
     await Promise.all([receiver.start(), watcher.start()]);
     app = await startTestApp({ config });
-    await startWorker();
+    await worker.start();
     org = await createTestOrganization('Devnet deposits');
     const endpoint = await app.request('POST', '/v1/webhooks', { key: org.secret, body: { name: 'deposits', url: receiver.url } });
     receiver.secrets = [endpoint.body.signing_secret];
@@ -58,7 +47,7 @@ describe('Deposits on the embedded devnet (sandbox helpers, block production, sc
   after(async () => {
     // The devnet's producers and scanners were started on this file's task queue: later files start their own.
     await terminateWorkflows((await localTemporal()).client, CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]));
-    await stopWorker();
+    await worker.stop();
     await app?.close();
     await Promise.all([receiver.close(), watcher.close()]);
   });
@@ -141,10 +130,10 @@ describe('Deposits on the embedded devnet (sandbox helpers, block production, sc
     const wallet = await createWallet('ethereum');
     assert.equal((await deposit({ chain: 'ethereum', address: wallet.address, asset: 'ETH', amount: '1' })).status, 201);
     await mine('ethereum', 1);
-    await stopWorker();
+    await worker.stop();
     // No worker: the helper still records a deposit (the mempool and the ledger are PostgreSQL's).
     assert.equal((await deposit({ chain: 'ethereum', address: wallet.address, asset: 'ETH', amount: '2' })).status, 201);
-    await startWorker();
+    await worker.start();
     await mine('ethereum', CONFIRMATIONS.ethereum);
     assert.deepEqual((await balances(wallet.id)).ETH, { balance: '3000000000000000000', pending: '0' });
     const rows = await (await testOrm()).em.fork().find(IncomingTransfer, { wallet: wallet.id });

@@ -67,3 +67,12 @@ export async function startAnvil(): Promise<Anvil> {
     }
   }
 }
+
+/** The configuration that serves sandbox Ethereum from `anvil`, with `token` as USDC_ETH, on a task queue of the test's own. */
+export const anvilSandboxConfig = (anvil: Anvil, taskQueue: string, token: string, confirmations: number): Record<string, string> => ({
+  TEMPORAL_TASK_QUEUE: taskQueue,
+  CHAIN_NODE_ETHEREUM_SANDBOX: anvil.url,
+  CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID: String(ANVIL_CHAIN_ID),
+  CHAIN_TOKENS_ETHEREUM_SANDBOX: `USDC_ETH=${token}`,
+  CHAIN_CONFIRMATIONS_ETHEREUM: String(confirmations),
+});

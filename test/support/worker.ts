@@ -4,7 +4,7 @@ import type { Worker } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities';
 import { IdempotencyService } from '../../src/idempotency/service';
 import { createWorker } from '../../src/worker-setup';
-import { testConfig, testOrm } from './environment';
+import { localTemporal, testConfig, testOrm } from './environment';
 import { testLogger } from './secret-scan';
 
 /** Worker config for the time-skipping test server, which has no custom search attributes. */
@@ -28,4 +28,26 @@ export async function createTestWorker(
     deps: { config, orm: await testOrm(), log: testLogger('worker'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS), ...outsideParties },
   });
   return { worker, taskQueue };
+}
+
+/** The service's worker on the local dev server, stopped and started again by tests that restart it mid-flow. */
+export class RestartableWorker {
+  private worker: Worker | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly taskQueue: string,
+    private readonly config: Record<string, string>,
+  ) {}
+
+  async start(): Promise<void> {
+    ({ worker: this.worker } = await createTestWorker(await localTemporal(), this.taskQueue, this.config));
+    this.running = this.worker.run();
+  }
+
+  async stop(): Promise<void> {
+    this.worker?.shutdown();
+    await this.running;
+    this.worker = undefined;
+  }
 }
