@@ -1,5 +1,6 @@
 import type { Environment } from '../api-keys/entities';
 import { errors } from '../shared/errors';
+import { AmountError, toBaseUnits } from '../shared/money';
 
 export const CHAIN_IDS = ['bitcoin', 'ethereum', 'tron', 'solana'] as const;
 export type ChainId = (typeof CHAIN_IDS)[number];
@@ -43,6 +44,22 @@ export function findChain(id: string): ChainInfo {
   const chain = CHAINS.find((candidate) => candidate.id === id);
   if (!chain) throw errors.notFound('chain', id, 'chain');
   return chain;
+}
+
+/**
+ * A display amount of `asset` in base units, exact: 400 on `param` for anything but a plain decimal
+ * with at most the asset's decimals, and (unless `positive` is false) for zero.
+ */
+export function assetAmount(display: string, asset: AssetInfo, param = 'amount', positive = true): bigint {
+  let amount: bigint;
+  try {
+    amount = toBaseUnits(display, asset.decimals);
+  } catch (error) {
+    if (error instanceof AmountError) throw errors.validation(`${param}: ${error.message} (${asset.id} has ${asset.decimals} decimals).`, param);
+    throw error;
+  }
+  if (positive && amount === 0n) throw errors.validation(`${param} must be greater than zero.`, param);
+  return amount;
 }
 
 /** A catalogue asset by its id (ids stored by the platform itself: always known). */

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
 import type { Environment } from '../api-keys/entities';
-import { assetById, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
+import { assetAmount, assetById, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { ChainUnavailableError, type ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, type FeeLevel } from '../chains/provider';
 import type { Config } from '../config';
@@ -12,7 +12,7 @@ import type { KeyService } from '../keys/service';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId } from '../shared/ids';
-import { AmountError, toBaseUnits, toDisplay } from '../shared/money';
+import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { WorkflowStart } from '../temporal/entities';
 import { OutgoingTransaction, type TransactionStatus } from '../transactions/entities';
@@ -48,19 +48,6 @@ export interface UpdateGasStationInput {
 }
 
 const nativeOf = (chain: ChainId): AssetInfo => assetById(findChain(chain).nativeAssetId);
-
-/** A display amount of the native coin in base units; `positive` refuses zero. */
-function baseUnits(display: string, asset: AssetInfo, param: string, positive: boolean): bigint {
-  let amount: bigint;
-  try {
-    amount = toBaseUnits(display, asset.decimals);
-  } catch (error) {
-    if (error instanceof AmountError) throw errors.validation(`${param}: ${error.message} (${asset.id} has ${asset.decimals} decimals).`, param);
-    throw error;
-  }
-  if (positive && amount === 0n) throw errors.validation(`${param} must be greater than zero.`, param);
-  return amount;
-}
 
 /**
  * A wallet that may fund the station: the tenant's (another organization's or environment's is
@@ -98,8 +85,8 @@ async function stationsVault(em: EntityManager, tenant: Tenant): Promise<Vault> 
 export async function createGasStation(em: EntityManager, keys: KeyService, tenant: Tenant, input: CreateGasStationInput): Promise<GasStation> {
   const chain = findChain(input.chain);
   const native = nativeOf(chain.id);
-  const threshold = baseUnits(input.threshold, native, 'threshold', false);
-  const refillAmount = input.refill_amount === undefined ? null : baseUnits(input.refill_amount, native, 'refill_amount', true);
+  const threshold = assetAmount(input.threshold, native, 'threshold', false);
+  const refillAmount = input.refill_amount === undefined ? null : assetAmount(input.refill_amount, native, 'refill_amount', true);
   const refillFrom = input.refill_from_wallet_id === undefined ? null : await fundingWallet(em, tenant, chain.id, input.refill_from_wallet_id, 'refill_from_wallet_id');
   // Serializes creations in the environment: one station per chain, one vault for all of them.
   await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`gas-stations:${tenant.organizationId}:${tenant.environment}`]);
@@ -135,11 +122,11 @@ export async function createGasStation(em: EntityManager, keys: KeyService, tena
 export async function updateGasStation(em: EntityManager, tenant: Tenant, station: GasStation, input: UpdateGasStationInput): Promise<GasStation> {
   const native = nativeOf(station.chain);
   if (input.name !== undefined) station.name = input.name;
-  if (input.threshold !== undefined) station.threshold = baseUnits(input.threshold, native, 'threshold', false).toString();
+  if (input.threshold !== undefined) station.threshold = assetAmount(input.threshold, native, 'threshold', false).toString();
   if (input.auto_refill_enabled !== undefined) station.autoRefillEnabled = input.auto_refill_enabled;
   if (input.gas_strategy !== undefined) station.gasStrategy = input.gas_strategy;
   if (input.max_gas_price !== undefined) station.maxGasPrice = input.max_gas_price;
-  if (input.refill_amount !== undefined) station.refillAmount = input.refill_amount === null ? null : baseUnits(input.refill_amount, native, 'refill_amount', true).toString();
+  if (input.refill_amount !== undefined) station.refillAmount = input.refill_amount === null ? null : assetAmount(input.refill_amount, native, 'refill_amount', true).toString();
   if (input.refill_from_wallet_id !== undefined) {
     station.refillFromWallet =
       input.refill_from_wallet_id === null ? null : await fundingWallet(em, tenant, station.chain, input.refill_from_wallet_id, 'refill_from_wallet_id', station.wallet);

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
-import { chainAsset, findChain, networkFor, type ChainId } from '../catalogue/service';
+import { assetAmount, chainAsset, findChain, networkFor, type ChainId } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import { fundFromFaucet } from '../chains/devnet/faucet';
 import { faucetAddress } from '../chains/devnet/ledger';
@@ -10,7 +10,7 @@ import type { ChainNodes } from '../chains/nodes';
 import { TransactionRejectedError } from '../chains/provider';
 import type { Config } from '../config';
 import { errors } from '../shared/errors';
-import { AmountError, toBaseUnits, toDisplay } from '../shared/money';
+import { toDisplay } from '../shared/money';
 import type { WorkflowStarter } from '../temporal/starter';
 import { chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from './flows/chain-scan';
 import { presentDeposit, recordTransfers, requiredConfirmations } from './service';
@@ -47,14 +47,7 @@ export async function simulateDeposit(em: EntityManager, config: Config, chains:
   const network = networkFor(findChain(chain), auth.environment);
   const to = canonicalAddress(chain, auth.environment, input.address);
   if (!to) throw errors.validation(`address is not a ${chain} address on ${network}.`, 'address');
-  let amount: bigint;
-  try {
-    amount = toBaseUnits(input.amount, asset.decimals);
-  } catch (error) {
-    if (error instanceof AmountError) throw errors.validation(`amount: ${error.message} (${asset.id} has ${asset.decimals} decimals).`, 'amount');
-    throw error;
-  }
-  if (amount === 0n) throw errors.validation('amount must be greater than zero.', 'amount');
+  const amount = assetAmount(input.amount, asset);
 
   const tipHeight = (await (await chains.provider(chain, auth.environment, em)).tip()).height;
   let sent: { txid: string; position: string };

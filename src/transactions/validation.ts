@@ -1,10 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ASSETS, chainAsset, findChain, networkFor, type AssetInfo, type ChainInfo } from '../catalogue/service';
+import { ASSETS, assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainInfo } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import type { Wallet } from '../custody/entities';
 import { findWallet, type Tenant } from '../custody/service';
 import { errors } from '../shared/errors';
-import { AmountError, toBaseUnits } from '../shared/money';
 
 /** What a send and its fee estimate both name. */
 export interface TransferRequest {
@@ -41,7 +40,7 @@ export async function resolveTransfer(em: EntityManager, auth: Tenant, input: Tr
   const native = ASSETS.find((candidate) => candidate.id === chain.nativeAssetId)!;
   const toAddress = canonicalAddress(chain.id, auth.environment, input.to_address);
   if (!toAddress) throw errors.validation(`to_address is not a ${chain.id} address on ${networkFor(chain, auth.environment)}.`, 'to_address');
-  const amount = positiveAmount(input.amount, asset);
+  const amount = assetAmount(input.amount, asset);
   const gross = input.treat_as_gross_amount ?? false;
   if (gross && asset.id !== native.id) {
     throw errors.invalid(
@@ -51,16 +50,4 @@ export async function resolveTransfer(em: EntityManager, auth: Tenant, input: Tr
     );
   }
   return { wallet, chain, asset, native, toAddress, amount, gross };
-}
-
-function positiveAmount(display: string, asset: AssetInfo): bigint {
-  let amount: bigint;
-  try {
-    amount = toBaseUnits(display, asset.decimals);
-  } catch (error) {
-    if (error instanceof AmountError) throw errors.validation(`amount: ${error.message} (${asset.id} has ${asset.decimals} decimals).`, 'amount');
-    throw error;
-  }
-  if (amount === 0n) throw errors.validation('amount must be greater than zero.', 'amount');
-  return amount;
 }
