@@ -1,21 +1,31 @@
 import type { Environment } from '../api-keys/entities';
+import { getAddress, parseTransaction, type Hex } from 'viem';
 import { assetAmount, chainAsset, findChain, networkFor, type AssetInfo } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import { canonicalTxid } from '../chains/devnet/params';
-import { ethereumRules } from '../chains/devnet/rules/ethereum';
+import { readSignedEthereumTransaction } from '../chains/devnet/rules/ethereum';
 import { tronRules } from '../chains/devnet/rules/tron';
-import { DevnetRejection, type AccountTransaction, type ChainRules } from '../chains/devnet/rules/types';
+import { DevnetRejection, type AccountTransaction, type DecodeContext } from '../chains/devnet/rules/types';
+import { TransactionRejectedError, type ChainProvider, type GasEstimateCall } from '../chains/provider';
 import { errors } from '../shared/errors';
 
 /**
  * What a sponsor-broadcast request claims about the transaction its client signed, checked here against
- * the transaction itself before anyone funds its fee: pure, no I/O. The chains' own rules (those the
- * devnet enforces) decode the bytes and recover the signer, so what is checked is what the chain will do.
+ * the transaction itself before anyone funds its fee: checkSignedTransfer is pure, no I/O. The chains' own
+ * rules (those the devnet enforces) decode the bytes and recover the signer, so what is checked is what the
+ * chain will do. Ethereum's gas is the one thing only the chain's node can price: requireGasCovered asks it.
  */
 
 /** The chains whose fees a gas station can sponsor: account chains where the fee is the signer's native balance. */
 export type SponsorableChain = 'ethereum' | 'tron';
-const SPONSORABLE_RULES: Record<SponsorableChain, ChainRules> = { ethereum: ethereumRules, tron: tronRules };
+/**
+ * Ethereum is read without the devnet's gas rule (its fixed price of a token transfer is no real
+ * contract's): requireGasCovered checks the gas limit against the node's estimate, the devnet's included.
+ */
+const DECODERS: Record<SponsorableChain, (raw: string, context: DecodeContext) => AccountTransaction> = {
+  ethereum: readSignedEthereumTransaction,
+  tron: (raw, context) => tronRules.decode(raw, context) as AccountTransaction,
+};
 
 export interface SponsorBroadcastClaim {
   from_address: string;
@@ -54,6 +64,8 @@ export interface CheckedSignedTransfer {
   maxFee: bigint;
   /** Ethereum: the account nonce the transaction uses; Tron: null. */
   nonce: bigint | null;
+  /** Ethereum: the gas limit the transaction sets and the call it makes (for requireGasCovered); Tron: null. */
+  gas: { limit: bigint; call: GasEstimateCall } | null;
 }
 
 const MISMATCH = 'signed_transaction_mismatch';
@@ -111,7 +123,35 @@ export function checkSignedTransfer(claim: SponsorBroadcastClaim, context: Signe
   if (claim.tx_hash !== undefined && canonicalTxid(chain, claim.tx_hash) !== canonicalTxid(chain, decoded.txid)) {
     throw mismatch('tx_hash', `The transaction's hash is ${decoded.txid}, not tx_hash ${claim.tx_hash}.`);
   }
-  return { chain, asset, from, to, amount, txHash: decoded.txid, raw: decoded.raw, maxFee: decoded.maxFee, nonce: decoded.nonce };
+  return { chain, asset, from, to, amount, txHash: decoded.txid, raw: decoded.raw, maxFee: decoded.maxFee, nonce: decoded.nonce, gas: gasOf(decoded) };
+}
+
+/** The transaction's gas limit and call, as eth_estimateGas takes it (the bytes were decoded already). */
+function gasOf(decoded: AccountTransaction): CheckedSignedTransfer['gas'] {
+  if (!decoded.gas) return null;
+  const { to, value, data } = parseTransaction(decoded.raw as Hex);
+  return { limit: decoded.gas.limit, call: { from: decoded.from, to: getAddress(to!), ...(value ? { value } : {}), ...(data ? { data } : {}) } };
+}
+
+/**
+ * Ethereum: refuses (400 on signed_tx) a transaction whose gas limit is below the gas its node estimates
+ * the call uses (the devnet: exactly what it charges), or whose call the node says would fail, so that no
+ * fee is funded for a transaction that cannot succeed. Tron: nothing to ask (its fee cap is the fee).
+ * NodeUnavailableError passes through.
+ */
+export async function requireGasCovered(checked: CheckedSignedTransfer, provider: Pick<ChainProvider, 'chain' | 'estimateGas'>): Promise<void> {
+  if (!checked.gas) return;
+  if (!provider.estimateGas) throw new Error(`the ${provider.chain} provider cannot estimate gas`);
+  let needed: bigint;
+  try {
+    needed = await provider.estimateGas(checked.gas.call);
+  } catch (error) {
+    if (error instanceof TransactionRejectedError) throw invalidSignedTx(`The signed transaction would fail: ${error.message}`, error.reason);
+    throw error;
+  }
+  if (checked.gas.limit < needed) {
+    throw invalidSignedTx(`The signed transaction's gas limit ${checked.gas.limit} is below the ${needed} gas its call uses: sign it again with a gas limit of at least ${needed}.`, 'gas_limit_too_low');
+  }
 }
 
 /** The chain's rules on the raw bytes (Tron's hex taken with or without 0x); a refusal is 400 on signed_tx. */
@@ -119,9 +159,7 @@ function decode(chain: SponsorableChain, signedTx: string, context: SignedTransf
   if (chain === 'ethereum' && context.chainId === undefined) throw new Error('checking an Ethereum transaction needs the chain id of the node of the environment');
   const raw = chain === 'tron' ? signedTx.replace(/^0x/i, '') : signedTx;
   try {
-    const decoded = SPONSORABLE_RULES[chain].decode(raw, { tokens: context.tokens, chainId: context.chainId });
-    if (decoded.model !== 'account') throw new Error(`the ${chain} rules decoded a UTXO transaction`);
-    return decoded;
+    return DECODERS[chain](raw, { tokens: context.tokens, chainId: context.chainId });
   } catch (error) {
     if (!(error instanceof DevnetRejection)) throw error;
     if (error.reason === 'wrong_chain') {

@@ -5,6 +5,7 @@ import { DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from '../../src/chains/devnet
 import { TRON_TRANSFER_FEE_SUN } from '../../src/chains/devnet/rules/tron';
 import type { RecentBlock } from '../../src/chains/provider';
 import { signTransfer, type SigningKey, type TransferToSign } from '../../src/chains/transfers';
+import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { checkSignedTransfer, sponsorableChainOf, type SignedTransferContext, type SponsorBroadcastClaim } from '../../src/gas-stations/signed-transfers';
 import { secp256k1Address } from '../../src/keys/derivation';
 import { DomainError } from '../../src/shared/errors';
@@ -30,6 +31,14 @@ function signed(chain: 'ethereum' | 'tron', signer: SigningKey, to: string, asse
       ? { ...base, fee: EIP1559, ethereum: { chainId: DEVNET_ETHEREUM_CHAIN_ID, nonce: 7n } }
       : { ...base, fee: { model: 'flat', fee: tokenAddress ? 15_000_000n : 0n }, recentBlock };
   return signTransfer({ ...transfer, ...overrides }, [signer]);
+}
+
+/** Ethereum: the gas limit the transfer was signed with, and its call as eth_estimateGas takes it. */
+function gasOf(chain: 'ethereum' | 'tron', sender: SigningKey, recipient: string, assetId: string, amount: bigint) {
+  if (chain === 'tron') return null;
+  const token = DEVNET_TOKENS.ethereum[assetId];
+  const call = token ? { from: sender.address, to: token, data: erc20TransferData(recipient, amount) } : { from: sender.address, to: recipient, value: amount };
+  return { limit: EIP1559.gasLimit, call };
 }
 
 const refused = (param: string, code?: string) => (error: unknown) => {
@@ -61,7 +70,7 @@ describe('Sponsor broadcast: checkSignedTransfer against the client-signed trans
         const checked = checkSignedTransfer(claim, context);
         assert.deepEqual(
           { ...checked, asset: checked.asset.id },
-          { chain, asset: assetId, from: sender.address, to: recipient, amount, txHash: transfer.txid, raw: transfer.raw, maxFee, nonce },
+          { chain, asset: assetId, from: sender.address, to: recipient, amount, txHash: transfer.txid, raw: transfer.raw, maxFee, nonce, gas: gasOf(chain, sender, recipient, assetId, amount) },
         );
         assert.equal(checkSignedTransfer({ ...claim, asset: assetId, tx_hash: undefined }, context).txHash, transfer.txid);
         const otherCase = chain === 'ethereum' ? { from_address: sender.address.toLowerCase(), to_address: recipient.toUpperCase().replace('0X', '0x'), tx_hash: transfer.txid.toUpperCase().replace('0X', '0x') } : { tx_hash: `0x${transfer.txid.toUpperCase()}` };
