@@ -1,5 +1,5 @@
-import type { Environment } from '../api-keys/entities';
 import { getAddress, parseTransaction, type Hex } from 'viem';
+import type { Environment } from '../api-keys/entities';
 import { assetAmount, chainAsset, findChain, networkFor, type AssetInfo } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import { canonicalTxid } from '../chains/devnet/params';

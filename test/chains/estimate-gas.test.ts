@@ -148,11 +148,10 @@ describe('ChainProvider.estimateGas (Ethereum)', () => {
     });
     after(async () => anvil?.stop());
 
-    it('eth_estimateGas covers the gas an ERC-20 transfer uses when mined, to a new holder and to an existing one; a signed transfer is checked against it', async () => {
+    it('eth_estimateGas covers the gas an ERC-20 transfer uses, to a new holder and to an existing one: a sender without ether funded gas x price pays the fee from it', async () => {
       const context: SignedTransferContext = { environment: 'sandbox', tokens: { USDC_ETH: token }, chainId: ANVIL_CHAIN_ID };
       const sender = freshKey();
       const holder = freshKey().address;
-      await receipt(await wallet().sendTransaction({ to: sender.address as Hex, value: parseEther('1') }));
       await receipt(await wallet().writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [sender.address as Hex, 100_000_000n] }));
       await receipt(await wallet().writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [holder as Hex, 1n] }));
 
@@ -160,18 +159,26 @@ describe('ChainProvider.estimateGas (Ethereum)', () => {
       assert.equal(market.model, 'eip1559');
       const price = 2n * market.baseFeePerGas + market.priorityFeePerGas.medium;
       let nonce = 0n;
+      let leftover = 0n;
       for (const to of [freshKey().address, holder]) {
         const amount = 1_000_000n;
+        assert.equal(await ethereum.balance(sender.address, 'ETH'), leftover, 'estimated as sponsored: the sender holds no ether but what a fee left');
         const gas = await ethereum.estimateGas({ from: sender.address, to: token, data: erc20TransferData(to, amount) });
         const terms = { sender, to, amount, price, chainId: ANVIL_CHAIN_ID, nonce: nonce++ };
         const check = (raw: string) => checkSignedTransfer({ from_address: sender.address, to_address: to, asset: 'USDC', amount: '1', network: 'sepolia', signed_tx: raw }, context);
         await assert.rejects(requireGasCovered(check(signTokenTransfer(ethereum, { ...terms, gas: gas - 1n }).raw), ethereum), gasLimitTooLow);
         const transfer = signTokenTransfer(ethereum, { ...terms, gas });
-        await requireGasCovered(check(transfer.raw), ethereum);
+        const checked = check(transfer.raw);
+        await requireGasCovered(checked, ethereum);
+
+        // What a gas station sends: the transaction's max fee, which its price (max fee = tip) makes the fee per gas.
+        await receipt(await wallet().sendTransaction({ to: sender.address as Hex, value: checked.maxFee }));
         await ethereum.broadcast(transfer.raw);
         const { status, gasUsed } = await receipt(transfer.txid);
         assert.equal(status, '0x1', 'the transfer succeeded with the estimate as its gas limit');
         assert.ok(gas >= BigInt(gasUsed), `estimate ${gas} below the gas used ${BigInt(gasUsed)}`);
+        leftover += (gas - BigInt(gasUsed)) * price;
+        assert.equal(await ethereum.balance(sender.address, 'ETH'), leftover, 'the fee was gas used x price, from the funding alone');
       }
     });
 
