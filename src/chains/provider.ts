@@ -170,4 +170,18 @@ export interface ChainProvider {
   nonces?(address: string): Promise<{ confirmed: bigint; pending: bigint }>;
   /** Tron and Solana: the block a new transaction refers to (the tip, with its time). */
   recentBlock?(): Promise<RecentBlock>;
+  /**
+   * Ethereum: the gas `call` uses if sent now (eth_estimateGas), so that a fee can be funded before the
+   * transaction is signed. Throws TransactionRejectedError when the node says the call would fail.
+   */
+  estimateGas?(call: GasEstimateCall): Promise<bigint>;
+}
+
+/** A call whose gas is estimated: what its transaction will carry. */
+export interface GasEstimateCall {
+  from: string;
+  to: string;
+  /** Wei. */
+  value?: bigint;
+  data?: `0x${string}`;
 }

@@ -2,7 +2,19 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sandboxAddress } from '../addresses';
 import type { ChainId } from '../../catalogue/service';
 import type { Orm } from '../../db/orm';
-import type { ChainProvider, ChainTip, FeeMarket, NetworkIdentity, ObservedBlock, RecentBlock, RelayedAnswer, RelayedCall, TransactionStatus } from '../provider';
+import {
+  TransactionRejectedError,
+  type ChainProvider,
+  type ChainTip,
+  type FeeMarket,
+  type GasEstimateCall,
+  type NetworkIdentity,
+  type ObservedBlock,
+  type RecentBlock,
+  type RelayedAnswer,
+  type RelayedCall,
+  type TransactionStatus,
+} from '../provider';
 import { DevnetBlock, DevnetTransaction } from './entities';
 import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, minedNonce, pendingNonce, transfersOf } from './ledger';
 import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from './params';
@@ -10,6 +22,8 @@ import { answerBitcoinCall } from './rpc/bitcoin';
 import { answerEthereumCall } from './rpc/ethereum';
 import { answerSolanaCall } from './rpc/solana';
 import { answerTronCall } from './rpc/tron';
+import { devnetCallGas } from './rules/ethereum';
+import { DevnetRejection } from './rules/types';
 
 /** Each chain's JSON-RPC core subset, answered from the ledger. */
 const RPC: Record<ChainId, (provider: DevnetProvider, em: EntityManager, call: RelayedCall) => Promise<RelayedAnswer>> = {
@@ -29,6 +43,8 @@ export class DevnetProvider implements ChainProvider {
 
   /** Ethereum only: the ledger's nonces, `confirmed` the count of the account's mined transactions. */
   readonly nonces?: (address: string) => Promise<{ confirmed: bigint; pending: bigint }>;
+  /** Ethereum only: exactly the gas the devnet charges the call when mined (it has no other execution to estimate). */
+  readonly estimateGas?: (call: GasEstimateCall) => Promise<bigint>;
 
   constructor(
     readonly chain: ChainId,
@@ -41,6 +57,14 @@ export class DevnetProvider implements ChainProvider {
         const em = this.em();
         const account = sandboxAddress(chain, address);
         return { confirmed: await minedNonce(em, chain, account), pending: await pendingNonce(em, chain, account) };
+      };
+      this.estimateGas = async (call) => {
+        try {
+          return devnetCallGas(call, DEVNET_TOKENS.ethereum);
+        } catch (error) {
+          if (error instanceof DevnetRejection) throw new TransactionRejectedError(error.reason, error.message);
+          throw error;
+        }
       };
     }
   }

@@ -1,4 +1,4 @@
-import { BlockNotFoundError, createPublicClient, erc20Abi, getAddress, http, parseEventLogs, TransactionReceiptNotFoundError, type PublicClient } from 'viem';
+import { BaseError, BlockNotFoundError, createPublicClient, erc20Abi, getAddress, http, parseEventLogs, RpcRequestError, TransactionReceiptNotFoundError, type PublicClient } from 'viem';
 import type { ChainId } from '../../catalogue/service';
 import {
   NodeUnavailableError,
@@ -6,6 +6,7 @@ import {
   type ChainProvider,
   type ChainTip,
   type FeeMarket,
+  type GasEstimateCall,
   type NetworkIdentity,
   type ObservedBlock,
   type ObservedTransfer,
@@ -135,6 +136,25 @@ export class EvmRpcProvider implements ChainProvider {
       (['latest', 'pending'] as const).map((blockTag) => this.safely('eth_getTransactionCount', () => this.client.getTransactionCount({ address: owner, blockTag }))),
     );
     return { confirmed: BigInt(confirmed!), pending: BigInt(pending!) };
+  }
+
+  /**
+   * eth_estimateGas at the tip. The node's JSON-RPC error (a revert, too little balance) is its verdict on
+   * the call: TransactionRejectedError with the node's own message; anything else is the node unavailable.
+   */
+  async estimateGas(call: GasEstimateCall): Promise<bigint> {
+    const request = { account: getAddress(call.from), to: getAddress(call.to), value: call.value, data: call.data, prepare: false } as const;
+    try {
+      return await this.client.estimateGas(request);
+    } catch (error) {
+      // viem's errors name the URL; RpcRequestError's `details` is the node's message alone. An error answered
+      // with a non-2xx HTTP status (a rate limit, a gateway's) is about the node, not the call.
+      const refusal = error instanceof BaseError ? error.walk((cause) => cause instanceof RpcRequestError) : null;
+      if (refusal instanceof RpcRequestError && refusal.status === undefined) {
+        throw new TransactionRejectedError(rejectionReason(refusal.details), `The node refused to estimate the call: ${refusal.details}`);
+      }
+      throw new NodeUnavailableError('The node did not answer eth_estimateGas.');
+    }
   }
 
   async identifyNetwork(): Promise<NetworkIdentity> {
