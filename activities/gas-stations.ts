@@ -3,6 +3,8 @@ import type { ChainNodes } from '../src/chains/nodes';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { armLowStations, assessStation, finishRefill, refillStatus, reportRefillFailed, submitRefill, type RefillDeps } from '../src/gas-stations/service';
+import { broadcastSponsored, checkSponsored, failSponsorship, fuelOutcome, releaseSponsorship, type SponsorshipDeps } from '../src/gas-stations/sponsorship';
+import type { KeyService } from '../src/keys/service';
 import type { Logger } from '../src/logger';
 import { transactionWithStarts } from './with-starts';
 
@@ -11,11 +13,13 @@ export interface GasStationActivityDeps {
   orm: Orm;
   log: Logger;
   chains: ChainNodes;
+  keys: KeyService;
 }
 
-/** The steps of a gas station's automatic refill and of the periodic check (src/gas-stations/service.ts). */
+/** The steps of a gas station's automatic refill and the periodic check (service.ts), and of a sponsored fee (sponsorship.ts). */
 export const createGasStationActivities = (deps: GasStationActivityDeps) => {
   const refill: RefillDeps = { config: deps.config, chains: deps.chains, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) };
+  const sponsorship: SponsorshipDeps = { config: deps.config, chains: deps.chains, lifecycle: { ...refill, keys: deps.keys } };
   return {
     assessGasStation: (input: { stationId: string; announce?: string }) => assessStation(refill, input.stationId, input.announce),
     submitGasStationRefill: (input: { stationId: string }) => submitRefill(refill, input.stationId),
@@ -24,5 +28,10 @@ export const createGasStationActivities = (deps: GasStationActivityDeps) => {
     reportGasStationRefillFailed: (input: { stationId: string; key: string; failure: { attempts: number; code: string; message: string; transaction_id?: string } }) =>
       reportRefillFailed(refill, input.stationId, input.key, input.failure),
     armLowGasStations: (input: { organizationId?: string; environment?: Environment }) => armLowStations(refill, input),
+    sponsorshipFuelOutcome: (input: { sponsorshipId: string }) => fuelOutcome(sponsorship, input.sponsorshipId),
+    releaseSponsorship: (input: { sponsorshipId: string }) => releaseSponsorship(sponsorship, input.sponsorshipId),
+    failSponsorship: (input: { sponsorshipId: string; reason: string; message: string }) => failSponsorship(sponsorship, input.sponsorshipId, input.reason, input.message),
+    broadcastSponsored: (input: { sponsorshipId: string }) => broadcastSponsored(sponsorship, input.sponsorshipId),
+    checkSponsored: (input: { sponsorshipId: string }) => checkSponsored(sponsorship, input.sponsorshipId),
   };
 };

@@ -46,17 +46,18 @@ const destinationResolvers = (): DestinationResolvers => ({
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => {
   const chains = deps.chains ?? new ChainNodes(deps.config, deps.log, deps.orm);
+  const keys = new KeyService(createKeyProvider(deps.config, deps.log));
   return {
     ...createIdempotencyActivities(deps),
     ...createMonitoringActivities({ ...deps, chains }),
-    ...createTransactionActivities({ ...deps, chains, keys: new KeyService(createKeyProvider(deps.config, deps.log)) }),
+    ...createTransactionActivities({ ...deps, chains, keys }),
     ...createDurableWorkActivities(deps),
     ...createEventActivities({ ...deps, destinations: { ...destinationResolvers(), ...deps.destinationResolvers } }),
     ...createPolicyActivities(deps),
     ...createLightningActivities(deps),
     ...createCardActivities(deps),
     ...createChainActivities(deps),
-    ...createGasStationActivities({ ...deps, chains }),
+    ...createGasStationActivities({ ...deps, chains, keys }),
   };
 };
 

@@ -84,6 +84,16 @@ export const ConfigSchema = z.object({
   DEVNET_BLOCK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
   /** USD prices the sandbox's fee estimates use (docs/transactions.md); live keys have no price source yet. */
   PRICE_TABLE_SANDBOX: priceTable.prefault('BTC=65000,ETH=3000,TRX=0.12,SOL=150,USDC_ETH=1,USDT_ETH=1,USDT_TRX=1,USDC_SOL=1'),
+  /**
+   * The platform's own fee sponsorship (funding model provider_sponsorship, `hedge_paymaster`): the
+   * organization whose gas stations pay it, and what each organization may have sponsored per UTC day,
+   * in USD. Unset: provider sponsorship is not configured (docs/gas-stations.md).
+   */
+  HEDGE_PAYMASTER_ORGANIZATION_ID: z.uuid().optional(),
+  HEDGE_PAYMASTER_DAILY_BUDGET_USD: z
+    .string()
+    .regex(/^\d{1,12}(\.\d{1,8})?$/, 'HEDGE_PAYMASTER_DAILY_BUDGET_USD must be a decimal amount of USD')
+    .optional(),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
   MASTER_KEY: z
     .string()

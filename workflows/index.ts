@@ -14,3 +14,4 @@ export { produceDevnetBlocksWorkflow } from './produce-devnet-blocks';
 export { sendTransactionWorkflow } from './send-transaction';
 export { refillGasStationWorkflow } from './refill-gas-station';
 export { gasStationCheckWorkflow } from './gas-station-check';
+export { fundSponsorshipWorkflow } from './fund-sponsorship';

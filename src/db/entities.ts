@@ -4,7 +4,7 @@ import { Card, CardTransaction, Customer } from '../cards/entities';
 import { DevnetBalance, DevnetBlock, DevnetNonce, DevnetOutput, DevnetTransaction } from '../chains/devnet/entities';
 import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
-import { GasStation } from '../gas-stations/entities';
+import { GasStation, Sponsorship } from '../gas-stations/entities';
 import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
@@ -39,6 +39,7 @@ export const entities = [
   OutgoingTransaction,
   WalletOutput,
   GasStation,
+  Sponsorship,
   SigningSecrets,
   WebhookEndpoint,
   Subscription,

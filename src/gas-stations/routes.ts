@@ -3,7 +3,18 @@ import { listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
 import { TransactionObject } from '../transactions/schemas';
 import { GasStation } from './entities';
-import { CreateGasStationBody, GasStationListQuery, GasStationObject, GasStationParams, RefillGasStationBody, UpdateGasStationBody } from './schemas';
+import {
+  CreateGasStationBody,
+  GasStationListQuery,
+  GasStationObject,
+  GasStationParams,
+  RefillGasStationBody,
+  SponsorBroadcastBody,
+  SponsorBroadcastObject,
+  SponsorBroadcastParams,
+  UpdateGasStationBody,
+} from './schemas';
+import { findSponsorBroadcast, presentSponsorBroadcast, sponsorBroadcast } from './sponsorship';
 import { createGasStation, findGasStation, presentGasStation, readGasStation, refillGasStation, stationBalance, updateGasStation } from './service';
 
 const TAG = 'Gas stations';
@@ -88,5 +99,38 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
       status: 201,
       body: await refillGasStation(em, deps.config, deps.chains, auth, await findGasStation(em, auth, params.id), body),
     }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/gas-stations/sponsor-broadcast',
+    operationId: 'sponsorBroadcast',
+    summary: "Broadcast a client-signed transaction with its fee paid by a gas station",
+    description:
+      'Decodes signed_tx and checks it is signed by from_address and pays to_address exactly amount of asset on network (a mismatch is 400 naming the field; nothing is sent). ' +
+      "The organization's gas station on the chain (else the platform's sponsorship when configured) sends from_address the transaction's whole fee limit, " +
+      'then workflow `sponsorship-<id>` broadcasts the signed bytes once that fuel is confirmed and follows them to the confirmation count. Answers 202 with status funding; ' +
+      'the same signed transaction again answers the same sponsorship. Ethereum and Tron. See docs/gas-stations.md.',
+    tag: TAG,
+    scope: 'gas_stations:write',
+    body: SponsorBroadcastBody,
+    response: { status: 202, description: 'The sponsorship, funding', schema: SponsorBroadcastObject },
+    handler: async ({ auth, em, body, deps }) => {
+      const { sponsorship } = await sponsorBroadcast(em, deps.config, deps.chains, auth, body);
+      return { status: 202, body: presentSponsorBroadcast(sponsorship) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/v1/gas-stations/sponsor-broadcasts/:id',
+    operationId: 'getSponsorBroadcast',
+    summary: 'Get a sponsored broadcast',
+    description: 'Where a sponsor-broadcast stands: funding, broadcasting, confirmed or failed (with failure_reason).',
+    tag: TAG,
+    scope: 'gas_stations:read',
+    params: SponsorBroadcastParams,
+    response: { status: 200, description: 'The sponsored broadcast', schema: SponsorBroadcastObject },
+    handler: async ({ auth, em, params }) => ({ body: presentSponsorBroadcast(await findSponsorBroadcast(em, auth, params.id)) }),
   });
 }

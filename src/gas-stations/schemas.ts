@@ -1,7 +1,7 @@
 import { CHAIN_IDS } from '../catalogue/service';
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, Timestamp, z } from '../shared/schemas';
-import { GAS_STATION_STATUSES, GAS_STRATEGIES } from './entities';
+import { FUNDING_MODELS, GAS_STATION_STATUSES, GAS_STRATEGIES, SPONSORSHIP_STATUSES } from './entities';
 
 const Name = z.string().trim().min(1).max(255);
 const Strategy = z.enum(GAS_STRATEGIES).openapi({ description: 'Fee level the station pays at: economy (low), standard (medium, default), fast (high)' });
@@ -9,6 +9,9 @@ const MaxGasPrice = DisplayAmount.openapi({
   description: "Ceiling on the fee rate the station pays, in the chain's fee_unit of GET /v1/chains/:chain/fees (gwei, sat/vB, sun, lamports)",
 });
 const WalletId = z.string().uuid();
+const DailyBudget = DisplayAmount.openapi({
+  description: 'The most native coin (display units) the station may spend on sponsorship per UTC day: the fees it pays plus its own fees for sending them. Omitted or null: no daily limit',
+});
 
 export const GasStationParams = z.object({ id: z.string().min(1).max(64) });
 export const GasStationListQuery = ListQuery;
@@ -21,6 +24,7 @@ export const CreateGasStationBody = z
     auto_refill_enabled: z.boolean().optional(),
     gas_strategy: Strategy.optional(),
     max_gas_price: MaxGasPrice.optional(),
+    daily_sponsorship_budget: DailyBudget.optional(),
     refill_amount: DisplayAmount.optional().openapi({ description: 'What one refill sends (display units); needed with auto_refill_enabled' }),
     refill_from_wallet_id: WalletId.optional().openapi({ description: 'A wallet of the same organization, environment and chain; needed with auto_refill_enabled' }),
     network: DeprecatedNetwork,
@@ -35,6 +39,7 @@ export const UpdateGasStationBody = z
     auto_refill_enabled: z.boolean().optional(),
     gas_strategy: Strategy.optional(),
     max_gas_price: MaxGasPrice.nullable().optional(),
+    daily_sponsorship_budget: DailyBudget.nullable().optional(),
     refill_amount: DisplayAmount.nullable().optional(),
     refill_from_wallet_id: WalletId.nullable().optional(),
   })
@@ -65,6 +70,8 @@ export const GasStationObject = z
     auto_refill_enabled: z.boolean(),
     gas_strategy: z.enum(GAS_STRATEGIES),
     max_gas_price: z.string().nullable(),
+    daily_sponsorship_budget: z.string().nullable(),
+    daily_sponsorship_budget_raw: BaseUnitAmount.nullable(),
     threshold: z.string(),
     threshold_raw: BaseUnitAmount,
     refill_amount: z.string().nullable(),
@@ -76,3 +83,52 @@ export const GasStationObject = z
     updated_at: Timestamp,
   })
   .openapi('GasStation');
+
+export const SponsorBroadcastBody = z
+  .object({
+    from_address: z.string().trim().min(1).max(128).openapi({ description: 'The signer: an Ethereum (0x…) or Tron (T…) address; the fuel goes here' }),
+    to_address: z.string().trim().min(1).max(128).openapi({ description: 'The recipient the signed transaction pays (of the token transfer, for a token)' }),
+    asset: z.string().trim().min(1).max(32).openapi({ description: 'A symbol of the chain (USDT) or an asset id (USDT_TRX)', example: 'USDT' }),
+    amount: DisplayAmount.openapi({ description: 'What the signed transaction moves, display units, exactly' }),
+    network: z.string().trim().min(1).max(32).openapi({ description: "The chain's network of the key's environment (sandbox: sepolia, nile; live: mainnet)", example: 'nile' }),
+    signed_tx: z
+      .string()
+      .trim()
+      .min(2)
+      .max(65_536)
+      .regex(/^(0x)?([0-9a-fA-F]{2})+$/, 'signed_tx must be the hex of a signed transaction')
+      .openapi({ description: 'The client-signed raw transaction, hex: an EIP-1559 (type 2) Ethereum transaction, or the protobuf bytes of a Tron transaction' }),
+    fee_level: z.enum(['low', 'medium', 'high']).optional().openapi({ description: "The fee level of the station's fuel send (its gas_strategy's when omitted)" }),
+    tx_hash: z.string().trim().min(1).max(80).optional().openapi({ description: 'The hash the client expects; 400 when the signed transaction has another' }),
+  })
+  .strict()
+  .openapi('SponsorBroadcastRequest');
+
+export const SponsorBroadcastParams = z.object({ id: z.string().min(1).max(64) });
+
+export const SponsorBroadcastObject = z
+  .object({
+    id: z.string().uuid(),
+    object: z.literal('sponsor_broadcast'),
+    status: z.enum(SPONSORSHIP_STATUSES).openapi({
+      description: "funding (the fuel is on its way), broadcasting (fuel confirmed; the client's transaction is broadcast and followed), confirmed, failed",
+    }),
+    broadcast_accepted: z.boolean().openapi({ description: "A node has accepted the client's transaction" }),
+    tx_hash: z.string().openapi({ description: "The client's transaction, as the chain prints it" }),
+    chain: z.enum(CHAIN_IDS),
+    mode: z.enum(FUNDING_MODELS).openapi({ description: "customer_gas_station: the organization's station paid; provider_sponsorship: the platform's" }),
+    gas_station_id: z.string().uuid().nullable().openapi({ description: "The organization's station that paid; null when the platform's sponsorship did" }),
+    sponsor_tx_id: z.string().uuid().openapi({ description: "The station's fuel send (a transaction of the paying station's organization)" }),
+    root_sponsor_tx_id: z.string().uuid().openapi({ description: 'The originating sponsorship of a chain of them; sponsorships are not chained here, so the same as sponsor_tx_id' }),
+    sponsor_amount_sun: BaseUnitAmount.nullable().openapi({ description: 'Tron: the fuel in sun; null elsewhere' }),
+    sponsor_amount_trx: z.string().nullable().openapi({ description: 'Tron: the fuel in TRX; null elsewhere' }),
+    sponsor_amount: z.string().openapi({ description: "The fuel in the chain's native coin, display units" }),
+    sponsor_amount_raw: BaseUnitAmount,
+    sponsor_asset_id: z.string().openapi({ example: 'TRX' }),
+    failure_reason: z.string().nullable(),
+    failure_message: z.string().nullable(),
+    workflow_id: z.string().openapi({ description: 'sponsorship-<id>' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('SponsorBroadcast');

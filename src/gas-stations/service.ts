@@ -3,7 +3,7 @@ import type { AuthContext } from '../api-keys/auth-context';
 import type { Environment } from '../api-keys/entities';
 import { assetAmount, assetById, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { ChainUnavailableError, type ChainNodes } from '../chains/nodes';
-import { NodeUnavailableError, type FeeLevel } from '../chains/provider';
+import { NodeUnavailableError } from '../chains/provider';
 import type { Config } from '../config';
 import { Vault, Wallet, WalletBalance } from '../custody/entities';
 import { createVault, createWallet, findWallet, type Tenant } from '../custody/service';
@@ -17,11 +17,9 @@ import { iso } from '../shared/time';
 import { WorkflowStart } from '../temporal/entities';
 import { OutgoingTransaction, type TransactionStatus } from '../transactions/entities';
 import { createTransaction } from '../transactions/service';
-import { GasStation, type GasStrategy } from './entities';
+import { GasStation, STRATEGY_FEE_LEVEL, type GasStrategy } from './entities';
 import { refillFlow, type RefillInput } from './flows/refill';
 
-/** The fee level each strategy pays at (the station's refills, and later its sponsored fees). */
-export const STRATEGY_FEE_LEVEL: Record<GasStrategy, FeeLevel> = { economy: 'low', standard: 'medium', fast: 'high' };
 
 /** The vault holding every gas-station wallet of an organization's environment, created with the first station. */
 const STATIONS_VAULT = { name: 'Gas stations', metadata: { purpose: 'gas_stations' } };
@@ -33,6 +31,7 @@ export interface CreateGasStationInput {
   auto_refill_enabled?: boolean | undefined;
   gas_strategy?: GasStrategy | undefined;
   max_gas_price?: string | undefined;
+  daily_sponsorship_budget?: string | undefined;
   refill_amount?: string | undefined;
   refill_from_wallet_id?: string | undefined;
 }
@@ -43,6 +42,7 @@ export interface UpdateGasStationInput {
   auto_refill_enabled?: boolean | undefined;
   gas_strategy?: GasStrategy | undefined;
   max_gas_price?: string | null | undefined;
+  daily_sponsorship_budget?: string | null | undefined;
   refill_amount?: string | null | undefined;
   refill_from_wallet_id?: string | null | undefined;
 }
@@ -87,6 +87,7 @@ export async function createGasStation(em: EntityManager, keys: KeyService, tena
   const native = nativeOf(chain.id);
   const threshold = assetAmount(input.threshold, native, 'threshold', false);
   const refillAmount = input.refill_amount === undefined ? null : assetAmount(input.refill_amount, native, 'refill_amount', true);
+  const budget = input.daily_sponsorship_budget === undefined ? null : assetAmount(input.daily_sponsorship_budget, native, 'daily_sponsorship_budget', false);
   const refillFrom = input.refill_from_wallet_id === undefined ? null : await fundingWallet(em, tenant, chain.id, input.refill_from_wallet_id, 'refill_from_wallet_id');
   // Serializes creations in the environment: one station per chain, one vault for all of them.
   await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`gas-stations:${tenant.organizationId}:${tenant.environment}`]);
@@ -108,6 +109,7 @@ export async function createGasStation(em: EntityManager, keys: KeyService, tena
     autoRefillEnabled: input.auto_refill_enabled ?? false,
     gasStrategy: input.gas_strategy ?? 'standard',
     maxGasPrice: input.max_gas_price ?? null,
+    dailySponsorshipBudget: budget?.toString() ?? null,
     status: 'active',
     createdAt: new Date(),
     updatedAt: new Date(),
@@ -126,6 +128,10 @@ export async function updateGasStation(em: EntityManager, tenant: Tenant, statio
   if (input.auto_refill_enabled !== undefined) station.autoRefillEnabled = input.auto_refill_enabled;
   if (input.gas_strategy !== undefined) station.gasStrategy = input.gas_strategy;
   if (input.max_gas_price !== undefined) station.maxGasPrice = input.max_gas_price;
+  if (input.daily_sponsorship_budget !== undefined) {
+    station.dailySponsorshipBudget =
+      input.daily_sponsorship_budget === null ? null : assetAmount(input.daily_sponsorship_budget, native, 'daily_sponsorship_budget', false).toString();
+  }
   if (input.refill_amount !== undefined) station.refillAmount = input.refill_amount === null ? null : assetAmount(input.refill_amount, native, 'refill_amount', true).toString();
   if (input.refill_from_wallet_id !== undefined) {
     station.refillFromWallet =
@@ -229,6 +235,8 @@ export function presentGasStation(station: GasStation, read: { balance: bigint; 
     auto_refill_enabled: station.autoRefillEnabled,
     gas_strategy: station.gasStrategy,
     max_gas_price: station.maxGasPrice ?? null,
+    daily_sponsorship_budget: station.dailySponsorshipBudget == null ? null : toDisplay(station.dailySponsorshipBudget, native.decimals),
+    daily_sponsorship_budget_raw: station.dailySponsorshipBudget ?? null,
     threshold: toDisplay(station.threshold, native.decimals),
     threshold_raw: station.threshold,
     refill_amount: station.refillAmount == null ? null : toDisplay(station.refillAmount, native.decimals),

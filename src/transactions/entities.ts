@@ -127,6 +127,10 @@ export class OutgoingTransaction {
   @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
   lockedFee!: string;
 
+  /** Set when a gas station pays the fee (`sponsor: true`): the sponsorship whose workflow starts this send once the fuel is confirmed. */
+  @Property({ type: 'uuid', nullable: true })
+  sponsorshipId?: string | null;
+
   @Property({ type: 'text', default: '' })
   note: string = '';
 

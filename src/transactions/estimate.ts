@@ -8,9 +8,12 @@ import type { ChainNodes } from '../chains/nodes';
 import { FEE_LEVELS, type FeeLevel, type FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
 import { findPrimaryAddress } from '../custody/service';
+import { FUNDING_MODELS } from '../gas-stations/entities';
+import { assessFunding, sponsoredFee, sponsoringStations } from '../gas-stations/sponsorship';
 import { DomainError, errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
 import { selectCoins, type SpendableFormat, type SpendableOutput } from './coin-selection';
+import { accountFeeTerms, transferGas } from './service';
 import { resolveTransfer } from './validation';
 import { spendableOutputs } from './wallet-outputs';
 
@@ -55,17 +58,18 @@ export interface FeeQuote {
  */
 export async function estimateFee(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, input: EstimateFeeInput) {
   const { wallet, chain, asset, native, toAddress, amount, gross } = await resolveTransfer(em, auth, input);
+  const sponsor = input.sponsor ?? false;
+  if (sponsor && gross) {
+    throw errors.invalid('sponsored_gross_amount', 'A sponsored fee is paid by a gas station, not out of the amount: estimate without treat_as_gross_amount.', {
+      param: 'treat_as_gross_amount',
+    });
+  }
 
   const market = await readFeeMarket(chains, chain.id, auth.environment, em);
+  const from = await findPrimaryAddress(em, wallet);
   const coins: WalletCoins | null =
     market.model === 'per_byte'
-      ? {
-          outputs: await spendableOutputs(em, wallet, { lock: false }),
-          changeFormat: (await findPrimaryAddress(em, wallet)).format as SpendableFormat,
-          recipient: toAddress,
-          amount,
-          gross,
-        }
+      ? { outputs: await spendableOutputs(em, wallet, { lock: false }), changeFormat: from.format as SpendableFormat, recipient: toAddress, amount, gross }
       : null;
   const quotes = Object.fromEntries(FEE_LEVELS.map((level) => [level, quoteFee(market, asset, level, coins)])) as Record<FeeLevel, FeeQuote>;
   if (gross) {
@@ -77,76 +81,93 @@ export async function estimateFee(em: EntityManager, config: Config, chains: Cha
       });
     }
   }
+  const sponsoredFees = await sponsoredQuotes(em, chains, auth, market, asset, from.address, toAddress, amount);
+  const stations = sponsoredFees ? await sponsoringStations(em, config, auth, chain.id) : { customer: null, provider: null };
 
   const prices = priceSourceFor(config, auth.environment);
   const expiresAt = new Date(Date.now() + QUOTE_LIFETIME_MS).toISOString();
-  const level = (name: FeeLevel) => {
-    const { fee, breakdown } = quotes[name];
+  const display = (raw: bigint, of: AssetInfo) => ({ amount: toDisplay(raw, of.decimals), raw: raw.toString() });
+  const level = async (name: FeeLevel) => {
+    // Sponsored, the fee is the one the station funds (EVM: exact gas at a fixed price) and none of it comes from the wallet.
+    const sponsored = sponsoredFees?.[name] ?? null;
+    const fee = sponsor && sponsored ? sponsored.fuel : quotes[name].fee;
     // Net: the recipient gets the amount and the fee comes on top. Gross (native only): the fee comes out of it.
     // A token's fee is paid in the native asset, so its debit in the token is the amount alone.
     const recipient = gross ? amount - fee : amount;
-    const debit = asset.id === native.id && !gross ? amount + fee : amount;
-    const usd = usdValue(prices, native, fee);
-    const feeAmount = { amount: toDisplay(fee, native.decimals), amount_raw: fee.toString() };
-    return {
-      ...feeAmount,
-      asset_id: native.id,
-      breakdown,
-      estimated_time_seconds: CONFIRMATION_SECS[chain.id][name],
-      funding_options: FUNDING_OPTIONS.map((option) => ({
+    const debit = asset.id === native.id && !gross && !(sponsor && sponsored) ? amount + fee : amount;
+    const networkFee = sponsored?.fuel ?? quotes[name].fee;
+    const options = [];
+    for (const model of FUNDING_MODELS) {
+      const station = model === 'customer_gas_station' ? stations.customer : stations.provider;
+      const assessment = await assessFunding(em, config, auth, chain.id, market, model, station, sponsored ?? { fuel: networkFee, priceInFeeUnit: '0' });
+      const charged = display(assessment.cost ?? networkFee, native);
+      options.push({
+        // The fuel is a transaction of its own, confirmed before the sponsored one is signed.
         atomic_collection: false,
-        available: false,
-        execution_control: option.executionControl,
-        execution_path: option.executionPath,
-        fee_asset_amount: feeAmount.amount,
-        fee_asset_amount_raw: feeAmount.amount_raw,
+        available: assessment.available,
+        execution_control: model === 'customer_gas_station' ? 'customer' : 'platform',
+        execution_path: 'fuel_transfer',
+        fee_asset_amount: charged.amount,
+        fee_asset_amount_raw: charged.raw,
         fee_asset_id: native.id,
-        funding_model: option.model,
+        funding_model: model,
         indicative: true,
-        network_fee_amount: feeAmount.amount,
-        network_fee_amount_raw: feeAmount.amount_raw,
+        network_fee_amount: display(networkFee, native).amount,
+        network_fee_amount_raw: display(networkFee, native).raw,
         network_fee_asset_id: native.id,
-        network_fee_usd: usd,
+        network_fee_usd: usdValue(prices, native, networkFee),
         quote_expires_at: expiresAt,
         // Funded elsewhere, the fee leaves the wallet alone: the recipient gets the amount, the wallet gives the amount.
-        recipient_amount: toDisplay(amount, asset.decimals),
-        recipient_amount_raw: amount.toString(),
-        status: 'unavailable',
-        status_label: option.statusLabel,
-        total_debit_amount: toDisplay(amount, asset.decimals),
-        total_debit_amount_raw: amount.toString(),
-        unavailable_reason: option.unavailableReason,
-      })),
-      recipient_amount: toDisplay(recipient, asset.decimals),
-      recipient_amount_raw: recipient.toString(),
-      total_debit_amount: toDisplay(debit, asset.decimals),
-      total_debit_amount_raw: debit.toString(),
-      usd_value: usd,
+        recipient_amount: display(amount, asset).amount,
+        recipient_amount_raw: display(amount, asset).raw,
+        status: assessment.available ? 'available' : 'unavailable',
+        status_label: assessment.message,
+        total_debit_amount: display(amount, asset).amount,
+        total_debit_amount_raw: display(amount, asset).raw,
+        unavailable_reason: assessment.reason,
+      });
+    }
+    return {
+      amount: display(fee, native).amount,
+      amount_raw: display(fee, native).raw,
+      asset_id: native.id,
+      breakdown: sponsor && sponsored ? sponsored.breakdown : quotes[name].breakdown,
+      estimated_time_seconds: CONFIRMATION_SECS[chain.id][name],
+      funding_options: options,
+      recipient_amount: display(recipient, asset).amount,
+      recipient_amount_raw: display(recipient, asset).raw,
+      total_debit_amount: display(debit, asset).amount,
+      total_debit_amount_raw: display(debit, asset).raw,
+      usd_value: usdValue(prices, native, fee),
     };
   };
   return {
-    fee_levels: { low: level('low'), medium: level('medium'), high: level('high') },
+    fee_levels: { low: await level('low'), medium: await level('medium'), high: await level('high') },
     recommended: recommendedLevel(quotes),
   };
 }
 
-/** The two ways a fee can be funded other than from the wallet; the gas-station issue makes them available. */
-const FUNDING_OPTIONS = [
-  {
-    model: 'provider_sponsorship',
-    executionControl: 'platform',
-    executionPath: 'sponsor_broadcast',
-    statusLabel: 'Sponsorship is not configured',
-    unavailableReason: 'sponsorship_not_configured',
-  },
-  {
-    model: 'customer_gas_station',
-    executionControl: 'customer',
-    executionPath: 'gas_station',
-    statusLabel: 'No gas station',
-    unavailableReason: 'no_gas_station',
-  },
-] as const;
+/**
+ * What a sponsored fee of the transfer would be at each level: EVM signs the transfer's exact gas
+ * (asked of the node) at one fixed price, so the station funds exactly its fee; Tron and Solana
+ * pay their flat fee. Null on Bitcoin, which is not sponsored.
+ */
+async function sponsoredQuotes(em: EntityManager, chains: ChainNodes, auth: AuthContext, market: FeeMarket, asset: AssetInfo, from: string, to: string, amount: bigint) {
+  if (market.model === 'per_byte') return null;
+  const gas = market.model === 'eip1559' ? await transferGas(await chains.provider(asset.chain, auth.environment, em), asset, from, to, amount) : undefined;
+  const quote = (level: FeeLevel) => {
+    const { terms, feeLimit } = accountFeeTerms(market, asset, level, gas);
+    const breakdown =
+      terms.model === 'eip1559'
+        ? [
+            item('gas_limit', "Gas the transfer uses (the node's estimate), its limit when sponsored", 'gas', terms.gasLimit),
+            item('gas_price', 'Fixed price per gas of a sponsored transfer (max fee = priority fee = twice the base fee plus the priority fee)', 'gwei', gwei(BigInt(terms.maxFeePerGas))),
+          ]
+        : quoteFee(market, asset, level, null).breakdown;
+    return { ...sponsoredFee(terms, feeLimit), breakdown };
+  };
+  return { low: quote('low'), medium: quote('medium'), high: quote('high') };
+}
 
 /**
  * Medium, unless high costs no more than medium (a quiet or flat market): then the faster level for

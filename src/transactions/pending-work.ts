@@ -1,9 +1,13 @@
 import type { PendingWorkSource } from '../temporal/reconciler';
 import { pendingWork } from '../temporal/reconciler';
+import { Sponsorship } from '../gas-stations/entities';
 import { OutgoingTransaction } from './entities';
 import { transactionFlow } from './flows/transaction';
 
-/** Sends not yet settled or released: each must have its `transaction-<id>` workflow running (locked funds never wait on nobody). */
+/**
+ * Sends not yet settled or released: each must have its `transaction-<id>` workflow running (locked
+ * funds never wait on nobody). A sponsored send waiting for its fuel is its sponsorship's to start.
+ */
 export const transactionPendingWork: PendingWorkSource = {
   name: 'transaction',
   pending: async (em, query) => {
@@ -16,6 +20,8 @@ export const transactionPendingWork: PendingWorkSource = {
       },
       { limit: query.limit, orderBy: { createdAt: 'asc' } },
     );
-    return transactions.map((transaction) => pendingWork(transactionFlow, { transactionId: transaction.id }, transaction.organization.id));
+    const sponsored = transactions.flatMap((transaction) => (transaction.sponsorshipId ? [transaction.sponsorshipId] : []));
+    const funding = new Set(sponsored.length ? (await em.find(Sponsorship, { id: { $in: sponsored }, status: 'funding' })).map((sponsorship) => sponsorship.id) : []);
+    return transactions.filter((transaction) => !funding.has(transaction.sponsorshipId ?? '')).map((transaction) => pendingWork(transactionFlow, { transactionId: transaction.id }, transaction.organization.id));
   },
 };

@@ -8,7 +8,7 @@ export const EstimateFeeBody = z
     to_address: z.string().trim().min(1).max(128).openapi({ description: "The recipient, valid for the wallet's chain and the key's network" }),
     amount: DisplayAmount.openapi({ description: 'Display units of the asset, positive, at most the asset\'s decimals' }),
     asset: z.string().trim().min(1).max(32).openapi({ description: "An asset id (USDC_ETH), or a bare symbol (USDC) resolved on the wallet's chain" }),
-    sponsor: z.boolean().optional().openapi({ description: 'Ask for sponsorship; the provider_sponsorship funding option says whether it is available' }),
+    sponsor: z.boolean().optional().openapi({ description: 'Price the fee as sponsored (paid by a gas station): the level amounts are then the sponsored fee and the total debit leaves it out; funding_options say whether each payer can pay it now' }),
     treat_as_gross_amount: z
       .boolean()
       .optional()
@@ -33,9 +33,9 @@ export const FundingOption = z
   .object({
     atomic_collection: z.boolean(),
     available: z.boolean(),
-    execution_control: z.string(),
-    execution_path: z.string(),
-    fee_asset_amount: DisplayString,
+    execution_control: z.enum(['customer', 'platform']).openapi({ description: "customer: the organization's own gas station pays; platform: the platform's sponsorship" }),
+    execution_path: z.enum(['fuel_transfer']).openapi({ description: 'The station sends the sender exactly the fee as a transaction of its own, confirmed before the sponsored one is signed' }),
+    fee_asset_amount: DisplayString.openapi({ description: "What paying costs the station: the network fee plus the station's own fee limit for sending it" }),
     fee_asset_amount_raw: BaseUnitAmount,
     fee_asset_id: z.string(),
     funding_model: z.enum(['provider_sponsorship', 'customer_gas_station']),
@@ -47,11 +47,14 @@ export const FundingOption = z
     quote_expires_at: Timestamp,
     recipient_amount: DisplayString,
     recipient_amount_raw: BaseUnitAmount,
-    status: z.string(),
-    status_label: z.string(),
+    status: z.enum(['available', 'unavailable']),
+    status_label: z.string().openapi({ description: 'Available, or why not in words' }),
     total_debit_amount: DisplayString,
     total_debit_amount_raw: BaseUnitAmount,
-    unavailable_reason: z.string().nullable().openapi({ description: 'Why available is false: sponsorship_not_configured, no_gas_station' }),
+    unavailable_reason: z
+      .enum(['unsupported_chain', 'no_gas_station', 'sponsorship_not_configured', 'gas_price_above_ceiling', 'insufficient_station_balance', 'daily_budget_exhausted', 'no_usd_price'])
+      .nullable()
+      .openapi({ description: 'Why available is false (null when available); docs/gas-stations.md' }),
   })
   .openapi('FundingOption');
 
@@ -100,7 +103,7 @@ export const CreateTransactionBody = z
     fill_fee_from_unselected: z.boolean().optional().openapi({ description: 'Bitcoin only, with inputs: top up from the rest of the wallet when the pinned inputs do not cover amount and fee' }),
     inputs: z.array(TransactionInput).min(1).max(250).optional().openapi({ description: 'Bitcoin coin control: spend exactly these outputs of the wallet (at most 250)' }),
     note: z.string().max(1000).optional(),
-    sponsor: z.boolean().optional().openapi({ description: 'Have the network fee sponsored (not available yet: 400 sponsorship_unavailable)' }),
+    sponsor: z.boolean().optional().openapi({ description: "Have the network fee paid by the organization's gas station on the chain (else the platform's sponsorship when configured); 400 sponsorship_unavailable with details.reason when neither can pay it. Not on Bitcoin" }),
     treat_as_gross_amount: EstimateFeeBody.shape.treat_as_gross_amount,
     network: DeprecatedNetwork,
   })
@@ -148,7 +151,8 @@ export const TransactionObject = z
     confirmations: z.number().int(),
     required_confirmations: z.number().int(),
     note: z.string(),
-    sponsor: z.boolean(),
+    sponsor: z.boolean().openapi({ description: 'A gas station pays the fee' }),
+    sponsorship_id: z.string().uuid().nullable().openapi({ description: 'The sponsorship (workflow `sponsorship-<id>`) that funds the fee; the send stays pending until its fuel is confirmed' }),
     policy_decision: z.object({ result: z.string(), policy_id: z.string().nullable(), rule_id: z.string().nullable(), action: z.string().nullable() }),
     failure_reason: z.string().nullable(),
     failure_message: z.string().nullable(),

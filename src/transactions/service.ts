@@ -4,7 +4,8 @@ import { priceSourceFor, usdValue } from '../catalogue/prices';
 import { assetById, findChain, type AssetInfo } from '../catalogue/service';
 import { NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
-import type { FeeLevel, FeeMarket } from '../chains/provider';
+import type { ChainProvider, FeeLevel, FeeMarket } from '../chains/provider';
+import { erc20TransferData } from '../chains/transfers/ethereum';
 import type { Config } from '../config';
 import type { Wallet } from '../custody/entities';
 import { findPrimaryAddress, type Tenant } from '../custody/service';
@@ -16,6 +17,7 @@ import { isUuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { recordStart } from '../temporal/starter';
+import { chooseFunding, sponsoredFee, sponsoredLevel, sponsorFee } from '../gas-stations/sponsorship';
 import { planBitcoinSend, type BitcoinSendOptions } from './bitcoin';
 import { OutgoingTransaction, WalletOutput, type PinnedInput, type StoredFeeTerms } from './entities';
 import { ERC20_TRANSFER_GAS, quoteFee } from './estimate';
@@ -78,29 +80,36 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   if (input.fill_fee_from_unselected !== undefined && !input.inputs) {
     throw errors.validation('fill_fee_from_unselected tops up pinned inputs: it needs inputs.', 'fill_fee_from_unselected');
   }
-  if (input.sponsor) {
-    throw errors.invalid('sponsorship_unavailable', 'Fee sponsorship is not available yet: send without sponsor, paying the fee from the wallet.', { param: 'sponsor' });
+  if (input.sponsor && gross) {
+    throw errors.invalid('sponsored_gross_amount', 'A sponsored fee is paid by a gas station, not out of the amount: send without treat_as_gross_amount.', {
+      param: 'treat_as_gross_amount',
+    });
   }
   const pinned = input.inputs?.map(pinnedInput);
+  // Sponsored: the organization's gas station (else the platform's sponsorship) pays the fee, priced at the station's strategy unless the caller names a level.
+  const funding = input.sponsor ? await chooseFunding(em, config, auth, chain.id) : null;
+  const level = funding ? sponsoredLevel(funding.station, input.fee_level) : (input.fee_level ?? 'medium');
 
-  const level = input.fee_level ?? 'medium';
   const market = await readFeeMarket(chains, chain.id, auth.environment, em);
-  if (asset.type !== 'native' && !(await chains.provider(chain.id, auth.environment)).tokenAddress(asset.id)) {
+  const provider = await chains.provider(chain.id, auth.environment, em);
+  if (asset.type !== 'native' && !provider.tokenAddress(asset.id)) {
     throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });
   }
+  const from = await findPrimaryAddress(em, wallet);
+  const sponsoredGas = funding && market.model === 'eip1559' ? await transferGas(provider, asset, from.address, toAddress, amount) : undefined;
   const plan: FeePlan =
     chain.id === 'bitcoin'
       ? await planBitcoinSend(em, transfer, market, level, bitcoinOptions(input, pinned))
-      : accountFeePlan(transfer, market, level);
+      : accountFeePlan(transfer, market, level, sponsoredGas);
 
   // Net: amount to the recipient, fee on top. Gross: the recipient gets amount - fee limit, and the whole amount is locked.
+  // Sponsored: the fee arrives as fuel from the station before the send is signed, so nothing of the wallet's is locked for it.
   const lockedAmount = plan.recipientAmount;
-  const lockedFee = plan.feeLimit;
+  const lockedFee = funding ? 0n : plan.feeLimit;
   await lockFunds(em, wallet, asset, native, lockedAmount, lockedFee);
 
   const prices = priceSourceFor(config, auth.environment);
   const amountUsd = usdValue(prices, asset, amount);
-  const from = await findPrimaryAddress(em, wallet);
   const actor = isSystem(auth) ? systemActor(auth.organizationId, auth.environment) : await resolveActor(em, auth);
   const policyRequest = {
     ...(isSystem(auth) ? { actor_type: 'system', actor_id: actor.id } : { actor_type: 'apikey', actor_id: auth.apiKeyId, ...(auth.memberId ? { user_id: auth.memberId } : {}) }),
@@ -159,9 +168,17 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   });
   await em.flush();
   if (plan.outputIds) await lockOutputs(em, transaction.id, plan.outputIds);
+  if (funding) {
+    // The sponsorship's workflow starts this send once the station's fuel is confirmed.
+    const fee = sponsoredFee(plan.terms, plan.feeLimit);
+    const sponsorship = await sponsorFee(em, config, chains, auth, funding, { kind: 'transaction', senderAddress: from.address, fee, market, sponsoredTransaction: transaction });
+    transaction.sponsorshipId = sponsorship.id;
+    await em.flush();
+  } else {
+    recordStart(em, transactionFlow, { transactionId: transaction.id }, wallet.organization.id);
+  }
   const presented = await presentTransaction(em, transaction);
   await emit(em, { organizationId: wallet.organization.id, environment: wallet.environment, type: 'transaction.created', data: presented, dedupeKey: `transaction.created:${transaction.id}` });
-  recordStart(em, transactionFlow, { transactionId: transaction.id }, wallet.organization.id);
   return presented;
 }
 
@@ -192,24 +209,30 @@ function satPerVbyte(value: string, param: string): bigint {
 /**
  * Account chains: the fee terms at the level, and the most they can cost. EVM signs a max fee per
  * gas of twice the next block's base fee plus the priority fee, and pays the gas used at the
- * block's price, so the fee limit is locked and the difference released when it settles.
+ * block's price, so the fee limit is locked and the difference released when it settles. A
+ * sponsored EVM send (its exact gas given) signs one fixed price, max fee = priority fee = that
+ * same max fee, so that it pays exactly gas x price: the station funds that, no more, no less.
  */
-function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: FeeLevel): FeePlan {
-  const { asset, amount, gross } = transfer;
-  let terms: StoredFeeTerms;
-  let feeLimit: bigint;
+export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeLevel, sponsoredGas?: bigint): { terms: StoredFeeTerms; feeLimit: bigint } {
   if (market.model === 'eip1559') {
-    const gasLimit = asset.type === 'native' ? NATIVE_TRANSFER_GAS : ERC20_TRANSFER_GAS;
-    const maxPriorityFeePerGas = market.priorityFeePerGas[level];
-    const maxFeePerGas = 2n * market.baseFeePerGas + maxPriorityFeePerGas;
-    terms = { model: 'eip1559', gasLimit: gasLimit.toString(), maxFeePerGas: maxFeePerGas.toString(), maxPriorityFeePerGas: maxPriorityFeePerGas.toString() };
-    feeLimit = gasLimit * maxFeePerGas;
-  } else if (market.model === 'flat') {
-    feeLimit = quoteFee(market, asset, level, null).fee;
-    terms = { model: 'flat', fee: feeLimit.toString() };
-  } else {
-    throw new Error(`an account chain with a ${market.model} fee market`);
+    const gasLimit = sponsoredGas ?? (asset.type === 'native' ? NATIVE_TRANSFER_GAS : ERC20_TRANSFER_GAS);
+    const maxFeePerGas = 2n * market.baseFeePerGas + market.priorityFeePerGas[level];
+    const maxPriorityFeePerGas = sponsoredGas === undefined ? market.priorityFeePerGas[level] : maxFeePerGas;
+    return {
+      terms: { model: 'eip1559', gasLimit: gasLimit.toString(), maxFeePerGas: maxFeePerGas.toString(), maxPriorityFeePerGas: maxPriorityFeePerGas.toString() },
+      feeLimit: gasLimit * maxFeePerGas,
+    };
   }
+  if (market.model === 'flat') {
+    const feeLimit = quoteFee(market, asset, level, null).fee;
+    return { terms: { model: 'flat', fee: feeLimit.toString() }, feeLimit };
+  }
+  throw new Error(`an account chain with a ${market.model} fee market`);
+}
+
+function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: FeeLevel, sponsoredGas?: bigint): FeePlan {
+  const { asset, amount, gross } = transfer;
+  const { terms, feeLimit } = accountFeeTerms(market, asset, level, sponsoredGas);
   if (gross && amount <= feeLimit) {
     throw errors.invalid('amount_below_fee', `The amount does not exceed the ${level} fee limit: the recipient would get nothing.`, {
       param: 'amount',
@@ -217,6 +240,16 @@ function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: Fe
     });
   }
   return { terms, feeLimit, recipientAmount: gross ? amount - feeLimit : amount };
+}
+
+/**
+ * The gas an EVM transfer uses, from the node (the devnet answers exactly what it charges): a
+ * sponsored send is signed with it as its limit, so the fuel is exactly its fee.
+ */
+export async function transferGas(provider: ChainProvider, asset: AssetInfo, from: string, to: string, amount: bigint): Promise<bigint> {
+  if (!provider.estimateGas) throw new Error(`the ${asset.chain} provider cannot estimate gas`);
+  const token = asset.type === 'native' ? undefined : provider.tokenAddress(asset.id);
+  return token ? provider.estimateGas({ from, to: token, data: erc20TransferData(to, amount) }) : provider.estimateGas({ from, to, value: amount });
 }
 
 /**
@@ -314,7 +347,8 @@ function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutp
     confirmations: transaction.confirmations,
     required_confirmations: transaction.requiredConfirmations,
     note: transaction.note,
-    sponsor: false,
+    sponsor: transaction.sponsorshipId != null,
+    sponsorship_id: transaction.sponsorshipId ?? null,
     policy_decision: transaction.policyDecision,
     failure_reason: transaction.failureReason ?? null,
     failure_message: transaction.failureMessage ?? null,

@@ -67,6 +67,8 @@ describe('POST /v1/transactions/estimate-fee (embedded devnet)', () => {
       const fees = await app.request('GET', `/v1/chains/${chain}/fees`, { key: org.secret });
       assert.equal(fees.status, 200, fees.text);
       const amountRaw = raw(amount, native.decimals);
+      // Each funding option prices the fee as that payer would fund it: the sponsored fee (Bitcoin is not sponsored).
+      const sponsored = chain === 'bitcoin' ? null : (await estimate({ wallet_id: wallets[chain].id, to_address: recipients[chain], amount, asset: native.id, sponsor: true })).body.fee_levels;
       for (const name of LEVELS) {
         const level = answer.body.fee_levels[name];
         const fee = BigInt(level.amount_raw);
@@ -87,11 +89,15 @@ describe('POST /v1/transactions/estimate-fee (embedded devnet)', () => {
           assert.equal(option.available, false);
           assert.equal(option.indicative, true);
           assert.equal(option.fee_asset_id, native.id);
-          assert.equal(option.network_fee_amount_raw, level.amount_raw);
-          assert.equal(option.network_fee_usd, level.usd_value);
+          assert.equal(option.network_fee_amount_raw, (sponsored?.[name] ?? level).amount_raw);
+          assert.equal(option.network_fee_usd, (sponsored?.[name] ?? level).usd_value);
           assert.ok(Date.parse(option.quote_expires_at) > Date.now());
         }
-        assert.deepEqual(level.funding_options.map((option: { unavailable_reason: string }) => option.unavailable_reason), ['sponsorship_not_configured', 'no_gas_station']);
+        assert.deepEqual(
+          level.funding_options.map((option: { unavailable_reason: string }) => option.unavailable_reason),
+          chain === 'bitcoin' ? ['unsupported_chain', 'unsupported_chain'] : ['sponsorship_not_configured', 'no_gas_station'],
+        );
+        if (sponsored) assert.equal(sponsored[name].total_debit_amount_raw, amountRaw.toString(), 'sponsored, the fee is not debited from the wallet');
       }
       assert.ok(LEVELS.includes(answer.body.recommended));
     });

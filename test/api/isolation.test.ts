@@ -117,6 +117,12 @@ const MATRIX: Record<string, Row> = {
     body: (f) => ({ source_wallet_id: f.wallet, amount: '0.001' }),
     probe: (f) => `/v1/gas-stations/${f.gasStation}`,
   },
+  'POST /v1/gas-stations/sponsor-broadcast': created("sponsors a client-signed transaction from the caller's own station; its body names no resource"),
+  'GET /v1/gas-stations/sponsor-broadcasts/:id': {
+    kind: 'resource',
+    path: (f) => `/v1/gas-stations/sponsor-broadcasts/${f.sponsorBroadcast}`,
+    probe: (f) => `/v1/gas-stations/sponsor-broadcasts/${f.sponsorBroadcast}`,
+  },
   'GET /v1/wallets': listed((f) => `/v1/wallets?vault_id=${f.vault}&limit=100`),
   'GET /v1/wallets/:id': { kind: 'resource', path: (f) => `/v1/wallets/${f.wallet}`, probe: (f) => `/v1/wallets/${f.wallet}` },
   'GET /v1/wallets/:id/balances': { kind: 'resource', path: (f) => `/v1/wallets/${f.wallet}/balances`, probe: (f) => `/v1/wallets/${f.wallet}` },

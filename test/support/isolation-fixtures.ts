@@ -5,6 +5,7 @@ import { Organization } from '../../src/organizations/entities';
 import { createMember } from '../../src/organizations/service';
 import type { TestApp, TestOrganization, TestResponse } from './app';
 import { validCustomer } from './cards';
+import { clientKey, signClientTransfer } from './client-transfers';
 import { testOrm } from './environment';
 import { eventually } from './eventually';
 
@@ -22,6 +23,7 @@ export interface IsolationFixtures {
   transaction: string;
   /** The ethereum gas station, auto-refill off (its balance stays 0). */
   gasStation: string;
+  sponsorBroadcast: string;
   webhook: string;
   subscription: string;
   /** A delivery event (`POST /v1/webhooks/:id/test`), delivered. */
@@ -82,7 +84,24 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     'transaction',
   ).body.id as string;
 
-  const gasStation = expectStatus(await call('POST', '/v1/gas-stations', { name: 'Isolation station', chain: 'ethereum', threshold: '0.5' }), 201, 'gas station').body.id as string;
+  const station = expectStatus(await call('POST', '/v1/gas-stations', { name: 'Isolation station', chain: 'ethereum', threshold: '0.5' }), 201, 'gas station').body;
+  const gasStation = station.id as string;
+  // The station's ledger holds the fee (its fuel send then fails on the chain, which holds nothing: the sponsorship stays, failed).
+  await moveWalletBalance((await testOrm()).em.fork(), station.wallet_id, 'ETH', { balance: 10n ** 16n });
+  const client = clientKey('ethereum');
+  const signed = await signClientTransfer(await app.deps.chains.provider('ethereum', 'sandbox'), 'ethereum', client, '0x000000000000000000000000000000000000dEaD', 'ETH', 10n ** 12n);
+  const sponsorBroadcast = expectStatus(
+    await call('POST', '/v1/gas-stations/sponsor-broadcast', {
+      from_address: client.address,
+      to_address: '0x000000000000000000000000000000000000dEaD',
+      asset: 'ETH',
+      amount: '0.000001',
+      network: 'sepolia',
+      signed_tx: signed.raw,
+    }),
+    202,
+    'sponsor broadcast',
+  ).body.id as string;
 
   const webhook = expectStatus(await call('POST', '/v1/webhooks', { name: 'Isolation endpoint', url: webhookUrl, event_types: ['webhook.test'] }), 201, 'webhook').body.id as string;
   const subscription = expectStatus(
@@ -140,6 +159,7 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     deposit,
     transaction,
     gasStation,
+    sponsorBroadcast,
     webhook,
     subscription,
     event,

@@ -1,0 +1,444 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { priceSourceFor, usdValue } from '../catalogue/prices';
+import { ASSETS, assetById, findChain, type AssetInfo, type ChainId } from '../catalogue/service';
+import { parseTransaction, type Hex } from 'viem';
+import { GWEI_DECIMALS, readFeeMarket } from '../chains/fees';
+import type { ChainNodes } from '../chains/nodes';
+import { NodeUnavailableError, TransactionRejectedError, type FeeLevel, type FeeMarket } from '../chains/provider';
+import type { Config } from '../config';
+import { WalletBalance } from '../custody/entities';
+import type { Tenant } from '../custody/service';
+import { requiredConfirmations } from '../monitoring/service';
+import { Organization } from '../organizations/entities';
+import { DomainError, errors } from '../shared/errors';
+import { isUuid } from '../shared/ids';
+import { Money, toDisplay } from '../shared/money';
+import { iso } from '../shared/time';
+import { recordStart } from '../temporal/starter';
+import { OutgoingTransaction, type StoredFeeTerms } from '../transactions/entities';
+import { transactionFlow } from '../transactions/flows/transaction';
+import { failTransaction, type LifecycleDeps } from '../transactions/lifecycle';
+import { accountFeeTerms, createTransaction } from '../transactions/service';
+import { GasStation, Sponsorship, STRATEGY_FEE_LEVEL, type FundingModel, type SponsorshipKind, type SponsorshipStatus } from './entities';
+import { sponsorshipFlow } from './flows/sponsorship';
+import { checkSignedTransfer, requireGasCovered, sponsorableChainOf, type SponsorBroadcastClaim } from './signed-transfers';
+
+/**
+ * Fee sponsorship: a gas station pays someone else's network fee by sending the sender exactly
+ * that fee first (Fireblocks calls it auto-fuel), then the sponsored transaction goes out and pays
+ * its fee from the fuel, so the sender's native balance ends where it began. Two payers: the
+ * organization's own station (`customer_gas_station`) and the platform's sponsorship
+ * (`provider_sponsorship`, `hedge_paymaster`: the stations of HEDGE_PAYMASTER_ORGANIZATION_ID, with
+ * a daily USD budget per organization). Bitcoin is not sponsored: a UTXO's fee is paid by its inputs.
+ */
+
+/** Why a way of paying a fee is not available now: the estimate's unavailable_reason and the 400's details.reason. */
+export type UnavailableReason =
+  | 'unsupported_chain'
+  | 'no_gas_station'
+  | 'sponsorship_not_configured'
+  | 'gas_price_above_ceiling'
+  | 'insufficient_station_balance'
+  | 'daily_budget_exhausted'
+  | 'no_usd_price';
+
+export interface FundingAssessment {
+  model: FundingModel;
+  available: boolean;
+  reason: UnavailableReason | null;
+  message: string;
+  /** The station that would pay (for provider sponsorship, the platform's). */
+  station: GasStation | null;
+  /** What paying costs the station, native base units: the fuel plus its own fee limit for sending it; null before a station is known. */
+  cost: bigint | null;
+}
+
+/** What a sponsored fee costs: the fuel (the sponsored transaction's fee), and the price it pays in the chain's fee unit. */
+export interface SponsoredFee {
+  fuel: bigint;
+  /** gwei per gas (Ethereum), or the whole fee in sun / lamports: what a station's max_gas_price caps. */
+  priceInFeeUnit: string;
+}
+
+/** The fuel of a sponsored fee signed with `terms`, and its price as a station's max_gas_price caps it. */
+export const sponsoredFee = (terms: StoredFeeTerms, feeLimit: bigint): SponsoredFee => ({
+  fuel: feeLimit,
+  priceInFeeUnit: terms.model === 'eip1559' ? toDisplay(terms.maxFeePerGas, GWEI_DECIMALS) : feeLimit.toString(),
+});
+
+const SPONSORED_CHAINS: readonly ChainId[] = ['ethereum', 'tron', 'solana'];
+const nativeOf = (chain: ChainId): AssetInfo => assetById(findChain(chain).nativeAssetId);
+
+/** The fee level a sponsored fee is priced at: the caller's, else the paying station's strategy. */
+export const sponsoredLevel = (station: GasStation | null, requested: FeeLevel | undefined): FeeLevel => requested ?? (station ? STRATEGY_FEE_LEVEL[station.gasStrategy] : 'medium');
+
+/** The stations that could pay a fee on `chain` for `tenant`: its own, and the platform's when configured. */
+export async function sponsoringStations(em: EntityManager, config: Config, tenant: Tenant, chain: ChainId) {
+  const find = (organizationId: string) => em.findOne(GasStation, { organization: organizationId, environment: tenant.environment, chain, status: 'active' }, { populate: ['wallet'] });
+  return {
+    customer: await find(tenant.organizationId),
+    provider: providerConfigured(config) ? await find(config.HEDGE_PAYMASTER_ORGANIZATION_ID!) : null,
+  };
+}
+
+const providerConfigured = (config: Config) => config.HEDGE_PAYMASTER_ORGANIZATION_ID !== undefined && config.HEDGE_PAYMASTER_DAILY_BUDGET_USD !== undefined;
+
+/**
+ * Whether `model` can pay `fee` on `chain` now, and if not why: the chain is sponsored at all, the
+ * station exists, the price is under its max_gas_price, its ledger holds the fuel plus its own fee
+ * for sending it, the fuel fits the station's daily budget, and for provider sponsorship the USD
+ * value fits the organization's daily budget.
+ */
+export async function assessFunding(
+  em: EntityManager,
+  config: Config,
+  tenant: Tenant,
+  chain: ChainId,
+  market: FeeMarket,
+  model: FundingModel,
+  station: GasStation | null,
+  fee: SponsoredFee,
+  fuelLevel?: FeeLevel,
+): Promise<FundingAssessment> {
+  let cost: bigint | null = null;
+  const refuse = (reason: UnavailableReason, message: string): FundingAssessment => ({ model, available: false, reason, message, station, cost });
+  if (!SPONSORED_CHAINS.includes(chain)) return refuse('unsupported_chain', `${chain} fees are not sponsored: a ${chain} fee is paid by the transaction's own inputs.`);
+  if (model === 'provider_sponsorship' && !providerConfigured(config)) return refuse('sponsorship_not_configured', "The platform's sponsorship is not configured.");
+  if (!station) {
+    return model === 'customer_gas_station'
+      ? refuse('no_gas_station', `The organization has no ${chain} gas station in this environment.`)
+      : refuse('sponsorship_not_configured', `The platform's sponsorship has no ${chain} gas station in this environment.`);
+  }
+  const native = nativeOf(chain);
+  cost = fee.fuel + accountFeeTerms(market, native, fuelLevel ?? STRATEGY_FEE_LEVEL[station.gasStrategy]).feeLimit;
+  if (station.maxGasPrice != null && new Money(fee.priceInFeeUnit).gt(new Money(station.maxGasPrice))) {
+    return refuse('gas_price_above_ceiling', `The fee's price ${fee.priceInFeeUnit} is above the station's max_gas_price ${station.maxGasPrice}.`);
+  }
+  const ledger = await em.findOne(WalletBalance, { wallet: station.wallet.id, assetId: native.id });
+  const available = BigInt(ledger?.balance ?? '0') - BigInt(ledger?.locked ?? '0');
+  if (available < cost) {
+    return refuse('insufficient_station_balance', `The station holds ${toDisplay(available, native.decimals)} ${native.id} available; the fee and its fuel send need ${toDisplay(cost, native.decimals)}.`);
+  }
+  if (station.dailySponsorshipBudget != null) {
+    const [row] = await em.execute<{ spent: string }[]>(
+      `select coalesce(sum(budget_charge), 0)::text as spent from sponsorships where station_id = ? and created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'`,
+      [station.id],
+    );
+    const left = BigInt(station.dailySponsorshipBudget) - BigInt(row!.spent);
+    if (cost > left) {
+      return refuse('daily_budget_exhausted', `The station's daily sponsorship budget has ${toDisplay(left > 0n ? left : 0n, native.decimals)} ${native.id} left today (UTC); this fee needs ${toDisplay(cost, native.decimals)}.`);
+    }
+  }
+  if (model === 'provider_sponsorship') {
+    const usd = usdValue(priceSourceFor(config, tenant.environment), native, cost);
+    if (usd === null) return refuse('no_usd_price', `No USD price of ${native.id} is known, and the platform's sponsorship budget is in USD.`);
+    const [row] = await em.execute<{ spent: string }[]>(
+      `select coalesce(sum(budget_charge_usd::numeric), 0)::text as spent from sponsorships
+        where organization_id = ? and environment = ? and funding_model = 'provider_sponsorship' and created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'`,
+      [tenant.organizationId, tenant.environment],
+    );
+    const left = new Money(config.HEDGE_PAYMASTER_DAILY_BUDGET_USD!).minus(row!.spent);
+    if (new Money(usd).gt(left)) {
+      return refuse('daily_budget_exhausted', `The platform's daily sponsorship budget has ${Money.max(left, 0).toFixed()} USD left today (UTC) for this organization; this fee needs ${usd}.`);
+    }
+  }
+  return { model, available: true, reason: null, message: 'Available', station, cost };
+}
+
+/**
+ * Who pays a sponsored fee: the organization's own station on the chain when it has one (never
+ * silently the platform instead), else the platform's sponsorship when configured. 400
+ * `sponsorship_unavailable` with the reason when neither can pay it now.
+ */
+export async function chooseFunding(em: EntityManager, config: Config, tenant: Tenant, chain: ChainId): Promise<{ model: FundingModel; station: GasStation }> {
+  if (!SPONSORED_CHAINS.includes(chain)) {
+    throw errors.invalid('sponsorship_unavailable', `${chain} fees are not sponsored: a ${chain} fee is paid by the transaction's own inputs.`, {
+      param: 'sponsor',
+      details: { reason: 'unsupported_chain' },
+    });
+  }
+  const stations = await sponsoringStations(em, config, tenant, chain);
+  if (stations.customer) return { model: 'customer_gas_station', station: stations.customer };
+  if (stations.provider) return { model: 'provider_sponsorship', station: stations.provider };
+  throw errors.invalid('sponsorship_unavailable', `The organization has no ${chain} gas station in this environment, and the platform's sponsorship is not configured for ${chain}.`, {
+    param: 'sponsor',
+    details: { reason: 'no_gas_station' },
+  });
+}
+
+export interface SponsorshipRequest {
+  kind: SponsorshipKind;
+  /** Where the fuel goes: the sponsored transaction's sender. */
+  senderAddress: string;
+  fee: SponsoredFee;
+  market: FeeMarket;
+  /** The fee level of the station's fuel send; its strategy's when omitted. */
+  fuelLevel?: FeeLevel;
+  sponsoredTransaction?: OutgoingTransaction;
+  broadcast?: { signedTransaction: string; txHash: string; toAddress: string; assetId: string; amount: bigint };
+}
+
+/**
+ * Reserves the fee in the caller's transaction: under the paying station's row lock (and, for the
+ * platform's sponsorship, the organization's budget lock) the funding is assessed again, the
+ * station's fuel send is submitted through the sending machinery (a system send of the station's
+ * organization, workflow `transaction-<id>`), and workflow `sponsorship-<id>` is recorded to start
+ * after commit. A station that cannot pay is 400 `sponsorship_unavailable` naming the reason.
+ */
+export async function sponsorFee(
+  em: EntityManager,
+  config: Config,
+  chains: ChainNodes,
+  tenant: Tenant,
+  funding: { model: FundingModel; station: GasStation },
+  request: SponsorshipRequest,
+): Promise<Sponsorship> {
+  const { station, model } = funding;
+  await em.execute('select id from gas_stations where id = ? for update', [station.id]);
+  // Two sends of one organization draw on the platform's budget one at a time.
+  if (model === 'provider_sponsorship') await em.execute(`select pg_advisory_xact_lock(hashtext('provider_sponsorship:' || ?))`, [tenant.organizationId]);
+  const assessment = await assessFunding(em, config, tenant, station.chain, request.market, model, station, request.fee, request.fuelLevel);
+  if (!assessment.available) {
+    throw errors.invalid('sponsorship_unavailable', assessment.message, { param: 'sponsor', details: { reason: assessment.reason, funding_model: model } });
+  }
+  const native = nativeOf(station.chain);
+  let fuel: Awaited<ReturnType<typeof createTransaction>>;
+  try {
+    fuel = await createTransaction(
+      em,
+      config,
+      chains,
+      { organizationId: station.organization.id, environment: station.environment, automationRuleId: station.id },
+      {
+        wallet_id: station.wallet.id,
+        to_address: request.senderAddress,
+        amount: toDisplay(request.fee.fuel, native.decimals),
+        asset: native.id,
+        fee_level: request.fuelLevel ?? STRATEGY_FEE_LEVEL[station.gasStrategy],
+        note: `Fee sponsorship by gas station ${station.id}`,
+      },
+    );
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    throw errors.invalid('sponsorship_unavailable', `The gas station could not send the fee: ${error.message}`, {
+      param: 'sponsor',
+      details: { reason: error.code, funding_model: model },
+    });
+  }
+  const budgetCharge = request.fee.fuel + BigInt(fuel.fee_limit_raw);
+  const sponsorship = em.create(Sponsorship, {
+    organization: em.getReference(Organization, tenant.organizationId),
+    environment: tenant.environment,
+    kind: request.kind,
+    fundingModel: model,
+    station,
+    chain: station.chain,
+    senderAddress: request.senderAddress,
+    fuelAmount: request.fee.fuel.toString(),
+    fuelTransaction: em.getReference(OutgoingTransaction, fuel.id),
+    budgetCharge: budgetCharge.toString(),
+    budgetChargeUsd: model === 'provider_sponsorship' ? usdValue(priceSourceFor(config, tenant.environment), native, budgetCharge) : null,
+    sponsoredTransaction: request.sponsoredTransaction ?? null,
+    signedTransaction: request.broadcast?.signedTransaction ?? null,
+    txHash: request.broadcast?.txHash ?? null,
+    toAddress: request.broadcast?.toAddress ?? null,
+    assetId: request.broadcast?.assetId ?? null,
+    amount: request.broadcast?.amount.toString() ?? null,
+    status: 'funding',
+  });
+  await em.flush();
+  recordStart(em, sponsorshipFlow, { sponsorshipId: sponsorship.id }, tenant.organizationId);
+  return sponsorship;
+}
+
+/**
+ * `POST /v1/gas-stations/sponsor-broadcast`: checks the client-signed transaction against the claim
+ * (signer, recipient, asset, amount, network: 400 naming the field), refuses one the chain already
+ * knows, then reserves its whole fee limit as fuel from the organization's station (else the
+ * platform's sponsorship) in this transaction; workflow `sponsorship-<id>` broadcasts it once the
+ * fuel is confirmed. The same signed transaction again answers the same sponsorship.
+ */
+export async function sponsorBroadcast(em: EntityManager, config: Config, chains: ChainNodes, tenant: Tenant, claim: SponsorBroadcastClaim & { fee_level?: FeeLevel | undefined }) {
+  const chain = sponsorableChainOf(claim);
+  const provider = await chains.provider(chain, tenant.environment, em);
+  const tokens = Object.fromEntries(
+    ASSETS.filter((asset) => asset.chain === chain && asset.type !== 'native').flatMap((asset) => {
+      const token = provider.tokenAddress(asset.id);
+      return token ? [[asset.id, token]] : [];
+    }),
+  );
+  const chainId = chain === 'ethereum' ? (await provider.identifyNetwork()).chainId : undefined;
+  const checked = checkSignedTransfer(claim, { environment: tenant.environment, tokens, ...(chainId === undefined ? {} : { chainId }) });
+
+  const existing = await em.findOne(Sponsorship, { environment: tenant.environment, chain, txHash: checked.txHash });
+  if (existing) {
+    if (existing.organization.id === tenant.organizationId) return { sponsorship: existing, created: false };
+    throw errors.conflict('already_sponsored', 'This signed transaction is already sponsored.', {});
+  }
+  // Ethereum: the node must find its gas limit enough and its call not failing, or the fuel would pay for a refusal.
+  await requireGasCovered(checked, provider);
+  if ((await provider.transactionStatus(checked.txHash)).state !== 'unknown') {
+    throw errors.invalid('already_broadcast', 'The chain already has this transaction: there is no fee left to sponsor.', { param: 'signed_tx' });
+  }
+  const funding = await chooseFunding(em, config, tenant, chain);
+  const market = await readFeeMarket(chains, chain, tenant.environment, em);
+  // Ethereum: the price a station's max_gas_price caps is the client's max fee per gas.
+  const priceInFeeUnit = chain === 'ethereum' ? toDisplay(parseTransaction(checked.raw as Hex).maxFeePerGas ?? 0n, GWEI_DECIMALS) : checked.maxFee.toString();
+  const sponsorship = await sponsorFee(em, config, chains, tenant, funding, {
+    kind: 'broadcast',
+    senderAddress: checked.from,
+    fee: { fuel: checked.maxFee, priceInFeeUnit },
+    market,
+    ...(claim.fee_level ? { fuelLevel: claim.fee_level } : {}),
+    broadcast: { signedTransaction: checked.raw, txHash: checked.txHash, toAddress: checked.to, assetId: checked.asset.id, amount: checked.amount },
+  });
+  return { sponsorship, created: true };
+}
+
+export async function findSponsorBroadcast(em: EntityManager, tenant: Tenant, id: string): Promise<Sponsorship> {
+  const sponsorship = isUuid(id) ? await em.findOne(Sponsorship, { id, kind: 'broadcast', organization: tenant.organizationId, environment: tenant.environment }) : null;
+  if (!sponsorship) throw errors.notFound('sponsor_broadcast', id);
+  return sponsorship;
+}
+
+/**
+ * The Sponsor broadcast response. sponsor_amount_sun / sponsor_amount_trx on Tron as the
+ * specification names them; on every chain sponsor_amount / sponsor_amount_raw in the native coin
+ * (sponsor_asset_id). gas_station_id is the caller's own station (null when the platform paid).
+ */
+export function presentSponsorBroadcast(sponsorship: Sponsorship) {
+  const native = nativeOf(sponsorship.chain);
+  const tron = sponsorship.chain === 'tron';
+  return {
+    id: sponsorship.id,
+    object: 'sponsor_broadcast' as const,
+    status: sponsorship.status,
+    broadcast_accepted: sponsorship.broadcastAccepted,
+    tx_hash: sponsorship.txHash!,
+    chain: sponsorship.chain,
+    mode: sponsorship.fundingModel,
+    gas_station_id: sponsorship.fundingModel === 'customer_gas_station' ? sponsorship.station.id : null,
+    sponsor_tx_id: sponsorship.fuelTransaction.id,
+    // A sponsorship here is never re-sponsored (a replacement is a new sponsor-broadcast): it is its own root.
+    root_sponsor_tx_id: sponsorship.fuelTransaction.id,
+    sponsor_amount_sun: tron ? sponsorship.fuelAmount : null,
+    sponsor_amount_trx: tron ? toDisplay(sponsorship.fuelAmount, native.decimals) : null,
+    sponsor_amount: toDisplay(sponsorship.fuelAmount, native.decimals),
+    sponsor_amount_raw: sponsorship.fuelAmount,
+    sponsor_asset_id: native.id,
+    failure_reason: sponsorship.failureReason ?? null,
+    failure_message: sponsorship.failureMessage ?? null,
+    workflow_id: sponsorshipFlow.workflowId({ sponsorshipId: sponsorship.id }),
+    created_at: iso(sponsorship.createdAt),
+    updated_at: iso(sponsorship.updatedAt),
+  };
+}
+
+// ---- The `sponsorship-<id>` workflow's steps (activities/gas-stations.ts) ----
+
+export interface SponsorshipDeps {
+  config: Config;
+  chains: ChainNodes;
+  lifecycle: LifecycleDeps;
+}
+
+const FINAL: readonly SponsorshipStatus[] = ['funded', 'confirmed', 'failed'];
+
+const lockedSponsorship = (em: EntityManager, id: string) =>
+  em.findOneOrFail(Sponsorship, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['fuelTransaction', 'sponsoredTransaction'] });
+
+/** Where the station's fuel send stands: `pending` until its own workflow settles or releases it. */
+export async function fuelOutcome(deps: SponsorshipDeps, sponsorshipId: string): Promise<'pending' | 'confirmed' | 'failed'> {
+  const sponsorship = await deps.lifecycle.em().findOneOrFail(Sponsorship, { id: sponsorshipId }, { populate: ['fuelTransaction'] });
+  const status = sponsorship.fuelTransaction.status;
+  return status === 'confirmed' || status === 'failed' ? status : 'pending';
+}
+
+/**
+ * The fuel is confirmed: the budget is charged what the fuel send really cost, and the sponsored
+ * send's workflow is recorded to start (kind transaction: `funded`, final here), or the client's
+ * transaction is to be broadcast (kind broadcast: `broadcasting`). Once.
+ */
+export async function releaseSponsorship(deps: SponsorshipDeps, sponsorshipId: string): Promise<SponsorshipStatus> {
+  return deps.lifecycle.transaction(async (em) => {
+    const sponsorship = await lockedSponsorship(em, sponsorshipId);
+    if (sponsorship.status !== 'funding') return sponsorship.status;
+    const fuel = sponsorship.fuelTransaction;
+    sponsorship.budgetCharge = (BigInt(sponsorship.fuelAmount) + BigInt(fuel.fee ?? fuel.feeLimit)).toString();
+    if (sponsorship.kind === 'transaction') {
+      sponsorship.status = 'funded';
+      recordStart(em, transactionFlow, { transactionId: sponsorship.sponsoredTransaction!.id }, sponsorship.organization.id);
+    } else {
+      sponsorship.status = 'broadcasting';
+    }
+    return sponsorship.status;
+  });
+}
+
+/**
+ * Fails the sponsorship, once: a fuel send that never reached the chain charges the budget nothing,
+ * and the sponsored send (never signed: it waited for the fuel) is failed with its lock released.
+ */
+export async function failSponsorship(deps: SponsorshipDeps, sponsorshipId: string, reason: string, message: string): Promise<SponsorshipStatus> {
+  const sponsoredId = await deps.lifecycle.transaction(async (em) => {
+    const sponsorship = await lockedSponsorship(em, sponsorshipId);
+    if (sponsorship.status === 'failed' || sponsorship.status === 'confirmed') return null;
+    if (sponsorship.fuelTransaction.status === 'failed' && sponsorship.fuelTransaction.fee == null) sponsorship.budgetCharge = '0';
+    Object.assign(sponsorship, { status: 'failed', failureReason: reason, failureMessage: message });
+    return sponsorship.kind === 'transaction' ? sponsorship.sponsoredTransaction!.id : null;
+  });
+  if (sponsoredId) await failTransaction(deps.lifecycle, sponsoredId, reason, message);
+  return 'failed';
+}
+
+const sponsoredProvider = async (deps: SponsorshipDeps, sponsorship: Sponsorship) => deps.chains.provider(sponsorship.chain, sponsorship.environment);
+
+/**
+ * Broadcasts the client's bytes: `accepted` (or already known to the node), `unknown` when no node
+ * answered (re-queried, never given up), `failed` when refused and unknown to the chain.
+ */
+export async function broadcastSponsored(deps: SponsorshipDeps, sponsorshipId: string): Promise<'accepted' | 'unknown' | 'failed'> {
+  const sponsorship = await deps.lifecycle.em().findOneOrFail(Sponsorship, { id: sponsorshipId });
+  if (sponsorship.status === 'failed') return 'failed';
+  if (sponsorship.status === 'confirmed') return 'accepted';
+  const provider = await sponsoredProvider(deps, sponsorship);
+  try {
+    await provider.broadcast(sponsorship.signedTransaction!);
+  } catch (error) {
+    if (error instanceof NodeUnavailableError) return 'unknown';
+    if (!(error instanceof TransactionRejectedError)) throw error;
+    let known;
+    try {
+      known = await provider.transactionStatus(sponsorship.txHash!);
+    } catch (statusError) {
+      if (statusError instanceof NodeUnavailableError) return 'unknown';
+      throw statusError;
+    }
+    if (known.state === 'unknown') {
+      await failSponsorship(deps, sponsorshipId, error.reason, `The node refused the signed transaction: ${error.message}`);
+      return 'failed';
+    }
+  }
+  await deps.lifecycle.em().nativeUpdate(Sponsorship, { id: sponsorshipId, broadcastAccepted: false }, { broadcastAccepted: true, updatedAt: new Date() });
+  return 'accepted';
+}
+
+/** The client's transaction: `waiting`, `missing` (broadcast again), or mined at the confirmation count: confirmed (failed if its call reverted). */
+export async function checkSponsored(deps: SponsorshipDeps, sponsorshipId: string): Promise<'waiting' | 'missing' | 'confirmed' | 'failed'> {
+  const sponsorship = await deps.lifecycle.em().findOneOrFail(Sponsorship, { id: sponsorshipId });
+  if (sponsorship.status === 'confirmed' || sponsorship.status === 'failed') return sponsorship.status;
+  const status = await (await sponsoredProvider(deps, sponsorship)).transactionStatus(sponsorship.txHash!);
+  if (status.state === 'unknown') return 'missing';
+  if (status.state === 'pending') return 'waiting';
+  if (status.confirmations < requiredConfirmations(deps.config, sponsorship.chain)) return 'waiting';
+  if (!status.succeeded) {
+    await failSponsorship(deps, sponsorshipId, 'reverted', 'The transaction was mined but its call reverted: the sponsored fee was paid, nothing was sent.');
+    return 'failed';
+  }
+  await deps.lifecycle.transaction(async (em) => {
+    const row = await lockedSponsorship(em, sponsorshipId);
+    if (!FINAL.includes(row.status)) row.status = 'confirmed';
+  });
+  return 'confirmed';
+}

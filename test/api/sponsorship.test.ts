@@ -1,0 +1,304 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import { assetById, CHAIN_IDS } from '../../src/catalogue/service';
+import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
+import type { ChainProvider } from '../../src/chains/provider';
+import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
+import { erc20TransferData } from '../../src/chains/transfers/ethereum';
+import { Money, toBaseUnits, toDisplay } from '../../src/shared/money';
+import { clientKey, signClientTransfer, type ClientChain } from '../support/client-transfers';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { localTemporal } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { terminateWorkflows } from '../support/scanning';
+import { createTestWorker } from '../support/worker';
+
+type Chain = ClientChain;
+
+/**
+ * Fee sponsorship through the real API, Temporal and PostgreSQL on the Ethereum and Tron devnets:
+ * sponsored sends (`sponsor: true`), the daily budget, the platform's sponsorship, and
+ * sponsor-broadcast of client-signed transactions.
+ */
+describe('Gas stations: fee sponsorship', () => {
+  let app: TestApp;
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  let org: TestOrganization;
+  let paymaster: TestOrganization;
+  let beneficiary: TestOrganization;
+  const taskQueue = `sponsorship-${randomUUID()}`;
+  const config = {
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    DEVNET_BLOCK_INTERVAL_SECONDS: '3600',
+    CHAIN_SCAN_INTERVAL_SECONDS: '0.2',
+    CHAIN_CONFIRMATIONS_ETHEREUM: '2',
+    CHAIN_CONFIRMATIONS_TRON: '2',
+  };
+
+  before(async () => {
+    paymaster = await createTestOrganization('Platform paymaster');
+    const appConfig = { ...config, HEDGE_PAYMASTER_ORGANIZATION_ID: paymaster.organizationId, HEDGE_PAYMASTER_DAILY_BUDGET_USD: '1000' };
+    app = await startTestApp({ config: appConfig });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, appConfig));
+    running = worker.run();
+    org = await createTestOrganization('Sponsored');
+    beneficiary = await createTestOrganization('Sponsored by the platform');
+  });
+  after(async () => {
+    await terminateWorkflows((await localTemporal()).client, CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]));
+    worker?.shutdown();
+    await running;
+    await app?.close();
+  });
+
+  const call = (method: string, path: string, body?: unknown, key = org.secret) => app.request(method, path, { key, body });
+  const provider = (chain: Chain): Promise<ChainProvider> => app.deps.chains.provider(chain, 'sandbox');
+  const chainBalance = async (chain: Chain, address: string, assetId: string) => (await provider(chain)).balance(address, assetId);
+  const mine = async (chain: Chain, count = 1) => assert.equal((await call('POST', `/v1/sandbox/chains/${chain}/blocks`, { count })).status, 200);
+  const deposit = async (chain: Chain, address: string, asset: string, amount: string, key = org.secret) => {
+    const made = await call('POST', '/v1/sandbox/deposits', { chain, address, asset, amount }, key);
+    assert.equal(made.status, 201, made.text);
+  };
+  async function ledger(walletId: string, assetId: string, key = org.secret) {
+    const rows = (await call('GET', `/v1/wallets/${walletId}/balances`, undefined, key)).body.data as { asset_id: string; balance: string; locked: string }[];
+    const row = rows.find((candidate) => candidate.asset_id === assetId);
+    return { balance: BigInt(row?.balance ?? '0'), locked: BigInt(row?.locked ?? '0') };
+  }
+  async function credited(walletId: string, assetId: string, amount: bigint, key = org.secret) {
+    await eventually(async () => ((await ledger(walletId, assetId, key)).balance === amount ? true : undefined), `${assetId} credited to wallet ${walletId}`, 30_000, 300);
+  }
+  async function createWallet(chain: Chain, owner = org) {
+    const vault = await call('POST', '/v1/vaults', { name: `Senders ${chain}` }, owner.secret);
+    const wallet = await call('POST', '/v1/wallets', { name: `Sender ${chain}`, chain, vault_id: vault.body.id, wallet_type: 'hot' }, owner.secret);
+    assert.equal(wallet.status, 201, wallet.text);
+    return { id: wallet.body.id as string, address: wallet.body.primary_address.address as string };
+  }
+  async function createStation(chain: Chain, fund: string, owner = org, extra: Record<string, unknown> = {}) {
+    const created = await call('POST', '/v1/gas-stations', { name: `${chain} gas`, chain, threshold: '0', ...extra }, owner.secret);
+    assert.equal(created.status, 201, created.text);
+    const native = assetById(chain === 'ethereum' ? 'ETH' : 'TRX');
+    await deposit(chain, created.body.address, native.id, fund, owner.secret);
+    await mine(chain, 2);
+    await credited(created.body.wallet_id, native.id, BigInt(created.body.balance) + BigInt(Math.round(Number(fund) * 10 ** native.decimals)), owner.secret);
+    return created.body as { id: string; address: string; wallet_id: string };
+  }
+  /** Mines until `read` answers (each round one block), for flows that wait for several confirmations. */
+  async function mineUntil<T>(chain: Chain, read: () => Promise<T | undefined>, what: string): Promise<T> {
+    return eventually(
+      async () => {
+        const value = await read();
+        if (value !== undefined) return value;
+        await mine(chain);
+        return undefined;
+      },
+      what,
+      90_000,
+      500,
+    );
+  }
+
+  describe('sponsored sends (sponsor: true)', () => {
+    let sender: { id: string; address: string };
+    let station: { id: string; address: string; wallet_id: string };
+
+    before(async () => {
+      sender = await createWallet('ethereum');
+      await deposit('ethereum', sender.address, 'USDC_ETH', '100');
+      station = await createStation('ethereum', '1');
+      await credited(sender.id, 'USDC_ETH', 100_000_000n);
+    });
+
+    it('estimates the sponsored fee before anyone sends: the station can pay it, the platform not on this chain without its station', async () => {
+      const estimate = await call('POST', '/v1/transactions/estimate-fee', { wallet_id: sender.id, to_address: RECIPIENT, amount: '10', asset: 'USDC_ETH', sponsor: true });
+      assert.equal(estimate.status, 200, estimate.text);
+      const medium = estimate.body.fee_levels.medium;
+      assert.equal(medium.total_debit_amount, '10', 'sponsored, the wallet gives the amount and nothing else');
+      const item = (key: string) => medium.breakdown.find((entry: { key: string }) => entry.key === key).value as string;
+      const gas = BigInt(item('gas_limit'));
+      assert.equal(gas, await (await provider('ethereum')).estimateGas!({ from: sender.address, to: (await provider('ethereum')).tokenAddress('USDC_ETH')!, data: erc20TransferData(RECIPIENT, 10_000_000n) }), "the node's exact gas");
+      assert.equal(BigInt(medium.amount_raw), gas * toBaseUnits(item('gas_price'), 9), 'the sponsored fee is that gas at one fixed price');
+      const [platform, customer] = medium.funding_options;
+      assert.equal(customer.funding_model, 'customer_gas_station');
+      assert.equal(customer.available, true, customer.status_label);
+      assert.equal(customer.network_fee_amount_raw, medium.amount_raw);
+      assert.ok(BigInt(customer.fee_asset_amount_raw) > BigInt(customer.network_fee_amount_raw), "the station also pays its own fuel send's fee");
+      assert.equal(platform.funding_model, 'provider_sponsorship');
+      assert.equal(platform.available, false);
+      assert.equal(platform.unavailable_reason, 'sponsorship_not_configured', 'the paymaster organization has no Ethereum station');
+
+      const bitcoin = await call('POST', '/v1/transactions', { wallet_id: (await createBitcoinWallet()).id, to_address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', amount: '0.001', asset: 'BTC', sponsor: true });
+      assert.equal(bitcoin.status, 400);
+      assert.equal(bitcoin.body.error.code, 'sponsorship_unavailable');
+      assert.equal(bitcoin.body.error.details.reason, 'unsupported_chain');
+    });
+
+    async function createBitcoinWallet() {
+      const vault = await call('POST', '/v1/vaults', { name: 'Bitcoin' });
+      return (await call('POST', '/v1/wallets', { name: 'Bitcoin', chain: 'bitcoin', vault_id: vault.body.id, wallet_type: 'hot' })).body as { id: string };
+    }
+
+    it("sends a token with the fee paid by the station: the sender's ether ends where it began, the station is debited the fee and its fuel send's fee exactly", async () => {
+      const senderEthBefore = await chainBalance('ethereum', sender.address, 'ETH');
+      assert.equal(senderEthBefore, 0n, 'the sender holds no ether at all');
+      const stationBefore = await chainBalance('ethereum', station.address, 'ETH');
+
+      const sent = await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: RECIPIENT, amount: '10', asset: 'USDC_ETH', sponsor: true });
+      assert.equal(sent.status, 201, sent.text);
+      assert.equal(sent.body.sponsor, true);
+      assert.ok(sent.body.sponsorship_id);
+      assert.equal(sent.body.status, 'pending', 'it waits for the fuel');
+      assert.equal((await ledger(sender.id, 'ETH')).locked, 0n, "nothing of the sender's ether is locked for the fee");
+
+      const confirmed = await mineUntil(
+        'ethereum',
+        async () => {
+          const transaction = (await call('GET', `/v1/transactions/${sent.body.id}`)).body;
+          return transaction.status === 'confirmed' ? transaction : undefined;
+        },
+        'the sponsored send confirmed',
+      );
+      const fuels = (await call('GET', `/v1/transactions?wallet_id=${station.wallet_id}`)).body.data as { id: string; to_address: string; amount_raw: string; fee_raw: string; status: string; policy_decision: unknown }[];
+      const fuel = fuels.find((candidate) => candidate.to_address === sender.address)!;
+      assert.equal(fuel.status, 'confirmed');
+      assert.equal(fuel.amount_raw, confirmed.fee_raw, 'the fuel is exactly the fee the send paid');
+      assert.equal(confirmed.fee_raw, confirmed.fee_limit_raw, 'a sponsored send pays exactly its signed gas at its fixed price');
+      assert.equal(await chainBalance('ethereum', sender.address, 'ETH'), senderEthBefore, "the sender's native balance ends where it began");
+      assert.equal(await chainBalance('ethereum', RECIPIENT, 'USDC_ETH'), 10_000_000n);
+      assert.equal(stationBefore - (await chainBalance('ethereum', station.address, 'ETH')), BigInt(fuel.amount_raw) + BigInt(fuel.fee_raw), 'the station paid the fee and its fuel send, nothing else');
+      await eventually(async () => ((await ledger(sender.id, 'ETH')).balance === 0n ? true : undefined), "the sender's ledger: the fuel credited, the fee debited");
+    });
+
+    it('stops at the daily budget with a clear reason, and the estimate says so before anyone sends', async () => {
+      const estimate = await call('POST', '/v1/transactions/estimate-fee', { wallet_id: sender.id, to_address: RECIPIENT, amount: '1', asset: 'USDC_ETH', sponsor: true });
+      const cost = BigInt(estimate.body.fee_levels.medium.funding_options[1].fee_asset_amount_raw);
+      // Today the station already paid one sponsorship: a budget of that plus one more fee's cost allows exactly one more.
+      const [spent] = await app.deps.orm.em.fork().execute<{ spent: string }[]>('select sum(budget_charge)::text as spent from sponsorships where station_id = ?', [station.id]);
+      const budget = BigInt(spent!.spent) + cost;
+      const patched = await call('PATCH', `/v1/gas-stations/${station.id}`, { daily_sponsorship_budget: toDisplay(budget, 18) });
+      assert.equal(patched.status, 200, patched.text);
+      assert.equal(patched.body.daily_sponsorship_budget_raw, budget.toString());
+
+      const first = await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: RECIPIENT, amount: '1', asset: 'USDC_ETH', sponsor: true });
+      assert.equal(first.status, 201, first.text);
+      const after = await call('POST', '/v1/transactions/estimate-fee', { wallet_id: sender.id, to_address: RECIPIENT, amount: '1', asset: 'USDC_ETH', sponsor: true });
+      const option = after.body.fee_levels.medium.funding_options[1];
+      assert.equal(option.available, false);
+      assert.equal(option.unavailable_reason, 'daily_budget_exhausted');
+      assert.match(option.status_label, /daily sponsorship budget/);
+      const lockedBefore = await ledger(sender.id, 'USDC_ETH');
+      const refused = await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: RECIPIENT, amount: '1', asset: 'USDC_ETH', sponsor: true });
+      assert.equal(refused.status, 400);
+      assert.equal(refused.body.error.code, 'sponsorship_unavailable');
+      assert.equal(refused.body.error.param, 'sponsor');
+      assert.equal(refused.body.error.details.reason, 'daily_budget_exhausted');
+      assert.deepEqual(await ledger(sender.id, 'USDC_ETH'), lockedBefore, 'a refused sponsorship locks nothing');
+      // Unsponsored, the same send is the wallet's own business (here: it has no ether for the fee).
+      const unsponsored = await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: RECIPIENT, amount: '1', asset: 'USDC_ETH' });
+      assert.equal(unsponsored.body.error.code, 'insufficient_funds');
+      await mineUntil('ethereum', async () => ((await call('GET', `/v1/transactions/${first.body.id}`)).body.status === 'confirmed' ? true : undefined), 'the budgeted send confirmed');
+    });
+
+    it("falls back to the platform's sponsorship for an organization without a station, within its daily USD budget", async () => {
+      await createStation('ethereum', '1', paymaster);
+      const own = await createWallet('ethereum', beneficiary);
+      await deposit('ethereum', own.address, 'USDC_ETH', '5', beneficiary.secret);
+      await mine('ethereum', 2);
+      await credited(own.id, 'USDC_ETH', 5_000_000n, beneficiary.secret);
+      const body = { wallet_id: own.id, to_address: RECIPIENT, amount: '1', asset: 'USDC_ETH', sponsor: true };
+      const estimate = await call('POST', '/v1/transactions/estimate-fee', body, beneficiary.secret);
+      const [platform, customer] = estimate.body.fee_levels.medium.funding_options;
+      assert.equal(customer.unavailable_reason, 'no_gas_station');
+      assert.equal(platform.available, true, platform.status_label);
+      assert.equal(platform.execution_control, 'platform');
+      // The operator's budget: one and a half of this fee's cost in USD a day (ETH at the sandbox's 3000 USD), so one send fits and two do not.
+      const usd = new Money(platform.fee_asset_amount).times(3000).times('1.5').toFixed(8);
+      app.deps.config.HEDGE_PAYMASTER_DAILY_BUDGET_USD = usd;
+
+      const sent = await call('POST', '/v1/transactions', body, beneficiary.secret);
+      assert.equal(sent.status, 201, sent.text);
+      const second = await call('POST', '/v1/transactions', body, beneficiary.secret);
+      assert.equal(second.status, 400);
+      assert.equal(second.body.error.details.reason, 'daily_budget_exhausted');
+      assert.equal(second.body.error.details.funding_model, 'provider_sponsorship');
+      await mineUntil('ethereum', async () => ((await call('GET', `/v1/transactions/${sent.body.id}`, undefined, beneficiary.secret)).body.status === 'confirmed' ? true : undefined), 'the platform-sponsored send confirmed');
+      assert.equal(await chainBalance('ethereum', own.address, 'ETH'), 0n);
+    });
+  });
+
+  describe('sponsor-broadcast of client-signed transactions', () => {
+    for (const chain of ['tron', 'ethereum'] as const) {
+      const token = chain === 'tron' ? assetById('USDT_TRX') : assetById('USDC_ETH');
+      const native = chain === 'tron' ? 'TRX' : 'ETH';
+
+      it(`${chain}: refuses a forged or mismatched transaction naming the field, broadcasting nothing; funds and broadcasts the true one`, async () => {
+        const client = clientKey(chain);
+        const recipient = clientKey(chain).address;
+        await deposit(chain, client.address, token.id, '10');
+        const station = chain === 'tron' ? await createStation('tron', '100') : (await call('GET', '/v1/gas-stations')).body.data.find((s: { chain: string }) => s.chain === 'ethereum');
+        await mineUntil(chain, async () => ((await chainBalance(chain, client.address, token.id)) === 10n * 10n ** BigInt(token.decimals) ? true : undefined), 'the client funded');
+        if (chain === 'ethereum') await call('PATCH', `/v1/gas-stations/${station.id}`, { daily_sponsorship_budget: null });
+        const stationBefore = await chainBalance(chain, station.address, native);
+
+        const signed = await signClientTransfer(await provider(chain), chain, client, recipient, token.id, 4n * 10n ** BigInt(token.decimals));
+        const claim = { from_address: client.address, to_address: recipient, asset: token.symbol, amount: '4', network: chain === 'tron' ? 'nile' : 'sepolia', signed_tx: signed.raw, tx_hash: signed.txid };
+        const forged = signed.raw.slice(0, -6) + (signed.raw.endsWith('1b') || signed.raw.endsWith('1c') ? '00ff' : 'ff00') + signed.raw.slice(-2);
+        const cases: [Record<string, unknown>, string][] = [
+          [{ ...claim, amount: '5' }, 'amount'],
+          [{ ...claim, to_address: clientKey(chain).address }, 'to_address'],
+          [{ ...claim, from_address: clientKey(chain).address }, 'from_address'],
+          [{ ...claim, network: 'mainnet' }, 'network'],
+          [{ ...claim, asset: native }, 'asset'],
+          [{ ...claim, tx_hash: signed.txid.replace(/.$/, (c) => (c === '0' ? '1' : '0')) }, 'tx_hash'],
+          // A forged Ethereum signature recovers some other key (Ethereum names no sender); Tron's is refused as a signature.
+          [{ ...claim, signed_tx: forged, tx_hash: undefined }, chain === 'ethereum' ? 'from_address' : 'signed_tx'],
+        ];
+        for (const [body, param] of cases) {
+          const refused = await call('POST', '/v1/gas-stations/sponsor-broadcast', body);
+          assert.equal(refused.status, 400, `${param}: ${refused.text}`);
+          assert.equal(refused.body.error.param, param, refused.text);
+        }
+        assert.equal((await (await provider(chain)).transactionStatus(signed.txid)).state, 'unknown', 'nothing was broadcast');
+        assert.equal(await chainBalance(chain, client.address, native), 0n, 'nothing was funded');
+
+        const accepted = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim);
+        assert.equal(accepted.status, 202, accepted.text);
+        assert.equal(accepted.body.object, 'sponsor_broadcast');
+        assert.equal(accepted.body.status, 'funding');
+        assert.equal(accepted.body.broadcast_accepted, false);
+        assert.equal(accepted.body.tx_hash, signed.txid);
+        assert.equal(accepted.body.mode, 'customer_gas_station');
+        assert.equal(accepted.body.gas_station_id, station.id);
+        assert.equal(accepted.body.sponsor_amount_raw, signed.maxFee.toString());
+        if (chain === 'tron') {
+          assert.equal(accepted.body.sponsor_amount_sun, signed.maxFee.toString());
+          assert.equal(accepted.body.sponsor_amount_trx, (Number(signed.maxFee) / 1e6).toString());
+        } else {
+          assert.equal(accepted.body.sponsor_amount_sun, null);
+        }
+        const again = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim);
+        assert.equal(again.body.id, accepted.body.id, 'the same signed transaction is sponsored once');
+
+        const done = await mineUntil(
+          chain,
+          async () => {
+            const read = (await call('GET', `/v1/gas-stations/sponsor-broadcasts/${accepted.body.id}`)).body;
+            return read.status === 'confirmed' || read.status === 'failed' ? read : undefined;
+          },
+          'the sponsored broadcast confirmed',
+        );
+        assert.equal(done.status, 'confirmed', done.failure_message);
+        assert.equal(done.broadcast_accepted, true);
+        assert.equal(await chainBalance(chain, recipient, token.id), 4n * 10n ** BigInt(token.decimals));
+        assert.equal(await chainBalance(chain, client.address, native), 0n, "the client's fee was exactly the fuel");
+        const fuel = (await call('GET', `/v1/transactions/${done.sponsor_tx_id}`)).body;
+        assert.equal(stationBefore - (await chainBalance(chain, station.address, native)), BigInt(fuel.amount_raw) + BigInt(fuel.fee_raw));
+        assert.equal((await call('GET', `/v1/gas-stations/sponsor-broadcasts/${accepted.body.id}`, undefined, beneficiary.secret)).status, 404, "another organization's sponsorship is missing");
+      });
+    }
+
+  });
+});
+
+const RECIPIENT = '0x000000000000000000000000000000000000dEaD';
