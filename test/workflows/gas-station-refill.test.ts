@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { WalletBalance } from '../../src/custody/entities';
 import { moveWalletBalance } from '../../src/custody/service';
+import { toDisplay } from '../../src/shared/money';
 import { Event } from '../../src/events/entities';
 import { gasStationRefillWorkflowId } from '../../src/gas-stations/flows/refill';
 import { OutgoingTransaction } from '../../src/transactions/entities';
@@ -134,6 +136,36 @@ describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => 
     const spent = await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id: spend.body.id });
     assert.equal(after.body.balance, (BigInt(station.balance) - BigInt(spent.amount) - BigInt(spent.fee!) + ETHER / 10n).toString());
     assert.equal(after.body.health_status, 'healthy');
+  });
+
+  it('a spend crossing the threshold while two deposits arrive and two periodic checks run refills exactly once', async () => {
+    const env = await timeSkippingTemporal();
+    const station = (await call('GET', '/v1/gas-stations')).body.data[0] as { id: string; address: string; wallet_id: string; balance: string; threshold_raw: string; refill_from_wallet_id: string; refill_amount_raw: string };
+    const refillsBefore = (await sendsFrom(station.refill_from_wallet_id)).length;
+    // No scanner runs here: the station wallet's ledger is brought to what the chain holds.
+    const ledger = await (await testOrm()).em.fork().findOne(WalletBalance, { wallet: station.wallet_id, assetId: 'ETH' });
+    await moveWalletBalance((await testOrm()).em.fork(), station.wallet_id, 'ETH', { balance: BigInt(station.balance) - BigInt(ledger?.balance ?? '0') });
+    // Leaves 0.01 ETH less the fee: below the 0.05 threshold even with both small deposits.
+    const spendAmount = BigInt(station.balance) - ETHER / 100n;
+    const spend = await call('POST', '/v1/transactions', { wallet_id: station.wallet_id, to_address: '0x000000000000000000000000000000000000dEaD', amount: toDisplay(spendAmount, 18), asset: 'ETH' });
+    assert.equal(spend.status, 201, spend.text);
+    await eventually(async () => ((await sendsFrom(station.wallet_id)).find((send) => send.id === spend.body.id)?.status === 'broadcast' ? true : undefined), 'the spend broadcast');
+    // Two deposits to the station land in the spend's blocks.
+    const deposit = ETHER / 1000n;
+    await Promise.all([1, 2].map(async () => fundFromFaucet((await testOrm()).em.fork(), 'ethereum', { to: station.address, assetId: 'ETH', amount: deposit })));
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    // The spend settles (a trigger) while two periodic checks run (two more).
+    const [settled] = await Promise.all([env.client.workflow.getHandle(`transaction-${spend.body.id}`).result(), runCheck(), runCheck()]);
+    assert.equal(settled, 'confirmed');
+
+    await eventually(async () => ((await sendsFrom(station.refill_from_wallet_id)).some((send) => send.status === 'broadcast') ? true : undefined), 'the refill broadcast');
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    assert.equal(await env.client.workflow.getHandle(gasStationRefillWorkflowId(station.id)).result(), 'refilled');
+    assert.deepEqual(await runCheck(), { armed: 0 }, 'refilled above the threshold: nothing more to do');
+    assert.equal((await sendsFrom(station.refill_from_wallet_id)).length, refillsBefore + 1, 'exactly one refill for the spend, the deposits and both checks');
+    const spent = await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id: spend.body.id });
+    const after = await call('GET', `/v1/gas-stations/${station.id}`);
+    assert.equal(after.body.balance, (BigInt(station.balance) - spendAmount - BigInt(spent.fee!) + 2n * deposit + BigInt(station.refill_amount_raw)).toString());
   });
 
   it('a refill that cannot be sent is retried by the policy (3 attempts, 1 and 5 minutes apart) and then reported', async () => {
