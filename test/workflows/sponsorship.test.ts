@@ -8,7 +8,7 @@ import { Sponsorship } from '../../src/gas-stations/entities';
 import { sponsorshipFlow } from '../../src/gas-stations/flows/sponsorship';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { workflowBundle } from '../../src/worker-setup';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
