@@ -1,6 +1,8 @@
+import { AddressBookEntry } from '../address-book/entities';
 import { ApiKey } from '../api-keys/entities';
 import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
 import { Card, CardTransaction, Customer } from '../cards/entities';
+import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../consolidation/entities';
 import { DevnetBalance, DevnetBlock, DevnetNonce, DevnetOutput, DevnetTransaction } from '../chains/devnet/entities';
 import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
@@ -40,6 +42,10 @@ export const entities = [
   WalletOutput,
   GasStation,
   Sponsorship,
+  AddressBookEntry,
+  ConsolidationRule,
+  ConsolidationRun,
+  ConsolidationSweep,
   SigningSecrets,
   WebhookEndpoint,
   Subscription,

@@ -1,0 +1,52 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { emit } from '../events/service';
+import { recordStart } from '../temporal/starter';
+import { ConsolidationRule, ConsolidationRun, type TriggerSource } from './entities';
+import { consolidationRunFlow } from './flows/run';
+
+export interface RunTrigger {
+  source: TriggerSource;
+  /** Manual: the member, or the API key without a member, that asked. */
+  userId?: string | null;
+  /** What fired it, recorded when it joins a run in progress (the deposit id of a threshold trigger...). */
+  detail?: string;
+}
+
+/**
+ * Starts a run of `ruleId`, one at a time per rule: under the rule's row lock, a rule with a run in
+ * progress (`active_run_id`) gets the trigger recorded on that run, not a second run; otherwise a
+ * new run (`pending`) becomes the active one and workflow `consolidation-run-<id>` is recorded to
+ * start after the caller's commit. A disabled or deleted rule starts nothing (null).
+ */
+export async function triggerRun(em: EntityManager, ruleId: string, trigger: RunTrigger): Promise<{ run: ConsolidationRun; started: boolean } | null> {
+  await em.execute('select id from consolidation_rules where id = ? for update', [ruleId]);
+  const rule = await em.findOneOrFail(ConsolidationRule, { id: ruleId }, { refresh: true });
+  if (!rule.enabled || rule.deletedAt) return null;
+  if (rule.activeRunId) {
+    const active = await em.findOneOrFail(ConsolidationRun, { id: rule.activeRunId });
+    active.recordedTriggers = [...(active.recordedTriggers ?? []), { source: trigger.source, at: new Date().toISOString(), ...(trigger.detail ? { detail: trigger.detail } : {}) }];
+    await em.flush();
+    return { run: active, started: false };
+  }
+  const run = em.create(ConsolidationRun, {
+    organization: rule.organization,
+    environment: rule.environment,
+    rule,
+    vault: rule.vault,
+    chain: rule.chain,
+    network: rule.network,
+    status: 'pending',
+    triggerSource: trigger.source,
+    initiatedByUserId: trigger.userId ?? null,
+  });
+  rule.activeRunId = run.id;
+  await em.flush();
+  recordStart(em, consolidationRunFlow, { runId: run.id }, rule.organization.id);
+  return { run, started: true };
+}
+
+/** Frees the rule for its next run, once the run has finished (its workflow's last step). */
+export async function releaseRule(em: EntityManager, run: ConsolidationRun): Promise<void> {
+  await em.nativeUpdate(ConsolidationRule, { id: run.rule.id, activeRunId: run.id }, { activeRunId: null });
+}
+
