@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { emit } from '../events/service';
 import { recordStart } from '../temporal/starter';
 import { ConsolidationRule, ConsolidationRun, type TriggerSource } from './entities';
 import { consolidationRunFlow } from './flows/run';
