@@ -7,7 +7,8 @@ import type { ChainNodes } from '../chains/nodes';
 import type { ChainProvider, FeeLevel, FeeMarket } from '../chains/provider';
 import { erc20TransferData } from '../chains/transfers/ethereum';
 import type { Config } from '../config';
-import type { Wallet } from '../custody/entities';
+import type { Address, Wallet } from '../custody/entities';
+import type { FundingModel, GasStation } from '../gas-stations/entities';
 import { findPrimaryAddress, type Tenant } from '../custody/service';
 import { emit } from '../events/service';
 import { requiredConfirmations } from '../monitoring/service';
@@ -43,6 +44,15 @@ export interface SystemInitiator extends Tenant {
   automationRuleId: string;
 }
 
+/**
+ * What an automation (a consolidation sweep) may choose that the API does not offer: the sending
+ * address (any of the wallet's, not only its primary) and who pays a sponsored fee.
+ */
+export interface AutomatedSend {
+  fromAddress?: Address;
+  funding?: { model: FundingModel; station: GasStation };
+}
+
 /** Who submits a send: a caller's key, or the service for an automation. */
 export type SendInitiator = AuthContext | SystemInitiator;
 
@@ -65,7 +75,7 @@ interface FeePlan {
  * `transaction-<id>` workflow is recorded to start after commit. A refusal at any step rolls the
  * whole request back: nothing is locked, recorded or announced.
  */
-export async function createTransaction(em: EntityManager, config: Config, chains: ChainNodes, auth: SendInitiator, input: CreateTransactionInput) {
+export async function createTransaction(em: EntityManager, config: Config, chains: ChainNodes, auth: SendInitiator, input: CreateTransactionInput, automation: AutomatedSend = {}) {
   const transfer = await resolveTransfer(em, auth, input);
   const { wallet, chain, asset, native, toAddress, amount, gross } = transfer;
   const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
@@ -87,7 +97,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   }
   const pinned = input.inputs?.map(pinnedInput);
   // Sponsored: the organization's gas station (else the platform's sponsorship) pays the fee, priced at the station's strategy unless the caller names a level.
-  const funding = input.sponsor ? await chooseFunding(em, config, auth, chain.id) : null;
+  const funding = input.sponsor ? (automation.funding ?? (await chooseFunding(em, config, auth, chain.id))) : null;
   const level = funding ? sponsoredLevel(funding.station, input.fee_level) : (input.fee_level ?? 'medium');
 
   const market = await readFeeMarket(chains, chain.id, auth.environment, em);
@@ -95,7 +105,8 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   if (asset.type !== 'native' && !provider.tokenAddress(asset.id)) {
     throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });
   }
-  const from = await findPrimaryAddress(em, wallet);
+  const from = automation.fromAddress ?? (await findPrimaryAddress(em, wallet));
+  if (from.wallet.id !== wallet.id) throw new Error(`address ${from.id} is not of wallet ${wallet.id}`);
   const sponsoredGas = funding && market.model === 'eip1559' ? await transferGas(provider, asset, from.address, toAddress, amount) : undefined;
   const plan: FeePlan =
     chain.id === 'bitcoin'
