@@ -1,0 +1,253 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import ERC20PresetFixedSupply from '@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json';
+import { createWalletClient, encodeFunctionData, erc20Abi, getAddress, http, parseEther, parseTransaction, parseUnits, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { ChainNodes } from '../../src/chains/nodes';
+import { ChainScanCursor } from '../../src/monitoring/entities';
+import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
+import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
+import { ANVIL_CHAIN_ID, startAnvil, type Anvil, anvilSandboxConfig } from '../support/anvil';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { clientKey, signClientTransfer } from '../support/client-transfers';
+import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
+import { testLogger } from '../support/secret-scan';
+import { createTestWorker } from '../support/worker';
+
+/** anvil's first dev account key (its default mnemonic): public test material, funded with 10000 ETH. */
+const ANVIL_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+const CONFIRMATIONS = 2;
+
+interface Transaction {
+  id: string;
+  status: string;
+  to_address: string;
+  amount_raw: string;
+  fee_raw: string | null;
+  fee_limit_raw: string;
+  tx_hash: string | null;
+  sponsor: boolean;
+  sponsorship_id: string | null;
+}
+
+interface Receipt {
+  status: Hex;
+  contractAddress: Hex | null;
+  gasUsed: Hex;
+  effectiveGasPrice: Hex;
+}
+
+/** Fee sponsorship on a real Ethereum node (anvil), through the API, Temporal and PostgreSQL: a sponsored ERC-20 send, and sponsor-broadcast of a client-signed one. */
+describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a sponsored token send and a client-signed transfer, exactly their fee', () => {
+  let anvil: Anvil;
+  let app: TestApp;
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  let org: TestOrganization;
+  let token: Hex;
+  const config: Record<string, string> = {};
+
+  const funder = privateKeyToAccount(ANVIL_KEY);
+  const funderWallet = () =>
+    createWalletClient({ account: funder, transport: http(anvil.url), chain: { id: ANVIL_CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } } });
+  const mine = (blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
+  const ethBalance = async (address: string) => BigInt((await anvil.call('eth_getBalance', [address, 'latest'])) as Hex);
+  const tokenBalance = async (address: string) =>
+    BigInt((await anvil.call('eth_call', [{ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [address as Hex] }) }, 'latest'])) as Hex);
+  const receiptOf = async (hash: string) => eventually(async () => ((await anvil.call('eth_getTransactionReceipt', [hash])) as Receipt | null) ?? undefined, `the receipt of ${hash}`);
+  /** The fee the node says the transaction paid, from its own receipt. */
+  const receiptFee = (receipt: Receipt) => BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice);
+
+  before(async function () {
+    try {
+      anvil = await startAnvil();
+    } catch (error) {
+      console.log(`      anvil could not start: ${(error as Error).message}`);
+      this.skip();
+    }
+    const deployHash = await funderWallet().deployContract({
+      abi: ERC20PresetFixedSupply.abi,
+      bytecode: ERC20PresetFixedSupply.bytecode as Hex,
+      args: ['USD Coin', 'USDC', parseUnits('1000000', 6), funder.address],
+    });
+    token = getAddress((await receiptOf(deployHash)).contractAddress!);
+    await resetScanState('ethereum');
+    const taskQueue = `anvil-sponsorship-${randomUUID()}`;
+    Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
+    app = await startTestApp({ config });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
+    running = worker.run();
+    await startSandboxScanner((await localTemporal()).client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
+    org = await createTestOrganization('Anvil sponsorship');
+  });
+
+  after(async () => {
+    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('ethereum', 'sandbox')]);
+    worker?.shutdown();
+    await running;
+    await resetScanState('ethereum');
+    await app?.close();
+    await anvil?.stop();
+  });
+
+  const call = (method: string, path: string, body?: unknown) => app.request(method, path, { key: org.secret, body });
+  const read = async (id: string) => (await call('GET', `/v1/transactions/${id}`)).body as Transaction;
+
+  async function ledger(walletId: string, assetId: string) {
+    const rows = (await call('GET', `/v1/wallets/${walletId}/balances`)).body.data as { asset_id: string; balance: string; locked: string }[];
+    const row = rows.find((candidate) => candidate.asset_id === assetId);
+    return { balance: BigInt(row?.balance ?? '0'), locked: BigInt(row?.locked ?? '0') };
+  }
+  /** Mines the confirmations of what anvil already mined, and waits until `walletId`'s ledger books `amount` of `assetId`. */
+  async function credited(walletId: string, assetId: string, amount: bigint) {
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ledger(walletId, assetId)).balance === amount ? true : undefined), `${assetId} credited to wallet ${walletId}`, 30_000, 250);
+  }
+  /** Mines one block a round until `settled` answers: each sponsorship waits for its fuel's confirmations, then for its own. */
+  async function mineUntil<T>(settled: () => Promise<T | undefined>, what: string): Promise<T> {
+    return eventually(
+      async () => {
+        const value = await settled();
+        if (value !== undefined) return value;
+        await mine(1);
+        return undefined;
+      },
+      what,
+      30_000,
+      300,
+    );
+  }
+  /** The station's fuel send to `address`, from the station wallet's transactions. */
+  async function fuelTo(stationWalletId: string, address: string): Promise<Transaction> {
+    const sends = (await call('GET', `/v1/transactions?wallet_id=${stationWalletId}`)).body.data as Transaction[];
+    const fuels = sends.filter((send) => send.to_address.toLowerCase() === address.toLowerCase());
+    assert.equal(fuels.length, 1, `one fuel send to ${address}`);
+    return fuels[0]!;
+  }
+
+  /** The ledger invariant for every wallet of the organization (the station's and the sender's), once scanning has caught up with the tip. */
+  async function ledgerMatchesChain() {
+    const tip = Number(await anvil.call('eth_blockNumber'));
+    await eventually(async () => {
+      const cursor = await (await testOrm()).em.fork().findOne(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' });
+      return cursor && cursor.height >= tip ? true : undefined;
+    }, 'scanning caught up with the tip');
+    const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
+    const provider = await nodes.provider('ethereum', 'sandbox');
+    const result = await compareLedgerWithChain((await testOrm()).em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId, assetIds: ['ETH', 'USDC_ETH'] });
+    assert.equal(result.wallets, 2);
+    assert.deepEqual(result.mismatches, []);
+  }
+
+  let station: { id: string; address: string; wallet_id: string };
+  const STATION_FUNDED = parseEther('1');
+  const SENDER_FUNDED = parseUnits('100', 6);
+
+  it("a sponsored ERC-20 send: the station fuels exactly the fee, the sender's ether is 0 before and after, and the ledger equals the chain", async () => {
+    const created = await call('POST', '/v1/gas-stations', { name: 'Ethereum gas', chain: 'ethereum', threshold: '0' });
+    assert.equal(created.status, 201, created.text);
+    station = created.body;
+    const vault = await call('POST', '/v1/vaults', { name: 'Senders' });
+    const wallet = await call('POST', '/v1/wallets', { name: 'Sender', chain: 'ethereum', vault_id: vault.body.id, wallet_type: 'hot' });
+    assert.equal(wallet.status, 201, wallet.text);
+    const sender = { id: wallet.body.id as string, address: wallet.body.primary_address.address as string };
+    await funderWallet().sendTransaction({ to: station.address as Hex, value: STATION_FUNDED });
+    await funderWallet().writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [sender.address as Hex, SENDER_FUNDED] });
+    await credited(station.wallet_id, 'ETH', STATION_FUNDED);
+    await credited(sender.id, 'USDC_ETH', SENDER_FUNDED);
+
+    const recipient = privateKeyToAccount(generatePrivateKey()).address;
+    const body = { wallet_id: sender.id, to_address: recipient, amount: '10', asset: 'USDC_ETH', sponsor: true };
+    const estimate = await call('POST', '/v1/transactions/estimate-fee', body);
+    assert.equal(estimate.status, 200, estimate.text);
+    const options = estimate.body.fee_levels.medium.funding_options as { funding_model: string; available: boolean; status_label: string }[];
+    const customer = options.find((option) => option.funding_model === 'customer_gas_station')!;
+    assert.equal(customer.available, true, customer.status_label);
+
+    assert.equal(await ethBalance(sender.address), 0n, 'the sender holds no ether at all');
+    const stationBefore = await ethBalance(station.address);
+    const sent = await call('POST', '/v1/transactions', body);
+    assert.equal(sent.status, 201, sent.text);
+    assert.equal(sent.body.status, 'pending', 'it waits for the fuel');
+    assert.equal(sent.body.sponsor, true);
+    assert.ok(sent.body.sponsorship_id, 'the send names its sponsorship');
+
+    const confirmed = await mineUntil(async () => {
+      const transaction = await read(sent.body.id);
+      return ['confirmed', 'failed'].includes(transaction.status) ? transaction : undefined;
+    }, 'the sponsored send settled');
+    assert.equal(confirmed.status, 'confirmed');
+    const receipt = await receiptOf(confirmed.tx_hash!);
+    assert.equal(receipt.status, '0x1');
+    assert.equal(BigInt(confirmed.fee_raw!), receiptFee(receipt), "the send's fee_raw is its receipt's gas used x effective gas price");
+    const signedGas = BigInt(((await anvil.call('eth_getTransactionByHash', [confirmed.tx_hash])) as { gas: Hex }).gas);
+    assert.equal(
+      await ethBalance(sender.address),
+      0n,
+      `the sender's ether ends where it began (signed gas limit ${signedGas}, gas used ${BigInt(receipt.gasUsed)}, price ${BigInt(receipt.effectiveGasPrice)})`,
+    );
+    assert.equal(await tokenBalance(recipient), parseUnits('10', 6), 'the recipient got the tokens');
+
+    const fuel = await fuelTo(station.wallet_id, sender.address);
+    assert.equal(fuel.status, 'confirmed');
+    const fuelReceipt = await receiptOf(fuel.tx_hash!);
+    assert.equal(BigInt(fuel.fee_raw!), receiptFee(fuelReceipt), "the fuel send's fee_raw is its receipt's");
+    assert.equal(fuel.amount_raw, confirmed.fee_raw, 'the fuel is exactly the fee the sponsored send paid');
+    assert.equal(stationBefore - (await ethBalance(station.address)), BigInt(fuel.amount_raw) + BigInt(fuel.fee_raw!), 'the station paid the fuel and its own fee, nothing else');
+
+    await eventually(async () => ((await ledger(sender.id, 'ETH')).balance === 0n ? true : undefined), "the sender's ledger: the fuel credited, the fee debited");
+    await ledgerMatchesChain();
+  });
+
+  it("sponsor-broadcast of a client-signed ERC-20 transfer: a mismatched claim is refused unbroadcast, the true one is fuelled gas x price and confirmed, the client's ether ends at 0", async () => {
+    const provider = await app.deps.chains.provider('ethereum', 'sandbox');
+    const client = clientKey('ethereum');
+    const recipient = clientKey('ethereum').address;
+    await receiptOf(await funderWallet().writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [client.address as Hex, parseUnits('10', 6)] }));
+    const stationBefore = await ethBalance(station.address);
+
+    const amount = parseUnits('4', 6);
+    const signed = await signClientTransfer(provider, 'ethereum', client, recipient, 'USDC_ETH', amount, 0n);
+    const claim = { from_address: client.address, to_address: recipient, asset: 'USDC', amount: '4', network: 'sepolia', signed_tx: signed.raw, tx_hash: signed.txid };
+
+    const mismatched = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim, amount: '5' });
+    assert.equal(mismatched.status, 400, mismatched.text);
+    assert.equal(mismatched.body.error.param, 'amount', mismatched.text);
+    assert.equal(await anvil.call('eth_getTransactionByHash', [signed.txid]), null, 'the node does not know the transaction');
+    assert.equal(await ethBalance(client.address), 0n, 'nothing was funded');
+
+    const accepted = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim);
+    assert.equal(accepted.status, 202, accepted.text);
+    assert.equal(accepted.body.status, 'funding');
+    assert.equal(accepted.body.tx_hash, signed.txid);
+    assert.equal(accepted.body.gas_station_id, station.id);
+    const { gas, maxFeePerGas } = parseTransaction(signed.raw as Hex);
+    assert.equal(accepted.body.sponsor_amount_raw, (gas! * maxFeePerGas!).toString(), 'the fuel is the signed gas x price');
+    assert.equal(accepted.body.sponsor_amount_raw, signed.maxFee.toString());
+    assert.equal(accepted.body.sponsor_amount_sun, null);
+
+    const done = await mineUntil(async () => {
+      const current = (await call('GET', `/v1/gas-stations/sponsor-broadcasts/${accepted.body.id}`)).body;
+      return current.status === 'confirmed' || current.status === 'failed' ? current : undefined;
+    }, 'the sponsored broadcast settled');
+    assert.equal(done.status, 'confirmed', done.failure_message);
+    assert.equal(done.broadcast_accepted, true);
+    assert.equal(await tokenBalance(recipient), amount, 'the recipient holds the tokens');
+    const receipt = await receiptOf(signed.txid);
+    assert.equal(receipt.status, '0x1');
+    assert.equal(
+      await ethBalance(client.address),
+      0n,
+      `the client's fee was exactly the fuel (gas estimate ${gas}, gas used ${BigInt(receipt.gasUsed)}, price ${BigInt(receipt.effectiveGasPrice)})`,
+    );
+
+    const fuel = (await call('GET', `/v1/transactions/${done.sponsor_tx_id}`)).body as Transaction;
+    assert.equal(fuel.status, 'confirmed');
+    assert.equal(BigInt(fuel.fee_raw!), receiptFee(await receiptOf(fuel.tx_hash!)));
+    assert.equal(stationBefore - (await ethBalance(station.address)), BigInt(fuel.amount_raw) + BigInt(fuel.fee_raw!), 'the station paid the fuel and its own fee, nothing else');
+    await ledgerMatchesChain();
+  });
+});
