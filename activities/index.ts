@@ -11,6 +11,7 @@ import { createCardActivities } from './cards';
 import { createChainActivities } from './chains';
 import { createDurableWorkActivities } from './durable-work';
 import { createEventActivities } from './events';
+import { createConsolidationActivities } from './consolidation';
 import { createGasStationActivities } from './gas-stations';
 import { createIdempotencyActivities } from './idempotency';
 import { createPolicyActivities } from './policies';
@@ -58,6 +59,7 @@ export const createActivities = (deps: ActivityDeps) => {
     ...createCardActivities(deps),
     ...createChainActivities(deps),
     ...createGasStationActivities({ ...deps, chains, keys }),
+    ...createConsolidationActivities({ ...deps, chains }),
   };
 };
 

@@ -15,3 +15,4 @@ export { sendTransactionWorkflow } from './send-transaction';
 export { refillGasStationWorkflow } from './refill-gas-station';
 export { gasStationCheckWorkflow } from './gas-station-check';
 export { fundSponsorshipWorkflow } from './fund-sponsorship';
+export { consolidationRunWorkflow } from './consolidation-run';

@@ -8,8 +8,8 @@ import type { RunStatus } from '../entities';
  */
 export interface RunInput {
   runId: string;
-  /** Set when a run continues as new: where scanning and following had got to is in the database. */
-  continued?: number;
+  /** Set when a run continues as new: the last address scanned (scanning), or that scanning is done (following). */
+  resume?: { phase: 'scanning'; cursor: string } | { phase: 'following' };
 }
 
 export const consolidationRunFlow = defineFlow<RunInput, RunStatus>({

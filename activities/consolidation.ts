@@ -1,0 +1,26 @@
+import type { ChainNodes } from '../src/chains/nodes';
+import type { Config } from '../src/config';
+import { finishRun, finishScanning, followSweeps, planPage, startScanning, submitSweeps, type SweepingDeps } from '../src/consolidation/sweeping';
+import type { Orm } from '../src/db/orm';
+import type { Logger } from '../src/logger';
+import { transactionWithStarts } from './with-starts';
+
+export interface ConsolidationActivityDeps {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  chains: ChainNodes;
+}
+
+/** The steps of a consolidation run (src/consolidation/sweeping.ts); each is idempotent. */
+export const createConsolidationActivities = (deps: ConsolidationActivityDeps) => {
+  const sweeping: SweepingDeps = { config: deps.config, chains: deps.chains, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) };
+  return {
+    startConsolidationRun: (input: { runId: string }) => startScanning(sweeping, input.runId),
+    planConsolidationPage: (input: { runId: string; cursor: string | null }) => planPage(sweeping, input.runId, input.cursor),
+    finishConsolidationScan: (input: { runId: string }) => finishScanning(sweeping, input.runId),
+    submitConsolidationSweeps: (input: { runId: string }) => submitSweeps(sweeping, input.runId),
+    followConsolidationSweeps: (input: { runId: string }) => followSweeps(sweeping, input.runId),
+    finishConsolidationRun: (input: { runId: string }) => finishRun(sweeping, input.runId),
+  };
+};
