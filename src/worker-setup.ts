@@ -37,6 +37,9 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     workflowBundle: await workflowBundle(),
     activities: createActivities(options.deps),
     interceptors: { activity: [domainErrorInterceptors] },
+    // A stopping worker (a deploy, SIGTERM) lets the activities it is running finish rather than abandoning them
+    // to their start-to-close timeouts (up to 5 minutes) before another worker may retry them.
+    shutdownGraceTime: '30 seconds',
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
   });
 }

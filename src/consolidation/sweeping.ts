@@ -34,6 +34,8 @@ export interface SweepingDeps {
 
 /** Addresses read per planning step: a 10,000-address vault is 50 steps. */
 export const ADDRESSES_PER_PAGE = 200;
+/** Balance reads in flight at once while planning: a node answers many, without being flooded. */
+const BALANCE_READS_IN_PARALLEL = 16;
 /** Sweeps submitted per submission step, each in its own database transaction. */
 export const SWEEPS_PER_SUBMISSION = 25;
 
@@ -92,8 +94,8 @@ export async function planPage(deps: SweepingDeps, runId: string, cursor: string
   const assets = [...rule.assets].sort((a, b) => Number(a.is_native) - Number(b.is_native));
   const feeLimit = (assetId: string) => accountFeeTerms(market, assetById(assetId), 'medium').feeLimit;
 
-  const plans: { address: Address; asset: ConsolidationAsset; amount: bigint }[] = [];
-  for (const address of addresses) {
+  const planAddress = async (address: Address) => {
+    const planned: { address: Address; asset: ConsolidationAsset; amount: bigint }[] = [];
     // The native coin the address keeps for its token sweeps' gas when the wallet pays it.
     let reserved = 0n;
     for (const configured of assets) {
@@ -108,8 +110,14 @@ export async function planPage(deps: SweepingDeps, runId: string, cursor: string
       const usd = usdValue(prices, asset, amount);
       if (rule.minConsolidateUsd && usd !== null && new Money(usd).lt(rule.minConsolidateUsd)) continue;
       if (!configured.is_native && rule.gasSource === 'wallet') reserved += feeLimit(asset.id);
-      plans.push({ address, asset: configured, amount });
+      planned.push({ address, asset: configured, amount });
     }
+    return planned;
+  };
+  const plans: { address: Address; asset: ConsolidationAsset; amount: bigint }[] = [];
+  // The node is asked about BALANCE_READS_IN_PARALLEL addresses at a time.
+  for (let start = 0; start < addresses.length; start += BALANCE_READS_IN_PARALLEL) {
+    for (const planned of await Promise.all(addresses.slice(start, start + BALANCE_READS_IN_PARALLEL).map(planAddress))) plans.push(...planned);
   }
   const last = addresses.at(-1);
   await deps.transaction(async (tx) => {
