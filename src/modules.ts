@@ -1,3 +1,4 @@
+import { registerAddressBookRoutes } from './address-book/routes';
 import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerBalanceRoutes } from './balances/routes';
 import { registerCardRoutes } from './cards/routes';
@@ -25,6 +26,7 @@ export const routeModules: RouteModule[] = [
   registerCustodyRoutes,
   registerTransactionRoutes,
   registerGasStationRoutes,
+  registerAddressBookRoutes,
   registerMonitoringRoutes,
   registerEventRoutes,
   registerPolicyRoutes,

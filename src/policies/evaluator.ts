@@ -1,5 +1,5 @@
 import { Money, type MoneyValue } from '../shared/money';
-import { FIELD_BY_NAME, OPERATOR_SHAPE, type ActionType, type Condition, type OperatorName, type ScalarValue } from './schema';
+import { FIELD_BY_NAME, OPERATOR_SHAPE, isAddressBookOperator, type ActionType, type Condition, type OperatorName, type ScalarValue } from './schema';
 
 /**
  * The policy evaluator: pure, no I/O. Sending calls it (through `decideTransaction`) before every
@@ -14,6 +14,15 @@ export interface EvaluationRequest {
   readonly [field: string]: string | boolean | number | undefined;
   /** Approvals already collected for this transaction (sending supplies it; a dry run may). */
   approval_count?: number;
+}
+
+/**
+ * What the evaluator cannot read from the request itself. `addressBookEntryIds`: the ids of the
+ * environment's address-book entries listing the request's to_address on its chain (looked up by
+ * the caller); absent, address-book conditions do not hold.
+ */
+export interface EvaluationContext {
+  addressBookEntryIds?: readonly string[];
 }
 
 /** A request field as a condition sees it (numbers as their decimal text). */
@@ -107,7 +116,7 @@ function same(valueType: string, a: unknown, b: unknown): boolean {
 }
 
 /** True when the condition holds for `actual`; unknown fields, absent values and bad operands fail. */
-export function conditionHolds(condition: Condition, actual: string | boolean | undefined): boolean {
+export function conditionHolds(condition: Condition, actual: string | boolean | undefined, context: EvaluationContext = {}): boolean {
   const spec = FIELD_BY_NAME.get(condition.field);
   if (!spec || actual === undefined || actual === '') return false;
   if (!spec.valid_operators.includes(condition.operator as OperatorName)) return false;
@@ -127,6 +136,14 @@ export function conditionHolds(condition: Condition, actual: string | boolean | 
       return !!condition.values?.length && !condition.values.some((v) => same(type, actual, v));
     case 'contains':
       return typeof condition.value === 'string' && String(actual).includes(condition.value);
+    case 'in_address_book':
+    case 'not_in_address_book': {
+      const listed = context.addressBookEntryIds;
+      if (!listed) return false;
+      const named = condition.values ?? [];
+      const inBook = named.length === 0 ? listed.length > 0 : listed.some((id) => named.includes(id));
+      return condition.operator === 'in_address_book' ? inBook : !inBook;
+    }
     default:
       return compareDecimal(condition, actual);
   }
@@ -160,6 +177,7 @@ function compareDecimal(condition: Condition, actual: string | boolean): boolean
 
 export function describeExpected(condition: Condition): string {
   const shape = OPERATOR_SHAPE[condition.operator as OperatorName];
+  if (isAddressBookOperator(condition.operator) && !condition.values?.length) return 'any address-book entry of the chain';
   if (shape === 'array') return (condition.values ?? []).map(String).join(',');
   if (shape === 'range') return `${String(condition.min ?? '')}..${String(condition.max ?? '')}`;
   return condition.value === undefined ? '' : String(condition.value as ScalarValue);
@@ -172,12 +190,12 @@ export function inEvaluationOrder<T extends { priority: number }>(policies: read
 
 const numberOrNull = (value: unknown): number | null => (typeof value === 'number' ? value : null);
 
-export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: EvaluationRequest): EvaluationResult {
+export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: EvaluationRequest, context: EvaluationContext = {}): EvaluationResult {
   const trace: TraceEntry[] = [];
   for (const policy of inEvaluationOrder(policies)) {
     const rules = [...policy.rules].sort((a, b) => a.order - b.order);
     for (const [index, rule] of rules.entries()) {
-      const failed = rule.conditions.find((condition) => !conditionHolds(condition, fieldValue(request, condition.field)));
+      const failed = rule.conditions.find((condition) => !conditionHolds(condition, fieldValue(request, condition.field), context));
       const entry: TraceEntry = {
         policy_id: policy.id,
         rule_id: rule.id,

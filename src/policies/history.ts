@@ -4,8 +4,8 @@ import { errors } from '../shared/errors';
 import { Money, isDisplayAmount, type MoneyValue } from '../shared/money';
 import { OutgoingTransaction, type TransactionStatus } from '../transactions/entities';
 import { PolicyAuditLog, type Policy } from './entities';
-import { OUTCOMES, evaluatePolicies, outcomeOf, type EvaluablePolicy, type EvaluationRequest, type EvaluationResult, type Outcome } from './evaluator';
-import { whatIfPolicySets } from './service';
+import { OUTCOMES, evaluatePolicies, outcomeOf, type EvaluablePolicy, type EvaluationContext, type EvaluationRequest, type EvaluationResult, type Outcome } from './evaluator';
+import { evaluationContext, whatIfPolicySets } from './service';
 
 /**
  * The what-if over history: a draft replayed over what the organization actually asked to send in
@@ -181,9 +181,9 @@ class Replay {
     if (past.transaction && past.transaction.status !== 'failed') this.velocity.add(past.at, past.amountUsd);
   }
 
-  decide(past: PastRequest): { evaluation: EvaluationResult; outcome: Outcome; velocity: VelocityFields } {
+  decide(past: PastRequest, context: EvaluationContext): { evaluation: EvaluationResult; outcome: Outcome; velocity: VelocityFields } {
     const velocity = this.velocity.at(past.at);
-    const evaluation = evaluatePolicies(this.policies, { ...past.request, ...velocity });
+    const evaluation = evaluatePolicies(this.policies, { ...past.request, ...velocity }, context);
     const outcome = outcomeOf(evaluation);
     // Sent under this policy set, unless it failed on chain (a refusal that would have gone through is assumed to succeed).
     if (outcome === 'allowed' && past.transaction?.status !== 'failed') this.velocity.add(past.at, past.amountUsd);
@@ -283,8 +283,10 @@ export async function simulateHistory(em: EntityManager, policy: Policy, window:
       continue;
     }
     // Every wallet's requests are replayed, since velocity is organization-wide; the report covers the wallet asked for.
-    const draft = draftReplay.decide(past);
-    const current = currentReplay.decide(past);
+    // The address book as it is now: the replay asks what the draft would do with today's entries.
+    const context = await evaluationContext(em, { organizationId: scope.organization, environment: scope.environment }, [...sets.current, ...sets.whatIf], past.request);
+    const draft = draftReplay.decide(past, context);
+    const current = currentReplay.decide(past, context);
     if (window.walletId && past.walletId !== window.walletId) continue;
 
     total += 1;

@@ -33,6 +33,8 @@ export const OPERATOR_NAMES = [
   'in',
   'not_in',
   'contains',
+  'in_address_book',
+  'not_in_address_book',
 ] as const;
 export type OperatorName = (typeof OPERATOR_NAMES)[number];
 
@@ -51,8 +53,20 @@ export const OPERATORS: { name: OperatorName; description: string; arity: number
   { name: 'in', description: 'actual is one of values', arity: -1, value_shape: 'array' },
   { name: 'not_in', description: 'actual is none of values', arity: -1, value_shape: 'array' },
   { name: 'contains', description: 'actual contains value as a substring', arity: 1, value_shape: 'scalar' },
+  {
+    name: 'in_address_book',
+    description:
+      "to_address is an address-book entry of the request's chain in the request's environment: one of values (entry ids), or any entry when values is empty or omitted",
+    arity: -1,
+    value_shape: 'array',
+  },
+  { name: 'not_in_address_book', description: 'to_address is not such an entry (the negation of in_address_book)', arity: -1, value_shape: 'array' },
 ];
 export const OPERATOR_SHAPE = Object.fromEntries(OPERATORS.map((op) => [op.name, op.value_shape])) as Record<OperatorName, ValueShape>;
+
+/** Operators that test the destination against the address book, looked up when the policies are evaluated (so a deleted entry no longer matches). */
+export const ADDRESS_BOOK_OPERATORS: readonly OperatorName[] = ['in_address_book', 'not_in_address_book'];
+export const isAddressBookOperator = (operator: string): boolean => (ADDRESS_BOOK_OPERATORS as readonly string[]).includes(operator);
 
 export type ValueType = 'decimal' | 'string' | 'boolean' | 'enum';
 
@@ -94,7 +108,10 @@ export const CONDITION_FIELDS: ConditionFieldSpec[] = [
   field('chain', 'string', 'Chain id, e.g. ethereum'),
   field('network', 'string', 'Network name, e.g. mainnet, sepolia'),
   field('from_address', 'string', 'Source address'),
-  field('to_address', 'string', 'Destination address'),
+  {
+    ...field('to_address', 'string', 'Destination address (in_address_book, not_in_address_book: tested against the address book, GET /v1/address-book)'),
+    valid_operators: [...OPERATORS_BY_TYPE.string, ...ADDRESS_BOOK_OPERATORS],
+  },
   field('token_address', 'string', 'Token contract address'),
   field('wallet_id', 'string', 'Source wallet'),
   field('vault_id', 'string', 'Source vault'),

@@ -1,13 +1,14 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { addressBookEntryIdsOf, assertAddressBookEntries } from '../address-book/service';
 import { emit } from '../events/service';
 import { ApiKey, type Environment } from '../api-keys/entities';
 import { DomainError, errors } from '../shared/errors';
 import { Member, Organization, Role } from '../organizations/entities';
 import { z } from '../shared/schemas';
 import { ApprovalRequest, Policy, PolicyAuditLog, PolicyRule } from './entities';
-import { evaluatePolicies, outcomeOf, type EvaluablePolicy, type EvaluationRequest, type EvaluationResult, type Outcome } from './evaluator';
-import type { ActionType, Condition, PolicyCategory } from './schema';
+import { evaluatePolicies, outcomeOf, type EvaluablePolicy, type EvaluationContext, type EvaluationRequest, type EvaluationResult, type Outcome } from './evaluator';
+import { isAddressBookOperator, type ActionType, type Condition, type PolicyCategory } from './schema';
 import { checkActionConfig } from './schemas';
 import { APPROVER_ROLE_PLACEHOLDER, findTemplate, type PolicyTemplate } from './templates';
 import { validatePolicyRules, type DraftRule, type ValidationResult } from './validator';
@@ -183,6 +184,7 @@ export async function archivePolicy(em: EntityManager, actor: PolicyActor, polic
 export async function createRule(em: EntityManager, actor: PolicyActor, policyId: string, input: RuleInput): Promise<{ policy: Policy; rule: PolicyRule }> {
   const policy = await findPolicy(em, actor, policyId);
   await assertEditable(em, policy);
+  await checkAddressBookReferences(em, actor, input.conditions, '');
   const rule = addRule(em, policy, input);
   writeAudit(em, { actor, policyId: policy.id, action: 'rule_added', changes: { rule_id: rule.id, name: rule.name, order: rule.order } });
   await em.flush();
@@ -205,6 +207,7 @@ export async function updateRule(
   input: Partial<Omit<RuleInput, 'action_config'>> & { action_config?: Record<string, unknown> },
 ): Promise<{ policy: Policy; rule: PolicyRule }> {
   const { policy, rule } = await findEditableRule(em, actor, policyId, ruleId);
+  await checkAddressBookReferences(em, actor, input.conditions, '');
   const actionType = input.action_type ?? rule.actionType;
   if (input.action_type || input.action_config) {
     // A new action type needs a config of its own shape: the old config is only kept when it fits.
@@ -245,6 +248,7 @@ export async function createPolicy(
   }) : undefined;
   const name = input.name ?? template?.name ?? source?.name;
   if (!name) throw errors.validation('name is required.', 'name');
+  for (const [index, rule] of (input.rules ?? []).entries()) await checkAddressBookReferences(em, actor, rule.conditions, `rules.${index}.`);
 
   const policy = em.create(Policy, {
     organization: em.getReference(Organization, actor.organizationId),
@@ -289,6 +293,14 @@ async function resolveTemplateRules(em: EntityManager, organizationId: string, t
     });
     return { ...rule, action_config: config as Record<string, unknown>, conditions: structuredClone(rule.conditions) };
   });
+}
+
+/** Address-book conditions name entries of the caller's environment: any other id is 404 on `<prefix>conditions.<i>.values`. */
+async function checkAddressBookReferences(em: EntityManager, scope: PolicyScope, conditions: readonly Condition[] | undefined, prefix: string): Promise<void> {
+  for (const [index, condition] of (conditions ?? []).entries()) {
+    if (!isAddressBookOperator(condition.operator) || !condition.values?.length) continue;
+    await assertAddressBookEntries(em, scope, condition.values.map(String), `${prefix}conditions.${index}.values`);
+  }
 }
 
 // ---------- approvers and validation ----------
@@ -353,10 +365,27 @@ export function toEvaluable(policy: Policy): EvaluablePolicy {
   };
 }
 
+/**
+ * What evaluating `request` under `policies` needs beyond the request: the address-book entries
+ * listing its destination, read now (so a deleted entry no longer matches), and only when a
+ * condition tests the address book.
+ */
+export async function evaluationContext(
+  em: EntityManager,
+  scope: PolicyScope,
+  policies: readonly EvaluablePolicy[],
+  request: EvaluationRequest,
+): Promise<EvaluationContext> {
+  const usesBook = policies.some((policy) => policy.rules.some((rule) => rule.conditions.some((condition) => isAddressBookOperator(condition.operator))));
+  const { chain, to_address: toAddress } = request;
+  if (!usesBook || typeof chain !== 'string' || typeof toAddress !== 'string') return {};
+  return { addressBookEntryIds: await addressBookEntryIdsOf(em, scope, chain, toAddress) };
+}
+
 /** Dry run: the enforced policies (or `policyId` in any state) against `request`; nothing is recorded. */
 export async function evaluate(em: EntityManager, scope: PolicyScope, request: EvaluationRequest, policyId?: string): Promise<EvaluationResult> {
-  const policies = policyId ? [await findPolicy(em, scope, policyId)] : await enforcedPolicies(em, scope);
-  return evaluatePolicies(policies.map(toEvaluable), request);
+  const policies = (policyId ? [await findPolicy(em, scope, policyId)] : await enforcedPolicies(em, scope)).map(toEvaluable);
+  return evaluatePolicies(policies, request, await evaluationContext(em, scope, policies, request));
 }
 
 /** The organization's enforced policies of one environment, in evaluation order (priority, then oldest first). */
@@ -373,7 +402,8 @@ export async function enforcedPolicies(em: EntityManager, scope: PolicyScope): P
  */
 export async function decideTransaction(em: EntityManager, request: EvaluationRequest, actor: PolicyActor): Promise<EvaluationResult> {
   // Only the policies of the request's environment (the actor's): a live policy never decides a sandbox request, nor the reverse.
-  const evaluation = evaluatePolicies((await enforcedPolicies(em, actor)).map(toEvaluable), request);
+  const policies = (await enforcedPolicies(em, actor)).map(toEvaluable);
+  const evaluation = evaluatePolicies(policies, request, await evaluationContext(em, actor, policies, request));
   const { trace: _trace, ...decision } = evaluation;
   const audit = { actor, policyId: evaluation.policy_id, action: 'decision', metadata: { decision, request } };
   if (evaluation.allowed) {
@@ -429,14 +459,16 @@ export async function simulatePolicy(em: EntityManager, policy: Policy, requests
     held_for_approval: [],
     delayed: [],
   };
+  const scope = { organizationId: policy.organization.id, environment: policy.environment };
   let changed = 0;
-  requests.forEach((request, index) => {
-    const evaluation = evaluatePolicies(whatIf, request);
+  for (const [index, request] of requests.entries()) {
+    const context = await evaluationContext(em, scope, [...current, ...whatIf], request);
+    const evaluation = evaluatePolicies(whatIf, request, context);
     const outcome = outcomeOf(evaluation);
     counts[outcome] += 1;
     if (examples[outcome].length < exampleLimit) examples[outcome].push({ index, result: evaluation.result, rule_id: evaluation.rule_id, reason: evaluation.reason });
-    if (outcome !== outcomeOf(evaluatePolicies(current, request))) changed += 1;
-  });
+    if (outcome !== outcomeOf(evaluatePolicies(current, request, context))) changed += 1;
+  }
   return { object: 'policy_simulation' as const, policy_id: policy.id, total: requests.length, ...counts, changed_from_current: changed, examples };
 }
 

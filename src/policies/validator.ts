@@ -1,6 +1,6 @@
 import { Money, type MoneyValue } from '../shared/money';
 import { conditionHolds } from './evaluator';
-import { ACTION_CONFIG_SCHEMAS, FIELD_BY_NAME, OPERATOR_SHAPE, type ActionType, type Condition, type ConditionFieldSpec, type OperatorName } from './schema';
+import { ACTION_CONFIG_SCHEMAS, FIELD_BY_NAME, OPERATOR_SHAPE, isAddressBookOperator, type ActionType, type Condition, type ConditionFieldSpec, type OperatorName } from './schema';
 
 /**
  * Policy diagnostics (spec rule 10: findings are diagnostics, never errors). Pure, no I/O: the
@@ -144,8 +144,9 @@ function implies(a: Condition, b: Condition, spec: ConditionFieldSpec): boolean 
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** True when no request can meet all these conditions on one field. */
-function contradictory(conditions: Condition[], spec: ConditionFieldSpec): boolean {
+/** True when no request can meet all these conditions on one field. Address-book conditions depend on the book, not on the value: left out. */
+function contradictory(group: Condition[], spec: ConditionFieldSpec): boolean {
+  const conditions = group.filter((condition) => !isAddressBookOperator(condition.operator));
   if (spec.value_type === 'decimal') {
     const intervals = conditions.map(intervalOf).filter((i): i is Interval => i !== null);
     if (intervals.length > 1 && isEmpty(intervals.reduce(intersect))) return true;
@@ -189,7 +190,8 @@ export function validatePolicyRules(rules: readonly DraftRule[], context: Valida
       }
       const shape = OPERATOR_SHAPE[condition.operator as OperatorName];
       const operands = operandsOf(condition);
-      if (operands.length === 0 || operands.some((operand) => operand === undefined || operand === null)) {
+      // An address-book condition without ids means the whole book of the chain.
+      if ((operands.length === 0 && !isAddressBookOperator(condition.operator)) || operands.some((operand) => operand === undefined || operand === null)) {
         malformed = true;
         const needs = shape === 'array' ? 'a non-empty `values` array' : shape === 'range' ? 'both `min` and `max`' : '`value`';
         return add('missing_values', 'error', index, `${where}: ${condition.operator} needs ${needs}.`, `Give ${needs}.`);

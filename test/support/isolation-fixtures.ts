@@ -24,6 +24,8 @@ export interface IsolationFixtures {
   /** The ethereum gas station, auto-refill off (its balance stays 0). */
   gasStation: string;
   sponsorBroadcast: string;
+  /** An ethereum address-book entry. */
+  addressBookEntry: string;
   webhook: string;
   subscription: string;
   /** A delivery event (`POST /v1/webhooks/:id/test`), delivered. */
@@ -103,6 +105,12 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     'sponsor broadcast',
   ).body.id as string;
 
+  const addressBookEntry = expectStatus(
+    await call('POST', '/v1/address-book', { chain: 'ethereum', address: '0x000000000000000000000000000000000000dEaD', label: 'Isolation destination' }),
+    201,
+    'address book entry',
+  ).body.id as string;
+
   const webhook = expectStatus(await call('POST', '/v1/webhooks', { name: 'Isolation endpoint', url: webhookUrl, event_types: ['webhook.test'] }), 201, 'webhook').body.id as string;
   const subscription = expectStatus(
     await call('POST', '/v1/subscriptions', { address: address.address, chain: 'ethereum', webhook_url: webhookUrl, label: 'watched' }),
@@ -160,6 +168,7 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     transaction,
     gasStation,
     sponsorBroadcast,
+    addressBookEntry,
     webhook,
     subscription,
     event,

@@ -1,0 +1,306 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { CHAIN_IDS } from '../../src/catalogue/service';
+import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
+import { ConsolidationRule } from '../../src/consolidation/entities';
+import { Vault } from '../../src/custody/entities';
+import { moveWalletBalance } from '../../src/custody/service';
+import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
+import { Organization } from '../../src/organizations/entities';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { localTemporal, testOrm } from '../support/environment';
+import { setRequiredApprovals } from '../support/isolation-fixtures';
+import { terminateWorkflows } from '../support/scanning';
+
+/** Sepolia addresses as a user might type them (lower case); the API answers them EIP-55. */
+const KRAKEN = '0x52908400098527886e0f7030069857d2e4169ee7';
+const KRAKEN_EIP55 = '0x52908400098527886E0F7030069857D2E4169EE7';
+const COLD = '0x8617e340b3d01fa5f11f306f4090fd50e238070d';
+const COLD_EIP55 = '0x8617E340B3D01FA5F11F306F4090FD50E238070D';
+const STRANGER = '0x27b1fdb04752bbc536007a920d24acb045561c26';
+const TESTNET_BECH32 = 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx';
+const MAINNET_BECH32 = 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4';
+
+/** The address book through the real API and PostgreSQL; whitelist policies deciding real sends on the Ethereum devnet. */
+describe('Address book: named destinations, and whitelist policies that name them', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+  let other: TestOrganization;
+  /** Sends are recorded with their workflows on a queue no worker polls: only the policy decision matters here. */
+  const taskQueue = `address-book-${randomUUID()}`;
+  const startedWorkflows: string[] = [];
+
+  before(async () => {
+    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
+    org = await createTestOrganization('Address book');
+    other = await createTestOrganization('Address book, other');
+  });
+  after(async () => {
+    await terminateWorkflows((await localTemporal()).client, [
+      ...startedWorkflows,
+      ...CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]),
+    ]);
+    await app?.close();
+  });
+
+  const call = (method: string, path: string, body?: unknown, key = org.secret) => app.request(method, path, { key, body });
+  async function create(body: Record<string, unknown>, key = org.secret) {
+    const created = await call('POST', '/v1/address-book', body, key);
+    assert.equal(created.status, 201, created.text);
+    return created.body;
+  }
+  function assertRefused(response: { status: number; body: any; text: string }, status: number, code: string, param?: string) {
+    assert.equal(response.status, status, response.text);
+    assert.equal(response.body.error.code, code, response.text);
+    if (param !== undefined) assert.equal(response.body.error.param, param, response.text);
+  }
+
+  /** A consolidation rule of `owner` sweeping to `entryId`, written directly (the rules API is built elsewhere). */
+  async function insertRule(owner: TestOrganization, entryId: string, state: { deletedAt?: Date; activeRunId?: string } = {}) {
+    const vault = await call('POST', '/v1/vaults', { name: 'Swept vault' }, owner.secret);
+    assert.equal(vault.status, 201, vault.text);
+    const em = (await testOrm()).em.fork();
+    const rule = em.create(ConsolidationRule, {
+      organization: em.getReference(Organization, owner.organizationId),
+      environment: 'sandbox',
+      vault: em.getReference(Vault, vault.body.id),
+      chain: 'ethereum',
+      network: 'sepolia',
+      destinationType: 'address_book',
+      destinationAddressBook: entryId,
+      gasSource: 'wallet',
+      assets: [],
+      triggerType: 'manual',
+      deletedAt: state.deletedAt ?? null,
+      activeRunId: state.activeRunId ?? null,
+    });
+    await em.flush();
+    return rule.id;
+  }
+  const ruleDestination = async (ruleId: string) =>
+    (await (await testOrm()).em.fork().findOneOrFail(ConsolidationRule, { id: ruleId })).destinationAddressBook?.id ?? null;
+
+  describe('the resource', () => {
+    let kraken: any;
+
+    it('adds an entry with its address in canonical form and the environment\'s network', async () => {
+      kraken = await create({ chain: 'ethereum', address: KRAKEN, label: '  Kraken deposit ' });
+      assert.equal(kraken.object, 'address_book_entry');
+      assert.equal(kraken.chain, 'ethereum');
+      assert.equal(kraken.network, 'sepolia');
+      assert.equal(kraken.address, KRAKEN_EIP55);
+      assert.equal(kraken.label, 'Kraken deposit');
+      assert.ok(kraken.created_at && kraken.updated_at);
+      const read = await call('GET', `/v1/address-book/${kraken.id}`);
+      assert.equal(read.status, 200, read.text);
+      assert.deepEqual(read.body, kraken);
+
+      const bitcoin = await create({ chain: 'bitcoin', address: TESTNET_BECH32.toUpperCase(), label: 'Cold BTC' });
+      assert.deepEqual([bitcoin.address, bitcoin.network], [TESTNET_BECH32, 'testnet']);
+    });
+
+    it('refuses an address that is not one of the chain on the environment\'s network, a bad chain, a bad label', async () => {
+      assertRefused(await call('POST', '/v1/address-book', { chain: 'ethereum', address: '0x1234', label: 'Short' }), 400, 'validation_failed', 'address');
+      assertRefused(await call('POST', '/v1/address-book', { chain: 'ethereum', address: TESTNET_BECH32, label: 'Wrong chain' }), 400, 'validation_failed', 'address');
+      // A mainnet address for a sandbox key: the sandbox's network is the testnet.
+      assertRefused(await call('POST', '/v1/address-book', { chain: 'bitcoin', address: MAINNET_BECH32, label: 'Mainnet' }), 400, 'validation_failed', 'address');
+      assertRefused(await call('POST', '/v1/address-book', { chain: 'dogecoin', address: KRAKEN, label: 'Doge' }), 400, 'validation_failed', 'chain');
+      assertRefused(await call('POST', '/v1/address-book', { chain: 'ethereum', address: COLD, label: '   ' }), 400, 'validation_failed', 'label');
+      assertRefused(await call('POST', '/v1/address-book', { chain: 'ethereum', address: COLD, label: 'x'.repeat(256) }), 400, 'validation_failed', 'label');
+      assertRefused(await call('POST', '/v1/address-book', { chain: 'ethereum', address: COLD, label: 'Extra', network: 'mainnet' }), 400, 'validation_failed');
+    });
+
+    it('one entry per chain and address in an environment: the same address in another case is 409 naming the first', async () => {
+      const again = await call('POST', '/v1/address-book', { chain: 'ethereum', address: KRAKEN_EIP55, label: 'Kraken again' });
+      assertRefused(again, 409, 'address_book_entry_exists');
+      assert.equal(again.body.error.details.address_book_entry_id, kraken.id);
+      // Concurrent creations of one new address: one entry, the others 409.
+      const racing = await Promise.all(Array.from({ length: 4 }, (_, index) => call('POST', '/v1/address-book', { chain: 'ethereum', address: COLD, label: `Cold ${index}` })));
+      assert.deepEqual(racing.map((response) => response.status).sort(), [201, 409, 409, 409], racing.map((response) => response.text).join('\n'));
+      // Another organization, and the other environment of this one, keep books of their own.
+      assert.equal((await create({ chain: 'ethereum', address: KRAKEN, label: 'Theirs' }, other.secret)).address, KRAKEN_EIP55);
+      const live = await create({ chain: 'ethereum', address: KRAKEN, label: 'Live Kraken' }, (await org.key(['custody:write'], 'live')).secret);
+      assert.equal(live.network, 'mainnet');
+    });
+
+    it('lists newest first in cursor pages, filtered by ?chain=, only the caller\'s environment', async () => {
+      const all = await call('GET', '/v1/address-book?limit=100');
+      assert.equal(all.status, 200, all.text);
+      const labels = all.body.data.map((entry: any) => entry.label);
+      assert.equal(labels.length, 3);
+      assert.ok(labels[0].startsWith('Cold '), labels.join());
+      assert.deepEqual(labels.slice(1), ['Cold BTC', 'Kraken deposit']);
+      assert.equal(all.body.has_more, false);
+
+      const first = await call('GET', '/v1/address-book?limit=2');
+      assert.deepEqual([first.body.data.length, first.body.has_more], [2, true]);
+      const second = await call('GET', `/v1/address-book?limit=2&cursor=${first.body.next_cursor}`);
+      assert.deepEqual(
+        [...first.body.data, ...second.body.data].map((entry: any) => entry.id),
+        all.body.data.map((entry: any) => entry.id),
+      );
+      assert.equal(second.body.has_more, false);
+
+      const bitcoin = await call('GET', '/v1/address-book?chain=bitcoin');
+      assert.deepEqual(bitcoin.body.data.map((entry: any) => entry.label), ['Cold BTC']);
+      assert.deepEqual((await call('GET', '/v1/address-book?chain=solana')).body.data, []);
+      assertRefused(await call('GET', '/v1/address-book?chain=dogecoin'), 400, 'validation_failed', 'chain');
+
+      const theirs = await call('GET', '/v1/address-book?limit=100', undefined, other.secret);
+      assert.deepEqual(theirs.body.data.map((entry: any) => entry.label), ['Theirs']);
+    });
+
+    it('another organization\'s or environment\'s entry is 404 resource_missing, for reading and deleting', async () => {
+      const live = (await org.key(['*'], 'live')).secret;
+      for (const key of [other.secret, live]) {
+        assertRefused(await call('GET', `/v1/address-book/${kraken.id}`, undefined, key), 404, 'resource_missing');
+        assertRefused(await call('DELETE', `/v1/address-book/${kraken.id}`, undefined, key), 404, 'resource_missing');
+      }
+      assertRefused(await call('GET', '/v1/address-book/not-an-id'), 404, 'resource_missing');
+      assertRefused(await call('GET', `/v1/address-book/${randomUUID()}`), 404, 'resource_missing');
+      assert.equal((await call('GET', `/v1/address-book/${kraken.id}`)).status, 200);
+    });
+
+    it('reads need custody:read, writes custody:write', async () => {
+      const reader = (await org.key(['custody:read'])).secret;
+      assert.equal((await call('GET', '/v1/address-book', undefined, reader)).status, 200);
+      assert.equal((await call('GET', `/v1/address-book/${kraken.id}`, undefined, reader)).status, 200);
+      assertRefused(await call('POST', '/v1/address-book', { chain: 'ethereum', address: STRANGER, label: 'No' }, reader), 403, 'insufficient_scope');
+      assertRefused(await call('DELETE', `/v1/address-book/${kraken.id}`, undefined, reader), 403, 'insufficient_scope');
+    });
+
+    it('refuses to delete an entry a consolidation rule sweeps to (409 with the rule ids, nothing changes); deletes it once the rule is deleted', async () => {
+      const live = await insertRule(org, kraken.id);
+      const running = await insertRule(org, kraken.id, { deletedAt: new Date(), activeRunId: randomUUID() });
+      const finished = await insertRule(org, kraken.id, { deletedAt: new Date() });
+      const refused = await call('DELETE', `/v1/address-book/${kraken.id}`);
+      assertRefused(refused, 409, 'address_book_entry_in_use');
+      assert.deepEqual([...refused.body.error.details.rule_ids].sort(), [live, running].sort());
+      assert.equal((await call('GET', `/v1/address-book/${kraken.id}`)).status, 200);
+      assert.equal(await ruleDestination(finished), kraken.id);
+
+      const em = (await testOrm()).em.fork();
+      await em.nativeUpdate(ConsolidationRule, { id: live }, { deletedAt: new Date() });
+      await em.nativeUpdate(ConsolidationRule, { id: running }, { activeRunId: null });
+      const deleted = await call('DELETE', `/v1/address-book/${kraken.id}`);
+      assert.equal(deleted.status, 200, deleted.text);
+      assert.deepEqual(deleted.body, { ...kraken, deleted: true });
+      assertRefused(await call('GET', `/v1/address-book/${kraken.id}`), 404, 'resource_missing');
+      assertRefused(await call('DELETE', `/v1/address-book/${kraken.id}`), 404, 'resource_missing');
+      // The deleted rules keep their runs but no longer point at the entry.
+      for (const rule of [live, running, finished]) assert.equal(await ruleDestination(rule), null);
+      // The address may be added again.
+      assert.equal((await create({ chain: 'ethereum', address: KRAKEN, label: 'Kraken, new account' })).address, KRAKEN_EIP55);
+    });
+  });
+
+  describe('whitelist policies', () => {
+    let guarded: TestOrganization;
+    let wallet: string;
+    let cold: any;
+    let kraken: any;
+
+    const send = (to: string) => call('POST', '/v1/transactions', { wallet_id: wallet, to_address: to, amount: '0.001', asset: 'ETH' }, guarded.secret);
+    async function createPolicy(body: Record<string, unknown>, key = guarded.secret) {
+      const created = await call('POST', '/v1/policies', body, key);
+      assert.equal(created.status, 201, created.text);
+      return created.body;
+    }
+    const allowRest = { name: 'Allow the rest', action_type: 'allow', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] };
+
+    before(async () => {
+      guarded = await createTestOrganization('Address book, whitelist');
+      await setRequiredApprovals(guarded.organizationId, 0);
+      const vault = await call('POST', '/v1/vaults', { name: 'Treasury' }, guarded.secret);
+      const created = await call('POST', '/v1/wallets', { name: 'Treasury ETH', chain: 'ethereum', vault_id: vault.body.id, wallet_type: 'hot' }, guarded.secret);
+      assert.equal(created.status, 201, created.text);
+      wallet = created.body.id;
+      // Credited on the ledger directly: the decision is what is tested, not the chain.
+      await moveWalletBalance((await testOrm()).em.fork(), wallet, 'ETH', { balance: 10n ** 17n });
+      cold = await create({ chain: 'ethereum', address: COLD, label: 'Cold storage' }, guarded.secret);
+      kraken = await create({ chain: 'ethereum', address: KRAKEN, label: 'Kraken' }, guarded.secret);
+    });
+
+    it('publishes in_address_book and not_in_address_book on to_address', async () => {
+      const schema = await call('GET', '/v1/policies/schema');
+      const toAddress = schema.body.condition_fields.find((field: any) => field.name === 'to_address');
+      assert.ok(toAddress.valid_operators.includes('in_address_book') && toAddress.valid_operators.includes('not_in_address_book'));
+      const amount = schema.body.condition_fields.find((field: any) => field.name === 'amount');
+      assert.ok(!amount.valid_operators.includes('in_address_book'));
+      assert.ok(schema.body.operators.some((operator: any) => operator.name === 'in_address_book'));
+    });
+
+    it('refuses entry ids that are not of the caller\'s environment, at policy and rule create and rule update (404 on the values)', async () => {
+      const theirs = (await call('GET', '/v1/address-book', undefined, other.secret)).body.data[0].id;
+      const naming = (ids: string[]) => ({ name: 'Listed only', action_type: 'allow', conditions: [{ field: 'to_address', operator: 'in_address_book', values: ids }] });
+      for (const id of [theirs, randomUUID(), 'entry-1']) {
+        const refused = await call('POST', '/v1/policies', { name: 'Foreign entry', rules: [allowRest, naming([cold.id, id])] }, guarded.secret);
+        assertRefused(refused, 404, 'resource_missing', 'rules.1.conditions.0.values');
+        assert.ok(refused.body.error.message.includes(id), refused.text);
+      }
+      const draft = await createPolicy({ name: 'Draft', rules: [naming([cold.id]), allowRest] });
+      assertRefused(await call('POST', `/v1/policies/${draft.id}/rules`, naming([theirs]), guarded.secret), 404, 'resource_missing', 'conditions.0.values');
+      const update = { conditions: [{ field: 'amount', operator: 'greater_than', value: '1' }, { field: 'to_address', operator: 'not_in_address_book', values: [theirs] }] };
+      assertRefused(await call('PATCH', `/v1/policies/${draft.id}/rules/${draft.rules[0].id}`, update, guarded.secret), 404, 'resource_missing', 'conditions.1.values');
+      // Valid and diagnosed clean: ids of this environment, or none at all (the whole book).
+      const validated = await call('POST', `/v1/policies/${draft.id}/validate`, {}, guarded.secret);
+      assert.equal(validated.body.valid, true, validated.text);
+      const wholeBook = await call('POST', '/v1/policies/validate', { rules: [{ ...naming([]), name: 'Any entry' }, allowRest] }, guarded.secret);
+      assert.equal(wholeBook.body.valid, true, wholeBook.text);
+      const onAmount = await call('POST', '/v1/policies/validate', { rules: [{ ...naming([]), conditions: [{ field: 'amount', operator: 'in_address_book' }] }] }, guarded.secret);
+      assert.equal(onAmount.body.diagnostics[0].code, 'invalid_operator_for_field');
+    });
+
+    it('a dry run naming entries matches their addresses on their chain only, in any case', async () => {
+      const policy = await createPolicy({
+        name: 'Only the cold wallet',
+        rules: [{ name: 'Cold only', action_type: 'allow', conditions: [{ field: 'to_address', operator: 'in_address_book', values: [cold.id] }] }],
+      });
+      const evaluate = (request: Record<string, unknown>) => call('POST', '/v1/policies/evaluate', { policy_id: policy.id, ...request }, guarded.secret);
+      const listed = await evaluate({ chain: 'ethereum', to_address: COLD });
+      assert.deepEqual([listed.body.result, listed.body.allowed], ['matched_rule', true], listed.text);
+      const otherEntry = await evaluate({ chain: 'ethereum', to_address: KRAKEN_EIP55 });
+      assert.deepEqual([otherEntry.body.result, otherEntry.body.allowed], ['no_match', false], otherEntry.text);
+      assert.equal((await evaluate({ chain: 'tron', to_address: COLD_EIP55 })).body.result, 'no_match');
+      assert.equal((await evaluate({ to_address: COLD_EIP55 })).body.result, 'no_match');
+    });
+
+    it('an enforced policy blocking destinations outside the address book refuses a send to another address, allows one to a listed address, and stops allowing it once the entry is deleted', async () => {
+      const policy = await createPolicy({
+        name: 'Whitelist',
+        category: 'whitelist',
+        rules: [
+          {
+            name: 'Only the address book',
+            action_type: 'block',
+            action_config: { reason: 'Destination is not in the address book' },
+            conditions: [{ field: 'to_address', operator: 'not_in_address_book' }],
+          },
+          allowRest,
+        ],
+      });
+      const activated = await call('POST', `/v1/policies/${policy.id}/activate`, {}, guarded.secret);
+      assert.equal(activated.status, 200, activated.text);
+
+      const refused = await send(STRANGER);
+      assertRefused(refused, 403, 'policy_blocked');
+      assert.equal(refused.body.error.message, 'Destination is not in the address book');
+      assert.equal(refused.body.error.details.rule_id, policy.rules[0].id);
+
+      for (const to of [COLD, KRAKEN_EIP55]) {
+        const allowed = await send(to);
+        assert.equal(allowed.status, 201, allowed.text);
+        startedWorkflows.push(allowed.body.workflow_id);
+        assert.equal(allowed.body.policy_decision.rule_id, policy.rules[1].id);
+      }
+
+      assert.equal((await call('DELETE', `/v1/address-book/${kraken.id}`, undefined, guarded.secret)).status, 200);
+      assertRefused(await send(KRAKEN), 403, 'policy_blocked');
+      // Another organization's entry of the same address whitelists nothing here.
+      assert.ok((await call('GET', '/v1/address-book', undefined, other.secret)).body.data.some((entry: any) => entry.address === KRAKEN_EIP55));
+      const again = await send(COLD_EIP55);
+      assert.equal(again.status, 201, again.text);
+      startedWorkflows.push(again.body.workflow_id);
+    });
+  });
+});
