@@ -17,6 +17,7 @@ import { OutgoingTransaction } from '../../src/transactions/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization, type TestResponse } from '../support/app';
 import { localTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { releaseTogether } from '../support/rule-lock';
 import { terminateWorkflows } from '../support/scanning';
 import { createTestWorker } from '../support/worker';
 
@@ -66,7 +67,7 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
   });
   after(async () => {
     const { client } = await localTemporal();
-    // The run workflow is not part of this worker yet: the recorded runs' starts are left pending, then ended here.
+    // Runs still going when the file ends are ended here.
     const runs = await app.deps.orm.em.fork().find(ConsolidationRun, {});
     runWorkflows.push(...runs.map((run) => consolidationRunFlow.workflowId({ runId: run.id })));
     await terminateWorkflows(client, [...CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]), ...runWorkflows]);
@@ -359,13 +360,18 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
 
   it('runs a rule manually: one run at a time, a trigger during it recorded on it', async () => {
     const member = await org.key(['consolidation:write', 'consolidation:read']);
-    const first = await call('POST', `/v1/consolidation/rules/${manualRule.id}/runs`, undefined, member.secret);
-    assert.equal(first.status, 202, first.text);
+    const responses = await releaseTogether(manualRule.id, 2, () =>
+      Promise.all([call('POST', `/v1/consolidation/rules/${manualRule.id}/runs`, undefined, member.secret), call('POST', `/v1/consolidation/rules/${manualRule.id}/runs`)]),
+    );
+    const first = responses.find((response) => response.status === 202);
+    const second = responses.find((response) => response.status === 200);
+    assert.ok(first && second, responses.map((response) => `${response.status} ${response.text}`).join('\n'));
     manualRun = first.body;
+    const [firstKey, secondKey] = first === responses[0] ? [member.id, org.apiKeyId] : [org.apiKeyId, member.id];
     assert.equal(manualRun.object, 'consolidation_run');
     assert.equal(manualRun.status, 'pending');
     assert.equal(manualRun.trigger_source, 'manual');
-    assert.equal(manualRun.initiated_by_user_id, member.id, 'a key without a member: the key');
+    assert.equal(manualRun.initiated_by_user_id, firstKey, 'a key without a member: the key');
     assert.equal(manualRun.rule_id, manualRule.id);
     assert.equal(manualRun.vault_id, source);
     assert.deepEqual(manualRun.recorded_triggers, []);
@@ -373,18 +379,20 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     assert.deepEqual(manualRun.fees, { total_usd: '0', breakdown: [] });
     assert.equal(manualRun.addresses_scanned, 0);
 
-    const second = await call('POST', `/v1/consolidation/rules/${manualRule.id}/runs`);
-    assert.equal(second.status, 200, second.text);
     assert.equal(second.body.id, manualRun.id, 'the run in progress');
     assert.equal(second.body.recorded_triggers.length, 1);
     assert.equal(second.body.recorded_triggers[0].source, 'manual');
-    assert.equal(second.body.recorded_triggers[0].detail, org.apiKeyId);
+    assert.equal(second.body.recorded_triggers[0].detail, secondKey);
 
-    const rule = (await call('GET', `/v1/consolidation/rules/${manualRule.id}`)).body;
-    assert.equal(rule.active_run_id, manualRun.id);
-    const runs = await call('GET', `/v1/consolidation/runs?rule_id=${manualRule.id}`);
-    assert.deepEqual(runs.body.data.map((run: { id: string }) => run.id), [manualRun.id]);
-    assert.equal((await call('GET', `/v1/consolidation/runs?rule_id=${manualRule.id}&status=completed`)).body.data.length, 0);
+    // The run workflow finds nothing to sweep (the vault holds nothing yet) and frees the rule.
+    const completed = await eventually(async () => {
+      const runs = (await call('GET', `/v1/consolidation/runs?rule_id=${manualRule.id}&status=completed`)).body.data;
+      return runs.length ? runs : undefined;
+    }, 'the manual run completed');
+    assert.deepEqual(completed.map((run: { id: string }) => run.id), [manualRun.id]);
+    assert.equal((await call('GET', `/v1/consolidation/runs?rule_id=${manualRule.id}`)).body.data.length, 1, 'one run for two triggers');
+    assert.equal((await call('GET', `/v1/consolidation/runs?rule_id=${manualRule.id}&status=failed`)).body.data.length, 0);
+    assert.equal((await call('GET', `/v1/consolidation/rules/${manualRule.id}`)).body.active_run_id, null);
     assert.equal((await call('GET', `/v1/consolidation/runs/${manualRun.id}`)).body.recorded_triggers.length, 1);
     expectError(await call('GET', `/v1/consolidation/runs/${manualRun.id}`, undefined, other.secret), 404, 'resource_missing');
     expectError(await call('GET', '/v1/consolidation/runs?status=done'), 400, 'validation_failed', 'status');
@@ -402,7 +410,8 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
 
   it('a deposit taking the vault over a USD threshold triggers one run (source threshold); rules it does not reach, disabled or deleted, none', async () => {
     const create = (changes: Record<string, unknown>) => call('POST', '/v1/consolidation/rules', { ...base, trigger_type: 'threshold', threshold_basis: 'aggregate', ...changes });
-    thresholdRule = (await create({ threshold_currency: 'usd', threshold_value: '4000' })).body;
+    // Triggered runs find nothing to move (min_amount_to_move above what arrives): the deposits stay for the next tests.
+    thresholdRule = (await create({ threshold_currency: 'usd', threshold_value: '4000', assets: [{ is_native: true, min_amount_to_move: '100' }] })).body;
     const perAddress = (await create({ threshold_basis: 'per_address', threshold_currency: 'token', threshold_value: '2' })).body;
     const tokensOnly = (await create({ threshold_currency: 'usd', threshold_value: '1', assets: [{ symbol: 'USDC' }] })).body;
     const disabled = (await create({ threshold_currency: 'usd', threshold_value: '1', enabled: false })).body;
@@ -429,11 +438,23 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
   });
 
   it('two deposits racing over a threshold still make one run, the other recorded on it', async () => {
-    const rule = (await call('POST', '/v1/consolidation/rules', { ...base, trigger_type: 'threshold', threshold_basis: 'per_address', threshold_currency: 'token', threshold_value: '0.5' })).body;
+    const rule = (
+      await call('POST', '/v1/consolidation/rules', {
+        ...base,
+        trigger_type: 'threshold',
+        threshold_basis: 'per_address',
+        threshold_currency: 'token',
+        threshold_value: '0.5',
+        assets: [{ is_native: true, min_amount_to_move: '100' }],
+      })
+    ).body;
     const rows = await app.deps.orm.em.fork().find(IncomingTransfer, { id: { $in: deposits } });
     assert.equal(rows.length, 2);
     assert.ok(rows.every((row) => row.status === 'confirmed'));
-    await Promise.all(rows.map((row) => app.deps.starter.transaction(app.deps.orm.em.fork(), (em) => triggerThresholdRules(em, app.deps.config, [row]))));
+    // Each deposit's confirmation in its own transaction, both at once.
+    await releaseTogether(rule.id, 2, () =>
+      Promise.all(rows.map((row) => app.deps.starter.transaction(app.deps.orm.em.fork(), (em) => triggerThresholdRules(em, app.deps.config, [row])))),
+    );
     const runs = (await call('GET', `/v1/consolidation/runs?rule_id=${rule.id}`)).body.data;
     assert.equal(runs.length, 1);
     assert.equal(runs[0].trigger_source, 'threshold');
@@ -441,9 +462,8 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     assert.equal(runs[0].recorded_triggers[0].source, 'threshold');
     assert.ok(deposits.includes(runs[0].recorded_triggers[0].detail), 'the recorded trigger names its deposit');
 
+    await eventually(async () => ((await call('GET', `/v1/consolidation/rules/${rule.id}`)).body.active_run_id === null ? true : undefined), 'the run finished');
     assert.equal((await call('PATCH', `/v1/consolidation/rules/${rule.id}`, { enabled: false })).status, 200);
-    const em = app.deps.orm.em.fork();
-    await em.nativeUpdate(ConsolidationRule, { id: rule.id }, { activeRunId: null });
     await app.deps.starter.transaction(app.deps.orm.em.fork(), (tx) => triggerThresholdRules(tx, app.deps.config, rows));
     assert.equal((await call('GET', `/v1/consolidation/runs?rule_id=${rule.id}`)).body.data.length, 1, 'a disabled rule is not triggered');
   });
