@@ -44,7 +44,7 @@ export interface IsolationFixtures {
   payment: string;
   /** A spare API key of the organization. */
   apiKey: string;
-  /** A manual consolidation rule of the vault (into another vault), its run (pending) and a sweep of that run (written with the ORM). */
+  /** A manual consolidation rule of the vault (into another vault), its run (completed, nothing to move) and a sweep of that run (written with the ORM). */
   consolidationRule: string;
   consolidationRun: string;
   consolidationSweep: string;
@@ -160,11 +160,24 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   const treasury = expectStatus(await call('POST', '/v1/vaults', { name: 'Isolation treasury' }), 201, 'treasury vault').body.id as string;
   expectStatus(await call('POST', '/v1/wallets', { name: 'Isolation treasury', chain: 'ethereum', vault_id: treasury }), 201, 'treasury wallet');
   const consolidationRule = expectStatus(
-    await call('POST', '/v1/consolidation/rules', { vault_id: vault, chain: 'ethereum', destination_type: 'vault', destination_vault_id: treasury, trigger_type: 'manual', gas_source: 'wallet' }),
+    await call('POST', '/v1/consolidation/rules', {
+      vault_id: vault,
+      chain: 'ethereum',
+      destination_type: 'vault',
+      destination_vault_id: treasury,
+      trigger_type: 'manual',
+      gas_source: 'wallet',
+      // Nothing to move: the run completes at once, and the fixtures stay as they are read.
+      assets: [{ is_native: true, min_amount_to_move: '1000' }],
+    }),
     201,
     'consolidation rule',
   ).body.id as string;
   const consolidationRun = expectStatus(await call('POST', `/v1/consolidation/rules/${consolidationRule}/runs`), 202, 'consolidation run').body.id as string;
+  await eventually(
+    async () => ((await call('GET', `/v1/consolidation/runs/${consolidationRun}`)).body.status === 'completed' ? true : undefined),
+    'the consolidation run to complete',
+  );
   const sweepEm = (await testOrm()).em.fork();
   const run = await sweepEm.findOneOrFail(ConsolidationRun, { id: consolidationRun }, { populate: ['rule'] });
   const sweep = sweepEm.create(ConsolidationSweep, {
