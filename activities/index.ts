@@ -9,6 +9,7 @@ import type { RemoteProviders } from '../src/lightning/provider';
 import type { Logger } from '../src/logger';
 import { createCardActivities } from './cards';
 import { createChainActivities } from './chains';
+import { createConsolidationRuleActivities } from './consolidation-rules';
 import { createDurableWorkActivities } from './durable-work';
 import { createEventActivities } from './events';
 import { createConsolidationActivities } from './consolidation';
@@ -60,6 +61,7 @@ export const createActivities = (deps: ActivityDeps) => {
     ...createChainActivities(deps),
     ...createGasStationActivities({ ...deps, chains, keys }),
     ...createConsolidationActivities({ ...deps, chains }),
+    ...createConsolidationRuleActivities(deps),
   };
 };
 

@@ -1,9 +1,13 @@
 import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { Logger } from '../src/logger';
 import { WorkflowStarter } from '../src/temporal/starter';
+
+/** The running activity's own Temporal client, for what is no workflow start or message: a consolidation rule's Schedule. */
+export const activityClient = (): Client => Context.current().client;
 
 /** The starter of the running activity: it fires on that activity's own Temporal client and task queue. */
 export const activityStarter = (deps: { config: Config; log: Logger }): WorkflowStarter => new WorkflowStarter(Context.current().client, deps.config, deps.log);

@@ -4,6 +4,7 @@ import { registerBalanceRoutes } from './balances/routes';
 import { registerCardRoutes } from './cards/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerChainRoutes } from './chains/routes';
+import { registerConsolidationRoutes } from './consolidation/routes';
 import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
 import { registerGasStationRoutes } from './gas-stations/routes';
@@ -27,6 +28,7 @@ export const routeModules: RouteModule[] = [
   registerTransactionRoutes,
   registerGasStationRoutes,
   registerAddressBookRoutes,
+  registerConsolidationRoutes,
   registerMonitoringRoutes,
   registerEventRoutes,
   registerPolicyRoutes,

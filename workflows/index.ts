@@ -16,3 +16,4 @@ export { refillGasStationWorkflow } from './refill-gas-station';
 export { gasStationCheckWorkflow } from './gas-station-check';
 export { fundSponsorshipWorkflow } from './fund-sponsorship';
 export { consolidationRunWorkflow } from './consolidation-run';
+export { consolidationScheduleWorkflow } from './consolidation-schedule';

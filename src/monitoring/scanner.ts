@@ -1,5 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { triggerThresholdRules } from '../consolidation/rules';
 import { ChainUnavailableError, servedChains, type ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, type ChainProvider, type ObservedBlock } from '../chains/provider';
 import type { Config } from '../config';
@@ -65,7 +66,7 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
   }
   if (cursor.height >= 0) {
     const processed = cursor.height;
-    await deps.transaction((em) => confirmDue(em, scope, processed));
+    await deps.transaction(async (em) => triggerThresholdRules(em, deps.config, await confirmDue(em, scope, processed)));
   }
   return { height: cursor.height >= 0 ? cursor.height : null, tipHeight, caughtUp: cursor.height >= tipHeight };
 }

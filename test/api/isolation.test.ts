@@ -57,6 +57,8 @@ const card = (suffix = '') => (f: F) => `/api/cards/${f.card}${suffix}`;
 const cardProbe = (f: F) => `/api/cards/${f.card}`;
 const webhook = (suffix = '') => (f: F) => `/v1/webhooks/${f.webhook}${suffix}`;
 const subscription = (suffix = '') => (f: F) => `/v1/subscriptions/${f.subscription}${suffix}`;
+const consolidationRule = (suffix = '') => (f: F) => `/v1/consolidation/rules/${f.consolidationRule}${suffix}`;
+const consolidationRun = (suffix = '') => (f: F) => `/v1/consolidation/runs/${f.consolidationRun}${suffix}`;
 const policy = (suffix = '') => (f: F) => `/v1/policies/${f.policy}${suffix}`;
 const rule = (f: F) => `/v1/policies/${f.policy}/rules/${f.rule}`;
 const policyProbe = (f: F) => `/v1/policies/${f.policy}`;
@@ -126,6 +128,22 @@ const MATRIX: Record<string, Row> = {
   'POST /v1/address-book': created("adds an entry to the caller's book; its body names no resource"),
   'GET /v1/address-book': listed(() => '/v1/address-book?limit=100'),
   'GET /v1/address-book/:id': { kind: 'resource', path: (f) => `/v1/address-book/${f.addressBookEntry}`, probe: (f) => `/v1/address-book/${f.addressBookEntry}` },
+  'POST /v1/consolidation/rules': created("creates a rule of the caller; names vaults in its body", (f) => ({
+    vault_id: f.vault,
+    chain: 'ethereum',
+    destination_type: 'vault',
+    destination_vault_id: f.vault,
+    trigger_type: 'manual',
+    gas_source: 'wallet',
+  })),
+  'GET /v1/consolidation/rules': listed(() => '/v1/consolidation/rules?limit=100'),
+  'GET /v1/consolidation/rules/:id': { kind: 'resource', path: consolidationRule(), probe: consolidationRule() },
+  'PATCH /v1/consolidation/rules/:id': { kind: 'resource', path: consolidationRule(), body: () => ({ min_consolidate_usd: '1' }), probe: consolidationRule() },
+  'POST /v1/consolidation/rules/:id/runs': { kind: 'resource', path: consolidationRule('/runs'), probe: consolidationRule() },
+  'GET /v1/consolidation/runs': listed(() => '/v1/consolidation/runs?limit=100'),
+  'GET /v1/consolidation/runs/:id': { kind: 'resource', path: consolidationRun(), probe: consolidationRun() },
+  'GET /v1/consolidation/runs/:id/sweeps': { kind: 'resource', path: consolidationRun('/sweeps'), probe: consolidationRun() },
+  'GET /v1/consolidation/sweeps/:id': { kind: 'resource', path: (f) => `/v1/consolidation/sweeps/${f.consolidationSweep}`, probe: (f) => `/v1/consolidation/sweeps/${f.consolidationSweep}` },
   'GET /v1/wallets': listed((f) => `/v1/wallets?vault_id=${f.vault}&limit=100`),
   'GET /v1/wallets/:id': { kind: 'resource', path: (f) => `/v1/wallets/${f.wallet}`, probe: (f) => `/v1/wallets/${f.wallet}` },
   'GET /v1/wallets/:id/balances': { kind: 'resource', path: (f) => `/v1/wallets/${f.wallet}/balances`, probe: (f) => `/v1/wallets/${f.wallet}` },
@@ -246,6 +264,7 @@ const MATRIX: Record<string, Row> = {
   'DELETE /v1/policies/:id/rules/:ruleId': { kind: 'resource', path: rule, probe: policyProbe },
   'DELETE /v1/policies/:id': { kind: 'resource', path: policy(), probe: policyProbe },
   'DELETE /v1/webhooks/:id': { kind: 'resource', path: webhook(), probe: webhook() },
+  'DELETE /v1/consolidation/rules/:id': { kind: 'resource', path: consolidationRule(), probe: consolidationRule() },
   'DELETE /v1/subscriptions/:id': { kind: 'resource', path: subscription(), probe: subscription() },
   'DELETE /v1/address-book/:id': { kind: 'resource', path: (f) => `/v1/address-book/${f.addressBookEntry}`, probe: (f) => `/v1/address-book/${f.addressBookEntry}` },
   'DELETE /api/cards/:cardId': { kind: 'resource', path: card(), body: () => ({ reason: 'intruder' }), probe: cardProbe },
@@ -335,6 +354,9 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     `/v1/addresses/${f.address}`,
     `/v1/gas-stations/${f.gasStation}`,
     `/v1/address-book/${f.addressBookEntry}`,
+    `/v1/consolidation/rules/${f.consolidationRule}`,
+    `/v1/consolidation/runs/${f.consolidationRun}`,
+    `/v1/consolidation/sweeps/${f.consolidationSweep}`,
     `/v1/webhooks/${f.webhook}`,
     `/v1/subscriptions/${f.subscription}`,
     `/v1/events/${f.event}`,

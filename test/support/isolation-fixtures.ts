@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { ConsolidationRun, ConsolidationSweep } from '../../src/consolidation/entities';
 import { moveWalletBalance } from '../../src/custody/service';
 import { Organization } from '../../src/organizations/entities';
 import { createMember } from '../../src/organizations/service';
@@ -45,6 +46,10 @@ export interface IsolationFixtures {
   payment: string;
   /** A spare API key of the organization. */
   apiKey: string;
+  /** A manual consolidation rule of the vault (into another vault), its run (completed, nothing to move) and a sweep of that run (written with the ORM). */
+  consolidationRule: string;
+  consolidationRun: string;
+  consolidationSweep: string;
   /** Amounts credited to the company balances. */
   usdCredit: string;
   satCredit: string;
@@ -160,6 +165,46 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   await eventually(async () => ((await call('GET', `/v1/events/${event}`)).body.delivery_status === 'delivered' ? true : undefined), 'test event to be delivered');
   const apiKey = expectStatus(await call('POST', '/v1/api-keys', { name: 'Isolation spare', scopes: ['cards:read'] }), 201, 'api key').body.id as string;
 
+  const treasury = expectStatus(await call('POST', '/v1/vaults', { name: 'Isolation treasury' }), 201, 'treasury vault').body.id as string;
+  expectStatus(await call('POST', '/v1/wallets', { name: 'Isolation treasury', chain: 'ethereum', vault_id: treasury }), 201, 'treasury wallet');
+  const consolidationRule = expectStatus(
+    await call('POST', '/v1/consolidation/rules', {
+      vault_id: vault,
+      chain: 'ethereum',
+      destination_type: 'vault',
+      destination_vault_id: treasury,
+      trigger_type: 'manual',
+      gas_source: 'wallet',
+      // Nothing to move: the run completes at once, and the fixtures stay as they are read.
+      assets: [{ is_native: true, min_amount_to_move: '1000' }],
+    }),
+    201,
+    'consolidation rule',
+  ).body.id as string;
+  const consolidationRun = expectStatus(await call('POST', `/v1/consolidation/rules/${consolidationRule}/runs`), 202, 'consolidation run').body.id as string;
+  await eventually(
+    async () => ((await call('GET', `/v1/consolidation/runs/${consolidationRun}`)).body.status === 'completed' ? true : undefined),
+    'the consolidation run to complete',
+  );
+  const sweepEm = (await testOrm()).em.fork();
+  const run = await sweepEm.findOneOrFail(ConsolidationRun, { id: consolidationRun }, { populate: ['rule'] });
+  const sweep = sweepEm.create(ConsolidationSweep, {
+    organization: run.organization,
+    environment: run.environment,
+    rule: run.rule,
+    run,
+    chain: 'ethereum',
+    network: run.network,
+    wallet: wallet.id,
+    sourceAddress: address.id,
+    destinationAddress: '0x000000000000000000000000000000000000dEaD',
+    assetId: 'ETH',
+    amount: '1000',
+    gasSource: 'wallet',
+    status: 'planned',
+  });
+  await sweepEm.flush();
+
   return {
     vault,
     wallet: wallet.id,
@@ -182,6 +227,9 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     invoice,
     payment,
     apiKey,
+    consolidationRule,
+    consolidationRun,
+    consolidationSweep: sweep.id,
     usdCredit,
     satCredit,
   };
