@@ -14,6 +14,7 @@ import { Money, toDisplay } from '../shared/money';
 import { OutgoingTransaction } from '../transactions/entities';
 import { accountFeeTerms, createTransaction, type AutomatedSend } from '../transactions/service';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep, FINISHED_RUN_STATUSES, type ConsolidationAsset, type RunStatus } from './entities';
+import { presentSweep, readRun, SWEEP_POPULATE } from './presenters';
 import { releaseRule } from './runs';
 
 /**
@@ -47,7 +48,7 @@ export async function startScanning(deps: SweepingDeps, runId: string): Promise<
     const run = await lockedRun(em, runId);
     if (run.status !== 'pending') return run.status;
     Object.assign(run, { status: 'scanning', startedAt: new Date() });
-    await announce(em, run, 'consolidation.run.started');
+    await announce(em, deps.config, run, 'consolidation.run.started');
     return 'scanning';
   });
 }
@@ -204,7 +205,7 @@ async function sweepFunding(em: EntityManager, config: Config, rule: Consolidati
 
 async function failSweep(deps: SweepingDeps, sweepId: string, reason: string): Promise<void> {
   await deps.transaction(async (em) => {
-    const sweep = await em.findOneOrFail(ConsolidationSweep, { id: sweepId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const sweep = await em.findOneOrFail(ConsolidationSweep, { id: sweepId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: SWEEP_POPULATE });
     if (sweep.status === 'failed' || sweep.status === 'confirmed') return;
     Object.assign(sweep, { status: 'failed', failureReason: reason });
     await em.flush();
@@ -212,7 +213,7 @@ async function failSweep(deps: SweepingDeps, sweepId: string, reason: string): P
       organizationId: sweep.organization.id,
       environment: sweep.environment,
       type: 'consolidation.sweep.failed',
-      data: sweepEventData(sweep),
+      data: presentSweep(sweep),
       dedupeKey: `consolidation.sweep.failed:${sweep.id}`,
     });
   });
@@ -256,7 +257,7 @@ export async function finishRun(deps: SweepingDeps, runId: string): Promise<RunS
     const status: RunStatus = failed === 0 ? 'completed' : confirmed === 0 ? 'failed' : 'partially_failed';
     Object.assign(run, { status, completedAt: new Date(), transfersConfirmed: confirmed, transfersFailed: failed });
     await releaseRule(em, run);
-    await announce(em, run, status === 'completed' ? 'consolidation.run.completed' : 'consolidation.run.failed');
+    await announce(em, deps.config, run, status === 'completed' ? 'consolidation.run.completed' : 'consolidation.run.failed');
     return status;
   });
 }
@@ -268,40 +269,13 @@ export async function failRun(deps: SweepingDeps, runId: string, reason: string)
     if (FINISHED_RUN_STATUSES.includes(run.status)) return run.status;
     Object.assign(run, { status: 'failed', failureReason: reason, completedAt: new Date() });
     await releaseRule(em, run);
-    await announce(em, run, 'consolidation.run.failed');
+    await announce(em, deps.config, run, 'consolidation.run.failed');
     return 'failed';
   });
 }
 
-async function announce(em: EntityManager, run: ConsolidationRun, type: EventType): Promise<void> {
+/** Run events carry the Consolidation run resource, as GET /v1/consolidation/runs/:id answers it then. */
+async function announce(em: EntityManager, config: Config, run: ConsolidationRun, type: EventType): Promise<void> {
   await em.flush();
-  await emit(em, { organizationId: run.organization.id, environment: run.environment, type, data: runEventData(run), dedupeKey: `${type}:${run.id}` });
+  await emit(em, { organizationId: run.organization.id, environment: run.environment, type, data: await readRun(em, config, run), dedupeKey: `${type}:${run.id}` });
 }
-
-const runEventData = (run: ConsolidationRun) => ({
-  id: run.id,
-  object: 'consolidation_run',
-  rule_id: run.rule.id,
-  vault_id: run.vault.id,
-  chain: run.chain,
-  network: run.network,
-  status: run.status,
-  trigger_source: run.triggerSource,
-  addresses_scanned: run.addressesScanned,
-  transfers_created: run.transfersCreated,
-  transfers_confirmed: run.transfersConfirmed,
-  transfers_failed: run.transfersFailed,
-  failure_reason: run.failureReason ?? null,
-});
-
-const sweepEventData = (sweep: ConsolidationSweep) => ({
-  id: sweep.id,
-  object: 'consolidation_sweep',
-  rule_id: sweep.rule.id,
-  run_id: sweep.run.id,
-  chain: sweep.chain,
-  asset_id: sweep.assetId,
-  amount_raw: sweep.amount,
-  status: sweep.status,
-  failure_reason: sweep.failureReason ?? null,
-});
