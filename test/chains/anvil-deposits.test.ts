@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
-import ERC20PresetFixedSupply from '@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json';
-import { createWalletClient, erc20Abi, getAddress, http, parseEther, parseUnits, type Hex } from 'viem';
+import { erc20Abi, parseEther, parseUnits, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { ANVIL_CHAIN_ID, startAnvil, type Anvil, anvilSandboxConfig } from '../support/anvil';
+import { ANVIL_ACCOUNT, anvilFunder, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -17,8 +16,6 @@ import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { createTestWorker } from '../support/worker';
 
-/** anvil's first dev account key (its default mnemonic): public test material, funded with 10000 ETH. */
-const ANVIL_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
 const CONFIRMATIONS = 3;
 
 describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, events, reorganisations', () => {
@@ -32,21 +29,13 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
   const watcher = new WebhookReceiver();
   const config: Record<string, string> = {};
 
-  const sender = privateKeyToAccount(ANVIL_KEY);
-  const wallet = () => createWalletClient({ account: sender, transport: http(anvil.url), chain: { id: ANVIL_CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } } });
+  const wallet = () => anvilFunder(anvil);
   const mine = (blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
 
   before(async () => {
     anvil = await startAnvil();
-    // Block 1 deploys the token: 1,000,000 USDC (6 decimals) to the sender.
-    const deployHash = await wallet().deployContract({
-      abi: ERC20PresetFixedSupply.abi,
-      bytecode: ERC20PresetFixedSupply.bytecode as Hex,
-      args: ['USD Coin', 'USDC', parseUnits('1000000', 6), sender.address],
-    });
-    // anvil mines at once, but may answer the receipt a moment later.
-    const receipt = await eventually(async () => ((await anvil.call('eth_getTransactionReceipt', [deployHash])) as { contractAddress: Hex } | null) ?? undefined, 'the token deployment receipt');
-    token = getAddress(receipt.contractAddress);
+    // Block 1 deploys the token: 1,000,000 USDC (6 decimals) to the funder.
+    token = await deployAnvilToken(anvil);
     await resetScanState('ethereum');
     await Promise.all([receiver.start(), watcher.start()]);
     const taskQueue = `anvil-deposits-${randomUUID()}`;
@@ -109,7 +98,7 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
     const byAsset = Object.fromEntries((pendingList.body.data as { asset_id: string }[]).map((row) => [row.asset_id, row])) as Record<string, Record<string, unknown>>;
     assert.equal(byAsset.ETH!.tx_hash, ethHash);
     assert.equal(byAsset.ETH!.amount, '1.5');
-    assert.equal(byAsset.ETH!.from_address, sender.address);
+    assert.equal(byAsset.ETH!.from_address, ANVIL_ACCOUNT);
     assert.equal(byAsset.USDC_ETH!.tx_hash, usdcHash);
     assert.equal(byAsset.USDC_ETH!.amount, '250.5');
     assert.match(byAsset.USDC_ETH!.position as string, /^log:\d+$/);

@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { secp256k1 } from '@noble/curves/secp256k1';
-import ERC20PresetFixedSupply from '@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json';
-import { createWalletClient, erc20Abi, getAddress, http, parseEther, parseUnits, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { erc20Abi, parseEther, type Hex } from 'viem';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
 import { DEVNET_ETHEREUM_CHAIN_ID } from '../../src/chains/devnet/params';
@@ -17,9 +15,8 @@ import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { checkSignedTransfer, requireGasCovered, type SignedTransferContext } from '../../src/gas-stations/signed-transfers';
 import { DomainError } from '../../src/shared/errors';
 import { secp256k1Address } from '../../src/keys/derivation';
-import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
+import { ANVIL_CHAIN_ID, anvilFunder, anvilReceipt, deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
 import { testOrm } from '../support/environment';
-import { eventually } from '../support/eventually';
 import { freeLoopbackPort } from '../support/ports';
 
 /** A fresh random key (a test key, never kept). */
@@ -121,15 +118,11 @@ describe('ChainProvider.estimateGas (Ethereum)', () => {
 
   describe('on anvil (a real Ethereum node)', () => {
     /** anvil's first dev account key (its default mnemonic): public test material, funded with 10000 ETH. */
-    const ANVIL_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
-    const funder = privateKeyToAccount(ANVIL_KEY);
     let anvil: Anvil;
     let token: Hex;
     let ethereum: EvmRpcProvider;
-    const wallet = () =>
-      createWalletClient({ account: funder, transport: http(anvil.url), chain: { id: ANVIL_CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } } });
-    const receipt = (hash: string) =>
-      eventually(async () => ((await anvil.call('eth_getTransactionReceipt', [hash])) as { status: Hex; gasUsed: Hex; contractAddress: Hex | null } | null) ?? undefined, `the receipt of ${hash}`);
+    const wallet = () => anvilFunder(anvil);
+    const receipt = (hash: string) => anvilReceipt(anvil, hash);
 
     before(async function () {
       try {
@@ -138,12 +131,7 @@ describe('ChainProvider.estimateGas (Ethereum)', () => {
         console.log(`      anvil could not start: ${(error as Error).message}`);
         this.skip();
       }
-      const deployed = await wallet().deployContract({
-        abi: ERC20PresetFixedSupply.abi,
-        bytecode: ERC20PresetFixedSupply.bytecode as Hex,
-        args: ['USD Coin', 'USDC', parseUnits('1000000', 6), funder.address],
-      });
-      token = getAddress((await receipt(deployed)).contractAddress!);
+      token = await deployAnvilToken(anvil);
       ethereum = new EvmRpcProvider('ethereum', anvil.url, 5_000, { USDC_ETH: token });
     });
     after(async () => anvil?.stop());

@@ -1,11 +1,28 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
+import ERC20PresetFixedSupply from '@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json';
+import { createWalletClient, getAddress, http, parseUnits, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { eventually } from './eventually';
 import { freeLoopbackPort } from './ports';
 
 /** anvil's first dev account (from its default mnemonic), funded with 10000 ETH at start. */
 export const ANVIL_ACCOUNT = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 export const ANVIL_CHAIN_ID = 31337;
+/** anvil's first dev account key (its default mnemonic): public test material, funded with 10000 ETH. */
+export const ANVIL_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+
+/** A transaction receipt as anvil answers it. */
+export interface AnvilReceipt {
+  status: Hex;
+  contractAddress: Hex | null;
+  gasUsed: Hex;
+  effectiveGasPrice: Hex;
+  blockNumber: Hex;
+  from: Hex;
+  to: Hex;
+}
 
 export interface Anvil {
   url: string;
@@ -76,3 +93,26 @@ export const anvilSandboxConfig = (anvil: Anvil, taskQueue: string, token: strin
   CHAIN_TOKENS_ETHEREUM_SANDBOX: `USDC_ETH=${token}`,
   CHAIN_CONFIRMATIONS_ETHEREUM: String(confirmations),
 });
+
+/** A viem wallet client of anvil's first dev account: what tests fund and deploy with. */
+export const anvilFunder = (anvil: Anvil) =>
+  createWalletClient({
+    account: privateKeyToAccount(ANVIL_KEY),
+    transport: http(anvil.url),
+    chain: { id: ANVIL_CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } },
+  });
+
+/** The receipt of `hash`: anvil mines each transaction as it arrives, but may answer the receipt a moment later. */
+export const anvilReceipt = (anvil: Anvil, hash: string): Promise<AnvilReceipt> =>
+  eventually(async () => ((await anvil.call('eth_getTransactionReceipt', [hash])) as AnvilReceipt | null) ?? undefined, `the receipt of ${hash}`);
+
+/** Deploys OpenZeppelin's fixed-supply ERC-20 as "USD Coin" (USDC, 6 decimals), 1,000,000 of it to the funder; answers its address. */
+export async function deployAnvilToken(anvil: Anvil): Promise<Hex> {
+  const funder = anvilFunder(anvil);
+  const hash = await funder.deployContract({
+    abi: ERC20PresetFixedSupply.abi,
+    bytecode: ERC20PresetFixedSupply.bytecode as Hex,
+    args: ['USD Coin', 'USDC', parseUnits('1000000', 6), funder.account.address],
+  });
+  return getAddress((await anvilReceipt(anvil, hash)).contractAddress!);
+}
