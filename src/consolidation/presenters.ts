@@ -14,10 +14,16 @@ import type { AssetTotal, ConsolidationRule, ConsolidationRun, ConsolidationSwee
 /** The contract (or mint) of an asset as the rule recorded it; null for the native coin or one not recorded. */
 const assetAddress = (rule: ConsolidationRule, assetId: string): string | null => rule.assets.find((asset) => asset.asset_id === assetId)?.contract_address ?? null;
 
-/** Per asset, the confirmed sweeps of the run: how much (display units) and how many. */
+/**
+ * Per asset, the confirmed sweeps of the run: how many, and how much reached the destination
+ * (display units): a native sweep pays its fee out of its amount, so what arrived is its send's
+ * recipient amount, which with the fees reconciles the destination's balance.
+ */
 export async function runAssetTotals(em: EntityManager, run: ConsolidationRun): Promise<AssetTotal[]> {
   const rows = await em.execute<{ asset_id: string; amount: string; sweeps: string }[]>(
-    `select asset_id, sum(amount)::text as amount, count(*)::text as sweeps from consolidation_sweeps where run_id = ? and status = 'confirmed' group by asset_id order by asset_id`,
+    `select s.asset_id, sum(t.recipient_amount)::text as amount, count(*)::text as sweeps
+       from consolidation_sweeps s join transactions t on t.id = s.transaction_id
+      where s.run_id = ? and s.status = 'confirmed' group by s.asset_id order by s.asset_id`,
     [run.id],
   );
   return rows.map((row) => {
