@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
-import ERC20PresetFixedSupply from '@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json';
-import { createWalletClient, encodeFunctionData, erc20Abi, getAddress, http, parseEther, parseUnits, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { encodeFunctionData, erc20Abi, getAddress, parseEther, parseUnits, type Hex } from 'viem';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { toDisplay } from '../../src/shared/money';
-import { ANVIL_CHAIN_ID, startAnvil, type Anvil, anvilSandboxConfig } from '../support/anvil';
+import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil, type AnvilReceipt } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -17,16 +15,7 @@ import { resetScanState, startSandboxScanner, terminateWorkflows } from '../supp
 import { testLogger } from '../support/secret-scan';
 import { createTestWorker } from '../support/worker';
 
-/** anvil's first dev account key (its default mnemonic): public test material, funded with 10000 ETH. */
-const ANVIL_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
 const CONFIRMATIONS = 2;
-
-interface Receipt {
-  status: Hex;
-  contractAddress: Hex | null;
-  gasUsed: Hex;
-  effectiveGasPrice: Hex;
-}
 
 interface Sweep {
   id: string;
@@ -62,15 +51,13 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
   let token: Hex;
   const config: Record<string, string> = {};
 
-  const funder = privateKeyToAccount(ANVIL_KEY);
-  const funderWallet = () =>
-    createWalletClient({ account: funder, transport: http(anvil.url), chain: { id: ANVIL_CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } } });
+  const funderWallet = () => anvilFunder(anvil);
   const mine = (blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
   const ethBalance = async (address: string) => BigInt((await anvil.call('eth_getBalance', [address, 'latest'])) as Hex);
   const tokenBalance = async (address: string) =>
     BigInt((await anvil.call('eth_call', [{ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [address as Hex] }) }, 'latest'])) as Hex);
-  const receiptOf = async (hash: string) => eventually(async () => ((await anvil.call('eth_getTransactionReceipt', [hash])) as Receipt | null) ?? undefined, `the receipt of ${hash}`);
-  const receiptFee = (receipt: Receipt) => BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice);
+  const receiptOf = (hash: string) => anvilReceipt(anvil, hash);
+  const receiptFee = (receipt: AnvilReceipt) => BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice);
 
   before(async function () {
     try {
@@ -79,12 +66,7 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
       console.log(`      anvil could not start: ${(error as Error).message}`);
       this.skip();
     }
-    const deployHash = await funderWallet().deployContract({
-      abi: ERC20PresetFixedSupply.abi,
-      bytecode: ERC20PresetFixedSupply.bytecode as Hex,
-      args: ['USD Coin', 'USDC', parseUnits('1000000', 6), funder.address],
-    });
-    token = getAddress((await receiptOf(deployHash)).contractAddress!);
+    token = await deployAnvilToken(anvil);
     await resetScanState('ethereum');
     const taskQueue = `anvil-consolidation-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
