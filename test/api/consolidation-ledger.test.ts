@@ -145,7 +145,7 @@ describe('Consolidation: the ledger invariant after every run (Ethereum devnet)'
   let first: { id: string; address: string };
   let second: { id: string; address: string };
 
-  it('native sweeps paying their own gas, from two wallets to an address book entry: the destination holds what the sweeps delivered, the run reports the gross amount, the ledger equals the chain', async function () {
+  it('native sweeps paying their own gas, from two wallets to an address book entry: the destination holds what the sweeps delivered, the run reports what arrived, the ledger equals the chain', async function () {
     this.timeout(90_000);
     source = await createVault('Deposits');
     first = await createWallet(source, 'Customer one');
@@ -184,9 +184,9 @@ describe('Consolidation: the ledger invariant after every run (Ethereum devnet)'
       run.per_asset_totals.map(({ asset_address, asset_symbol, sweep_count }) => ({ asset_address, asset_symbol, sweep_count })),
       [{ asset_address: null, asset_symbol: 'ETH', sweep_count: 2 }],
     );
-    // A native sweep is gross: amount_swept is what left the sources, the fee limits included (the destination got
-    // that less each sweep's fee limit; each source keeps its fee limit less the fee it paid).
-    assert.equal(toBaseUnits(run.per_asset_totals[0]!.amount_swept, 18), taken, 'amount_swept: the gross amount of the sweeps');
+    // A native sweep is gross: it takes the whole amount and pays its fee out of it. amount_swept is what reached the
+    // destination (each source keeps its fee limit less the fee it paid).
+    assert.equal(toBaseUnits(run.per_asset_totals[0]!.amount_swept, 18), received, 'amount_swept: what the destination received');
     assert.equal(taken, toBaseUnits('1.5', 18), "everything the sources held");
     assert.equal(
       (await chainBalance(first.address, 'ETH')) + (await chainBalance(second.address, 'ETH')),
