@@ -21,8 +21,8 @@ const assetAddress = (rule: ConsolidationRule, assetId: string): string | null =
  */
 export async function runAssetTotals(em: EntityManager, run: ConsolidationRun): Promise<AssetTotal[]> {
   const rows = await em.execute<{ asset_id: string; amount: string; sweeps: string }[]>(
-    `select s.asset_id, sum(t.recipient_amount)::text as amount, count(*)::text as sweeps
-       from consolidation_sweeps s join transactions t on t.id = s.transaction_id
+    `select s.asset_id, sum(coalesce(t.recipient_amount, s.amount))::text as amount, count(*)::text as sweeps
+       from consolidation_sweeps s left join transactions t on t.id = s.transaction_id
       where s.run_id = ? and s.status = 'confirmed' group by s.asset_id order by s.asset_id`,
     [run.id],
   );
