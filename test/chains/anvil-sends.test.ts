@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
-import { encodeFunctionData, erc20Abi, parseEther, parseUnits, type Hex } from 'viem';
+import { erc20Abi, parseEther, parseUnits, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil, type AnvilReceipt } from '../support/anvil';
+import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -45,10 +45,9 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
   const outside = privateKeyToAccount(generatePrivateKey()).address;
 
   const funderWallet = () => anvilFunder(anvil);
-  const mine = (blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
-  const ethBalance = async (address: Hex) => BigInt((await anvil.call('eth_getBalance', [address, 'latest'])) as Hex);
-  const tokenBalance = async (address: Hex) =>
-    BigInt((await anvil.call('eth_call', [{ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [address] }) }, 'latest'])) as Hex);
+  const mine = (blocks: number) => anvilMine(anvil, blocks);
+  const ethBalance = (address: Hex) => anvilEthBalance(anvil, address);
+  const tokenBalance = (address: Hex) => anvilTokenBalance(anvil, token, address);
   const receiptOf = (hash: string) => anvilReceipt(anvil, hash);
 
   before(async () => {
@@ -106,8 +105,6 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
       250,
     );
   }
-  /** The fee the node says the transaction paid, from its own receipt. */
-  const receiptFee = (receipt: AnvilReceipt) => BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice);
   async function scannedToTip() {
     const tip = Number(await anvil.call('eth_blockNumber'));
     await eventually(async () => {

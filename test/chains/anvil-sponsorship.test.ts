@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
-import { encodeFunctionData, erc20Abi, parseEther, parseTransaction, parseUnits, type Hex } from 'viem';
+import { erc20Abi, parseEther, parseTransaction, parseUnits, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil, type AnvilReceipt } from '../support/anvil';
+import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { clientKey, signClientTransfer } from '../support/client-transfers';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
@@ -42,13 +42,10 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
   const config: Record<string, string> = {};
 
   const funderWallet = () => anvilFunder(anvil);
-  const mine = (blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
-  const ethBalance = async (address: string) => BigInt((await anvil.call('eth_getBalance', [address, 'latest'])) as Hex);
-  const tokenBalance = async (address: string) =>
-    BigInt((await anvil.call('eth_call', [{ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [address as Hex] }) }, 'latest'])) as Hex);
+  const mine = (blocks: number) => anvilMine(anvil, blocks);
+  const ethBalance = (address: string) => anvilEthBalance(anvil, address);
+  const tokenBalance = (address: string) => anvilTokenBalance(anvil, token, address);
   const receiptOf = (hash: string) => anvilReceipt(anvil, hash);
-  /** The fee the node says the transaction paid, from its own receipt. */
-  const receiptFee = (receipt: AnvilReceipt) => BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice);
 
   before(async function () {
     try {

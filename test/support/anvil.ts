@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import ERC20PresetFixedSupply from '@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json';
-import { createWalletClient, getAddress, http, parseUnits, type Hex } from 'viem';
+import { createWalletClient, encodeFunctionData, erc20Abi, getAddress, http, parseUnits, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { eventually } from './eventually';
 import { freeLoopbackPort } from './ports';
@@ -116,3 +116,10 @@ export async function deployAnvilToken(anvil: Anvil): Promise<Hex> {
   });
   return getAddress((await anvilReceipt(anvil, hash)).contractAddress!);
 }
+
+/** What a transaction paid, from anvil's own receipt. */
+export const receiptFee = (receipt: AnvilReceipt): bigint => BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice);
+export const anvilMine = (anvil: Anvil, blocks: number) => anvil.call('anvil_mine', [`0x${blocks.toString(16)}`]);
+export const anvilEthBalance = async (anvil: Anvil, address: string): Promise<bigint> => BigInt((await anvil.call('eth_getBalance', [address, 'latest'])) as Hex);
+export const anvilTokenBalance = async (anvil: Anvil, token: Hex, address: string): Promise<bigint> =>
+  BigInt((await anvil.call('eth_call', [{ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [address as Hex] }) }, 'latest'])) as Hex);
