@@ -94,6 +94,25 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^\d{1,12}(\.\d{1,8})?$/, 'HEDGE_PAYMASTER_DAILY_BUDGET_USD must be a decimal amount of USD')
     .optional(),
+  /** How long a payout quote holds; its expiry is the trip's deadline for funds (docs/payouts.md). */
+  PAYOUT_QUOTE_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(900),
+  /** The sandbox rate provider's mid rates: units of each payout currency per USD, exact decimals (docs/payouts.md). */
+  PAYOUT_RATE_TABLE_SANDBOX: priceTable.prefault('NGN=1550,KES=129.5,GHS=15.4,UGX=3700,TZS=2650,ZAR=18.2,XOF=605'),
+  /** The spread taken off the mid rate, and the service fee taken from the amount sent, in basis points. */
+  PAYOUT_SPREAD_BPS: z.coerce.number().int().min(0).max(5_000).default(150),
+  PAYOUT_SERVICE_FEE_BPS: z.coerce.number().int().min(0).max(5_000).default(100),
+  /** How far below the quoted amount a deposit may fall and still be paid out pro rata (rule 7), in basis points. */
+  PAYOUT_UNDERPAYMENT_MARGIN_BPS: z.coerce.number().int().min(0).max(10_000).default(200),
+  /** What becomes of a deposit below the margin, and of one that arrives after the trip expired or settled (rule 1). */
+  PAYOUT_UNDERPAYMENT_RESOLUTION: z.enum(['refund', 'credit', 'hold']).default('hold'),
+  PAYOUT_LATE_PAYMENT_RESOLUTION: z.enum(['refund', 'credit', 'hold']).default('credit'),
+  /** How long a trip's workflow keeps watching its deposit address for late payments once the trip has ended. */
+  PAYOUT_LATE_PAYMENT_WATCH_HOURS: z.coerce.number().int().min(0).max(24 * 90).default(168),
+  /**
+   * The organization whose custody holds the payout desk: the deposit addresses of every trip.
+   * Unset: the service keeps its own desk organization, created on first use (docs/payouts.md).
+   */
+  PAYOUT_DESK_ORGANIZATION_ID: z.uuid().optional(),
   /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
   MASTER_KEY: z
     .string()

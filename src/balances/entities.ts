@@ -3,8 +3,12 @@ import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import { Organization } from '../organizations/entities';
 import { prefixedId } from '../shared/ids';
 
-/** `usd` in cents (funds cards, receives withdrawals, terminations, payout credits); `sat` for Lightning. */
-export const BALANCE_CURRENCIES = ['usd', 'sat'] as const;
+/**
+ * `usd` in cents (funds cards, receives withdrawals and terminations); `sat` for Lightning and BTC
+ * payout credits; `usdt` and `usdc` in micro-units (6 decimals on every chain) for stablecoin payout
+ * credits (an overpayment's excess, a failed or late payout's funds).
+ */
+export const BALANCE_CURRENCIES = ['usd', 'sat', 'usdt', 'usdc'] as const;
 export type BalanceCurrency = (typeof BALANCE_CURRENCIES)[number];
 
 export const BALANCE_ENTRY_KINDS = ['credit', 'debit', 'reserve', 'release', 'capture'] as const;

@@ -11,12 +11,12 @@ export function registerBalanceRoutes(routes: RouteRegistry): void {
     method: 'get',
     path: '/v1/balances',
     operationId: 'listCompanyBalances',
-    summary: "The organization's USD company balance (cents) and Lightning balance (sats)",
+    summary: "The organization's USD company balance (cents), Lightning balance (sats) and stablecoin payout credits (micro-units)",
     tag: 'Balances',
     scope: ['custody:read', 'cards:read', 'lightning:read', 'payouts:read'],
     response: {
       status: 200,
-      description: 'Both balances',
+      description: 'Every balance, zero included',
       schema: z.object({ object: z.literal('list'), data: z.array(CompanyBalanceObject), has_more: z.literal(false), next_cursor: z.null() }),
     },
     handler: async ({ auth, em }) => {
@@ -29,14 +29,14 @@ export function registerBalanceRoutes(routes: RouteRegistry): void {
     method: 'post',
     path: '/v1/sandbox/balances',
     operationId: 'sandboxCreditBalance',
-    summary: 'Sandbox: credit the USD company balance (or the Lightning balance)',
+    summary: 'Sandbox: credit the USD company balance (or the Lightning balance, or a stablecoin balance)',
     tag: 'Sandbox',
-    scope: ['cards:write', 'lightning:write'],
+    scope: ['cards:write', 'lightning:write', 'payouts:write'],
     sandboxOnly: true,
     body: SandboxCreditBody,
     response: { status: 200, description: 'The balance after the credit', schema: CompanyBalanceObject },
     handler: async ({ auth, em, body }) => {
-      const scope = body.currency === 'usd' ? 'cards:write' : 'lightning:write';
+      const scope = body.currency === 'usd' ? 'cards:write' : body.currency === 'sat' ? 'lightning:write' : 'payouts:write';
       if (!grants(auth.scopes, scope)) throw errors.insufficientScope(scope);
       const amount = body.amount;
       const { balance } = await applyBalanceEntry(em, {

@@ -3,7 +3,7 @@ import type { Environment } from '../api-keys/entities';
 import { DomainError } from '../shared/errors';
 import { prefixedId } from '../shared/ids';
 import { iso } from '../shared/time';
-import { type BalanceCurrency, type BalanceEntryKind, CompanyBalance } from './entities';
+import { BALANCE_CURRENCIES, type BalanceCurrency, type BalanceEntryKind, CompanyBalance } from './entities';
 
 export interface BalanceMovement {
   organizationId: string;
@@ -26,7 +26,7 @@ export const insufficientFunds = (currency: BalanceCurrency, needed: bigint, ava
   new DomainError({
     kind: 'invalid',
     code: 'insufficient_funds',
-    message: `The ${currency === 'usd' ? 'USD company' : 'Lightning'} balance is insufficient for this operation.`,
+    message: `The ${CURRENCY_PRESENTATION[currency].label} balance is insufficient for this operation.`,
     details: { currency, required: needed.toString(), available: available.toString() },
   });
 
@@ -96,17 +96,25 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
 
 export async function readBalances(em: EntityManager, organizationId: string, environment: Environment): Promise<BalanceSnapshot[]> {
   const rows = await em.find(CompanyBalance, { organization: organizationId, environment });
-  return (['usd', 'sat'] as const).map((currency) => {
+  return BALANCE_CURRENCIES.map((currency) => {
     const row = rows.find((candidate) => candidate.currency === currency);
     return { currency, available: BigInt(row?.available ?? '0'), reserved: BigInt(row?.reserved ?? '0') };
   });
 }
 
+/** How each balance shows: its code (what GET /v1/balances and the sandbox credit take), its unit, and its name in messages. */
+export const CURRENCY_PRESENTATION = {
+  usd: { code: 'USD', unit: 'cent', label: 'USD company' },
+  sat: { code: 'BTC', unit: 'sat', label: 'BTC (Lightning)' },
+  usdt: { code: 'USDT', unit: 'micro', label: 'USDT' },
+  usdc: { code: 'USDC', unit: 'micro', label: 'USDC' },
+} as const satisfies Record<BalanceCurrency, { code: string; unit: string; label: string }>;
+
 export function presentBalance(balance: BalanceSnapshot, updatedAt?: Date) {
   return {
     object: 'company_balance' as const,
-    currency: balance.currency === 'usd' ? 'USD' : 'BTC',
-    unit: balance.currency === 'usd' ? 'cent' : 'sat',
+    currency: CURRENCY_PRESENTATION[balance.currency].code,
+    unit: CURRENCY_PRESENTATION[balance.currency].unit,
     available: balance.available.toString(),
     reserved: balance.reserved.toString(),
     total: (balance.available + balance.reserved).toString(),

@@ -13,6 +13,7 @@ import { OrganizationSeed } from '../keys/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
 import { ChainScanCursor, IncomingTransfer, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
+import { PayoutDeposit, PayoutQuote, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
 import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
 import { OutgoingTransaction, WalletOutput } from '../transactions/entities';
 
@@ -58,6 +59,11 @@ export const entities = [
   ApprovalVote,
   PolicyAuditLog,
   LightningNodeKey,
+  PayoutQuote,
+  PayoutTrip,
+  PayoutTripTransition,
+  PayoutDeposit,
+  SandboxRailInstruction,
   LightningInvoice,
   WorkflowStart,
   DevnetBlock,

@@ -27,6 +27,8 @@ describe('Company balances', () => {
       [
         ['USD', 'cent', '0'],
         ['BTC', 'sat', '0'],
+        ['USDT', 'micro', '0'],
+        ['USDC', 'micro', '0'],
       ],
     );
     const credit = { amount: '500000', reference: 'top-up-1' };
@@ -53,6 +55,8 @@ describe('Company balances', () => {
       [
         ['0', '0'],
         ['0', '0'],
+        ['0', '0'],
+        ['0', '0'],
       ],
       'sandbox credits never fund the live balance',
     );
@@ -66,7 +70,7 @@ describe('Company balances', () => {
     assert.equal((await app.request('GET', '/v1/balances', { key: reader.secret })).status, 200);
     const denied = await app.request('POST', '/v1/sandbox/balances', { key: reader.secret, body: { amount: '1' } });
     assert.equal(denied.status, 403);
-    assert.deepEqual(denied.body.error.details.any_of, ['cards:write', 'lightning:write']);
+    assert.deepEqual(denied.body.error.details.any_of, ['cards:write', 'lightning:write', 'payouts:write']);
     const lightningOnly = await org.key(['lightning:write']);
     const usdWithLightningKey = await app.request('POST', '/v1/sandbox/balances', { key: lightningOnly.secret, body: { amount: '1' } });
     assert.equal(usdWithLightningKey.status, 403);
