@@ -107,6 +107,8 @@ export type Beneficiary =
  */
 @Entity({ tableName: 'payout_trips' })
 @Unique({ properties: ['organization', 'environment', 'reference'] })
+// A quote is spent by one trip.
+@Unique({ properties: ['quote'] })
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['depositAddress'] })
 export class PayoutTrip {

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261123221345 extends Migration {
+export class Migration20261123221635 extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create type "payout_payment_method" as enum ('bank', 'mobile_money');`);
@@ -15,6 +15,7 @@ export class Migration20261123221345 extends Migration {
     this.addSql(`create table "payout_trips" ("id" uuid not null, "organization_id" uuid not null, "environment" "environment" not null, "quote_id" uuid not null, "reference" text not null, "request_hash" text not null, "beneficiary" jsonb not null, "refund_address" text null, "chain" text not null, "asset_id" text not null, "deposit_address_record_id" uuid not null, "deposit_address" text not null, "status" "payout_trip_status" not null default 'awaiting_deposit', "expires_at" timestamptz not null, "amount_received" numeric(78,0) null, "asset_received_at" timestamptz null, "asset_confirmed_at" timestamptz null, "payout_amount" numeric(38,0) null, "credited_amount" numeric(78,0) null, "failure_reason" text null, "hold_reason" text null, "rail" text null, "completed_at" timestamptz null, "created_at" timestamptz not null, "updated_at" timestamptz not null, constraint "payout_trips_pkey" primary key ("id"));`);
     this.addSql(`create index "payout_trips_deposit_address_index" on "payout_trips" ("deposit_address");`);
     this.addSql(`create index "payout_trips_organization_id_environment_created_at_id_index" on "payout_trips" ("organization_id", "environment", "created_at", "id");`);
+    this.addSql(`alter table "payout_trips" add constraint "payout_trips_quote_id_unique" unique ("quote_id");`);
     this.addSql(`alter table "payout_trips" add constraint "payout_trips_organization_id_environment_reference_unique" unique ("organization_id", "environment", "reference");`);
 
     this.addSql(`create table "payout_trip_transitions" ("id" uuid not null, "trip_id" uuid not null, "name" text not null, "key" text not null, "details" jsonb not null, "occurred_at" timestamptz not null, constraint "payout_trip_transitions_pkey" primary key ("id"));`);
