@@ -4,6 +4,7 @@ import type { Orm } from '../src/db/orm';
 import { lightningPendingWork } from '../src/lightning/pending-work';
 import type { Logger } from '../src/logger';
 import { consolidationPendingWork } from '../src/consolidation/pending-work';
+import { payoutTripPendingWork } from '../src/payouts/pending-work';
 import { sponsorshipPendingWork } from '../src/gas-stations/pending-work';
 import { transactionPendingWork } from '../src/transactions/pending-work';
 import { reconcilePendingWork, type PendingWorkSource, type ReconcileResult } from '../src/temporal/reconciler';
@@ -16,7 +17,7 @@ export interface DurableWorkActivityDeps {
 }
 
 /** Every domain's pending resources that a running workflow must be carrying. */
-const PENDING_WORK_SOURCES: PendingWorkSource[] = [cardPendingWork, ...lightningPendingWork, transactionPendingWork, sponsorshipPendingWork, consolidationPendingWork];
+const PENDING_WORK_SOURCES: PendingWorkSource[] = [cardPendingWork, ...lightningPendingWork, transactionPendingWork, sponsorshipPendingWork, consolidationPendingWork, payoutTripPendingWork];
 
 export const createDurableWorkActivities = (deps: DurableWorkActivityDeps) => ({
   /** Fires recorded workflow starts that were not fired after their commit; returns how many reached Temporal. */

@@ -18,6 +18,7 @@ import { createIdempotencyActivities } from './idempotency';
 import { createPolicyActivities } from './policies';
 import { createLightningActivities } from './lightning';
 import { createMonitoringActivities } from './monitoring';
+import { createPayoutActivities } from './payouts';
 import { createTransactionActivities } from './transactions';
 import { createKeyProvider } from '../src/keys/provider';
 import { KeyService } from '../src/keys/service';
@@ -62,6 +63,7 @@ export const createActivities = (deps: ActivityDeps) => {
     ...createGasStationActivities({ ...deps, chains, keys }),
     ...createConsolidationActivities({ ...deps, chains }),
     ...createConsolidationRuleActivities(deps),
+    ...createPayoutActivities({ ...deps, chains, keys }),
   };
 };
 

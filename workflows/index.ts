@@ -17,3 +17,4 @@ export { gasStationCheckWorkflow } from './gas-station-check';
 export { fundSponsorshipWorkflow } from './fund-sponsorship';
 export { consolidationRunWorkflow } from './consolidation-run';
 export { consolidationScheduleWorkflow } from './consolidation-schedule';
+export { payoutTripWorkflow } from './payout-trip';

@@ -28,6 +28,11 @@ export interface EmitInput {
   destinations?: Destination[];
   /** false: only the explicit destinations (e.g. webhook.test); default: also every matching endpoint. */
   broadcast?: boolean;
+  /**
+   * Only endpoints whose filter names this type receive it, not those with an empty (all types)
+   * filter: an alias of another event (the payout stages' `withdrawal.*`) reaches each endpoint once.
+   */
+  namedOnly?: boolean;
   /** Emitting the same key twice in one organization yields one event and one set of deliveries. */
   dedupeKey?: string;
 }
@@ -55,7 +60,7 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
   if (input.broadcast !== false) {
     const endpoints = await em.find(WebhookEndpoint, { organization, environment, status: 'enabled', deletedAt: null });
     for (const endpoint of endpoints) {
-      if (endpoint.eventTypes.length === 0 || endpoint.eventTypes.includes(input.type)) {
+      if ((endpoint.eventTypes.length === 0 && !input.namedOnly) || endpoint.eventTypes.includes(input.type)) {
         targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
       }
     }

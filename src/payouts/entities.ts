@@ -29,6 +29,8 @@ export interface QuoteLimits {
  */
 @Entity({ tableName: 'payout_quotes' })
 export class PayoutQuote {
+  [OptionalProps]?: 'createdAt';
+
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
 

@@ -1,0 +1,20 @@
+import { pendingWork, type PendingWorkSource } from '../temporal/reconciler';
+import { PayoutTrip } from './entities';
+import { payoutTripFlow } from './flows/trip';
+
+/** Trips not yet ended: each must have its `payout-trip-<id>` workflow running (funds may be on their way or at the rail). */
+export const payoutTripPendingWork: PendingWorkSource = {
+  name: 'payout_trip',
+  pending: async (em, query) => {
+    const trips = await em.find(
+      PayoutTrip,
+      {
+        status: { $in: ['awaiting_deposit', 'funded', 'processing'] },
+        createdAt: { $lt: query.olderThan },
+        ...(query.organizationId ? { organization: query.organizationId } : {}),
+      },
+      { limit: query.limit, orderBy: { createdAt: 'asc' } },
+    );
+    return trips.map((trip) => pendingWork(payoutTripFlow, { tripId: trip.id }, trip.organization.id));
+  },
+};

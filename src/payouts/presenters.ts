@@ -1,0 +1,72 @@
+import { assetById, findChain, networkFor } from '../catalogue/service';
+import { toDisplay } from '../shared/money';
+import { iso, isoOrNull } from '../shared/time';
+import { toFiatDisplay } from './corridors';
+import type { Beneficiary, PayoutTrip, PayoutTripTransition } from './entities';
+
+/** The beneficiary as shown back: a bank account number keeps its last four digits, as card and bank APIs do. */
+function presentBeneficiary(beneficiary: Beneficiary) {
+  if (beneficiary.type === 'mobile_money') return beneficiary;
+  return { ...beneficiary, accountNumber: `${'*'.repeat(Math.max(0, beneficiary.accountNumber.length - 4))}${beneficiary.accountNumber.slice(-4)}` };
+}
+
+/** A trip as the API and its events show it (camelCase, as the specification names payout fields); the quote must be loaded. */
+export function presentTrip(trip: PayoutTrip) {
+  const quote = trip.quote;
+  const asset = assetById(trip.assetId);
+  const crypto = (raw: string | null | undefined) => (raw == null ? null : toDisplay(raw, asset.decimals));
+  const fiat = (raw: string | null | undefined) => (raw == null ? null : toFiatDisplay(raw, quote.toCurrency));
+  return {
+    object: 'payout_trip' as const,
+    tripId: trip.id,
+    reference: trip.reference,
+    status: trip.status,
+    quoteId: quote.id,
+    fromAsset: asset.symbol,
+    assetId: asset.id,
+    chain: trip.chain,
+    network: networkFor(findChain(trip.chain), trip.environment),
+    depositAddress: trip.depositAddress,
+    amountToSend: crypto(quote.fromAmount)!,
+    amountToSendRaw: quote.fromAmount,
+    rate: quote.rate,
+    toCurrency: quote.toCurrency,
+    toAmount: fiat(quote.toAmount)!,
+    toAmountRaw: quote.toAmount,
+    payoutAmount: fiat(trip.payoutAmount),
+    payoutAmountRaw: trip.payoutAmount ?? null,
+    amountReceived: crypto(trip.amountReceived),
+    amountReceivedRaw: trip.amountReceived ?? null,
+    creditedAmount: crypto(trip.creditedAmount),
+    creditedAmountRaw: trip.creditedAmount ?? null,
+    country: quote.country,
+    paymentMethod: quote.paymentMethod,
+    beneficiary: presentBeneficiary(trip.beneficiary),
+    refundAddress: trip.refundAddress ?? null,
+    rail: trip.rail ?? null,
+    failure_reason: trip.failureReason ?? null,
+    holdReason: trip.holdReason ?? null,
+    expiresAt: iso(trip.expiresAt),
+    assetReceivedAt: isoOrNull(trip.assetReceivedAt),
+    assetConfirmedAt: isoOrNull(trip.assetConfirmedAt),
+    completedAt: isoOrNull(trip.completedAt),
+    /** From initialization to the trip's final status, in milliseconds; null while it runs. */
+    timeToFinishMs: trip.completedAt ? trip.completedAt.getTime() - trip.createdAt.getTime() : null,
+    createdAt: iso(trip.createdAt),
+    updatedAt: iso(trip.updatedAt),
+  };
+}
+
+/** A trip with its timeline: every status it reached and every movement of its money, in order. */
+export function presentTripWithTimeline(trip: PayoutTrip, timeline: PayoutTripTransition[]) {
+  return {
+    ...presentTrip(trip),
+    timeline: timeline.map((entry) => ({
+      name: entry.name,
+      at: iso(entry.occurredAt),
+      /** Since the trip was initialized. */
+      elapsedMs: entry.occurredAt.getTime() - trip.createdAt.getTime(),
+      details: entry.details,
+    })),
+  };
+}

@@ -1,0 +1,50 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Environment } from '../api-keys/entities';
+import type { Beneficiary, PaymentMethod } from './entities';
+import { SandboxBankRail } from './providers/sandbox-bank-rail';
+import { SandboxMobileMoneyRail } from './providers/sandbox-mobile-money-rail';
+
+/** What the desk asks a rail to pay: `amount` minor units of `currency` to the beneficiary. */
+export interface PayoutInstruction {
+  /** The trip's id: the rail's idempotency key, so an instruction sent twice pays once. */
+  tripId: string;
+  organizationId: string;
+  environment: Environment;
+  country: string;
+  currency: string;
+  amount: bigint;
+  beneficiary: Beneficiary;
+}
+
+/**
+ * Where an instruction stands at the rail. paid and failed are final; blocked is the rail's
+ * compliance or risk refusal (final too); pending means the rail works on it.
+ */
+export type RailAnswer = { state: 'paid' } | { state: 'pending' } | { state: 'failed'; reason: string } | { state: 'blocked'; reason: string };
+
+/** The rail received something, but what it did is not known (a timeout, a lost answer): ask again, never send again. */
+export class RailOutcomeUnknownError extends Error {
+  override name = 'RailOutcomeUnknownError';
+}
+
+/**
+ * A bank or mobile-money payout network. Adding one (a real bank API, an M-Pesa B2C adapter) is one
+ * file behind this interface, chosen in `railFor`.
+ */
+export interface PayoutRail {
+  /** Recorded on the trip, for operators. */
+  readonly name: string;
+  /** Sends the instruction, idempotently by trip id; throws RailOutcomeUnknownError when the answer is lost. */
+  submit(em: EntityManager, instruction: PayoutInstruction): Promise<RailAnswer>;
+  /** The instruction's state by trip id; null when the rail never received it (a send may then be made). */
+  status(em: EntityManager, tripId: string): Promise<RailAnswer | null>;
+}
+
+/**
+ * The rail that pays a method in an environment. The sandbox has its two simulated rails; live has
+ * none in this build, so live quotes are refused before a trip can exist (docs/payouts.md).
+ */
+export function railFor(environment: Environment, method: PaymentMethod): PayoutRail {
+  if (environment === 'live') throw new Error(`no live ${method} payout rail is configured`);
+  return method === 'bank' ? new SandboxBankRail() : new SandboxMobileMoneyRail();
+}

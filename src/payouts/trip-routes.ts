@@ -1,0 +1,151 @@
+import type { RouteRegistry } from '../http/route';
+import { mineSandboxBlocks, simulateDeposit } from '../monitoring/sandbox';
+import { listBody } from '../shared/pagination';
+import { listEnvelopeSchema } from '../shared/schemas';
+import { isoOrNull } from '../shared/time';
+import { presentTrip, presentTripWithTimeline } from './presenters';
+import { setSandboxRailOutcome } from './providers/sandbox-rail-book';
+import { PayoutInitializeRequest } from './schemas';
+import {
+  PayoutTripObject,
+  PayoutTripWithTimeline,
+  ReferenceParams,
+  SandboxPayoutDepositBody,
+  SandboxPayoutDepositObject,
+  SandboxPayoutOutcomeBody,
+  SandboxPayoutOutcomeObject,
+  TripListQuery,
+  TripParams,
+} from './trip-schemas';
+import { findTrip, findTripByReference, initializeTrip, listTrips, tripTimeline } from './trips';
+
+export function registerPayoutTripRoutes(routes: RouteRegistry): void {
+  const tag = 'Payouts';
+
+  routes.add({
+    method: 'post',
+    path: '/payouts/initialize',
+    operationId: 'initializePayout',
+    summary: 'Start a payout trip from a quote',
+    description:
+      "Answers the trip: a fresh deposit address of the payout desk on the quote's chain and the exact amount to send before expiresAt; workflow `payout-trip-<tripId>` follows it. " +
+      '`reference` is your idempotency key: the same reference with the same body returns the same trip, with another body 409 `idempotency_key_reused`. ' +
+      'An expired quote is 400 `quote_expired`; a quote already used by another trip is 409 `quote_already_used`.',
+    tag,
+    scope: 'payouts:write',
+    body: PayoutInitializeRequest,
+    response: { status: 201, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
+    handler: async ({ auth, em, body, deps }) => {
+      const trip = await initializeTrip(em, { keys: deps.keys, config: deps.config }, auth, body);
+      return { status: 201, body: presentTripWithTimeline(trip, await tripTimeline(em, trip)) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/payouts',
+    operationId: 'listPayouts',
+    summary: 'List payout trips',
+    description: "The environment's trips, newest first; filters status, createdFrom and createdTo (inclusive).",
+    tag,
+    scope: 'payouts:read',
+    query: TripListQuery,
+    response: { status: 200, description: 'A page of trips', schema: listEnvelopeSchema(PayoutTripObject) },
+    handler: async ({ auth, em, query }) => {
+      const page = await listTrips(em, auth, {
+        ...query,
+        createdFrom: query.createdFrom ? new Date(query.createdFrom) : undefined,
+        createdTo: query.createdTo ? new Date(query.createdTo) : undefined,
+      });
+      return { body: listBody(page, presentTrip) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/payouts/fetch/:reference',
+    operationId: 'fetchPayoutByReference',
+    summary: 'Fetch a payout trip by your reference (manual reconciliation)',
+    tag,
+    scope: 'payouts:read',
+    params: ReferenceParams,
+    response: { status: 200, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
+    handler: async ({ auth, em, params }) => {
+      const trip = await findTripByReference(em, auth, params.reference);
+      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip)) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/payouts/trips/:tripId',
+    operationId: 'getPayoutTrip',
+    summary: 'Fetch a payout trip and its status timeline',
+    tag,
+    scope: 'payouts:read',
+    params: TripParams,
+    response: { status: 200, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
+    handler: async ({ auth, em, params }) => {
+      const trip = await findTrip(em, auth, params.tripId);
+      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip)) };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/sandbox/payouts/trips/:tripId/deposit',
+    operationId: 'sandboxFundPayoutTrip',
+    summary: "Sandbox: send an amount to a trip's deposit address on the devnet",
+    description:
+      "A real transfer from the devnet's faucet to the trip's deposit address; with `confirmations`, that many blocks are mined at once (and scanned), so the deposit is confirmed when the chain's threshold is reached.",
+    tag: 'Sandbox',
+    scope: 'payouts:write',
+    sandboxOnly: true,
+    params: TripParams,
+    body: SandboxPayoutDepositBody,
+    // Mining waits on Temporal: no database transaction is held open meanwhile.
+    ownTransactions: true,
+    response: { status: 201, description: 'The transfer', schema: SandboxPayoutDepositObject },
+    handler: async ({ auth, params, body, deps }) => {
+      const em = deps.orm.em.fork();
+      const trip = await findTrip(em, auth, params.tripId);
+      const sent = await deps.starter.transaction(em, (tx) =>
+        simulateDeposit(tx, deps.config, deps.chains, auth, { chain: trip.chain, address: trip.depositAddress, asset: trip.assetId, amount: body.amount }),
+      );
+      if (body.confirmations) await mineSandboxBlocks(deps.config, deps.starter, trip.chain, body.confirmations);
+      return {
+        status: 201,
+        body: {
+          object: 'sandbox_payout_deposit',
+          tripId: trip.id,
+          depositAddress: trip.depositAddress,
+          assetId: trip.assetId,
+          amount: sent.amount,
+          amountRaw: sent.amount_raw,
+          txHash: sent.tx_hash,
+          blocksMined: body.confirmations ?? 0,
+        },
+      };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/sandbox/payouts/trips/:tripId/outcome',
+    operationId: 'sandboxSetPayoutOutcome',
+    summary: "Sandbox: set what the payout rail answers for a trip",
+    tag: 'Sandbox',
+    scope: 'payouts:write',
+    sandboxOnly: true,
+    params: TripParams,
+    body: SandboxPayoutOutcomeBody,
+    response: { status: 200, description: 'The outcome the rail will answer', schema: SandboxPayoutOutcomeObject },
+    handler: async ({ auth, em, params, body }) => {
+      const trip = await findTrip(em, auth, params.tripId);
+      const row = await setSandboxRailOutcome(em, { id: trip.id, organizationId: auth.organizationId, environment: 'sandbox' }, body.outcome, body.failureReason ?? null);
+      return {
+        body: { object: 'sandbox_payout_outcome', tripId: trip.id, outcome: row.outcome, failureReason: row.failureReason ?? null, submissions: row.submissions, paidAt: isoOrNull(row.paidAt) },
+      };
+    },
+  });
+}

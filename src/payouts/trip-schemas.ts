@@ -1,0 +1,115 @@
+import { CHAIN_IDS } from '../catalogue/service';
+import { ListQuery } from '../shared/pagination';
+import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { PAYMENT_METHODS, RAIL_OUTCOMES, TRIP_STATUSES } from './entities';
+
+const FiatAmount = z.string().regex(/^\d+(\.\d+)?$/).openapi({ description: "Decimal of the payout currency with exactly its minor units ('155000.00'; UGX '370000')" });
+const MinorUnits = z.string().regex(/^\d+$/).openapi({ description: "Integer in the payout currency's minor units" });
+
+export const PayoutTripObject = z
+  .object({
+    object: z.literal('payout_trip'),
+    tripId: z.uuid(),
+    reference: z.string(),
+    status: z.enum(TRIP_STATUSES),
+    quoteId: z.uuid(),
+    fromAsset: z.string(),
+    assetId: z.string(),
+    chain: z.enum(CHAIN_IDS),
+    network: z.string(),
+    depositAddress: z.string().openapi({ description: "The payout desk's address for this trip: send amountToSend of the asset here before expiresAt" }),
+    amountToSend: DisplayAmount,
+    amountToSendRaw: BaseUnitAmount,
+    rate: z.string(),
+    toCurrency: z.string(),
+    toAmount: FiatAmount.openapi({ description: 'The quoted fiat amount' }),
+    toAmountRaw: MinorUnits,
+    payoutAmount: FiatAmount.nullable().openapi({ description: 'What the rail is asked to pay: toAmount, or pro rata on an underpayment within the margin' }),
+    payoutAmountRaw: MinorUnits.nullable(),
+    amountReceived: DisplayAmount.nullable().openapi({ description: 'What the funding deposits add up to (use it on underpayment)' }),
+    amountReceivedRaw: BaseUnitAmount.nullable(),
+    creditedAmount: DisplayAmount.nullable().openapi({ description: "Credited to the organization's balance in the asset: an overpayment's excess, a failed payout's funds" }),
+    creditedAmountRaw: BaseUnitAmount.nullable(),
+    country: z.string(),
+    paymentMethod: z.enum(PAYMENT_METHODS),
+    beneficiary: z.union([
+      z.object({ type: z.literal('bank'), accountNumber: z.string().openapi({ description: 'All but the last four digits masked' }), bankCode: z.string(), accountName: z.string() }),
+      z.object({ type: z.literal('mobile_money'), phoneNumber: z.string(), network: z.string(), accountName: z.string() }),
+    ]),
+    refundAddress: z.string().nullable(),
+    rail: z.string().nullable(),
+    failure_reason: z.string().nullable(),
+    holdReason: z.string().nullable(),
+    expiresAt: Timestamp,
+    assetReceivedAt: Timestamp.nullable(),
+    assetConfirmedAt: Timestamp.nullable(),
+    completedAt: Timestamp.nullable(),
+    timeToFinishMs: z.number().int().nullable().openapi({ description: 'From initialization to the final status; null while the trip runs' }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .openapi('PayoutTrip');
+
+export const PayoutTripWithTimeline = PayoutTripObject.extend({
+  timeline: z.array(
+    z.object({
+      name: z.string().openapi({ description: 'A status (awaiting_deposit, funded, processing, success, failed, expired, held) or a movement of the money (asset_confirmed, excess_credited, late_payment_received, late_payment_refunded...)' }),
+      at: Timestamp,
+      elapsedMs: z.number().int().openapi({ description: 'Since the trip was initialized' }),
+      details: z.record(z.string(), z.unknown()),
+    }),
+  ),
+}).openapi('PayoutTripWithTimeline');
+
+export const TripParams = z.object({ tripId: z.string().min(1).max(64) });
+export const ReferenceParams = z.object({ reference: z.string().min(1).max(100) });
+
+export const TripListQuery = ListQuery.extend({
+  status: z.enum(TRIP_STATUSES).optional(),
+  createdFrom: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Trips created at or after this instant' }),
+  createdTo: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Trips created at or before this instant' }),
+});
+
+export const SandboxPayoutDepositBody = z
+  .object({
+    amount: z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "100.5"').openapi({ description: "Display units of the trip's asset" }),
+    confirmations: z.number().int().min(0).max(100).optional().openapi({ description: 'Blocks to mine at once after the transfer (each one more confirmation); omitted: the transfer waits in the mempool for the next block' }),
+  })
+  .strict()
+  .openapi('SandboxPayoutDepositRequest');
+
+export const SandboxPayoutDepositObject = z
+  .object({
+    object: z.literal('sandbox_payout_deposit'),
+    tripId: z.uuid(),
+    depositAddress: z.string(),
+    assetId: z.string(),
+    amount: DisplayAmount,
+    amountRaw: BaseUnitAmount,
+    txHash: z.string(),
+    blocksMined: z.number().int(),
+  })
+  .openapi('SandboxPayoutDeposit');
+
+export const SandboxPayoutOutcomeBody = z
+  .object({
+    outcome: z.enum(RAIL_OUTCOMES).openapi({ description: 'What the sandbox rail answers for this trip from now on: success pays, failed rejects, blocked is a compliance or risk block, unknown loses the answer (the trip asks again until another outcome is set)' }),
+    failureReason: z
+      .string()
+      .regex(/^[a-z0-9_]{1,100}$/, 'must be a snake_case code such as "account_closed"')
+      .optional()
+      .openapi({ description: "The failure_reason the rail gives for failed or blocked; default: the rail's own" }),
+  })
+  .strict()
+  .openapi('SandboxPayoutOutcomeRequest');
+
+export const SandboxPayoutOutcomeObject = z
+  .object({
+    object: z.literal('sandbox_payout_outcome'),
+    tripId: z.uuid(),
+    outcome: z.enum(RAIL_OUTCOMES),
+    failureReason: z.string().nullable(),
+    submissions: z.number().int().openapi({ description: 'How often an instruction for this trip reached the rail' }),
+    paidAt: Timestamp.nullable(),
+  })
+  .openapi('SandboxPayoutOutcome');
