@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import { CHAIN_IDS } from '../../src/catalogue/service';
+import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
+import { Event } from '../../src/events/entities';
+import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
+import { PayoutQuote, PayoutTrip } from '../../src/payouts/entities';
+import { payoutTripFlow } from '../../src/payouts/flows/trip';
+import { WorkflowStart } from '../../src/temporal/entities';
+import { OrganizationId, ResourceId, ResourceType } from '../../src/temporal/search-attributes';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization, type TestResponse } from '../support/app';
+import { localTemporal } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { terminateWorkflows } from '../support/scanning';
+import { createTestWorker } from '../support/worker';
+
+const NG_BANK = { type: 'bank', accountNumber: '0123456789', bankCode: '058', accountName: 'Ada Obi' };
+const USDT_TRON_TO_NGN = { fromAsset: 'USDT', chain: 'tron', amount: '100', toCurrency: 'NGN', country: 'NG', paymentMethod: 'bank' };
+
+/** Payout quotes and trips end to end: the real API, PostgreSQL, the Temporal dev server with its search attributes, and the devnet. */
+describe('Payouts: trips from initialize through the sandbox deposit and rail to success, fetched, listed and idempotent', () => {
+  let app: TestApp;
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  let org: TestOrganization;
+  let other: TestOrganization;
+  const taskQueue = `payouts-${randomUUID()}`;
+  // The trip's workflow ends once the trip does (no late-payment watch), so its whole history can be read.
+  const config = { TEMPORAL_TASK_QUEUE: taskQueue, DEVNET_BLOCK_INTERVAL_SECONDS: '3600', CHAIN_SCAN_INTERVAL_SECONDS: '0.2', CHAIN_CONFIRMATIONS_TRON: '2', PAYOUT_LATE_PAYMENT_WATCH_HOURS: '0' };
+
+  before(async () => {
+    app = await startTestApp({ config });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
+    running = worker.run();
+    org = await createTestOrganization('Payouts');
+    other = await createTestOrganization('Payouts, other');
+  });
+  after(async () => {
+    const { client } = await localTemporal();
+    const trips = await app.deps.orm.em.fork().find(PayoutTrip, {});
+    await terminateWorkflows(client, [
+      ...CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]),
+      ...trips.map((trip) => payoutTripFlow.workflowId({ tripId: trip.id })),
+    ]);
+    worker?.shutdown();
+    await running;
+    await app?.close();
+  });
+
+  const call = (method: string, path: string, body?: unknown, key = org.secret) => app.request(method, path, { key, body });
+  const expectError = (response: TestResponse, status: number, code: string, param?: string) => {
+    assert.equal(response.status, status, response.text);
+    assert.equal(response.body.error.code, code, response.text);
+    if (param !== undefined) assert.equal(response.body.error.param, param, response.text);
+  };
+  async function quote(body: Record<string, unknown> = USDT_TRON_TO_NGN, key = org.secret) {
+    const response = await call('POST', '/payouts/quotes', body, key);
+    assert.equal(response.status, 201, response.text);
+    return response.body as { quoteId: string; fromAmount: string; fromAmountRaw: string; toAmount: string; toAmountRaw: string; expiresAt: string };
+  }
+  async function initialize(quoteId: string, reference = `ref-${randomUUID()}`, extra: Record<string, unknown> = {}) {
+    return call('POST', '/payouts/initialize', { quoteId, reference, beneficiary: NG_BANK, ...extra });
+  }
+  const tripCount = async (organizationId = org.organizationId) => app.deps.orm.em.fork().count(PayoutTrip, { organization: organizationId });
+
+  it('runs a trip from quote to success through the sandbox deposit, with its timeline, fetch by reference, list and one workflow history', async () => {
+    const offer = await quote();
+    const reference = `invoice-${randomUUID()}`;
+    const started = await initialize(offer.quoteId, reference);
+    assert.equal(started.status, 201, started.text);
+    const trip = started.body;
+    assert.equal(trip.object, 'payout_trip');
+    assert.equal(trip.status, 'awaiting_deposit');
+    assert.equal(trip.quoteId, offer.quoteId);
+    assert.equal(trip.amountToSend, offer.fromAmount);
+    assert.equal(trip.amountToSendRaw, offer.fromAmountRaw);
+    assert.equal(trip.toAmount, offer.toAmount);
+    assert.equal(trip.expiresAt, offer.expiresAt);
+    assert.match(trip.depositAddress, /^T[1-9A-HJ-NP-Za-km-z]{33}$/, 'a Tron address of the desk');
+    assert.equal(trip.beneficiary.accountNumber, '******6789', 'the account number is masked');
+    assert.deepEqual(
+      trip.timeline.map((entry: { name: string }) => entry.name),
+      ['awaiting_deposit'],
+    );
+
+    const deposit = await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/deposit`, { amount: offer.fromAmount, confirmations: 2 });
+    assert.equal(deposit.status, 201, deposit.text);
+    assert.equal(deposit.body.amountRaw, offer.fromAmountRaw);
+    const done = await eventually(async () => {
+      const read = await call('GET', `/payouts/trips/${trip.tripId}`);
+      return read.body.status === 'success' ? read.body : undefined;
+    }, 'the trip paid out');
+    assert.equal(done.amountReceived, offer.fromAmount);
+    assert.equal(done.payoutAmount, offer.toAmount);
+    assert.equal(done.rail, 'sandbox_bank');
+    assert.equal(done.failure_reason, null);
+    assert.ok(done.assetReceivedAt && done.assetConfirmedAt && done.completedAt);
+    assert.equal(done.timeToFinishMs, Date.parse(done.completedAt) - Date.parse(done.createdAt));
+    const names = done.timeline.map((entry: { name: string }) => entry.name);
+    assert.deepEqual(names, ['awaiting_deposit', 'funded', 'asset_confirmed', 'processing', 'success']);
+    const elapsed = done.timeline.map((entry: { elapsedMs: number }) => entry.elapsedMs);
+    assert.deepEqual(elapsed, [...elapsed].sort((a, b) => a - b), 'the timeline is in order');
+
+    const byReference = await call('GET', `/payouts/fetch/${reference}`);
+    assert.equal(byReference.status, 200);
+    assert.deepEqual(byReference.body, done);
+
+    const successes = await call('GET', `/payouts?status=success&createdFrom=${encodeURIComponent(done.createdAt)}`);
+    assert.ok(successes.body.data.some((listed: { tripId: string }) => listed.tripId === trip.tripId));
+    const later = await call('GET', `/payouts?createdFrom=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`);
+    assert.deepEqual(later.body.data, []);
+    const expired = await call('GET', '/payouts?status=expired');
+    assert.ok(!expired.body.data.some((listed: { tripId: string }) => listed.tripId === trip.tripId));
+
+    // The events a webhook endpoint would receive, with the specification's payout fields.
+    const events = await app.deps.orm.em.fork().find(Event, { organization: org.organizationId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const ofTrip = events.filter((event) => (event.data as { tripId?: string }).tripId === trip.tripId);
+    assert.deepEqual(
+      ofTrip.map((event) => event.type),
+      ['asset.received', 'payouts.processing', 'withdrawal.processing', 'payouts.withdrawal.success', 'withdrawal.success'],
+    );
+    const success = ofTrip.find((event) => event.type === 'payouts.withdrawal.success')!.data as Record<string, unknown>;
+    for (const field of ['tripId', 'amountReceived', 'assetReceivedAt', 'assetConfirmedAt', 'failure_reason', 'expiresAt']) assert.ok(field in success, field);
+
+    // The whole trip is one workflow history, found by its search attributes.
+    const { client } = await localTemporal();
+    const handle = client.workflow.getHandle(payoutTripFlow.workflowId({ tripId: trip.tripId }));
+    assert.equal(await handle.result(), 'success');
+    const description = await handle.describe();
+    assert.equal(description.typedSearchAttributes.get(ResourceType), 'payout_trip');
+    assert.equal(description.typedSearchAttributes.get(ResourceId), trip.tripId);
+    assert.equal(description.typedSearchAttributes.get(OrganizationId), org.organizationId);
+    const history = await handle.fetchHistory();
+    const activities = (history.events ?? []).flatMap((event) => (event.activityTaskScheduledEventAttributes?.activityType?.name ? [event.activityTaskScheduledEventAttributes.activityType.name] : []));
+    assert.equal(activities[0], 'openPayoutTrip');
+    assert.deepEqual(
+      [...new Set(activities)],
+      ['openPayoutTrip', 'watchPayoutTripFunding', 'settlePayoutTrip', 'payPayoutTrip', 'finishPayoutTrip', 'resolveLatePayoutDeposits'],
+    );
+  });
+
+  it('fails a trip whose rail the sandbox sets to fail, with failure_reason on the trip and its fetch', async () => {
+    const offer = await quote();
+    const reference = `failing-${randomUUID()}`;
+    const trip = (await initialize(offer.quoteId, reference)).body;
+    assert.equal((await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/outcome`, { outcome: 'failed', failureReason: 'account_closed' })).status, 200);
+    assert.equal((await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/deposit`, { amount: offer.fromAmount, confirmations: 2 })).status, 201);
+    const failed = await eventually(async () => {
+      const read = await call('GET', `/payouts/fetch/${reference}`);
+      return read.body.status === 'failed' ? read.body : undefined;
+    }, 'the trip failed');
+    assert.equal(failed.failure_reason, 'account_closed');
+    assert.equal(failed.creditedAmount, offer.fromAmount, 'the funds are credited back');
+    const outcome = await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/outcome`, { outcome: 'success' });
+    assert.equal(outcome.body.submissions, 1);
+    assert.equal(outcome.body.paidAt, null);
+  });
+
+  it('returns the same trip for the same reference, also under 20 concurrent calls, and 409 for another body', async () => {
+    const offer = await quote();
+    const reference = `concurrent-${randomUUID()}`;
+    const before = await tripCount();
+    const responses = await Promise.all(Array.from({ length: 20 }, () => initialize(offer.quoteId, reference)));
+    for (const response of responses) assert.equal(response.status, 201, response.text);
+    const ids = new Set(responses.map((response) => response.body.tripId));
+    assert.equal(ids.size, 1, 'one trip');
+    assert.equal(new Set(responses.map((response) => response.body.depositAddress)).size, 1, 'one deposit address');
+    assert.equal((await tripCount()) - before, 1);
+    const [tripId] = [...ids];
+    const starts = await app.deps.orm.em.fork().count(WorkflowStart, { workflowId: payoutTripFlow.workflowId({ tripId: tripId! }) });
+    assert.equal(starts, 1, 'one workflow');
+
+    const again = await initialize(offer.quoteId, reference);
+    assert.equal(again.body.tripId, tripId);
+    expectError(await call('POST', '/payouts/initialize', { quoteId: offer.quoteId, reference, beneficiary: { ...NG_BANK, accountName: 'Someone Else' } }), 409, 'idempotency_key_reused', 'reference');
+    expectError(await initialize(offer.quoteId), 409, 'quote_already_used');
+  });
+
+  it('refuses an expired quote with quote_expired (rule 1), and bad input with a named 400, creating nothing', async () => {
+    const offer = await quote();
+    const em = app.deps.orm.em.fork();
+    await em.nativeUpdate(PayoutQuote, { id: offer.quoteId }, { expiresAt: new Date(Date.now() - 1000) });
+    const before = await tripCount();
+    expectError(await initialize(offer.quoteId), 400, 'quote_expired', 'quoteId');
+
+    const fresh = await quote();
+    expectError(await initialize(fresh.quoteId, 'bad-refund', { refundAddress: '0x0000000000000000000000000000000000000001' }), 400, 'validation_failed', 'refundAddress');
+    expectError(await call('POST', '/payouts/initialize', { quoteId: fresh.quoteId, reference: 'bad-account', beneficiary: { ...NG_BANK, accountNumber: '12345' } }), 400, 'validation_failed', 'beneficiary.accountNumber');
+    expectError(await call('POST', '/payouts/initialize', { quoteId: randomUUID(), reference: 'no-quote', beneficiary: NG_BANK }), 404, 'resource_missing', 'quoteId');
+    expectError(await call('POST', '/payouts/initialize', { quoteId: fresh.quoteId, reference: 'x'.repeat(101), beneficiary: NG_BANK }), 400, 'validation_failed', 'reference');
+    expectError(await call('POST', '/payouts/initialize', { quoteId: fresh.quoteId, beneficiary: NG_BANK }), 400, 'validation_failed', 'reference');
+    expectError(await call('GET', '/payouts?status=lost'), 400, 'validation_failed', 'status');
+    expectError(await call('GET', '/payouts?createdFrom=yesterday'), 400, 'validation_failed', 'createdFrom');
+    expectError(await call('POST', `/v1/sandbox/payouts/trips/${randomUUID()}/deposit`, { amount: '1' }), 404, 'resource_missing');
+    assert.equal(await tripCount(), before, 'nothing was created');
+  });
+
+  it('keeps trips to their organization and environment, and the sandbox helpers and writes to their scopes', async () => {
+    const offer = await quote();
+    const trip = (await initialize(offer.quoteId)).body;
+    expectError(await call('GET', `/payouts/trips/${trip.tripId}`, undefined, other.secret), 404, 'resource_missing');
+    expectError(await call('GET', `/payouts/fetch/${trip.reference}`, undefined, other.secret), 404, 'resource_missing');
+    expectError(await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/outcome`, { outcome: 'failed' }, other.secret), 404, 'resource_missing');
+    const unused = await quote();
+    expectError(await call('POST', '/payouts/initialize', { quoteId: unused.quoteId, reference: 'stolen', beneficiary: NG_BANK }, other.secret), 404, 'resource_missing', 'quoteId');
+    assert.ok(!(await call('GET', '/payouts', undefined, other.secret)).body.data.some((listed: { tripId: string }) => listed.tripId === trip.tripId));
+
+    const live = await org.key(['*'], 'live');
+    expectError(await call('GET', `/payouts/trips/${trip.tripId}`, undefined, live.secret), 404, 'resource_missing');
+    assert.equal((await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/deposit`, { amount: '1' }, live.secret)).status, 404);
+
+    const reader = await org.key(['payouts:read']);
+    assert.equal((await call('GET', `/payouts/trips/${trip.tripId}`, undefined, reader.secret)).status, 200);
+    expectError(await call('POST', '/payouts/initialize', { quoteId: offer.quoteId, reference: 'read-only', beneficiary: NG_BANK }, reader.secret), 403, 'insufficient_scope');
+    expectError(await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/outcome`, { outcome: 'failed' }, reader.secret), 403, 'insufficient_scope');
+  });
+});
