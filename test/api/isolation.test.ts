@@ -60,6 +60,7 @@ const subscription = (suffix = '') => (f: F) => `/v1/subscriptions/${f.subscript
 const consolidationRule = (suffix = '') => (f: F) => `/v1/consolidation/rules/${f.consolidationRule}${suffix}`;
 const consolidationRun = (suffix = '') => (f: F) => `/v1/consolidation/runs/${f.consolidationRun}${suffix}`;
 const policy = (suffix = '') => (f: F) => `/v1/policies/${f.policy}${suffix}`;
+const payoutTrip = (suffix = '', prefix = '') => (f: F) => `${prefix}/payouts/trips/${f.payoutTrip}${suffix}`;
 const rule = (f: F) => `/v1/policies/${f.policy}/rules/${f.rule}`;
 const policyProbe = (f: F) => `/v1/policies/${f.policy}`;
 const pendingProbe = (f: F) => `/v1/policies/${f.pendingPolicy}`;
@@ -217,6 +218,17 @@ const MATRIX: Record<string, Row> = {
   'GET /api/cards/:cardId': { kind: 'resource', path: card(), probe: cardProbe },
   'GET /api/cards/:cardId/secure': { kind: 'resource', path: card('/secure'), probe: cardProbe },
   'GET /api/cards/:cardId/transactions': { kind: 'resource', path: card('/transactions'), probe: cardProbe },
+  // Payouts
+  'POST /payouts/initialize': created("starts a trip from the caller's quote; names the quote in its body", (f) => ({
+    quoteId: f.payoutQuote,
+    reference: `intruder-${f.payoutQuote}`,
+    beneficiary: { type: 'bank', accountNumber: '0123456789', bankCode: '058', accountName: 'Ada Obi' },
+  })),
+  'GET /payouts': listed(() => '/payouts?limit=100'),
+  'GET /payouts/trips/:tripId': { kind: 'resource', path: payoutTrip(), probe: payoutTrip() },
+  'GET /payouts/fetch/:reference': { kind: 'resource', path: (f) => `/payouts/fetch/${f.payoutReference}`, probe: payoutTrip() },
+  'POST /v1/sandbox/payouts/trips/:tripId/deposit': { kind: 'resource', path: payoutTrip('/deposit', '/v1/sandbox'), body: () => ({ amount: '1' }), probe: payoutTrip() },
+  'POST /v1/sandbox/payouts/trips/:tripId/outcome': { kind: 'resource', path: payoutTrip('/outcome', '/v1/sandbox'), body: () => ({ outcome: 'failed' }), probe: payoutTrip() },
   'PUT /api/cards/:cardId/spend-limits': { kind: 'resource', path: card('/spend-limits'), body: () => ({ daily: 1 }), probe: cardProbe },
   'POST /api/cards/:cardId/balance': { kind: 'resource', path: card('/balance'), body: () => ({ type: 'withdraw', amount: 1, reference: randomUUID() }), probe: cardProbe },
   'POST /api/cards/:cardId/fund': { kind: 'resource', path: card('/fund'), body: () => ({ amount: 1, reference: randomUUID() }), probe: cardProbe },
@@ -373,6 +385,8 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     `/api/lightning/payments/${f.payment}`,
     '/api/lightning/invoices?page_size=100',
     '/v1/balances',
+    `/payouts/trips/${f.payoutTrip}`,
+    `/payouts/fetch/${f.payoutReference}`,
   ];
 
   async function readSnapshot(): Promise<Map<string, unknown>> {
@@ -429,7 +443,7 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     // Every resource of the fixtures is named by some row (the funding through its card's transactions, the pending policy through its approval request).
     const paths = Object.values(MATRIX).flatMap((row) => (row.kind === 'resource' ? [row.path(fixtures)] : []));
     for (const [name, id] of Object.entries(fixtures)) {
-      if (['funding', 'pendingPolicy', 'usdCredit', 'satCredit'].includes(name)) continue;
+      if (['funding', 'pendingPolicy', 'usdCredit', 'satCredit', 'payoutQuote'].includes(name)) continue;
       assert.ok(paths.some((path) => path.includes(id)), `no row reaches the fixture ${name}`);
     }
   });

@@ -50,6 +50,10 @@ export interface IsolationFixtures {
   consolidationRule: string;
   consolidationRun: string;
   consolidationSweep: string;
+  /** A payout trip (awaiting its deposit) with its reference, and a quote no trip has used. */
+  payoutTrip: string;
+  payoutReference: string;
+  payoutQuote: string;
   /** Amounts credited to the company balances. */
   usdCredit: string;
   satCredit: string;
@@ -205,6 +209,20 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   });
   await sweepEm.flush();
 
+  const payoutQuote = async () =>
+    expectStatus(await call('POST', '/payouts/quotes', { fromAsset: 'USDT', chain: 'tron', amount: '100', toCurrency: 'NGN', country: 'NG', paymentMethod: 'bank' }), 201, 'payout quote').body
+      .quoteId as string;
+  const payoutReference = `isolation-${randomUUID()}`;
+  const payoutTrip = expectStatus(
+    await call('POST', '/payouts/initialize', {
+      quoteId: await payoutQuote(),
+      reference: payoutReference,
+      beneficiary: { type: 'bank', accountNumber: '0123456789', bankCode: '058', accountName: 'Ada Obi' },
+    }),
+    201,
+    'payout trip',
+  ).body.tripId as string;
+
   return {
     vault,
     wallet: wallet.id,
@@ -230,6 +248,9 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
     consolidationRule,
     consolidationRun,
     consolidationSweep: sweep.id,
+    payoutTrip,
+    payoutReference,
+    payoutQuote: await payoutQuote(),
     usdCredit,
     satCredit,
   };
