@@ -1,25 +1,26 @@
 import assert from 'node:assert/strict';
 import type { Environment } from '../../src/api-keys/entities';
+import { BALANCE_CURRENCIES, type BalanceCurrency } from '../../src/balances/entities';
 import { testOrm } from './environment';
 
-type Balances = Record<'usd' | 'sat', { available: bigint; reserved: bigint }>;
+type Balances = Record<BalanceCurrency, { available: bigint; reserved: bigint }>;
 
 /**
  * The ledger reconciliation every money test ends with, for each environment: each company balance
  * row equals the sum of its journal (available and reserved apart), and what is reserved is exactly
  * what is pending (card fundings with their fee; Lightning payments with their fee limit, both
- * rounded up to whole sats). Returns the balances of `environment` for further checks.
+ * rounded up to whole sats; nothing holds stablecoin credits). Returns the balances of `environment`.
  */
 export async function assertLedgerReconciles(organizationId: string, environment: Environment = 'sandbox'): Promise<Balances> {
   const connection = (await testOrm()).em.fork().getConnection();
-  const journal = await connection.execute<{ environment: Environment; currency: 'usd' | 'sat'; available: string; reserved: string }[]>(
+  const journal = await connection.execute<{ environment: Environment; currency: BalanceCurrency; available: string; reserved: string }[]>(
     `select environment, currency,
             coalesce(sum(case kind when 'credit' then amount when 'debit' then -amount when 'reserve' then -amount when 'release' then amount else 0 end), 0) as available,
             coalesce(sum(case kind when 'reserve' then amount when 'release' then -amount when 'capture' then -amount else 0 end), 0) as reserved
        from company_balance_entries where organization_id = ? group by environment, currency`,
     [organizationId],
   );
-  const rows = await connection.execute<{ environment: Environment; currency: 'usd' | 'sat'; available: string; reserved: string }[]>(
+  const rows = await connection.execute<{ environment: Environment; currency: BalanceCurrency; available: string; reserved: string }[]>(
     `select environment, currency, available, reserved from company_balances where organization_id = ?`,
     [organizationId],
   );
@@ -34,14 +35,14 @@ export async function assertLedgerReconciles(organizationId: string, environment
        from lightning_invoices where organization_id = ? and direction = 'outgoing' and status = 'pending' group by environment`,
     [organizationId],
   );
-  const result: Balances = { usd: { available: 0n, reserved: 0n }, sat: { available: 0n, reserved: 0n } };
+  const result = Object.fromEntries(BALANCE_CURRENCIES.map((currency) => [currency, { available: 0n, reserved: 0n }])) as Balances;
   for (const env of ['sandbox', 'live'] as const) {
-    for (const currency of ['usd', 'sat'] as const) {
+    for (const currency of BALANCE_CURRENCIES) {
       const row = rows.find((candidate) => candidate.environment === env && candidate.currency === currency);
       const sum = journal.find((candidate) => candidate.environment === env && candidate.currency === currency);
       const balance = { available: BigInt(row?.available ?? 0), reserved: BigInt(row?.reserved ?? 0) };
       assert.deepEqual(balance, { available: BigInt(sum?.available ?? 0), reserved: BigInt(sum?.reserved ?? 0) }, `${env} ${currency} balance row differs from its journal`);
-      const pending = currency === 'usd' ? pendingCards : pendingPayments;
+      const pending = currency === 'usd' ? pendingCards : currency === 'sat' ? pendingPayments : [];
       const reservedForPending = BigInt(pending.find((candidate) => candidate.environment === env)?.total ?? 0);
       assert.equal(balance.reserved, reservedForPending, `${env} ${currency} reserved differs from what is pending`);
       if (env === environment) result[currency] = balance;

@@ -18,6 +18,7 @@ import { createTestOrganization, startTestApp, type TestApp, type TestOrganizati
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { assertLedgerReconciles } from '../support/ledger';
 import { testLogger } from '../support/secret-scan';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
@@ -82,6 +83,9 @@ function withContext(settings: Record<string, string>, body: (context: () => Con
     await releaseTimeSkippingTemporal();
   });
   body(() => context);
+  it('keeps every balance the trips credited equal to its journal', async () => {
+    await assertLedgerReconciles(context.org.organizationId);
+  });
 }
 
 class Context {
