@@ -12,7 +12,7 @@ import type { RouteModule } from './http/app';
 import { registerLightningRoutes } from './lightning/routes';
 import { registerMonitoringRoutes } from './monitoring/routes';
 import { registerOrganizationRoutes } from './organizations/routes';
-import { registerPayoutTripRoutes } from './payouts/trip-routes';
+import { registerPayoutRoutes } from './payouts/routes';
 import { registerPolicyRoutes } from './policies/routes';
 import { registerSystemRoutes } from './system/routes';
 import { registerTransactionRoutes } from './transactions/routes';
@@ -35,5 +35,5 @@ export const routeModules: RouteModule[] = [
   registerPolicyRoutes,
   registerLightningRoutes,
   registerCardRoutes,
-  registerPayoutTripRoutes,
+  registerPayoutRoutes,
 ];

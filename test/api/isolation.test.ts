@@ -219,6 +219,7 @@ const MATRIX: Record<string, Row> = {
   'GET /api/cards/:cardId/secure': { kind: 'resource', path: card('/secure'), probe: cardProbe },
   'GET /api/cards/:cardId/transactions': { kind: 'resource', path: card('/transactions'), probe: cardProbe },
   // Payouts
+  'POST /payouts/quotes': created("prices a payout for the caller; names no resource"),
   'POST /payouts/initialize': created("starts a trip from the caller's quote; names the quote in its body", (f) => ({
     quoteId: f.payoutQuote,
     reference: `intruder-${f.payoutQuote}`,

@@ -3,6 +3,72 @@ import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { PAYMENT_METHODS, RAIL_OUTCOMES, TRIP_STATUSES } from './entities';
 
+const Decimal = z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "100.5"');
+
+export const PayoutQuoteRequest = z
+  .object({
+    fromAsset: z.string().min(1).max(10).openapi({ description: 'The asset sent, by symbol: USDT, USDC or BTC', example: 'USDT' }),
+    chain: z.enum(CHAIN_IDS).openapi({ description: 'Its chain: USDT on ethereum or tron, USDC on ethereum or solana, BTC on bitcoin' }),
+    amount: Decimal.openapi({ description: 'In the asset sent, or with amountCurrency = toCurrency in the currency paid out' }),
+    amountCurrency: z.string().min(1).max(10).optional().openapi({ description: 'What amount is in: the asset symbol (default) or toCurrency' }),
+    toCurrency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as "NGN"').openapi({ example: 'NGN' }),
+    country: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as "NG"').openapi({ example: 'NG' }),
+    paymentMethod: z.enum(PAYMENT_METHODS),
+  })
+  .strict()
+  .openapi('PayoutQuoteRequest');
+
+export const PayoutQuoteObject = z
+  .object({
+    object: z.literal('payout_quote'),
+    quoteId: z.uuid(),
+    fromAsset: z.string(),
+    chain: z.enum(CHAIN_IDS),
+    assetId: z.string(),
+    fromAmount: DisplayAmount.openapi({ description: 'What to send, fees included' }),
+    fromAmountRaw: BaseUnitAmount,
+    toCurrency: z.string(),
+    toAmount: z.string().openapi({ description: 'What the beneficiary receives, with exactly the currency\'s minor digits' }),
+    toAmountRaw: z.string().openapi({ description: "Minor units of toCurrency" }),
+    amountCurrency: z.string(),
+    rate: z.string().openapi({ description: 'Units of toCurrency per one unit of the asset, after the spread (6 decimal places, rounded down)' }),
+    fees: z.array(z.object({ type: z.enum(['service_fee', 'network_fee']), amount: DisplayAmount, amountRaw: BaseUnitAmount, asset: z.string() })),
+    country: z.string(),
+    paymentMethod: z.enum(PAYMENT_METHODS),
+    limits: z.object({ currency: z.string(), min: z.string(), max: z.string() }).openapi({ description: "The corridor's per-payout limits, in toCurrency" }),
+    expiresAt: Timestamp,
+    createdAt: Timestamp,
+  })
+  .openapi('PayoutQuote');
+
+export const PayoutBeneficiary = z
+  .discriminatedUnion('type', [
+    z.object({ type: z.literal('bank'), accountNumber: z.string().min(1).max(34), bankCode: z.string().min(1).max(11), accountName: z.string().min(1).max(100) }).strict(),
+    z
+      .object({
+        type: z.literal('mobile_money'),
+        phoneNumber: z.string().min(1).max(16).openapi({ description: 'E.164, of the corridor\'s country', example: '+254712345678' }),
+        network: z.string().min(1).max(20).openapi({ example: 'MPESA' }),
+        accountName: z.string().min(1).max(100),
+      })
+      .strict(),
+  ])
+  .openapi('PayoutBeneficiary');
+
+export const PayoutInitializeRequest = z
+  .object({
+    quoteId: z.string().min(1).max(64),
+    reference: z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{1,100}$/, 'must be 1 to 100 of A-Z a-z 0-9 . _ : -')
+      .openapi({ description: 'Your idempotency key: the same reference returns the same trip' }),
+    beneficiary: PayoutBeneficiary,
+    refundAddress: z.string().min(1).max(128).optional().openapi({ description: "Where refunds go (late payments, underpayments beyond the margin) when refunds are configured: an address on the quote's chain" }),
+  })
+  .strict()
+  .openapi('PayoutInitializeRequest');
+export type PayoutInitializeRequest = z.infer<typeof PayoutInitializeRequest>;
+
 const FiatAmount = z.string().regex(/^\d+(\.\d+)?$/).openapi({ description: "Decimal of the payout currency with exactly its minor units ('155000.00'; UGX '370000')" });
 const MinorUnits = z.string().regex(/^\d+$/).openapi({ description: "Integer in the payout currency's minor units" });
 

@@ -5,8 +5,10 @@ import { listEnvelopeSchema } from '../shared/schemas';
 import { isoOrNull } from '../shared/time';
 import { presentTrip, presentTripWithTimeline } from './presenters';
 import { setSandboxRailOutcome } from './providers/sandbox-rail-book';
-import { PayoutInitializeRequest } from './schemas';
 import {
+  PayoutInitializeRequest,
+  PayoutQuoteObject,
+  PayoutQuoteRequest,
   PayoutTripObject,
   PayoutTripWithTimeline,
   ReferenceParams,
@@ -16,11 +18,27 @@ import {
   SandboxPayoutOutcomeObject,
   TripListQuery,
   TripParams,
-} from './trip-schemas';
+} from './schemas';
+import { createQuote, presentQuote } from './quotes';
 import { findTrip, findTripByReference, initializeTrip, listTrips, tripTimeline } from './trips';
 
-export function registerPayoutTripRoutes(routes: RouteRegistry): void {
+export function registerPayoutRoutes(routes: RouteRegistry): void {
   const tag = 'Payouts';
+
+  routes.add({
+    method: 'post',
+    path: '/payouts/quotes',
+    operationId: 'createPayoutQuote',
+    summary: 'Quote a payout: an asset on a chain to a currency by bank or mobile money in a country',
+    description:
+      'Answers the rate (after the spread), the named fees in the asset, fromAmount (what to send, fees included), toAmount (what the beneficiary receives), ' +
+      "the corridor's limits and expiresAt. An unsupported corridor is 400 `unsupported_corridor` (or `unsupported_asset`); an amount outside the limits 400 `amount_below_minimum` / `amount_above_maximum`.",
+    tag,
+    scope: 'payouts:write',
+    body: PayoutQuoteRequest,
+    response: { status: 201, description: 'The quote', schema: PayoutQuoteObject },
+    handler: async ({ auth, em, body, deps }) => ({ status: 201, body: presentQuote(await createQuote(em, deps.config, auth, body)) }),
+  });
 
   routes.add({
     method: 'post',
