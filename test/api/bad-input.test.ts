@@ -49,7 +49,7 @@ describe('Bad input answers 400 and changes nothing', () => {
     assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '0', currency: 'USD' }), 'amount');
     assertValidation(await call('POST', '/v1/sandbox/balances', { amount: 5, currency: 'EUR' }), 'currency');
     const before = await call('GET', '/v1/balances');
-    assert.deepEqual(before.body.data.map((balance: { available: string }) => balance.available), ['0', '0'], 'nothing was credited');
+    assert.deepEqual(before.body.data.map((balance: { available: string }) => balance.available), ['0', '0', '0', '0'], 'nothing was credited');
 
     const usd = await call('POST', '/v1/sandbox/balances', { amount: '1000000000000000', currency: 'USD' });
     assert.equal(usd.status, 200, usd.text);
@@ -63,6 +63,8 @@ describe('Bad input answers 400 and changes nothing', () => {
       [
         ['USD', '1000000000000000'],
         ['BTC', '2500'],
+        ['USDT', '0'],
+        ['USDC', '0'],
       ],
     );
   });

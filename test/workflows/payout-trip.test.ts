@@ -114,7 +114,8 @@ class Context {
       toAmount: terms.toAmount.toString(),
       fees: [],
       limits: { currency: terms.toCurrency, min_raw: '0', max_raw: '100000000000' },
-      expiresAt: new Date(Date.now() + QUOTE_TTL_MS),
+      // The workflows' clock runs ahead of the wall clock once a test has skipped time.
+      expiresAt: new Date((await this.env.currentTimeMs()) + QUOTE_TTL_MS),
     });
     await em.flush();
     return quote;
@@ -142,6 +143,14 @@ class Context {
       { chains: this.app.deps.chains, config: this.app.deps.config, log: testLogger('scan'), em: () => orm.em.fork(), transaction: (work) => this.app.deps.starter.transaction(orm.em.fork(), work) },
       { chain, environment: 'sandbox', maxBlocks: 10_000 },
     );
+  }
+
+  /** Lets the quote expire (the trip with it), then pays `amount` with its confirmations; returns once the trip's workflow has ended. */
+  async payAfterExpiry(trip: { tripId: string; depositAddress: string; assetId: string; chain: ChainId }, amount: string) {
+    await this.env.sleep('3 minutes');
+    await eventually(async () => ((await this.trip(trip.tripId)).status === 'expired' ? true : undefined), 'the trip expired');
+    await this.deposit(trip, amount, 2);
+    assert.equal(await this.handle(trip.tripId).result(), 'expired');
   }
 
   handle(tripId: string) {
@@ -311,10 +320,7 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
     it('credits a payment that arrives after expiry to the balance (PAYOUT_LATE_PAYMENT_RESOLUTION=credit)', async () => {
       const before = await context().balance('usdt');
       const trip = await context().initialize(USDT_TO_NGN);
-      await context().env.sleep('3 minutes');
-      await eventually(async () => ((await context().trip(trip.tripId)).status === 'expired' ? true : undefined), 'the trip expired');
-      await context().deposit(trip, '100', 2);
-      assert.equal(await context().handle(trip.tripId).result(), 'expired');
+      await context().payAfterExpiry(trip, '100');
       assert.equal((await context().balance('usdt')) - before, 100n * USDT);
       const deposit = await (await context().em()).findOneOrFail(PayoutDeposit, { trip: trip.tripId });
       assert.equal(deposit.role, 'late');
@@ -360,10 +366,7 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
 
     it('holds a late payment when refunds are configured but the trip has no refund address', async () => {
       const trip = await context().initialize(USDT_TO_NGN);
-      await context().env.sleep('3 minutes');
-      await eventually(async () => ((await context().trip(trip.tripId)).status === 'expired' ? true : undefined), 'the trip expired');
-      await context().deposit(trip, '10', 2);
-      assert.equal(await context().handle(trip.tripId).result(), 'expired');
+      await context().payAfterExpiry(trip, '10');
       const late = await (await context().em()).findOneOrFail(PayoutTripTransition, { trip: trip.tripId, name: 'late_payment_held' });
       assert.equal(late.details.reason, 'no_refund_address');
     });
@@ -384,10 +387,7 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
     it('holds a payment that arrives after expiry for manual resolution (hold)', async () => {
       const before = await context().balance('usdt');
       const trip = await context().initialize(USDT_TO_NGN);
-      await context().env.sleep('3 minutes');
-      await eventually(async () => ((await context().trip(trip.tripId)).status === 'expired' ? true : undefined), 'the trip expired');
-      await context().deposit(trip, '100', 2);
-      assert.equal(await context().handle(trip.tripId).result(), 'expired');
+      await context().payAfterExpiry(trip, '100');
       const deposit = await (await context().em()).findOneOrFail(PayoutDeposit, { trip: trip.tripId });
       assert.equal(deposit.resolution, 'hold');
       assert.equal(await context().balance('usdt'), before, 'nothing credited');
