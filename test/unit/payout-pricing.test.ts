@@ -49,6 +49,23 @@ describe('Payout pricing: exact integer arithmetic, minor units and rounding dir
     }
   });
 
+  it('finds the smallest amount of the asset for every target of a sweep, with awkward rates, fees and minor units', () => {
+    const sweeps: PricingTerms[] = [
+      { midRate: '3700.123457', spreadBps: 37, serviceFeeBps: 123, networkFee: 1_000_000n, assetDecimals: 6, currencyMinorUnits: 0 },
+      { midRate: '604.99', spreadBps: 150, serviceFeeBps: 0, networkFee: 50_000n, assetDecimals: 6, currencyMinorUnits: 0 },
+      { midRate: '1550.0000007', spreadBps: 1, serviceFeeBps: 4_999, networkFee: 1_500_000n, assetDecimals: 6, currencyMinorUnits: 2 },
+      { midRate: '0.000731', spreadBps: 0, serviceFeeBps: 100, networkFee: 2_000n, assetDecimals: 8, currencyMinorUnits: 2 },
+    ];
+    for (const terms of sweeps) {
+      for (let target = 1n; target <= 3_000n; target += 7n) {
+        const priced = price({ in: 'currency', minorUnits: target }, terms)!;
+        assert.ok(price({ in: 'asset', baseUnits: priced.fromAmount }, terms)!.toAmount >= target, `${terms.midRate}: ${priced.fromAmount} reaches ${target}`);
+        const short = price({ in: 'asset', baseUnits: priced.fromAmount - 1n }, terms);
+        assert.ok(short === null || short.toAmount < target, `${terms.midRate}: ${priced.fromAmount - 1n} falls short of ${target}`);
+      }
+    }
+  });
+
   it('prices BTC in sats', () => {
     const btc: PricingTerms = { midRate: '8417500', spreadBps: 150, serviceFeeBps: 100, networkFee: 2_000n, assetDecimals: 8, currencyMinorUnits: 2 };
     const priced = price({ in: 'asset', baseUnits: 1_000_000n }, btc)!;
