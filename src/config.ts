@@ -30,8 +30,18 @@ export const ConfigSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('custody-platform'),
-  /** Set the custom search attributes on started workflows; off only where the server lacks them (the time-skipping test server). */
+  /**
+   * Set the custom search attributes on started workflows (and register them at worker start); off only where the
+   * server lacks them and cannot take them (the time-skipping test server).
+   */
   TEMPORAL_SEARCH_ATTRIBUTES: bool.default(true),
+  /** A Temporal Cloud (or cluster) API key: sent as a bearer token over TLS. A secret: never logged. */
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
+  /** TLS to Temporal; implied by an API key or a client certificate. */
+  TEMPORAL_TLS: bool.optional(),
+  /** mTLS: PEM files of the client certificate and its key (both or neither). */
+  TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(50),
   RATE_LIMIT_BURST: z.coerce.number().int().positive().default(100),
   /** Requests with a missing or invalid key, per client address (each costs a key lookup). */
@@ -118,10 +128,15 @@ export const ConfigSchema = z.object({
     .string()
     .optional()
     .refine((value) => value === undefined || parseMasterKey(value) !== null, 'MASTER_KEY must be 32 bytes, base64 or hex encoded'),
-}).refine((config) => config.NODE_ENV !== 'production' || config.MASTER_KEY !== undefined, {
-  path: ['MASTER_KEY'],
-  message: 'MASTER_KEY is required when NODE_ENV=production (32 bytes, base64 or hex)',
-});
+})
+  .refine((config) => config.NODE_ENV !== 'production' || config.MASTER_KEY !== undefined, {
+    path: ['MASTER_KEY'],
+    message: 'MASTER_KEY is required when NODE_ENV=production (32 bytes, base64 or hex)',
+  })
+  .refine((config) => (config.TEMPORAL_TLS_CERT_PATH === undefined) === (config.TEMPORAL_TLS_KEY_PATH === undefined), {
+    path: ['TEMPORAL_TLS_KEY_PATH'],
+    message: 'TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH go together (mTLS needs both)',
+  });
 
 export type Config = Omit<z.infer<typeof ConfigSchema>, 'WEBHOOK_ALLOW_INSECURE_LOOPBACK'> & { WEBHOOK_ALLOW_INSECURE_LOOPBACK: boolean };
 

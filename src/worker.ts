@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from './config';
 import { IdempotencyService } from './idempotency/service';
 import { createLogger } from './logger';
 import { createOrm } from './runtime';
-import { createTemporalClient } from './temporal/client';
+import { createTemporalClient, temporalConnectionOptions } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 import { ensureSchedules, ensureSearchAttributes, scheduleDefinitions } from './temporal/setup';
 import { createWorker } from './worker-setup';
@@ -17,14 +17,16 @@ async function main(): Promise<void> {
   const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
 
   const { connection, client } = createTemporalClient(config);
-  const added = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
-  if (added.length) log.info({ search_attributes: added }, 'registered search attributes');
+  if (config.TEMPORAL_SEARCH_ATTRIBUTES) {
+    const added = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
+    if (added.length) log.info({ search_attributes: added }, 'registered search attributes');
+  }
   await ensureSchedules(client as Client, scheduleDefinitions(config));
   const starter = new WorkflowStarter(client as Client, config, log);
   await ensureDevnetWorkflows(starter, config);
   await ensureChainScanners(starter, config);
 
-  const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const nativeConnection = await NativeConnection.connect(temporalConnectionOptions(config));
   const worker = await createWorker({
     connection: nativeConnection,
     namespace: config.TEMPORAL_NAMESPACE,

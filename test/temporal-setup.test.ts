@@ -4,6 +4,11 @@ import { ScheduleOverlapPolicy } from '@temporalio/client';
 import Long from 'long';
 import { IdempotencyRecord } from '../src/idempotency/entities';
 import { uuid } from '../src/shared/ids';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config';
+import { temporalConnectionOptions } from '../src/temporal/client';
 import { SEARCH_ATTRIBUTE_KEYS } from '../src/temporal/search-attributes';
 import { ensureSchedules, ensureSearchAttributes, IDEMPOTENCY_RETENTION_SCHEDULE_ID, scheduleDefinitions } from '../src/temporal/setup';
 import { localTemporal, testConfig, testOrm } from './support/environment';
@@ -19,6 +24,29 @@ describe('Temporal wiring on a real dev server', () => {
     assert.deepEqual(await ensureSearchAttributes(env.connection, namespace), [], 'idempotent');
     const listed = await env.connection.operatorService.listSearchAttributes({ namespace });
     for (const key of SEARCH_ATTRIBUTE_KEYS) assert.ok(listed.customAttributes?.[key.name] !== undefined, key.name);
+  });
+
+  it('registers them once when several workers start at the same moment', async () => {
+    const env = await localTemporal();
+    const namespace = `ns-${randomUUID().slice(0, 8)}`;
+    await env.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86400) } });
+    const results = await Promise.all(Array.from({ length: 4 }, () => ensureSearchAttributes(env.connection, namespace)));
+    const listed = await env.connection.operatorService.listSearchAttributes({ namespace });
+    for (const key of SEARCH_ATTRIBUTE_KEYS) assert.ok(listed.customAttributes?.[key.name] !== undefined, key.name);
+    assert.ok(results.every((added) => added.length === 0 || added.length === SEARCH_ATTRIBUTE_KEYS.length), 'each start either registered them all or found them done');
+  });
+
+  it('connects in plain gRPC by default, over TLS with an API key (Temporal Cloud), and with mTLS given a certificate pair', async () => {
+    const base = { TEMPORAL_ADDRESS: 'temporal.example:7233', TEMPORAL_API_KEY: undefined, TEMPORAL_TLS: undefined, TEMPORAL_TLS_CERT_PATH: undefined, TEMPORAL_TLS_KEY_PATH: undefined };
+    assert.deepEqual(temporalConnectionOptions(base), { address: 'temporal.example:7233' });
+    assert.deepEqual(temporalConnectionOptions({ ...base, TEMPORAL_API_KEY: 'cloud-key' }), { address: 'temporal.example:7233', tls: true, apiKey: 'cloud-key' });
+    assert.deepEqual(temporalConnectionOptions({ ...base, TEMPORAL_TLS: true }), { address: 'temporal.example:7233', tls: true });
+    const dir = await mkdtemp(path.join(tmpdir(), 'mtls-'));
+    await writeFile(path.join(dir, 'client.pem'), 'CERT');
+    await writeFile(path.join(dir, 'client.key'), 'KEY');
+    const mtls = temporalConnectionOptions({ ...base, TEMPORAL_TLS_CERT_PATH: path.join(dir, 'client.pem'), TEMPORAL_TLS_KEY_PATH: path.join(dir, 'client.key') });
+    assert.deepEqual(mtls.tls, { clientCertPair: { crt: Buffer.from('CERT'), key: Buffer.from('KEY') } });
+    assert.throws(() => loadConfig({ DATABASE_URL: 'postgresql://x', TEMPORAL_TLS_CERT_PATH: '/a.pem' }), /TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH go together/);
   });
 
   it('creates the idempotency retention Schedule, updates it in place, and its runs purge old records', async () => {

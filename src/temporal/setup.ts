@@ -1,4 +1,4 @@
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type Connection, type ScheduleOptions } from '@temporalio/client';
+import { isGrpcServiceError, ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type Connection, type ScheduleOptions } from '@temporalio/client';
 import { SearchAttributeType, type Duration } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../config';
@@ -11,16 +11,27 @@ const INDEXED_TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   [SearchAttributeType.DATETIME]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
 };
 
-/** Registers our custom search attributes on the namespace if they are missing (idempotent). */
+/** gRPC status ALREADY_EXISTS: what a second registration of the same attributes answers. */
+const GRPC_ALREADY_EXISTS = 6;
+
+/**
+ * Registers our custom search attributes on the namespace if they are missing. Idempotent, and
+ * safe when several workers start at once: a registration another worker made first counts as done.
+ */
 export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
   const existing = await connection.operatorService.listSearchAttributes({ namespace });
   const known = new Set([...Object.keys(existing.customAttributes ?? {}), ...Object.keys(existing.systemAttributes ?? {})]);
   const missing = SEARCH_ATTRIBUTE_KEYS.filter((key) => !known.has(key.name));
   if (missing.length) {
-    await connection.operatorService.addSearchAttributes({
-      namespace,
-      searchAttributes: Object.fromEntries(missing.map((key) => [key.name, INDEXED_TYPES[key.type]!])),
-    });
+    try {
+      await connection.operatorService.addSearchAttributes({
+        namespace,
+        searchAttributes: Object.fromEntries(missing.map((key) => [key.name, INDEXED_TYPES[key.type]!])),
+      });
+    } catch (error) {
+      if (!isGrpcServiceError(error) || error.code !== GRPC_ALREADY_EXISTS) throw error;
+      return [];
+    }
   }
   return missing.map((key) => key.name);
 }
