@@ -25,7 +25,14 @@ export const ConfigSchema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   DATABASE_URL: z
     .string({ error: 'DATABASE_URL is required (npm start sets it for the embedded PostgreSQL)' })
-    .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgresql:// URL'),
+    .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgresql:// URL')
+    .refine((value) => {
+      try {
+        return ['disable', 'require', 'verify-ca', 'verify-full'].includes(new URL(value).searchParams.get('sslmode') ?? 'disable');
+      } catch {
+        return false;
+      }
+    }, 'DATABASE_URL must be a valid URL; its sslmode, when given, disable, require, verify-ca or verify-full'),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
