@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import path from 'node:path';
+import { CHAIN_IDS } from '../src/catalogue/service';
+import { devnetBlocksWorkflowId } from '../src/chains/flows/devnet-blocks';
+import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
+import { createTestOrganization, type TestOrganization } from './support/app';
+import { validCustomer } from './support/cards';
+import { localTemporal } from './support/environment';
+import { eventually } from './support/eventually';
+import { assertLedgerReconciles } from './support/ledger';
+import { freeLoopbackPort } from './support/ports';
+import { terminateWorkflows } from './support/scanning';
+
+const DIST = path.resolve(__dirname, '../src');
+
+/** A service process (`dist/src/server.js` or `dist/src/worker.js`) as the compose file runs it, with its output kept for a failure message. */
+class ServiceProcess {
+  private readonly child: ChildProcess;
+  private output = '';
+  readonly exited: Promise<unknown>;
+
+  constructor(
+    readonly name: string,
+    script: string,
+    env: NodeJS.ProcessEnv,
+  ) {
+    this.child = spawn(process.execPath, [path.join(DIST, script)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-4000);
+    };
+    this.child.stdout!.on('data', keep);
+    this.child.stderr!.on('data', keep);
+    this.exited = once(this.child, 'exit');
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get log(): string {
+    return `${this.name}:\n${this.output}`;
+  }
+
+  /** SIGKILL: a crash, nothing drains. */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** SIGTERM: the graceful stop of a deploy; the worker lets running activities finish. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 40_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Two API processes and two workers on one PostgreSQL and one Temporal (the dev server), started as
+ * the compose file starts them: work started through either API is done by either worker, a worker
+ * stopped mid-flow loses nothing, and a key revoked through one API is refused by the other at once.
+ */
+describe('Replicas: two API processes and two workers behave as one service', function () {
+  this.timeout(240_000);
+  const taskQueue = `replicas-${randomUUID()}`;
+  const processes: ServiceProcess[] = [];
+  const apis: string[] = [];
+  let org: TestOrganization;
+  let shared: NodeJS.ProcessEnv;
+  const startWorker = (name: string) => {
+    const worker = new ServiceProcess(name, 'worker.js', shared);
+    processes.push(worker);
+    return worker;
+  };
+
+  before(async function () {
+    this.timeout(120_000);
+    const env = await localTemporal();
+    shared = {
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'warn',
+      TEMPORAL_ADDRESS: env.address,
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      DEVNET_BLOCK_INTERVAL_SECONDS: '3600',
+      RATE_LIMIT_PER_SECOND: '1000',
+      RATE_LIMIT_BURST: '1000',
+    };
+    for (const name of ['api-a', 'api-b']) {
+      const port = await freeLoopbackPort();
+      processes.push(new ServiceProcess(name, 'server.js', { ...shared, HOST: '127.0.0.1', PORT: String(port) }));
+      apis.push(`http://127.0.0.1:${port}`);
+    }
+    for (const url of apis) {
+      await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), `${url} ready`, 60_000, 200).catch((error: Error) => {
+        throw new Error(`${error.message}\n${processes.map((each) => each.log).join('\n')}`);
+      });
+    }
+    org = await createTestOrganization('Replicas');
+  });
+  after(async () => {
+    const { client } = await localTemporal();
+    await terminateWorkflows(client, CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]));
+    await Promise.all(processes.map((each) => each.stop()));
+  });
+
+  async function call(api: number, method: string, route: string, body?: unknown, key = org.secret) {
+    const response = await fetch(`${apis[api]}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, text };
+  }
+
+  async function activeCard(api: number) {
+    const created = await call(api, 'POST', '/api/cards', { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Ada Lovelace', customer: validCustomer() });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.data.card.id as string;
+    // Read through the other API: both see one database.
+    return eventually(async () => ((await call(1 - api, 'GET', `/api/cards/${id}`)).body.data.card.status === 'active' ? id : undefined), 'card active', 60_000);
+  }
+
+  /** The processes that completed workflow tasks of `workflowId`, by the pid of their identity (pid@host). */
+  async function workersOf(workflowId: string): Promise<Set<number>> {
+    const history = await (await localTemporal()).client.workflow.getHandle(workflowId).fetchHistory();
+    return new Set(
+      (history.events ?? []).flatMap((event) => (event.workflowTaskCompletedEventAttributes?.identity ? [Number(event.workflowTaskCompletedEventAttributes.identity.split('@')[0])] : [])),
+    );
+  }
+
+  it('completes a workflow started through either API on whichever worker runs', async () => {
+    const first = startWorker('worker-1');
+    const viaA = await activeCard(0);
+    assert.deepEqual([...(await workersOf(`card-provisioning-${viaA}`))], [first.pid]);
+    const second = startWorker('worker-2');
+    await first.stop();
+    const viaB = await activeCard(1);
+    assert.deepEqual([...(await workersOf(`card-provisioning-${viaB}`))], [second.pid], 'the other worker took it up');
+  });
+
+  it('loses nothing when a worker crashes with fundings in flight: each completes once', async () => {
+    const standby = startWorker('worker-3');
+    assert.equal((await call(0, 'POST', '/v1/sandbox/balances', { amount: '100000', currency: 'USD', reference: `replicas-${randomUUID()}` })).status, 200);
+    const card = await activeCard(0);
+    const running = processes.filter((each) => each.name === 'worker-2')[0]!;
+    const fundings = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        const funded = await call(i % 2, 'POST', `/api/cards/${card}/balance`, { type: 'fund', amount: 100, reference: `replica-fund-${randomUUID()}` });
+        assert.equal(funded.status, 200, funded.text);
+        return funded.body.data.transaction.id as string;
+      }),
+    );
+    // The worker that has been doing the work dies with fundings in flight; the other, idle until now, finishes them.
+    await running.kill();
+    const settled = await eventually(async () => {
+      const listed = (await call(1, 'GET', `/api/cards/${card}/transactions`)).body.data.transactions as { id: string; status: string }[];
+      const ours = listed.filter((transaction) => fundings.includes(transaction.id));
+      return ours.length === fundings.length && ours.every((transaction) => transaction.status !== 'pending') ? ours : undefined;
+    }, 'every funding settled', 90_000);
+    assert.deepEqual(
+      settled.map((transaction) => transaction.status),
+      fundings.map(() => 'completed'),
+    );
+    const read = await call(0, 'GET', `/api/cards/${card}`);
+    assert.equal(String(read.body.data.card.balance_amount), '1000', 'ten fundings of 100 cents, each once');
+    await assertLedgerReconciles(org.organizationId);
+    for (const funding of fundings) {
+      for (const pid of await workersOf(`card-balance-${funding}`)) assert.ok([running.pid, standby.pid].includes(pid), `card-balance-${funding} ran on ${pid}`);
+    }
+  });
+
+  it('refuses a key revoked through one API on the other at once', async () => {
+    const created = await call(0, 'POST', '/v1/api-keys', { name: 'Short-lived', scopes: ['custody:read'] });
+    assert.equal(created.status, 201, created.text);
+    const secret = created.body.secret as string;
+    assert.equal((await call(0, 'GET', '/v1/api-keys/me', undefined, secret)).status, 200);
+    assert.equal((await call(1, 'GET', '/v1/api-keys/me', undefined, secret)).status, 200);
+    assert.equal((await call(0, 'DELETE', `/v1/api-keys/${created.body.id}`)).status, 200);
+    const revokedAt = Date.now();
+    await eventually(async () => ((await call(1, 'GET', '/v1/api-keys/me', undefined, secret)).status === 401 ? true : undefined), 'the other API refuses the key', 5_000, 20);
+    assert.ok(Date.now() - revokedAt < 1_000, `refused within a second (${Date.now() - revokedAt} ms)`);
+    assert.equal((await call(0, 'GET', '/v1/api-keys/me', undefined, secret)).status, 401);
+  });
+});
