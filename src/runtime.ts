@@ -4,7 +4,7 @@ import { ChainNodes } from './chains/nodes';
 import type { Config } from './config';
 import { createOrm, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
-import { TokenBucketLimiter } from './http/rate-limit';
+import { SharedTokenBucket, TokenBucketLimiter } from './http/rate-limit';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
@@ -23,7 +23,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     log,
     temporal,
     metrics,
-    rateLimiter: new TokenBucketLimiter(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
+    rateLimiter: new SharedTokenBucket(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
     authFailureLimiter: new TokenBucketLimiter(config.AUTH_FAILURE_RATE_LIMIT_BURST, config.AUTH_FAILURE_RATE_LIMIT_PER_SECOND),
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS, keys),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),

@@ -178,6 +178,28 @@ describe('Replicas: two API processes and two workers behave as one service', fu
     }
   });
 
+  it("shares one key's burst across API processes: N per second is N for the key, not N per process", async () => {
+    // Two more API processes with a burst of 6 and a refill too slow to matter during the test.
+    const limited: string[] = [];
+    for (const name of ['api-c', 'api-d']) {
+      const port = await freeLoopbackPort();
+      processes.push(new ServiceProcess(name, 'server.js', { ...shared, HOST: '127.0.0.1', PORT: String(port), RATE_LIMIT_BURST: '6', RATE_LIMIT_PER_SECOND: '0.01' }));
+      limited.push(`http://127.0.0.1:${port}`);
+    }
+    for (const url of limited) await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), `${url} ready`, 60_000, 200);
+    const { secret } = (await call(0, 'POST', '/v1/api-keys', { name: 'Bursty', scopes: ['custody:read'] })).body as { secret: string };
+    const me = (url: string) => fetch(`${url}/v1/api-keys/me`, { headers: { authorization: `Bearer ${secret}` } });
+    const remaining: string[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      const response = await me(limited[i % 2]!);
+      assert.equal(response.status, 200);
+      remaining.push(response.headers.get('ratelimit-remaining')!);
+    }
+    assert.deepEqual(remaining, ['5', '4', '3', '2', '1', '0'], 'one bucket, whichever process answers');
+    assert.equal((await me(limited[0]!)).status, 429);
+    assert.equal((await me(limited[1]!)).status, 429);
+  });
+
   it('refuses a key revoked through one API on the other at once', async () => {
     const created = await call(0, 'POST', '/v1/api-keys', { name: 'Short-lived', scopes: ['custody:read'] });
     assert.equal(created.status, 201, created.text);

@@ -55,3 +55,24 @@ export class ApiKey {
   @Property({ type: 'timestamptz', nullable: true })
   revokedAt?: Date | null;
 }
+
+/**
+ * A key's request budget, shared by every API process (src/http/rate-limit.ts): the tokens left
+ * when last touched, refilled continuously at RATE_LIMIT_PER_SECOND up to RATE_LIMIT_BURST.
+ */
+@Entity({ tableName: 'api_key_rate_buckets' })
+export class ApiKeyRateBucket {
+  @ManyToOne(() => ApiKey, { primary: true, deleteRule: 'cascade' })
+  apiKey!: ApiKey;
+
+  /** Fractional: refill accrues continuously. Not money. */
+  @Property({ type: 'double' })
+  tokens!: number;
+
+  /** Whether the last request found a token. */
+  @Property({ type: 'boolean' })
+  allowed!: boolean;
+
+  @Property({ type: 'timestamptz' })
+  updatedAt!: Date;
+}

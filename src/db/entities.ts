@@ -1,5 +1,5 @@
 import { AddressBookEntry } from '../address-book/entities';
-import { ApiKey } from '../api-keys/entities';
+import { ApiKey, ApiKeyRateBucket } from '../api-keys/entities';
 import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
 import { Card, CardTransaction, Customer } from '../cards/entities';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../consolidation/entities';
@@ -28,6 +28,7 @@ export const entities = [
   Member,
   Role,
   ApiKey,
+  ApiKeyRateBucket,
   IdempotencyRecord,
   OrganizationSeed,
   Vault,

@@ -64,9 +64,9 @@ async function lookUpKey(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
   };
 }
 
-/** Per-key token bucket; sets RateLimit-* on every authenticated response and refuses with 429. */
-export function applyRateLimit(ctx: AppContext, deps: AppDeps, auth: AuthContext): void {
-  const decision = deps.rateLimiter.take(auth.apiKeyId);
+/** Per-key token bucket shared by every API process; sets RateLimit-* on every authenticated response and refuses with 429. */
+export async function applyRateLimit(ctx: AppContext, deps: AppDeps, auth: AuthContext): Promise<void> {
+  const decision = await deps.rateLimiter.take(deps.orm.em, auth.apiKeyId);
   ctx.set('RateLimit-Limit', String(decision.limit));
   ctx.set('RateLimit-Remaining', String(decision.remaining));
   ctx.set('RateLimit-Reset', String(decision.resetSeconds));

@@ -11,7 +11,7 @@ import type { IdempotencyService } from '../idempotency/service';
 import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
 import type { WorkflowStarter } from '../temporal/starter';
-import type { TokenBucketLimiter } from './rate-limit';
+import type { SharedTokenBucket, TokenBucketLimiter } from './rate-limit';
 
 export interface AppState {
   requestId: string;
@@ -33,7 +33,7 @@ export interface AppDeps {
   log: Logger;
   temporal: { connection: Connection; client: Client };
   metrics: Registry;
-  rateLimiter: TokenBucketLimiter;
+  rateLimiter: SharedTokenBucket;
   /** Per client address, counts only requests whose key is missing or invalid. */
   authFailureLimiter: TokenBucketLimiter;
   idempotency: IdempotencyService;

@@ -1,6 +1,10 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
 /**
- * Token bucket per API key, in process memory. One API process is the deployment unit here; a
- * horizontally scaled deployment would move the buckets to a shared store behind this interface.
+ * Rate limiting. Per API key the budget is shared by every API process (`SharedTokenBucket`, one
+ * PostgreSQL statement per request); the pre-authentication limit on bogus keys per client
+ * address stays in process memory (`TokenBucketLimiter`): it only has to keep one address from
+ * making one process hash and look up keys without end.
  */
 export interface RateLimitDecision {
   allowed: boolean;
@@ -50,5 +54,35 @@ export class TokenBucketLimiter {
     bucket.updatedAt = now;
     this.buckets.set(key, bucket);
     return bucket;
+  }
+}
+
+/**
+ * A token bucket per API key in PostgreSQL (`api_key_rate_buckets`), so a limit of N per second is
+ * N for the key across all API processes. Each request costs exactly one round trip: one upsert
+ * refills the bucket by the time elapsed (the database's clock, the same for every process), takes
+ * a token when there is one, and returns what it decided, under the row's lock, so concurrent
+ * requests of one key through any process serialize on it and never overspend.
+ */
+export class SharedTokenBucket {
+  constructor(
+    private readonly capacity: number,
+    private readonly refillPerSecond: number,
+  ) {}
+
+  async take(em: EntityManager, apiKeyId: string): Promise<RateLimitDecision> {
+    const refilled = `least(?::double precision, b.tokens + extract(epoch from (clock_timestamp() - b.updated_at)) * ?::double precision)`;
+    const [row] = await em.getConnection().execute<{ tokens: number; allowed: boolean }[]>(
+      `insert into api_key_rate_buckets as b (api_key_id, tokens, allowed, updated_at) values (?, ?::double precision - 1, true, clock_timestamp())
+       on conflict (api_key_id) do update set
+         tokens = case when ${refilled} >= 1 then ${refilled} - 1 else ${refilled} end,
+         allowed = ${refilled} >= 1,
+         updated_at = clock_timestamp()
+       returning tokens, allowed`,
+      [apiKeyId, this.capacity, this.capacity, this.refillPerSecond, this.capacity, this.refillPerSecond, this.capacity, this.refillPerSecond, this.capacity, this.refillPerSecond],
+    );
+    const tokens = Number(row!.tokens);
+    const missing = row!.allowed ? this.capacity - tokens : 1 - tokens;
+    return { allowed: row!.allowed, limit: this.capacity, remaining: Math.floor(tokens), resetSeconds: Math.max(row!.allowed ? 0 : 1, Math.ceil(missing / this.refillPerSecond)) };
   }
 }

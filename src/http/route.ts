@@ -154,7 +154,7 @@ export class RouteRegistry {
     const auth = await authenticate(ctx, this.deps);
     ctx.state.auth = auth;
     ctx.set('Api-Version', auth.apiVersion);
-    applyRateLimit(ctx, this.deps, auth);
+    await applyRateLimit(ctx, this.deps, auth);
     if (sandboxOnly && auth.environment !== 'sandbox') {
       throw new DomainError({
         kind: 'not_found',
