@@ -24,6 +24,8 @@ export const webhookDeliveryFlow = defineFlow<DeliveryWorkflowInput, DeliveryRun
   // A run happens once; a second start of it is refused and counts as started.
   idReusePolicy: 'REJECT_DUPLICATE',
   idConflictPolicy: 'FAIL',
+  // Its own queue and worker slots: deliveries retrying against dead endpoints never slow money flows.
+  queue: 'webhooks',
 });
 
 /** Manual retry of a pending delivery: attempt now instead of at next_retry_at. */
