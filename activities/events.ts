@@ -2,12 +2,16 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { DestinationResolvers } from '../src/events/destinations';
-import { Delivery, DeliveryAttempt } from '../src/events/entities';
+import { Delivery, DeliveryAttempt, WebhookEndpoint } from '../src/events/entities';
+import { PAUSED_CHECK_INTERVAL_MS, retryNowSignal, webhookDeliveryFlow } from '../src/events/flows/delivery';
 import { signedHeaders } from '../src/events/secrets';
 import { postWebhook, type PostResult } from '../src/events/sender';
-import { deliveryPayload } from '../src/events/service';
+import { deliveryPayload, emit } from '../src/events/service';
 import type { Logger } from '../src/logger';
 import { prefixedId } from '../src/shared/ids';
+import { activityStarter } from './with-starts';
+
+const HOUR_MS = 3_600_000;
 
 export interface EventActivityDeps {
   config: Config;
@@ -26,12 +30,34 @@ export interface AttemptInput {
   attemptedAt: string;
   /** When the workflow will try again if this attempt fails; null: this is the last attempt of the run. */
   nextRetryAt: string | null;
+  /** Attempt even while the endpoint's circuit is open (a manual retry, or the probe's success resuming it). */
+  bypassCircuit?: boolean;
 }
 
-/** delivered; retry: failed, another attempt is scheduled; failed: the run is over; gone: 410, destination disabled; stopped: nothing was sent. */
-export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'gone' | 'stopped';
+/**
+ * delivered; retry: failed, another attempt is scheduled; failed: the run is over; gone: 410, destination disabled;
+ * stopped: nothing was sent, the run is over; paused: nothing was sent, the endpoint's circuit is open and another delivery probes it.
+ */
+export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'gone' | 'stopped' | 'paused';
 
 const INTERRUPTED = 'attempt interrupted before its outcome was recorded; not resent';
+const PAUSED = 'webhook endpoint failing; paused until the delivery probing it succeeds';
+
+/**
+ * The endpoint's circuit: closed (fewer than WEBHOOK_CIRCUIT_FAILURES consecutive failures), anyone
+ * attempts; open, only its probe delivery does. The probe is whoever claims it first; a probe that
+ * is no longer pending (its run ended) is replaced by the next delivery that asks.
+ */
+async function mayAttempt(em: EntityManager, config: Config, delivery: Delivery): Promise<boolean> {
+  const rows = await em.getConnection().execute<{ id: string }[]>(
+    `update webhook_endpoints e set probe_delivery_id = case when e.consecutive_failures >= ? then ? else e.probe_delivery_id end
+     where e.id = ? and (e.consecutive_failures < ? or e.probe_delivery_id is null or e.probe_delivery_id = ?
+       or not exists (select 1 from event_deliveries d where d.id = e.probe_delivery_id and d.status = 'pending'))
+     returning e.id`,
+    [config.WEBHOOK_CIRCUIT_FAILURES, delivery.id, delivery.destinationId, config.WEBHOOK_CIRCUIT_FAILURES, delivery.id],
+  );
+  return rows.length > 0;
+}
 
 export const createEventActivities = (deps: EventActivityDeps) => ({
   /**
@@ -61,6 +87,14 @@ export const createEventActivities = (deps: EventActivityDeps) => ({
     }
 
     const attemptedAt = new Date(input.attemptedAt);
+    if (delivery.destinationKind === 'webhook' && !input.bypassCircuit && !(await mayAttempt(em, deps.config, delivery))) {
+      await em.nativeUpdate(
+        Delivery,
+        { id: delivery.id, run: input.run },
+        { errorMessage: PAUSED, nextRetryAt: new Date(attemptedAt.getTime() + PAUSED_CHECK_INTERVAL_MS), updatedAt: new Date() },
+      );
+      return 'paused';
+    }
     const claimed = await em.transactional(async (tx) => {
       const rows = await tx.getConnection().execute<{ id: string }[]>(
         `insert into event_delivery_attempts (id, delivery_id, run, attempt, attempted_at) values (?, ?, ?, ?, ?)
@@ -109,11 +143,19 @@ async function recordOutcome(
   result: PostResult,
   markGone: (tx: EntityManager) => Promise<void>,
 ): Promise<AttemptOutcome> {
-  const outcome = classify(result, input);
+  let outcome = classify(result, input);
   const error =
     result.error ?? (outcome === 'delivered' ? undefined : outcome === 'gone' ? 'destination answered 410 Gone; it was disabled' : `destination answered HTTP ${result.status}`);
   const attemptedAt = new Date(input.attemptedAt);
-  await deps.orm.em.fork().transactional(async (tx) => {
+  let resumed: Delivery[] = [];
+  await activityStarter(deps).transaction(deps.orm.em.fork(), async (tx) => {
+    if (delivery.destinationKind === 'webhook' && (outcome === 'delivered' || outcome === 'retry' || outcome === 'failed')) {
+      const circuit = await recordEndpointHealth(tx, deps.config, delivery, outcome === 'delivered', attemptedAt);
+      if (circuit === 'disabled') outcome = 'failed';
+      if (circuit === 'recovered') {
+        resumed = await tx.find(Delivery, { destinationKind: 'webhook', destinationId: delivery.destinationId, status: 'pending', id: { $ne: delivery.id } });
+      }
+    }
     await tx.nativeUpdate(
       DeliveryAttempt,
       { delivery: delivery.id, run: input.run, attempt: input.attempt, completedAt: null },
@@ -133,5 +175,63 @@ async function recordOutcome(
     );
     if (outcome === 'gone') await markGone(tx);
   });
+  // The probe succeeded: every delivery waiting on the endpoint attempts now, instead of at its next check.
+  const starter = activityStarter(deps);
+  for (const waiting of resumed) {
+    await starter.signal(webhookDeliveryFlow.workflowId({ deliveryId: waiting.id, run: waiting.run, maxAttempts: null }), retryNowSignal);
+  }
   return outcome;
+}
+
+/**
+ * Counts the attempt in the endpoint's failure streak (or ends it). A streak older than
+ * WEBHOOK_DISABLE_AFTER_HOURS (workflow time, like the schedule) disables the endpoint once, with a
+ * `webhook_endpoint.disabled` event to the organization's other endpoints (emitted after the
+ * disabling, so not to this one). `recovered`: a success ended a streak that had opened the circuit.
+ */
+async function recordEndpointHealth(
+  tx: EntityManager,
+  config: Config,
+  delivery: Delivery,
+  succeeded: boolean,
+  attemptedAt: Date,
+): Promise<'recovered' | 'disabled' | 'unchanged'> {
+  const connection = tx.getConnection();
+  const context = tx.getTransactionContext();
+  if (succeeded) {
+    const rows = await connection.execute<{ was_open: boolean }[]>(
+      `update webhook_endpoints e set consecutive_failures = 0, failing_since = null, probe_delivery_id = null
+       from (select id, consecutive_failures >= ? as was_open from webhook_endpoints where id = ? for update) before
+       where e.id = before.id returning before.was_open`,
+      [config.WEBHOOK_CIRCUIT_FAILURES, delivery.destinationId],
+      'all',
+      context,
+    );
+    return rows[0]?.was_open ? 'recovered' : 'unchanged';
+  }
+  const [streak] = await connection.execute<{ failing_since: Date }[]>(
+    `update webhook_endpoints set consecutive_failures = consecutive_failures + 1, failing_since = coalesce(failing_since, ?)
+     where id = ? returning failing_since`,
+    [attemptedAt, delivery.destinationId],
+    'all',
+    context,
+  );
+  if (!streak || attemptedAt.getTime() - new Date(streak.failing_since).getTime() < config.WEBHOOK_DISABLE_AFTER_HOURS * HOUR_MS) return 'unchanged';
+  const failingSince = new Date(streak.failing_since);
+  const reason = `failing since ${failingSince.toISOString()} (more than ${config.WEBHOOK_DISABLE_AFTER_HOURS} h without a successful delivery); disabled automatically`;
+  const disabled = await tx.nativeUpdate(
+    WebhookEndpoint,
+    { id: delivery.destinationId, status: 'enabled' },
+    { status: 'disabled', disabledReason: reason, probeDeliveryId: null, updatedAt: new Date() },
+  );
+  if (disabled === 0) return 'unchanged';
+  const endpoint = await tx.findOneOrFail(WebhookEndpoint, { id: delivery.destinationId });
+  await emit(tx, {
+    organizationId: delivery.organization.id,
+    environment: endpoint.environment,
+    type: 'webhook_endpoint.disabled',
+    data: { webhook_id: endpoint.id, url: endpoint.url, disabled_reason: reason, failing_since: failingSince.toISOString() },
+    dedupeKey: `webhook_endpoint.disabled:${endpoint.id}:${failingSince.toISOString()}`,
+  });
+  return 'disabled';
 }

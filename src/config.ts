@@ -135,6 +135,17 @@ export const ConfigSchema = z.object({
     .string()
     .optional()
     .refine((value) => value === undefined || parseMasterKey(value) !== null, 'MASTER_KEY must be 32 bytes, base64 or hex encoded'),
+  /**
+   * The webhooks worker (task queue `<TEMPORAL_TASK_QUEUE>-webhooks`, docs/webhooks.md): its slots are its own,
+   * so deliveries waiting on dead endpoints never take the slots money flows need.
+   */
+  WEBHOOK_WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).default(20),
+  WEBHOOK_WORKER_MAX_WORKFLOW_TASKS: z.coerce.number().int().min(1).default(10),
+  WEBHOOK_WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(200),
+  /** Consecutive failed attempts after which an endpoint's circuit opens: one delivery probes it, the others wait. */
+  WEBHOOK_CIRCUIT_FAILURES: z.coerce.number().int().min(1).default(5),
+  /** An endpoint failing without a single success for this long is disabled (with a webhook_endpoint.disabled event). */
+  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().min(1).max(24 * 90).default(72),
 })
   .refine((config) => config.NODE_ENV !== 'production' || config.MASTER_KEY !== undefined, {
     path: ['MASTER_KEY'],

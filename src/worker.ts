@@ -7,6 +7,7 @@ import { IdempotencyService } from './idempotency/service';
 import { createLogger } from './logger';
 import { createOrm } from './runtime';
 import { createTemporalClient, temporalConnectionOptions } from './temporal/client';
+import { taskQueueOf } from './temporal/flow';
 import { WorkflowStarter } from './temporal/starter';
 import { ensureSchedules, ensureSearchAttributes, scheduleDefinitions } from './temporal/setup';
 import { createWorker } from './worker-setup';
@@ -27,15 +28,18 @@ async function main(): Promise<void> {
   await ensureChainScanners(starter, config);
 
   const nativeConnection = await NativeConnection.connect(temporalConnectionOptions(config));
-  const worker = await createWorker({
+  const workers = await createWorker({
     connection: nativeConnection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: { config, orm, log, idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
   });
-  log.info({ task_queue: config.TEMPORAL_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE }, 'worker running');
-  // Worker.run() returns after SIGINT/SIGTERM (the SDK installs the handlers) once in-flight tasks drain.
-  await worker.run();
+  log.info(
+    { task_queue: config.TEMPORAL_TASK_QUEUE, webhooks_task_queue: taskQueueOf(config.TEMPORAL_TASK_QUEUE, 'webhooks'), namespace: config.TEMPORAL_NAMESPACE },
+    'worker running',
+  );
+  // Each Worker.run() returns after SIGINT/SIGTERM (the SDK installs the handlers) once its in-flight tasks drain.
+  await workers.run();
   await nativeConnection.close();
   await connection.close();
   await orm.close();

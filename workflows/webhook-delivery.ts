@@ -1,6 +1,6 @@
 import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { createEventActivities } from '../activities/events';
-import { retryNowSignal, type webhookDeliveryFlow } from '../src/events/flows/delivery';
+import { PAUSED_CHECK_INTERVAL_MS, retryNowSignal, type webhookDeliveryFlow } from '../src/events/flows/delivery';
 import type { WorkflowOf } from '../src/temporal/flow';
 
 const { attemptWebhookDelivery } = proxyActivities<ReturnType<typeof createEventActivities>>({
@@ -21,7 +21,9 @@ export const RETRY_WINDOW_MS = 24 * HOUR;
 /**
  * Delivers one event to one destination: attempt, immediate retry, then 1 min, 5 min, 15 min,
  * 1 h, 2 h, 4 h, 8 h... while within 24 h of the first attempt and under max_attempts. The waits
- * are durable timers, so a worker restart resumes the schedule where it was.
+ * are durable timers, so a worker restart resumes the schedule where it was. While the endpoint's
+ * circuit is open and another delivery probes it, this one is paused: it sends nothing, its
+ * schedule and window stand still, and the probe's success (a retryNow signal) resumes it.
  */
 export const webhookDeliveryWorkflow: WorkflowOf<typeof webhookDeliveryFlow> = async (input) => {
   let retryRequested = false;
@@ -29,17 +31,27 @@ export const webhookDeliveryWorkflow: WorkflowOf<typeof webhookDeliveryFlow> = a
     retryRequested = true;
   });
   const firstAttemptAt = Date.now();
+  let pausedMs = 0;
   for (let attempt = 1; ; attempt += 1) {
     const attemptedAt = Date.now();
     const nextAttemptAt = attemptedAt + RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length) - 1]!;
-    const last = (input.maxAttempts !== null && attempt >= input.maxAttempts) || nextAttemptAt > firstAttemptAt + RETRY_WINDOW_MS;
+    const last = (input.maxAttempts !== null && attempt >= input.maxAttempts) || nextAttemptAt > firstAttemptAt + pausedMs + RETRY_WINDOW_MS;
     const outcome = await attemptWebhookDelivery({
       deliveryId: input.deliveryId,
       run: input.run,
       attempt,
       attemptedAt: new Date(attemptedAt).toISOString(),
       nextRetryAt: last ? null : new Date(nextAttemptAt).toISOString(),
+      // Asked for (retryNow: a manual retry or the probe's success) or a manual retry's new run: attempt even if the circuit is open.
+      bypassCircuit: retryRequested || (attempt === 1 && input.run > 1),
     });
+    if (outcome === 'paused') {
+      // Nothing was sent: the same attempt number is tried when the probe succeeds (or at the next check).
+      attempt -= 1;
+      await condition(() => retryRequested, PAUSED_CHECK_INTERVAL_MS);
+      pausedMs += Date.now() - attemptedAt;
+      continue;
+    }
     if (outcome !== 'retry') return { outcome, attempts: attempt };
     retryRequested = false;
     const wait = nextAttemptAt - Date.now();

@@ -27,7 +27,7 @@ export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
 @Entity({ tableName: 'webhook_endpoints' })
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 export class WebhookEndpoint {
-  [OptionalProps]?: 'eventTypes' | 'status' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'eventTypes' | 'status' | 'consecutiveFailures' | 'createdAt' | 'updatedAt';
 
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('wh');
@@ -55,6 +55,18 @@ export class WebhookEndpoint {
   /** Why the service disabled it (410 Gone); null when enabled or disabled by the user. */
   @Property({ type: 'text', nullable: true })
   disabledReason?: string | null;
+
+  /** Failed attempts since the last success, over all deliveries: at WEBHOOK_CIRCUIT_FAILURES the circuit opens. */
+  @Property({ type: 'integer' })
+  consecutiveFailures: number = 0;
+
+  /** Workflow time of the first failure since the last success; WEBHOOK_DISABLE_AFTER_HOURS later, the endpoint is disabled. */
+  @Property({ type: 'timestamptz', nullable: true })
+  failingSince?: Date | null;
+
+  /** While the circuit is open: the one delivery that keeps attempting on its schedule; the others wait for it. */
+  @Property({ type: 'text', nullable: true })
+  probeDeliveryId?: string | null;
 
   /** Payload version: the creating request's effective API version. */
   @Property({ type: 'text' })

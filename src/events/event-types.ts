@@ -5,6 +5,10 @@
  */
 export const EVENT_TYPES = [
   { type: 'webhook.test', description: 'A test event sent to one endpoint by POST /v1/webhooks/:id/test.' },
+  {
+    type: 'webhook_endpoint.disabled',
+    description: 'A webhook endpoint that kept failing was disabled automatically; sent to the organization\'s other endpoints. data.webhook_id names it.',
+  },
   { type: 'transaction.created', description: 'A send was accepted: funds locked, its workflow started.' },
   { type: 'transaction.broadcast', description: 'A send was signed and a node accepted it.' },
   { type: 'transaction.confirmed', description: "A send reached the chain's confirmation count and was settled." },

@@ -174,6 +174,10 @@ const webhookRoutes: SignedDestinationKind<WebhookEndpoint, typeof CreateWebhook
     if (body.status !== undefined) {
       endpoint.status = body.status;
       endpoint.disabledReason = null;
+      // Re-enabled or disabled by hand: the failure streak and its circuit start afresh.
+      endpoint.consecutiveFailures = 0;
+      endpoint.failingSince = null;
+      endpoint.probeDeliveryId = null;
     }
   },
   rotated: {

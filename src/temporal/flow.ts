@@ -10,6 +10,18 @@ export type IdReusePolicy = 'ALLOW_DUPLICATE' | 'ALLOW_DUPLICATE_FAILED_ONLY' | 
 /** What a start does when a workflow with the id is running (Temporal's WorkflowIdConflictPolicy). */
 export type IdConflictPolicy = 'FAIL' | 'USE_EXISTING';
 
+/**
+ * Which of the service's task queues carries a flow. `main` (the default) is TEMPORAL_TASK_QUEUE;
+ * `webhooks` is `<TEMPORAL_TASK_QUEUE>-webhooks`, served by a worker of its own with bounded slots,
+ * so deliveries retrying against dead endpoints never take the slots money flows need.
+ */
+export type QueueRole = 'main' | 'webhooks';
+
+/** The task queue of `role`, derived from the service's main queue (TEMPORAL_TASK_QUEUE). */
+export function taskQueueOf(mainQueue: string, role: QueueRole): string {
+  return role === 'main' ? mainQueue : `${mainQueue}-${role}`;
+}
+
 export interface Flow<Input, Result> {
   /** The exported workflow function's name in workflows/index.ts. */
   readonly workflowType: string;
@@ -19,13 +31,25 @@ export interface Flow<Input, Result> {
   readonly resource: (input: Input) => { type: string; id: string };
   readonly idReusePolicy: IdReusePolicy;
   readonly idConflictPolicy: IdConflictPolicy;
+  /** The task queue the flow runs on; absent: `main`. */
+  readonly queue?: QueueRole;
   /** Phantom: carries the types; never set. */
   readonly types?: { input: Input; result: Result };
 }
 
+/** Queue of each flow defined off the main queue, by workflow type: a recorded start names only its type. */
+const queueRoles = new Map<string, QueueRole>();
+
 export function defineFlow<Input, Result>(definition: Omit<Flow<Input, Result>, 'types'>): Flow<Input, Result> {
+  if (definition.queue && definition.queue !== 'main') queueRoles.set(definition.workflowType, definition.queue);
   return definition;
 }
+
+/**
+ * The queue role of a workflow type, as its flow defined it. Flow modules are loaded wherever their
+ * starts are recorded or fired (the API through its domains' services, the worker through its activities).
+ */
+export const queueRoleOf = (workflowType: string): QueueRole => queueRoles.get(workflowType) ?? 'main';
 
 export type FlowInput<F> = F extends Flow<infer Input, unknown> ? Input : never;
 export type FlowResult<F> = F extends Flow<unknown, infer Result> ? Result : never;

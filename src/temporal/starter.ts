@@ -5,7 +5,7 @@ import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@tempo
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { WorkflowStart } from './entities';
-import type { Flow } from './flow';
+import { queueRoleOf, taskQueueOf, type Flow } from './flow';
 import { resourceSearchAttributes } from './search-attributes';
 
 /** How long one start may take before it is left to the sweep (Temporal down must not hang a request). */
@@ -85,7 +85,7 @@ export class WorkflowStarter {
     try {
       await this.client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
         this.client.workflow.start(start.workflowType, {
-          taskQueue: this.config.TEMPORAL_TASK_QUEUE,
+          taskQueue: taskQueueOf(this.config.TEMPORAL_TASK_QUEUE, queueRoleOf(start.workflowType)),
           workflowId: start.workflowId,
           args: [start.input],
           workflowIdReusePolicy: WorkflowIdReusePolicy[start.idReusePolicy],
@@ -145,7 +145,7 @@ export class WorkflowStarter {
    */
   async ensureRunning<Input, Result>(flow: Flow<Input, Result>, input: NoInfer<Input>): Promise<void> {
     await this.client.workflow.start(flow.workflowType, {
-      taskQueue: this.config.TEMPORAL_TASK_QUEUE,
+      taskQueue: taskQueueOf(this.config.TEMPORAL_TASK_QUEUE, flow.queue ?? 'main'),
       workflowId: flow.workflowId(input),
       args: [input],
       workflowIdReusePolicy: WorkflowIdReusePolicy[flow.idReusePolicy],

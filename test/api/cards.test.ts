@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
+import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Card, CardTransaction, Customer } from '../../src/cards/entities';
 import { isLuhnValid } from '../../src/cards/issuer';

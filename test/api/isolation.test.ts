@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
+import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { grants, SCOPES, type Scope } from '../../src/api-keys/scopes';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization, type TestResponse } from '../support/app';
 import { localTemporal } from '../support/environment';

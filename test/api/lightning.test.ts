@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
+import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Event } from '../../src/events/entities';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
+import type { ServiceWorkers } from '../../src/worker-setup';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { Event } from '../../src/events/entities';
@@ -21,7 +21,7 @@ const USDT_TRON_TO_NGN = { fromAsset: 'USDT', chain: 'tron', amount: '100', toCu
 /** Payout quotes and trips end to end: the real API, PostgreSQL, the Temporal dev server with its search attributes, and the devnet. */
 describe('Payouts: trips from initialize through the sandbox deposit and rail to success, fetched, listed and idempotent', () => {
   let app: TestApp;
-  let worker: Worker | undefined;
+  let worker: ServiceWorkers | undefined;
   let running: Promise<void> | undefined;
   let org: TestOrganization;
   let other: TestOrganization;

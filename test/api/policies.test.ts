@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
+import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { DomainError } from '../../src/shared/errors';
 import { httpStatus } from '../../src/http/errors';
 import type { Environment } from '../../src/api-keys/entities';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
+import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { Event, WebhookEndpoint } from '../../src/events/entities';
 import { emit } from '../../src/events/service';
 import { Organization } from '../../src/organizations/entities';

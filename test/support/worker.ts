@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities';
 import { IdempotencyService } from '../../src/idempotency/service';
-import { createWorker } from '../../src/worker-setup';
+import { createWorker, type ServiceWorkers } from '../../src/worker-setup';
 import { localTemporal, testConfig, testOrm } from './environment';
 import { testLogger } from './secret-scan';
 
 /** Worker config for the time-skipping test server, which has no custom search attributes. */
 export const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
 
-/** The service's own worker setup and activities on a test environment, on a task queue of its own. */
+/**
+ * The service's own workers and activities on a test environment, on a main task queue of its own and
+ * the webhooks queue derived from it (both run by `worker.run()`/`runUntil()`, stopped by `shutdown()`).
+ */
 export async function createTestWorker(
   env: TestWorkflowEnvironment,
   taskQueue = `test-${randomUUID()}`,
@@ -18,7 +20,7 @@ export async function createTestWorker(
   maxCachedWorkflows?: number,
   /** Test doubles of outside parties: a card issuer, Lightning providers, destination resolvers; chain nodes behind faults. */
   outsideParties: Pick<ActivityDeps, 'cardIssuer' | 'lightningProviders' | 'destinationResolvers' | 'chains'> = {},
-): Promise<{ worker: Worker; taskQueue: string }> {
+): Promise<{ worker: ServiceWorkers; taskQueue: string }> {
   const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...configOverrides });
   const worker = await createWorker({
     connection: env.nativeConnection,
@@ -32,7 +34,7 @@ export async function createTestWorker(
 
 /** The service's worker on the local dev server, stopped and started again by tests that restart it mid-flow. */
 export class RestartableWorker {
-  private worker: Worker | undefined;
+  private worker: ServiceWorkers | undefined;
   private running: Promise<void> | undefined;
 
   constructor(

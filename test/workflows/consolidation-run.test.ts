@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
+import type { ServiceWorkers } from '../../src/worker-setup';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep, type ConsolidationAsset, type GasSource } from '../../src/consolidation/entities';
@@ -29,7 +30,7 @@ const ETH_ASSET: ConsolidationAsset = { asset_id: 'ETH', symbol: 'ETH', contract
 describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => {
   let app: TestApp;
   let org: TestOrganization;
-  let worker: Worker;
+  let worker: ServiceWorkers;
   let running: Promise<void>;
   const taskQueue = `consolidation-run-${randomUUID()}`;
   const config = { ...NO_SEARCH_ATTRIBUTES, TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_CONFIRMATIONS_ETHEREUM: '2', DEVNET_BLOCK_INTERVAL_SECONDS: '3600' };

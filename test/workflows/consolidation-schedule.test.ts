@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleHandle } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
+import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { ConsolidationRule, ConsolidationRun } from '../../src/consolidation/entities';
 import { consolidationRunFlow } from '../../src/consolidation/flows/run';
 import { consolidationScheduleFlow, consolidationScheduleId } from '../../src/consolidation/flows/schedule';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
+import type { ServiceWorkers } from '../../src/worker-setup';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
 import { WalletBalance } from '../../src/custody/entities';
@@ -21,7 +22,7 @@ const ETHER = 10n ** 18n;
 describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => {
   let app: TestApp;
   let org: TestOrganization;
-  let worker: Worker;
+  let worker: ServiceWorkers;
   let running: Promise<void>;
   const taskQueue = `gas-station-refill-${randomUUID()}`;
   const config = { ...NO_SEARCH_ATTRIBUTES, TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_CONFIRMATIONS_ETHEREUM: '2', DEVNET_BLOCK_INTERVAL_SECONDS: '3600' };

@@ -12,7 +12,7 @@ import { simulateDeposit } from '../../src/monitoring/sandbox';
 import { Organization } from '../../src/organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutTrip, PayoutTripTransition, SandboxRailInstruction, type PaymentMethod } from '../../src/payouts/entities';
 import { payoutTripFlow } from '../../src/payouts/flows/trip';
-import { workflowBundle } from '../../src/worker-setup';
+import { workflowBundle, type ServiceWorkers } from '../../src/worker-setup';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
@@ -65,7 +65,7 @@ function withContext(settings: Record<string, string>, body: (context: () => Con
     PAYOUT_LATE_PAYMENT_WATCH_HOURS: '1',
     ...settings,
   };
-  let worker: Worker;
+  let worker: ServiceWorkers;
   let running: Promise<void>;
   before(async () => {
     const env = await timeSkippingTemporal();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
+import type { ServiceWorkers } from '../../src/worker-setup';
 import type { ChainId } from '../../src/catalogue/service';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
@@ -74,7 +75,7 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
   let app: TestApp;
   let org: TestOrganization;
   let nodes: FaultyNodes;
-  let worker: Worker;
+  let worker: ServiceWorkers;
   let running: Promise<void>;
   const taskQueue = `send-transaction-${randomUUID()}`;
   const config = { ...NO_SEARCH_ATTRIBUTES, TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_CONFIRMATIONS_ETHEREUM: '2', DEVNET_BLOCK_INTERVAL_SECONDS: '3600' };

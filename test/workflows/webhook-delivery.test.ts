@@ -311,6 +311,95 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     assert.equal((await loadDelivery(deliveries[0]!.id)).delivery.destinationId, 'card_1');
   });
 
+  describe("an endpoint's circuit", () => {
+    const circuitConfig = { ...NO_SEARCH_ATTRIBUTES, WEBHOOK_CIRCUIT_FAILURES: '2' };
+    const receivedData = (from: WebhookReceiver) => from.attempts.map((attempt) => ({ status: attempt.status, data: JSON.parse(attempt.body).data }));
+
+    it('pauses the deliveries of a failing endpoint behind one probe, and resumes them all when it succeeds', async () => {
+      const org = await createTestOrganization();
+      const { endpoint } = await createEndpoint(org.organizationId);
+      receiver.fallbackStatus = 500;
+      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig);
+      await worker.runUntil(async () => {
+        // Two failures of a first delivery open the circuit.
+        const [first] = await emitCommitted(org.organizationId, { n: 1 });
+        await fire(taskQueue, first!);
+        await eventually(async () => ((await loadDelivery(first!)).delivery.attempts === 2 ? true : undefined), 'two failed attempts');
+        // The next delivery to ask becomes the probe and attempts; the ones after it send nothing.
+        const [probe] = await emitCommitted(org.organizationId, { n: 2 });
+        await fire(taskQueue, probe!);
+        await eventually(async () => ((await loadDelivery(probe!)).delivery.attempts >= 1 ? true : undefined), 'the probe attempted');
+        const waiting = [...(await emitCommitted(org.organizationId, { n: 3 })), ...(await emitCommitted(org.organizationId, { n: 4 }))];
+        for (const id of waiting) await fire(taskQueue, id);
+        for (const id of waiting) {
+          await eventually(async () => ((await loadDelivery(id)).delivery.errorMessage?.includes('paused') ? true : undefined), 'paused');
+        }
+        const stored = await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id });
+        assert.equal(stored.probeDeliveryId, probe);
+        assert.ok(!receivedData(receiver).some((attempt) => attempt.data.n >= 3), 'paused deliveries send nothing');
+
+        // The endpoint answers again: the probe's next attempt succeeds and every paused delivery is delivered at once.
+        receiver.fallbackStatus = 200;
+        for (const id of [first!, probe!, ...waiting]) {
+          assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(id, 1)).result()).outcome, 'delivered');
+        }
+        for (const id of waiting) {
+          const { delivery, attempts } = await loadDelivery(id);
+          assert.equal(delivery.status, 'delivered');
+          assert.deepEqual(attempts.map((attempt) => [attempt.attempt, attempt.httpStatus]), [[1, 200]], 'one attempt, after the probe succeeded');
+        }
+      });
+      const healed = await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id });
+      assert.equal(healed.consecutiveFailures, 0);
+      assert.equal(healed.failingSince, null);
+      assert.equal(healed.probeDeliveryId, null);
+    });
+
+    it('disables an endpoint failing for longer than WEBHOOK_DISABLE_AFTER_HOURS and tells the other endpoints, not it', async () => {
+      const org = await createTestOrganization();
+      const { endpoint: dead } = await createEndpoint(org.organizationId);
+      receiver.fallbackStatus = 500;
+      const healthy = await new WebhookReceiver().start();
+      try {
+        const em = (await testOrm()).em.fork();
+        const { secrets, plaintext } = await newSigningSecrets(keyProviderFor(testConfig()), org.organizationId);
+        const other = em.create(WebhookEndpoint, {
+          organization: em.getReference(Organization, org.organizationId),
+          environment: 'sandbox',
+          name: 'Healthy',
+          url: healthy.url,
+          apiVersion: '2026-05-15',
+          secrets,
+        });
+        await em.flush();
+        healthy.secrets = [plaintext];
+        const { worker, taskQueue } = await createTestWorker(env, undefined, { ...NO_SEARCH_ATTRIBUTES, WEBHOOK_DISABLE_AFTER_HOURS: '1' });
+        const deliveryIds = await emitCommitted(org.organizationId);
+        const toDead = (await Promise.all(deliveryIds.map(loadDelivery))).find(({ delivery }) => delivery.destinationId === dead.id)!.delivery.id;
+        const result = await worker.runUntil(async () => {
+          for (const id of deliveryIds) await fire(taskQueue, id);
+          const outcome = await env.client.workflow.getHandle(deliveryWorkflowId(toDead, 1)).result();
+          await eventually(async () => (healthy.attempts.length === 2 ? true : undefined), 'the healthy endpoint hears of it');
+          return outcome;
+        });
+
+        // Attempts at 0, 0, +1, +6, +21 min and +1 h 21: the first failure more than an hour back disables it.
+        assert.deepEqual(result, { outcome: 'failed', attempts: 6 });
+        const stored = await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: dead.id });
+        assert.equal(stored.status, 'disabled');
+        assert.match(stored.disabledReason!, /failing since .* disabled automatically/);
+        const notice = healthy.attempts.map((attempt) => JSON.parse(attempt.body)).find((body) => body.type === 'webhook_endpoint.disabled');
+        assert.equal(notice.data.webhook_id, dead.id);
+        assert.ok(notice.data.failing_since);
+        assert.ok(receiver.attempts.every((attempt) => JSON.parse(attempt.body).type !== 'webhook_endpoint.disabled'), 'never to the disabled endpoint');
+        assert.equal(other.status, 'enabled');
+        assert.deepEqual(await emitCommitted(org.organizationId).then((ids) => ids.length), 1, 'new events reach only the healthy endpoint');
+      } finally {
+        await healthy.close();
+      }
+    });
+  });
+
   it('replays its recorded history with the current workflow code', async () => {
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('webhook-delivery'), 'webhook-delivery');
   });
