@@ -1,0 +1,60 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { Pool } from 'pg';
+import { createApiKey, hashSecret, presentApiKey } from '../src/api-keys/service';
+import { loadConfig } from '../src/config';
+import { createOrm, migrate } from '../src/db/orm';
+import { createApp } from '../src/http/app';
+import { createLogger } from '../src/logger';
+import { routeModules } from '../src/modules';
+import { createOrganization } from '../src/organizations/service';
+import { createAppDeps } from '../src/runtime';
+import { listen, measureHttp, report, runBenchmark, urlOf } from './support';
+
+/**
+ * Authenticated single-resource reads against the bare ceiling: a Koa + pg route doing the same
+ * single-row read of an API key by its hash, in the same process, on the same database. The
+ * service runs with rate limits lifted, so the ratio is the price of our whole read path.
+ */
+async function main() {
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent', RATE_LIMIT_BURST: '1000000000', RATE_LIMIT_PER_SECOND: '1000000000' });
+  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  await migrate(orm);
+  const em = orm.em.fork();
+  const organization = createOrganization(em, 'Benchmark');
+  const { key, secret } = createApiKey(em, { organization, name: 'Benchmark', scopes: ['*'], environment: 'sandbox' });
+  await em.flush();
+
+  const deps = createAppDeps(config, orm, createLogger('silent'));
+  const service = await listen(createApp(deps, routeModules).app);
+
+  // The ceiling: one pooled connection per request reads the key row by its hash and answers it as JSON.
+  const pool = new Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX });
+  const bare = new Koa();
+  const router = new Router();
+  const secretHash = hashSecret(secret);
+  router.get('/v1/api-keys/me', async (ctx) => {
+    const { rows } = await pool.query('select id, name, scopes, environment, api_version, created_at from api_keys where secret_hash = $1', [secretHash]);
+    ctx.body = rows[0];
+  });
+  bare.use(router.routes());
+  const baseline = await listen(bare);
+
+  const headers = { authorization: `Bearer ${secret}` };
+  const ceiling = await measureHttp('bare Koa + pg read (baseline)', `${urlOf(baseline)}/v1/api-keys/me`);
+  const rows = [
+    ceiling,
+    await measureHttp('GET /healthz (middleware, no database)', `${urlOf(service)}/healthz`),
+    await measureHttp('GET /v1/api-keys/me', `${urlOf(service)}/v1/api-keys/me`, { headers }),
+  ];
+  const ratios = rows.slice(2).map((row) => ({ name: `${row.target} / bare read`, value: row.requests_per_second / ceiling.requests_per_second, goal: 0.5 }));
+  await report('reads', rows, ratios, { sample_key: presentApiKey(key).id });
+
+  service.close();
+  baseline.close();
+  await pool.end();
+  await deps.temporal.connection.close();
+  await orm.close();
+}
+
+runBenchmark(main);

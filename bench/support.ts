@@ -1,0 +1,75 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import type Koa from 'koa';
+
+/**
+ * What every benchmark shares: its duration and concurrency settings, an HTTP measurement with
+ * autocannon, and the result file that `npm run bench` summarizes. A benchmark always measures its
+ * baseline in the same run, on the same machine, and reports the ratio: absolute numbers move with
+ * the machine, the ratio is what to compare between runs.
+ */
+export const BENCH_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+export const BENCH_CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+
+export interface HttpMeasurement {
+  target: string;
+  connections: number;
+  requests_per_second: number;
+  latency_p50_ms: number;
+  latency_p99_ms: number;
+}
+
+/** Requests per second and latency of one GET target after a 2 s warm-up; any non-2xx answer fails the benchmark. */
+export async function measureHttp(
+  target: string,
+  url: string,
+  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string } = {},
+): Promise<HttpMeasurement> {
+  const connections = options.connections ?? BENCH_CONNECTIONS;
+  const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body };
+  await autocannon({ ...request, duration: 2 });
+  const result = await autocannon({ ...request, duration: options.seconds ?? BENCH_SECONDS });
+  if (result.non2xx || result.errors) throw new Error(`${target}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  return { target, connections, requests_per_second: result.requests.average, latency_p50_ms: result.latency.p50, latency_p99_ms: result.latency.p99 };
+}
+
+export const listen = (app: Koa): Promise<Server> =>
+  new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => resolve(server));
+  });
+
+export const urlOf = (server: Server): string => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+/** One ratio of a benchmark against its baseline, with the goal the project set for it (higher is better). */
+export interface Ratio {
+  name: string;
+  value: number;
+  goal?: number;
+}
+
+/** Prints a benchmark's table and ratios and writes bench/results/<name>.json for the run's summary. */
+export async function report(name: string, rows: object[], ratios: Ratio[], extra: Record<string, unknown> = {}): Promise<void> {
+  console.log(`\n## ${name}`);
+  console.table(rows);
+  for (const ratio of ratios) {
+    const goal = ratio.goal === undefined ? '' : ` (goal ${ratio.goal}: ${ratio.value >= ratio.goal ? 'met' : 'not met'})`;
+    console.log(`${ratio.name}: ${ratio.value.toFixed(3)}${goal}`);
+  }
+  const out = path.resolve(__dirname, '../../bench/results');
+  await mkdir(out, { recursive: true });
+  await writeFile(path.join(out, `${name}.json`), JSON.stringify({ name, date: new Date().toISOString(), rows, ratios, ...extra }, null, 2));
+}
+
+/** Runs a benchmark's main and exits non-zero on failure. */
+export function runBenchmark(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
