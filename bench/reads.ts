@@ -51,6 +51,7 @@ async function main() {
   await report('reads', rows, ratios, { sample_key: presentApiKey(key).id });
 
   service.close();
+  await deps.keyCache.stop();
   baseline.close();
   await pool.end();
   await deps.temporal.connection.close();

@@ -57,6 +57,9 @@ export const ConfigSchema = z.object({
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().positive().default(24),
   IDEMPOTENCY_LOCK_SECONDS: z.coerce.number().int().positive().default(60),
   API_KEY_LAST_USED_RESOLUTION_SECONDS: z.coerce.number().int().min(0).default(60),
+  /** Key lookups cached per API process (0: every request reads its key); a change to a key evicts it everywhere at once (LISTEN/NOTIFY). */
+  API_KEY_CACHE_SECONDS: z.coerce.number().int().min(0).default(60),
+  API_KEY_CACHE_MAX_KEYS: z.coerce.number().int().positive().default(10_000),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   METRICS_ENABLED: bool.default(true),
   /** Sandbox webhook endpoints may use http:// or https:// to 127.0.0.1/localhost (local receivers). Defaults to true outside production; never applies to live keys. */

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { ApiKeyCache } from './api-keys/key-cache';
 import { LastUsedTracker } from './api-keys/service';
 import { ChainNodes } from './chains/nodes';
 import type { Config } from './config';
@@ -26,6 +27,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     rateLimiter: new SharedTokenBucket(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
     authFailureLimiter: new TokenBucketLimiter(config.AUTH_FAILURE_RATE_LIMIT_BURST, config.AUTH_FAILURE_RATE_LIMIT_PER_SECOND),
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS, keys),
+    keyCache: new ApiKeyCache(config.DATABASE_URL, config.API_KEY_CACHE_SECONDS * 1000, config.API_KEY_CACHE_MAX_KEYS, log),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
     keys: new KeyService(keys),
     starter: new WorkflowStarter(temporal.client, config, log),

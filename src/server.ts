@@ -11,6 +11,7 @@ async function main(): Promise<void> {
   const log = createLogger(config.LOG_LEVEL, 'api');
   const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
   const deps = createAppDeps(config, orm, log);
+  await deps.keyCache.start();
   const { app } = createApp(deps, routeModules);
   const server: Server = app.listen(config.PORT, config.HOST);
   await once(server, 'listening');
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
     log.info({ signal }, 'shutting down');
     server.close();
     await once(server, 'close');
+    await deps.keyCache.stop();
     await deps.temporal.connection.close();
     await orm.close();
     process.exit(0);

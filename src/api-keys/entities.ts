@@ -69,9 +69,9 @@ export class ApiKeyRateBucket {
   @Property({ type: 'double' })
   tokens!: number;
 
-  /** Whether the last request found a token. */
-  @Property({ type: 'boolean' })
-  allowed!: boolean;
+  /** Whole tokens the last take handed to an API process (a batch under load; 0: refused). */
+  @Property({ type: 'integer' })
+  taken!: number;
 
   @Property({ type: 'timestamptz' })
   updatedAt!: Date;

@@ -1,3 +1,4 @@
+import { findOneByColumns } from '../db/lean';
 import type { RouteRegistry } from '../http/route';
 import { errors } from '../shared/errors';
 import { findMember } from '../organizations/service';
@@ -19,7 +20,9 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     scope: 'authenticated',
     response: { status: 200, description: 'The calling key', schema: ApiKeyObject },
     handler: async ({ auth, em }) => {
-      const key = await em.findOneOrFail(ApiKey, { id: auth.apiKeyId }, { populate: ['member'] });
+      // The presenter needs the member's id only, which the key's row holds.
+      const key = await findOneByColumns(em, ApiKey, { id: auth.apiKeyId, organization: auth.organizationId });
+      if (!key) throw errors.unauthenticated('Invalid API key provided.');
       key.lastUsedAt = auth.lastUsedAt;
       return { body: presentApiKey(key) };
     },
@@ -84,10 +87,12 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     scope: 'api_keys:admin',
     params: ApiKeyIdParams,
     response: { status: 200, description: 'The revoked key', schema: ApiKeyObject },
-    handler: async ({ auth, em, params }) => {
+    handler: async ({ auth, em, params, deps }) => {
       const key = await findOrganizationKey(em, auth.organizationId, params.id);
       key.revokedAt = new Date();
       await em.flush();
+      // Other API processes evict it when the change commits (a trigger notifies them); this one at once.
+      deps.keyCache.forget(key.id);
       return { body: presentApiKey(key) };
     },
   });

@@ -7,6 +7,7 @@ import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
+import { findOneByColumns } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId } from '../shared/ids';
@@ -53,17 +54,17 @@ export const tenantFilter = (tenant: CardTenant) => ({ organization: tenant.orga
 /** The caller's card, or 404 (another company's or the other environment's card and a malformed id look the same). */
 export async function findCard(em: EntityManager, tenant: CardTenant, cardId: string, lock = false): Promise<Card> {
   if (!isUuid(cardId)) throw errors.notFound('card', cardId, 'cardId');
-  const card = await em.findOne(
-    Card,
-    { id: cardId, ...tenantFilter(tenant) },
-    { populate: ['customer'], ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
-  );
+  const card = lock
+    ? await em.findOne(Card, { id: cardId, ...tenantFilter(tenant) }, { populate: ['customer'], lockMode: LockMode.PESSIMISTIC_WRITE })
+    : await findOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) });
   if (!card) throw errors.notFound('card', cardId, 'cardId');
+  // The same tenant's customer; mapping it initializes the card's reference to it.
+  if (!lock) await findOneByColumns(em, Customer, { id: card.customer.id });
   return card;
 }
 
 export async function findCustomer(em: EntityManager, tenant: CardTenant, customerId: string): Promise<Customer> {
-  const customer = isUuid(customerId) ? await em.findOne(Customer, { id: customerId, ...tenantFilter(tenant) }) : null;
+  const customer = isUuid(customerId) ? await findOneByColumns(em, Customer, { id: customerId, ...tenantFilter(tenant) }) : null;
   if (!customer) throw errors.notFound('customer', customerId, 'customerId');
   return customer;
 }

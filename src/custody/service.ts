@@ -4,6 +4,7 @@ import { errors } from '../shared/errors';
 import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
 import { addressFormatFor, type BitcoinAddressFormat, type KeyLocation } from '../keys/derivation';
 import type { KeyService } from '../keys/service';
+import { findByColumns, findOneByColumns } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { isUuid } from '../shared/ids';
 import { iso } from '../shared/time';
@@ -33,13 +34,13 @@ export function createVault(em: EntityManager, tenant: Tenant, input: NewVault):
 }
 
 export async function findVault(em: EntityManager, tenant: Tenant, id: string, param = 'id'): Promise<Vault> {
-  const vault = isUuid(id) ? await em.findOne(Vault, { id, ...tenantFilter(tenant) }) : null;
+  const vault = isUuid(id) ? await findOneByColumns(em, Vault, { id, ...tenantFilter(tenant) }) : null;
   if (!vault) throw errors.notFound('vault', id, param);
   return vault;
 }
 
 export async function findWallet(em: EntityManager, tenant: Tenant, id: string, param = 'id'): Promise<Wallet> {
-  const wallet = isUuid(id) ? await em.findOne(Wallet, { id, ...tenantFilter(tenant) }) : null;
+  const wallet = isUuid(id) ? await findOneByColumns(em, Wallet, { id, ...tenantFilter(tenant) }) : null;
   if (!wallet) throw errors.notFound('wallet', id, param);
   return wallet;
 }
@@ -159,7 +160,7 @@ export async function moveWalletBalance(em: EntityManager, walletId: string, ass
 
 /** Every asset of the wallet's chain, zero where the ledger has no row yet. */
 export async function readWalletBalances(em: EntityManager, wallet: Wallet) {
-  const rows = await em.find(WalletBalance, { wallet });
+  const rows = await findByColumns(em, WalletBalance, { wallet: wallet.id });
   const byAsset = new Map(rows.map((row) => [row.assetId, row]));
   return ASSETS.filter((asset) => asset.chain === wallet.chain).map((asset) => {
     const row = byAsset.get(asset.id);

@@ -1,18 +1,7 @@
-import type { Environment } from '../api-keys/entities';
+import type { KeyRow } from '../api-keys/key-cache';
 import { hashSecret, SECRET_PATTERN } from '../api-keys/service';
 import { DomainError, errors } from '../shared/errors';
 import type { AppContext, AppDeps, AuthContext } from './context';
-
-interface KeyRow {
-  id: string;
-  organization_id: string;
-  member_id: string | null;
-  scopes: string[];
-  environment: Environment;
-  api_version: string;
-  /** The driver hands timestamps of raw queries back as strings. */
-  last_used_at: string | null;
-}
 
 /** Resolves `Authorization: Bearer sk_...` to the calling key; 401 for anything else. */
 export async function authenticate(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
@@ -43,16 +32,11 @@ async function lookUpKey(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
   // The secret itself is never echoed: a mistyped key in a log is still a key.
   if (!SECRET_PATTERN.test(secret)) throw errors.unauthenticated('Invalid API key provided.');
 
-  // Every request pays for this lookup: one indexed row, read without entity hydration.
-  const em = deps.orm.em.fork();
-  const [key] = await em.getConnection().execute<KeyRow[]>(
-    `select id, organization_id, member_id, scopes, environment, api_version, last_used_at
-       from api_keys where secret_hash = ? and revoked_at is null`,
-    [hashSecret(secret)],
-  );
+  const secretHash = hashSecret(secret);
+  const key = deps.keyCache.get(secretHash) ?? (await readKey(deps, secretHash));
   if (!key) throw errors.unauthenticated('Invalid API key provided.');
 
-  const lastUsedAt = await deps.lastUsed.touch(em, key.id, key.last_used_at ? new Date(key.last_used_at) : null);
+  const lastUsedAt = await deps.lastUsed.touch(deps.orm.em, key.id, key.last_used_at ? new Date(key.last_used_at) : null);
   return {
     organizationId: key.organization_id,
     apiKeyId: key.id,
@@ -62,6 +46,18 @@ async function lookUpKey(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
     apiVersion: ctx.state.requestedApiVersion ?? key.api_version,
     lastUsedAt,
   };
+}
+
+/** One indexed row, read without entity hydration, and cached unless a change to keys raced the read. */
+async function readKey(deps: AppDeps, secretHash: string): Promise<KeyRow | undefined> {
+  const generation = deps.keyCache.currentGeneration();
+  const [key] = await deps.orm.em.getConnection().execute<KeyRow[]>(
+    `select id, organization_id, member_id, scopes, environment, api_version, last_used_at
+       from api_keys where secret_hash = ? and revoked_at is null`,
+    [secretHash],
+  );
+  if (key) deps.keyCache.set(secretHash, key, generation);
+  return key;
 }
 
 /** Per-key token bucket shared by every API process; sets RateLimit-* on every authenticated response and refuses with 429. */

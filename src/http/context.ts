@@ -3,6 +3,7 @@ import type { Client, Connection } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Registry } from 'prom-client';
 import type { AuthContext } from '../api-keys/auth-context';
+import type { ApiKeyCache } from '../api-keys/key-cache';
 import type { LastUsedTracker } from '../api-keys/service';
 import type { ChainNodes } from '../chains/nodes';
 import type { Config } from '../config';
@@ -37,6 +38,8 @@ export interface AppDeps {
   /** Per client address, counts only requests whose key is missing or invalid. */
   authFailureLimiter: TokenBucketLimiter;
   idempotency: IdempotencyService;
+  /** Key lookups by secret hash, evicted on every change of a key by any process. */
+  keyCache: ApiKeyCache;
   lastUsed: LastUsedTracker;
   /** Seeds, derivation and signing: the one holder of key material. */
   keys: KeyService;

@@ -57,32 +57,113 @@ export class TokenBucketLimiter {
   }
 }
 
+/** How long tokens taken in a batch may be spent locally; what is left then is dropped (never handed back, never overspent). */
+const LEASE_MS = 50;
+
+interface Lease {
+  /** Tokens this process took from the shared bucket and has not spent. */
+  tokens: number;
+  expiresAt: number;
+  /** The size of the last batch asked for; a quarter of it left starts the next take ahead of need. */
+  batch: number;
+  /** What the shared bucket held after the last take, for RateLimit-Remaining. */
+  sharedRemaining: number;
+  /** The take in flight, shared by every request of the key that waits for tokens meanwhile; resolves to a refusal when the bucket was empty. */
+  taking?: Promise<RateLimitDecision | undefined>;
+  /** Requests of this key in this process since `countedSince`: the demand a batch is sized by. */
+  requests: number;
+  countedSince: number;
+}
+
 /**
  * A token bucket per API key in PostgreSQL (`api_key_rate_buckets`), so a limit of N per second is
- * N for the key across all API processes. Each request costs exactly one round trip: one upsert
- * refills the bucket by the time elapsed (the database's clock, the same for every process), takes
- * a token when there is one, and returns what it decided, under the row's lock, so concurrent
- * requests of one key through any process serialize on it and never overspend.
+ * N for the key across all API processes: every token is taken from the one shared row, under its
+ * lock, by one upsert that refills the bucket by the time elapsed on the database's clock.
+ *
+ * At most one round trip per request, and far fewer under load: a process takes tokens in a batch
+ * sized by its own demand for the key (about LEASE_MS of it, at most a tenth of the burst), spends
+ * them locally for up to LEASE_MS, and takes the next batch while a quarter of the last is still
+ * left, so a busy key's requests do not wait for the database at all. A key used a few times a
+ * second takes one token per request, exactly as a single shared counter would. Tokens a process
+ * took and did not spend in time are dropped, so batching can make the limit stricter, never looser.
  */
 export class SharedTokenBucket {
+  private readonly leases = new Map<string, Lease>();
+  private readonly maxBatch: number;
+
   constructor(
     private readonly capacity: number,
     private readonly refillPerSecond: number,
-  ) {}
+    private readonly now: () => number = Date.now,
+  ) {
+    this.maxBatch = Math.max(1, Math.floor(capacity / 10));
+  }
 
   async take(em: EntityManager, apiKeyId: string): Promise<RateLimitDecision> {
+    const lease = this.leaseOf(apiKeyId);
+    lease.requests += 1;
+    for (;;) {
+      if (this.now() >= lease.expiresAt) lease.tokens = 0;
+      if (lease.tokens >= 1) {
+        lease.tokens -= 1;
+        // Ahead of need: the next batch arrives before this one runs out (a failure is met by the next request's own take).
+        if (lease.batch > 1 && lease.tokens < lease.batch / 4 && !lease.taking) this.startTake(em, apiKeyId, lease).catch(() => undefined);
+        const remaining = Math.floor(lease.sharedRemaining + lease.tokens);
+        return { allowed: true, limit: this.capacity, remaining, resetSeconds: Math.ceil((this.capacity - remaining) / this.refillPerSecond) };
+      }
+      const refused = await (lease.taking ?? this.startTake(em, apiKeyId, lease));
+      if (refused && lease.tokens < 1) return refused;
+    }
+  }
+
+  private leaseOf(apiKeyId: string): Lease {
+    let lease = this.leases.get(apiKeyId);
+    if (!lease) {
+      // A key first seen counts as quiet (one request in the last second): its first take is one token.
+      lease = { tokens: 0, expiresAt: 0, batch: 1, sharedRemaining: this.capacity, requests: 0, countedSince: this.now() - 1_000 };
+      this.leases.set(apiKeyId, lease);
+    }
+    return lease;
+  }
+
+  private startTake(em: EntityManager, apiKeyId: string, lease: Lease): Promise<RateLimitDecision | undefined> {
+    const taking = this.takeBatch(em, apiKeyId, lease).finally(() => {
+      if (lease.taking === taking) lease.taking = undefined;
+    });
+    lease.taking = taking;
+    return taking;
+  }
+
+  /** One upsert: refills the shared bucket and takes up to a batch of whole tokens from it; a refusal when it had none. */
+  private async takeBatch(em: EntityManager, apiKeyId: string, lease: Lease): Promise<RateLimitDecision | undefined> {
+    const now = this.now();
+    // Demand since the last take, scaled to a lease period; 1 for a key that is not busy.
+    const batch = Math.min(this.maxBatch, Math.max(1, Math.ceil((lease.requests * LEASE_MS) / Math.max(now - lease.countedSince, 1))));
+    lease.requests = 0;
+    lease.countedSince = now;
+    lease.batch = batch;
     const refilled = `least(?::double precision, b.tokens + extract(epoch from (clock_timestamp() - b.updated_at)) * ?::double precision)`;
-    const [row] = await em.getConnection().execute<{ tokens: number; allowed: boolean }[]>(
-      `insert into api_key_rate_buckets as b (api_key_id, tokens, allowed, updated_at) values (?, ?::double precision - 1, true, clock_timestamp())
+    const [row] = await em.getConnection().execute<{ tokens: number; taken: number }[]>(
+      `insert into api_key_rate_buckets as b (api_key_id, tokens, taken, updated_at)
+       values (?, ?::double precision - least(?, ?), least(?, ?), clock_timestamp())
        on conflict (api_key_id) do update set
-         tokens = case when ${refilled} >= 1 then ${refilled} - 1 else ${refilled} end,
-         allowed = ${refilled} >= 1,
+         tokens = ${refilled} - least(?, floor(${refilled})),
+         taken = least(?, floor(${refilled})),
          updated_at = clock_timestamp()
-       returning tokens, allowed`,
-      [apiKeyId, this.capacity, this.capacity, this.refillPerSecond, this.capacity, this.refillPerSecond, this.capacity, this.refillPerSecond, this.capacity, this.refillPerSecond],
+       returning tokens, taken`,
+      [
+        apiKeyId, this.capacity, batch, this.capacity, batch, this.capacity,
+        this.capacity, this.refillPerSecond, batch, this.capacity, this.refillPerSecond,
+        batch, this.capacity, this.refillPerSecond,
+      ],
     );
     const tokens = Number(row!.tokens);
-    const missing = row!.allowed ? this.capacity - tokens : 1 - tokens;
-    return { allowed: row!.allowed, limit: this.capacity, remaining: Math.floor(tokens), resetSeconds: Math.max(row!.allowed ? 0 : 1, Math.ceil(missing / this.refillPerSecond)) };
+    const taken = Number(row!.taken);
+    if (this.now() >= lease.expiresAt) lease.tokens = 0;
+    lease.tokens += taken;
+    lease.sharedRemaining = tokens;
+    lease.expiresAt = this.now() + LEASE_MS;
+    if (taken >= 1) return undefined;
+    return { allowed: false, limit: this.capacity, remaining: 0, resetSeconds: Math.max(1, Math.ceil((1 - tokens) / this.refillPerSecond)) };
   }
 }

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { SharedTokenBucket } from '../../src/http/rate-limit';
 import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
+import { testOrm } from '../support/environment';
 
 describe('Rate limiting', () => {
   let app: TestApp;
@@ -62,5 +64,50 @@ describe('Rate limiting of invalid keys', () => {
     } finally {
       await fresh.close();
     }
+  });
+});
+
+describe('Shared token bucket under load', () => {
+  const bucketRow = async (apiKeyId: string) => {
+    const [row] = await (await testOrm()).em.getConnection().execute<{ tokens: number; taken: number }[]>(
+      'select tokens, taken from api_key_rate_buckets where api_key_id = ?',
+      [apiKeyId],
+    );
+    return row!;
+  };
+
+  it('lets two processes together spend no more than one burst, however hard they race', async () => {
+    const org = await createTestOrganization();
+    const em = (await testOrm()).em;
+    // Two API processes' buckets on one key: 100 of burst, a refill too slow to add a token during the test.
+    const processes = [new SharedTokenBucket(100, 0.001), new SharedTokenBucket(100, 0.001)];
+    const decisions = await Promise.all(Array.from({ length: 300 }, (_, i) => processes[i % 2]!.take(em, org.apiKeyId)));
+    const allowed = decisions.filter((decision) => decision.allowed).length;
+    // Tokens one process took and could not spend within its lease are dropped: never more than the burst.
+    assert.ok(allowed <= 100 && allowed >= 50, `${allowed} allowed of a burst of 100`);
+    assert.ok((await bucketRow(org.apiKeyId)).tokens < 1, 'the shared bucket is spent');
+    const refused = decisions.find((decision) => !decision.allowed)!;
+    assert.equal(refused.remaining, 0);
+    assert.ok(refused.resetSeconds >= 1);
+  });
+
+  it('takes tokens in batches for a busy key, and one at a time for a quiet one', async () => {
+    const org = await createTestOrganization();
+    const em = (await testOrm()).em;
+    const bucket = new SharedTokenBucket(1_000_000, 1_000_000);
+    await bucket.take(em, org.apiKeyId);
+    assert.equal((await bucketRow(org.apiKeyId)).taken, 1, 'a first request takes one token');
+    for (let wave = 0; wave < 5; wave += 1) await Promise.all(Array.from({ length: 200 }, () => bucket.take(em, org.apiKeyId)));
+    assert.ok((await bucketRow(org.apiKeyId)).taken > 1, 'a busy key takes more than one token per round trip');
+
+    const quiet = await createTestOrganization();
+    const remaining: number[] = [];
+    const exact = new SharedTokenBucket(5, 0.001);
+    for (let i = 0; i < 3; i += 1) {
+      remaining.push((await exact.take(em, quiet.apiKeyId)).remaining);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+    }
+    assert.deepEqual(remaining, [4, 3, 2], 'one token per request, as a single shared counter');
+    assert.equal((await bucketRow(quiet.apiKeyId)).taken, 1);
   });
 });

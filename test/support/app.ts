@@ -76,7 +76,10 @@ export async function startTestApp(
     deps,
     operations: routes.operations,
     request,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await deps.keyCache.stop();
+    },
   };
 }
 

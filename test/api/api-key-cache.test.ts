@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { ApiKeyCache, type KeyRow } from '../../src/api-keys/key-cache';
+import { hashSecret } from '../../src/api-keys/service';
+import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
+import { testConfig, testOrm } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { testLogger } from '../support/secret-scan';
+
+/**
+ * The key cache of each API process against the real PostgreSQL: a change to a key, made by any
+ * process or by hand in SQL, evicts it through the api_keys trigger's notice; a lookup that raced a
+ * notice is not cached; without its listener the cache serves nothing.
+ */
+describe('API key cache', () => {
+  const caches: ApiKeyCache[] = [];
+  const newCache = async () => {
+    const cache = new ApiKeyCache(testConfig().DATABASE_URL, 60_000, 100, testLogger('api'));
+    caches.push(cache);
+    await cache.start();
+    return cache;
+  };
+  const rowOf = async (keyId: string): Promise<KeyRow> => {
+    const [row] = await (await testOrm()).em.getConnection().execute<KeyRow[]>(
+      'select id, organization_id, member_id, scopes, environment, api_version, last_used_at from api_keys where id = ?',
+      [keyId],
+    );
+    return row!;
+  };
+  const sql = async (statement: string, params: unknown[]) => (await testOrm()).em.getConnection().execute(statement, params, 'run');
+
+  after(async () => {
+    await Promise.all(caches.map((cache) => cache.stop()));
+  });
+
+  it('evicts a key changed in SQL by anyone, and not when only its last use is stamped', async () => {
+    const org = await createTestOrganization('Key cache');
+    const { secret, id } = await org.key(['custody:read']);
+    const cache = await newCache();
+    cache.set(hashSecret(secret), await rowOf(id), cache.currentGeneration());
+    assert.equal(cache.get(hashSecret(secret))?.id, id);
+
+    await sql('update api_keys set last_used_at = now() where id = ?', [id]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(cache.get(hashSecret(secret))?.id, id, 'a last-use stamp changes nothing authentication reads');
+
+    await sql(`update api_keys set scopes = '{custody:write}' where id = ?`, [id]);
+    await eventually(async () => (cache.get(hashSecret(secret)) === undefined ? true : undefined), 'the scope change to evict the key', 1_000, 10);
+  });
+
+  it('does not cache a row whose read raced a change', async () => {
+    const org = await createTestOrganization('Key cache race');
+    const { secret, id } = await org.key(['custody:read']);
+    const cache = await newCache();
+    const generation = cache.currentGeneration();
+    const row = await rowOf(id);
+    await sql('update api_keys set revoked_at = now() where id = ?', [id]);
+    await eventually(async () => (cache.currentGeneration() !== generation ? true : undefined), 'the revocation notice', 1_000, 10);
+    cache.set(hashSecret(secret), row, generation);
+    assert.equal(cache.get(hashSecret(secret)), undefined, 'the stale row read before the revocation was not cached');
+  });
+
+  it('serves nothing while its listener is down, and listens again', async () => {
+    const org = await createTestOrganization('Key cache listener');
+    const { secret, id } = await org.key(['custody:read']);
+    const cache = await newCache();
+    cache.set(hashSecret(secret), await rowOf(id), cache.currentGeneration());
+    assert.ok(cache.get(hashSecret(secret)));
+
+    // The listener's connection dies (a restart, a network cut): notices could be missed from now on.
+    await sql(`select pg_terminate_backend(pid) from pg_stat_activity where query = 'listen api_key_changes' and pid <> pg_backend_pid()`, []);
+    await eventually(async () => (cache.get(hashSecret(secret)) === undefined ? true : undefined), 'the cache to empty', 2_000, 10);
+
+    // It reconnects by itself, and evictions work again.
+    await eventually(
+      async () => {
+        cache.set(hashSecret(secret), await rowOf(id), cache.currentGeneration());
+        return cache.get(hashSecret(secret)) ? true : undefined;
+      },
+      'the listener to reconnect',
+      10_000,
+      50,
+    );
+    await sql('update api_keys set revoked_at = now() where id = ?', [id]);
+    await eventually(async () => (cache.get(hashSecret(secret)) === undefined ? true : undefined), 'the revocation to evict the key', 1_000, 10);
+  });
+
+  describe('through the API', () => {
+    let apps: TestApp[];
+    before(async () => {
+      apps = [await startTestApp(), await startTestApp()];
+      await Promise.all(apps.map((app) => app.deps.keyCache.start()));
+    });
+    after(async () => {
+      await Promise.all(apps.map((app) => app.close()));
+    });
+
+    it('refuses on every app within a second a key revoked through one, although each had it cached', async () => {
+      const org = await createTestOrganization('Key cache apps');
+      const { secret, id } = await org.key(['custody:read']);
+      for (const app of apps) {
+        assert.equal((await app.request('GET', '/v1/api-keys/me', { key: secret })).status, 200);
+        assert.ok(app.deps.keyCache.get(hashSecret(secret)), 'cached after its first use');
+      }
+      const revoked = await apps[0]!.request('DELETE', `/v1/api-keys/${id}`, { key: org.secret });
+      assert.equal(revoked.status, 200);
+      const revokedAt = Date.now();
+      assert.equal((await apps[0]!.request('GET', '/v1/api-keys/me', { key: secret })).status, 401, 'at once on the revoking app');
+      await eventually(async () => ((await apps[1]!.request('GET', '/v1/api-keys/me', { key: secret })).status === 401 ? true : undefined), 'the other app to refuse the key', 2_000, 10);
+      assert.ok(Date.now() - revokedAt < 1_000, `refused within a second (${Date.now() - revokedAt} ms)`);
+    });
+  });
+});
