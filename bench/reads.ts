@@ -7,6 +7,8 @@ import { createOrm, migrate } from '../src/db/orm';
 import { createApp } from '../src/http/app';
 import { createLogger } from '../src/logger';
 import { routeModules } from '../src/modules';
+import { createCard } from '../src/cards/service';
+import { keyProviderFor } from '../src/keys/provider';
 import { createOrganization } from '../src/organizations/service';
 import { createAppDeps } from '../src/runtime';
 import { listen, measureHttp, report, runBenchmark, urlOf } from './support';
@@ -41,11 +43,17 @@ async function main() {
   const baseline = await listen(bare);
 
   const headers = { authorization: `Bearer ${secret}` };
+  const { walletId } = await readFixtures(urlOf(service), headers);
+  const card = await deps.orm.em.fork().transactional((tx) =>
+    createCard(tx, { organizationId: organization.id, environment: 'sandbox', apiVersion: key.apiVersion }, cardBody, { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config) }),
+  );
   const ceiling = await measureHttp('bare Koa + pg read (baseline)', `${urlOf(baseline)}/v1/api-keys/me`);
   const rows = [
     ceiling,
     await measureHttp('GET /healthz (middleware, no database)', `${urlOf(service)}/healthz`),
     await measureHttp('GET /v1/api-keys/me', `${urlOf(service)}/v1/api-keys/me`, { headers }),
+    await measureHttp('GET /v1/wallets/:id/balances', `${urlOf(service)}/v1/wallets/${walletId}/balances`, { headers }),
+    await measureHttp('GET /api/cards/:cardId', `${urlOf(service)}/api/cards/${card.card.id}`, { headers }),
   ];
   const ratios = rows.slice(2).map((row) => ({ name: `${row.target} / bare read`, value: row.requests_per_second / ceiling.requests_per_second, goal: 0.5 }));
   await report('reads', rows, ratios, { sample_key: presentApiKey(key).id });
@@ -56,6 +64,29 @@ async function main() {
   await pool.end();
   await deps.temporal.connection.close();
   await orm.close();
+}
+
+const cardBody = {
+  amount: 0,
+  card_type: 'virtual' as const,
+  currency: 'USD',
+  name: 'Benchmark card',
+  customer: {
+    customer_type: 'individual', first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone_number: '5550100', dial_code: '+1',
+    date_of_birth: '1990-12-10', id_type: 'passport', id_number: 'P1234567', line1: '1 Main St', city: 'Springfield', state: 'IL', postal_code: '62701', country: 'USA',
+  },
+} as never;
+
+/** A vault and an Ethereum wallet made through the API, as a user would. */
+async function readFixtures(url: string, headers: Record<string, string>): Promise<{ walletId: string }> {
+  const post = async (path: string, body: unknown) => {
+    const response = await fetch(`${url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    if (!response.ok) throw new Error(`POST ${path}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as { id: string };
+  };
+  const vault = await post('/v1/vaults', { name: 'Benchmark vault' });
+  const wallet = await post('/v1/wallets', { name: 'Benchmark wallet', chain: 'ethereum', vault_id: vault.id, wallet_type: 'hot' });
+  return { walletId: wallet.id };
 }
 
 runBenchmark(main);
