@@ -2,7 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
-import autocannon from 'autocannon';
+import { fork } from 'node:child_process';
+import type autocannon from 'autocannon';
 import type Koa from 'koa';
 
 /**
@@ -30,10 +31,24 @@ export async function measureHttp(
 ): Promise<HttpMeasurement> {
   const connections = options.connections ?? BENCH_CONNECTIONS;
   const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body };
-  await autocannon({ ...request, duration: 2 });
-  const result = await autocannon({ ...request, duration: options.seconds ?? BENCH_SECONDS });
+  await load({ ...request, duration: 2 });
+  const result = await load({ ...request, duration: options.seconds ?? BENCH_SECONDS });
   if (result.non2xx || result.errors) throw new Error(`${target}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
   return { target, connections, requests_per_second: result.requests.average, latency_p50_ms: result.latency.p50, latency_p99_ms: result.latency.p99 };
+}
+
+/** One autocannon run in a child process (bench/load.ts), without the benchmark's node flags (a profile covers the server alone). */
+function load(options: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    const child = fork(path.join(__dirname, 'load.js'), { execArgv: [] });
+    let result: autocannon.Result | undefined;
+    child.once('message', (message) => {
+      result = message as autocannon.Result;
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the load generator exited with ${code}`))));
+    child.send(options);
+  });
 }
 
 export const listen = (app: Koa): Promise<Server> =>

@@ -36,6 +36,6 @@ export BENCH_STARTED_AT
 for name in "${selected[@]}"; do
   [[ -f dist/bench/$name.js ]] || die "no benchmark named $name (bench/$name.ts)"
   log "running $name"
-  node "dist/bench/$name.js"
+  node ${BENCH_NODE_FLAGS:-} "dist/bench/$name.js"
 done
 node dist/bench/summary.js

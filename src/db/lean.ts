@@ -1,11 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 
-type Scalar = string | number | boolean | null;
-type Constructor<T> = new (...args: never[]) => T;
-/** Equality filters on the entity's own columns: a scalar property, or a ManyToOne by the id it holds. */
-export type ColumnFilter<T> = Partial<Record<keyof T & string, Scalar>>;
-
-/**
+/*
  * Lookups for the hot path of reads. `em.findOne` spends about half a millisecond of CPU per call
  * building its query and hydrating the result, several times what the round trip itself costs
  * (bench/README.md); these build each statement once per entity and filter shape from the entity's
@@ -13,34 +8,71 @@ export type ColumnFilter<T> = Partial<Record<keyof T & string, Scalar>>;
  * relations as references. Only conjunctions of equalities are expressed; anything richer (locks,
  * populate, operators) stays with `em.find`.
  */
-const statements = new Map<string, string>();
 
-function selectStatement<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, limit: number | null): { sql: string; params: Scalar[] } {
+type Scalar = string | number | boolean | null;
+type Constructor<T> = new (...args: never[]) => T;
+/** Equality filters on the entity's own columns: a scalar property, or a ManyToOne by the id it holds. */
+export type ColumnFilter<T> = Partial<Record<keyof T & string, Scalar>>;
+
+interface Statement {
+  /** Name of the prepared statement: PostgreSQL parses and plans it once per pooled connection. */
+  name: string;
+  /** With `$n` placeholders, for the prepared statement outside transactions. */
+  text: string;
+  /** With `?` placeholders, for `em.execute` on a transaction's own connection. */
+  sql: string;
+}
+
+const statements = new Map<string, Statement>();
+
+function selectStatement<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, limit: number | null): { statement: Statement; params: Scalar[] } {
   const keys = Object.keys(where) as (keyof T & string)[];
   const params = keys.map((key) => where[key]!).filter((value) => value !== null);
   const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}`;
-  let sql = statements.get(shape);
-  if (!sql) {
+  let statement = statements.get(shape);
+  if (!statement) {
     const meta = em.getMetadata().get(entity.name);
+    let placeholder = 0;
     const conditions = keys.map((key) => {
       const property = meta.properties[key];
       if (!property || property.fieldNames.length !== 1) throw new Error(`${entity.name}.${key} is not a single column`);
-      return `"${property.fieldNames[0]}" ${where[key] === null ? 'is null' : '= ?'}`;
+      return `"${property.fieldNames[0]}" ${where[key] === null ? 'is null' : `= $${++placeholder}`}`;
     });
-    sql = `select * from "${meta.tableName}" where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
-    statements.set(shape, sql);
+    const text = `select * from "${meta.tableName}" where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
+    statement = { name: `lean_${statements.size + 1}`, text, sql: text.replace(/\$\d+/g, '?') };
+    statements.set(shape, statement);
   }
-  return { sql, params };
+  return { statement, params };
+}
+
+/** The pg client that knex pools; only the calls made here. */
+interface PooledClient {
+  query(config: { name: string; text: string; values: Scalar[] }): Promise<{ rows: Record<string, unknown>[] }>;
+}
+
+/**
+ * Runs a statement: inside a transaction on its connection, otherwise as a named prepared statement on a
+ * pooled connection, which spares knex's query building and PostgreSQL's parsing and planning.
+ */
+async function run(em: EntityManager, statement: Statement, params: Scalar[]): Promise<Record<string, unknown>[]> {
+  if (em.getTransactionContext()) return em.execute<Record<string, unknown>[]>(statement.sql, params);
+  const pool = em.getKnex().client as { acquireConnection(): Promise<PooledClient>; releaseConnection(client: PooledClient): Promise<void> };
+  const client = await pool.acquireConnection();
+  try {
+    return (await client.query({ name: statement.name, text: statement.text, values: params })).rows;
+  } finally {
+    await pool.releaseConnection(client);
+  }
 }
 
 export async function findOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {
-  const { sql, params } = selectStatement(em, entity, where, 1);
-  const [row] = await em.execute<Record<string, unknown>[]>(sql, params);
+  const { statement, params } = selectStatement(em, entity, where, 1);
+  const [row] = await run(em, statement, params);
   return row ? em.map(entity, row) : null;
 }
 
 export async function findByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T[]> {
-  const { sql, params } = selectStatement(em, entity, where, null);
-  const rows = await em.execute<Record<string, unknown>[]>(sql, params);
+  const { statement, params } = selectStatement(em, entity, where, null);
+  const rows = await run(em, statement, params);
   return rows.map((row) => em.map(entity, row));
 }
