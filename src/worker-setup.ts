@@ -32,7 +32,7 @@ export interface WorkerOptions {
 
 /**
  * The service's workers, one per task queue, run and stopped together: `main` carries every flow
- * but webhook delivery; `webhooks` carries deliveries with slots and a workflow cache of their own
+ * but webhook delivery, with bounded slots and cache (WORKER_*); `webhooks` carries deliveries with slots and a workflow cache of their own
  * (WEBHOOK_WORKER_*), so a backlog of retries against dead endpoints waits for its own slots.
  */
 export class ServiceWorkers {
@@ -81,7 +81,9 @@ export async function createWorker(options: WorkerOptions): Promise<ServiceWorke
   const main = await Worker.create({
     ...common,
     taskQueue: options.taskQueue,
-    ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
+    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
+    maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_WORKFLOW_TASKS,
+    maxCachedWorkflows: options.maxCachedWorkflows ?? config.WORKER_CACHED_WORKFLOWS,
   });
   const webhooks = await Worker.create({
     ...common,
