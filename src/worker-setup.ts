@@ -11,7 +11,8 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   return bundle;
 }
 
-const quietBundlerLogger = {
+/** The bundler's logger without its build report: warnings and errors only. */
+export const quietBundlerLogger = {
   log: () => undefined,
   trace: () => undefined,
   debug: () => undefined,
