@@ -139,6 +139,15 @@ export const ConfigSchema = z.object({
     .optional()
     .refine((value) => value === undefined || parseMasterKey(value) !== null, 'MASTER_KEY must be 32 bytes, base64 or hex encoded'),
   /**
+   * The main worker's slots and sticky workflow cache (every flow but webhook delivery). Bounded below the SDK's
+   * defaults (100 activities, 40 workflow tasks, a cache sized from the V8 heap limit: about 2,300 workflows on a
+   * 4 GiB heap), so the worker's memory stays flat however many workflows are open: a workflow evicted from the
+   * cache is replayed from its history on its next task.
+   */
+  WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).default(50),
+  WORKER_MAX_WORKFLOW_TASKS: z.coerce.number().int().min(2).default(20),
+  WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
+  /**
    * The webhooks worker (task queue `<TEMPORAL_TASK_QUEUE>-webhooks`, docs/webhooks.md): its slots are its own,
    * so deliveries waiting on dead endpoints never take the slots money flows need.
    */

@@ -11,7 +11,8 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   return bundle;
 }
 
-const quietBundlerLogger = {
+/** The bundler's logger without its build report: warnings and errors only. */
+export const quietBundlerLogger = {
   log: () => undefined,
   trace: () => undefined,
   debug: () => undefined,
@@ -32,7 +33,7 @@ export interface WorkerOptions {
 
 /**
  * The service's workers, one per task queue, run and stopped together: `main` carries every flow
- * but webhook delivery; `webhooks` carries deliveries with slots and a workflow cache of their own
+ * but webhook delivery, with bounded slots and cache (WORKER_*); `webhooks` carries deliveries with slots and a workflow cache of their own
  * (WEBHOOK_WORKER_*), so a backlog of retries against dead endpoints waits for its own slots.
  */
 export class ServiceWorkers {
@@ -81,7 +82,9 @@ export async function createWorker(options: WorkerOptions): Promise<ServiceWorke
   const main = await Worker.create({
     ...common,
     taskQueue: options.taskQueue,
-    ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
+    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
+    maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_WORKFLOW_TASKS,
+    maxCachedWorkflows: options.maxCachedWorkflows ?? config.WORKER_CACHED_WORKFLOWS,
   });
   const webhooks = await Worker.create({
     ...common,

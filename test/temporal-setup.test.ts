@@ -49,6 +49,33 @@ describe('Temporal wiring on a real dev server', () => {
     assert.throws(() => loadConfig({ DATABASE_URL: 'postgresql://x', TEMPORAL_TLS_CERT_PATH: '/a.pem' }), /TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH go together/);
   });
 
+  it("gives each worker its configured slots and cache: WORKER_* to the main queue's, WEBHOOK_WORKER_* to the webhooks queue's", async () => {
+    const { worker } = await createTestWorker(await localTemporal(), undefined, {
+      WORKER_MAX_ACTIVITIES: '7',
+      WORKER_MAX_WORKFLOW_TASKS: '5',
+      WORKER_CACHED_WORKFLOWS: '33',
+      WEBHOOK_WORKER_MAX_ACTIVITIES: '3',
+      WEBHOOK_WORKER_MAX_WORKFLOW_TASKS: '2',
+      WEBHOOK_WORKER_CACHED_WORKFLOWS: '11',
+    });
+    const slots = ({ options }: typeof worker.main) => ({
+      activities: options.tuner.activityTaskSlotSupplier,
+      workflowTasks: options.tuner.workflowTaskSlotSupplier,
+      cachedWorkflows: options.maxCachedWorkflows,
+    });
+    assert.deepEqual(slots(worker.main), {
+      activities: { type: 'fixed-size', numSlots: 7 },
+      workflowTasks: { type: 'fixed-size', numSlots: 5 },
+      cachedWorkflows: 33,
+    });
+    assert.deepEqual(slots(worker.webhooks), {
+      activities: { type: 'fixed-size', numSlots: 3 },
+      workflowTasks: { type: 'fixed-size', numSlots: 2 },
+      cachedWorkflows: 11,
+    });
+    await worker.runUntil(async () => undefined);
+  });
+
   it('creates the idempotency retention Schedule, updates it in place, and its runs purge old records', async () => {
     const env = await localTemporal();
     const { worker, taskQueue } = await createTestWorker(env);

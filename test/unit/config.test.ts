@@ -9,6 +9,21 @@ describe('Configuration', () => {
     assert.equal(config.RATE_LIMIT_BURST, 100);
   });
 
+  it("bounds the main worker's slots and cache by default and takes WORKER_* overrides", () => {
+    const defaults = loadConfig({ DATABASE_URL: 'postgresql://localhost/db' });
+    assert.deepEqual(
+      [defaults.WORKER_MAX_ACTIVITIES, defaults.WORKER_MAX_WORKFLOW_TASKS, defaults.WORKER_CACHED_WORKFLOWS],
+      [50, 20, 500],
+    );
+    const set = loadConfig({ DATABASE_URL: 'postgresql://localhost/db', WORKER_MAX_ACTIVITIES: '8', WORKER_MAX_WORKFLOW_TASKS: '4', WORKER_CACHED_WORKFLOWS: '0' });
+    assert.deepEqual([set.WORKER_MAX_ACTIVITIES, set.WORKER_MAX_WORKFLOW_TASKS, set.WORKER_CACHED_WORKFLOWS], [8, 4, 0]);
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'postgresql://localhost/db', WORKER_MAX_ACTIVITIES: '0', WORKER_MAX_WORKFLOW_TASKS: '1', WORKER_CACHED_WORKFLOWS: 'many' }),
+      (error: unknown) =>
+        error instanceof ConfigError && /WORKER_MAX_ACTIVITIES:/.test(error.message) && /WORKER_MAX_WORKFLOW_TASKS:/.test(error.message) && /WORKER_CACHED_WORKFLOWS:/.test(error.message),
+    );
+  });
+
   it('names every bad variable in one error', () => {
     assert.throws(
       () => loadConfig({ DATABASE_URL: 'mysql://x', PORT: 'eighty', LOG_LEVEL: 'loud' }),

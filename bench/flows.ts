@@ -1,0 +1,338 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import type { Client } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createApiKey } from '../src/api-keys/service';
+import { loadConfig } from '../src/config';
+import { createOrm, migrate } from '../src/db/orm';
+import { createApp } from '../src/http/app';
+import { IdempotencyService } from '../src/idempotency/service';
+import { createLogger } from '../src/logger';
+import { routeModules } from '../src/modules';
+import { createOrganization } from '../src/organizations/service';
+import { createAppDeps } from '../src/runtime';
+import { temporalConnectionOptions } from '../src/temporal/client';
+import { ensureSearchAttributes } from '../src/temporal/setup';
+import { createWorker, quietBundlerLogger } from '../src/worker-setup';
+import { BENCH_SECONDS, listen, report, runBenchmark, urlOf } from './support';
+import type { BareActivities } from './workflows/bare';
+
+/**
+ * Money flows end to end (API request → workflow → settled) against the orchestration ceiling: a bare
+ * one-activity workflow started and awaited on the same Temporal dev server, in the same process. The
+ * service's real workers (createWorker, as src/worker.ts builds them) and the real app run in this
+ * process, so its resident memory is the worker's (plus the API's) and is sampled beside throughput.
+ * Each measurement keeps FLOWS_IN_FLIGHT flows going until FLOWS_PER_ROUND have completed or
+ * BENCH_SECONDS have passed; rounds alternate (ceiling, flows, ceiling, flows) so noise hits both.
+ */
+const FLOWS_PER_ROUND = Number(process.env.BENCH_FLOWS ?? 300);
+const FLOWS_IN_FLIGHT = Number(process.env.BENCH_FLOWS_IN_FLIGHT ?? 10);
+const ROUNDS = Number(process.env.BENCH_FLOW_ROUNDS ?? 2);
+const DEAD_ENDPOINTS = 12;
+/** No single flow may wait longer: a stuck workflow fails the benchmark rather than hanging it. */
+const FLOW_TIMEOUT_MS = 60_000;
+const MiB = 1024 * 1024;
+
+/** A full collection on demand, so the live heap after each measurement tells growth from garbage not yet collected. */
+v8.setFlagsFromString('--expose_gc');
+const collectGarbage = vm.runInNewContext('gc') as () => void;
+
+interface FlowMeasurement {
+  target: string;
+  round: number;
+  completed: number;
+  per_second: number;
+  latency_p50_ms: number;
+  latency_p99_ms: number;
+  rss_peak_mib: number;
+  heap_used_peak_mib: number;
+  /** After a full collection at the end of the measurement: what the process keeps. */
+  heap_live_mib: number;
+  rss_after_gc_mib: number;
+}
+
+/** Runs `flow` FLOWS_IN_FLIGHT at a time until FLOWS_PER_ROUND completed or BENCH_SECONDS passed, sampling memory. */
+async function measureFlows(target: string, round: number, flow: () => Promise<void>, seconds = BENCH_SECONDS, count = FLOWS_PER_ROUND): Promise<FlowMeasurement> {
+  let started = 0;
+  const latencies: number[] = [];
+  let rssPeak = 0;
+  let heapPeak = 0;
+  const sample = () => {
+    const { rss, heapUsed } = process.memoryUsage();
+    rssPeak = Math.max(rssPeak, rss);
+    heapPeak = Math.max(heapPeak, heapUsed);
+  };
+  const sampler = setInterval(sample, 200);
+  const deadline = Date.now() + seconds * 1000;
+  const begin = performance.now();
+  try {
+    await Promise.all(
+      Array.from({ length: FLOWS_IN_FLIGHT }, async () => {
+        while (started < count && Date.now() < deadline) {
+          started += 1;
+          const at = performance.now();
+          await flow();
+          latencies.push(performance.now() - at);
+        }
+      }),
+    );
+  } finally {
+    clearInterval(sampler);
+  }
+  sample();
+  const elapsed = (performance.now() - begin) / 1000;
+  collectGarbage();
+  const afterGc = process.memoryUsage();
+  latencies.sort((a, b) => a - b);
+  const percentile = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0);
+  return {
+    target,
+    round,
+    completed: latencies.length,
+    per_second: Number((latencies.length / elapsed).toFixed(2)),
+    latency_p50_ms: percentile(0.5),
+    latency_p99_ms: percentile(0.99),
+    rss_peak_mib: Math.round(rssPeak / MiB),
+    heap_used_peak_mib: Math.round(heapPeak / MiB),
+    heap_live_mib: Math.round(afterGc.heapUsed / MiB),
+    rss_after_gc_mib: Math.round(afterGc.rss / MiB),
+  };
+}
+
+/** A local webhook receiver answering 200 to everything. */
+async function startReceiver(): Promise<http.Server> {
+  const server = http.createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+/** A local TCP server that accepts connections and never answers: every delivery to it runs into its timeout. */
+async function startSilentServer(): Promise<{ url: string; close: () => Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    socket.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+type Call = (method: string, path: string, body?: unknown) => Promise<any>;
+
+/** JSON calls to the service with one organization's key; anything but 2xx fails the benchmark. */
+function caller(url: string, secret: string): Call {
+  return async (method, path, body) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+    return JSON.parse(text);
+  };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+async function main() {
+  // The SDK's own log (worker state changes) at WARN, so the benchmark's output stays readable.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const taskQueue = `bench-flows-${randomUUID()}`;
+  const config = loadConfig({
+    ...process.env,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_BURST: '1000000000',
+    RATE_LIMIT_PER_SECOND: '1000000000',
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true',
+  });
+  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  await migrate(orm);
+  const log = createLogger('silent');
+  const deps = createAppDeps(config, orm, log);
+  const client = deps.temporal.client as Client;
+  if (config.TEMPORAL_SEARCH_ATTRIBUTES) await ensureSearchAttributes(deps.temporal.connection, config.TEMPORAL_NAMESPACE);
+  const service = await listen(createApp(deps, routeModules).app);
+  const url = urlOf(service);
+
+  // The service's workers as src/worker.ts builds them, and the ceiling's worker on a queue of its own.
+  const nativeConnection = await NativeConnection.connect(temporalConnectionOptions(config));
+  const workers = await createWorker({
+    connection: nativeConnection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue,
+    deps: { config, orm, log, idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
+  });
+  const bareQueue = `${taskQueue}-bare`;
+  const bareWorker = await Worker.create({
+    connection: nativeConnection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: bareQueue,
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('./workflows/bare'), logger: quietBundlerLogger }),
+    activities: { touch: async () => undefined } satisfies BareActivities,
+  });
+  const running = Promise.all([workers.run(), bareWorker.run()]);
+  const receiver = await startReceiver();
+  const silent = await startSilentServer();
+
+  try {
+    const organization = async (name: string) => {
+      const em = orm.em.fork();
+      const created = createOrganization(em, name);
+      const { secret } = createApiKey(em, { organization: created, name, scopes: ['*'], environment: 'sandbox' });
+      await em.flush();
+      return caller(url, secret);
+    };
+    const awaitWorkflow = <T>(workflowId: string) => deps.starter.result<T>(workflowId, new Date(Date.now() + FLOW_TIMEOUT_MS));
+
+    /** FLOWS_IN_FLIGHT active cards of a credited organization, one per concurrent loop, so no two fundings wait on one card's row. */
+    const cardsOf = async (call: Call) => {
+      await call('POST', '/v1/sandbox/balances', { currency: 'USD', amount: String(10n ** 14n) });
+      return Promise.all(
+        Array.from({ length: FLOWS_IN_FLIGHT }, async () => {
+          const created = await call('POST', '/api/cards', cardBody);
+          const cardId = created.data.card.id as string;
+          await awaitWorkflow(`card-provisioning-${cardId}`);
+          return cardId;
+        }),
+      );
+    };
+    /** Each concurrent loop takes the next card of the set, round-robin. */
+    const funding = (call: Call, cardIds: string[]) => {
+      let next = 0;
+      return async () => {
+        const cardId = cardIds[next++ % cardIds.length]!;
+        const moved = await call('POST', `/api/cards/${cardId}/balance`, { type: 'fund', amount: 100, reference: randomUUID() });
+        const result = await awaitWorkflow<{ status: string }>(moved.data.transaction.workflow_id);
+        if (result.status !== 'completed') throw new Error(`card funding ended ${result.status}`);
+      };
+    };
+
+    const cardholder = await organization('Benchmark cards');
+    const fundCard = funding(cardholder, await cardsOf(cardholder));
+
+    const payer = await organization('Benchmark payer');
+    const payee = await organization('Benchmark payee');
+    await payer('POST', '/v1/sandbox/balances', { currency: 'BTC', amount: String(10n ** 14n) });
+    const payInternally = async () => {
+      const invoice = await payee('POST', '/api/lightning/invoices', { amount: 1_000, description: 'benchmark', reference: randomUUID() });
+      const preview = await payer('POST', '/api/lightning/payments/initiate', { request: invoice.request });
+      if (!preview.route_found) throw new Error('no internal route to the payee');
+      const payment = await payer('POST', '/api/lightning/payments', { request: invoice.request, reference: randomUUID() });
+      const status = await awaitWorkflow<string>(payment.data.workflow_id);
+      if (status !== 'paid') throw new Error(`Lightning payment ended ${status}`);
+    };
+
+    const subscriber = await organization('Benchmark webhooks');
+    const endpoint = await subscriber('POST', '/v1/webhooks', { name: 'Benchmark receiver', url: `${urlOf(receiver)}/hooks` });
+    const deliverTestEvent = async () => {
+      const delivery = await subscriber('POST', `/v1/webhooks/${endpoint.id}/test`);
+      const result = await awaitWorkflow<{ outcome: string }>(`webhook-delivery-${delivery.id}-1`);
+      if (result.outcome !== 'delivered') throw new Error(`webhook delivery ended ${result.outcome}`);
+    };
+
+    let bareRuns = 0;
+    const bare = async () => {
+      await client.workflow.execute('bareWorkflow', { taskQueue: bareQueue, workflowId: `bench-bare-${(bareRuns += 1)}-${randomUUID()}` });
+    };
+
+    // Warm-up: the workflow caches, the JIT and the pools, without measuring.
+    for (const flow of [bare, fundCard, payInternally, deliverTestEvent]) await measureFlows('warm-up', 0, flow, BENCH_SECONDS, FLOWS_IN_FLIGHT * 2);
+
+    const rows: FlowMeasurement[] = [];
+    const measure = async (target: string, round: number, flow: () => Promise<void>) => {
+      const row = await measureFlows(target, round, flow);
+      console.log(`${target} (round ${round}): ${row.per_second}/s, rss peak ${row.rss_peak_mib} MiB, live heap ${row.heap_live_mib} MiB`);
+      rows.push(row);
+    };
+    const CEILING = 'bare one-activity workflow (ceiling)';
+    const FUNDING = 'card funding: POST /api/cards/:cardId/balance → completed';
+    const PAYMENT = 'internal Lightning payment: invoice, initiate, pay → paid';
+    const WEBHOOK = 'webhook: POST /v1/webhooks/:id/test → delivered';
+    const CEILING_BACKLOG = 'bare one-activity workflow (ceiling, dead backlog running)';
+    const FUNDING_NONE = 'card funding, organization without endpoints (with the dead backlog running)';
+    const FUNDING_DEAD = `card funding, organization with ${DEAD_ENDPOINTS} endpoints that never answer`;
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      for (const [target, flow] of [[CEILING, bare], [FUNDING, fundCard], [CEILING, bare], [PAYMENT, payInternally], [CEILING, bare], [WEBHOOK, deliverTestEvent]] as const) {
+        await measure(target, round, flow);
+      }
+    }
+
+    // Dead endpoints: every funding of this organization emits an event to 12 endpoints that hold each attempt until its timeout.
+    const deadOrganization = await organization('Benchmark dead endpoints');
+    for (let index = 0; index < DEAD_ENDPOINTS; index += 1) await deadOrganization('POST', '/v1/webhooks', { name: `Silent ${index}`, url: silent.url });
+    const fundDeadCard = funding(deadOrganization, await cardsOf(deadOrganization));
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      for (const [target, flow] of [[CEILING_BACKLOG, bare], [FUNDING_NONE, fundCard], [FUNDING_DEAD, fundDeadCard]] as const) await measure(target, round, flow);
+    }
+
+    const medianOf = (target: string) => median(rows.filter((row) => row.target === target).map((row) => row.per_second));
+    const ceiling = medianOf(CEILING);
+    const ratios = [
+      { name: 'card fundings/s / bare workflows/s (medians)', value: medianOf(FUNDING) / ceiling, goal: 0.5 },
+      { name: 'card fundings/s / bare workflows/s (medians, the issue’s card goal)', value: medianOf(FUNDING) / ceiling, goal: 0.8 },
+      { name: 'internal Lightning payments/s / bare workflows/s (medians)', value: medianOf(PAYMENT) / ceiling, goal: 0.5 },
+      { name: 'webhook deliveries/s / bare workflows/s (medians)', value: medianOf(WEBHOOK) / ceiling, goal: 0.5 },
+      { name: `card fundings/s with ${DEAD_ENDPOINTS} dead endpoints / without (medians, same rounds)`, value: medianOf(FUNDING_DEAD) / medianOf(FUNDING_NONE), goal: 0.8 },
+      { name: `card fundings/s with ${DEAD_ENDPOINTS} dead endpoints / bare workflows/s, dead backlog running (medians)`, value: medianOf(FUNDING_DEAD) / medianOf(CEILING_BACKLOG), goal: 0.5 },
+      {
+        name: 'card fundings/s / bare workflows/s, dead backlog running / before it (medians)',
+        value: medianOf(FUNDING_NONE) / medianOf(CEILING_BACKLOG) / (medianOf(FUNDING) / ceiling),
+      },
+    ];
+    await report('flows', rows, ratios, {
+      flows_per_round: FLOWS_PER_ROUND,
+      in_flight: FLOWS_IN_FLIGHT,
+      rounds: ROUNDS,
+      seconds: BENCH_SECONDS,
+      worker: { max_activities: config.WORKER_MAX_ACTIVITIES, max_workflow_tasks: config.WORKER_MAX_WORKFLOW_TASKS, cached_workflows: config.WORKER_CACHED_WORKFLOWS },
+      rss_end_mib: Math.round(process.memoryUsage().rss / MiB),
+    });
+  } finally {
+    // The silent server's sockets close first, so the deliveries hanging on them end and the workers drain quickly.
+    await silent.close();
+    receiver.close();
+    service.close();
+    workers.shutdown();
+    bareWorker.shutdown();
+    await running;
+    await deps.keyCache.stop();
+    await nativeConnection.close();
+    await deps.temporal.connection.close();
+    await orm.close();
+  }
+}
+
+const cardBody = {
+  amount: 0,
+  card_type: 'virtual',
+  currency: 'USD',
+  name: 'Benchmark card',
+  customer: {
+    customer_type: 'individual', first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone_number: '5550100', dial_code: '+1',
+    date_of_birth: '1990-12-10', id_type: 'passport', id_number: 'P1234567', line1: '1 Main St', city: 'Springfield', state: 'IL', postal_code: '62701', country: 'USA',
+  },
+};
+
+runBenchmark(main);
