@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm run bench [NAME...]`: build, then run the benchmarks under bench/ (all, or those named) against a
 # throwaway database and a Temporal dev server of their own, then print every ratio of the run.
-# BENCH_SECONDS (default 10) and BENCH_CONNECTIONS (default 50) set each measurement's length and load.
+# BENCH_SECONDS (default 10) and BENCH_CONNECTIONS (default 50) set each measurement's length and load;
+# BENCH_MEMORY_SECONDS the memory benchmark's load (default 600, or 6 x BENCH_SECONDS when only that is set).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -9,7 +10,7 @@ source "$PROJECT_ROOT/scripts/postgres.sh"
 cd "$PROJECT_ROOT"
 
 # In the order they run; each is bench/<name>.ts.
-BENCHES=(reads flows)
+BENCHES=(reads policy-evaluation flows memory)
 
 TEMPORAL_DIR=''
 cleanup() {

@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import path from 'node:path';
 import { CHAIN_IDS } from '../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../src/chains/flows/devnet-blocks';
 import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
@@ -13,53 +10,7 @@ import { eventually } from './support/eventually';
 import { assertLedgerReconciles } from './support/ledger';
 import { freeLoopbackPort } from './support/ports';
 import { terminateWorkflows } from './support/scanning';
-
-const DIST = path.resolve(__dirname, '../src');
-
-/** A service process (`dist/src/server.js` or `dist/src/worker.js`) as the compose file runs it, with its output kept for a failure message. */
-class ServiceProcess {
-  private readonly child: ChildProcess;
-  private output = '';
-  readonly exited: Promise<unknown>;
-
-  constructor(
-    readonly name: string,
-    script: string,
-    env: NodeJS.ProcessEnv,
-  ) {
-    this.child = spawn(process.execPath, [path.join(DIST, script)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const keep = (chunk: Buffer) => {
-      this.output = (this.output + chunk.toString()).slice(-4000);
-    };
-    this.child.stdout!.on('data', keep);
-    this.child.stderr!.on('data', keep);
-    this.exited = once(this.child, 'exit');
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  get log(): string {
-    return `${this.name}:\n${this.output}`;
-  }
-
-  /** SIGKILL: a crash, nothing drains. */
-  async kill(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.kill('SIGKILL');
-    await this.exited;
-  }
-
-  /** SIGTERM: the graceful stop of a deploy; the worker lets running activities finish. */
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 40_000);
-    await this.exited;
-    clearTimeout(timer);
-  }
-}
+import { ServiceProcess } from './support/service-process';
 
 /**
  * Two API processes and two workers on one PostgreSQL and one Temporal (the dev server), started as

@@ -1,0 +1,50 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+
+const DIST = path.resolve(__dirname, '../../src');
+
+/** A service process (`dist/src/server.js` or `dist/src/worker.js`) as the compose file runs it, with its output kept for a failure message. */
+export class ServiceProcess {
+  private readonly child: ChildProcess;
+  private output = '';
+  readonly exited: Promise<unknown>;
+
+  constructor(
+    readonly name: string,
+    script: string,
+    env: NodeJS.ProcessEnv,
+  ) {
+    this.child = spawn(process.execPath, [path.join(DIST, script)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-4000);
+    };
+    this.child.stdout!.on('data', keep);
+    this.child.stderr!.on('data', keep);
+    this.exited = once(this.child, 'exit');
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get log(): string {
+    return `${this.name}:\n${this.output}`;
+  }
+
+  /** SIGKILL: a crash, nothing drains. */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** SIGTERM: the graceful stop of a deploy; the worker lets running activities finish. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 40_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
