@@ -1,17 +1,29 @@
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions as SdkWorkerOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions as SdkWorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { domainErrorInterceptors } from './temporal/activity-errors';
 import { taskQueueOf } from './temporal/flow';
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+/**
+ * The workflow bundle that `npm run build` writes (src/bundle-workflows.ts). A worker that loads it
+ * never runs webpack: bundling at start kept about 70 MB of the bundler resident in every worker process.
+ */
+export const PREBUILT_WORKFLOW_BUNDLE = path.resolve(__dirname, '../workflow-bundle.js');
 
-/** Bundles workflows/ once per process; every worker (and every test) reuses it. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietBundlerLogger });
+let bundle: Promise<WorkflowBundleOption> | undefined;
+
+/** The workflows/ bundle, once per process: the build's file when there is one, else bundled here (a build without its bundle step). */
+export function workflowBundle(): Promise<WorkflowBundleOption> {
+  bundle ??= existsSync(PREBUILT_WORKFLOW_BUNDLE) ? Promise.resolve({ codePath: PREBUILT_WORKFLOW_BUNDLE }) : bundleWorkflows();
   return bundle;
 }
 
-/** The bundler's logger without its build report: warnings and errors only. */
+/** Bundles workflows/ with webpack (the build's step, or a fallback). */
+export function bundleWorkflows(): Promise<{ code: string }> {
+  return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietBundlerLogger });
+}
+
 export const quietBundlerLogger = {
   log: () => undefined,
   trace: () => undefined,
