@@ -22,14 +22,17 @@ export interface HttpMeasurement {
   latency_p99_ms: number;
 }
 
-/** Requests per second and latency of one GET target after a 2 s warm-up; any non-2xx answer fails the benchmark. */
+/**
+ * Requests per second and latency of one target after a 2 s warm-up; any non-2xx answer fails the benchmark.
+ * With idReplacement, autocannon puts a fresh id wherever the body says `[<id>]` (unique references for creates).
+ */
 export async function measureHttp(
   target: string,
   url: string,
-  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string } = {},
+  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string; idReplacement?: boolean } = {},
 ): Promise<HttpMeasurement> {
   const connections = options.connections ?? BENCH_CONNECTIONS;
-  const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body };
+  const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body, idReplacement: options.idReplacement ?? false };
   await autocannon({ ...request, duration: 2 });
   const result = await autocannon({ ...request, duration: options.seconds ?? BENCH_SECONDS });
   if (result.non2xx || result.errors) throw new Error(`${target}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
