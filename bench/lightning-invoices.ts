@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createApiKey } from '../src/api-keys/service';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
@@ -42,8 +43,7 @@ async function main() {
     measureHttp(`ours: POST /api/lightning/invoices (${connections} conn)`, `${ours.url}/api/lightning/invoices`, {
       method: 'POST',
       headers: ours.headers,
-      body: JSON.stringify({ amount: AMOUNT_SAT, description: 'Benchmark', reference: 'bench-[<id>]' }),
-      idReplacement: true,
+      nextBody: () => JSON.stringify({ amount: AMOUNT_SAT, description: 'Benchmark', reference: randomUUID() }),
       connections,
     });
   const peerCreate = (connections: number) =>
@@ -61,6 +61,7 @@ async function main() {
   });
   const peerInvoice = peer && (await postJson<{ bolt11: string; payment_hash: string }>(`${peer.url}/api/v1/payments`, peerHeaders!, { out: false, amount: AMOUNT_SAT, memo: 'Benchmark' }));
   const crossCheck = peer && peerInvoice ? await decodeEachOther(ours, peer, ourInvoice, peerInvoice) : 'skipped: LNbits not running';
+  console.log(`cross-decode check: ${crossCheck}`);
 
   const rows: HttpMeasurement[] = [];
   const ratios: Ratio[] = [];

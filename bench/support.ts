@@ -24,18 +24,29 @@ export interface HttpMeasurement {
 
 /**
  * Requests per second and latency of one target after a 2 s warm-up; any non-2xx answer fails the benchmark.
- * With idReplacement, autocannon puts a fresh id wherever the body says `[<id>]` (unique references for creates).
+ * With nextBody, every request sends a body of its own (unique references for creates). autocannon's
+ * idReplacement is not used for that: it sends a Content-Length that assumes ids of a fixed length.
  */
 export async function measureHttp(
   target: string,
   url: string,
-  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string; idReplacement?: boolean } = {},
+  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string; nextBody?: () => string } = {},
 ): Promise<HttpMeasurement> {
   const connections = options.connections ?? BENCH_CONNECTIONS;
-  const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body, idReplacement: options.idReplacement ?? false };
+  const { nextBody } = options;
+  const request = {
+    url,
+    connections,
+    headers: options.headers ?? {},
+    method: options.method ?? 'GET',
+    body: options.body,
+    ...(nextBody && { requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: nextBody() }) }] }),
+  };
   await autocannon({ ...request, duration: 2 });
   const result = await autocannon({ ...request, duration: options.seconds ?? BENCH_SECONDS });
-  if (result.non2xx || result.errors) throw new Error(`${target}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  if (result.non2xx || result.errors || result.timeouts || !result['2xx']) {
+    throw new Error(`${target}: ${result['2xx']} 2xx answers, ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+  }
   return { target, connections, requests_per_second: result.requests.average, latency_p50_ms: result.latency.p50, latency_p99_ms: result.latency.p99 };
 }
 
