@@ -15,7 +15,9 @@ BENCHES=(reads lightning-invoices)
 LNBITS_BENCHES=(lightning-invoices)
 
 TEMPORAL_DIR=''
+BENCH_PID=''
 cleanup() {
+  [[ -z $BENCH_PID ]] || stop_pid "$BENCH_PID" 10
   lnbits_stop
   temporal_dev_stop
   [[ -z $TEMPORAL_DIR ]] || rm -rf "$TEMPORAL_DIR"
@@ -48,6 +50,10 @@ export BENCH_STARTED_AT
 for name in "${selected[@]}"; do
   [[ -f dist/bench/$name.js ]] || die "no benchmark named $name (bench/$name.ts)"
   log "running $name"
-  node "dist/bench/$name.js"
+  # In the background so a signal's trap runs at once (bash defers it until a foreground child ends).
+  node "dist/bench/$name.js" &
+  BENCH_PID=$!
+  wait "$BENCH_PID"
+  BENCH_PID=''
 done
 node dist/bench/summary.js
