@@ -55,7 +55,8 @@ lnbits_start() {
   # uvicorn serves LNbits' app directly, as its `lnbits` command does in a child process, so the one pid
   # is the server. Settings come from the environment only (no admin UI); rate limit lifted as ours is in
   # the benchmark; no access log (ours runs silent); manifests, price aggregator and exchange-rate
-  # providers emptied so it never reaches beyond loopback.
+  # providers emptied so it never reaches beyond loopback. Wallets account in sats: with a fiat currency
+  # and no price source every invoice would log a failed conversion, which its cached price avoids in use.
   (
     cd "$site" && exec env \
       LNBITS_ADMIN_UI=false \
@@ -65,6 +66,7 @@ lnbits_start() {
       HOST=127.0.0.1 PORT="$port" \
       LNBITS_RATE_LIMIT_NO=1000000000 LNBITS_RATE_LIMIT_UNIT=second \
       LNBITS_EXTENSIONS_MANIFESTS='[]' LNBITS_WASM_EXTENSIONS_MANIFESTS='[]' \
+      LNBITS_DEFAULT_ACCOUNTING_CURRENCY=sat \
       LNBITS_PRICE_AGGREGATOR_ENABLED=false LNBITS_PRICE_AGGREGATOR_URL='' LNBITS_EXCHANGE_RATE_PROVIDERS='[]' \
       "$LNBITS_VENV/bin/python" -m uvicorn lnbits.__main__:app --host 127.0.0.1 --port "$port" --loop uvloop --no-access-log
   ) >"$LNBITS_DIR/lnbits.log" 2>&1 </dev/null &
