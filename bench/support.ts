@@ -23,22 +23,32 @@ export interface HttpMeasurement {
   latency_p99_ms: number;
 }
 
-/** Requests per second and latency of one GET target after a 2 s warm-up; any non-2xx answer fails the benchmark. */
+/**
+ * Requests per second and latency of one target after a 2 s warm-up; any non-2xx answer fails the benchmark.
+ * With uniqueBody, every request sends a body of its own: the template with each `[<unique>]` replaced by a
+ * fresh UUID (unique references for creates). autocannon's idReplacement is not used for that: it sends a
+ * Content-Length that assumes ids of a fixed length.
+ */
 export async function measureHttp(
   target: string,
   url: string,
-  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string } = {},
+  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string; uniqueBody?: string } = {},
 ): Promise<HttpMeasurement> {
   const connections = options.connections ?? BENCH_CONNECTIONS;
-  const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body };
+  const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body, uniqueBody: options.uniqueBody };
   await load({ ...request, duration: 2 });
   const result = await load({ ...request, duration: options.seconds ?? BENCH_SECONDS });
-  if (result.non2xx || result.errors) throw new Error(`${target}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  if (result.non2xx || result.errors || result.timeouts || !result['2xx']) {
+    throw new Error(`${target}: ${result['2xx']} 2xx answers, ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+  }
   return { target, connections, requests_per_second: result.requests.average, latency_p50_ms: result.latency.p50, latency_p99_ms: result.latency.p99 };
 }
 
+/** autocannon's options, and a body template the child fills per request (functions do not cross to a child). */
+export type LoadOptions = autocannon.Options & { uniqueBody?: string };
+
 /** One autocannon run in a child process (bench/load.ts), without the benchmark's node flags (a profile covers the server alone). */
-function load(options: autocannon.Options): Promise<autocannon.Result> {
+function load(options: LoadOptions): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
     const child = fork(path.join(__dirname, 'load.js'), { execArgv: [] });
     let result: autocannon.Result | undefined;

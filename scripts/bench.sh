@@ -7,18 +7,27 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$PROJECT_ROOT/scripts/postgres.sh"
+source "$PROJECT_ROOT/scripts/lnbits.sh"
 cd "$PROJECT_ROOT"
 
 # In the order they run; each is bench/<name>.ts.
-BENCHES=(reads policy-evaluation flows memory)
+BENCHES=(reads policy-evaluation lightning-invoices flows memory)
+# Benchmarks that measure LNbits beside us; without it they measure only ours and say so.
+LNBITS_BENCHES=(lightning-invoices)
 
 TEMPORAL_DIR=''
+BENCH_PID=''
 cleanup() {
+  [[ -z $BENCH_PID ]] || stop_pid "$BENCH_PID" 10
+  lnbits_stop
   temporal_dev_stop
   [[ -z $TEMPORAL_DIR ]] || rm -rf "$TEMPORAL_DIR"
   pg_throwaway_cleanup
 }
 trap cleanup EXIT
+# A signal ends the run through exit, so the EXIT trap stops what it started.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
 npm run build --silent
 pg_throwaway_database
@@ -32,11 +41,20 @@ TEMPORAL_CLI_PATH=$(temporal_cli_path)
 
 selected=("$@")
 ((${#selected[@]})) || selected=("${BENCHES[@]}")
+for name in "${selected[@]}"; do
+  [[ " ${LNBITS_BENCHES[*]} " == *" $name "* ]] || continue
+  lnbits_start || log "LNbits is not available here: the benchmarks that compare with it measure only ours"
+  break
+done
 BENCH_STARTED_AT=$(date +%s)
 export BENCH_STARTED_AT
 for name in "${selected[@]}"; do
   [[ -f dist/bench/$name.js ]] || die "no benchmark named $name (bench/$name.ts)"
   log "running $name"
-  node ${BENCH_NODE_FLAGS:-} "dist/bench/$name.js"
+  # In the background so a signal's trap runs at once (bash defers it until a foreground child ends).
+  node ${BENCH_NODE_FLAGS:-} "dist/bench/$name.js" &
+  BENCH_PID=$!
+  wait "$BENCH_PID"
+  BENCH_PID=''
 done
 node dist/bench/summary.js
