@@ -9,7 +9,7 @@ source "$PROJECT_ROOT/scripts/postgres.sh"
 cd "$PROJECT_ROOT"
 
 # In the order they run; each is bench/<name>.ts.
-BENCHES=(reads)
+BENCHES=(reads spend-limits)
 
 TEMPORAL_DIR=''
 cleanup() {
