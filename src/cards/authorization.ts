@@ -26,6 +26,7 @@ export async function authorizePurchase(
   const declineReason = await declineReasonFor(em, card, amount, request.at);
   const after = declineReason ? before : before - amount;
   card.balance = after.toString();
+  if (!declineReason) card.spentAllTime = (BigInt(card.spentAllTime) + amount).toString();
   const transaction = em.create(CardTransaction, {
     organization: card.organization,
     environment: card.environment,

@@ -104,7 +104,7 @@ export interface SealedCardSecrets {
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['customer', 'createdAt', 'id'] })
 export class Card {
-  [OptionalProps]?: 'createdAt' | 'updatedAt' | 'status' | 'createdStatus' | 'balance' | 'held' | 'spendingLimits' | 'maskedPan';
+  [OptionalProps]?: 'createdAt' | 'updatedAt' | 'status' | 'createdStatus' | 'balance' | 'held' | 'spentAllTime' | 'spendingLimits' | 'maskedPan';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
@@ -168,6 +168,10 @@ export class Card {
   @Property({ type: 'json' })
   spendingLimits: SpendLimits = {};
 
+  /** Cents of every approved purchase, kept with each approval: the all-time limit without summing the card's history. */
+  @Property({ type: 'decimal', precision: 38, scale: 0 })
+  spentAllTime: string = '0';
+
   @Property({ type: 'text' })
   reference!: string;
 
@@ -218,9 +222,16 @@ export class Card {
   updatedAt: Date = new Date();
 }
 
+const COMPLETED_PURCHASES_INDEX = 'card_transactions_completed_purchases_index';
+
 /** Fundings, withdrawals (settled by workflow) and purchases (sandbox authorizations). */
 @Entity({ tableName: 'card_transactions' })
 @Index({ properties: ['card', 'createdAt', 'id'] })
+// The spend-limit windows (src/cards/spend-limits.ts): a range of a card's approved purchases by time, summed from the index alone.
+@Index({
+  name: COMPLETED_PURCHASES_INDEX,
+  expression: `create index "${COMPLETED_PURCHASES_INDEX}" on "card_transactions" ("card_id", "created_at") include ("amount") where type = 'purchase' and status = 'completed'`,
+})
 @Unique({ properties: ['organization', 'environment', 'reference'] })
 export class CardTransaction {
   [OptionalProps]?: 'createdAt' | 'updatedAt' | 'feeAmount';

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { errors } from '../shared/errors';
 import { AmountError, decimalStringToCents } from '../shared/money';
-import { Card, CardTransaction, SPEND_LIMIT_WINDOWS, type SpendLimits, type SpendLimitWindow } from './entities';
+import { Card, SPEND_LIMIT_WINDOWS, type SpendLimits, type SpendLimitWindow } from './entities';
 
 /** The create request's `card_limits` names (decimal dollars) for the stored windows (cents). */
 const LIMIT_INPUT_NAMES: Record<string, SpendLimitWindow> = {
@@ -44,8 +44,12 @@ export async function setSpendLimits(em: EntityManager, card: Card, limits: Part
   return card;
 }
 
-/** Where each limit window starts for a purchase at `at` (UTC calendar units; weekly rolls over 7 days). */
-function windowStart(window: Exclude<SpendLimitWindow, 'transaction'>, at: Date): Date | null {
+/** The windows summed from the card's purchases, in the order they are checked; all_time is the card's running total. */
+const SUMMED_WINDOWS = ['daily', 'weekly', 'monthly', 'yearly'] as const;
+type SummedWindow = (typeof SUMMED_WINDOWS)[number];
+
+/** Where each summed window starts for a purchase at `at` (UTC calendar units; weekly rolls over 7 days). */
+function windowStart(window: SummedWindow, at: Date): Date {
   const year = at.getUTCFullYear();
   switch (window) {
     case 'daily':
@@ -56,24 +60,38 @@ function windowStart(window: Exclude<SpendLimitWindow, 'transaction'>, at: Date)
       return new Date(Date.UTC(year, at.getUTCMonth(), 1));
     case 'yearly':
       return new Date(Date.UTC(year, 0, 1));
-    case 'all_time':
-      return null;
   }
+}
+
+/**
+ * Cents of the card's approved purchases in each given window up to `at`, in one statement: one
+ * range of card_transactions_completed_purchases_index from the earliest window start to `at`, so
+ * the cost follows the purchases inside the windows, not the card's whole history. The predicate's
+ * literals must stay literals: a bound parameter would not match the partial index.
+ */
+async function spentInWindows(em: EntityManager, card: Card, windows: SummedWindow[], at: Date): Promise<Map<SummedWindow, bigint>> {
+  const starts = windows.map((window) => windowStart(window, at));
+  // The rolling week excludes its start instant; calendar windows include theirs.
+  const sums = windows.map((window) => `coalesce(sum(amount) filter (where created_at ${window === 'weekly' ? '>' : '>='} ?), 0)::text as "${window}"`);
+  const earliest = new Date(Math.min(...starts.map((start) => start.getTime())));
+  const [row] = await em.execute<Record<SummedWindow, string>[]>(
+    `select ${sums.join(', ')} from card_transactions
+      where card_id = ? and type = 'purchase' and status = 'completed' and created_at >= ? and created_at <= ?`,
+    [...starts, card.id, earliest, at],
+  );
+  return new Map(windows.map((window) => [window, BigInt(row![window])]));
 }
 
 /** The first limit a purchase of `amount` at `at` would exceed (`spending_limit_<window>`), or null. Counts approved purchases only. */
 export async function exceededSpendLimit(em: EntityManager, card: Card, amount: bigint, at: Date): Promise<string | null> {
   const limits = card.spendingLimits;
   if (limits.transaction !== undefined && amount > BigInt(limits.transaction)) return 'spending_limit_transaction';
-  for (const window of ['daily', 'weekly', 'monthly', 'yearly', 'all_time'] as const) {
-    const limit = limits[window];
-    if (limit === undefined) continue;
-    const start = windowStart(window, at);
-    // The rolling week excludes its start instant; calendar windows include theirs.
-    const since = start === null ? {} : { createdAt: window === 'weekly' ? { $gt: start, $lte: at } : { $gte: start, $lte: at } };
-    const approved = await em.find(CardTransaction, { card, type: 'purchase', status: 'completed', ...since }, { fields: ['amount'] });
-    const spent = approved.reduce((sum, purchase) => sum + BigInt(purchase.amount), 0n);
-    if (spent + amount > BigInt(limit)) return `spending_limit_${window}`;
+  const limited = SUMMED_WINDOWS.filter((window) => limits[window] !== undefined);
+  const spent = limited.length ? await spentInWindows(em, card, limited, at) : new Map<SummedWindow, bigint>();
+  for (const window of limited) {
+    if (spent.get(window)! + amount > BigInt(limits[window]!)) return `spending_limit_${window}`;
   }
+  // Every approved purchase counts toward all time, whenever it happened.
+  if (limits.all_time !== undefined && BigInt(card.spentAllTime) + amount > BigInt(limits.all_time)) return 'spending_limit_all_time';
   return null;
 }

@@ -337,6 +337,47 @@ describe('Cards API', () => {
       assert.deepEqual(await limits({}), {});
       assert.equal((await authorize(card.id, { amount: 1, ...at('2030-01-01T00:00:00.000Z') })).body.data.approved, true);
     });
+
+    it('decides at every window edge alike on a card with 5,000 past approved purchases', async () => {
+      await credit(100_000);
+      const card = await activeCard({ amount: 50_000 });
+      await eventually(async () => ((await getCard(card.id)).balance_amount === '50000' ? true : undefined), 'funding');
+      // 1 cent every hour back from 2026-03-01T00:00Z (included) to 2025-08-05T09:00Z, with the card's all-time total.
+      await (await testOrm()).em.fork().execute(
+        `with history as (
+           insert into card_transactions (id, organization_id, environment, card_id, type, status, amount, balance_before, balance_after, fee_amount, created_at, updated_at)
+           select gen_random_uuid(), organization_id, environment, id, 'purchase', 'completed', 1, 0, 0, 0, '2026-03-01T00:00:00Z'::timestamptz - n * interval '1 hour', now()
+           from cards, generate_series(0, 4999) as n where id = ?
+           returning amount)
+         update cards set spent_all_time = spent_all_time + (select sum(amount) from history) where id = ?`,
+        [card.id, card.id],
+      );
+      /** Under `limit`, 2 cents at `at` are declined by that window and 1 cent is approved (the spent sum is exactly limit - 1). */
+      const edge = async (limit: Record<string, number>, occurredAt: string) => {
+        const response = await app.request('PUT', `/api/cards/${card.id}/spend-limits`, { key: org.secret, body: limit });
+        assert.equal(response.status, 200, response.text);
+        const declined = await authorize(card.id, { amount: 2, occurred_at: occurredAt });
+        assert.equal(declined.body.data.decline_reason, `spending_limit_${Object.keys(limit)[0]}`, `${JSON.stringify(limit)} at ${occurredAt}`);
+        const approved = await authorize(card.id, { amount: 1, occurred_at: occurredAt });
+        assert.equal(approved.body.data.approved, true, `${JSON.stringify(limit)} at ${occurredAt}: ${approved.body.data.decline_reason}`);
+      };
+      const marchFirst = '2026-03-01T00:00:00.000Z';
+      // The purchase at 00:00 opens the day; then 1 approved above it.
+      await edge({ daily: 2 }, marchFirst);
+      // The rolling week (2026-02-22T00:00Z excluded) holds 168 hourly purchases and the 1 approved at marchFirst.
+      await edge({ weekly: 170 }, marchFirst);
+      // The year includes the purchase exactly at 2026-01-01T00:00Z: 1417 hourly ones, and 2 approved at marchFirst.
+      await edge({ yearly: 1_420 }, marchFirst);
+      // The last instant of February: 672 hourly purchases from the one exactly at 2026-02-01T00:00Z; nothing at marchFirst counts.
+      await edge({ monthly: 673 }, '2026-02-28T23:59:59.999Z');
+      await edge({ daily: 26 }, '2026-02-28T23:59:59.999Z');
+      // The year turn: 2025 holds 3583 hourly purchases; 2026 starts with the one at its first instant.
+      await edge({ yearly: 3_584 }, '2025-12-31T23:59:59.999Z');
+      await edge({ yearly: 2 }, '2026-01-01T00:00:00.000Z');
+      // All time: the 5000 and the 7 approved since, whenever they happened.
+      await edge({ all_time: 5_008 }, '2025-01-01T00:00:00.000Z');
+      assert.equal((await authorize(card.id, { amount: 1, occurred_at: marchFirst })).body.data.decline_reason, 'spending_limit_all_time');
+    });
   });
 
   describe('terminate', () => {
