@@ -11,13 +11,9 @@ source "$PROJECT_ROOT/scripts/lnbits.sh"
 cd "$PROJECT_ROOT"
 
 # In the order they run; each is bench/<name>.ts.
-<<<<<<< HEAD
-BENCHES=(reads policy-evaluation lightning-invoices flows memory)
+BENCHES=(reads spend-limits policy-evaluation lightning-invoices flows memory)
 # Benchmarks that measure LNbits beside us; without it they measure only ours and say so.
 LNBITS_BENCHES=(lightning-invoices)
-=======
-BENCHES=(reads spend-limits)
->>>>>>> h/spend-limits
 
 TEMPORAL_DIR=''
 BENCH_PID=''
