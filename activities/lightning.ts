@@ -1,10 +1,10 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { activityStarter, transactionWithStarts } from './with-starts';
+import { transactionWithStarts } from './with-starts';
 import { LightningInvoice, type InvoiceStatus } from '../src/lightning/entities';
-import { invoicePaidSignal, invoiceWorkflowId } from '../src/lightning/flows/invoice';
+import type { InvoiceExpiryBatch } from '../src/lightning/flows/invoice-expiry-sweep';
 import { providerFor, type PaymentOrder, type PaymentOutcome, type RemoteProviders } from '../src/lightning/provider';
-import { expireInvoice, finalizePayment, paymentOrder, settleIncomingInvoice } from '../src/lightning/service';
+import { expireDueInvoices, expireInvoice, finalizePayment, paymentOrder, settleIncomingInvoice } from '../src/lightning/service';
 import type { Logger } from '../src/logger';
 
 export interface LightningActivityDeps {
@@ -23,16 +23,11 @@ const serialize = (outcome: PaymentOutcome): SerializedOutcome => (outcome.state
 export const createLightningActivities = (deps: LightningActivityDeps) => {
   const inTransaction = transactionWithStarts(deps);
 
-  /** Settles one of our invoices for an organization's payment (the internal route), then wakes the invoice's workflow. */
+  /** Settles one of our invoices for an organization's payment (the internal route). */
   const settleInternally = async (order: PaymentOrder): Promise<PaymentOutcome> => {
-    const { outcome, invoiceId } = await inTransaction((tx) =>
+    const { outcome } = await inTransaction((tx) =>
       settleIncomingInvoice(tx, { paymentHash: order.invoice.paymentHash, environment: order.environment, amountMsat: order.amountMsat, paidByPaymentId: order.paymentId }),
     );
-    if (invoiceId && outcome.state === 'succeeded') {
-      const starter = activityStarter(deps);
-      await starter.ensureStarted(deps.orm.em.fork(), invoiceWorkflowId(invoiceId));
-      await starter.signal(invoiceWorkflowId(invoiceId), invoicePaidSignal);
-    }
     return outcome;
   };
 
@@ -51,8 +46,14 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
       return invoice.status;
     },
 
+    /** Only the invoice workflows of invoices created before the expiry sweep call this. */
     async expireLightningInvoice(input: { invoiceId: string; at: string }): Promise<InvoiceStatus> {
       return inTransaction((tx) => expireInvoice(tx, input.invoiceId, new Date(input.at)));
+    },
+
+    /** One batch of the expiry sweep, in one transaction (its events' webhook deliveries start after commit); returns how many it expired. */
+    async expireDueLightningInvoices(input: InvoiceExpiryBatch): Promise<number> {
+      return inTransaction((tx) => expireDueInvoices(tx, { dueBy: new Date(input.dueBy), limit: input.batchSize, organizationId: input.organizationId }));
     },
 
     /**

@@ -55,6 +55,8 @@ export const ConfigSchema = z.object({
   AUTH_FAILURE_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(2),
   AUTH_FAILURE_RATE_LIMIT_BURST: z.coerce.number().int().positive().default(30),
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().positive().default(24),
+  /** How often the `lightning-invoice-expiry` Schedule expires overdue invoices (payment is refused from expires_at on regardless). */
+  LIGHTNING_INVOICE_EXPIRY_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   IDEMPOTENCY_LOCK_SECONDS: z.coerce.number().int().positive().default(60),
   API_KEY_LAST_USED_RESOLUTION_SECONDS: z.coerce.number().int().min(0).default(60),
   /** Key lookups cached per API process (0: every request reads its key); a change to a key evicts it everywhere at once (LISTEN/NOTIFY). */

@@ -4,7 +4,9 @@ export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { workflowStartSweepWorkflow } from './workflow-start-sweep';
 export { pendingWorkReconcilerWorkflow } from './pending-work-reconciler';
 export { policyActivationWorkflow } from './policy-activation';
+// Only drains the invoice workflows of invoices created before the expiry sweep (still running on a deployed system).
 export { lightningInvoiceWorkflow } from './lightning-invoice';
+export { lightningInvoiceExpirySweepWorkflow } from './lightning-invoice-expiry-sweep';
 export { lightningPaymentWorkflow } from './lightning-payment';
 export { cardProvisioningWorkflow } from './card-provisioning';
 export { cardBalanceWorkflow } from './card-balance';

@@ -14,7 +14,7 @@ export interface PendingWorkReconcilerInput {
 
 /**
  * Started every ten minutes by the `pending-work-reconciler` Schedule: any pending card, card
- * transaction, Lightning payment or invoice whose workflow is not running is started again. Its
+ * transaction, Lightning payment or send whose workflow is not running is started again. Its
  * result lists what it restarted, so the run itself shows what it found.
  */
 export async function pendingWorkReconcilerWorkflow(input: PendingWorkReconcilerInput): Promise<ReconcileResult> {

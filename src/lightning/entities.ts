@@ -44,6 +44,7 @@ export class LightningNodeKey {
 }
 
 export const ACTIVE_PAYMENT_INDEX = 'lightning_invoices_active_payment_unique';
+const PENDING_EXPIRY_INDEX = 'lightning_invoices_pending_expiry_index';
 
 /**
  * One Lightning record of an organization, in the specification's invoice shape: `incoming` is an
@@ -59,6 +60,11 @@ export const ACTIVE_PAYMENT_INDEX = 'lightning_invoices_active_payment_unique';
 @Unique({
   name: ACTIVE_PAYMENT_INDEX,
   expression: `create unique index "${ACTIVE_PAYMENT_INDEX}" on "lightning_invoices" ("organization_id", "environment", "payment_hash") where direction = 'outgoing' and status in ('pending', 'paid')`,
+})
+// The expiry sweep's scan: pending incoming invoices by deadline, nothing else (paid, expired and payments stay out of it).
+@Index({
+  name: PENDING_EXPIRY_INDEX,
+  expression: `create index "${PENDING_EXPIRY_INDEX}" on "lightning_invoices" ("expires_at") where status = 'pending' and direction = 'incoming'`,
 })
 export class LightningInvoice {
   @PrimaryKey({ type: 'uuid' })

@@ -2,11 +2,22 @@ import { iso, unixSeconds } from '../shared/time';
 import { isExpired, msatToSat, satsToDebit } from './amounts';
 import type { DecodedInvoice } from './bolt11';
 import type { LightningInvoice } from './entities';
-import { invoiceWorkflowId } from './flows/invoice';
 import { paymentWorkflowId } from './flows/payment';
 
-/** The workflow carrying a record (support goes from the resource to its history). */
-const workflowIdOf = (record: LightningInvoice) => (record.direction === 'incoming' ? invoiceWorkflowId(record.id) : paymentWorkflowId(record.id));
+/**
+ * The workflow carrying a record (support goes from the resource to its history): a payment's. An
+ * incoming invoice has none; the `lightning-invoice-expiry` Schedule's sweep expires it.
+ */
+const workflowIdOf = (record: LightningInvoice) => (record.direction === 'incoming' ? null : paymentWorkflowId(record.id));
+
+/**
+ * An incoming invoice past its expiry is expired, whether or not the sweep has recorded it yet
+ * (payment is refused from expires_at on): reads never show it pending, and show what the sweep
+ * will write (`updated_at` = expires_at).
+ */
+const isOverdue = (invoice: LightningInvoice, now = new Date()) => invoice.direction === 'incoming' && invoice.status === 'pending' && invoice.expiresAt <= now;
+const presentedStatus = (invoice: LightningInvoice) => (isOverdue(invoice) ? ('expired' as const) : invoice.status);
+const presentedUpdatedAt = (invoice: LightningInvoice) => (isOverdue(invoice) ? invoice.expiresAt : invoice.updatedAt);
 
 export function presentCreatedInvoice(invoice: LightningInvoice) {
   return {
@@ -16,7 +27,7 @@ export function presentCreatedInvoice(invoice: LightningInvoice) {
     request: invoice.request,
     amount_sat: msatToSat(BigInt(invoice.amountMsat)).toString(),
     description: invoice.description,
-    status: invoice.status,
+    status: presentedStatus(invoice),
     expires_at: iso(invoice.expiresAt),
     created_at: iso(invoice.createdAt),
     workflow_id: workflowIdOf(invoice),
@@ -25,6 +36,7 @@ export function presentCreatedInvoice(invoice: LightningInvoice) {
 
 /** The specification's invoice resource: expires_at in Unix seconds (a string), preimage only once paid. */
 export function presentInvoice(invoice: LightningInvoice) {
+  const updatedAt = presentedUpdatedAt(invoice);
   return {
     object: 'lightning_invoice' as const,
     id: invoice.id,
@@ -36,14 +48,14 @@ export function presentInvoice(invoice: LightningInvoice) {
     fee_sat: msatToSat(BigInt(invoice.feeMsat)).toString(),
     fee_msat: invoice.feeMsat,
     description: invoice.description,
-    status: invoice.status,
+    status: presentedStatus(invoice),
     direction: invoice.direction,
     company_id: invoice.organization.id,
     customer_id: invoice.customerId ?? null,
     reference: invoice.reference,
     expires_at: String(unixSeconds(invoice.expiresAt)),
     created_at: iso(invoice.createdAt),
-    updated_at: invoice.updatedAt ? iso(invoice.updatedAt) : '',
+    updated_at: updatedAt ? iso(updatedAt) : '',
     workflow_id: workflowIdOf(invoice),
   };
 }

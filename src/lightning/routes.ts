@@ -18,7 +18,6 @@ import {
   SandboxInvoiceBody,
 } from './schemas';
 import { issueSandboxInvoice } from './sandbox-network';
-import { invoicePaidSignal, invoiceWorkflowId } from './flows/invoice';
 import { presentCreatedInvoice, presentDecoded, presentInvoice, presentPayment } from './presenters';
 import { createInvoice, createPayment, decodePaymentRequest, findRecord, listRecords, previewPayment, settleIncomingInvoice } from './service';
 
@@ -169,29 +168,22 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     tag: 'Sandbox',
     scope: 'lightning:write',
     sandboxOnly: true,
-    // The invoice's workflow is told once the payment has committed, so it ends before its expiry timer.
-    ownTransactions: true,
     params: InvoiceIdParams,
     response: { status: 200, description: 'The invoice after payment', schema: InvoiceEnvelope },
-    handler: async ({ auth, params, em, ctx, deps }) => {
-      const invoice = await deps.starter.transaction(em, async (tx) => {
-        // Only the sandbox key's own sandbox invoices: a live invoice's id is 404 here, as another organization's is.
-        const found = await findRecord(tx, auth, params.id, 'incoming');
-        const { outcome } = await settleIncomingInvoice(tx, {
-          invoiceId: found.id,
-          paymentHash: found.paymentHash,
-          environment: found.environment,
-          amountMsat: BigInt(found.amountMsat),
-          paidByPaymentId: null,
-        });
-        if (outcome.state !== 'succeeded') {
-          throw errors.conflict(outcome.state === 'failed' ? outcome.reason : 'invoice_not_payable', `The invoice cannot be paid (${found.status}).`);
-        }
-        await tx.refresh(found);
-        return found;
+    handler: async ({ auth, params, em, ctx }) => {
+      // Only the sandbox key's own sandbox invoices: a live invoice's id is 404 here, as another organization's is.
+      const invoice = await findRecord(em, auth, params.id, 'incoming');
+      const { outcome } = await settleIncomingInvoice(em, {
+        invoiceId: invoice.id,
+        paymentHash: invoice.paymentHash,
+        environment: invoice.environment,
+        amountMsat: BigInt(invoice.amountMsat),
+        paidByPaymentId: null,
       });
-      await deps.starter.ensureStarted(em.fork(), invoiceWorkflowId(invoice.id));
-      await deps.starter.signal(invoiceWorkflowId(invoice.id), invoicePaidSignal);
+      if (outcome.state !== 'succeeded') {
+        throw errors.conflict(outcome.state === 'failed' ? outcome.reason : 'invoice_not_payable', `The invoice cannot be paid (${presentInvoice(invoice).status}).`);
+      }
+      await em.refresh(invoice);
       return { body: resultEnvelope(ctx.state.requestId, 'Invoice paid', presentInvoice(invoice)) };
     },
   });

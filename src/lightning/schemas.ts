@@ -32,7 +32,7 @@ export const CreatedInvoice = z
     status: z.enum(INVOICE_STATUSES),
     expires_at: Timestamp,
     created_at: Timestamp,
-    workflow_id: z.string().openapi({ description: 'The Temporal workflow carrying this record (lightning-invoice-<id> or lightning-payment-<id>)' }),
+    workflow_id: z.string().nullable().openapi({ description: 'The Temporal workflow carrying this record: lightning-payment-<id> for a payment; null for an incoming invoice (the lightning-invoice-expiry Schedule expires it)' }),
   })
   .openapi('LightningCreatedInvoice');
 
@@ -56,7 +56,7 @@ export const LightningInvoiceObject = z
     expires_at: z.string().openapi({ description: 'Unix epoch seconds, as a string' }),
     created_at: Timestamp,
     updated_at: z.string().openapi({ description: 'RFC 3339, or an empty string if never updated' }),
-    workflow_id: z.string().openapi({ description: 'The Temporal workflow carrying this record (lightning-invoice-<id> or lightning-payment-<id>)' }),
+    workflow_id: z.string().nullable().openapi({ description: 'The Temporal workflow carrying this record: lightning-payment-<id> for a payment; null for an incoming invoice (the lightning-invoice-expiry Schedule expires it)' }),
   })
   .openapi('LightningInvoice');
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, ObjectQuery } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha2';
 import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
@@ -8,12 +8,11 @@ import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
 import { Organization } from '../organizations/entities';
 import { isUuid } from '../shared/ids';
-import { iso, unixSeconds } from '../shared/time';
+import { unixSeconds } from '../shared/time';
 import { recordStart } from '../temporal/starter';
 import { isExpired, msatToSat, satsToDebit } from './amounts';
 import { Bolt11Error, decodeBolt11, encodeBolt11, networkForEnvironment, type DecodedInvoice } from './bolt11';
 import { ACTIVE_PAYMENT_INDEX, LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
-import { lightningInvoiceFlow } from './flows/invoice';
 import { lightningPaymentFlow } from './flows/payment';
 import { MAX_PAYMENT_SATS } from './schemas';
 import { withNodeKey } from './node-key';
@@ -118,8 +117,9 @@ function sameInvoice(existing: LightningInvoice, input: NewInvoice): LightningIn
 }
 
 /**
- * Issues a BOLT11 invoice signed by the environment's node key and records its workflow's start;
- * the same reference with the same parameters returns the original, with others it is 409.
+ * Issues a BOLT11 invoice signed by the environment's node key; the same reference with the same
+ * parameters returns the original, with others it is 409. No workflow: the
+ * `lightning-invoice-expiry` Schedule's sweep expires it (expireDueInvoices).
  */
 export async function createInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice) {
   const existing = await byReference(em, tenant, 'incoming', input.reference);
@@ -167,9 +167,7 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tenant:
     { persist: false },
   );
   const { invoice, created } = await insertOnce(em, record);
-  if (!created) return sameInvoice(invoice, input);
-  recordStart(em, lightningInvoiceFlow, { invoiceId: invoice.id, expiresAt: iso(invoice.expiresAt) }, tenant.organizationId);
-  return invoice;
+  return created ? invoice : sameInvoice(invoice, input);
 }
 
 /** One of the tenant's records; another organization's or the other environment's id is 404 alike. */
@@ -179,8 +177,19 @@ export async function findRecord(em: EntityManager, tenant: Tenant, id: string, 
   return record;
 }
 
+/**
+ * A status filter as reads present it (presentedStatus): an incoming invoice still pending past its
+ * expiry, which the sweep has not reached yet, counts as expired.
+ */
+function statusFilter(status: InvoiceStatus, now: Date): ObjectQuery<LightningInvoice> {
+  const overdue = { status: 'pending', direction: 'incoming', expiresAt: { $lte: now } } as const;
+  if (status === 'expired') return { $or: [{ status: 'expired' }, overdue] };
+  if (status === 'pending') return { status: 'pending', $not: overdue };
+  return { status };
+}
+
 export async function listRecords(em: EntityManager, tenant: Tenant, query: { page: number; page_size: number; status?: InvoiceStatus; direction?: InvoiceDirection }) {
-  const where = { ...tenantFilter(tenant), ...(query.status ? { status: query.status } : {}), ...(query.direction ? { direction: query.direction } : {}) };
+  const where = { ...tenantFilter(tenant), ...(query.status ? statusFilter(query.status, new Date()) : {}), ...(query.direction ? { direction: query.direction } : {}) };
   const [records, total] = await em.findAndCount(LightningInvoice, where, {
     orderBy: { createdAt: 'desc', id: 'desc' },
     limit: query.page_size,
@@ -227,14 +236,39 @@ export async function settleIncomingInvoice(
   return { outcome: { state: 'succeeded', preimage: invoice.preimage, feeMsat: 0n }, invoiceId: invoice.id };
 }
 
-/** The expiry timer fired: pending becomes expired (a paid invoice stays paid). */
+const emitExpired = (em: EntityManager, invoice: LightningInvoice) =>
+  emit(em, { organizationId: invoice.organization.id, environment: invoice.environment, type: 'lightning.invoice.expired', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.expired:${invoice.id}` });
+
+/** An invoice workflow's expiry timer fired (invoices created before the expiry sweep): pending becomes expired (a paid invoice stays paid). */
 export async function expireInvoice(em: EntityManager, invoiceId: string, at: Date): Promise<InvoiceStatus> {
   const updated = await em.nativeUpdate(LightningInvoice, { id: invoiceId, status: 'pending' }, { status: 'expired', updatedAt: at });
   const invoice = await em.findOneOrFail(LightningInvoice, { id: invoiceId });
-  if (updated === 1) {
-    await emit(em, { organizationId: invoice.organization.id, environment: invoice.environment, type: 'lightning.invoice.expired', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.expired:${invoice.id}` });
-  }
+  if (updated === 1) await emitExpired(em, invoice);
   return invoice.status;
+}
+
+/**
+ * Expires up to `limit` pending incoming invoices whose expires_at is at or before `dueBy`, as
+ * expireInvoice does (`updated_at` = expires_at, lightning.invoice.expired), in the caller's
+ * transaction. Rows another transaction holds (a payment settling one) are skipped, not waited for:
+ * the next batch or sweep takes them if they are still pending. Returns how many it expired.
+ */
+export async function expireDueInvoices(em: EntityManager, input: { dueBy: Date; limit: number; organizationId?: string }): Promise<number> {
+  const rows = await em.getConnection().execute<{ id: string }[]>(
+    `update lightning_invoices set status = 'expired', updated_at = expires_at
+     where id in (
+       select id from lightning_invoices
+       where status = 'pending' and direction = 'incoming' and expires_at <= ? ${input.organizationId ? 'and organization_id = ?' : ''}
+       order by expires_at limit ? for update skip locked)
+     returning id`,
+    [input.dueBy, ...(input.organizationId ? [input.organizationId] : []), input.limit],
+    'all',
+    em.getTransactionContext(),
+  );
+  if (rows.length === 0) return 0;
+  const invoices = await em.find(LightningInvoice, { id: { $in: rows.map((row) => row.id) } });
+  for (const invoice of invoices) await emitExpired(em, invoice);
+  return invoices.length;
 }
 
 /** Amount to pay: the invoice's, else the payer's for an any-amount invoice; at most MAX_PAYMENT_SATS. */

@@ -2,6 +2,7 @@ import { isGrpcServiceError, ScheduleAlreadyRunning, ScheduleNotFoundError, Sche
 import { SearchAttributeType, type Duration } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { Config } from '../config';
+import { LIGHTNING_INVOICE_EXPIRY_SCHEDULE_ID, invoiceExpirySweepWorkflowType, type InvoiceExpirySweepInput } from '../lightning/flows/invoice-expiry-sweep';
 import { SEARCH_ATTRIBUTE_KEYS, resourceSearchAttributes } from './search-attributes';
 
 const INDEXED_TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
@@ -67,7 +68,7 @@ function recurringJob(
 }
 
 /** The recurring jobs of the service, as Temporal Schedules so operators see and pause them in the UI. */
-export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'IDEMPOTENCY_RETENTION_HOURS'>): ScheduleOptions[] {
+export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'IDEMPOTENCY_RETENTION_HOURS' | 'LIGHTNING_INVOICE_EXPIRY_SWEEP_SECONDS'>): ScheduleOptions[] {
   return [
     recurringJob(config, {
       scheduleId: IDEMPOTENCY_RETENTION_SCHEDULE_ID,
@@ -93,7 +94,15 @@ export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' |
       // Only resources pending this long: younger ones are still in their normal start path.
       input: { minAgeSeconds: 600 },
       runTimeout: '30 minutes',
-      description: 'Restarts the workflow of any pending card, card transaction, Lightning payment or invoice that has none running',
+      description: 'Restarts the workflow of any pending card, card transaction, Lightning payment or send that has none running',
+    }),
+    recurringJob(config, {
+      scheduleId: LIGHTNING_INVOICE_EXPIRY_SCHEDULE_ID,
+      every: config.LIGHTNING_INVOICE_EXPIRY_SWEEP_SECONDS * 1000,
+      workflowType: invoiceExpirySweepWorkflowType,
+      input: { batchSize: 500 } satisfies InvoiceExpirySweepInput,
+      runTimeout: '10 minutes',
+      description: 'Expires every pending incoming Lightning invoice whose expires_at has passed (no workflow per invoice)',
     }),
     recurringJob(config, {
       scheduleId: GAS_STATION_CHECK_SCHEDULE_ID,

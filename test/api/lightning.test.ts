@@ -15,14 +15,15 @@ import { createTestOrganization, startTestApp, type TestApp, type TestOrganizati
 import { localTemporal, testOrm } from '../support/environment';
 import { assertLedgerReconciles } from '../support/ledger';
 import { createTestWorker } from '../support/worker';
+import { lightningInvoiceExpirySweepWorkflow } from '../../workflows';
 
 describe('Lightning API', () => {
   let app: TestApp;
   let worker: Worker;
   let running: Promise<void>;
+  const taskQueue = `lightning-api-${randomUUID()}`;
 
   before(async () => {
-    const taskQueue = `lightning-api-${randomUUID()}`;
     app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
     ({ worker } = await createTestWorker(await localTemporal(), taskQueue));
     running = worker.run();
@@ -63,7 +64,7 @@ describe('Lightning API', () => {
     assert.equal(invoice.object, 'lightning_invoice');
     assert.equal(invoice.amount_sat, '2100');
     assert.equal(invoice.status, 'pending');
-    assert.equal(invoice.workflow_id, `lightning-invoice-${invoice.id}`);
+    assert.equal(invoice.workflow_id, null, 'no workflow per invoice: the expiry sweep expires it');
     assert.match(invoice.payment_hash, /^[0-9a-f]{64}$/);
     assert.match(invoice.expires_at, /^\d{4}-\d\d-\d\dT/);
     const decoded = decodeBolt11(invoice.request);
@@ -155,7 +156,6 @@ describe('Lightning API', () => {
     assert.equal(again.status, 409);
     const events = await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'lightning.invoice.paid' });
     assert.deepEqual(events.map((event) => [event.data.id, event.data.status]), [[invoice.id, 'paid']]);
-    assert.equal(await app.deps.starter.result(invoice.workflow_id), 'paid', 'the invoice workflow was told and ended');
     assert.deepEqual(await satBalance(org), { available: 1234n, reserved: 0n });
     await assertLedgerReconciles(org.organizationId);
   });
@@ -183,7 +183,6 @@ describe('Lightning API', () => {
     const payeeInvoice = (await app.request('GET', `/api/lightning/invoices/${invoice.id}`, { key: payee.secret })).body.data;
     assert.equal(payeeInvoice.status, 'paid');
     assert.equal(payeeInvoice.preimage, payment.preimage);
-    assert.equal(await app.deps.starter.result(payeeInvoice.workflow_id), 'paid', 'the payee invoice workflow was told and ended');
     assert.deepEqual(await satBalance(payer), { available: 7_500n, reserved: 0n });
     assert.deepEqual(await satBalance(payee), { available: 2_500n, reserved: 0n });
 
@@ -191,6 +190,50 @@ describe('Lightning API', () => {
     assert.equal(outgoing.body.data.total_count, '1');
     assert.equal(outgoing.body.data.invoices[0].preimage, payment.preimage);
     assert.equal(outgoing.body.data.invoices[0].workflow_id, `lightning-payment-${payment.id}`);
+    await assertLedgerReconciles(payer.organizationId);
+    await assertLedgerReconciles(payee.organizationId);
+  });
+
+  it('an invoice past its expiry is expired at once: reads say so, payment is refused, and the sweep records it once', async () => {
+    const payee = await createTestOrganization('Payee');
+    const payer = await createTestOrganization('Payer');
+    await fund(payer, 10_000);
+    const { body: invoice } = await createInvoice(payee, { amount: 700 });
+    // Its deadline passes (the shortest expiry is a minute): the sweep has not run yet.
+    const expiresAt = new Date(Math.floor(Date.now() / 1000) * 1000 - 1_000);
+    const em = (await testOrm()).em.fork();
+    await em.nativeUpdate(LightningInvoice, { id: invoice.id }, { expiresAt });
+    assert.equal((await em.findOneOrFail(LightningInvoice, { id: invoice.id })).status, 'pending', 'not swept yet');
+
+    const read = async () => (await app.request('GET', `/api/lightning/invoices/${invoice.id}`, { key: payee.secret })).body.data;
+    const before = await read();
+    assert.equal(before.status, 'expired');
+    assert.equal(before.updated_at, expiresAt.toISOString(), 'what the sweep will write');
+    const listed = async (status: string) =>
+      (await app.request('GET', `/api/lightning/invoices?direction=incoming&status=${status}`, { key: payee.secret })).body.data.invoices.map((record: any) => record.id);
+    assert.deepEqual(await listed('expired'), [invoice.id]);
+    assert.deepEqual(await listed('pending'), []);
+
+    const helper = await app.request('POST', `/v1/sandbox/lightning/invoices/${invoice.id}/pay`, { key: payee.secret });
+    assert.equal(helper.status, 409);
+    assert.equal(helper.body.error.code, 'invoice_expired');
+    // The request itself still says it is valid for an hour: the internal route refuses it at settlement.
+    const paid = await settled(payer, (await pay(payer, { request: invoice.request })).body.data.id);
+    assert.equal(paid.status, 'failed');
+    assert.equal(paid.failure_reason, 'invoice_expired');
+    assert.deepEqual(await satBalance(payer), { available: 10_000n, reserved: 0n });
+    assert.deepEqual(await satBalance(payee), { available: 0n, reserved: 0n });
+
+    const result = await (await localTemporal()).client.workflow.execute(lightningInvoiceExpirySweepWorkflow, {
+      taskQueue,
+      workflowId: `expiry-sweep-${randomUUID()}`,
+      args: [{ batchSize: 500, organizationId: payee.organizationId }],
+    });
+    assert.deepEqual([result.expired, result.complete], [1, true]);
+    assert.equal((await em.fork().findOneOrFail(LightningInvoice, { id: invoice.id })).status, 'expired');
+    assert.deepEqual(await read(), before, 'the read is the same before and after the sweep');
+    const events = await em.fork().find(Event, { organization: payee.organizationId, type: { $like: 'lightning.invoice.%' } });
+    assert.deepEqual(events.map((event) => [event.type, event.data.id, event.data.status]), [['lightning.invoice.expired', invoice.id, 'expired']]);
     await assertLedgerReconciles(payer.organizationId);
     await assertLedgerReconciles(payee.organizationId);
   });

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { applyBalanceEntry } from '../../src/balances/service';
@@ -12,12 +14,12 @@ import { invoiceWorkflowId } from '../../src/lightning/flows/invoice';
 import { paymentWorkflowId } from '../../src/lightning/flows/payment';
 import { SandboxNetworkProvider, sandboxRemoteProviders, type LightningProvider, type RemoteProviders } from '../../src/lightning/provider';
 import { issueSandboxInvoice, sandboxPreimageFor, type SandboxNode } from '../../src/lightning/sandbox-network';
-import { createInvoice, createPayment, type NewPayment } from '../../src/lightning/service';
+import { createInvoice, createPayment, settleIncomingInvoice, type NewPayment } from '../../src/lightning/service';
 import { createLogger } from '../../src/logger';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { WorkflowStarter } from '../../src/temporal/starter';
 import { workflowBundle } from '../../src/worker-setup';
-import { pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
+import { lightningInvoiceExpirySweepWorkflow, lightningInvoiceWorkflow, pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import { QUERIES_PER_RUN } from '../../workflows/lightning-payment';
 import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
@@ -119,14 +121,71 @@ describe('Lightning workflows (time-skipping)', () => {
   const sweep = (taskQueue: string, organizationId: string) =>
     env.client.workflow.execute(workflowStartSweepWorkflow, { taskQueue, workflowId: `sweep-${randomUUID()}`, args: [{ graceSeconds: 0, organizationId }] });
 
-  it('expires an unpaid invoice exactly at its expiry time, once', async () => {
+  const tenantOf = (organizationId: string) => ({ organizationId, environment: 'sandbox' as const });
+  const expiredEvents = async (organizationId: string) =>
+    (await (await testOrm()).em.fork().find(Event, { organization: organizationId, type: 'lightning.invoice.expired' })).map((event) => event.data.id as string);
+
+  it('the expiry sweep expires every pending invoice past its deadline across batches, once; future and paid ones stay', async function () {
+    this.timeout(5 * 60_000);
     const { worker, taskQueue } = await lightningWorker();
     const org = await createTestOrganization();
     const issuedAt = new Date(await env.currentTimeMs());
-    const invoice = await starterFor(taskQueue).transaction((await testOrm()).em.fork(), (tx) =>
-      createInvoice(tx, keys, { organizationId: org.organizationId, environment: 'sandbox' }, { amountSat: 10, description: 'expiring', expirySeconds: 3600, reference: randomUUID(), issuedAt }),
+    const issue = (tx: EntityManager, expirySeconds: number) =>
+      createInvoice(tx, keys, tenantOf(org.organizationId), { amountSat: 10, description: 'sweep', expirySeconds, reference: randomUUID(), issuedAt });
+    const { due, future, paid } = await (await testOrm()).em.fork().transactional(async (tx) => {
+      const dueInvoices: LightningInvoice[] = [];
+      for (let i = 0; i < 1_200; i += 1) dueInvoices.push(await issue(tx, 60));
+      return { due: dueInvoices, future: await issue(tx, 3_600), paid: await issue(tx, 60) };
+    });
+    const settled = await (await testOrm()).em.fork().transactional((tx) =>
+      settleIncomingInvoice(tx, { paymentHash: paid.paymentHash, environment: 'sandbox', amountMsat: 10_000n, paidByPaymentId: null }),
     );
-    const handle = env.client.workflow.getHandle(invoiceWorkflowId(invoice.id));
+    assert.equal(settled.outcome.state, 'succeeded');
+    // A plain client: waiting for a sweep must not skip time (to other workflows' timers) past the deadlines.
+    const client = new Client({ connection: env.connection, namespace: env.namespace });
+    const sweepRun = () =>
+      client.workflow.execute(lightningInvoiceExpirySweepWorkflow, { taskQueue, workflowId: `expiry-sweep-${randomUUID()}`, args: [{ batchSize: 500, organizationId: org.organizationId }] });
+
+    await worker.runUntil(async () => {
+      const early = await sweepRun();
+      assert.deepEqual([early.expired, early.batches, early.complete], [0, 1, true], 'nothing is due before its deadline');
+      await env.sleep(120_000);
+      const swept = await sweepRun();
+      assert.deepEqual([swept.expired, swept.batches, swept.complete], [1_200, 3, true]);
+      assert.ok(Date.parse(swept.dueBy) >= due[0]!.expiresAt.getTime(), 'the cutoff is workflow time');
+      const again = await sweepRun();
+      assert.deepEqual([again.expired, again.batches], [0, 1], 'an expired invoice is not expired again');
+    });
+
+    const em = (await testOrm()).em.fork();
+    const records = await em.find(LightningInvoice, { organization: org.organizationId, direction: 'incoming' });
+    const byId = new Map(records.map((record) => [record.id, record]));
+    for (const invoice of due) {
+      const record = byId.get(invoice.id)!;
+      assert.equal(record.status, 'expired');
+      assert.equal(record.updatedAt?.getTime(), invoice.expiresAt.getTime(), 'updated_at is the expiry time, as the invoice workflow wrote it');
+    }
+    assert.equal(byId.get(future.id)!.status, 'pending');
+    assert.equal(byId.get(paid.id)!.status, 'paid');
+    const events = await expiredEvents(org.organizationId);
+    assert.equal(events.length, 1_200, 'one lightning.invoice.expired per invoice');
+    assert.deepEqual(new Set(events), new Set(due.map((invoice) => invoice.id)));
+    assert.equal(await em.count(WorkflowStart, { workflowId: { $like: 'lightning-invoice-%' }, organizationId: org.organizationId }), 0, 'no workflow per invoice');
+  });
+
+  it('an invoice created before the expiry sweep: its workflow still expires it exactly at its expiry time, once', async () => {
+    const { worker, taskQueue } = await lightningWorker();
+    const org = await createTestOrganization();
+    const issuedAt = new Date(await env.currentTimeMs());
+    const invoice = await (await testOrm()).em
+      .fork()
+      .transactional((tx) => createInvoice(tx, keys, tenantOf(org.organizationId), { amountSat: 10, description: 'expiring', expirySeconds: 3600, reference: randomUUID(), issuedAt }));
+    // As the recorded start of an invoice created before this change fired it.
+    const handle = await env.client.workflow.start(lightningInvoiceWorkflow, {
+      taskQueue,
+      workflowId: invoiceWorkflowId(invoice.id),
+      args: [{ invoiceId: invoice.id, expiresAt: invoice.expiresAt.toISOString() }],
+    });
     await worker.runUntil(async () => {
       await env.sleep(invoice.expiresAt.getTime() - (await env.currentTimeMs()) - 1_000);
       assert.equal((await load(invoice.id)).status, 'pending', 'one second before expiry');
@@ -135,27 +194,8 @@ describe('Lightning workflows (time-skipping)', () => {
     const expired = await load(invoice.id);
     assert.equal(expired.status, 'expired');
     assert.equal(expired.updatedAt?.getTime(), invoice.expiresAt.getTime());
-    const events = await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'lightning.invoice.expired' });
-    assert.equal(events.length, 1);
+    assert.deepEqual(await expiredEvents(org.organizationId), [invoice.id]);
     await recordHistoryIfAsked(handle, 'lightning-invoice');
-  });
-
-  it('an invoice committed but never started: the start sweep starts its workflow exactly once', async () => {
-    const { worker, taskQueue } = await lightningWorker();
-    const org = await createTestOrganization();
-    const invoice = await (await testOrm()).em
-      .fork()
-      .transactional((tx) =>
-        createInvoice(tx, keys, { organizationId: org.organizationId, environment: 'sandbox' }, { amountSat: 10, description: 'never started', expirySeconds: 600, reference: randomUUID() }),
-      );
-    const start = await (await testOrm()).em.fork().findOneOrFail(WorkflowStart, { workflowId: invoiceWorkflowId(invoice.id) });
-    assert.equal(start.startedAt, null);
-    await worker.runUntil(async () => {
-      assert.deepEqual(await sweep(taskQueue, org.organizationId), { started: 1 });
-      assert.equal(await env.client.workflow.getHandle(invoiceWorkflowId(invoice.id)).result(), 'expired');
-      assert.deepEqual(await sweep(taskQueue, org.organizationId), { started: 0 }, 'a fired start is not fired again');
-    });
-    assert.equal((await load(invoice.id)).status, 'expired');
   });
 
   it('a payment committed but never started: the start sweep starts it exactly once and it settles once', async () => {

@@ -3,8 +3,10 @@ import { defineFlow } from '../../temporal/flow';
 import type { InvoiceStatus } from '../entities';
 
 /**
- * An incoming invoice's flow: waits for its payment or its expiry. Shared by the Lightning service,
- * which records its start, and workflows/lightning-invoice.ts. Workflow-safe: no Node APIs.
+ * An incoming invoice's flow: waits for its payment or its expiry. Only invoices created before the
+ * expiry sweep (flows/invoice-expiry-sweep.ts) have one: nothing records its start any more, and it
+ * stays defined so those still running drain (and the start sweep can fire one still recorded).
+ * Workflow-safe: no Node APIs.
  */
 export interface LightningInvoiceInput {
   invoiceId: string;
@@ -23,5 +25,5 @@ export const lightningInvoiceFlow = defineFlow<LightningInvoiceInput, InvoiceSta
   idConflictPolicy: 'USE_EXISTING',
 });
 
-/** Whoever settled the invoice tells its workflow, so it ends before its expiry timer (it re-reads the status). */
+/** Handled by the workflow (and its recorded history), no longer sent: a paid invoice's workflow ends at its timer. */
 export const invoicePaidSignal = defineSignal('invoicePaid');
