@@ -16,7 +16,8 @@ FROM node:20-bookworm-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
-    DATA_DIR=/app/.data
+    DATA_DIR=/app/.data \
+    NODE_OPTIONS=--max-semi-space-size=4
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

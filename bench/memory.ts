@@ -73,6 +73,8 @@ async function main() {
   const port = await freeLoopbackPort();
   const env: NodeJS.ProcessEnv = {
     ...process.env,
+    // As scripts/start.sh and the Dockerfile start them.
+    NODE_OPTIONS: '--max-semi-space-size=4',
     NODE_ENV: 'development',
     LOG_LEVEL: 'warn',
     DATA_DIR: dataDir,

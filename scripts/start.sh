@@ -60,6 +60,10 @@ mkdir -p "$DATA_DIR" "$LOG_DIR"
 # The postmaster's pid (pg_ctl runs it as a daemon, not as our child).
 postgres_pid() { head -n 1 "$PG_DIR_STARTED/data/postmaster.pid" 2>/dev/null; }
 
+# V8's young generation: 4 MB semi-spaces instead of 16 MB, in the main thread and in each Temporal workflow
+# thread (about 45 MB less resident for the worker at rest, more under load; README "Memory").
+export NODE_OPTIONS="--max-semi-space-size=4${NODE_OPTIONS:+ $NODE_OPTIONS}"
+
 start_service() {
   local name=$1
   case $name in
