@@ -182,7 +182,9 @@ const webhookRoutes: SignedDestinationKind<WebhookEndpoint, typeof CreateWebhook
       endpoint.consecutiveFailures = 0;
       endpoint.failingSince = null;
       endpoint.probeDeliveryId = null;
-      // So its circuit is closed: what it held starts now, or ends with the endpoint.
+      // So its circuit is closed: what it held starts now, or ends with the endpoint. Written first: the
+      // endpoint's row lock orders this after any emit holding a delivery (events/service.ts), so none is missed.
+      await em.flush();
       if (body.status === 'enabled') await releaseHeldDeliveries(em, endpoint.id);
       else await failHeldDeliveries(em, endpoint.id, 'webhook endpoint disabled');
     }
@@ -343,8 +345,8 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     handler: async ({ auth, em, params }) => {
       const entity = await kind.find(em, auth, params.id);
       entity.deletedAt = new Date();
-      await kind.deleted?.(em, entity);
       await em.flush();
+      await kind.deleted?.(em, entity);
       return { body: { id: entity.id, object: kind.object, deleted: true } };
     },
   });

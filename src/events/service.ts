@@ -112,14 +112,15 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
 
 /**
  * Which of these endpoints have their circuit open: a probe delivery still pending (as mayAttempt
- * judges it). The rows are share-locked until the caller commits, so a probe's success closing the
- * circuit meanwhile waits for this transaction and then releases what it held.
+ * judges it). The rows are share-locked until the caller commits, so whatever closes the circuit or
+ * ends the endpoint (each writes the endpoint row first) either waits for this transaction and then
+ * sees what it held, or commits first and is seen here (nothing is held then).
  */
 async function endpointsWithOpenCircuit(em: EntityManager, endpointIds: string[]): Promise<Set<string>> {
   if (endpointIds.length === 0) return new Set();
   const rows = await em.execute<{ id: string }[]>(
     `select e.id from webhook_endpoints e join event_deliveries d on d.id = e.probe_delivery_id and d.status = 'pending'
-     where e.id = any(?::text[]) for share of e`,
+     where e.id = any(?::text[]) and e.status = 'enabled' and e.deleted_at is null for share of e`,
     [`{${endpointIds.join(',')}}`],
   );
   return new Set(rows.map((row) => row.id));
