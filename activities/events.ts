@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
@@ -6,7 +7,7 @@ import { Delivery, DeliveryAttempt, WebhookEndpoint } from '../src/events/entiti
 import { PAUSED_CHECK_INTERVAL_MS, retryNowSignal, webhookDeliveryFlow } from '../src/events/flows/delivery';
 import { signedHeaders } from '../src/events/secrets';
 import { postWebhook, type PostResult } from '../src/events/sender';
-import { deliveryPayload, emit } from '../src/events/service';
+import { deliveryPayload, emit, failHeldDeliveries, releaseHeldDeliveries } from '../src/events/service';
 import type { Logger } from '../src/logger';
 import { prefixedId } from '../src/shared/ids';
 import { activityStarter } from './with-starts';
@@ -153,7 +154,17 @@ async function recordOutcome(
       const circuit = await recordEndpointHealth(tx, deps.config, delivery, outcome === 'delivered', attemptedAt);
       if (circuit === 'disabled') outcome = 'failed';
       if (circuit === 'recovered') {
-        resumed = await tx.find(Delivery, { destinationKind: 'webhook', destinationId: delivery.destinationId, status: 'pending', id: { $ne: delivery.id } });
+        // Paused deliveries have a workflow waiting to be woken; held ones get theirs now.
+        resumed = await tx.find(Delivery, {
+          destinationKind: 'webhook',
+          destinationId: delivery.destinationId,
+          status: 'pending',
+          heldByCircuit: false,
+          id: { $ne: delivery.id },
+        });
+        await releaseHeldDeliveries(tx, delivery.destinationId);
+      } else if (outcome === 'failed' && circuit !== 'disabled') {
+        await handOverProbe(tx, delivery);
       }
     }
     await tx.nativeUpdate(
@@ -181,6 +192,18 @@ async function recordOutcome(
     await starter.signal(webhookDeliveryFlow.workflowId({ deliveryId: waiting.id, run: waiting.run, maxAttempts: null }), retryNowSignal);
   }
   return outcome;
+}
+
+/**
+ * The run of `delivery` ended without success: if it was its endpoint's probe, the oldest delivery
+ * held behind the circuit gets a workflow and becomes the probe, so the circuit keeps being probed
+ * (and the endpoint is eventually disabled or recovers) however long no new event arrives.
+ */
+async function handOverProbe(tx: EntityManager, delivery: Delivery): Promise<void> {
+  const endpoint = await tx.findOne(WebhookEndpoint, { id: delivery.destinationId, probeDeliveryId: delivery.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (!endpoint) return;
+  const [next] = await releaseHeldDeliveries(tx, endpoint.id, 1);
+  if (next) endpoint.probeDeliveryId = next.id;
 }
 
 /**
@@ -225,6 +248,7 @@ async function recordEndpointHealth(
     { status: 'disabled', disabledReason: reason, probeDeliveryId: null, updatedAt: new Date() },
   );
   if (disabled === 0) return 'unchanged';
+  await failHeldDeliveries(tx, delivery.destinationId, 'webhook endpoint disabled automatically');
   const endpoint = await tx.findOneOrFail(WebhookEndpoint, { id: delivery.destinationId });
   await emit(tx, {
     organizationId: delivery.organization.id,

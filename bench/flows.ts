@@ -286,6 +286,13 @@ async function main() {
     for (let round = 1; round <= ROUNDS; round += 1) {
       for (const [target, flow] of [[CEILING_BACKLOG, bare], [FUNDING_NONE, fundCard], [FUNDING_DEAD, fundDeadCard]] as const) await measure(target, round, flow);
     }
+    // How many of the dead endpoints' deliveries their open circuits held (no workflow started) by the end.
+    const [dead] = await orm.em.fork().execute<{ total: string; held: string }[]>(
+      `select count(*) as total, count(*) filter (where held_by_circuit) as held from event_deliveries where destination_url = ?`,
+      [silent.url],
+    );
+    const deadDeliveries = { total: Number(dead!.total), held: Number(dead!.held) };
+    console.log(`deliveries to the dead endpoints: ${deadDeliveries.total}, held by their open circuits without a workflow: ${deadDeliveries.held}`);
 
     const medianOf = (target: string) => median(rows.filter((row) => row.target === target).map((row) => row.per_second));
     const ceiling = medianOf(CEILING);
@@ -308,6 +315,7 @@ async function main() {
       seconds: BENCH_SECONDS,
       worker: { max_activities: config.WORKER_MAX_ACTIVITIES, max_workflow_tasks: config.WORKER_MAX_WORKFLOW_TASKS, cached_workflows: config.WORKER_CACHED_WORKFLOWS },
       rss_end_mib: Math.round(process.memoryUsage().rss / MiB),
+      dead_deliveries: deadDeliveries,
     });
   } finally {
     // The silent server's sockets close first, so the deliveries hanging on them end and the workers drain quickly.

@@ -4,6 +4,7 @@ import type { DestinationKind } from './entities';
 import { Subscription, WebhookEndpoint } from './entities';
 import { keyProviderFor } from '../keys/provider';
 import { signingSecretsAt } from './secrets';
+import { failHeldDeliveries } from './service';
 import type { UrlPolicy } from './url-policy';
 
 /** Where an event goes besides the organization's matching endpoints. */
@@ -51,6 +52,7 @@ export const webhookDestinationResolver: DestinationResolver = {
   },
   async markGone(em, id, reason) {
     await em.nativeUpdate(WebhookEndpoint, { id }, { status: 'disabled', disabledReason: reason, updatedAt: new Date() });
+    await failHeldDeliveries(em, id, 'webhook endpoint disabled (410 Gone)');
   },
 };
 

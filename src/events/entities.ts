@@ -201,7 +201,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Unique({ properties: ['event', 'destinationKind', 'destinationId'] })
 export class Delivery {
-  [OptionalProps]?: 'status' | 'attempts' | 'run' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'status' | 'attempts' | 'run' | 'heldByCircuit' | 'createdAt' | 'updatedAt';
 
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('dlv');
@@ -244,6 +244,13 @@ export class Delivery {
 
   @Property({ type: 'integer', nullable: true })
   maxAttempts?: number | null;
+
+  /**
+   * Pending with no workflow: created while its endpoint's circuit was open, it waits for the
+   * circuit to close (its start is recorded then) or for the endpoint's end (it fails then).
+   */
+  @Property({ type: 'boolean', default: false })
+  heldByCircuit: boolean = false;
 
   @Property({ type: 'integer', nullable: true })
   lastHttpStatus?: number | null;

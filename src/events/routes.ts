@@ -31,12 +31,14 @@ import {
 import { newSigningSecrets, rotateSigningSecrets } from './secrets';
 import {
   emit,
+  failHeldDeliveries,
   findDelivery,
   findSubscription,
   findWebhook,
   presentDelivery,
   presentSubscription,
   presentWebhook,
+  releaseHeldDeliveries,
   requeueDelivery,
   type Scope,
   validatedUrl,
@@ -126,8 +128,10 @@ interface SignedDestinationKind<E extends WebhookEndpoint | Subscription, C exte
   find: (em: EntityManager, scope: Scope, id: string) => Promise<E>;
   present: (entity: E, signingSecret?: string) => unknown;
   create: (em: EntityManager, auth: AuthContext, body: z.infer<C>, url: string, secrets: SigningSecrets) => E;
-  /** Applies the changes besides the URL, which is validated and set already. */
-  update: (entity: E, body: z.infer<U>) => void;
+  /** Applies the changes besides the URL, which is validated and set already (in the request's transaction). */
+  update: (em: EntityManager, entity: E, body: z.infer<U>) => Promise<void>;
+  /** What else ends with a deleted one (in the request's transaction). */
+  deleted?: (em: EntityManager, entity: E) => Promise<void>;
   rotated: { description: string; schema: ZodType; body: (entity: E, signingSecret: string) => unknown };
 }
 
@@ -167,7 +171,7 @@ const webhookRoutes: SignedDestinationKind<WebhookEndpoint, typeof CreateWebhook
       maxAttempts: body.max_attempts ?? null,
       secrets,
     }),
-  update: (endpoint, body) => {
+  update: async (em, endpoint, body) => {
     if (body.name !== undefined) endpoint.name = body.name;
     if (body.event_types !== undefined) endpoint.eventTypes = [...new Set(body.event_types)];
     if (body.max_attempts !== undefined) endpoint.maxAttempts = body.max_attempts;
@@ -178,7 +182,15 @@ const webhookRoutes: SignedDestinationKind<WebhookEndpoint, typeof CreateWebhook
       endpoint.consecutiveFailures = 0;
       endpoint.failingSince = null;
       endpoint.probeDeliveryId = null;
+      // So its circuit is closed: what it held starts now, or ends with the endpoint. Written first: the
+      // endpoint's row lock orders this after any emit holding a delivery (events/service.ts), so none is missed.
+      await em.flush();
+      if (body.status === 'enabled') await releaseHeldDeliveries(em, endpoint.id);
+      else await failHeldDeliveries(em, endpoint.id, 'webhook endpoint disabled');
     }
+  },
+  deleted: async (em, endpoint) => {
+    await failHeldDeliveries(em, endpoint.id, 'webhook endpoint deleted');
   },
   rotated: {
     description: 'The new secret, shown only here',
@@ -230,7 +242,7 @@ const subscriptionRoutes: SignedDestinationKind<Subscription, typeof CreateSubsc
       maxAttempts: body.max_attempts ?? null,
       secrets,
     }),
-  update: (subscription, body) => {
+  update: async (_em, subscription, body) => {
     if (body.event_type !== undefined) subscription.eventType = body.event_type;
     if (body.label !== undefined) subscription.label = body.label;
     if (body.metadata !== undefined) subscription.metadata = body.metadata;
@@ -314,7 +326,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
       const entity = await kind.find(em, auth, params.id);
       const url = kind.url.updated(body);
       if (url !== undefined) kind.url.set(entity, await checkedUrl(deps.config, entity.environment, url));
-      kind.update(entity, body);
+      await kind.update(em, entity, body);
       entity.updatedAt = new Date();
       await em.flush();
       return { body: kind.present(entity) };
@@ -334,6 +346,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
       const entity = await kind.find(em, auth, params.id);
       entity.deletedAt = new Date();
       await em.flush();
+      await kind.deleted?.(em, entity);
       return { body: { id: entity.id, object: kind.object, deleted: true } };
     },
   });
@@ -401,14 +414,15 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     operationId: 'retryEvent',
     summary: 'Re-queue a delivery',
     description:
-      'A delivered or failed delivery starts a new run of attempts with a fresh schedule; a pending one is attempted now instead of at next_retry_at.',
+      'A delivered or failed delivery, or one held behind its endpoint\'s open circuit, starts a new run of attempts with a fresh schedule; a pending one is attempted now instead of at next_retry_at.',
     tag,
     scope: 'webhooks:write',
     params: IdParams,
     response: { status: 202, description: 'Queued', schema: EventRetryObject },
     handler: async ({ auth, em, params, deps }) => {
       const delivery = await findDelivery(em, auth, params.id);
-      if (delivery.status !== 'pending') {
+      // A held delivery has no workflow to wake: it gets one, attempting despite the circuit, as a finished one does.
+      if (delivery.status !== 'pending' || delivery.heldByCircuit) {
         requeueDelivery(em, delivery);
         await em.flush();
       } else {

@@ -57,12 +57,16 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
   const event = em.create(Event, { organization, environment, type: input.type, data: input.data, dedupeKey: input.dedupeKey ?? null, createdAt: now });
 
   const targets = new Map<string, { kind: DestinationKind; id: string; url: string; maxAttempts: number | null }>();
+  // Endpoints with a probe: their circuit may be open, and a delivery behind an open circuit is held.
+  const endpointsWithProbe: string[] = [];
+  const addEndpoint = (endpoint: WebhookEndpoint) => {
+    targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
+    if (endpoint.probeDeliveryId) endpointsWithProbe.push(endpoint.id);
+  };
   if (input.broadcast !== false) {
     const endpoints = await em.find(WebhookEndpoint, { organization, environment, status: 'enabled', deletedAt: null });
     for (const endpoint of endpoints) {
-      if ((endpoint.eventTypes.length === 0 && !input.namedOnly) || endpoint.eventTypes.includes(input.type)) {
-        targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
-      }
+      if ((endpoint.eventTypes.length === 0 && !input.namedOnly) || endpoint.eventTypes.includes(input.type)) addEndpoint(endpoint);
     }
   }
   // Explicit destinations must be of the event's environment too: a sandbox event never reaches a live URL.
@@ -70,7 +74,7 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
   for (const destination of input.destinations ?? []) {
     if (destination.kind === 'webhook') {
       const endpoint = await em.findOneOrFail(WebhookEndpoint, { id: destination.id, organization, environment }, { failHandler: () => ofAnotherEnvironment('webhook', destination.id) });
-      targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
+      if (!targets.has(`webhook:${endpoint.id}`)) addEndpoint(endpoint);
     } else if (destination.kind === 'subscription') {
       const subscription = await em.findOneOrFail(Subscription, { id: destination.id, organization, environment }, { failHandler: () => ofAnotherEnvironment('subscription', destination.id) });
       if (subscription.eventType && subscription.eventType !== input.type) continue;
@@ -86,6 +90,7 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
     }
   }
 
+  const held = await endpointsWithOpenCircuit(em, endpointsWithProbe);
   const deliveries = [...targets.values()].map((target) =>
     em.create(Delivery, {
       organization,
@@ -96,12 +101,56 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
       destinationId: target.id,
       destinationUrl: target.url,
       maxAttempts: target.maxAttempts,
+      heldByCircuit: target.kind === 'webhook' && held.has(target.id),
       createdAt: now,
       updatedAt: now,
     }),
   );
-  for (const delivery of deliveries) recordDeliveryStart(em, delivery);
+  for (const delivery of deliveries) if (!delivery.heldByCircuit) recordDeliveryStart(em, delivery);
   return { event, deliveries };
+}
+
+/**
+ * Which of these endpoints have their circuit open: a probe delivery still pending (as mayAttempt
+ * judges it). The rows are share-locked until the caller commits, so whatever closes the circuit or
+ * ends the endpoint (each writes the endpoint row first) either waits for this transaction and then
+ * sees what it held, or commits first and is seen here (nothing is held then).
+ */
+async function endpointsWithOpenCircuit(em: EntityManager, endpointIds: string[]): Promise<Set<string>> {
+  if (endpointIds.length === 0) return new Set();
+  const rows = await em.execute<{ id: string }[]>(
+    `select e.id from webhook_endpoints e join event_deliveries d on d.id = e.probe_delivery_id and d.status = 'pending'
+     where e.id = any(?::text[]) and e.status = 'enabled' and e.deleted_at is null for share of e`,
+    [`{${endpointIds.join(',')}}`],
+  );
+  return new Set(rows.map((row) => row.id));
+}
+
+/**
+ * The endpoint's circuit closed (its probe succeeded, or it was re-enabled by hand): every delivery
+ * held behind it gets its workflow, started once the transaction commits. `limit`: only the oldest.
+ */
+export async function releaseHeldDeliveries(em: EntityManager, endpointId: string, limit?: number): Promise<Delivery[]> {
+  const held = await em.find(
+    Delivery,
+    { destinationKind: 'webhook', destinationId: endpointId, status: 'pending', heldByCircuit: true },
+    { orderBy: { createdAt: 'asc', id: 'asc' }, ...(limit ? { limit } : {}) },
+  );
+  for (const delivery of held) {
+    delivery.heldByCircuit = false;
+    delivery.updatedAt = new Date();
+    recordDeliveryStart(em, delivery);
+  }
+  return held;
+}
+
+/** The endpoint was disabled or deleted while its circuit was open: what it held ends failed, never attempted. */
+export async function failHeldDeliveries(em: EntityManager, endpointId: string, reason: string): Promise<number> {
+  return em.nativeUpdate(
+    Delivery,
+    { destinationKind: 'webhook', destinationId: endpointId, status: 'pending', heldByCircuit: true },
+    { status: 'failed', heldByCircuit: false, errorMessage: `${reason} while its circuit was open; not attempted`, nextRetryAt: null, updatedAt: new Date() },
+  );
 }
 
 /** The delivery's current run starts once the transaction commits. */
@@ -109,10 +158,11 @@ function recordDeliveryStart(em: EntityManager, delivery: Delivery): void {
   recordStart(em, webhookDeliveryFlow, { deliveryId: delivery.id, run: delivery.run, maxAttempts: delivery.maxAttempts ?? null }, delivery.organization.id);
 }
 
-/** Manual retry of a finished delivery: a new run of attempts with a fresh schedule. */
+/** Manual retry of a finished (or held) delivery: a new run of attempts with a fresh schedule, attempting even behind an open circuit. */
 export function requeueDelivery(em: EntityManager, delivery: Delivery): void {
   delivery.run += 1;
   delivery.status = 'pending';
+  delivery.heldByCircuit = false;
   delivery.nextRetryAt = null;
   delivery.updatedAt = new Date();
   recordDeliveryStart(em, delivery);

@@ -10,6 +10,8 @@ import { resourceSearchAttributes } from './search-attributes';
 
 /** How long one start may take before it is left to the sweep (Temporal down must not hang a request). */
 const START_DEADLINE_MS = 5_000;
+/** How many recorded starts of one transaction are fired at once. */
+const FIRE_CONCURRENCY = 8;
 
 /**
  * Records "start workflow `flow` for `input`" in the caller's transaction. Nothing reaches Temporal
@@ -66,14 +68,23 @@ export class WorkflowStarter {
     return result;
   }
 
-  /** Fires the unstarted starts a committed transaction recorded (they are in its unit of work). */
+  /**
+   * Fires the unstarted starts a committed transaction recorded (they are in its unit of work),
+   * FIRE_CONCURRENCY at a time: a transaction that records hundreds (a circuit releasing its held
+   * deliveries) is not one round trip after another, nor hundreds at once against Temporal.
+   */
   async fireRecorded(em: EntityManager, committed: EntityManager): Promise<void> {
     const recorded = committed
       .getUnitOfWork()
       .getIdentityMap()
       .values()
       .filter((entity): entity is WorkflowStart => entity instanceof WorkflowStart && !entity.startedAt);
-    for (const start of recorded) await this.fire(em.fork(), start);
+    // One iterator shared by the workers: each start is taken by exactly one.
+    const queue = recorded.values();
+    const fireNext = async (): Promise<void> => {
+      for (const start of queue) await this.fire(em.fork(), start);
+    };
+    await Promise.all(Array.from({ length: FIRE_CONCURRENCY }, fireNext));
   }
 
   /**

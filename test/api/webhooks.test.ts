@@ -4,6 +4,7 @@ import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { Event, WebhookEndpoint } from '../../src/events/entities';
 import { emit } from '../../src/events/service';
 import { Organization } from '../../src/organizations/entities';
+import { WorkflowStart } from '../../src/temporal/entities';
 import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
@@ -143,6 +144,68 @@ describe('Webhooks, subscriptions and delivery events API', () => {
     assert.deepEqual(filtered.body.data.map((event: { id: string }) => event.id), [queued.body.id]);
     const none = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&delivery_status=failed`, { key: org.secret });
     assert.deepEqual(none.body.data, []);
+  });
+
+  it('holds test events behind an open circuit, fails them when the endpoint is disabled or deleted, and starts them when it is re-enabled', async () => {
+    const created = await createWebhook();
+    receiver.secrets = [created.body.signing_secret];
+    const em = app.deps.orm.em.fork();
+    // Opens the endpoint's circuit on a probe delivery that stays pending (its recorded start is never fired).
+    const openCircuit = async () => {
+      const { deliveries } = await em.fork().transactional((tx) =>
+        emit(tx, { organizationId: org.organizationId, environment: 'sandbox', type: 'webhook.test', data: {}, destinations: [{ kind: 'webhook', id: created.body.id }], broadcast: false }),
+      );
+      await em.fork().nativeUpdate(WebhookEndpoint, { id: created.body.id }, { consecutiveFailures: 5, probeDeliveryId: deliveries[0]!.id });
+    };
+    const sendHeld = async (count: number) => {
+      const ids: string[] = [];
+      for (let i = 0; i < count; i += 1) {
+        const queued = await app.request('POST', `/v1/webhooks/${created.body.id}/test`, { key: org.secret });
+        assert.equal(queued.status, 201);
+        assert.equal(queued.body.delivery_status, 'pending');
+        ids.push(queued.body.id);
+      }
+      assert.equal(await em.fork().count(WorkflowStart, { resourceType: 'event_delivery', resourceId: { $in: ids } }), 0, 'no workflow start behind an open circuit');
+      return ids;
+    };
+
+    await openCircuit();
+    const released = await sendHeld(2);
+    const reset = await app.request('PATCH', `/v1/webhooks/${created.body.id}`, { key: org.secret, body: { status: 'enabled' } });
+    assert.equal(reset.status, 200);
+    for (const id of released) {
+      const delivered = await waitForEvent(app, org.secret, id, (event) => event.delivery_status === 'delivered');
+      assert.equal(delivered.delivery_attempts, 1);
+    }
+
+    await openCircuit();
+    const disabledWhileHeld = await sendHeld(2);
+    assert.equal((await app.request('PATCH', `/v1/webhooks/${created.body.id}`, { key: org.secret, body: { status: 'disabled' } })).status, 200);
+    for (const id of disabledWhileHeld) {
+      const failed = (await app.request('GET', `/v1/events/${id}`, { key: org.secret })).body;
+      assert.equal(failed.delivery_status, 'failed');
+      assert.equal(failed.delivery_attempts, 0);
+      assert.equal(failed.error_message, 'webhook endpoint disabled while its circuit was open; not attempted');
+    }
+    assert.equal((await app.request('PATCH', `/v1/webhooks/${created.body.id}`, { key: org.secret, body: { status: 'enabled' } })).status, 200);
+    assert.equal((await app.request('POST', `/v1/events/${disabledWhileHeld[0]}/retry`, { key: org.secret })).status, 202);
+    const retried = await waitForEvent(app, org.secret, disabledWhileHeld[0]!, (event) => event.delivery_status === 'delivered');
+    assert.deepEqual(retried.attempts.map((attempt: { run: number; attempt: number }) => [attempt.run, attempt.attempt]), [[2, 1]]);
+
+    // A manual retry of a delivery still held starts it at once, despite the circuit; its success closes the circuit and starts the other.
+    await openCircuit();
+    const [retriedWhileHeld, startedByItsSuccess] = await sendHeld(2);
+    assert.equal((await app.request('POST', `/v1/events/${retriedWhileHeld}/retry`, { key: org.secret })).status, 202);
+    for (const id of [retriedWhileHeld!, startedByItsSuccess!]) {
+      assert.equal((await waitForEvent(app, org.secret, id, (event) => event.delivery_status === 'delivered')).delivery_attempts, 1);
+    }
+
+    await openCircuit();
+    const [deletedWhileHeld] = await sendHeld(1);
+    assert.equal((await app.request('DELETE', `/v1/webhooks/${created.body.id}`, { key: org.secret })).status, 200);
+    const deleted = (await app.request('GET', `/v1/events/${deletedWhileHeld}`, { key: org.secret })).body;
+    assert.equal(deleted.delivery_status, 'failed');
+    assert.equal(deleted.error_message, 'webhook endpoint deleted while its circuit was open; not attempted');
   });
 
   it('pages delivery events with a cursor', async () => {

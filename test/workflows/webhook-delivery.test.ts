@@ -325,11 +325,11 @@ describe('Webhook delivery workflow (time-skipping)', () => {
         const [first] = await emitCommitted(org.organizationId, { n: 1 });
         await fire(taskQueue, first!);
         await eventually(async () => ((await loadDelivery(first!)).delivery.attempts === 2 ? true : undefined), 'two failed attempts');
-        // The next delivery to ask becomes the probe and attempts; the ones after it send nothing.
+        // Emitted before any probe was claimed, so not held: the first to ask becomes the probe and attempts, the others send nothing.
         const [probe] = await emitCommitted(org.organizationId, { n: 2 });
+        const waiting = [...(await emitCommitted(org.organizationId, { n: 3 })), ...(await emitCommitted(org.organizationId, { n: 4 }))];
         await fire(taskQueue, probe!);
         await eventually(async () => ((await loadDelivery(probe!)).delivery.attempts >= 1 ? true : undefined), 'the probe attempted');
-        const waiting = [...(await emitCommitted(org.organizationId, { n: 3 })), ...(await emitCommitted(org.organizationId, { n: 4 }))];
         for (const id of waiting) await fire(taskQueue, id);
         for (const id of waiting) {
           await eventually(async () => ((await loadDelivery(id)).delivery.errorMessage?.includes('paused') ? true : undefined), 'paused');
@@ -353,6 +353,91 @@ describe('Webhook delivery workflow (time-skipping)', () => {
       assert.equal(healed.consecutiveFailures, 0);
       assert.equal(healed.failingSince, null);
       assert.equal(healed.probeDeliveryId, null);
+    });
+
+    it('holds the deliveries emitted while the circuit is open without a workflow, and starts each once when the probe succeeds', async () => {
+      const org = await createTestOrganization();
+      const { endpoint } = await createEndpoint(org.organizationId);
+      receiver.fallbackStatus = 500;
+      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig);
+      await worker.runUntil(async () => {
+        const [first] = await emitCommitted(org.organizationId, { n: 1 });
+        await fire(taskQueue, first!);
+        await eventually(async () => ((await loadDelivery(first!)).delivery.attempts === 2 ? true : undefined), 'two failed attempts open the circuit');
+        const [probe] = await emitCommitted(org.organizationId, { n: 2 });
+        await fire(taskQueue, probe!);
+        await eventually(
+          async () => ((await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id })).probeDeliveryId === probe ? true : undefined),
+          'the second delivery probes the endpoint',
+        );
+
+        // Behind the open circuit: pending, held, and no workflow start recorded.
+        const held: string[] = [];
+        for (let n = 3; n <= 7; n += 1) held.push(...(await emitCommitted(org.organizationId, { n })));
+        assert.equal(held.length, 5);
+        for (const id of held) {
+          const { delivery } = await loadDelivery(id);
+          assert.equal(delivery.status, 'pending');
+          assert.equal(delivery.heldByCircuit, true);
+        }
+        assert.equal(await (await testOrm()).em.fork().count(WorkflowStart, { resourceType: 'event_delivery', resourceId: { $in: held } }), 0);
+
+        // The endpoint answers again: the probe's success starts every held delivery, each delivered once.
+        receiver.fallbackStatus = 200;
+        assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(probe!, 1)).result()).outcome, 'delivered');
+        for (const id of held) {
+          await eventually(
+            async () => ((await (await testOrm()).em.fork().findOne(WorkflowStart, { workflowId: deliveryWorkflowId(id, 1) }))?.startedAt ? true : undefined),
+            'the held delivery is started',
+          );
+          assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(id, 1)).result()).outcome, 'delivered');
+          const { delivery, attempts } = await loadDelivery(id);
+          assert.equal(delivery.heldByCircuit, false);
+          assert.deepEqual(attempts.map((attempt) => [attempt.attempt, attempt.httpStatus]), [[1, 200]]);
+        }
+      });
+      for (let n = 3; n <= 7; n += 1) {
+        assert.deepEqual(receivedData(receiver).filter((attempt) => attempt.data.n === n), [{ status: 200, data: { n } }], `event ${n} delivered exactly once`);
+      }
+    });
+
+    it('hands the probe to the oldest held delivery when the probe run ends without success', async () => {
+      const org = await createTestOrganization();
+      const { endpoint } = await createEndpoint(org.organizationId, { maxAttempts: 3 });
+      receiver.fallbackStatus = 500;
+      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig);
+      await worker.runUntil(async () => {
+        const [first] = await emitCommitted(org.organizationId, { n: 1 });
+        await fire(taskQueue, first!);
+        await eventually(async () => ((await loadDelivery(first!)).delivery.attempts === 2 ? true : undefined), 'two failed attempts open the circuit');
+        const [probe] = await emitCommitted(org.organizationId, { n: 2 });
+        await fire(taskQueue, probe!);
+        await eventually(
+          async () => ((await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id })).probeDeliveryId === probe ? true : undefined),
+          'the second delivery probes the endpoint',
+        );
+        const [next] = await emitCommitted(org.organizationId, { n: 3 });
+        const [later] = await emitCommitted(org.organizationId, { n: 4 });
+        assert.equal((await loadDelivery(next!)).delivery.heldByCircuit, true);
+
+        // The probe gives up after its 3 attempts: the oldest held delivery takes over, the later one stays held.
+        assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(probe!, 1)).result()).outcome, 'failed');
+        const stored = await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id });
+        assert.equal(stored.probeDeliveryId, next);
+        assert.equal((await loadDelivery(next!)).delivery.heldByCircuit, false);
+        assert.equal((await loadDelivery(later!)).delivery.heldByCircuit, true);
+        receiver.fallbackStatus = 200;
+        await eventually(
+          async () => ((await (await testOrm()).em.fork().findOne(WorkflowStart, { workflowId: deliveryWorkflowId(next!, 1) }))?.startedAt ? true : undefined),
+          'the new probe is started',
+        );
+        assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(next!, 1)).result()).outcome, 'delivered');
+        await eventually(
+          async () => ((await (await testOrm()).em.fork().findOne(WorkflowStart, { workflowId: deliveryWorkflowId(later!, 1) }))?.startedAt ? true : undefined),
+          'its success starts the later one',
+        );
+        assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(later!, 1)).result()).outcome, 'delivered');
+      });
     });
 
     it('disables an endpoint failing for longer than WEBHOOK_DISABLE_AFTER_HOURS and tells the other endpoints, not it', async () => {
