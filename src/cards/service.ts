@@ -58,8 +58,7 @@ export async function findCard(em: EntityManager, tenant: CardTenant, cardId: st
     ? await em.findOne(Card, { id: cardId, ...tenantFilter(tenant) }, { populate: ['customer'], lockMode: LockMode.PESSIMISTIC_WRITE })
     : await findOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) });
   if (!card) throw errors.notFound('card', cardId, 'cardId');
-  // The same tenant's customer; mapping it initializes the card's reference to it.
-  if (!lock) await findOneByColumns(em, Customer, { id: card.customer.id });
+  // Unlocked reads present the card alone: its customer is a reference, whose id the card's row holds.
   return card;
 }
 
