@@ -19,7 +19,7 @@ import { createAppDeps } from '../src/runtime';
 import { temporalConnectionOptions } from '../src/temporal/client';
 import { ensureSearchAttributes } from '../src/temporal/setup';
 import { createWorker, quietBundlerLogger } from '../src/worker-setup';
-import { BENCH_SECONDS, listen, report, runBenchmark, urlOf } from './support';
+import { BENCH_CARD_BODY, BENCH_SECONDS, listen, report, runBenchmark, urlOf } from './support';
 import type { BareActivities } from './workflows/bare';
 
 /**
@@ -211,7 +211,7 @@ async function main() {
       await call('POST', '/v1/sandbox/balances', { currency: 'USD', amount: String(10n ** 14n) });
       return Promise.all(
         Array.from({ length: FLOWS_IN_FLIGHT }, async () => {
-          const created = await call('POST', '/api/cards', cardBody);
+          const created = await call('POST', '/api/cards', BENCH_CARD_BODY);
           const cardId = created.data.card.id as string;
           await awaitWorkflow(`card-provisioning-${cardId}`);
           return cardId;
@@ -331,16 +331,5 @@ async function main() {
     await orm.close();
   }
 }
-
-const cardBody = {
-  amount: 0,
-  card_type: 'virtual',
-  currency: 'USD',
-  name: 'Benchmark card',
-  customer: {
-    customer_type: 'individual', first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone_number: '5550100', dial_code: '+1',
-    date_of_birth: '1990-12-10', id_type: 'passport', id_number: 'P1234567', line1: '1 Main St', city: 'Springfield', state: 'IL', postal_code: '62701', country: 'USA',
-  },
-};
 
 runBenchmark(main);

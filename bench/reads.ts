@@ -7,11 +7,12 @@ import { createOrm, migrate } from '../src/db/orm';
 import { createApp } from '../src/http/app';
 import { createLogger } from '../src/logger';
 import { routeModules } from '../src/modules';
+import { CreateCardBody } from '../src/cards/schemas';
 import { createCard } from '../src/cards/service';
 import { keyProviderFor } from '../src/keys/provider';
 import { createOrganization } from '../src/organizations/service';
 import { createAppDeps } from '../src/runtime';
-import { listen, measureHttp, report, runBenchmark, urlOf } from './support';
+import { BENCH_CARD_BODY, listen, measureHttp, report, runBenchmark, urlOf } from './support';
 
 /**
  * Authenticated single-resource reads against the bare ceiling: a Koa + pg route doing the same
@@ -45,7 +46,7 @@ async function main() {
   const headers = { authorization: `Bearer ${secret}` };
   const { walletId } = await readFixtures(urlOf(service), headers);
   const card = await deps.orm.em.fork().transactional((tx) =>
-    createCard(tx, { organizationId: organization.id, environment: 'sandbox', apiVersion: key.apiVersion }, cardBody, { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config) }),
+    createCard(tx, { organizationId: organization.id, environment: 'sandbox', apiVersion: key.apiVersion }, CreateCardBody.parse(BENCH_CARD_BODY), { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config) }),
   );
   const ceiling = await measureHttp('bare Koa + pg read (baseline)', `${urlOf(baseline)}/v1/api-keys/me`);
   const rows = [
@@ -66,16 +67,6 @@ async function main() {
   await orm.close();
 }
 
-const cardBody = {
-  amount: 0,
-  card_type: 'virtual' as const,
-  currency: 'USD',
-  name: 'Benchmark card',
-  customer: {
-    customer_type: 'individual', first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone_number: '5550100', dial_code: '+1',
-    date_of_birth: '1990-12-10', id_type: 'passport', id_number: 'P1234567', line1: '1 Main St', city: 'Springfield', state: 'IL', postal_code: '62701', country: 'USA',
-  },
-} as never;
 
 /** A vault and an Ethereum wallet made through the API, as a user would. */
 async function readFixtures(url: string, headers: Record<string, string>): Promise<{ walletId: string }> {

@@ -2,13 +2,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { performance } from 'node:perf_hooks';
 import { authorizePurchase } from '../src/cards/authorization';
 import { Card } from '../src/cards/entities';
+import { CreateCardBody } from '../src/cards/schemas';
 import { createCard, type CardTenant } from '../src/cards/service';
 import { loadConfig, type Config } from '../src/config';
 import { createOrm, migrate, type Orm } from '../src/db/orm';
 import { keyProviderFor } from '../src/keys/provider';
 import { createOrganization } from '../src/organizations/service';
 import { LATEST_API_VERSION } from '../src/shared/api-versions';
-import { BENCH_SECONDS, report, runBenchmark } from './support';
+import { BENCH_CARD_BODY, BENCH_SECONDS, report, runBenchmark } from './support';
 
 const HOUR = 3600_000;
 const YEAR = 365.25 * 24 * HOUR;
@@ -76,7 +77,7 @@ async function main() {
  */
 async function cardWithHistory(orm: Orm, config: Config, tenant: CardTenant, count: number, from: number, to: number): Promise<string> {
   const { card } = await orm.em.fork().transactional((tx) =>
-    createCard(tx, { ...tenant, apiVersion: LATEST_API_VERSION }, cardBody, { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config) }),
+    createCard(tx, { ...tenant, apiVersion: LATEST_API_VERSION }, CreateCardBody.parse(BENCH_CARD_BODY), { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config) }),
   );
   const limits = { daily: LIMIT, weekly: LIMIT, monthly: LIMIT, yearly: LIMIT, all_time: LIMIT };
   const em: EntityManager = orm.em.fork();
@@ -106,16 +107,5 @@ async function authorizeFor(orm: Orm, tenant: CardTenant, cardId: string, millis
 }
 
 const round = (milliseconds: number) => Math.round(milliseconds * 100) / 100;
-
-const cardBody = {
-  amount: 0,
-  card_type: 'virtual' as const,
-  currency: 'USD',
-  name: 'Benchmark card',
-  customer: {
-    customer_type: 'individual', first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone_number: '5550100', dial_code: '+1',
-    date_of_birth: '1990-12-10', id_type: 'passport', id_number: 'P1234567', line1: '1 Main St', city: 'Springfield', state: 'IL', postal_code: '62701', country: 'USA',
-  },
-} as never;
 
 runBenchmark(main);

@@ -61,6 +61,18 @@ function load(options: LoadOptions): Promise<autocannon.Result> {
   });
 }
 
+/** A virtual card's create body (POST /api/cards), the same for every benchmark that needs a card. */
+export const BENCH_CARD_BODY = {
+  amount: 0,
+  card_type: 'virtual',
+  currency: 'USD',
+  name: 'Benchmark card',
+  customer: {
+    customer_type: 'individual', first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone_number: '5550100', dial_code: '+1',
+    date_of_birth: '1990-12-10', id_type: 'passport', id_number: 'P1234567', line1: '1 Main St', city: 'Springfield', state: 'IL', postal_code: '62701', country: 'USA',
+  },
+};
+
 export const listen = (app: Koa): Promise<Server> =>
   new Promise((resolve) => {
     const server = app.listen(0, '127.0.0.1', () => resolve(server));
