@@ -355,21 +355,27 @@ describe('Webhook delivery workflow (time-skipping)', () => {
       assert.equal(healed.probeDeliveryId, null);
     });
 
+    /** Two failed attempts of event 1 open the circuit; event 2's delivery becomes its probe (returned). */
+    async function openCircuitWithProbe(organizationId: string, endpointId: string, taskQueue: string): Promise<string> {
+      const [first] = await emitCommitted(organizationId, { n: 1 });
+      await fire(taskQueue, first!);
+      await eventually(async () => ((await loadDelivery(first!)).delivery.attempts === 2 ? true : undefined), 'two failed attempts open the circuit');
+      const [probe] = await emitCommitted(organizationId, { n: 2 });
+      await fire(taskQueue, probe!);
+      await eventually(
+        async () => ((await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpointId })).probeDeliveryId === probe ? true : undefined),
+        'the second delivery probes the endpoint',
+      );
+      return probe!;
+    }
+
     it('holds the deliveries emitted while the circuit is open without a workflow, and starts each once when the probe succeeds', async () => {
       const org = await createTestOrganization();
       const { endpoint } = await createEndpoint(org.organizationId);
       receiver.fallbackStatus = 500;
       const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig);
       await worker.runUntil(async () => {
-        const [first] = await emitCommitted(org.organizationId, { n: 1 });
-        await fire(taskQueue, first!);
-        await eventually(async () => ((await loadDelivery(first!)).delivery.attempts === 2 ? true : undefined), 'two failed attempts open the circuit');
-        const [probe] = await emitCommitted(org.organizationId, { n: 2 });
-        await fire(taskQueue, probe!);
-        await eventually(
-          async () => ((await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id })).probeDeliveryId === probe ? true : undefined),
-          'the second delivery probes the endpoint',
-        );
+        const probe = await openCircuitWithProbe(org.organizationId, endpoint.id, taskQueue);
 
         // Behind the open circuit: pending, held, and no workflow start recorded.
         const held: string[] = [];
@@ -384,7 +390,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
 
         // The endpoint answers again: the probe's success starts every held delivery, each delivered once.
         receiver.fallbackStatus = 200;
-        assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(probe!, 1)).result()).outcome, 'delivered');
+        assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(probe, 1)).result()).outcome, 'delivered');
         for (const id of held) {
           await eventually(
             async () => ((await (await testOrm()).em.fork().findOne(WorkflowStart, { workflowId: deliveryWorkflowId(id, 1) }))?.startedAt ? true : undefined),
@@ -407,21 +413,13 @@ describe('Webhook delivery workflow (time-skipping)', () => {
       receiver.fallbackStatus = 500;
       const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig);
       await worker.runUntil(async () => {
-        const [first] = await emitCommitted(org.organizationId, { n: 1 });
-        await fire(taskQueue, first!);
-        await eventually(async () => ((await loadDelivery(first!)).delivery.attempts === 2 ? true : undefined), 'two failed attempts open the circuit');
-        const [probe] = await emitCommitted(org.organizationId, { n: 2 });
-        await fire(taskQueue, probe!);
-        await eventually(
-          async () => ((await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id })).probeDeliveryId === probe ? true : undefined),
-          'the second delivery probes the endpoint',
-        );
+        const probe = await openCircuitWithProbe(org.organizationId, endpoint.id, taskQueue);
         const [next] = await emitCommitted(org.organizationId, { n: 3 });
         const [later] = await emitCommitted(org.organizationId, { n: 4 });
         assert.equal((await loadDelivery(next!)).delivery.heldByCircuit, true);
 
         // The probe gives up after its 3 attempts: the oldest held delivery takes over, the later one stays held.
-        assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(probe!, 1)).result()).outcome, 'failed');
+        assert.equal((await env.client.workflow.getHandle(deliveryWorkflowId(probe, 1)).result()).outcome, 'failed');
         const stored = await (await testOrm()).em.fork().findOneOrFail(WebhookEndpoint, { id: endpoint.id });
         assert.equal(stored.probeDeliveryId, next);
         assert.equal((await loadDelivery(next!)).delivery.heldByCircuit, false);
