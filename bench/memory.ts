@@ -10,7 +10,7 @@ import { eventually } from '../test/support/eventually';
 import { freeLoopbackPort } from '../test/support/ports';
 import { ServiceProcess } from '../test/support/service-process';
 import { WebhookReceiver } from '../test/support/webhook-receiver';
-import { BENCH_SECONDS, report, runBenchmark } from './support';
+import { BENCH_CARD_BODY, BENCH_SECONDS, report, runBenchmark } from './support';
 
 /**
  * Resident memory of the API and the worker, the real processes (`dist/src/server.js`,
@@ -52,11 +52,8 @@ async function rssMib(pid: number): Promise<number> {
   return Number(kib[1]) / 1024;
 }
 
-const customer = () => ({
-  customer_type: 'individual', first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone_number: '5550100', dial_code: '+1',
-  date_of_birth: '1990-12-10', id_type: 'passport', id_number: `P${randomUUID().replace(/\D/g, '').slice(0, 7).padEnd(7, '0')}`,
-  line1: '1 Main St', city: 'Springfield', state: 'IL', postal_code: '62701', country: 'USA',
-});
+/** The benchmarks' customer with an id number of its own per card. */
+const customer = () => ({ ...BENCH_CARD_BODY.customer, id_number: `P${randomUUID().replace(/\D/g, '').slice(0, 7).padEnd(7, '0')}` });
 
 async function main() {
   const config = loadConfig(process.env);
