@@ -13,7 +13,9 @@ import { listen, measureHttp, report, runBenchmark, urlOf, type HttpMeasurement,
  * scripts/lnbits.sh starts on this machine and hands over as LNBITS_URL and LNBITS_INVOICE_KEY. Both
  * sign a real BOLT11 invoice per request and store it; every one of our requests has a new reference.
  * Before measuring, an invoice made by each side is decoded by the other (amount and payment hash must
- * agree). Both decode the same invoice, one of ours. Without LNbits, ours is measured alone and the run says so.
+ * agree; test/peers/lnbits.test.ts checks the same in npm test). Both decode the same invoice, one of ours.
+ * Creation and decoding are each measured at 10 and at 50 connections. Without LNbits, ours is measured
+ * alone and the run says so.
  */
 const AMOUNT_SAT = 1000;
 const CONNECTIONS = [10, 50];
@@ -72,20 +74,23 @@ async function main() {
     rows.push(peerRow);
     ratios.push({ name: `invoice creation, ours / LNbits (${connections} conn)`, value: ourRow.requests_per_second / peerRow.requests_per_second, goal: 2 });
   }
-  const ourDecode = await measureHttp('ours: POST /api/lightning/decode', `${ours.url}/api/lightning/decode`, {
-    method: 'POST',
-    headers: ours.headers,
-    body: JSON.stringify({ request: ourInvoice.request }),
-  });
-  rows.push(ourDecode);
-  if (peer && peerInvoice) {
-    const peerDecode = await measureHttp('LNbits: POST /api/v1/payments/decode', `${peer.url}/api/v1/payments/decode`, {
+  for (const connections of CONNECTIONS) {
+    const ourDecode = await measureHttp(`ours: POST /api/lightning/decode (${connections} conn)`, `${ours.url}/api/lightning/decode`, {
+      method: 'POST',
+      headers: ours.headers,
+      body: JSON.stringify({ request: ourInvoice.request }),
+      connections,
+    });
+    rows.push(ourDecode);
+    if (!peer) continue;
+    const peerDecode = await measureHttp(`LNbits: POST /api/v1/payments/decode (${connections} conn)`, `${peer.url}/api/v1/payments/decode`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ data: ourInvoice.request }),
+      connections,
     });
     rows.push(peerDecode);
-    ratios.push({ name: 'invoice decoding, ours / LNbits', value: ourDecode.requests_per_second / peerDecode.requests_per_second });
+    ratios.push({ name: `invoice decoding, ours / LNbits (${connections} conn)`, value: ourDecode.requests_per_second / peerDecode.requests_per_second });
   }
   await report('lightning-invoices', rows, ratios, { cross_check: crossCheck, lnbits: peer ? 'FakeWallet, SQLite' : 'not running' });
 

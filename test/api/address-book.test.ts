@@ -11,6 +11,7 @@ import { createTestOrganization, startTestApp, type TestApp, type TestOrganizati
 import { localTemporal, testOrm } from '../support/environment';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { terminateWorkflows } from '../support/scanning';
+import { bodyOf, typedApi, type Schema, type TypedApi } from '../support/typed-api';
 
 /** Sepolia addresses as a user might type them (lower case); the API answers them EIP-55. */
 const KRAKEN = '0x52908400098527886e0f7030069857d2e4169ee7';
@@ -21,11 +22,16 @@ const STRANGER = '0x27b1fdb04752bbc536007a920d24acb045561c26';
 const TESTNET_BECH32 = 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx';
 const MAINNET_BECH32 = 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4';
 
-/** The address book through the real API and PostgreSQL; whitelist policies deciding real sends on the Ethereum devnet. */
+/**
+ * The address book through the real API and PostgreSQL; whitelist policies deciding real sends on the Ethereum devnet.
+ * Valid requests go through the client typed from /openapi.json (test/support/typed-api.ts); deliberately bad ones
+ * through the untyped `call`, since the types would refuse them.
+ */
 describe('Address book: named destinations, and whitelist policies that name them', () => {
   let app: TestApp;
   let org: TestOrganization;
   let other: TestOrganization;
+  let api: TypedApi;
   /** Sends are recorded with their workflows on a queue no worker polls: only the policy decision matters here. */
   const taskQueue = `address-book-${randomUUID()}`;
   const startedWorkflows: string[] = [];
@@ -34,6 +40,7 @@ describe('Address book: named destinations, and whitelist policies that name the
     app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
     org = await createTestOrganization('Address book');
     other = await createTestOrganization('Address book, other');
+    api = typedApi(app, org.secret);
   });
   after(async () => {
     await terminateWorkflows((await localTemporal()).client, [
@@ -44,11 +51,12 @@ describe('Address book: named destinations, and whitelist policies that name the
   });
 
   const call = (method: string, path: string, body?: unknown, key = org.secret) => app.request(method, path, { key, body });
-  async function create(body: Record<string, unknown>, key = org.secret) {
-    const created = await call('POST', '/v1/address-book', body, key);
-    assert.equal(created.status, 201, created.text);
-    return created.body;
+  async function create(body: Schema<'CreateAddressBookEntryRequest'>, key = org.secret) {
+    return bodyOf(await api.call('post', '/v1/address-book', { body, key }), 201);
   }
+  const read = async (id: string, key = org.secret) => api.call('get', '/v1/address-book/{id}', { path: { id }, key });
+  const list = async (query: { limit?: number; cursor?: string; chain?: Schema<'AddressBookEntry'>['chain'] } = {}, key = org.secret) =>
+    bodyOf(await api.call('get', '/v1/address-book', { query, key }), 200);
   function assertRefused(response: { status: number; body: any; text: string }, status: number, code: string, param?: string) {
     assert.equal(response.status, status, response.text);
     assert.equal(response.body.error.code, code, response.text);
@@ -81,7 +89,7 @@ describe('Address book: named destinations, and whitelist policies that name the
     (await (await testOrm()).em.fork().findOneOrFail(ConsolidationRule, { id: ruleId })).destinationAddressBook?.id ?? null;
 
   describe('the resource', () => {
-    let kraken: any;
+    let kraken: Schema<'AddressBookEntry'>;
 
     it('adds an entry with its address in canonical form and the environment\'s network', async () => {
       kraken = await create({ chain: 'ethereum', address: KRAKEN, label: '  Kraken deposit ' });
@@ -91,9 +99,7 @@ describe('Address book: named destinations, and whitelist policies that name the
       assert.equal(kraken.address, KRAKEN_EIP55);
       assert.equal(kraken.label, 'Kraken deposit');
       assert.ok(kraken.created_at && kraken.updated_at);
-      const read = await call('GET', `/v1/address-book/${kraken.id}`);
-      assert.equal(read.status, 200, read.text);
-      assert.deepEqual(read.body, kraken);
+      assert.deepEqual(bodyOf(await read(kraken.id), 200), kraken);
 
       const bitcoin = await create({ chain: 'bitcoin', address: TESTNET_BECH32.toUpperCase(), label: 'Cold BTC' });
       assert.deepEqual([bitcoin.address, bitcoin.network], [TESTNET_BECH32, 'testnet']);
@@ -124,69 +130,67 @@ describe('Address book: named destinations, and whitelist policies that name the
     });
 
     it('lists newest first in cursor pages, filtered by ?chain=, only the caller\'s environment', async () => {
-      const all = await call('GET', '/v1/address-book?limit=100');
-      assert.equal(all.status, 200, all.text);
-      const labels = all.body.data.map((entry: any) => entry.label);
+      const all = await list({ limit: 100 });
+      const labels = all.data.map((entry) => entry.label);
       assert.equal(labels.length, 3);
       assert.ok(labels[0].startsWith('Cold '), labels.join());
       assert.deepEqual(labels.slice(1), ['Cold BTC', 'Kraken deposit']);
-      assert.equal(all.body.has_more, false);
+      assert.equal(all.has_more, false);
 
-      const first = await call('GET', '/v1/address-book?limit=2');
-      assert.deepEqual([first.body.data.length, first.body.has_more], [2, true]);
-      const second = await call('GET', `/v1/address-book?limit=2&cursor=${first.body.next_cursor}`);
+      const first = await list({ limit: 2 });
+      assert.deepEqual([first.data.length, first.has_more], [2, true]);
+      assert.ok(first.next_cursor);
+      const second = await list({ limit: 2, cursor: first.next_cursor });
       assert.deepEqual(
-        [...first.body.data, ...second.body.data].map((entry: any) => entry.id),
-        all.body.data.map((entry: any) => entry.id),
+        [...first.data, ...second.data].map((entry) => entry.id),
+        all.data.map((entry) => entry.id),
       );
-      assert.equal(second.body.has_more, false);
+      assert.equal(second.has_more, false);
 
-      const bitcoin = await call('GET', '/v1/address-book?chain=bitcoin');
-      assert.deepEqual(bitcoin.body.data.map((entry: any) => entry.label), ['Cold BTC']);
-      assert.deepEqual((await call('GET', '/v1/address-book?chain=solana')).body.data, []);
+      assert.deepEqual((await list({ chain: 'bitcoin' })).data.map((entry) => entry.label), ['Cold BTC']);
+      assert.deepEqual((await list({ chain: 'solana' })).data, []);
       assertRefused(await call('GET', '/v1/address-book?chain=dogecoin'), 400, 'validation_failed', 'chain');
 
-      const theirs = await call('GET', '/v1/address-book?limit=100', undefined, other.secret);
-      assert.deepEqual(theirs.body.data.map((entry: any) => entry.label), ['Theirs']);
+      assert.deepEqual((await list({ limit: 100 }, other.secret)).data.map((entry) => entry.label), ['Theirs']);
     });
 
     it('another organization\'s or environment\'s entry is 404 resource_missing, for reading and deleting', async () => {
       const live = (await org.key(['*'], 'live')).secret;
       for (const key of [other.secret, live]) {
-        assertRefused(await call('GET', `/v1/address-book/${kraken.id}`, undefined, key), 404, 'resource_missing');
-        assertRefused(await call('DELETE', `/v1/address-book/${kraken.id}`, undefined, key), 404, 'resource_missing');
+        assertRefused(await read(kraken.id, key), 404, 'resource_missing');
+        assertRefused(await api.call('delete', '/v1/address-book/{id}', { path: { id: kraken.id }, key }), 404, 'resource_missing');
       }
-      assertRefused(await call('GET', '/v1/address-book/not-an-id'), 404, 'resource_missing');
-      assertRefused(await call('GET', `/v1/address-book/${randomUUID()}`), 404, 'resource_missing');
-      assert.equal((await call('GET', `/v1/address-book/${kraken.id}`)).status, 200);
+      assertRefused(await read('not-an-id'), 404, 'resource_missing');
+      assertRefused(await read(randomUUID()), 404, 'resource_missing');
+      assert.equal((await read(kraken.id)).status, 200);
     });
 
     it('reads need custody:read, writes custody:write', async () => {
       const reader = (await org.key(['custody:read'])).secret;
-      assert.equal((await call('GET', '/v1/address-book', undefined, reader)).status, 200);
-      assert.equal((await call('GET', `/v1/address-book/${kraken.id}`, undefined, reader)).status, 200);
-      assertRefused(await call('POST', '/v1/address-book', { chain: 'ethereum', address: STRANGER, label: 'No' }, reader), 403, 'insufficient_scope');
-      assertRefused(await call('DELETE', `/v1/address-book/${kraken.id}`, undefined, reader), 403, 'insufficient_scope');
+      assert.equal((await api.call('get', '/v1/address-book', { key: reader })).status, 200);
+      assert.equal((await read(kraken.id, reader)).status, 200);
+      assertRefused(await api.call('post', '/v1/address-book', { body: { chain: 'ethereum', address: STRANGER, label: 'No' }, key: reader }), 403, 'insufficient_scope');
+      assertRefused(await api.call('delete', '/v1/address-book/{id}', { path: { id: kraken.id }, key: reader }), 403, 'insufficient_scope');
     });
 
     it('refuses to delete an entry a consolidation rule sweeps to (409 with the rule ids, nothing changes); deletes it once the rule is deleted', async () => {
       const live = await insertRule(org, kraken.id);
       const running = await insertRule(org, kraken.id, { deletedAt: new Date(), activeRunId: randomUUID() });
       const finished = await insertRule(org, kraken.id, { deletedAt: new Date() });
-      const refused = await call('DELETE', `/v1/address-book/${kraken.id}`);
-      assertRefused(refused, 409, 'address_book_entry_in_use');
-      assert.deepEqual([...refused.body.error.details.rule_ids].sort(), [live, running].sort());
-      assert.equal((await call('GET', `/v1/address-book/${kraken.id}`)).status, 200);
+      const remove = async (id: string) => api.call('delete', '/v1/address-book/{id}', { path: { id } });
+      const refused = bodyOf(await remove(kraken.id), 409);
+      assert.equal(refused.error.code, 'address_book_entry_in_use');
+      assert.deepEqual([...(refused.error.details.rule_ids as string[])].sort(), [live, running].sort());
+      assert.equal((await read(kraken.id)).status, 200);
       assert.equal(await ruleDestination(finished), kraken.id);
 
       const em = (await testOrm()).em.fork();
       await em.nativeUpdate(ConsolidationRule, { id: live }, { deletedAt: new Date() });
       await em.nativeUpdate(ConsolidationRule, { id: running }, { activeRunId: null });
-      const deleted = await call('DELETE', `/v1/address-book/${kraken.id}`);
-      assert.equal(deleted.status, 200, deleted.text);
-      assert.deepEqual(deleted.body, { ...kraken, deleted: true });
-      assertRefused(await call('GET', `/v1/address-book/${kraken.id}`), 404, 'resource_missing');
-      assertRefused(await call('DELETE', `/v1/address-book/${kraken.id}`), 404, 'resource_missing');
+      const deleted: Schema<'DeletedAddressBookEntry'> = bodyOf(await remove(kraken.id), 200);
+      assert.deepEqual(deleted, { ...kraken, deleted: true });
+      assertRefused(await read(kraken.id), 404, 'resource_missing');
+      assertRefused(await remove(kraken.id), 404, 'resource_missing');
       // The deleted rules keep their runs but no longer point at the entry.
       for (const rule of [live, running, finished]) assert.equal(await ruleDestination(rule), null);
       // The address may be added again.
@@ -197,8 +201,8 @@ describe('Address book: named destinations, and whitelist policies that name the
   describe('whitelist policies', () => {
     let guarded: TestOrganization;
     let wallet: string;
-    let cold: any;
-    let kraken: any;
+    let cold: Schema<'AddressBookEntry'>;
+    let kraken: Schema<'AddressBookEntry'>;
 
     const send = (to: string) => call('POST', '/v1/transactions', { wallet_id: wallet, to_address: to, amount: '0.001', asset: 'ETH' }, guarded.secret);
     async function createPolicy(body: Record<string, unknown>, key = guarded.secret) {
@@ -231,7 +235,7 @@ describe('Address book: named destinations, and whitelist policies that name the
     });
 
     it('refuses entry ids that are not of the caller\'s environment, at policy and rule create and rule update (404 on the values)', async () => {
-      const theirs = (await call('GET', '/v1/address-book', undefined, other.secret)).body.data[0].id;
+      const theirs = (await list({}, other.secret)).data[0].id;
       const naming = (ids: string[]) => ({ name: 'Listed only', action_type: 'allow', conditions: [{ field: 'to_address', operator: 'in_address_book', values: ids }] });
       for (const id of [theirs, randomUUID(), 'entry-1']) {
         const refused = await call('POST', '/v1/policies', { name: 'Foreign entry', rules: [allowRest, naming([cold.id, id])] }, guarded.secret);
@@ -294,10 +298,10 @@ describe('Address book: named destinations, and whitelist policies that name the
         assert.equal(allowed.body.policy_decision.rule_id, policy.rules[1].id);
       }
 
-      assert.equal((await call('DELETE', `/v1/address-book/${kraken.id}`, undefined, guarded.secret)).status, 200);
+      bodyOf(await api.call('delete', '/v1/address-book/{id}', { path: { id: kraken.id }, key: guarded.secret }), 200);
       assertRefused(await send(KRAKEN), 403, 'policy_blocked');
       // Another organization's entry of the same address whitelists nothing here.
-      assert.ok((await call('GET', '/v1/address-book', undefined, other.secret)).body.data.some((entry: any) => entry.address === KRAKEN_EIP55));
+      assert.ok((await list({}, other.secret)).data.some((entry) => entry.address === KRAKEN_EIP55));
       const again = await send(COLD_EIP55);
       assert.equal(again.status, 201, again.text);
       startedWorkflows.push(again.body.workflow_id);
