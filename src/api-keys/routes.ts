@@ -1,4 +1,4 @@
-import { findOneByColumns } from '../db/lean';
+import { readOneByColumns } from '../db/lean';
 import type { RouteRegistry } from '../http/route';
 import { errors } from '../shared/errors';
 import { findMember } from '../organizations/service';
@@ -21,7 +21,7 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The calling key', schema: ApiKeyObject },
     handler: async ({ auth, em }) => {
       // The presenter needs the member's id only, which the key's row holds.
-      const key = await findOneByColumns(em, ApiKey, { id: auth.apiKeyId, organization: auth.organizationId });
+      const key = await readOneByColumns(em, ApiKey, { id: auth.apiKeyId, organization: auth.organizationId });
       if (!key) throw errors.unauthenticated('Invalid API key provided.');
       key.lastUsedAt = auth.lastUsedAt;
       return { body: presentApiKey(key) };

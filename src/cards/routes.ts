@@ -39,6 +39,7 @@ import {
   findCustomer,
   invalidStateTransition,
   pageInfo,
+  readCard,
   requestBalanceMove,
   requestTermination,
   tenantFilter,
@@ -149,7 +150,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     params: CardIdParams,
     response: { status: 200, description: 'The card', schema: CardResponse },
     handler: async ({ auth, params, em, ctx }) => {
-      const card = await findCard(em, auth, params.cardId);
+      const card = await readCard(em, auth, params.cardId);
       return { body: resultEnvelope(requestId(ctx), 'Card retrieved', { card: presentCard(card) }) };
     },
   });

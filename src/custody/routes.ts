@@ -28,6 +28,7 @@ import {
   presentBalance,
   presentVault,
   presentWallet,
+  readWallet,
   readWalletBalances,
   walletPresenter,
 } from './service';
@@ -143,7 +144,7 @@ export function registerCustodyRoutes(routes: RouteRegistry): void {
     params: IdParams,
     response: { status: 200, description: 'One balance per asset, in base units', schema: listEnvelopeSchema(BalanceObject) },
     handler: async ({ auth, em, params }) => {
-      const wallet = await findWallet(em, auth, params.id);
+      const wallet = await readWallet(em, auth, params.id);
       const balances = await readWalletBalances(em, wallet);
       return { body: catalogueList(balances.map((entry) => presentBalance(wallet, entry))) };
     },
