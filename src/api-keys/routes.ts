@@ -19,9 +19,9 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     tag: 'API keys',
     scope: 'authenticated',
     response: { status: 200, description: 'The calling key', schema: ApiKeyObject },
-    handler: async ({ auth, em }) => {
+    handler: async ({ auth, deps }) => {
       // The presenter needs the member's id only, which the key's row holds.
-      const key = await readOneByColumns(em, ApiKey, { id: auth.apiKeyId, organization: auth.organizationId });
+      const key = await readOneByColumns(deps.orm.em, ApiKey, { id: auth.apiKeyId, organization: auth.organizationId });
       if (!key) throw errors.unauthenticated('Invalid API key provided.');
       key.lastUsedAt = auth.lastUsedAt;
       return { body: presentApiKey(key) };

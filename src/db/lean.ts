@@ -13,6 +13,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
  * `readOneByColumns` and `readByColumns` return detached copies built from the row by the entity's
  * metadata, as `em.map` would hydrate them, without its identity map, snapshot and validation (most of
  * a hot read's CPU). Never persist, flush or reference them: the entity manager does not know them.
+ * They touch no unit of work, so the process's own EntityManager (`deps.orm.em`) serves them: a GET
+ * that reads only these forks none (src/http/route.ts forks on first use).
  */
 
 type Scalar = string | number | boolean | null;
