@@ -21,6 +21,8 @@ export interface HttpMeasurement {
   requests_per_second: number;
   latency_p50_ms: number;
   latency_p99_ms: number;
+  /** With `serverCpu`: this process's CPU time (user + system) per request of the measured run, in µs. */
+  server_cpu_us_per_request?: number;
 }
 
 /**
@@ -28,20 +30,26 @@ export interface HttpMeasurement {
  * With uniqueBody, every request sends a body of its own: the template with each `[<unique>]` replaced by a
  * fresh UUID (unique references for creates). autocannon's idReplacement is not used for that: it sends a
  * Content-Length that assumes ids of a fixed length.
+ * With serverCpu (a server in this process), the row also has this process's CPU per request: on a shared
+ * machine it moves far less than throughput does, and throughput on an idle one follows it.
  */
 export async function measureHttp(
   target: string,
   url: string,
-  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string; uniqueBody?: string } = {},
+  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string; uniqueBody?: string; serverCpu?: boolean } = {},
 ): Promise<HttpMeasurement> {
   const connections = options.connections ?? BENCH_CONNECTIONS;
   const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body, uniqueBody: options.uniqueBody };
   await load({ ...request, duration: 2 });
+  const cpuBefore = process.cpuUsage();
   const result = await load({ ...request, duration: options.seconds ?? BENCH_SECONDS });
+  const cpu = process.cpuUsage(cpuBefore);
   if (result.non2xx || result.errors || result.timeouts || !result['2xx']) {
     throw new Error(`${target}: ${result['2xx']} 2xx answers, ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
   }
-  return { target, connections, requests_per_second: result.requests.average, latency_p50_ms: result.latency.p50, latency_p99_ms: result.latency.p99 };
+  const measurement = { target, connections, requests_per_second: result.requests.average, latency_p50_ms: result.latency.p50, latency_p99_ms: result.latency.p99 };
+  if (!options.serverCpu) return measurement;
+  return { ...measurement, server_cpu_us_per_request: Math.round((cpu.user + cpu.system) / result.requests.total) };
 }
 
 /** autocannon's options, and a body template the child fills per request (functions do not cross to a child). */

@@ -1,4 +1,4 @@
-import { findOneByColumns } from '../db/lean';
+import { readOneByColumns } from '../db/lean';
 import type { RouteRegistry } from '../http/route';
 import { errors } from '../shared/errors';
 import { findMember } from '../organizations/service';
@@ -19,9 +19,9 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     tag: 'API keys',
     scope: 'authenticated',
     response: { status: 200, description: 'The calling key', schema: ApiKeyObject },
-    handler: async ({ auth, em }) => {
+    handler: async ({ auth, deps }) => {
       // The presenter needs the member's id only, which the key's row holds.
-      const key = await findOneByColumns(em, ApiKey, { id: auth.apiKeyId, organization: auth.organizationId });
+      const key = await readOneByColumns(deps.orm.em, ApiKey, { id: auth.apiKeyId, organization: auth.organizationId });
       if (!key) throw errors.unauthenticated('Invalid API key provided.');
       key.lastUsedAt = auth.lastUsedAt;
       return { body: presentApiKey(key) };

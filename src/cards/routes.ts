@@ -39,6 +39,7 @@ import {
   findCustomer,
   invalidStateTransition,
   pageInfo,
+  readCard,
   requestBalanceMove,
   requestTermination,
   tenantFilter,
@@ -148,8 +149,8 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     scope: 'cards:read',
     params: CardIdParams,
     response: { status: 200, description: 'The card', schema: CardResponse },
-    handler: async ({ auth, params, em, ctx }) => {
-      const card = await findCard(em, auth, params.cardId);
+    handler: async ({ auth, params, ctx, deps }) => {
+      const card = await readCard(deps.orm.em, auth, params.cardId);
       return { body: resultEnvelope(requestId(ctx), 'Card retrieved', { card: presentCard(card) }) };
     },
   });

@@ -7,7 +7,7 @@ import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
-import { findOneByColumns } from '../db/lean';
+import { findOneByColumns, readOneByColumns } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId } from '../shared/ids';
@@ -59,6 +59,13 @@ export async function findCard(em: EntityManager, tenant: CardTenant, cardId: st
     : await findOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) });
   if (!card) throw errors.notFound('card', cardId, 'cardId');
   // Unlocked reads present the card alone: its customer is a reference, whose id the card's row holds.
+  return card;
+}
+
+/** The card as its row says, detached (src/db/lean.ts): for a read that presents it and passes it to no entity manager. */
+export async function readCard(em: EntityManager, tenant: CardTenant, cardId: string): Promise<Card> {
+  const card = isUuid(cardId) ? await readOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) }) : null;
+  if (!card) throw errors.notFound('card', cardId, 'cardId');
   return card;
 }
 

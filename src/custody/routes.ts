@@ -28,6 +28,7 @@ import {
   presentBalance,
   presentVault,
   presentWallet,
+  readWallet,
   readWalletBalances,
   walletPresenter,
 } from './service';
@@ -142,9 +143,9 @@ export function registerCustodyRoutes(routes: RouteRegistry): void {
     scope: 'custody:read',
     params: IdParams,
     response: { status: 200, description: 'One balance per asset, in base units', schema: listEnvelopeSchema(BalanceObject) },
-    handler: async ({ auth, em, params }) => {
-      const wallet = await findWallet(em, auth, params.id);
-      const balances = await readWalletBalances(em, wallet);
+    handler: async ({ auth, deps, params }) => {
+      const wallet = await readWallet(deps.orm.em, auth, params.id);
+      const balances = await readWalletBalances(deps.orm.em, wallet);
       return { body: catalogueList(balances.map((entry) => presentBalance(wallet, entry))) };
     },
   });

@@ -4,7 +4,7 @@ import { errors } from '../shared/errors';
 import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
 import { addressFormatFor, type BitcoinAddressFormat, type KeyLocation } from '../keys/derivation';
 import type { KeyService } from '../keys/service';
-import { findByColumns, findOneByColumns } from '../db/lean';
+import { findOneByColumns, readByColumns, readOneByColumns } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { isUuid } from '../shared/ids';
 import { iso } from '../shared/time';
@@ -42,6 +42,13 @@ export async function findVault(em: EntityManager, tenant: Tenant, id: string, p
 export async function findWallet(em: EntityManager, tenant: Tenant, id: string, param = 'id'): Promise<Wallet> {
   const wallet = isUuid(id) ? await findOneByColumns(em, Wallet, { id, ...tenantFilter(tenant) }) : null;
   if (!wallet) throw errors.notFound('wallet', id, param);
+  return wallet;
+}
+
+/** The wallet as its row says, detached (src/db/lean.ts): for a read that presents it and passes it to no entity manager. */
+export async function readWallet(em: EntityManager, tenant: Tenant, id: string): Promise<Wallet> {
+  const wallet = isUuid(id) ? await readOneByColumns(em, Wallet, { id, ...tenantFilter(tenant) }) : null;
+  if (!wallet) throw errors.notFound('wallet', id, 'id');
   return wallet;
 }
 
@@ -160,7 +167,7 @@ export async function moveWalletBalance(em: EntityManager, walletId: string, ass
 
 /** Every asset of the wallet's chain, zero where the ledger has no row yet. */
 export async function readWalletBalances(em: EntityManager, wallet: Wallet) {
-  const rows = await findByColumns(em, WalletBalance, { wallet: wallet.id });
+  const rows = await readByColumns(em, WalletBalance, { wallet: wallet.id });
   const byAsset = new Map(rows.map((row) => [row.assetId, row]));
   return ASSETS.filter((asset) => asset.chain === wallet.chain).map((asset) => {
     const row = byAsset.get(asset.id);

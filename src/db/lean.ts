@@ -1,3 +1,4 @@
+import { ReferenceKind, type EntityMetadata, type EntityProperty, type Platform } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /*
@@ -7,6 +8,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
  * metadata, run it, and hydrate with `em.map`, so what they return is the same managed entity, its
  * relations as references. Only conjunctions of equalities are expressed; anything richer (locks,
  * populate, operators) stays with `em.find`.
+ *
+ * Reads that only present what they find (a GET's resource) skip the entity manager altogether:
+ * `readOneByColumns` and `readByColumns` return detached copies built from the row by the entity's
+ * metadata, as `em.map` would hydrate them, without its identity map, snapshot and validation (most of
+ * a hot read's CPU). Never persist, flush or reference them: the entity manager does not know them.
+ * They touch no unit of work, so the process's own EntityManager (`deps.orm.em`) serves them: a GET
+ * that reads only these forks none (src/http/route.ts forks on first use).
  */
 
 type Scalar = string | number | boolean | null;
@@ -75,4 +83,79 @@ export async function findByColumns<T extends object>(em: EntityManager, entity:
   const { statement, params } = selectStatement(em, entity, where, null);
   const rows = await run(em, statement, params);
   return rows.map((row) => em.map(entity, row));
+}
+
+/** A detached copy of one row; unloaded collections stay undefined. */
+type RowReader = (row: Record<string, unknown>) => Record<string, unknown>;
+
+const rowReaders = new Map<string, RowReader>();
+
+function rowReader<T extends object>(em: EntityManager, entity: Constructor<T>): RowReader {
+  let reader = rowReaders.get(entity.name);
+  if (!reader) {
+    const meta = em.getMetadata().get(entity.name);
+    reader = objectReader(meta.props.filter((prop) => !prop.embedded).map((prop) => [prop.name, prop]), em, meta);
+    rowReaders.set(entity.name, reader);
+  }
+  return reader;
+}
+
+/**
+ * The properties' values (by the name each has in its object: an embeddable's own names, not the
+ * flattened ones), converted as MikroORM's hydrator converts them (ObjectHydrator.hydrateScalar).
+ */
+function objectReader(props: [string, EntityProperty][], em: EntityManager, meta: EntityMetadata): RowReader {
+  const readers = props.flatMap(([name, prop]): [string, (row: Record<string, unknown>) => unknown][] => {
+    if (prop.persist === false) return [];
+    if (prop.kind === ReferenceKind.SCALAR) return [[name, scalarReader(prop, em.getPlatform())]];
+    if (prop.kind === ReferenceKind.EMBEDDED && !prop.object) {
+      const read = objectReader(Object.entries(prop.embeddedProps), em, meta);
+      return [[name, (row) => {
+        const value = read(row);
+        return prop.nullable && Object.values(value).every((part) => part === null) ? null : value;
+      }]];
+    }
+    if ((prop.kind === ReferenceKind.MANY_TO_ONE || (prop.kind === ReferenceKind.ONE_TO_ONE && prop.owner)) && prop.fieldNames.length === 1) {
+      const field = prop.fieldNames[0]!;
+      const primaryKey = em.getMetadata().get(prop.type).primaryKeys[0]!;
+      return [[name, (row) => (row[field] === null ? null : { [primaryKey]: row[field] })]];
+    }
+    if (prop.kind === ReferenceKind.ONE_TO_MANY || prop.kind === ReferenceKind.MANY_TO_MANY || prop.kind === ReferenceKind.ONE_TO_ONE) return [];
+    throw new Error(`${meta.className}.${prop.name} cannot be read from a row`);
+  });
+  return (row) => {
+    const object: Record<string, unknown> = {};
+    for (const [name, read] of readers) object[name] = read(row);
+    return object;
+  };
+}
+
+function scalarReader(prop: EntityProperty, platform: Platform): (row: Record<string, unknown>) => unknown {
+  if (prop.fieldNames.length !== 1) throw new Error(`${prop.name} is not a single column`);
+  const field = prop.fieldNames[0]!;
+  const convert = (value: unknown): unknown => {
+    if (prop.customType) return prop.customType.convertToJSValue(value, platform, { mode: 'serialization' });
+    if (prop.runtimeType === 'boolean') return !!value;
+    // The driver hands timestamps back as text with their offset (PostgreSqlConnection's type parsers).
+    if (prop.runtimeType === 'Date') return value instanceof Date ? value : new Date(value as string);
+    return value;
+  };
+  return (row) => {
+    const value = row[field];
+    return value === null || value === undefined ? null : convert(value);
+  };
+}
+
+/** One row as a detached copy of the entity (see above), or null. */
+export async function readOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {
+  const { statement, params } = selectStatement(em, entity, where, 1);
+  const [row] = await run(em, statement, params);
+  return row ? (rowReader(em, entity)(row) as T) : null;
+}
+
+/** Every row, each a detached copy of the entity (see above). */
+export async function readByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T[]> {
+  const { statement, params } = selectStatement(em, entity, where, null);
+  const read = rowReader(em, entity);
+  return (await run(em, statement, params)).map((row) => read(row) as T);
 }

@@ -16,7 +16,6 @@ import type { SharedTokenBucket, TokenBucketLimiter } from './rate-limit';
 
 export interface AppState {
   requestId: string;
-  log: Logger;
   /** Set when the request carries a valid `Api-Version` header. */
   requestedApiVersion?: string;
   auth?: AuthContext;

@@ -29,7 +29,7 @@ interface HandlerInput<P, Q, B, A> {
   /** The unparsed body text, for routes with `rawJsonBody`; otherwise undefined. */
   rawBody: string | undefined;
   auth: A;
-  /** Request-scoped EntityManager; inside a transaction for every method but GET. */
+  /** Request-scoped EntityManager; inside a transaction for every method but GET, where it is forked on first use. */
   em: EntityManager;
   ctx: AppContext;
   deps: AppDeps;
@@ -124,7 +124,6 @@ export class RouteRegistry {
       // What Idempotency-Key hashes: the parsed body, or the text itself for a raw-body route.
       const rawBody = takesRawBody ? rawText : route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
       const body = route.body ? parse(route.body, rawBody ?? {}, 'body') : takesRawBody ? ({} as never) : rejectUnexpectedBody(rawBody);
-      const em = this.deps.orm.em.fork();
       const handler = route.handler as (input: HandlerInput<unknown, unknown, unknown, AuthContext | undefined>) => Promise<HandlerResult>;
       let transaction: EntityManager | undefined;
       const run = (transactionEm: EntityManager) => {
@@ -136,13 +135,19 @@ export class RouteRegistry {
       const idempotencyKey = ctx.get(IDEMPOTENCY_KEY_HEADER);
       const ownTransactions = route.scope !== 'public' && (route as AuthenticatedRoute<P, Q, B>).ownTransactions === true;
       if (route.method === 'get') {
-        result = await run(em);
-      } else if (auth && idempotencyKey && route.method === 'post') {
-        result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, ownTransactions, run);
-      } else if (ownTransactions) {
-        result = await run(em);
+        // Forked on first use: a read of detached rows through the process's EntityManager (src/db/lean.ts) needs no fork.
+        let forked: EntityManager | undefined;
+        const fork = () => (forked ??= this.deps.orm.em.fork());
+        result = await handler({ params, query, body, rawBody: rawText, auth, get em() { return fork(); }, ctx, deps: this.deps });
       } else {
-        result = await em.transactional(run);
+        const em = this.deps.orm.em.fork();
+        if (auth && idempotencyKey && route.method === 'post') {
+          result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, ownTransactions, run);
+        } else if (ownTransactions) {
+          result = await run(em);
+        } else {
+          result = await em.transactional(run);
+        }
       }
       // Committed: fire the workflow starts the handler recorded (deliveries included).
       if (transaction && route.method !== 'get' && !ownTransactions) await this.deps.starter.fireRecorded(this.deps.orm.em, transaction);

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { ReferenceKind } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiKey } from '../../src/api-keys/entities';
+import { Card } from '../../src/cards/entities';
+import { Vault, Wallet, WalletBalance } from '../../src/custody/entities';
+import { findOneByColumns, readByColumns, readOneByColumns } from '../../src/db/lean';
+import { Organization } from '../../src/organizations/entities';
+import { pendingCard } from '../support/cards';
+import { testOrm } from '../support/environment';
+
+/** Every persisted property of `entity` as plain JSON, relations as their ids: what a presenter can read of it. */
+function plain(em: EntityManager, entity: object, className: string): Record<string, unknown> {
+  const meta = em.getMetadata().get(className);
+  const values: Record<string, unknown> = {};
+  for (const prop of meta.props) {
+    if (prop.embedded || prop.kind === ReferenceKind.ONE_TO_MANY || prop.kind === ReferenceKind.MANY_TO_MANY) continue;
+    const value = (entity as Record<string, unknown>)[prop.name];
+    const reference = prop.kind === ReferenceKind.MANY_TO_ONE || prop.kind === ReferenceKind.ONE_TO_ONE;
+    values[prop.name] = reference ? ((value as { id?: unknown } | null)?.id ?? null) : JSON.parse(JSON.stringify(value ?? null));
+  }
+  return values;
+}
+
+describe('Lean reads: detached copies of rows', () => {
+  it('read each property as the entity manager hydrates it, and stay out of its identity map', async () => {
+    const orm = await testOrm();
+    const { org, card } = await pendingCard(0);
+    // Nullable columns set, so that dates, decimals and the embedded secrets' optional parts are read too.
+    await orm.em.fork().nativeUpdate(
+      Card,
+      { id: card.id },
+      { terminationRequestedAt: new Date('2026-03-01T10:20:30.456Z'), remainingBalance: '123456789012345678901234567', lastFour: '4242', webhookSecrets: { current: 'sealed-current', previous: 'sealed-previous', previousExpiresAt: new Date('2026-03-02T00:00:00.001Z') } },
+    );
+    const setup = orm.em.fork();
+    const vault = setup.create(Vault, { organization: setup.getReference(Organization, org.organizationId), environment: 'sandbox', name: 'Lean vault', metadata: { team: 'ops' }, createdAt: new Date(), updatedAt: new Date() });
+    const wallet = setup.create(Wallet, {
+      organization: setup.getReference(Organization, org.organizationId), vault, environment: 'sandbox', name: 'Lean wallet', chain: 'ethereum', network: 'sepolia',
+      walletType: 'hot', customerRefId: 'ref-1', metadata: { nested: { list: [1, 'two'] } }, accountIndex: 7, nextAddressIndex: 0, createdAt: new Date(), updatedAt: new Date(),
+    });
+    setup.create(WalletBalance, { wallet, assetId: 'ETH', balance: '98765432109876543210987654321', locked: '5', pending: '7', updatedAt: new Date() });
+    setup.create(WalletBalance, { wallet, assetId: 'USDC_ETH', balance: '1', locked: '0', pending: '0', updatedAt: new Date() });
+    await setup.flush();
+
+    const tenant = { organization: org.organizationId, environment: 'sandbox' as const };
+    const cases: [string, () => Promise<object | null>, () => Promise<object | null>][] = [
+      ['Card', () => findOneByColumns(orm.em.fork(), Card, { id: card.id, ...tenant }), () => readOneByColumns(orm.em.fork(), Card, { id: card.id, ...tenant })],
+      ['ApiKey', () => findOneByColumns(orm.em.fork(), ApiKey, { id: org.apiKeyId }), () => readOneByColumns(orm.em.fork(), ApiKey, { id: org.apiKeyId })],
+      ['Wallet', () => findOneByColumns(orm.em.fork(), Wallet, { id: wallet.id, ...tenant }), () => readOneByColumns(orm.em.fork(), Wallet, { id: wallet.id, ...tenant })],
+    ];
+    for (const [className, managed, detached] of cases) {
+      const expected = await managed();
+      const actual = await detached();
+      assert.ok(expected && actual, className);
+      assert.deepEqual(plain(orm.em, actual, className), plain(orm.em, expected, className), className);
+    }
+    const detachedCard = (await readOneByColumns(orm.em.fork(), Card, { id: card.id, ...tenant }))!;
+    assert.ok(detachedCard.terminationRequestedAt instanceof Date);
+    assert.deepEqual(detachedCard.webhookSecrets, { current: 'sealed-current', previous: 'sealed-previous', previousExpiresAt: new Date('2026-03-02T00:00:00.001Z') });
+
+    const em = orm.em.fork();
+    const balances = await readByColumns(em, WalletBalance, { wallet: wallet.id });
+    assert.deepEqual(balances.map((row) => [row.wallet.id, row.assetId, row.balance, row.locked, row.pending]).sort(), [
+      [wallet.id, 'ETH', '98765432109876543210987654321', '5', '7'],
+      [wallet.id, 'USDC_ETH', '1', '0', '0'],
+    ]);
+    assert.equal(em.getUnitOfWork().getIdentityMap().values().length, 0);
+    // Another organization's filter finds nothing.
+    assert.equal(await readOneByColumns(orm.em.fork(), Card, { id: card.id, organization: (await pendingCard(0)).org.organizationId, environment: 'sandbox' }), null);
+  });
+});
