@@ -71,7 +71,10 @@ async function main() {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     // As scripts/start.sh and the Dockerfile start them.
-    NODE_OPTIONS: '--max-semi-space-size=4',
+    NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=384',
+    MALLOC_ARENA_MAX: '2',
+    MALLOC_MMAP_THRESHOLD_: '131072',
+    MALLOC_TRIM_THRESHOLD_: '131072',
     NODE_ENV: 'development',
     LOG_LEVEL: 'warn',
     DATA_DIR: dataDir,

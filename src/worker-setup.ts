@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions as SdkWorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
+import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface';
 import { createActivities, type ActivityDeps } from '../activities';
 import { domainErrorInterceptors } from './temporal/activity-errors';
 import { taskQueueOf } from './temporal/flow';
@@ -78,6 +79,32 @@ export class ServiceWorkers {
   }
 }
 
+/**
+ * A Worker class whose instances run their workflows in one workflow thread (one V8 isolate, the bundle
+ * loaded once) instead of a thread each: the SDK starts a thread per Worker, and each held 20–45 MB of
+ * heap plus its own Node environment. Slots, pollers and workflow caches stay per Worker, so webhook
+ * deliveries still never take the money flows' slots; only the (short, CPU-bound) activations of both
+ * queues take turns in the thread. The thread ends when the last Worker using it has stopped.
+ */
+function workersSharingOneWorkflowThread(): typeof Worker {
+  let shared: Promise<WorkflowCreator> | undefined;
+  let users = 0;
+  return class extends Worker {
+    protected static override async createWorkflowCreator(...args: Parameters<typeof Worker.createWorkflowCreator>): Promise<WorkflowCreator> {
+      shared ??= super.createWorkflowCreator(...args);
+      const creator = await shared;
+      users += 1;
+      return {
+        createWorkflow: (options) => creator.createWorkflow(options),
+        destroy: async () => {
+          users -= 1;
+          if (users === 0) await creator.destroy();
+        },
+      };
+    }
+  };
+}
+
 /** The one worker setup used by the service and by every workflow test. */
 export async function createWorker(options: WorkerOptions): Promise<ServiceWorkers> {
   const { config } = options.deps;
@@ -91,14 +118,15 @@ export async function createWorker(options: WorkerOptions): Promise<ServiceWorke
     // to their start-to-close timeouts (up to 5 minutes) before another worker may retry them.
     shutdownGraceTime: '30 seconds',
   } satisfies Partial<SdkWorkerOptions>;
-  const main = await Worker.create({
+  const ServiceWorker = workersSharingOneWorkflowThread();
+  const main = await ServiceWorker.create({
     ...common,
     taskQueue: options.taskQueue,
     maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
     maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_WORKFLOW_TASKS,
     maxCachedWorkflows: options.maxCachedWorkflows ?? config.WORKER_CACHED_WORKFLOWS,
   });
-  const webhooks = await Worker.create({
+  const webhooks = await ServiceWorker.create({
     ...common,
     taskQueue: taskQueueOf(options.taskQueue, 'webhooks'),
     maxConcurrentActivityTaskExecutions: config.WEBHOOK_WORKER_MAX_ACTIVITIES,
