@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -65,11 +65,12 @@ const textArray = (ids: string[]) => `{${ids.join(',')}}`;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** One of the shell helpers of scripts/lib.sh and scripts/postgres.sh (the same clusters and dev server `npm start` runs); its stdout. */
-function shell(...command: string[]): Promise<string> {
-  const script = `source "${ROOT}/scripts/lib.sh"; source "${ROOT}/scripts/postgres.sh"; "$@"`;
+/** Bash code using the helpers of scripts/lib.sh and scripts/postgres.sh (the same clusters and dev server `npm start` runs), with `args` as "$@"; its stdout. */
+function shell(code: string, ...args: string[]): Promise<string> {
+  const script = `source "${ROOT}/scripts/lib.sh"; source "${ROOT}/scripts/postgres.sh"; ${code}`;
+  const command = [code, ...args];
   return new Promise((resolve, reject) =>
-    execFile('bash', ['-c', script, 'chaos', ...command], { cwd: ROOT, env: { ...process.env, LIB_SCRIPT_NAME: 'chaos' } }, (error, stdout, stderr) =>
+    execFile('bash', ['-c', script, 'chaos', ...args], { cwd: ROOT, env: { ...process.env, LIB_SCRIPT_NAME: 'chaos' } }, (error, stdout, stderr) =>
       error ? reject(new Error(`${command.join(' ')}: ${error.message}\n${stderr}`)) : resolve(stdout.trim()),
     ),
   );
@@ -112,7 +113,7 @@ class PostgresComponent implements Component {
   ) {}
 
   async start() {
-    await shell('pg_start_cluster', this.dir, String(this.port));
+    await shell('pg_start_cluster "$@"', this.dir, String(this.port));
     this.pid = Number((await readFile(path.join(this.dir, 'data/postmaster.pid'), 'utf8')).split('\n')[0]);
   }
 
@@ -126,7 +127,7 @@ class PostgresComponent implements Component {
   }
 
   async stop() {
-    await shell('pg_stop_cluster', this.dir);
+    await shell('pg_stop_cluster "$@"', this.dir);
   }
 
   log() {
@@ -146,7 +147,7 @@ class TemporalComponent implements Component {
 
   async start() {
     this.pid = Number(
-      await shell('bash', '-c', `temporal_dev_start "$1" "$2" "$3" "$4" >&2 && echo "$TEMPORAL_DEV_PID"`, 'chaos', path.join(this.dir, 'temporal.db'), String(this.port), String(this.uiPort), path.join(this.dir, 'temporal.log')),
+      await shell('temporal_dev_start "$@" >&2 && echo "$TEMPORAL_DEV_PID"', path.join(this.dir, 'temporal.db'), String(this.port), String(this.uiPort), path.join(this.dir, 'temporal.log')),
     );
   }
 
@@ -261,7 +262,7 @@ interface Operation {
 }
 
 const idOf = (kind: Operation['kind'], body: Record<string, any>): string | undefined =>
-  kind === 'card' ? body.data?.card?.id : kind === 'funding' ? body.data?.transaction?.id : kind === 'credit' ? 'credit' : kind === 'webhook_test' ? body.event_id : body.id;
+  ({ card: body.data?.card?.id, funding: body.data?.transaction?.id, payment: body.data?.id, invoice: body.id, webhook_test: body.event_id, credit: 'credit' })[kind];
 
 /**
  * A client as a real one behaves while the service is failing over: every POST carries an
@@ -317,6 +318,8 @@ const retryable = (answer: Answer) => answer.status >= 500 || answer.status === 
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const random = seededRandom(options.seed);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'custody-chaos-'));
+  // The cluster's owner (the postgres user, when we run as root) must reach its folder inside.
+  await chmod(dir, 0o711);
   const pgPort = await freeLoopbackPort();
   const apiPort = await freeLoopbackPort();
   const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort);
