@@ -4,12 +4,20 @@ import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { parseEther, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createApiKey } from '../../src/api-keys/service';
 import { cardBalanceFlow } from '../../src/cards/flows/balance';
 import { cardProvisioningFlow } from '../../src/cards/flows/provisioning';
+import { ChainNodes } from '../../src/chains/nodes';
+import { loadConfig } from '../../src/config';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
+import { createLogger } from '../../src/logger';
+import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
+import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import { paymentWorkflowId } from '../../src/lightning/flows/payment';
 import { createOrganization } from '../../src/organizations/service';
+import { anvilEthBalance, anvilFunder, anvilMine, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil } from './anvil';
 import { validCustomer } from './cards';
 import { eventually } from './eventually';
 import { freeLoopbackPort } from './ports';
@@ -47,6 +55,18 @@ const COMPONENTS = ['worker', 'api', 'temporal', 'postgres'] as const;
 type ComponentName = (typeof COMPONENTS)[number];
 /** Cents charged per funding, in basis points: fees are part of the money check. */
 const FUNDING_FEE_BPS = 100;
+/** Blocks on top of a transfer's before it counts (anvil mines one a second here). */
+const CONFIRMATIONS = 2;
+
+/** Sandbox Ethereum for the run: anvil (not killed: it stands for the network), a block a second, ETH deposited from its dev account and sent to an outside address. */
+interface Chain {
+  anvil: Anvil;
+  outside: Hex;
+  mining?: NodeJS.Timeout;
+  wallet?: { id: string; address: Hex };
+  /** Wei the dev account sent to the wallet, each mined. */
+  deposited: bigint;
+}
 
 /** mulberry32: a small seeded PRNG, so a run's kill schedule and load are reproduced by its seed. */
 export function seededRandom(seed: number): () => number {
@@ -248,7 +268,7 @@ interface Answer {
 
 /** An operation the load sent, and what the service answered to it in the end. */
 interface Operation {
-  kind: 'credit' | 'card' | 'funding' | 'invoice' | 'payment' | 'webhook_test';
+  kind: 'credit' | 'card' | 'funding' | 'invoice' | 'payment' | 'webhook_test' | 'send';
   as: 'payer' | 'payee';
   method: string;
   route: string;
@@ -262,7 +282,7 @@ interface Operation {
 }
 
 const idOf = (kind: Operation['kind'], body: Record<string, any>): string | undefined =>
-  ({ card: body.data?.card?.id, funding: body.data?.transaction?.id, payment: body.data?.id, invoice: body.id, webhook_test: body.event_id, credit: 'credit' })[kind];
+  ({ card: body.data?.card?.id, funding: body.data?.transaction?.id, payment: body.data?.id, invoice: body.id, send: body.id, webhook_test: body.event_id, credit: 'credit' })[kind];
 
 /**
  * A client as a real one behaves while the service is failing over: every POST carries an
@@ -325,6 +345,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort);
   const temporal = new TemporalComponent(path.join(dir, 'temporal'), await freeLoopbackPort(), await freeLoopbackPort());
   const databaseUrl = `postgresql://postgres@127.0.0.1:${pgPort}/postgres`;
+  const chain: Chain = { anvil: await startAnvil(), outside: privateKeyToAccount(generatePrivateKey()).address, deposited: 0n };
+  const taskQueue = `chaos-${randomUUID()}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NODE_OPTIONS: '--max-semi-space-size=4',
@@ -334,7 +356,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: `127.0.0.1:${temporal.port}`,
     TEMPORAL_NAMESPACE: 'default',
-    TEMPORAL_TASK_QUEUE: `chaos-${randomUUID()}`,
+    ...anvilSandboxConfig(chain.anvil, taskQueue, await deployAnvilToken(chain.anvil), CONFIRMATIONS),
     DEVNET_BLOCK_INTERVAL_SECONDS: '3600',
     RATE_LIMIT_PER_SECOND: '1000000',
     RATE_LIMIT_BURST: '1000000',
@@ -350,6 +372,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   let supervising: NodeJS.Timeout | undefined;
   try {
     options.log(`seed ${options.seed}; state in ${dir}`);
+    chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
     await postgres.start();
     const secrets = await setUpDatabase(databaseUrl);
     await temporal.start();
@@ -359,12 +382,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const url = `http://127.0.0.1:${apiPort}`;
     await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), 'the API ready', 120_000, 200);
     const client = new ChaosClient(url, secrets);
-    const operations = await runLoad(options, random, client, receiver, supervised);
+    const operations = await runLoad(options, random, client, receiver, supervised, chain);
     options.log('load done; settling');
     const orm = await createOrm(databaseUrl, 2);
     const temporalConnection = await Connection.connect({ address: `127.0.0.1:${temporal.port}` });
     try {
-      return await check(options, orm, new Client({ connection: temporalConnection }), client, operations, receiver, supervised);
+      return await check(options, orm, new Client({ connection: temporalConnection }), client, operations, receiver, supervised, chain, env);
     } finally {
       await temporalConnection.close();
       await orm.close();
@@ -373,6 +396,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     throw new Error(`${(error as Error).message}\n${[api, worker, temporal, postgres].map((each) => each.log()).join('\n')}`);
   } finally {
     clearInterval(supervising);
+    clearInterval(chain.mining);
+    await chain.anvil.stop();
     await api.stop();
     await worker.stop();
     await temporal.stop().catch(() => undefined);
@@ -403,7 +428,14 @@ interface LoadState {
   webhookId: string;
 }
 
-async function runLoad(options: ChaosOptions, random: () => number, client: ChaosClient, receiver: WebhookReceiver, supervised: Record<ComponentName, Supervised>): Promise<Operation[]> {
+async function runLoad(
+  options: ChaosOptions,
+  random: () => number,
+  client: ChaosClient,
+  receiver: WebhookReceiver,
+  supervised: Record<ComponentName, Supervised>,
+  chain: Chain,
+): Promise<Operation[]> {
   const setupDeadline = Date.now() + 120_000;
   const state: LoadState = { operations: [], cards: [], webhookId: '' };
   const accept = async (operation: Omit<Operation, 'attempts' | 'idempotencyKey'>, deadline: number): Promise<Operation> => {
@@ -422,6 +454,21 @@ async function runLoad(options: ChaosOptions, random: () => number, client: Chao
     if (!endpoint || endpoint.status !== 201) throw new Error(`webhook endpoint not created: ${JSON.stringify(endpoint)}`);
     if (as === 'payer') state.webhookId = endpoint.body.id as string;
   }
+  const vault = await client.send({ kind: 'credit', as: 'payer', method: 'POST', route: '/v1/vaults', body: { name: 'Chaos' }, idempotencyKey: randomUUID(), attempts: 0 }, setupDeadline);
+  const wallet = await client.send(
+    { kind: 'credit', as: 'payer', method: 'POST', route: '/v1/wallets', body: { name: 'Chaos', chain: 'ethereum', vault_id: vault?.body.id, wallet_type: 'hot' }, idempotencyKey: randomUUID(), attempts: 0 },
+    setupDeadline,
+  );
+  if (!wallet || wallet.status !== 201) throw new Error(`wallet not created: ${JSON.stringify(wallet)}`);
+  chain.wallet = { id: wallet.body.id as string, address: wallet.body.primary_address.address as Hex };
+  // One account deposits, so one deposit at a time (its nonce).
+  let depositing = Promise.resolve();
+  const deposit = (wei: bigint) =>
+    (depositing = depositing.then(async () => {
+      await anvilFunder(chain.anvil).sendTransaction({ to: chain.wallet!.address, value: wei });
+      chain.deposited += wei;
+    }));
+  await deposit(parseEther('100'));
 
   const loadEnd = Date.now() + options.loadSeconds * 1000;
   // In-flight operations keep retrying past the load's end, until every component has been up a while.
@@ -453,6 +500,11 @@ async function runLoad(options: ChaosOptions, random: () => number, client: Chao
         if (!invoice.id) return;
         await accept({ kind: 'payment', as: 'payer', method: 'POST', route: '/api/lightning/payments', body: { request: invoice.answer!.body.request, reference: randomUUID() } }, answerDeadline);
       },
+    },
+    { weight: 1, run: () => deposit(parseEther('0.01') * BigInt(1 + Math.floor(random() * 10))) },
+    {
+      weight: 2,
+      run: () => accept({ kind: 'send', as: 'payer', method: 'POST', route: '/v1/transactions', body: { wallet_id: chain.wallet!.id, to_address: chain.outside, amount: '0.001', asset: 'ETH' } }, answerDeadline),
     },
     { weight: 1, run: () => accept({ kind: 'webhook_test', as: 'payer', method: 'POST', route: `/v1/webhooks/${state.webhookId}/test`, body: {} }, answerDeadline) },
   ];
@@ -486,6 +538,7 @@ async function runLoad(options: ChaosOptions, random: () => number, client: Chao
   }
   await Promise.all(killing);
   await Promise.all(inFlight);
+  await depositing;
   options.log(`load: ${state.operations.length} operations sent, ${client.retries} retries, ${skipped} not started (all slots busy)`);
   return state.operations;
 }
@@ -507,6 +560,8 @@ async function check(
   operations: Operation[],
   receiver: WebhookReceiver,
   supervised: Record<ComponentName, Supervised>,
+  chain: Chain,
+  env: NodeJS.ProcessEnv,
 ): Promise<ChaosResult> {
   const violations: string[] = [];
   const report: string[] = [];
@@ -536,12 +591,15 @@ async function check(
   const fundingIds = byKind('funding').map((each) => each.id!);
   const paymentIds = byKind('payment').map((each) => each.id!);
   const invoiceIds = byKind('invoice').map((each) => each.id!);
+  const sendIds = byKind('send').map((each) => each.id!);
   const unsettled = async () => ({
     cards: await sql<{ id: string; status: string }>(`select id, status::text from cards where id::text = any(?::text[]) and status <> 'active'`, [textArray(cardIds)]),
     fundings: await sql<{ id: string; status: string }>(`select id, status::text from card_transactions where card_id::text = any(?::text[]) and status <> 'completed'`, [textArray(cardIds)]),
     payments: await sql<{ id: string; status: string }>(`select id, status::text from lightning_invoices where id::text = any(?::text[]) and status <> 'paid'`, [textArray(paymentIds)]),
     invoices: await sql<{ id: string; status: string }>(`select id, status::text from lightning_invoices where id::text = any(?::text[]) and status <> 'paid'`, [textArray(invoiceIds)]),
+    sends: await sql<{ id: string; status: string }>(`select id, status::text from transactions where id::text = any(?::text[]) and status <> 'confirmed'`, [textArray(sendIds)]),
     deliveries: await sql<{ id: string; status: string }>(`select id, status::text from event_deliveries where status <> 'delivered'`),
+    deposits: await sql<{ id: string; status: string }>(`select wallet_id as id, 'pending' as status from wallet_balances where pending <> 0`),
   });
   let open = await unsettled();
   const openCount = () => Object.values(open).reduce((sum, rows) => sum + rows.length, 0);
@@ -553,12 +611,13 @@ async function check(
     cards: (id: string) => cardProvisioningFlow.workflowId({ cardId: id }),
     fundings: (id: string) => cardBalanceFlow.workflowId({ transactionId: id }),
     payments: paymentWorkflowId,
+    sends: transactionWorkflowId,
   };
   for (const [what, rows] of Object.entries(open) as [keyof typeof open, { id: string; status: string }[]][]) {
     for (const row of rows) {
       if (row.status === 'failed') violations.push(`${what} ${row.id} failed`);
-      // Deliveries retry on their own schedule; an invoice waits for its payment, checked on its own.
-      else if (what === 'deliveries' || what === 'invoices') report.push(`${what} ${row.id} still ${row.status}`);
+      // Deliveries retry on their own schedule; an invoice waits for its payment and a deposit for its confirmations, each checked on its own.
+      else if (what === 'deliveries' || what === 'invoices' || what === 'deposits') report.push(`${what} ${row.id} still ${row.status}`);
       else {
         const state = await workflowState(temporal, workflowOf[what](row.id));
         if (state === 'RUNNING') report.push(`${what} ${row.id} still ${row.status}, its workflow running`);
@@ -580,6 +639,7 @@ async function check(
     { what: 'card fundings (one initial per card, plus each accepted)', n: cardIds.length + fundingIds.length, rows: await count(`select count(*) as n from card_transactions`, []) },
     { what: 'incoming invoices', n: invoiceIds.length, rows: await count(`select count(*) as n from lightning_invoices where direction = 'incoming'`, []) },
     { what: 'outgoing payments', n: paymentIds.length, rows: await count(`select count(*) as n from lightning_invoices where direction = 'outgoing'`, []) },
+    { what: 'sends', n: sendIds.length, rows: await count(`select count(*) as n from transactions`, []) },
     { what: 'sandbox credits', n: byKind('credit').length, rows: await count(`select count(*) as n from company_balance_entries where reference_type = 'sandbox_credit'`, []) },
   ];
   for (const each of expected) if (each.n !== each.rows) violations.push(`${each.what}: ${each.n} accepted, ${each.rows} rows`);
@@ -627,6 +687,33 @@ async function check(
   );
   for (const row of drifted) violations.push(`company balance ${row.organization_id} ${row.currency} differs from its journal`);
 
+  // On chain: with no block mined any more, scanning catches up with the tip; then the wallet's ledger is its chain balance,
+  // what was deposited less what the confirmed sends took (amounts and fees) is its ledger balance, and the outside address holds exactly what they sent.
+  clearInterval(chain.mining);
+  const tip = Number(await chain.anvil.call('eth_blockNumber'));
+  const scanned = await eventually(
+    async () => ((await count(`select coalesce(max(height), 0) as n from chain_scan_cursors where chain = 'ethereum' and environment = 'sandbox'`, [])) >= tip ? true : undefined),
+    'scanning caught up with the tip',
+    Math.max(10_000, settleDeadline - Date.now()),
+    500,
+  ).catch(() => false);
+  if (!scanned) violations.push(`the chain scan did not reach the tip ${tip}`);
+  const config = loadConfig(env);
+  const provider = await new ChainNodes(config, createLogger('silent'), orm).provider('ethereum', 'sandbox');
+  const ledger = await compareLedgerWithChain(orm.em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', assetIds: ['ETH'] });
+  for (const mismatch of ledger.mismatches) violations.push(`wallet ledger differs from the chain: ${JSON.stringify(mismatch, (_, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}`);
+  const [sent] = await sql<{ amounts: string; fees: string }>(
+    `select coalesce(sum(recipient_amount), 0) as amounts, coalesce(sum(fee), 0) as fees from transactions where status = 'confirmed'`,
+  );
+  const [walletBalance] = await sql<{ balance: string; locked: string }>(`select balance, locked from wallet_balances where wallet_id = ? and asset_id = 'ETH'`, [chain.wallet!.id]);
+  const outsideHolds = await anvilEthBalance(chain.anvil, chain.outside);
+  report.push(
+    `money ETH (wei): deposited ${chain.deposited} - sent ${sent!.amounts} - fees ${sent!.fees} = wallet ledger ${walletBalance?.balance} (locked ${walletBalance?.locked}); ` +
+      `the outside address holds ${outsideHolds}; ${ledger.wallets} wallet ledgers compared with the chain, ${ledger.mismatches.length} differ`,
+  );
+  if (chain.deposited - BigInt(sent!.amounts) - BigInt(sent!.fees) !== BigInt(walletBalance?.balance ?? 0)) violations.push('money ETH: deposits less sends and fees differ from the wallet ledger');
+  if (outsideHolds !== BigInt(sent!.amounts)) violations.push(`money ETH: the outside address holds ${outsideHolds}, the confirmed sends sent ${sent!.amounts}`);
+
   // 6. Events: each delivered one reached the receiver; none failed; the rest are scheduled. Duplicates at the receiver are at-least-once, counted.
   const received = new Map<string, number>();
   for (const attempt of receiver.attempts) received.set(attempt.headers['webhook-id']!, (received.get(attempt.headers['webhook-id']!) ?? 0) + 1);
@@ -648,7 +735,7 @@ async function check(
   const answered = (kind: Operation['kind']) => operations.filter((each) => each.kind === kind);
   report.unshift(
     ...COMPONENTS.map((name) => `${name}: killed ${supervised[name].kills} times, exited on its own ${supervised[name].ownExits} times (restarted each time)`),
-    ...(['credit', 'card', 'funding', 'invoice', 'payment', 'webhook_test'] as const).map(
+    ...(['credit', 'card', 'funding', 'invoice', 'payment', 'send', 'webhook_test'] as const).map(
       (kind) => `${kind}: ${answered(kind).length} sent, ${byKind(kind).length} accepted, ${answered(kind).filter((each) => each.attempts > 1).length} needed a retry`,
     ),
   );
