@@ -382,6 +382,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const url = `http://127.0.0.1:${apiPort}`;
     await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), 'the API ready', 120_000, 200);
     const client = new ChaosClient(url, secrets);
+    // The scan starts at the tip it first sees (transfers before it are not credited): deposits wait for it.
+    const setupOrm = await createOrm(databaseUrl, 1);
+    await eventually(
+      async () => ((await setupOrm.em.fork().getConnection().execute(`select 1 from chain_scan_cursors where chain = 'ethereum' and environment = 'sandbox'`)).length > 0 ? true : undefined),
+      'the Ethereum scan started',
+      120_000,
+      500,
+    ).finally(() => setupOrm.close());
     const operations = await runLoad(options, random, client, receiver, supervised, chain);
     options.log('load done; settling');
     const orm = await createOrm(databaseUrl, 2);
@@ -469,6 +477,15 @@ async function runLoad(
       chain.deposited += wei;
     }));
   await deposit(parseEther('100'));
+  await eventually(
+    async () => {
+      const balances = (await client.read('payer', `/v1/wallets/${chain.wallet!.id}/balances`, setupDeadline))?.body.data as { asset_id: string; balance: string }[] | undefined;
+      return balances?.some((row) => row.asset_id === 'ETH' && BigInt(row.balance) > 0n) ? true : undefined;
+    },
+    'the first deposit confirmed',
+    120_000,
+    500,
+  );
 
   const loadEnd = Date.now() + options.loadSeconds * 1000;
   // In-flight operations keep retrying past the load's end, until every component has been up a while.
