@@ -229,6 +229,8 @@ class NodeComponent implements Component {
 class Supervised {
   kills = 0;
   ownExits = 0;
+  /** The end of its output before the last exit of its own, to say why. */
+  lastOwnExit = '';
   private held = false;
   private starting: Promise<void> | undefined;
   constructor(readonly component: Component) {}
@@ -237,6 +239,7 @@ class Supervised {
   async tick(): Promise<void> {
     if (this.held || this.starting || (await this.component.alive()) || this.held) return;
     this.ownExits += 1;
+    this.lastOwnExit = this.component.log().trim().slice(-600);
     await this.restart();
   }
 
@@ -751,7 +754,11 @@ async function check(
 
   const answered = (kind: Operation['kind']) => operations.filter((each) => each.kind === kind);
   report.unshift(
-    ...COMPONENTS.map((name) => `${name}: killed ${supervised[name].kills} times, exited on its own ${supervised[name].ownExits} times (restarted each time)`),
+    ...COMPONENTS.map(
+      (name) =>
+        `${name}: killed ${supervised[name].kills} times, exited on its own ${supervised[name].ownExits} times (restarted each time)` +
+        (supervised[name].lastOwnExit ? `; its output before the last: ${supervised[name].lastOwnExit.replaceAll('\n', ' | ')}` : ''),
+    ),
     ...(['credit', 'card', 'funding', 'invoice', 'payment', 'send', 'webhook_test'] as const).map(
       (kind) => `${kind}: ${answered(kind).length} sent, ${byKind(kind).length} accepted, ${answered(kind).filter((each) => each.attempts > 1).length} needed a retry`,
     ),
