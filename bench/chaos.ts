@@ -18,6 +18,7 @@ async function main() {
     operationsPerSecond: Number(process.env.CHAOS_RATE ?? 10),
     maxInFlight: Number(process.env.CHAOS_IN_FLIGHT ?? 16),
     settleSeconds: Number(process.env.CHAOS_SETTLE_SECONDS ?? 240),
+    chain: process.env.CHAOS_CHAIN !== '0',
     log,
   });
   console.log(`\n## chaos (seed ${seed})`);

@@ -42,6 +42,8 @@ export interface ChaosOptions {
   maxInFlight: number;
   /** How long, after the load, operations may take to reach a final state before the checks. */
   settleSeconds: number;
+  /** Sandbox Ethereum on anvil: deposits, sends and the wallet ledger against the chain. */
+  chain: boolean;
   log: (line: string) => void;
 }
 
@@ -66,6 +68,7 @@ interface Chain {
   wallet?: { id: string; address: Hex };
   /** Wei the dev account sent to the wallet, each mined. */
   deposited: bigint;
+  depositing: Promise<void>;
 }
 
 /** mulberry32: a small seeded PRNG, so a run's kill schedule and load are reproduced by its seed. */
@@ -348,7 +351,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort);
   const temporal = new TemporalComponent(path.join(dir, 'temporal'), await freeLoopbackPort(), await freeLoopbackPort());
   const databaseUrl = `postgresql://postgres@127.0.0.1:${pgPort}/postgres`;
-  const chain: Chain = { anvil: await startAnvil(), outside: privateKeyToAccount(generatePrivateKey()).address, deposited: 0n };
+  const chain: Chain = { anvil: await startAnvil(), outside: privateKeyToAccount(generatePrivateKey()).address, deposited: 0n, depositing: Promise.resolve() };
   const taskQueue = `chaos-${randomUUID()}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -359,7 +362,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: `127.0.0.1:${temporal.port}`,
     TEMPORAL_NAMESPACE: 'default',
-    ...anvilSandboxConfig(chain.anvil, taskQueue, await deployAnvilToken(chain.anvil), CONFIRMATIONS),
+    ...(options.chain ? anvilSandboxConfig(chain.anvil, taskQueue, await deployAnvilToken(chain.anvil), CONFIRMATIONS) : { TEMPORAL_TASK_QUEUE: taskQueue }),
     DEVNET_BLOCK_INTERVAL_SECONDS: '3600',
     RATE_LIMIT_PER_SECOND: '1000000',
     RATE_LIMIT_BURST: '1000000',
@@ -387,7 +390,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const client = new ChaosClient(url, secrets);
     // The scan starts at the tip it first sees (transfers before it are not credited): deposits wait for it.
     const setupOrm = await createOrm(databaseUrl, 1);
-    await eventually(
+    if (options.chain) await eventually(
       async () => ((await setupOrm.em.fork().getConnection().execute(`select 1 from chain_scan_cursors where chain = 'ethereum' and environment = 'sandbox'`)).length > 0 ? true : undefined),
       'the Ethereum scan started',
       120_000,
@@ -433,6 +436,36 @@ async function setUpDatabase(databaseUrl: string): Promise<Record<'payer' | 'pay
   }
 }
 
+/** The payer's Ethereum wallet, with 100 ETH deposited and confirmed. */
+async function openWallet(client: ChaosClient, chain: Chain, setupDeadline: number): Promise<void> {
+  const vault = await client.send({ kind: 'credit', as: 'payer', method: 'POST', route: '/v1/vaults', body: { name: 'Chaos' }, idempotencyKey: randomUUID(), attempts: 0 }, setupDeadline);
+  const wallet = await client.send(
+    { kind: 'credit', as: 'payer', method: 'POST', route: '/v1/wallets', body: { name: 'Chaos', chain: 'ethereum', vault_id: vault?.body.id, wallet_type: 'hot' }, idempotencyKey: randomUUID(), attempts: 0 },
+    setupDeadline,
+  );
+  if (!wallet || wallet.status !== 201) throw new Error(`wallet not created: ${JSON.stringify(wallet)}`);
+  chain.wallet = { id: wallet.body.id as string, address: wallet.body.primary_address.address as Hex };
+  await deposit(chain, parseEther('100'));
+  await eventually(
+    async () => {
+      const balances = (await client.read('payer', `/v1/wallets/${chain.wallet!.id}/balances`, setupDeadline))?.body.data as { asset_id: string; balance: string }[] | undefined;
+      return balances?.some((row) => row.asset_id === 'ETH' && BigInt(row.balance) > 0n) ? true : undefined;
+    },
+    'the first deposit confirmed',
+    120_000,
+    500,
+  );
+}
+
+/** A deposit from anvil's dev account; one at a time (its nonce). */
+function deposit(chain: Chain, wei: bigint): Promise<void> {
+  chain.depositing = chain.depositing.then(async () => {
+    await anvilFunder(chain.anvil).sendTransaction({ to: chain.wallet!.address, value: wei });
+    chain.deposited += wei;
+  });
+  return chain.depositing;
+}
+
 interface LoadState {
   operations: Operation[];
   cards: string[];
@@ -465,36 +498,22 @@ async function runLoad(
     if (!endpoint || endpoint.status !== 201) throw new Error(`webhook endpoint not created: ${JSON.stringify(endpoint)}`);
     if (as === 'payer') state.webhookId = endpoint.body.id as string;
   }
-  const vault = await client.send({ kind: 'credit', as: 'payer', method: 'POST', route: '/v1/vaults', body: { name: 'Chaos' }, idempotencyKey: randomUUID(), attempts: 0 }, setupDeadline);
-  const wallet = await client.send(
-    { kind: 'credit', as: 'payer', method: 'POST', route: '/v1/wallets', body: { name: 'Chaos', chain: 'ethereum', vault_id: vault?.body.id, wallet_type: 'hot' }, idempotencyKey: randomUUID(), attempts: 0 },
-    setupDeadline,
-  );
-  if (!wallet || wallet.status !== 201) throw new Error(`wallet not created: ${JSON.stringify(wallet)}`);
-  chain.wallet = { id: wallet.body.id as string, address: wallet.body.primary_address.address as Hex };
-  // One account deposits, so one deposit at a time (its nonce).
-  let depositing = Promise.resolve();
-  const deposit = (wei: bigint) =>
-    (depositing = depositing.then(async () => {
-      await anvilFunder(chain.anvil).sendTransaction({ to: chain.wallet!.address, value: wei });
-      chain.deposited += wei;
-    }));
-  await deposit(parseEther('100'));
-  await eventually(
-    async () => {
-      const balances = (await client.read('payer', `/v1/wallets/${chain.wallet!.id}/balances`, setupDeadline))?.body.data as { asset_id: string; balance: string }[] | undefined;
-      return balances?.some((row) => row.asset_id === 'ETH' && BigInt(row.balance) > 0n) ? true : undefined;
-    },
-    'the first deposit confirmed',
-    120_000,
-    500,
-  );
+  if (options.chain) await openWallet(client, chain, setupDeadline);
 
   const loadEnd = Date.now() + options.loadSeconds * 1000;
   // In-flight operations keep retrying past the load's end, until every component has been up a while.
   const answerDeadline = loadEnd + options.settleSeconds * 1000;
   const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
   const kinds: { weight: number; run: () => Promise<unknown> }[] = [
+    ...(options.chain
+      ? [
+          { weight: 1, run: () => deposit(chain, parseEther('0.01') * BigInt(1 + Math.floor(random() * 10))) },
+          {
+            weight: 2,
+            run: () => accept({ kind: 'send', as: 'payer', method: 'POST', route: '/v1/transactions', body: { wallet_id: chain.wallet!.id, to_address: chain.outside, amount: '0.001', asset: 'ETH' } }, answerDeadline),
+          },
+        ]
+      : []),
     { weight: 1, run: () => accept({ kind: 'credit', as: 'payer', method: 'POST', route: '/v1/sandbox/balances', body: { amount: '100000', currency: pick(['USD', 'sat']), reference: randomUUID() } }, answerDeadline) },
     {
       weight: 2,
@@ -520,11 +539,6 @@ async function runLoad(
         if (!invoice.id) return;
         await accept({ kind: 'payment', as: 'payer', method: 'POST', route: '/api/lightning/payments', body: { request: invoice.answer!.body.request, reference: randomUUID() } }, answerDeadline);
       },
-    },
-    { weight: 1, run: () => deposit(parseEther('0.01') * BigInt(1 + Math.floor(random() * 10))) },
-    {
-      weight: 2,
-      run: () => accept({ kind: 'send', as: 'payer', method: 'POST', route: '/v1/transactions', body: { wallet_id: chain.wallet!.id, to_address: chain.outside, amount: '0.001', asset: 'ETH' } }, answerDeadline),
     },
     { weight: 1, run: () => accept({ kind: 'webhook_test', as: 'payer', method: 'POST', route: `/v1/webhooks/${state.webhookId}/test`, body: {} }, answerDeadline) },
   ];
@@ -558,9 +572,39 @@ async function runLoad(
   }
   await Promise.all(killing);
   await Promise.all(inFlight);
-  await depositing;
+  await chain.depositing;
   options.log(`load: ${state.operations.length} operations sent, ${client.retries} retries, ${skipped} not started (all slots busy)`);
   return state.operations;
+}
+
+/** On chain: with no block mined any more, scanning catches up with the tip; then the wallet's ledger is its chain balance,
+ * what was deposited less what the confirmed sends took (amounts and fees) is its ledger balance, and the outside address holds exactly what they sent. */
+async function checkChain(orm: Orm, chain: Chain, env: NodeJS.ProcessEnv, settleDeadline: number, violations: string[], report: string[]): Promise<void> {
+  const sql = <T>(query: string, params: unknown[] = []) => orm.em.fork().getConnection().execute<T[]>(query, params);
+  clearInterval(chain.mining);
+  const tip = Number(await chain.anvil.call('eth_blockNumber'));
+  const scanned = await eventually(
+    async () => ((Number((await sql<{ n: string }>(`select coalesce(max(height), 0) as n from chain_scan_cursors where chain = 'ethereum' and environment = 'sandbox'`))[0]!.n)) >= tip ? true : undefined),
+    'scanning caught up with the tip',
+    Math.max(10_000, settleDeadline - Date.now()),
+    500,
+  ).catch(() => false);
+  if (!scanned) violations.push(`the chain scan did not reach the tip ${tip}`);
+  const config = loadConfig(env);
+  const provider = await new ChainNodes(config, createLogger('silent'), orm).provider('ethereum', 'sandbox');
+  const ledger = await compareLedgerWithChain(orm.em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', assetIds: ['ETH'] });
+  for (const mismatch of ledger.mismatches) violations.push(`wallet ledger differs from the chain: ${JSON.stringify(mismatch, (_, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}`);
+  const [sent] = await sql<{ amounts: string; fees: string }>(
+    `select coalesce(sum(recipient_amount), 0) as amounts, coalesce(sum(fee), 0) as fees from transactions where status = 'confirmed'`,
+  );
+  const [walletBalance] = await sql<{ balance: string; locked: string }>(`select balance, locked from wallet_balances where wallet_id = ? and asset_id = 'ETH'`, [chain.wallet!.id]);
+  const outsideHolds = await anvilEthBalance(chain.anvil, chain.outside);
+  report.push(
+    `money ETH (wei): deposited ${chain.deposited} - sent ${sent!.amounts} - fees ${sent!.fees} = wallet ledger ${walletBalance?.balance} (locked ${walletBalance?.locked}); ` +
+      `the outside address holds ${outsideHolds}; ${ledger.wallets} wallet ledgers compared with the chain, ${ledger.mismatches.length} differ`,
+  );
+  if (chain.deposited - BigInt(sent!.amounts) - BigInt(sent!.fees) !== BigInt(walletBalance?.balance ?? 0)) violations.push('money ETH: deposits less sends and fees differ from the wallet ledger');
+  if (outsideHolds !== BigInt(sent!.amounts)) violations.push(`money ETH: the outside address holds ${outsideHolds}, the confirmed sends sent ${sent!.amounts}`);
 }
 
 /** Final state of a workflow the service started, or why it has none. */
@@ -707,32 +751,7 @@ async function check(
   );
   for (const row of drifted) violations.push(`company balance ${row.organization_id} ${row.currency} differs from its journal`);
 
-  // On chain: with no block mined any more, scanning catches up with the tip; then the wallet's ledger is its chain balance,
-  // what was deposited less what the confirmed sends took (amounts and fees) is its ledger balance, and the outside address holds exactly what they sent.
-  clearInterval(chain.mining);
-  const tip = Number(await chain.anvil.call('eth_blockNumber'));
-  const scanned = await eventually(
-    async () => ((await count(`select coalesce(max(height), 0) as n from chain_scan_cursors where chain = 'ethereum' and environment = 'sandbox'`, [])) >= tip ? true : undefined),
-    'scanning caught up with the tip',
-    Math.max(10_000, settleDeadline - Date.now()),
-    500,
-  ).catch(() => false);
-  if (!scanned) violations.push(`the chain scan did not reach the tip ${tip}`);
-  const config = loadConfig(env);
-  const provider = await new ChainNodes(config, createLogger('silent'), orm).provider('ethereum', 'sandbox');
-  const ledger = await compareLedgerWithChain(orm.em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', assetIds: ['ETH'] });
-  for (const mismatch of ledger.mismatches) violations.push(`wallet ledger differs from the chain: ${JSON.stringify(mismatch, (_, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}`);
-  const [sent] = await sql<{ amounts: string; fees: string }>(
-    `select coalesce(sum(recipient_amount), 0) as amounts, coalesce(sum(fee), 0) as fees from transactions where status = 'confirmed'`,
-  );
-  const [walletBalance] = await sql<{ balance: string; locked: string }>(`select balance, locked from wallet_balances where wallet_id = ? and asset_id = 'ETH'`, [chain.wallet!.id]);
-  const outsideHolds = await anvilEthBalance(chain.anvil, chain.outside);
-  report.push(
-    `money ETH (wei): deposited ${chain.deposited} - sent ${sent!.amounts} - fees ${sent!.fees} = wallet ledger ${walletBalance?.balance} (locked ${walletBalance?.locked}); ` +
-      `the outside address holds ${outsideHolds}; ${ledger.wallets} wallet ledgers compared with the chain, ${ledger.mismatches.length} differ`,
-  );
-  if (chain.deposited - BigInt(sent!.amounts) - BigInt(sent!.fees) !== BigInt(walletBalance?.balance ?? 0)) violations.push('money ETH: deposits less sends and fees differ from the wallet ledger');
-  if (outsideHolds !== BigInt(sent!.amounts)) violations.push(`money ETH: the outside address holds ${outsideHolds}, the confirmed sends sent ${sent!.amounts}`);
+  if (options.chain) await checkChain(orm, chain, env, settleDeadline, violations, report);
 
   // 6. Events: each delivered one reached the receiver; none failed; the rest are scheduled. Duplicates at the receiver are at-least-once, counted.
   const received = new Map<string, number>();
