@@ -18,6 +18,9 @@ export interface LightningActivityDeps {
 /** A provider outcome as it crosses the workflow boundary (no bigint in payloads). */
 export type SerializedOutcome = { state: 'succeeded'; preimage: string; feeMsat: string } | { state: 'failed'; reason: string } | { state: 'unknown' };
 
+/** What send-and-finalize did: settled the payment (paid or failed), or sent it with its outcome still unknown. */
+export type SentAndFinalized = { state: 'finalized'; status: InvoiceStatus } | { state: 'unknown' };
+
 const serialize = (outcome: PaymentOutcome): SerializedOutcome => (outcome.state === 'succeeded' ? { ...outcome, feeMsat: outcome.feeMsat.toString() } : outcome);
 
 export const createLightningActivities = (deps: LightningActivityDeps) => {
@@ -40,7 +43,46 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
     return { em, payment, order, provider };
   }
 
+  /**
+   * Sends the payment at most once. "Already sent" is checked first: a sent payment is only ever
+   * queried, and with no provider for it now (configuration changed) its outcome is unknown, never
+   * failed, since it may have gone out. The provider is asked to pay only by the call whose
+   * sent_at update claimed the row.
+   */
+  async function sendLightningPayment(input: { paymentId: string }): Promise<SerializedOutcome> {
+    const { em, payment, order, provider } = await loadPayment(input.paymentId);
+    if (payment.status === 'paid') return { state: 'succeeded', preimage: payment.preimage, feeMsat: payment.feeMsat };
+    if (payment.status !== 'pending') return { state: 'failed', reason: payment.failureReason ?? payment.status };
+    if (!payment.sentAt) {
+      // Never sent: with no route nothing went out, so it fails.
+      if (!provider) return { state: 'failed', reason: 'no_route' };
+      const claimed = (await em.nativeUpdate(LightningInvoice, { id: payment.id, sentAt: null }, { sentAt: new Date() })) === 1;
+      if (claimed) return serialize(await provider.pay(order));
+    }
+    return provider ? serialize(await provider.query(order, 0)) : { state: 'unknown' };
+  }
+
+  /** Captures (paid) or releases (failed) the reserve, once. */
+  async function finalizeLightningPayment(input: { paymentId: string; outcome: Exclude<SerializedOutcome, { state: 'unknown' }> }): Promise<InvoiceStatus> {
+    const outcome = input.outcome.state === 'succeeded' ? { ...input.outcome, feeMsat: BigInt(input.outcome.feeMsat) } : input.outcome;
+    return inTransaction((tx) => finalizePayment(tx, input.paymentId, outcome));
+  }
+
   return {
+    sendLightningPayment,
+    finalizeLightningPayment,
+
+    /**
+     * Send, then finalize at once when the outcome is known (always on the internal route): one
+     * activity where a settled payment took two, and one workflow task less. A retry after a send
+     * finds the payment sent and only queries it, so nothing goes out twice; finalize settles once.
+     */
+    async sendAndFinalizeLightningPayment(input: { paymentId: string }): Promise<SentAndFinalized> {
+      const outcome = await sendLightningPayment(input);
+      if (outcome.state === 'unknown') return { state: 'unknown' };
+      return { state: 'finalized', status: await finalizeLightningPayment({ paymentId: input.paymentId, outcome }) };
+    },
+
     async readLightningInvoiceStatus(input: { invoiceId: string }): Promise<InvoiceStatus> {
       const invoice = await deps.orm.em.fork().findOneOrFail(LightningInvoice, { id: input.invoiceId });
       return invoice.status;
@@ -56,34 +98,10 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
       return inTransaction((tx) => expireDueInvoices(tx, { dueBy: new Date(input.dueBy), limit: input.batchSize, organizationId: input.organizationId }));
     },
 
-    /**
-     * Sends the payment at most once. "Already sent" is checked first: a sent payment is only ever
-     * queried, and with no provider for it now (configuration changed) its outcome is unknown, never
-     * failed, since it may have gone out. The provider is asked to pay only by the call whose
-     * sent_at update claimed the row.
-     */
-    async sendLightningPayment(input: { paymentId: string }): Promise<SerializedOutcome> {
-      const { em, payment, order, provider } = await loadPayment(input.paymentId);
-      if (payment.status === 'paid') return { state: 'succeeded', preimage: payment.preimage, feeMsat: payment.feeMsat };
-      if (payment.status !== 'pending') return { state: 'failed', reason: payment.failureReason ?? payment.status };
-      if (!payment.sentAt) {
-        // Never sent: with no route nothing went out, so it fails.
-        if (!provider) return { state: 'failed', reason: 'no_route' };
-        const claimed = (await em.nativeUpdate(LightningInvoice, { id: payment.id, sentAt: null }, { sentAt: new Date() })) === 1;
-        if (claimed) return serialize(await provider.pay(order));
-      }
-      return provider ? serialize(await provider.query(order, 0)) : { state: 'unknown' };
-    },
-
     async queryLightningPayment(input: { paymentId: string; queryNumber: number }): Promise<SerializedOutcome> {
       const { order, provider } = await loadPayment(input.paymentId);
       if (!provider) return { state: 'unknown' };
       return serialize(await provider.query(order, input.queryNumber));
-    },
-
-    async finalizeLightningPayment(input: { paymentId: string; outcome: Exclude<SerializedOutcome, { state: 'unknown' }> }): Promise<InvoiceStatus> {
-      const outcome = input.outcome.state === 'succeeded' ? { ...input.outcome, feeMsat: BigInt(input.outcome.feeMsat) } : input.outcome;
-      return inTransaction((tx) => finalizePayment(tx, input.paymentId, outcome));
     },
   };
 };

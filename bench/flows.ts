@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Client } from '@temporalio/client';
+import pg from 'pg';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createApiKey } from '../src/api-keys/service';
 import { loadConfig } from '../src/config';
@@ -56,8 +57,33 @@ interface FlowMeasurement {
   rss_after_gc_mib: number;
 }
 
+/** Every SQL statement this process sends (ORM and prepared lookups alike go through pg.Client#query), for the cost of one flow. */
+let sqlStatements = 0;
+const sendQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
+  sqlStatements += 1;
+  return sendQuery.apply(this, args);
+} as typeof pg.Client.prototype.query;
+
+/** A flow's workflow id, for its history. */
+type Flow = () => Promise<string>;
+
+interface FlowCost {
+  target: string;
+  http_requests: number;
+  /** Statements from the first request to the workflow's result, averaged over COST_SAMPLES flows run one at a time. */
+  sql_statements: number;
+  history_events: number;
+  workflow_tasks: number;
+  activity_tasks: number;
+  local_activities: number;
+}
+
+/** Flows run one after another for the cost table. */
+const COST_SAMPLES = 5;
+
 /** Runs `flow` FLOWS_IN_FLIGHT at a time until FLOWS_PER_ROUND completed or BENCH_SECONDS passed, sampling memory. */
-async function measureFlows(target: string, round: number, flow: () => Promise<void>, seconds = BENCH_SECONDS, count = FLOWS_PER_ROUND): Promise<FlowMeasurement> {
+async function measureFlows(target: string, round: number, flow: Flow, seconds = BENCH_SECONDS, count = FLOWS_PER_ROUND): Promise<FlowMeasurement> {
   let started = 0;
   const latencies: number[] = [];
   let rssPeak = 0;
@@ -224,8 +250,10 @@ async function main() {
       return async () => {
         const cardId = cardIds[next++ % cardIds.length]!;
         const moved = await call('POST', `/api/cards/${cardId}/balance`, { type: 'fund', amount: 100, reference: randomUUID() });
-        const result = await awaitWorkflow<{ status: string }>(moved.data.transaction.workflow_id);
+        const workflowId = moved.data.transaction.workflow_id as string;
+        const result = await awaitWorkflow<{ status: string }>(workflowId);
         if (result.status !== 'completed') throw new Error(`card funding ended ${result.status}`);
+        return workflowId;
       };
     };
 
@@ -240,28 +268,58 @@ async function main() {
       const preview = await payer('POST', '/api/lightning/payments/initiate', { request: invoice.request });
       if (!preview.route_found) throw new Error('no internal route to the payee');
       const payment = await payer('POST', '/api/lightning/payments', { request: invoice.request, reference: randomUUID() });
-      const status = await awaitWorkflow<string>(payment.data.workflow_id);
+      const workflowId = payment.data.workflow_id as string;
+      const status = await awaitWorkflow<string>(workflowId);
       if (status !== 'paid') throw new Error(`Lightning payment ended ${status}`);
+      return workflowId;
     };
 
     const subscriber = await organization('Benchmark webhooks');
     const endpoint = await subscriber('POST', '/v1/webhooks', { name: 'Benchmark receiver', url: `${urlOf(receiver)}/hooks` });
     const deliverTestEvent = async () => {
       const delivery = await subscriber('POST', `/v1/webhooks/${endpoint.id}/test`);
-      const result = await awaitWorkflow<{ outcome: string }>(`webhook-delivery-${delivery.id}-1`);
+      const workflowId = `webhook-delivery-${delivery.id}-1`;
+      const result = await awaitWorkflow<{ outcome: string }>(workflowId);
       if (result.outcome !== 'delivered') throw new Error(`webhook delivery ended ${result.outcome}`);
+      return workflowId;
     };
 
     let bareRuns = 0;
     const bare = async () => {
-      await client.workflow.execute('bareWorkflow', { taskQueue: bareQueue, workflowId: `bench-bare-${(bareRuns += 1)}-${randomUUID()}` });
+      const workflowId = `bench-bare-${(bareRuns += 1)}-${randomUUID()}`;
+      await client.workflow.execute('bareWorkflow', { taskQueue: bareQueue, workflowId });
+      return workflowId;
+    };
+
+    /** What one flow costs, from COST_SAMPLES run one at a time: SQL statements, and the last one's workflow history. */
+    const costs: FlowCost[] = [];
+    const measureCost = async (target: string, httpRequests: number, flow: Flow) => {
+      const before = sqlStatements;
+      let workflowId = '';
+      for (let sample = 0; sample < COST_SAMPLES; sample += 1) workflowId = await flow();
+      const statements = (sqlStatements - before) / COST_SAMPLES;
+      const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+      costs.push({
+        target,
+        http_requests: httpRequests,
+        sql_statements: statements,
+        history_events: events.length,
+        workflow_tasks: events.filter((event) => event.workflowTaskCompletedEventAttributes).length,
+        activity_tasks: events.filter((event) => event.activityTaskScheduledEventAttributes).length,
+        local_activities: events.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity').length,
+      });
     };
 
     // Warm-up: the workflow caches, the JIT and the pools, without measuring.
     for (const flow of [bare, fundCard, payInternally, deliverTestEvent]) await measureFlows('warm-up', 0, flow, BENCH_SECONDS, FLOWS_IN_FLIGHT * 2);
 
+    await measureCost('bare one-activity workflow', 0, bare);
+    await measureCost('card funding', 1, fundCard);
+    await measureCost('internal Lightning payment', 3, payInternally);
+    await measureCost('webhook delivery', 1, deliverTestEvent);
+
     const rows: FlowMeasurement[] = [];
-    const measure = async (target: string, round: number, flow: () => Promise<void>) => {
+    const measure = async (target: string, round: number, flow: Flow) => {
       const row = await measureFlows(target, round, flow);
       console.log(`${target} (round ${round}): ${row.per_second}/s, rss peak ${row.rss_peak_mib} MiB, live heap ${row.heap_live_mib} MiB`);
       rows.push(row);
@@ -283,6 +341,7 @@ async function main() {
     const deadOrganization = await organization('Benchmark dead endpoints');
     for (let index = 0; index < DEAD_ENDPOINTS; index += 1) await deadOrganization('POST', '/v1/webhooks', { name: `Silent ${index}`, url: silent.url });
     const fundDeadCard = funding(deadOrganization, await cardsOf(deadOrganization));
+    await measureCost(`card funding, ${DEAD_ENDPOINTS} dead endpoints`, 1, fundDeadCard);
     for (let round = 1; round <= ROUNDS; round += 1) {
       for (const [target, flow] of [[CEILING_BACKLOG, bare], [FUNDING_NONE, fundCard], [FUNDING_DEAD, fundDeadCard]] as const) await measure(target, round, flow);
     }
@@ -308,7 +367,10 @@ async function main() {
         value: medianOf(FUNDING_NONE) / medianOf(CEILING_BACKLOG) / (medianOf(FUNDING) / ceiling),
       },
     ];
+    console.log('\nWhat one flow costs (SQL statements from the first request to the result, averaged over flows run one at a time):');
+    console.table(costs);
     await report('flows', rows, ratios, {
+      costs,
       flows_per_round: FLOWS_PER_ROUND,
       in_flight: FLOWS_IN_FLIGHT,
       rounds: ROUNDS,

@@ -21,19 +21,31 @@ const QUERIES_AT_SHORT_CAP = 150;
 export const QUERIES_PER_RUN = 100;
 /** Runs recorded before continue-as-new existed keep their command sequence when replayed. */
 const CONTINUE_AS_NEW_PATCH = 'lightning-payment-continue-as-new';
+/** Runs recorded before send and finalize were one activity keep their command sequence when replayed. */
+const SEND_AND_FINALIZE_PATCH = 'lightning-payment-send-and-finalize';
 
 const waitBeforeQuery = (queryNumber: number) =>
   Math.min(QUERY_INITIAL_MS * 2 ** Math.min(queryNumber - 1, 20), queryNumber > QUERIES_AT_SHORT_CAP ? QUERY_LONG_CAP_MS : QUERY_SHORT_CAP_MS);
 
 /**
- * One outgoing payment (amount plus fee limit already reserved by the API): send it, and while
- * the outcome is unknown keep re-querying on a durable timer, never refunding blind (rule 6);
- * then capture (paid) or release (failed) exactly once. A run that re-queried QUERIES_PER_RUN
- * times continues as new, carrying the count (and that the payment was sent).
+ * One outgoing payment (amount plus fee limit already reserved by the API): send it, capturing
+ * (paid) or releasing (failed) at once when the outcome is known; while it is unknown keep
+ * re-querying on a durable timer, never refunding blind (rule 6), then capture or release exactly
+ * once. A run that re-queried QUERIES_PER_RUN times continues as new, carrying the count (and that
+ * the payment was sent).
  */
 export const lightningPaymentWorkflow: WorkflowOf<typeof lightningPaymentFlow> = async (input) => {
   const queriedBefore = input.requeried?.queries ?? 0;
-  let outcome: SerializedOutcome = input.requeried ? { state: 'unknown' } : await activities.sendLightningPayment({ paymentId: input.paymentId });
+  let outcome: SerializedOutcome = { state: 'unknown' };
+  if (!input.requeried) {
+    if (patched(SEND_AND_FINALIZE_PATCH)) {
+      // A known outcome (every internal payment's) is settled by the same activity that sent it.
+      const sent = await activities.sendAndFinalizeLightningPayment({ paymentId: input.paymentId });
+      if (sent.state === 'finalized') return sent.status;
+    } else {
+      outcome = await activities.sendLightningPayment({ paymentId: input.paymentId });
+    }
+  }
   for (let queryNumber = queriedBefore + 1; outcome.state === 'unknown'; queryNumber += 1) {
     if (queryNumber - queriedBefore > QUERIES_PER_RUN && patched(CONTINUE_AS_NEW_PATCH)) {
       return continueAsNew<typeof lightningPaymentWorkflow>({ paymentId: input.paymentId, requeried: { queries: queryNumber - 1 } });

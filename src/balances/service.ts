@@ -50,19 +50,27 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
   const connection = em.getConnection();
   const tx = em.getTransactionContext();
   if (!tx) throw new Error('applyBalanceEntry must run inside a transaction');
-  await connection.execute(
-    `insert into company_balances (id, organization_id, environment, currency, available, reserved, updated_at)
-     values (?, ?, ?, ?, 0, 0, now()) on conflict (organization_id, environment, currency) do nothing`,
-    [new CompanyBalance().id, movement.organizationId, movement.environment, movement.currency],
-    'run',
-    tx,
-  );
-  const [row] = await connection.execute<{ available: string; reserved: string }[]>(
-    `select available, reserved from company_balances where organization_id = ? and environment = ? and currency = ? for update`,
-    [movement.organizationId, movement.environment, movement.currency],
-    'all',
-    tx,
-  );
+  const lockBalance = async () =>
+    (
+      await connection.execute<{ available: string; reserved: string }[]>(
+        `select available, reserved from company_balances where organization_id = ? and environment = ? and currency = ? for update`,
+        [movement.organizationId, movement.environment, movement.currency],
+        'all',
+        tx,
+      )
+    )[0];
+  // The row exists after a balance's first movement: it is created (once, whoever races) only when the lock finds none.
+  let row = await lockBalance();
+  if (!row) {
+    await connection.execute(
+      `insert into company_balances (id, organization_id, environment, currency, available, reserved, updated_at)
+       values (?, ?, ?, ?, 0, 0, now()) on conflict (organization_id, environment, currency) do nothing`,
+      [new CompanyBalance().id, movement.organizationId, movement.environment, movement.currency],
+      'run',
+      tx,
+    );
+    row = await lockBalance();
+  }
   const current = { currency: movement.currency, available: BigInt(row!.available), reserved: BigInt(row!.reserved) };
   // Under the row lock, a movement of this balance cannot race us between this check and the insert.
   const [existing] = await connection.execute<{ id: string }[]>(

@@ -61,8 +61,7 @@ async function moveBalance(
   cardId: string,
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
 ) {
-  const { transaction } = await requestBalanceMove(em, tenant, cardId, request, deps.config.CARD_FUNDING_FEE_BPS);
-  const card = await findCard(em, tenant, cardId);
+  const { transaction, card } = await requestBalanceMove(em, tenant, cardId, request, deps.config.CARD_FUNDING_FEE_BPS);
   return {
     success: transaction.status === 'completed',
     message: transaction.status === 'pending' ? `Card ${transaction.type} is processing` : `Card ${transaction.type} ${transaction.status}`,

@@ -207,7 +207,7 @@ export async function requestBalanceMove(
   cardId: string,
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
-): Promise<{ transaction: CardTransaction }> {
+): Promise<{ transaction: CardTransaction; card: Card }> {
   // Serializes requests sharing a reference across cards too (the card lock alone covers one card),
   // so a reference can never reach its unique key twice at once.
   await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [['card-reference', tenant.organizationId, tenant.environment, request.reference].join('|')], 'run');
@@ -225,7 +225,7 @@ export async function requestBalanceMove(
         'reference',
       );
     }
-    return { transaction: original };
+    return { transaction: original, card };
   }
   if (card.status === 'terminated') throw invalidStateTransition('A terminated card cannot be funded or withdrawn from.');
   if (card.terminationRequestedAt) throw invalidStateTransition('The card is being terminated; it cannot be funded or withdrawn from.');
@@ -252,7 +252,7 @@ export async function requestBalanceMove(
   }
   await em.flush();
   recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, tenant.organizationId);
-  return { transaction };
+  return { transaction, card };
 }
 
 /**

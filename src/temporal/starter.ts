@@ -43,6 +43,16 @@ export interface SweepOptions {
   limit?: number;
 }
 
+export interface FireOptions {
+  /**
+   * Webhook delivery starts are fired without being awaited: an activity that moves money returns
+   * (and its flow completes) however many endpoints its events reach, and however slowly Temporal
+   * takes their starts. Their rows are committed, so a start this process does not make is the
+   * start sweep's. Other starts are awaited as always.
+   */
+  detachDeliveries?: boolean;
+}
+
 type StarterConfig = Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_SEARCH_ATTRIBUTES'>;
 
 /**
@@ -58,13 +68,13 @@ export class WorkflowStarter {
   ) {}
 
   /** Runs `work` in a transaction; once it has committed, fires every start it recorded. */
-  async transaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  async transaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>, options: FireOptions = {}): Promise<T> {
     let transactionEm: EntityManager | undefined;
     const result = await em.transactional((tx) => {
       transactionEm = tx;
       return work(tx);
     });
-    if (transactionEm) await this.fireRecorded(em, transactionEm);
+    if (transactionEm) await this.fireRecorded(em, transactionEm, options);
     return result;
   }
 
@@ -73,14 +83,31 @@ export class WorkflowStarter {
    * FIRE_CONCURRENCY at a time: a transaction that records hundreds (a circuit releasing its held
    * deliveries) is not one round trip after another, nor hundreds at once against Temporal.
    */
-  async fireRecorded(em: EntityManager, committed: EntityManager): Promise<void> {
+  async fireRecorded(em: EntityManager, committed: EntityManager, options: FireOptions = {}): Promise<void> {
     const recorded = committed
       .getUnitOfWork()
       .getIdentityMap()
       .values()
       .filter((entity): entity is WorkflowStart => entity instanceof WorkflowStart && !entity.startedAt);
+    if (!options.detachDeliveries) return this.fireAll(em, recorded);
+    const isDelivery = (start: WorkflowStart) => queueRoleOf(start.workflowType) === 'webhooks';
+    const deliveries = recorded.filter(isDelivery);
+    if (deliveries.length > 0) {
+      // Not awaited: nothing may fail the caller from here, and what does not start is on its row for the sweep.
+      void this.fireAll(em, deliveries).catch((error: unknown) =>
+        this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'webhook delivery starts failed; the start sweep will retry'),
+      );
+    }
+    await this.fireAll(
+      em,
+      recorded.filter((start) => !isDelivery(start)),
+    );
+  }
+
+  /** Fires `starts`, FIRE_CONCURRENCY at a time. */
+  private async fireAll(em: EntityManager, starts: WorkflowStart[]): Promise<void> {
     // One iterator shared by the workers: each start is taken by exactly one.
-    const queue = recorded.values();
+    const queue = starts.values();
     const fireNext = async (): Promise<void> => {
       for (const start of queue) await this.fire(em.fork(), start);
     };

@@ -62,7 +62,7 @@ describe('Card balance workflow (time-skipping)', () => {
       assert.equal(await sweepStarts(env.client, taskQueue, org.organizationId), 0);
       assert.deepEqual(await handle.result(), { status: 'completed' });
     });
-    await recordHistoryIfAsked(handle, 'card-balance');
+    await recordHistoryIfAsked(handle, 'card-balance-local-settlement');
     await assertFundedOnce(org.organizationId, card.id, transaction.id, 2_000, 20);
   });
 
@@ -110,7 +110,10 @@ describe('Card balance workflow (time-skipping)', () => {
     await assertFundedOnce(org.organizationId, card.id, transaction.id, 2_000, 20);
   });
 
-  it('replays the recorded balance history with the current workflow code', async () => {
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('card-balance'), 'card-balance');
+  it('replays the recorded balance histories with the current workflow code', async () => {
+    const bundle = await workflowBundle();
+    // Recorded when the settlement was an activity, and since it is a local activity.
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('card-balance'), 'card-balance');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('card-balance-local-settlement'), 'card-balance-local-settlement');
   });
 });

@@ -235,7 +235,7 @@ describe('Lightning workflows (time-skipping)', () => {
       { available: 0n, reserved: 0n },
       { available: 5_995n, reserved: 0n },
     ]);
-    await recordHistoryIfAsked(handle, 'lightning-payment');
+    await recordHistoryIfAsked(handle, 'lightning-payment-send-and-finalize');
   });
 
   it('an unknown outcome that turns out failed releases the reserve only then', async () => {
@@ -271,7 +271,7 @@ describe('Lightning workflows (time-skipping)', () => {
       assert.equal(await handle.result(), 'paid');
     });
     const history = await handle.fetchHistory();
-    const sends = history.events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'sendLightningPayment');
+    const sends = history.events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'sendAndFinalizeLightningPayment');
     assert.equal(sends.length, 1, 'sent once');
     const { entries, events } = await ledger(org.organizationId, payment.id);
     assert.deepEqual(entries, ['reserve 2003', 'capture 2003']);
@@ -320,7 +320,7 @@ describe('Lightning workflows (time-skipping)', () => {
       assert.equal(await handle.result(), 'paid');
     });
     const history = await handle.fetchHistory();
-    const sends = history.events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'sendLightningPayment');
+    const sends = history.events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'sendAndFinalizeLightningPayment');
     assert.equal(sends.length, 1);
     const { entries, events } = await ledger(org.organizationId, payment.id);
     assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
@@ -385,6 +385,8 @@ describe('Lightning workflows (time-skipping)', () => {
   it('replays the recorded invoice and payment histories with the current workflow code', async () => {
     const bundle = await workflowBundle();
     await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('lightning-invoice'), 'lightning-invoice');
+    // Recorded before send and finalize were one activity, and after.
     await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('lightning-payment'), 'lightning-payment');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('lightning-payment-send-and-finalize'), 'lightning-payment-send-and-finalize');
   });
 });
