@@ -6,6 +6,11 @@ import type { AppContext, AppDeps, AppState } from './context';
 import { DomainError, errors } from '../shared/errors';
 import { errorHeaders, httpStatus, toEnvelope } from './errors';
 import { RouteRegistry } from './route';
+import { isDatabaseUnavailable } from '../db/unavailable';
+
+/** A request that met the database down (restarting, failing over): retryable, and not the request's fault. */
+const databaseUnavailable = () =>
+  errors.unavailable('database_unavailable', 'The database is unavailable for the moment. Retry with the same Idempotency-Key.', 2);
 
 export type RouteModule = (routes: RouteRegistry) => void;
 
@@ -68,8 +73,10 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
       await next();
     } catch (caught) {
       const known = caught instanceof DomainError ? caught : null;
-      if (!known) deps.log.error({ request_id: ctx.state.requestId, err: caught }, 'unhandled error');
-      const error = known ?? errors.internal();
+      const databaseDown = !known && isDatabaseUnavailable(caught);
+      if (databaseDown) deps.log.warn({ request_id: ctx.state.requestId, err: caught }, 'database unavailable');
+      else if (!known) deps.log.error({ request_id: ctx.state.requestId, err: caught }, 'unhandled error');
+      const error = known ?? (databaseDown ? databaseUnavailable() : errors.internal());
       ctx.status = httpStatus(error);
       for (const [name, value] of Object.entries(errorHeaders(error))) ctx.set(name, value);
       ctx.body = toEnvelope(error, ctx.state.requestId);

@@ -30,10 +30,10 @@ const HTTP: Record<ErrorKind, { status: number; type: ErrorType }> = {
 
 export const httpStatus = (error: DomainError): number => HTTP[error.kind].status;
 
-/** Headers an error carries on the wire (Retry-After for rate limits). */
+/** Headers an error carries on the wire (Retry-After for rate limits and a dependency that is down). */
 export function errorHeaders(error: DomainError): Record<string, string> {
   const retryAfter = error.details.retry_after_seconds;
-  return error.kind === 'rate_limited' && retryAfter !== undefined ? { 'Retry-After': String(retryAfter) } : {};
+  return (error.kind === 'rate_limited' || error.kind === 'unavailable') && retryAfter !== undefined ? { 'Retry-After': String(retryAfter) } : {};
 }
 
 export function toEnvelope(error: DomainError, requestId: string) {

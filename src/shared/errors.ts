@@ -80,6 +80,10 @@ export const errors = {
   permission(code: string, message: string, details: Record<string, unknown> = {}) {
     return new DomainError({ kind: 'forbidden', code, message, details });
   },
+  /** A dependency (the database) is down for the moment: 503, retry after `retryAfterSeconds`. */
+  unavailable(code: string, message: string, retryAfterSeconds: number) {
+    return new DomainError({ kind: 'unavailable', code, message, details: { retry_after_seconds: retryAfterSeconds } });
+  },
   internal() {
     return new DomainError({
       kind: 'internal',

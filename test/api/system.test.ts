@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Client, Connection } from '@temporalio/client';
+import { MikroORM } from '@mikro-orm/postgresql';
+import { ormConfig } from '../../src/db/mikro-orm.config';
 import { startTestApp, type TestApp } from '../support/app';
+import { freeLoopbackPort } from '../support/ports';
 
 describe('Operations endpoints and the OpenAPI document', () => {
   let app: TestApp;
@@ -30,6 +33,23 @@ describe('Operations endpoints and the OpenAPI document', () => {
     } finally {
       await degraded.close();
       await unreachable.connection.close().catch(() => undefined);
+    }
+  });
+
+  it('answers 503 database_unavailable with Retry-After, not 500, while PostgreSQL cannot be reached', async () => {
+    // A real driver failure: connection refused on a loopback port nothing listens on.
+    const closedPort = await freeLoopbackPort();
+    const unreachable = await MikroORM.init({ ...ormConfig(`postgresql://postgres@127.0.0.1:${closedPort}/custody`), connect: false });
+    const degraded = await startTestApp({ orm: unreachable });
+    try {
+      const response = await degraded.request('GET', '/v1/api-keys/me', { key: `sk_test_${'a'.repeat(32)}` });
+      assert.equal(response.status, 503);
+      assert.equal(response.headers.get('retry-after'), '2');
+      assert.equal(response.body.error.code, 'database_unavailable');
+      assert.equal(response.body.error.type, 'provider_error');
+    } finally {
+      await degraded.close();
+      await unreachable.close(true);
     }
   });
 

@@ -4,6 +4,7 @@ import { ApiKey, type Environment } from '../../src/api-keys/entities';
 import { createApiKey } from '../../src/api-keys/service';
 import { createApp, type RouteModule } from '../../src/http/app';
 import type { AppDeps } from '../../src/http/context';
+import type { Orm } from '../../src/db/orm';
 import type { RouteRegistry } from '../../src/http/route';
 import { routeModules } from '../../src/modules';
 import { Organization } from '../../src/organizations/entities';
@@ -39,10 +40,10 @@ export interface TestResponse {
 
 /** The real app (real PostgreSQL, real Temporal dev server) on an ephemeral port. */
 export async function startTestApp(
-  options: { config?: Record<string, string>; extraModules?: RouteModule[]; temporal?: AppDeps['temporal'] } = {},
+  options: { config?: Record<string, string>; extraModules?: RouteModule[]; temporal?: AppDeps['temporal']; orm?: Orm } = {},
 ): Promise<TestApp> {
   const config = testConfig({ PORT: '0', ...options.config });
-  const orm = await testOrm();
+  const orm = options.orm ?? (await testOrm());
   const temporal = options.temporal ?? (await localTemporal());
   const deps = createAppDeps(config, orm, testLogger('api'), { connection: temporal.connection, client: temporal.client });
   const { app, routes } = createApp(deps, [...routeModules, ...(options.extraModules ?? [])]);
