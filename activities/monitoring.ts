@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import type { ChainNodes } from '../src/chains/nodes';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
@@ -16,6 +17,10 @@ export interface MonitoringActivityDeps {
 export const createMonitoringActivities = (deps: MonitoringActivityDeps) => ({
   /** One pass of block scanning (src/monitoring/scanner.ts); deliveries of the events it emits start as each block commits. */
   async scanChain(input: ChainEnvironment & { maxBlocks: number }): Promise<ScanResult> {
-    return scanChain({ chains: deps.chains, config: deps.config, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) }, input);
+    const context = Context.current();
+    return scanChain(
+      { chains: deps.chains, config: deps.config, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), blockDone: () => context.heartbeat() },
+      input,
+    );
   },
 });

@@ -6,6 +6,8 @@ import type { WorkflowOf } from '../src/temporal/flow';
 const activities = proxyActivities<ReturnType<typeof createMonitoringActivities>>({
   // One pass reads at most BLOCKS_PER_PASS blocks from the node.
   startToCloseTimeout: '5 minutes',
+  // A heartbeat per block: a pass on a worker that died is retried after this, not after the five minutes.
+  heartbeatTimeout: '30 seconds',
   // Crediting never gives up: a database or node outage is retried for as long as it lasts.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });

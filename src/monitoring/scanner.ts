@@ -21,6 +21,8 @@ export interface ScanDeps {
   em: () => EntityManager;
   /** Runs `work` in one transaction whose recorded workflow starts (webhook deliveries) fire once it commits. */
   transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+  /** Called as each block is committed: the activity's heartbeat, so a pass on a lost worker is retried within the heartbeat timeout. */
+  blockDone?: () => void;
 }
 
 export interface ScanResult {
@@ -63,6 +65,7 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
       await recordTransfers(em, { ...scope, requiredConfirmations: required, tipHeight }, block.transfers, { height: block.height, hash: block.hash });
       return { height: block.height, hash: block.hash };
     });
+    deps.blockDone?.();
   }
   if (cursor.height >= 0) {
     const processed = cursor.height;
