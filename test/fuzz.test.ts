@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { ServiceWorkers } from '../src/worker-setup';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from './support/app';
+import { localTemporal } from './support/environment';
+import { createTestWorker } from './support/worker';
+
+/**
+ * Schemathesis against /openapi.json of the real app and worker (PostgreSQL, Temporal dev server),
+ * with a sandbox key holding every scope: every operation, positive and negative data, then the
+ * stateful phase that chains operations through the document's links. Any 5xx, or any response the
+ * document does not describe (status, content type, body schema), fails the test with the
+ * schemathesis report, which carries a curl command reproducing each case.
+ *
+ * Bounded for `npm test` (FUZZ_MAX_EXAMPLES, default 10 per operation; fixed FUZZ_SEED); `npm run fuzz`
+ * runs the same test alone with larger numbers (docs/fuzzing.md).
+ */
+const SCHEMATHESIS = path.resolve(__dirname, '../../.tools/schemathesis/bin/schemathesis');
+const MAX_EXAMPLES = process.env.FUZZ_MAX_EXAMPLES ?? '10';
+const SEED = process.env.FUZZ_SEED ?? '20260518';
+const CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_schema_conformance', 'negative_data_rejection'];
+
+function runSchemathesis(args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(SCHEMATHESIS, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_TELEMETRY: 'false' } });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('API fuzzing (schemathesis against /openapi.json)', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+  let worker: ServiceWorkers;
+  let running: Promise<void>;
+  let reportDir: string;
+  const taskQueue = `fuzz-${randomUUID()}`;
+
+  before(async function () {
+    if (!existsSync(SCHEMATHESIS)) throw new Error(`${SCHEMATHESIS} is missing: run scripts/ensure-tools.sh, which installs it`);
+    // The fuzzer's requests are the load, and its negative cases send bad keys from one address: both
+    // limiters are lifted (their answers are tested in rate-limit.test.ts).
+    const unlimited = { PER_SECOND: '100000', BURST: '100000' };
+    const config = {
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      ...Object.fromEntries(Object.entries(unlimited).flatMap(([name, value]) => [[`RATE_LIMIT_${name}`, value], [`AUTH_FAILURE_RATE_LIMIT_${name}`, value]])),
+    };
+    app = await startTestApp({ config });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
+    running = worker.run();
+    org = await createTestOrganization('Fuzzed organization');
+    reportDir = mkdtempSync(path.join(tmpdir(), 'custody-fuzz-'));
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await app?.close();
+    if (reportDir) rmSync(reportDir, { recursive: true, force: true });
+  });
+
+  it('finds no 5xx and no response outside the document, for every operation and the stateful phase', async function () {
+    this.timeout(Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 900) * 1000);
+    const { code, output } = await runSchemathesis([
+      'run',
+      `${app.url}/openapi.json`,
+      '--header',
+      `Authorization: Bearer ${org.secret}`,
+      '--phases',
+      process.env.FUZZ_PHASES ?? 'examples,coverage,fuzzing,stateful',
+      '--mode',
+      'all',
+      '--checks',
+      CHECKS.join(','),
+      '--max-examples',
+      MAX_EXAMPLES,
+      '--seed',
+      SEED,
+      '--generation-database',
+      'none',
+      '--workers',
+      process.env.FUZZ_WORKERS ?? '2',
+      '--request-timeout',
+      '30',
+      '--suppress-health-check',
+      'all',
+      '--no-color',
+      '--report',
+      'junit',
+      '--report-dir',
+      reportDir,
+    ]);
+    if (code !== 0) assert.fail(`schemathesis exited with ${code}:\n${output}`);
+    const junit = readdirSync(reportDir).find((name) => name.endsWith('.xml'));
+    assert.ok(junit, `schemathesis wrote no JUnit report:\n${output}`);
+    assert.match(readFileSync(path.join(reportDir, junit), 'utf8'), /<testcase /, 'schemathesis ran no test case');
+  });
+});
