@@ -2,7 +2,7 @@
 # `npm run fuzz`: schemathesis against the real API and worker (throwaway PostgreSQL, Temporal dev
 # server), alone and longer than the bounded run inside `npm test`: test/fuzz.test.ts with
 # FUZZ_MAX_EXAMPLES (default here 100 per operation and phase), FUZZ_SEED (default the fixed CI seed),
-# FUZZ_PHASES, FUZZ_WORKERS and FUZZ_TIMEOUT_SECONDS. See docs/fuzzing.md.
+# FUZZ_WORKERS and FUZZ_TIMEOUT_SECONDS. See docs/fuzzing.md.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -22,6 +22,7 @@ import { createTestWorker } from './support/worker';
 const SCHEMATHESIS = path.resolve(__dirname, '../../.tools/schemathesis/bin/schemathesis');
 const MAX_EXAMPLES = process.env.FUZZ_MAX_EXAMPLES ?? '10';
 const SEED = process.env.FUZZ_SEED ?? '20260518';
+const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 600) * 1000;
 const CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_schema_conformance', 'negative_data_rejection'];
 
 function runSchemathesis(args: string[]): Promise<{ code: number | null; output: string }> {
@@ -65,15 +66,16 @@ describe('API fuzzing (schemathesis against /openapi.json)', () => {
     if (reportDir) rmSync(reportDir, { recursive: true, force: true });
   });
 
-  it('finds no 5xx and no response outside the document, for every operation and the stateful phase', async function () {
-    this.timeout(Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 900) * 1000);
+  /** One schemathesis run; fails with its report (each case with a curl command that reproduces it). */
+  async function fuzz(phases: string, extraArgs: string[] = []) {
+    const reports = mkdtempSync(path.join(reportDir, `${phases.replace(/,/g, '-')}-`));
     const { code, output } = await runSchemathesis([
       'run',
       `${app.url}/openapi.json`,
       '--header',
       `Authorization: Bearer ${org.secret}`,
       '--phases',
-      process.env.FUZZ_PHASES ?? 'examples,coverage,fuzzing,stateful',
+      phases,
       '--mode',
       'all',
       '--checks',
@@ -84,8 +86,9 @@ describe('API fuzzing (schemathesis against /openapi.json)', () => {
       SEED,
       '--generation-database',
       'none',
+      // One worker: with more, Hypothesis' lambda-source cache races between threads and the run errors out.
       '--workers',
-      process.env.FUZZ_WORKERS ?? '2',
+      process.env.FUZZ_WORKERS ?? '1',
       '--request-timeout',
       '30',
       '--suppress-health-check',
@@ -94,11 +97,24 @@ describe('API fuzzing (schemathesis against /openapi.json)', () => {
       '--report',
       'junit',
       '--report-dir',
-      reportDir,
+      reports,
+      ...extraArgs,
     ]);
     if (code !== 0) assert.fail(`schemathesis exited with ${code}:\n${output}`);
-    const junit = readdirSync(reportDir).find((name) => name.endsWith('.xml'));
+    const junit = readdirSync(reports).find((name) => name.endsWith('.xml'));
     assert.ok(junit, `schemathesis wrote no JUnit report:\n${output}`);
-    assert.match(readFileSync(path.join(reportDir, junit), 'utf8'), /<testcase /, 'schemathesis ran no test case');
+    assert.match(readFileSync(path.join(reports, junit), 'utf8'), /<testcase /, 'schemathesis ran no test case');
+  }
+
+  it('finds no 5xx and no response outside the document for every operation: examples, boundaries, positive and negative data', async function () {
+    this.timeout(TIMEOUT_MS);
+    await fuzz('examples,coverage,fuzzing');
+  });
+
+  it('finds none in the stateful phase, operations chained through the ids responses return', async function () {
+    this.timeout(TIMEOUT_MS);
+    // Revoking keys is left out here alone: a link from GET /v1/api-keys/me would revoke the fuzzer's own
+    // key and leave every later request a 401. The phases above cover it.
+    await fuzz('stateful', ['--exclude-operation-id', 'revokeApiKey']);
   });
 });

@@ -62,6 +62,26 @@ describe('Operations endpoints and the OpenAPI document', () => {
     assert.ok(document.paths['/v1/api-keys'].post.parameters.some((p: { name: string }) => p.name === 'Idempotency-Key'));
   });
 
+  it('documents what fuzzing found the routes answer: a nullable object admits null, removed routes their 410 envelope and no body', async () => {
+    const document = (await app.request('GET', '/openapi.json')).body;
+    // zod-to-openapi writes a nullable reference as allOf [$ref, {type: [object, null]}], which no null satisfies.
+    const nullableAllOf: string[] = [];
+    const walk = (node: unknown, at: string) => {
+      if (typeof node !== 'object' || node === null) return;
+      const allOf = (node as { allOf?: { type?: unknown }[] }).allOf;
+      if (allOf?.some((part) => Array.isArray(part.type) && part.type.includes('null'))) nullableAllOf.push(at);
+      for (const [key, value] of Object.entries(node)) walk(value, `${at}/${key}`);
+    };
+    walk(document, '#');
+    assert.deepEqual(nullableAllOf, []);
+    assert.deepEqual(document.components.schemas.SandboxDeposit.properties.deposit.anyOf, [{ $ref: '#/components/schemas/Deposit' }, { type: 'null' }]);
+
+    const legacy = document.paths['/api/virtualcards/{cardId}/topup'].post;
+    assert.equal(legacy.requestBody, undefined, 'answered 410 whatever the body');
+    assert.deepEqual(legacy.responses['410'].content['application/json'].schema, { $ref: '#/components/schemas/Error' });
+    assert.deepEqual(Object.keys(document.paths['/readyz'].get.responses).sort(), ['200', '400', '503']);
+  });
+
   it('renders the reference at /docs with its assets', async () => {
     const page = await app.request('GET', '/docs');
     assert.equal(page.status, 200);
