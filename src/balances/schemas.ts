@@ -21,7 +21,7 @@ const CURRENCY_CODES: Record<string, (typeof BALANCE_CURRENCIES)[number]> = { US
 export const SandboxCreditBody = z
   .object({
     amount: z
-      .union([BaseUnitAmount, z.number().int().positive().max(Number.MAX_SAFE_INTEGER)])
+      .union([BaseUnitAmount, z.number().int().positive().max(Number(MAX_SANDBOX_CREDIT))])
       .refine((value) => BigInt(value) > 0n && BigInt(value) <= MAX_SANDBOX_CREDIT, `must be a positive integer of at most ${MAX_SANDBOX_CREDIT}`)
       .transform((value) => BigInt(value))
       .openapi({ description: `Integer amount in cents (USD) or sats (BTC), at most ${MAX_SANDBOX_CREDIT}` }),
