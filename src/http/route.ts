@@ -269,7 +269,10 @@ export class RouteRegistry {
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.query ? { query: route.query as never } : {}),
         ...(headers ? { headers } : {}),
-        ...(bodySchema ? { body: { content: { 'application/json': { schema: bodySchema } }, required: true } } : {}),
+        // A body whose fields are all optional (a PATCH) may be left out: the route reads it as {}.
+        ...(bodySchema
+          ? { body: { content: { 'application/json': { schema: bodySchema } }, required: !(route.body?.safeParse({}).success ?? false) } }
+          : {}),
       },
       responses,
     });
