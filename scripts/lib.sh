@@ -133,3 +133,27 @@ temporal_dev_stop() {
 btcd_path() {
   _first_executable "${BTCD_PATH:-}" "$TOOLS_DIR/btcd/bin/btcd"
 }
+
+# pip_venv_install VENV MARKER PACKAGE...: a venv at VENV with the pinned PACKAGEs from PyPI, made only
+# when VENV/.installed-MARKER is missing (written last: a venv without it is a broken install and is made
+# again). Says why and returns 1, leaving no venv, when python3 or pip fails.
+pip_venv_install() {
+  local venv=$1 marker="$1/.installed-$2"
+  shift 2
+  [[ -f $marker ]] && return 0
+  command -v python3 >/dev/null 2>&1 || { log "python3 is not installed"; return 1; }
+  log "installing $* from PyPI into ${venv#"$PROJECT_ROOT"/}"
+  rm -rf "$venv"
+  local out
+  out=$(mktemp)
+  if python3 -m venv "$venv" >"$out" 2>&1 &&
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$@" </dev/null >>"$out" 2>&1; then
+    rm -f "$out"
+    touch "$marker"
+    return 0
+  fi
+  tail -n 20 "$out" >&2 || true
+  rm -f "$out"
+  rm -rf "$venv"
+  return 1
+}

@@ -19,25 +19,7 @@ LNBITS_PID=
 LNBITS_DIR=
 
 lnbits_install() {
-  # The marker is written last: a venv without it is a broken install and is made again.
-  local marker="$LNBITS_VENV/.installed-$LNBITS_VERSION"
-  [[ -f $marker ]] && return 0
-  command -v python3 >/dev/null 2>&1 || { log "python3 is not installed"; return 1; }
-  log "installing LNbits $LNBITS_VERSION from PyPI into $LNBITS_VENV"
-  rm -rf "$LNBITS_VENV"
-  local out
-  out=$(mktemp)
-  if python3 -m venv "$LNBITS_VENV" >"$out" 2>&1 &&
-    "$LNBITS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-      "lnbits==$LNBITS_VERSION" "bitstring==$LNBITS_BITSTRING_VERSION" >>"$out" 2>&1; then
-    rm -f "$out"
-    touch "$marker"
-    return 0
-  fi
-  tail -n 20 "$out" >&2 || true
-  rm -f "$out"
-  rm -rf "$LNBITS_VENV"
-  return 1
+  pip_venv_install "$LNBITS_VENV" "$LNBITS_VERSION" "lnbits==$LNBITS_VERSION" "bitstring==$LNBITS_BITSTRING_VERSION"
 }
 
 lnbits_start() {

@@ -50,7 +50,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "shutting down"; exit 0' INT TERM
 
-bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
+bash "$PROJECT_ROOT/scripts/ensure-tools.sh" --service
 log "building"
 npm run build --silent
 [[ -f dist/src/server.js && -f dist/src/worker.js && -f dist/src/cli.js ]] ||

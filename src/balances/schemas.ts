@@ -1,4 +1,5 @@
 import { BaseUnitAmount, z } from '../shared/schemas';
+import { isBaseUnitAmount } from '../shared/money';
 import { BALANCE_CURRENCIES } from './entities';
 
 export const CompanyBalanceObject = z
@@ -21,8 +22,12 @@ const CURRENCY_CODES: Record<string, (typeof BALANCE_CURRENCIES)[number]> = { US
 export const SandboxCreditBody = z
   .object({
     amount: z
-      .union([BaseUnitAmount, z.number().int().positive().max(Number.MAX_SAFE_INTEGER)])
-      .refine((value) => BigInt(value) > 0n && BigInt(value) <= MAX_SANDBOX_CREDIT, `must be a positive integer of at most ${MAX_SANDBOX_CREDIT}`)
+      .union([BaseUnitAmount, z.number().int().positive().max(Number(MAX_SANDBOX_CREDIT))])
+      // zod runs a refinement after a failed union too: a string that is no integer ("AAA") must not reach BigInt.
+      .refine(
+        (value) => (typeof value === 'number' || isBaseUnitAmount(value)) && BigInt(value) > 0n && BigInt(value) <= MAX_SANDBOX_CREDIT,
+        `must be a positive integer of at most ${MAX_SANDBOX_CREDIT}`,
+      )
       .transform((value) => BigInt(value))
       .openapi({ description: `Integer amount in cents (USD) or sats (BTC), at most ${MAX_SANDBOX_CREDIT}` }),
     currency: z

@@ -2,7 +2,7 @@ import type { AppContext, AppDeps, EntityManager } from '../http/context';
 import type { RouteRegistry } from '../http/route';
 import { DomainError, errors } from '../shared/errors';
 import { paginate } from '../shared/pagination';
-import { resultEnvelope, z } from '../shared/schemas';
+import { ErrorEnvelope, resultEnvelope } from '../shared/schemas';
 import { authorizePurchase } from './authorization';
 import { Card, CardTransaction } from './entities';
 import { openCardSecrets } from './issuer';
@@ -458,8 +458,8 @@ function registerLegacyRoutes(routes: RouteRegistry): void {
       deprecated: true,
       scope: 'public',
       ...(legacy.path.includes(':cardId') ? { params: CardIdParams } : {}),
-      ...(legacy.method === 'post' ? { body: z.unknown() } : {}),
-      response: { status: 410, description: 'Gone' },
+      // No body is documented: the route answers 410 before reading one, whatever is sent.
+      response: { status: 410, description: 'Gone: the error envelope naming the replacement in details.successor', schema: ErrorEnvelope },
       handler: async () => {
         throw removed(legacy.successor);
       },

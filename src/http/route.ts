@@ -46,8 +46,10 @@ interface RouteBase<P extends ZodType, Q extends ZodType, B extends ZodType> {
   params?: P;
   query?: Q;
   body?: B;
-  /** The success response, described for OpenAPI. */
-  response: { status: number; description: string; schema?: ZodType; contentType?: string };
+  /** The success response, described for OpenAPI; a body served in several content types names each. */
+  response: { status: number; description: string; schema?: ZodType; contentType?: string | readonly string[] };
+  /** Other statuses this route answers besides those every route of its kind documents (CommonErrors, or 400 for public routes). */
+  otherResponses?: { status: number; description: string; schema: ZodType }[];
   deprecated?: boolean;
 }
 
@@ -234,18 +236,20 @@ export class RouteRegistry {
     route: RouteBase<P, Q, B> & { scope: RequiredScope | 'public'; rawJsonBody?: { documentedAs: ZodType } },
   ) {
     const bodySchema = route.body ?? route.rawJsonBody?.documentedAs;
+    const { schema, contentType = 'application/json' } = route.response;
     const responses: RouteConfig['responses'] = {
       [route.response.status]: {
         description: route.response.description,
-        ...(route.response.schema
-          ? { content: { [route.response.contentType ?? 'application/json']: { schema: route.response.schema } } }
-          : {}),
+        ...(schema ? { content: Object.fromEntries([contentType].flat().map((type) => [type, { schema }])) } : {}),
       },
     };
-    if (route.scope !== 'public') {
-      for (const [status, description] of Object.entries(CommonErrors)) {
-        responses[status] = { description, content: { 'application/json': { schema: ErrorEnvelope } } };
-      }
+    // Every route validates its path, query and body (a public one too: unknown query parameters are refused).
+    const errorStatuses = route.scope === 'public' ? { 400: CommonErrors[400]! } : CommonErrors;
+    for (const [status, description] of Object.entries(errorStatuses)) {
+      responses[status] = { description, content: { 'application/json': { schema: ErrorEnvelope } } };
+    }
+    for (const other of route.otherResponses ?? []) {
+      responses[other.status] = { description: other.description, content: { 'application/json': { schema: other.schema } } };
     }
     const headers =
       route.method === 'post' && route.scope !== 'public'
@@ -270,7 +274,10 @@ export class RouteRegistry {
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.query ? { query: route.query as never } : {}),
         ...(headers ? { headers } : {}),
-        ...(bodySchema ? { body: { content: { 'application/json': { schema: bodySchema } }, required: true } } : {}),
+        // A body whose fields are all optional (a PATCH) may be left out: the route reads it as {}.
+        ...(bodySchema
+          ? { body: { content: { 'application/json': { schema: bodySchema } }, required: !(route.body?.safeParse({}).success ?? false) } }
+          : {}),
       },
       responses,
     });

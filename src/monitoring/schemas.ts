@@ -60,7 +60,9 @@ export const SandboxDepositObject = z
     from_address: z.string().openapi({ description: "The devnet faucet: the simulated outside sender" }),
     tx_hash: z.string(),
     position: z.string(),
-    deposit: DepositObject.nullable().openapi({ description: "The deposit it made, when the address is one of the caller's own; null otherwise" }),
+    // A union, not .nullable(): zod-to-openapi documents a nullable reference as an allOf of the
+    // reference and `null`, which no null satisfies.
+    deposit: z.union([DepositObject, z.null()]).openapi({ description: "The deposit it made, when the address is one of the caller's own; null otherwise" }),
   })
   .openapi('SandboxDeposit');
 

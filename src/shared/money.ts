@@ -11,8 +11,8 @@ export class AmountError extends Error {
   override name = 'AmountError';
 }
 
-const DISPLAY_PATTERN = /^(0|[1-9]\d*)(\.\d+)?$/;
-const BASE_UNIT_PATTERN = /^(0|[1-9]\d*)$/;
+export const DISPLAY_PATTERN = /^(0|[1-9]\d*)(\.\d+)?$/;
+export const BASE_UNIT_PATTERN = /^(0|[1-9]\d*)$/;
 
 export const isDisplayAmount = (value: string): boolean => DISPLAY_PATTERN.test(value);
 export const isBaseUnitAmount = (value: string): boolean => BASE_UNIT_PATTERN.test(value);

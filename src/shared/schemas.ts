@@ -1,6 +1,6 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { isBaseUnitAmount, isDisplayAmount } from './money';
+import { BASE_UNIT_PATTERN, DISPLAY_PATTERN, isBaseUnitAmount, isDisplayAmount } from './money';
 
 extendZodWithOpenApi(z);
 
@@ -8,13 +8,15 @@ extendZodWithOpenApi(z);
 export const DisplayAmount = z
   .string()
   .refine(isDisplayAmount, 'must be a non-negative decimal string such as "12.5"')
-  .openapi({ type: 'string', example: '0.015', description: 'Display-unit decimal as a string' });
+  // The pattern is documented so that generated requests (schemathesis) are the amounts the refinement accepts; no `type`
+  // here: it would override the `[string, null]` of a nullable amount.
+  .openapi({ pattern: DISPLAY_PATTERN.source, example: '0.015', description: 'Display-unit decimal as a string' });
 
 /** Integer in the asset's smallest unit, carried as a string ("1500000"). */
 export const BaseUnitAmount = z
   .string()
   .refine(isBaseUnitAmount, 'must be a non-negative integer string in base units')
-  .openapi({ type: 'string', example: '1500000', description: 'Integer in the smallest base unit, as a string' });
+  .openapi({ pattern: BASE_UNIT_PATTERN.source, example: '1500000', description: 'Integer in the smallest base unit, as a string' });
 
 /** Whole smallest-unit amount carried as a JSON number (cards: cents; Lightning: sats). */
 export const MinorUnitNumber = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { RouteRegistry } from '../http/route';
 import { errors } from '../shared/errors';
-import { z } from '../shared/schemas';
+import { ErrorEnvelope, z } from '../shared/schemas';
 import { buildOpenApiDocument } from './openapi';
 
 /** The swagger-ui-dist assets, found without loading its index, which evaluates the 1.5 MB browser bundle (about 40 MB resident). */
@@ -16,10 +16,11 @@ const ReadinessObject = z
   })
   .openapi('Readiness');
 
-const DOC_ASSETS: Record<string, string> = {
+const DOC_ASSETS = {
   'swagger-ui.css': 'text/css; charset=utf-8',
   'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
-};
+} as const;
+const DOC_ASSET_FILES = Object.keys(DOC_ASSETS) as (keyof typeof DOC_ASSETS)[];
 
 const DOCS_PAGE = `<!doctype html>
 <html lang="en">
@@ -74,7 +75,8 @@ export function registerSystemRoutes(routes: RouteRegistry): void {
     summary: 'Readiness: PostgreSQL and Temporal answer',
     tag: 'Operations',
     scope: 'public',
-    response: { status: 200, description: 'Ready (503 with the same body when not)', schema: ReadinessObject },
+    response: { status: 200, description: 'Ready', schema: ReadinessObject },
+    otherResponses: [{ status: 503, description: 'Not ready: the same body, naming the check that failed', schema: ReadinessObject }],
     handler: async ({ deps }) => {
       const [database, temporal] = await Promise.all([
         probe(() => deps.orm.em.getConnection().execute('select 1')),
@@ -94,6 +96,7 @@ export function registerSystemRoutes(routes: RouteRegistry): void {
     tag: 'Operations',
     scope: 'public',
     response: { status: 200, description: 'Prometheus text exposition', schema: z.string(), contentType: 'text/plain' },
+    otherResponses: [{ status: 404, description: 'Metrics are disabled (METRICS_ENABLED=false)', schema: ErrorEnvelope }],
     handler: async ({ deps }) => {
       if (!deps.config.METRICS_ENABLED) throw errors.notFound('route', '/metrics');
       return { body: await deps.metrics.metrics(), contentType: deps.metrics.contentType };
@@ -132,11 +135,10 @@ export function registerSystemRoutes(routes: RouteRegistry): void {
     summary: 'Static files of the rendered reference',
     tag: 'Operations',
     scope: 'public',
-    params: z.object({ file: z.string().max(64) }),
-    response: { status: 200, description: 'CSS or JavaScript', schema: z.string(), contentType: 'application/javascript' },
+    params: z.object({ file: z.enum(DOC_ASSET_FILES) }),
+    response: { status: 200, description: 'CSS or JavaScript', schema: z.string(), contentType: Object.values(DOC_ASSETS) },
     handler: async ({ params }) => {
       const contentType = DOC_ASSETS[params.file];
-      if (!contentType) throw errors.notFound('file', params.file, 'file');
       const body = await readFile(path.join(SWAGGER_UI_DIR, params.file));
       return { body, contentType, headers: { 'Cache-Control': 'public, max-age=86400' } };
     },

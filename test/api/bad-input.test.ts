@@ -47,6 +47,8 @@ describe('Bad input answers 400 and changes nothing', () => {
     assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '1'.repeat(26), currency: 'USD' }), 'amount');
     assertValidation(await call('POST', '/v1/sandbox/balances', { amount: 1e40, currency: 'USD' }), 'amount');
     assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '0', currency: 'USD' }), 'amount');
+    // Found by fuzzing: a string that is no integer answered 500 (the refinement ran after the failed union).
+    assertValidation(await call('POST', '/v1/sandbox/balances', { amount: 'AAA', currency: 'USD', reference: '0' }), 'amount');
     assertValidation(await call('POST', '/v1/sandbox/balances', { amount: 5, currency: 'EUR' }), 'currency');
     const before = await call('GET', '/v1/balances');
     assert.deepEqual(before.body.data.map((balance: { available: string }) => balance.available), ['0', '0', '0', '0'], 'nothing was credited');

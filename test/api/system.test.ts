@@ -82,6 +82,26 @@ describe('Operations endpoints and the OpenAPI document', () => {
     assert.ok(document.paths['/v1/api-keys'].post.parameters.some((p: { name: string }) => p.name === 'Idempotency-Key'));
   });
 
+  it('documents what fuzzing found the routes answer: a nullable object admits null, removed routes their 410 envelope and no body', async () => {
+    const document = (await app.request('GET', '/openapi.json')).body;
+    // zod-to-openapi writes a nullable reference as allOf [$ref, {type: [object, null]}], which no null satisfies.
+    const nullableAllOf: string[] = [];
+    const walk = (node: unknown, at: string) => {
+      if (typeof node !== 'object' || node === null) return;
+      const allOf = (node as { allOf?: { type?: unknown }[] }).allOf;
+      if (allOf?.some((part) => Array.isArray(part.type) && part.type.includes('null'))) nullableAllOf.push(at);
+      for (const [key, value] of Object.entries(node)) walk(value, `${at}/${key}`);
+    };
+    walk(document, '#');
+    assert.deepEqual(nullableAllOf, []);
+    assert.deepEqual(document.components.schemas.SandboxDeposit.properties.deposit.anyOf, [{ $ref: '#/components/schemas/Deposit' }, { type: 'null' }]);
+
+    const legacy = document.paths['/api/virtualcards/{cardId}/topup'].post;
+    assert.equal(legacy.requestBody, undefined, 'answered 410 whatever the body');
+    assert.deepEqual(legacy.responses['410'].content['application/json'].schema, { $ref: '#/components/schemas/Error' });
+    assert.deepEqual(Object.keys(document.paths['/readyz'].get.responses).sort(), ['200', '400', '503']);
+  });
+
   it('renders the reference at /docs with its assets', async () => {
     const page = await app.request('GET', '/docs');
     assert.equal(page.status, 200);
@@ -90,6 +110,13 @@ describe('Operations endpoints and the OpenAPI document', () => {
     const script = await app.request('GET', '/docs/assets/swagger-ui-bundle.js');
     assert.equal(script.status, 200);
     assert.ok(script.text.length > 100_000);
-    assert.equal((await app.request('GET', '/docs/assets/..%2Fpackage.json')).status, 404);
+    // The file is one of the documented names (an enum in /openapi.json): anything else is a 400, as fuzzing found the document promised.
+    const outside = await app.request('GET', '/docs/assets/..%2Fpackage.json');
+    assert.deepEqual([outside.status, outside.body.error.code, outside.body.error.param], [400, 'validation_failed', 'file']);
+    const stylesheet = await app.request('GET', '/docs/assets/swagger-ui.css');
+    assert.match(stylesheet.headers.get('content-type') ?? '', /^text\/css/);
+    const documented = (await app.request('GET', '/openapi.json')).body.paths['/docs/assets/{file}'].get.responses;
+    assert.deepEqual(Object.keys(documented['200'].content).sort(), ['application/javascript; charset=utf-8', 'text/css; charset=utf-8']);
+    assert.ok(documented['400'], 'the validation answer is documented on a public route too');
   });
 });
