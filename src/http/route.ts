@@ -125,7 +125,7 @@ export class RouteRegistry {
       const rawText = takesRawBody ? await readJsonBodyText(ctx, this.deps.config.BODY_LIMIT_BYTES) : undefined;
       // What Idempotency-Key hashes: the parsed body, or the text itself for a raw-body route.
       const rawBody = takesRawBody ? rawText : route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
-      const body = route.body ? parse(route.body, rawBody ?? {}, 'body') : takesRawBody ? ({} as never) : rejectUnexpectedBody(rawBody);
+      const body = route.body ? parse(route.body, rawBody === undefined ? {} : rawBody, 'body') : takesRawBody ? ({} as never) : rejectUnexpectedBody(rawBody);
       const handler = route.handler as (input: HandlerInput<unknown, unknown, unknown, AuthContext | undefined>) => Promise<HandlerResult>;
       let transaction: EntityManager | undefined;
       const run = (transactionEm: EntityManager) => {

@@ -42,6 +42,15 @@ describe('Bad input answers 400 and changes nothing', () => {
     assert.equal(page.status, 200, 'a well-formed cursor still pages');
   });
 
+  it('refuses a JSON null body where the body is an object, even one whose fields are all optional', async () => {
+    // Found by fuzzing: PATCH /v1/policies/:id took `null` for `{}` and answered 200.
+    const policy = await call('POST', '/v1/policies', { name: 'Null body' });
+    assert.equal(policy.status, 201, policy.text);
+    const patched = await app.request('PATCH', `/v1/policies/${policy.body.id}`, { key: org.secret, rawBody: 'null', headers: { 'content-type': 'application/json' } });
+    assertValidation(patched, 'body');
+    assert.equal((await call('GET', `/v1/policies/${policy.body.id}`)).body.updated_at, policy.body.updated_at, 'nothing changed');
+  });
+
   it('caps sandbox credits, whether the amount is a number or a string, and takes the currency codes GET /v1/balances shows', async () => {
     assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '1'.repeat(41), currency: 'USD' }), 'amount');
     assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '1'.repeat(26), currency: 'USD' }), 'amount');
