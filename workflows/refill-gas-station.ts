@@ -5,13 +5,16 @@ import type { WorkflowOf } from '../src/temporal/flow';
 
 type GasStationActivities = ReturnType<typeof createGasStationActivities>;
 
-/** Assessing and submitting: a node or database away for long counts as a failed attempt rather than blocking forever. */
-const { assessGasStation, submitGasStationRefill } = proxyActivities<GasStationActivities>({
+/** Assessing reads the chain and moves nothing: a node or database away for long counts as a failed attempt rather than blocking forever. */
+const { assessGasStation } = proxyActivities<GasStationActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
 });
-/** Following a submitted send and recording its outcome: money bookkeeping never gives up. */
-const { gasStationRefillStatus, finishGasStationRefill, reportGasStationRefillFailed } = proxyActivities<GasStationActivities>({
+/**
+ * Submitting the send (idempotent: the station keeps the send it recorded), following it and recording
+ * its outcome move money: never given up on an infrastructure error. Refusals come back as values.
+ */
+const { submitGasStationRefill, gasStationRefillStatus, finishGasStationRefill, reportGasStationRefillFailed } = proxyActivities<GasStationActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
