@@ -2,12 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createApiKey } from '../src/api-keys/service';
 import { loadConfig } from '../src/config';
-import { createOrm, migrate } from '../src/db/orm';
-import { createOrganization } from '../src/organizations/service';
 import { eventually } from '../test/support/eventually';
 import { freeLoopbackPort } from '../test/support/ports';
+import { sandboxPayerAndPayee } from '../test/support/sandbox-organizations';
 import { ServiceProcess } from '../test/support/service-process';
 import { WebhookReceiver } from '../test/support/webhook-receiver';
 import { BENCH_CARD_BODY, BENCH_SECONDS, report, runBenchmark } from './support';
@@ -57,13 +55,7 @@ const customer = () => ({ ...BENCH_CARD_BODY.customer, id_number: `P${randomUUID
 
 async function main() {
   const config = loadConfig(process.env);
-  const orm = await createOrm(config.DATABASE_URL, 2);
-  await migrate(orm);
-  const em = orm.em.fork();
-  const payer = createApiKey(em, { organization: createOrganization(em, 'Memory payer'), name: 'Benchmark', scopes: ['*'], environment: 'sandbox' });
-  const payee = createApiKey(em, { organization: createOrganization(em, 'Memory payee'), name: 'Benchmark', scopes: ['*'], environment: 'sandbox' });
-  await em.flush();
-  await orm.close();
+  const { payer, payee } = await sandboxPayerAndPayee(config.DATABASE_URL, 'Memory');
 
   const receiver = await new WebhookReceiver().start();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'custody-bench-memory-'));
@@ -91,7 +83,7 @@ async function main() {
   const killAll = () => processes.forEach((each) => void each.kill());
   process.once('exit', killAll);
   try {
-    await run(`http://127.0.0.1:${port}`, api, worker, callerFor(`http://127.0.0.1:${port}`, payer.secret), callerFor(`http://127.0.0.1:${port}`, payee.secret), receiver);
+    await run(`http://127.0.0.1:${port}`, api, worker, callerFor(`http://127.0.0.1:${port}`, payer), callerFor(`http://127.0.0.1:${port}`, payee), receiver);
   } catch (error) {
     throw new Error(`${(error as Error).message}\n${processes.map((each) => each.log).join('\n')}`);
   } finally {

@@ -6,21 +6,20 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { parseEther, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { createApiKey } from '../../src/api-keys/service';
 import { cardBalanceFlow } from '../../src/cards/flows/balance';
 import { cardProvisioningFlow } from '../../src/cards/flows/provisioning';
 import { ChainNodes } from '../../src/chains/nodes';
 import { loadConfig } from '../../src/config';
-import { createOrm, migrate, type Orm } from '../../src/db/orm';
+import { createOrm, type Orm } from '../../src/db/orm';
 import { createLogger } from '../../src/logger';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import { paymentWorkflowId } from '../../src/lightning/flows/payment';
-import { createOrganization } from '../../src/organizations/service';
 import { anvilEthBalance, anvilFunder, anvilMine, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil } from './anvil';
 import { validCustomer } from './cards';
 import { eventually } from './eventually';
 import { freeLoopbackPort } from './ports';
+import { sandboxPayerAndPayee } from './sandbox-organizations';
 import { ServiceProcess } from './service-process';
 import { WebhookReceiver } from './webhook-receiver';
 
@@ -380,7 +379,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     options.log(`seed ${options.seed}; state in ${dir}`);
     chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
     await postgres.start();
-    const secrets = await setUpDatabase(databaseUrl);
+    const secrets = await sandboxPayerAndPayee(databaseUrl, 'Chaos');
     await temporal.start();
     await worker.start();
     await api.start();
@@ -418,21 +417,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await postgres.stop().catch(() => undefined);
     await receiver.close();
     await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** Two organizations with a key each in a fresh, migrated database: the payer (cards, payments) and the payee (invoices). */
-async function setUpDatabase(databaseUrl: string): Promise<Record<'payer' | 'payee', string>> {
-  const orm = await createOrm(databaseUrl, 2);
-  try {
-    await migrate(orm);
-    const em = orm.em.fork();
-    const payer = createApiKey(em, { organization: createOrganization(em, 'Chaos payer'), name: 'Chaos', scopes: ['*'], environment: 'sandbox' });
-    const payee = createApiKey(em, { organization: createOrganization(em, 'Chaos payee'), name: 'Chaos', scopes: ['*'], environment: 'sandbox' });
-    await em.flush();
-    return { payer: payer.secret, payee: payee.secret };
-  } finally {
-    await orm.close();
   }
 }
 
