@@ -28,8 +28,7 @@ import {
   presentBalance,
   presentVault,
   presentWallet,
-  readWallet,
-  readWalletBalances,
+  readWalletWithBalances,
   walletPresenter,
 } from './service';
 import { signPayload } from './signing';
@@ -144,8 +143,7 @@ export function registerCustodyRoutes(routes: RouteRegistry): void {
     params: IdParams,
     response: { status: 200, description: 'One balance per asset, in base units', schema: listEnvelopeSchema(BalanceObject) },
     handler: async ({ auth, deps, params }) => {
-      const wallet = await readWallet(deps.orm.em, auth, params.id);
-      const balances = await readWalletBalances(deps.orm.em, wallet);
+      const { wallet, balances } = await readWalletWithBalances(deps.orm.em, auth, params.id);
       return { body: catalogueList(balances.map((entry) => presentBalance(wallet, entry))) };
     },
   });

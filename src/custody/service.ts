@@ -4,7 +4,7 @@ import { errors } from '../shared/errors';
 import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
 import { addressFormatFor, type BitcoinAddressFormat, type KeyLocation } from '../keys/derivation';
 import type { KeyService } from '../keys/service';
-import { findOneByColumns, readByColumns, readOneByColumns } from '../db/lean';
+import { findOneByColumns, readOneWithChildren } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { isUuid } from '../shared/ids';
 import { iso } from '../shared/time';
@@ -45,11 +45,14 @@ export async function findWallet(em: EntityManager, tenant: Tenant, id: string, 
   return wallet;
 }
 
-/** The wallet as its row says, detached (src/db/lean.ts): for a read that presents it and passes it to no entity manager. */
-export async function readWallet(em: EntityManager, tenant: Tenant, id: string): Promise<Wallet> {
-  const wallet = isUuid(id) ? await readOneByColumns(em, Wallet, { id, ...tenantFilter(tenant) }) : null;
-  if (!wallet) throw errors.notFound('wallet', id, 'id');
-  return wallet;
+/**
+ * The wallet and its balance rows as they are stored, detached (src/db/lean.ts), in one statement: for
+ * a read that presents them and passes them to no entity manager.
+ */
+export async function readWalletWithBalances(em: EntityManager, tenant: Tenant, id: string) {
+  const found = isUuid(id) ? await readOneWithChildren(em, Wallet, { id, ...tenantFilter(tenant) }, { entity: WalletBalance, parentKey: 'wallet' }) : null;
+  if (!found) throw errors.notFound('wallet', id, 'id');
+  return { wallet: found.row, balances: walletBalances(found.row, found.children) };
 }
 
 /** An address of the tenant, optionally required to belong to `wallet`. */
@@ -166,8 +169,7 @@ export async function moveWalletBalance(em: EntityManager, walletId: string, ass
 }
 
 /** Every asset of the wallet's chain, zero where the ledger has no row yet. */
-export async function readWalletBalances(em: EntityManager, wallet: Wallet) {
-  const rows = await readByColumns(em, WalletBalance, { wallet: wallet.id });
+function walletBalances(wallet: Wallet, rows: WalletBalance[]) {
   const byAsset = new Map(rows.map((row) => [row.assetId, row]));
   return ASSETS.filter((asset) => asset.chain === wallet.chain).map((asset) => {
     const row = byAsset.get(asset.id);
@@ -229,7 +231,7 @@ export async function walletPresenter(em: EntityManager, wallets: Wallet[]) {
   return (wallet: Wallet) => presentWallet(wallet, byWallet.get(wallet.id)!);
 }
 
-export function presentBalance(wallet: Wallet, entry: Awaited<ReturnType<typeof readWalletBalances>>[number]) {
+export function presentBalance(wallet: Wallet, entry: ReturnType<typeof walletBalances>[number]) {
   return {
     object: 'balance' as const,
     wallet_id: wallet.id,

@@ -33,24 +33,55 @@ interface Statement {
 
 const statements = new Map<string, Statement>();
 
-function selectStatement<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, limit: number | null): { statement: Statement; params: Scalar[] } {
+/** Rows of `entity` that point at the row read (by `parentKey`), read in the same statement. */
+interface Children<C> {
+  entity: Constructor<C>;
+  parentKey: keyof C & string;
+}
+
+/** The column that carries the children, aggregated as JSON. */
+const CHILDREN = '__children';
+
+function selectStatement<T extends object>(
+  em: EntityManager,
+  entity: Constructor<T>,
+  where: ColumnFilter<T>,
+  limit: number | null,
+  children?: { entity: Constructor<object>; parentKey: string },
+): { statement: Statement; params: Scalar[] } {
   const keys = Object.keys(where) as (keyof T & string)[];
   const params = keys.map((key) => where[key]!).filter((value) => value !== null);
-  const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}`;
+  const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}|${children ? `${children.entity.name}.${children.parentKey}` : ''}`;
   let statement = statements.get(shape);
   if (!statement) {
     const meta = em.getMetadata().get(entity.name);
     let placeholder = 0;
-    const conditions = keys.map((key) => {
-      const property = meta.properties[key];
-      if (!property || property.fieldNames.length !== 1) throw new Error(`${entity.name}.${key} is not a single column`);
-      return `"${property.fieldNames[0]}" ${where[key] === null ? 'is null' : `= $${++placeholder}`}`;
-    });
-    const text = `select * from "${meta.tableName}" where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
+    const conditions = keys.map((key) => `p."${singleColumn(meta, key)}" ${where[key] === null ? 'is null' : `= $${++placeholder}`}`);
+    const childColumn = children ? `, ${childrenAggregate(em, meta, children)} as "${CHILDREN}"` : '';
+    const text = `select p.*${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
     statement = { name: `lean_${statements.size + 1}`, text, sql: text.replace(/\$\d+/g, '?') };
     statements.set(shape, statement);
   }
   return { statement, params };
+}
+
+function singleColumn(meta: EntityMetadata, key: string): string {
+  const property = meta.properties[key];
+  if (!property || property.fieldNames.length !== 1) throw new Error(`${meta.className}.${key} is not a single column`);
+  return property.fieldNames[0]!;
+}
+
+/**
+ * The children's rows as a JSON array of objects keyed by column, so that the row reader reads them as
+ * it reads a row. Numbers that JSON would round (numeric, bigint) travel as text, as the driver gives them.
+ */
+function childrenAggregate(em: EntityManager, parent: EntityMetadata, children: { entity: Constructor<object>; parentKey: string }): string {
+  const meta = em.getMetadata().get(children.entity.name);
+  const fields = meta.props.flatMap((prop) => (prop.persist === false ? [] : prop.fieldNames.map((field, index) => ({ field, type: prop.columnTypes[index] ?? '' }))));
+  const asText = (type: string) => /^(numeric|decimal|bigint|int8)/i.test(type);
+  const object = fields.map(({ field, type }) => `'${field}', c."${field}"${asText(type) ? '::text' : ''}`).join(', ');
+  const primaryKey = singleColumn(parent, parent.primaryKeys[0]!);
+  return `coalesce((select json_agg(json_build_object(${object})) from "${meta.tableName}" c where c."${singleColumn(meta, children.parentKey)}" = p."${primaryKey}"), '[]'::json)`;
 }
 
 /** The pg client that knex pools; only the calls made here. */
@@ -158,4 +189,21 @@ export async function readByColumns<T extends object>(em: EntityManager, entity:
   const { statement, params } = selectStatement(em, entity, where, null);
   const read = rowReader(em, entity);
   return (await run(em, statement, params)).map((row) => read(row) as T);
+}
+
+/**
+ * One row and the rows of `children.entity` that point at it (by `children.parentKey`), in one statement,
+ * each a detached copy (see above); the children in no particular order.
+ */
+export async function readOneWithChildren<T extends object, C extends object>(
+  em: EntityManager,
+  entity: Constructor<T>,
+  where: ColumnFilter<T>,
+  children: Children<C>,
+): Promise<{ row: T; children: C[] } | null> {
+  const { statement, params } = selectStatement(em, entity, where, 1, children);
+  const [row] = await run(em, statement, params);
+  if (!row) return null;
+  const readChild = rowReader(em, children.entity);
+  return { row: rowReader(em, entity)(row) as T, children: (row[CHILDREN] as Record<string, unknown>[]).map((child) => readChild(child) as C) };
 }

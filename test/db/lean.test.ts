@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey } from '../../src/api-keys/entities';
 import { Card } from '../../src/cards/entities';
 import { Vault, Wallet, WalletBalance } from '../../src/custody/entities';
-import { findOneByColumns, readByColumns, readOneByColumns } from '../../src/db/lean';
+import { findOneByColumns, readByColumns, readOneByColumns, readOneWithChildren } from '../../src/db/lean';
 import { Organization } from '../../src/organizations/entities';
 import { pendingCard } from '../support/cards';
 import { testOrm } from '../support/environment';
@@ -64,7 +64,21 @@ describe('Lean reads: detached copies of rows', () => {
       [wallet.id, 'ETH', '98765432109876543210987654321', '5', '7'],
       [wallet.id, 'USDC_ETH', '1', '0', '0'],
     ]);
+    // The wallet and its balance rows in one statement: the same values, numbers beyond 2^53 intact.
+    const withBalances = (await readOneWithChildren(em, Wallet, { id: wallet.id, ...tenant }, { entity: WalletBalance, parentKey: 'wallet' }))!;
+    assert.deepEqual(plain(orm.em, withBalances.row, 'Wallet'), plain(orm.em, (await findOneByColumns(orm.em.fork(), Wallet, { id: wallet.id, ...tenant }))!, 'Wallet'));
+    assert.deepEqual(withBalances.children.map((row) => plain(orm.em, row, 'WalletBalance')).sort((a, b) => String(a.assetId).localeCompare(String(b.assetId))),
+      balances.map((row) => plain(orm.em, row, 'WalletBalance')).sort((a, b) => String(a.assetId).localeCompare(String(b.assetId))));
+    assert.ok(withBalances.children.every((row) => row.updatedAt instanceof Date));
     assert.equal(em.getUnitOfWork().getIdentityMap().values().length, 0);
+    // A wallet with no balance rows reads with none; another organization's filter finds nothing.
+    const bare = setup.create(Wallet, {
+      organization: setup.getReference(Organization, org.organizationId), vault, environment: 'sandbox', name: 'Empty wallet', chain: 'ethereum', network: 'sepolia',
+      walletType: 'hot', metadata: {}, accountIndex: 8, nextAddressIndex: 0, createdAt: new Date(), updatedAt: new Date(),
+    });
+    await setup.flush();
+    assert.deepEqual((await readOneWithChildren(em, Wallet, { id: bare.id, ...tenant }, { entity: WalletBalance, parentKey: 'wallet' }))?.children, []);
+    assert.equal(await readOneWithChildren(em, Wallet, { id: wallet.id, organization: org.organizationId, environment: 'live' }, { entity: WalletBalance, parentKey: 'wallet' }), null);
     // Another organization's filter finds nothing.
     assert.equal(await readOneByColumns(orm.em.fork(), Card, { id: card.id, organization: (await pendingCard(0)).org.organizationId, environment: 'sandbox' }), null);
   });
