@@ -59,7 +59,7 @@ export const createCardActivities = (deps: CardActivityDeps) => {
         if (!(error instanceof IssuerDeclined)) throw error;
         outcome = { ok: false, reason: 'issuer_declined' };
       }
-      const settled = await inTransaction((tx) => settleTransaction(tx, input.transactionId, outcome));
+      const settled = await inTransaction((tx) => settleTransaction(tx, pending, outcome));
       return { status: settled.status };
     },
 

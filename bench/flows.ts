@@ -330,7 +330,7 @@ async function main() {
     const WEBHOOK = 'webhook: POST /v1/webhooks/:id/test → delivered';
     const CEILING_BACKLOG = 'bare one-activity workflow (ceiling, dead backlog running)';
     const FUNDING_NONE = 'card funding, organization without endpoints (with the dead backlog running)';
-    const FUNDING_DEAD = `card funding, organization with ${DEAD_ENDPOINTS} endpoints that never answer`;
+    const FUNDING_DEAD = `card funding, organization with ${DEAD_ENDPOINTS} endpoints that never answer (circuits open)`;
     for (let round = 1; round <= ROUNDS; round += 1) {
       for (const [target, flow] of [[CEILING, bare], [FUNDING, fundCard], [CEILING, bare], [PAYMENT, payInternally], [CEILING, bare], [WEBHOOK, deliverTestEvent]] as const) {
         await measure(target, round, flow);
@@ -341,7 +341,51 @@ async function main() {
     const deadOrganization = await organization('Benchmark dead endpoints');
     for (let index = 0; index < DEAD_ENDPOINTS; index += 1) await deadOrganization('POST', '/v1/webhooks', { name: `Silent ${index}`, url: silent.url });
     const fundDeadCard = funding(deadOrganization, await cardsOf(deadOrganization));
-    await measureCost(`card funding, ${DEAD_ENDPOINTS} dead endpoints`, 1, fundDeadCard);
+    await measureCost(`card funding, ${DEAD_ENDPOINTS} dead endpoints, circuits closed`, 1, fundDeadCard);
+    // The issue's case is endpoints that have failed for a long time: fund until every dead endpoint's
+    // circuit is open (WEBHOOK_CIRCUIT_FAILURES timed-out attempts, a probe pending), so that what is
+    // measured is the steady state in which each event costs a held row per endpoint and no workflow.
+    // How long the endpoints took to get there, and the fundings' rate meanwhile, are reported beside it.
+    const openCircuits = async () => {
+      const [row] = await orm.em.fork().execute<{ open: string }[]>(
+        `select count(*) as open from webhook_endpoints e join event_deliveries d on d.id = e.probe_delivery_id and d.status = 'pending' where e.url = ?`,
+        [silent.url],
+      );
+      return Number(row!.open);
+    };
+    const openingStarted = performance.now();
+    const opening: FlowMeasurement[] = [];
+    while ((await openCircuits()) < DEAD_ENDPOINTS) {
+      if (performance.now() - openingStarted > 180_000) throw new Error(`the dead endpoints' circuits did not all open within 180 s (${await openCircuits()} of ${DEAD_ENDPOINTS})`);
+      opening.push(await measureFlows(`card funding, ${DEAD_ENDPOINTS} dead endpoints, circuits opening`, 0, fundDeadCard, 2));
+    }
+    const circuitsOpening = {
+      seconds: Number(((performance.now() - openingStarted) / 1000).toFixed(1)),
+      fundings_per_second: median(opening.map((row) => row.per_second)),
+      attempts_settled_after_seconds: 0,
+    };
+    console.log(`the ${DEAD_ENDPOINTS} dead endpoints' circuits opened after ${circuitsOpening.seconds} s of fundings (${circuitsOpening.fundings_per_second}/s meanwhile)`);
+    // The deliveries started before the circuits opened still have an attempt hanging (10 s each, as
+    // many as the webhooks worker has slots); once those have ended and paused, the endpoints are in
+    // the steady state: no attempt ended for twice an attempt's timeout.
+    const attemptsEnded = async () => {
+      const [row] = await orm.em.fork().execute<{ attempts: string }[]>(
+        `select count(*) as attempts from event_delivery_attempts a join event_deliveries d on d.id = a.delivery_id where d.destination_url = ?`,
+        [silent.url],
+      );
+      return Number(row!.attempts);
+    };
+    const settlingStarted = performance.now();
+    for (let quietSince = performance.now(), attempts = await attemptsEnded(); performance.now() - quietSince < 20_000; ) {
+      if (performance.now() - settlingStarted > 300_000) throw new Error('the attempts started before the circuits opened did not end within 300 s');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const now = await attemptsEnded();
+      if (now !== attempts) [attempts, quietSince] = [now, performance.now()];
+    }
+    const settledAfter = Number(((performance.now() - settlingStarted) / 1000).toFixed(1));
+    circuitsOpening.attempts_settled_after_seconds = settledAfter;
+    console.log(`their attempts in flight ended and paused ${settledAfter} s later`);
+    await measureCost(`card funding, ${DEAD_ENDPOINTS} dead endpoints, circuits open`, 1, fundDeadCard);
     for (let round = 1; round <= ROUNDS; round += 1) {
       for (const [target, flow] of [[CEILING_BACKLOG, bare], [FUNDING_NONE, fundCard], [FUNDING_DEAD, fundDeadCard]] as const) await measure(target, round, flow);
     }
@@ -378,6 +422,7 @@ async function main() {
       worker: { max_activities: config.WORKER_MAX_ACTIVITIES, max_workflow_tasks: config.WORKER_MAX_WORKFLOW_TASKS, cached_workflows: config.WORKER_CACHED_WORKFLOWS },
       rss_end_mib: Math.round(process.memoryUsage().rss / MiB),
       dead_deliveries: deadDeliveries,
+      circuits_opening: circuitsOpening,
     });
   } finally {
     // The silent server's sockets close first, so the deliveries hanging on them end and the workers drain quickly.

@@ -72,33 +72,40 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
     row = await lockBalance();
   }
   const current = { currency: movement.currency, available: BigInt(row!.available), reserved: BigInt(row!.reserved) };
-  // Under the row lock, a movement of this balance cannot race us between this check and the insert.
-  const [existing] = await connection.execute<{ id: string }[]>(
-    `select id from company_balance_entries
-      where organization_id = ? and environment = ? and currency = ? and reference_type = ? and reference_id = ? and kind = ?`,
-    [movement.organizationId, movement.environment, movement.currency, movement.reference.type, movement.reference.id, movement.kind],
+  const [availableDelta, reservedDelta] = EFFECTS[movement.kind](movement.amount);
+  const next = { currency: movement.currency, available: current.available + availableDelta, reserved: current.reserved + reservedDelta };
+  const keys = [movement.organizationId, movement.environment, movement.currency];
+  const entryKeys = [...keys, movement.reference.type, movement.reference.id, movement.kind];
+  if (next.available < 0n || next.reserved < 0n) {
+    // Refused, unless this movement was already applied (a retry): then it is a no-op, as below.
+    const [existing] = await connection.execute<{ id: string }[]>(
+      `select id from company_balance_entries
+        where organization_id = ? and environment = ? and currency = ? and reference_type = ? and reference_id = ? and kind = ?`,
+      entryKeys,
+      'all',
+      tx,
+    );
+    if (existing) return { applied: false, balance: current };
+    if (next.available < 0n) throw insufficientFunds(movement.currency, movement.amount, current.available);
+    throw new Error(`cannot ${movement.kind} ${movement.amount}: only ${current.reserved} reserved`);
+  }
+  // The entry and the balance in one statement: the journal's unique reference makes a movement
+  // applied twice insert nothing, and the balance then moves only with an entry inserted.
+  const moved = await connection.execute<{ moved: number }[]>(
+    `with entry as (
+       insert into company_balance_entries (id, organization_id, environment, currency, kind, amount, reference_type, reference_id, created_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, now())
+       on conflict (organization_id, environment, currency, reference_type, reference_id, kind) do nothing
+       returning 1
+     )
+     update company_balances set available = ?, reserved = ?, updated_at = now()
+      where organization_id = ? and environment = ? and currency = ? and exists (select 1 from entry)
+     returning 1 as moved`,
+    [prefixedId('bent'), ...keys, movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id, next.available.toString(), next.reserved.toString(), ...keys],
     'all',
     tx,
   );
-  if (existing) return { applied: false, balance: current };
-
-  const [availableDelta, reservedDelta] = EFFECTS[movement.kind](movement.amount);
-  const next = { currency: movement.currency, available: current.available + availableDelta, reserved: current.reserved + reservedDelta };
-  if (next.available < 0n) throw insufficientFunds(movement.currency, movement.amount, current.available);
-  if (next.reserved < 0n) throw new Error(`cannot ${movement.kind} ${movement.amount}: only ${current.reserved} reserved`);
-  await connection.execute(
-    `insert into company_balance_entries (id, organization_id, environment, currency, kind, amount, reference_type, reference_id, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, now())`,
-    [prefixedId('bent'), movement.organizationId, movement.environment, movement.currency, movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id],
-    'run',
-    tx,
-  );
-  await connection.execute(
-    `update company_balances set available = ?, reserved = ?, updated_at = now() where organization_id = ? and environment = ? and currency = ?`,
-    [next.available.toString(), next.reserved.toString(), movement.organizationId, movement.environment, movement.currency],
-    'run',
-    tx,
-  );
+  if (moved.length === 0) return { applied: false, balance: current };
   return { applied: true, balance: next };
 }
 

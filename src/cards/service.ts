@@ -259,10 +259,10 @@ export async function requestBalanceMove(
  * Settles a pending funding or withdrawal after the issuer answered, exactly once: the card row
  * lock serializes it with requests and authorizations, and a settled transaction is left alone.
  */
-export async function settleTransaction(em: EntityManager, transactionId: string, outcome: { ok: true } | { ok: false; reason: string }) {
-  const transaction = await em.findOneOrFail(CardTransaction, { id: transactionId });
-  const card = await em.findOneOrFail(Card, { id: transaction.card.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['customer'] });
-  await em.refresh(transaction);
+export async function settleTransaction(em: EntityManager, pending: Pick<CardTransaction, 'id' | 'card'>, outcome: { ok: true } | { ok: false; reason: string }) {
+  // The card (a transaction's card never changes) is locked first; the transaction is then read as it is under that lock.
+  const card = await em.findOneOrFail(Card, { id: pending.card.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['customer'] });
+  const transaction = await em.findOneOrFail(CardTransaction, { id: pending.id });
   if (transaction.status !== 'pending') return transaction;
   const organizationId = card.organization.id;
   const amount = BigInt(transaction.amount);
@@ -322,7 +322,7 @@ export async function failProvisioning(em: EntityManager, cardId: string, reason
   card.failureReason = reason;
   await em.flush();
   const initial = await em.findOne(CardTransaction, { card, reference: initialFundingReference(cardId) });
-  if (initial) await settleTransaction(em, initial.id, { ok: false, reason: 'card_provisioning_failed' });
+  if (initial) await settleTransaction(em, initial, { ok: false, reason: 'card_provisioning_failed' });
   await emit(em, { organizationId: card.organization.id, environment: card.environment, type: 'card.provisioning_failed', data: presentCard(card), destinations: cardDestinations(card) });
   return card;
 }

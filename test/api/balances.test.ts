@@ -92,6 +92,19 @@ describe('Company balances', () => {
 
     const repeat = await move(concurrent.organizationId, 'credit', 1000n, 'funding');
     assert.equal(repeat.applied, false, 'a repeated movement is not applied again');
+    // A spend retried once the balance could no longer pay it: already applied, so a no-op, not a refusal.
+    const retried = await move(concurrent.organizationId, 'debit', 100n, 'spend-0');
+    assert.deepEqual(retried, { applied: false, balance: { currency: 'usd', available: 0n, reserved: 0n } });
+
+    // The same movement sent at once from many places lands once, in the balance and in the journal.
+    const racing = await Promise.all(Array.from({ length: 8 }, () => move(concurrent.organizationId, 'credit', 250n, 'top-up')));
+    assert.equal(racing.filter((result) => result.applied).length, 1);
+    assert.deepEqual((await readBalances((await testOrm()).em.fork(), concurrent.organizationId, 'sandbox'))[0], { currency: 'usd', available: 250n, reserved: 0n });
+    const [journal] = await (await testOrm()).em.fork().execute<{ entries: string }[]>(
+      `select count(*) as entries from company_balance_entries where organization_id = ? and reference_id = 'top-up'`,
+      [concurrent.organizationId],
+    );
+    assert.equal(Number(journal!.entries), 1);
   });
 
   it('reserves, captures and releases exactly', async () => {
