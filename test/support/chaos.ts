@@ -15,6 +15,9 @@ import { createLogger } from '../../src/logger';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import { paymentWorkflowId } from '../../src/lightning/flows/payment';
+import { SERVICE_DESK_ORGANIZATION_ID } from '../../src/payouts/desk';
+import { FINAL_TRIP_STATUSES, type TripStatus } from '../../src/payouts/entities';
+import { payoutTripFlow } from '../../src/payouts/flows/trip';
 import { anvilEthBalance, anvilFunder, anvilMine, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil } from './anvil';
 import { validCustomer } from './cards';
 import { eventually } from './eventually';
@@ -26,8 +29,8 @@ import { WebhookReceiver } from './webhook-receiver';
 /**
  * The chaos run of issue 18: PostgreSQL, the Temporal dev server, the API and the worker as separate
  * processes (the compose file's way), a mixed load with idempotency keys (card creations and fundings,
- * Lightning invoices and internal payments, sandbox credits, webhook tests, every event delivered to a
- * local receiver) while each component is killed with SIGKILL at seeded random moments and started
+ * Lightning invoices and internal payments, payout trips, sandbox credits, webhook tests, every event
+ * delivered to a local receiver) while each component is killed with SIGKILL at seeded random moments and started
  * again, then the invariants: every accepted operation done exactly once or still running and
  * visible, every event delivered or scheduled, no money created or destroyed. `npm run chaos` runs
  * it long (bench/chaos.ts), test/chaos.test.ts short.
@@ -58,6 +61,25 @@ type ComponentName = (typeof COMPONENTS)[number];
 const FUNDING_FEE_BPS = 100;
 /** Blocks on top of a transfer's before it counts (anvil mines one a second here). */
 const CONFIRMATIONS = 2;
+/** Confirmations of a payout trip's deposit on the Tron devnet, whose blocks the load mines itself. */
+const TRON_CONFIRMATIONS = 2;
+
+/**
+ * The payout trips of the load: USDT on the Tron devnet paid out to a Nigerian bank account or a
+ * Kenyan M-Pesa wallet. No sandbox outcome is set, so both sandbox rails pay: a trip ends `success`.
+ */
+const PAYOUT_CORRIDORS = [
+  {
+    quote: { fromAsset: 'USDT', chain: 'tron', toCurrency: 'NGN', country: 'NG', paymentMethod: 'bank' },
+    beneficiary: { type: 'bank', accountNumber: '0123456789', bankCode: '058', accountName: 'Ada Obi' },
+  },
+  {
+    quote: { fromAsset: 'USDT', chain: 'tron', toCurrency: 'KES', country: 'KE', paymentMethod: 'mobile_money' },
+    beneficiary: { type: 'mobile_money', phoneNumber: '+254712345678', network: 'MPESA', accountName: 'Wanjiru Kamau' },
+  },
+] as const;
+/** The payout stages' named-only alias events (src/payouts/settlement.ts): delivered to an endpoint that names them. */
+const PAYOUT_ALIAS_EVENTS = ['withdrawal.processing', 'withdrawal.success', 'withdrawal.failed'];
 
 /** Sandbox Ethereum for the run: anvil (not killed: it stands for the network), a block a second, ETH deposited from its dev account and sent to an outside address. */
 interface Chain {
@@ -273,7 +295,7 @@ interface Answer {
 
 /** An operation the load sent, and what the service answered to it in the end. */
 interface Operation {
-  kind: 'credit' | 'card' | 'funding' | 'invoice' | 'payment' | 'webhook_test' | 'send';
+  kind: 'credit' | 'card' | 'funding' | 'invoice' | 'payment' | 'webhook_test' | 'send' | 'payout_quote' | 'payout' | 'payout_deposit';
   as: 'payer' | 'payee';
   method: string;
   route: string;
@@ -282,12 +304,23 @@ interface Operation {
   /** Send attempts: more than one when a component was down. */
   attempts: number;
   answer?: Answer;
-  /** The id of what it created (card, card transaction, invoice, payment, event). */
+  /** The id of what it created (card, card transaction, invoice, payment, event, payout quote, trip, deposit transfer). */
   id?: string;
 }
 
 const idOf = (kind: Operation['kind'], body: Record<string, any>): string | undefined =>
-  ({ card: body.data?.card?.id, funding: body.data?.transaction?.id, payment: body.data?.id, invoice: body.id, send: body.id, webhook_test: body.event_id, credit: 'credit' })[kind];
+  ({
+    card: body.data?.card?.id,
+    funding: body.data?.transaction?.id,
+    payment: body.data?.id,
+    invoice: body.id,
+    send: body.id,
+    webhook_test: body.event_id,
+    credit: 'credit',
+    payout_quote: body.quoteId,
+    payout: body.tripId,
+    payout_deposit: body.tx_hash,
+  })[kind];
 
 /**
  * A client as a real one behaves while the service is failing over: every POST carries an
@@ -367,6 +400,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     RATE_LIMIT_BURST: '1000000',
     WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true',
     CARD_FUNDING_FEE_BPS: String(FUNDING_FEE_BPS),
+    CHAIN_CONFIRMATIONS_TRON: String(TRON_CONFIRMATIONS),
     // A request the killed API held is taken over by its retry after this long.
     IDEMPOTENCY_LOCK_SECONDS: '10',
   };
@@ -482,6 +516,11 @@ async function runLoad(
     if (!endpoint || endpoint.status !== 201) throw new Error(`webhook endpoint not created: ${JSON.stringify(endpoint)}`);
     if (as === 'payer') state.webhookId = endpoint.body.id as string;
   }
+  const aliases = await client.send(
+    { kind: 'credit', as: 'payer', method: 'POST', route: '/v1/webhooks', body: { name: 'Chaos payout aliases', url: receiver.url, event_types: PAYOUT_ALIAS_EVENTS }, idempotencyKey: randomUUID(), attempts: 0 },
+    setupDeadline,
+  );
+  if (!aliases || aliases.status !== 201) throw new Error(`webhook endpoint not created: ${JSON.stringify(aliases)}`);
   if (options.chain) await openWallet(client, chain, setupDeadline);
 
   const loadEnd = Date.now() + options.loadSeconds * 1000;
@@ -525,6 +564,32 @@ async function runLoad(
       },
     },
     { weight: 1, run: () => accept({ kind: 'webhook_test', as: 'payer', method: 'POST', route: `/v1/webhooks/${state.webhookId}/test`, body: {} }, answerDeadline) },
+    {
+      weight: 2,
+      run: async () => {
+        const corridor = pick(PAYOUT_CORRIDORS);
+        const amount = String(20 + Math.floor(random() * 80));
+        const quote = await accept({ kind: 'payout_quote', as: 'payer', method: 'POST', route: '/payouts/quotes', body: { ...corridor.quote, amount } }, answerDeadline);
+        if (!quote.id) return;
+        const trip = await accept(
+          { kind: 'payout', as: 'payer', method: 'POST', route: '/payouts/initialize', body: { quoteId: quote.id, reference: randomUUID(), beneficiary: corridor.beneficiary } },
+          answerDeadline,
+        );
+        if (!trip.id) return;
+        // The exact amount, from the devnet's faucet to the trip's deposit address. The generic sandbox deposit commits
+        // its transfer with its Idempotency-Key (the payout helper does not: it mines, waiting on Temporal, outside it).
+        const deposit = await accept(
+          { kind: 'payout_deposit', as: 'payer', method: 'POST', route: '/v1/sandbox/deposits', body: { chain: 'tron', address: trip.answer!.body.depositAddress, asset: 'USDT', amount: quote.answer!.body.fromAmount } },
+          answerDeadline,
+        );
+        if (!deposit.id) return;
+        // Blocks for its confirmations (more, mined by a repeat, do no harm).
+        await client.send(
+          { kind: 'credit', as: 'payer', method: 'POST', route: '/v1/sandbox/chains/tron/blocks', body: { count: TRON_CONFIRMATIONS }, idempotencyKey: randomUUID(), attempts: 0 },
+          answerDeadline,
+        );
+      },
+    },
   ];
   const totalWeight = kinds.reduce((sum, kind) => sum + kind.weight, 0);
 
@@ -591,6 +656,48 @@ async function checkChain(orm: Orm, chain: Chain, env: NodeJS.ProcessEnv, settle
   if (outsideHolds !== BigInt(sent!.amounts)) violations.push(`money ETH: the outside address holds ${outsideHolds}, the confirmed sends sent ${sent!.amounts}`);
 }
 
+/**
+ * Payouts, in the trips' asset (USDT on Tron, base units): what the load deposited is what the desk's
+ * wallet holds (nothing refunded or swept here), and it is what the successful trips took (the
+ * quoted amount: fees and what was converted), plus what trips credited back to the payer's usdt
+ * balance, plus what the trips not (yet) successful received; the rails paid out exactly the quoted
+ * fiat of the successful trips.
+ */
+async function checkPayoutMoney(
+  sql: <T>(query: string, params?: unknown[]) => Promise<T[]>,
+  deposits: Operation[],
+  violations: string[],
+  report: string[],
+): Promise<void> {
+  const deposited = deposits.reduce((sum, each) => sum + BigInt(each.answer!.body.amount_raw as string), 0n);
+  const [desk] = await sql<{ total: string }>(
+    `select coalesce(sum(balance + pending), 0) as total from wallet_balances
+      where asset_id = 'USDT_TRX' and wallet_id in (select a.wallet_id from addresses a join payout_trips t on t.deposit_address_record_id = a.id)`,
+  );
+  const [trips] = await sql<{ paid_out: string; fees: string; credited: string; unfinished: string; successes: string; total: string }>(
+    `select coalesce(sum(q.from_amount) filter (where t.status = 'success'), 0) as paid_out,
+            coalesce(sum((select sum((fee->>'amount_raw')::numeric) from jsonb_array_elements(q.fees) fee)) filter (where t.status = 'success'), 0) as fees,
+            coalesce(sum(t.credited_amount), 0) as credited,
+            coalesce(sum((select coalesce(sum(i.amount), 0) from incoming_transfers i where i.address_id = t.deposit_address_record_id) - coalesce(t.credited_amount, 0))
+                     filter (where t.status <> 'success'), 0) as unfinished,
+            count(*) filter (where t.status = 'success') as successes, count(*) as total
+       from payout_trips t join payout_quotes q on q.id = t.quote_id`,
+  );
+  const [balances] = await sql<{ total: string }>(`select coalesce(sum(available + reserved), 0) as total from company_balances where currency = 'usdt'`);
+  const fiat = await sql<{ currency: string; paid: string; n: string }>(
+    `select currency, sum(amount) as paid, count(*) as n from sandbox_rail_instructions where paid_at is not null group by currency order by currency`,
+  );
+  const accounted = BigInt(trips!.paid_out) + BigInt(trips!.credited) + BigInt(trips!.unfinished);
+  report.push(
+    `payouts: ${trips!.total} trips, ${trips!.successes} success`,
+    `money USDT (Tron, base units): deposited ${deposited} = the desk's wallet ${desk!.total}; = paid out ${trips!.paid_out} (fees ${trips!.fees}) + credited to balances ${trips!.credited} + in trips not successful ${trips!.unfinished} (${accounted}); ` +
+      `fiat paid out (minor units): ${fiat.map((row) => `${row.currency} ${row.paid} in ${row.n} payouts`).join(', ') || 'none'}`,
+  );
+  if (deposited !== BigInt(desk!.total)) violations.push(`money USDT: deposited ${deposited}, the desk's wallet holds ${desk!.total}`);
+  if (deposited !== accounted) violations.push(`money USDT: deposited ${deposited}, the trips account for ${accounted}`);
+  if (BigInt(balances!.total) !== BigInt(trips!.credited)) violations.push(`money USDT: usdt balances hold ${balances!.total}, the trips credited ${trips!.credited}`);
+}
+
 /** Final state of a workflow the service started, or why it has none. */
 async function workflowState(temporal: Client, workflowId: string): Promise<string> {
   try {
@@ -640,12 +747,14 @@ async function check(
   const paymentIds = byKind('payment').map((each) => each.id!);
   const invoiceIds = byKind('invoice').map((each) => each.id!);
   const sendIds = byKind('send').map((each) => each.id!);
+  const tripIds = byKind('payout').map((each) => each.id!);
   const unsettled = async () => ({
     cards: await sql<{ id: string; status: string }>(`select id, status::text from cards where id::text = any(?::text[]) and status <> 'active'`, [textArray(cardIds)]),
     fundings: await sql<{ id: string; status: string }>(`select id, status::text from card_transactions where card_id::text = any(?::text[]) and status <> 'completed'`, [textArray(cardIds)]),
     payments: await sql<{ id: string; status: string }>(`select id, status::text from lightning_invoices where id::text = any(?::text[]) and status <> 'paid'`, [textArray(paymentIds)]),
     invoices: await sql<{ id: string; status: string }>(`select id, status::text from lightning_invoices where id::text = any(?::text[]) and status <> 'paid'`, [textArray(invoiceIds)]),
     sends: await sql<{ id: string; status: string }>(`select id, status::text from transactions where id::text = any(?::text[]) and status <> 'confirmed'`, [textArray(sendIds)]),
+    trips: await sql<{ id: string; status: string }>(`select id, status::text from payout_trips where id::text = any(?::text[]) and status <> 'success'`, [textArray(tripIds)]),
     deliveries: await sql<{ id: string; status: string }>(`select id, status::text from event_deliveries where status <> 'delivered'`),
     deposits: await sql<{ id: string; status: string }>(`select wallet_id as id, 'pending' as status from wallet_balances where pending <> 0`),
   });
@@ -660,10 +769,13 @@ async function check(
     fundings: (id: string) => cardBalanceFlow.workflowId({ transactionId: id }),
     payments: paymentWorkflowId,
     sends: transactionWorkflowId,
+    trips: (id: string) => payoutTripFlow.workflowId({ tripId: id }),
   };
   for (const [what, rows] of Object.entries(open) as [keyof typeof open, { id: string; status: string }[]][]) {
     for (const row of rows) {
       if (row.status === 'failed') violations.push(`${what} ${row.id} failed`);
+      // A trip's workflow outlives its end (it watches for late payments): any other end than success is one.
+      else if (what === 'trips' && FINAL_TRIP_STATUSES.includes(row.status as TripStatus)) violations.push(`trips ${row.id} ended ${row.status}`);
       // Deliveries retry on their own schedule; an invoice waits for its payment and a deposit for its confirmations, each checked on its own.
       else if (what === 'deliveries' || what === 'invoices' || what === 'deposits') report.push(`${what} ${row.id} still ${row.status}`);
       else {
@@ -689,8 +801,27 @@ async function check(
     { what: 'outgoing payments', n: paymentIds.length, rows: await count(`select count(*) as n from lightning_invoices where direction = 'outgoing'`, []) },
     { what: 'sends', n: sendIds.length, rows: await count(`select count(*) as n from transactions`, []) },
     { what: 'sandbox credits', n: byKind('credit').length, rows: await count(`select count(*) as n from company_balance_entries where reference_type = 'sandbox_credit'`, []) },
+    { what: 'payout quotes', n: byKind('payout_quote').length, rows: await count(`select count(*) as n from payout_quotes`, []) },
+    { what: 'payout trips', n: tripIds.length, rows: await count(`select count(*) as n from payout_trips`, []) },
+    {
+      what: 'transfers to trip deposit addresses',
+      n: byKind('payout_deposit').length,
+      rows: await count(`select count(*) as n from incoming_transfers where address_id in (select deposit_address_record_id from payout_trips)`, []),
+    },
+    {
+      what: 'trips that reached the rail',
+      n: await count(`select count(*) as n from payout_trips where rail is not null`, []),
+      rows: await count(`select count(*) as n from sandbox_rail_instructions where submissions > 0`, []),
+    },
   ];
   for (const each of expected) if (each.n !== each.rows) violations.push(`${each.what}: ${each.n} accepted, ${each.rows} rows`);
+  // A trip records the transfer to its address once; its rail pays once, what the trip quoted, and only a trip that succeeded.
+  for (const row of await sql<{ trip_id: string }>(`select trip_id from payout_deposits group by trip_id having count(*) > 1`)) violations.push(`trip ${row.trip_id} recorded its deposit more than once`);
+  const railMismatches = await sql<{ id: string; status: string; paid_at: string | null }>(
+    `select t.id, t.status::text, r.paid_at from payout_trips t join payout_quotes q on q.id = t.quote_id left join sandbox_rail_instructions r on r.trip_id = t.id
+      where (t.status = 'success') <> (r.paid_at is not null) or (t.status = 'success' and (r.amount <> q.to_amount or t.payout_amount <> q.to_amount or r.currency <> q.to_currency))`,
+  );
+  for (const row of railMismatches) violations.push(`trip ${row.id} is ${row.status} and its rail ${row.paid_at ? 'paid' : 'did not pay'} (or another amount than quoted)`);
 
   // Each card holds exactly its completed fundings, each counted once.
   const fundedBy = new Map<string, bigint>(cardIds.map((id) => [id, 500n]));
@@ -734,6 +865,7 @@ async function check(
       where b.available <> coalesce(j.available, 0) or b.reserved <> coalesce(j.reserved, 0)`,
   );
   for (const row of drifted) violations.push(`company balance ${row.organization_id} ${row.currency} differs from its journal`);
+  await checkPayoutMoney(sql, byKind('payout_deposit'), violations, report);
 
   if (options.chain) await checkChain(orm, chain, env, settleDeadline, violations, report);
 
@@ -741,18 +873,30 @@ async function check(
   const received = new Map<string, number>();
   for (const attempt of receiver.attempts) received.set(attempt.headers['webhook-id']!, (received.get(attempt.headers['webhook-id']!) ?? 0) + 1);
   const deliveries = await sql<{ event_id: string; status: string }>(`select event_id, status::text from event_deliveries`);
-  const [events] = await sql<{ n: string; undelivered: string }>(
-    `select count(*) as n, count(*) filter (where not exists (select 1 from event_deliveries d where d.event_id = e.id)) as undelivered from events e`,
+  // The payout desk's own events (the transfers to trip deposit addresses) have nowhere to go: it is the service's organization, with no endpoint.
+  const [events] = await sql<{ n: string; undelivered: string; desk: string }>(
+    `select count(*) filter (where e.organization_id <> ?) as n,
+            count(*) filter (where e.organization_id <> ? and not exists (select 1 from event_deliveries d where d.event_id = e.id)) as undelivered,
+            count(*) filter (where e.organization_id = ?) as desk
+       from events e`,
+    [SERVICE_DESK_ORGANIZATION_ID, SERVICE_DESK_ORGANIZATION_ID, SERVICE_DESK_ORGANIZATION_ID],
   );
   if (Number(events!.undelivered) > 0) violations.push(`${events!.undelivered} events have no delivery`);
   for (const delivery of deliveries) if (delivery.status === 'delivered' && !received.has(delivery.event_id)) violations.push(`event ${delivery.event_id} marked delivered, never received`);
   const expectedEvents = await count(
     `select count(*) as n from events where dedupe_key::text = any(?::text[])`,
-    [textArray([...fundingIds.filter((id) => completedFundings.has(id)).map((id) => `card.transaction:${id}`), ...paymentIds.map((id) => `lightning.payment.paid:${id}`), ...invoiceIds.map((id) => `lightning.invoice.paid:${id}`)])],
+    [
+      textArray([
+        ...fundingIds.filter((id) => completedFundings.has(id)).map((id) => `card.transaction:${id}`),
+        ...paymentIds.map((id) => `lightning.payment.paid:${id}`),
+        ...invoiceIds.map((id) => `lightning.invoice.paid:${id}`),
+        ...tripIds.map((id) => `payouts.withdrawal.success:${id}`),
+      ]),
+    ],
   );
   report.push(
-    `events: ${events!.n} emitted, ${deliveries.filter((each) => each.status === 'delivered').length} delivered, ${deliveries.filter((each) => each.status === 'pending').length} scheduled; ` +
-      `${received.size} distinct received, ${[...received.values()].filter((n) => n > 1).length} received more than once; ${expectedEvents} for completed fundings and paid payments/invoices`,
+    `events: ${events!.n} emitted (and ${events!.desk} of the payout desk), ${deliveries.filter((each) => each.status === 'delivered').length} delivered, ${deliveries.filter((each) => each.status === 'pending').length} scheduled; ` +
+      `${received.size} distinct received, ${[...received.values()].filter((n) => n > 1).length} received more than once; ${expectedEvents} for completed fundings, paid payments/invoices and successful payouts`,
   );
 
   const answered = (kind: Operation['kind']) => operations.filter((each) => each.kind === kind);
@@ -762,7 +906,7 @@ async function check(
         `${name}: killed ${supervised[name].kills} times, exited on its own ${supervised[name].ownExits} times (restarted each time)` +
         (supervised[name].lastOwnExit ? `; its output before the last: ${supervised[name].lastOwnExit.replaceAll('\n', ' | ')}` : ''),
     ),
-    ...(['credit', 'card', 'funding', 'invoice', 'payment', 'send', 'webhook_test'] as const).map(
+    ...(['credit', 'card', 'funding', 'invoice', 'payment', 'send', 'webhook_test', 'payout_quote', 'payout', 'payout_deposit'] as const).map(
       (kind) => `${kind}: ${answered(kind).length} sent, ${byKind(kind).length} accepted, ${answered(kind).filter((each) => each.attempts > 1).length} needed a retry`,
     ),
   );
