@@ -1,4 +1,5 @@
 import { ReferenceKind, type EntityMetadata, type EntityProperty, type Platform } from '@mikro-orm/core';
+import type { EntityData, FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /*
@@ -206,4 +207,13 @@ export async function readOneWithChildren<T extends object, C extends object>(
   if (!row) return null;
   const readChild = rowReader(em, children.entity);
   return { row: rowReader(em, entity)(row) as T, children: (row[CHILDREN] as Record<string, unknown>[]).map((child) => readChild(child) as C) };
+}
+
+/**
+ * `update … where … returning *`: the rows it changed, merged into the entity manager as they now are,
+ * so a conditional update (a state transition) needs no read before it nor a refresh after it.
+ */
+export async function updateReturning<T extends object>(em: EntityManager, entity: Constructor<T>, where: FilterQuery<T>, changes: EntityData<T>): Promise<T[]> {
+  const rows = await em.createQueryBuilder(entity).update(changes).where(where).returning('*').execute<Record<string, unknown>[]>('all', false);
+  return rows.map((row) => em.map(entity, row));
 }

@@ -3,6 +3,7 @@ import type { EntityManager, ObjectQuery } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha2';
 import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
+import { updateReturning } from '../db/lean';
 import { emit } from '../events/service';
 import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
@@ -217,12 +218,13 @@ export async function settleIncomingInvoice(
   if (!invoice) return { outcome: { state: 'failed', reason: 'incorrect_or_unknown_payment_details' } };
   if (input.amountMsat < BigInt(invoice.amountMsat)) return { outcome: { state: 'failed', reason: 'incorrect_or_unknown_payment_details' }, invoiceId: invoice.id };
   const now = new Date();
-  const updated = await em.nativeUpdate(
+  const [paid] = await updateReturning(
+    em,
     LightningInvoice,
     { id: invoice.id, status: 'pending', expiresAt: { $gt: now } },
     { status: 'paid', updatedAt: now, paidByPaymentId: input.paidByPaymentId },
   );
-  if (updated === 0) {
+  if (!paid) {
     await em.refresh(invoice);
     const ours = invoice.status === 'paid' && input.paidByPaymentId !== null && invoice.paidByPaymentId === input.paidByPaymentId;
     return {
@@ -230,7 +232,6 @@ export async function settleIncomingInvoice(
       invoiceId: invoice.id,
     };
   }
-  await em.refresh(invoice);
   await applyBalanceEntry(em, { organizationId: invoice.organization.id, environment: invoice.environment, currency: 'sat', kind: 'credit', amount: msatToSat(BigInt(invoice.amountMsat)), reference: { type: 'lightning_invoice', id: invoice.id } });
   await emit(em, { organizationId: invoice.organization.id, environment: invoice.environment, type: 'lightning.invoice.paid', data: presentInvoice(invoice), dedupeKey: `lightning.invoice.paid:${invoice.id}` });
   return { outcome: { state: 'succeeded', preimage: invoice.preimage, feeMsat: 0n }, invoiceId: invoice.id };
@@ -424,15 +425,14 @@ export function paymentOrder(payment: LightningInvoice): PaymentOrder {
  * actual fee and releases the rest of the reserve; failed releases the whole reserve.
  */
 export async function finalizePayment(em: EntityManager, paymentId: string, outcome: Exclude<PaymentOutcome, { state: 'unknown' }>): Promise<InvoiceStatus> {
-  const payment = await em.findOneOrFail(LightningInvoice, { id: paymentId, direction: 'outgoing' });
   const now = new Date();
   const changes =
     outcome.state === 'succeeded'
       ? { status: 'paid' as const, preimage: outcome.preimage, feeMsat: outcome.feeMsat.toString(), updatedAt: now }
       : { status: 'failed' as const, failureReason: outcome.reason, updatedAt: now };
-  const updated = await em.nativeUpdate(LightningInvoice, { id: paymentId, status: 'pending' }, changes);
-  await em.refresh(payment);
-  if (updated === 0) return payment.status;
+  const [payment] = await updateReturning(em, LightningInvoice, { id: paymentId, direction: 'outgoing', status: 'pending' }, changes);
+  // Ended before: its status as it is.
+  if (!payment) return (await em.findOneOrFail(LightningInvoice, { id: paymentId, direction: 'outgoing' }, { refresh: true })).status;
   const organizationId = payment.organization.id;
   const reference = { type: 'lightning_payment', id: payment.id };
   const reserved = satsToDebit(BigInt(payment.amountMsat)) + satsToDebit(BigInt(payment.feeLimitMsat ?? '0'));
