@@ -11,7 +11,7 @@ export const AddressBookListQuery = ListQuery.extend({
 
 export const CreateAddressBookEntryBody = chainAddressBody(
   { label: z.string().trim().min(1).max(255).openapi({ description: 'What the destination is, e.g. "Kraken deposit"' }) },
-  "An address of the chain on the key's environment's network (sandbox: the testnet), stored in its canonical form",
+  { addressDescription: "An address of the chain on the key's environment's network (sandbox: the testnet), stored in its canonical form" },
 ).openapi('CreateAddressBookEntryRequest');
 
 export const AddressBookEntryObject = z

@@ -23,12 +23,22 @@ export const ADDRESS_PATTERNS: Record<ChainId, RegExp> = {
 /**
  * A create body naming a `chain` and an `address` on it (trimmed, at most 128 characters): one strict
  * object per chain (a discriminated union), so each chain's address carries its own pattern in the
- * document and in validation.
+ * document and in validation. `perChain` adds the fields whose values depend on the chain.
  */
-export function chainAddressBody<S extends z.ZodRawShape>(shape: S, addressDescription?: string) {
+export function chainAddressBody<S extends z.ZodRawShape, P extends z.ZodRawShape = Record<never, never>>(
+  shape: S,
+  options: { addressDescription?: string; perChain?: (chain: ChainId) => P } = {},
+) {
   const variant = <C extends ChainId>(chain: C) => {
     const address = z.string().trim().min(1).max(128).regex(ADDRESS_PATTERNS[chain], `must be a ${chain} address`);
-    return z.object({ chain: z.literal(chain), address: addressDescription ? address.openapi({ description: addressDescription }) : address, ...shape }).strict();
+    return z
+      .object({
+        chain: z.literal(chain),
+        address: options.addressDescription ? address.openapi({ description: options.addressDescription }) : address,
+        ...shape,
+        ...(options.perChain?.(chain) as P),
+      })
+      .strict();
   };
   return z.discriminatedUnion('chain', [variant('bitcoin'), variant('ethereum'), variant('tron'), variant('solana')]);
 }

@@ -92,6 +92,7 @@ describe('Bad input answers 400 and changes nothing', () => {
     const ETHEREUM = '0x52908400098527886e0f7030069857d2e4169ee7';
     assertValidation(await call('POST', '/v1/address-book', { chain: 'tron', address: ETHEREUM, label: 'Not tron' }), 'address');
     assertValidation(await call('POST', '/v1/sandbox/deposits', { chain: 'solana', address: ETHEREUM, asset: 'SOL', amount: '1' }), 'address');
+    assertValidation(await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: ETHEREUM, asset: 'SOL', amount: '1' }), 'asset');
     assertValidation(await call('POST', '/v1/subscriptions', { chain: 'bitcoin', address: ETHEREUM, webhook_url: 'https://hooks.example.com/x' }), 'address');
     // The chain decides the shape: an unknown one is named, not the address.
     assertValidation(await call('POST', '/v1/address-book', { chain: 'dogecoin', address: ETHEREUM, label: 'Doge' }), 'chain');

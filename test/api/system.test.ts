@@ -140,6 +140,8 @@ describe('Operations endpoints and the OpenAPI document', () => {
       const patterns = Object.fromEntries(body.oneOf.map((variant: any) => [variant.properties.chain.enum[0], variant.properties.address.pattern]));
       assert.deepEqual(patterns, Object.fromEntries(CHAIN_IDS.map((chain) => [chain, ADDRESS_PATTERNS[chain].source])), name);
     }
+    const depositAssets = bodyOf('/v1/sandbox/deposits').oneOf.find((variant: any) => variant.properties.chain.enum[0] === 'tron').properties.asset.enum;
+    assert.deepEqual(depositAssets, ['TRX', 'USDT_TRX', 'USDT'], "a sandbox deposit's asset is one of the chain's, by id or symbol");
     const decode = bodyOf('/api/lightning/decode').properties.request;
     assert.equal(decode.pattern, BOLT11_PATTERN);
     assert.match(decode.example, new RegExp(BOLT11_PATTERN), 'the example has the documented shape');
