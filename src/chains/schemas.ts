@@ -3,7 +3,8 @@ import { z } from '../shared/schemas';
 import { JsonRpcRequestSchema } from './json-rpc';
 
 const BASE58 = '1-9A-HJ-NP-Za-km-z';
-const BECH32 = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
+/** The 32 characters of bech32's data part (BIP-173), lower case. */
+export const BECH32_CHARSET = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
 
 /**
  * The shape of an address of each chain on any of its networks, live or sandbox: what
@@ -14,7 +15,7 @@ const BECH32 = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
  * any case; Tron: T and 33 base58 (a 0x41 account); Solana: 32 to 44 base58 (32 bytes).
  */
 export const ADDRESS_PATTERNS: Record<ChainId, RegExp> = {
-  bitcoin: new RegExp(`^([13mn2][${BASE58}]{24,34}|([bB][cC]|[tT][bB])1[${BECH32}${BECH32.toUpperCase()}]{11,71})$`),
+  bitcoin: new RegExp(`^([13mn2][${BASE58}]{24,34}|([bB][cC]|[tT][bB])1[${BECH32_CHARSET}${BECH32_CHARSET.toUpperCase()}]{11,71})$`),
   ethereum: /^0x[0-9a-fA-F]{40}$/,
   tron: new RegExp(`^T[${BASE58}]{33}$`),
   solana: new RegExp(`^[${BASE58}]{32,44}$`),

@@ -1,7 +1,7 @@
 import { ASSETS, CHAIN_IDS } from '../catalogue/service';
-import { CORRIDORS, SOURCE_ASSETS } from './corridors';
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { CORRIDORS, SOURCE_ASSETS } from './corridors';
 import { PAYMENT_METHODS, RAIL_OUTCOMES, TRIP_STATUSES } from './entities';
 
 /**
