@@ -20,6 +20,9 @@ import { createTestWorker } from './support/worker';
  * runs the same test alone with larger numbers (docs/fuzzing.md).
  */
 const SCHEMATHESIS = path.resolve(__dirname, '../../.tools/schemathesis/bin/schemathesis');
+// Run through the venv's own python: the script's shebang names the checkout that created the venv,
+// which is gone when another worktree shares .tools.
+const VENV_PYTHON = path.resolve(__dirname, '../../.tools/schemathesis/bin/python');
 const MAX_EXAMPLES = process.env.FUZZ_MAX_EXAMPLES ?? '10';
 const SEED = process.env.FUZZ_SEED ?? '20260518';
 const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 600) * 1000;
@@ -28,7 +31,7 @@ const CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_c
 function runSchemathesis(args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     // In the report folder: schemathesis keeps a cache of crashes in its working directory.
-    const child = spawn(SCHEMATHESIS, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_TELEMETRY: 'false' } });
+    const child = spawn(VENV_PYTHON, [SCHEMATHESIS, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_TELEMETRY: 'false' } });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -1,4 +1,5 @@
 import { CHAIN_IDS } from '../catalogue/service';
+import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
 import { Timestamp, z } from '../shared/schemas';
 
@@ -8,19 +9,10 @@ export const AddressBookListQuery = ListQuery.extend({
   chain: z.enum(CHAIN_IDS).optional().openapi({ description: 'Only the entries of this chain' }),
 });
 
-export const CreateAddressBookEntryBody = z
-  .object({
-    chain: z.enum(CHAIN_IDS),
-    address: z
-      .string()
-      .trim()
-      .min(1)
-      .max(128)
-      .openapi({ description: "An address of the chain on the key's environment's network (sandbox: the testnet), stored in its canonical form" }),
-    label: z.string().trim().min(1).max(255).openapi({ description: 'What the destination is, e.g. "Kraken deposit"' }),
-  })
-  .strict()
-  .openapi('CreateAddressBookEntryRequest');
+export const CreateAddressBookEntryBody = chainAddressBody(
+  { label: z.string().trim().min(1).max(255).openapi({ description: 'What the destination is, e.g. "Kraken deposit"' }) },
+  { addressDescription: "An address of the chain on the key's environment's network (sandbox: the testnet), stored in its canonical form" },
+).openapi('CreateAddressBookEntryRequest');
 
 export const AddressBookEntryObject = z
   .object({

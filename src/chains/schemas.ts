@@ -1,6 +1,48 @@
-import { CHAIN_IDS } from '../catalogue/service';
+import { CHAIN_IDS, type ChainId } from '../catalogue/service';
 import { z } from '../shared/schemas';
 import { JsonRpcRequestSchema } from './json-rpc';
+
+const BASE58 = '1-9A-HJ-NP-Za-km-z';
+/** The 32 characters of bech32's data part (BIP-173), lower case. */
+export const BECH32_CHARSET = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
+
+/**
+ * The shape of an address of each chain on any of its networks, live or sandbox: what
+ * `canonicalAddress` (chains/addresses.ts) can accept, so the document shows it and a malformed address
+ * is refused before any service reads it. Which network, the checksum and the decoded length stay
+ * with `canonicalAddress` (400 on `address` too). Bitcoin: base58 P2PKH and P2SH (1, 3; testnet m, n,
+ * 2) or segwit bech32 (bc1, tb1; any case: it is lower-cased); Ethereum: 0x and 40 hex digits in
+ * any case; Tron: T and 33 base58 (a 0x41 account); Solana: 32 to 44 base58 (32 bytes).
+ */
+export const ADDRESS_PATTERNS: Record<ChainId, RegExp> = {
+  bitcoin: new RegExp(`^([13mn2][${BASE58}]{24,34}|([bB][cC]|[tT][bB])1[${BECH32_CHARSET}${BECH32_CHARSET.toUpperCase()}]{11,71})$`),
+  ethereum: /^0x[0-9a-fA-F]{40}$/,
+  tron: new RegExp(`^T[${BASE58}]{33}$`),
+  solana: new RegExp(`^[${BASE58}]{32,44}$`),
+};
+
+/**
+ * A create body naming a `chain` and an `address` on it (trimmed, at most 128 characters): one strict
+ * object per chain (a discriminated union), so each chain's address carries its own pattern in the
+ * document and in validation. `perChain` adds the fields whose values depend on the chain.
+ */
+export function chainAddressBody<S extends z.ZodRawShape, P extends z.ZodRawShape = Record<never, never>>(
+  shape: S,
+  options: { addressDescription?: string; perChain?: (chain: ChainId) => P } = {},
+) {
+  const variant = <C extends ChainId>(chain: C) => {
+    const address = z.string().trim().min(1).max(128).regex(ADDRESS_PATTERNS[chain], `must be a ${chain} address`);
+    return z
+      .object({
+        chain: z.literal(chain),
+        address: options.addressDescription ? address.openapi({ description: options.addressDescription }) : address,
+        ...shape,
+        ...(options.perChain?.(chain) as P),
+      })
+      .strict();
+  };
+  return z.discriminatedUnion('chain', [variant('bitcoin'), variant('ethereum'), variant('tron'), variant('solana')]);
+}
 
 const decimal = (description: string) => z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/).openapi({ description });
 

@@ -1,4 +1,4 @@
-import { CHAIN_IDS } from '../catalogue/service';
+import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
 import { Timestamp, z } from '../shared/schemas';
 import { DELIVERY_STATUSES, DESTINATION_KINDS, SUBSCRIPTION_STATUSES, WEBHOOK_STATUSES } from './entities';
@@ -86,19 +86,14 @@ export const SubscriptionObject = z
 
 const OnChainEventType = z.enum(['', ...ON_CHAIN_EVENT_TYPES]);
 
-export const CreateSubscriptionBody = z
-  .object({
-    address: z.string().trim().min(1).max(128).regex(/^\S+$/, 'must not contain spaces'),
-    chain: z.enum(CHAIN_IDS),
-    webhook_url: Url,
-    event_type: OnChainEventType.default(''),
-    label: z.string().max(255).optional(),
-    metadata: z.record(z.string(), z.unknown()).default({}),
-    max_attempts: MaxAttempts.optional(),
-    network: z.string().optional().openapi({ deprecated: true, description: 'Ignored: the key environment decides the network' }),
-  })
-  .strict()
-  .openapi('CreateSubscriptionRequest');
+export const CreateSubscriptionBody = chainAddressBody({
+  webhook_url: Url,
+  event_type: OnChainEventType.default(''),
+  label: z.string().max(255).optional(),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+  max_attempts: MaxAttempts.optional(),
+  network: z.string().optional().openapi({ deprecated: true, description: 'Ignored: the key environment decides the network' }),
+}).openapi('CreateSubscriptionRequest');
 
 export const UpdateSubscriptionBody = z
   .object({

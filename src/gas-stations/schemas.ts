@@ -1,4 +1,5 @@
-import { CHAIN_IDS } from '../catalogue/service';
+import { CHAIN_IDS, CHAINS } from '../catalogue/service';
+import { ADDRESS_PATTERNS } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { FUNDING_MODELS, GAS_STATION_STATUSES, GAS_STRATEGIES, SPONSORSHIP_STATUSES } from './entities';
@@ -84,13 +85,37 @@ export const GasStationObject = z
   })
   .openapi('GasStation');
 
+/**
+ * Document-only hints of what a sponsored broadcast can name (the service answers 400 naming the field
+ * for anything else, with its own codes: sponsorship_unsupported, network_mismatch): an Ethereum or
+ * Tron address, and one of their networks. That the signed transaction matches the claims, and the
+ * network the key's environment, no document can say.
+ */
+const SPONSORABLE_ADDRESS = `^(${[ADDRESS_PATTERNS.ethereum, ADDRESS_PATTERNS.tron].map((pattern) => pattern.source.slice(1, -1)).join('|')})$`;
+const SPONSORABLE_NETWORKS = [...new Set(CHAINS.filter((chain) => chain.id === 'ethereum' || chain.id === 'tron').flatMap((chain) => Object.values(chain.networks)))];
+
 export const SponsorBroadcastBody = z
   .object({
-    from_address: z.string().trim().min(1).max(128).openapi({ description: 'The signer: an Ethereum (0x…) or Tron (T…) address; the fuel goes here' }),
-    to_address: z.string().trim().min(1).max(128).openapi({ description: 'The recipient the signed transaction pays (of the token transfer, for a token)' }),
+    from_address: z
+      .string()
+      .trim()
+      .min(1)
+      .max(128)
+      .openapi({ description: 'The signer: an Ethereum (0x…) or Tron (T…) address; the fuel goes here', pattern: SPONSORABLE_ADDRESS }),
+    to_address: z
+      .string()
+      .trim()
+      .min(1)
+      .max(128)
+      .openapi({ description: 'The recipient the signed transaction pays (of the token transfer, for a token)', pattern: SPONSORABLE_ADDRESS }),
     asset: z.string().trim().min(1).max(32).openapi({ description: 'A symbol of the chain (USDT) or an asset id (USDT_TRX)', example: 'USDT' }),
     amount: DisplayAmount.openapi({ description: 'What the signed transaction moves, display units, exactly' }),
-    network: z.string().trim().min(1).max(32).openapi({ description: "The chain's network of the key's environment (sandbox: sepolia, nile; live: mainnet)", example: 'nile' }),
+    network: z
+      .string()
+      .trim()
+      .min(1)
+      .max(32)
+      .openapi({ description: "The chain's network of the key's environment (sandbox: sepolia, nile; live: mainnet)", enum: SPONSORABLE_NETWORKS, example: 'nile' }),
     signed_tx: z
       .string()
       .trim()

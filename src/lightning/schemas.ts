@@ -1,3 +1,4 @@
+import { BECH32_CHARSET } from '../chains/schemas';
 import { resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
 import { INVOICE_DIRECTIONS, INVOICE_STATUSES } from './entities';
 
@@ -9,7 +10,19 @@ export const MAX_FEE_SATS = MAX_PAYMENT_SATS;
 export const DEFAULT_INVOICE_EXPIRY_SECONDS = 86_400;
 
 const Reference = z.string().min(1).max(255);
-const PaymentRequest = z.string().min(1).max(7089).openapi({ description: 'A BOLT11 payment request', example: 'lntb10u1p...' });
+/**
+ * The shape of a BOLT11 request, for the document only (the decoder checks it, and what no pattern
+ * can: the checksum, the fields, the signature; a string outside it is 400 invalid_payment_request):
+ * `ln`, the network (bc, tb, tbs, bcrt), an optional amount without leading zeros, the separator `1`,
+ * then at least 230 bech32 characters (timestamp, the mandatory p, s and d fields, signature, checksum).
+ * All lower or all upper case, as bech32 allows. The decoder also trims surrounding whitespace: the
+ * document shows the request itself.
+ */
+export const BOLT11_PATTERN = `^(ln(bc|tb|tbs|bcrt)([1-9][0-9]*[munp]?)?1[${BECH32_CHARSET}]{230,}|LN(BC|TB|TBS|BCRT)([1-9][0-9]*[MUNP]?)?1[${BECH32_CHARSET.toUpperCase()}]{230,})$`;
+/** A sandbox (testnet) invoice of 2,100 sats, "coffee", valid until May 2027, payable to no node: the document's example decodes. */
+const EXAMPLE_REQUEST =
+  'lntb21u1p4qjckqpp5qyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqssp5qgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqdq2vdhkven9v5xq97zvuqcqzpgnp4q2vfczmkedtrju0aexl0x8kqds6kpueyn4hwnewc83tky4vkup0k79qrsgqkh6ch6le4zn03wjn60yurdckpxl93e62gznzjrjyxzpky680t643vlwll7htexateqkfnpcj985mdj5ypea5nxwde2y3wc0d6geml7gp6gpu5w';
+const PaymentRequest = z.string().min(1).max(7089).openapi({ description: 'A BOLT11 payment request', pattern: BOLT11_PATTERN, example: EXAMPLE_REQUEST });
 
 export const CreateInvoiceBody = z
   .object({

@@ -1,4 +1,5 @@
-import { CHAIN_IDS } from '../catalogue/service';
+import { ASSETS, CHAIN_IDS } from '../catalogue/service';
+import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, Timestamp, z } from '../shared/schemas';
 import { INCOMING_TRANSFER_STATUSES } from './entities';
@@ -38,14 +39,17 @@ export const DepositListQuery = ListQuery.extend({
 
 export const DepositParams = z.object({ id: z.string().min(1).max(64) });
 
-export const SandboxDepositBody = z
-  .object({
-    chain: z.enum(CHAIN_IDS),
-    address: z.string().trim().min(1).max(128),
-    asset: z.string().min(1).max(32).openapi({ description: "An asset id (USDC_ETH) or the chain's symbol (USDC)" }),
-    amount: z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "1.5"').openapi({ description: 'Display units, as a decimal string' }),
-  })
-  .strict();
+export const SandboxDepositBody = chainAddressBody(
+  { amount: z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "1.5"').openapi({ description: 'Display units, as a decimal string' }) },
+  {
+    // What chainAsset reads: an asset id or a symbol of the chain, exactly.
+    perChain: (chain) => {
+      const assets = ASSETS.filter((asset) => asset.chain === chain);
+      const names = [...new Set(assets.flatMap((asset) => [asset.id, asset.symbol]))] as [string, ...string[]];
+      return { asset: z.enum(names).openapi({ description: "An asset id (USDC_ETH) or the chain's symbol (USDC)" }) };
+    },
+  },
+);
 
 export const SandboxDepositObject = z
   .object({

@@ -1,18 +1,40 @@
-import { CHAIN_IDS } from '../catalogue/service';
+import { ASSETS, CHAIN_IDS } from '../catalogue/service';
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { CORRIDORS, SOURCE_ASSETS } from './corridors';
 import { PAYMENT_METHODS, RAIL_OUTCOMES, TRIP_STATUSES } from './entities';
+
+/**
+ * Document-only hints of what the quote service accepts (it answers 400 unsupported_asset or
+ * unsupported_corridor, naming the field, for anything else): the symbols it funds payouts with, in any
+ * case as it reads them, and the corridors' countries and currencies. Which asset goes with which
+ * chain, currency and method with which country, and the corridor's limits stay in the service.
+ */
+const SOURCE_SYMBOLS = [...new Set(ASSETS.filter((asset) => asset.id in SOURCE_ASSETS).map((asset) => asset.symbol))];
+const COUNTRIES = [...new Set(CORRIDORS.map((corridor) => corridor.country))];
+const CURRENCIES = [...new Set(CORRIDORS.map((corridor) => corridor.currency.code))];
+/** `^(usdt|btc)$` in any case, as a pattern any JSON Schema validator reads (no flags). */
+const anyCase = (words: readonly string[]) =>
+  `^(${words.map((word) => [...word].map((letter) => `[${letter.toUpperCase()}${letter.toLowerCase()}]`).join('')).join('|')})$`;
 
 const Decimal = z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "100.5"');
 
 export const PayoutQuoteRequest = z
   .object({
-    fromAsset: z.string().min(1).max(10).openapi({ description: 'The asset sent, by symbol: USDT, USDC or BTC', example: 'USDT' }),
+    fromAsset: z.string().min(1).max(10).openapi({ description: 'The asset sent, by symbol: USDT, USDC or BTC', pattern: anyCase(SOURCE_SYMBOLS), example: 'USDT' }),
     chain: z.enum(CHAIN_IDS).openapi({ description: 'Its chain: USDT on ethereum or tron, USDC on ethereum or solana, BTC on bitcoin' }),
     amount: Decimal.openapi({ description: 'In the asset sent, or with amountCurrency = toCurrency in the currency paid out' }),
-    amountCurrency: z.string().min(1).max(10).optional().openapi({ description: 'What amount is in: the asset symbol (default) or toCurrency' }),
-    toCurrency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as "NGN"').openapi({ example: 'NGN' }),
-    country: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as "NG"').openapi({ example: 'NG' }),
+    amountCurrency: z
+      .string()
+      .min(1)
+      .max(10)
+      .optional()
+      .openapi({ description: 'What amount is in: the asset symbol (default) or toCurrency', pattern: anyCase([...SOURCE_SYMBOLS, ...CURRENCIES]) }),
+    toCurrency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as "NGN"')
+      .openapi({ description: "The corridor's currency", enum: CURRENCIES, example: 'NGN' }),
+    country: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as "NG"').openapi({ description: 'A corridor', enum: COUNTRIES, example: 'NG' }),
     paymentMethod: z.enum(PAYMENT_METHODS),
   })
   .strict()

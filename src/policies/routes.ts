@@ -267,13 +267,13 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     },
     handler: async ({ auth, em, params, body }) => {
       const policy = await findPolicy(em, auth, params.id);
-      if (body.history) {
+      if ('history' in body) {
         // The report shows transactions (ids, amounts, addresses): what reading them takes too.
         if (!grants(auth.scopes, 'custody:read')) throw errors.insufficientScope('custody:read');
         const { from, to, wallet_id, include_refused } = body.history;
         return { body: await simulateHistory(em, policy, { from: new Date(from), to: new Date(to), walletId: wallet_id, includeRefused: include_refused }, body.example_limit) };
       }
-      return { body: await simulatePolicy(em, policy, body.requests ?? [], body.example_limit) };
+      return { body: await simulatePolicy(em, policy, body.requests, body.example_limit) };
     },
   });
 

@@ -157,17 +157,20 @@ export const SimulateHistory = z
   })
   .openapi('PolicySimulationHistory', { description: "Replay the environment's past requests of a time window" });
 
+const ExampleLimit = z.number().int().min(0).max(20).default(3);
+
+/** Exactly one of requests and history: two strict shapes, so the document says it too (anyOf), not a refinement it cannot show. */
 export const SimulateBody = z
-  .object({
-    requests: z.array(EvaluateRequestFields.strict()).min(1).max(1000).optional().openapi({ description: 'Evaluate requests to replay (or history)' }),
-    history: SimulateHistory.optional(),
-    example_limit: z.number().int().min(0).max(20).default(3),
-  })
-  .strict()
-  .superRefine((body, ctx) => {
-    if ((body.requests === undefined) === (body.history === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of requests and history', path: ['requests'] });
-  })
-  .openapi('SimulatePolicyRequest');
+  .union([
+    z
+      .object({
+        requests: z.array(EvaluateRequestFields.strict()).min(1).max(1000).openapi({ description: 'Evaluate requests to replay' }),
+        example_limit: ExampleLimit,
+      })
+      .strict(),
+    z.object({ history: SimulateHistory, example_limit: ExampleLimit }).strict(),
+  ])
+  .openapi('SimulatePolicyRequest', { description: 'Exactly one of requests and history' });
 
 export const ActivateBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ActivatePolicyRequest');
 export const VoteBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ApprovalVoteRequest');

@@ -79,4 +79,26 @@ describe('Bad input answers 400 and changes nothing', () => {
       ],
     );
   });
+
+  it('takes PATCH /v1/policies/:id with no body, as the document says (its body is not required)', async () => {
+    const policy = await call('POST', '/v1/policies', { name: 'No body' });
+    assert.equal(policy.status, 201, policy.text);
+    const patched = await call('PATCH', `/v1/policies/${policy.body.id}`);
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(patched.body.name, 'No body');
+  });
+
+  it("refuses an address not of the chain's shape on `address`, before any service reads it; one of that shape is taken", async () => {
+    const ETHEREUM = '0x52908400098527886e0f7030069857d2e4169ee7';
+    assertValidation(await call('POST', '/v1/address-book', { chain: 'tron', address: ETHEREUM, label: 'Not tron' }), 'address');
+    assertValidation(await call('POST', '/v1/sandbox/deposits', { chain: 'solana', address: ETHEREUM, asset: 'SOL', amount: '1' }), 'address');
+    assertValidation(await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: ETHEREUM, asset: 'SOL', amount: '1' }), 'asset');
+    assertValidation(await call('POST', '/v1/subscriptions', { chain: 'bitcoin', address: ETHEREUM, webhook_url: 'https://hooks.example.com/x' }), 'address');
+    // The chain decides the shape: an unknown one is named, not the address.
+    assertValidation(await call('POST', '/v1/address-book', { chain: 'dogecoin', address: ETHEREUM, label: 'Doge' }), 'chain');
+    assert.equal((await call('GET', '/v1/address-book')).body.data.length, 0, 'nothing was added');
+    // Surrounding spaces are trimmed before the shape is checked, as before.
+    const added = await call('POST', '/v1/address-book', { chain: 'ethereum', address: ` ${ETHEREUM} `, label: 'Ethereum' });
+    assert.equal(added.status, 201, added.text);
+  });
 });

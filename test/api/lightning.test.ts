@@ -134,6 +134,13 @@ describe('Lightning API', () => {
     assert.equal(decoded.body.expires_at, Date.parse(invoice.expires_at) / 1000);
     assert.equal(decoded.body.is_expired, false);
     assert.match(decoded.body.destination, /^0[23][0-9a-f]{64}$/);
+    // The document's pattern admits what the service issues, in either case, and its example decodes.
+    const documented = (await app.request('GET', '/openapi.json')).body.paths['/api/lightning/decode'].post.requestBody.content['application/json'].schema.properties.request;
+    assert.match(invoice.request, new RegExp(documented.pattern));
+    assert.match(invoice.request.toUpperCase(), new RegExp(documented.pattern));
+    assert.equal((await app.request('POST', '/api/lightning/decode', { key: org.secret, body: { request: invoice.request.toUpperCase() } })).status, 200);
+    const example = await app.request('POST', '/api/lightning/decode', { key: org.secret, body: { request: documented.example } });
+    assert.deepEqual([example.status, example.body.network, example.body.amount_sat, example.body.description], [200, 'testnet', 2100, 'coffee']);
 
     const broken = invoice.request.slice(0, -1) + (invoice.request.endsWith('q') ? 'p' : 'q');
     const bad = await app.request('POST', '/api/lightning/decode', { key: org.secret, body: { request: broken } });

@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Client, Connection } from '@temporalio/client';
 import { MikroORM } from '@mikro-orm/postgresql';
+import { MAX_SANDBOX_CREDIT } from '../../src/balances/schemas';
+import { CHAIN_IDS } from '../../src/catalogue/service';
+import { ADDRESS_PATTERNS } from '../../src/chains/schemas';
 import { ormConfig } from '../../src/db/mikro-orm.config';
+import { BOLT11_PATTERN } from '../../src/lightning/schemas';
+import { CORRIDORS } from '../../src/payouts/corridors';
+import { BASE_UNIT_PATTERN, DISPLAY_PATTERN } from '../../src/shared/money';
 import { startTestApp, type TestApp } from '../support/app';
 import { freeLoopbackPort } from '../support/ports';
 
@@ -100,6 +106,66 @@ describe('Operations endpoints and the OpenAPI document', () => {
     assert.equal(legacy.requestBody, undefined, 'answered 410 whatever the body');
     assert.deepEqual(legacy.responses['410'].content['application/json'].schema, { $ref: '#/components/schemas/Error' });
     assert.deepEqual(Object.keys(document.paths['/readyz'].get.responses).sort(), ['200', '400', '503']);
+  });
+
+  it('documents what fuzzing found about amounts and bodies: nullable amounts admit null, amounts their patterns, optional bodies are not required', async () => {
+    const document = (await app.request('GET', '/openapi.json')).body;
+    const schemas = document.components.schemas;
+    // The amount schemas once set `type: string`, which hid the null of a nullable amount.
+    for (const field of ['refill_amount_raw', 'daily_sponsorship_budget_raw']) {
+      assert.deepEqual(schemas.GasStation.properties[field].type, ['string', 'null'], field);
+      assert.equal(schemas.GasStation.properties[field].pattern, BASE_UNIT_PATTERN.source, field);
+    }
+    // Amounts were any string: now the patterns their refinements check.
+    assert.equal(schemas.SponsorBroadcastRequest.properties.amount.pattern, DISPLAY_PATTERN.source);
+    const credit = schemas.SandboxBalanceCreditRequest.properties.amount.anyOf;
+    assert.deepEqual(credit.map((form: { type: string }) => form.type), ['string', 'integer']);
+    assert.equal(credit[0].pattern, BASE_UNIT_PATTERN.source);
+    assert.equal(credit[1].maximum, Number(MAX_SANDBOX_CREDIT));
+    // Every field of PATCH /v1/policies/{id} is optional: the body was documented as required, yet none is needed.
+    assert.equal(document.paths['/v1/policies/{id}'].patch.requestBody.required, false);
+    assert.equal(document.paths['/v1/address-book'].post.requestBody.required, true, 'a body that {} does not satisfy stays required');
+  });
+
+  it('documents what the services refuse where a schema can say it: addresses per chain, BOLT11, corridors, networks, exactly one of two', async () => {
+    const document = (await app.request('GET', '/openapi.json')).body;
+    const schemas = document.components.schemas;
+    const bodyOf = (path: string) => document.paths[path].post.requestBody.content['application/json'].schema;
+    // One object per chain, each with its address pattern.
+    for (const [name, body] of [
+      ['address book', schemas.CreateAddressBookEntryRequest],
+      ['sandbox deposits', bodyOf('/v1/sandbox/deposits')],
+      ['subscriptions', schemas.CreateSubscriptionRequest],
+    ]) {
+      const patterns = Object.fromEntries(body.oneOf.map((variant: any) => [variant.properties.chain.enum[0], variant.properties.address.pattern]));
+      assert.deepEqual(patterns, Object.fromEntries(CHAIN_IDS.map((chain) => [chain, ADDRESS_PATTERNS[chain].source])), name);
+    }
+    const depositAssets = bodyOf('/v1/sandbox/deposits').oneOf.find((variant: any) => variant.properties.chain.enum[0] === 'tron').properties.asset.enum;
+    assert.deepEqual(depositAssets, ['TRX', 'USDT_TRX', 'USDT'], "a sandbox deposit's asset is one of the chain's, by id or symbol");
+    const decode = bodyOf('/api/lightning/decode').properties.request;
+    assert.equal(decode.pattern, BOLT11_PATTERN);
+    assert.match(decode.example, new RegExp(BOLT11_PATTERN), 'the example has the documented shape');
+    for (const path of ['/api/lightning/payments', '/api/lightning/payments/initiate']) assert.equal(bodyOf(path).properties.request.pattern, BOLT11_PATTERN, path);
+
+    const quote = schemas.PayoutQuoteRequest.properties;
+    assert.deepEqual(quote.country.enum, CORRIDORS.map((corridor) => corridor.country));
+    assert.deepEqual(quote.toCurrency.enum, CORRIDORS.map((corridor) => corridor.currency.code));
+    assert.deepEqual(['usdt', 'USDC', 'Btc', 'ETH'].map((symbol) => new RegExp(quote.fromAsset.pattern).test(symbol)), [true, true, true, false]);
+
+    const sponsor = schemas.SponsorBroadcastRequest.properties;
+    assert.deepEqual(sponsor.network.enum, ['mainnet', 'sepolia', 'nile']);
+    assert.deepEqual(
+      ['0x52908400098527886E0F7030069857D2E4169EE7', 'TLa2f6VPqDgRE67v1736s7bJ8Ray5wYjU7', 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx'].map((address) =>
+        new RegExp(sponsor.from_address.pattern).test(address),
+      ),
+      [true, true, false],
+    );
+
+    const simulate = schemas.SimulatePolicyRequest.anyOf;
+    assert.deepEqual(simulate.map((shape: { required: string[]; additionalProperties: boolean }) => [shape.required, shape.additionalProperties]), [
+      [['requests'], false],
+      [['history'], false],
+    ]);
   });
 
   it('renders the reference at /docs with its assets', async () => {
