@@ -127,10 +127,11 @@ export class RouteRegistry {
       const rawBody = takesRawBody ? rawText : route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
       const body = route.body ? parse(route.body, rawBody === undefined ? {} : rawBody, 'body') : takesRawBody ? ({} as never) : rejectUnexpectedBody(rawBody);
       const handler = route.handler as (input: HandlerInput<unknown, unknown, unknown, AuthContext | undefined>) => Promise<HandlerResult>;
+      const handle = (em: () => EntityManager) => handler({ params, query, body, rawBody: rawText, auth, get em() { return em(); }, ctx, deps: this.deps });
       let transaction: EntityManager | undefined;
       const run = (transactionEm: EntityManager) => {
         transaction = transactionEm;
-        return handler({ params, query, body, rawBody: rawText, auth, em: transactionEm, ctx, deps: this.deps });
+        return handle(() => transactionEm);
       };
 
       let result: HandlerResult;
@@ -139,8 +140,7 @@ export class RouteRegistry {
       if (route.method === 'get') {
         // Forked on first use: a read of detached rows through the process's EntityManager (src/db/lean.ts) needs no fork.
         let forked: EntityManager | undefined;
-        const fork = () => (forked ??= this.deps.orm.em.fork());
-        result = await handler({ params, query, body, rawBody: rawText, auth, get em() { return fork(); }, ctx, deps: this.deps });
+        result = await handle(() => (forked ??= this.deps.orm.em.fork()));
       } else {
         const em = this.deps.orm.em.fork();
         if (auth && idempotencyKey && route.method === 'post') {
