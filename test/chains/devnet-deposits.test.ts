@@ -171,7 +171,7 @@ describe('Deposits on the embedded devnet (sandbox helpers, block production, sc
     // A chain served by a configured node is not the devnet's to fund.
     const withNode = await startTestApp({ config: { ...config, CHAIN_NODE_ETHEREUM_SANDBOX: 'http://127.0.0.1:9' } });
     try {
-      const refused = await withNode.request('POST', '/v1/sandbox/deposits', { key: org.secret, body: { chain: 'ethereum', address: wallet.address, asset: 'ETH', amount: '1' } });
+      const refused = await withNode.request('POST', '/v1/sandbox/deposits', { key: org.secret, body: { chain: 'ethereum', address: `0x${'11'.repeat(20)}`, asset: 'ETH', amount: '1' } });
       assert.equal(refused.status, 400);
       assert.equal(refused.body.error.code, 'devnet_only');
     } finally {
