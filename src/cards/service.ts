@@ -62,9 +62,15 @@ export async function findCard(em: EntityManager, tenant: CardTenant, cardId: st
   return card;
 }
 
-/** The card as its row says, detached (src/db/lean.ts): for a read that presents it and passes it to no entity manager. */
+/** What a presented card never needs: its sealed PAN and CVV, and its webhook signing secrets. */
+const CARD_SECRETS = ['secrets', 'webhookSecrets'] as const;
+
+/**
+ * The card as its row says, detached (src/db/lean.ts), its secrets neither read nor set: for a read that
+ * presents it and passes it to no entity manager.
+ */
 export async function readCard(em: EntityManager, tenant: CardTenant, cardId: string): Promise<Card> {
-  const card = isUuid(cardId) ? await readOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) }) : null;
+  const card = isUuid(cardId) ? await readOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) }, CARD_SECRETS) : null;
   if (!card) throw errors.notFound('card', cardId, 'cardId');
   return card;
 }

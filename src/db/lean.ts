@@ -49,21 +49,36 @@ function selectStatement<T extends object>(
   where: ColumnFilter<T>,
   limit: number | null,
   children?: { entity: Constructor<object>; parentKey: string },
+  omit: readonly string[] = [],
 ): { statement: Statement; params: Scalar[] } {
   const keys = Object.keys(where) as (keyof T & string)[];
   const params = keys.map((key) => where[key]!).filter((value) => value !== null);
-  const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}|${children ? `${children.entity.name}.${children.parentKey}` : ''}`;
+  const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}|${children ? `${children.entity.name}.${children.parentKey}` : ''}|${omit.join(',')}`;
   let statement = statements.get(shape);
   if (!statement) {
     const meta = em.getMetadata().get(entity.name);
     let placeholder = 0;
     const conditions = keys.map((key) => `p."${singleColumn(meta, key)}" ${where[key] === null ? 'is null' : `= $${++placeholder}`}`);
     const childColumn = children ? `, ${childrenAggregate(em, meta, children)} as "${CHILDREN}"` : '';
-    const text = `select p.*${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
+    const columns = omit.length === 0 ? 'p.*' : columnsBut(meta, omit).map((column) => `p."${column}"`).join(', ');
+    const text = `select ${columns}${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
     statement = { name: `lean_${statements.size + 1}`, text, sql: text.replace(/\$\d+/g, '?') };
     statements.set(shape, statement);
   }
   return { statement, params };
+}
+
+/** Every column of the entity's table but those of the `omit` properties (an embeddable's, flattened, included). */
+function columnsBut(meta: EntityMetadata, omit: readonly string[]): string[] {
+  const omitted = (prop: EntityProperty) => omit.includes(prop.name) || (prop.embedded !== undefined && omit.includes(prop.embedded[0]));
+  for (const name of omit) if (!meta.properties[name]) throw new Error(`${meta.className}.${name} is not a property`);
+  const columns = meta.props.flatMap((prop) => {
+    if (prop.persist === false || omitted(prop)) return [];
+    if (prop.kind === ReferenceKind.EMBEDDED && !prop.object) return [];
+    if (prop.kind === ReferenceKind.ONE_TO_MANY || prop.kind === ReferenceKind.MANY_TO_MANY || (prop.kind === ReferenceKind.ONE_TO_ONE && !prop.owner)) return [];
+    return prop.fieldNames;
+  });
+  return [...new Set(columns)];
 }
 
 function singleColumn(meta: EntityMetadata, key: string): string {
@@ -122,12 +137,13 @@ type RowReader = (row: Record<string, unknown>) => Record<string, unknown>;
 
 const rowReaders = new Map<string, RowReader>();
 
-function rowReader<T extends object>(em: EntityManager, entity: Constructor<T>): RowReader {
-  let reader = rowReaders.get(entity.name);
+function rowReader<T extends object>(em: EntityManager, entity: Constructor<T>, omit: readonly string[] = []): RowReader {
+  const key = `${entity.name}|${omit.join(',')}`;
+  let reader = rowReaders.get(key);
   if (!reader) {
     const meta = em.getMetadata().get(entity.name);
-    reader = objectReader(meta.props.filter((prop) => !prop.embedded).map((prop) => [prop.name, prop]), em, meta);
-    rowReaders.set(entity.name, reader);
+    reader = objectReader(meta.props.filter((prop) => !prop.embedded && !omit.includes(prop.name)).map((prop) => [prop.name, prop]), em, meta);
+    rowReaders.set(key, reader);
   }
   return reader;
 }
@@ -178,11 +194,14 @@ function scalarReader(prop: EntityProperty, platform: Platform): (row: Record<st
   };
 }
 
-/** One row as a detached copy of the entity (see above), or null. */
-export async function readOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {
-  const { statement, params } = selectStatement(em, entity, where, 1);
+/**
+ * One row as a detached copy of the entity (see above), or null. `omit`: properties neither read nor
+ * set (undefined in the copy), for a read that has no use for them (a card's sealed secrets).
+ */
+export async function readOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly (keyof T & string)[] = []): Promise<T | null> {
+  const { statement, params } = selectStatement(em, entity, where, 1, undefined, omit);
   const [row] = await run(em, statement, params);
-  return row ? (rowReader(em, entity)(row) as T) : null;
+  return row ? (rowReader(em, entity, omit)(row) as T) : null;
 }
 
 /** Every row, each a detached copy of the entity (see above). */

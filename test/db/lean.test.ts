@@ -54,6 +54,13 @@ describe('Lean reads: detached copies of rows', () => {
       assert.ok(expected && actual, className);
       assert.deepEqual(plain(orm.em, actual, className), plain(orm.em, expected, className), className);
     }
+    // Omitted properties are neither selected nor set; every other one reads as before.
+    const withoutSecrets = (await readOneByColumns(orm.em.fork(), Card, { id: card.id, ...tenant }, ['secrets', 'webhookSecrets']))!;
+    assert.equal(withoutSecrets.secrets, undefined);
+    assert.equal(withoutSecrets.webhookSecrets, undefined);
+    const { secrets: _secrets, webhookSecrets: _webhook, ...others } = plain(orm.em, (await findOneByColumns(orm.em.fork(), Card, { id: card.id, ...tenant }))!, 'Card');
+    const { secrets: _none, webhookSecrets: _noWebhook, ...read } = plain(orm.em, withoutSecrets, 'Card');
+    assert.deepEqual(read, others);
     const detachedCard = (await readOneByColumns(orm.em.fork(), Card, { id: card.id, ...tenant }))!;
     assert.ok(detachedCard.terminationRequestedAt instanceof Date);
     assert.deepEqual(detachedCard.webhookSecrets, { current: 'sealed-current', previous: 'sealed-previous', previousExpiresAt: new Date('2026-03-02T00:00:00.001Z') });
