@@ -4,8 +4,8 @@ import type { Environment } from '../src/api-keys/entities';
 
 const { armLowGasStations } = proxyActivities<ReturnType<typeof createGasStationActivities>>({
   startToCloseTimeout: '5 minutes',
-  // A Schedule's run that only arms refills (each refill is its own never-give-up workflow): a few tries, then the next minute's run tries again.
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+  // Arming a refill starts money moving: never given up. While a run waits out an outage the Schedule skips its ticks (overlap SKIP).
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
 export interface GasStationCheckInput {

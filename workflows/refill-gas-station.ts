@@ -5,10 +5,10 @@ import type { WorkflowOf } from '../src/temporal/flow';
 
 type GasStationActivities = ReturnType<typeof createGasStationActivities>;
 
-/** Assessing reads the chain and moves nothing: a node or database away for long counts as a failed attempt rather than blocking forever. */
+/** Assessing reads the chain and the station before money moves: never given up either; a node or database away for long is waited out. */
 const { assessGasStation } = proxyActivities<GasStationActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 /**
  * Submitting the send (idempotent: the station keeps the send it recorded), following it and recording
