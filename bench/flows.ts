@@ -379,12 +379,10 @@ async function main() {
       if (performance.now() - openingStarted > 180_000) throw new Error(`the dead endpoints' circuits did not all open within 180 s (${await openCircuits()} of ${DEAD_ENDPOINTS})`);
       opening.push(await measureFlows(`card funding, ${DEAD_ENDPOINTS} dead endpoints, circuits opening`, 0, fundDeadCard, 2));
     }
-    const circuitsOpening = {
-      seconds: Number(((performance.now() - openingStarted) / 1000).toFixed(1)),
-      fundings_per_second: median(opening.map((row) => row.per_second)),
-      attempts_settled_after_seconds: 0,
-    };
-    console.log(`the ${DEAD_ENDPOINTS} dead endpoints' circuits opened after ${circuitsOpening.seconds} s of fundings (${circuitsOpening.fundings_per_second}/s meanwhile)`);
+    const secondsSince = (start: number) => Number(((performance.now() - start) / 1000).toFixed(1));
+    const openedAfter = secondsSince(openingStarted);
+    const openingRate = median(opening.map((row) => row.per_second));
+    console.log(`the ${DEAD_ENDPOINTS} dead endpoints' circuits opened after ${openedAfter} s of fundings (${openingRate}/s meanwhile)`);
     // The deliveries started before the circuits opened still have an attempt hanging (10 s each, as
     // many as the webhooks worker has slots); once those have ended and paused, the endpoints are in
     // the steady state: no attempt ended for twice an attempt's timeout.
@@ -402,8 +400,8 @@ async function main() {
       const now = await attemptsEnded();
       if (now !== attempts) [attempts, quietSince] = [now, performance.now()];
     }
-    const settledAfter = Number(((performance.now() - settlingStarted) / 1000).toFixed(1));
-    circuitsOpening.attempts_settled_after_seconds = settledAfter;
+    const settledAfter = secondsSince(settlingStarted);
+    const circuitsOpening = { seconds: openedAfter, fundings_per_second: openingRate, attempts_settled_after_seconds: settledAfter };
     console.log(`their attempts in flight ended and paused ${settledAfter} s later`);
     await measureCost(`card funding, ${DEAD_ENDPOINTS} dead endpoints, circuits open`, 1, fundDeadCard);
     for (let round = 1; round <= ROUNDS; round += 1) {

@@ -1,5 +1,4 @@
-import { ReferenceKind, type EntityMetadata, type EntityProperty, type Platform } from '@mikro-orm/core';
-import type { EntityData, FilterQuery } from '@mikro-orm/core';
+import { ReferenceKind, type EntityData, type EntityMetadata, type EntityProperty, type FilterQuery, type Platform } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /*
@@ -39,6 +38,8 @@ interface Children<C> {
   entity: Constructor<C>;
   parentKey: keyof C & string;
 }
+/** The same, once the children's type no longer matters (building the statement). */
+type AnyChildren = { entity: Constructor<object>; parentKey: string };
 
 /** The column that carries the children, aggregated as JSON. */
 const CHILDREN = '__children';
@@ -48,7 +49,7 @@ function selectStatement<T extends object>(
   entity: Constructor<T>,
   where: ColumnFilter<T>,
   limit: number | null,
-  children?: { entity: Constructor<object>; parentKey: string },
+  children?: AnyChildren,
   omit: readonly string[] = [],
 ): { statement: Statement; params: Scalar[] } {
   const keys = Object.keys(where) as (keyof T & string)[];
@@ -60,7 +61,7 @@ function selectStatement<T extends object>(
     let placeholder = 0;
     const conditions = keys.map((key) => `p."${singleColumn(meta, key)}" ${where[key] === null ? 'is null' : `= $${++placeholder}`}`);
     const childColumn = children ? `, ${childrenAggregate(em, meta, children)} as "${CHILDREN}"` : '';
-    const columns = omit.length === 0 ? 'p.*' : columnsBut(meta, omit).map((column) => `p."${column}"`).join(', ');
+    const columns = omit.length === 0 ? 'p.*' : tableColumns(meta, omit).map(({ field }) => `p."${field}"`).join(', ');
     const text = `select ${columns}${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
     statement = { name: `lean_${statements.size + 1}`, text, sql: text.replace(/\$\d+/g, '?') };
     statements.set(shape, statement);
@@ -68,17 +69,18 @@ function selectStatement<T extends object>(
   return { statement, params };
 }
 
-/** Every column of the entity's table but those of the `omit` properties (an embeddable's, flattened, included). */
-function columnsBut(meta: EntityMetadata, omit: readonly string[]): string[] {
+/** Every column of the entity's table, with its type, but those of the `omit` properties (an embeddable's, flattened, included). */
+function tableColumns(meta: EntityMetadata, omit: readonly string[] = []): { field: string; type: string }[] {
   const omitted = (prop: EntityProperty) => omit.includes(prop.name) || (prop.embedded !== undefined && omit.includes(prop.embedded[0]));
   for (const name of omit) if (!meta.properties[name]) throw new Error(`${meta.className}.${name} is not a property`);
-  const columns = meta.props.flatMap((prop) => {
-    if (prop.persist === false || omitted(prop)) return [];
-    if (prop.kind === ReferenceKind.EMBEDDED && !prop.object) return [];
-    if (prop.kind === ReferenceKind.ONE_TO_MANY || prop.kind === ReferenceKind.MANY_TO_MANY || (prop.kind === ReferenceKind.ONE_TO_ONE && !prop.owner)) return [];
-    return prop.fieldNames;
-  });
-  return [...new Set(columns)];
+  const columns = new Map<string, string>();
+  for (const prop of meta.props) {
+    if (prop.persist === false || omitted(prop)) continue;
+    if (prop.kind === ReferenceKind.EMBEDDED && !prop.object) continue;
+    if (prop.kind === ReferenceKind.ONE_TO_MANY || prop.kind === ReferenceKind.MANY_TO_MANY || (prop.kind === ReferenceKind.ONE_TO_ONE && !prop.owner)) continue;
+    prop.fieldNames.forEach((field, index) => columns.set(field, prop.columnTypes[index] ?? ''));
+  }
+  return [...columns].map(([field, type]) => ({ field, type }));
 }
 
 function singleColumn(meta: EntityMetadata, key: string): string {
@@ -91,11 +93,10 @@ function singleColumn(meta: EntityMetadata, key: string): string {
  * The children's rows as a JSON array of objects keyed by column, so that the row reader reads them as
  * it reads a row. Numbers that JSON would round (numeric, bigint) travel as text, as the driver gives them.
  */
-function childrenAggregate(em: EntityManager, parent: EntityMetadata, children: { entity: Constructor<object>; parentKey: string }): string {
+function childrenAggregate(em: EntityManager, parent: EntityMetadata, children: AnyChildren): string {
   const meta = em.getMetadata().get(children.entity.name);
-  const fields = meta.props.flatMap((prop) => (prop.persist === false ? [] : prop.fieldNames.map((field, index) => ({ field, type: prop.columnTypes[index] ?? '' }))));
   const asText = (type: string) => /^(numeric|decimal|bigint|int8)/i.test(type);
-  const object = fields.map(({ field, type }) => `'${field}', c."${field}"${asText(type) ? '::text' : ''}`).join(', ');
+  const object = tableColumns(meta).map(({ field, type }) => `'${field}', c."${field}"${asText(type) ? '::text' : ''}`).join(', ');
   const primaryKey = singleColumn(parent, parent.primaryKeys[0]!);
   return `coalesce((select json_agg(json_build_object(${object})) from "${meta.tableName}" c where c."${singleColumn(meta, children.parentKey)}" = p."${primaryKey}"), '[]'::json)`;
 }
