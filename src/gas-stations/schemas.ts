@@ -1,5 +1,6 @@
-import { CHAIN_IDS, CHAINS } from '../catalogue/service';
+import { CHAIN_IDS, findChain } from '../catalogue/service';
 import { ADDRESS_PATTERNS } from '../chains/schemas';
+import { SPONSORABLE_CHAINS } from './signed-transfers';
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { FUNDING_MODELS, GAS_STATION_STATUSES, GAS_STRATEGIES, SPONSORSHIP_STATUSES } from './entities';
@@ -91,8 +92,8 @@ export const GasStationObject = z
  * Tron address, and one of their networks. That the signed transaction matches the claims, and the
  * network the key's environment, no document can say.
  */
-const SPONSORABLE_ADDRESS = `^(${[ADDRESS_PATTERNS.ethereum, ADDRESS_PATTERNS.tron].map((pattern) => pattern.source.slice(1, -1)).join('|')})$`;
-const SPONSORABLE_NETWORKS = [...new Set(CHAINS.filter((chain) => chain.id === 'ethereum' || chain.id === 'tron').flatMap((chain) => Object.values(chain.networks)))];
+const SPONSORABLE_ADDRESS = `^(${SPONSORABLE_CHAINS.map((chain) => ADDRESS_PATTERNS[chain].source.slice(1, -1)).join('|')})$`;
+const SPONSORABLE_NETWORKS = [...new Set(SPONSORABLE_CHAINS.flatMap((chain) => Object.values(findChain(chain).networks)))];
 
 export const SponsorBroadcastBody = z
   .object({

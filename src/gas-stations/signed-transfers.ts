@@ -1,6 +1,6 @@
 import { getAddress, parseTransaction, type Hex } from 'viem';
 import type { Environment } from '../api-keys/entities';
-import { assetAmount, chainAsset, findChain, networkFor, type AssetInfo } from '../catalogue/service';
+import { assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import { canonicalTxid } from '../chains/devnet/params';
 import { readSignedEthereumTransaction } from '../chains/devnet/rules/ethereum';
@@ -17,7 +17,8 @@ import { errors } from '../shared/errors';
  */
 
 /** The chains whose fees a gas station can sponsor: account chains where the fee is the signer's native balance. */
-export type SponsorableChain = 'ethereum' | 'tron';
+export const SPONSORABLE_CHAINS = ['ethereum', 'tron'] as const satisfies readonly ChainId[];
+export type SponsorableChain = (typeof SPONSORABLE_CHAINS)[number];
 /**
  * Ethereum is read without the devnet's gas rule (its fixed price of a token transfer is no real
  * contract's): requireGasCovered checks the gas limit against the node's estimate, the devnet's included.

@@ -2,50 +2,28 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import type { Environment } from '../api-keys/entities';
 import type { KeyService } from '../keys/service';
-import { readOneByColumns } from '../db/lean';
 import { LightningNodeKey } from './entities';
 
 /** GCM associated data: a node key ciphertext opens only for its environment. */
 const dataKeyContext = (environment: Environment) => `custody-platform/lightning-node-data-key/v1/${environment}`;
 const privateKeyContext = (environment: Environment) => `custody-platform/lightning-node-key/v1/${environment}`;
 
-/**
- * Node keys read, by database and environment: a node key's row is written once and never changes, so
- * a process reads it once. Only committed rows get here (the insert below commits on its own).
- */
-const nodeKeys = new Map<string, LightningNodeKey>();
-const cacheKey = (em: EntityManager, environment: Environment) => `${em.config.get('clientUrl') ?? ''}|${em.config.get('dbName') ?? ''}|${environment}`;
-
-async function readNodeKey(em: EntityManager, environment: Environment): Promise<LightningNodeKey | null> {
-  const key = cacheKey(em, environment);
-  const cached = nodeKeys.get(key);
-  if (cached) return cached;
-  const record = await readOneByColumns(em, LightningNodeKey, { environment });
-  if (record) nodeKeys.set(key, record);
-  return record;
-}
-
-/** The environment's node key (a detached copy), created on first use; concurrent first uses converge on one row. */
+/** The environment's node key, created on first use; concurrent first uses converge on one row. */
 export async function ensureNodeKey(em: EntityManager, keys: KeyService, environment: Environment): Promise<LightningNodeKey> {
-  const existing = await readNodeKey(em, environment);
+  const existing = await em.findOne(LightningNodeKey, { environment });
   if (existing) return existing;
   const privateKey = secp256k1.utils.randomPrivateKey();
   try {
     const sealed = await keys.seal(privateKey, dataKeyContext(environment), privateKeyContext(environment));
-    // Outside the caller's transaction: the key is committed whatever becomes of the caller's work, so
-    // a key once read (and cached) is the environment's for good.
-    await em.getConnection().execute(
+    await em.execute(
       `insert into lightning_node_keys (id, environment, public_key, key_provider, master_key_id, wrapped_data_key, private_key_ciphertext, created_at)
        values (?, ?, ?, ?, ?, ?, ?, now()) on conflict (environment) do nothing`,
       [new LightningNodeKey().id, environment, Buffer.from(secp256k1.getPublicKey(privateKey, true)).toString('hex'), sealed.keyProvider, sealed.masterKeyId, sealed.wrappedDataKey, sealed.ciphertext],
-      'run',
     );
   } finally {
     privateKey.fill(0);
   }
-  const created = await readNodeKey(em, environment);
-  if (!created) throw new Error(`the ${environment} Lightning node key was not found after its insert`);
-  return created;
+  return em.findOneOrFail(LightningNodeKey, { environment });
 }
 
 /** Hands the node's private key to `use` and wipes it when `use` returns. */
@@ -65,5 +43,5 @@ export async function withNodeKey<T>(em: EntityManager, keys: KeyService, enviro
 
 /** Our node's public key in this environment, or null while no invoice was ever issued there. */
 export async function nodePublicKey(em: EntityManager, environment: Environment): Promise<string | null> {
-  return (await readNodeKey(em, environment))?.publicKey ?? null;
+  return (await em.findOne(LightningNodeKey, { environment }))?.publicKey ?? null;
 }
