@@ -1,4 +1,4 @@
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { LockMode, UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
 import type { Environment } from '../api-keys/entities';
@@ -207,6 +207,9 @@ const transactionTypeOf = (type: 'fund' | 'withdraw') => (type === 'fund' ? 'fun
  * is written and its settlement workflow recorded. A card being terminated takes neither.
  * References are unique per company and environment.
  */
+/** The unique key of a transaction's reference in its organization and environment. */
+const REFERENCE_UNIQUE = 'card_transactions_organization_id_environment_reference_unique';
+
 export async function requestBalanceMove(
   em: EntityManager,
   tenant: CardTenant,
@@ -214,9 +217,9 @@ export async function requestBalanceMove(
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
 ): Promise<{ transaction: CardTransaction; card: Card }> {
-  // Serializes requests sharing a reference across cards too (the card lock alone covers one card),
-  // so a reference can never reach its unique key twice at once.
-  await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [['card-reference', tenant.organizationId, tenant.environment, request.reference].join('|')], 'run');
+  // The card lock serializes requests on one card, so the lookup below sees a repeat of this request
+  // that committed while it waited. A concurrent request on another card with the same reference is a
+  // reference reused: its insert meets the unique key (see the flush below).
   const card = await findCard(em, tenant, cardId, true);
   const original = await em.findOne(CardTransaction, { ...tenantFilter(tenant), reference: request.reference });
   if (original) {
@@ -256,7 +259,14 @@ export async function requestBalanceMove(
     if (spendable < amount) throw cardInsufficientFunds(amount, spendable);
     card.held = (BigInt(card.held) + amount).toString();
   }
-  await em.flush();
+  try {
+    await em.flush();
+  } catch (error) {
+    if (error instanceof UniqueConstraintViolationException && (error as { constraint?: string }).constraint === REFERENCE_UNIQUE) {
+      throw errors.referenceReused(`Reference '${request.reference}' is being used by another request at the same time; use a new reference.`, 'reference');
+    }
+    throw error;
+  }
   recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, tenant.organizationId);
   return { transaction, card };
 }

@@ -5,7 +5,7 @@ import { recordStart } from '../temporal/starter';
 import { webhookDeliveryFlow } from './flows/delivery';
 import { Organization } from '../organizations/entities';
 import { versionAtLeast } from '../shared/api-versions';
-import { isUuid } from '../shared/ids';
+import { isUuid, prefixedId } from '../shared/ids';
 import { iso, isoOrNull } from '../shared/time';
 import type { Destination } from './destinations';
 import { Delivery, DeliveryAttempt, type DestinationKind, Event, Subscription, WebhookEndpoint } from './entities';
@@ -49,25 +49,23 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
   const organization = em.getReference(Organization, input.organizationId);
   const { environment } = input;
   if (environment !== 'sandbox' && environment !== 'live') throw new Error(`events.emit needs the environment of what it reports, got ${String(environment)}`);
-  if (input.dedupeKey) {
-    const existing = await em.findOne(Event, { organization, dedupeKey: input.dedupeKey });
-    if (existing) return { event: existing, deliveries: [] };
-  }
   const now = new Date();
-  const event = em.create(Event, { organization, environment, type: input.type, data: input.data, dedupeKey: input.dedupeKey ?? null, createdAt: now });
+  const inserted = await insertEvent(em, input, now);
+  if (!inserted) {
+    const existing = await em.findOneOrFail(Event, { organization, dedupeKey: input.dedupeKey ?? null });
+    return { event: existing, deliveries: [] };
+  }
+  const event = em.merge(Event, { id: inserted.eventId, organization, environment, type: input.type, data: input.data, dedupeKey: input.dedupeKey ?? null, createdAt: now });
 
   const targets = new Map<string, { kind: DestinationKind; id: string; url: string; maxAttempts: number | null }>();
   // Endpoints with a probe: their circuit may be open, and a delivery behind an open circuit is held.
   const endpointsWithProbe: string[] = [];
-  const addEndpoint = (endpoint: WebhookEndpoint) => {
+  const addEndpoint = (endpoint: EndpointTarget) => {
     targets.set(`webhook:${endpoint.id}`, { kind: 'webhook', id: endpoint.id, url: endpoint.url, maxAttempts: endpoint.maxAttempts ?? null });
     if (endpoint.probeDeliveryId) endpointsWithProbe.push(endpoint.id);
   };
-  if (input.broadcast !== false) {
-    const endpoints = await em.find(WebhookEndpoint, { organization, environment, status: 'enabled', deletedAt: null });
-    for (const endpoint of endpoints) {
-      if ((endpoint.eventTypes.length === 0 && !input.namedOnly) || endpoint.eventTypes.includes(input.type)) addEndpoint(endpoint);
-    }
+  for (const endpoint of inserted.endpoints) {
+    if ((endpoint.eventTypes.length === 0 && !input.namedOnly) || endpoint.eventTypes.includes(input.type)) addEndpoint(endpoint);
   }
   // Explicit destinations must be of the event's environment too: a sandbox event never reaches a live URL.
   const ofAnotherEnvironment = (kind: string, id: string) => new Error(`events.emit: ${kind} ${id} is not a ${environment} destination of this organization`);
@@ -108,6 +106,35 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
   );
   for (const delivery of deliveries) if (!delivery.heldByCircuit) recordDeliveryStart(em, delivery);
   return { event, deliveries };
+}
+
+/** What a delivery needs of an endpoint. */
+type EndpointTarget = Pick<WebhookEndpoint, 'id' | 'url' | 'maxAttempts' | 'probeDeliveryId' | 'eventTypes'>;
+
+/**
+ * Inserts the event and, in the same statement, reads the enabled endpoints of its organization and
+ * environment (when it is broadcast): one round trip where a dedupe lookup, the insert and the
+ * endpoints' read were three. An event whose dedupe key is taken inserts nothing and returns null.
+ * A concurrent emit of the same key waits for the first to commit, then inserts nothing.
+ */
+async function insertEvent(em: EntityManager, input: EmitInput, now: Date): Promise<{ eventId: string; endpoints: EndpointTarget[] } | null> {
+  const eventId = prefixedId('evt');
+  const broadcast = input.broadcast !== false;
+  const rows = await em.execute<{ event_id: string; id: string | null; url: string; max_attempts: number | null; probe_delivery_id: string | null; event_types: string[] }[]>(
+    `with inserted as (
+       insert into events (id, organization_id, environment, type, data, dedupe_key, created_at) values (?, ?, ?, ?, ?::jsonb, ?, ?)
+       on conflict (organization_id, dedupe_key) do nothing returning id
+     )
+     select inserted.id as event_id, e.id, e.url, e.max_attempts, e.probe_delivery_id, e.event_types
+     from inserted left join webhook_endpoints e
+       on ? and e.organization_id = ? and e.environment = ? and e.status = 'enabled' and e.deleted_at is null`,
+    [eventId, input.organizationId, input.environment, input.type, JSON.stringify(input.data), input.dedupeKey ?? null, now, broadcast, input.organizationId, input.environment],
+  );
+  if (rows.length === 0) return null;
+  const endpoints = rows
+    .filter((row): row is typeof row & { id: string } => row.id !== null)
+    .map((row) => ({ id: row.id, url: row.url, maxAttempts: row.max_attempts, probeDeliveryId: row.probe_delivery_id, eventTypes: row.event_types }));
+  return { eventId, endpoints };
 }
 
 /**

@@ -13,7 +13,7 @@ import { unixSeconds } from '../shared/time';
 import { recordStart } from '../temporal/starter';
 import { isExpired, msatToSat, satsToDebit } from './amounts';
 import { Bolt11Error, decodeBolt11, encodeBolt11, networkForEnvironment, type DecodedInvoice } from './bolt11';
-import { ACTIVE_PAYMENT_INDEX, LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
+import { LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
 import { lightningPaymentFlow } from './flows/payment';
 import { MAX_PAYMENT_SATS } from './schemas';
 import { withNodeKey } from './node-key';
@@ -55,46 +55,58 @@ function referenceReused(record: LightningInvoice, param: string) {
   });
 }
 
-/** Inserts `record` unless its (organization, environment, direction, reference) exists; concurrent repeats wait and return the original. */
-async function insertOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
-  const rows = await em.getConnection().execute<{ id: string }[]>(
+/**
+ * Inserts `record` unless a unique key of lightning_invoices already holds its values, and returns the
+ * row as inserted (managed), or null when nothing was inserted. A concurrent insert of the same key
+ * waits for the other transaction and inserts nothing if that one commits.
+ */
+async function insertUnlessTaken(em: EntityManager, record: LightningInvoice): Promise<LightningInvoice | null> {
+  const rows = await em.getConnection().execute<Record<string, unknown>[]>(
     `insert into lightning_invoices (id, organization_id, environment, direction, status, reference, customer_id, payment_hash, request, destination, preimage,
        amount_msat, fee_msat, max_fee_msat, fee_limit_msat, description, expires_at, created_at)
      values (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
-     on conflict (organization_id, environment, direction, reference) do nothing returning id`,
+     on conflict do nothing returning *`,
     [record.id, record.organization.id, record.environment, record.direction, record.reference, record.customerId ?? null, record.paymentHash, record.request,
       record.destination, record.preimage, record.amountMsat, record.maxFeeMsat ?? null, record.feeLimitMsat ?? null, record.description, record.expiresAt, record.createdAt],
     'all',
     em.getTransactionContext(),
   );
+  return rows[0] ? em.map(LightningInvoice, rows[0]) : null;
+}
+
+/** Inserts `record` unless its (organization, environment, direction, reference) exists; concurrent repeats wait and return the original. */
+async function insertOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
+  const inserted = await insertUnlessTaken(em, record);
+  if (inserted) return { invoice: inserted, created: true };
   const invoice = await em.findOneOrFail(LightningInvoice, { organization: record.organization.id, environment: record.environment, direction: record.direction, reference: record.reference });
-  return { invoice, created: rows.length === 1 };
+  return { invoice, created: false };
 }
 
 /**
  * Inserts an outgoing payment once per reference and once per invoice: the partial unique index
  * allows one pending or paid payment per (organization, environment, payment hash), so a concurrent payment
  * of the same invoice under another reference waits for the first to commit and is refused (409)
- * before it reserves anything. The insert runs in a savepoint, so the refusal can be told apart
- * from a concurrent repeat of this very reference (which returns the original).
+ * before it reserves anything. Nothing inserted: the reference names the original (a repeat), or
+ * another payment of the invoice is active (the refusal). Neither any more (that payment failed in
+ * between): the insert is tried again.
  */
 async function insertPaymentOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
-  try {
-    return await em.transactional((savepoint) => insertOnce(savepoint, record));
-  } catch (error) {
-    // PostgreSQL's unique_violation (23505), as the raw insert's driver reports it.
-    const violation = error as { code?: string; constraint?: string };
-    if (violation.code !== '23505' || violation.constraint !== ACTIVE_PAYMENT_INDEX) throw error;
-    const paying = await em.findOneOrFail(LightningInvoice, {
-      organization: record.organization.id,
-      environment: record.environment,
+  // Each pass that inserts nothing found a repeat or a refusal, unless the conflicting payment ended in between.
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    const inserted = await insertUnlessTaken(em, record);
+    if (inserted) return { invoice: inserted, created: true };
+    const tenant = { organizationId: record.organization.id, environment: record.environment };
+    const original = await byReference(em, tenant, 'outgoing', record.reference);
+    if (original) return { invoice: original, created: false };
+    const paying = await em.findOne(LightningInvoice, {
+      ...tenantFilter(tenant),
       direction: 'outgoing',
       paymentHash: record.paymentHash,
       status: { $in: ['pending', 'paid'] },
     });
-    if (paying.reference === record.reference) return { invoice: paying, created: false };
-    throw errors.conflict('invoice_already_paid', `This invoice is already being paid or was paid by payment ${paying.id}.`, { payment_id: paying.id });
+    if (paying) throw errors.conflict('invoice_already_paid', `This invoice is already being paid or was paid by payment ${paying.id}.`, { payment_id: paying.id });
   }
+  throw new Error(`payment ${record.id}: its insert kept meeting a unique key that neither a repeat nor an active payment holds`);
 }
 
 export interface NewInvoice {

@@ -271,6 +271,25 @@ describe('Cards API', () => {
       assert.equal((await transactions(card.id, '?type=funding')).length, 1);
       await assertLedgerReconciles(org.organizationId);
     });
+    it('lets one of concurrent requests with one reference on two cards through; the others are told the reference is reused', async () => {
+      await credit(10_000);
+      const [first, second] = await Promise.all([activeCard(), activeCard()]);
+      const before = BigInt((await usdBalance()).available);
+      const reference = `ref-${randomUUID()}`;
+      const responses = await Promise.all(Array.from({ length: 20 }, (_, index) => moveBalance((index % 2 === 0 ? first : second).id, { type: 'fund', amount: 100, reference })));
+      const accepted = responses.filter((response) => response.status === 200);
+      assert.equal(new Set(accepted.map((response) => response.body.data.transaction.id)).size, 1, responses.map((response) => response.text).join('\n'));
+      const refused = responses.filter((response) => response.status !== 200);
+      // The card lock serializes each card's ten: those of the card that won all get the original.
+      assert.equal(refused.length, 10);
+      for (const response of refused) assert.equal(response.body.error.code, 'idempotency_key_reused', response.text);
+      const fundedCard = accepted[0]!.body.data.transaction.card_id as string;
+      await settled(fundedCard, accepted[0]!.body.data.transaction.id);
+      assert.equal(BigInt((await usdBalance()).available), before - 101n);
+      const balances = [(await getCard(first.id)).balance_amount, (await getCard(second.id)).balance_amount].sort();
+      assert.deepEqual(balances, ['0', '100']);
+      await assertLedgerReconciles(org.organizationId);
+    });
   });
 
   describe('status, authorizations and limits', () => {
