@@ -1,5 +1,6 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
+import { readOneByColumns } from '../src/db/lean';
 import { Card, CardTransaction } from '../src/cards/entities';
 import type { CardTermination } from '../src/cards/flows/termination';
 import { IssuerDeclined, type IssuerProvider, type MintedCard, SandboxIssuer, sealCardSecrets } from '../src/cards/issuer';
@@ -50,7 +51,8 @@ export const createCardActivities = (deps: CardActivityDeps) => {
 
     /** Moves the money with the issuer, then settles the pending transaction exactly once. */
     async settleCardTransaction(input: { transactionId: string }): Promise<{ status: string }> {
-      const pending = await deps.orm.em.fork().findOneOrFail(CardTransaction, { id: input.transactionId });
+      const pending = await readOneByColumns(deps.orm.em, CardTransaction, { id: input.transactionId });
+      if (!pending) throw new Error(`card transaction ${input.transactionId} not found`);
       if (pending.status !== 'pending') return { status: pending.status };
       let outcome: { ok: true } | { ok: false; reason: string } = { ok: true };
       try {

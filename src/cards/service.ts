@@ -1,4 +1,4 @@
-import { LockMode, UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
 import type { Environment } from '../api-keys/entities';
@@ -7,10 +7,10 @@ import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
-import { findOneByColumns, readOneByColumns } from '../db/lean';
+import { findOneByColumns, readOneByColumns, updateReturning } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
-import { isUuid, prefixedId } from '../shared/ids';
+import { isUuid, prefixedId, uuid } from '../shared/ids';
 import type { Page } from '../shared/pagination';
 import type { z } from '../shared/schemas';
 import { recordStart } from '../temporal/starter';
@@ -207,9 +207,6 @@ const transactionTypeOf = (type: 'fund' | 'withdraw') => (type === 'fund' ? 'fun
  * is written and its settlement workflow recorded. A card being terminated takes neither.
  * References are unique per company and environment.
  */
-/** The unique key of a transaction's reference in its organization and environment. */
-const REFERENCE_UNIQUE = 'card_transactions_organization_id_environment_reference_unique';
-
 export async function requestBalanceMove(
   em: EntityManager,
   tenant: CardTenant,
@@ -217,12 +214,17 @@ export async function requestBalanceMove(
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
 ): Promise<{ transaction: CardTransaction; card: Card }> {
-  // The card lock serializes requests on one card, so the lookup below sees a repeat of this request
-  // that committed while it waited. A concurrent request on another card with the same reference is a
-  // reference reused: its insert meets the unique key (see the flush below).
   const card = await findCard(em, tenant, cardId, true);
-  const original = await em.findOne(CardTransaction, { ...tenantFilter(tenant), reference: request.reference });
-  if (original) {
+  const amount = BigInt(request.amount);
+  // The transaction goes in first, unless its reference is taken; anything refused below rolls it back.
+  const transaction = await insertPendingTransaction(em, card, {
+    type: transactionTypeOf(request.type),
+    amount: amount.toString(),
+    feeAmount: fundingFee(amount, feeBps).toString(),
+    reference: request.reference,
+  });
+  if (!transaction) {
+    const original = await em.findOneOrFail(CardTransaction, { ...tenantFilter(tenant), reference: request.reference });
     const differences = [
       ...(original.card.id !== card.id ? ['card'] : []),
       ...(original.type !== transactionTypeOf(request.type) ? ['type'] : []),
@@ -239,68 +241,72 @@ export async function requestBalanceMove(
   if (card.status === 'terminated') throw invalidStateTransition('A terminated card cannot be funded or withdrawn from.');
   if (card.terminationRequestedAt) throw invalidStateTransition('The card is being terminated; it cannot be funded or withdrawn from.');
   if (card.status === 'pending' || card.status === 'failed') throw invalidStateTransition(`The card is ${card.status}; wait until it is active.`);
-  const amount = BigInt(request.amount);
-  const transaction = em.create(CardTransaction, {
-    organization: card.organization,
-    environment: card.environment,
-    card,
-    type: transactionTypeOf(request.type),
-    status: 'pending',
-    amount: amount.toString(),
-    feeAmount: fundingFee(amount, feeBps).toString(),
-    balanceBefore: card.balance,
-    balanceAfter: card.balance,
-    reference: request.reference,
-  });
   if (request.type === 'fund') {
     await reserveFunding(em, card, transaction);
   } else {
     const spendable = BigInt(card.balance) - BigInt(card.held);
     if (spendable < amount) throw cardInsufficientFunds(amount, spendable);
     card.held = (BigInt(card.held) + amount).toString();
-  }
-  try {
     await em.flush();
-  } catch (error) {
-    if (error instanceof UniqueConstraintViolationException && (error as { constraint?: string }).constraint === REFERENCE_UNIQUE) {
-      throw errors.referenceReused(`Reference '${request.reference}' is being used by another request at the same time; use a new reference.`, 'reference');
-    }
-    throw error;
   }
   recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, tenant.organizationId);
   return { transaction, card };
 }
 
 /**
- * Settles a pending funding or withdrawal after the issuer answered, exactly once: the card row
- * lock serializes it with requests and authorizations, and a settled transaction is left alone.
+ * Inserts a pending funding or withdrawal of the (locked) card unless its reference is taken in the
+ * organization and environment, and returns it as inserted, or null. A concurrent request with the
+ * same reference (the card lock serializes only one card's) waits for the other to commit and then
+ * inserts nothing: the caller finds the original.
  */
-export async function settleTransaction(em: EntityManager, pending: Pick<CardTransaction, 'id' | 'card'>, outcome: { ok: true } | { ok: false; reason: string }) {
-  // The card (a transaction's card never changes) is locked first; the transaction is then read as it is under that lock.
+async function insertPendingTransaction(
+  em: EntityManager,
+  card: Card,
+  move: Pick<CardTransaction, 'type' | 'amount' | 'feeAmount'> & { reference: string },
+): Promise<CardTransaction | null> {
+  const now = new Date();
+  const rows = await em.execute<Record<string, unknown>[]>(
+    `insert into card_transactions (id, organization_id, environment, card_id, type, status, amount, balance_before, balance_after, fee_amount, reference, created_at, updated_at)
+     values (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
+     on conflict (organization_id, environment, reference) do nothing returning *`,
+    [uuid(), card.organization.id, card.environment, card.id, move.type, move.amount, card.balance, card.balance, move.feeAmount, move.reference, now, now],
+  );
+  return rows[0] ? em.map(CardTransaction, rows[0]) : null;
+}
+
+/**
+ * Settles a pending funding or withdrawal after the issuer answered, exactly once: the card row
+ * lock serializes it with requests and authorizations, and the transaction moves out of pending
+ * by a conditional update, so a settled one is left alone. `pending` carries what never changes
+ * (its card, type and amounts).
+ */
+export async function settleTransaction(
+  em: EntityManager,
+  pending: Pick<CardTransaction, 'id' | 'card' | 'type' | 'amount' | 'feeAmount'>,
+  outcome: { ok: true } | { ok: false; reason: string },
+) {
   const card = await em.findOneOrFail(Card, { id: pending.card.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['customer'] });
-  const transaction = await em.findOneOrFail(CardTransaction, { id: pending.id });
-  if (transaction.status !== 'pending') return transaction;
-  const organizationId = card.organization.id;
-  const amount = BigInt(transaction.amount);
-  const fee = BigInt(transaction.feeAmount);
-  const reference = cardTransactionReference(transaction.id);
+  const amount = BigInt(pending.amount);
+  const fee = BigInt(pending.feeAmount);
   const before = BigInt(card.balance);
-  let after = before;
+  const after = !outcome.ok ? before : pending.type === 'funding' ? before + amount : before - amount;
+  const [transaction] = await updateReturning(em, CardTransaction, { id: pending.id, status: 'pending' }, {
+    status: outcome.ok ? 'completed' : 'failed',
+    failureReason: outcome.ok ? null : outcome.reason,
+    balanceBefore: before.toString(),
+    balanceAfter: after.toString(),
+    updatedAt: new Date(),
+  });
+  if (!transaction) return em.findOneOrFail(CardTransaction, { id: pending.id });
+  const organizationId = card.organization.id;
+  const reference = cardTransactionReference(transaction.id);
   if (transaction.type === 'funding') {
     await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: outcome.ok ? 'capture' : 'release', amount: amount + fee, reference });
-    if (outcome.ok) after = before + amount;
   } else {
     card.held = (BigInt(card.held) - amount).toString();
-    if (outcome.ok) {
-      after = before - amount;
-      if (amount > fee) await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
-    }
+    if (outcome.ok && amount > fee) await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
   }
   card.balance = after.toString();
-  transaction.balanceBefore = before.toString();
-  transaction.balanceAfter = after.toString();
-  transaction.status = outcome.ok ? 'completed' : 'failed';
-  transaction.failureReason = outcome.ok ? null : outcome.reason;
   await em.flush();
   await emit(em, {
     organizationId, environment: card.environment,
