@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/lean';
 import type { Environment } from '../api-keys/entities';
 import { DomainError } from '../shared/errors';
 import { prefixedId } from '../shared/ids';
@@ -47,27 +48,23 @@ const EFFECTS: Record<BalanceEntryKind, (amount: bigint) => [bigint, bigint]> = 
  */
 export async function applyBalanceEntry(em: EntityManager, movement: BalanceMovement): Promise<{ applied: boolean; balance: BalanceSnapshot }> {
   if (movement.amount <= 0n) throw new Error(`balance movements are positive, got ${movement.amount}`);
-  const connection = em.getConnection();
-  const tx = em.getTransactionContext();
-  if (!tx) throw new Error('applyBalanceEntry must run inside a transaction');
+  if (!em.getTransactionContext()) throw new Error('applyBalanceEntry must run inside a transaction');
   const lockBalance = async () =>
     (
-      await connection.execute<{ available: string; reserved: string }[]>(
-        `select available, reserved from company_balances where organization_id = ? and environment = ? and currency = ? for update`,
+      await sql<{ available: string; reserved: string }>(
+        em,
+        `select available, reserved from company_balances where organization_id = $1 and environment = $2 and currency = $3 for update`,
         [movement.organizationId, movement.environment, movement.currency],
-        'all',
-        tx,
       )
     )[0];
   // The row exists after a balance's first movement: it is created (once, whoever races) only when the lock finds none.
   let row = await lockBalance();
   if (!row) {
-    await connection.execute(
+    await sql(
+      em,
       `insert into company_balances (id, organization_id, environment, currency, available, reserved, updated_at)
-       values (?, ?, ?, ?, 0, 0, now()) on conflict (organization_id, environment, currency) do nothing`,
+       values ($1, $2, $3, $4, 0, 0, now()) on conflict (organization_id, environment, currency) do nothing`,
       [new CompanyBalance().id, movement.organizationId, movement.environment, movement.currency],
-      'run',
-      tx,
     );
     row = await lockBalance();
   }
@@ -78,12 +75,11 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
   const entryKeys = [...keys, movement.reference.type, movement.reference.id, movement.kind];
   if (next.available < 0n || next.reserved < 0n) {
     // Refused, unless this movement was already applied (a retry): then it is a no-op, as below.
-    const [existing] = await connection.execute<{ id: string }[]>(
+    const [existing] = await sql<{ id: string }>(
+      em,
       `select id from company_balance_entries
-        where organization_id = ? and environment = ? and currency = ? and reference_type = ? and reference_id = ? and kind = ?`,
+        where organization_id = $1 and environment = $2 and currency = $3 and reference_type = $4 and reference_id = $5 and kind = $6`,
       entryKeys,
-      'all',
-      tx,
     );
     if (existing) return { applied: false, balance: current };
     if (next.available < 0n) throw insufficientFunds(movement.currency, movement.amount, current.available);
@@ -91,19 +87,18 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
   }
   // The entry and the balance in one statement: the journal's unique reference makes a movement
   // applied twice insert nothing, and the balance then moves only with an entry inserted.
-  const moved = await connection.execute<{ moved: number }[]>(
+  const moved = await sql<{ moved: number }>(
+    em,
     `with entry as (
        insert into company_balance_entries (id, organization_id, environment, currency, kind, amount, reference_type, reference_id, created_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, now())
+       values ($1, $2, $3, $4, $5, $6, $7, $8, now())
        on conflict (organization_id, environment, currency, reference_type, reference_id, kind) do nothing
        returning 1
      )
-     update company_balances set available = ?, reserved = ?, updated_at = now()
-      where organization_id = ? and environment = ? and currency = ? and exists (select 1 from entry)
+     update company_balances set available = $9, reserved = $10, updated_at = now()
+      where organization_id = $11 and environment = $12 and currency = $13 and exists (select 1 from entry)
      returning 1 as moved`,
     [prefixedId('bent'), ...keys, movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id, next.available.toString(), next.reserved.toString(), ...keys],
-    'all',
-    tx,
   );
   if (moved.length === 0) return { applied: false, balance: current };
   return { applied: true, balance: next };

@@ -7,7 +7,7 @@ import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
-import { findOneByColumns, readOneByColumns, updateReturning } from '../db/lean';
+import { findOneByColumns, readOneByColumns, sql, updateReturning } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId, uuid } from '../shared/ids';
@@ -265,9 +265,10 @@ async function insertPendingTransaction(
   move: Pick<CardTransaction, 'type' | 'amount' | 'feeAmount'> & { reference: string },
 ): Promise<CardTransaction | null> {
   const now = new Date();
-  const rows = await em.execute<Record<string, unknown>[]>(
+  const rows = await sql(
+    em,
     `insert into card_transactions (id, organization_id, environment, card_id, type, status, amount, balance_before, balance_after, fee_amount, reference, created_at, updated_at)
-     values (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
+     values ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $11, $12)
      on conflict (organization_id, environment, reference) do nothing returning *`,
     [uuid(), card.organization.id, card.environment, card.id, move.type, move.amount, card.balance, card.balance, move.feeAmount, move.reference, now, now],
   );

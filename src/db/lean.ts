@@ -25,10 +25,8 @@ export type ColumnFilter<T> = Partial<Record<keyof T & string, Scalar>>;
 interface Statement {
   /** Name of the prepared statement: PostgreSQL parses and plans it once per pooled connection. */
   name: string;
-  /** With `$n` placeholders, for the prepared statement outside transactions. */
+  /** With `$n` placeholders. */
   text: string;
-  /** With `?` placeholders, for `em.execute` on a transaction's own connection. */
-  sql: string;
 }
 
 const statements = new Map<string, Statement>();
@@ -63,7 +61,7 @@ function selectStatement<T extends object>(
     const childColumn = children ? `, ${childrenAggregate(em, meta, children)} as "${CHILDREN}"` : '';
     const columns = omit.length === 0 ? 'p.*' : tableColumns(meta, omit).map(({ field }) => `p."${field}"`).join(', ');
     const text = `select ${columns}${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
-    statement = { name: `lean_${statements.size + 1}`, text, sql: text.replace(/\$\d+/g, '?') };
+    statement = { name: `lean_${statements.size + 1}`, text };
     statements.set(shape, statement);
   }
   return { statement, params };
@@ -103,22 +101,45 @@ function childrenAggregate(em: EntityManager, parent: EntityMetadata, children: 
 
 /** The pg client that knex pools; only the calls made here. */
 interface PooledClient {
-  query(config: { name: string; text: string; values: Scalar[] }): Promise<{ rows: Record<string, unknown>[] }>;
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
 /**
- * Runs a statement: inside a transaction on its connection, otherwise as a named prepared statement on a
- * pooled connection, which spares knex's query building and PostgreSQL's parsing and planning.
+ * Runs `use` on the connection a statement of `em` belongs on: inside a transaction its own (knex's
+ * transaction client hands it out), otherwise a pooled one, released after. Either way the statement
+ * goes to the pg client as a named prepared statement, which spares knex's query building and
+ * PostgreSQL's parsing and planning.
  */
-async function run(em: EntityManager, statement: Statement, params: Scalar[]): Promise<Record<string, unknown>[]> {
-  if (em.getTransactionContext()) return em.execute<Record<string, unknown>[]>(statement.sql, params);
+async function onConnection<T>(em: EntityManager, use: (client: PooledClient) => Promise<T>): Promise<T> {
+  const transaction = em.getTransactionContext<{ client: { acquireConnection(): Promise<PooledClient> } }>();
+  if (transaction) return use(await transaction.client.acquireConnection());
   const pool = em.getKnex().client as { acquireConnection(): Promise<PooledClient>; releaseConnection(client: PooledClient): Promise<void> };
   const client = await pool.acquireConnection();
   try {
-    return (await client.query({ name: statement.name, text: statement.text, values: params })).rows;
+    return await use(client);
   } finally {
     await pool.releaseConnection(client);
   }
+}
+
+async function run(em: EntityManager, statement: Statement, params: Scalar[]): Promise<Record<string, unknown>[]> {
+  return onConnection(em, async (client) => (await client.query({ name: statement.name, text: statement.text, values: params })).rows);
+}
+
+/** The prepared statements' names of `sql` by their text. */
+const sqlNames = new Map<string, string>();
+
+/**
+ * A fixed statement (`$n` placeholders) of the hot path, run as `run` runs a lookup: in `em`'s
+ * transaction when it has one. Rows come back as the driver gives them (numeric and bigint as text);
+ * errors are the driver's (`code`, `constraint`). Pass strings for numeric values and JSON text for
+ * jsonb (`$n::jsonb`).
+ */
+export async function sql<R = Record<string, unknown>>(em: EntityManager, text: string, params: unknown[]): Promise<R[]> {
+  let name = sqlNames.get(text);
+  if (!name) sqlNames.set(text, (name = `lean_sql_${sqlNames.size + 1}`));
+  const prepared = name;
+  return onConnection(em, async (client) => (await client.query({ name: prepared, text, values: params })).rows as R[]);
 }
 
 export async function findOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {

@@ -5,6 +5,7 @@ import { recordStart } from '../temporal/starter';
 import { webhookDeliveryFlow } from './flows/delivery';
 import { Organization } from '../organizations/entities';
 import { versionAtLeast } from '../shared/api-versions';
+import { sql } from '../db/lean';
 import { isUuid, prefixedId } from '../shared/ids';
 import { iso, isoOrNull } from '../shared/time';
 import type { Destination } from './destinations';
@@ -120,14 +121,15 @@ type EndpointTarget = Pick<WebhookEndpoint, 'id' | 'url' | 'maxAttempts' | 'prob
 async function insertEvent(em: EntityManager, input: EmitInput, now: Date): Promise<{ eventId: string; endpoints: EndpointTarget[] } | null> {
   const eventId = prefixedId('evt');
   const broadcast = input.broadcast !== false;
-  const rows = await em.execute<{ event_id: string; id: string | null; url: string; max_attempts: number | null; probe_delivery_id: string | null; event_types: string[] }[]>(
+  const rows = await sql<{ event_id: string; id: string | null; url: string; max_attempts: number | null; probe_delivery_id: string | null; event_types: string[] }>(
+    em,
     `with inserted as (
-       insert into events (id, organization_id, environment, type, data, dedupe_key, created_at) values (?, ?, ?, ?, ?::jsonb, ?, ?)
+       insert into events (id, organization_id, environment, type, data, dedupe_key, created_at) values ($1, $2, $3, $4, $5::jsonb, $6, $7)
        on conflict (organization_id, dedupe_key) do nothing returning id
      )
      select inserted.id as event_id, e.id, e.url, e.max_attempts, e.probe_delivery_id, e.event_types
      from inserted left join webhook_endpoints e
-       on ? and e.organization_id = ? and e.environment = ? and e.status = 'enabled' and e.deleted_at is null`,
+       on $8 and e.organization_id = $9 and e.environment = $10 and e.status = 'enabled' and e.deleted_at is null`,
     [eventId, input.organizationId, input.environment, input.type, JSON.stringify(input.data), input.dedupeKey ?? null, now, broadcast, input.organizationId, input.environment],
   );
   if (rows.length === 0) return null;

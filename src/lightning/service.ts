@@ -3,7 +3,7 @@ import type { EntityManager, ObjectQuery } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha2';
 import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
-import { updateReturning } from '../db/lean';
+import { sql, updateReturning } from '../db/lean';
 import { emit } from '../events/service';
 import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
@@ -61,15 +61,14 @@ function referenceReused(record: LightningInvoice, param: string) {
  * waits for the other transaction and inserts nothing if that one commits.
  */
 async function insertUnlessTaken(em: EntityManager, record: LightningInvoice): Promise<LightningInvoice | null> {
-  const rows = await em.getConnection().execute<Record<string, unknown>[]>(
+  const rows = await sql(
+    em,
     `insert into lightning_invoices (id, organization_id, environment, direction, status, reference, customer_id, payment_hash, request, destination, preimage,
        amount_msat, fee_msat, max_fee_msat, fee_limit_msat, description, expires_at, created_at)
-     values (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
+     values ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14, $15, $16)
      on conflict do nothing returning *`,
     [record.id, record.organization.id, record.environment, record.direction, record.reference, record.customerId ?? null, record.paymentHash, record.request,
       record.destination, record.preimage, record.amountMsat, record.maxFeeMsat ?? null, record.feeLimitMsat ?? null, record.description, record.expiresAt, record.createdAt],
-    'all',
-    em.getTransactionContext(),
   );
   return rows[0] ? em.map(LightningInvoice, rows[0]) : null;
 }
