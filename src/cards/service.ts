@@ -7,7 +7,7 @@ import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
-import { findOneByColumns, readOneByColumns, sql, updateReturning } from '../db/lean';
+import { findOneByColumns, lockOneByColumns, readOneByColumns, sql, updateReturning } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId, uuid } from '../shared/ids';
@@ -59,6 +59,17 @@ export async function findCard(em: EntityManager, tenant: CardTenant, cardId: st
     : await findOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) });
   if (!card) throw errors.notFound('card', cardId, 'cardId');
   // Unlocked reads present the card alone: its customer is a reference, whose id the card's row holds.
+  return card;
+}
+
+/**
+ * The card locked (`for update`) in the caller's transaction, its customer a reference: for a change
+ * that neither presents nor reads the customer (a balance move, a settlement).
+ */
+async function lockCard(em: EntityManager, where: { id: string } & Partial<ReturnType<typeof tenantFilter>>): Promise<Card> {
+  if (!isUuid(where.id)) throw errors.notFound('card', where.id, 'cardId');
+  const card = await lockOneByColumns(em, Card, where);
+  if (!card) throw errors.notFound('card', where.id, 'cardId');
   return card;
 }
 
@@ -214,7 +225,7 @@ export async function requestBalanceMove(
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
 ): Promise<{ transaction: CardTransaction; card: Card }> {
-  const card = await findCard(em, tenant, cardId, true);
+  const card = await lockCard(em, { id: cardId, ...tenantFilter(tenant) });
   const amount = BigInt(request.amount);
   // The transaction goes in first, unless its reference is taken; anything refused below rolls it back.
   const transaction = await insertPendingTransaction(em, card, {
@@ -286,7 +297,7 @@ export async function settleTransaction(
   pending: Pick<CardTransaction, 'id' | 'card' | 'type' | 'amount' | 'feeAmount'>,
   outcome: { ok: true } | { ok: false; reason: string },
 ) {
-  const card = await em.findOneOrFail(Card, { id: pending.card.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['customer'] });
+  const card = await lockCard(em, { id: pending.card.id });
   const amount = BigInt(pending.amount);
   const fee = BigInt(pending.feeAmount);
   const before = BigInt(card.balance);

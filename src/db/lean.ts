@@ -6,8 +6,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
  * building its query and hydrating the result, several times what the round trip itself costs
  * (bench/README.md); these build each statement once per entity and filter shape from the entity's
  * metadata, run it, and hydrate with `em.map`, so what they return is the same managed entity, its
- * relations as references. Only conjunctions of equalities are expressed; anything richer (locks,
- * populate, operators) stays with `em.find`.
+ * relations as references (`lockOneByColumns` also locks the row). Only conjunctions of equalities are
+ * expressed; anything richer (populate, operators) stays with `em.find`.
  *
  * Reads that only present what they find (a GET's resource) skip the entity manager altogether:
  * `readOneByColumns` and `readByColumns` return detached copies built from the row by the entity's
@@ -49,10 +49,11 @@ function selectStatement<T extends object>(
   limit: number | null,
   children?: AnyChildren,
   omit: readonly string[] = [],
+  forUpdate = false,
 ): { statement: Statement; params: Scalar[] } {
   const keys = Object.keys(where) as (keyof T & string)[];
   const params = keys.map((key) => where[key]!).filter((value) => value !== null);
-  const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}|${children ? `${children.entity.name}.${children.parentKey}` : ''}|${omit.join(',')}`;
+  const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}|${children ? `${children.entity.name}.${children.parentKey}` : ''}|${omit.join(',')}|${forUpdate}`;
   let statement = statements.get(shape);
   if (!statement) {
     const meta = em.getMetadata().get(entity.name);
@@ -60,7 +61,7 @@ function selectStatement<T extends object>(
     const conditions = keys.map((key) => `p."${singleColumn(meta, key)}" ${where[key] === null ? 'is null' : `= $${++placeholder}`}`);
     const childColumn = children ? `, ${childrenAggregate(em, meta, children)} as "${CHILDREN}"` : '';
     const columns = omit.length === 0 ? 'p.*' : tableColumns(meta, omit).map(({ field }) => `p."${field}"`).join(', ');
-    const text = `select ${columns}${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}`;
+    const text = `select ${columns}${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}${forUpdate ? ' for update' : ''}`;
     statement = { name: `lean_${statements.size + 1}`, text };
     statements.set(shape, statement);
   }
@@ -144,6 +145,14 @@ export async function sql<R = Record<string, unknown>>(em: EntityManager, text: 
 
 export async function findOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {
   const { statement, params } = selectStatement(em, entity, where, 1);
+  const [row] = await run(em, statement, params);
+  return row ? em.map(entity, row) : null;
+}
+
+/** The same, the row locked (`for update`) until the caller's transaction ends. */
+export async function lockOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {
+  if (!em.getTransactionContext()) throw new Error(`lockOneByColumns(${entity.name}) must run inside a transaction`);
+  const { statement, params } = selectStatement(em, entity, where, 1, undefined, [], true);
   const [row] = await run(em, statement, params);
   return row ? em.map(entity, row) : null;
 }
