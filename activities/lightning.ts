@@ -1,5 +1,6 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
+import { findOneByColumns, sql } from '../src/db/lean';
 import { transactionWithStarts } from './with-starts';
 import { LightningInvoice, type InvoiceStatus } from '../src/lightning/entities';
 import type { InvoiceExpiryBatch } from '../src/lightning/flows/invoice-expiry-sweep';
@@ -37,7 +38,8 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
   async function loadPayment(paymentId: string) {
     const em = deps.orm.em.fork();
     // The row committed before its workflow was started.
-    const payment = await em.findOneOrFail(LightningInvoice, { id: paymentId, direction: 'outgoing' });
+    const payment = await findOneByColumns(em, LightningInvoice, { id: paymentId, direction: 'outgoing' });
+    if (!payment) throw new Error(`Lightning payment ${paymentId} not found`);
     const order = paymentOrder(payment);
     const provider = await providerFor(em, payment.environment, order.invoice, settleInternally, deps.lightningProviders);
     return { em, payment, order, provider };
@@ -56,7 +58,7 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
     if (!payment.sentAt) {
       // Never sent: with no route nothing went out, so it fails.
       if (!provider) return { state: 'failed', reason: 'no_route' };
-      const claimed = (await em.nativeUpdate(LightningInvoice, { id: payment.id, sentAt: null }, { sentAt: new Date() })) === 1;
+      const claimed = (await sql(em, 'update lightning_invoices set sent_at = now() where id = $1 and sent_at is null returning 1', [payment.id])).length === 1;
       if (claimed) return serialize(await provider.pay(order));
     }
     return provider ? serialize(await provider.query(order, 0)) : { state: 'unknown' };

@@ -3,7 +3,7 @@ import type { EntityManager, ObjectQuery } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha2';
 import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
-import { sql, updateReturning } from '../db/lean';
+import { findOneByColumns, sql, updateReturning } from '../db/lean';
 import { emit } from '../events/service';
 import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
@@ -41,7 +41,7 @@ const tenantFilter = (tenant: Tenant) => ({ organization: tenant.organizationId,
 
 /** The record a reference already names in this environment, or null. */
 const byReference = (em: EntityManager, tenant: Tenant, direction: InvoiceDirection, reference: string) =>
-  em.findOne(LightningInvoice, { ...tenantFilter(tenant), direction, reference });
+  findOneByColumns(em, LightningInvoice, { ...tenantFilter(tenant), direction, reference });
 
 /** A reference repeated with other parameters: 409, and the original is left as it was. */
 function referenceReused(record: LightningInvoice, param: string) {
@@ -220,7 +220,7 @@ export async function settleIncomingInvoice(
   input: { paymentHash: string; environment: Environment; amountMsat: bigint; paidByPaymentId: string | null; invoiceId?: string },
 ): Promise<{ outcome: PaymentOutcome; invoiceId?: string }> {
   // Only within the payer's environment: a sandbox payment never finds (or credits) a live invoice.
-  const invoice = await em.findOne(LightningInvoice, {
+  const invoice = await findOneByColumns(em, LightningInvoice, {
     paymentHash: input.paymentHash,
     environment: input.environment,
     direction: 'incoming',
@@ -346,7 +346,7 @@ const sameRequest = (a: string, b: string) => a.trim().toLowerCase() === b.trim(
  */
 function samePayment(existing: LightningInvoice, input: NewPayment): LightningInvoice {
   if (!sameRequest(existing.request, input.request)) throw referenceReused(existing, 'request');
-  const amountMsat = input.amountSat !== undefined ? BigInt(input.amountSat) * 1000n : decodeBolt11(existing.request).amountMsat;
+  const amountMsat = input.amountSat !== undefined ? BigInt(input.amountSat) * 1000n : decodeBolt11(existing.request, { verifiedPayee: existing.destination }).amountMsat;
   if (amountMsat !== BigInt(existing.amountMsat)) throw referenceReused(existing, 'amount');
   const maxFeeMsat = input.maxFeeSat ? BigInt(input.maxFeeSat) * 1000n : null;
   if ((existing.maxFeeMsat ? BigInt(existing.maxFeeMsat) : null) !== maxFeeMsat) throw referenceReused(existing, 'max_fee');
@@ -425,7 +425,8 @@ export function paymentOrder(payment: LightningInvoice): PaymentOrder {
     paymentId: payment.id,
     organizationId: payment.organization.id,
     environment: payment.environment,
-    invoice: decodeBolt11(payment.request),
+    // The request was decoded and its signature checked when the payment was accepted.
+    invoice: decodeBolt11(payment.request, { verifiedPayee: payment.destination }),
     amountMsat: BigInt(payment.amountMsat),
     feeLimitMsat: BigInt(payment.feeLimitMsat ?? '0'),
   };

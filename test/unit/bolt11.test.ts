@@ -567,6 +567,15 @@ describe('BOLT #11', () => {
         refuses(build([...base(), payeeField(Uint8Array.from([5, ...Buffer.alloc(32, 1)]))]), /n field is not a valid public key/);
       });
 
+      it('with verifiedPayee (a stored payment read again): reads the same invoice without checking the signature again', () => {
+        const request = build(base());
+        assert.deepEqual(decodeBolt11(request, { verifiedPayee: SPEC_PAYEE }), decodeBolt11(request));
+        // The signature is not looked at: a zero r, refused by a full decode, passes, the payee is the one given.
+        assert.equal(decodeBolt11(build(base(), { zeroR: true }), { verifiedPayee: SPEC_PAYEE }).payee, SPEC_PAYEE);
+        // Everything else is still checked.
+        assert.throws(() => decodeBolt11(`${request.slice(0, -1)}${request.endsWith('q') ? 'p' : 'q'}`, { verifiedPayee: SPEC_PAYEE }), /bad bech32 checksum/);
+      });
+
       it('refuses a recovery flag above 3 and r or s out of range', () => {
         refuses(build(base(), { recovery: 4 }), /recovery flag 4/);
         refuses(build(base(), { zeroR: true }), /bad signature/);
