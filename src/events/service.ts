@@ -45,7 +45,7 @@ export interface EmitInput {
  * commit, so a rolled-back change is never announced and a committed one is never lost (the start
  * sweep fires whatever the after-commit step missed).
  */
-export async function emit(em: EntityManager, input: EmitInput): Promise<{ event: Event; deliveries: Delivery[] }> {
+export async function emit(em: EntityManager, input: EmitInput): Promise<{ eventId: string; deliveries: Delivery[] }> {
   if (!em.getTransactionContext()) throw new Error('events.emit must run inside the transaction of the change it reports');
   const organization = em.getReference(Organization, input.organizationId);
   const { environment } = input;
@@ -54,9 +54,10 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
   const inserted = await insertEvent(em, input, now);
   if (!inserted) {
     const existing = await em.findOneOrFail(Event, { organization, dedupeKey: input.dedupeKey ?? null });
-    return { event: existing, deliveries: [] };
+    return { eventId: existing.id, deliveries: [] };
   }
-  const event = em.merge(Event, { id: inserted.eventId, organization, environment, type: input.type, data: input.data, dedupeKey: input.dedupeKey ?? null, createdAt: now });
+  // Inserted above: the deliveries need only its reference.
+  const event = em.getReference(Event, inserted.eventId);
 
   const targets = new Map<string, { kind: DestinationKind; id: string; url: string; maxAttempts: number | null }>();
   // Endpoints with a probe: their circuit may be open, and a delivery behind an open circuit is held.
@@ -106,7 +107,7 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
     }),
   );
   for (const delivery of deliveries) if (!delivery.heldByCircuit) recordDeliveryStart(em, delivery);
-  return { event, deliveries };
+  return { eventId: inserted.eventId, deliveries };
 }
 
 /** What a delivery needs of an endpoint. */
