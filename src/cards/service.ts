@@ -7,7 +7,7 @@ import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
-import { findOneByColumns, lockOneByColumns, readOneByColumns, sql, updateReturning } from '../db/lean';
+import { findOneByColumns, lockOneByColumns, readOneByColumns, readOneLocked, sql, updateReturning } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId, uuid } from '../shared/ids';
@@ -297,7 +297,9 @@ export async function settleTransaction(
   pending: Pick<CardTransaction, 'id' | 'card' | 'type' | 'amount' | 'feeAmount'>,
   outcome: { ok: true } | { ok: false; reason: string },
 ) {
-  const card = await lockCard(em, { id: pending.card.id });
+  // Detached (the balance is written back by a statement below), without its sealed secrets.
+  const card = await readOneLocked(em, Card, { id: pending.card.id }, CARD_SECRETS);
+  if (!card) throw new Error(`card ${pending.card.id} of transaction ${pending.id} not found`);
   const amount = BigInt(pending.amount);
   const fee = BigInt(pending.feeAmount);
   const before = BigInt(card.balance);
@@ -319,7 +321,9 @@ export async function settleTransaction(
     if (outcome.ok && amount > fee) await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
   }
   card.balance = after.toString();
-  await em.flush();
+  const [written] = await sql(em, 'update cards set balance = $1, held = $2, updated_at = now() where id = $3 returning *', [card.balance, card.held, card.id]);
+  // A caller that holds the card as an entity (failProvisioning) sees it as it now is.
+  if (em.getUnitOfWork().getById(Card.name, card.id)) em.map(Card, written!);
   await emit(em, {
     organizationId, environment: card.environment,
     type: outcome.ok ? 'card.transaction.completed' : 'card.transaction.failed',

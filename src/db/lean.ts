@@ -235,6 +235,14 @@ export async function readOneByColumns<T extends object>(em: EntityManager, enti
   return row ? (rowReader(em, entity, omit)(row) as T) : null;
 }
 
+/** The same, the row locked (`for update`) until the caller's transaction ends: for a change written back by a statement of its own. */
+export async function readOneLocked<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly (keyof T & string)[] = []): Promise<T | null> {
+  if (!em.getTransactionContext()) throw new Error(`readOneLocked(${entity.name}) must run inside a transaction`);
+  const { statement, params } = selectStatement(em, entity, where, 1, undefined, omit, true);
+  const [row] = await run(em, statement, params);
+  return row ? (rowReader(em, entity, omit)(row) as T) : null;
+}
+
 /** Every row, each a detached copy of the entity (see above). */
 export async function readByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T[]> {
   const { statement, params } = selectStatement(em, entity, where, null);
