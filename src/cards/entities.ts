@@ -284,3 +284,21 @@ export class CardTransaction {
   @Property({ type: 'timestamptz', onUpdate: () => new Date() })
   updatedAt: Date = new Date();
 }
+
+/**
+ * A card's approved purchases summed per UTC day of their `created_at`, kept by a trigger on
+ * card_transactions (migration Migration20261125214042), so that every writer keeps it, bulk inserts
+ * included. The spend-limit windows sum whole days from here and read only their edge days from
+ * the transactions (src/cards/spend-limits.ts). Never written by the application.
+ */
+@Entity({ tableName: 'card_daily_purchases' })
+export class CardDailyPurchases {
+  @ManyToOne(() => Card, { primary: true, deleteRule: 'cascade' })
+  card!: Card;
+
+  @PrimaryKey({ type: 'date' })
+  day!: string;
+
+  @Property({ type: 'decimal', precision: 38, scale: 0 })
+  amount!: string;
+}

@@ -63,23 +63,45 @@ function windowStart(window: SummedWindow, at: Date): Date {
   }
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** The UTC day of an instant, as card_daily_purchases keys it. */
+const utcDay = (at: Date) => at.toISOString().slice(0, 10);
+/** Midnight (UTC) of an instant's day. */
+const midnight = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()));
+
 /**
- * Cents of the card's approved purchases in each given window up to `at`, in one statement: one
- * range of card_transactions_completed_purchases_index from the earliest window start to `at`, so
- * the cost follows the purchases inside the windows, not the card's whole history. The predicate's
- * literals must stay literals: a bound parameter would not match the partial index.
+ * Cents of the card's approved purchases in each given window up to `at`, in one statement whose cost
+ * does not grow with the card's history: whole days come from card_daily_purchases (at most 366 rows
+ * for the year), and only the edge days are read from card_transactions_completed_purchases_index:
+ * `at`'s own day up to `at` (an authorization may be dated in the past, so later purchases of its day
+ * must not count), and for the rolling week the rest of its first day after its start. The
+ * predicate's literals must stay literals: a bound parameter would not match the partial index.
  */
 async function spentInWindows(em: EntityManager, card: Card, windows: SummedWindow[], at: Date): Promise<Map<SummedWindow, bigint>> {
-  const starts = windows.map((window) => windowStart(window, at));
-  // The rolling week excludes its start instant; calendar windows include theirs.
-  const sums = windows.map((window) => `coalesce(sum(amount) filter (where created_at ${window === 'weekly' ? '>' : '>='} ?), 0)::text as "${window}"`);
-  const earliest = new Date(Math.min(...starts.map((start) => start.getTime())));
-  const [row] = await em.execute<Record<SummedWindow, string>[]>(
-    `select ${sums.join(', ')} from card_transactions
-      where card_id = ? and type = 'purchase' and status = 'completed' and created_at >= ? and created_at <= ?`,
-    [...starts, card.id, earliest, at],
-  );
-  return new Map(windows.map((window) => [window, BigInt(row![window])]));
+  const today = midnight(at);
+  const purchases = (range: string) =>
+    `(select coalesce(sum(amount), 0) from card_transactions where card_id = ? and type = 'purchase' and status = 'completed' and ${range})`;
+  const days = `(select coalesce(sum(amount), 0) from card_daily_purchases where card_id = ? and day >= ?::date and day < ?::date)`;
+  const parts: string[] = [`${purchases('created_at >= ? and created_at <= ?')}::text as "today"`];
+  const params: unknown[] = [card.id, today, at];
+  for (const window of windows) {
+    const start = windowStart(window, at);
+    if (start >= today) continue; // within today: the today part is the window
+    if (window === 'weekly') {
+      // The rolling week excludes its start instant; its first day counts from there, then whole days.
+      const firstMidnight = midnight(start);
+      const secondMidnight = new Date(firstMidnight.getTime() + DAY_MS);
+      parts.push(`(${purchases('created_at > ? and created_at < ?')} + ${days})::text as "${window}"`);
+      params.push(card.id, start, secondMidnight, card.id, utcDay(secondMidnight), utcDay(today));
+    } else {
+      // Calendar windows start at a midnight: their days before today are whole.
+      parts.push(`${days}::text as "${window}"`);
+      params.push(card.id, utcDay(start), utcDay(today));
+    }
+  }
+  const [row] = await em.execute<Record<string, string>[]>(`select ${parts.join(', ')}`, params);
+  const spentToday = BigInt(row!.today!);
+  return new Map(windows.map((window) => [window, spentToday + (row![window] === undefined ? 0n : BigInt(row![window]))]));
 }
 
 /** The first limit a purchase of `amount` at `at` would exceed (`spending_limit_<window>`), or null. Counts approved purchases only. */

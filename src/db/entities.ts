@@ -1,7 +1,7 @@
 import { AddressBookEntry } from '../address-book/entities';
 import { ApiKey, ApiKeyRateBucket } from '../api-keys/entities';
 import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
-import { Card, CardTransaction, Customer } from '../cards/entities';
+import { Card, CardDailyPurchases, CardTransaction, Customer } from '../cards/entities';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../consolidation/entities';
 import { DevnetBalance, DevnetBlock, DevnetNonce, DevnetOutput, DevnetTransaction } from '../chains/devnet/entities';
 import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
@@ -24,6 +24,7 @@ export const entities = [
   Customer,
   Card,
   CardTransaction,
+  CardDailyPurchases,
   Organization,
   Member,
   Role,

@@ -357,6 +357,39 @@ describe('Cards API', () => {
       assert.equal((await authorize(card.id, { amount: 1, ...at('2030-01-01T00:00:00.000Z') })).body.data.approved, true);
     });
 
+    it('keeps the daily purchase totals the windows read equal to the approved purchases, whoever writes them', async () => {
+      await credit(10_000);
+      const card = await activeCard({ amount: 5_000 });
+      await eventually(async () => ((await getCard(card.id)).balance_amount === '5000' ? true : undefined), 'funding');
+      assert.equal((await authorize(card.id, { amount: 7, occurred_at: '2026-05-01T23:59:59.999Z' })).body.data.approved, true);
+      assert.equal((await authorize(card.id, { amount: 5, occurred_at: '2026-05-02T00:00:00.000Z' })).body.data.approved, true);
+      const em = (await testOrm()).em.fork();
+      // Written by hand, as a repair or a bulk load would: one approved, one declined, then changed and deleted.
+      await em.execute(
+        `insert into card_transactions (id, organization_id, environment, card_id, type, status, amount, balance_before, balance_after, fee_amount, created_at, updated_at)
+         select gen_random_uuid(), c.organization_id, c.environment, c.id, 'purchase', r.status, r.amount, 0, 0, 0, '2026-05-01T12:00:00Z', now()
+         from cards c, (values ('completed'::card_transaction_status, 11), ('declined'::card_transaction_status, 13)) as r(status, amount) where c.id = ?`,
+        [card.id],
+      );
+      const days = async () =>
+        Object.fromEntries(
+          (await em.execute<{ day: string; amount: string }[]>(`select to_char(day, 'YYYY-MM-DD') as day, amount::text from card_daily_purchases where card_id = ? order by day`, [card.id])).map(
+            (row) => [row.day, row.amount],
+          ),
+        );
+      assert.deepEqual(await days(), { '2026-05-01': '18', '2026-05-02': '5' });
+      await em.execute(`update card_transactions set status = 'completed' where card_id = ? and amount = 13`, [card.id]);
+      await em.execute(`update card_transactions set status = 'declined' where card_id = ? and amount = 7`, [card.id]);
+      assert.deepEqual(await days(), { '2026-05-01': '24', '2026-05-02': '5' });
+      await em.execute(`delete from card_transactions where card_id = ? and amount = 5`, [card.id]);
+      assert.deepEqual(await days(), { '2026-05-01': '24', '2026-05-02': '0' });
+      // The windows read them: May holds 24 (the 11 and the 13 of the 1st), so a monthly limit of 25 takes 1 more on the 3rd, not 2.
+      const limited = await app.request('PUT', `/api/cards/${card.id}/spend-limits`, { key: org.secret, body: { monthly: 25 } });
+      assert.equal(limited.status, 200, limited.text);
+      assert.equal((await authorize(card.id, { amount: 2, occurred_at: '2026-05-03T00:00:00.000Z' })).body.data.decline_reason, 'spending_limit_monthly');
+      assert.equal((await authorize(card.id, { amount: 1, occurred_at: '2026-05-03T00:00:00.000Z' })).body.data.approved, true);
+    });
+
     it('decides at every window edge alike on a card with 5,000 past approved purchases', async () => {
       await credit(100_000);
       const card = await activeCard({ amount: 50_000 });
