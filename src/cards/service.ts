@@ -66,10 +66,9 @@ export async function findCard(em: EntityManager, tenant: CardTenant, cardId: st
  * The card locked (`for update`) in the caller's transaction, its customer a reference: for a change
  * that neither presents nor reads the customer (a balance move, a settlement).
  */
-async function lockCard(em: EntityManager, where: { id: string } & Partial<ReturnType<typeof tenantFilter>>): Promise<Card> {
-  if (!isUuid(where.id)) throw errors.notFound('card', where.id, 'cardId');
-  const card = await lockOneByColumns(em, Card, where);
-  if (!card) throw errors.notFound('card', where.id, 'cardId');
+async function lockCard(em: EntityManager, tenant: CardTenant, cardId: string): Promise<Card> {
+  const card = isUuid(cardId) ? await lockOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) }) : null;
+  if (!card) throw errors.notFound('card', cardId, 'cardId');
   return card;
 }
 
@@ -225,7 +224,7 @@ export async function requestBalanceMove(
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
   feeBps: number,
 ): Promise<{ transaction: CardTransaction; card: Card }> {
-  const card = await lockCard(em, { id: cardId, ...tenantFilter(tenant) });
+  const card = await lockCard(em, tenant, cardId);
   const amount = BigInt(request.amount);
   // The transaction goes in first, unless its reference is taken; anything refused below rolls it back.
   const transaction = await insertPendingTransaction(em, card, {

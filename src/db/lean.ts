@@ -123,12 +123,12 @@ async function onConnection<T>(em: EntityManager, use: (client: PooledClient) =>
   }
 }
 
-async function run(em: EntityManager, statement: Statement, params: Scalar[]): Promise<Record<string, unknown>[]> {
-  return onConnection(em, async (client) => (await client.query({ name: statement.name, text: statement.text, values: params })).rows);
+async function run(em: EntityManager, statement: Statement, params: readonly unknown[]): Promise<Record<string, unknown>[]> {
+  return onConnection(em, async (client) => (await client.query({ name: statement.name, text: statement.text, values: [...params] })).rows);
 }
 
-/** The prepared statements' names of `sql` by their text. */
-const sqlNames = new Map<string, string>();
+/** The prepared statements of `sql`, by their text. */
+const sqlStatements = new Map<string, Statement>();
 
 /**
  * A fixed statement (`$n` placeholders) of the hot path, run as `run` runs a lookup: in `em`'s
@@ -137,10 +137,9 @@ const sqlNames = new Map<string, string>();
  * jsonb (`$n::jsonb`).
  */
 export async function sql<R = Record<string, unknown>>(em: EntityManager, text: string, params: unknown[]): Promise<R[]> {
-  let name = sqlNames.get(text);
-  if (!name) sqlNames.set(text, (name = `lean_sql_${sqlNames.size + 1}`));
-  const prepared = name;
-  return onConnection(em, async (client) => (await client.query({ name: prepared, text, values: params })).rows as R[]);
+  let statement = sqlStatements.get(text);
+  if (!statement) sqlStatements.set(text, (statement = { name: `lean_sql_${sqlStatements.size + 1}`, text }));
+  return (await run(em, statement, params)) as R[];
 }
 
 export async function findOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {
@@ -149,11 +148,16 @@ export async function findOneByColumns<T extends object>(em: EntityManager, enti
   return row ? em.map(entity, row) : null;
 }
 
+/** One row locked (`for update`) until the caller's transaction ends, `omit`ted columns not read. */
+async function lockedRow<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly string[]): Promise<Record<string, unknown> | undefined> {
+  if (!em.getTransactionContext()) throw new Error(`a locked read of ${entity.name} must run inside a transaction`);
+  const { statement, params } = selectStatement(em, entity, where, 1, undefined, omit, true);
+  return (await run(em, statement, params))[0];
+}
+
 /** The same, the row locked (`for update`) until the caller's transaction ends. */
 export async function lockOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {
-  if (!em.getTransactionContext()) throw new Error(`lockOneByColumns(${entity.name}) must run inside a transaction`);
-  const { statement, params } = selectStatement(em, entity, where, 1, undefined, [], true);
-  const [row] = await run(em, statement, params);
+  const row = await lockedRow(em, entity, where, []);
   return row ? em.map(entity, row) : null;
 }
 
@@ -237,9 +241,7 @@ export async function readOneByColumns<T extends object>(em: EntityManager, enti
 
 /** The same, the row locked (`for update`) until the caller's transaction ends: for a change written back by a statement of its own. */
 export async function readOneLocked<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly (keyof T & string)[] = []): Promise<T | null> {
-  if (!em.getTransactionContext()) throw new Error(`readOneLocked(${entity.name}) must run inside a transaction`);
-  const { statement, params } = selectStatement(em, entity, where, 1, undefined, omit, true);
-  const [row] = await run(em, statement, params);
+  const row = await lockedRow(em, entity, where, omit);
   return row ? (rowReader(em, entity, omit)(row) as T) : null;
 }
 

@@ -3,6 +3,7 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import type { Environment } from '../api-keys/entities';
 import type { KeyService } from '../keys/service';
 import { findOneByColumns } from '../db/lean';
+import { perDatabase } from '../db/per-database';
 import { LightningNodeKey } from './entities';
 
 /** GCM associated data: a node key ciphertext opens only for its environment. */
@@ -55,8 +56,7 @@ const creatingTransactions = new WeakSet<object>();
 
 /** Our node's public key in this environment, or null while no invoice was ever issued there. */
 export async function nodePublicKey(em: EntityManager, environment: Environment): Promise<string | null> {
-  let known = knownPublicKeys.get(em.config);
-  if (!known) knownPublicKeys.set(em.config, (known = new Map()));
+  const known = perDatabase(knownPublicKeys, em, () => new Map<Environment, string>());
   const cached = known.get(environment);
   if (cached) return cached;
   const publicKey = (await findOneByColumns(em, LightningNodeKey, { environment }))?.publicKey ?? null;

@@ -90,11 +90,11 @@ async function insertOnce(em: EntityManager, record: LightningInvoice): Promise<
  * between): the insert is tried again.
  */
 async function insertPaymentOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
+  const tenant = { organizationId: record.organization.id, environment: record.environment };
   // Each pass that inserts nothing found a repeat or a refusal, unless the conflicting payment ended in between.
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const inserted = await insertUnlessTaken(em, record);
     if (inserted) return { invoice: inserted, created: true };
-    const tenant = { organizationId: record.organization.id, environment: record.environment };
     const original = await byReference(em, tenant, 'outgoing', record.reference);
     if (original) return { invoice: original, created: false };
     const paying = await em.findOne(LightningInvoice, {

@@ -7,6 +7,7 @@ import type { Logger } from '../logger';
 import { WorkflowStart } from './entities';
 import { queueRoleOf, taskQueueOf, type Flow } from './flow';
 import { resourceSearchAttributes } from './search-attributes';
+import { perDatabase } from '../db/per-database';
 
 /** How long one start may take before it is left to the sweep (Temporal down must not hang a request). */
 const START_DEADLINE_MS = 5_000;
@@ -67,12 +68,10 @@ const startMarks = new WeakMap<object, StartMarks>();
  * nobody. The statement runs on a pooled connection of its own, never in a caller's transaction.
  */
 function markStarted(em: EntityManager, id: string): Promise<void> {
-  let marks = startMarks.get(em.config);
-  if (!marks) startMarks.set(em.config, (marks = { queued: [], writing: false }));
-  const batch = marks;
+  const marks = perDatabase(startMarks, em, (): StartMarks => ({ queued: [], writing: false }));
   return new Promise<void>((done, failed) => {
-    batch.queued.push({ id, done, failed });
-    if (!batch.writing) void writeStartMarks(em, batch);
+    marks.queued.push({ id, done, failed });
+    if (!marks.writing) void writeStartMarks(em, marks);
   });
 }
 
