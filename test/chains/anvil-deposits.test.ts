@@ -84,7 +84,6 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
 
     const ethHash = await wallet().sendTransaction({ to: ours.address, value: parseEther('1.5') });
     const usdcHash = await wallet().writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [ours.address, parseUnits('250.5', 6)] });
-    await wallet().sendTransaction({ to: foreign, value: parseEther('0.25') });
 
     const seen = await eventually(async () => {
       const balances = await balancesOf(ours.id);
@@ -103,6 +102,8 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
     assert.equal(byAsset.USDC_ETH!.amount, '250.5');
     assert.match(byAsset.USDC_ETH!.position as string, /^log:\d+$/);
     assert.equal(byAsset.ETH!.required_confirmations, CONFIRMATIONS);
+    // Sent only now: its block would be the ETH deposit's third confirmation, racing the pending reads above.
+    await wallet().sendTransaction({ to: foreign, value: parseEther('0.25') });
 
     await mine(CONFIRMATIONS);
     const credited = await eventually(async () => {
