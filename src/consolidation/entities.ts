@@ -105,6 +105,10 @@ export class ConsolidationRule {
   @Property({ type: 'uuid', nullable: true })
   activeRunId?: string | null;
 
+  /** The key that created the rule: the actor the policies see for its scheduled and threshold sweeps (null: created before this was recorded). */
+  @Property({ type: 'text', nullable: true })
+  createdByKeyId?: string | null;
+
   @Property({ type: 'timestamptz', nullable: true })
   deletedAt?: Date | null;
 
@@ -186,6 +190,10 @@ export class ConsolidationRun {
   /** The member (or, for a key without a member, the API key) that triggered a manual run; null for automatic ones. */
   @Property({ type: 'text', nullable: true })
   initiatedByUserId?: string | null;
+
+  /** Manual runs: the key that asked, the actor the policies see for the run's sweeps. */
+  @Property({ type: 'text', nullable: true })
+  initiatedByKeyId?: string | null;
 
   @Property({ type: 'integer', default: 0 })
   addressesScanned: number = 0;

@@ -177,7 +177,7 @@ const minConsolidateUsd = (value: string | null | undefined) => (value == null ?
  * `consolidation_unsupported_chain`), after checking every field and combination. A scheduled
  * rule's Schedule is created once the rule has committed (recordScheduleSync).
  */
-export async function createRule(em: EntityManager, chains: ChainNodes, tenant: Tenant, input: CreateConsolidationRuleInput): Promise<ConsolidationRule> {
+export async function createRule(em: EntityManager, chains: ChainNodes, tenant: Tenant & Pick<AuthContext, 'apiKeyId'>, input: CreateConsolidationRuleInput): Promise<ConsolidationRule> {
   const chain = findChain(input.chain);
   if (!SUPPORTED_CHAINS.includes(chain.id)) {
     throw errors.invalid('consolidation_unsupported_chain', `Consolidation sweeps account chains (${SUPPORTED_CHAINS.join(', ')}); ${chain.id} is not supported.`, { param: 'chain' });
@@ -195,6 +195,7 @@ export async function createRule(em: EntityManager, chains: ChainNodes, tenant: 
     triggerType: input.trigger_type,
     assets: await resolveAssets(em, chains, tenant, chain.id, input.assets),
     minConsolidateUsd: minConsolidateUsd(input.min_consolidate_usd),
+    createdByKeyId: tenant.apiKeyId,
   });
   await applyFields(
     em,
@@ -291,7 +292,7 @@ export async function findRule(em: EntityManager, tenant: Tenant, id: string): P
 
 /** `POST /v1/consolidation/rules/:id/runs`: a manual run, or the trigger recorded on the run in progress. A disabled rule: 409 `consolidation_rule_disabled`. */
 export async function triggerManualRun(em: EntityManager, auth: AuthContext, rule: ConsolidationRule) {
-  const triggered = await triggerRun(em, rule.id, { source: 'manual', userId: auth.memberId ?? auth.apiKeyId, detail: auth.memberId ?? auth.apiKeyId });
+  const triggered = await triggerRun(em, rule.id, { source: 'manual', userId: auth.memberId ?? auth.apiKeyId, keyId: auth.apiKeyId, detail: auth.memberId ?? auth.apiKeyId });
   if (!triggered) throw errors.conflict('consolidation_rule_disabled', 'The rule is disabled: enable it (PATCH enabled: true) to run it.');
   return triggered;
 }

@@ -7,6 +7,8 @@ export interface RunTrigger {
   source: TriggerSource;
   /** Manual: the member, or the API key without a member, that asked. */
   userId?: string | null;
+  /** Manual: the key that asked. */
+  keyId?: string | null;
   /** What fired it, recorded when it joins a run in progress (the deposit id of a threshold trigger...). */
   detail?: string;
 }
@@ -37,6 +39,7 @@ export async function triggerRun(em: EntityManager, ruleId: string, trigger: Run
     status: 'pending',
     triggerSource: trigger.source,
     initiatedByUserId: trigger.userId ?? null,
+    initiatedByKeyId: trigger.keyId ?? null,
   });
   rule.activeRunId = run.id;
   await em.flush();

@@ -163,15 +163,17 @@ export async function submitSweeps(deps: SweepingDeps, runId: string): Promise<{
         const sweep = await em.findOneOrFail(ConsolidationSweep, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['rule', 'sourceAddress', 'wallet'] });
         if (sweep.status !== 'planned') return;
         const rule = await em.findOneOrFail(ConsolidationRule, { id: sweep.rule.id }, { populate: ['gasStation.wallet'] });
+        const run = await em.findOneOrFail(ConsolidationRun, { id: runId }, { fields: ['initiatedByKeyId'] });
         const asset = assetById(sweep.assetId);
         const native = asset.type === 'native';
-        const automation: AutomatedSend = { fromAddress: sweep.sourceAddress };
+        const automation: AutomatedSend = { operationType: 'consolidation_sweep', fromAddress: sweep.sourceAddress };
         if (!native && rule.gasSource !== 'wallet') automation.funding = await sweepFunding(em, deps.config, rule);
         const sent = await createTransaction(
           em,
           deps.config,
           deps.chains,
-          { organizationId: sweep.organization.id, environment: sweep.environment, automationRuleId: rule.id },
+          // The actor: the key that asked for a manual run, else the one that created the rule.
+          { organizationId: sweep.organization.id, environment: sweep.environment, automationRuleId: rule.id, actorKeyId: run.initiatedByKeyId ?? rule.createdByKeyId ?? null },
           {
             wallet_id: sweep.wallet.id,
             to_address: sweep.destinationAddress,

@@ -9,7 +9,8 @@ import { curveOf, type Curve } from '../keys/derivation';
 import type { KeyService } from '../keys/service';
 import { signWithKey } from '../keys/signing';
 import { iso } from '../shared/time';
-import { decideTransaction, resolveActor } from '../policies/service';
+import type { Config } from '../config';
+import { judgeMovement } from '../movements/gate';
 import { SigningActivity, type HashFunction, type Wallet } from './entities';
 import { findAddress, findPrimaryAddress, keyLocation } from './service';
 
@@ -71,29 +72,26 @@ export function bytesToSign(curve: Curve, hashFunction: HashFunction, payload: U
 
 /**
  * Signs with the key of one of the wallet's addresses and records the activity; returns the
- * Signature resource. Raw signing is a transaction in all but name, so the enforced policies
- * decide it first (operation_type `sign`), exactly as they decide sends: block 403, approval or
- * delay 400 with their details, alert allowed and audited.
+ * Signature resource. A signature can spend the address (a digest may be a transaction's), so the
+ * movement gate judges it first, as it judges sends: operation_type `sign_raw` for bytes signed as
+ * given (no_op, and ed25519's not_applicable), `sign` for a payload the service hashes; its value is unknown, so it is priced
+ * as unknown (price_unavailable: USD block and approval rules apply). Block 403, approval or delay
+ * 400 with their details, alert allowed and audited.
  */
-export async function signPayload(em: EntityManager, keys: KeyService, auth: AuthContext, wallet: Wallet, input: SignPayloadInput) {
+export async function signPayload(em: EntityManager, config: Config, keys: KeyService, auth: AuthContext, wallet: Wallet, input: SignPayloadInput) {
   const address = input.address_id ? await findAddress(em, auth, input.address_id, 'address_id', wallet) : await findPrimaryAddress(em, wallet);
   const curve = curveOf(wallet.chain);
   const hashFunction = input.hash_function ?? DEFAULT_HASH_FUNCTION[wallet.chain];
   const payload = decodePayload(input.payload, input.payload_encoding);
   const message = bytesToSign(curve, hashFunction, payload);
-  await decideTransaction(
-    em,
-    {
-      operation_type: 'sign',
-      chain: wallet.chain,
-      network: wallet.network,
-      wallet_id: wallet.id,
-      vault_id: wallet.vault.id,
-      from_address: address.address,
-      source_type: 'wallet',
-    },
-    { ...(await resolveActor(em, auth)), environment: wallet.environment },
-  );
+  // ed25519 signs the bytes themselves (not_applicable too): a Solana transaction's message is signed just so.
+  const raw = hashFunction === 'no_op' || hashFunction === 'not_applicable';
+  await judgeMovement(em, config, auth, {
+    operationType: raw ? 'sign_raw' : 'sign',
+    txType: raw ? 'raw_signature' : 'message_signature',
+    wallet,
+    fromAddress: address.address,
+  });
 
   const location = keyLocation(wallet, address.format, address.addressIndex);
   const signed = await keys.withKeys(em, wallet.organization.id, [location], ([key], seed) => {

@@ -92,6 +92,10 @@ export class GasStation {
   @Property({ type: 'timestamptz', nullable: true })
   refillFailedAt?: Date | null;
 
+  /** The key that created the station: the actor the policies see for its automatic refills and fuel (null: created before this was recorded). */
+  @Property({ type: 'text', nullable: true })
+  createdByKeyId?: string | null;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 

@@ -82,7 +82,7 @@ async function stationsVault(em: EntityManager, tenant: Tenant): Promise<Vault> 
  * address is the station's. With auto-refill on, the refill workflow is armed: it refills at once
  * when the new station is below its threshold.
  */
-export async function createGasStation(em: EntityManager, keys: KeyService, tenant: Tenant, input: CreateGasStationInput): Promise<GasStation> {
+export async function createGasStation(em: EntityManager, keys: KeyService, tenant: Tenant & Pick<AuthContext, 'apiKeyId'>, input: CreateGasStationInput): Promise<GasStation> {
   const chain = findChain(input.chain);
   const native = nativeOf(chain.id);
   const threshold = assetAmount(input.threshold, native, 'threshold', false);
@@ -110,6 +110,7 @@ export async function createGasStation(em: EntityManager, keys: KeyService, tena
     gasStrategy: input.gas_strategy ?? 'standard',
     maxGasPrice: input.max_gas_price ?? null,
     dailySponsorshipBudget: budget?.toString() ?? null,
+    createdByKeyId: tenant.apiKeyId,
     status: 'active',
     createdAt: new Date(),
     updatedAt: new Date(),
@@ -166,14 +167,21 @@ export async function refillGasStation(
   input: { source_wallet_id: string; amount: string },
 ) {
   const source = await fundingWallet(em, auth, station.chain, input.source_wallet_id, 'source_wallet_id', station.wallet);
-  return createTransaction(em, config, chains, auth, {
-    wallet_id: source.id,
-    to_address: station.address,
-    amount: input.amount,
-    asset: nativeOf(station.chain).id,
-    fee_level: STRATEGY_FEE_LEVEL[station.gasStrategy],
-    note: `Refill of gas station ${station.id}`,
-  });
+  return createTransaction(
+    em,
+    config,
+    chains,
+    auth,
+    {
+      wallet_id: source.id,
+      to_address: station.address,
+      amount: input.amount,
+      asset: nativeOf(station.chain).id,
+      fee_level: STRATEGY_FEE_LEVEL[station.gasStrategy],
+      note: `Refill of gas station ${station.id}`,
+    },
+    { operationType: 'gas_refill', destinationType: 'gas_station' },
+  );
 }
 
 /**
@@ -300,7 +308,7 @@ export async function submitRefill(deps: RefillDeps, stationId: string): Promise
         em,
         deps.config,
         deps.chains,
-        { organizationId: station.organization.id, environment: station.environment, automationRuleId: station.id },
+        { organizationId: station.organization.id, environment: station.environment, automationRuleId: station.id, actorKeyId: station.createdByKeyId ?? null },
         {
           wallet_id: station.refillFromWallet.id,
           to_address: station.address,
@@ -309,6 +317,7 @@ export async function submitRefill(deps: RefillDeps, stationId: string): Promise
           fee_level: STRATEGY_FEE_LEVEL[station.gasStrategy],
           note: `Automatic refill of gas station ${station.id}`,
         },
+        { operationType: 'gas_auto_refill', destinationType: 'gas_station' },
       );
       station.refillTransactionId = sent.id;
       await em.flush();

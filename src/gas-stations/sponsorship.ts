@@ -20,6 +20,7 @@ import { OutgoingTransaction, type StoredFeeTerms } from '../transactions/entiti
 import { transactionFlow } from '../transactions/flows/transaction';
 import { failTransaction, type LifecycleDeps } from '../transactions/lifecycle';
 import { accountFeeTerms, createTransaction } from '../transactions/service';
+import { isAutomation, type MovementInitiator } from '../movements/gate';
 import { GasStation, Sponsorship, STRATEGY_FEE_LEVEL, type FundingModel, type SponsorshipKind, type SponsorshipStatus } from './entities';
 import { sponsorshipFlow } from './flows/sponsorship';
 import { checkSignedTransfer, requireGasCovered, sponsorableChainOf, type SponsorBroadcastClaim } from './signed-transfers';
@@ -190,7 +191,7 @@ export async function sponsorFee(
   em: EntityManager,
   config: Config,
   chains: ChainNodes,
-  tenant: Tenant,
+  tenant: MovementInitiator,
   funding: { model: FundingModel; station: GasStation },
   request: SponsorshipRequest,
 ): Promise<Sponsorship> {
@@ -209,7 +210,7 @@ export async function sponsorFee(
       em,
       config,
       chains,
-      { organizationId: station.organization.id, environment: station.environment, automationRuleId: station.id },
+      { organizationId: station.organization.id, environment: station.environment, automationRuleId: station.id, actorKeyId: fuelActorKey(tenant, station) },
       {
         wallet_id: station.wallet.id,
         to_address: request.senderAddress,
@@ -218,6 +219,7 @@ export async function sponsorFee(
         fee_level: request.fuelLevel ?? STRATEGY_FEE_LEVEL[station.gasStrategy],
         note: `Fee sponsorship by gas station ${station.id}`,
       },
+      { operationType: 'fuel_send', destinationType: 'sponsored_sender' },
     );
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
@@ -253,13 +255,22 @@ export async function sponsorFee(
 }
 
 /**
+ * Who the station's policies see behind its fuel: the key that caused the sponsored movement when
+ * the station is the organization's own, else (the platform's station) the key that created it.
+ */
+function fuelActorKey(initiator: MovementInitiator, station: GasStation): string | null {
+  if (station.organization.id !== initiator.organizationId) return station.createdByKeyId ?? null;
+  return isAutomation(initiator) ? initiator.actorKeyId : initiator.apiKeyId;
+}
+
+/**
  * `POST /v1/gas-stations/sponsor-broadcast`: checks the client-signed transaction against the claim
  * (signer, recipient, asset, amount, network: 400 naming the field), refuses one the chain already
  * knows, then reserves its whole fee limit as fuel from the organization's station (else the
  * platform's sponsorship) in this transaction; workflow `sponsorship-<id>` broadcasts it once the
  * fuel is confirmed. The same signed transaction again answers the same sponsorship.
  */
-export async function sponsorBroadcast(em: EntityManager, config: Config, chains: ChainNodes, tenant: Tenant, claim: SponsorBroadcastClaim & { fee_level?: FeeLevel | undefined }) {
+export async function sponsorBroadcast(em: EntityManager, config: Config, chains: ChainNodes, tenant: MovementInitiator, claim: SponsorBroadcastClaim & { fee_level?: FeeLevel | undefined }) {
   const chain = sponsorableChainOf(claim);
   const provider = await chains.provider(chain, tenant.environment, em);
   const tokens = Object.fromEntries(

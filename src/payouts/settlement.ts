@@ -368,7 +368,8 @@ async function refund(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip,
       savepoint,
       deps.config,
       deps.chains,
-      { ...desk, automationRuleId: `payout-trip-${trip.id}` },
+      // The service's own desk: no key of the organization's set this refund up.
+      { ...desk, automationRuleId: `payout-trip-${trip.id}`, actorKeyId: null },
       {
         wallet_id: wallet.id,
         to_address: trip.refundAddress!,
@@ -378,7 +379,7 @@ async function refund(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip,
         treat_as_gross_amount: asset.type === 'native',
         note: `Refund of payout trip ${trip.id} (${reference.type} ${reference.id})`,
       },
-      { fromAddress: from },
+      { operationType: 'payout_refund', fromAddress: from },
     );
     return sent.id;
   });

@@ -1,5 +1,5 @@
 import { Money } from '../shared/money';
-import { FIELD_BY_NAME, OPERATOR_SHAPE, isAddressBookOperator, type ActionType, type Condition, type OperatorName, type ScalarValue } from './schema';
+import { FIELD_BY_NAME, OPERATOR_SHAPE, USD_FIELDS, isAddressBookOperator, type ActionType, type Condition, type OperatorName, type ScalarValue } from './schema';
 
 /**
  * The policy evaluator: pure, no I/O. Sending calls it (through `decideTransaction`) before every
@@ -8,6 +8,11 @@ import { FIELD_BY_NAME, OPERATOR_SHAPE, isAddressBookOperator, type ActionType, 
  * Order: policies by ascending priority (ties keep the caller's order: oldest first), rules by
  * ascending order; the first rule whose conditions all hold decides. A field absent from the
  * request makes every condition on it fail (the spec: empty actor_type never matches).
+ *
+ * Prices fail closed: when the request says `price_unavailable` (its USD value is unknown or stale),
+ * a condition on an absent USD field holds for a block, require_approval or delay rule (the value
+ * could be above any threshold) and fails for an allow or alert rule, so "approval above 10,000 USD"
+ * followed by a catch-all holds a movement of unknown value instead of letting it through.
  */
 
 export interface EvaluationRequest {
@@ -81,6 +86,8 @@ export interface EvaluationResult {
   required_approvals: number | null;
   expiry_hours: number | null;
   delay_minutes: number | null;
+  /** True when the deciding rule matched only because a USD value was unknown (fail closed); absent otherwise. */
+  price_unavailable?: true;
   trace?: TraceEntry[];
 }
 
@@ -239,14 +246,30 @@ function inRuleOrder(rules: EvaluableRule[]): EvaluableRule[] {
   return rules;
 }
 
-function firstFailedCondition(conditions: Condition[], request: EvaluationRequest, context: EvaluationContext): Condition | undefined {
-  for (const condition of conditions) {
-    if (!conditionHolds(condition, fieldValue(request, condition.field), context)) return condition;
+/** Rules whose action restrains a movement: an unknown USD value is taken to meet their USD conditions. */
+const RESTRAINING: ReadonlySet<ActionType> = new Set(['block', 'require_approval', 'delay']);
+
+/** An unknown USD value that the rule takes to meet its condition (fail closed), or not. */
+const assumedUsd = (condition: Condition, request: EvaluationRequest, restraining: boolean): boolean =>
+  restraining && request.price_unavailable === true && USD_FIELDS.has(condition.field) && (request[condition.field] === undefined || request[condition.field] === '');
+
+/** The first condition that does not hold, and whether one held only by an unknown USD value. */
+function firstFailedCondition(rule: EvaluableRule, request: EvaluationRequest, context: EvaluationContext): { failed: Condition | undefined; assumed: boolean } {
+  const restraining = RESTRAINING.has(rule.actionType);
+  let assumed = false;
+  for (const condition of rule.conditions) {
+    if (assumedUsd(condition, request, restraining)) {
+      assumed = true;
+      continue;
+    }
+    if (!conditionHolds(condition, fieldValue(request, condition.field), context)) return { failed: condition, assumed };
   }
-  return undefined;
+  return { failed: undefined, assumed };
 }
 
 const numberOrNull = (value: unknown): number | null => (typeof value === 'number' ? value : null);
+
+const PRICE_UNAVAILABLE_NOTE = 'price_unavailable: a USD condition was taken to hold, since the USD value is unknown or stale';
 
 export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: EvaluationRequest, context: EvaluationContext = {}): EvaluationResult {
   const trace: TraceEntry[] = [];
@@ -254,7 +277,7 @@ export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: 
     const rules = inRuleOrder(policy.rules);
     for (let index = 0; index < rules.length; index++) {
       const rule = rules[index]!;
-      const failed = firstFailedCondition(rule.conditions, request, context);
+      const { failed, assumed } = firstFailedCondition(rule, request, context);
       const entry: TraceEntry = {
         policy_id: policy.id,
         rule_id: rule.id,
@@ -264,7 +287,7 @@ export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: 
         terminal: !failed,
         action: rule.actionType,
         reason: failed ? `condition on ${failed.field} did not hold` : `all ${rule.conditions.length} condition(s) held`,
-        note: rule.conditions.length === 0 ? 'rule has no conditions: it matches every request' : null,
+        note: !failed && assumed ? PRICE_UNAVAILABLE_NOTE : rule.conditions.length === 0 ? 'rule has no conditions: it matches every request' : null,
         failed_condition: failed
           ? {
               field: failed.field,
@@ -275,7 +298,11 @@ export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: 
           : null,
       };
       trace.push(entry);
-      if (!failed) return decide(policy, rule, request, trace);
+      if (!failed) {
+        const result = decide(policy, rule, request, trace);
+        if (!assumed) return result;
+        return { ...result, price_unavailable: true, reason: `${result.reason} (price_unavailable: the USD value is unknown, so its USD condition is taken to hold)` };
+      }
     }
   }
   const anyPolicy = policies.length > 0;

@@ -94,16 +94,46 @@ const field = (name: string, value_type: ValueType, description: string, enum_va
   ...(enum_values ? { enum_values } : {}),
 });
 
+/**
+ * The values the movement gate (src/movements/gate.ts) gives the request fields it sets: every
+ * outgoing movement of value out of a custody address has one operation type, and a rule can name
+ * each. Published as the fields' enums, so a rule cannot name a value the evaluator never sees.
+ */
+export const ACTOR_TYPES = ['apikey', 'session', 'system'] as const;
+export type ActorType = (typeof ACTOR_TYPES)[number];
+export const OPERATION_TYPES = [
+  'transfer',
+  'sponsored_transfer',
+  'fuel_send',
+  'gas_refill',
+  'gas_auto_refill',
+  'consolidation_sweep',
+  'payout_refund',
+  'sign',
+  'sign_raw',
+] as const;
+export type OperationType = (typeof OPERATION_TYPES)[number];
+export const TX_TYPES = ['native_transfer', 'token_transfer', 'message_signature', 'raw_signature'] as const;
+export type TxType = (typeof TX_TYPES)[number];
+export const SOURCE_TYPES = ['wallet'] as const;
+export const DESTINATION_TYPES = ['one_time_address', 'address_book', 'vault', 'gas_station', 'sponsored_sender'] as const;
+export type DestinationType = (typeof DESTINATION_TYPES)[number];
+/** The fields worth USD: when the price is unknown or stale they are absent and `price_unavailable` is true (see the evaluator). */
+export const USD_FIELDS: ReadonlySet<string> = new Set(['amount_usd', 'fee_usd', 'velocity_amount_usd_1h', 'velocity_amount_usd_24h']);
+
 const VELOCITY_NOTE = 'In a dry run taken from the request; when sending, computed from the organization\'s own history.';
 
 /** Every field of the evaluate request that a condition can test, plus the velocity fields. */
 export const CONDITION_FIELDS: ConditionFieldSpec[] = [
-  field('actor_type', 'enum', 'Who initiates: apikey or session (absent: conditions on it do not match)', ['apikey', 'session']),
-  field('actor_id', 'string', 'API key id or user id of the initiator'),
+  field('actor_type', 'enum', 'Who initiates: apikey, session, or system for an automated movement (auto-refill, consolidation, fuel, refunds; absent: conditions on it do not match)', ACTOR_TYPES),
+  field('actor_id', 'string', 'API key id of the initiator; for an automated movement the key that created its rule or station (or that triggered a manual run), "system" when none did'),
   field('user_id', 'string', 'Member the initiating key acts for'),
   field('amount', 'decimal', 'Amount in display units of the asset'),
   field('amount_raw', 'decimal', 'Amount in base units (integer)'),
-  field('amount_usd', 'decimal', 'Approximate USD value of the amount'),
+  field('amount_usd', 'decimal', 'USD value of the amount; absent when no current price is known (then price_unavailable is true, and block, require_approval and delay rules apply as if a USD condition held)'),
+  field('fee_raw', 'decimal', "Most the movement's network fee can cost, in base units of the chain's native coin"),
+  field('fee_usd', 'decimal', 'USD value of fee_raw; absent when no current price is known'),
+  field('price_unavailable', 'boolean', 'True when a USD value of the movement (amount, fee or velocity) is unknown or stale: a signature, a live key without a price source, an asset without a price'),
   field('asset_symbol', 'string', 'Asset symbol, e.g. BTC, USDC'),
   field('chain', 'string', 'Chain id, e.g. ethereum'),
   field('network', 'string', 'Network name, e.g. mainnet, sepolia'),
@@ -116,12 +146,12 @@ export const CONDITION_FIELDS: ConditionFieldSpec[] = [
   field('wallet_id', 'string', 'Source wallet'),
   field('vault_id', 'string', 'Source vault'),
   field('connection_id', 'string', 'Connection the request came through'),
-  field('operation_type', 'string', 'Operation, e.g. transfer, sign, contract_call'),
-  field('tx_type', 'string', 'Transaction type'),
-  field('source_type', 'string', 'Source kind, e.g. vault, wallet'),
-  field('destination_type', 'string', 'Destination kind, e.g. address_book, vault, one_time_address'),
-  field('is_automated', 'boolean', 'True when started by an automation (consolidation, auto-refill)'),
-  field('automation_rule_id', 'string', 'The automation rule that started it'),
+  field('operation_type', 'enum', 'The kind of movement (docs/policies.md lists each): a send, a sponsored send, a gas station\'s fuel send, a manual or automatic refill, a consolidation sweep, a payout refund, a signature over a hashed payload (sign) or over a raw digest (sign_raw)', OPERATION_TYPES),
+  field('tx_type', 'enum', 'Transaction type', TX_TYPES),
+  field('source_type', 'enum', 'Source kind', SOURCE_TYPES),
+  field('destination_type', 'enum', "Destination kind: an address-book entry usable now, a custody address of the organization's (vault), its gas station, a sponsored sender (fuel), or any other address", DESTINATION_TYPES),
+  field('is_automated', 'boolean', 'True when started by an automation (consolidation, auto-refill, fuel, refunds)'),
+  field('automation_rule_id', 'string', 'The automation that started it: the consolidation rule, the gas station, or payout-trip-<id>'),
   field('velocity_amount_usd_24h', 'decimal', `USD sent in the rolling 24 h before this request. ${VELOCITY_NOTE}`),
   field('velocity_amount_usd_1h', 'decimal', `USD sent in the rolling 1 h before this request. ${VELOCITY_NOTE}`),
   field('velocity_count_24h', 'decimal', `Transactions in the rolling 24 h before this request. ${VELOCITY_NOTE}`),

@@ -2,7 +2,7 @@ import { DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOTE_DECISIONS } from './entities';
 import { EVALUATION_RESULTS, OUTCOMES } from './evaluator';
 import { TRANSACTION_STATUSES } from '../transactions/entities';
-import { ACTION_CONFIG_SCHEMAS, ACTION_TYPES, CATEGORY_VALUES, CONDITION_FIELD_NAMES, OPERATOR_NAMES, ScalarValue } from './schema';
+import { ACTION_CONFIG_SCHEMAS, ACTION_TYPES, ACTOR_TYPES, CATEGORY_VALUES, CONDITION_FIELD_NAMES, DESTINATION_TYPES, OPERATION_TYPES, OPERATOR_NAMES, ScalarValue, SOURCE_TYPES, TX_TYPES } from './schema';
 
 const ConditionShape = {
   value: ScalarValue.optional(),
@@ -104,12 +104,15 @@ const requestField = () => z.string().max(500).optional();
 
 /** The evaluate request: every condition field (velocity fields in a dry run come from here). */
 export const EvaluateRequestFields = z.object({
-  actor_type: z.enum(['apikey', 'session']).optional(),
+  actor_type: z.enum(ACTOR_TYPES).optional(),
   actor_id: requestField(),
   user_id: requestField(),
   amount: DisplayAmount.optional(),
   amount_raw: z.string().regex(/^\d+$/).optional(),
   amount_usd: DisplayAmount.optional(),
+  fee_raw: z.string().regex(/^\d+$/).optional(),
+  fee_usd: DisplayAmount.optional(),
+  price_unavailable: z.boolean().optional().openapi({ description: 'The USD value is unknown or stale: block, require_approval and delay rules take absent USD fields to meet their conditions' }),
   asset_symbol: requestField(),
   chain: requestField(),
   network: requestField(),
@@ -119,10 +122,10 @@ export const EvaluateRequestFields = z.object({
   wallet_id: requestField(),
   vault_id: requestField(),
   connection_id: requestField(),
-  operation_type: requestField(),
-  tx_type: requestField(),
-  source_type: requestField(),
-  destination_type: requestField(),
+  operation_type: z.enum(OPERATION_TYPES).optional(),
+  tx_type: z.enum(TX_TYPES).optional(),
+  source_type: z.enum(SOURCE_TYPES).optional(),
+  destination_type: z.enum(DESTINATION_TYPES).optional(),
   is_automated: z.boolean().optional(),
   automation_rule_id: requestField(),
   velocity_amount_usd_24h: DisplayAmount.optional(),
@@ -290,6 +293,7 @@ export const EvaluationResultObject = z
     required_approvals: z.number().int().nullable(),
     expiry_hours: z.number().int().nullable(),
     delay_minutes: z.number().int().nullable(),
+    price_unavailable: z.literal(true).optional().openapi({ description: 'Present when the deciding rule matched only because a USD value was unknown or stale (prices fail closed)' }),
     trace: z.array(TraceEntryObject).optional().openapi({ description: 'Omitted on no_match and quorum' }),
   })
   .openapi('PolicyEvaluationResult');

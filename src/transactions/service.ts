@@ -1,6 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AuthContext } from '../api-keys/auth-context';
-import { priceSourceFor, usdValue } from '../catalogue/prices';
 import { assetById, findChain, type AssetInfo } from '../catalogue/service';
 import { NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
@@ -12,7 +10,8 @@ import type { FundingModel, GasStation } from '../gas-stations/entities';
 import { findPrimaryAddress, type Tenant } from '../custody/service';
 import { emit } from '../events/service';
 import { requiredConfirmations } from '../monitoring/service';
-import { decideTransaction, resolveActor, systemActor } from '../policies/service';
+import { isAutomation, judgeMovement, type MovementInitiator } from '../movements/gate';
+import type { DestinationType, OperationType } from '../policies/schema';
 import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
@@ -37,26 +36,17 @@ export interface CreateTransactionInput extends TransferRequest {
 }
 
 /**
- * The service itself submitting a send for one of the organization's automations (a gas station's
- * refill): decided by the policies as automated (`is_automated`, `automation_rule_id`), actor system.
- */
-export interface SystemInitiator extends Tenant {
-  automationRuleId: string;
-}
-
-/**
- * What an automation (a consolidation sweep) may choose that the API does not offer: the sending
- * address (any of the wallet's, not only its primary) and who pays a sponsored fee.
+ * What a send's caller says that the API does not offer: the kind of movement the gate judges
+ * (a refill, a sweep, fuel; else a transfer or a sponsored transfer), a destination whose type the
+ * kind decides, and for an automation (a consolidation sweep) the sending address (any of the
+ * wallet's, not only its primary) and who pays a sponsored fee.
  */
 export interface AutomatedSend {
+  operationType?: OperationType;
+  destinationType?: DestinationType;
   fromAddress?: Address;
   funding?: { model: FundingModel; station: GasStation };
 }
-
-/** Who submits a send: a caller's key, or the service for an automation. */
-export type SendInitiator = AuthContext | SystemInitiator;
-
-const isSystem = (initiator: SendInitiator): initiator is SystemInitiator => 'automationRuleId' in initiator;
 
 /** The fee a send is signed with, the most it can cost (what is locked), and for Bitcoin the coins it spends. */
 interface FeePlan {
@@ -75,7 +65,7 @@ interface FeePlan {
  * `transaction-<id>` workflow is recorded to start after commit. A refusal at any step rolls the
  * whole request back: nothing is locked, recorded or announced.
  */
-export async function createTransaction(em: EntityManager, config: Config, chains: ChainNodes, auth: SendInitiator, input: CreateTransactionInput, automation: AutomatedSend = {}) {
+export async function createTransaction(em: EntityManager, config: Config, chains: ChainNodes, auth: MovementInitiator, input: CreateTransactionInput, automation: AutomatedSend = {}) {
   const transfer = await resolveTransfer(em, auth, input);
   const { wallet, chain, asset, native, toAddress, amount, gross } = transfer;
   const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
@@ -119,29 +109,17 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   const lockedFee = funding ? 0n : plan.feeLimit;
   await lockFunds(em, wallet, asset, native, lockedAmount, lockedFee);
 
-  const prices = priceSourceFor(config, auth.environment);
-  const amountUsd = usdValue(prices, asset, amount);
-  const actor = isSystem(auth) ? systemActor(auth.organizationId, auth.environment) : await resolveActor(em, auth);
-  const policyRequest = {
-    ...(isSystem(auth) ? { actor_type: 'system', actor_id: actor.id } : { actor_type: 'apikey', actor_id: auth.apiKeyId, ...(auth.memberId ? { user_id: auth.memberId } : {}) }),
-    operation_type: 'transfer',
-    tx_type: asset.type === 'native' ? 'native_transfer' : 'token_transfer',
-    source_type: 'wallet',
-    destination_type: 'one_time_address',
-    amount: toDisplay(amount, asset.decimals),
-    amount_raw: amount.toString(),
-    ...(amountUsd !== null ? { amount_usd: amountUsd } : {}),
-    asset_symbol: asset.symbol,
-    chain: chain.id,
-    network: wallet.network,
-    from_address: from.address,
-    to_address: toAddress,
-    wallet_id: wallet.id,
-    vault_id: wallet.vault.id,
-    ...(isSystem(auth) ? { is_automated: true, automation_rule_id: auth.automationRuleId } : { is_automated: false }),
-    ...(await velocity(em, auth, new Date())),
-  };
-  const evaluation = await decideTransaction(em, policyRequest, { ...actor, environment: wallet.environment });
+  const { request: policyRequest, evaluation, actor } = await judgeMovement(em, config, auth, {
+    operationType: automation.operationType ?? (funding ? 'sponsored_transfer' : 'transfer'),
+    wallet: { id: wallet.id, chain: chain.id, network: wallet.network, environment: wallet.environment, vault: wallet.vault },
+    fromAddress: from.address,
+    destination: { address: toAddress, ...(automation.destinationType ? { type: automation.destinationType } : {}) },
+    value: { asset, amount },
+    feeRaw: plan.feeLimit,
+    txType: asset.type === 'native' ? 'native_transfer' : 'token_transfer',
+    extra: await velocity(em, auth, new Date()),
+  });
+  const amountUsd = typeof policyRequest.amount_usd === 'string' ? policyRequest.amount_usd : null;
   const matched = evaluation.trace?.find((entry) => entry.terminal);
 
   const transaction = em.create(OutgoingTransaction, {
@@ -172,8 +150,8 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     amountUsd,
     policyRequest,
     policyDecision: { result: evaluation.result, policy_id: evaluation.policy_id, rule_id: evaluation.rule_id, action: matched?.action ?? null },
-    // A system send has no key: the column names the system actor.
-    apiKeyId: isSystem(auth) ? actor.id : auth.apiKeyId,
+    // An automation's send names the key that set it up (or "system").
+    apiKeyId: isAutomation(auth) ? actor.id : auth.apiKeyId,
     createdAt: new Date(),
     updatedAt: new Date(),
   });
@@ -289,23 +267,24 @@ async function lockFunds(em: EntityManager, wallet: Wallet, asset: AssetInfo, na
   }
 }
 
-/** The velocity fields: what the organization sent in this environment in the rolling hour and day before `at`, failed sends excluded. */
+/**
+ * The velocity fields: what the organization sent in this environment in the rolling hour and day
+ * before `at`, failed sends excluded. A window holding a send of unknown USD value has no USD sum:
+ * the request then says price_unavailable, so USD velocity rules fail closed.
+ */
 async function velocity(em: EntityManager, auth: Tenant, at: Date) {
-  const [row] = await em.execute<{ usd_1h: string; usd_24h: string; count_1h: string; count_24h: string }[]>(
+  const [row] = await em.execute<{ usd_1h: string; usd_24h: string; unpriced: string; count_1h: string; count_24h: string }[]>(
     `select coalesce(sum(amount_usd::numeric) filter (where created_at >= ?::timestamptz - interval '1 hour'), 0)::text as usd_1h,
             coalesce(sum(amount_usd::numeric), 0)::text as usd_24h,
+            count(*) filter (where amount_usd is null)::text as unpriced,
             count(*) filter (where created_at >= ?::timestamptz - interval '1 hour')::text as count_1h,
             count(*)::text as count_24h
        from transactions
       where organization_id = ? and environment = ? and status <> 'failed' and created_at >= ?::timestamptz - interval '24 hours'`,
     [at.toISOString(), at.toISOString(), auth.organizationId, auth.environment, at.toISOString()],
   );
-  return {
-    velocity_amount_usd_1h: row!.usd_1h,
-    velocity_amount_usd_24h: row!.usd_24h,
-    velocity_count_1h: row!.count_1h,
-    velocity_count_24h: row!.count_24h,
-  };
+  const usd = row!.unpriced === '0' ? { velocity_amount_usd_1h: row!.usd_1h, velocity_amount_usd_24h: row!.usd_24h } : { price_unavailable: true };
+  return { ...usd, velocity_count_1h: row!.count_1h, velocity_count_24h: row!.count_24h };
 }
 
 export async function findTransaction(em: EntityManager, tenant: { organizationId: string; environment: string }, id: string): Promise<OutgoingTransaction> {

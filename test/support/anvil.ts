@@ -42,11 +42,12 @@ function anvilBinary(): string {
   return path.join(path.dirname(manifest), 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
 }
 
-/** Starts anvil on a free 127.0.0.1 port and waits until it answers eth_chainId. */
-export async function startAnvil(): Promise<Anvil> {
+/** Starts anvil on a free 127.0.0.1 port and waits until it answers eth_chainId; `chainId` 1 makes it a node live keys accept (mainnet's id). */
+export async function startAnvil(options: { chainId?: number } = {}): Promise<Anvil> {
   const port = await freeLoopbackPort();
   const url = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--quiet'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const chainId = options.chainId === undefined ? [] : ['--chain-id', String(options.chainId)];
+  const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--quiet', ...chainId], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = once(child, 'exit');

@@ -12,6 +12,8 @@ import { simulateDeposit } from '../../src/monitoring/sandbox';
 import { Organization } from '../../src/organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutTrip, PayoutTripTransition, SandboxRailInstruction, type PaymentMethod } from '../../src/payouts/entities';
 import { payoutTripFlow } from '../../src/payouts/flows/trip';
+import { deskOrganizationId } from '../../src/payouts/desk';
+import { Policy, PolicyAuditLog, PolicyRule } from '../../src/policies/entities';
 import { workflowBundle, type ServiceWorkers } from '../../src/worker-setup';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -165,9 +167,14 @@ class Context {
     return (await (await this.em()).find(PayoutTripTransition, { trip: tripId }, { orderBy: { occurredAt: 'asc', id: 'asc' } })).map((entry) => entry.name);
   }
 
+  /** The trip's events in order; an alias, emitted in the same millisecond as its event (ids are random), after it. */
   async events(tripId: string) {
     const events = await (await this.em()).find(Event, { organization: this.org.organizationId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-    return events.filter((event) => (event.data as { tripId?: string }).tripId === tripId).map((event) => event.type);
+    const isAlias = (event: Event) => ((event.data as { alias_of?: string }).alias_of ? 1 : 0);
+    return events
+      .filter((event) => (event.data as { tripId?: string }).tripId === tripId)
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || isAlias(a) - isAlias(b))
+      .map((event) => event.type);
   }
 
   async rail(tripId: string) {
@@ -362,6 +369,81 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
       assert.equal(refund.amount, '200000', 'the whole late payment');
       assert.equal(refund.gross, true, 'its fee out of the amount');
       assert.deepEqual((await context().timeline(trip.tripId)).slice(-2), ['late_payment_received', 'late_payment_refunded']);
+    });
+
+    /**
+     * The payout_refund row of the movement gate's table (test/api/movement-gate.test.ts has the
+     * others): a refund leaves the service's payout desk, so the desk organization's policies judge
+     * it, with actor system. A refused refund holds the late payment, naming the refusal.
+     */
+    describe('the movement gate judges the refund (the payout desk\'s policies)', () => {
+      const refundRules = {
+        block: { actionType: 'block', actionConfig: {}, conditions: [] },
+        approval: { actionType: 'require_approval', actionConfig: { approvers: [{ id: 'desk-approver', type: 'user' }], required_approvals: 1, expiry_hours: 4 }, conditions: [] },
+        actor: {
+          actionType: 'block',
+          actionConfig: {},
+          conditions: [
+            { field: 'actor_type', operator: 'equal', value: 'system' },
+            { field: 'actor_id', operator: 'equal', value: 'system' },
+            { field: 'is_automated', operator: 'equal', value: true },
+          ],
+        },
+        alert: { actionType: 'alert', actionConfig: {}, conditions: [] },
+      } as const;
+      let policyId: string | undefined;
+      afterEach(async () => {
+        if (policyId) await (await context().em()).nativeUpdate(Policy, { id: policyId }, { status: 'archived' });
+        policyId = undefined;
+      });
+
+      for (const [action, rule] of Object.entries(refundRules)) {
+        it(`${action}: ${action === 'alert' ? 'the refund goes, the alert recorded' : 'the refund is refused and the late payment held, nothing sent'}`, async () => {
+          const em = await context().em();
+          const deskId = await deskOrganizationId(em, context().app.deps.config);
+          const desk = em.getReference(Organization, deskId);
+          const policy = em.create(Policy, { organization: desk, environment: 'sandbox', name: `Refunds ${action}`, description: '', category: 'access', priority: 100, status: 'enforced', createdBy: 'test', createdByName: 'Test', createdAt: new Date(), updatedAt: new Date() });
+          em.create(PolicyRule, {
+            policy,
+            name: 'On payout refunds',
+            order: 0,
+            ...rule,
+            conditions: [{ field: 'operation_type', operator: 'equal', value: 'payout_refund' }, ...rule.conditions],
+          } as never);
+          await em.flush();
+          policyId = policy.id;
+
+          const trip = await context().initialize(BTC_TO_KES, { refundAddress: await refundAddress() });
+          await context().env.sleep('3 minutes');
+          await eventually(async () => ((await context().trip(trip.tripId)).status === 'expired' ? true : undefined), 'the trip expired');
+          await context().deposit(trip, '0.002', 2);
+          await context().env.sleep('5 minutes');
+          const late = await eventually(
+            async () => (await (await context().em()).findOne(PayoutDeposit, { trip: trip.tripId, role: 'late', resolvedAt: { $ne: null } }, { populate: ['refundTransaction'] })) ?? undefined,
+            'the late payment resolved',
+          );
+          // A refund sent is followed to its confirmations before the trip's workflow ends.
+          if (late.refundTransaction) await context().mine('bitcoin', 2);
+          assert.equal(await context().handle(trip.tripId).result(), 'expired');
+          const decisions = await (await context().em()).find(PolicyAuditLog, { organization: deskId, policyId: policy.id, action: 'decision' });
+          assert.equal(decisions.length, 1, 'the refund was decided once, by the desk organization');
+          const request = (decisions[0]!.metadata as { request: Record<string, unknown> }).request;
+          assert.equal(request.operation_type, 'payout_refund');
+          assert.equal(request.actor_type, 'system');
+          assert.equal(request.automation_rule_id, `payout-trip-${trip.tripId}`);
+          assert.equal(decisions[0]!.actorId, 'system');
+          if (action === 'alert') {
+            assert.equal(late.resolution, 'refund');
+            assert.ok(late.refundTransaction, 'the refund was sent');
+            assert.equal(await (await context().em()).count(PolicyAuditLog, { organization: deskId, policyId: policy.id, action: 'alert' }), 1);
+            return;
+          }
+          assert.equal(late.resolution, 'hold');
+          assert.equal(late.refundTransaction ?? null, null, 'no refund sent');
+          const held = await (await context().em()).findOneOrFail(PayoutTripTransition, { trip: trip.tripId, name: 'late_payment_held' });
+          assert.equal(held.details.reason, `refund_refused:${action === 'approval' ? 'policy_approval_required' : 'policy_blocked'}`);
+        });
+      }
     });
 
     it('holds a late payment when refunds are configured but the trip has no refund address', async () => {
