@@ -34,6 +34,7 @@ export function registerChainRoutes(routes: RouteRegistry): void {
     description:
       "Relays a JSON-RPC 2.0 request or batch to the node of the key's environment, for the methods the chain's allowlist names. " +
       'Protocol errors are JSON-RPC error objects with HTTP 200 (-32700, -32600, -32601, -32602, -32603); a request of notifications only answers 204 with no body. ' +
+      'A broadcast spending from a custody address is answered -32003 naming POST /v1/transactions and never relayed; one whose bytes are no signed transaction, -32602. ' +
       'Authentication, scope and rate limits answer in the REST envelope first. See docs/chains.md.',
     tag: 'Chains',
     scope: 'rpc:call',
