@@ -4,7 +4,7 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import { bytesToHex } from '@noble/hashes/utils';
 import { base58, hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
-import { formatEther, formatGwei, keccak256, parseEther, parseGwei, toHex, type Hex } from 'viem';
+import { formatEther, formatGwei, keccak256, parseEther, parseGwei, recoverTransactionAddress, serializeTransaction, toHex, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { signTransfer, type TransferToSign } from '../../src/chains/transfers';
 import { Address, Wallet } from '../../src/custody/entities';
@@ -239,6 +239,20 @@ describe('Chains on a real Ethereum node (anvil)', () => {
 
       assert.deepEqual(await chainState(custody.address), before, 'nonce and balance unchanged');
       assert.equal(await anvil.call('eth_getTransactionByHash', [keccak256(signed)]), null);
+    });
+
+    it('refuses the spend the issue reproduced: a transfer signed by POST /v1/wallets/:id/sign, then broadcast here', async () => {
+      const custody = await custodyWallet(sandbox, 'ethereum');
+      await anvil.call('anvil_setBalance', [custody.address, toHex(parseEther('1'))]);
+      const before = await chainState(custody.address);
+      const unsigned = { type: 'eip1559', chainId: 31337, nonce: 0, to: outside, value: parseEther('0.5'), gas: 21_000n, maxFeePerGas: parseGwei('100'), maxPriorityFeePerGas: parseGwei('1') } as const;
+      const signature = await app.request('POST', `/v1/wallets/${custody.id}/sign`, { key: sandbox.secret, body: { payload: serializeTransaction(unsigned).slice(2), hash_function: 'keccak256' } });
+      assert.equal(signature.status, 200, signature.text);
+      const signed = serializeTransaction(unsigned, { r: `0x${signature.body.r}`, s: `0x${signature.body.s}`, yParity: signature.body.recovery_id });
+      assert.equal(await recoverTransactionAddress({ serializedTransaction: signed }), custody.address, 'a valid spend, which anvil would mine');
+
+      assertCustodyRefusal((await call(rpc('eth_sendRawTransaction', [signed], 1))).body, 1, custody.address);
+      assert.deepEqual(await chainState(custody.address), before, 'nonce and balance unchanged');
     });
 
     it("refuses a broadcast from another organization's custody address, naming no organization", async () => {
