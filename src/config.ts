@@ -98,6 +98,11 @@ export const ConfigSchema = z.object({
   CHAIN_CONFIRMATIONS_ETHEREUM: z.coerce.number().int().min(1).max(1000).default(12),
   CHAIN_CONFIRMATIONS_TRON: z.coerce.number().int().min(1).max(1000).default(19),
   CHAIN_CONFIRMATIONS_SOLANA: z.coerce.number().int().min(1).max(1000).default(32),
+  /**
+   * A fee the caller gives (Bitcoin `fee_rate`) above this many times the market's high level is refused,
+   * 400 `fee_above_market`, unless the request states its own ceiling (`max_fee_rate`). docs/transactions.md.
+   */
+  FEE_MARKET_MAX_MULTIPLE: z.coerce.number().int().min(1).max(1000).default(3),
   /** How often block scanning asks each chain's node for new blocks once it has caught up. */
   CHAIN_SCAN_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(3600).default(5),
   /** How long a call to a chain node may take before it counts as unreachable. */

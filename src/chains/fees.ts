@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
 import { usdValue, type PriceSource } from '../catalogue/prices';
 import { ASSETS, findChain, type ChainId } from '../catalogue/service';
-import { DomainError } from '../shared/errors';
+import { DomainError, errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
 import { ChainUnavailableError, type ChainNodes } from './nodes';
 import { FEE_LEVELS, NodeUnavailableError, type FeeLevel, type FeeMarket } from './provider';
@@ -95,6 +95,38 @@ function networkFeeOf(market: FeeMarket, level: FeeLevel): bigint {
     case 'flat':
       return market.transferFee[level];
   }
+}
+
+/**
+ * The highest Bitcoin fee rate any request may name, fee_rate or max_fee_rate, in sat/vB: Bitcoin Core's
+ * default -maxfeerate (0.10 BTC/kvB), above which its sendrawtransaction refuses a transaction as an
+ * absurd fee. About five times the highest rates paid in the fee spikes of 2023-2024.
+ */
+export const BITCOIN_FEE_RATE_CEILING = 10_000n;
+
+/** A fee the caller named, and the market it is judged against (all in one unit: sat/vB, wei per gas...). */
+export interface CallerFee {
+  /** The request's field. */
+  param: string;
+  given: bigint;
+  marketHigh: bigint;
+  /** FEE_MARKET_MAX_MULTIPLE. */
+  multiple: number;
+  unit: string;
+}
+
+/**
+ * Refuses a caller's fee above `multiple` x the market's high level: 400 `fee_above_market` naming the
+ * field, details market_high, allowed_max, given. A fee that high is a slip (a unit or a digit) far more
+ * often than an intent; a caller who means it states its own ceiling, and is then not judged here.
+ */
+export function requireFeeNearMarket({ param, given, marketHigh, multiple, unit }: CallerFee): void {
+  const allowedMax = marketHigh * BigInt(multiple);
+  if (given <= allowedMax) return;
+  throw errors.invalid('fee_above_market', `${param} ${given} ${unit} is more than ${multiple} times the market's high level (${marketHigh} ${unit}): at most ${allowedMax} ${unit}, or state your own ceiling.`, {
+    param,
+    details: { market_high: marketHigh.toString(), allowed_max: allowedMax.toString(), given: given.toString(), unit },
+  });
 }
 
 /**

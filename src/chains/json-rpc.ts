@@ -1,8 +1,10 @@
 import { z } from '../shared/schemas';
+import type { Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
+import { broadcastSenders, UndecodableBroadcast, type BroadcastSenders } from './broadcast-senders';
 import { ChainUnavailableError } from './nodes';
 import { NodeUnavailableError, type ChainProvider, type RelayedAnswer, type RelayedCall } from './provider';
-import { POSITIONAL_PARAMS_ONLY, RPC_METHOD_ALLOWLIST } from './rpc-methods';
+import { BROADCAST_METHODS, POSITIONAL_PARAMS_ONLY, RPC_METHOD_ALLOWLIST } from './rpc-methods';
 
 /** JSON-RPC 2.0's reserved error codes (https://www.jsonrpc.org/specification#error_object). */
 export const JSON_RPC_ERROR = {
@@ -12,6 +14,12 @@ export const JSON_RPC_ERROR = {
   invalidParams: -32602,
   internalError: -32603,
 } as const;
+
+/**
+ * A broadcast whose sender is a custody address: EIP-1474's "Transaction rejected", in the range JSON-RPC
+ * 2.0 leaves to the server. Not -32602: the params are valid, the platform refuses what they would do.
+ */
+export const CUSTODY_SENDER_REFUSED = -32003;
 
 /** A batch holds at most this many calls; a larger one is refused whole with -32600. */
 export const MAX_BATCH_CALLS = 100;
@@ -34,16 +42,21 @@ type Entry =
   | { kind: 'call'; id: JsonRpcId; notification: boolean; call: RelayedCall }
   | { kind: 'invalid'; id: JsonRpcId };
 
+/** What a pass-through call needs beyond the body: the key's environment, its node, and who holds custody. */
+export interface PassThroughContext {
+  environment: Environment;
+  resolveProvider: () => Promise<ChainProvider>;
+  /** The first of the senders that is a custody address of the platform in the environment, or null. */
+  custodySender: (senders: BroadcastSenders) => Promise<string | null>;
+}
+
 /**
  * The JSON-RPC 2.0 pass-through: parses the body itself so that every protocol error is a JSON-RPC
- * error object, refuses what the chain's allowlist does not name, and relays the rest to the node in
- * one round trip. Answers undefined when nothing is to be answered (notifications only).
+ * error object, refuses what the chain's allowlist does not name and any broadcast spending from a
+ * custody address, and relays the rest to the node in one round trip. Answers undefined when nothing
+ * is to be answered (notifications only).
  */
-export async function passThrough(
-  body: string | undefined,
-  chain: ChainId,
-  resolveProvider: () => Promise<ChainProvider>,
-): Promise<JsonRpcResponse | JsonRpcResponse[] | undefined> {
+export async function passThrough(body: string | undefined, chain: ChainId, context: PassThroughContext): Promise<JsonRpcResponse | JsonRpcResponse[] | undefined> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body ?? '');
@@ -55,10 +68,10 @@ export async function passThrough(
     if (parsed.length > MAX_BATCH_CALLS) {
       return errorResponse(null, JSON_RPC_ERROR.invalidRequest, `Invalid Request: a batch holds at most ${MAX_BATCH_CALLS} calls`);
     }
-    const answers = await answer(parsed.map(toEntry), chain, resolveProvider);
+    const answers = await answer(parsed.map(toEntry), chain, context);
     return answers.length > 0 ? answers : undefined;
   }
-  const [single] = await answer([toEntry(parsed)], chain, resolveProvider);
+  const [single] = await answer([toEntry(parsed)], chain, context);
   return single;
 }
 
@@ -75,7 +88,7 @@ function toEntry(value: unknown): Entry {
 }
 
 /** Answers every entry in order, relaying the allowed calls together; notifications get no answer. */
-async function answer(entries: Entry[], chain: ChainId, resolveProvider: () => Promise<ChainProvider>): Promise<JsonRpcResponse[]> {
+async function answer(entries: Entry[], chain: ChainId, context: PassThroughContext): Promise<JsonRpcResponse[]> {
   const allowlist = RPC_METHOD_ALLOWLIST[chain];
   const answers = new Map<Entry, RelayedAnswer>();
   const relayed: Extract<Entry, { kind: 'call' }>[] = [];
@@ -87,11 +100,13 @@ async function answer(entries: Entry[], chain: ChainId, resolveProvider: () => P
     } else if (params !== undefined && !Array.isArray(params) && POSITIONAL_PARAMS_ONLY.has(chain)) {
       answers.set(entry, { error: { code: JSON_RPC_ERROR.invalidParams, message: `Invalid params: ${chain} methods take positional params (an array)` } });
     } else {
-      relayed.push(entry);
+      const refusal = method === BROADCAST_METHODS[chain] ? await refuseCustodyBroadcast(entry.call, chain, context) : null;
+      if (refusal) answers.set(entry, refusal);
+      else relayed.push(entry);
     }
   }
   if (relayed.length > 0) {
-    const results = await relay(relayed.map((entry) => entry.call), resolveProvider);
+    const results = await relay(relayed.map((entry) => entry.call), context.resolveProvider);
     relayed.forEach((entry, index) => answers.set(entry, results[index]!));
   }
   return entries.flatMap((entry): JsonRpcResponse[] => {
@@ -100,6 +115,30 @@ async function answer(entries: Entry[], chain: ChainId, resolveProvider: () => P
     const result = answers.get(entry)!;
     return ['error' in result ? { jsonrpc: '2.0', id: entry.id, error: result.error } : { jsonrpc: '2.0', id: entry.id, result: result.result }];
   });
+}
+
+/**
+ * A broadcast from a custody address would move funds past the policies, the locks and the ledger: it is
+ * answered -32003 naming the route that sends them, and never relayed. Bytes that are no signed
+ * transaction of the chain are answered -32602 rather than relayed blind (a node refuses them too).
+ */
+async function refuseCustodyBroadcast(call: RelayedCall, chain: ChainId, context: PassThroughContext): Promise<RelayedAnswer | null> {
+  let senders: BroadcastSenders;
+  try {
+    senders = await broadcastSenders(chain, context.environment, call);
+  } catch (error) {
+    if (!(error instanceof UndecodableBroadcast)) throw error;
+    return { error: { code: JSON_RPC_ERROR.invalidParams, message: `Invalid params: ${error.message}; nothing was broadcast` } };
+  }
+  const custody = await context.custodySender(senders);
+  if (custody === null) return null;
+  return {
+    error: {
+      code: CUSTODY_SENDER_REFUSED,
+      message: `Transaction rejected: it spends from ${custody}, a custody address, whose funds move only through POST /v1/transactions (policies, locks and ledger apply); nothing was broadcast`,
+      data: { reason: 'custody_sender', address: custody, use: 'POST /v1/transactions' },
+    },
+  };
 }
 
 /** Relays to the node; when there is no usable node, each call gets -32603 with a message that names no URL. */

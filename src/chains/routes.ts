@@ -4,6 +4,7 @@ import { findChain } from '../catalogue/service';
 import type { RouteRegistry } from '../http/route';
 import { presentNetworkFee, readFeeMarket } from './fees';
 import { passThrough } from './json-rpc';
+import { custodySenderAmong } from '../transactions/raw-broadcasts';
 import { JsonRpcAnswer, JsonRpcBody, NetworkFeeObject } from './schemas';
 
 export function registerChainRoutes(routes: RouteRegistry): void {
@@ -33,17 +34,22 @@ export function registerChainRoutes(routes: RouteRegistry): void {
     description:
       "Relays a JSON-RPC 2.0 request or batch to the node of the key's environment, for the methods the chain's allowlist names. " +
       'Protocol errors are JSON-RPC error objects with HTTP 200 (-32700, -32600, -32601, -32602, -32603); a request of notifications only answers 204 with no body. ' +
+      'A broadcast spending from a custody address is answered -32003 naming POST /v1/transactions and never relayed; one whose bytes are no signed transaction, -32602. ' +
       'Authentication, scope and rate limits answer in the REST envelope first. See docs/chains.md.',
     tag: 'Chains',
     scope: 'rpc:call',
     params: ChainParams,
     rawJsonBody: { documentedAs: JsonRpcBody },
-    // No database work: the node call must not hold a transaction open.
+    // Reads only (the custody check of a broadcast): the node call must not hold a transaction open.
     ownTransactions: true,
     response: { status: 200, description: 'A JSON-RPC response object, or an array of them for a batch', schema: JsonRpcAnswer },
-    handler: async ({ params, rawBody, auth, deps }) => {
+    handler: async ({ params, rawBody, auth, deps, em }) => {
       const chain = findChain(params.chain).id;
-      const answer = await passThrough(rawBody, chain, () => deps.chains.provider(chain, auth.environment));
+      const answer = await passThrough(rawBody, chain, {
+        environment: auth.environment,
+        resolveProvider: () => deps.chains.provider(chain, auth.environment),
+        custodySender: (senders) => custodySenderAmong(em, chain, auth.environment, senders),
+      });
       return answer === undefined ? { status: 204, body: null } : { body: answer };
     },
   });

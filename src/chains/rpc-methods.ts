@@ -38,3 +38,14 @@ export const RPC_METHOD_ALLOWLIST: Partial<Record<ChainId, ReadonlySet<string>>>
 
 /** Ethereum's, Tron's and Solana's JSON-RPC take positional parameters only: named ones are refused here with -32602 (Bitcoin Core takes both). */
 export const POSITIONAL_PARAMS_ONLY: ReadonlySet<ChainId> = new Set(['ethereum', 'tron', 'solana']);
+
+/**
+ * Each chain's allowed method that broadcasts a signed transaction: the one call of the pass-through that
+ * can move value, refused when it spends from a custody address (src/chains/json-rpc.ts).
+ */
+export const BROADCAST_METHODS: Partial<Record<ChainId, string>> = {
+  ethereum: 'eth_sendRawTransaction',
+  bitcoin: 'sendrawtransaction',
+  tron: 'broadcasthex',
+  solana: 'sendTransaction',
+};

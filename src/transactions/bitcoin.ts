@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { BITCOIN_FEE_RATE_CEILING, requireFeeNearMarket } from '../chains/fees';
 import type { FeeLevel, FeeMarket } from '../chains/provider';
 import { findPrimaryAddress } from '../custody/service';
+import { errors } from '../shared/errors';
 import { selectCoins } from './coin-selection';
 import type { PinnedInput, StoredFeeTerms } from './entities';
 import type { ResolvedTransfer } from './validation';
@@ -13,6 +15,42 @@ export interface BitcoinSendOptions {
   maxFeeRate: bigint | undefined;
   pinned: PinnedInput[] | null;
   fillFromUnselected: boolean;
+}
+
+/** A send request's Bitcoin fee and coin control fields, as the API takes them. */
+export interface BitcoinSendRequest {
+  fee_rate?: string | undefined;
+  max_fee_rate?: string | undefined;
+  fill_fee_from_unselected?: boolean | undefined;
+}
+
+/**
+ * The request's Bitcoin options, its fee rates judged: whole sat/vB from 1 to BITCOIN_FEE_RATE_CEILING,
+ * and a fee_rate above `maxMarketMultiple` x the market's high level refused (400 fee_above_market)
+ * unless max_fee_rate states the caller's own ceiling, which the rate may then not exceed (coin selection
+ * refuses it, fee_rate_above_max).
+ */
+export function bitcoinSendOptions(input: BitcoinSendRequest, pinned: PinnedInput[] | null, market: FeeMarket, maxMarketMultiple: number): BitcoinSendOptions {
+  if (market.model !== 'per_byte') throw new Error(`Bitcoin with a ${market.model} fee market`);
+  const feeRate = input.fee_rate === undefined ? undefined : satPerVbyte(input.fee_rate, 'fee_rate');
+  const maxFeeRate = input.max_fee_rate === undefined ? undefined : satPerVbyte(input.max_fee_rate, 'max_fee_rate');
+  if (feeRate !== undefined && maxFeeRate === undefined) {
+    requireFeeNearMarket({ param: 'fee_rate', given: feeRate, marketHigh: market.satPerVbyte.high, multiple: maxMarketMultiple, unit: 'sat/vB' });
+  }
+  return { feeRate, maxFeeRate, pinned, fillFromUnselected: input.fill_fee_from_unselected ?? false };
+}
+
+/** A fee rate in whole sat/vB, at least 1 (the network's relay floor), at most the ceiling (400 fee_above_ceiling). */
+function satPerVbyte(value: string, param: string): bigint {
+  if (!/^\d+$/.test(value) || BigInt(value) < 1n) throw errors.validation(`${param} is a whole number of sat/vB, at least 1 (for example "12").`, param);
+  const rate = BigInt(value);
+  if (rate > BITCOIN_FEE_RATE_CEILING) {
+    throw errors.invalid('fee_above_ceiling', `${param} ${rate} sat/vB is above ${BITCOIN_FEE_RATE_CEILING} sat/vB, the most any request may name (Bitcoin Core's default maxfeerate).`, {
+      param,
+      details: { ceiling: BITCOIN_FEE_RATE_CEILING.toString(), given: rate.toString(), unit: 'sat/vB' },
+    });
+  }
+  return rate;
 }
 
 /**

@@ -18,7 +18,7 @@ import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { recordStart } from '../temporal/starter';
 import { chooseFunding, sponsoredFee, sponsoredLevel, sponsorFee } from '../gas-stations/sponsorship';
-import { planBitcoinSend, type BitcoinSendOptions } from './bitcoin';
+import { bitcoinSendOptions, planBitcoinSend } from './bitcoin';
 import { OutgoingTransaction, WalletOutput, type PinnedInput, type StoredFeeTerms } from './entities';
 import { ERC20_TRANSFER_GAS, quoteFee } from './estimate';
 import { transactionFlow, transactionWorkflowId } from './flows/transaction';
@@ -100,7 +100,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   const sponsoredGas = funding && market.model === 'eip1559' ? await transferGas(provider, asset, from.address, toAddress, amount) : undefined;
   const plan: FeePlan =
     chain.id === 'bitcoin'
-      ? await planBitcoinSend(em, transfer, market, level, bitcoinOptions(input, pinned))
+      ? await planBitcoinSend(em, transfer, market, level, bitcoinSendOptions(input, pinned ?? null, market, config.FEE_MARKET_MAX_MULTIPLE))
       : accountFeePlan(transfer, market, level, sponsoredGas);
 
   // Net: amount to the recipient, fee on top. Gross: the recipient gets amount - fee limit, and the whole amount is locked.
@@ -178,21 +178,6 @@ function pinnedInput(input: { txid: string; vout: string }, index: number): Pinn
   if (!TXID.test(input.txid)) throw errors.validation(`inputs[${index}].txid must be 64 hexadecimal characters.`, `inputs[${index}].txid`);
   if (!/^\d{1,6}$/.test(input.vout)) throw errors.validation(`inputs[${index}].vout must be an output index (a non-negative integer).`, `inputs[${index}].vout`);
   return { txid: input.txid.toLowerCase(), vout: Number(input.vout) };
-}
-
-function bitcoinOptions(input: CreateTransactionInput, pinned: PinnedInput[] | undefined): BitcoinSendOptions {
-  return {
-    feeRate: input.fee_rate === undefined ? undefined : satPerVbyte(input.fee_rate, 'fee_rate'),
-    maxFeeRate: input.max_fee_rate === undefined ? undefined : satPerVbyte(input.max_fee_rate, 'max_fee_rate'),
-    pinned: pinned ?? null,
-    fillFromUnselected: input.fill_fee_from_unselected ?? false,
-  };
-}
-
-/** A fee rate in whole sat/vB, at least 1 (the network's relay floor). */
-function satPerVbyte(value: string, param: string): bigint {
-  if (!/^\d{1,7}$/.test(value) || BigInt(value) < 1n) throw errors.validation(`${param} is a whole number of sat/vB, at least 1 (for example "12").`, param);
-  return BigInt(value);
 }
 
 /**

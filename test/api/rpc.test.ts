@@ -1,11 +1,24 @@
 import assert from 'node:assert/strict';
-import { formatEther, formatGwei, parseGwei, toHex } from 'viem';
+import { ed25519 } from '@noble/curves/ed25519';
+import { secp256k1 } from '@noble/curves/secp256k1';
+import { bytesToHex } from '@noble/hashes/utils';
+import { base58, hex } from '@scure/base';
+import * as btc from '@scure/btc-signer';
+import { formatEther, formatGwei, keccak256, parseEther, parseGwei, recoverTransactionAddress, serializeTransaction, toHex, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { signTransfer, type TransferToSign } from '../../src/chains/transfers';
+import { Address, Wallet } from '../../src/custody/entities';
+import { keyLocation } from '../../src/custody/service';
+import { WalletOutput } from '../../src/transactions/entities';
 import { Money } from '../../src/shared/money';
 import { ANVIL_ACCOUNT, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { testOrm } from '../support/environment';
 
 /** The sandbox price table's default ether price (PRICE_TABLE_SANDBOX): what fee_usd is priced at. */
 const SANDBOX_ETH_USD = '3000';
+
+const randomBytes32 = () => btc.utils.randomPrivateKeyBytes();
 
 const rpc = (method: string, params: unknown[] = [], id: number | string = 1) => ({ jsonrpc: '2.0', id, method, params });
 
@@ -164,6 +177,219 @@ describe('Chains on a real Ethereum node (anvil)', () => {
       assert.equal(fees.body.error.type, 'provider_error');
       assert.equal(fees.body.error.code, 'chain_node_unavailable');
       assert.equal(fees.body.error.details.reason, 'not_configured');
+    });
+  });
+
+  // After the fee market's test: these transfers' tips would move its percentiles.
+  describe('POST /v1/rpc/:chain: broadcasts from custody addresses', () => {
+    const outside = privateKeyToAccount(generatePrivateKey()).address;
+    let other: TestOrganization;
+    before(async () => {
+      other = await createTestOrganization('Chains, another organization');
+    });
+
+    /** A new wallet of `organization` on `chain`, with its primary address's private key (hex), as the service derives it. */
+    async function custodyWallet(organization: TestOrganization, chain: string) {
+      const vault = await app.request('POST', '/v1/vaults', { key: organization.secret, body: { name: 'rpc vault' } });
+      const wallet = await app.request('POST', '/v1/wallets', { key: organization.secret, body: { name: `${chain} wallet`, chain, vault_id: vault.body.id } });
+      assert.equal(wallet.status, 201, wallet.text);
+      const em = (await testOrm()).em.fork();
+      const row = await em.findOneOrFail(Wallet, { id: wallet.body.id });
+      const primary = await em.findOneOrFail(Address, { wallet: row, isPrimary: true });
+      const privateKey = await app.deps.keys.withKeys(em, organization.organizationId, [keyLocation(row, primary.format, primary.addressIndex)], ([key]) => `0x${bytesToHex(key!.privateKey)}` as Hex);
+      return { id: row.id, address: primary.address, privateKey, primary };
+    }
+
+    const ethereumTransfer = (privateKey: Hex, nonce = 0) =>
+      privateKeyToAccount(privateKey).signTransaction({
+        type: 'eip1559',
+        chainId: 31337,
+        nonce,
+        to: outside,
+        value: parseEther('0.5'),
+        gas: 21_000n,
+        maxFeePerGas: parseGwei('100'),
+        maxPriorityFeePerGas: parseGwei('1'),
+      });
+    const chainState = async (address: string) => ({
+      nonce: await anvil.call('eth_getTransactionCount', [address, 'latest']),
+      balance: await anvil.call('eth_getBalance', [address, 'latest']),
+    });
+    const assertCustodyRefusal = (answer: { id: unknown; error?: { code: number; message: string; data?: { address?: string } }; result?: unknown }, id: unknown, address: string) => {
+      assert.equal(answer.id, id);
+      assert.equal(answer.result, undefined, 'nothing was broadcast');
+      assert.equal(answer.error?.code, -32003);
+      assert.match(answer.error!.message, /POST \/v1\/transactions/);
+      assert.equal(answer.error!.data?.address, address);
+    };
+
+    it("refuses eth_sendRawTransaction signed by the organization's custody key with -32003 naming POST /v1/transactions; the chain is unchanged", async () => {
+      const custody = await custodyWallet(sandbox, 'ethereum');
+      await anvil.call('anvil_setBalance', [custody.address, toHex(parseEther('1'))]);
+      const before = await chainState(custody.address);
+      const signed = await ethereumTransfer(custody.privateKey);
+
+      const refused = await call(rpc('eth_sendRawTransaction', [signed], 'spend'));
+      assert.equal(refused.status, 200);
+      assertCustodyRefusal(refused.body, 'spend', custody.address);
+      // A notification broadcasts nothing either, and a legacy (type 0) transaction is read as well.
+      const legacy = await privateKeyToAccount(custody.privateKey).signTransaction({ type: 'legacy', chainId: 31337, nonce: 0, to: outside, value: 1n, gas: 21_000n, gasPrice: parseGwei('100') });
+      assert.equal((await call({ jsonrpc: '2.0', method: 'eth_sendRawTransaction', params: [signed] })).status, 204);
+      assertCustodyRefusal((await call(rpc('eth_sendRawTransaction', [legacy], 2))).body, 2, custody.address);
+
+      assert.deepEqual(await chainState(custody.address), before, 'nonce and balance unchanged');
+      assert.equal(await anvil.call('eth_getTransactionByHash', [keccak256(signed)]), null);
+    });
+
+    it('refuses the spend the issue reproduced: a transfer signed by POST /v1/wallets/:id/sign, then broadcast here', async () => {
+      const custody = await custodyWallet(sandbox, 'ethereum');
+      await anvil.call('anvil_setBalance', [custody.address, toHex(parseEther('1'))]);
+      const before = await chainState(custody.address);
+      const unsigned = { type: 'eip1559', chainId: 31337, nonce: 0, to: outside, value: parseEther('0.5'), gas: 21_000n, maxFeePerGas: parseGwei('100'), maxPriorityFeePerGas: parseGwei('1') } as const;
+      const signature = await app.request('POST', `/v1/wallets/${custody.id}/sign`, { key: sandbox.secret, body: { payload: serializeTransaction(unsigned).slice(2), hash_function: 'keccak256' } });
+      assert.equal(signature.status, 200, signature.text);
+      const signed = serializeTransaction(unsigned, { r: `0x${signature.body.r}`, s: `0x${signature.body.s}`, yParity: signature.body.recovery_id });
+      assert.equal(await recoverTransactionAddress({ serializedTransaction: signed }), custody.address, 'a valid spend, which anvil would mine');
+
+      assertCustodyRefusal((await call(rpc('eth_sendRawTransaction', [signed], 1))).body, 1, custody.address);
+      assert.deepEqual(await chainState(custody.address), before, 'nonce and balance unchanged');
+    });
+
+    it("refuses a broadcast from another organization's custody address, naming no organization", async () => {
+      const theirs = await custodyWallet(other, 'ethereum');
+      await anvil.call('anvil_setBalance', [theirs.address, toHex(parseEther('1'))]);
+      const before = await chainState(theirs.address);
+      const refused = await call(rpc('eth_sendRawTransaction', [await ethereumTransfer(theirs.privateKey)], 1));
+      assertCustodyRefusal(refused.body, 1, theirs.address);
+      assert.doesNotMatch(JSON.stringify(refused.body), new RegExp(`${other.organizationId}|another organization`, 'i'));
+      assert.deepEqual(await chainState(theirs.address), before);
+    });
+
+    it("relays a foreign sender's transaction, which anvil mines", async () => {
+      const foreignKey = generatePrivateKey();
+      const foreign = privateKeyToAccount(foreignKey).address;
+      await anvil.call('anvil_setBalance', [foreign, toHex(parseEther('1'))]);
+      const transfer = await ethereumTransfer(foreignKey);
+      const relayed = await call(rpc('eth_sendRawTransaction', [transfer], 'f'));
+      assert.deepEqual(relayed.body, { jsonrpc: '2.0', id: 'f', result: keccak256(transfer) });
+      assert.equal(await anvil.call('eth_getTransactionCount', [foreign, 'latest']), '0x1');
+    });
+
+    it('answers each call of a batch mixing both: the custody broadcast refused, the foreign one relayed, a read answered', async () => {
+      const custody = await custodyWallet(sandbox, 'ethereum');
+      await anvil.call('anvil_setBalance', [custody.address, toHex(parseEther('1'))]);
+      const before = await chainState(custody.address);
+      const foreignKey = generatePrivateKey();
+      await anvil.call('anvil_setBalance', [privateKeyToAccount(foreignKey).address, toHex(parseEther('1'))]);
+      const foreignTransfer = await ethereumTransfer(foreignKey);
+
+      const batch = await call([rpc('eth_sendRawTransaction', [await ethereumTransfer(custody.privateKey)], 'c'), rpc('eth_sendRawTransaction', [foreignTransfer], 'f'), rpc('eth_chainId', [], 'q')]);
+      assert.equal(batch.body.length, 3);
+      assertCustodyRefusal(batch.body[0], 'c', custody.address);
+      assert.deepEqual(batch.body[1], { jsonrpc: '2.0', id: 'f', result: keccak256(foreignTransfer) });
+      assert.deepEqual(batch.body[2], { jsonrpc: '2.0', id: 'q', result: '0x7a69' });
+      assert.deepEqual(await chainState(custody.address), before);
+    });
+
+    it('refuses bytes that are no signed transaction with -32602 instead of relaying them', async () => {
+      for (const params of [['0xdeadbeef'], ['not hex'], [], [7]]) {
+        const answer = await call(rpc('eth_sendRawTransaction', params, 'x'));
+        assert.equal(answer.body.error.code, -32602, JSON.stringify(params));
+        assert.match(answer.body.error.message, /nothing was broadcast/);
+      }
+      const bitcoin = await call(rpc('sendrawtransaction', ['00ff'], 'b'), sandbox.secret, 'bitcoin');
+      assert.equal(bitcoin.body.error.code, -32602);
+    });
+
+    describe('on the devnet (Bitcoin, Tron, Solana)', () => {
+      const TEST_NETWORK = btc.TEST_NETWORK;
+      /** A transaction spending `outpoint` to an outside address, signed by `privateKey` for its p2wpkh output. */
+      function bitcoinSpend(privateKey: Hex, outpoint: { txid: string; vout: number }, amount: bigint) {
+        const key = hex.decode(privateKey.slice(2));
+        const tx = new btc.Transaction();
+        tx.addInput({ txid: outpoint.txid, index: outpoint.vout, witnessUtxo: { script: btc.p2wpkh(secp256k1.getPublicKey(key), TEST_NETWORK).script, amount } });
+        tx.addOutputAddress(btc.p2wpkh(secp256k1.getPublicKey(btc.utils.randomPrivateKeyBytes()), TEST_NETWORK).address!, amount - 1_000n, TEST_NETWORK);
+        tx.sign(key);
+        tx.finalize();
+        return tx.hex;
+      }
+
+      it("refuses a Bitcoin spend by the public key its input reveals, and by the recorded output it spends (taproot shows no key); relays a foreign one", async () => {
+        const custody = await custodyWallet(sandbox, 'bitcoin');
+        const bitcoin = (method: string, params: unknown, id: unknown) => call({ jsonrpc: '2.0', id, method, params }, sandbox.secret, 'bitcoin');
+        const byKey = await bitcoin('sendrawtransaction', [bitcoinSpend(custody.privateKey, { txid: hex.encode(randomBytes32()), vout: 0 }, 100_000n)], 1);
+        assertCustodyRefusal(byKey.body, 1, custody.address);
+        // Bitcoin Core's named form is read too.
+        const named = await bitcoin('sendrawtransaction', { hexstring: bitcoinSpend(custody.privateKey, { txid: hex.encode(randomBytes32()), vout: 1 }, 100_000n) }, 2);
+        assertCustodyRefusal(named.body, 2, custody.address);
+
+        // An output the platform recorded for the wallet, spent by an input whose witness is a taproot key-path signature alone.
+        const em = (await testOrm()).em.fork();
+        const recorded = { txid: hex.encode(randomBytes32()), vout: 3 };
+        em.create(WalletOutput, {
+          organization: sandbox.organizationId,
+          environment: 'sandbox',
+          wallet: custody.id,
+          address: custody.primary.id,
+          ...recorded,
+          amount: '100000',
+          origin: 'deposit',
+          createdAt: new Date(),
+          updatedAt: new Date(),
+        });
+        await em.flush();
+        const keyless = hex.encode(
+          btc.RawTx.encode({
+            version: 2,
+            segwitFlag: true,
+            inputs: [{ txid: hex.decode(recorded.txid), index: recorded.vout, finalScriptSig: new Uint8Array(), sequence: 0xfffffffd }],
+            outputs: [{ amount: 90_000n, script: btc.OutScript.encode(btc.Address(TEST_NETWORK).decode(btc.p2wpkh(secp256k1.getPublicKey(btc.utils.randomPrivateKeyBytes()), TEST_NETWORK).address!)) }],
+            witnesses: [[new Uint8Array(64).fill(1)]],
+            lockTime: 0,
+          }),
+        );
+        assertCustodyRefusal((await bitcoin('sendrawtransaction', [keyless], 3)).body, 3, custody.address);
+
+        // A foreign key's spend reaches the devnet, which answers for itself (it does not know the output).
+        const foreign = await bitcoin('sendrawtransaction', [bitcoinSpend(`0x${bytesToHex(btc.utils.randomPrivateKeyBytes())}`, { txid: hex.encode(randomBytes32()), vout: 0 }, 100_000n)], 4);
+        assert.notEqual(foreign.body.error?.code, -32003);
+        assert.notEqual(foreign.body.error?.code, -32602);
+        assert.doesNotMatch(JSON.stringify(foreign.body), /POST \/v1\/transactions/);
+      });
+
+      const recentBlock = { height: 1000, hash: base58.encode(new Uint8Array(32).fill(7)), time: new Date() };
+      const accountTransfer = (chain: 'tron' | 'solana', from: { address: string; privateKey: Hex }, to: string, assetId: string): string => {
+        const key = hex.decode(from.privateKey.slice(2));
+        const publicKey = chain === 'solana' ? ed25519.getPublicKey(key) : secp256k1.getPublicKey(key);
+        const transfer: TransferToSign = {
+          chain,
+          testnet: true,
+          from: from.address,
+          to,
+          assetId,
+          amount: 1_000n,
+          fee: { model: 'flat', fee: chain === 'solana' ? 5_000n : 0n },
+          recentBlock: chain === 'solana' ? recentBlock : { ...recentBlock, hash: 'ab'.repeat(32) },
+          reference: 'rpc-test',
+        };
+        return signTransfer(transfer, [{ address: from.address, publicKey, privateKey: key }]).raw;
+      };
+
+      it('refuses a Tron broadcasthex signed by a custody key, with or without 0x', async () => {
+        const custody = await custodyWallet(sandbox, 'tron');
+        const outsider = await custodyWallet(other, 'tron');
+        const raw = accountTransfer('tron', custody, outsider.address, 'TRX');
+        assertCustodyRefusal((await call(rpc('broadcasthex', [raw], 1), sandbox.secret, 'tron')).body, 1, custody.address);
+        assertCustodyRefusal((await call(rpc('broadcasthex', [`0x${raw}`], 2), sandbox.secret, 'tron')).body, 2, custody.address);
+      });
+
+      it('refuses a Solana sendTransaction signed by a custody key, base58 (the default) or base64', async () => {
+        const custody = await custodyWallet(sandbox, 'solana');
+        const raw = accountTransfer('solana', custody, base58.encode(new Uint8Array(32).fill(9)), 'SOL');
+        assertCustodyRefusal((await call(rpc('sendTransaction', [raw, { encoding: 'base64' }], 1), sandbox.secret, 'solana')).body, 1, custody.address);
+        const base58Form = base58.encode(Uint8Array.from(Buffer.from(raw, 'base64')));
+        assertCustodyRefusal((await call(rpc('sendTransaction', [base58Form], 2), sandbox.secret, 'solana')).body, 2, custody.address);
+      });
     });
   });
 

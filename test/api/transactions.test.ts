@@ -216,6 +216,37 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
     assert.deepEqual(list.body.data, [], 'no refused send was recorded');
   });
 
+  it('judges a Bitcoin fee_rate against the market: above 3x its high level refused naming fee_rate unless max_fee_rate is stated; the ceiling always', async () => {
+    const wallet = await createWallet('bitcoin');
+    await fund('bitcoin', wallet.address, 'BTC', '0.5');
+    const fees = await call('GET', '/v1/chains/bitcoin/fees');
+    const high = BigInt(fees.body.fees.high.fee_per_byte);
+    const allowed = high * 3n;
+    const base = { wallet_id: wallet.id, to_address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', amount: '0.01', asset: 'BTC' };
+    const refusals: [Record<string, unknown>, string, string, Record<string, string>?][] = [
+      [{ ...base, fee_rate: '9999999' }, 'fee_above_ceiling', 'fee_rate', { ceiling: '10000', given: '9999999', unit: 'sat/vB' }],
+      [{ ...base, fee_rate: '9999999', max_fee_rate: '9999999' }, 'fee_above_ceiling', 'fee_rate'],
+      [{ ...base, fee_rate: '20', max_fee_rate: '10001' }, 'fee_above_ceiling', 'max_fee_rate'],
+      [{ ...base, fee_rate: String(allowed + 1n) }, 'fee_above_market', 'fee_rate', { market_high: String(high), allowed_max: String(allowed), given: String(allowed + 1n), unit: 'sat/vB' }],
+      // With the caller's own ceiling the market is not the judge, the ceiling is.
+      [{ ...base, fee_rate: String(allowed + 1n), max_fee_rate: String(allowed) }, 'fee_rate_above_max', 'max_fee_rate'],
+    ];
+    for (const [body, code, param, details] of refusals) {
+      const refused = await send(body);
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.error.code, code, refused.text);
+      assert.equal(refused.body.error.param, param, refused.text);
+      if (details) assert.deepEqual(refused.body.error.details, details);
+    }
+    assert.equal((await balance(wallet.id, 'BTC')).locked, '0', 'no refused send locked anything');
+    assert.deepEqual((await call('GET', `/v1/transactions?wallet_id=${wallet.id}`)).body.data, [], 'no refused send was recorded');
+
+    const stated = await send({ ...base, fee_rate: String(allowed + 1n), max_fee_rate: String(allowed + 1n) });
+    assert.equal(stated.status, 201, stated.text);
+    assert.equal(stated.body.fee_rate, String(allowed + 1n));
+    assert.equal(stated.body.max_fee_rate, String(allowed + 1n));
+  });
+
   it('policies decide every send (rule 3): block 403, approval or delay 400 with details; nothing is locked', async () => {
     const guarded = await createTestOrganization('Guarded sends');
     await (await testOrm()).em.fork().nativeUpdate(Organization, { id: guarded.organizationId }, { policyActivationRequiredApprovals: 0 });

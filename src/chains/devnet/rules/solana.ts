@@ -71,10 +71,7 @@ function decodeSolanaTransaction(raw: string, context: DecodeContext): AccountTr
   } catch {
     throw malformed('a Solana transaction is the base64 of its bytes');
   }
-  if (bytes.length > PACKET_DATA_SIZE) throw malformed(`the transaction is ${bytes.length} bytes, over the ${PACKET_DATA_SIZE}-byte limit`);
-  const reader = new Reader(bytes);
-  const signatures = Array.from({ length: reader.compactU16() }, () => reader.take(64));
-  const messageBytes = bytes.subarray(reader.offset);
+  const { signatures, messageBytes } = readSigned(bytes);
   const message = readMessage(new Reader(messageBytes));
   if (signatures.length !== message.requiredSignatures) {
     throw malformed(`the message requires ${message.requiredSignatures} signatures and the transaction carries ${signatures.length}`);
@@ -98,6 +95,33 @@ function decodeSolanaTransaction(raw: string, context: DecodeContext): AccountTr
     transfers: interpreter.transfers,
     raw,
   };
+}
+
+/** The signatures and the message bytes they sign, of a transaction within the packet size. */
+function readSigned(bytes: Uint8Array) {
+  if (bytes.length > PACKET_DATA_SIZE) throw malformed(`the transaction is ${bytes.length} bytes, over the ${PACKET_DATA_SIZE}-byte limit`);
+  const reader = new Reader(bytes);
+  const signatures = Array.from({ length: reader.compactU16() }, () => reader.take(64));
+  return { signatures, messageBytes: bytes.subarray(reader.offset) };
+}
+
+/**
+ * The signers of any Solana transaction, legacy or versioned (v0 and later keep the legacy header and
+ * static account keys after their version byte, and signers are always static keys), whose signature
+ * verifies: the keys that authorised it, fee payer first. A signer whose signature does not verify is
+ * left out (the cluster refuses the transaction anyway). Throws DevnetRejection `malformed`.
+ */
+export function solanaSigners(bytes: Uint8Array): string[] {
+  const { signatures, messageBytes } = readSigned(bytes);
+  const reader = new Reader(messageBytes);
+  if (reader.peek() & 0x80) reader.u8();
+  const requiredSignatures = reader.u8();
+  reader.take(2); // read-only signed and unsigned counts
+  const keys = Array.from({ length: reader.compactU16() }, () => reader.take(32));
+  if (signatures.length !== requiredSignatures || requiredSignatures > keys.length) {
+    throw malformed(`the message requires ${requiredSignatures} signatures of its ${keys.length} account keys and the transaction carries ${signatures.length}`);
+  }
+  return signatures.flatMap((signature, index) => (verifies(signature, messageBytes, keys[index]!) ? [base58.encode(keys[index]!)] : []));
 }
 
 function verifies(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean {

@@ -35,13 +35,26 @@ export const tronRules: ChainRules = {
   addressOf: (publicKey) => secp256k1Address({ chain: 'tron', testnet: true, format: 'base58check' }, publicKey),
 };
 
-function decodeTronTransaction(raw: string, context: DecodeContext): AccountTransaction {
+/** The transaction's raw_data bytes, its signatures, and its txid (sha256 of raw_data exactly as it travels). */
+function readEnvelope(raw: string) {
   if (!/^([0-9a-fA-F]{2})+$/.test(raw)) throw malformed('a Tron transaction is the hex of its protobuf bytes');
   const transaction = readMessage(hexToBytes(raw), 'Transaction');
   const rawData = single(transaction, 1, 'Transaction.raw_data', 'bytes');
   if (!rawData) throw malformed('the transaction has no raw_data');
-  const signatures = repeated(transaction, 2, 'Transaction.signature', 'bytes');
-  const txid = sha256(rawData);
+  return { rawData, signatures: repeated(transaction, 2, 'Transaction.signature', 'bytes'), txid: sha256(rawData) };
+}
+
+/**
+ * The addresses the signatures of any Tron transaction (whatever its contract) recover to: the keys that
+ * authorised it. Throws DevnetRejection when the bytes are no Transaction or a signature recovers no key.
+ */
+export function tronSigners(raw: string): string[] {
+  const { signatures, txid } = readEnvelope(raw);
+  return signatures.map((signature) => signerOf(signature, txid));
+}
+
+function decodeTronTransaction(raw: string, context: DecodeContext): AccountTransaction {
+  const { rawData, signatures, txid } = readEnvelope(raw);
 
   const body = readMessage(rawData, 'Transaction.raw');
   const contracts = repeated(body, 11, 'raw.contract', 'bytes');
