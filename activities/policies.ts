@@ -1,13 +1,14 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { AddressBookEntry } from '../src/address-book/entities';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { transactionWithStarts } from './with-starts';
 import type { Logger } from '../src/logger';
 import { Member } from '../src/organizations/entities';
-import { recordVote } from '../src/policies/approvals';
+import { makeEntryUsable, recordVote } from '../src/policies/approvals';
 import { ApprovalRequest } from '../src/policies/entities';
-import { enforcePolicy, recordPolicyEvent, systemActor, type PolicyActor } from '../src/policies/service';
+import { enforcePolicy, recordPolicyEvent, systemActor, writeAudit, type PolicyActor } from '../src/policies/service';
 
 export interface PolicyActivityDeps {
   orm: Orm;
@@ -15,7 +16,7 @@ export interface PolicyActivityDeps {
   log: Logger;
 }
 
-/** Activities of the activation workflow; each is idempotent, so a retry changes nothing twice. */
+/** Activities of the approval workflows (policy activation, address-book entry approval); each is idempotent, so a retry changes nothing twice. */
 export const createPolicyActivities = (deps: PolicyActivityDeps) => {
   async function memberActor(em: EntityManager, request: ApprovalRequest, memberId: string | undefined): Promise<PolicyActor> {
     const scope = { organizationId: request.organization.id, environment: request.environment };
@@ -25,6 +26,12 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
 
   const inTransaction = transactionWithStarts(deps);
 
+  /** The request under its row lock while still pending; null once decided, or gone with the entry it concerned. */
+  async function pendingRequest(em: EntityManager, approvalRequestId: string): Promise<ApprovalRequest | null> {
+    const request = await em.findOne(ApprovalRequest, { id: approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    return request?.status === 'pending' ? request : null;
+  }
+
   return {
     async recordApprovalVote(input: { approvalRequestId: string; memberId: string; decision: 'approve' | 'reject'; comment: string }): Promise<boolean> {
       return deps.orm.em.fork().transactional((em) => recordVote(em, input));
@@ -33,27 +40,45 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
     /** Enforces the policy and closes the request as approved, under row locks, in one transaction. */
     async enforceApprovedPolicy(input: { approvalRequestId: string; decidedBy?: string }): Promise<void> {
       await inTransaction(async (em) => {
-        const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-        if (request.status !== 'pending') return;
+        const request = await pendingRequest(em, input.approvalRequestId);
+        if (!request) return;
         const actor = await memberActor(em, request, input.decidedBy);
-        await enforcePolicy(em, request.policy.id, actor, { approval_request_id: request.id });
+        await enforcePolicy(em, request.policy!.id, actor, { approval_request_id: request.id });
         request.status = 'approved';
         request.decidedAt = new Date();
       });
     },
 
-    /** Closes a request that was rejected or lapsed; the policy stays draft. */
+    /** Makes the entry usable now and closes the request as approved, in one transaction. */
+    async makeApprovedEntryUsable(input: { approvalRequestId: string; decidedBy?: string }): Promise<void> {
+      await inTransaction(async (em) => {
+        const request = await pendingRequest(em, input.approvalRequestId);
+        if (!request) return;
+        const entry = await em.findOneOrFail(AddressBookEntry, { id: request.addressBookEntry!.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        makeEntryUsable(em, entry, await memberActor(em, request, input.decidedBy), { approval_request_id: request.id });
+        request.status = 'approved';
+        request.decidedAt = new Date();
+      });
+    },
+
+    /** Closes a request that was rejected or lapsed; the policy stays draft, the entry keeps its usable_at. */
     async closeApprovalRequest(input: { approvalRequestId: string; status: 'rejected' | 'expired'; decidedBy?: string }): Promise<void> {
       await inTransaction(async (em) => {
-        const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-        if (request.status !== 'pending') return;
+        const request = await pendingRequest(em, input.approvalRequestId);
+        if (!request) return;
         request.status = input.status;
         request.decidedAt = new Date();
+        const actor = await memberActor(em, request, input.decidedBy);
+        if (request.addressBookEntry) {
+          const metadata = { address_book_entry_id: request.addressBookEntry.id, approval_request_id: request.id };
+          writeAudit(em, { actor, policyId: null, action: `address_book_entry_approval_${input.status}`, metadata });
+          return;
+        }
         await recordPolicyEvent(em, {
           organizationId: request.organization.id,
           type: input.status === 'rejected' ? 'policy.activation_rejected' : 'policy.activation_expired',
-          actor: await memberActor(em, request, input.decidedBy),
-          data: { policy_id: request.policy.id, approval_request_id: request.id },
+          actor,
+          data: { policy_id: request.policy!.id, approval_request_id: request.id },
         });
       });
     },

@@ -23,8 +23,11 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   key:create --org ID --name NAME --scopes a,b [--environment sandbox|live] [--user-id MEMBER_ID]
   member:create --org ID --name NAME --email EMAIL --org-role owner|admin|approver|viewer
   role:create --org ID --name NAME [--description TEXT]
-  org:configure --org ID --policy-activation-approvals N
-                                            approvals a policy activation needs (0: enforce at once)
+  org:configure --org ID [--policy-activation-approvals N] [--address-book-cooling-hours H [--environment live|sandbox]]
+                                            approvals a policy activation (or an address-book entry's
+                                            early use) needs (0: at once); hours a new address-book
+                                            entry waits before whitelists and consolidation use it
+                                            (of live entries unless --environment sandbox)
 
 Secrets are printed once; store them now.`;
 
@@ -37,6 +40,12 @@ function required(options: Options, name: string): string {
 }
 
 class UsageError extends Error {}
+
+function wholeNumber(value: string, name: string, max: number): number {
+  const number = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(number <= max)) throw new UsageError(`--${name} must be a whole number from 0 to ${max}`);
+  return number;
+}
 
 function environmentOption(options: Options): Environment {
   const value = options.environment ?? 'sandbox';
@@ -113,13 +122,23 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   async 'org:configure'(orm, options) {
     const em = orm.em.fork();
     const org = await organization(em, required(options, 'org'));
-    const approvals = Number(required(options, 'policy-activation-approvals'));
-    if (!Number.isInteger(approvals) || approvals < 0 || approvals > 20) {
-      throw new UsageError('--policy-activation-approvals must be a whole number from 0 to 20');
+    const approvals = options['policy-activation-approvals'];
+    const coolingHours = options['address-book-cooling-hours'];
+    if (approvals === undefined && coolingHours === undefined) throw new UsageError('--policy-activation-approvals or --address-book-cooling-hours is required');
+    if (approvals !== undefined) org.policyActivationRequiredApprovals = wholeNumber(approvals, 'policy-activation-approvals', 20);
+    if (coolingHours !== undefined) {
+      const hours = wholeNumber(coolingHours, 'address-book-cooling-hours', 720);
+      // Live unless said otherwise: the cooling period protects real funds.
+      const environment = options.environment === undefined ? 'live' : environmentOption(options);
+      if (environment === 'live') org.addressBookCoolingHoursLive = hours;
+      else org.addressBookCoolingHoursSandbox = hours;
     }
-    org.policyActivationRequiredApprovals = approvals;
     await em.flush();
-    return { organization_id: org.id, policy_activation_required_approvals: org.policyActivationRequiredApprovals };
+    return {
+      organization_id: org.id,
+      policy_activation_required_approvals: org.policyActivationRequiredApprovals,
+      address_book_cooling_hours: { live: org.addressBookCoolingHoursLive, sandbox: org.addressBookCoolingHoursSandbox },
+    };
   },
 
   async 'role:create'(orm, options) {
@@ -141,7 +160,7 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals'].map((name) => [name, { type: 'string' as const }]),
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours'].map((name) => [name, { type: 'string' as const }]),
     ),
   });
   const config = loadConfig();

@@ -44,7 +44,7 @@ describe('CLI', () => {
     }
   });
 
-  it('creates organizations and scoped keys that the API accepts', async () => {
+  it('creates organizations and scoped keys that the API accepts, and configures an organization', async () => {
     const org = JSON.parse((await cli(['org:create', '--name', 'CLI org'])).stdout);
     assert.match(org.api_key.secret, /^sk_test_/);
     const me = await app.request('GET', '/v1/api-keys/me', { key: org.api_key.secret });
@@ -72,5 +72,20 @@ describe('CLI', () => {
     const activated = await app.request('POST', `/v1/policies/${policy.body.id}/activate`, { key: org.api_key.secret, body: {} });
     assert.deepEqual([activated.status, activated.body.status], [200, 'enforced'], 'no approvals configured: enforced at once');
     await assert.rejects(cli(['org:configure', '--org', org.organization_id, '--policy-activation-approvals', '21']), /whole number/);
+
+    // New payees wait: the live cooling period unless --environment sandbox says otherwise.
+    const live = JSON.parse((await cli(['org:configure', '--org', org.organization_id, '--address-book-cooling-hours', '48'])).stdout);
+    assert.deepEqual(live.address_book_cooling_hours, { live: 48, sandbox: 0 });
+    assert.equal(live.policy_activation_required_approvals, 0, 'other settings stay');
+    const sandbox = JSON.parse((await cli(['org:configure', '--org', org.organization_id, '--address-book-cooling-hours', '6', '--environment', 'sandbox'])).stdout);
+    assert.deepEqual(sandbox.address_book_cooling_hours, { live: 48, sandbox: 6 });
+    const entry = await app.request('POST', '/v1/address-book', {
+      key: org.api_key.secret,
+      body: { chain: 'ethereum', address: '0x8617e340b3d01fa5f11f306f4090fd50e238070d', label: 'Cold storage' },
+    });
+    assert.equal(entry.status, 201, entry.text);
+    assert.equal(Date.parse(entry.body.usable_at) - Date.parse(entry.body.created_at), 6 * 3_600_000);
+    await assert.rejects(cli(['org:configure', '--org', org.organization_id, '--address-book-cooling-hours', '1.5']), /whole number/);
+    await assert.rejects(cli(['org:configure', '--org', org.organization_id]), /--policy-activation-approvals or --address-book-cooling-hours is required/);
   });
 });

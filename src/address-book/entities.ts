@@ -37,6 +37,13 @@ export class AddressBookEntry {
   @Property({ type: 'text' })
   label!: string;
 
+  /**
+   * From when whitelist conditions and consolidation runs count the entry: created_at plus the
+   * organization's cooling period for the environment, or earlier once an approval request passes.
+   */
+  @Property({ type: 'timestamptz' })
+  usableAt!: Date;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 

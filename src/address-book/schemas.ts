@@ -22,6 +22,11 @@ export const AddressBookEntryObject = z
     network: z.string().openapi({ description: "The chain's network of the environment", example: 'sepolia' }),
     address: z.string().openapi({ description: 'Canonical: EIP-55 on Ethereum, lower-case bech32 on Bitcoin' }),
     label: z.string(),
+    usable_at: Timestamp.openapi({
+      description:
+        "From when whitelist policies (in_address_book, not_in_address_book) and consolidation runs count the entry: created_at plus the organization's cooling period " +
+        'for the environment (default 24 h live, 0 sandbox), or earlier once an approval request (POST /v1/address-book/{id}/approval-requests) is approved',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -30,3 +35,24 @@ export const AddressBookEntryObject = z
 export const DeletedAddressBookEntryObject = AddressBookEntryObject.extend({
   deleted: z.literal(true),
 }).openapi('DeletedAddressBookEntry');
+
+export const EntryApprovalBody = z
+  .object({
+    comment: z.string().max(500).optional(),
+    expiry_hours: z.number().int().min(1).max(720).optional().openapi({ description: 'Approval window; default POLICY_ACTIVATION_EXPIRY_HOURS (72)' }),
+  })
+  .strict()
+  .openapi('AddressBookEntryApprovalRequest');
+
+export const PendingEntryApprovalObject = z
+  .object({
+    status: z.literal('pending_authorization'),
+    address_book_entry_id: z.string().uuid(),
+    approval_request_id: z.string(),
+    workflow_id: z.string().openapi({ description: 'address-book-entry-approval-<approval_request_id>, for its history in the Temporal UI' }),
+    required_approvals: z.number().int(),
+    expires_at: Timestamp,
+    usable_at: Timestamp.openapi({ description: "The entry's usable_at until the request is approved" }),
+    message: z.string(),
+  })
+  .openapi('PendingAddressBookEntryApproval');

@@ -4,6 +4,7 @@ import { CHAIN_IDS, findChain, networkFor, type ChainId } from '../catalogue/ser
 import { canonicalAddress } from '../chains/addresses';
 import { ConsolidationRule } from '../consolidation/entities';
 import type { Tenant } from '../custody/service';
+import type { Environment } from '../api-keys/entities';
 import { Organization } from '../organizations/entities';
 import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
@@ -26,15 +27,24 @@ export function presentAddressBookEntry(entry: AddressBookEntry) {
     network: entry.network,
     address: entry.address,
     label: entry.label,
+    usable_at: iso(entry.usableAt),
     created_at: iso(entry.createdAt),
     updated_at: iso(entry.updatedAt),
   };
 }
 
+/** The organization's cooling period of a new entry in `environment`, in hours. */
+export const coolingHours = (organization: Organization, environment: Environment): number =>
+  environment === 'live' ? organization.addressBookCoolingHoursLive : organization.addressBookCoolingHoursSandbox;
+
+/** Whether whitelists and consolidation count the entry at `at`: its cooling period is over, or an approval cut it short. */
+export const isUsable = (entry: AddressBookEntry, at = new Date()): boolean => entry.usableAt.getTime() <= at.getTime();
+
 /**
  * Adds a destination, its address in the chain's canonical form for the environment's network
  * (anything else is 400 on `address`). One entry per address and chain in an environment: a
- * second is 409 `address_book_entry_exists` naming the first.
+ * second is 409 `address_book_entry_exists` naming the first. The entry is usable once the
+ * organization's cooling period for the environment has passed (usable_at).
  */
 export async function createAddressBookEntry(em: EntityManager, tenant: Tenant, input: CreateAddressBookEntryInput): Promise<AddressBookEntry> {
   const chain = findChain(input.chain);
@@ -49,13 +59,17 @@ export async function createAddressBookEntry(em: EntityManager, tenant: Tenant, 
       address_book_entry_id: existing.id,
     });
   }
+  const organization = await em.findOneOrFail(Organization, { id: tenant.organizationId });
+  const createdAt = new Date();
   const entry = em.create(AddressBookEntry, {
-    organization: em.getReference(Organization, tenant.organizationId),
+    organization,
     environment: tenant.environment,
     chain: chain.id,
     network,
     address,
     label: input.label,
+    createdAt,
+    usableAt: new Date(createdAt.getTime() + coolingHours(organization, tenant.environment) * 3_600_000),
   });
   await em.flush();
   return entry;
@@ -106,12 +120,18 @@ export async function assertAddressBookEntries(em: EntityManager, tenant: Tenant
 }
 
 /**
- * The ids of the tenant's entries that list `address` on `chain` (at most one), compared in the
- * chain's canonical form. None for an unknown chain.
+ * The ids of the tenant's usable entries that list `address` on `chain` (at most one), compared in
+ * the chain's canonical form: what whitelist conditions see, so an entry still in its cooling
+ * period neither passes an in_address_book rule nor escapes a not_in_address_book one. None for an
+ * unknown chain.
  */
 export async function addressBookEntryIdsOf(em: EntityManager, tenant: Tenant, chain: string, address: string): Promise<string[]> {
   if (!(CHAIN_IDS as readonly string[]).includes(chain)) return [];
   const canonical = canonicalAddress(chain as ChainId, tenant.environment, address) ?? address;
-  const entries = await em.find(AddressBookEntry, { ...tenantFilter(tenant), chain: chain as ChainId, address: canonical }, { fields: ['id'] });
+  const entries = await em.find(
+    AddressBookEntry,
+    { ...tenantFilter(tenant), chain: chain as ChainId, address: canonical, usableAt: { $lte: new Date() } },
+    { fields: ['id'] },
+  );
   return entries.map((entry) => entry.id);
 }

@@ -1,3 +1,5 @@
+import { errors } from '../shared/errors';
+
 /** Every scope of the contract. `*` grants all; a `x:write` scope also grants `x:read`. */
 export const SCOPES = [
   '*',
@@ -30,6 +32,11 @@ export type Scope = (typeof SCOPES)[number];
 export function grants(held: readonly string[], required: Scope): boolean {
   if (held.includes('*') || held.includes(required)) return true;
   return required.endsWith(':read') && held.includes(required.replace(/:read$/, ':write'));
+}
+
+/** Refuses a key without `required` (403 `insufficient_scope`), as the route registry does: for a request whose content needs more than its route's scope. */
+export function requireScope(held: readonly string[], required: Scope): void {
+  if (!grants(held, required)) throw errors.insufficientScope(required);
 }
 
 /** True when every scope in `requested` is already granted by `held` (no privilege escalation). */

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RouteRegistry } from '../http/route';
-import { errors } from '../shared/errors';
-import { grants } from '../api-keys/scopes';
+import { requireScope } from '../api-keys/scopes';
 import { z } from '../shared/schemas';
 import { CompanyBalanceObject, SandboxCreditBody } from './schemas';
 import { applyBalanceEntry, presentBalance, readBalances } from './service';
@@ -37,7 +36,7 @@ export function registerBalanceRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The balance after the credit', schema: CompanyBalanceObject },
     handler: async ({ auth, em, body }) => {
       const scope = body.currency === 'usd' ? 'cards:write' : body.currency === 'sat' ? 'lightning:write' : 'payouts:write';
-      if (!grants(auth.scopes, scope)) throw errors.insufficientScope(scope);
+      requireScope(auth.scopes, scope);
       const amount = body.amount;
       const { balance } = await applyBalanceEntry(em, {
         organizationId: auth.organizationId,

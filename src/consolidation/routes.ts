@@ -1,4 +1,5 @@
 import type { RouteRegistry } from '../http/route';
+import { requireScope } from '../api-keys/scopes';
 import type { Tenant } from '../custody/service';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { errors } from '../shared/errors';
@@ -39,12 +40,16 @@ export function registerConsolidationRoutes(routes: RouteRegistry): void {
       'Sweeps assets from the addresses of a vault\'s wallets on one account chain (Bitcoin: 400 `consolidation_unsupported_chain`) to an address book entry or another vault. ' +
       'Each combination is checked: destination_type address_book needs destination_address_book_id (same chain), vault needs destination_vault_id (another vault with a wallet on the chain), ' +
       'gas_source customer_gas_station needs gas_station_id (same chain), trigger_type scheduled needs schedule_cron (UTC), threshold needs threshold_basis, threshold_currency and threshold_value. ' +
-      'assets omitted: the native coin and every token of the chain, with zero minimums. See docs/consolidation.md.',
+      'assets omitted: the native coin and every token of the chain, with zero minimums. ' +
+      'A rule moves funds out of the vault, so the key needs `transactions:write` as well (403 `insufficient_scope` otherwise). See docs/consolidation.md.',
     tag: TAG,
     scope: 'consolidation:write',
     body: CreateConsolidationRuleBody,
     response: { status: 201, description: 'The rule', schema: ConsolidationRuleObject },
-    handler: async ({ auth, em, body, deps }) => ({ status: 201, body: presentRule(await createRule(em, deps.chains, auth, body), 0) }),
+    handler: async ({ auth, em, body, deps }) => {
+      requireScope(auth.scopes, 'transactions:write');
+      return { status: 201, body: presentRule(await createRule(em, deps.chains, auth, body), 0) };
+    },
   });
 
   routes.add({
@@ -83,13 +88,18 @@ export function registerConsolidationRoutes(routes: RouteRegistry): void {
     summary: 'Update a consolidation rule; omitted fields are unchanged, null clears an optional one',
     description:
       'Every field of the create request but vault_id, chain and network. The combination checks apply to the rule as updated; a field that no longer applies ' +
-      '(schedule_cron once trigger_type is manual...) is cleared. enabled: false stops every trigger at once; the Schedule of a scheduled rule follows after commit.',
+      '(schedule_cron once trigger_type is manual...) is cleared. enabled: false stops every trigger at once; the Schedule of a scheduled rule follows after commit. ' +
+      'Changing the destination (destination_type, destination_address_book_id, destination_vault_id) needs `transactions:write` as well.',
     tag: TAG,
     scope: 'consolidation:write',
     params: RuleParams,
     body: UpdateConsolidationRuleBody,
     response: { status: 200, description: 'The updated rule', schema: ConsolidationRuleObject },
-    handler: async ({ auth, em, params, body, deps }) => ({ body: await readRule(em, await updateRule(em, deps.chains, auth, await findRule(em, auth, params.id), body)) }),
+    handler: async ({ auth, em, params, body, deps }) => {
+      const destinationChange = body.destination_type !== undefined || body.destination_address_book_id !== undefined || body.destination_vault_id !== undefined;
+      if (destinationChange) requireScope(auth.scopes, 'transactions:write');
+      return { body: await readRule(em, await updateRule(em, deps.chains, auth, await findRule(em, auth, params.id), body)) };
+    },
   });
 
   routes.add({
@@ -116,7 +126,8 @@ export function registerConsolidationRoutes(routes: RouteRegistry): void {
     summary: 'Run a consolidation rule now',
     description:
       'One run at a time per rule: answers 202 with a new run (pending; workflow `consolidation-run-<id>` starts after commit), or 200 with the run in progress, ' +
-      'on which this trigger is recorded (recorded_triggers). A disabled rule: 409 `consolidation_rule_disabled`.',
+      'on which this trigger is recorded (recorded_triggers). A disabled rule: 409 `consolidation_rule_disabled`. An address-book destination still in its cooling period: ' +
+      '409 `destination_not_usable` with details.address_book_entry_id and details.usable_at (nothing starts).',
     tag: TAG,
     scope: 'consolidation:write',
     params: RuleParams,

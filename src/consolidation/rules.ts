@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AddressBookEntry } from '../address-book/entities';
+import { isUsable } from '../address-book/service';
 import type { AuthContext } from '../api-keys/auth-context';
 import { ASSETS, assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { priceSourceFor, usdValue } from '../catalogue/prices';
@@ -290,8 +291,19 @@ export async function findRule(em: EntityManager, tenant: Tenant, id: string): P
   return rule;
 }
 
-/** `POST /v1/consolidation/rules/:id/runs`: a manual run, or the trigger recorded on the run in progress. A disabled rule: 409 `consolidation_rule_disabled`. */
+/**
+ * `POST /v1/consolidation/rules/:id/runs`: a manual run, or the trigger recorded on the run in
+ * progress. A disabled rule: 409 `consolidation_rule_disabled`; an address-book destination not yet
+ * usable: 409 `destination_not_usable` with its usable_at (a run would fail at planning).
+ */
 export async function triggerManualRun(em: EntityManager, auth: AuthContext, rule: ConsolidationRule) {
+  const destination = rule.destinationAddressBook ? await em.findOneOrFail(AddressBookEntry, { id: rule.destinationAddressBook.id }) : null;
+  if (destination && !isUsable(destination)) {
+    throw errors.conflict('destination_not_usable', `The destination address book entry is in its cooling period until ${iso(destination.usableAt)}; approve it early or wait.`, {
+      address_book_entry_id: destination.id,
+      usable_at: iso(destination.usableAt),
+    });
+  }
   const triggered = await triggerRun(em, rule.id, { source: 'manual', userId: auth.memberId ?? auth.apiKeyId, keyId: auth.apiKeyId, detail: auth.memberId ?? auth.apiKeyId });
   if (!triggered) throw errors.conflict('consolidation_rule_disabled', 'The rule is disabled: enable it (PATCH enabled: true) to run it.');
   return triggered;

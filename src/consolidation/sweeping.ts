@@ -5,6 +5,7 @@ import { assetAmount, assetById, findChain } from '../catalogue/service';
 import { readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
 import type { Config } from '../config';
+import { isUsable } from '../address-book/service';
 import { Address, Wallet } from '../custody/entities';
 import { emit } from '../events/service';
 import type { EventType } from '../events/event-types';
@@ -62,12 +63,20 @@ async function addressPage(em: EntityManager, run: ConsolidationRun, cursor: str
   );
 }
 
-/** Where the rule sweeps to: the address book entry, or the primary address of the destination vault's oldest wallet on the chain. */
-async function destinationOf(em: EntityManager, rule: ConsolidationRule): Promise<string | null> {
-  if (rule.destinationType === 'address_book') return (await em.findOneOrFail(ConsolidationRule, { id: rule.id }, { populate: ['destinationAddressBook'] })).destinationAddressBook!.address;
+/**
+ * Where the rule sweeps to: the address book entry, or the primary address of the destination
+ * vault's oldest wallet on the chain. Or why it cannot: the entry is still in its cooling period
+ * (usable_at only moves earlier, so a run past this check stays clear of it), or the vault has no
+ * wallet on the chain.
+ */
+async function destinationOf(em: EntityManager, rule: ConsolidationRule): Promise<{ address: string } | { failure: string }> {
+  if (rule.destinationType === 'address_book') {
+    const entry = (await em.findOneOrFail(ConsolidationRule, { id: rule.id }, { populate: ['destinationAddressBook'] })).destinationAddressBook!;
+    return isUsable(entry) ? { address: entry.address } : { failure: 'destination_not_usable' };
+  }
   const wallet = await em.findOne(Wallet, { vault: rule.destinationVault!.id, chain: rule.chain, environment: rule.environment }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-  if (!wallet) return null;
-  return (await em.findOneOrFail(Address, { wallet, isPrimary: true })).address;
+  if (!wallet) return { failure: 'destination_vault_has_no_wallet' };
+  return { address: (await em.findOneOrFail(Address, { wallet, isPrimary: true })).address };
 }
 
 /**
@@ -83,11 +92,12 @@ export async function planPage(deps: SweepingDeps, runId: string, cursor: string
   if (FINISHED_RUN_STATUSES.includes(run.status)) return { next: null, planned: 0 };
   const rule = run.rule;
   const addresses = await addressPage(em, run, cursor);
-  const destination = await destinationOf(em, rule);
-  if (destination === null) {
-    await failRun(deps, runId, 'destination_vault_has_no_wallet');
+  const resolved = await destinationOf(em, rule);
+  if ('failure' in resolved) {
+    await failRun(deps, runId, resolved.failure);
     return { next: null, planned: 0 };
   }
+  const destination = resolved.address;
   const provider = await deps.chains.provider(run.chain, run.environment);
   const market = await readFeeMarket(deps.chains, run.chain, run.environment);
   const prices = priceSourceFor(deps.config, run.environment);

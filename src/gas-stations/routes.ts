@@ -1,4 +1,5 @@
 import type { RouteRegistry } from '../http/route';
+import { requireScope } from '../api-keys/scopes';
 import { listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
 import { TransactionObject } from '../transactions/schemas';
@@ -28,12 +29,16 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     description:
       'One station per chain and environment (409 `gas_station_exists`). Its funds are a new operational wallet in the "Gas stations" vault; its address is that wallet\'s. ' +
       'refill_from_wallet_id must be a wallet of the same organization, environment and chain (400). With auto_refill_enabled (which needs refill_amount and refill_from_wallet_id) ' +
-      'a station created below its threshold is refilled at once by workflow `gas-station-refill-<id>`. See docs/gas-stations.md.',
+      'a station created below its threshold is refilled at once by workflow `gas-station-refill-<id>`. ' +
+      'A refill source moves funds out of that wallet, so setting refill_from_wallet_id needs `transactions:write` as well (403 `insufficient_scope`). See docs/gas-stations.md.',
     tag: TAG,
     scope: 'gas_stations:write',
     body: CreateGasStationBody,
     response: { status: 201, description: 'The gas station', schema: GasStationObject },
-    handler: async ({ auth, em, body, deps }) => ({ status: 201, body: await readGasStation(em, deps.chains, await createGasStation(em, deps.keys, auth, body)) }),
+    handler: async ({ auth, em, body, deps }) => {
+      if (body.refill_from_wallet_id !== undefined) requireScope(auth.scopes, 'transactions:write');
+      return { status: 201, body: await readGasStation(em, deps.chains, await createGasStation(em, deps.keys, auth, body)) };
+    },
   });
 
   routes.add({
@@ -71,15 +76,18 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     path: '/v1/gas-stations/:id',
     operationId: 'updateGasStation',
     summary: 'Update a gas station; omitted fields are unchanged, null clears an optional one',
-    description: 'name, threshold, auto_refill_enabled, gas_strategy, max_gas_price, refill_amount, refill_from_wallet_id. With auto-refill on, a station below threshold is refilled.',
+    description:
+      'name, threshold, auto_refill_enabled, gas_strategy, max_gas_price, refill_amount, refill_from_wallet_id. With auto-refill on, a station below threshold is refilled. ' +
+      'Setting refill_from_wallet_id to a wallet needs `transactions:write` as well; clearing it (null) does not.',
     tag: TAG,
     scope: 'gas_stations:write',
     params: GasStationParams,
     body: UpdateGasStationBody,
     response: { status: 200, description: 'The updated gas station', schema: GasStationObject },
-    handler: async ({ auth, em, params, body, deps }) => ({
-      body: await readGasStation(em, deps.chains, await updateGasStation(em, auth, await findGasStation(em, auth, params.id), body)),
-    }),
+    handler: async ({ auth, em, params, body, deps }) => {
+      if (body.refill_from_wallet_id != null) requireScope(auth.scopes, 'transactions:write');
+      return { body: await readGasStation(em, deps.chains, await updateGasStation(em, auth, await findGasStation(em, auth, params.id), body)) };
+    },
   });
 
   routes.add({

@@ -16,6 +16,14 @@ export class Organization {
   @Property({ type: 'integer', default: 1 })
   policyActivationRequiredApprovals: Opt<number> = 1;
 
+  /** Hours a new live address-book entry waits before whitelists and consolidation count it (docs/address-book.md). */
+  @Property({ type: 'integer', default: 24 })
+  addressBookCoolingHoursLive: Opt<number> = 24;
+
+  /** The same for sandbox entries: none by default, so a sandbox flow can use an entry at once. */
+  @Property({ type: 'integer', default: 0 })
+  addressBookCoolingHoursSandbox: Opt<number> = 0;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 

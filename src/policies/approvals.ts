@@ -2,12 +2,15 @@ import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import type { AddressBookEntry } from '../address-book/entities';
+import { findAddressBookEntry, isUsable } from '../address-book/service';
 import { Member, Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { recordStart, type WorkflowStarter } from '../temporal/starter';
 import { ApprovalRequest, ApprovalVote, type Policy } from './entities';
 import { activationWorkflowId, policyActivationFlow, voteUpdate, VOTE_REFUSALS } from './flows/activation';
+import { addressBookEntryApprovalFlow, entryApprovalWorkflowId } from './flows/address-book-entry-approval';
 import {
   draftRulesOf,
   enforcePolicy,
@@ -21,8 +24,9 @@ import {
 } from './service';
 
 /**
- * Activation approvals: the request a draft's activation opens, the members who may vote on it
- * and their votes, which go to the request's activation workflow.
+ * Approvals under the organization's activation quorum: the request a draft's activation (or an
+ * address-book entry's early use) opens, the members who may vote on it and their votes, which
+ * go to the request's workflow.
  */
 
 const APPROVING_ROLES = ['owner', 'admin', 'approver'] as const;
@@ -67,33 +71,14 @@ export async function requestActivation(
     });
   }
   const organization = await em.findOneOrFail(Organization, { id: actor.organizationId });
-  const requiredApprovals = organization.policyActivationRequiredApprovals;
   const comment = options.comment ?? '';
-  if (requiredApprovals === 0) {
+  if (organization.policyActivationRequiredApprovals === 0) {
     await enforcePolicy(em, policy.id, actor, { comment, approvals_required: 0 });
     await em.flush();
     return { status: 'enforced', policy };
   }
-  const voters = await eligibleVoters(em, actor);
-  if (voters.length < requiredApprovals) {
-    throw errors.conflict('not_enough_approvers', `Activation needs ${requiredApprovals} approval(s) but only ${voters.length} other owner/admin/approver member(s) can vote.`, {
-      required_approvals: requiredApprovals,
-      eligible_approvers: voters.length,
-    });
-  }
-  const expiresAt = new Date(Date.now() + options.expiryHours * 3_600_000);
-  const request = em.create(ApprovalRequest, {
-    organization,
-    environment: policy.environment,
-    policy,
-    requestedBy: actor.id,
-    requestedByKeyId: actor.apiKeyId ?? null,
-    requestedByName: actor.name,
-    comment,
-    requiredApprovals,
-    expiresAt,
-    createdAt: new Date(),
-  });
+  const request = await openApprovalRequest(em, actor, organization, { policy }, { comment, expiryHours: options.expiryHours });
+  const { requiredApprovals, expiresAt } = request;
   await recordPolicyEvent(em, {
     organizationId: actor.organizationId,
     type: 'policy.activation_requested',
@@ -118,11 +103,106 @@ export async function requestActivation(
   return { status: 'pending', request };
 }
 
+/**
+ * A pending request on `subject` under the organization's quorum (at least one approval), once
+ * enough members other than the requester can vote: 409 `not_enough_approvers` otherwise.
+ */
+async function openApprovalRequest(
+  em: EntityManager,
+  actor: PolicyActor,
+  organization: Organization,
+  subject: { policy: Policy } | { addressBookEntry: AddressBookEntry },
+  options: { comment: string; expiryHours: number },
+): Promise<ApprovalRequest> {
+  const requiredApprovals = organization.policyActivationRequiredApprovals;
+  const voters = await eligibleVoters(em, actor);
+  if (voters.length < requiredApprovals) {
+    throw errors.conflict('not_enough_approvers', `Approval needs ${requiredApprovals} approval(s) but only ${voters.length} other owner/admin/approver member(s) can vote.`, {
+      required_approvals: requiredApprovals,
+      eligible_approvers: voters.length,
+    });
+  }
+  return em.create(ApprovalRequest, {
+    organization,
+    environment: actor.environment,
+    ...subject,
+    requestedBy: actor.id,
+    requestedByKeyId: actor.apiKeyId ?? null,
+    requestedByName: actor.name,
+    comment: options.comment,
+    requiredApprovals,
+    expiresAt: new Date(Date.now() + options.expiryHours * 3_600_000),
+    createdAt: new Date(),
+  });
+}
+
+export type EntryApprovalOutcome = { status: 'usable'; entry: AddressBookEntry } | { status: 'pending'; request: ApprovalRequest };
+
+/**
+ * Asks to use an address-book entry before its cooling period ends, under the same quorum as a
+ * policy activation: an entry already usable is answered as it is; with no approvals required it
+ * becomes usable at once; otherwise an approval request opens, whose workflow makes the entry
+ * usable once approved. One pending request per entry (409 `approval_pending`).
+ */
+export async function requestEntryApproval(
+  em: EntityManager,
+  actor: PolicyActor,
+  entryId: string,
+  options: { comment?: string; expiryHours: number },
+): Promise<EntryApprovalOutcome> {
+  // Locked: concurrent requests for one entry open one approval request.
+  const entry = await findAddressBookEntry(em, actor, entryId, 'id', true);
+  if (isUsable(entry)) return { status: 'usable', entry };
+  const pending = await em.findOne(ApprovalRequest, { addressBookEntry: entry, status: 'pending' });
+  if (pending) throw errors.conflict('approval_pending', 'An approval request for this entry is already pending.', { approval_request_id: pending.id });
+  const organization = await em.findOneOrFail(Organization, { id: actor.organizationId });
+  const comment = options.comment ?? '';
+  if (organization.policyActivationRequiredApprovals === 0) {
+    makeEntryUsable(em, entry, actor, { comment, approvals_required: 0 });
+    await em.flush();
+    return { status: 'usable', entry };
+  }
+  const request = await openApprovalRequest(em, actor, organization, { addressBookEntry: entry }, { comment, expiryHours: options.expiryHours });
+  writeAudit(em, {
+    actor,
+    policyId: null,
+    action: 'address_book_entry_approval_requested',
+    metadata: { address_book_entry_id: entry.id, approval_request_id: request.id, required_approvals: request.requiredApprovals, expires_at: request.expiresAt.toISOString(), comment },
+  });
+  // The request is new and the only pending one (the entry lock), so its start is recorded once.
+  recordStart(
+    em,
+    addressBookEntryApprovalFlow,
+    {
+      approvalRequestId: request.id,
+      organizationId: actor.organizationId,
+      addressBookEntryId: entry.id,
+      requesterId: actor.id,
+      requiredApprovals: request.requiredApprovals,
+      expiresAt: request.expiresAt.toISOString(),
+    },
+    actor.organizationId,
+  );
+  await em.flush();
+  return { status: 'pending', request };
+}
+
+/** The entry counts from now on (an earlier usable_at stays), with the audit entry saying who allowed it. */
+export function makeEntryUsable(em: EntityManager, entry: AddressBookEntry, actor: PolicyActor, metadata: Record<string, unknown>): void {
+  const now = new Date();
+  if (entry.usableAt.getTime() > now.getTime()) entry.usableAt = now;
+  writeAudit(em, { actor, policyId: null, action: 'address_book_entry_approved', metadata: { address_book_entry_id: entry.id, usable_at: entry.usableAt.toISOString(), ...metadata } });
+}
+
+/** The workflow carrying a request's votes, by what it approves. */
+export const approvalWorkflowId = (request: ApprovalRequest): string =>
+  request.addressBookEntry ? entryApprovalWorkflowId(request.id) : activationWorkflowId(request.id);
+
 export async function findApprovalRequest(em: EntityManager, scope: PolicyScope, id: string): Promise<ApprovalRequest> {
   const request = await em.findOne(
     ApprovalRequest,
     { id, organization: scope.organizationId, environment: scope.environment },
-    { populate: ['votes', 'votes.member', 'policy'] },
+    { populate: ['votes', 'votes.member', 'policy', 'addressBookEntry'] },
   );
   if (!request) throw errors.notFound('approval_request', id);
   return request;
@@ -147,11 +227,11 @@ export async function castVote(
     throw errors.permission('not_an_approver', `A member with org_role ${member.orgRole} cannot vote; owners, admins and approvers can.`);
   }
   if (member.id === request.requestedBy || voter.apiKeyId === request.requestedByKeyId) {
-    throw errors.permission('requester_cannot_vote', 'The requester cannot vote on their own activation request.');
+    throw errors.permission('requester_cannot_vote', 'The requester cannot vote on their own approval request.');
   }
   await assertIndependentVoter(em, request, voter.apiKeyId, member);
   if (request.status !== 'pending') throw closed(request.status);
-  const workflowId = activationWorkflowId(request.id);
+  const workflowId = approvalWorkflowId(request);
   // Outside the caller's transaction: the start is marked fired whatever becomes of this vote.
   await starter.ensureStarted(em.fork(), workflowId);
   try {
@@ -206,14 +286,14 @@ async function assertIndependentVoter(em: EntityManager, request: ApprovalReques
 
   const keys = await keyLineage(em, votingKeyId);
   if (keys.some((link, index) => fromRequester(link, index === 0))) {
-    throw notIndependent('This key was created by the requester (or by a key the requester created): it cannot vote on their activation request.');
+    throw notIndependent('This key was created by the requester (or by a key the requester created): it cannot vote on their approval requests.');
   }
   const memberKeys = await keyLineage(em, voter.createdByKeyId);
   if ((requesterMemberId !== null && voter.createdByMemberId === requesterMemberId) || memberKeys.some((link) => fromRequester(link, false))) {
-    throw notIndependent('This member was added by the requester: they cannot vote on the requester\'s activation request.');
+    throw notIndependent('This member was added by the requester: they cannot vote on the requester\'s approval requests.');
   }
   if (voter.createdAt.getTime() > request.createdAt.getTime()) {
-    throw notIndependent('Members added after an activation was requested cannot vote on it.');
+    throw notIndependent('Members added after an approval was requested cannot vote on it.');
   }
 }
 
@@ -223,8 +303,9 @@ function closed(status: string): DomainError {
 
 /** Records one member's vote once (a retry or a repeat is a no-op); returns whether it was new. */
 export async function recordVote(em: EntityManager, input: { approvalRequestId: string; memberId: string; decision: ApprovalVote['decision']; comment: string }): Promise<boolean> {
-  const request = await em.findOneOrFail(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  if (await em.count(ApprovalVote, { approvalRequest: request, member: input.memberId })) return false;
+  // Gone with the address-book entry it concerned: nothing left to vote on.
+  const request = await em.findOne(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (!request || (await em.count(ApprovalVote, { approvalRequest: request, member: input.memberId }))) return false;
   em.create(ApprovalVote, {
     approvalRequest: request,
     member: em.getReference(Member, input.memberId),
@@ -235,9 +316,9 @@ export async function recordVote(em: EntityManager, input: { approvalRequestId: 
   const member = await em.findOneOrFail(Member, { id: input.memberId });
   writeAudit(em, {
     actor: { organizationId: request.organization.id, environment: request.environment, id: member.id, name: member.name, type: 'user' },
-    policyId: request.policy.id,
+    policyId: request.policy?.id ?? null,
     action: input.decision === 'approve' ? 'approval_granted' : 'approval_rejected',
-    metadata: { approval_request_id: request.id, comment: input.comment },
+    metadata: { approval_request_id: request.id, comment: input.comment, ...(request.addressBookEntry ? { address_book_entry_id: request.addressBookEntry.id } : {}) },
   });
   return true;
 }

@@ -1,4 +1,5 @@
-import { Collection, Entity, type Opt, Enum, Index, ManyToOne, OneToMany, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Check, Collection, Entity, type Opt, Enum, Index, ManyToOne, OneToMany, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { AddressBookEntry } from '../address-book/entities';
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import { Member, Organization } from '../organizations/entities';
 import { prefixedId } from '../shared/ids';
@@ -101,9 +102,15 @@ export class PolicyRule {
 export const APPROVAL_REQUEST_STATUSES = ['pending', 'approved', 'rejected', 'expired'] as const;
 export type ApprovalRequestStatus = (typeof APPROVAL_REQUEST_STATUSES)[number];
 
-/** An activation awaiting approvals; carried by workflow `policy-activation-<id>`. */
+/**
+ * A change awaiting approvals, of exactly one subject: a policy's activation (workflow
+ * `policy-activation-<id>`) or an address-book entry's early use (workflow
+ * `address-book-entry-approval-<id>`). Both follow the organization's activation quorum.
+ */
 @Entity({ tableName: 'policy_approval_requests' })
 @Index({ properties: ['policy', 'status'] })
+@Index({ properties: ['addressBookEntry', 'status'] })
+@Check({ name: 'policy_approval_requests_subject_check', expression: '(policy_id is null) <> (address_book_entry_id is null)' })
 export class ApprovalRequest {
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('apr');
@@ -115,8 +122,12 @@ export class ApprovalRequest {
   @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
   environment!: Environment;
 
-  @ManyToOne(() => Policy, { deleteRule: 'cascade' })
-  policy!: Policy;
+  @ManyToOne(() => Policy, { deleteRule: 'cascade', nullable: true })
+  policy?: Policy | null;
+
+  /** Deleting the entry removes its requests; their workflows find nothing left to decide. */
+  @ManyToOne(() => AddressBookEntry, { deleteRule: 'cascade', nullable: true })
+  addressBookEntry?: AddressBookEntry | null;
 
   /** The requesting member, or the API key id when the key acts for no member. */
   @Property({ type: 'text' })

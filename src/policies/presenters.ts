@@ -1,6 +1,6 @@
 import { iso, isoOrNull } from '../shared/time';
 import type { ApprovalRequest, Policy, PolicyAuditLog, PolicyRule } from './entities';
-import { activationWorkflowId } from './flows/activation';
+import { approvalWorkflowId } from './approvals';
 import type { PolicyTemplate } from './templates';
 
 export function presentRule(rule: PolicyRule, policy: Policy) {
@@ -92,12 +92,26 @@ export function presentAuditLog(entry: PolicyAuditLog) {
   };
 }
 
+/** The 202 answer of a change that now awaits approvals (a policy's activation, an address-book entry's early use); the caller adds its subject. */
+export function presentPendingApproval(request: ApprovalRequest, change: string, poll: string) {
+  const expiresAt = iso(request.expiresAt);
+  return {
+    status: 'pending_authorization' as const,
+    approval_request_id: request.id,
+    workflow_id: approvalWorkflowId(request),
+    required_approvals: request.requiredApprovals,
+    expires_at: expiresAt,
+    message: `${change} needs ${request.requiredApprovals} approval(s) before ${expiresAt}; ${poll}.`,
+  };
+}
+
 export function presentApprovalRequest(request: ApprovalRequest) {
   const votes = request.votes.getItems();
   return {
     id: request.id,
     object: 'approval_request' as const,
-    policy_id: request.policy.id,
+    policy_id: request.policy?.id ?? null,
+    address_book_entry_id: request.addressBookEntry?.id ?? null,
     status: request.status,
     requested_by: request.requestedBy,
     requested_by_name: request.requestedByName,
@@ -107,7 +121,7 @@ export function presentApprovalRequest(request: ApprovalRequest) {
     votes: votes.map((vote) => ({ user_id: vote.member.id, decision: vote.decision, comment: vote.comment, created_at: iso(vote.createdAt) })),
     expires_at: iso(request.expiresAt),
     decided_at: isoOrNull(request.decidedAt),
-    workflow_id: activationWorkflowId(request.id),
+    workflow_id: approvalWorkflowId(request),
     created_at: iso(request.createdAt),
   };
 }

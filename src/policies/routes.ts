@@ -1,13 +1,11 @@
-import { grants } from '../api-keys/scopes';
+import { requireScope } from '../api-keys/scopes';
 import type { RouteRegistry } from '../http/route';
-import { errors } from '../shared/errors';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema, z } from '../shared/schemas';
 import { castVote, findApprovalRequest, requestActivation } from './approvals';
 import { Policy, PolicyAuditLog } from './entities';
 import { simulateHistory } from './history';
-import { activationWorkflowId } from './flows/activation';
-import { presentApprovalRequest, presentAuditLog, presentPolicy, presentRule, presentTemplate } from './presenters';
+import { presentApprovalRequest, presentAuditLog, presentPendingApproval, presentPolicy, presentRule, presentTemplate } from './presenters';
 import { policySchemaDocument } from './schema';
 import {
   ActivateBody,
@@ -269,7 +267,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
       const policy = await findPolicy(em, auth, params.id);
       if ('history' in body) {
         // The report shows transactions (ids, amounts, addresses): what reading them takes too.
-        if (!grants(auth.scopes, 'custody:read')) throw errors.insufficientScope('custody:read');
+        requireScope(auth.scopes, 'custody:read');
         const { from, to, wallet_id, include_refused } = body.history;
         return { body: await simulateHistory(em, policy, { from: new Date(from), to: new Date(to), walletId: wallet_id, includeRefused: include_refused }, body.example_limit) };
       }
@@ -312,19 +310,9 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
         expiryHours: body.expiry_hours ?? deps.config.POLICY_ACTIVATION_EXPIRY_HOURS,
       });
       if (outcome.status === 'enforced') return { status: 200, body: presentPolicy(outcome.policy, true) };
-      const { request } = outcome;
-      const expiresAt = request.expiresAt.toISOString();
       return {
         status: 202,
-        body: {
-          status: 'pending_authorization' as const,
-          policy_id: request.policy.id,
-          approval_request_id: request.id,
-          workflow_id: activationWorkflowId(request.id),
-          required_approvals: request.requiredApprovals,
-          expires_at: expiresAt,
-          message: `Activation needs ${request.requiredApprovals} approval(s) before ${expiresAt}; poll the policy until status is enforced.`,
-        },
+        body: { policy_id: params.id, ...presentPendingApproval(outcome.request, 'Activation', 'poll the policy until status is enforced') },
       };
     },
   });
@@ -334,8 +322,10 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
       method: 'post',
       path: `/v1/approval-requests/:id/${decision}`,
       operationId: decision === 'approve' ? 'approveApprovalRequest' : 'rejectApprovalRequest',
-      summary: decision === 'approve' ? 'Approve an activation request' : 'Reject an activation request (ends it)',
-      description: 'The key must act for a member (user_id) with org_role owner, admin or approver, other than the requester.',
+      summary: decision === 'approve' ? 'Approve an approval request' : 'Reject an approval request (ends it)',
+      description:
+        "A policy activation's, or an address-book entry's (POST /v1/address-book/{id}/approval-requests). " +
+        'The key must act for a member (user_id) with org_role owner, admin or approver, other than the requester.',
       tag: TAG,
       scope: 'policies:approve',
       // The vote waits for the workflow's answer: in no transaction, so it holds no pooled connection meanwhile.

@@ -385,7 +385,8 @@ export const ApprovalRequestObject = z
   .object({
     id: z.string(),
     object: z.literal('approval_request'),
-    policy_id: z.string(),
+    policy_id: z.string().nullable().openapi({ description: 'The draft policy to activate; null on an address-book entry request' }),
+    address_book_entry_id: z.string().uuid().nullable().openapi({ description: 'The address-book entry to use before its cooling period ends; null on a policy activation' }),
     status: z.enum(APPROVAL_REQUEST_STATUSES),
     requested_by: z.string(),
     requested_by_name: z.string(),
@@ -395,7 +396,7 @@ export const ApprovalRequestObject = z
     votes: z.array(z.object({ user_id: z.string(), decision: z.enum(VOTE_DECISIONS), comment: z.string(), created_at: Timestamp })),
     expires_at: Timestamp,
     decided_at: Timestamp.nullable(),
-    workflow_id: z.string().openapi({ description: 'The activation workflow, for its history in the Temporal UI' }),
+    workflow_id: z.string().openapi({ description: 'The workflow collecting the votes (policy-activation-<id> or address-book-entry-approval-<id>), for its history in the Temporal UI' }),
     created_at: Timestamp,
   })
   .openapi('ApprovalRequest');

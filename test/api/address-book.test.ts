@@ -6,12 +6,16 @@ import { ConsolidationRule } from '../../src/consolidation/entities';
 import { Vault } from '../../src/custody/entities';
 import { moveWalletBalance } from '../../src/custody/service';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
-import { Organization } from '../../src/organizations/entities';
+import { createApiKey } from '../../src/api-keys/service';
+import { Organization, type OrgRole } from '../../src/organizations/entities';
+import { createMember } from '../../src/organizations/service';
+import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { terminateWorkflows } from '../support/scanning';
 import { bodyOf, typedApi, type Schema, type TypedApi } from '../support/typed-api';
+import { createTestWorker } from '../support/worker';
 
 /** Sepolia addresses as a user might type them (lower case); the API answers them EIP-55. */
 const KRAKEN = '0x52908400098527886e0f7030069857d2e4169ee7';
@@ -21,6 +25,7 @@ const COLD_EIP55 = '0x8617E340B3D01FA5F11F306F4090FD50E238070D';
 const STRANGER = '0x27b1fdb04752bbc536007a920d24acb045561c26';
 const TESTNET_BECH32 = 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx';
 const MAINNET_BECH32 = 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4';
+const HOUR = 3_600_000;
 
 /**
  * The address book through the real API and PostgreSQL; whitelist policies deciding real sends on the Ethereum devnet.
@@ -99,6 +104,7 @@ describe('Address book: named destinations, and whitelist policies that name the
       assert.equal(kraken.address, KRAKEN_EIP55);
       assert.equal(kraken.label, 'Kraken deposit');
       assert.ok(kraken.created_at && kraken.updated_at);
+      assert.equal(kraken.usable_at, kraken.created_at, 'sandbox: no cooling period by default');
       assert.deepEqual(bodyOf(await read(kraken.id), 200), kraken);
 
       const bitcoin = await create({ chain: 'bitcoin', address: TESTNET_BECH32.toUpperCase(), label: 'Cold BTC' });
@@ -127,6 +133,7 @@ describe('Address book: named destinations, and whitelist policies that name the
       assert.equal((await create({ chain: 'ethereum', address: KRAKEN, label: 'Theirs' }, other.secret)).address, KRAKEN_EIP55);
       const live = await create({ chain: 'ethereum', address: KRAKEN, label: 'Live Kraken' }, (await org.key(['custody:write'], 'live')).secret);
       assert.equal(live.network, 'mainnet');
+      assert.equal(Date.parse(live.usable_at) - Date.parse(live.created_at), 24 * HOUR, 'live: a new payee waits 24 h by default');
     });
 
     it('lists newest first in cursor pages, filtered by ?chain=, only the caller\'s environment', async () => {
@@ -305,6 +312,130 @@ describe('Address book: named destinations, and whitelist policies that name the
       const again = await send(COLD_EIP55);
       assert.equal(again.status, 201, again.text);
       startedWorkflows.push(again.body.workflow_id);
+    });
+
+    it("a new entry counts only after the organization's cooling period, or at once by an approval request when none is required", async () => {
+      // As `npm run cli -- org:configure --org <id> --address-book-cooling-hours 48 --environment sandbox` sets it.
+      await (await testOrm()).em.fork().nativeUpdate(Organization, { id: guarded.organizationId }, { addressBookCoolingHoursSandbox: 48 });
+      const waiting = await create({ chain: 'ethereum', address: STRANGER, label: 'New payee' }, guarded.secret);
+      assert.equal(Date.parse(waiting.usable_at) - Date.parse(waiting.created_at), 48 * HOUR);
+      // Still waiting: the not_in_address_book block of the enforced whitelist matches it, as a dry run and a send both show.
+      const dryRun = await call('POST', '/v1/policies/evaluate', { chain: 'ethereum', to_address: STRANGER, amount: '0.001' }, guarded.secret);
+      assert.deepEqual([dryRun.body.allowed, dryRun.body.reason], [false, 'Destination is not in the address book'], dryRun.text);
+      assertRefused(await send(STRANGER), 403, 'policy_blocked');
+      const custodyReader = (await guarded.key(['custody:read'])).secret;
+      const approvalPath = `/v1/address-book/${waiting.id}/approval-requests`;
+      assertRefused(await call('POST', approvalPath, {}, custodyReader), 403, 'insufficient_scope');
+      assertRefused(await call('POST', approvalPath, { expiry_hours: 0 }, guarded.secret), 400, 'validation_failed', 'expiry_hours');
+
+      // The organization requires no approvals: asking makes the entry usable at once.
+      const before = Date.now();
+      const approved = await call('POST', approvalPath, { comment: 'Known exchange' }, guarded.secret);
+      assert.equal(approved.status, 200, approved.text);
+      assert.equal(approved.body.id, waiting.id);
+      assert.ok(Date.parse(approved.body.usable_at) >= before - 1000 && Date.parse(approved.body.usable_at) <= Date.now(), approved.text);
+      const allowed = await send(STRANGER);
+      assert.equal(allowed.status, 201, allowed.text);
+      startedWorkflows.push(allowed.body.workflow_id);
+      // Asking again for a usable entry answers it unchanged.
+      const again = await call('POST', approvalPath, {}, guarded.secret);
+      assert.deepEqual([again.status, again.body.usable_at], [200, approved.body.usable_at]);
+    });
+  });
+
+  describe('new payees wait in live: cooling period and early approval under the activation quorum', () => {
+    let liveApp: TestApp;
+    let worker: Worker | undefined;
+    let running: Promise<void> | undefined;
+
+    before(async () => {
+      const created = await createTestWorker(await localTemporal());
+      worker = created.worker;
+      running = worker.run();
+      liveApp = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: created.taskQueue } });
+    });
+    after(async () => {
+      await liveApp?.close();
+      worker?.shutdown();
+      await running;
+    });
+
+    /** A member added by the operator (as `npm run cli -- member:create` does) and a live key acting for them. */
+    async function memberKey(o: TestOrganization, name: string, orgRole: OrgRole, scopes: string[]): Promise<{ secret: string; memberId: string }> {
+      const em = (await testOrm()).em.fork();
+      const organization = em.getReference(Organization, o.organizationId);
+      const member = await createMember(em, organization, { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: orgRole });
+      const { secret } = createApiKey(em, { organization, name: `${name} key`, scopes, environment: 'live', member });
+      await em.flush();
+      return { secret, memberId: member.id };
+    }
+
+    it('a live whitelist (in_address_book allow, catch-all block) refuses a new entry for 24 h, and allows it once approved by another member', async () => {
+      const o = await createTestOrganization('New payees, live');
+      const liveCall = (method: string, path: string, body: unknown, key: string) => liveApp.request(method, path, { key, body });
+      const root = (await o.key(['*'], 'live')).secret;
+      await setRequiredApprovals(o.organizationId, 0);
+      const policy = await liveCall(
+        'POST',
+        '/v1/policies',
+        {
+          name: 'Address book only',
+          category: 'whitelist',
+          rules: [
+            { name: 'Listed destinations', action_type: 'allow', conditions: [{ field: 'to_address', operator: 'in_address_book' }] },
+            { name: 'Everything else', action_type: 'block', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] },
+          ],
+        },
+        root,
+      );
+      assert.equal(policy.status, 201, policy.text);
+      assert.equal((await liveCall('POST', `/v1/policies/${policy.body.id}/activate`, {}, root)).status, 200);
+      await setRequiredApprovals(o.organizationId, 1);
+      const requester = await memberKey(o, 'Requester', 'admin', ['custody:write', 'policies:approve']);
+      const approver = await memberKey(o, 'Ada', 'approver', ['policies:approve']);
+
+      const created = await liveCall('POST', '/v1/address-book', { chain: 'ethereum', address: COLD, label: 'Cold storage' }, requester.secret);
+      assert.equal(created.status, 201, created.text);
+      const entry = created.body;
+      assert.equal(Date.parse(entry.usable_at) - Date.parse(entry.created_at), 24 * HOUR);
+      const decide = async () => (await liveCall('POST', '/v1/policies/evaluate', { chain: 'ethereum', to_address: COLD, amount: '1' }, root)).body;
+      const waiting = await decide();
+      assert.deepEqual([waiting.allowed, waiting.rule_id], [false, policy.body.rules[1].id], 'the catch-all block decides: the entry does not count yet');
+
+      const approvalPath = `/v1/address-book/${entry.id}/approval-requests`;
+      const pending = await liveCall('POST', approvalPath, { comment: 'Our cold wallet' }, requester.secret);
+      assert.equal(pending.status, 202, pending.text);
+      assert.equal(pending.body.status, 'pending_authorization');
+      assert.equal(pending.body.address_book_entry_id, entry.id);
+      assert.equal(pending.body.required_approvals, 1);
+      assert.equal(pending.body.usable_at, entry.usable_at);
+      const requestId = pending.body.approval_request_id;
+      assert.equal(pending.body.workflow_id, `address-book-entry-approval-${requestId}`);
+      const twice = await liveCall('POST', approvalPath, {}, requester.secret);
+      assert.deepEqual([twice.status, twice.body.error.code, twice.body.error.details.approval_request_id], [409, 'approval_pending', requestId]);
+      // The organization's sandbox key cannot reach the live request.
+      assertRefused(await liveCall('POST', `/v1/approval-requests/${requestId}/approve`, {}, o.secret), 404, 'resource_missing');
+
+      assertRefused(await liveCall('POST', `/v1/approval-requests/${requestId}/approve`, {}, requester.secret), 403, 'requester_cannot_vote');
+      assert.equal((await decide()).allowed, false, 'a refused vote changes nothing');
+
+      const voted = await liveCall('POST', `/v1/approval-requests/${requestId}/approve`, { comment: 'Checked' }, approver.secret);
+      assert.equal(voted.status, 200, voted.text);
+      assert.deepEqual(
+        [voted.body.status, voted.body.approvals, voted.body.policy_id, voted.body.address_book_entry_id, voted.body.workflow_id],
+        ['approved', 1, null, entry.id, pending.body.workflow_id],
+      );
+      const usable = (await liveCall('GET', `/v1/address-book/${entry.id}`, undefined, root)).body;
+      assert.ok(Date.parse(usable.usable_at) < Date.parse(entry.usable_at) && Date.parse(usable.usable_at) <= Date.now(), JSON.stringify(usable));
+      const allowed = await decide();
+      assert.deepEqual([allowed.allowed, allowed.rule_id], [true, policy.body.rules[0].id]);
+      assertRefused(await liveCall('POST', `/v1/approval-requests/${requestId}/reject`, {}, approver.secret), 409, 'approval_request_closed');
+
+      // The organization's configured live period applies to the entries made after it.
+      await (await testOrm()).em.fork().nativeUpdate(Organization, { id: o.organizationId }, { addressBookCoolingHoursLive: 2 });
+      const later = await liveCall('POST', '/v1/address-book', { chain: 'ethereum', address: KRAKEN, label: 'Kraken' }, requester.secret);
+      assert.equal(Date.parse(later.body.usable_at) - Date.parse(later.body.created_at), 2 * HOUR);
+      assert.equal((await liveCall('GET', `/v1/address-book/${entry.id}`, undefined, root)).body.usable_at, usable.usable_at);
     });
   });
 });

@@ -8,6 +8,7 @@ import { DEVNET_TOKENS } from '../../src/chains/devnet/params';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../../src/consolidation/entities';
 import { consolidationRunFlow } from '../../src/consolidation/flows/run';
 import { triggerThresholdRules } from '../../src/consolidation/rules';
+import { triggerRun } from '../../src/consolidation/runs';
 import { Address } from '../../src/custody/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { IncomingTransfer } from '../../src/monitoring/entities';
@@ -95,7 +96,7 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     return { id: created.body.id as string, address: created.body.primary_address.address as string, addressId: created.body.primary_address.id as string };
   }
   /** Address book entries are written with the ORM: their routes come with another change. */
-  async function addressBookEntry(owner: TestOrganization, chain: 'ethereum' | 'tron', address: string) {
+  async function addressBookEntry(owner: TestOrganization, chain: 'ethereum' | 'tron', address: string, usableAt = new Date()) {
     const em = app.deps.orm.em.fork();
     const entry = em.create(AddressBookEntry, {
       organization: em.getReference(Organization, owner.organizationId),
@@ -104,6 +105,8 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
       network: chain === 'ethereum' ? 'sepolia' : 'nile',
       address,
       label: `${chain} cold wallet`,
+      // A sandbox entry's cooling period is 0 by default: usable at once.
+      usableAt,
     });
     await em.flush();
     return entry.id;
@@ -354,6 +357,22 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     expectError(await call('POST', `/v1/consolidation/rules/${manualRule.id}/runs`, undefined, reader), 403, 'insufficient_scope');
     const writer = (await org.key(['custody:read'])).secret;
     expectError(await call('GET', '/v1/consolidation/rules', undefined, writer), 403, 'insufficient_scope');
+
+    // A rule moves a vault's funds: creating one, or changing where it sends them, needs transactions:write as well.
+    const consolidationOnly = (await org.key(['consolidation:write'])).secret;
+    const needsTransactions = (response: TestResponse) => {
+      expectError(response, 403, 'insufficient_scope');
+      assert.equal(response.body.error.details.required_scope, 'transactions:write');
+    };
+    needsTransactions(await call('POST', '/v1/consolidation/rules', base, consolidationOnly));
+    needsTransactions(await call('PATCH', `/v1/consolidation/rules/${manualRule.id}`, { destination_type: 'address_book', destination_address_book_id: ethBook }, consolidationOnly));
+    needsTransactions(await call('PATCH', `/v1/consolidation/rules/${manualRule.id}`, { destination_vault_id: destination }, consolidationOnly));
+    const enabled = await call('PATCH', `/v1/consolidation/rules/${manualRule.id}`, { enabled: true }, consolidationOnly);
+    assert.equal(enabled.status, 200, enabled.text);
+    const mover = (await org.key(['consolidation:write', 'transactions:write'])).secret;
+    const created = await call('POST', '/v1/consolidation/rules', base, mover);
+    assert.equal(created.status, 201, created.text);
+    assert.equal((await call('DELETE', `/v1/consolidation/rules/${created.body.id}`)).status, 200);
   });
 
   let manualRun: any;
@@ -556,5 +575,29 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     assert.equal((await call('GET', `/v1/consolidation/rules/${manualRule.id}`)).body.in_flight_sweeps, 1);
     expectError(await call('GET', `/v1/consolidation/sweeps/${confirmed.id}`, undefined, other.secret), 404, 'resource_missing');
     expectError(await call('GET', `/v1/consolidation/runs/${manualRun.id}/sweeps`, undefined, other.secret), 404, 'resource_missing');
+  });
+
+  it('does not sweep to an address book entry before its usable_at: a manual run is refused, a triggered run fails with destination_not_usable', async () => {
+    const usableAt = new Date(Date.now() + 24 * 3_600_000);
+    const waiting = await addressBookEntry(org, 'ethereum', '0x3333333333333333333333333333333333333333', usableAt);
+    // A rule may name an entry in its cooling period: it sweeps to it once the entry is usable.
+    const created = await call('POST', '/v1/consolidation/rules', { vault_id: source, chain: 'ethereum', destination_type: 'address_book', destination_address_book_id: waiting, trigger_type: 'manual', gas_source: 'wallet' });
+    assert.equal(created.status, 201, created.text);
+    const rule = created.body;
+    const refused = await call('POST', `/v1/consolidation/rules/${rule.id}/runs`);
+    expectError(refused, 409, 'destination_not_usable');
+    assert.deepEqual(refused.body.error.details, { address_book_entry_id: waiting, usable_at: usableAt.toISOString() });
+    assert.equal((await call('GET', `/v1/consolidation/runs?rule_id=${rule.id}`)).body.data.length, 0, 'nothing started');
+
+    // A trigger that does not pass through the API (a Schedule's) starts a run, which fails before planning any sweep.
+    const triggered = await app.deps.starter.transaction(app.deps.orm.em.fork(), (tx) => triggerRun(tx, rule.id, { source: 'scheduled' }));
+    assert.ok(triggered?.started);
+    runWorkflows.push(consolidationRunFlow.workflowId({ runId: triggered.run.id }));
+    const failed = await eventually(async () => {
+      const run = (await call('GET', `/v1/consolidation/runs/${triggered.run.id}`)).body;
+      return run.status === 'failed' ? run : undefined;
+    }, 'the run failed');
+    assert.equal(failed.failure_reason, 'destination_not_usable');
+    assert.deepEqual((await call('GET', `/v1/consolidation/runs/${triggered.run.id}/sweeps`)).body.data, [], 'no sweep planned');
   });
 });

@@ -198,6 +198,18 @@ describe('Gas stations: the resource and manual refills', () => {
     const refused = await call('PATCH', `/v1/gas-stations/${ethereum.id}`, { name: 'reader' }, reader);
     assert.equal(refused.status, 403);
     assert.equal(refused.body.error.code, 'insufficient_scope');
+
+    // A refill source moves funds out of its wallet: naming one needs transactions:write as well as gas_stations:write.
+    const stationWriter = (await org.key(['gas_stations:write'])).secret;
+    const needsTransactions = async (response: { status: number; body: any; text: string }) =>
+      assert.deepEqual([response.status, response.body.error?.code, response.body.error?.details?.required_scope], [403, 'insufficient_scope', 'transactions:write'], response.text);
+    await needsTransactions(await call('POST', '/v1/gas-stations', { name: 'SOL gas 2', chain: 'solana', threshold: '1', refill_from_wallet_id: funding.id }, stationWriter));
+    await needsTransactions(await call('PATCH', `/v1/gas-stations/${ethereum.id}`, { refill_from_wallet_id: funding.id }, stationWriter));
+    const cleared = await call('PATCH', `/v1/gas-stations/${ethereum.id}`, { refill_from_wallet_id: null }, stationWriter);
+    assert.deepEqual([cleared.status, cleared.body.refill_from_wallet_id], [200, null], 'clearing the source moves nothing: no extra scope');
+    const mover = (await org.key(['gas_stations:write', 'transactions:write'])).secret;
+    const restored = await call('PATCH', `/v1/gas-stations/${ethereum.id}`, { refill_from_wallet_id: funding.id }, mover);
+    assert.deepEqual([restored.status, restored.body.refill_from_wallet_id], [200, funding.id], restored.text);
   });
 
   it('shows the ledger balance, saying so, when no node serves the chain (live without a configured node)', async () => {

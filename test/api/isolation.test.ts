@@ -279,6 +279,12 @@ const MATRIX: Record<string, Row> = {
   'DELETE /v1/webhooks/:id': { kind: 'resource', path: webhook(), probe: webhook() },
   'DELETE /v1/consolidation/rules/:id': { kind: 'resource', path: consolidationRule(), probe: consolidationRule() },
   'DELETE /v1/subscriptions/:id': { kind: 'resource', path: subscription(), probe: subscription() },
+  'POST /v1/address-book/:id/approval-requests': {
+    kind: 'resource',
+    path: (f) => `/v1/address-book/${f.addressBookEntry}/approval-requests`,
+    body: () => ({ comment: 'intruder' }),
+    probe: (f) => `/v1/address-book/${f.addressBookEntry}`,
+  },
   'DELETE /v1/address-book/:id': { kind: 'resource', path: (f) => `/v1/address-book/${f.addressBookEntry}`, probe: (f) => `/v1/address-book/${f.addressBookEntry}` },
   'DELETE /api/cards/:cardId': { kind: 'resource', path: card(), body: () => ({ reason: 'intruder' }), probe: cardProbe },
   'POST /api/cards/:cardId/terminate': { kind: 'resource', path: card('/terminate'), body: () => ({ reason: 'intruder' }), probe: cardProbe },
