@@ -191,7 +191,7 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
     const stationBefore = await ethBalance(station.address);
 
     const amount = parseUnits('4', 6);
-    const signed = await signClientTransfer(provider, 'ethereum', client, recipient, 'USDC_ETH', amount, 0n);
+    const signed = await signClientTransfer(provider, 'ethereum', client, recipient, 'USDC_ETH', amount);
     const claim = { from_address: client.address, to_address: recipient, asset: 'USDC', amount: '4', network: 'sepolia', signed_tx: signed.raw, tx_hash: signed.txid };
 
     const mismatched = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim, amount: '5' });
