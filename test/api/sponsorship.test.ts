@@ -260,6 +260,12 @@ describe('Gas stations: fee sponsorship', () => {
           assert.equal(refused.status, 400, `${param}: ${refused.text}`);
           assert.equal(refused.body.error.param, param, refused.text);
         }
+        // A fee cap far above the transfer's need (Ethereum: 5,000,000 gas; Tron: a 1,000 TRX fee_limit) is refused, never funded.
+        const oversized = await signClientTransfer(await provider(chain), chain, client, recipient, token.id, 4n * 10n ** BigInt(token.decimals), chain === 'tron' ? { feeLimit: 1_000_000_000n } : { gasLimit: 5_000_000n });
+        const aboveNeed = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim, signed_tx: oversized.raw, tx_hash: undefined });
+        assert.equal(aboveNeed.status, 400, aboveNeed.text);
+        assert.deepEqual([aboveNeed.body.error.code, aboveNeed.body.error.param], ['sponsored_fee_above_need', 'signed_tx']);
+        if (chain === 'tron') assert.equal(aboveNeed.body.error.details.fee_limit, '1000000000');
         assert.equal((await (await provider(chain)).transactionStatus(signed.txid)).state, 'unknown', 'nothing was broadcast');
         assert.equal(await chainBalance(chain, client.address, native), 0n, 'nothing was funded');
 

@@ -25,11 +25,12 @@ export function clientKey(chain: ClientChain): ClientKey {
   return { address: secp256k1Address({ chain, testnet: true, format }, publicKey), publicKey, privateKey };
 }
 
-/** What an Ethereum client may sign otherwise than a careful one: a nonce, a gas limit or a max fee per gas of its own. */
+/** What a client may sign otherwise than a careful one: on Ethereum a nonce, a gas limit or a max fee per gas of its own; on Tron a fee_limit. */
 export interface ClientSigning {
   nonce?: bigint;
   gasLimit?: bigint;
   maxFeePerGas?: bigint;
+  feeLimit?: bigint;
 }
 
 /**
@@ -43,7 +44,7 @@ export async function signClientTransfer(node: ChainProvider, chain: ClientChain
   const token = asset.type === 'native' ? undefined : node.tokenAddress(assetId);
   const base = { chain, testnet: true, from: client.address, to, assetId, amount, reference: randomUUID(), ...(token ? { tokenAddress: token } : {}) };
   if (chain === 'tron') {
-    const fee = quoteFee(await node.feeMarket(), asset, 'medium', null).fee;
+    const fee = signing.feeLimit ?? quoteFee(await node.feeMarket(), asset, 'medium', null).fee;
     const transfer: TransferToSign = { ...base, fee: { model: 'flat', fee }, recentBlock: await node.recentBlock!() };
     return { ...signTransfer(transfer, [client]), maxFee: fee };
   }
