@@ -87,8 +87,10 @@ const providerConfigured = (config: Config) => config.HEDGE_PAYMASTER_ORGANIZATI
 /**
  * Whether `model` can pay `fee` on `chain` now, and if not why: the chain is sponsored at all, the
  * station exists, the price is under its max_gas_price, its ledger holds the fuel plus its own fee
- * for sending it, the fuel fits the station's daily budget, and for provider sponsorship the USD
- * value fits the organization's daily budget.
+ * for sending it, the fuel fits the station's daily budget (max_gas_price and budget the station's
+ * own or the deployment's defaults: stationLimits), and for provider sponsorship the USD value fits
+ * the organization's daily budget. Under sponsorFee's locks, the sums read the charges of every
+ * sponsorship committed before, so two cannot both spend the last of a budget.
  */
 export async function assessFunding(
   em: EntityManager,
