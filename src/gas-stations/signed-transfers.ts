@@ -164,7 +164,7 @@ export async function requireGasCovered(checked: CheckedSignedTransfer, provider
 }
 
 /** `value` raised by `marginPercent` percent, rounded down: the most a sponsored fee may exceed its need by. */
-export const withMargin = (value: bigint, marginPercent: number): bigint => (value * BigInt(100 + marginPercent)) / 100n;
+const withMargin = (value: bigint, marginPercent: number): bigint => (value * BigInt(100 + marginPercent)) / 100n;
 
 /**
  * Refuses (400 `sponsored_fee_above_need` on signed_tx, the figures in details) a transaction whose fee
