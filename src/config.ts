@@ -13,6 +13,9 @@ const priceTable = z
   .string()
   .regex(/^([A-Z0-9_]+=(0|[1-9]\d*)(\.\d+)?)(,[A-Z0-9_]+=(0|[1-9]\d*)(\.\d+)?)*$/, 'must be ASSET_ID=<decimal>[,ASSET_ID=<decimal>...]')
   .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=') as [string, string])));
+/** A non-negative decimal with at most `decimals` places: an amount in a coin's display units or a fee unit. */
+const decimalSetting = (decimals: number) =>
+  z.string().regex(new RegExp(`^(0|[1-9]\\d{0,29})${decimals > 0 ? `(\\.\\d{1,${decimals}})?` : ''}$`), `must be a decimal with at most ${decimals} decimal places`);
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** Every environment variable the service reads; `.env.example` mirrors this list. */
@@ -114,13 +117,31 @@ export const ConfigSchema = z.object({
   /**
    * The platform's own fee sponsorship (funding model provider_sponsorship, `hedge_paymaster`): the
    * organization whose gas stations pay it, and what each organization may have sponsored per UTC day,
-   * in USD. Unset: provider sponsorship is not configured (docs/gas-stations.md).
+   * in USD. Organization unset: provider sponsorship is not configured (docs/gas-stations.md).
    */
   HEDGE_PAYMASTER_ORGANIZATION_ID: z.uuid().optional(),
   HEDGE_PAYMASTER_DAILY_BUDGET_USD: z
     .string()
     .regex(/^\d{1,12}(\.\d{1,8})?$/, 'HEDGE_PAYMASTER_DAILY_BUDGET_USD must be a decimal amount of USD')
-    .optional(),
+    .default('25'),
+  /**
+   * How far above its need a sponsored fee may be, in percent: a client-signed transaction's gas limit
+   * over the node's estimate, and its fee price over the fee market's high level (docs/gas-stations.md).
+   */
+  SPONSORSHIP_FEE_MARGIN_PERCENT: z.coerce.number().int().min(0).max(100).default(20),
+  /**
+   * What a gas station that names none may spend on sponsorship per UTC day, in the chain's native
+   * coin (display units), and the most it pays per fee, in the chain's fee unit (gwei per gas, sat/vB,
+   * the whole fee in sun or lamports). No station sponsors without limits (docs/gas-stations.md).
+   */
+  GAS_STATION_DEFAULT_DAILY_BUDGET_BITCOIN: decimalSetting(8).default('0.01'),
+  GAS_STATION_DEFAULT_DAILY_BUDGET_ETHEREUM: decimalSetting(18).default('0.5'),
+  GAS_STATION_DEFAULT_DAILY_BUDGET_TRON: decimalSetting(6).default('1000'),
+  GAS_STATION_DEFAULT_DAILY_BUDGET_SOLANA: decimalSetting(9).default('1'),
+  GAS_STATION_DEFAULT_MAX_GAS_PRICE_BITCOIN: decimalSetting(3).default('500'),
+  GAS_STATION_DEFAULT_MAX_GAS_PRICE_ETHEREUM: decimalSetting(9).default('200'),
+  GAS_STATION_DEFAULT_MAX_GAS_PRICE_TRON: decimalSetting(0).default('50000000'),
+  GAS_STATION_DEFAULT_MAX_GAS_PRICE_SOLANA: decimalSetting(0).default('1000000'),
   /** How long a payout quote holds; its expiry is the trip's deadline for funds (docs/payouts.md). */
   PAYOUT_QUOTE_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(900),
   /** The sandbox rate provider's mid rates: units of each payout currency per USD, exact decimals (docs/payouts.md). */

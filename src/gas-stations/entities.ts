@@ -72,12 +72,13 @@ export class GasStation {
 
   /**
    * The most native coin (base units) the station may spend on sponsorship in one UTC day: the fees it
-   * funds plus its own fees for funding them. Null: no daily limit (the balance is the only one).
+   * funds plus its own fees for funding them. Null: the deployment's default for the chain, as configured
+   * now (src/gas-stations/limits.ts), so stations made before the defaults existed need no migration.
    */
   @Property({ type: 'decimal', columnType: 'numeric(78,0)', nullable: true })
   dailySponsorshipBudget?: string | null;
 
-  /** Ceiling on the fee rate the station pays, in the chain's fee unit (gwei, sat/vB, sun, lamports) as a decimal string. */
+  /** Ceiling on the fee rate the station pays, in the chain's fee unit (gwei, sat/vB, sun, lamports) as a decimal string; null: the deployment's default. */
   @Property({ type: 'text', nullable: true })
   maxGasPrice?: string | null;
 

@@ -37,7 +37,7 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     response: { status: 201, description: 'The gas station', schema: GasStationObject },
     handler: async ({ auth, em, body, deps }) => {
       if (body.refill_from_wallet_id !== undefined) requireScope(auth.scopes, 'transactions:write');
-      return { status: 201, body: await readGasStation(em, deps.chains, await createGasStation(em, deps.keys, auth, body)) };
+      return { status: 201, body: await readGasStation(em, deps.config, deps.chains, await createGasStation(em, deps.keys, auth, body)) };
     },
   });
 
@@ -55,7 +55,7 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
       const page = await paginate(em, GasStation, { organization: auth.organizationId, environment: auth.environment }, query);
       const reads = new Map<string, Awaited<ReturnType<typeof stationBalance>>>();
       for (const station of page.items) reads.set(station.id, await stationBalance(em, deps.chains, station));
-      return { body: listBody(page, (station) => presentGasStation(station, reads.get(station.id)!)) };
+      return { body: listBody(page, (station) => presentGasStation(deps.config, station, reads.get(station.id)!)) };
     },
   });
 
@@ -68,16 +68,17 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     scope: 'gas_stations:read',
     params: GasStationParams,
     response: { status: 200, description: 'The gas station', schema: GasStationObject },
-    handler: async ({ auth, em, params, deps }) => ({ body: await readGasStation(em, deps.chains, await findGasStation(em, auth, params.id)) }),
+    handler: async ({ auth, em, params, deps }) => ({ body: await readGasStation(em, deps.config, deps.chains, await findGasStation(em, auth, params.id)) }),
   });
 
   routes.add({
     method: 'patch',
     path: '/v1/gas-stations/:id',
     operationId: 'updateGasStation',
-    summary: 'Update a gas station; omitted fields are unchanged, null clears an optional one',
+    summary: 'Update a gas station; omitted fields are unchanged, null clears refill_amount or refill_from_wallet_id',
     description:
-      'name, threshold, auto_refill_enabled, gas_strategy, max_gas_price, refill_amount, refill_from_wallet_id. With auto-refill on, a station below threshold is refilled. ' +
+      'name, threshold, auto_refill_enabled, gas_strategy, max_gas_price, daily_sponsorship_budget, refill_amount, refill_from_wallet_id. ' +
+      'max_gas_price and daily_sponsorship_budget take a number, never null: no station sponsors without limits. With auto-refill on, a station below threshold is refilled. ' +
       'Setting refill_from_wallet_id to a wallet needs `transactions:write` as well; clearing it (null) does not.',
     tag: TAG,
     scope: 'gas_stations:write',
@@ -86,7 +87,7 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The updated gas station', schema: GasStationObject },
     handler: async ({ auth, em, params, body, deps }) => {
       if (body.refill_from_wallet_id != null) requireScope(auth.scopes, 'transactions:write');
-      return { body: await readGasStation(em, deps.chains, await updateGasStation(em, auth, await findGasStation(em, auth, params.id), body)) };
+      return { body: await readGasStation(em, deps.config, deps.chains, await updateGasStation(em, auth, await findGasStation(em, auth, params.id), body)) };
     },
   });
 
@@ -116,7 +117,8 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     summary: "Broadcast a client-signed transaction with its fee paid by a gas station",
     description:
       'Decodes signed_tx and checks it is signed by from_address and pays to_address exactly amount of asset on network (a mismatch is 400 naming the field; nothing is sent). ' +
-      "The organization's gas station on the chain (else the platform's sponsorship when configured) sends from_address the transaction's whole fee limit, " +
+      "The organization's gas station on the chain (else the platform's sponsorship when configured) sends from_address the transaction's fee limit, " +
+      "which must carry the sender's next nonce and be within its need (gas by the node's estimate at the fee market's high level) plus SPONSORSHIP_FEE_MARGIN_PERCENT; " +
       'then workflow `sponsorship-<id>` broadcasts the signed bytes once that fuel is confirmed and follows them to the confirmation count. Answers 202 with status funding; ' +
       'the same signed transaction again answers the same sponsorship. Ethereum and Tron. See docs/gas-stations.md.',
     tag: TAG,

@@ -8,11 +8,15 @@ import { FUNDING_MODELS, GAS_STATION_STATUSES, GAS_STRATEGIES, SPONSORSHIP_STATU
 const Name = z.string().trim().min(1).max(255);
 const Strategy = z.enum(GAS_STRATEGIES).openapi({ description: 'Fee level the station pays at: economy (low), standard (medium, default), fast (high)' });
 const MaxGasPrice = DisplayAmount.openapi({
-  description: "Ceiling on the fee rate the station pays, in the chain's fee_unit of GET /v1/chains/:chain/fees (gwei, sat/vB, sun, lamports)",
+  description:
+    "Ceiling on the fee rate the station pays, in the chain's fee_unit of GET /v1/chains/:chain/fees (gwei per gas, sat/vB, the whole fee in sun or lamports). " +
+    "Omitted: the deployment's default for the chain (GAS_STATION_DEFAULT_MAX_GAS_PRICE_<CHAIN>); never null",
 });
 const WalletId = z.string().uuid();
 const DailyBudget = DisplayAmount.openapi({
-  description: 'The most native coin (display units) the station may spend on sponsorship per UTC day: the fees it pays plus its own fees for sending them. Omitted or null: no daily limit',
+  description:
+    'The most native coin (display units) the station may spend on sponsorship per UTC day: the fees it pays plus its own fees for sending them. ' +
+    "Omitted: the deployment's default for the chain (GAS_STATION_DEFAULT_DAILY_BUDGET_<CHAIN>); never null",
 });
 
 export const GasStationParams = z.object({ id: z.string().min(1).max(64) });
@@ -40,8 +44,8 @@ export const UpdateGasStationBody = z
     threshold: DisplayAmount.optional(),
     auto_refill_enabled: z.boolean().optional(),
     gas_strategy: Strategy.optional(),
-    max_gas_price: MaxGasPrice.nullable().optional(),
-    daily_sponsorship_budget: DailyBudget.nullable().optional(),
+    max_gas_price: MaxGasPrice.optional(),
+    daily_sponsorship_budget: DailyBudget.optional(),
     refill_amount: DisplayAmount.nullable().optional(),
     refill_from_wallet_id: WalletId.nullable().optional(),
   })
@@ -71,9 +75,9 @@ export const GasStationObject = z
     balance_source: z.enum(['chain', 'ledger']).openapi({ description: "chain: read from the node now; ledger: the wallet's ledger, when no node answered" }),
     auto_refill_enabled: z.boolean(),
     gas_strategy: z.enum(GAS_STRATEGIES),
-    max_gas_price: z.string().nullable(),
-    daily_sponsorship_budget: z.string().nullable(),
-    daily_sponsorship_budget_raw: BaseUnitAmount.nullable(),
+    max_gas_price: z.string().openapi({ description: "What applies: the station's own, else the deployment's default for the chain" }),
+    daily_sponsorship_budget: z.string().openapi({ description: "What applies, display units: the station's own, else the deployment's default for the chain" }),
+    daily_sponsorship_budget_raw: BaseUnitAmount,
     threshold: z.string(),
     threshold_raw: BaseUnitAmount,
     refill_amount: z.string().nullable(),

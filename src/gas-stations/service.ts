@@ -18,6 +18,7 @@ import { WorkflowStart } from '../temporal/entities';
 import { OutgoingTransaction, type TransactionStatus } from '../transactions/entities';
 import { createTransaction } from '../transactions/service';
 import { GasStation, STRATEGY_FEE_LEVEL, type GasStrategy } from './entities';
+import { stationLimits } from './limits';
 import { refillFlow, type RefillInput } from './flows/refill';
 
 
@@ -41,8 +42,8 @@ export interface UpdateGasStationInput {
   threshold?: string | undefined;
   auto_refill_enabled?: boolean | undefined;
   gas_strategy?: GasStrategy | undefined;
-  max_gas_price?: string | null | undefined;
-  daily_sponsorship_budget?: string | null | undefined;
+  max_gas_price?: string | undefined;
+  daily_sponsorship_budget?: string | undefined;
   refill_amount?: string | null | undefined;
   refill_from_wallet_id?: string | null | undefined;
 }
@@ -121,7 +122,11 @@ export async function createGasStation(em: EntityManager, keys: KeyService, tena
   return station;
 }
 
-/** Changes the mutable fields (null clears an optional one); with auto-refill on, the refill workflow is armed again. */
+/**
+ * Changes the mutable fields (null clears refill_amount or refill_from_wallet_id; max_gas_price and
+ * daily_sponsorship_budget take a number only: there is no unlimited station); with auto-refill on, the
+ * refill workflow is armed again.
+ */
 export async function updateGasStation(em: EntityManager, tenant: Tenant, station: GasStation, input: UpdateGasStationInput): Promise<GasStation> {
   const native = nativeOf(station.chain);
   if (input.name !== undefined) station.name = input.name;
@@ -129,10 +134,7 @@ export async function updateGasStation(em: EntityManager, tenant: Tenant, statio
   if (input.auto_refill_enabled !== undefined) station.autoRefillEnabled = input.auto_refill_enabled;
   if (input.gas_strategy !== undefined) station.gasStrategy = input.gas_strategy;
   if (input.max_gas_price !== undefined) station.maxGasPrice = input.max_gas_price;
-  if (input.daily_sponsorship_budget !== undefined) {
-    station.dailySponsorshipBudget =
-      input.daily_sponsorship_budget === null ? null : assetAmount(input.daily_sponsorship_budget, native, 'daily_sponsorship_budget', false).toString();
-  }
+  if (input.daily_sponsorship_budget !== undefined) station.dailySponsorshipBudget = assetAmount(input.daily_sponsorship_budget, native, 'daily_sponsorship_budget', false).toString();
   if (input.refill_amount !== undefined) station.refillAmount = input.refill_amount === null ? null : assetAmount(input.refill_amount, native, 'refill_amount', true).toString();
   if (input.refill_from_wallet_id !== undefined) {
     station.refillFromWallet =
@@ -225,9 +227,13 @@ export async function stationBalance(em: EntityManager | undefined, chains: Chai
 
 export const healthOf = (balance: bigint, station: GasStation): 'healthy' | 'low' => (balance >= BigInt(station.threshold) ? 'healthy' : 'low');
 
-/** The Gas station resource; `balance` as read (`balance_source` says from where). */
-export function presentGasStation(station: GasStation, read: { balance: bigint; source: 'chain' | 'ledger' }) {
+/**
+ * The Gas station resource; `balance` as read (`balance_source` says from where); max_gas_price and
+ * daily_sponsorship_budget as they apply: the station's own, else the deployment's default.
+ */
+export function presentGasStation(config: Config, station: GasStation, read: { balance: bigint; source: 'chain' | 'ledger' }) {
   const native = nativeOf(station.chain);
+  const limits = stationLimits(config, station);
   return {
     id: station.id,
     object: 'gas_station' as const,
@@ -242,9 +248,9 @@ export function presentGasStation(station: GasStation, read: { balance: bigint; 
     balance_source: read.source,
     auto_refill_enabled: station.autoRefillEnabled,
     gas_strategy: station.gasStrategy,
-    max_gas_price: station.maxGasPrice ?? null,
-    daily_sponsorship_budget: station.dailySponsorshipBudget == null ? null : toDisplay(station.dailySponsorshipBudget, native.decimals),
-    daily_sponsorship_budget_raw: station.dailySponsorshipBudget ?? null,
+    max_gas_price: limits.maxGasPrice,
+    daily_sponsorship_budget: toDisplay(limits.dailyBudget, native.decimals),
+    daily_sponsorship_budget_raw: limits.dailyBudget.toString(),
     threshold: toDisplay(station.threshold, native.decimals),
     threshold_raw: station.threshold,
     refill_amount: station.refillAmount == null ? null : toDisplay(station.refillAmount, native.decimals),
@@ -257,8 +263,8 @@ export function presentGasStation(station: GasStation, read: { balance: bigint; 
   };
 }
 
-export async function readGasStation(em: EntityManager, chains: ChainNodes, station: GasStation) {
-  return presentGasStation(station, await stationBalance(em, chains, station));
+export async function readGasStation(em: EntityManager, config: Config, chains: ChainNodes, station: GasStation) {
+  return presentGasStation(config, station, await stationBalance(em, chains, station));
 }
 
 // ---- The automatic refill's steps (activities/gas-stations.ts) ----
@@ -280,7 +286,7 @@ export async function assessStation(deps: RefillDeps, stationId: string, announc
     if (!station.autoRefillEnabled || station.refillAmount == null || !station.refillFromWallet) return { state: 'auto_refill_off' };
     const read = await stationBalance(em, deps.chains, station);
     if (healthOf(read.balance, station) === 'healthy') return { state: 'healthy' };
-    if (announce) await announceStation(em, station, read, 'gas_station.low_balance', `gas_station.low_balance:${station.id}:${announce}`);
+    if (announce) await announceStation(em, deps.config, station, read, 'gas_station.low_balance', `gas_station.low_balance:${station.id}:${announce}`);
     return { state: 'low', balance: read.balance.toString() };
   });
 }
@@ -341,7 +347,7 @@ export async function finishRefill(deps: RefillDeps, stationId: string, transact
     const station = await em.findOneOrFail(GasStation, { id: stationId }, { refresh: true });
     if (transaction.status === 'confirmed') {
       station.refillFailedAt = null;
-      await announceStation(em, station, await stationBalance(em, deps.chains, station), 'gas_station.refilled', `gas_station.refilled:${transactionId}`, {
+      await announceStation(em, deps.config, station, await stationBalance(em, deps.chains, station), 'gas_station.refilled', `gas_station.refilled:${transactionId}`, {
         transaction_id: transactionId,
       });
     }
@@ -354,19 +360,20 @@ export async function reportRefillFailed(deps: RefillDeps, stationId: string, ke
   await deps.transaction(async (em) => {
     const station = await em.findOneOrFail(GasStation, { id: stationId });
     station.refillFailedAt = new Date();
-    await announceStation(em, station, await stationBalance(em, deps.chains, station), 'gas_station.refill_failed', `gas_station.refill_failed:${stationId}:${key}`, { failure });
+    await announceStation(em, deps.config, station, await stationBalance(em, deps.chains, station), 'gas_station.refill_failed', `gas_station.refill_failed:${stationId}:${key}`, { failure });
   });
 }
 
 async function announceStation(
   em: EntityManager,
+  config: Config,
   station: GasStation,
   read: { balance: bigint; source: 'chain' | 'ledger' },
   type: 'gas_station.low_balance' | 'gas_station.refilled' | 'gas_station.refill_failed',
   dedupeKey: string,
   extra: Record<string, unknown> = {},
 ): Promise<void> {
-  await emit(em, { organizationId: station.organization.id, environment: station.environment, type, data: { ...presentGasStation(station, read), ...extra }, dedupeKey });
+  await emit(em, { organizationId: station.organization.id, environment: station.environment, type, data: { ...presentGasStation(config, station, read), ...extra }, dedupeKey });
 }
 
 /** After a reported failure the periodic check leaves the station alone this long (a PATCH or a settled spend retries at once). */

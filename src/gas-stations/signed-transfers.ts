@@ -2,12 +2,15 @@ import { getAddress, parseTransaction, type Hex } from 'viem';
 import type { Environment } from '../api-keys/entities';
 import { assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
+import { GWEI_DECIMALS } from '../chains/fees';
 import { canonicalTxid } from '../chains/devnet/params';
 import { readSignedEthereumTransaction } from '../chains/devnet/rules/ethereum';
 import { tronRules } from '../chains/devnet/rules/tron';
 import { DevnetRejection, type AccountTransaction, type DecodeContext } from '../chains/devnet/rules/types';
 import { TransactionRejectedError, type ChainProvider, type GasEstimateCall } from '../chains/provider';
 import { errors } from '../shared/errors';
+import { toDisplay } from '../shared/money';
+import type { StoredFeeTerms } from '../transactions/entities';
 
 /**
  * What a sponsor-broadcast request claims about the transaction its client signed, checked here against
@@ -65,8 +68,8 @@ export interface CheckedSignedTransfer {
   maxFee: bigint;
   /** Ethereum: the account nonce the transaction uses; Tron: null. */
   nonce: bigint | null;
-  /** Ethereum: the gas limit the transaction sets and the call it makes (for requireGasCovered); Tron: null. */
-  gas: { limit: bigint; call: GasEstimateCall } | null;
+  /** Ethereum: the gas limit and max fee per gas (wei) the transaction sets, and the call it makes (for requireGasCovered); Tron: null. */
+  gas: { limit: bigint; maxFeePerGas: bigint; call: GasEstimateCall } | null;
 }
 
 const MISMATCH = 'signed_transaction_mismatch';
@@ -131,17 +134,21 @@ export function checkSignedTransfer(claim: SponsorBroadcastClaim, context: Signe
 function gasOf(decoded: AccountTransaction): CheckedSignedTransfer['gas'] {
   if (!decoded.gas) return null;
   const { to, value, data } = parseTransaction(decoded.raw as Hex);
-  return { limit: decoded.gas.limit, call: { from: decoded.from, to: getAddress(to!), ...(value ? { value } : {}), ...(data ? { data } : {}) } };
+  return {
+    limit: decoded.gas.limit,
+    maxFeePerGas: decoded.gas.maxFeePerGas,
+    call: { from: decoded.from, to: getAddress(to!), ...(value ? { value } : {}), ...(data ? { data } : {}) },
+  };
 }
 
 /**
  * Ethereum: refuses (400 on signed_tx) a transaction whose gas limit is below the gas its node estimates
  * the call uses (the devnet: exactly what it charges), or whose call the node says would fail, so that no
- * fee is funded for a transaction that cannot succeed. Tron: nothing to ask (its fee cap is the fee).
- * NodeUnavailableError passes through.
+ * fee is funded for a transaction that cannot succeed; answers that gas. Tron: nothing to ask (its fee
+ * cap is the fee), null. NodeUnavailableError passes through.
  */
-export async function requireGasCovered(checked: CheckedSignedTransfer, provider: Pick<ChainProvider, 'chain' | 'estimateGas'>): Promise<void> {
-  if (!checked.gas) return;
+export async function requireGasCovered(checked: CheckedSignedTransfer, provider: Pick<ChainProvider, 'chain' | 'estimateGas'>): Promise<bigint | null> {
+  if (!checked.gas) return null;
   if (!provider.estimateGas) throw new Error(`the ${provider.chain} provider cannot estimate gas`);
   let needed: bigint;
   try {
@@ -152,6 +159,71 @@ export async function requireGasCovered(checked: CheckedSignedTransfer, provider
   }
   if (checked.gas.limit < needed) {
     throw invalidSignedTx(`The signed transaction's gas limit ${checked.gas.limit} is below the ${needed} gas its call uses: sign it again with a gas limit of at least ${needed}.`, 'gas_limit_too_low');
+  }
+  return needed;
+}
+
+/** `value` raised by `marginPercent` percent, rounded down: the most a sponsored fee may exceed its need by. */
+const withMargin = (value: bigint, marginPercent: number): bigint => (value * BigInt(100 + marginPercent)) / 100n;
+
+/**
+ * Refuses (400 `sponsored_fee_above_need` on signed_tx, the figures in details) a transaction whose fee
+ * cap exceeds its need by more than `marginPercent`, so that the fuel, which is the fee cap, is bounded
+ * by need and never by what the client chose to sign. `need` is the transfer priced at the fee market's
+ * high level: on Ethereum its gas by eth_estimateGas (gasLimit) and the high level's max fee per gas,
+ * each checked apart; on Tron the whole fee (a TRC-20 call's fee_limit, the TRX transfer's bandwidth).
+ * Refusing, rather than funding the need only, because an Ethereum node takes a transaction only from
+ * a sender holding gas limit x max fee per gas up front: less fuel than the cap and it is never mined,
+ * the fuel spent for nothing.
+ */
+export function requireFeeWithinNeed(checked: CheckedSignedTransfer, need: StoredFeeTerms, marginPercent: number): void {
+  const refuse = (message: string, details: Record<string, string | number>) =>
+    errors.invalid('sponsored_fee_above_need', message, { param: 'signed_tx', details: { ...details, margin_percent: marginPercent } });
+  if (checked.gas) {
+    if (need.model !== 'eip1559') throw new Error(`an Ethereum transaction's need priced on a ${need.model} market`);
+    const gasAllowed = withMargin(BigInt(need.gasLimit), marginPercent);
+    const priceAllowed = withMargin(BigInt(need.maxFeePerGas), marginPercent);
+    if (checked.gas.limit > gasAllowed || checked.gas.maxFeePerGas > priceAllowed) {
+      const details = {
+        gas_limit: checked.gas.limit.toString(),
+        gas_needed: need.gasLimit,
+        gas_limit_allowed: gasAllowed.toString(),
+        max_fee_per_gas: checked.gas.maxFeePerGas.toString(),
+        max_fee_per_gas_allowed: priceAllowed.toString(),
+      };
+      throw refuse(
+        `The signed transaction may cost ${checked.gas.limit} gas at ${toDisplay(checked.gas.maxFeePerGas, GWEI_DECIMALS)} gwei; a sponsored fee is at most its need plus ${marginPercent}%: ` +
+          `${gasAllowed} gas (the node estimates ${need.gasLimit}) at ${toDisplay(priceAllowed, GWEI_DECIMALS)} gwei (the fee market's high level). Sign it again within both.`,
+        details,
+      );
+    }
+    return;
+  }
+  if (need.model !== 'flat') throw new Error(`a Tron transaction's need priced on a ${need.model} market`);
+  const feeAllowed = withMargin(BigInt(need.fee), marginPercent);
+  if (checked.maxFee > feeAllowed) {
+    throw refuse(
+      `The signed transaction's fee limit is ${checked.maxFee} sun; a sponsored fee is at most its need, ${need.fee} sun at the fee market's high level, plus ${marginPercent}%: ${feeAllowed} sun. Sign it again with a fee limit within that.`,
+      { fee_limit: checked.maxFee.toString(), fee_needed: need.fee, fee_limit_allowed: feeAllowed.toString() },
+    );
+  }
+}
+
+/**
+ * Ethereum: refuses (400 `nonce_mismatch` on signed_tx) a transaction whose nonce is not the sender's
+ * next one (its pending nonce): a lower one is used already and can never be mined, a higher one waits
+ * in the mempool for a gap nobody may fill; either way the fuel would stay with the signer. Tron: no
+ * nonce. NodeUnavailableError passes through.
+ */
+export async function requireNextNonce(checked: CheckedSignedTransfer, provider: Pick<ChainProvider, 'chain' | 'nonces'>): Promise<void> {
+  if (checked.nonce === null) return;
+  if (!provider.nonces) throw new Error(`the ${provider.chain} provider cannot read nonces`);
+  const expected = (await provider.nonces(checked.from)).pending;
+  if (checked.nonce !== expected) {
+    throw errors.invalid('nonce_mismatch', `The signed transaction's nonce is ${checked.nonce}; ${checked.from}'s next nonce is ${expected}: sign it again with nonce ${expected}.`, {
+      param: 'signed_tx',
+      details: { expected: expected.toString(), actual: checked.nonce.toString() },
+    });
   }
 }
 

@@ -2,7 +2,6 @@ import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { priceSourceFor, usdValue } from '../catalogue/prices';
 import { ASSETS, assetById, findChain, type AssetInfo, type ChainId } from '../catalogue/service';
-import { parseTransaction, type Hex } from 'viem';
 import { GWEI_DECIMALS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type FeeLevel, type FeeMarket } from '../chains/provider';
@@ -23,7 +22,8 @@ import { accountFeeTerms, createTransaction } from '../transactions/service';
 import { isAutomation, type MovementInitiator } from '../movements/gate';
 import { GasStation, Sponsorship, STRATEGY_FEE_LEVEL, type FundingModel, type SponsorshipKind, type SponsorshipStatus } from './entities';
 import { sponsorshipFlow } from './flows/sponsorship';
-import { checkSignedTransfer, requireGasCovered, sponsorableChainOf, type SponsorBroadcastClaim } from './signed-transfers';
+import { stationLimits } from './limits';
+import { checkSignedTransfer, requireFeeWithinNeed, requireGasCovered, requireNextNonce, sponsorableChainOf, type SponsorBroadcastClaim } from './signed-transfers';
 
 /**
  * Fee sponsorship: a gas station pays someone else's network fee by sending the sender exactly
@@ -83,13 +83,15 @@ export async function sponsoringStations(em: EntityManager, config: Config, tena
   };
 }
 
-const providerConfigured = (config: Config) => config.HEDGE_PAYMASTER_ORGANIZATION_ID !== undefined && config.HEDGE_PAYMASTER_DAILY_BUDGET_USD !== undefined;
+const providerConfigured = (config: Config) => config.HEDGE_PAYMASTER_ORGANIZATION_ID !== undefined;
 
 /**
  * Whether `model` can pay `fee` on `chain` now, and if not why: the chain is sponsored at all, the
  * station exists, the price is under its max_gas_price, its ledger holds the fuel plus its own fee
- * for sending it, the fuel fits the station's daily budget, and for provider sponsorship the USD
- * value fits the organization's daily budget.
+ * for sending it, the fuel fits the station's daily budget (max_gas_price and budget the station's
+ * own or the deployment's defaults: stationLimits), and for provider sponsorship the USD value fits
+ * the organization's daily budget. Under sponsorFee's locks, the sums read the charges of every
+ * sponsorship committed before, so two cannot both spend the last of a budget.
  */
 export async function assessFunding(
   em: EntityManager,
@@ -113,23 +115,22 @@ export async function assessFunding(
   }
   const native = nativeOf(chain);
   cost = fee.fuel + accountFeeTerms(market, native, fuelLevel ?? STRATEGY_FEE_LEVEL[station.gasStrategy]).feeLimit;
-  if (station.maxGasPrice != null && new Money(fee.priceInFeeUnit).gt(new Money(station.maxGasPrice))) {
-    return refuse('gas_price_above_ceiling', `The fee's price ${fee.priceInFeeUnit} is above the station's max_gas_price ${station.maxGasPrice}.`);
+  const limits = stationLimits(config, station);
+  if (new Money(fee.priceInFeeUnit).gt(new Money(limits.maxGasPrice))) {
+    return refuse('gas_price_above_ceiling', `The fee's price ${fee.priceInFeeUnit} is above the station's max_gas_price ${limits.maxGasPrice}.`);
   }
   const ledger = await em.findOne(WalletBalance, { wallet: station.wallet.id, assetId: native.id });
   const available = BigInt(ledger?.balance ?? '0') - BigInt(ledger?.locked ?? '0');
   if (available < cost) {
     return refuse('insufficient_station_balance', `The station holds ${toDisplay(available, native.decimals)} ${native.id} available; the fee and its fuel send need ${toDisplay(cost, native.decimals)}.`);
   }
-  if (station.dailySponsorshipBudget != null) {
-    const [row] = await em.execute<{ spent: string }[]>(
-      `select coalesce(sum(budget_charge), 0)::text as spent from sponsorships where station_id = ? and created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'`,
-      [station.id],
-    );
-    const left = BigInt(station.dailySponsorshipBudget) - BigInt(row!.spent);
-    if (cost > left) {
-      return refuse('daily_budget_exhausted', `The station's daily sponsorship budget has ${toDisplay(left > 0n ? left : 0n, native.decimals)} ${native.id} left today (UTC); this fee needs ${toDisplay(cost, native.decimals)}.`);
-    }
+  const [spent] = await em.execute<{ spent: string }[]>(
+    `select coalesce(sum(budget_charge), 0)::text as spent from sponsorships where station_id = ? and created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'`,
+    [station.id],
+  );
+  const left = limits.dailyBudget - BigInt(spent!.spent);
+  if (cost > left) {
+    return refuse('daily_budget_exhausted', `The station's daily sponsorship budget has ${toDisplay(left > 0n ? left : 0n, native.decimals)} ${native.id} left today (UTC); this fee needs ${toDisplay(cost, native.decimals)}.`);
   }
   if (model === 'provider_sponsorship') {
     const usd = usdValue(priceSourceFor(config, tenant.environment), native, cost);
@@ -139,9 +140,9 @@ export async function assessFunding(
         where organization_id = ? and environment = ? and funding_model = 'provider_sponsorship' and created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'`,
       [tenant.organizationId, tenant.environment],
     );
-    const left = new Money(config.HEDGE_PAYMASTER_DAILY_BUDGET_USD!).minus(row!.spent);
-    if (new Money(usd).gt(left)) {
-      return refuse('daily_budget_exhausted', `The platform's daily sponsorship budget has ${Money.max(left, 0).toFixed()} USD left today (UTC) for this organization; this fee needs ${usd}.`);
+    const usdLeft = new Money(config.HEDGE_PAYMASTER_DAILY_BUDGET_USD).minus(row!.spent);
+    if (new Money(usd).gt(usdLeft)) {
+      return refuse('daily_budget_exhausted', `The platform's daily sponsorship budget has ${Money.max(usdLeft, 0).toFixed()} USD left today (UTC) for this organization; this fee needs ${usd}.`);
     }
   }
   return { model, available: true, reason: null, message: 'Available', station, cost };
@@ -266,9 +267,11 @@ function fuelActorKey(initiator: MovementInitiator, station: GasStation): string
 /**
  * `POST /v1/gas-stations/sponsor-broadcast`: checks the client-signed transaction against the claim
  * (signer, recipient, asset, amount, network: 400 naming the field), refuses one the chain already
- * knows, then reserves its whole fee limit as fuel from the organization's station (else the
- * platform's sponsorship) in this transaction; workflow `sponsorship-<id>` broadcasts it once the
- * fuel is confirmed. The same signed transaction again answers the same sponsorship.
+ * knows, one not carrying the sender's next nonce, and one whose fee cap exceeds its need by more than
+ * SPONSORSHIP_FEE_MARGIN_PERCENT; then reserves that fee cap as fuel from the organization's station
+ * (else the platform's sponsorship) in this transaction, counted against the budgets; workflow
+ * `sponsorship-<id>` broadcasts it once the fuel is confirmed. The same signed transaction again
+ * answers the same sponsorship.
  */
 export async function sponsorBroadcast(em: EntityManager, config: Config, chains: ChainNodes, tenant: MovementInitiator, claim: SponsorBroadcastClaim & { fee_level?: FeeLevel | undefined }) {
   const chain = sponsorableChainOf(claim);
@@ -288,14 +291,17 @@ export async function sponsorBroadcast(em: EntityManager, config: Config, chains
     throw errors.conflict('already_sponsored', 'This signed transaction is already sponsored.', {});
   }
   // Ethereum: the node must find its gas limit enough and its call not failing, or the fuel would pay for a refusal.
-  await requireGasCovered(checked, provider);
+  const gasNeeded = await requireGasCovered(checked, provider);
   if ((await provider.transactionStatus(checked.txHash)).state !== 'unknown') {
     throw errors.invalid('already_broadcast', 'The chain already has this transaction: there is no fee left to sponsor.', { param: 'signed_tx' });
   }
-  const funding = await chooseFunding(em, config, tenant, chain);
+  if (checked.nonce !== null) await requireNoUnbroadcastSponsorship(em, tenant, chain, checked.from);
+  await requireNextNonce(checked, provider);
   const market = await readFeeMarket(chains, chain, tenant.environment, em);
+  requireFeeWithinNeed(checked, accountFeeTerms(market, checked.asset, 'high', gasNeeded ?? undefined).terms, config.SPONSORSHIP_FEE_MARGIN_PERCENT);
+  const funding = await chooseFunding(em, config, tenant, chain);
   // Ethereum: the price a station's max_gas_price caps is the client's max fee per gas.
-  const priceInFeeUnit = chain === 'ethereum' ? toDisplay(parseTransaction(checked.raw as Hex).maxFeePerGas ?? 0n, GWEI_DECIMALS) : checked.maxFee.toString();
+  const priceInFeeUnit = checked.gas ? toDisplay(checked.gas.maxFeePerGas, GWEI_DECIMALS) : checked.maxFee.toString();
   const sponsorship = await sponsorFee(em, config, chains, tenant, funding, {
     kind: 'broadcast',
     senderAddress: checked.from,
@@ -305,6 +311,22 @@ export async function sponsorBroadcast(em: EntityManager, config: Config, chains
     broadcast: { signedTransaction: checked.raw, txHash: checked.txHash, toAddress: checked.to, assetId: checked.asset.id, amount: checked.amount },
   });
   return { sponsorship, created: true };
+}
+
+/**
+ * Ethereum: the node's pending nonce does not count a sponsored transaction still waiting for its fuel,
+ * so a second one signed with the same nonce would pass and be fuelled too, and only one of them can
+ * ever be mined. Under a lock on the sender, one sponsored transaction of an address is waiting for its
+ * broadcast at a time: another is 409 `sponsorship_pending` (naming it) until a node has taken the first.
+ */
+async function requireNoUnbroadcastSponsorship(em: EntityManager, tenant: Tenant, chain: ChainId, sender: string): Promise<void> {
+  await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`sponsored-sender:${tenant.environment}:${chain}:${sender}`]);
+  const waiting = await em.findOne(Sponsorship, { environment: tenant.environment, chain, senderAddress: sender, kind: 'broadcast', status: { $in: ['funding', 'broadcasting'] }, broadcastAccepted: false });
+  if (waiting) {
+    throw errors.conflict('sponsorship_pending', `A sponsored transaction of ${sender} (sponsorship ${waiting.id}) is still waiting for its broadcast: sponsor the next once a node has taken it.`, {
+      sponsorship_id: waiting.id,
+    });
+  }
 }
 
 export async function findSponsorBroadcast(em: EntityManager, tenant: Tenant, id: string): Promise<Sponsorship> {

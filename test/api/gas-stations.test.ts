@@ -24,7 +24,9 @@ interface Station {
   balance_source: string;
   auto_refill_enabled: boolean;
   gas_strategy: string;
-  max_gas_price: string | null;
+  max_gas_price: string;
+  daily_sponsorship_budget: string;
+  daily_sponsorship_budget_raw: string;
   threshold: string;
   threshold_raw: string;
   refill_amount: string | null;
@@ -115,6 +117,13 @@ describe('Gas stations: the resource and manual refills', () => {
     assert.equal(tron.body.health_status, 'healthy', 'a zero balance is at a zero threshold');
     assert.equal(tron.body.gas_strategy, 'standard');
     assert.equal(tron.body.refill_amount, null);
+    // Named none: the deployment's defaults for Tron apply (GAS_STATION_DEFAULT_*: 50,000,000 sun a fee, 1,000 TRX a day); no station is unlimited.
+    assert.equal(tron.body.max_gas_price, '50000000');
+    assert.equal(tron.body.daily_sponsorship_budget, '1000');
+    assert.equal(tron.body.daily_sponsorship_budget_raw, '1000000000');
+    assert.equal(ethereum.daily_sponsorship_budget, '0.5', "the Ethereum station set its max_gas_price, and has the default budget");
+    const tronRead = (await call('GET', `/v1/gas-stations/${tron.body.id}`)).body;
+    assert.deepEqual([tronRead.max_gas_price, tronRead.daily_sponsorship_budget_raw], ['50000000', '1000000000'], 'GET shows the defaults too');
     const tronWallet = await call('GET', `/v1/wallets/${tron.body.wallet_id}`);
     assert.equal(tronWallet.body.vault_id, wallet.body.vault_id, 'one "Gas stations" vault per environment');
 
@@ -163,12 +172,13 @@ describe('Gas stations: the resource and manual refills', () => {
     assert.equal(read.status, 200);
     assert.deepEqual(read.body, ethereum);
 
-    const patched = await call('PATCH', `/v1/gas-stations/${ethereum.id}`, { name: 'ETH fuel', threshold: '0.02', gas_strategy: 'economy', max_gas_price: null, refill_amount: '0.25' });
+    const patched = await call('PATCH', `/v1/gas-stations/${ethereum.id}`, { name: 'ETH fuel', threshold: '0.02', gas_strategy: 'economy', max_gas_price: '120', daily_sponsorship_budget: '2', refill_amount: '0.25' });
     assert.equal(patched.status, 200, patched.text);
     assert.equal(patched.body.name, 'ETH fuel');
     assert.equal(patched.body.threshold_raw, '20000000000000000');
     assert.equal(patched.body.gas_strategy, 'economy');
-    assert.equal(patched.body.max_gas_price, null);
+    assert.equal(patched.body.max_gas_price, '120');
+    assert.equal(patched.body.daily_sponsorship_budget_raw, '2000000000000000000');
     assert.equal(patched.body.refill_amount, '0.25');
     assert.equal(patched.body.refill_from_wallet_id, funding.id, 'omitted fields are unchanged');
     assert.equal(patched.body.chain, 'ethereum');
@@ -178,6 +188,9 @@ describe('Gas stations: the resource and manual refills', () => {
       { body: { refill_from_wallet_id: (await createWallet('tron')).id }, param: 'refill_from_wallet_id' },
       { body: { refill_from_wallet_id: ethereum.wallet_id }, param: 'refill_from_wallet_id' },
       { body: { refill_from_wallet_id: null, auto_refill_enabled: true }, param: 'refill_from_wallet_id' },
+      // No station sponsors without limits: a bigger cap is a bigger number.
+      { body: { max_gas_price: null }, param: 'max_gas_price' },
+      { body: { daily_sponsorship_budget: null }, param: 'daily_sponsorship_budget' },
       { body: { chain: 'bitcoin' }, param: '' },
     ];
     for (const { body, param } of badPatches) {
@@ -185,7 +198,8 @@ describe('Gas stations: the resource and manual refills', () => {
       assert.equal(response.status, 400, `${JSON.stringify(body)}: ${response.text}`);
       if (param) assert.equal(response.body.error.param, param);
     }
-    assert.equal((await call('GET', `/v1/gas-stations/${ethereum.id}`)).body.refill_from_wallet_id, funding.id, 'a refused patch changes nothing');
+    const unchanged = (await call('GET', `/v1/gas-stations/${ethereum.id}`)).body;
+    assert.deepEqual([unchanged.refill_from_wallet_id, unchanged.max_gas_price, unchanged.daily_sponsorship_budget], [funding.id, '120', '2'], 'a refused patch changes nothing');
 
     const live = (await org.key(['*'], 'live')).secret;
     for (const key of [other.secret, live]) {

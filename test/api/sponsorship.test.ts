@@ -7,7 +7,7 @@ import type { ChainProvider } from '../../src/chains/provider';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { Money, toBaseUnits, toDisplay } from '../../src/shared/money';
-import { clientKey, signClientTransfer, type ClientChain } from '../support/client-transfers';
+import { clientKey, signClientTransfer, type ClientChain, type ClientKey, type ClientSigning } from '../support/client-transfers';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -238,7 +238,8 @@ describe('Gas stations: fee sponsorship', () => {
         await deposit(chain, client.address, token.id, '10');
         const station = chain === 'tron' ? await createStation('tron', '100') : (await call('GET', '/v1/gas-stations')).body.data.find((s: { chain: string }) => s.chain === 'ethereum');
         await mineUntil(chain, async () => ((await chainBalance(chain, client.address, token.id)) === 10n * 10n ** BigInt(token.decimals) ? true : undefined), 'the client funded');
-        if (chain === 'ethereum') await call('PATCH', `/v1/gas-stations/${station.id}`, { daily_sponsorship_budget: null });
+        // The budget test left exactly nothing: a day's budget of the station's whole balance.
+        if (chain === 'ethereum') await call('PATCH', `/v1/gas-stations/${station.id}`, { daily_sponsorship_budget: '1' });
         const stationBefore = await chainBalance(chain, station.address, native);
 
         const signed = await signClientTransfer(await provider(chain), chain, client, recipient, token.id, 4n * 10n ** BigInt(token.decimals));
@@ -259,6 +260,12 @@ describe('Gas stations: fee sponsorship', () => {
           assert.equal(refused.status, 400, `${param}: ${refused.text}`);
           assert.equal(refused.body.error.param, param, refused.text);
         }
+        // A fee cap far above the transfer's need (Ethereum: 5,000,000 gas; Tron: a 1,000 TRX fee_limit) is refused, never funded.
+        const oversized = await signClientTransfer(await provider(chain), chain, client, recipient, token.id, 4n * 10n ** BigInt(token.decimals), chain === 'tron' ? { feeLimit: 1_000_000_000n } : { gasLimit: 5_000_000n });
+        const aboveNeed = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim, signed_tx: oversized.raw, tx_hash: undefined });
+        assert.equal(aboveNeed.status, 400, aboveNeed.text);
+        assert.deepEqual([aboveNeed.body.error.code, aboveNeed.body.error.param], ['sponsored_fee_above_need', 'signed_tx']);
+        if (chain === 'tron') assert.equal(aboveNeed.body.error.details.fee_limit, '1000000000');
         assert.equal((await (await provider(chain)).transactionStatus(signed.txid)).state, 'unknown', 'nothing was broadcast');
         assert.equal(await chainBalance(chain, client.address, native), 0n, 'nothing was funded');
 
@@ -297,7 +304,174 @@ describe('Gas stations: fee sponsorship', () => {
         assert.equal((await call('GET', `/v1/gas-stations/sponsor-broadcasts/${accepted.body.id}`, undefined, beneficiary.secret)).status, 404, "another organization's sponsorship is missing");
       });
     }
+  });
 
+  describe('sponsor-broadcast: the fuel is bounded by need, the nonce is the next one, the budgets count', () => {
+    const MARGIN = 20n;
+    const token = assetById('USDC_ETH');
+    const units = (display: number) => BigInt(display) * 10n ** BigInt(token.decimals);
+    let bounded: TestOrganization;
+    let station: { id: string; address: string; wallet_id: string };
+
+    before(async () => {
+      bounded = await createTestOrganization('Sponsored within need');
+      station = await createStation('ethereum', '1', bounded);
+    });
+
+    /** A fresh client holding 10 USDC_ETH (no ether), and the claim of its transfer of 4 to a recipient of its own. */
+    async function fundedClient() {
+      const client = clientKey('ethereum');
+      const recipient = clientKey('ethereum').address;
+      await deposit('ethereum', client.address, token.id, '10');
+      await mineUntil('ethereum', async () => ((await chainBalance('ethereum', client.address, token.id)) === units(10) ? true : undefined), 'the client funded');
+      const sign = async (signing: ClientSigning = {}) => signClientTransfer(await provider('ethereum'), 'ethereum', client, recipient, token.id, units(4), signing);
+      const claim = (signed: { raw: string }) => ({ from_address: client.address, to_address: recipient, asset: token.symbol, amount: '4', network: 'sepolia', signed_tx: signed.raw });
+      return { client, recipient, sign, claim };
+    }
+    const sponsorshipsOf = async (sender: string) =>
+      Number((await app.deps.orm.em.fork().execute<{ count: string }[]>('select count(*)::text as count from sponsorships where sender_address = ?', [sender]))[0]!.count);
+    /** The need of an ERC-20 transfer at the market's high level: its gas and the high level's max fee per gas. */
+    async function need(client: ClientKey, recipient: string) {
+      const node = await provider('ethereum');
+      const market = await node.feeMarket();
+      assert.equal(market.model, 'eip1559');
+      const gas = await node.estimateGas!({ from: client.address, to: node.tokenAddress(token.id)!, data: erc20TransferData(recipient, units(4)) });
+      return { gas, maxFeePerGas: 2n * market.baseFeePerGas + market.priorityFeePerGas.high };
+    }
+    const withMargin = (value: bigint) => (value * (100n + MARGIN)) / 100n;
+
+    it("refuses the issue's example (5,000,000 gas at 1,000 gwei for a 1 wei transfer) naming signed_tx, funding nothing; a fee cap above need on either count is refused alike", async () => {
+      const { client, recipient, sign, claim } = await fundedClient();
+      const stationBefore = await chainBalance('ethereum', station.address, 'ETH');
+      const ledgerBefore = await ledger(station.wallet_id, 'ETH', bounded.secret);
+      const wei = await signClientTransfer(await provider('ethereum'), 'ethereum', client, recipient, 'ETH', 1n, { gasLimit: 5_000_000n, maxFeePerGas: 1_000n * 10n ** 9n });
+      const example = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim(wei), asset: 'ETH', amount: '0.000000000000000001' }, bounded.secret);
+      assert.equal(example.status, 400, example.text);
+      assert.equal(example.body.error.param, 'signed_tx');
+      assert.equal(example.body.error.code, 'sponsored_fee_above_need');
+      assert.equal(example.body.error.details.gas_limit, '5000000');
+      assert.equal(example.body.error.details.gas_needed, '21000', 'an ether transfer needs 21,000 gas');
+      assert.equal(example.body.error.details.max_fee_per_gas, (1_000n * 10n ** 9n).toString());
+      assert.ok(BigInt(example.body.error.details.max_fee_per_gas_allowed) < 1_000n * 10n ** 9n);
+
+      const needed = await need(client, recipient);
+      const cases: [string, ClientSigning][] = [
+        ['a gas limit above need plus the margin, at a fair price', { gasLimit: withMargin(needed.gas) + 1n }],
+        ['a fair gas limit at a price above the high level plus the margin', { maxFeePerGas: withMargin(needed.maxFeePerGas) + 1n }],
+      ];
+      for (const [what, signing] of cases) {
+        const refused = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(await sign(signing)), bounded.secret);
+        assert.equal(refused.status, 400, `${what}: ${refused.text}`);
+        assert.equal(refused.body.error.code, 'sponsored_fee_above_need', what);
+        assert.equal(refused.body.error.param, 'signed_tx', what);
+        assert.equal(refused.body.error.details.gas_needed, needed.gas.toString(), what);
+      }
+      assert.equal(await sponsorshipsOf(client.address), 0, 'no sponsorship was recorded');
+      assert.equal(await chainBalance('ethereum', client.address, 'ETH'), 0n, 'nothing was funded');
+      assert.equal(await chainBalance('ethereum', station.address, 'ETH'), stationBefore, "the station's balance is unchanged");
+      assert.deepEqual(await ledger(station.wallet_id, 'ETH', bounded.secret), ledgerBefore, "nothing of the station's ledger is locked");
+    });
+
+    it("funds a correctly sized transaction with at most its need; refuses a nonce that is not the sender's next (too high, too low) and a second one while the first waits", async () => {
+      const { client, recipient, sign, claim } = await fundedClient();
+      const tooHigh = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(await sign({ nonce: 1n })), bounded.secret);
+      assert.equal(tooHigh.status, 400, tooHigh.text);
+      assert.equal(tooHigh.body.error.code, 'nonce_mismatch');
+      assert.equal(tooHigh.body.error.param, 'signed_tx');
+      assert.deepEqual(tooHigh.body.error.details, { expected: '0', actual: '1' });
+
+      const needed = await need(client, recipient);
+      const signed = await sign();
+      const accepted = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(signed), bounded.secret);
+      assert.equal(accepted.status, 202, accepted.text);
+      assert.equal(accepted.body.sponsor_amount_raw, signed.maxFee.toString(), 'the fuel is the signed fee cap');
+      assert.ok(signed.maxFee <= withMargin(needed.gas) * withMargin(needed.maxFeePerGas), 'which is within the need plus the margin');
+
+      // Its fuel not yet confirmed, the node's next nonce is still 0: another transaction of the sender waits for the first.
+      const second = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(await sign({ nonce: 1n })), bounded.secret);
+      assert.equal(second.status, 409, second.text);
+      assert.equal(second.body.error.code, 'sponsorship_pending');
+      assert.equal(second.body.error.details.sponsorship_id, accepted.body.id);
+
+      const done = await mineUntil(
+        'ethereum',
+        async () => {
+          const read = (await call('GET', `/v1/gas-stations/sponsor-broadcasts/${accepted.body.id}`, undefined, bounded.secret)).body;
+          return read.status === 'confirmed' || read.status === 'failed' ? read : undefined;
+        },
+        'the sponsored broadcast confirmed',
+      );
+      assert.equal(done.status, 'confirmed', done.failure_message);
+      const tooLow = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(await sign({ nonce: 0n, gasLimit: needed.gas + 1n })), bounded.secret);
+      assert.equal(tooLow.status, 400, tooLow.text);
+      assert.equal(tooLow.body.error.code, 'nonce_mismatch');
+      assert.deepEqual(tooLow.body.error.details, { expected: '1', actual: '0' });
+      assert.equal(await sponsorshipsOf(client.address), 1, 'only the accepted one was recorded');
+    });
+
+    it("stops at the station's default daily budget (it named none) before any fuel is sent", async () => {
+      const read = (await call('GET', `/v1/gas-stations/${station.id}`, undefined, bounded.secret)).body;
+      assert.equal(read.daily_sponsorship_budget, app.deps.config.GAS_STATION_DEFAULT_DAILY_BUDGET_ETHEREUM, 'the station named no budget: the default applies');
+      const [spent] = await app.deps.orm.em.fork().execute<{ spent: string }[]>('select sum(budget_charge)::text as spent from sponsorships where station_id = ?', [station.id]);
+      const { client, sign, claim } = await fundedClient();
+      const original = app.deps.config.GAS_STATION_DEFAULT_DAILY_BUDGET_ETHEREUM;
+      // The default lowered to what the station spent today: nothing is left of it.
+      app.deps.config.GAS_STATION_DEFAULT_DAILY_BUDGET_ETHEREUM = toDisplay(spent!.spent, 18);
+      try {
+        assert.equal((await call('GET', `/v1/gas-stations/${station.id}`, undefined, bounded.secret)).body.daily_sponsorship_budget_raw, spent!.spent);
+        const stationBefore = await ledger(station.wallet_id, 'ETH', bounded.secret);
+        const refused = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(await sign()), bounded.secret);
+        assert.equal(refused.status, 400, refused.text);
+        assert.equal(refused.body.error.code, 'sponsorship_unavailable');
+        assert.equal(refused.body.error.details.reason, 'daily_budget_exhausted');
+        assert.equal(refused.body.error.details.funding_model, 'customer_gas_station');
+        assert.equal(await sponsorshipsOf(client.address), 0);
+        assert.deepEqual(await ledger(station.wallet_id, 'ETH', bounded.secret), stationBefore, 'nothing was sent or locked');
+      } finally {
+        app.deps.config.GAS_STATION_DEFAULT_DAILY_BUDGET_ETHEREUM = original;
+      }
+    });
+
+    it("the platform's sponsorship of an organization without a station: bounded by need, capped by the default max gas price, counted against its daily USD budget", async () => {
+      const unstationed = await createTestOrganization('Sponsored by the platform, within need');
+      if (!(await call('GET', '/v1/gas-stations', undefined, paymaster.secret)).body.data.some((candidate: { chain: string }) => candidate.chain === 'ethereum')) {
+        await createStation('ethereum', '1', paymaster);
+      }
+      const { client, recipient, sign, claim } = await fundedClient();
+      const post = (signed: { raw: string }) => call('POST', '/v1/gas-stations/sponsor-broadcast', claim(signed), unstationed.secret);
+
+      const oversized = await post(await sign({ gasLimit: 5_000_000n }));
+      assert.equal(oversized.status, 400, oversized.text);
+      assert.equal(oversized.body.error.code, 'sponsored_fee_above_need');
+
+      const signed = await sign();
+      const price = (await need(client, recipient)).maxFeePerGas;
+      const config = app.deps.config;
+      const original = { price: config.GAS_STATION_DEFAULT_MAX_GAS_PRICE_ETHEREUM, usd: config.HEDGE_PAYMASTER_DAILY_BUDGET_USD };
+      try {
+        // The platform's station named no max_gas_price: the default, lowered below the client's price, refuses it.
+        config.GAS_STATION_DEFAULT_MAX_GAS_PRICE_ETHEREUM = toDisplay(price / 4n, 9);
+        const ceiling = await post(signed);
+        assert.equal(ceiling.status, 400, ceiling.text);
+        assert.deepEqual([ceiling.body.error.details.reason, ceiling.body.error.details.funding_model], ['gas_price_above_ceiling', 'provider_sponsorship']);
+        config.GAS_STATION_DEFAULT_MAX_GAS_PRICE_ETHEREUM = original.price;
+        // A USD budget below this fee's cost (ETH at 3000 USD in the sandbox): refused before anything is sent.
+        config.HEDGE_PAYMASTER_DAILY_BUDGET_USD = new Money(toDisplay(signed.maxFee, 18)).times(3000).toFixed(8);
+        const budget = await post(signed);
+        assert.equal(budget.status, 400, budget.text);
+        assert.deepEqual([budget.body.error.details.reason, budget.body.error.details.funding_model], ['daily_budget_exhausted', 'provider_sponsorship']);
+        assert.equal(await sponsorshipsOf(client.address), 0, 'nothing was recorded or sent');
+        config.HEDGE_PAYMASTER_DAILY_BUDGET_USD = '1000';
+        const accepted = await post(signed);
+        assert.equal(accepted.status, 202, accepted.text);
+        assert.equal(accepted.body.mode, 'provider_sponsorship');
+        assert.equal(accepted.body.sponsor_amount_raw, signed.maxFee.toString(), 'the fuel is the checked fee cap, never more');
+        const [charged] = await app.deps.orm.em.fork().execute<{ usd: string }[]>('select budget_charge_usd as usd from sponsorships where id = ?', [accepted.body.id]);
+        assert.ok(new Money(charged!.usd).gt(0), "counted against the organization's USD budget when reserved, before the fuel is sent");
+      } finally {
+        Object.assign(config, { GAS_STATION_DEFAULT_MAX_GAS_PRICE_ETHEREUM: original.price, HEDGE_PAYMASTER_DAILY_BUDGET_USD: original.usd });
+      }
+    });
   });
 });
 

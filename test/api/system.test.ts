@@ -112,10 +112,13 @@ describe('Operations endpoints and the OpenAPI document', () => {
     const document = (await app.request('GET', '/openapi.json')).body;
     const schemas = document.components.schemas;
     // The amount schemas once set `type: string`, which hid the null of a nullable amount.
-    for (const field of ['refill_amount_raw', 'daily_sponsorship_budget_raw']) {
-      assert.deepEqual(schemas.GasStation.properties[field].type, ['string', 'null'], field);
-      assert.equal(schemas.GasStation.properties[field].pattern, BASE_UNIT_PATTERN.source, field);
-    }
+    const refill = schemas.GasStation.properties.refill_amount_raw;
+    assert.deepEqual(refill.type, ['string', 'null']);
+    assert.equal(refill.pattern, BASE_UNIT_PATTERN.source);
+    // A budget is never null (the station's own or the deployment's default): a plain amount.
+    const budget = schemas.GasStation.properties.daily_sponsorship_budget_raw;
+    assert.equal(budget.type, 'string');
+    assert.equal(budget.pattern, BASE_UNIT_PATTERN.source);
     // Amounts were any string: now the patterns their refinements check.
     assert.equal(schemas.SponsorBroadcastRequest.properties.amount.pattern, DISPLAY_PATTERN.source);
     const credit = schemas.SandboxBalanceCreditRequest.properties.amount.anyOf;

@@ -4,12 +4,13 @@ import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { erc20Abi, parseEther, parseTransaction, parseUnits, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
+import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { clientKey, signClientTransfer } from '../support/client-transfers';
+import { clientKey, signClientTransfer, type ClientKey } from '../support/client-transfers';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
@@ -124,6 +125,9 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
   }
 
   let station: { id: string; address: string; wallet_id: string };
+  /** The client of the sponsored broadcast, and its recipient: its nonce 0 is then mined. */
+  let client: ClientKey;
+  let recipient: string;
   const STATION_FUNDED = parseEther('1');
   const SENDER_FUNDED = parseUnits('100', 6);
 
@@ -185,13 +189,13 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
 
   it("sponsor-broadcast of a client-signed ERC-20 transfer: a mismatched claim is refused unbroadcast, the true one is fuelled gas x price and confirmed, the client's ether ends at 0", async () => {
     const provider = await app.deps.chains.provider('ethereum', 'sandbox');
-    const client = clientKey('ethereum');
-    const recipient = clientKey('ethereum').address;
+    client = clientKey('ethereum');
+    recipient = clientKey('ethereum').address;
     await receiptOf(await funderWallet().writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [client.address as Hex, parseUnits('10', 6)] }));
     const stationBefore = await ethBalance(station.address);
 
     const amount = parseUnits('4', 6);
-    const signed = await signClientTransfer(provider, 'ethereum', client, recipient, 'USDC_ETH', amount, 0n);
+    const signed = await signClientTransfer(provider, 'ethereum', client, recipient, 'USDC_ETH', amount);
     const claim = { from_address: client.address, to_address: recipient, asset: 'USDC', amount: '4', network: 'sepolia', signed_tx: signed.raw, tx_hash: signed.txid };
 
     const mismatched = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim, amount: '5' });
@@ -209,6 +213,14 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
     assert.equal(accepted.body.sponsor_amount_raw, (gas! * maxFeePerGas!).toString(), 'the fuel is the signed gas x price');
     assert.equal(accepted.body.sponsor_amount_raw, signed.maxFee.toString());
     assert.equal(accepted.body.sponsor_amount_sun, null);
+    const market = await provider.feeMarket();
+    assert.equal(market.model, 'eip1559');
+    const withMargin = (value: bigint) => (value * BigInt(100 + app.deps.config.SPONSORSHIP_FEE_MARGIN_PERCENT)) / 100n;
+    const gasNeeded = await provider.estimateGas!({ from: client.address, to: token, data: erc20TransferData(recipient, amount) });
+    assert.ok(
+      gas! <= withMargin(gasNeeded) && maxFeePerGas! <= withMargin(2n * market.baseFeePerGas + market.priorityFeePerGas.high),
+      "the fuel is within the need: the node's gas estimate at the fee market's high level, plus the margin",
+    );
 
     const done = await mineUntil(async () => {
       const current = (await call('GET', `/v1/gas-stations/sponsor-broadcasts/${accepted.body.id}`)).body;
@@ -230,5 +242,38 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
     assert.equal(BigInt(fuel.fee_raw!), receiptFee(await receiptOf(fuel.tx_hash!)));
     assert.equal(stationBefore - (await ethBalance(station.address)), BigInt(fuel.amount_raw) + BigInt(fuel.fee_raw!), 'the station paid the fuel and its own fee, nothing else');
     await ledgerMatchesChain();
+  });
+
+  it("on the real node: the issue's example (5,000,000 gas at 1,000 gwei for 1 wei) is refused naming signed_tx, and so is a nonce not the sender's next (too high, too low); nothing is funded", async () => {
+    const provider = await app.deps.chains.provider('ethereum', 'sandbox');
+    // The client's 1 wei, so that the node can estimate its 1 wei transfer; its first transaction (nonce 0) was mined above.
+    await receiptOf(await funderWallet().sendTransaction({ to: client.address as Hex, value: 1n }));
+    const stationBefore = await ethBalance(station.address);
+    const stationLedger = await ledger(station.wallet_id, 'ETH');
+    const sponsorships = async () =>
+      Number((await (await testOrm()).em.fork().execute<{ count: string }[]>('select count(*)::text as count from sponsorships where sender_address = ?', [client.address]))[0]!.count);
+    assert.equal(await sponsorships(), 1, 'the one sponsored above');
+    const claim = { from_address: client.address, to_address: recipient, network: 'sepolia' };
+
+    const example = await signClientTransfer(provider, 'ethereum', client, recipient, 'ETH', 1n, { nonce: 1n, gasLimit: 5_000_000n, maxFeePerGas: parseUnits('1000', 9) });
+    const refused = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim, asset: 'ETH', amount: '0.000000000000000001', signed_tx: example.raw });
+    assert.equal(refused.status, 400, refused.text);
+    assert.deepEqual([refused.body.error.code, refused.body.error.param], ['sponsored_fee_above_need', 'signed_tx']);
+    assert.deepEqual([refused.body.error.details.gas_limit, refused.body.error.details.gas_needed], ['5000000', '21000']);
+
+    for (const [nonce, what] of [
+      [2n, 'too high: it would wait in the mempool for nonce 1'],
+      [0n, 'too low: nonce 0 is mined already'],
+    ] as const) {
+      const signed = await signClientTransfer(provider, 'ethereum', client, recipient, 'USDC_ETH', parseUnits('1', 6), { nonce });
+      const wrong = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim, asset: 'USDC', amount: '1', signed_tx: signed.raw });
+      assert.equal(wrong.status, 400, `${what}: ${wrong.text}`);
+      assert.deepEqual([wrong.body.error.code, wrong.body.error.param], ['nonce_mismatch', 'signed_tx'], what);
+      assert.deepEqual(wrong.body.error.details, { expected: '1', actual: nonce.toString() }, what);
+    }
+    assert.equal(await sponsorships(), 1, 'no sponsorship was recorded');
+    assert.equal(await ethBalance(client.address), 1n, 'nothing was funded');
+    assert.equal(await ethBalance(station.address), stationBefore, "the station's balance is unchanged");
+    assert.deepEqual(await ledger(station.wallet_id, 'ETH'), stationLedger, "nothing of the station's ledger is locked");
   });
 });

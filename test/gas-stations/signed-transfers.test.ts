@@ -6,7 +6,7 @@ import { TRON_TRANSFER_FEE_SUN } from '../../src/chains/devnet/rules/tron';
 import type { RecentBlock } from '../../src/chains/provider';
 import { signTransfer, type SigningKey, type TransferToSign } from '../../src/chains/transfers';
 import { erc20TransferData } from '../../src/chains/transfers/ethereum';
-import { checkSignedTransfer, sponsorableChainOf, type SignedTransferContext, type SponsorBroadcastClaim } from '../../src/gas-stations/signed-transfers';
+import { checkSignedTransfer, requireFeeWithinNeed, sponsorableChainOf, type SignedTransferContext, type SponsorBroadcastClaim } from '../../src/gas-stations/signed-transfers';
 import { secp256k1Address } from '../../src/keys/derivation';
 import { DomainError } from '../../src/shared/errors';
 
@@ -33,12 +33,12 @@ function signed(chain: 'ethereum' | 'tron', signer: SigningKey, to: string, asse
   return signTransfer({ ...transfer, ...overrides }, [signer]);
 }
 
-/** Ethereum: the gas limit the transfer was signed with, and its call as eth_estimateGas takes it. */
+/** Ethereum: the gas limit and max fee per gas the transfer was signed with, and its call as eth_estimateGas takes it. */
 function gasOf(chain: 'ethereum' | 'tron', sender: SigningKey, recipient: string, assetId: string, amount: bigint) {
   if (chain === 'tron') return null;
   const token = DEVNET_TOKENS.ethereum[assetId];
   const call = token ? { from: sender.address, to: token, data: erc20TransferData(recipient, amount) } : { from: sender.address, to: recipient, value: amount };
-  return { limit: EIP1559.gasLimit, call };
+  return { limit: EIP1559.gasLimit, maxFeePerGas: EIP1559.maxFeePerGas, call };
 }
 
 const refused = (param: string, code?: string) => (error: unknown) => {
@@ -194,6 +194,50 @@ describe('Sponsor broadcast: checkSignedTransfer against the client-signed trans
       assert.throws(() => checkSignedTransfer(claim, { ...ethereumContext, tokens: {} }), refused('asset'));
       assert.throws(() => checkSignedTransfer({ ...claim, from_address: '0x1234' }, ethereumContext), refused('from_address'));
     });
+  });
+});
+
+describe('Sponsor broadcast: requireFeeWithinNeed bounds the fuel by need plus the margin', () => {
+  const sender = freshKey('ethereum');
+  const recipient = freshKey('ethereum').address;
+  const ethereum = checkSignedTransfer(
+    { from_address: sender.address, to_address: recipient, asset: 'ETH', amount: '1', network: 'sepolia', signed_tx: signed('ethereum', sender, recipient, 'ETH', 10n ** 18n).raw },
+    ethereumContext,
+  );
+  // Signed with 100,000 gas at 3 gwei: at a 20% margin, a need of 83,334 gas and 2.5 gwei allows exactly that.
+  const need = (gas: bigint, maxFeePerGas: bigint) => ({ model: 'eip1559', gasLimit: gas.toString(), maxFeePerGas: maxFeePerGas.toString(), maxPriorityFeePerGas: '0' }) as const;
+  const aboveNeed = (details: Record<string, string | number>) => (error: unknown) =>
+    refused('signed_tx', 'sponsored_fee_above_need')(error) && (assert.deepEqual((error as DomainError).details, details), true);
+
+  it('Ethereum: accepts a gas limit and a max fee per gas each within need plus the margin, to the unit', () => {
+    requireFeeWithinNeed(ethereum, need(83_334n, 2_500_000_000n), 20);
+    requireFeeWithinNeed(ethereum, need(100_000n, 3_000_000_000n), 0);
+  });
+
+  it('Ethereum: refuses a gas limit or a max fee per gas one unit above, with the figures', () => {
+    assert.throws(
+      () => requireFeeWithinNeed(ethereum, need(83_333n, 2_500_000_000n), 20),
+      aboveNeed({ gas_limit: '100000', gas_needed: '83333', gas_limit_allowed: '99999', max_fee_per_gas: '3000000000', max_fee_per_gas_allowed: '3000000000', margin_percent: 20 }),
+    );
+    assert.throws(
+      () => requireFeeWithinNeed(ethereum, need(100_000n, 2_999_999_999n), 0),
+      aboveNeed({ gas_limit: '100000', gas_needed: '100000', gas_limit_allowed: '100000', max_fee_per_gas: '3000000000', max_fee_per_gas_allowed: '2999999999', margin_percent: 0 }),
+    );
+  });
+
+  it("Tron: bounds the fee_limit by the flat market's high fee plus the margin", () => {
+    const tronSender = freshKey('tron');
+    const tronRecipient = freshKey('tron').address;
+    const tron = checkSignedTransfer(
+      { from_address: tronSender.address, to_address: tronRecipient, asset: 'USDT', amount: '1', network: 'nile', signed_tx: signed('tron', tronSender, tronRecipient, 'USDT_TRX', 1_000_000n).raw },
+      tronContext,
+    );
+    assert.equal(tron.maxFee, 15_000_000n);
+    requireFeeWithinNeed(tron, { model: 'flat', fee: '12500000' }, 20);
+    assert.throws(
+      () => requireFeeWithinNeed(tron, { model: 'flat', fee: '12499999' }, 20),
+      aboveNeed({ fee_limit: '15000000', fee_needed: '12499999', fee_limit_allowed: '14999998', margin_percent: 20 }),
+    );
   });
 });
 

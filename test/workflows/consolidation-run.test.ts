@@ -182,7 +182,7 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
     const types = (await (await em()).find(Event, { organization: org.organizationId }, { orderBy: { createdAt: 'asc' } })).map((event) => event.type);
     assert.ok(types.includes('consolidation.sweep.failed'));
     assert.equal(types.at(-1), 'consolidation.run.failed');
-    await call('PATCH', `/v1/gas-stations/${station.id}`, { daily_sponsorship_budget: null });
+    await call('PATCH', `/v1/gas-stations/${station.id}`, { daily_sponsorship_budget: '1' });
   });
 
   it('a worker stopped mid-run and another started: the run resumes and no sweep is made twice', async function () {
