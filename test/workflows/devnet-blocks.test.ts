@@ -64,7 +64,9 @@ describe('Devnet block producer workflow (time-skipping)', () => {
     }, `a block above ${height}`);
   }
 
-  it('mines a block every interval and as many as asked by the mineBlocks update, answering the new tip', async () => {
+  it('mines a block every interval and as many as asked by the mineBlocks update, answering the new tip', async function () {
+    // Six waits in a row, each bounded by its own 20 s (eventually): a loaded CI machine took longer than mocha's 60 s once.
+    this.timeout(150_000);
     const { worker: running, starter, taskQueue } = await worker();
     await running.runUntil(async () => {
       await ensureDevnetWorkflows(starter, config(taskQueue));
