@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
-import { Event } from '../../src/events/entities';
+import { tripEvents } from '../support/trip-events';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { PayoutQuote, PayoutTrip } from '../../src/payouts/entities';
 import { payoutTripFlow } from '../../src/payouts/flows/trip';
@@ -114,8 +114,7 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     assert.ok(!expired.body.data.some((listed: { tripId: string }) => listed.tripId === trip.tripId));
 
     // The events a webhook endpoint would receive, with the specification's payout fields.
-    const events = await app.deps.orm.em.fork().find(Event, { organization: org.organizationId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-    const ofTrip = events.filter((event) => (event.data as { tripId?: string }).tripId === trip.tripId);
+    const ofTrip = await tripEvents(app.deps.orm.em.fork(), org.organizationId, trip.tripId);
     assert.deepEqual(
       ofTrip.map((event) => event.type),
       ['asset.received', 'payouts.processing', 'withdrawal.processing', 'payouts.withdrawal.success', 'withdrawal.success'],

@@ -19,6 +19,7 @@ import { OutgoingTransaction } from '../../src/transactions/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { tripEvents } from '../support/trip-events';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
 import { testLogger } from '../support/secret-scan';
@@ -167,14 +168,8 @@ class Context {
     return (await (await this.em()).find(PayoutTripTransition, { trip: tripId }, { orderBy: { occurredAt: 'asc', id: 'asc' } })).map((entry) => entry.name);
   }
 
-  /** The trip's events in order; an alias, emitted in the same millisecond as its event (ids are random), after it. */
   async events(tripId: string) {
-    const events = await (await this.em()).find(Event, { organization: this.org.organizationId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-    const isAlias = (event: Event) => ((event.data as { alias_of?: string }).alias_of ? 1 : 0);
-    return events
-      .filter((event) => (event.data as { tripId?: string }).tripId === tripId)
-      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || isAlias(a) - isAlias(b))
-      .map((event) => event.type);
+    return (await tripEvents(await this.em(), this.org.organizationId, tripId)).map((event) => event.type);
   }
 
   async rail(tripId: string) {
