@@ -149,7 +149,8 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
  * Sends the stored bytes to the node. Accepted (or already there): `accepted`. The node could not
  * be reached or did not answer: `unknown`, and nothing is released. Refused while the chain does not
  * know the transaction: at the bytes' first handing, no node ever held them and none will be given
- * them again, so it fails and the lock is released (save a nonce only early, see below). Once the
+ * them again, so it fails and the lock is released (save a nonce refused as too high while the sends
+ * before it are under way: it waits). Once the
  * bytes may be in a node (an earlier handing accepted, unanswered or interrupted), a refusal proves
  * nothing (the node may have evicted them while another still has them): the send stays pending,
  * broadcast again and re-queried, and fails only on proof that it can never be mined (`proofOfLoss`).
@@ -182,10 +183,8 @@ export async function broadcastTransaction(deps: LifecycleDeps, transactionId: s
         await failTransaction(deps, transactionId, loss.reason, loss.message, loss.spentInputs);
         return 'failed';
       }
-      if (error.reason === 'nonce_too_high' && (await earlierNoncesOnTheirWay(deps, provider, transaction))) {
-        await recordHanding(deps, transactionId, null); // refused: still never held by a node
-        return 'unknown';
-      }
+      await recordHanding(deps, transactionId, null); // refused at its first handing: no node ever held the bytes
+      if (error.reason === 'nonce_too_high' && (await earlierNoncesOnTheirWay(deps, provider, transaction))) return 'unknown';
       await failTransaction(deps, transactionId, error.reason, error.message);
       return 'failed';
     }

@@ -177,6 +177,7 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'failed');
     const failed = await row(id);
     assert.equal(failed.failureReason, 'fee_too_low');
+    assert.equal(failed.broadcastAt ?? null, null, 'refused at its first handing: no node ever held it');
     assert.deepEqual(await ledger(wallet.id), { balance: 10n ** 18n, locked: 0n });
     assert.deepEqual(await events(id), ['transaction.created', 'transaction.failed']);
     nodes.faults = {};
