@@ -222,7 +222,7 @@ async function proofOfLoss(deps: LifecycleDeps, provider: ChainProvider, transac
     }
   }
   if (provider.spentInChain) {
-    const inputs = await deps.em().find(WalletOutput, { spentBy: transaction.id });
+    const inputs = await deps.em().find(WalletOutput, { organization: transaction.organization, environment: transaction.environment, spentBy: transaction.id });
     const spent: WalletOutput[] = [];
     for (const input of inputs) if (await provider.spentInChain({ txid: input.txid, vout: input.vout })) spent.push(input);
     if (spent.length) {
