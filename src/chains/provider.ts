@@ -168,6 +168,12 @@ export interface ChainProvider {
    * can never be mined (another transaction consumed it).
    */
   nonces?(address: string): Promise<{ confirmed: bigint; pending: bigint }>;
+  /**
+   * Bitcoin: whether the output is spent by a mined transaction (the transaction that made it is mined
+   * and the output is gone from the chain's unspent set). An input of a send spent so, while the send
+   * itself is unknown to the chain, proves a conflicting spend confirmed: the send can never be mined.
+   */
+  spentInChain?(outpoint: { txid: string; vout: number }): Promise<boolean>;
   /** Tron and Solana: the block a new transaction refers to (the tip, with its time). */
   recentBlock?(): Promise<RecentBlock>;
   /**

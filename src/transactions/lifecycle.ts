@@ -147,9 +147,13 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
 
 /**
  * Sends the stored bytes to the node. Accepted (or already there): `accepted`. The node could not
- * be reached or did not answer: `unknown`, and nothing is released. Refused, and the chain does
- * not know the transaction (nor, for Ethereum, is its nonce still free): provably never to be
- * mined, so it fails and the lock is released.
+ * be reached or did not answer: `unknown`, and nothing is released. Refused while the chain does not
+ * know the transaction: at the bytes' first handing, no node ever held them and none will be given
+ * them again, so it fails and the lock is released (save a nonce refused as too high while the sends
+ * before it are under way: it waits). Once the
+ * bytes may be in a node (an earlier handing accepted, unanswered or interrupted), a refusal proves
+ * nothing (the node may have evicted them while another still has them): the send stays pending,
+ * broadcast again and re-queried, and fails only on proof that it can never be mined (`proofOfLoss`).
  */
 export async function broadcastTransaction(deps: LifecycleDeps, transactionId: string): Promise<StepOutcome> {
   const transaction = await deps.em().findOneOrFail(OutgoingTransaction, { id: transactionId }, { populate: ['fromAddress'] });
@@ -157,6 +161,9 @@ export async function broadcastTransaction(deps: LifecycleDeps, transactionId: s
   // Signed, or broadcast but no longer known to the node (dropped, reorganised out): the same bytes (again).
   if (transaction.status === 'confirming') return 'accepted';
   const provider = await providerOf(deps, transaction);
+  // Recorded before the bytes leave, so a crash or a lost answer leaves them counted as possibly in a node.
+  const handedBefore = transaction.broadcastAt != null;
+  if (!handedBefore) await recordHanding(deps, transactionId, new Date());
   try {
     await provider.broadcast(transaction.signedTransaction!);
   } catch (error) {
@@ -170,6 +177,13 @@ export async function broadcastTransaction(deps: LifecycleDeps, transactionId: s
       throw statusError;
     }
     if (known.state === 'unknown') {
+      if (handedBefore) {
+        const loss = await proofOfLoss(deps, provider, transaction);
+        if (!loss) return 'unknown';
+        await failTransaction(deps, transactionId, loss.reason, loss.message, loss.spentInputs);
+        return 'failed';
+      }
+      await recordHanding(deps, transactionId, null); // refused at its first handing: no node ever held the bytes
       if (error.reason === 'nonce_too_high' && (await earlierNoncesOnTheirWay(deps, provider, transaction))) return 'unknown';
       await failTransaction(deps, transactionId, error.reason, error.message);
       return 'failed';
@@ -177,6 +191,47 @@ export async function broadcastTransaction(deps: LifecycleDeps, transactionId: s
   }
   await markBroadcast(deps, transactionId);
   return 'accepted';
+}
+
+/** `broadcastAt` of a send still `signed`: when its bytes were first handed to a node, or null while no node can hold them. */
+async function recordHanding(deps: LifecycleDeps, transactionId: string, at: Date | null): Promise<void> {
+  await deps.em().nativeUpdate(OutgoingTransaction, { id: transactionId, status: 'signed' }, { broadcastAt: at });
+}
+
+/** Why a send the chain does not know can never be mined, and which of its Bitcoin inputs a confirmed conflict spent. */
+interface ProofOfLoss {
+  reason: 'nonce_consumed' | 'inputs_spent';
+  message: string;
+  spentInputs?: string[];
+}
+
+/**
+ * The proof that a send once handed to a node can never be mined, or null. Ethereum: the sender's
+ * mined nonce count is past the send's nonce (another transaction consumed it). Bitcoin: one of its
+ * inputs is spent by a mined transaction. Either way the send's own hash is asked again after the
+ * proof is read, so the send mined meanwhile (which consumes its nonce and spends its inputs) is not
+ * taken for a conflict. Tron and Solana would prove by their validity window, but the devnet (their
+ * only provider) enforces none, so a send there is never proven lost once handed.
+ */
+async function proofOfLoss(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction): Promise<ProofOfLoss | null> {
+  let proof: ProofOfLoss | null = null;
+  if (provider.nonces && transaction.nonce != null) {
+    const { confirmed } = await provider.nonces(transaction.fromAddress.address);
+    if (confirmed > BigInt(transaction.nonce)) {
+      proof = { reason: 'nonce_consumed', message: `Another transaction was mined with this send's nonce ${transaction.nonce}: it can never be mined.` };
+    }
+  }
+  if (provider.spentInChain) {
+    const inputs = await deps.em().find(WalletOutput, { organization: transaction.organization, environment: transaction.environment, spentBy: transaction.id });
+    const spent: WalletOutput[] = [];
+    for (const input of inputs) if (await provider.spentInChain({ txid: input.txid, vout: input.vout })) spent.push(input);
+    if (spent.length) {
+      const outpoints = spent.map((input) => `${input.txid}:${input.vout}`);
+      proof = { reason: 'inputs_spent', message: `A conflicting transaction spending ${outpoints.join(', ')} was mined: this send can never be mined.`, spentInputs: spent.map((input) => input.id) };
+    }
+  }
+  if (!proof) return null;
+  return (await provider.transactionStatus(transaction.txHash!)).state === 'unknown' ? proof : null;
 }
 
 /**
@@ -204,7 +259,7 @@ async function markBroadcast(deps: LifecycleDeps, transactionId: string): Promis
     const transaction = await lockedRow(em, transactionId);
     if (transaction.status !== 'signed') return;
     transaction.status = 'broadcast';
-    transaction.broadcastAt = new Date();
+    transaction.broadcastAt ??= new Date();
     await announce(em, transaction, 'transaction.broadcast');
   });
 }
@@ -236,7 +291,7 @@ export async function checkTransaction(deps: LifecycleDeps, transactionId: strin
     const row = await lockedRow(em, transactionId);
     if (FINISHED.includes(row.status)) return;
     if (row.status === 'signed') {
-      Object.assign(row, { status: 'broadcast', broadcastAt: new Date() });
+      Object.assign(row, { status: 'broadcast', broadcastAt: row.broadcastAt ?? new Date() });
       await announce(em, row, 'transaction.broadcast');
     }
     Object.assign(row, { status: 'confirming', blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
@@ -292,13 +347,16 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
   });
 }
 
-/** Fails a send that provably never reached the chain: its lock (and Bitcoin outputs) released, nothing debited, once. */
-export async function failTransaction(deps: LifecycleDeps, transactionId: string, reason: string, message: string): Promise<TransactionStatus> {
+/**
+ * Fails a send that provably never reached the chain and never will: its lock (and Bitcoin outputs)
+ * released, nothing debited, once. `spentInputs`: its inputs a conflicting mined transaction spent.
+ */
+export async function failTransaction(deps: LifecycleDeps, transactionId: string, reason: string, message: string, spentInputs: string[] = []): Promise<TransactionStatus> {
   return deps.transaction(async (em) => {
     const transaction = await lockedRow(em, transactionId);
     if (FINISHED.includes(transaction.status)) return transaction.status;
     await releaseLock(em, transaction);
-    if (transaction.chain === 'bitcoin') await releaseOutputs(em, transaction.id);
+    if (transaction.chain === 'bitcoin') await releaseOutputs(em, transaction.id, spentInputs);
     Object.assign(transaction, { status: 'failed', failedAt: new Date(), failureReason: reason, failureMessage: message });
     await announce(em, transaction, 'transaction.failed');
     return 'failed';

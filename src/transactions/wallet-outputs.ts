@@ -132,16 +132,21 @@ export async function settleOutputs(em: EntityManager, transactionId: string): P
 }
 
 /**
- * The send provably failed: what it locked is available again and its change never existed.
- * Idempotent; throws when the send was already settled (its outputs spent or its change confirmed).
+ * The send provably failed: what it locked is available again, save `spentElsewhere` (ids of its
+ * inputs a conflicting mined transaction spent: spent, by no send of ours), and its change never
+ * existed. Idempotent; throws when the send was already settled (its outputs spent or its change confirmed).
  */
-export async function releaseOutputs(em: EntityManager, transactionId: string): Promise<void> {
+export async function releaseOutputs(em: EntityManager, transactionId: string, spentElsewhere: string[] = []): Promise<void> {
   const settled = await em.execute<{ status: WalletOutputStatus }[]>(
     `select status from wallet_outputs where (spent_by_id = ? and status = 'spent') or (created_by_id = ? and status <> 'unconfirmed') limit 1`,
     [transactionId, transactionId],
   );
   if (settled.length) throw new Error(`transaction ${transactionId} is settled: its outputs cannot be released`);
-  await em.execute(`update wallet_outputs set status = 'available', spent_by_id = null, updated_at = now() where spent_by_id = ? and status = 'locked'`, [transactionId]);
+  await em.execute(
+    `update wallet_outputs set status = case when id = any(?::uuid[]) then 'spent'::wallet_output_status else 'available'::wallet_output_status end, spent_by_id = null, updated_at = now()
+     where spent_by_id = ? and status = 'locked'`,
+    [`{${spentElsewhere.join(',')}}`, transactionId],
+  );
   await em.execute(`delete from wallet_outputs where created_by_id = ? and status = 'unconfirmed'`, [transactionId]);
 }
 

@@ -247,7 +247,7 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
     assert.equal(await ethBalance(treasury.address), (await balance(treasury.id, 'ETH')).balance);
   });
 
-  it('a send refused after later sends took the next nonces leaves a gap the next send fills: the held-back send is then mined', async () => {
+  it('a dropped send the node refuses again stays pending and locked; another transaction mined at its nonce fails it, its lock released; the send after it confirms', async () => {
     // Without automine both sends wait in the pool, in nonce order: the first is then dropped, and refused when broadcast again.
     await anvil.call('evm_setAutomine', [false]);
     const first = await send({ wallet_id: treasury.id, to_address: outside, amount: '3', asset: 'ETH' });
@@ -261,28 +261,39 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
       return transaction.status === 'broadcast' ? transaction : undefined;
     }, 'the second send broadcast');
     assert.equal(BigInt(heldBackBroadcast.nonce!), BigInt(firstBroadcast.nonce!) + 1n);
+    const lockedBefore = await balance(treasury.id, 'ETH');
 
     const held = await ethBalance(treasury.address);
-    await anvil.call('anvil_setBalance', [treasury.address, `0x${parseEther('1').toString(16)}`]);
+    const short = parseEther('1');
+    await anvil.call('anvil_setBalance', [treasury.address, `0x${short.toString(16)}`]);
     await anvil.call('anvil_dropTransaction', [firstBroadcast.tx_hash]);
-    const refused = await eventually(async () => {
+    // Two checks (5 s apart) find it missing and broadcast it again: refused (insufficient_funds), which proves nothing.
+    await new Promise((resolve) => setTimeout(resolve, 12_000));
+    assert.equal((await read(first.id)).status, 'broadcast', 'a refusal is no proof: still pending');
+    assert.deepEqual(await balance(treasury.id, 'ETH'), lockedBefore, 'nothing released');
+
+    // The key is used elsewhere: a zero-value, zero-fee transaction takes the first send's nonce and is mined (with the held-back send).
+    await anvil.call('anvil_impersonateAccount', [treasury.address]);
+    await anvil.call('anvil_setNextBlockBaseFeePerGas', ['0x0']);
+    const replacement = (await anvil.call('eth_sendTransaction', [
+      { from: treasury.address, to: outside, value: '0x0', gas: '0x5208', maxFeePerGas: '0x0', maxPriorityFeePerGas: '0x0', nonce: `0x${BigInt(firstBroadcast.nonce!).toString(16)}` },
+    ])) as string;
+    await anvil.call('anvil_stopImpersonatingAccount', [treasury.address]);
+    await mine(1);
+    assert.equal((await receiptOf(replacement)).status, '0x1');
+    await anvil.call('anvil_setBalance', [treasury.address, `0x${(held - (short - (await ethBalance(treasury.address)))).toString(16)}`]);
+    await anvil.call('evm_setAutomine', [true]);
+
+    const failed = await eventually(async () => {
       const transaction = await read(first.id);
       return transaction.status === 'failed' ? transaction : undefined;
-    }, 'the dropped send refused when broadcast again');
-    assert.equal(refused.failure_reason, 'insufficient_funds');
-    await anvil.call('anvil_setBalance', [treasury.address, `0x${held.toString(16)}`]);
-    await anvil.call('evm_setAutomine', [true]);
-    assert.equal((await read(heldBack.id)).status, 'broadcast', 'the node holds the second send back: its nonce follows a free one');
-
-    const filler = await send({ wallet_id: treasury.id, to_address: outside, amount: '0.2', asset: 'ETH' });
-    const settled = await settleAll([heldBack.id, filler.id]);
-    assert.deepEqual(
-      settled.map((transaction) => transaction.status),
-      ['confirmed', 'confirmed'],
-    );
-    assert.equal(settled[1]!.nonce, refused.nonce, 'the next send took the nonce the refused one left free');
+    }, 'the send whose nonce another transaction consumed failed');
+    assert.equal(failed.failure_reason, 'nonce_consumed');
+    assert.equal(await anvil.call('eth_getTransactionByHash', [failed.tx_hash]), null, 'never mined');
+    const [settled] = await settleAll([heldBack.id]);
+    assert.equal(settled!.status, 'confirmed');
     const ledger = await balance(treasury.id, 'ETH');
-    assert.equal(ledger.locked, 0n);
+    assert.equal(ledger.locked, 0n, 'the failed send released its lock; the confirmed one settled');
     assert.equal(await ethBalance(treasury.address), ledger.balance);
   });
 

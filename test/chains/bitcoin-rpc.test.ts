@@ -112,8 +112,9 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
     assert.equal(await provider.balance(ours.address, 'BTC'), before - received);
   });
 
-  it('refuses a double spend of a coinbase output, in the mempool and once mined, with reason double_spend', async () => {
+  it('refuses a double spend of a coinbase output, in the mempool and once mined, with reason double_spend; the output is spent in the chain once the first spend is mined', async () => {
     const spent = await coinbaseOutput(btcd, 3);
+    const outpoint = { txid: spent.txid, vout: spent.index };
     const first = payFromMiner(spent, ours.address, 1_000_000n);
     await provider.broadcast(first.hex);
     const conflicting = payFromMiner(spent, ours.address, 2_000_000n);
@@ -122,8 +123,13 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
       assert.equal(error.reason, 'double_spend');
       return true;
     });
+    assert.equal(await provider.spentInChain(outpoint), false, 'spent in the mempool only: the conflict may still win');
+    assert.equal(await provider.spentInChain({ txid: first.id, vout: 0 }), false, 'an output of an unmined transaction');
     await btcd.generate(1);
     await assert.rejects(provider.broadcast(conflicting.hex), (error: unknown) => error instanceof TransactionRejectedError && error.reason === 'double_spend');
+    assert.equal(await provider.spentInChain(outpoint), true, 'a mined transaction spends it');
+    assert.equal(await provider.spentInChain({ txid: first.id, vout: 0 }), false, 'mined and unspent');
+    assert.deepEqual(await provider.transactionStatus(conflicting.id), { state: 'unknown' }, 'the conflict can never be mined');
   });
 
   it("follows the node's fee estimate (BTC/kvB, rounded up to sat/vB) once mined transactions gave it one", async () => {

@@ -4,14 +4,17 @@ import { Worker } from '@temporalio/worker';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import type { ChainId } from '../../src/catalogue/service';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { acceptDevnetTransaction, mineDevnetBlocks } from '../../src/chains/devnet/ledger';
 import { DevnetTransaction } from '../../src/chains/devnet/entities';
 import { ChainNodes } from '../../src/chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider } from '../../src/chains/provider';
 import type { Environment } from '../../src/api-keys/entities';
-import { moveWalletBalance } from '../../src/custody/service';
+import { Address } from '../../src/custody/entities';
+import { keyLocation, moveWalletBalance } from '../../src/custody/service';
+import { signTransfer } from '../../src/chains/transfers';
 import { Event } from '../../src/events/entities';
-import { OutgoingTransaction } from '../../src/transactions/entities';
+import { OutgoingTransaction, WalletOutput } from '../../src/transactions/entities';
+import { confirmDepositOutput, recordDepositOutput } from '../../src/transactions/wallet-outputs';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import { workflowBundle } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -27,6 +30,8 @@ interface Faults {
   acceptThenTimeOut?: boolean;
   /** The node refuses without taking it. */
   refuse?: string;
+  /** The node answers every status query "unknown" (it evicted the transaction, or never had it). */
+  forget?: boolean;
   /** The node cannot be reached for broadcasts, and for this many status queries. */
   unreachable?: boolean;
   statusOutages?: number;
@@ -57,6 +62,7 @@ class FaultyNodes extends ChainNodes {
         if (property === 'transactionStatus') {
           return async (txid: string) => {
             const now = faults();
+            if (now.forget) return { state: 'unknown' };
             if (now.statusOutages) {
               now.statusOutages -= 1;
               throw new NodeUnavailableError('the node did not answer within the timeout');
@@ -171,9 +177,120 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'failed');
     const failed = await row(id);
     assert.equal(failed.failureReason, 'fee_too_low');
+    assert.equal(failed.broadcastAt ?? null, null, 'refused at its first handing: no node ever held it');
     assert.deepEqual(await ledger(wallet.id), { balance: 10n ** 18n, locked: 0n });
     assert.deepEqual(await events(id), ['transaction.created', 'transaction.failed']);
     nodes.faults = {};
+  });
+
+  it('blind release: the node forgets the broadcast send and refuses it again (fee_too_low); it stays locked, and mined later it is debited once', async () => {
+    const env = await timeSkippingTemporal();
+    const wallet = await fundedWallet(10n ** 18n);
+    nodes.faults = {};
+    const id = await send(wallet.id);
+    await eventually(async () => ((await row(id)).status === 'broadcast' ? true : undefined), 'broadcast');
+    const locked = (await ledger(wallet.id)).locked;
+    nodes.faults = { forget: true, refuse: 'fee_too_low' };
+    const broadcastsBefore = nodes.broadcasts;
+    await env.sleep('1 hour');
+    assert.equal((await row(id)).status, 'broadcast', 'no proof that it can never be mined: still pending');
+    assert.ok(nodes.broadcasts > broadcastsBefore + 10, 'broadcast again, check after check');
+    assert.deepEqual(await ledger(wallet.id), { balance: 10n ** 18n, locked }, 'nothing released');
+    // The network (which kept the transaction) mines it; the node sees the blocks.
+    nodes.faults = { refuse: 'fee_too_low' };
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'confirmed');
+    const settled = await row(id);
+    assert.equal(await onChain(settled.txHash!), 1);
+    assert.deepEqual(await ledger(wallet.id), { balance: 10n ** 18n - BigInt(settled.recipientAmount) - BigInt(settled.fee!), locked: 0n }, 'debited once');
+    assert.deepEqual(await events(id), ['transaction.broadcast', 'transaction.confirmed', 'transaction.created']);
+    nodes.faults = {};
+  });
+
+  describe('Bitcoin', () => {
+    /** A Bitcoin wallet holding one devnet output of `sats`, recorded as its available output and on its ledger. */
+    async function fundedBitcoinWallet(sats: bigint) {
+      const vault = await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'Bitcoin sends' } });
+      const created = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'Bitcoin sends', chain: 'bitcoin', vault_id: vault.body.id } });
+      const em = (await testOrm()).em.fork();
+      const address = await em.findOneOrFail(Address, { address: created.body.primary_address.address }, { populate: ['wallet'] });
+      const funded = await fundFromFaucet(em, 'bitcoin', { to: address.address, assetId: 'BTC', amount: sats });
+      await mineDevnetBlocks(em, 'bitcoin', 1);
+      const deposit = { organizationId: org.organizationId, environment: 'sandbox' as const, walletId: address.wallet.id, addressId: address.id, txid: funded.txid, position: funded.position, amount: sats.toString() };
+      await recordDepositOutput(em, deposit);
+      await confirmDepositOutput(em, deposit);
+      await moveWalletBalance(em, address.wallet.id, 'BTC', { balance: sats });
+      return { id: address.wallet.id, address, input: { txid: funded.txid, vout: Number(funded.position.slice('out:'.length)), amount: sats } };
+    }
+    const sendBitcoin = async (walletId: string, to: string) => {
+      const created = await app.request('POST', '/v1/transactions', { key: org.secret, body: { wallet_id: walletId, to_address: to, amount: '0.001', asset: 'BTC' } });
+      assert.equal(created.status, 201, created.text);
+      return created.body.id as string;
+    };
+    const btcLedger = async (walletId: string) => {
+      const [balance] = await (await testOrm()).em.fork().execute<{ balance: string; locked: string }[]>(`select balance::text, locked::text from wallet_balances where wallet_id = ? and asset_id = 'BTC'`, [walletId]);
+      return { balance: BigInt(balance!.balance), locked: BigInt(balance!.locked) };
+    };
+    const outputs = async (walletId: string) =>
+      (await (await testOrm()).em.fork().find(WalletOutput, { wallet: walletId })).map((output) => `${output.origin}:${output.status}`).sort();
+
+    it('blind release: inputs stay locked and the change row kept while the node forgets and refuses it; mined later, debited once', async () => {
+      const env = await timeSkippingTemporal();
+      const wallet = await fundedBitcoinWallet(10_000_000n);
+      const recipient = await fundedBitcoinWallet(1_000_000n);
+      nodes.faults = {};
+      const id = await sendBitcoin(wallet.id, recipient.address.address);
+      await eventually(async () => ((await row(id)).status === 'broadcast' ? true : undefined), 'broadcast');
+      const locked = await btcLedger(wallet.id);
+      nodes.faults = { forget: true, refuse: 'fee_too_low' };
+      await env.sleep('1 hour');
+      assert.equal((await row(id)).status, 'broadcast', 'still pending');
+      assert.deepEqual(await btcLedger(wallet.id), locked, 'nothing released');
+      assert.deepEqual(await outputs(wallet.id), ['change:unconfirmed', 'deposit:locked'], 'the input reserved, the change kept');
+      nodes.faults = { refuse: 'fee_too_low' };
+      await mineDevnetBlocks((await testOrm()).em.fork(), 'bitcoin', 3);
+      assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'confirmed');
+      const settled = await row(id);
+      assert.deepEqual(await btcLedger(wallet.id), { balance: 10_000_000n - BigInt(settled.recipientAmount) - BigInt(settled.fee!), locked: 0n }, 'debited once');
+      assert.deepEqual(await outputs(wallet.id), ['change:available', 'deposit:spent']);
+      nodes.faults = {};
+    });
+
+    it('an input spent by a confirmed conflicting transaction fails the send: its lock released, the input spent, the change gone', async () => {
+      const env = await timeSkippingTemporal();
+      const wallet = await fundedBitcoinWallet(10_000_000n);
+      const recipient = await fundedBitcoinWallet(1_000_000n);
+      // The first broadcast goes unanswered: from then on the bytes may be in a node.
+      nodes.faults = { unreachable: true };
+      const id = await sendBitcoin(wallet.id, recipient.address.address);
+      await eventually(async () => ((await row(id)).broadcastAt ? true : undefined), 'handed to a node');
+      // The wallet's key spends the same input elsewhere (a key used outside the platform), and a block confirms it.
+      const em = (await testOrm()).em.fork();
+      const conflict = await app.deps.keys.withKeys(em, org.organizationId, [keyLocation(wallet.address.wallet, wallet.address.format, wallet.address.addressIndex)], ([key]) =>
+        signTransfer(
+          {
+            chain: 'bitcoin',
+            testnet: true,
+            from: wallet.address.address,
+            to: wallet.address.address,
+            assetId: 'BTC',
+            amount: wallet.input.amount - 100_000n,
+            fee: { model: 'per_byte', satPerVbyte: 100n },
+            reference: randomUUID(),
+            bitcoin: { inputs: [{ ...wallet.input, address: wallet.address.address, key: 0 }] },
+          },
+          [key!],
+        ),
+      );
+      await acceptDevnetTransaction(em, 'bitcoin', conflict.raw);
+      await mineDevnetBlocks(em, 'bitcoin', 1);
+      nodes.faults = {};
+      assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'failed');
+      const failed = await row(id);
+      assert.equal(failed.failureReason, 'inputs_spent');
+      assert.deepEqual(await btcLedger(wallet.id), { balance: 10_000_000n, locked: 0n }, 'the lock released, nothing debited by the send');
+      assert.deepEqual(await outputs(wallet.id), ['deposit:spent'], 'the input spent by the conflict, the change never existed');
+    });
   });
 
   it('replays the recorded send history with the current workflow code', async () => {

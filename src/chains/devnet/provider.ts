@@ -15,7 +15,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
-import { DevnetBlock, DevnetTransaction } from './entities';
+import { DevnetBlock, DevnetOutput, DevnetTransaction } from './entities';
 import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, minedNonce, pendingNonce, transfersOf } from './ledger';
 import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from './params';
 import { answerBitcoinCall } from './rpc/bitcoin';
@@ -43,6 +43,8 @@ export class DevnetProvider implements ChainProvider {
 
   /** Ethereum only: the ledger's nonces, `confirmed` the count of the account's mined transactions. */
   readonly nonces?: (address: string) => Promise<{ confirmed: bigint; pending: bigint }>;
+  /** Bitcoin only: the ledger's outputs know their first accepted spender; spent in the chain once both are mined. */
+  readonly spentInChain?: (outpoint: { txid: string; vout: number }) => Promise<boolean>;
   /** Ethereum only: exactly the gas the devnet charges the call when mined (it has no other execution to estimate). */
   readonly estimateGas?: (call: GasEstimateCall) => Promise<bigint>;
 
@@ -65,6 +67,15 @@ export class DevnetProvider implements ChainProvider {
           if (error instanceof DevnetRejection) throw new TransactionRejectedError(error.reason, error.message);
           throw error;
         }
+      };
+    }
+    if (chain === 'bitcoin') {
+      this.spentInChain = async ({ txid, vout }) => {
+        const em = this.em();
+        const output = await em.findOne(DevnetOutput, { chain, txid: canonicalTxid(chain, txid), vout });
+        if (!output?.spentBy) return false;
+        const mined = await em.count(DevnetTransaction, { chain, txid: { $in: [output.txid, output.spentBy] }, status: 'mined' });
+        return mined === 2;
       };
     }
   }

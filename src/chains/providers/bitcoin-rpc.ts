@@ -218,6 +218,14 @@ export class BitcoinRpcProvider implements ChainProvider {
     return { state: 'mined', blockHeight: header.height, blockHash, confirmations: header.confirmations, succeeded: true, fee };
   }
 
+  /** gettxout without the mempool is null once a block spends the output, and also before one mines it: hence its transaction first. */
+  async spentInChain(outpoint: { txid: string; vout: number }): Promise<boolean> {
+    if ((await this.transactionStatus(outpoint.txid)).state !== 'mined') return false;
+    const [answer] = await this.relay([{ method: 'gettxout', params: [outpoint.txid, outpoint.vout, false] }]);
+    if ('error' in answer!) throw nodeRefused('gettxout', answer.error);
+    return answer!.result === null;
+  }
+
   /**
    * Inputs minus outputs: each input's amount read from the transaction it spends (one batch, through
    * the transaction index); a coinbase pays none.
