@@ -4,6 +4,7 @@ import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { erc20Abi, parseEther, parseUnits, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
+import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
@@ -141,6 +142,15 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
 
   it('sends ETH and USDC to an outside address and to another wallet of the organization, and a gross ETH send: debited exactly what the node says left', async () => {
     const before = { eth: await balance(treasury.id, 'ETH'), usdc: await balance(treasury.id, 'USDC_ETH') };
+    // An ERC-20 send's gas limit: anvil's eth_estimateGas of its transfer from the sending address, plus the 20% margin (ERC20_GAS_MARGIN_PERCENT).
+    const usdcGas = async (to: Hex, amount: bigint) =>
+      (BigInt((await anvil.call('eth_estimateGas', [{ from: treasury.address, to: token, data: erc20TransferData(to, amount) }])) as Hex) * 120n) / 100n;
+    const expectedGas = { out: await usdcGas(outside, parseUnits('100.5', 6)), in: await usdcGas(payroll.address, parseUnits('40', 6)) };
+    const quoted = await call('POST', '/v1/transactions/estimate-fee', { wallet_id: treasury.id, to_address: outside, amount: '100.5', asset: 'USDC' });
+    assert.equal(quoted.status, 200, quoted.text);
+    for (const level of Object.values(quoted.body.fee_levels) as { breakdown: { key: string; value: string }[] }[]) {
+      assert.equal(level.breakdown.find((entry) => entry.key === 'gas_limit')?.value, expectedGas.out.toString(), 'the fee estimate quotes the gas its send signs');
+    }
     // All in one block, so that they are all mined and short of the confirmations at once.
     await anvil.call('evm_setAutomine', [false]);
     const ethOut = await send({ wallet_id: treasury.id, to_address: outside, amount: '1.25', asset: 'ETH' });
@@ -187,6 +197,14 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
       assert.ok(BigInt(sent.fee_raw!) <= BigInt(sent.fee_limit_raw));
       assert.equal(sent.block_height, Number(receipt.blockNumber));
       feesPaid += BigInt(sent.fee_raw!);
+    }
+    for (const [sent, gas] of [[usdcOut, expectedGas.out], [usdcIn, expectedGas.in]] as const) {
+      const mined = settled.find((candidate) => candidate.id === sent.id)!;
+      const signed = (await anvil.call('eth_getTransactionByHash', [mined.tx_hash])) as { gas: Hex; maxFeePerGas: Hex };
+      assert.equal(BigInt(signed.gas), gas, `${sent.id}: signed with the node's estimate plus the margin`);
+      assert.equal(BigInt(sent.fee_limit_raw), gas * BigInt(signed.maxFeePerGas), `${sent.id}: the fee limit locked is that gas at the signed max fee`);
+      const used = BigInt((await receiptOf(mined.tx_hash!)).gasUsed);
+      assert.ok(used > 21_000n && used <= gas, `${sent.id}: the transfer used ${used} gas, within its limit ${gas}`);
     }
     const ethSent = settled.filter((sent) => sent.asset_id === 'ETH').reduce((sum, sent) => sum + BigInt(sent.recipient_amount_raw), 0n);
     const after = { eth: await balance(treasury.id, 'ETH'), usdc: await balance(treasury.id, 'USDC_ETH') };
