@@ -26,6 +26,8 @@ export interface AnvilReceipt {
 
 export interface Anvil {
   url: string;
+  /** ANVIL_CHAIN_ID unless started with another. */
+  chainId: number;
   /** A JSON-RPC call straight to anvil, bypassing the service. */
   call: (method: string, params?: unknown[]) => Promise<unknown>;
   stop: () => Promise<void>;
@@ -75,7 +77,7 @@ export async function startAnvil(options: { chainId?: number } = {}): Promise<An
     if (child.exitCode !== null) throw new Error(`anvil exited with ${child.exitCode}: ${stderr}`);
     try {
       await call('eth_chainId');
-      return { url, call, stop };
+      return { url, chainId: options.chainId ?? ANVIL_CHAIN_ID, call, stop };
     } catch (error) {
       if (Date.now() > deadline) {
         await stop();
@@ -100,7 +102,7 @@ export const anvilFunder = (anvil: Anvil) =>
   createWalletClient({
     account: privateKeyToAccount(ANVIL_KEY),
     transport: http(anvil.url),
-    chain: { id: ANVIL_CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } },
+    chain: { id: anvil.chainId, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } },
   });
 
 /** The receipt of `hash`: anvil mines each transaction as it arrives, but may answer the receipt a moment later. */
