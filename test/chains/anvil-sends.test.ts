@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { erc20Abi, parseEther, parseUnits, type Hex } from 'viem';
+import { encodeAbiParameters, erc20Abi, keccak256, parseEther, parseUnits, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { erc20TransferData } from '../../src/chains/transfers/ethereum';
@@ -302,6 +302,30 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
     const ledger = await balance(treasury.id, 'ETH');
     assert.equal(ledger.locked, 0n);
     assert.equal(await ethBalance(treasury.address), ledger.balance);
+  });
+
+  it('an ERC-20 send whose transfer the node says would fail is refused with 400 gas_estimate_failed: nothing locked, recorded or sent', async () => {
+    // The chain holds no USDC on the address for a moment (OpenZeppelin's balances are the mapping at slot 0); the ledger still says it does.
+    const slot = keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [treasury.address, 0n]));
+    const held = (await anvil.call('eth_getStorageAt', [token, slot, 'latest'])) as Hex;
+    const ledger = await balance(treasury.id, 'USDC_ETH');
+    const sends = (await call('GET', `/v1/transactions?wallet_id=${treasury.id}&limit=100`)).body.data.length;
+    await anvil.call('anvil_setStorageAt', [token, slot, `0x${'0'.repeat(64)}`]);
+    try {
+      for (const path of ['/v1/transactions/estimate-fee', '/v1/transactions']) {
+        const refused = await call('POST', path, { wallet_id: treasury.id, to_address: outside, amount: '1', asset: 'USDC' });
+        assert.equal(refused.status, 400, `${path}: ${refused.text}`);
+        assert.equal(refused.body.error.code, 'gas_estimate_failed');
+        assert.equal(refused.body.error.details.asset_id, 'USDC_ETH');
+        assert.match(refused.body.error.message, /exceeds balance/, "the node's reason");
+        assert.ok(!refused.text.includes(anvil.url), 'the node URL is not shown');
+      }
+    } finally {
+      await anvil.call('anvil_setStorageAt', [token, slot, held]);
+    }
+    assert.deepEqual(await balance(treasury.id, 'USDC_ETH'), ledger, 'nothing locked');
+    assert.equal((await call('GET', `/v1/transactions?wallet_id=${treasury.id}&limit=100`)).body.data.length, sends, 'nothing recorded');
+    assert.equal(await tokenBalance(treasury.address), ledger.balance);
   });
 
   it("keeps the ledger invariant after the mix: each wallet's ledger equals what anvil says its addresses hold", async () => {
