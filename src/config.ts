@@ -108,6 +108,13 @@ export const ConfigSchema = z.object({
   FEE_MARKET_MAX_MULTIPLE: z.coerce.number().int().min(1).max(1000).default(3),
   /** How often block scanning asks each chain's node for new blocks once it has caught up. */
   CHAIN_SCAN_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(3600).default(5),
+  /**
+   * An ERC-20 send's gas limit: the node's eth_estimateGas of the transfer raised by this margin, in
+   * percent (a token's gas can change between the estimate and the block), and never above the cap; an
+   * estimate above the cap refuses the send (docs/transactions.md).
+   */
+  ERC20_GAS_MARGIN_PERCENT: z.coerce.number().int().min(0).max(100).default(20),
+  ERC20_GAS_CAP: z.coerce.number().int().min(21_000).max(30_000_000).default(200_000),
   /** How long a call to a chain node may take before it counts as unreachable. */
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** Seconds between two blocks of each devnet chain (docs/devnet.md); the sandbox helper mines more on demand. */

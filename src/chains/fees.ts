@@ -131,7 +131,7 @@ export function requireFeeNearMarket({ param, given, marketHigh, multiple, unit 
 
 /**
  * The chain's fee market for the environment, read from its node; no usable node answers 503
- * `chain_node_unavailable` (details.reason: not_configured, network_mismatch or unreachable).
+ * `chain_node_unavailable` (details.reason: not_configured, network_mismatch, token_mismatch or unreachable).
  */
 export async function readFeeMarket(chains: ChainNodes, chain: ChainId, environment: Environment, em?: EntityManager): Promise<FeeMarket> {
   try {
@@ -144,5 +144,6 @@ export async function readFeeMarket(chains: ChainNodes, chain: ChainId, environm
   }
 }
 
-const chainNodeUnavailable = (reason: string, message: string) =>
+/** 503 chain_node_unavailable: no usable node serves the chain (details.reason says why). */
+export const chainNodeUnavailable = (reason: string, message: string) =>
   new DomainError({ kind: 'unavailable', code: 'chain_node_unavailable', message, details: { reason } });

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
-import { findChain, networkFor, type ChainId } from '../catalogue/service';
+import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import type { Logger } from '../logger';
@@ -14,7 +14,7 @@ const ETHEREUM_MAINNET_CHAIN_ID = 1;
 /** The network names CHAIN_NODE_BITCOIN_SANDBOX_NETWORK takes → what BitcoinRpcProvider.identifyNetwork reports. */
 const BITCOIN_SANDBOX_NETWORKS = { regtest: 'regtest', simnet: 'simnet', testnet: 'test', testnet4: 'testnet4', signet: 'signet' } as const;
 
-export type ChainUnavailableReason = 'not_configured' | 'network_mismatch' | 'unreachable';
+export type ChainUnavailableReason = 'not_configured' | 'network_mismatch' | 'token_mismatch' | 'unreachable';
 
 /** The chain cannot be served for this environment; the message is safe to show (no node URL). */
 export class ChainUnavailableError extends Error {
@@ -32,14 +32,17 @@ interface ConfiguredNode {
   environment: Environment;
   /** Why the node's network is wrong for its environment, or null when it is right. */
   checkNetwork: (identity: NetworkIdentity) => string | null;
-  /** Set once the node answered with the right network; a mismatch is remembered, an outage is not. */
-  state: { kind: 'unchecked' } | { kind: 'verified'; identity: NetworkIdentity } | { kind: 'mismatch' };
+  /** EVM: why a configured token contract is not the catalogue's asset (its decimals), or null when all are. */
+  checkTokens?: () => Promise<string | null>;
+  /** Set once the node answered with the right network and tokens; a mismatch is remembered, an outage is not. */
+  state: { kind: 'unchecked' } | { kind: 'verified'; identity: NetworkIdentity } | { kind: 'mismatch'; reason: 'network_mismatch' | 'token_mismatch' };
 }
 
 /**
  * The configured chain nodes, one per chain and environment, each checked once against the network
- * its environment expects before it serves anything. A wrong network is logged and leaves that
- * chain unavailable (JSON-RPC -32603, REST 503) rather than stopping the API. Sandbox keys on a
+ * its environment expects, and an EVM node's token contracts against the catalogue's decimals,
+ * before it serves anything. A wrong network or token is logged and leaves that chain unavailable
+ * (JSON-RPC -32603, REST 503) rather than stopping the API. Sandbox keys on a
  * chain with no node use the embedded devnet (docs/devnet.md); live keys never do.
  */
 export class ChainNodes {
@@ -82,12 +85,21 @@ export class ChainNodes {
 
   private async verify(node: ConfiguredNode): Promise<void> {
     const { chain, kind } = node.provider;
-    const unavailable = () => new ChainUnavailableError('network_mismatch', `the ${chain} node for ${node.environment} keys is on the wrong network`);
+    const unavailable = (reason: 'network_mismatch' | 'token_mismatch') =>
+      new ChainUnavailableError(
+        reason,
+        reason === 'network_mismatch'
+          ? `the ${chain} node for ${node.environment} keys is on the wrong network`
+          : `a ${chain} token contract for ${node.environment} keys does not match the catalogue`,
+      );
     if (node.state.kind === 'verified') return;
-    if (node.state.kind === 'mismatch') throw unavailable();
+    if (node.state.kind === 'mismatch') throw unavailable(node.state.reason);
     let identity: NetworkIdentity;
+    let tokenProblem: string | null = null;
     try {
       identity = await node.provider.identifyNetwork();
+      // Only a node on the right network is asked about its tokens: elsewhere the contracts mean nothing.
+      if (!node.checkNetwork(identity) && node.checkTokens) tokenProblem = await node.checkTokens();
     } catch (error) {
       if (!(error instanceof NodeUnavailableError)) throw error;
       this.log.warn({ chain, environment: node.environment, provider: kind, reason: error.message }, 'chain node unreachable; checked again on next use');
@@ -95,9 +107,14 @@ export class ChainNodes {
     }
     const problem = node.checkNetwork(identity);
     if (problem) {
-      node.state = { kind: 'mismatch' };
+      node.state = { kind: 'mismatch', reason: 'network_mismatch' };
       this.log.error({ chain, environment: node.environment, provider: kind, ...networkFields(identity), problem }, 'chain node is on the wrong network; the chain is unavailable');
-      throw unavailable();
+      throw unavailable('network_mismatch');
+    }
+    if (tokenProblem) {
+      node.state = { kind: 'mismatch', reason: 'token_mismatch' };
+      this.log.error({ chain, environment: node.environment, provider: kind, problem: tokenProblem }, `${chain} ${node.environment} node: ${tokenProblem}; the chain is unavailable`);
+      throw unavailable('token_mismatch');
     }
     node.state = { kind: 'verified', identity };
     this.log.info({ chain, environment: node.environment, provider: kind, ...networkFields(identity) }, 'chain node verified');
@@ -112,9 +129,11 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
   const nodes: Omit<ConfiguredNode, 'state'>[] = [];
   const sandboxChainId = config.CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID;
   if (config.CHAIN_NODE_ETHEREUM_SANDBOX) {
+    const provider = new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_SANDBOX);
     nodes.push({
       environment: 'sandbox',
-      provider: new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_SANDBOX),
+      provider,
+      checkTokens: () => checkTokenDecimals(provider),
       checkNetwork: ({ chainId }) => {
         if (sandboxChainId !== undefined) return chainId === sandboxChainId ? null : `expected chain id ${sandboxChainId}, the node serves ${chainId}`;
         // Sandbox keys must never move real ether: a mainnet node is refused even when no id is configured.
@@ -123,9 +142,11 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
     });
   }
   if (config.CHAIN_NODE_ETHEREUM_LIVE) {
+    const provider = new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_LIVE);
     nodes.push({
       environment: 'live',
-      provider: new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_LIVE),
+      provider,
+      checkTokens: () => checkTokenDecimals(provider),
       checkNetwork: ({ chainId }) => (chainId === ETHEREUM_MAINNET_CHAIN_ID ? null : `expected Ethereum mainnet (chain id 1), the node serves ${chainId}`),
     });
   }
@@ -149,6 +170,20 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
     });
   }
   return nodes;
+}
+
+/**
+ * Why the node's token contracts cannot be served as the catalogue's assets, or null: every amount
+ * is counted in the catalogue's decimals, so a contract with others would move a different sum.
+ */
+async function checkTokenDecimals(provider: EvmRpcProvider): Promise<string | null> {
+  for (const token of await provider.tokenDecimals()) {
+    const asset = ASSETS.find((candidate) => candidate.id === token.assetId && candidate.chain === provider.chain && candidate.type !== 'native');
+    if (!asset) return `${token.assetId} (contract ${token.contract}) is not a ${provider.chain} token of the catalogue`;
+    if (token.decimals === null) return `the ${token.assetId} contract ${token.contract} answers no decimals(); the catalogue has ${asset.decimals}`;
+    if (token.decimals !== asset.decimals) return `the ${token.assetId} contract ${token.contract} reports ${token.decimals} decimals; the catalogue has ${asset.decimals}`;
+  }
+  return null;
 }
 
 /** The chains whose sandbox provider is the devnet: those it runs that have no sandbox node configured. */

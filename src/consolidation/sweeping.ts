@@ -103,7 +103,9 @@ export async function planPage(deps: SweepingDeps, runId: string, cursor: string
   const prices = priceSourceFor(deps.config, run.environment);
   const native = assetById(findChain(run.chain).nativeAssetId);
   const assets = [...rule.assets].sort((a, b) => Number(a.is_native) - Number(b.is_native));
-  const feeLimit = (assetId: string) => accountFeeTerms(market, assetById(assetId), 'medium').feeLimit;
+  // A token sweep's gas is estimated when it is sent; here its most, the cap, is what the address keeps for it.
+  const tokenGas = { limit: BigInt(deps.config.ERC20_GAS_CAP), sponsored: false };
+  const feeLimit = (assetId: string) => accountFeeTerms(market, assetById(assetId), 'medium', assetById(assetId).type === 'native' ? undefined : tokenGas).feeLimit;
 
   const planAddress = async (address: Address) => {
     const planned: { address: Address; asset: ConsolidationAsset; amount: bigint }[] = [];

@@ -298,7 +298,7 @@ export async function sponsorBroadcast(em: EntityManager, config: Config, chains
   if (checked.nonce !== null) await requireNoUnbroadcastSponsorship(em, tenant, chain, checked.from);
   await requireNextNonce(checked, provider);
   const market = await readFeeMarket(chains, chain, tenant.environment, em);
-  requireFeeWithinNeed(checked, accountFeeTerms(market, checked.asset, 'high', gasNeeded ?? undefined).terms, config.SPONSORSHIP_FEE_MARGIN_PERCENT);
+  requireFeeWithinNeed(checked, accountFeeTerms(market, checked.asset, 'high', gasNeeded === null ? undefined : { limit: gasNeeded, sponsored: true }).terms, config.SPONSORSHIP_FEE_MARGIN_PERCENT);
   const funding = await chooseFunding(em, config, tenant, chain);
   // Ethereum: the price a station's max_gas_price caps is the client's max fee per gas.
   const priceInFeeUnit = checked.gas ? toDisplay(checked.gas.maxFeePerGas, GWEI_DECIMALS) : checked.maxFee.toString();

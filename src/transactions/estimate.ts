@@ -13,12 +13,10 @@ import { assessFunding, sponsoredFee, sponsoringStations } from '../gas-stations
 import { DomainError, errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
 import { selectCoins, type SpendableFormat, type SpendableOutput } from './coin-selection';
-import { accountFeeTerms, transferGas } from './service';
+import { accountFeeTerms, erc20GasLimit, transferGas } from './service';
 import { resolveTransfer } from './validation';
 import { spendableOutputs } from './wallet-outputs';
 
-/** Gas limit of an ERC-20 `transfer`: enough for a first transfer to a new holder (a fresh storage slot). */
-export const ERC20_TRANSFER_GAS = 65_000n;
 /** Energy of a TRC-20 `transfer` to an address that already holds the token. */
 const TRC20_TRANSFER_ENERGY = 65_000n;
 /** Sun burnt per energy unit when the sender has no staked energy (the network's getEnergyFee parameter). */
@@ -71,7 +69,10 @@ export async function estimateFee(em: EntityManager, config: Config, chains: Cha
     market.model === 'per_byte'
       ? { outputs: await spendableOutputs(em, wallet, { lock: false }), changeFormat: from.format as SpendableFormat, recipient: toAddress, amount, gross }
       : null;
-  const quotes = Object.fromEntries(FEE_LEVELS.map((level) => [level, quoteFee(market, asset, level, coins)])) as Record<FeeLevel, FeeQuote>;
+  // EVM: the transfer's gas, asked of the node once; a token's unsponsored limit is the one its send would sign.
+  const gas = market.model === 'eip1559' ? await transferGas(await chains.provider(chain.id, auth.environment, em), asset, from.address, toAddress, amount) : undefined;
+  const tokenGas = gas !== undefined && asset.type !== 'native' ? erc20GasLimit(config, asset, gas) : undefined;
+  const quotes = Object.fromEntries(FEE_LEVELS.map((level) => [level, quoteFee(market, asset, level, coins, tokenGas)])) as Record<FeeLevel, FeeQuote>;
   if (gross) {
     const uncovered = FEE_LEVELS.filter((level) => quotes[level].fee >= amount);
     if (uncovered.length > 0) {
@@ -81,7 +82,7 @@ export async function estimateFee(em: EntityManager, config: Config, chains: Cha
       });
     }
   }
-  const sponsoredFees = await sponsoredQuotes(em, chains, auth, market, asset, from.address, toAddress, amount);
+  const sponsoredFees = sponsoredQuotes(market, asset, gas);
   const stations = sponsoredFees ? await sponsoringStations(em, config, auth, chain.id) : { customer: null, provider: null };
 
   const prices = priceSourceFor(config, auth.environment);
@@ -152,11 +153,10 @@ export async function estimateFee(em: EntityManager, config: Config, chains: Cha
  * (asked of the node) at one fixed price, so the station funds exactly its fee; Tron and Solana
  * pay their flat fee. Null on Bitcoin, which is not sponsored.
  */
-async function sponsoredQuotes(em: EntityManager, chains: ChainNodes, auth: AuthContext, market: FeeMarket, asset: AssetInfo, from: string, to: string, amount: bigint) {
+function sponsoredQuotes(market: FeeMarket, asset: AssetInfo, gas: bigint | undefined) {
   if (market.model === 'per_byte') return null;
-  const gas = market.model === 'eip1559' ? await transferGas(await chains.provider(asset.chain, auth.environment, em), asset, from, to, amount) : undefined;
   const quote = (level: FeeLevel) => {
-    const { terms, feeLimit } = accountFeeTerms(market, asset, level, gas);
+    const { terms, feeLimit } = accountFeeTerms(market, asset, level, gas === undefined ? undefined : { limit: gas, sponsored: true });
     const breakdown =
       terms.model === 'eip1559'
         ? [
@@ -223,19 +223,23 @@ function quoteBitcoinFee(rate: bigint, coins: WalletCoins): FeeQuote {
   };
 }
 
-/** The fee of one transfer of `asset` at `level`, in the chain's native base units, and how it is made up. */
-export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, coins: WalletCoins | null): FeeQuote {
+/**
+ * The fee of one transfer of `asset` at `level`, in the chain's native base units, and how it is made
+ * up. An ERC-20's is priced at `tokenGas`, the limit its send signs (erc20GasLimit).
+ */
+export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, coins: WalletCoins | null, tokenGas?: bigint): FeeQuote {
   const native = asset.type === 'native';
   switch (market.model) {
     case 'per_byte':
       return quoteBitcoinFee(market.satPerVbyte[level], coins!);
     case 'eip1559': {
-      const gasLimit = native ? NATIVE_TRANSFER_GAS : ERC20_TRANSFER_GAS;
+      const gasLimit = native ? NATIVE_TRANSFER_GAS : tokenGas;
+      if (gasLimit === undefined) throw new Error(`a ${asset.id} transfer is priced at its estimated gas, and none was given`);
       const priority = market.priorityFeePerGas[level];
       return {
         fee: (market.baseFeePerGas + priority) * gasLimit,
         breakdown: [
-          item('gas_limit', native ? 'Gas limit of an ether transfer' : 'Gas limit of an ERC-20 transfer', 'gas', gasLimit),
+          item('gas_limit', native ? 'Gas limit of an ether transfer' : "Gas limit of the ERC-20 transfer (the node's estimate with its margin, at most the cap)", 'gas', gasLimit),
           item('base_fee', 'Base fee per gas of the next block', 'gwei', gwei(market.baseFeePerGas)),
           item('priority_fee', 'Priority fee per gas', 'gwei', gwei(priority)),
           // Twice the base fee: the transaction stays includable if the next blocks are full.

@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { assetById, findChain, type AssetInfo } from '../catalogue/service';
-import { NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
+import { chainNodeUnavailable, NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
-import type { ChainProvider, FeeLevel, FeeMarket } from '../chains/provider';
+import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeLevel, type FeeMarket } from '../chains/provider';
 import { erc20TransferData } from '../chains/transfers/ethereum';
 import type { Config } from '../config';
 import type { Address, Wallet } from '../custody/entities';
@@ -20,7 +20,7 @@ import { recordStart } from '../temporal/starter';
 import { chooseFunding, sponsoredFee, sponsoredLevel, sponsorFee } from '../gas-stations/sponsorship';
 import { bitcoinSendOptions, planBitcoinSend } from './bitcoin';
 import { OutgoingTransaction, WalletOutput, type PinnedInput, type StoredFeeTerms } from './entities';
-import { ERC20_TRANSFER_GAS, quoteFee } from './estimate';
+import { quoteFee } from './estimate';
 import { transactionFlow, transactionWorkflowId } from './flows/transaction';
 import { lockOutputs } from './wallet-outputs';
 import { resolveTransfer, type ResolvedTransfer, type TransferRequest } from './validation';
@@ -97,11 +97,11 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   }
   const from = automation.fromAddress ?? (await findPrimaryAddress(em, wallet));
   if (from.wallet.id !== wallet.id) throw new Error(`address ${from.id} is not of wallet ${wallet.id}`);
-  const sponsoredGas = funding && market.model === 'eip1559' ? await transferGas(provider, asset, from.address, toAddress, amount) : undefined;
+  const gas = market.model === 'eip1559' ? await sendGas(config, provider, asset, from.address, toAddress, amount, funding !== null) : undefined;
   const plan: FeePlan =
     chain.id === 'bitcoin'
       ? await planBitcoinSend(em, transfer, market, level, bitcoinSendOptions(input, pinned ?? null, market, config.FEE_MARKET_MAX_MULTIPLE))
-      : accountFeePlan(transfer, market, level, sponsoredGas);
+      : accountFeePlan(transfer, market, level, gas);
 
   // Net: amount to the recipient, fee on top. Gross: the recipient gets amount - fee limit, and the whole amount is locked.
   // Sponsored: the fee arrives as fuel from the station before the send is signed, so nothing of the wallet's is locked for it.
@@ -181,17 +181,28 @@ function pinnedInput(input: { txid: string; vout: string }, index: number): Pinn
 }
 
 /**
+ * The gas limit an EVM send is signed with. `sponsored`: the transfer's exact gas, at one fixed price.
+ * Otherwise a limit the send pays the used part of at the block's price.
+ */
+export interface SendGas {
+  limit: bigint;
+  sponsored: boolean;
+}
+
+/**
  * Account chains: the fee terms at the level, and the most they can cost. EVM signs a max fee per
  * gas of twice the next block's base fee plus the priority fee, and pays the gas used at the
- * block's price, so the fee limit is locked and the difference released when it settles. A
- * sponsored EVM send (its exact gas given) signs one fixed price, max fee = priority fee = that
- * same max fee, so that it pays exactly gas x price: the station funds that, no more, no less.
+ * block's price, so the fee limit is locked and the difference released when it settles; its gas
+ * limit is 21000 for ether, and for a token the one `gas` gives (erc20GasLimit's). A sponsored EVM
+ * send (its exact gas given) signs one fixed price, max fee = priority fee = that same max fee, so
+ * that it pays exactly gas x price: the station funds that, no more, no less.
  */
-export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeLevel, sponsoredGas?: bigint): { terms: StoredFeeTerms; feeLimit: bigint } {
+export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeLevel, gas?: SendGas): { terms: StoredFeeTerms; feeLimit: bigint } {
   if (market.model === 'eip1559') {
-    const gasLimit = sponsoredGas ?? (asset.type === 'native' ? NATIVE_TRANSFER_GAS : ERC20_TRANSFER_GAS);
+    const gasLimit = gas?.limit ?? (asset.type === 'native' ? NATIVE_TRANSFER_GAS : undefined);
+    if (gasLimit === undefined) throw new Error(`a ${asset.id} transfer is priced at its estimated gas, and none was given`);
     const maxFeePerGas = 2n * market.baseFeePerGas + market.priorityFeePerGas[level];
-    const maxPriorityFeePerGas = sponsoredGas === undefined ? market.priorityFeePerGas[level] : maxFeePerGas;
+    const maxPriorityFeePerGas = gas?.sponsored ? maxFeePerGas : market.priorityFeePerGas[level];
     return {
       terms: { model: 'eip1559', gasLimit: gasLimit.toString(), maxFeePerGas: maxFeePerGas.toString(), maxPriorityFeePerGas: maxPriorityFeePerGas.toString() },
       feeLimit: gasLimit * maxFeePerGas,
@@ -204,9 +215,9 @@ export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeL
   throw new Error(`an account chain with a ${market.model} fee market`);
 }
 
-function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: FeeLevel, sponsoredGas?: bigint): FeePlan {
+function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: FeeLevel, gas?: SendGas): FeePlan {
   const { asset, amount, gross } = transfer;
-  const { terms, feeLimit } = accountFeeTerms(market, asset, level, sponsoredGas);
+  const { terms, feeLimit } = accountFeeTerms(market, asset, level, gas);
   if (gross && amount <= feeLimit) {
     throw errors.invalid('amount_below_fee', `The amount does not exceed the ${level} fee limit: the recipient would get nothing.`, {
       param: 'amount',
@@ -217,13 +228,51 @@ function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: Fe
 }
 
 /**
- * The gas an EVM transfer uses, from the node (the devnet answers exactly what it charges): a
- * sponsored send is signed with it as its limit, so the fuel is exactly its fee.
+ * The gas an EVM transfer uses, from the node's eth_estimateGas of the call from the sending address
+ * (the devnet answers exactly what it charges): a sponsored send is signed with it as its limit, so
+ * the fuel is exactly its fee. A call the node says would fail is refused (400 gas_estimate_failed,
+ * the node's reason in details); a node that does not answer is 503 chain_node_unavailable.
  */
 export async function transferGas(provider: ChainProvider, asset: AssetInfo, from: string, to: string, amount: bigint): Promise<bigint> {
   if (!provider.estimateGas) throw new Error(`the ${asset.chain} provider cannot estimate gas`);
   const token = asset.type === 'native' ? undefined : provider.tokenAddress(asset.id);
-  return token ? provider.estimateGas({ from, to: token, data: erc20TransferData(to, amount) }) : provider.estimateGas({ from, to, value: amount });
+  try {
+    return await (token ? provider.estimateGas({ from, to: token, data: erc20TransferData(to, amount) }) : provider.estimateGas({ from, to, value: amount }));
+  } catch (error) {
+    if (error instanceof NodeUnavailableError) throw chainNodeUnavailable('unreachable', `the ${asset.chain} node did not answer`);
+    if (!(error instanceof TransactionRejectedError)) throw error;
+    throw errors.invalid('gas_estimate_failed', `The node cannot estimate the gas of this ${asset.id} transfer: ${error.message}`, {
+      details: { asset_id: asset.id, reason: error.reason },
+    });
+  }
+}
+
+/**
+ * The gas limit of an unsponsored ERC-20 send, which its fee limit is priced at: the node's estimate
+ * of the transfer (transferGas) raised by ERC20_GAS_MARGIN_PERCENT (the gas can grow between the
+ * estimate and the block, and a send out of gas still pays), and never above ERC20_GAS_CAP. An
+ * estimate above the cap is refused (400 gas_above_cap with the figures): no plain transfer costs that.
+ */
+export function erc20GasLimit(config: Config, asset: AssetInfo, estimate: bigint): bigint {
+  const cap = BigInt(config.ERC20_GAS_CAP);
+  if (estimate > cap) {
+    throw errors.invalid('gas_above_cap', `The node estimates this ${asset.id} transfer at ${estimate} gas, above the cap of ${cap} gas: it is refused.`, {
+      param: 'asset',
+      details: { asset_id: asset.id, estimated_gas: estimate.toString(), gas_cap: cap.toString() },
+    });
+  }
+  const limit = (estimate * BigInt(100 + config.ERC20_GAS_MARGIN_PERCENT)) / 100n;
+  return limit < cap ? limit : cap;
+}
+
+/**
+ * The gas an EVM send is signed with: sponsored, the transfer's exact gas; an unsponsored token send,
+ * its estimate with margin under the cap; unsponsored ether, the fixed 21000 (undefined here).
+ */
+async function sendGas(config: Config, provider: ChainProvider, asset: AssetInfo, from: string, to: string, amount: bigint, sponsored: boolean): Promise<SendGas | undefined> {
+  if (asset.type === 'native' && !sponsored) return undefined;
+  const estimate = await transferGas(provider, asset, from, to, amount);
+  return { limit: sponsored ? estimate : erc20GasLimit(config, asset, estimate), sponsored };
 }
 
 /**

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { priceSourceFor } from '../../src/catalogue/prices';
+import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { ConfigError, loadConfig } from '../../src/config';
 import { Money } from '../../src/shared/money';
 import { virtualSize } from '../../src/transactions/coin-selection';
@@ -189,15 +190,19 @@ describe('POST /v1/transactions/estimate-fee (embedded devnet)', () => {
     assert.equal(answer.body.error.param, 'amount');
   });
 
-  it('an ERC-20 by bare symbol: 65000 gas paid in ETH, the debit in the token is the amount alone; gross refused', async () => {
+  it("an ERC-20 by bare symbol: the node's gas estimate of the transfer plus 20%, paid in ETH, the debit in the token is the amount alone; gross refused", async () => {
     const answer = await estimate({ wallet_id: wallets.ethereum.id, to_address: recipients.ethereum, amount: '250.5', asset: 'USDC' });
     assert.equal(answer.status, 200, answer.text);
     const plain = (await estimate({ wallet_id: wallets.ethereum.id, to_address: recipients.ethereum, amount: '1', asset: 'ETH' })).body;
+    const devnet = await app.deps.chains.provider('ethereum', 'sandbox');
+    const estimated = await devnet.estimateGas!({ from: wallets.ethereum.address, to: devnet.tokenAddress('USDC_ETH')!, data: erc20TransferData(recipients.ethereum, 250_500_000n) });
+    const gasLimit = (estimated * 120n) / 100n;
+    assert.ok(gasLimit > 21_000n && gasLimit < 200_000n, `${gasLimit}: an ERC-20 transfer's gas with the margin, under the cap`);
     for (const name of LEVELS) {
       const level = answer.body.fee_levels[name];
       assert.equal(level.asset_id, 'ETH');
-      assert.equal(breakdownValue(level, 'gas_limit'), '65000');
-      assert.equal(BigInt(level.amount_raw) * 21_000n, BigInt(plain.fee_levels[name].amount_raw) * 65_000n);
+      assert.equal(breakdownValue(level, 'gas_limit'), gasLimit.toString());
+      assert.equal(BigInt(level.amount_raw) * 21_000n, BigInt(plain.fee_levels[name].amount_raw) * gasLimit);
       assert.equal(level.recipient_amount, '250.5');
       assert.equal(level.recipient_amount_raw, '250500000');
       assert.equal(level.total_debit_amount_raw, '250500000');
@@ -288,5 +293,42 @@ describe('Price sources', () => {
   it('refuses a malformed table at start', () => {
     assert.throws(() => config('ETH=1e3'), ConfigError);
     assert.throws(() => config('ETH'), ConfigError);
+  });
+});
+
+describe('ERC-20 gas above ERC20_GAS_CAP (embedded devnet)', () => {
+  let app: TestApp;
+  let org: TestOrganization;
+  let wallet: { id: string; address: string };
+  const recipient = '0x000000000000000000000000000000000000dEaD';
+
+  before(async () => {
+    // The lowest cap there is: no ERC-20 transfer's estimate fits under it, an ether transfer's (21000) does.
+    app = await startTestApp({ config: { ERC20_GAS_CAP: '21000' } });
+    org = await createTestOrganization('Gas cap');
+    const vault = (await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'Capped' } })).body;
+    const created = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'Capped', chain: 'ethereum', vault_id: vault.id } });
+    assert.equal(created.status, 201, created.text);
+    wallet = { id: created.body.id, address: created.body.primary_address.address };
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  it('refuses the fee estimate and the send with 400 gas_above_cap naming the asset, the estimate and the cap; nothing is locked or recorded', async () => {
+    const devnet = await app.deps.chains.provider('ethereum', 'sandbox');
+    const estimated = await devnet.estimateGas!({ from: wallet.address, to: devnet.tokenAddress('USDC_ETH')!, data: erc20TransferData(recipient, 5_000_000n) });
+    const body = { wallet_id: wallet.id, to_address: recipient, amount: '5', asset: 'USDC' };
+    for (const path of ['/v1/transactions/estimate-fee', '/v1/transactions']) {
+      const refused = await app.request('POST', path, { key: org.secret, body });
+      assert.equal(refused.status, 400, `${path}: ${refused.text}`);
+      assert.equal(refused.body.error.code, 'gas_above_cap');
+      assert.equal(refused.body.error.param, 'asset');
+      assert.deepEqual(refused.body.error.details, { asset_id: 'USDC_ETH', estimated_gas: estimated.toString(), gas_cap: '21000' });
+      assert.match(refused.body.error.message, new RegExp(`USDC_ETH transfer at ${estimated} gas, above the cap of 21000`));
+    }
+    assert.equal((await app.request('GET', `/v1/transactions?wallet_id=${wallet.id}`, { key: org.secret })).body.data.length, 0, 'no send recorded');
+    const ether = await app.request('POST', '/v1/transactions/estimate-fee', { key: org.secret, body: { ...body, amount: '0.1', asset: 'ETH' } });
+    assert.equal(ether.status, 200, `an ether transfer is not an ERC-20's: ${ether.text}`);
   });
 });

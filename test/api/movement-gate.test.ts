@@ -10,7 +10,7 @@ import { PolicyAuditLog } from '../../src/policies/entities';
 import type { OperationType } from '../../src/policies/schema';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { WalletBalance } from '../../src/custody/entities';
-import { startAnvil, type Anvil } from '../support/anvil';
+import { deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -266,7 +266,8 @@ describe('The movement gate: USD rules fail closed without a price (live key, no
 
   before(async () => {
     anvil = await startAnvil({ chainId: 1 });
-    app = await startTestApp({ config: { CHAIN_NODE_ETHEREUM_LIVE: anvil.url } });
+    // Mainnet's token contracts are not on anvil: a 6-decimal one stands in for USDC, so that the node's tokens check out.
+    app = await startTestApp({ config: { CHAIN_NODE_ETHEREUM_LIVE: anvil.url, CHAIN_TOKENS_ETHEREUM_LIVE: `USDC_ETH=${await deployAnvilToken(anvil)}` } });
     org = await createTestOrganization('Live without prices');
     await setRequiredApprovals(org.organizationId, 0);
     live = await org.key(['*'], 'live');

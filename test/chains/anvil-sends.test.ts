@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { erc20Abi, parseEther, parseUnits, type Hex } from 'viem';
+import { encodeAbiParameters, erc20Abi, keccak256, parseEther, parseUnits, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
+import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
@@ -141,6 +142,15 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
 
   it('sends ETH and USDC to an outside address and to another wallet of the organization, and a gross ETH send: debited exactly what the node says left', async () => {
     const before = { eth: await balance(treasury.id, 'ETH'), usdc: await balance(treasury.id, 'USDC_ETH') };
+    // An ERC-20 send's gas limit: anvil's eth_estimateGas of its transfer from the sending address, plus the 20% margin (ERC20_GAS_MARGIN_PERCENT).
+    const usdcGas = async (to: Hex, amount: bigint) =>
+      (BigInt((await anvil.call('eth_estimateGas', [{ from: treasury.address, to: token, data: erc20TransferData(to, amount) }])) as Hex) * 120n) / 100n;
+    const expectedGas = { out: await usdcGas(outside, parseUnits('100.5', 6)), in: await usdcGas(payroll.address, parseUnits('40', 6)) };
+    const quoted = await call('POST', '/v1/transactions/estimate-fee', { wallet_id: treasury.id, to_address: outside, amount: '100.5', asset: 'USDC' });
+    assert.equal(quoted.status, 200, quoted.text);
+    for (const level of Object.values(quoted.body.fee_levels) as { breakdown: { key: string; value: string }[] }[]) {
+      assert.equal(level.breakdown.find((entry) => entry.key === 'gas_limit')?.value, expectedGas.out.toString(), 'the fee estimate quotes the gas its send signs');
+    }
     // All in one block, so that they are all mined and short of the confirmations at once.
     await anvil.call('evm_setAutomine', [false]);
     const ethOut = await send({ wallet_id: treasury.id, to_address: outside, amount: '1.25', asset: 'ETH' });
@@ -187,6 +197,14 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
       assert.ok(BigInt(sent.fee_raw!) <= BigInt(sent.fee_limit_raw));
       assert.equal(sent.block_height, Number(receipt.blockNumber));
       feesPaid += BigInt(sent.fee_raw!);
+    }
+    for (const [sent, gas] of [[usdcOut, expectedGas.out], [usdcIn, expectedGas.in]] as const) {
+      const mined = settled.find((candidate) => candidate.id === sent.id)!;
+      const signed = (await anvil.call('eth_getTransactionByHash', [mined.tx_hash])) as { gas: Hex; maxFeePerGas: Hex };
+      assert.equal(BigInt(signed.gas), gas, `${sent.id}: signed with the node's estimate plus the margin`);
+      assert.equal(BigInt(sent.fee_limit_raw), gas * BigInt(signed.maxFeePerGas), `${sent.id}: the fee limit locked is that gas at the signed max fee`);
+      const used = BigInt((await receiptOf(mined.tx_hash!)).gasUsed);
+      assert.ok(used > 21_000n && used <= gas, `${sent.id}: the transfer used ${used} gas, within its limit ${gas}`);
     }
     const ethSent = settled.filter((sent) => sent.asset_id === 'ETH').reduce((sum, sent) => sum + BigInt(sent.recipient_amount_raw), 0n);
     const after = { eth: await balance(treasury.id, 'ETH'), usdc: await balance(treasury.id, 'USDC_ETH') };
@@ -295,6 +313,30 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
     const ledger = await balance(treasury.id, 'ETH');
     assert.equal(ledger.locked, 0n, 'the failed send released its lock; the confirmed one settled');
     assert.equal(await ethBalance(treasury.address), ledger.balance);
+  });
+
+  it('an ERC-20 send whose transfer the node says would fail is refused with 400 gas_estimate_failed: nothing locked, recorded or sent', async () => {
+    // The chain holds no USDC on the address for a moment (OpenZeppelin's balances are the mapping at slot 0); the ledger still says it does.
+    const slot = keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [treasury.address, 0n]));
+    const held = (await anvil.call('eth_getStorageAt', [token, slot, 'latest'])) as Hex;
+    const ledger = await balance(treasury.id, 'USDC_ETH');
+    const sends = (await call('GET', `/v1/transactions?wallet_id=${treasury.id}&limit=100`)).body.data.length;
+    await anvil.call('anvil_setStorageAt', [token, slot, `0x${'0'.repeat(64)}`]);
+    try {
+      for (const path of ['/v1/transactions/estimate-fee', '/v1/transactions']) {
+        const refused = await call('POST', path, { wallet_id: treasury.id, to_address: outside, amount: '1', asset: 'USDC' });
+        assert.equal(refused.status, 400, `${path}: ${refused.text}`);
+        assert.equal(refused.body.error.code, 'gas_estimate_failed');
+        assert.equal(refused.body.error.details.asset_id, 'USDC_ETH');
+        assert.match(refused.body.error.message, /exceeds balance/, "the node's reason");
+        assert.ok(!refused.text.includes(anvil.url), 'the node URL is not shown');
+      }
+    } finally {
+      await anvil.call('anvil_setStorageAt', [token, slot, held]);
+    }
+    assert.deepEqual(await balance(treasury.id, 'USDC_ETH'), ledger, 'nothing locked');
+    assert.equal((await call('GET', `/v1/transactions?wallet_id=${treasury.id}&limit=100`)).body.data.length, sends, 'nothing recorded');
+    assert.equal(await tokenBalance(treasury.address), ledger.balance);
   });
 
   it("keeps the ledger invariant after the mix: each wallet's ledger equals what anvil says its addresses hold", async () => {

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
-import ERC20PresetFixedSupply from '@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json';
 import { createWalletClient, encodeFunctionData, erc20Abi, getAddress, http, parseUnits, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { eventually } from './eventually';
+import FixedSupplyToken from './contracts/FixedSupplyToken.json';
 import { freeLoopbackPort } from './ports';
 
 /** anvil's first dev account (from its default mnemonic), funded with 10000 ETH at start. */
@@ -26,6 +26,8 @@ export interface AnvilReceipt {
 
 export interface Anvil {
   url: string;
+  /** ANVIL_CHAIN_ID unless started with another. */
+  chainId: number;
   /** A JSON-RPC call straight to anvil, bypassing the service. */
   call: (method: string, params?: unknown[]) => Promise<unknown>;
   stop: () => Promise<void>;
@@ -75,7 +77,7 @@ export async function startAnvil(options: { chainId?: number } = {}): Promise<An
     if (child.exitCode !== null) throw new Error(`anvil exited with ${child.exitCode}: ${stderr}`);
     try {
       await call('eth_chainId');
-      return { url, call, stop };
+      return { url, chainId: options.chainId ?? ANVIL_CHAIN_ID, call, stop };
     } catch (error) {
       if (Date.now() > deadline) {
         await stop();
@@ -100,20 +102,24 @@ export const anvilFunder = (anvil: Anvil) =>
   createWalletClient({
     account: privateKeyToAccount(ANVIL_KEY),
     transport: http(anvil.url),
-    chain: { id: ANVIL_CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } },
+    chain: { id: anvil.chainId, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } },
   });
 
 /** The receipt of `hash`: anvil mines each transaction as it arrives, but may answer the receipt a moment later. */
 export const anvilReceipt = (anvil: Anvil, hash: string): Promise<AnvilReceipt> =>
   eventually(async () => ((await anvil.call('eth_getTransactionReceipt', [hash])) as AnvilReceipt | null) ?? undefined, `the receipt of ${hash}`);
 
-/** Deploys OpenZeppelin's fixed-supply ERC-20 as "USD Coin" (USDC, 6 decimals), 1,000,000 of it to the funder; answers its address. */
-export async function deployAnvilToken(anvil: Anvil): Promise<Hex> {
+/**
+ * Deploys OpenZeppelin's fixed-supply ERC-20 with the decimals of the token it stands in for
+ * (test/support/contracts/FixedSupplyToken.sol): "USD Coin" (USDC, 6 decimals, as the catalogue's
+ * USDC_ETH) unless told otherwise, 1,000,000 of it to the funder; answers its address.
+ */
+export async function deployAnvilToken(anvil: Anvil, decimals = 6): Promise<Hex> {
   const funder = anvilFunder(anvil);
   const hash = await funder.deployContract({
-    abi: ERC20PresetFixedSupply.abi,
-    bytecode: ERC20PresetFixedSupply.bytecode as Hex,
-    args: ['USD Coin', 'USDC', parseUnits('1000000', 6), funder.account.address],
+    abi: FixedSupplyToken.abi,
+    bytecode: FixedSupplyToken.bytecode as Hex,
+    args: ['USD Coin', 'USDC', decimals, parseUnits('1000000', decimals), funder.account.address],
   });
   return getAddress((await anvilReceipt(anvil, hash)).contractAddress!);
 }

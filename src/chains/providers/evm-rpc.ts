@@ -1,4 +1,17 @@
-import { BaseError, BlockNotFoundError, createPublicClient, erc20Abi, getAddress, http, parseEventLogs, RpcRequestError, TransactionReceiptNotFoundError, type PublicClient } from 'viem';
+import {
+  BaseError,
+  BlockNotFoundError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
+  createPublicClient,
+  erc20Abi,
+  getAddress,
+  http,
+  parseEventLogs,
+  RpcRequestError,
+  TransactionReceiptNotFoundError,
+  type PublicClient,
+} from 'viem';
 import type { ChainId } from '../../catalogue/service';
 import {
   NodeUnavailableError,
@@ -128,6 +141,24 @@ export class EvmRpcProvider implements ChainProvider {
 
   tokenAddress(assetId: string): string | undefined {
     return this.tokens[assetId];
+  }
+
+  /**
+   * Each configured token contract's `decimals()` (eth_call at the tip); null for an address that
+   * answers none (no code there, or a contract without it). A node that does not answer is unavailable.
+   */
+  async tokenDecimals(): Promise<{ assetId: string; contract: string; decimals: number | null }[]> {
+    return Promise.all(
+      Object.entries(this.tokens).map(async ([assetId, contract]) => {
+        try {
+          return { assetId, contract, decimals: await this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'decimals' }) };
+        } catch (error) {
+          const unanswered = error instanceof BaseError && error.walk((cause) => cause instanceof ContractFunctionZeroDataError || cause instanceof ContractFunctionRevertedError);
+          if (unanswered) return { assetId, contract, decimals: null };
+          throw new NodeUnavailableError('The node did not answer eth_call.');
+        }
+      }),
+    );
   }
 
   async nonces(address: string): Promise<{ confirmed: bigint; pending: bigint }> {
