@@ -19,7 +19,7 @@ import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const ETHER = 10n ** 18n;
 
-describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => {
+describe('refillGasStationWorkflow and gasStationCheckWorkflow (time-skipping, the Ethereum devnet)', () => {
   let app: TestApp;
   let org: TestOrganization;
   let worker: ServiceWorkers;
@@ -59,9 +59,13 @@ describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => 
     (await (await testOrm()).em.fork().find(Event, { organization: org.organizationId }, { orderBy: { createdAt: 'asc' } }))
       .filter((event) => (event.data as { id?: string }).id === stationId)
       .map((event) => ({ type: event.type, data: event.data as Record<string, unknown> }));
-  const runCheck = async () => {
+  /** One periodic check of this organization's stations; `recordAs` names its replay fixture. */
+  const runCheck = async (recordAs?: string) => {
     const env = await timeSkippingTemporal();
-    return env.client.workflow.execute('gasStationCheckWorkflow', { taskQueue, workflowId: `gas-station-check-${randomUUID()}`, args: [{ organizationId: org.organizationId }] });
+    const handle = await env.client.workflow.start('gasStationCheckWorkflow', { taskQueue, workflowId: `gas-station-check-${randomUUID()}`, args: [{ organizationId: org.organizationId }] });
+    const result = await handle.result();
+    if (recordAs) await recordHistoryIfAsked(handle, recordAs);
+    return result;
   };
 
   it('a station created below its threshold refills exactly once, while a PATCH and the periodic check race it', async () => {
@@ -78,7 +82,7 @@ describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => 
     assert.equal(created.status, 201, created.text);
     const stationId = created.body.id as string;
     // Two more triggers while the first refill is in flight: both join it.
-    const [patched, checked] = await Promise.all([call('PATCH', `/v1/gas-stations/${stationId}`, { gas_strategy: 'fast' }), runCheck()]);
+    const [patched, checked] = await Promise.all([call('PATCH', `/v1/gas-stations/${stationId}`, { gas_strategy: 'fast' }), runCheck('gas-station-check')]);
     assert.equal(patched.status, 200, patched.text);
     assert.deepEqual(checked, { armed: 1 });
 
@@ -199,7 +203,9 @@ describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => 
     assert.deepEqual(await runCheck(), { armed: 0 }, 'the periodic check leaves a station whose refill was reported failed alone for an hour');
   });
 
-  it('replays the recorded refill history with the current workflow code', async () => {
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('refill-gas-station'), 'refill-gas-station');
+  it('replays the recorded refill and check histories with the current workflow code', async () => {
+    const bundle = await workflowBundle();
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('refill-gas-station'), 'refill-gas-station');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('gas-station-check'), 'gas-station-check');
   });
 });
