@@ -1,5 +1,6 @@
 import { continueAsNew, patched, proxyActivities } from '@temporalio/workflow';
 import type { createDurableWorkActivities, ReconcilePosition } from '../activities/durable-work';
+import { HISTORY_EVENTS_PER_RUN } from '../src/temporal/flow';
 import type { ReconcileResult } from '../src/temporal/reconciler';
 
 const { reconcilePendingWorkPage, reconcilePendingWorkflows } = proxyActivities<ReturnType<typeof createDurableWorkActivities>>({
@@ -10,8 +11,8 @@ const { reconcilePendingWorkPage, reconcilePendingWorkflows } = proxyActivities<
 /** Runs recorded before the reconciler paged read only the first page of each source, in one activity. */
 const PAGES_PATCH = 'reconciler-pages-through-every-pending-row';
 const PAGE_SIZE = 500;
-/** Six events a page: a run continues as new at about 600 events (see docs/durable-work.md for the replay cost). */
-const PAGES_PER_RUN = 100;
+/** Six events a page: a run continues as new before HISTORY_EVENTS_PER_RUN (its replay cost is in docs/durable-work.md). */
+const PAGES_PER_RUN = Math.floor(HISTORY_EVENTS_PER_RUN / 6) - 2;
 /** The restarted workflow ids a run carries into its result; the log and each start row's `restarts` have every one. */
 const RESTARTED_LISTED = 1_000;
 
@@ -20,7 +21,7 @@ export interface PendingWorkReconcilerInput {
   organizationId?: string;
   /** Rows a page (one activity call); default 500. */
   pageSize?: number;
-  /** Pages before the run continues as new; default 100. */
+  /** Pages before the run continues as new; default 81 (about 490 events). */
   pagesPerRun?: number;
   /** Set by continue-as-new: where the previous run stopped, and what the reconciliation found so far. */
   resume?: { olderThan: string; position: ReconcilePosition; checked: number; restarted: string[] };
