@@ -6,9 +6,10 @@
  */
 
 /**
- * History events after which a long-lived workflow (a chain scan, a refill following its send, the
- * reconciler) continues as new. Replay grows with history length; on the 2-core build machine under
- * load 500 events replay in 0.2-0.4 s, 3,400 in 1.3-1.5 s (docs/durable-work.md).
+ * History events after which a long-lived workflow (a chain scan, a devnet block producer, a refill
+ * following its send, the reconciler) continues as new. Replay grows with history length; on the
+ * 2-core build machine under load 500 events replay in 0.2-0.4 s, 3,400 in 1.3-1.5 s
+ * (docs/durable-work.md).
  */
 export const HISTORY_EVENTS_PER_RUN = 500;
 
