@@ -1,4 +1,4 @@
-import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { createChainActivities } from '../activities/chains';
 import {
   INVALID_BLOCK_COUNT,
@@ -7,7 +7,7 @@ import {
   type DevnetTip,
   type devnetBlocksFlow,
 } from '../src/chains/flows/devnet-blocks';
-import type { WorkflowOf } from '../src/temporal/flow';
+import { HISTORY_EVENTS_PER_RUN, type WorkflowOf } from '../src/temporal/flow';
 
 const { mineDevnetBlocks } = proxyActivities<ReturnType<typeof createChainActivities>>({
   // One transaction of at most a hundred blocks.
@@ -16,8 +16,10 @@ const { mineDevnetBlocks } = proxyActivities<ReturnType<typeof createChainActivi
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-/** Blocks mined by one run before it continues as new, keeping its history short. */
+/** Steps per run of runs recorded before the events bound: at nine or more events a step, 4,500 and more events. */
 const STEPS_PER_RUN = 500;
+/** Runs recorded before it continued as new by history length, every STEPS_PER_RUN steps only. */
+const EVENTS_BOUND_PATCH = 'devnet-blocks-continue-as-new-by-events';
 
 /**
  * `devnet-blocks-<chain>`: waits the block interval or a `mineBlocks` request, then mines (one
@@ -53,7 +55,8 @@ export const produceDevnetBlocksWorkflow: WorkflowOf<typeof devnetBlocksFlow> = 
     if (request) request.tip = mined.tip;
   };
 
-  while (step < STEPS_PER_RUN) {
+  // Updates add events too: the bound is the history's length, not the steps.
+  while (step < STEPS_PER_RUN && !(workflowInfo().historyLength >= HISTORY_EVENTS_PER_RUN && patched(EVENTS_BOUND_PATCH))) {
     await condition(() => requests.length > 0, intervalSeconds * 1000);
     await mine(requests.shift());
   }

@@ -1,7 +1,7 @@
-import { allHandlersFinished, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { createMonitoringActivities } from '../activities/monitoring';
 import { chainAdvancedSignal, scanThroughUpdate, type chainScanFlow } from '../src/monitoring/flows/chain-scan';
-import type { WorkflowOf } from '../src/temporal/flow';
+import { HISTORY_EVENTS_PER_RUN, type WorkflowOf } from '../src/temporal/flow';
 
 const activities = proxyActivities<ReturnType<typeof createMonitoringActivities>>({
   // One pass reads at most BLOCKS_PER_PASS blocks from the node.
@@ -13,8 +13,10 @@ const activities = proxyActivities<ReturnType<typeof createMonitoringActivities>
 });
 
 const BLOCKS_PER_PASS = 100;
-/** Passes per run before continuing as new, keeping the history short. */
+/** Passes per run of runs recorded before the events bound: at eight or more events a pass, 4,000 and more events. */
 const PASSES_PER_RUN = 500;
+/** Runs recorded before it continued as new by history length, every PASSES_PER_RUN passes only. */
+const EVENTS_BOUND_PATCH = 'chain-scan-continues-as-new-by-events';
 
 /**
  * Scans one chain in one environment for as long as the service runs: a pass, then (once caught
@@ -37,6 +39,8 @@ export const chainScanWorkflow: WorkflowOf<typeof chainScanFlow> = async (input)
     processed = result.height;
     if (result.caughtUp && !wake) await condition(() => wake, `${input.intervalSeconds} seconds`);
     wake = false;
+    // Signals and updates add events too: the bound is the history's length, not the passes.
+    if (workflowInfo().historyLength >= HISTORY_EVENTS_PER_RUN && patched(EVENTS_BOUND_PATCH)) break;
   }
   await condition(allHandlersFinished);
   return continueAsNew<typeof chainScanWorkflow>(input);

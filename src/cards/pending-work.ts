@@ -1,5 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { pendingWork, type PendingWork, type PendingWorkQuery, type PendingWorkSource } from '../temporal/reconciler';
+import { pendingRows, pendingWork, type PendingWorkSource } from '../temporal/reconciler';
 import { Card, CardTransaction } from './entities';
 import { cardBalanceFlow } from './flows/balance';
 import { cardProvisioningFlow } from './flows/provisioning';
@@ -12,38 +11,40 @@ import { terminableAt } from './service';
  * settling (an initial funding is the provisioning workflow's), and cards accepted for termination
  * but not terminated.
  */
-export const cardPendingWork: PendingWorkSource = {
-  name: 'card',
-  async pending(em: EntityManager, query: PendingWorkQuery): Promise<PendingWork[]> {
-    const scope = query.organizationId ? { organization: query.organizationId } : {};
-    const work = new Map<string, PendingWork>();
-    const add = (item: PendingWork) => work.set(item.workflowId, item);
-
-    const provisioning = await em.find(Card, { ...scope, createdStatus: 'processing', createdAt: { $lt: query.olderThan } }, { limit: query.limit });
-    for (const card of provisioning) add(pendingWork(cardProvisioningFlow, { cardId: card.id }, card.organization.id));
-
-    const settling = await em.find(
-      CardTransaction,
-      { ...scope, status: 'pending', type: { $in: ['funding', 'withdrawal'] }, createdAt: { $lt: query.olderThan } },
-      { limit: query.limit },
-    );
-    for (const transaction of settling) {
-      const cardId = transaction.card.id;
-      add(
-        transaction.reference === initialFundingReference(cardId)
-          ? pendingWork(cardProvisioningFlow, { cardId }, transaction.organization.id)
-          : pendingWork(cardBalanceFlow, { transactionId: transaction.id }, transaction.organization.id),
-      );
-    }
-
-    const terminating = await em.find(
-      Card,
-      { ...scope, status: { $ne: 'terminated' }, terminationRequestedAt: { $lt: query.olderThan } },
-      { limit: query.limit },
-    );
-    for (const card of terminating) {
-      add(pendingWork(cardTerminationFlow, { cardId: card.id, terminableAt: terminableAt(card).toISOString() }, card.organization.id));
-    }
-    return [...work.values()];
+export const cardPendingWork: PendingWorkSource[] = [
+  {
+    name: 'card',
+    pending: async (em, query) => {
+      const { rows, next } = await pendingRows(em, Card, { createdStatus: 'processing', createdAt: { $lt: query.olderThan } }, query);
+      return { work: rows.map((card) => pendingWork(cardProvisioningFlow, { cardId: card.id }, card.organization.id)), next };
+    },
   },
-};
+  {
+    name: 'card transaction',
+    pending: async (em, query) => {
+      const { rows, next } = await pendingRows(
+        em,
+        CardTransaction,
+        { status: 'pending', type: { $in: ['funding', 'withdrawal'] }, createdAt: { $lt: query.olderThan } },
+        query,
+      );
+      const work = rows.map((transaction) => {
+        const cardId = transaction.card.id;
+        return transaction.reference === initialFundingReference(cardId)
+          ? pendingWork(cardProvisioningFlow, { cardId }, transaction.organization.id)
+          : pendingWork(cardBalanceFlow, { transactionId: transaction.id }, transaction.organization.id);
+      });
+      return { work, next };
+    },
+  },
+  {
+    name: 'card termination',
+    pending: async (em, query) => {
+      const { rows, next } = await pendingRows(em, Card, { status: { $ne: 'terminated' }, terminationRequestedAt: { $lt: query.olderThan } }, query);
+      return {
+        work: rows.map((card) => pendingWork(cardTerminationFlow, { cardId: card.id, terminableAt: terminableAt(card).toISOString() }, card.organization.id)),
+        next,
+      };
+    },
+  },
+];

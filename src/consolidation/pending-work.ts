@@ -1,4 +1,4 @@
-import { pendingWork, type PendingWorkSource } from '../temporal/reconciler';
+import { pendingRows, pendingWork, type PendingWorkSource } from '../temporal/reconciler';
 import { ConsolidationRun } from './entities';
 import { consolidationRunFlow } from './flows/run';
 
@@ -6,15 +6,7 @@ import { consolidationRunFlow } from './flows/run';
 export const consolidationPendingWork: PendingWorkSource = {
   name: 'consolidation_run',
   pending: async (em, query) => {
-    const runs = await em.find(
-      ConsolidationRun,
-      {
-        status: { $in: ['pending', 'scanning', 'sweeping'] },
-        createdAt: { $lt: query.olderThan },
-        ...(query.organizationId ? { organization: query.organizationId } : {}),
-      },
-      { limit: query.limit, orderBy: { createdAt: 'asc' } },
-    );
-    return runs.map((run) => pendingWork(consolidationRunFlow, { runId: run.id }, run.organization.id));
+    const { rows, next } = await pendingRows(em, ConsolidationRun, { status: { $in: ['pending', 'scanning', 'sweeping'] }, createdAt: { $lt: query.olderThan } }, query);
+    return { work: rows.map((run) => pendingWork(consolidationRunFlow, { runId: run.id }, run.organization.id)), next };
   },
 };

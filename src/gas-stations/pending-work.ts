@@ -1,4 +1,4 @@
-import { pendingWork, type PendingWorkSource } from '../temporal/reconciler';
+import { pendingRows, pendingWork, type PendingWorkSource } from '../temporal/reconciler';
 import { Sponsorship } from './entities';
 import { sponsorshipFlow } from './flows/sponsorship';
 
@@ -6,15 +6,7 @@ import { sponsorshipFlow } from './flows/sponsorship';
 export const sponsorshipPendingWork: PendingWorkSource = {
   name: 'sponsorship',
   pending: async (em, query) => {
-    const sponsorships = await em.find(
-      Sponsorship,
-      {
-        status: { $in: ['funding', 'broadcasting'] },
-        createdAt: { $lt: query.olderThan },
-        ...(query.organizationId ? { organization: query.organizationId } : {}),
-      },
-      { limit: query.limit, orderBy: { createdAt: 'asc' } },
-    );
-    return sponsorships.map((sponsorship) => pendingWork(sponsorshipFlow, { sponsorshipId: sponsorship.id }, sponsorship.organization.id));
+    const { rows, next } = await pendingRows(em, Sponsorship, { status: { $in: ['funding', 'broadcasting'] }, createdAt: { $lt: query.olderThan } }, query);
+    return { work: rows.map((sponsorship) => pendingWork(sponsorshipFlow, { sponsorshipId: sponsorship.id }, sponsorship.organization.id)), next };
   },
 };

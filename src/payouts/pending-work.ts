@@ -1,4 +1,4 @@
-import { pendingWork, type PendingWorkSource } from '../temporal/reconciler';
+import { pendingRows, pendingWork, type PendingWorkSource } from '../temporal/reconciler';
 import { PayoutTrip } from './entities';
 import { payoutTripFlow } from './flows/trip';
 
@@ -6,15 +6,7 @@ import { payoutTripFlow } from './flows/trip';
 export const payoutTripPendingWork: PendingWorkSource = {
   name: 'payout_trip',
   pending: async (em, query) => {
-    const trips = await em.find(
-      PayoutTrip,
-      {
-        status: { $in: ['awaiting_deposit', 'funded', 'processing'] },
-        createdAt: { $lt: query.olderThan },
-        ...(query.organizationId ? { organization: query.organizationId } : {}),
-      },
-      { limit: query.limit, orderBy: { createdAt: 'asc' } },
-    );
-    return trips.map((trip) => pendingWork(payoutTripFlow, { tripId: trip.id }, trip.organization.id));
+    const { rows, next } = await pendingRows(em, PayoutTrip, { status: { $in: ['awaiting_deposit', 'funded', 'processing'] }, createdAt: { $lt: query.olderThan } }, query);
+    return { work: rows.map((trip) => pendingWork(payoutTripFlow, { tripId: trip.id }, trip.organization.id)), next };
   },
 };

@@ -5,6 +5,14 @@
  * (`WorkflowOf<typeof flow>`), so a start cannot pass the wrong input. Workflow-safe: no Node APIs.
  */
 
+/**
+ * History events after which a long-lived workflow (a chain scan, a devnet block producer, a refill
+ * following its send, the reconciler) continues as new. Replay grows with history length; on the
+ * 2-core build machine under load 500 events replay in 0.2-0.4 s, 3,400 in 1.3-1.5 s
+ * (docs/durable-work.md).
+ */
+export const HISTORY_EVENTS_PER_RUN = 500;
+
 /** What a start does when a closed workflow already has the id (Temporal's WorkflowIdReusePolicy). */
 export type IdReusePolicy = 'ALLOW_DUPLICATE' | 'ALLOW_DUPLICATE_FAILED_ONLY' | 'REJECT_DUPLICATE';
 /** What a start does when a workflow with the id is running (Temporal's WorkflowIdConflictPolicy). */

@@ -1,5 +1,4 @@
-import type { PendingWorkSource } from '../temporal/reconciler';
-import { pendingWork } from '../temporal/reconciler';
+import { pendingRows, pendingWork, type PendingWorkSource } from '../temporal/reconciler';
 import { Sponsorship } from '../gas-stations/entities';
 import { OutgoingTransaction } from './entities';
 import { transactionFlow } from './flows/transaction';
@@ -11,17 +10,10 @@ import { transactionFlow } from './flows/transaction';
 export const transactionPendingWork: PendingWorkSource = {
   name: 'transaction',
   pending: async (em, query) => {
-    const transactions = await em.find(
-      OutgoingTransaction,
-      {
-        status: { $nin: ['confirmed', 'failed'] },
-        createdAt: { $lt: query.olderThan },
-        ...(query.organizationId ? { organization: query.organizationId } : {}),
-      },
-      { limit: query.limit, orderBy: { createdAt: 'asc' } },
-    );
-    const sponsored = transactions.flatMap((transaction) => (transaction.sponsorshipId ? [transaction.sponsorshipId] : []));
+    const { rows, next } = await pendingRows(em, OutgoingTransaction, { status: { $nin: ['confirmed', 'failed'] }, createdAt: { $lt: query.olderThan } }, query);
+    const sponsored = rows.flatMap((transaction) => (transaction.sponsorshipId ? [transaction.sponsorshipId] : []));
     const funding = new Set(sponsored.length ? (await em.find(Sponsorship, { id: { $in: sponsored }, status: 'funding' })).map((sponsorship) => sponsorship.id) : []);
-    return transactions.filter((transaction) => !funding.has(transaction.sponsorshipId ?? '')).map((transaction) => pendingWork(transactionFlow, { transactionId: transaction.id }, transaction.organization.id));
+    const work = rows.filter((transaction) => !funding.has(transaction.sponsorshipId ?? '')).map((transaction) => pendingWork(transactionFlow, { transactionId: transaction.id }, transaction.organization.id));
+    return { work, next };
   },
 };

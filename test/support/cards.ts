@@ -7,7 +7,7 @@ import { createCard } from '../../src/cards/service';
 import { keyProviderFor } from '../../src/keys/provider';
 import { WorkflowStart } from '../../src/temporal/entities';
 import type { ReconcileResult } from '../../src/temporal/reconciler';
-import { createTestOrganization } from './app';
+import { createTestOrganization, type TestOrganization } from './app';
 import { testConfig, testOrm } from './environment';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from './worker';
 
@@ -62,13 +62,13 @@ export async function cardWorker(env: TestWorkflowEnvironment, options: { taskQu
 }
 
 /**
- * A funded organization (100 000 cents) and a pending card as POST /api/cards leaves it, committed
+ * A funded organization (100 000 cents more; a new one unless given) and a pending card as POST /api/cards leaves it, committed
  * in a plain transaction: its provisioning start is recorded and never fired, as if the process had
  * died right after the commit. No webhook_url: a delivery left without a worker would stop the
  * time-skipping server from skipping time.
  */
-export async function pendingCard(amount: number, feeBps = 100) {
-  const org = await createTestOrganization();
+export async function pendingCard(amount: number, feeBps = 100, org?: TestOrganization) {
+  org ??= await createTestOrganization();
   const em = (await testOrm()).em.fork();
   const { card, initialFunding } = await em.transactional(async (tx) => {
     await applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'sandbox', currency: 'usd', kind: 'credit', amount: 100_000n, reference: { type: 'test', id: randomUUID() } });

@@ -8,6 +8,7 @@ import { chainAdvancedSignal, chainScanFlow, chainScanWorkflowId, scanThroughUpd
 import { workflowBundle } from '../../src/worker-setup';
 import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { HISTORY_EVENTS_PER_RUN } from '../../src/temporal/flow';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
@@ -103,7 +104,32 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
     await recordHistoryIfAsked(handle, 'chain-scan');
   });
 
-  it('replays the recorded scanning history with the current workflow code', async () => {
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('chain-scan'), 'chain-scan');
+  it('continues as new once its history reaches the bound, and the next run answers updates', async function () {
+    this.timeout(180_000);
+    const env = await timeSkippingTemporal();
+    const { worker } = await createTestWorker(env, taskQueue, config);
+    await worker.runUntil(async () => {
+      const started = await env.client.workflow.start(chainScanFlow.workflowType, { taskQueue, workflowId, args: [{ chain: 'ethereum', environment: 'sandbox', intervalSeconds: 1 }] });
+      const first = env.client.workflow.getHandle(workflowId, started.firstExecutionRunId);
+      // Caught up, a pass a second (about nine events): time skips until the first run has continued as new.
+      for (let waited = 0; (await first.describe()).status.name === 'RUNNING'; waited += 10) {
+        assert.ok(waited < 600, 'continued as new within ten minutes of passes');
+        await env.sleep('10 seconds');
+      }
+      assert.equal((await first.describe()).status.name, 'CONTINUED_AS_NEW');
+      const events = (await first.fetchHistory()).events?.length ?? 0;
+      assert.ok(events >= HISTORY_EVENTS_PER_RUN && events < HISTORY_EVENTS_PER_RUN + 20, `${events} events in the first run`);
+      await recordHistoryIfAsked(first, 'chain-scan-continued');
+      await mine(1);
+      const through = await env.client.workflow.getHandle(workflowId).executeUpdate(scanThroughUpdate, { args: [{ height: await tip(), waitSeconds: 30 }] });
+      assert.equal(through.reached, true);
+    });
+    await env.client.workflow.getHandle(workflowId).terminate('test finished');
+  });
+
+  it('replays the recorded scanning histories with the current workflow code', async () => {
+    const bundle = await workflowBundle();
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('chain-scan'), 'chain-scan');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('chain-scan-continued'), 'chain-scan-continued');
   });
 });

@@ -8,6 +8,7 @@ import { DevnetBlock } from '../../src/chains/devnet/entities';
 import { devnetTip } from '../../src/chains/devnet/ledger';
 import { ensureDevnetWorkflows } from '../../src/chains/devnet/producers';
 import { devnetBlocksWorkflowId, mineBlocksUpdate } from '../../src/chains/flows/devnet-blocks';
+import { HISTORY_EVENTS_PER_RUN } from '../../src/temporal/flow';
 import { WorkflowStarter } from '../../src/temporal/starter';
 import { workflowBundle } from '../../src/worker-setup';
 import { eventually } from '../support/eventually';
@@ -43,9 +44,9 @@ describe('Devnet block producer workflow (time-skipping)', () => {
   const overrides = { ...NO_SEARCH_ATTRIBUTES, DEVNET_BLOCK_INTERVAL_SECONDS: INTERVAL_SECONDS };
   const config = (taskQueue: string) => testConfig({ ...overrides, TEMPORAL_TASK_QUEUE: taskQueue });
 
-  /** A worker with its sticky cache off (a restart hands the history over at once) and a starter on its task queue. */
-  async function worker(taskQueue?: string) {
-    const created = await createTestWorker(env, taskQueue, overrides, 0);
+  /** A worker with its sticky cache off unless asked (a restart hands the history over at once) and a starter on its task queue. */
+  async function worker(taskQueue?: string, maxCachedWorkflows = 0) {
+    const created = await createTestWorker(env, taskQueue, overrides, maxCachedWorkflows);
     return { ...created, starter: new WorkflowStarter(env.client, config(created.taskQueue), testLogger('worker')) };
   }
 
@@ -129,7 +130,34 @@ describe('Devnet block producer workflow (time-skipping)', () => {
     assert.ok(perStep.size >= 3);
   });
 
-  it('replays the recorded producer history with the current workflow code', async () => {
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('produce-devnet-blocks'), 'produce-devnet-blocks');
+  it('continues as new once its history reaches the bound, and the next run mines on top of the last block', async function () {
+    this.timeout(180_000);
+    // The sticky cache on: without it every step would replay the whole history.
+    const { worker: running, starter, taskQueue } = await worker(undefined, 100);
+    await running.runUntil(async () => {
+      await ensureDevnetWorkflows(starter, config(taskQueue));
+      const first = env.client.workflow.getHandle(workflowId, (await env.client.workflow.getHandle(workflowId).describe()).runId);
+      // A block an interval (about nine events): time skips until the first run has continued as new.
+      for (let intervals = 0; (await first.describe()).status.name === 'RUNNING'; intervals += 5) {
+        assert.ok(intervals < 200, 'continued as new within 200 intervals');
+        await env.sleep(`${Number(INTERVAL_SECONDS) * 5} seconds`);
+      }
+      assert.equal((await first.describe()).status.name, 'CONTINUED_AS_NEW');
+      const events = (await first.fetchHistory()).events?.length ?? 0;
+      assert.ok(events >= HISTORY_EVENTS_PER_RUN && events < HISTORY_EVENTS_PER_RUN + 20, `${events} events in the first run`);
+      await recordHistoryIfAsked(first, 'produce-devnet-blocks-continued');
+      const before = await tipHeight();
+      assert.ok((await starter.executeUpdate(workflowId, mineBlocksUpdate, { count: 1 })).height > before);
+      await idle();
+    });
+    const latest = await (await em()).findOneOrFail(DevnetBlock, { chain: 'bitcoin' }, { orderBy: { height: 'desc' } });
+    const parent = await (await em()).findOneOrFail(DevnetBlock, { chain: 'bitcoin', height: latest.height - 1 });
+    assert.equal(latest.parentHash, parent.hash, 'the next run mines on top of the last block');
+  });
+
+  it('replays the recorded producer histories with the current workflow code', async () => {
+    const bundle = await workflowBundle();
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('produce-devnet-blocks'), 'produce-devnet-blocks');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('produce-devnet-blocks-continued'), 'produce-devnet-blocks-continued');
   });
 });

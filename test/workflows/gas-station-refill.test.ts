@@ -9,6 +9,7 @@ import { moveWalletBalance } from '../../src/custody/service';
 import { toDisplay } from '../../src/shared/money';
 import { Event } from '../../src/events/entities';
 import { gasStationRefillWorkflowId } from '../../src/gas-stations/flows/refill';
+import { HISTORY_EVENTS_PER_RUN } from '../../src/temporal/flow';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -19,7 +20,7 @@ import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const ETHER = 10n ** 18n;
 
-describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => {
+describe('refillGasStationWorkflow and gasStationCheckWorkflow (time-skipping, the Ethereum devnet)', () => {
   let app: TestApp;
   let org: TestOrganization;
   let worker: ServiceWorkers;
@@ -59,9 +60,13 @@ describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => 
     (await (await testOrm()).em.fork().find(Event, { organization: org.organizationId }, { orderBy: { createdAt: 'asc' } }))
       .filter((event) => (event.data as { id?: string }).id === stationId)
       .map((event) => ({ type: event.type, data: event.data as Record<string, unknown> }));
-  const runCheck = async () => {
+  /** One periodic check of this organization's stations; `recordAs` names its replay fixture. */
+  const runCheck = async (recordAs?: string) => {
     const env = await timeSkippingTemporal();
-    return env.client.workflow.execute('gasStationCheckWorkflow', { taskQueue, workflowId: `gas-station-check-${randomUUID()}`, args: [{ organizationId: org.organizationId }] });
+    const handle = await env.client.workflow.start('gasStationCheckWorkflow', { taskQueue, workflowId: `gas-station-check-${randomUUID()}`, args: [{ organizationId: org.organizationId }] });
+    const result = await handle.result();
+    if (recordAs) await recordHistoryIfAsked(handle, recordAs);
+    return result;
   };
 
   it('a station created below its threshold refills exactly once, while a PATCH and the periodic check race it', async () => {
@@ -78,7 +83,7 @@ describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => 
     assert.equal(created.status, 201, created.text);
     const stationId = created.body.id as string;
     // Two more triggers while the first refill is in flight: both join it.
-    const [patched, checked] = await Promise.all([call('PATCH', `/v1/gas-stations/${stationId}`, { gas_strategy: 'fast' }), runCheck()]);
+    const [patched, checked] = await Promise.all([call('PATCH', `/v1/gas-stations/${stationId}`, { gas_strategy: 'fast' }), runCheck('gas-station-check')]);
     assert.equal(patched.status, 200, patched.text);
     assert.deepEqual(checked, { armed: 1 });
 
@@ -199,7 +204,36 @@ describe('refillGasStationWorkflow (time-skipping, the Ethereum devnet)', () => 
     assert.deepEqual(await runCheck(), { armed: 0 }, 'the periodic check leaves a station whose refill was reported failed alone for an hour');
   });
 
-  it('replays the recorded refill history with the current workflow code', async () => {
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('refill-gas-station'), 'refill-gas-station');
+  it('a refill send that stays unconfirmed past a run\'s checks is followed by the next run (continue-as-new) and settles once', async () => {
+    const env = await timeSkippingTemporal();
+    const stationId = (await call('GET', '/v1/gas-stations')).body.data[0].id as string;
+    const source = await fundedWallet(ETHER);
+    const eventsBefore = (await stationEvents(stationId)).length;
+    const patched = await call('PATCH', `/v1/gas-stations/${stationId}`, { threshold: '1', refill_amount: '0.1', refill_from_wallet_id: source });
+    assert.equal(patched.status, 200, patched.text);
+    await eventually(async () => ((await sendsFrom(source))[0]?.status === 'broadcast' ? true : undefined), 'the refill broadcast');
+    const handle = env.client.workflow.getHandle(gasStationRefillWorkflowId(stationId));
+    const firstRunId = (await handle.describe()).runId;
+
+    // No block is mined for an hour: 30 checks 10 s apart, then one a minute, fill more than the first run.
+    await env.sleep('60 minutes');
+    const first = env.client.workflow.getHandle(handle.workflowId, firstRunId);
+    assert.equal((await first.describe()).status.name, 'CONTINUED_AS_NEW');
+    const firstEvents = (await first.fetchHistory()).events ?? [];
+    assert.ok(firstEvents.length >= HISTORY_EVENTS_PER_RUN && firstEvents.length < HISTORY_EVENTS_PER_RUN + 15, `${firstEvents.length} events in the first run`);
+    await recordHistoryIfAsked(first, 'refill-gas-station-continued');
+
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    assert.equal(await handle.result(), 'refilled');
+    assert.equal((await sendsFrom(source)).length, 1, 'one send across both runs');
+    const events = (await stationEvents(stationId)).slice(eventsBefore).map((event) => event.type);
+    assert.deepEqual(events, ['gas_station.low_balance', 'gas_station.refilled'], 'announced once, by the first run');
+  });
+
+  it('replays the recorded refill and check histories with the current workflow code', async () => {
+    const bundle = await workflowBundle();
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('refill-gas-station'), 'refill-gas-station');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('refill-gas-station-continued'), 'refill-gas-station-continued');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('gas-station-check'), 'gas-station-check');
   });
 });

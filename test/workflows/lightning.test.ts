@@ -143,14 +143,19 @@ describe('Lightning workflows (time-skipping)', () => {
     assert.equal(settled.outcome.state, 'succeeded');
     // A plain client: waiting for a sweep must not skip time (to other workflows' timers) past the deadlines.
     const client = new Client({ connection: env.connection, namespace: env.namespace });
-    const sweepRun = () =>
-      client.workflow.execute(lightningInvoiceExpirySweepWorkflow, { taskQueue, workflowId: `expiry-sweep-${randomUUID()}`, args: [{ batchSize: 500, organizationId: org.organizationId }] });
+    /** One sweep run; `recordAs` names its replay fixture. */
+    const sweepRun = async (recordAs?: string) => {
+      const handle = await client.workflow.start(lightningInvoiceExpirySweepWorkflow, { taskQueue, workflowId: `expiry-sweep-${randomUUID()}`, args: [{ batchSize: 500, organizationId: org.organizationId }] });
+      const result = await handle.result();
+      if (recordAs) await recordHistoryIfAsked(handle, recordAs);
+      return result;
+    };
 
     await worker.runUntil(async () => {
       const early = await sweepRun();
       assert.deepEqual([early.expired, early.batches, early.complete], [0, 1, true], 'nothing is due before its deadline');
       await env.sleep(120_000);
-      const swept = await sweepRun();
+      const swept = await sweepRun('lightning-invoice-expiry-sweep');
       assert.deepEqual([swept.expired, swept.batches, swept.complete], [1_200, 3, true]);
       assert.ok(Date.parse(swept.dueBy) >= due[0]!.expiresAt.getTime(), 'the cutoff is workflow time');
       const again = await sweepRun();
@@ -385,6 +390,7 @@ describe('Lightning workflows (time-skipping)', () => {
   it('replays the recorded invoice and payment histories with the current workflow code', async () => {
     const bundle = await workflowBundle();
     await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('lightning-invoice'), 'lightning-invoice');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('lightning-invoice-expiry-sweep'), 'lightning-invoice-expiry-sweep');
     // Recorded before send and finalize were one activity, and after.
     await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('lightning-payment'), 'lightning-payment');
     await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('lightning-payment-send-and-finalize'), 'lightning-payment-send-and-finalize');

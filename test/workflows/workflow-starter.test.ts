@@ -8,12 +8,14 @@ import { createLogger } from '../../src/logger';
 import { uuid } from '../../src/shared/ids';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { defineFlow } from '../../src/temporal/flow';
-import { pendingWork, reconcilePendingWork, type PendingWorkSource } from '../../src/temporal/reconciler';
+import { pendingWork, reconcilePendingPage, type PendingWorkSource } from '../../src/temporal/reconciler';
 import { OrganizationId, ResourceType } from '../../src/temporal/search-attributes';
 import { recordStart, WorkflowStarter } from '../../src/temporal/starter';
 import { workflowBundle } from '../../src/worker-setup';
 import { pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import type { WorkflowStartSweepInput } from '../../workflows/workflow-start-sweep';
+import { createTestOrganization } from '../support/app';
+import { pendingCard, workflowStarts } from '../support/cards';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker } from '../support/worker';
@@ -165,14 +167,15 @@ describe('Workflow starter, start sweep and pending-work reconciler (Temporal de
 
     const source: PendingWorkSource = {
       name: 'test organization',
-      pending: async () => [ended, running, unrecorded].map((organizationId) => pendingWork(organizationSweepFlow, inputFor(organizationId), organizationId)),
+      pending: async () => ({ work: [ended, running, unrecorded].map((organizationId) => pendingWork(organizationSweepFlow, inputFor(organizationId), organizationId)) }),
     };
     const logged: Array<Record<string, unknown>> = [];
     const log = pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
     const reconcilingStarter = new WorkflowStarter(env.client, testConfig({ TEMPORAL_TASK_QUEUE: taskQueue }), log);
-    const result = await reconcilePendingWork(await em(), reconcilingStarter, [source], { olderThan: new Date(), limit: 10 });
+    const result = await reconcilePendingPage(await em(), reconcilingStarter, source, { olderThan: new Date(), limit: 10 });
 
     assert.equal(result.checked, 3);
+    assert.equal(result.next, undefined);
     assert.deepEqual([...result.restarted].sort(), [workflowIdOf(ended), workflowIdOf(unrecorded)].sort());
     for (const organizationId of [ended, unrecorded]) {
       const restarted = await startRow(organizationId);
@@ -208,12 +211,45 @@ describe('Workflow starter, start sweep and pending-work reconciler (Temporal de
       args: [{ minAgeSeconds: 0, organizationId }],
     });
     assert.deepEqual(await withWorker(() => handle.result()), { checked: 0, restarted: [] });
-    await recordHistoryIfAsked(handle, 'pending-work-reconciler');
+  });
+
+  it('pages through every pending row, past stuck ones, continuing as new, and restarts every orphan', async () => {
+    // Restarted workflows go to a queue no worker polls, so each stays running and is checked once.
+    const idleQueue = `test-idle-${randomUUID()}`;
+    const org = await createTestOrganization();
+    const stuck = [];
+    for (let i = 0; i < 3; i += 1) stuck.push((await pendingCard(100, 100, org)).card);
+    // The oldest three have their provisioning running (stuck: nobody works on it).
+    const idleStarter = new WorkflowStarter(env.client, testConfig({ TEMPORAL_TASK_QUEUE: idleQueue }), createLogger('silent'));
+    assert.equal(await idleStarter.sweep(await em(), { graceSeconds: 0, organizationId: org.organizationId }), 3);
+    const orphaned = [];
+    for (let i = 0; i < 4; i += 1) orphaned.push((await pendingCard(100, 100, org)).card);
+    const provisioningId = (card: { id: string }) => `card-provisioning-${card.id}`;
+
+    const { worker } = await createTestWorker(env, taskQueue, { TEMPORAL_TASK_QUEUE: idleQueue });
+    const handle = await env.client.workflow.start(pendingWorkReconcilerWorkflow, {
+      taskQueue,
+      workflowId: `test-reconciler-${randomUUID()}`,
+      // Two rows a page, two pages a run: the seven cards and their seven initial fundings take several runs.
+      args: [{ minAgeSeconds: 0, organizationId: org.organizationId, pageSize: 2, pagesPerRun: 2 }],
+    });
+    const result = await worker.runUntil(() => handle.result());
+
+    assert.equal(result.checked, 14, 'each card and its initial funding');
+    assert.deepEqual([...result.restarted].sort(), orphaned.map(provisioningId).sort(), 'every orphan, none of the stuck');
+    assert.notEqual((await handle.describe()).runId, handle.firstExecutionRunId, 'continued as new');
+    const starts = await workflowStarts(org.organizationId);
+    for (const card of orphaned) assert.equal(starts.get(provisioningId(card))?.restarts, 1);
+    for (const card of stuck) assert.equal(starts.get(provisioningId(card))?.restarts, 0);
+    await recordHistoryIfAsked(env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId), 'pending-work-reconciler-pages');
+    await Promise.all([...stuck, ...orphaned].map((card) => env.client.workflow.getHandle(provisioningId(card)).terminate('test over')));
   });
 
   it('replays the recorded histories of the start sweep and the reconciler with the current workflow code', async () => {
     const bundle = await workflowBundle();
     await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('workflow-start-sweep'));
+    // Recorded before the reconciler paged, and a paging run that continued as new.
     await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('pending-work-reconciler'));
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('pending-work-reconciler-pages'));
   });
 });

@@ -9,6 +9,8 @@ import { defineFlow } from '../../temporal/flow';
  */
 export interface RefillInput {
   stationId: string;
+  /** Set by continue-as-new while a refill send is followed: the run's key (its events'), the attempt, the send, the next check. */
+  following?: { key: string; attempt: number; transactionId: string; check: number };
 }
 
 /** How a run ended: nothing to do, a refill settled, or every attempt failed (reported). */
