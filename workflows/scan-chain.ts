@@ -39,8 +39,9 @@ export const chainScanWorkflow: WorkflowOf<typeof chainScanFlow> = async (input)
     processed = result.height;
     if (result.caughtUp && !wake) await condition(() => wake, `${input.intervalSeconds} seconds`);
     wake = false;
-    // Signals and updates add events too: the bound is the history's length, not the passes.
-    if (workflowInfo().historyLength >= HISTORY_EVENTS_PER_RUN && patched(EVENTS_BOUND_PATCH)) break;
+    // Signals and updates add events too: the bound is the history's length, not the passes. Not
+    // while an update waits for a height: only this run's next passes can reach it.
+    if (workflowInfo().historyLength >= HISTORY_EVENTS_PER_RUN && allHandlersFinished() && patched(EVENTS_BOUND_PATCH)) break;
   }
   await condition(allHandlersFinished);
   return continueAsNew<typeof chainScanWorkflow>(input);
