@@ -100,7 +100,6 @@ const field = (name: string, value_type: ValueType, description: string, enum_va
  * each. Published as the fields' enums, so a rule cannot name a value the evaluator never sees.
  */
 export const ACTOR_TYPES = ['apikey', 'session', 'system'] as const;
-export type ActorType = (typeof ACTOR_TYPES)[number];
 export const OPERATION_TYPES = [
   'transfer',
   'sponsored_transfer',

@@ -30,7 +30,7 @@ interface StoredCondition {
 const expand = (field: string, value: unknown): unknown[] => (typeof value === 'string' ? (WAS[field]![value] ?? [value]) : [value]);
 const unique = (values: unknown[]) => [...new Set(values)];
 
-export function rewriteCondition(condition: StoredCondition): StoredCondition {
+function rewriteCondition(condition: StoredCondition): StoredCondition {
   if (!(condition.field in WAS)) return condition;
   const { value, values, ...rest } = condition;
   switch (condition.operator) {
