@@ -7,7 +7,7 @@ import { priceSourceFor, usdValue } from '../catalogue/prices';
 import { ChainUnavailableError, type ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError } from '../chains/provider';
 import type { Config } from '../config';
-import { Vault, Wallet, WalletBalance } from '../custody/entities';
+import { AddressBalance, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { findVault, type Tenant } from '../custody/service';
 import { GasStation } from '../gas-stations/entities';
 import type { IncomingTransfer } from '../monitoring/entities';
@@ -362,11 +362,14 @@ export async function readRule(em: EntityManager, rule: ConsolidationRule) {
 
 // ---- Threshold triggers ----
 
-/** The ledger balances (base units) of `assetIds` held by `wallets`, summed per asset. */
-async function ledgerTotals(em: EntityManager, wallets: string[], assetIds: string[]): Promise<Map<string, bigint>> {
+/** The ledger balances (base units) of `assetIds` held by `wallets` (or by one address of them), summed per asset. */
+async function ledgerTotals(em: EntityManager, holders: { wallets: string[] } | { address: string }, assetIds: string[]): Promise<Map<string, bigint>> {
   const totals = new Map<string, bigint>(assetIds.map((id) => [id, 0n]));
-  if (!wallets.length) return totals;
-  const rows = await em.find(WalletBalance, { wallet: { $in: wallets }, assetId: { $in: assetIds } });
+  if ('wallets' in holders && !holders.wallets.length) return totals;
+  const rows =
+    'address' in holders
+      ? await em.find(AddressBalance, { address: holders.address, assetId: { $in: assetIds } })
+      : await em.find(WalletBalance, { wallet: { $in: holders.wallets }, assetId: { $in: assetIds } });
   for (const row of rows) totals.set(row.assetId, (totals.get(row.assetId) ?? 0n) + BigInt(row.balance));
   return totals;
 }
@@ -385,7 +388,7 @@ function reachesThreshold(rule: ConsolidationRule, totals: Map<string, bigint>, 
  * The threshold hook, called in the transaction that credits confirmed deposits: for each deposit
  * to an address of a wallet in a vault with enabled threshold rules on its chain that sweep its
  * asset, the rule's balance (aggregate: the vault's wallets on the chain; per_address: the
- * deposit's wallet, since the ledger is kept per wallet) is compared with the threshold once the
+ * deposit's address, on Bitcoin its wallet, whose coins the ledger keeps per wallet) is compared with the threshold once the
  * deposit is credited; at or above it, triggerRun (source threshold, detail the deposit id). Two
  * deposits racing still make one run: triggerRun's row lock records the second on the first's run.
  */
@@ -396,9 +399,13 @@ export async function triggerThresholdRules(em: EntityManager, config: Config, d
     const rules = await em.find(ConsolidationRule, { vault: wallet.vault.id, chain: deposit.chain, environment: deposit.environment, enabled: true, deletedAt: null, triggerType: 'threshold' });
     for (const rule of rules) {
       if (!rule.assets.some((asset) => asset.asset_id === deposit.assetId)) continue;
-      const wallets =
-        rule.thresholdBasis === 'per_address' ? [wallet.id] : (await em.find(Wallet, { vault: rule.vault.id, chain: rule.chain }, { fields: ['id'] })).map((candidate) => candidate.id);
-      const totals = await ledgerTotals(em, wallets, rule.assets.map((asset) => asset.asset_id));
+      const holders =
+        rule.thresholdBasis === 'per_address'
+          ? deposit.chain === 'bitcoin' || !deposit.address
+            ? { wallets: [wallet.id] }
+            : { address: deposit.address.id }
+          : { wallets: (await em.find(Wallet, { vault: rule.vault.id, chain: rule.chain }, { fields: ['id'] })).map((candidate) => candidate.id) };
+      const totals = await ledgerTotals(em, holders, rule.assets.map((asset) => asset.asset_id));
       if (reachesThreshold(rule, totals, config)) await triggerRun(em, rule.id, { source: 'threshold', detail: deposit.id });
     }
   }

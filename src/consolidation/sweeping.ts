@@ -1,5 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { spendableByAddress } from '../custody/journal';
 import { priceSourceFor, usdValue } from '../catalogue/prices';
 import { assetAmount, assetById, findChain } from '../catalogue/service';
 import { readFeeMarket } from '../chains/fees';
@@ -80,8 +81,9 @@ async function destinationOf(em: EntityManager, rule: ConsolidationRule): Promis
 }
 
 /**
- * Plans one page: for each address and each of the rule's assets (tokens first), what the chain
- * says the address holds less min_balance_to_leave; a native sweep also leaves the fee limits of
+ * Plans one page: for each address and each of the rule's assets (tokens first), what the address
+ * can spend (the least of what the chain says it holds and what its ledger holds unlocked, so a
+ * send in flight from it is not swept again) less min_balance_to_leave; a native sweep also leaves the fee limits of
  * the address's token sweeps when the wallet pays their gas, and pays its own fee out of the
  * amount. Below min_amount_to_move, or worth less than min_consolidate_usd, nothing is planned.
  * Each plan is recorded once. Answers the next page's cursor (null after the last page).
@@ -107,13 +109,17 @@ export async function planPage(deps: SweepingDeps, runId: string, cursor: string
   const tokenGas = { limit: BigInt(deps.config.ERC20_GAS_CAP), sponsored: false };
   const feeLimit = (assetId: string) => accountFeeTerms(market, assetById(assetId), 'medium', assetById(assetId).type === 'native' ? undefined : tokenGas).feeLimit;
 
+  const spendable = await spendableByAddress(em, { addressIds: addresses.map((address) => address.id) });
+
   const planAddress = async (address: Address) => {
     const planned: { address: Address; asset: ConsolidationAsset; amount: bigint }[] = [];
     // The native coin the address keeps for its token sweeps' gas when the wallet pays it.
     let reserved = 0n;
     for (const configured of assets) {
       const asset = assetById(configured.asset_id);
-      let amount = (await provider.balance(address.address, asset.id)) - assetAmount(configured.min_balance_to_leave, asset, 'min_balance_to_leave', false);
+      const onChain = await provider.balance(address.address, asset.id);
+      const unlocked = spendable.get(address.id)?.get(asset.id) ?? 0n;
+      let amount = (onChain < unlocked ? onChain : unlocked) - assetAmount(configured.min_balance_to_leave, asset, 'min_balance_to_leave', false);
       if (configured.is_native) {
         amount -= reserved;
         // Gross: the sweep's own fee comes out of it, so it must exceed that fee.

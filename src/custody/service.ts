@@ -155,19 +155,6 @@ export function keyLocation(wallet: Wallet, format: Address['format'], index: nu
   return { chain: wallet.chain, testnet: wallet.environment === 'sandbox', format, account: wallet.accountIndex, index };
 }
 
-/**
- * Moves a wallet's ledger row for one asset by signed deltas (base units), creating it at zero
- * first. One statement: concurrent movements of the same row serialize on its lock.
- */
-export async function moveWalletBalance(em: EntityManager, walletId: string, assetId: string, delta: { balance?: bigint; pending?: bigint }): Promise<void> {
-  await em.execute(
-    `insert into wallet_balances (wallet_id, asset_id, balance, locked, pending, updated_at) values (?, ?, ?, 0, ?, now())
-     on conflict (wallet_id, asset_id) do update set balance = wallet_balances.balance + excluded.balance,
-       pending = wallet_balances.pending + excluded.pending, updated_at = now()`,
-    [walletId, assetId, (delta.balance ?? 0n).toString(), (delta.pending ?? 0n).toString()],
-  );
-}
-
 /** Every asset of the wallet's chain, zero where the ledger has no row yet. */
 function walletBalances(wallet: Wallet, rows: WalletBalance[]) {
   const byAsset = new Map(rows.map((row) => [row.assetId, row]));

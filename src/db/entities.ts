@@ -4,7 +4,7 @@ import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
 import { Card, CardDailyPurchases, CardTransaction, Customer } from '../cards/entities';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../consolidation/entities';
 import { DevnetBalance, DevnetBlock, DevnetNonce, DevnetOutput, DevnetTransaction } from '../chains/devnet/entities';
-import { AccountCounter, Address, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
+import { AccountCounter, Address, AddressBalance, CustodyJournalEntry, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
 import { GasStation, Sponsorship } from '../gas-stations/entities';
 import { WorkflowStart } from '../temporal/entities';
@@ -37,6 +37,8 @@ export const entities = [
   Wallet,
   Address,
   WalletBalance,
+  AddressBalance,
+  CustodyJournalEntry,
   SigningActivity,
   IncomingTransfer,
   ChainScanCursor,

@@ -6,7 +6,7 @@ import { canonicalAddress } from '../chains/addresses';
 import type { ObservedTransfer } from '../chains/provider';
 import type { Config } from '../config';
 import { Address } from '../custody/entities';
-import { moveWalletBalance } from '../custody/service';
+import { postCustodyEntry, type CustodyEntryKind } from '../custody/journal';
 import { Subscription } from '../events/entities';
 import { emit } from '../events/service';
 import type { EventType } from '../events/event-types';
@@ -178,7 +178,7 @@ async function recordOne(
 
 /** A deposit seen: the wallet's pending balance grows; on Bitcoin it also holds a new (unconfirmed) output. */
 async function creditPending(em: EntityManager, row: IncomingTransfer): Promise<void> {
-  await moveWalletBalance(em, row.wallet!.id, row.assetId, { pending: BigInt(row.amount) });
+  await postDepositEntry(em, row, 'deposit_seen', { pending: BigInt(row.amount) });
   if (row.chain === 'bitcoin') {
     await recordDepositOutput(em, {
       organizationId: row.organization.id,
@@ -190,6 +190,27 @@ async function creditPending(em: EntityManager, row: IncomingTransfer): Promise<
       amount: row.amount,
     });
   }
+}
+
+/**
+ * A deposit's journal entry, on its address (account chains) or its wallet (Bitcoin). A transfer
+ * can be dropped by a reorganisation and seen again: each round is its own reference
+ * (`<transfer id>#<rounds dropped before>`), so the journal keeps every round and none twice.
+ */
+async function postDepositEntry(em: EntityManager, row: IncomingTransfer, kind: CustodyEntryKind, deltas: { balance?: bigint; pending?: bigint }): Promise<void> {
+  const [rounds] = await em.execute<{ dropped: string }[]>(
+    `select count(*) as dropped from custody_journal_entries
+      where wallet_id = ? and asset_id = ? and kind = 'deposit_dropped' and reference_type = 'incoming_transfer' and reference_id like ?`,
+    [row.wallet!.id, row.assetId, `${row.id}#%`],
+  );
+  await postCustodyEntry(em, {
+    walletId: row.wallet!.id,
+    addressId: row.chain === 'bitcoin' ? null : row.address!.id,
+    assetId: row.assetId,
+    kind,
+    reference: { type: 'incoming_transfer', id: `${row.id}#${rounds?.dropped ?? '0'}` },
+    ...deltas,
+  });
 }
 
 /**
@@ -214,7 +235,7 @@ export async function confirmDue(em: EntityManager, scope: ChainEnvironment, tip
     row.confirmations = tipHeight - row.blockHeight! + 1;
     row.confirmedAt = new Date();
     if (row.wallet) {
-      await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount), balance: BigInt(row.amount) });
+      await postDepositEntry(em, row, 'deposit_confirmed', { pending: -BigInt(row.amount), balance: BigInt(row.amount) });
       if (row.chain === 'bitcoin') await confirmDepositOutput(em, row);
     }
     await announce(em, row, await subscriptionsOn(em, row, [row.toAddress], row.organization.id));
@@ -242,7 +263,7 @@ export async function dropAbove(em: EntityManager, scope: ChainEnvironment, fork
     row.blockHash = null;
     row.confirmations = 0;
     if (row.wallet) {
-      await moveWalletBalance(em, row.wallet.id, row.assetId, { pending: -BigInt(row.amount) });
+      await postDepositEntry(em, row, 'deposit_dropped', { pending: -BigInt(row.amount) });
       if (row.chain === 'bitcoin') await dropDepositOutput(em, row);
     }
     await announce(em, row, await subscriptionsOn(em, row, [row.toAddress], row.organization.id));

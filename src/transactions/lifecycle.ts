@@ -5,7 +5,8 @@ import type { ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider } from '../chains/provider';
 import { signTransfer, type FeeTerms, type TransferToSign } from '../chains/transfers';
 import { Address } from '../custody/entities';
-import { keyLocation, moveWalletBalance } from '../custody/service';
+import { postCustodyEntry } from '../custody/journal';
+import { keyLocation } from '../custody/service';
 import { emit } from '../events/service';
 import { armRefillForWallet } from '../gas-stations/service';
 import type { EventType } from '../events/event-types';
@@ -316,12 +317,9 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
     const fee = BigInt(transaction.fee);
     const sent = reverted ? 0n : BigInt(transaction.recipientAmount);
     await releaseLock(em, transaction);
-    if (transaction.assetId === native.id) {
-      await moveWalletBalance(em, transaction.wallet.id, native.id, { balance: -(sent + fee) });
-    } else {
-      await moveWalletBalance(em, transaction.wallet.id, transaction.assetId, { balance: -sent });
-      await moveWalletBalance(em, transaction.wallet.id, native.id, { balance: -fee });
-    }
+    const entry = custodyScope(transaction);
+    if (sent > 0n) await postCustodyEntry(em, { ...entry, assetId: transaction.assetId, kind: 'send_debit', balance: -sent });
+    if (fee > 0n) await postCustodyEntry(em, { ...entry, assetId: native.id, kind: 'fee_debit', balance: -fee });
     if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id);
     await armRefillForWallet(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
     const now = new Date();
@@ -375,12 +373,17 @@ async function releaseLock(em: EntityManager, transaction: OutgoingTransaction):
         ];
   for (const release of releases) {
     if (release.amount === 0n) continue;
-    await em.execute(`update wallet_balances set locked = locked - ?, updated_at = now() where wallet_id = ? and asset_id = ?`, [
-      release.amount.toString(),
-      transaction.wallet.id,
-      release.assetId,
-    ]);
+    await postCustodyEntry(em, { ...custodyScope(transaction), assetId: release.assetId, kind: 'send_release', locked: -release.amount });
   }
+}
+
+/** A send's journal entries: its wallet, its sending address on account chains, the send as reference. */
+function custodyScope(transaction: OutgoingTransaction) {
+  return {
+    walletId: transaction.wallet.id,
+    addressId: transaction.chain === 'bitcoin' ? null : transaction.fromAddress.id,
+    reference: { type: 'transaction', id: transaction.id },
+  };
 }
 
 async function announce(em: EntityManager, transaction: OutgoingTransaction, type: EventType): Promise<void> {

@@ -5,7 +5,8 @@ import type { ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeLevel, type FeeMarket } from '../chains/provider';
 import { erc20TransferData } from '../chains/transfers/ethereum';
 import type { Config } from '../config';
-import type { Address, Wallet } from '../custody/entities';
+import { Address, type Wallet } from '../custody/entities';
+import { lockCustodyFunds, spendableByAddress } from '../custody/journal';
 import type { FundingModel, GasStation } from '../gas-stations/entities';
 import { findPrimaryAddress, type Tenant } from '../custody/service';
 import { emit } from '../events/service';
@@ -13,7 +14,7 @@ import { requiredConfirmations } from '../monitoring/service';
 import { isAutomation, judgeMovement, type MovementInitiator } from '../movements/gate';
 import type { DestinationType, OperationType } from '../policies/schema';
 import { errors } from '../shared/errors';
-import { isUuid } from '../shared/ids';
+import { isUuid, uuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { recordStart } from '../temporal/starter';
@@ -95,19 +96,26 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   if (asset.type !== 'native' && !provider.tokenAddress(asset.id)) {
     throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });
   }
-  const from = automation.fromAddress ?? (await findPrimaryAddress(em, wallet));
-  if (from.wallet.id !== wallet.id) throw new Error(`address ${from.id} is not of wallet ${wallet.id}`);
-  const gas = market.model === 'eip1559' ? await sendGas(config, provider, asset, from.address, toAddress, amount, funding !== null) : undefined;
-  const plan: FeePlan =
-    chain.id === 'bitcoin'
-      ? await planBitcoinSend(em, transfer, market, level, bitcoinSendOptions(input, pinned ?? null, market, config.FEE_MARKET_MAX_MULTIPLE))
-      : accountFeePlan(transfer, market, level, gas);
-
-  // Net: amount to the recipient, fee on top. Gross: the recipient gets amount - fee limit, and the whole amount is locked.
-  // Sponsored: the fee arrives as fuel from the station before the send is signed, so nothing of the wallet's is locked for it.
-  const lockedAmount = plan.recipientAmount;
-  const lockedFee = funding ? 0n : plan.feeLimit;
-  await lockFunds(em, wallet, asset, native, lockedAmount, lockedFee);
+  // The lock's reference is the send's id, known before the row is written.
+  const transactionId = uuid();
+  const { from, plan, lockedAmount, lockedFee } = await planAndLock(em, {
+    wallet,
+    asset,
+    native,
+    amount,
+    reference: { type: 'transaction', id: transactionId },
+    senders: automation.fromAddress ? [automation.fromAddress] : await sendingCandidates(em, wallet, asset, amount),
+    plan: async (sender) => {
+      // Net: amount to the recipient, fee on top. Gross: the recipient gets amount - fee limit, and the whole amount is locked.
+      // Sponsored: the fee arrives as fuel from the station before the send is signed, so nothing of the wallet's is locked for it.
+      const gas = market.model === 'eip1559' ? await sendGas(config, provider, asset, sender.address, toAddress, amount, funding !== null) : undefined;
+      const planned: FeePlan =
+        chain.id === 'bitcoin'
+          ? await planBitcoinSend(em, transfer, market, level, bitcoinSendOptions(input, pinned ?? null, market, config.FEE_MARKET_MAX_MULTIPLE))
+          : accountFeePlan(transfer, market, level, gas);
+      return { plan: planned, lockedAmount: planned.recipientAmount, lockedFee: funding ? 0n : planned.feeLimit };
+    },
+  });
 
   const { request: policyRequest, evaluation, actor } = await judgeMovement(em, config, auth, {
     operationType: automation.operationType ?? (funding ? 'sponsored_transfer' : 'transfer'),
@@ -123,6 +131,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   const matched = evaluation.trace?.find((entry) => entry.terminal);
 
   const transaction = em.create(OutgoingTransaction, {
+    id: transactionId,
     organization: wallet.organization,
     environment: wallet.environment,
     wallet,
@@ -275,30 +284,94 @@ async function sendGas(config: Config, provider: ChainProvider, asset: AssetInfo
   return { limit: sponsored ? estimate : erc20GasLimit(config, asset, estimate), sponsored };
 }
 
+interface SendAttempt {
+  plan: FeePlan;
+  lockedAmount: bigint;
+  lockedFee: bigint;
+}
+
 /**
- * Locks what a send needs on the wallet's ledger, each row in one conditional UPDATE: the row
- * lock serializes concurrent sends, and the condition refuses one that would lock more than the
- * balance less what is already locked. The native row carries the fee (and the amount when the
- * asset is native).
+ * Plans the send from each candidate sending address in turn and locks what it needs on the first
+ * that holds it (on Bitcoin, the wallet: its coins are the wallet's). The native row carries the
+ * fee (and the amount when the asset is native). None holds it: 400 `insufficient_funds`, naming
+ * what each address can spend.
  */
-async function lockFunds(em: EntityManager, wallet: Wallet, asset: AssetInfo, native: AssetInfo, amount: bigint, fee: bigint): Promise<void> {
-  const needs = asset.id === native.id ? [{ asset: native, amount: amount + fee }] : [{ asset, amount }, { asset: native, amount: fee }];
-  for (const need of needs) {
-    if (need.amount === 0n) continue;
-    const locked = await em.execute<{ available: string }[]>(
-      `update wallet_balances set locked = locked + ?, updated_at = now()
-       where wallet_id = ? and asset_id = ? and balance - locked >= ? returning balance - locked as available`,
-      [need.amount.toString(), wallet.id, need.asset.id, need.amount.toString()],
-    );
-    if (locked.length === 1) continue;
-    const [row] = await em.execute<{ available: string }[]>(`select balance - locked as available from wallet_balances where wallet_id = ? and asset_id = ?`, [wallet.id, need.asset.id]);
-    const available = BigInt(row?.available ?? '0');
-    const feeNote = need.asset.id === native.id && fee > 0n ? ` (including a fee of up to ${toDisplay(fee, native.decimals)} ${native.id})` : '';
-    throw errors.invalid('insufficient_funds', `The wallet has ${toDisplay(available, need.asset.decimals)} ${need.asset.id} available; this send needs ${toDisplay(need.amount, need.asset.decimals)}${feeNote}.`, {
-      param: need.asset.id === asset.id ? 'amount' : undefined,
-      details: { asset_id: need.asset.id, available: toDisplay(available, need.asset.decimals), needed: toDisplay(need.amount, need.asset.decimals) },
-    });
+async function planAndLock(
+  em: EntityManager,
+  send: {
+    wallet: Wallet;
+    asset: AssetInfo;
+    native: AssetInfo;
+    amount: bigint;
+    reference: { type: string; id: string };
+    senders: Address[];
+    plan: (sender: Address) => Promise<SendAttempt>;
+  },
+): Promise<SendAttempt & { from: Address }> {
+  const { wallet, asset, native } = send;
+  const perAddress = wallet.chain !== 'bitcoin';
+  let shortfall: { assetId: string; available: bigint; needed: bigint; fee: bigint } = { assetId: asset.id, available: 0n, needed: send.amount, fee: 0n };
+  for (const sender of send.senders) {
+    if (sender.wallet.id !== wallet.id) throw new Error(`address ${sender.id} is not of wallet ${wallet.id}`);
+    const attempt = await send.plan(sender);
+    const needs =
+      asset.id === native.id
+        ? [{ assetId: native.id, amount: attempt.lockedAmount + attempt.lockedFee }]
+        : [
+            { assetId: asset.id, amount: attempt.lockedAmount },
+            { assetId: native.id, amount: attempt.lockedFee },
+          ];
+    const outcome = await lockCustodyFunds(em, { walletId: wallet.id, addressId: perAddress ? sender.id : null, reference: send.reference }, needs);
+    if (outcome.locked) return { ...attempt, from: sender };
+    shortfall = { ...outcome.short, fee: attempt.lockedFee };
   }
+  throw await insufficientFunds(em, send, shortfall, perAddress);
+}
+
+/**
+ * The addresses an account-chain send may leave from: those whose spendable balance of the asset
+ * covers the amount, the primary first, then by index. Bitcoin spends the wallet's coins from its
+ * primary address's view. None covers it: the primary, whose lock then says why not.
+ */
+async function sendingCandidates(em: EntityManager, wallet: Wallet, asset: AssetInfo, amount: bigint): Promise<Address[]> {
+  const primary = await findPrimaryAddress(em, wallet);
+  if (wallet.chain === 'bitcoin') return [primary];
+  const spendable = await spendableByAddress(em, { walletId: wallet.id }, [asset.id]);
+  const holders = [...spendable].filter(([, assets]) => (assets.get(asset.id) ?? 0n) >= amount).map(([addressId]) => addressId);
+  if (holders.length === 0) return [primary];
+  const addresses = await em.find(Address, { id: { $in: holders }, wallet }, { orderBy: { isPrimary: 'desc', addressIndex: 'asc' } });
+  return addresses;
+}
+
+async function insufficientFunds(
+  em: EntityManager,
+  send: { wallet: Wallet; asset: AssetInfo; native: AssetInfo },
+  short: { assetId: string; available: bigint; needed: bigint; fee: bigint },
+  perAddress: boolean,
+) {
+  const { asset, native } = send;
+  const shortAsset = short.assetId === asset.id ? asset : native;
+  const feeNote = short.assetId === native.id && short.fee > 0n ? ` (including a fee of up to ${toDisplay(short.fee, native.decimals)} ${native.id})` : '';
+  const details: Record<string, unknown> = { asset_id: shortAsset.id, available: toDisplay(short.available, shortAsset.decimals), needed: toDisplay(short.needed, shortAsset.decimals) };
+  const param = short.assetId === asset.id ? 'amount' : undefined;
+  const addresses = perAddress ? await em.find(Address, { wallet: send.wallet }, { orderBy: { addressIndex: 'asc' } }) : [];
+  if (addresses.length <= 1) {
+    return errors.invalid('insufficient_funds', `The wallet has ${details.available} ${shortAsset.id} available; this send needs ${details.needed}${feeNote}.`, { param, details });
+  }
+  const assetIds = [...new Set([asset.id, native.id])];
+  const spendable = await spendableByAddress(em, { walletId: send.wallet.id }, assetIds);
+  const listed = addresses.map((address) => ({
+    address: address.address,
+    available: Object.fromEntries(
+      assetIds.map((assetId) => [assetId, toDisplay(spendable.get(address.id)?.get(assetId) ?? 0n, (assetId === asset.id ? asset : native).decimals)]),
+    ),
+  }));
+  const said = listed.map((entry) => `${entry.address} has ${assetIds.map((assetId) => `${entry.available[assetId]} ${assetId}`).join(' and ')}`).join('; ');
+  return errors.invalid(
+    'insufficient_funds',
+    `No address of the wallet holds what this send needs: ${details.needed} ${shortAsset.id}${feeNote}, from one address. Spendable: ${said}.`,
+    { param, details: { ...details, addresses: listed } },
+  );
 }
 
 /**

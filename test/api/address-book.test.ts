@@ -4,7 +4,6 @@ import { CHAIN_IDS } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { ConsolidationRule } from '../../src/consolidation/entities';
 import { Vault } from '../../src/custody/entities';
-import { moveWalletBalance } from '../../src/custody/service';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { createApiKey } from '../../src/api-keys/service';
 import { Organization, type OrgRole } from '../../src/organizations/entities';
@@ -12,6 +11,7 @@ import { createMember } from '../../src/organizations/service';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
+import { creditCustodyWallet } from '../support/ledger';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { terminateWorkflows } from '../support/scanning';
 import { bodyOf, typedApi, type Schema, type TypedApi } from '../support/typed-api';
@@ -227,7 +227,7 @@ describe('Address book: named destinations, and whitelist policies that name the
       assert.equal(created.status, 201, created.text);
       wallet = created.body.id;
       // Credited on the ledger directly: the decision is what is tested, not the chain.
-      await moveWalletBalance((await testOrm()).em.fork(), wallet, 'ETH', { balance: 10n ** 17n });
+      await creditCustodyWallet((await testOrm()).em.fork(), wallet, 'ETH', 10n ** 17n);
       cold = await create({ chain: 'ethereum', address: COLD, label: 'Cold storage' }, guarded.secret);
       kraken = await create({ chain: 'ethereum', address: KRAKEN, label: 'Kraken' }, guarded.secret);
     });

@@ -7,10 +7,11 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils';
 import { base58, base58check } from '@scure/base';
 import { Address as BitcoinAddress, NETWORK, TEST_NETWORK, p2pkh, p2tr, p2wpkh } from '@scure/btc-signer';
 import { isAddress, keccak256, recoverAddress, toHex } from 'viem';
-import { Wallet, WalletBalance } from '../../src/custody/entities';
+import { Wallet } from '../../src/custody/entities';
 import { OrganizationSeed } from '../../src/keys/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
+import { creditCustodyWallet } from '../support/ledger';
 
 /** The public key a recoverable secp256k1 signature was made with, recovered by @noble/curves. */
 function recoverPublicKey(signature: { r: string; s: string; recovery_id: number }, digest: Uint8Array): Uint8Array {
@@ -219,9 +220,7 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
     }
 
     // A ledger row (as the chains issue will write) shows exactly, beyond 2^64, with available = balance - locked.
-    const em = (await testOrm()).em.fork();
-    em.create(WalletBalance, { wallet: em.getReference(Wallet, wallet.id), assetId: 'ETH', balance: '123456789012345678901234567', locked: '1000000000000000000', updatedAt: new Date() });
-    await em.flush();
+    await creditCustodyWallet((await testOrm()).em.fork(), wallet.id, 'ETH', 123456789012345678901234567n, { locked: 10n ** 18n });
     const funded = await call('GET', `/v1/wallets/${wallet.id}/balances`);
     const eth = funded.body.data.find((b: { asset_id: string }) => b.asset_id === 'ETH');
     assert.deepEqual([eth.balance, eth.locked, eth.available], ['123456789012345678901234567', '1000000000000000000', '123456788012345678901234567']);

@@ -13,6 +13,7 @@ import { WalletBalance } from '../../src/custody/entities';
 import { deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
+import { creditCustodyWallet } from '../support/ledger';
 import { eventually } from '../support/eventually';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { terminateWorkflows } from '../support/scanning';
@@ -275,9 +276,7 @@ describe('The movement gate: USD rules fail closed without a price (live key, no
     const wallet = await app.request('POST', '/v1/wallets', { key: live.secret, body: { name: 'Live hot', chain: 'ethereum', vault_id: vault.body.id } });
     assert.equal(wallet.status, 201, wallet.text);
     walletId = wallet.body.id;
-    const em = (await testOrm()).em.fork();
-    em.create(WalletBalance, { wallet: walletId, assetId: 'ETH', balance: (2000n * 10n ** 18n).toString(), locked: '0', pending: '0', updatedAt: new Date() });
-    await em.flush();
+    await creditCustodyWallet((await testOrm()).em.fork(), walletId, 'ETH', 2000n * 10n ** 18n);
   });
   after(async () => {
     await app?.close();

@@ -1,6 +1,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { loadConfig, type Config } from '../../src/config';
+import { journalMismatches } from '../../src/custody/journal';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
 
@@ -71,6 +72,12 @@ export async function releaseTimeSkippingTemporal(): Promise<void> {
 }
 
 export const mochaHooks = {
+  /** Every test ends with the custody journal whole: each wallet and address balance row is the sum of its entries. */
+  async afterEach() {
+    if (!orm) return;
+    const mismatches = await journalMismatches((await orm).em.fork());
+    if (mismatches.length > 0) throw new Error(`custody balance rows differ from their journal: ${JSON.stringify(mismatches)}`);
+  },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
     await Promise.all([

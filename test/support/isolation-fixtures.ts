@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ConsolidationRun, ConsolidationSweep } from '../../src/consolidation/entities';
-import { moveWalletBalance } from '../../src/custody/service';
 import { Organization } from '../../src/organizations/entities';
 import { createMember } from '../../src/organizations/service';
 import type { TestApp, TestOrganization, TestResponse } from './app';
 import { validCustomer } from './cards';
 import { clientKey, signClientTransfer } from './client-transfers';
 import { testOrm } from './environment';
+import { creditCustodyWallet } from './ledger';
 import { eventually } from './eventually';
 
 /**
@@ -88,7 +88,7 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   const address = expectStatus(await call('POST', `/v1/wallets/${wallet.id}/addresses`, { label: 'second' }), 201, 'address').body;
   const deposit = expectStatus(await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: wallet.primary_address.address, asset: 'ETH', amount: '0.01' }), 201, 'deposit').body
     .deposit.id as string;
-  await moveWalletBalance((await testOrm()).em.fork(), wallet.id, 'ETH', { balance: 10n ** 16n });
+  await creditCustodyWallet((await testOrm()).em.fork(), wallet.id, 'ETH', 10n ** 16n);
   const transaction = expectStatus(
     await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: '0x000000000000000000000000000000000000dEaD', amount: '0.001', asset: 'ETH' }),
     201,
@@ -98,7 +98,7 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   const station = expectStatus(await call('POST', '/v1/gas-stations', { name: 'Isolation station', chain: 'ethereum', threshold: '0.5' }), 201, 'gas station').body;
   const gasStation = station.id as string;
   // The station's ledger holds the fee (its fuel send then fails on the chain, which holds nothing: the sponsorship stays, failed).
-  await moveWalletBalance((await testOrm()).em.fork(), station.wallet_id, 'ETH', { balance: 10n ** 16n });
+  await creditCustodyWallet((await testOrm()).em.fork(), station.wallet_id, 'ETH', 10n ** 16n);
   const client = clientKey('ethereum');
   const signed = await signClientTransfer(await app.deps.chains.provider('ethereum', 'sandbox'), 'ethereum', client, '0x000000000000000000000000000000000000dEaD', 'ETH', 10n ** 12n);
   const sponsorBroadcast = expectStatus(

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import type { Environment } from '../../src/api-keys/entities';
 import { BALANCE_CURRENCIES, type BalanceCurrency } from '../../src/balances/entities';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Address } from '../../src/custody/entities';
+import { postCustodyEntry } from '../../src/custody/journal';
+import { uuid } from '../../src/shared/ids';
 import { testOrm } from './environment';
 
 type Balances = Record<BalanceCurrency, { available: bigint; reserved: bigint }>;
@@ -50,3 +54,25 @@ export async function assertLedgerReconciles(organizationId: string, environment
   }
   return result;
 }
+
+/**
+ * Credits (or with a negative amount debits) a custody wallet's ledger directly, as a test's starting
+ * point when no scanner runs: one journal entry on `address` (default the wallet's primary; the
+ * wallet itself on Bitcoin), so the rows stay the sums of the journal. `locked` locks part of it too.
+ */
+export async function creditCustodyWallet(em: EntityManager, walletId: string, assetId: string, amount: bigint, options: { address?: string; locked?: bigint } = {}): Promise<void> {
+  const { locked = 0n } = options;
+  const primary = await em.findOneOrFail(Address, { wallet: walletId, ...(options.address ? { address: options.address } : { isPrimary: true }) });
+  await em.transactional((tx) =>
+    postCustodyEntry(tx, {
+      walletId,
+      addressId: primary.chain === 'bitcoin' ? null : primary.id,
+      assetId,
+      kind: 'opening_balance',
+      reference: { type: 'test_credit', id: uuid() },
+      balance: amount,
+      locked,
+    }),
+  );
+}
+

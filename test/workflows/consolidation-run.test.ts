@@ -9,7 +9,6 @@ import { ConsolidationRule, ConsolidationRun, ConsolidationSweep, type Consolida
 import { consolidationRunFlow } from '../../src/consolidation/flows/run';
 import { triggerRun } from '../../src/consolidation/runs';
 import { Vault } from '../../src/custody/entities';
-import { moveWalletBalance } from '../../src/custody/service';
 import { Event } from '../../src/events/entities';
 import { GasStation } from '../../src/gas-stations/entities';
 import { Organization } from '../../src/organizations/entities';
@@ -18,6 +17,7 @@ import { workflowBundle } from '../../src/worker-setup';
 import { sweepStarts } from '../support/cards';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
+import { creditCustodyWallet } from '../support/ledger';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
@@ -65,7 +65,7 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
       await fundFromFaucet(await em(), 'ethereum', { to: address, assetId, amount });
       await mineDevnetBlocks(await em(), 'ethereum', 1);
     }
-    await moveWalletBalance(await em(), walletId, assetId, { balance: amount });
+    await creditCustodyWallet(await em(), walletId, assetId, amount, { address });
   }
   async function wallet(vaultId: string, name: string) {
     const created = await call('POST', '/v1/wallets', { name, chain: 'ethereum', vault_id: vaultId });

@@ -5,7 +5,6 @@ import type { ServiceWorkers } from '../../src/worker-setup';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
 import { WalletBalance } from '../../src/custody/entities';
-import { moveWalletBalance } from '../../src/custody/service';
 import { toDisplay } from '../../src/shared/money';
 import { Event } from '../../src/events/entities';
 import { gasStationRefillWorkflowId } from '../../src/gas-stations/flows/refill';
@@ -14,6 +13,7 @@ import { OutgoingTransaction } from '../../src/transactions/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
+import { creditCustodyWallet } from '../support/ledger';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
@@ -51,7 +51,7 @@ describe('refillGasStationWorkflow and gasStationCheckWorkflow (time-skipping, t
       const em = (await testOrm()).em.fork();
       await fundFromFaucet(em, 'ethereum', { to: wallet.body.primary_address.address, assetId: 'ETH', amount });
       await mineDevnetBlocks(em, 'ethereum', 1);
-      await moveWalletBalance(em, wallet.body.id, 'ETH', { balance: amount });
+      await creditCustodyWallet(em, wallet.body.id, 'ETH', amount);
     }
     return wallet.body.id as string;
   }
@@ -124,7 +124,7 @@ describe('refillGasStationWorkflow and gasStationCheckWorkflow (time-skipping, t
     const station = (await call('GET', '/v1/gas-stations')).body.data[0] as { id: string; wallet_id: string; balance: string; refill_from_wallet_id: string };
     const refillsBefore = (await sendsFrom(station.refill_from_wallet_id)).length;
     // No scanner runs here: the station wallet's ledger gets what the chain holds.
-    await moveWalletBalance((await testOrm()).em.fork(), station.wallet_id, 'ETH', { balance: BigInt(station.balance) });
+    await creditCustodyWallet((await testOrm()).em.fork(), station.wallet_id, 'ETH', BigInt(station.balance));
     const spend = await call('POST', '/v1/transactions', { wallet_id: station.wallet_id, to_address: '0x000000000000000000000000000000000000dEaD', amount: '0.08', asset: 'ETH' });
     assert.equal(spend.status, 201, spend.text);
     await eventually(async () => ((await sendsFrom(station.wallet_id))[0]?.status === 'broadcast' ? true : undefined), 'the spend broadcast');
@@ -150,7 +150,7 @@ describe('refillGasStationWorkflow and gasStationCheckWorkflow (time-skipping, t
     const refillsBefore = (await sendsFrom(station.refill_from_wallet_id)).length;
     // No scanner runs here: the station wallet's ledger is brought to what the chain holds.
     const ledger = await (await testOrm()).em.fork().findOne(WalletBalance, { wallet: station.wallet_id, assetId: 'ETH' });
-    await moveWalletBalance((await testOrm()).em.fork(), station.wallet_id, 'ETH', { balance: BigInt(station.balance) - BigInt(ledger?.balance ?? '0') });
+    await creditCustodyWallet((await testOrm()).em.fork(), station.wallet_id, 'ETH', BigInt(station.balance) - BigInt(ledger?.balance ?? '0'));
     // Leaves 0.01 ETH less the fee: below the 0.05 threshold even with both small deposits.
     const spendAmount = BigInt(station.balance) - ETHER / 100n;
     const spend = await call('POST', '/v1/transactions', { wallet_id: station.wallet_id, to_address: '0x000000000000000000000000000000000000dEaD', amount: toDisplay(spendAmount, 18), asset: 'ETH' });

@@ -10,7 +10,7 @@ import { ChainNodes } from '../../src/chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider } from '../../src/chains/provider';
 import type { Environment } from '../../src/api-keys/entities';
 import { Address } from '../../src/custody/entities';
-import { keyLocation, moveWalletBalance } from '../../src/custody/service';
+import { keyLocation } from '../../src/custody/service';
 import { signTransfer } from '../../src/chains/transfers';
 import { Event } from '../../src/events/entities';
 import { OutgoingTransaction, WalletOutput } from '../../src/transactions/entities';
@@ -19,6 +19,7 @@ import { transactionWorkflowId } from '../../src/transactions/flows/transaction'
 import { workflowBundle } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { releaseTimeSkippingTemporal, testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
+import { creditCustodyWallet } from '../support/ledger';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { testLogger } from '../support/secret-scan';
@@ -108,7 +109,7 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     const em = (await testOrm()).em.fork();
     await fundFromFaucet(em, 'ethereum', { to: wallet.body.primary_address.address, assetId: 'ETH', amount: ether });
     await mineDevnetBlocks(em, 'ethereum', 1);
-    await moveWalletBalance(em, wallet.body.id, 'ETH', { balance: ether });
+    await creditCustodyWallet(em, wallet.body.id, 'ETH', ether);
     return { id: wallet.body.id as string, address: wallet.body.primary_address.address as string };
   }
   const send = async (walletId: string) => {
@@ -219,7 +220,7 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
       const deposit = { organizationId: org.organizationId, environment: 'sandbox' as const, walletId: address.wallet.id, addressId: address.id, txid: funded.txid, position: funded.position, amount: sats.toString() };
       await recordDepositOutput(em, deposit);
       await confirmDepositOutput(em, deposit);
-      await moveWalletBalance(em, address.wallet.id, 'BTC', { balance: sats });
+      await creditCustodyWallet(em, address.wallet.id, 'BTC', sats);
       return { id: address.wallet.id, address, input: { txid: funded.txid, vout: Number(funded.position.slice('out:'.length)), amount: sats } };
     }
     const sendBitcoin = async (walletId: string, to: string) => {

@@ -4,13 +4,13 @@ import { Worker } from '@temporalio/worker';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
-import { moveWalletBalance } from '../../src/custody/service';
 import { Sponsorship } from '../../src/gas-stations/entities';
 import { sponsorshipFlow } from '../../src/gas-stations/flows/sponsorship';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
+import { creditCustodyWallet } from '../support/ledger';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
@@ -46,7 +46,7 @@ describe('fundSponsorshipWorkflow (time-skipping, the Ethereum devnet)', () => {
       await fundFromFaucet(await em(), 'ethereum', { to: address, assetId, amount });
       await mineDevnetBlocks(await em(), 'ethereum', 1);
     }
-    if (walletId) await moveWalletBalance(await em(), walletId, assetId, { balance: amount });
+    if (walletId) await creditCustodyWallet(await em(), walletId, assetId, amount, { address });
   }
   /** An organization with an Ethereum gas station and a wallet holding only USDC. */
   async function setUp(name: string, stationOnChain: boolean) {
