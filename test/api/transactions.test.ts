@@ -5,6 +5,7 @@ import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { ChainNodes } from '../../src/chains/nodes';
 import { Organization } from '../../src/organizations/entities';
+import { toDisplay } from '../../src/shared/money';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -177,6 +178,42 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
     const after = await balance(from.id, 'ETH');
     assert.equal(BigInt(after.balance), 10n ** 18n - BigInt(confirmed.recipient_amount_raw) - BigInt(confirmed.fee_raw!));
     assert.ok(BigInt(after.balance) >= 0n);
+    await ledgerMatchesChain('ethereum');
+  });
+
+  it('locks per address: a send leaves from the address that holds the amount; none holding it alone is refused, naming what each can spend', async () => {
+    const from = await createWallet('ethereum');
+    const to = await createWallet('ethereum');
+    const second = await call('POST', `/v1/wallets/${from.id}/addresses`, { label: 'second' });
+    assert.equal(second.status, 201, second.text);
+    await fund('ethereum', second.body.address, 'ETH', '1');
+    await fund('ethereum', from.address, 'ETH', '0.3');
+    await eventually(async () => ((await balance(from.id, 'ETH')).balance === (13n * 10n ** 17n).toString() ? true : undefined), 'both deposits credited');
+
+    // 0.5 ETH: only the second address holds it, though the primary holds some ether.
+    const created = await send({ wallet_id: from.id, to_address: to.address, amount: '0.5', asset: 'ETH' });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.from_address, second.body.address);
+    // The wallet still holds 0.8 ETH unlocked in all, but no address holds 0.6 ETH and a fee alone.
+    const refused = await send({ wallet_id: from.id, to_address: to.address, amount: '0.6', asset: 'ETH' });
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.body.error.code, 'insufficient_funds');
+    assert.equal(refused.body.error.param, 'amount');
+    const spendable = Object.fromEntries(
+      (refused.body.error.details.addresses as { address: string; available: { ETH: string } }[]).map((entry) => [entry.address, entry.available.ETH]),
+    );
+    assert.equal(spendable[from.address], '0.3');
+    assert.equal(spendable[second.body.address], toDisplay(10n ** 18n - BigInt(created.body.amount_raw) - BigInt(created.body.fee_limit_raw), 18), 'the second address can spend what its send left');
+    assert.match(refused.body.error.message, new RegExp(`${second.body.address} has`));
+
+    const confirmed = await settle('ethereum', created.body.id);
+    const rows = await (await testOrm()).em
+      .fork()
+      .execute<{ address_id: string; balance: string; locked: string }[]>(`select address_id, balance::text, locked::text from address_balances where wallet_id = ? and asset_id = 'ETH'`, [from.id]);
+    const bySecond = rows.find((row) => row.address_id === second.body.id)!;
+    assert.equal(BigInt(bySecond.balance), 10n ** 18n - BigInt(confirmed.amount_raw) - BigInt(confirmed.fee_raw!), 'the sending address debited amount and fee');
+    assert.equal(bySecond.locked, '0');
+    assert.equal(rows.find((row) => row.address_id !== second.body.id)!.balance, (3n * 10n ** 17n).toString(), 'the primary untouched');
     await ledgerMatchesChain('ethereum');
   });
 
