@@ -3,6 +3,7 @@ import type { ChainNodes } from '../src/chains/nodes';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { Logger } from '../src/logger';
+import { reconcileLedgerPage, type ReconciliationPage, type ReconciliationPageInput } from '../src/monitoring/reconciliation';
 import { scanChain, type ScanResult } from '../src/monitoring/scanner';
 import type { ChainEnvironment } from '../src/monitoring/service';
 import { transactionWithStarts } from './with-starts';
@@ -22,5 +23,10 @@ export const createMonitoringActivities = (deps: MonitoringActivityDeps) => ({
       { chains: deps.chains, config: deps.config, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), blockDone: () => context.heartbeat() },
       input,
     );
+  },
+
+  /** One page of the ledger reconciliation (src/monitoring/reconciliation.ts); the ledger.drift events it emits are delivered once it commits. */
+  async reconcileLedgerPage(input: ReconciliationPageInput): Promise<ReconciliationPage> {
+    return reconcileLedgerPage({ chains: deps.chains, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) }, input);
   },
 });

@@ -5,11 +5,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ENVIRONMENTS, type Environment } from './api-keys/entities';
 import { SCOPES } from './api-keys/scopes';
 import { createApiKey, presentApiKey } from './api-keys/service';
+import { CHAIN_IDS, type ChainId } from './catalogue/service';
 import { ConfigError, loadConfig } from './config';
 import { createOrm, migrate, type Orm } from './db/orm';
 import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
 import { keyProviderFor } from './keys/provider';
+import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
+import { presentDrift } from './monitoring/reconciliation';
 import { DomainError } from './shared/errors';
 import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
@@ -28,6 +31,9 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                             early use) needs (0: at once); hours a new address-book
                                             entry waits before whitelists and consolidation use it
                                             (of live entries unless --environment sandbox)
+  ledger:drift [--org ID] [--environment sandbox|live] [--chain CHAIN] [--status open|suspected|credited|resolved]
+                                            the differences the ledger reconciliation found between
+                                            the custody ledger and the chains (default: open ones)
 
 Secrets are printed once; store them now.`;
 
@@ -141,6 +147,27 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     };
   },
 
+  async 'ledger:drift'(orm, options) {
+    const em = orm.em.fork();
+    const status = options.status ?? 'open';
+    if (!(LEDGER_DRIFT_STATUSES as readonly string[]).includes(status)) throw new UsageError(`--status must be one of ${LEDGER_DRIFT_STATUSES.join(', ')}`);
+    const chain = options.chain;
+    if (chain !== undefined && !(CHAIN_IDS as readonly string[]).includes(chain)) throw new UsageError(`--chain must be one of ${CHAIN_IDS.join(', ')}`);
+    const drifts = await em.find(
+      LedgerDrift,
+      {
+        status: status as LedgerDriftStatus,
+        ...(options.org ? { organization: (await organization(em, options.org)).id } : {}),
+        ...(options.environment ? { environment: environmentOption(options) } : {}),
+        ...(chain ? { chain: chain as ChainId } : {}),
+      },
+      { orderBy: { firstSeenAt: 'asc', id: 'asc' } },
+    );
+    const listed = [];
+    for (const drift of drifts) listed.push({ ...(await presentDrift(em, drift)), organization_id: drift.organization.id, environment: drift.environment, last_seen_at: drift.lastSeenAt.toISOString() });
+    return { status, count: listed.length, drifts: listed };
+  },
+
   async 'role:create'(orm, options) {
     const em = orm.em.fork();
     const org = await organization(em, required(options, 'org'));
@@ -160,7 +187,7 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours'].map((name) => [name, { type: 'string' as const }]),
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status'].map((name) => [name, { type: 'string' as const }]),
     ),
   });
   const config = loadConfig();

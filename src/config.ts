@@ -109,6 +109,11 @@ export const ConfigSchema = z.object({
   /** How often block scanning asks each chain's node for new blocks once it has caught up. */
   CHAIN_SCAN_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(3600).default(5),
   /**
+   * How often the ledger reconciliation of each chain and environment compares every custody address
+   * with its node (a Temporal Schedule each); a difference is raised when two passes find it (docs/ledger.md).
+   */
+  LEDGER_RECONCILIATION_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(600),
+  /**
    * An ERC-20 send's gas limit: the node's eth_estimateGas of the transfer raised by this margin, in
    * percent (a token's gas can change between the estimate and the block), and never above the cap; an
    * estimate above the cap refuses the send (docs/transactions.md).

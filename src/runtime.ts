@@ -10,6 +10,7 @@ import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
 import type { Logger } from './logger';
+import { registerLedgerDriftMetrics } from './monitoring/reconciliation';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 
@@ -17,6 +18,7 @@ import { WorkflowStarter } from './temporal/starter';
 export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = createTemporalClient(config)): AppDeps {
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
+  registerLedgerDriftMetrics(metrics, () => orm.em.fork());
   const keys = createKeyProvider(config, log);
   return {
     config,

@@ -1,18 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { startTestApp, type TestApp } from './support/app';
+import { cli } from './support/cli';
 import { testOrm } from './support/environment';
-
-const run = promisify(execFile);
-const CLI = path.resolve(__dirname, '../src/cli.js');
-
-async function cli(args: string[], databaseUrl = process.env.DATABASE_URL!) {
-  return run(process.execPath, [CLI, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' } });
-}
 
 describe('CLI', () => {
   let app: TestApp;

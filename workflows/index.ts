@@ -13,6 +13,7 @@ export { cardProvisioningWorkflow } from './card-provisioning';
 export { cardBalanceWorkflow } from './card-balance';
 export { cardTerminationWorkflow } from './card-termination';
 export { chainScanWorkflow } from './scan-chain';
+export { ledgerReconciliationWorkflow } from './reconcile-ledger';
 export { produceDevnetBlocksWorkflow } from './produce-devnet-blocks';
 export { sendTransactionWorkflow } from './send-transaction';
 export { refillGasStationWorkflow } from './refill-gas-station';

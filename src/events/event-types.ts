@@ -19,6 +19,11 @@ export const EVENT_TYPES = [
   { type: 'incoming_native_tx', description: 'An incoming native-coin transfer to a subscribed address.' },
   { type: 'outgoing_token_tx', description: 'An outgoing token transfer from a subscribed address.' },
   { type: 'outgoing_native_tx', description: 'An outgoing native-coin transfer from a subscribed address.' },
+  {
+    type: 'ledger.drift',
+    description:
+      "The ledger reconciliation found what the custody ledger says an address holds (a wallet, on Bitcoin) differ from its node, twice with the same figures: data has both. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
+  },
   { type: 'gas_station.low_balance', description: 'A gas station balance fell below its threshold.' },
   { type: 'gas_station.refilled', description: 'A gas station was refilled.' },
   { type: 'gas_station.refill_failed', description: 'A gas station refill failed on every attempt of its retry policy; data.failure says why.' },

@@ -3,7 +3,7 @@ import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
 import { Address, Wallet } from '../custody/entities';
 import { Organization } from '../organizations/entities';
-import { uuid } from '../shared/ids';
+import { prefixedId, uuid } from '../shared/ids';
 
 export const INCOMING_TRANSFER_STATUSES = ['pending', 'confirmed', 'dropped'] as const;
 export type IncomingTransferStatus = (typeof INCOMING_TRANSFER_STATUSES)[number];
@@ -133,4 +133,62 @@ export class ScannedBlock {
 
   @Property({ type: 'timestamptz' })
   scannedAt: Date = new Date();
+}
+
+export const LEDGER_DRIFT_STATUSES = ['suspected', 'open', 'credited', 'resolved'] as const;
+export type LedgerDriftStatus = (typeof LEDGER_DRIFT_STATUSES)[number];
+
+/**
+ * A difference between what the custody ledger says an address (a wallet, on Bitcoin) holds of
+ * an asset and what its node says, found by the ledger reconciliation. `suspected` at first sight
+ * (a block the scanner has not read yet explains most); `open` when the next pass finds the same
+ * figures (`ledger.drift` raised, listed by `ledger:drift`); `credited` when the chain held more on
+ * an account chain and the difference was credited as an unattributed deposit; `resolved` once
+ * ledger and chain agree again.
+ */
+@Entity({ tableName: 'ledger_drifts' })
+@Index({ properties: ['chain', 'environment', 'status'] })
+@Index({ properties: ['wallet', 'assetId', 'status'] })
+export class LedgerDrift {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('drift');
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  @Property({ type: 'text' })
+  chain!: ChainId;
+
+  @ManyToOne(() => Wallet, { deleteRule: 'cascade' })
+  wallet!: Wallet;
+
+  /** The address compared, on account chains; null on Bitcoin, compared per wallet. */
+  @ManyToOne(() => Address, { deleteRule: 'cascade', nullable: true })
+  address?: Address | null;
+
+  @Property({ type: 'text' })
+  assetId!: string;
+
+  /** What the ledger says is on chain (base units): its balance, plus deposits mined but not confirmed, less sends mined but not settled. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  ledgerAmount!: string;
+
+  /** What the node says is there. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  chainAmount!: string;
+
+  @Enum({ items: () => LEDGER_DRIFT_STATUSES, nativeEnumName: 'ledger_drift_status' })
+  status!: LedgerDriftStatus;
+
+  @Property({ type: 'timestamptz' })
+  firstSeenAt: Date = new Date();
+
+  @Property({ type: 'timestamptz' })
+  lastSeenAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', nullable: true })
+  resolvedAt?: Date | null;
 }

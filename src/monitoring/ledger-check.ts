@@ -1,57 +1,109 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ASSETS } from '../catalogue/service';
+import { ASSETS, type ChainId } from '../catalogue/service';
 import type { ChainProvider } from '../chains/provider';
-import { Address, Wallet, WalletBalance } from '../custody/entities';
-import { OutgoingTransaction } from '../transactions/entities';
-import { IncomingTransfer } from './entities';
+import { Address, Wallet } from '../custody/entities';
 import type { ChainEnvironment } from './service';
 
-export interface LedgerMismatch {
+/**
+ * What the ledger holds on chain, compared one holder at a time: an address on account-based
+ * chains (balances and locks are per address there), a wallet on Bitcoin (its coins are the
+ * wallet's, whatever address they sit on).
+ */
+export interface LedgerHolder {
   walletId: string;
+  /** Null on Bitcoin. */
+  addressId: string | null;
+  /** The on-chain addresses whose balances the holder sums: the one address, or all of a Bitcoin wallet's. */
+  addresses: string[];
+}
+
+export interface LedgerPosition {
+  walletId: string;
+  addressId: string | null;
   assetId: string;
-  /** What the ledger says the wallet's addresses hold on chain: balance plus pending transfers already mined. */
+  /** What the ledger says is on chain: balance plus deposits mined but not yet confirmed, less what mined, unsettled sends took. */
   ledger: bigint;
-  /** What the chain says they hold. */
+  /** What the node says. */
   chain: bigint;
 }
 
 /**
- * The ledger invariant: for every wallet of the chain in the environment, and every asset of the
- * chain, the ledger's balance plus its mined-but-unconfirmed incoming transfers, less what its
- * mined-but-unsettled sends took (amount and fee), equals what the chain itself says the wallet's
- * addresses hold. Meaningful once scanning and the sends' workflows have caught up with the tip
- * the provider reads at (no block in between).
+ * The ledger invariant, per holder and asset: the ledger's balance plus its mined-but-unconfirmed
+ * incoming transfers, less what its mined-but-unsettled sends took (amount and fee), equals what
+ * the node says the holder's addresses hold. Meaningful once scanning and the sends' workflows have
+ * caught up with the tip the provider reads at.
+ */
+export async function ledgerPositions(em: EntityManager, provider: ChainProvider, chain: ChainId, holders: LedgerHolder[], assetIds: string[]): Promise<LedgerPosition[]> {
+  if (holders.length === 0) return [];
+  const perAddress = chain !== 'bitcoin';
+  const keys = holders.map((holder) => (perAddress ? holder.addressId! : holder.walletId));
+  const list = keys.map(() => '?').join(', ');
+  const assets = assetIds.map(() => '?').join(', ');
+  const booked = await em.execute<{ key: string; asset_id: string; amount: string }[]>(
+    perAddress
+      ? `select address_id as key, asset_id, balance::text as amount from address_balances where address_id in (${list}) and asset_id in (${assets})`
+      : `select wallet_id as key, asset_id, balance::text as amount from wallet_balances where wallet_id in (${list}) and asset_id in (${assets})`,
+    [...keys, ...assetIds],
+  );
+  const mined = await em.execute<{ key: string; asset_id: string; amount: string }[]>(
+    `select ${perAddress ? 'address_id' : 'wallet_id'} as key, asset_id, sum(amount)::text as amount from incoming_transfers
+      where ${perAddress ? 'address_id' : 'wallet_id'} in (${list}) and status = 'pending' and block_height is not null group by 1, 2`,
+    keys,
+  );
+  const sends = await em.execute<{ key: string; asset_id: string; recipient_amount: string; fee: string | null; failure_reason: string | null }[]>(
+    `select ${perAddress ? 'from_address_id' : 'wallet_id'} as key, asset_id, recipient_amount::text, fee::text, failure_reason from transactions
+      where ${perAddress ? 'from_address_id' : 'wallet_id'} in (${list}) and status = 'confirming'`,
+    keys,
+  );
+  const sum = (rows: { key: string; asset_id: string; amount: string }[], key: string, assetId: string) =>
+    rows.filter((row) => row.key === key && row.asset_id === assetId).reduce((total, row) => total + BigInt(row.amount), 0n);
+  const positions: LedgerPosition[] = [];
+  for (const [index, holder] of holders.entries()) {
+    const key = keys[index]!;
+    for (const assetId of assetIds) {
+      const native = ASSETS.find((asset) => asset.id === assetId)?.type === 'native';
+      const taken = sends.filter((send) => send.key === key).reduce((total, send) => total + takenBy(send, assetId, native), 0n);
+      let onChain = 0n;
+      for (const address of holder.addresses) onChain += await provider.balance(address, assetId);
+      positions.push({ walletId: holder.walletId, addressId: holder.addressId, assetId, ledger: sum(booked, key, assetId) + sum(mined, key, assetId) - taken, chain: onChain });
+    }
+  }
+  return positions;
+}
+
+/** What a mined send took of one asset: the recipient's amount unless it reverted, and the fee of the native asset. */
+function takenBy(send: { asset_id: string; recipient_amount: string; fee: string | null; failure_reason: string | null }, assetId: string, native: boolean): bigint {
+  const amount = send.asset_id === assetId && send.failure_reason !== 'reverted' ? BigInt(send.recipient_amount) : 0n;
+  return amount + (native ? BigInt(send.fee ?? '0') : 0n);
+}
+
+/** The holders of wallets' funds: each address on account chains, each wallet (with all its addresses) on Bitcoin. */
+export async function holdersOf(em: EntityManager, wallets: Wallet[]): Promise<LedgerHolder[]> {
+  if (wallets.length === 0) return [];
+  const addresses = await em.find(Address, { wallet: { $in: wallets } }, { orderBy: { id: 'asc' } });
+  return wallets.flatMap((wallet): LedgerHolder[] => {
+    const own = addresses.filter((address) => address.wallet.id === wallet.id);
+    return wallet.chain === 'bitcoin'
+      ? [{ walletId: wallet.id, addressId: null, addresses: own.map((address) => address.address) }]
+      : own.map((address) => ({ walletId: wallet.id, addressId: address.id, addresses: [address.address] }));
+  });
+}
+
+/**
+ * The ledger invariant for every wallet of the chain in the environment (of one organization when
+ * given) and every asset of the chain (or `assetIds`): the positions that differ.
  */
 export async function compareLedgerWithChain(
   em: EntityManager,
   provider: ChainProvider,
   scope: ChainEnvironment & { organizationId?: string; /** Default: every asset of the chain. */ assetIds?: string[] },
-): Promise<{ wallets: number; mismatches: LedgerMismatch[] }> {
+): Promise<{ wallets: number; mismatches: LedgerPosition[] }> {
   const wallets = await em.find(Wallet, {
     chain: scope.chain,
     environment: scope.environment,
     ...(scope.organizationId ? { organization: scope.organizationId } : {}),
   });
-  const mismatches: LedgerMismatch[] = [];
-  for (const wallet of wallets) {
-    const addresses = await em.find(Address, { wallet });
-    const balances = await em.find(WalletBalance, { wallet });
-    const minedPending = await em.find(IncomingTransfer, { wallet, status: 'pending', blockHeight: { $ne: null } });
-    const minedSends = await em.find(OutgoingTransaction, { wallet, status: 'confirming' });
-    for (const asset of ASSETS.filter((candidate) => candidate.chain === scope.chain && (!scope.assetIds || scope.assetIds.includes(candidate.id)))) {
-      const booked = BigInt(balances.find((row) => row.assetId === asset.id)?.balance ?? '0');
-      const mined = minedPending.filter((row) => row.assetId === asset.id).reduce((sum, row) => sum + BigInt(row.amount), 0n);
-      let onChain = 0n;
-      for (const address of addresses) onChain += await provider.balance(address.address, asset.id);
-      const sent = minedSends.reduce((sum, send) => sum + takenBy(send, asset.id, asset.type === 'native'), 0n);
-      if (booked + mined - sent !== onChain) mismatches.push({ walletId: wallet.id, assetId: asset.id, ledger: booked + mined - sent, chain: onChain });
-    }
-  }
-  return { wallets: wallets.length, mismatches };
-}
-
-/** What a mined send took of one asset: the recipient's amount unless it reverted, and the fee of the native asset. */
-function takenBy(send: OutgoingTransaction, assetId: string, native: boolean): bigint {
-  const amount = send.assetId === assetId && send.failureReason !== 'reverted' ? BigInt(send.recipientAmount) : 0n;
-  return amount + (native ? BigInt(send.fee ?? '0') : 0n);
+  const assetIds = scope.assetIds ?? ASSETS.filter((asset) => asset.chain === scope.chain).map((asset) => asset.id);
+  const positions = await ledgerPositions(em, provider, scope.chain, await holdersOf(em, wallets), assetIds);
+  return { wallets: wallets.length, mismatches: positions.filter((position) => position.ledger !== position.chain) };
 }

@@ -1,7 +1,9 @@
 import { isGrpcServiceError, ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type Connection, type ScheduleOptions } from '@temporalio/client';
 import { SearchAttributeType, type Duration } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { servedChains } from '../chains/nodes';
 import type { Config } from '../config';
+import { ledgerReconciliationScheduleId, ledgerReconciliationWorkflowType, type LedgerReconciliationInput } from '../monitoring/flows/ledger-reconciliation';
 import { LIGHTNING_INVOICE_EXPIRY_SCHEDULE_ID, invoiceExpirySweepWorkflowType, type InvoiceExpirySweepInput } from '../lightning/flows/invoice-expiry-sweep';
 import { SEARCH_ATTRIBUTE_KEYS, resourceSearchAttributes } from './search-attributes';
 
@@ -68,7 +70,7 @@ function recurringJob(
 }
 
 /** The recurring jobs of the service, as Temporal Schedules so operators see and pause them in the UI. */
-export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'IDEMPOTENCY_RETENTION_HOURS' | 'LIGHTNING_INVOICE_EXPIRY_SWEEP_SECONDS'>): ScheduleOptions[] {
+export function scheduleDefinitions(config: Config): ScheduleOptions[] {
   return [
     recurringJob(config, {
       scheduleId: IDEMPOTENCY_RETENTION_SCHEDULE_ID,
@@ -112,6 +114,16 @@ export function scheduleDefinitions(config: Pick<Config, 'TEMPORAL_TASK_QUEUE' |
       runTimeout: '10 minutes',
       description: 'Starts the refill of every auto-refill gas station whose balance on the chain is below its threshold',
     }),
+    ...servedChains(config).map(({ chain, environment }) =>
+      recurringJob(config, {
+        scheduleId: ledgerReconciliationScheduleId(chain, environment),
+        every: config.LEDGER_RECONCILIATION_INTERVAL_SECONDS * 1000,
+        workflowType: ledgerReconciliationWorkflowType,
+        input: { chain, environment } satisfies LedgerReconciliationInput,
+        runTimeout: '6 hours',
+        description: `Compares every ${chain} custody address in ${environment} with its node; raises ledger.drift where they differ twice`,
+      }),
+    ),
   ];
 }
 
