@@ -10,6 +10,7 @@ import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { temporalConnectionOptions } from '../src/temporal/client';
 import { SEARCH_ATTRIBUTE_KEYS } from '../src/temporal/search-attributes';
+import { ledgerReconciliationScheduleId, ledgerReconciliationWorkflowType } from '../src/monitoring/flows/ledger-reconciliation';
 import { ensureSchedules, ensureSearchAttributes, IDEMPOTENCY_RETENTION_SCHEDULE_ID, scheduleDefinitions } from '../src/temporal/setup';
 import { localTemporal, testConfig, testOrm } from './support/environment';
 import { createTestWorker } from './support/worker';
@@ -90,6 +91,13 @@ describe('Temporal wiring on a real dev server', () => {
     assert.equal(description.action.taskQueue, taskQueue);
     assert.equal(description.spec.intervals?.[0]?.every, 60 * 60 * 1000);
     assert.equal(description.policies.overlap, ScheduleOverlapPolicy.SKIP);
+    // The ledger reconciliation: one Schedule per chain and environment served (here the sandbox's devnet chains).
+    for (const chain of ['bitcoin', 'ethereum', 'tron', 'solana'] as const) {
+      const reconciliation = await env.client.schedule.getHandle(ledgerReconciliationScheduleId(chain, 'sandbox')).describe();
+      assert.equal(reconciliation.action.type === 'startWorkflow' && reconciliation.action.workflowType, ledgerReconciliationWorkflowType);
+      assert.deepEqual(reconciliation.action.type === 'startWorkflow' && reconciliation.action.args, [{ chain, environment: 'sandbox' }]);
+      assert.equal(reconciliation.spec.intervals?.[0]?.every, 600_000);
+    }
 
     const em = (await testOrm()).em.fork();
     const stale = em.create(IdempotencyRecord, {

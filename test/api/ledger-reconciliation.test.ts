@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { ChainNodes } from '../../src/chains/nodes';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { ledgerReconciliationWorkflowType, type LedgerReconciliationInput } from '../../src/monitoring/flows/ledger-reconciliation';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
+import { workflowBundle } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { cli } from '../support/cli';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { creditCustodyWallet } from '../support/ledger';
 import { terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
@@ -53,11 +56,14 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
   const ethBalance = async (walletId: string) =>
     ((await call('GET', `/v1/wallets/${walletId}/balances`)).body.data as { asset_id: string; balance: string }[]).find((row) => row.asset_id === 'ETH')!.balance;
   /** One pass over the organization's Ethereum addresses, retried while the scanner has not read the tip yet. */
-  const pass = () =>
+  const pass = (recordAs?: string) =>
     eventually(async () => {
       const input: LedgerReconciliationInput = { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId };
-      const result = await (await localTemporal()).client.workflow.execute(ledgerReconciliationWorkflowType, { args: [input], taskQueue, workflowId: `ledger-reconciliation-test-${randomUUID()}` });
-      return (result as { skipped?: string }).skipped ? undefined : (result as { compared: number });
+      const handle = await (await localTemporal()).client.workflow.start(ledgerReconciliationWorkflowType, { args: [input], taskQueue, workflowId: `ledger-reconciliation-test-${randomUUID()}` });
+      const result = (await handle.result()) as { compared: number; skipped?: string };
+      if (result.skipped) return undefined;
+      if (recordAs) await recordHistoryIfAsked(handle, recordAs);
+      return result;
     }, 'a reconciliation pass with the scanner at the tip');
   const drifts = async () =>
     (await testOrm()).em
@@ -91,7 +97,7 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
     assert.equal(await ethBalance(surplus.id), ETHER.toString(), 'nothing credited on one sight');
     assert.equal(driftEvents().length, 0, 'no event on one sight');
 
-    await pass();
+    await pass('ledger-reconciliation');
     assert.equal(await ethBalance(surplus.id), ((5n * ETHER) / 4n).toString(), 'the unattributed deposit credited');
     const [entry] = await em.execute<{ kind: string; balance: string }[]>(`select kind, balance::text from custody_journal_entries where wallet_id = ? and kind = 'unattributed_deposit'`, [surplus.id]);
     assert.deepEqual(entry, { kind: 'unattributed_deposit', balance: (ETHER / 4n).toString() });
@@ -122,5 +128,9 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
     const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
     const compared = await compareLedgerWithChain(em, await nodes.provider('ethereum', 'sandbox'), { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId });
     assert.deepEqual(compared.mismatches, [], 'the ledger equals the chain');
+  });
+
+  it('replays the recorded pass (a credit and an open drift) with the current workflow code', async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('ledger-reconciliation'), 'ledger-reconciliation');
   });
 });
