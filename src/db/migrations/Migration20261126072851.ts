@@ -58,7 +58,7 @@ export class Migration20261126072851 extends Migration {
       select b.wallet_id, null, b.asset_id, b.balance, b.locked, b.pending
         from "wallet_balances" b join "wallets" w on w.id = b.wallet_id and w.chain = 'bitcoin';`);
     this.addSql(`insert into "custody_journal_entries" ("id", "wallet_id", "address_id", "asset_id", "kind", "reference_type", "reference_id", "balance", "locked", "pending", "created_at")
-      select 'cje_' || substr(md5(random()::text || clock_timestamp()::text || address_id::text || asset_id), 1, 16), wallet_id, address_id, asset_id, 'opening_balance',
+      select 'cje_' || substr(md5(random()::text || clock_timestamp()::text || wallet_id::text || coalesce(address_id::text, '') || asset_id), 1, 16), wallet_id, address_id, asset_id, 'opening_balance',
              'migration', 'Migration20261126072851:' || coalesce(address_id::text, wallet_id::text), balance, locked, pending, now()
         from "custody_opening" where balance <> 0 or locked <> 0 or pending <> 0;`);
     this.addSql(`insert into "address_balances" ("address_id", "asset_id", "wallet_id", "balance", "locked", "pending", "updated_at")
