@@ -70,6 +70,16 @@ export async function postCustodyEntry(em: EntityManager, entry: CustodyEntry): 
   return true;
 }
 
+/**
+ * Posts several entries of one movement (a send's release and debits) in the one order every path
+ * uses, by asset: two transactions moving the same rows then always take their locks in the same
+ * order, and cannot deadlock.
+ */
+export async function postCustodyEntries(em: EntityManager, entries: CustodyEntry[]): Promise<void> {
+  const ordered = entries.map((entry, index) => ({ entry, index })).sort((a, b) => a.entry.assetId.localeCompare(b.entry.assetId) || a.index - b.index);
+  for (const { entry } of ordered) await postCustodyEntry(em, entry);
+}
+
 /** What one row (an address's, or on Bitcoin the wallet's) can spend of one asset: balance less locks. */
 export interface Spendable {
   assetId: string;

@@ -5,7 +5,7 @@ import type { ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider } from '../chains/provider';
 import { signTransfer, type FeeTerms, type TransferToSign } from '../chains/transfers';
 import { Address } from '../custody/entities';
-import { postCustodyEntry } from '../custody/journal';
+import { postCustodyEntries, type CustodyEntry } from '../custody/journal';
 import { keyLocation } from '../custody/service';
 import { emit } from '../events/service';
 import { armRefillForWallet } from '../gas-stations/service';
@@ -316,10 +316,12 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
     const native = nativeAssetOf(transaction);
     const fee = BigInt(transaction.fee);
     const sent = reverted ? 0n : BigInt(transaction.recipientAmount);
-    await releaseLock(em, transaction);
     const entry = custodyScope(transaction);
-    if (sent > 0n) await postCustodyEntry(em, { ...entry, assetId: transaction.assetId, kind: 'send_debit', balance: -sent });
-    if (fee > 0n) await postCustodyEntry(em, { ...entry, assetId: native.id, kind: 'fee_debit', balance: -fee });
+    await postCustodyEntries(em, [
+      ...lockReleases(transaction),
+      ...(sent > 0n ? [{ ...entry, assetId: transaction.assetId, kind: 'send_debit' as const, balance: -sent }] : []),
+      ...(fee > 0n ? [{ ...entry, assetId: native.id, kind: 'fee_debit' as const, balance: -fee }] : []),
+    ]);
     if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id);
     await armRefillForWallet(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
     const now = new Date();
@@ -353,7 +355,7 @@ export async function failTransaction(deps: LifecycleDeps, transactionId: string
   return deps.transaction(async (em) => {
     const transaction = await lockedRow(em, transactionId);
     if (FINISHED.includes(transaction.status)) return transaction.status;
-    await releaseLock(em, transaction);
+    await postCustodyEntries(em, lockReleases(transaction));
     if (transaction.chain === 'bitcoin') await releaseOutputs(em, transaction.id, spentInputs);
     Object.assign(transaction, { status: 'failed', failedAt: new Date(), failureReason: reason, failureMessage: message });
     await announce(em, transaction, 'transaction.failed');
@@ -361,8 +363,8 @@ export async function failTransaction(deps: LifecycleDeps, transactionId: string
   });
 }
 
-/** Takes the send's lock off the wallet's ledger rows: of the asset sent and of the native asset for the fee. */
-async function releaseLock(em: EntityManager, transaction: OutgoingTransaction): Promise<void> {
+/** The entries that take the send's lock off its ledger rows: of the asset sent, and of the native asset for the fee. */
+function lockReleases(transaction: OutgoingTransaction): CustodyEntry[] {
   const native = nativeAssetOf(transaction);
   const releases =
     transaction.assetId === native.id
@@ -371,10 +373,7 @@ async function releaseLock(em: EntityManager, transaction: OutgoingTransaction):
           { assetId: transaction.assetId, amount: BigInt(transaction.lockedAmount) },
           { assetId: native.id, amount: BigInt(transaction.lockedFee) },
         ];
-  for (const release of releases) {
-    if (release.amount === 0n) continue;
-    await postCustodyEntry(em, { ...custodyScope(transaction), assetId: release.assetId, kind: 'send_release', locked: -release.amount });
-  }
+  return releases.filter((release) => release.amount > 0n).map((release) => ({ ...custodyScope(transaction), assetId: release.assetId, kind: 'send_release', locked: -release.amount }));
 }
 
 /** A send's journal entries: its wallet, its sending address on account chains, the send as reference. */
