@@ -49,7 +49,7 @@ export interface RecordedDecision {
 @Index({ properties: ['status', 'createdAt'] })
 @Index({ properties: ['fromAddress', 'nonce'] })
 export class OutgoingTransaction {
-  [OptionalProps]?: 'status' | 'confirmations' | 'gross' | 'note' | 'fillFeeFromUnselected' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'status' | 'confirmations' | 'gross' | 'note' | 'fillFeeFromUnselected' | 'reorganisations' | 'createdAt' | 'updatedAt';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
@@ -180,6 +180,10 @@ export class OutgoingTransaction {
 
   @Property({ type: 'text', nullable: true })
   failureMessage?: string | null;
+
+  /** The times a reorganisation took away the block it was settled in: each re-settlement posts entries of its own. */
+  @Property({ type: 'integer', default: 0 })
+  reorganisations: number = 0;
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
