@@ -211,6 +211,48 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
     await ledgerMatchesChain();
   });
 
+  it('a send mined reverted, reorganised out before its confirmations and mined successfully: settled confirmed, its failure cleared', async () => {
+    const sender = await createWallet('Shallow re-mined sender');
+    const funded = parseEther('3');
+    await funder().sendTransaction({ to: sender.address, value: funded });
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(sender.id)).balance === funded ? true : undefined), 'sender funded');
+    const target = privateKeyToAccount(generatePrivateKey()).address;
+
+    await anvil.call('evm_setAutomine', [false]);
+    const created = await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: target, amount: '1', asset: 'ETH' });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id as string;
+    await eventually(async () => ((await call('GET', `/v1/transactions/${id}`)).body.status === 'broadcast' ? true : undefined), 'send broadcast');
+    const snapshot = await anvil.call('evm_snapshot');
+    await anvil.call('anvil_setCode', [target, REVERTING_CODE]);
+    await mine(1);
+    const reverted = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'confirming' && read.body.failure_reason === 'reverted' ? read.body : undefined;
+    }, 'send mined, reverted, short of its confirmations');
+    assert.ok(reverted.block_height);
+
+    const raw = (await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id })).signedTransaction!;
+    await anvil.call('evm_revert', [snapshot]);
+    await broadcastAgain(raw);
+    await mine(2 + CONFIRMATIONS);
+    await anvil.call('evm_setAutomine', [true]);
+    const settled = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return ['confirmed', 'failed'].includes(read.body.status) ? read.body : undefined;
+    }, 'send settled', 60_000);
+    assert.equal(settled.status, 'confirmed');
+    assert.equal(settled.failure_reason, null);
+    const receipt = await anvilReceipt(anvil, settled.tx_hash);
+    assert.deepEqual(await ethOf(sender.id), { balance: funded - parseEther('1') - receiptFee(receipt), pending: 0n });
+    assert.deepEqual((await journalOf(id)).filter((entry) => entry.kind.endsWith('_debit')).map((entry) => [entry.kind, entry.reference_id]).sort(), [
+      ['fee_debit', id],
+      ['send_debit', id],
+    ]);
+    await ledgerMatchesChain();
+  });
+
   it('with no common block among the 256 kept, raises the alert and resyncs from a checkpoint instead of stalling the chain', async () => {
     const snapshot = await anvil.call('evm_snapshot');
     await mine(300);
