@@ -36,6 +36,8 @@ export interface RecordedDecision {
   action: string | null;
 }
 
+const UNPLACED_SETTLED_INDEX = 'transactions_unplaced_settled_index';
+
 /**
  * An outgoing transaction from a custody wallet. Amounts are base units (numeric(78,0) as decimal
  * strings): `amount` in the asset sent, the fee fields in the chain's native asset. The funds it
@@ -43,6 +45,11 @@ export interface RecordedDecision {
  * asset, `locked_fee` of the native asset) until it is settled or released, exactly once.
  */
 @Entity({ tableName: 'transactions' })
+// Settled sends a reorganisation took off the chain, which every scan pass asks the node about: few, found without reading the settled ones.
+@Index({
+  name: UNPLACED_SETTLED_INDEX,
+  expression: `create index "${UNPLACED_SETTLED_INDEX}" on "transactions" ("chain", "environment") where block_hash is null and (status = 'confirmed' or (status = 'failed' and failure_reason = 'reverted'))`,
+})
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['wallet', 'createdAt', 'id'] })
 @Index({ properties: ['chain', 'environment', 'txHash'] })
