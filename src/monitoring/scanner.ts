@@ -164,7 +164,7 @@ async function rewindToFork(deps: ScanDeps, scope: ChainEnvironment, provider: C
       state.resyncs += 1;
       state.lastResyncAt = new Date();
       // The checkpoint is the block a later reorganisation is traced back to.
-      if (fork.height >= 0) tx.create(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: fork.height, hash: fork.hash, scannedAt: new Date() });
+      if (fork.hash !== '') tx.create(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: fork.height, hash: fork.hash, scannedAt: new Date() });
     }
     return { ...(await dropAbove(tx, scope, fork.height)), unplaced: await unplaceSettledSends(tx, scope, fork.height) };
   });
