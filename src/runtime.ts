@@ -10,6 +10,7 @@ import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
 import type { Logger } from './logger';
+import { registerScanMetrics } from './monitoring/metrics';
 import { registerLedgerDriftMetrics } from './monitoring/reconciliation';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
@@ -19,6 +20,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
   registerLedgerDriftMetrics(metrics, () => orm.em.fork());
+  registerScanMetrics(metrics, () => orm.em.fork());
   const keys = createKeyProvider(config, log);
   return {
     config,

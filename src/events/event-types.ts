@@ -15,6 +15,10 @@ export const EVENT_TYPES = [
   { type: 'transaction.failed', description: 'A send provably did not reach the chain (its lock released), or was mined and reverted (its fee paid).' },
   { type: 'transfer.success', description: 'A stablecoin transfer succeeded; data carries transaction_id.' },
   { type: 'deposit.success', description: 'A stablecoin deposit was credited to a wallet.' },
+  {
+    type: 'deposit.reversed',
+    description: 'A confirmed deposit was in blocks a reorganisation abandoned: its credit was taken off the wallet balance and the deposit is dropped (credited again if the chain mines it again).',
+  },
   { type: 'incoming_token_tx', description: 'An incoming token transfer to a subscribed address.' },
   { type: 'incoming_native_tx', description: 'An incoming native-coin transfer to a subscribed address.' },
   { type: 'outgoing_token_tx', description: 'An outgoing token transfer from a subscribed address.' },

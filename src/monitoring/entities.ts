@@ -83,6 +83,13 @@ export class IncomingTransfer {
   @Property({ type: 'timestamptz', nullable: true })
   droppedAt?: Date | null;
 
+  /**
+   * The times a reorganisation took its block away (dropped, or reversed once confirmed): each later
+   * sighting is a new one, with journal references and event keys of its own.
+   */
+  @Property({ type: 'integer', default: 0 })
+  reorganisations: number = 0;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 
@@ -111,6 +118,13 @@ export class ChainScanCursor {
 
   @Property({ type: 'text' })
   hash!: string;
+
+  /** The times scanning found no common block with the node within its lookback and started again from a checkpoint. */
+  @Property({ type: 'integer', default: 0 })
+  resyncs: number = 0;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  lastResyncAt?: Date | null;
 
   @Property({ type: 'timestamptz', onUpdate: () => new Date() })
   updatedAt: Date = new Date();

@@ -8,6 +8,7 @@ import type { Logger } from '../logger';
 import type { WorkflowStarter } from '../temporal/starter';
 import { chainScanFlow } from './flows/chain-scan';
 import { ChainScanCursor, ScannedBlock } from './entities';
+import { resettleRemined, unplaceSettledSends } from '../transactions/lifecycle';
 import { confirmDue, dropAbove, recordTransfers, requiredConfirmations, type ChainEnvironment } from './service';
 
 /** How many recent block hashes are kept to find where a reorganisation forked. */
@@ -70,6 +71,8 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
   if (cursor.height >= 0) {
     const processed = cursor.height;
     await deps.transaction(async (em) => triggerThresholdRules(em, deps.config, await confirmDue(em, scope, processed)));
+    const resettled = await resettleRemined(deps, provider, scope);
+    if (resettled.length) deps.log.warn({ ...scope, transactions: resettled.map((row) => row.id) }, 'sends a reorganisation took off the chain are mined again: settled in their new blocks');
   }
   return { height: cursor.height >= 0 ? cursor.height : null, tipHeight, caughtUp: cursor.height >= tipHeight };
 }
@@ -127,7 +130,10 @@ async function advanceCursor(em: EntityManager, scope: ChainEnvironment, from: n
 
 /**
  * The node's chain no longer extends the last block scanned: walks back to the newest block both
- * agree on, drops the unconfirmed transfers of the abandoned blocks, and moves the cursor there.
+ * agree on and moves the cursor there. The transfers of the abandoned blocks are dropped (confirmed
+ * deposits reversed) and the sends settled in them lose their block until they are mined again.
+ * With no common block among the ones kept (a fork deeper than the lookback), scanning resyncs from
+ * a checkpoint instead: the block just below the oldest one kept, as the node has it now.
  */
 async function rewindToFork(deps: ScanDeps, scope: ChainEnvironment, provider: ChainProvider, cursor: Cursor): Promise<Cursor> {
   const em = deps.em();
@@ -140,21 +146,42 @@ async function rewindToFork(deps: ScanDeps, scope: ChainEnvironment, provider: C
       break;
     }
   }
-  if (fork.height < 0 && known.length) {
-    throw new Error(`${scope.chain} ${scope.environment}: the node shares none of the last ${known.length} scanned blocks; scanning stops for an operator`);
+  const resync = fork.height < 0 && known.length > 0;
+  if (resync) {
+    const height = known[known.length - 1]!.height - 1;
+    fork = { height, hash: height >= 0 ? ((await provider.block(height))?.hash ?? '') : '' };
+    deps.log.error(
+      { ...scope, from_height: cursor.height, scanned_blocks: known.length, checkpoint_height: fork.height },
+      'no common block with the node among the scanned blocks kept: resyncing from the checkpoint below them; transfers in older blocks are not checked again',
+    );
   }
-  const { dropped, confirmedAbove } = await deps.transaction(async (tx) => {
+  const abandoned = await deps.transaction(async (tx) => {
     const state = await tx.findOneOrFail(ChainScanCursor, { chain: scope.chain, environment: scope.environment }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     state.height = fork.height;
     state.hash = fork.hash;
     await tx.nativeDelete(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: { $gt: fork.height } });
-    return dropAbove(tx, scope, fork.height);
+    if (resync) {
+      state.resyncs += 1;
+      state.lastResyncAt = new Date();
+      // The checkpoint is the block a later reorganisation is traced back to.
+      if (fork.hash !== '') tx.create(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: fork.height, hash: fork.hash, scannedAt: new Date() });
+    }
+    return { ...(await dropAbove(tx, scope, fork.height)), unplaced: await unplaceSettledSends(tx, scope, fork.height) };
   });
-  deps.log.warn({ chain: scope.chain, environment: scope.environment, from_height: cursor.height, fork_height: fork.height, dropped: dropped.length }, 'chain reorganisation: rescanning from the fork');
-  if (confirmedAbove.length) {
+  deps.log.warn(
+    { ...scope, from_height: cursor.height, fork_height: fork.height, dropped: abandoned.dropped.length, reversed: abandoned.reversed.length, sends_unplaced: abandoned.unplaced.length },
+    'chain reorganisation: rescanning from the fork',
+  );
+  if (abandoned.reversed.length || abandoned.unplaced.length) {
     deps.log.error(
-      { chain: scope.chain, environment: scope.environment, fork_height: fork.height, transfers: confirmedAbove.map((row) => row.id) },
-      'reorganisation deeper than the confirmation count: confirmed transfers were in abandoned blocks; reconcile them by hand',
+      {
+        ...scope,
+        fork_height: fork.height,
+        reversed_transfers: abandoned.reversed.map((row) => row.id),
+        unplaced_transactions: abandoned.unplaced.map((row) => row.id),
+        outputs_in_use: abandoned.outputsInUse,
+      },
+      'reorganisation deeper than the confirmation count: confirmed deposits in abandoned blocks are reversed, settled sends wait to be mined again',
     );
   }
   return fork;

@@ -14,7 +14,7 @@ import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
 import { iso, isoOrNull } from '../shared/time';
-import { changeOutputsAmong, confirmDepositOutput, dropDepositOutput, recordDepositOutput } from '../transactions/wallet-outputs';
+import { changeOutputsAmong, confirmDepositOutput, dropDepositOutput, recordDepositOutput, reverseDepositOutput } from '../transactions/wallet-outputs';
 import { IncomingTransfer } from './entities';
 
 /** One chain in one environment: the unit block scanning works in. */
@@ -194,21 +194,17 @@ async function creditPending(em: EntityManager, row: IncomingTransfer): Promise<
 
 /**
  * A deposit's journal entry, on its address (account chains) or its wallet (Bitcoin). A transfer
- * can be dropped by a reorganisation and seen again: each round is its own reference
- * (`<transfer id>#<rounds dropped before>`), so the journal keeps every round and none twice.
+ * can be taken off the chain by a reorganisation (dropped, or reversed once confirmed) and seen
+ * again: each round is its own reference (`<transfer id>#<rounds before>`), so the journal keeps
+ * every round and none twice.
  */
 async function postDepositEntry(em: EntityManager, row: IncomingTransfer, kind: CustodyEntryKind, deltas: { balance?: bigint; pending?: bigint }): Promise<void> {
-  const [rounds] = await em.execute<{ dropped: string }[]>(
-    `select count(*) as dropped from custody_journal_entries
-      where wallet_id = ? and asset_id = ? and kind = 'deposit_dropped' and reference_type = 'incoming_transfer' and reference_id like ?`,
-    [row.wallet!.id, row.assetId, `${row.id}#%`],
-  );
   await postCustodyEntry(em, {
     walletId: row.wallet!.id,
     addressId: row.chain === 'bitcoin' ? null : row.address!.id,
     assetId: row.assetId,
     kind,
-    reference: { type: 'incoming_transfer', id: `${row.id}#${rounds?.dropped ?? '0'}` },
+    reference: { type: 'incoming_transfer', id: `${row.id}#${row.reorganisations}` },
     ...deltas,
   });
 }
@@ -244,46 +240,69 @@ export async function confirmDue(em: EntityManager, scope: ChainEnvironment, tip
   return confirmed;
 }
 
+/** What a reorganisation did to the transfers of the blocks it replaced. */
+export interface Abandoned {
+  /** Pending ones: they left the wallet's pending balance. */
+  dropped: IncomingTransfer[];
+  /** Confirmed ones (a fork deeper than the confirmation count): their credit was reversed. */
+  reversed: IncomingTransfer[];
+  /** Bitcoin: outputs of reversed deposits a send had already locked or spent, left for that send's fate to decide. */
+  outputsInUse: string[];
+}
+
 /**
- * A reorganisation replaced the blocks above `forkHeight`: transfers they carried that were not yet
- * confirmed leave pending (they come back if the new chain carries them). Returns the confirmed
- * ones it could not undo, for the caller to report: a fork deeper than the confirmation count.
+ * A reorganisation replaced the blocks above `forkHeight`: every transfer they carried is dropped
+ * (it comes back, pending, if the new chain carries it). A pending deposit leaves the wallet's pending
+ * balance; a confirmed one, already credited, is reversed by an entry that takes its amount off the
+ * balance, and announced as `deposit.reversed` besides its status event.
  */
-export async function dropAbove(em: EntityManager, scope: ChainEnvironment, forkHeight: number): Promise<{ dropped: IncomingTransfer[]; confirmedAbove: IncomingTransfer[] }> {
+export async function dropAbove(em: EntityManager, scope: ChainEnvironment, forkHeight: number): Promise<Abandoned> {
   const above = await em.find(
     IncomingTransfer,
     { chain: scope.chain, environment: scope.environment, blockHeight: { $gt: forkHeight }, status: { $ne: 'dropped' } },
-    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, orderBy: { blockHeight: 'asc', id: 'asc' } },
   );
-  const dropped: IncomingTransfer[] = [];
-  for (const row of above.filter((candidate) => candidate.status === 'pending')) {
-    row.status = 'dropped';
-    row.droppedAt = new Date();
-    row.blockHeight = null;
-    row.blockHash = null;
-    row.confirmations = 0;
+  const abandoned: Abandoned = { dropped: [], reversed: [], outputsInUse: [] };
+  for (const row of above) {
+    const wasConfirmed = row.status === 'confirmed';
     if (row.wallet) {
-      await postDepositEntry(em, row, 'deposit_dropped', { pending: -BigInt(row.amount) });
-      if (row.chain === 'bitcoin') await dropDepositOutput(em, row);
+      const amount = BigInt(row.amount);
+      await postDepositEntry(em, row, wasConfirmed ? 'deposit_reversed' : 'deposit_dropped', wasConfirmed ? { balance: -amount } : { pending: -amount });
+      if (row.chain === 'bitcoin') {
+        if (!wasConfirmed) await dropDepositOutput(em, row);
+        else if (await reverseDepositOutput(em, row)) abandoned.outputsInUse.push(`${row.txid}:${row.position}`);
+      }
     }
+    Object.assign(row, { status: 'dropped', droppedAt: new Date(), confirmedAt: null, blockHeight: null, blockHash: null, confirmations: 0 });
+    row.reorganisations += 1;
     await announce(em, row, await subscriptionsOn(em, row, [row.toAddress], row.organization.id));
-    dropped.push(row);
+    if (wasConfirmed && row.wallet) {
+      await emit(em, {
+        organizationId: row.organization.id,
+        environment: row.environment,
+        type: 'deposit.reversed',
+        data: presentTransferEvent(row),
+        dedupeKey: `deposit.reversed:${row.chain}:${row.txid}:${row.position}:${row.reorganisations}`,
+      });
+    }
+    (wasConfirmed ? abandoned.reversed : abandoned.dropped).push(row);
   }
-  return { dropped, confirmedAbove: above.filter((row) => row.status === 'confirmed') };
+  return abandoned;
 }
 
 /**
  * One event per status a transfer reaches: `incoming_native_tx` or `incoming_token_tx` to the
  * organization's endpoints (for its own addresses) and to the subscriptions watching the address;
- * a confirmed stablecoin deposit also emits `deposit.success`.
+ * a confirmed stablecoin deposit also emits `deposit.success`. A transfer seen again after a
+ * reorganisation is a new sighting: its statuses are announced again.
  */
 async function announce(em: EntityManager, row: IncomingTransfer, subscriptions: Subscription[]): Promise<void> {
   const asset = assetOf(row.assetId);
   const type: EventType = asset.type === 'native' ? 'incoming_native_tx' : 'incoming_token_tx';
   const data = presentTransferEvent(row);
   const destinations = subscriptions.map((subscription) => ({ kind: 'subscription' as const, id: subscription.id }));
-  // The same status of the same transfer in the same block is announced once, whoever records it.
-  const place = row.status === 'pending' ? (row.blockHash ?? 'mempool') : row.status;
+  // The same status of the same sighting of a transfer in the same block is announced once, whoever records it.
+  const place = `${row.status === 'pending' ? (row.blockHash ?? 'mempool') : row.status}${row.reorganisations ? `/${row.reorganisations}` : ''}`;
   await emit(em, {
     organizationId: row.organization.id,
     environment: row.environment,
@@ -299,7 +318,7 @@ async function announce(em: EntityManager, row: IncomingTransfer, subscriptions:
       environment: row.environment,
       type: 'deposit.success',
       data,
-      dedupeKey: `deposit.success:${row.chain}:${row.txid}:${row.position}`,
+      dedupeKey: `deposit.success:${row.chain}:${row.txid}:${row.position}${row.reorganisations ? `/${row.reorganisations}` : ''}`,
     });
   }
 }

@@ -36,6 +36,8 @@ export interface RecordedDecision {
   action: string | null;
 }
 
+const UNPLACED_SETTLED_INDEX = 'transactions_unplaced_settled_index';
+
 /**
  * An outgoing transaction from a custody wallet. Amounts are base units (numeric(78,0) as decimal
  * strings): `amount` in the asset sent, the fee fields in the chain's native asset. The funds it
@@ -43,13 +45,18 @@ export interface RecordedDecision {
  * asset, `locked_fee` of the native asset) until it is settled or released, exactly once.
  */
 @Entity({ tableName: 'transactions' })
+// Settled sends a reorganisation took off the chain, which every scan pass asks the node about: few, found without reading the settled ones.
+@Index({
+  name: UNPLACED_SETTLED_INDEX,
+  expression: `create index "${UNPLACED_SETTLED_INDEX}" on "transactions" ("chain", "environment") where block_hash is null and (status = 'confirmed' or (status = 'failed' and failure_reason = 'reverted'))`,
+})
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['wallet', 'createdAt', 'id'] })
 @Index({ properties: ['chain', 'environment', 'txHash'] })
 @Index({ properties: ['status', 'createdAt'] })
 @Index({ properties: ['fromAddress', 'nonce'] })
 export class OutgoingTransaction {
-  [OptionalProps]?: 'status' | 'confirmations' | 'gross' | 'note' | 'fillFeeFromUnselected' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'status' | 'confirmations' | 'gross' | 'note' | 'fillFeeFromUnselected' | 'reorganisations' | 'createdAt' | 'updatedAt';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
@@ -180,6 +187,10 @@ export class OutgoingTransaction {
 
   @Property({ type: 'text', nullable: true })
   failureMessage?: string | null;
+
+  /** The times a reorganisation took away the block it was settled in: each re-settlement posts entries of its own. */
+  @Property({ type: 'integer', default: 0 })
+  reorganisations: number = 0;
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();

@@ -297,7 +297,8 @@ export async function checkTransaction(deps: LifecycleDeps, transactionId: strin
     }
     Object.assign(row, { status: 'confirming', blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
     if (status.fee !== null) row.fee = status.fee.toString();
-    if (!status.succeeded) row.failureReason = 'reverted';
+    // Mined again after a reorganisation, the outcome is the new block's: a failure an abandoned block recorded is cleared.
+    row.failureReason = status.succeeded ? null : 'reverted';
   });
   return status.confirmations >= transaction.requiredConfirmations ? 'settle' : 'waiting';
 }
@@ -312,39 +313,115 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
     const transaction = await lockedRow(em, transactionId);
     if (FINISHED.includes(transaction.status)) return transaction.status;
     if (transaction.fee == null) throw new Error(`transaction ${transaction.id} is mined but its fee is not known yet`);
-    const reverted = transaction.failureReason === 'reverted';
-    const native = nativeAssetOf(transaction);
-    const fee = BigInt(transaction.fee);
-    const sent = reverted ? 0n : BigInt(transaction.recipientAmount);
-    const entry = custodyScope(transaction);
-    await postCustodyEntries(em, [
-      ...lockReleases(transaction),
-      ...(sent > 0n ? [{ ...entry, assetId: transaction.assetId, kind: 'send_debit' as const, balance: -sent }] : []),
-      ...(fee > 0n ? [{ ...entry, assetId: native.id, kind: 'fee_debit' as const, balance: -fee }] : []),
-    ]);
+    await postCustodyEntries(em, [...lockReleases(transaction), ...debitEntries(transaction, debitsOf(transaction))]);
     if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id);
     await armRefillForWallet(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
-    const now = new Date();
-    if (reverted) {
-      Object.assign(transaction, { status: 'failed', failedAt: now, failureMessage: 'The transaction was mined but its call reverted: the fee was paid, nothing was sent.' });
-      await announce(em, transaction, 'transaction.failed');
-      return 'failed';
-    }
-    Object.assign(transaction, { status: 'confirmed', confirmedAt: now });
-    await announce(em, transaction, 'transaction.confirmed');
-    const asset = assetById(transaction.assetId);
-    if (asset.symbol === 'USDC' || asset.symbol === 'USDT') {
-      const data = await presentTransaction(em, transaction);
-      await emit(em, {
-        organizationId: transaction.organization.id,
-        environment: transaction.environment,
-        type: 'transfer.success',
-        data: { ...data, transaction_id: transaction.id },
-        dedupeKey: `transfer.success:${transaction.id}`,
-      });
-    }
-    return 'confirmed';
+    return recordOutcome(em, transaction);
   });
+}
+
+interface SendDebit {
+  kind: 'send_debit' | 'fee_debit';
+  assetId: string;
+  amount: bigint;
+}
+
+/** What a mined send took from its wallet: the recipient's amount unless its call reverted, and the fee in the native asset. */
+const debitsOf = (transaction: OutgoingTransaction): SendDebit[] => [
+  { kind: 'send_debit', assetId: transaction.assetId, amount: transaction.failureReason === 'reverted' ? 0n : BigInt(transaction.recipientAmount) },
+  { kind: 'fee_debit', assetId: nativeAssetOf(transaction).id, amount: BigInt(transaction.fee!) },
+];
+
+/** The entries that take `debits` (negative: give back) off the send's ledger, referencing its current settlement. */
+function debitEntries(transaction: OutgoingTransaction, debits: SendDebit[]): CustodyEntry[] {
+  const scope = { ...custodyScope(transaction), reference: { type: 'transaction', id: settlementOf(transaction) } };
+  return debits.filter((debit) => debit.amount !== 0n).map((debit) => ({ ...scope, assetId: debit.assetId, kind: debit.kind, balance: -debit.amount }));
+}
+
+/** A mined send's status from its outcome (failed if its call reverted, else confirmed), announced once per settlement. */
+async function recordOutcome(em: EntityManager, transaction: OutgoingTransaction): Promise<TransactionStatus> {
+  const now = new Date();
+  if (transaction.failureReason === 'reverted') {
+    Object.assign(transaction, { status: 'failed', failedAt: now, confirmedAt: null, failureMessage: 'The transaction was mined but its call reverted: the fee was paid, nothing was sent.' });
+    await announce(em, transaction, 'transaction.failed');
+    return 'failed';
+  }
+  Object.assign(transaction, { status: 'confirmed', confirmedAt: now, failedAt: null, failureMessage: null });
+  await announce(em, transaction, 'transaction.confirmed');
+  const asset = assetById(transaction.assetId);
+  if (asset.symbol === 'USDC' || asset.symbol === 'USDT') {
+    const data = await presentTransaction(em, transaction);
+    await emit(em, {
+      organizationId: transaction.organization.id,
+      environment: transaction.environment,
+      type: 'transfer.success',
+      data: { ...data, transaction_id: transaction.id },
+      dedupeKey: `transfer.success:${settlementOf(transaction)}`,
+    });
+  }
+  return 'confirmed';
+}
+
+/** One settlement of a send: the send itself, and after each reorganisation that took its block away a new one (`<id>#<n>`). */
+const settlementOf = (transaction: OutgoingTransaction) => (transaction.reorganisations ? `${transaction.id}#${transaction.reorganisations}` : transaction.id);
+
+/**
+ * A reorganisation replaced the blocks above `forkHeight`: the sends settled in them lose their
+ * block (status, debit and lock stay as settled) until `resettleRemined` finds them mined again.
+ */
+export async function unplaceSettledSends(em: EntityManager, scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] }, forkHeight: number): Promise<OutgoingTransaction[]> {
+  const settled = await em.find(
+    OutgoingTransaction,
+    { chain: scope.chain, environment: scope.environment, status: { $in: [...FINISHED] }, blockHeight: { $gt: forkHeight } },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+  );
+  for (const transaction of settled) {
+    Object.assign(transaction, { blockHeight: null, blockHash: null, confirmations: 0 });
+    transaction.reorganisations += 1;
+  }
+  return settled;
+}
+
+/**
+ * Settled sends a reorganisation took off the chain, mined again at their confirmation count: placed
+ * in their new block, and where the outcome or the fee changed (a call that reverted in the
+ * abandoned block succeeds in the new one, or the reverse) the status is the new outcome's, the
+ * failure cleared or recorded, and the wallet's debit corrected by the difference. Those not mined
+ * again (yet) are asked again at the next pass. Answers the sends re-settled.
+ */
+export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transaction'>, provider: ChainProvider, scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] }): Promise<OutgoingTransaction[]> {
+  const unplaced = await deps.em().find(OutgoingTransaction, {
+    chain: scope.chain,
+    environment: scope.environment,
+    blockHash: null,
+    txHash: { $ne: null },
+    $or: [{ status: 'confirmed' }, { status: 'failed', failureReason: 'reverted' }],
+  });
+  const resettled: OutgoingTransaction[] = [];
+  for (const candidate of unplaced) {
+    const status = await provider.transactionStatus(candidate.txHash!);
+    if (status.state !== 'mined' || status.confirmations < candidate.requiredConfirmations) continue;
+    const done = await deps.transaction(async (em) => {
+      const transaction = await lockedRow(em, candidate.id);
+      if (transaction.blockHash != null || !FINISHED.includes(transaction.status)) return false;
+      const before = debitsOf(transaction);
+      const outcomeBefore = transaction.failureReason;
+      Object.assign(transaction, { blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
+      if (status.fee !== null) transaction.fee = status.fee.toString();
+      transaction.failureReason = status.succeeded ? null : 'reverted';
+      await postCustodyEntries(
+        em,
+        debitEntries(
+          transaction,
+          debitsOf(transaction).map((debit, index) => ({ ...debit, amount: debit.amount - before[index]!.amount })),
+        ),
+      );
+      if (transaction.failureReason !== outcomeBefore) await recordOutcome(em, transaction);
+      return true;
+    });
+    if (done) resettled.push(candidate);
+  }
+  return resettled;
 }
 
 /**
@@ -392,6 +469,6 @@ async function announce(em: EntityManager, transaction: OutgoingTransaction, typ
     environment: transaction.environment,
     type,
     data: await presentTransaction(em, transaction),
-    dedupeKey: `${type}:${transaction.id}`,
+    dedupeKey: `${type}:${settlementOf(transaction)}`,
   });
 }

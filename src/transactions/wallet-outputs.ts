@@ -200,6 +200,18 @@ export async function confirmDepositOutput(em: EntityManager, deposit: Pick<Depo
 }
 
 /**
+ * A reorganisation took away a confirmed deposit: its output is gone, unless a send already locked or
+ * spent it (that send spends what the chain no longer has, and its own fate decides). Whether a send
+ * holds it.
+ */
+export async function reverseDepositOutput(em: EntityManager, deposit: Pick<DepositOutput, 'environment' | 'txid' | 'position'>): Promise<boolean> {
+  const outpoint = [deposit.environment, deposit.txid.toLowerCase(), voutOf(deposit.position)];
+  await em.execute(`delete from wallet_outputs where environment = ? and txid = ? and vout = ? and origin = 'deposit' and status in ('unconfirmed', 'available')`, outpoint);
+  const held = await em.execute<{ id: string }[]>(`select id from wallet_outputs where environment = ? and txid = ? and vout = ? and origin = 'deposit'`, outpoint);
+  return held.length > 0;
+}
+
+/**
  * A reorganisation dropped the deposit before it confirmed: its output is gone (it comes back with
  * the deposit if the new chain carries it). Only confirmed outputs are ever locked, so an
  * unconfirmed one has no send to undo.

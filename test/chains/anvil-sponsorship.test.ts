@@ -6,6 +6,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { ChainScanCursor } from '../../src/monitoring/entities';
+import { sponsorshipFlow } from '../../src/gas-stations/flows/sponsorship';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee } from '../support/anvil';
@@ -13,6 +14,7 @@ import { createTestOrganization, startTestApp, type TestApp, type TestOrganizati
 import { clientKey, signClientTransfer, type ClientKey } from '../support/client-transfers';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { recordHistoryIfAsked } from '../support/histories';
 import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { createTestWorker } from '../support/worker';
@@ -228,6 +230,8 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
     }, 'the sponsored broadcast settled');
     assert.equal(done.status, 'confirmed', done.failure_message);
     assert.equal(done.broadcast_accepted, true);
+    // The branch that broadcasts the client's bytes and follows them: the replay fixture test/workflows/sponsorship.test.ts runs.
+    await recordHistoryIfAsked((await localTemporal()).client.workflow.getHandle(sponsorshipFlow.workflowId({ sponsorshipId: accepted.body.id })), 'fund-sponsorship-broadcast');
     assert.equal(await tokenBalance(recipient), amount, 'the recipient holds the tokens');
     const receipt = await receiptOf(signed.txid);
     assert.equal(receipt.status, '0x1');

@@ -5,7 +5,7 @@ import { hex } from '@scure/base';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd } from '../support/btcd';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal } from '../support/environment';
+import { localTemporal, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { createTestWorker } from '../support/worker';
@@ -71,5 +71,41 @@ describe('Deposits from a real Bitcoin node (btcd, regtest)', function () {
     assert.equal((await balance()).pending, '0');
     const confirmed = await app.request('GET', `/v1/deposits/${pending.body.data[0].id as string}`, { key: org.secret });
     assert.equal(confirmed.body.status, 'confirmed');
+  });
+
+  it('reverses a confirmed deposit when its blocks are invalidated, and credits it again as its own round when the new chain mines it', async () => {
+    const vault = await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'BTC reorg' } });
+    const wallet = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'BTC reorg', chain: 'bitcoin', vault_id: vault.body.id, wallet_type: 'hot' } });
+    const balance = async () => (await app.request('GET', `/v1/wallets/${wallet.body.id}/balances`, { key: org.secret })).body.data[0] as { balance: string; pending: string };
+    const payment = payFromMiner(await coinbaseOutput(btcd, 2), wallet.body.primary_address.address, 50_000_000n);
+    await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
+    const [carrying] = await btcd.generate(CONFIRMATIONS);
+    await eventually(async () => ((await balance()).balance === '50000000' ? true : undefined), 'deposit credited');
+    const [deposit] = (await app.request('GET', `/v1/deposits?wallet_id=${wallet.body.id}`, { key: org.secret })).body.data as { id: string }[];
+
+    // Its block and the confirmation on top are invalidated; a longer chain grows from the block before.
+    await btcd.call('invalidateblock', [carrying]);
+    if (!((await btcd.call('getrawmempool')) as string[]).includes(payment.id)) await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
+    await btcd.generate(CONFIRMATIONS + 1);
+    const journal = async () =>
+      (await testOrm()).em
+        .fork()
+        .getConnection()
+        .execute<{ kind: string; reference_id: string }[]>(`select kind, reference_id from custody_journal_entries where reference_id like ? order by created_at, kind`, [`${deposit!.id}#%`]);
+    await eventually(async () => ((await journal()).length === 5 ? true : undefined), 'reversed, then seen and confirmed again');
+    assert.deepEqual(
+      (await journal()).map((entry) => `${entry.kind} ${entry.reference_id.slice(deposit!.id.length)}`),
+      ['deposit_seen #0', 'deposit_confirmed #0', 'deposit_reversed #0', 'deposit_seen #1', 'deposit_confirmed #1'],
+    );
+    const credited = await balance();
+    assert.deepEqual([credited.balance, credited.pending], ['50000000', '0'], 'credited once');
+    const read = await app.request('GET', `/v1/deposits/${deposit!.id}`, { key: org.secret });
+    assert.equal(read.body.status, 'confirmed');
+    assert.notEqual(read.body.block_hash, carrying);
+    const outputs = await (await testOrm()).em
+      .fork()
+      .getConnection()
+      .execute<{ status: string }[]>(`select status from wallet_outputs where wallet_id = ?`, [wallet.body.id]);
+    assert.deepEqual(outputs, [{ status: 'available' }], 'its output, once, spendable again');
   });
 });

@@ -208,6 +208,30 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     nodes.faults = {};
   });
 
+  it('a node that forgets a broadcast send for a moment: the same bytes broadcast again, then mined and settled once', async () => {
+    const env = await timeSkippingTemporal();
+    const wallet = await fundedWallet(10n ** 18n);
+    nodes.faults = {};
+    const id = await send(wallet.id);
+    await eventually(async () => ((await row(id)).status === 'broadcast' ? true : undefined), 'broadcast');
+    const broadcast = await row(id);
+    nodes.faults = { forget: true };
+    const broadcastsBefore = nodes.broadcasts;
+    await env.sleep('20 seconds');
+    assert.ok(nodes.broadcasts > broadcastsBefore, 'missing: broadcast again');
+    const missing = await row(id);
+    assert.equal(missing.status, 'broadcast', 'still pending');
+    assert.equal(missing.signedTransaction, broadcast.signedTransaction, 'the very same bytes');
+    nodes.faults = {};
+    await mineDevnetBlocks((await testOrm()).em.fork(), 'ethereum', 2);
+    const handle = env.client.workflow.getHandle(transactionWorkflowId(id));
+    assert.equal(await handle.result(), 'confirmed');
+    const settled = await row(id);
+    assert.equal(await onChain(settled.txHash!), 1, 'one transaction on chain');
+    assert.deepEqual(await ledger(wallet.id), { balance: 10n ** 18n - BigInt(settled.recipientAmount) - BigInt(settled.fee!), locked: 0n }, 'debited once');
+    await recordHistoryIfAsked(handle, 'send-transaction-rebroadcast');
+  });
+
   describe('Bitcoin', () => {
     /** A Bitcoin wallet holding one devnet output of `sats`, recorded as its available output and on its ledger. */
     async function fundedBitcoinWallet(sats: bigint) {
@@ -296,5 +320,9 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
 
   it('replays the recorded send history with the current workflow code', async () => {
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('send-transaction'), 'send-transaction');
+  });
+
+  it('replays the recorded history of a send broadcast again after the node forgot it with the current workflow code', async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('send-transaction-rebroadcast'), 'send-transaction-rebroadcast');
   });
 });

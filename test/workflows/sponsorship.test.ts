@@ -116,4 +116,8 @@ describe('fundSponsorshipWorkflow (time-skipping, the Ethereum devnet)', () => {
   it('replays the recorded sponsorship history with the current workflow code', async () => {
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('fund-sponsorship'), 'fund-sponsorship');
   });
+
+  it("replays the recorded history of a sponsor-broadcast (the client's bytes broadcast and followed to confirmation, recorded on anvil) with the current workflow code", async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('fund-sponsorship-broadcast'), 'fund-sponsorship-broadcast');
+  });
 });

@@ -1,0 +1,278 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { ServiceWorkers as Worker } from '../../src/worker-setup';
+import { parseEther, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { ChainNodes } from '../../src/chains/nodes';
+import { ChainScanCursor } from '../../src/monitoring/entities';
+import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
+import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
+import { OutgoingTransaction } from '../../src/transactions/entities';
+import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, deployAnvilToken, receiptFee, startAnvil, type Anvil } from '../support/anvil';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
+import { testLogger } from '../support/secret-scan';
+import { WebhookReceiver } from '../support/webhook-receiver';
+import { createTestWorker } from '../support/worker';
+
+const CONFIRMATIONS = 3;
+/** Code that reverts whatever calls it (PUSH1 0, PUSH1 0, REVERT): an address given it refuses ether. */
+const REVERTING_CODE = '0x60006000fd';
+
+/**
+ * Reorganisations deeper than the confirmation count on a real Ethereum node (anvil): a branch is
+ * abandoned with evm_snapshot / evm_revert and a longer one mined, through the real scanner,
+ * Temporal and PostgreSQL.
+ */
+describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
+  let anvil: Anvil;
+  let app: TestApp;
+  let worker: Worker;
+  let running: Promise<void>;
+  let org: TestOrganization;
+  const receiver = new WebhookReceiver();
+  const config: Record<string, string> = {};
+
+  const funder = () => anvilFunder(anvil);
+  const mine = (blocks: number) => anvilMine(anvil, blocks);
+  const call = (method: string, path: string, body?: unknown) => app.request(method, path, { key: org.secret, body });
+
+  before(async () => {
+    anvil = await startAnvil();
+    const token = await deployAnvilToken(anvil);
+    await resetScanState('ethereum');
+    await receiver.start();
+    const taskQueue = `anvil-reorgs-${randomUUID()}`;
+    Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
+    app = await startTestApp({ config });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
+    running = worker.run();
+    await startSandboxScanner((await localTemporal()).client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
+    org = await createTestOrganization('Anvil reorganisations');
+    const endpoint = await call('POST', '/v1/webhooks', { name: 'reorgs', url: receiver.url });
+    receiver.secrets = [endpoint.body.signing_secret];
+  });
+
+  after(async () => {
+    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('ethereum', 'sandbox')]);
+    worker?.shutdown();
+    await running;
+    await resetScanState('ethereum');
+    await app?.close();
+    await receiver.close();
+    await anvil?.stop();
+  });
+
+  async function createWallet(name: string) {
+    const vault = await call('POST', '/v1/vaults', { name });
+    const created = await call('POST', '/v1/wallets', { name, chain: 'ethereum', vault_id: vault.body.id, wallet_type: 'hot' });
+    assert.equal(created.status, 201, created.text);
+    return { id: created.body.id as string, address: created.body.primary_address.address as Hex };
+  }
+  async function ethOf(walletId: string) {
+    const rows = (await call('GET', `/v1/wallets/${walletId}/balances`)).body.data as { asset_id: string; balance: string; pending: string }[];
+    const row = rows.find((candidate) => candidate.asset_id === 'ETH')!;
+    return { balance: BigInt(row.balance), pending: BigInt(row.pending) };
+  }
+  const cursor = async () => (await testOrm()).em.fork().findOneOrFail(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' });
+  async function scannedToTip() {
+    const tip = Number(await anvil.call('eth_blockNumber'));
+    await eventually(async () => ((await cursor()).height >= tip ? true : undefined), 'scanning caught up with the tip', 60_000);
+  }
+  async function ledgerMatchesChain() {
+    await scannedToTip();
+    const provider = await new ChainNodes(testConfig(config), testLogger('test'), await testOrm()).provider('ethereum', 'sandbox');
+    const result = await compareLedgerWithChain((await testOrm()).em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId, assetIds: ['ETH'] });
+    assert.deepEqual(result.mismatches, []);
+  }
+  const journalOf = async (referencePrefix: string) =>
+    (await testOrm()).em
+      .fork()
+      .getConnection()
+      .execute<{ kind: string; reference_id: string; balance: string; pending: string }[]>(
+        `select kind, reference_id, balance::text, pending::text from custody_journal_entries where reference_id like ? order by created_at, kind`,
+        [`${referencePrefix}%`],
+      );
+  const events = () => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, unknown> });
+  /** Sends signed bytes again, where the abandoned branch's pool may or may not still hold them. */
+  async function broadcastAgain(raw: string) {
+    await anvil.call('eth_sendRawTransaction', [raw]).catch((error: Error) => {
+      if (!/already|known/i.test(error.message)) throw error;
+    });
+  }
+
+  it('reverses a confirmed deposit whose blocks a deeper reorganisation abandoned, and credits it again when the chain mines it again', async () => {
+    const ours = await createWallet('Deep reorg');
+    const amount = parseEther('2');
+    const snapshot = await anvil.call('evm_snapshot');
+    const raw = await funder().signTransaction(await funder().prepareTransactionRequest({ to: ours.address, value: amount }));
+    await broadcastAgain(raw);
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === amount ? true : undefined), 'deposit confirmed');
+    const [deposit] = (await call('GET', `/v1/deposits?wallet_id=${ours.id}`)).body.data as { id: string; status: string }[];
+    assert.equal(deposit!.status, 'confirmed');
+
+    // Every block carrying it, the confirmations too, is abandoned for a longer chain without it.
+    await anvil.call('evm_revert', [snapshot]);
+    await mine(CONFIRMATIONS + 2);
+    const reversed = await eventually(async () => {
+      const read = await call('GET', `/v1/deposits/${deposit!.id}`);
+      return read.body.status === 'dropped' ? read.body : undefined;
+    }, 'deposit reversed');
+    assert.equal(reversed.block_height, null);
+    assert.deepEqual(await ethOf(ours.id), { balance: 0n, pending: 0n }, 'the credit is taken back');
+    const announced = await eventually(async () => events().find((event) => event.type === 'deposit.reversed' && event.data.id === deposit!.id), 'deposit.reversed delivered');
+    assert.equal(announced.data.status, 'dropped');
+    assert.equal(announced.data.amount_raw, amount.toString());
+    assert.deepEqual(
+      (await journalOf(deposit!.id)).map((entry) => [entry.kind, entry.reference_id, entry.balance, entry.pending]),
+      [
+        ['deposit_seen', `${deposit!.id}#0`, '0', amount.toString()],
+        ['deposit_confirmed', `${deposit!.id}#0`, amount.toString(), (-amount).toString()],
+        ['deposit_reversed', `${deposit!.id}#0`, (-amount).toString(), '0'],
+      ],
+    );
+    await ledgerMatchesChain();
+
+    // The same signed transaction mined on the new chain: the same deposit, pending again, then credited once more.
+    await broadcastAgain(raw);
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === amount ? true : undefined), 'deposit credited again');
+    assert.equal((await call('GET', `/v1/deposits/${deposit!.id}`)).body.status, 'confirmed');
+    assert.deepEqual(
+      (await journalOf(deposit!.id)).slice(3).map((entry) => [entry.kind, entry.reference_id]),
+      [
+        ['deposit_seen', `${deposit!.id}#1`],
+        ['deposit_confirmed', `${deposit!.id}#1`],
+      ],
+      'the second round has references of its own',
+    );
+    await eventually(
+      async () => (events().filter((event) => event.type === 'incoming_native_tx' && event.data.id === deposit!.id && event.data.status === 'confirmed').length === 2 ? true : undefined),
+      'each round announced confirmed',
+    );
+    assert.deepEqual(await ethOf(ours.id), { balance: amount, pending: 0n });
+    await ledgerMatchesChain();
+  });
+
+  it('a send settled as reverted and mined successfully after a deeper reorganisation: failure cleared, debited the amount and the fee', async () => {
+    const sender = await createWallet('Re-mined sender');
+    const funded = parseEther('5');
+    await funder().sendTransaction({ to: sender.address, value: funded });
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(sender.id)).balance === funded ? true : undefined), 'sender funded');
+    const target = privateKeyToAccount(generatePrivateKey()).address;
+
+    // Held in the pool until the target refuses ether: mined, it reverts.
+    await anvil.call('evm_setAutomine', [false]);
+    const created = await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: target, amount: '1', asset: 'ETH' });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id as string;
+    await eventually(async () => ((await call('GET', `/v1/transactions/${id}`)).body.status === 'broadcast' ? true : undefined), 'send broadcast');
+    const snapshot = await anvil.call('evm_snapshot');
+    await anvil.call('anvil_setCode', [target, REVERTING_CODE]);
+    await mine(1 + CONFIRMATIONS);
+    const failed = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'failed' ? read.body : undefined;
+    }, 'send settled as reverted');
+    assert.equal(failed.failure_reason, 'reverted');
+    assert.equal((await ethOf(sender.id)).balance, funded - BigInt(failed.fee_raw), 'the fee only');
+
+    // The branch is abandoned: on the longer one the target has no code and the same bytes succeed.
+    const raw = (await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id })).signedTransaction!;
+    await anvil.call('evm_revert', [snapshot]);
+    await broadcastAgain(raw);
+    await mine(2 + CONFIRMATIONS);
+    await anvil.call('evm_setAutomine', [true]);
+    const confirmed = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'confirmed' ? read.body : undefined;
+    }, 'send settled again as confirmed', 60_000);
+    assert.equal(confirmed.failure_reason, null);
+    assert.equal(confirmed.failure_message, null);
+    const receipt = await anvilReceipt(anvil, confirmed.tx_hash);
+    assert.equal(receipt.status, '0x1');
+    assert.equal(confirmed.block_height, Number(receipt.blockNumber));
+    assert.equal(BigInt(confirmed.fee_raw), receiptFee(receipt));
+    assert.equal(await anvilEthBalance(anvil, target), parseEther('1'));
+    assert.deepEqual(await ethOf(sender.id), { balance: funded - parseEther('1') - receiptFee(receipt), pending: 0n }, 'the amount and the fee actually paid');
+    assert.deepEqual(
+      (await journalOf(id)).filter((entry) => entry.kind.endsWith('_debit')).map((entry) => [entry.kind, entry.reference_id]),
+      [
+        ['fee_debit', id],
+        ['fee_debit', `${id}#1`],
+        ['send_debit', `${id}#1`],
+      ].sort((a, b) => a[1]!.localeCompare(b[1]!) || a[0]!.localeCompare(b[0]!)),
+    );
+    await eventually(async () => (events().some((event) => event.type === 'transaction.confirmed' && event.data.id === id) ? true : undefined), 'transaction.confirmed delivered');
+    await ledgerMatchesChain();
+  });
+
+  it('a send mined reverted, reorganised out before its confirmations and mined successfully: settled confirmed, its failure cleared', async () => {
+    const sender = await createWallet('Shallow re-mined sender');
+    const funded = parseEther('3');
+    await funder().sendTransaction({ to: sender.address, value: funded });
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(sender.id)).balance === funded ? true : undefined), 'sender funded');
+    const target = privateKeyToAccount(generatePrivateKey()).address;
+
+    await anvil.call('evm_setAutomine', [false]);
+    const created = await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: target, amount: '1', asset: 'ETH' });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id as string;
+    await eventually(async () => ((await call('GET', `/v1/transactions/${id}`)).body.status === 'broadcast' ? true : undefined), 'send broadcast');
+    const snapshot = await anvil.call('evm_snapshot');
+    await anvil.call('anvil_setCode', [target, REVERTING_CODE]);
+    await mine(1);
+    const reverted = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'confirming' && read.body.failure_reason === 'reverted' ? read.body : undefined;
+    }, 'send mined, reverted, short of its confirmations');
+    assert.ok(reverted.block_height);
+
+    const raw = (await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id })).signedTransaction!;
+    await anvil.call('evm_revert', [snapshot]);
+    await broadcastAgain(raw);
+    await mine(2 + CONFIRMATIONS);
+    await anvil.call('evm_setAutomine', [true]);
+    const settled = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return ['confirmed', 'failed'].includes(read.body.status) ? read.body : undefined;
+    }, 'send settled', 60_000);
+    assert.equal(settled.status, 'confirmed');
+    assert.equal(settled.failure_reason, null);
+    const receipt = await anvilReceipt(anvil, settled.tx_hash);
+    assert.deepEqual(await ethOf(sender.id), { balance: funded - parseEther('1') - receiptFee(receipt), pending: 0n });
+    assert.deepEqual((await journalOf(id)).filter((entry) => entry.kind.endsWith('_debit')).map((entry) => [entry.kind, entry.reference_id]).sort(), [
+      ['fee_debit', id],
+      ['send_debit', id],
+    ]);
+    await ledgerMatchesChain();
+  });
+
+  it('with no common block among the 256 kept, raises the alert and resyncs from a checkpoint instead of stalling the chain', async () => {
+    const snapshot = await anvil.call('evm_snapshot');
+    await mine(300);
+    await scannedToTip();
+    const before = await cursor();
+    await anvil.call('evm_revert', [snapshot]);
+    await mine(310);
+    await scannedToTip();
+    const after = await cursor();
+    assert.equal(after.resyncs, before.resyncs + 1);
+    assert.ok(after.lastResyncAt);
+    const metrics = await app.request('GET', '/metrics');
+    assert.match(metrics.text, new RegExp(`chain_scan_resyncs\\{chain="ethereum",environment="sandbox"\\} ${after.resyncs}`));
+    assert.match(metrics.text, /chain_scan_last_resync_timestamp_seconds\{chain="ethereum",environment="sandbox"\} \d+/);
+
+    // Scanning goes on for every tenant: a deposit after the resync is credited.
+    const ours = await createWallet('After resync');
+    await funder().sendTransaction({ to: ours.address, value: parseEther('0.5') });
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === parseEther('0.5') ? true : undefined), 'deposit after the resync credited');
+    await ledgerMatchesChain();
+  });
+});
