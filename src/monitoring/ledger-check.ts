@@ -29,8 +29,9 @@ export interface LedgerPosition {
 
 /**
  * The ledger invariant, per holder and asset: the ledger's balance plus its mined-but-unconfirmed
- * incoming transfers, less what its mined-but-unsettled sends took (amount and fee), equals what
- * the node says the holder's addresses hold. Meaningful once scanning and the sends' workflows have
+ * incoming transfers, less what its mined-but-unsettled sends took (amount and fee), plus what its
+ * settled sends a reorganisation took off the chain had taken, equals what the node says the
+ * holder's addresses hold. Meaningful once scanning and the sends' workflows have
  * caught up with the tip the provider reads at.
  */
 export async function ledgerPositions(em: EntityManager, provider: ChainProvider, chain: ChainId, holders: LedgerHolder[], assetIds: string[]): Promise<LedgerPosition[]> {
@@ -50,9 +51,12 @@ export async function ledgerPositions(em: EntityManager, provider: ChainProvider
       where ${perAddress ? 'address_id' : 'wallet_id'} in (${list}) and status = 'pending' and block_height is not null group by 1, 2`,
     keys,
   );
-  const sends = await em.execute<{ key: string; asset_id: string; recipient_amount: string; fee: string | null; failure_reason: string | null }[]>(
-    `select ${perAddress ? 'from_address_id' : 'wallet_id'} as key, asset_id, recipient_amount::text, fee::text, failure_reason from transactions
-      where ${perAddress ? 'from_address_id' : 'wallet_id'} in (${list}) and status = 'confirming'`,
+  // Mined, not settled: the chain has paid them, the ledger not yet (taken away). Settled, but their block lost to a
+  // reorganisation and not mined again (yet): the ledger has paid them, the chain not (given back), so they are no deposit.
+  const sends = await em.execute<{ key: string; asset_id: string; recipient_amount: string; fee: string | null; failure_reason: string | null; unplaced: boolean }[]>(
+    `select ${perAddress ? 'from_address_id' : 'wallet_id'} as key, asset_id, recipient_amount::text, fee::text, failure_reason, status <> 'confirming' as unplaced from transactions
+      where ${perAddress ? 'from_address_id' : 'wallet_id'} in (${list})
+        and (status = 'confirming' or (block_hash is null and (status = 'confirmed' or (status = 'failed' and failure_reason = 'reverted'))))`,
     keys,
   );
   const sum = (rows: { key: string; asset_id: string; amount: string }[], key: string, assetId: string) =>
@@ -62,7 +66,7 @@ export async function ledgerPositions(em: EntityManager, provider: ChainProvider
     const key = keys[index]!;
     for (const assetId of assetIds) {
       const native = ASSETS.find((asset) => asset.id === assetId)?.type === 'native';
-      const taken = sends.filter((send) => send.key === key).reduce((total, send) => total + takenBy(send, assetId, native), 0n);
+      const taken = sends.filter((send) => send.key === key).reduce((total, send) => total + (send.unplaced ? -1n : 1n) * takenBy(send, assetId, native), 0n);
       let onChain = 0n;
       for (const address of holder.addresses) onChain += await provider.balance(address, assetId);
       positions.push({ walletId: holder.walletId, addressId: holder.addressId, assetId, ledger: sum(booked, key, assetId) + sum(mined, key, assetId) - taken, chain: onChain });
