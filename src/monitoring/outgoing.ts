@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ASSETS, findChain, networkFor, type AssetInfo } from '../catalogue/service';
+import { ASSETS, assetById, findChain, networkFor } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import type { ObservedBlock } from '../chains/provider';
 import { Address } from '../custody/entities';
@@ -23,9 +23,6 @@ interface SeenSpend {
   fee: bigint;
   to: string | null;
 }
-
-const assetOf = (assetId: string): AssetInfo => ASSETS.find((asset) => asset.id === assetId)!;
-const nativeAssetOf = (chain: string): AssetInfo => ASSETS.find((asset) => asset.chain === chain && asset.type === 'native')!;
 
 /**
  * Records every transfer out of a custody address that one block made, once per organization and
@@ -65,7 +62,7 @@ async function accountSpends(em: EntityManager, scope: ChainEnvironment, block: 
   if (senders.size === 0) return [];
   const custody = await custodyAddresses(em, scope, [...senders]);
   if (custody.size === 0) return [];
-  const native = nativeAssetOf(scope.chain).id;
+  const native = findChain(scope.chain).nativeAssetId;
   const spends: SeenSpend[] = [];
   for (const transfer of block.transfers) {
     const address = custody.get(canonical(transfer.from) ?? '');
@@ -85,16 +82,18 @@ async function accountSpends(em: EntityManager, scope: ChainEnvironment, block: 
 /** Bitcoin: each output of a custody wallet (a deposit or a change the platform recorded) an input of the block spends, its whole amount. */
 async function spentOutputs(em: EntityManager, scope: ChainEnvironment, block: ObservedBlock): Promise<SeenSpend[]> {
   if (block.inputs.length === 0) return [];
-  const outputs = await em.find(
-    WalletOutput,
-    { environment: scope.environment, $or: block.inputs.map((input) => ({ txid: input.spends.txid.toLowerCase(), vout: input.spends.vout })) },
-    { populate: ['address', 'wallet'] },
+  // A block spends thousands of outputs: matched as two arrays, one statement whatever their number.
+  const ids = await em.execute<{ id: string }[]>(
+    `select o.id from wallet_outputs o join unnest(?::text[], ?::int[]) as spent(txid, vout) on o.txid = spent.txid and o.vout = spent.vout where o.environment = ?`,
+    [`{${block.inputs.map((input) => input.spends.txid.toLowerCase()).join(',')}}`, `{${block.inputs.map((input) => input.spends.vout).join(',')}}`, scope.environment],
   );
+  if (ids.length === 0) return [];
+  const outputs = await em.find(WalletOutput, { id: { $in: ids.map((row) => row.id) } }, { populate: ['address', 'wallet'] });
   const byOutpoint = new Map(outputs.map((output) => [`${output.txid}:${output.vout}`, output]));
   return block.inputs.flatMap((input) => {
     const outpoint = `${input.spends.txid.toLowerCase()}:${input.spends.vout}`;
     const output = byOutpoint.get(outpoint);
-    return output ? [{ txid: input.txid, position: `in:${outpoint}`, address: output.address, assetId: 'BTC', amount: BigInt(output.amount), fee: 0n, to: null }] : [];
+    return output ? [{ txid: input.txid, position: `in:${outpoint}`, address: output.address, assetId: findChain(scope.chain).nativeAssetId, amount: BigInt(output.amount), fee: 0n, to: null }] : [];
   });
 }
 
@@ -111,7 +110,7 @@ async function custodyAddresses(em: EntityManager, scope: ChainEnvironment, addr
  */
 async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: SeenSpend, block: BlockPlace, transactionId: string | null): Promise<OutgoingTransfer | null> {
   const organizationId = spend.address.wallet.organization.id;
-  const inserted = await em.execute<{ id: string }[]>(
+  const [written] = await em.execute<{ id: string; inserted: boolean }[]>(
     `insert into outgoing_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, fee, txid, position,
        from_address, to_address, block_height, block_hash, transaction_id, unexpected, created_at)
      values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
@@ -137,8 +136,9 @@ async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: Seen
       transactionId === null,
     ],
   );
-  if (!(inserted[0] as { inserted?: boolean } | undefined)?.inserted) return null;
-  const row = await em.findOneOrFail(OutgoingTransfer, { id: inserted[0]!.id }, { refresh: true });
+  // xmax is 0 only on a row this statement inserted, not on one it updated.
+  if (!written?.inserted) return null;
+  const row = await em.findOneOrFail(OutgoingTransfer, { id: written.id }, { refresh: true });
   if (row.unexpected) {
     await debitUnexpectedSpend(em, row);
     if (row.chain === 'bitcoin') await markOutputSpent(em, row);
@@ -179,7 +179,7 @@ async function markOutputSpent(em: EntityManager, row: OutgoingTransfer): Promis
 
 /** `outgoing_native_tx` or `outgoing_token_tx` to the organization's endpoints and its subscriptions watching the address, once per transfer. */
 async function announce(em: EntityManager, row: OutgoingTransfer): Promise<void> {
-  const type = assetOf(row.assetId).type === 'native' ? 'outgoing_native_tx' : 'outgoing_token_tx';
+  const type = assetById(row.assetId).type === 'native' ? 'outgoing_native_tx' : 'outgoing_token_tx';
   const subscriptions = await subscriptionsOn(em, row, [row.fromAddress], row.organization.id);
   await emit(em, {
     organizationId: row.organization.id,
@@ -217,7 +217,7 @@ async function raiseUnexpectedSpends(em: EntityManager, scope: ChainEnvironment,
         block_height: first.blockHeight,
         block_hash: first.blockHash,
         sponsorship_id: sponsorships.find((sponsorship) => sponsorship.txHash === first.txid)?.id ?? null,
-        debits: [...debited].map(([assetId, amount]) => ({ asset: assetOf(assetId).symbol, asset_id: assetId, amount: toDisplay(amount.toString(), assetOf(assetId).decimals), amount_raw: amount.toString() })),
+        debits: [...debited].map(([assetId, amount]) => ({ asset: assetById(assetId).symbol, asset_id: assetId, amount: toDisplay(amount.toString(), assetById(assetId).decimals), amount_raw: amount.toString() })),
         transfers: group.map(presentOutgoingTransfer),
       },
       dedupeKey: `wallet.unexpected_spend:${first.chain}:${first.txid}:${first.wallet.id}`,
@@ -227,8 +227,8 @@ async function raiseUnexpectedSpends(em: EntityManager, scope: ChainEnvironment,
 
 /** The event payload of an outgoing transfer: amounts as exact strings, display and base units. */
 export function presentOutgoingTransfer(row: OutgoingTransfer) {
-  const asset = assetOf(row.assetId);
-  const native = nativeAssetOf(row.chain);
+  const asset = assetById(row.assetId);
+  const native = assetById(findChain(row.chain).nativeAssetId);
   return {
     id: row.id,
     object: 'outgoing_transfer' as const,
