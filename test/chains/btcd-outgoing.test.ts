@@ -85,6 +85,27 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
   const delivered = (txid: string) => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as Delivered).filter((event) => event.data.tx_hash === txid);
   const outgoingRows = async (txid: string) => (await testOrm()).em.fork().find(OutgoingTransfer, { txid }, { orderBy: { position: 'asc' } });
 
+  /**
+   * Spends a p2wpkh output of the wallet's primary address to `outputs` (sandbox addresses) outside the
+   * send path: the sighash signed by the wallet's key through POST /v1/wallets/:id/sign (no_op), the
+   * transaction assembled and handed to btcd here.
+   */
+  async function spendOutside(spent: { txid: string; vout: number; amount: bigint }, outputs: [string, bigint][]): Promise<btc.Transaction> {
+    const script = btc.OutScript.encode(btc.Address(btc.TEST_NETWORK).decode(wallet.primary));
+    const transaction = new btc.Transaction();
+    transaction.addInput({ txid: spent.txid, index: spent.vout, witnessUtxo: { script, amount: spent.amount } });
+    for (const [address, amount] of outputs) transaction.addOutputAddress(address, amount, btc.TEST_NETWORK);
+    const keyHash = btc.OutScript.decode(script) as { type: 'wpkh'; hash: Uint8Array };
+    const sighash = transaction.preimageWitnessV0(0, btc.OutScript.encode({ type: 'pkh', hash: keyHash.hash }), btc.SigHash.ALL, spent.amount);
+    const signed = await call('POST', `/v1/wallets/${wallet.id}/sign`, { payload: hex.encode(sighash), payload_encoding: 'hexadecimal', hash_function: 'no_op' });
+    assert.equal(signed.status, 200, signed.text);
+    const der = secp256k1.Signature.fromCompact(hex.decode(signed.body.signature as string).slice(0, 64)).toDERRawBytes();
+    transaction.updateInput(0, { partialSig: [[hex.decode(signed.body.public_key as string), new Uint8Array([...der, btc.SigHash.ALL])]] });
+    transaction.finalize();
+    await btcd.call('sendrawtransaction', [hex.encode(transaction.extract())]);
+    return transaction;
+  }
+
   let wallet: { id: string; primary: string };
   /** The deposits' outpoints. */
   const deposits: { txid: string; vout: number; amount: bigint }[] = [];
@@ -106,21 +127,11 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
 
     // The wallet's key signs a spend of the first deposit the platform never asked for: 0.1 BTC out, the rest back to the wallet.
     const spent = deposits[0]!;
-    const script = btc.OutScript.encode(btc.Address(btc.TEST_NETWORK).decode(wallet.primary));
-    const outside = outsideP2wpkh();
     const change = spent.amount - 10_000_000n - OUTSIDE_FEE;
-    const transaction = new btc.Transaction();
-    transaction.addInput({ txid: spent.txid, index: spent.vout, witnessUtxo: { script, amount: spent.amount } });
-    transaction.addOutputAddress(outside, 10_000_000n, btc.TEST_NETWORK);
-    transaction.addOutput({ script, amount: change });
-    const keyHash = btc.OutScript.decode(script) as { type: 'wpkh'; hash: Uint8Array };
-    const sighash = transaction.preimageWitnessV0(0, btc.OutScript.encode({ type: 'pkh', hash: keyHash.hash }), btc.SigHash.ALL, spent.amount);
-    const signed = await call('POST', `/v1/wallets/${wallet.id}/sign`, { payload: hex.encode(sighash), payload_encoding: 'hexadecimal', hash_function: 'no_op' });
-    assert.equal(signed.status, 200, signed.text);
-    const der = secp256k1.Signature.fromCompact(hex.decode(signed.body.signature as string).slice(0, 64)).toDERRawBytes();
-    transaction.updateInput(0, { partialSig: [[hex.decode(signed.body.public_key as string), new Uint8Array([...der, btc.SigHash.ALL])]] });
-    transaction.finalize();
-    await btcd.call('sendrawtransaction', [hex.encode(transaction.extract())]);
+    const transaction = await spendOutside(spent, [
+      [outsideP2wpkh(), 10_000_000n],
+      [wallet.primary, change],
+    ]);
     await btcd.generate(1);
     await ledgerMatchesChain();
 
@@ -177,5 +188,40 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     }, 'the send announced');
     assert.ok(events.filter((event) => event.type === 'outgoing_native_tx').every((event) => event.data.transaction_id === created.body.id));
     assert.equal(events.filter((event) => event.type === 'wallet.unexpected_spend').length, 0);
+  });
+
+  it('an output a pending send holds, spent outside the platform by a replacement: debited once, and the send fails on that proof with its lock released; ledger = chain', async () => {
+    const start = await balance(wallet.id);
+    const payment = payFromMiner(await coinbaseOutput(btcd, 3), wallet.primary, 40_000_000n);
+    await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
+    const held = { txid: payment.id, vout: 0, amount: 40_000_000n };
+    await btcd.generate(CONFIRMATIONS);
+    const before = await eventually(async () => {
+      const read = await balance(wallet.id);
+      return read.balance === start.balance + held.amount ? read : undefined;
+    }, 'the deposit credited');
+
+    const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outsideP2wpkh(), amount: '0.1', asset: 'BTC', inputs: [{ txid: held.txid, vout: '0' }], fee_rate: '2' });
+    assert.equal(created.status, 201, created.text);
+    await eventually(async () => ((await call('GET', `/v1/transactions/${created.body.id}`)).body.status === 'broadcast' ? true : undefined), 'the send broadcast', 30_000, 250);
+    // The key replaces the send in the node's mempool (it signals BIP-125) by a spend of the same output paying more.
+    const replacement = await spendOutside(held, [[outsideP2wpkh(), held.amount - 50_000n]]);
+    await btcd.generate(1);
+    await scanned();
+    const [row, ...others] = await outgoingRows(replacement.id);
+    assert.equal(others.length, 0);
+    assert.deepEqual([row!.position, row!.amount, row!.unexpected], [`in:${held.txid}:0`, held.amount.toString(), true]);
+
+    const failed = await eventually(async () => {
+      const read = (await call('GET', `/v1/transactions/${created.body.id}`)).body as { status: string; failure_reason: string | null };
+      return read.status === 'failed' ? read : undefined;
+    }, 'the send failed on the proof', 60_000, 500);
+    assert.equal(failed.failure_reason, 'inputs_spent');
+    const after = await balance(wallet.id);
+    assert.equal(after.balance, before.balance - held.amount, 'the output debited once, by scanning');
+    assert.equal(after.locked, 0n, 'the send released its lock');
+    const output = await (await testOrm()).em.fork().findOneOrFail(WalletOutput, { txid: held.txid, vout: 0 });
+    assert.equal(output.status, 'spent');
+    await ledgerMatchesChain();
   });
 });
