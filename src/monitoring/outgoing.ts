@@ -36,8 +36,7 @@ interface SeenSpend {
 export async function recordOutgoing(em: EntityManager, scope: ChainEnvironment, block: ObservedBlock): Promise<OutgoingTransfer[]> {
   const spends = scope.chain === 'bitcoin' ? await spentOutputs(em, scope, block) : await accountSpends(em, scope, block);
   if (spends.length === 0) return [];
-  const txids = [...new Set(spends.map((spend) => spend.txid))];
-  const sends = await em.find(OutgoingTransaction, { chain: scope.chain, environment: scope.environment, txHash: { $in: txids } }, { fields: ['id', 'txHash', 'organization'] });
+  const sends = await platformSends(em, scope, [...new Set(spends.map((spend) => spend.txid))]);
   const place: BlockPlace = { height: block.height, hash: block.hash };
   const recorded: OutgoingTransfer[] = [];
   for (const spend of spends) {
@@ -48,6 +47,15 @@ export async function recordOutgoing(em: EntityManager, scope: ChainEnvironment,
   }
   await raiseUnexpectedSpends(em, scope, recorded.filter((row) => row.unexpected));
   return recorded;
+}
+
+/**
+ * The platform's sends among these transaction hashes. Every hash the platform hands to a node must be
+ * found here (a send's is stored when it is signed, before its bytes leave), or scanning takes its
+ * transaction for a spend the platform did not make and debits it a second time.
+ */
+function platformSends(em: EntityManager, scope: ChainEnvironment, txids: string[]) {
+  return em.find(OutgoingTransaction, { chain: scope.chain, environment: scope.environment, txHash: { $in: txids } }, { fields: ['id', 'txHash', 'organization'] });
 }
 
 /**
