@@ -73,7 +73,27 @@ export interface ObservedTransfer {
   amount: bigint;
 }
 
-/** A block as scanning reads it: its place in the chain and the transfers it carries. */
+/**
+ * Account chains: one transaction of a block and the account that signed and paid for it, whatever it
+ * did (a value transfer, a token call, a reverted call): what an outgoing transfer's fee is read from.
+ */
+export interface ObservedPayment {
+  txid: string;
+  /** The paying account, in the platform's own form for the environment. */
+  from: string;
+  /** Native base units the account paid (EVM: gas used x effective gas price). */
+  fee: bigint;
+}
+
+/** UTXO chains: one output a transaction of the block spends. */
+export interface ObservedInput {
+  /** The spending transaction. */
+  txid: string;
+  /** The output spent. */
+  spends: { txid: string; vout: number };
+}
+
+/** A block as scanning reads it: its place in the chain, the transfers it carries and what it spends. */
 export interface ObservedBlock {
   height: number;
   hash: string;
@@ -81,6 +101,10 @@ export interface ObservedBlock {
   parentHash: string;
   time: Date;
   transfers: ObservedTransfer[];
+  /** Account chains: every transaction with its payer and fee; empty on UTXO chains. */
+  payments: ObservedPayment[];
+  /** UTXO chains: every input of every transaction, the coinbase's excepted; empty on account chains. */
+  inputs: ObservedInput[];
 }
 
 /**

@@ -11,7 +11,7 @@ import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
-import { ChainScanCursor, IncomingTransfer, LedgerDrift, ScannedBlock } from '../monitoring/entities';
+import { ChainScanCursor, IncomingTransfer, LedgerDrift, OutgoingTransfer, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
 import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
@@ -41,6 +41,7 @@ export const entities = [
   CustodyJournalEntry,
   SigningActivity,
   IncomingTransfer,
+  OutgoingTransfer,
   ChainScanCursor,
   LedgerDrift,
   ScannedBlock,

@@ -21,8 +21,9 @@ export const EVENT_TYPES = [
   },
   { type: 'incoming_token_tx', description: 'An incoming token transfer to a subscribed address.' },
   { type: 'incoming_native_tx', description: 'An incoming native-coin transfer to a subscribed address.' },
-  { type: 'outgoing_token_tx', description: 'An outgoing token transfer from a subscribed address.' },
-  { type: 'outgoing_native_tx', description: 'An outgoing native-coin transfer from a subscribed address.' },
+  { type: 'outgoing_token_tx', description: "A token transfer out of one of the organization's addresses, its own sends included; to its endpoints and the subscriptions watching the address." },
+  { type: 'outgoing_native_tx', description: "A native-coin transfer out of one of the organization's addresses, its own sends included; to its endpoints and the subscriptions watching the address." },
+  { type: 'wallet.unexpected_spend', description: 'A transaction the platform did not make spent from a wallet: the ledger was debited what the chain says left it (amounts and fee).' },
   {
     type: 'ledger.drift',
     description:

@@ -98,6 +98,81 @@ export class IncomingTransfer {
 }
 
 /**
+ * One transfer out of a custody address the chain made, by the platform's own send (`transaction`
+ * set: its settlement debits the wallet) or not (`unexpected`: debited from the ledger when scanning
+ * sees it, the chain being the truth). Account chains: a value or token transfer from the address
+ * (`native`, `log:<i>`, `ix:<n>`), the fee of each transaction the address paid on one row of it (its
+ * native transfer, else a row at position `fee` of amount 0). Bitcoin: each custody output an input
+ * spends (`in:<txid>:<vout>`), its whole amount; the change comes back as a deposit.
+ */
+@Entity({ tableName: 'outgoing_transfers' })
+@Unique({ properties: ['organization', 'environment', 'chain', 'txid', 'position'] })
+@Index({ properties: ['wallet', 'createdAt'] })
+export class OutgoingTransfer {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = uuid();
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  @ManyToOne(() => Wallet, { deleteRule: 'cascade' })
+  wallet!: Wallet;
+
+  @ManyToOne(() => Address, { deleteRule: 'cascade' })
+  address!: Address;
+
+  @Property({ type: 'text' })
+  chain!: ChainId;
+
+  @Property({ type: 'text' })
+  network!: string;
+
+  @Property({ type: 'text' })
+  assetId!: string;
+
+  /** Base units of the asset that left the address. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  amount!: string;
+
+  /** Native base units the address paid for the transaction; 0 on the transaction's other rows and on Bitcoin (the inputs pay it). */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  fee!: string;
+
+  @Property({ type: 'text' })
+  txid!: string;
+
+  @Property({ type: 'text' })
+  position!: string;
+
+  @Property({ type: 'text' })
+  fromAddress!: string;
+
+  /** Null where the row names no recipient (a fee, a Bitcoin input). */
+  @Property({ type: 'text', nullable: true })
+  toAddress?: string | null;
+
+  @Property({ type: new BigIntType('number') })
+  blockHeight!: number;
+
+  @Property({ type: 'text' })
+  blockHash!: string;
+
+  /** The platform's send with this hash, when it made the transfer. */
+  @Property({ type: 'uuid', nullable: true })
+  transactionId?: string | null;
+
+  /** The platform did not make it: debited from the ledger when seen. */
+  @Property({ type: 'boolean' })
+  unexpected!: boolean;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}
+
+/**
  * The last block scanning processed on a chain in an environment, moved in the transaction that
  * records that block's transfers: a restart resumes after it, missing and doubling nothing.
  */

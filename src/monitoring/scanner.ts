@@ -9,6 +9,7 @@ import type { WorkflowStarter } from '../temporal/starter';
 import { chainScanFlow } from './flows/chain-scan';
 import { ChainScanCursor, ScannedBlock } from './entities';
 import { resettleRemined, unplaceSettledSends } from '../transactions/lifecycle';
+import { recordOutgoing } from './outgoing';
 import { confirmDue, dropAbove, recordTransfers, requiredConfirmations, type ChainEnvironment } from './service';
 
 /** How many recent block hashes are kept to find where a reorganisation forked. */
@@ -64,6 +65,7 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
     cursor = await deps.transaction(async (em) => {
       await advanceCursor(em, scope, cursor.height, block);
       await recordTransfers(em, { ...scope, requiredConfirmations: required, tipHeight }, block.transfers, { height: block.height, hash: block.hash });
+      await recordOutgoing(em, scope, block);
       return { height: block.height, hash: block.hash };
     });
     deps.blockDone?.();

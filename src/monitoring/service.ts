@@ -105,7 +105,7 @@ async function watchersOf(em: EntityManager, scope: ChainEnvironment, addresses:
  * organization. Subscriptions made before addresses were stored canonically may hold an Ethereum
  * address in lower case: both spellings are matched.
  */
-function subscriptionsOn(em: EntityManager, scope: ChainEnvironment, addresses: string[], organizationId?: string): Promise<Subscription[]> {
+export function subscriptionsOn(em: EntityManager, scope: ChainEnvironment, addresses: string[], organizationId?: string): Promise<Subscription[]> {
   const spellings = scope.chain === 'ethereum' ? addresses.flatMap((address) => [address, address.toLowerCase()]) : addresses;
   return em.find(Subscription, {
     ...(organizationId ? { organization: organizationId } : {}),

@@ -111,12 +111,15 @@ export class DevnetProvider implements ChainProvider {
     if (!block) return null;
     const entries = await this.blockTransactions(em, height);
     const transfers = await transfersOf(em, this.chain, entries);
+    const spent = await em.find(DevnetOutput, { chain: this.chain, spentBy: { $in: entries.map((entry) => entry.txid) } }, { orderBy: { txid: 'asc', vout: 'asc' } });
     return {
       height,
       hash: block.hash,
       parentHash: block.parentHash,
       time: block.time,
       transfers: entries.flatMap((entry) => (transfers.get(entry.txid) ?? []).map((transfer) => ({ txid: entry.txid, from: entry.sender, ...transfer }))),
+      payments: entries.flatMap((entry) => (entry.sender === null ? [] : [{ txid: entry.txid, from: entry.sender, fee: BigInt(entry.feePaid ?? '0') }])),
+      inputs: spent.map((output) => ({ txid: output.spentBy!, spends: { txid: output.txid, vout: output.vout } })),
     };
   }
 

@@ -15,6 +15,7 @@ import {
   type FeeMarket,
   type NetworkIdentity,
   type ObservedBlock,
+  type ObservedInput,
   type ObservedTransfer,
   type RelayedAnswer,
   type RelayedCall,
@@ -119,6 +120,7 @@ export class BitcoinRpcProvider implements ChainProvider {
   /**
    * One transfer per output that pays an address (`out:<vout>`), the coinbase's included; outputs an
    * address cannot name (OP_RETURN, bare multisig or public key, unknown witness versions) are left out.
+   * And every output the block's transactions spend (the coinbase spends none).
    */
   async block(height: number): Promise<ObservedBlock | null> {
     const [found] = await this.relay([{ method: 'getblockhash', params: [height] }]);
@@ -132,13 +134,16 @@ export class BitcoinRpcProvider implements ChainProvider {
     const raw = await this.call('getblock', [hash.data, 0], HexString);
     const block = decodeBlock(hex.decode(raw));
     const transfers: ObservedTransfer[] = [];
+    const inputs: ObservedInput[] = [];
     for (const transaction of block.transactions) {
       transaction.outputs.forEach((output, vout) => {
         const to = addressOf(output.script, this.addressNetwork);
         if (to) transfers.push({ txid: transaction.txid, position: `out:${vout}`, to, from: null, assetId: 'BTC', amount: output.amount });
       });
+      if (isCoinbase(transaction)) continue;
+      for (const input of transaction.inputs) inputs.push({ txid: transaction.txid, spends: { txid: input.txid, vout: input.vout } });
     }
-    return { height, hash: hash.data, parentHash: block.parentHash, time: block.time, transfers };
+    return { height, hash: hash.data, parentHash: block.parentHash, time: block.time, transfers, payments: [], inputs };
   }
 
   /**
@@ -231,7 +236,7 @@ export class BitcoinRpcProvider implements ChainProvider {
    * the transaction index); a coinbase pays none.
    */
   private async feeOf(transaction: DecodedTransaction): Promise<bigint> {
-    if (transaction.inputs.length === 1 && /^0{64}$/.test(transaction.inputs[0]!.txid)) return 0n;
+    if (isCoinbase(transaction)) return 0n;
     const previous = [...new Set(transaction.inputs.map((input) => input.txid))];
     const answers = await this.relay(previous.map((txid) => ({ method: 'getrawtransaction', params: [txid, 0] })));
     const outputsOf = new Map<string, DecodedTransaction['outputs']>();
@@ -375,6 +380,9 @@ function addressOf(script: Uint8Array, network: AddressNetwork): string | null {
     return null;
   }
 }
+
+/** A coinbase has one input, which spends no output (the null txid). */
+const isCoinbase = (transaction: DecodedTransaction) => transaction.inputs.length === 1 && /^0{64}$/.test(transaction.inputs[0]!.txid);
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((byte, index) => byte === b[index]);

@@ -22,6 +22,7 @@ import {
   type GasEstimateCall,
   type NetworkIdentity,
   type ObservedBlock,
+  type ObservedPayment,
   type ObservedTransfer,
   type RelayedAnswer,
   type RelayedCall,
@@ -62,8 +63,9 @@ export class EvmRpcProvider implements ChainProvider {
 
   /**
    * Ether sent by a transaction's own value (position `native`, only when its receipt succeeded:
-   * a reverted call moves nothing) and the Transfer events of the configured token contracts
-   * (`log:<index>`). Ether moved by contract-internal calls is not seen: that needs tracing.
+   * a reverted call moves nothing), the Transfer events of the configured token contracts
+   * (`log:<index>`), and every transaction's sender with the fee its receipt says it paid (reverted
+   * or not). Ether moved by contract-internal calls is not seen: that needs tracing.
    */
   async block(height: number): Promise<ObservedBlock | null> {
     let block;
@@ -74,13 +76,18 @@ export class EvmRpcProvider implements ChainProvider {
       throw new NodeUnavailableError('The node did not answer eth_getBlockByNumber.');
     }
     const transfers: ObservedTransfer[] = [];
-    const valueTransactions = block.transactions.filter((transaction) => transaction.to && transaction.value > 0n);
-    if (valueTransactions.length) {
+    const payments: ObservedPayment[] = [];
+    if (block.transactions.length) {
       const receipts = await this.safely('eth_getBlockReceipts', () => this.client.request({ method: 'eth_getBlockReceipts', params: [block.hash] }));
-      const succeeded = new Set((receipts ?? []).filter((receipt) => receipt.status === '0x1').map((receipt) => receipt.transactionHash));
-      for (const transaction of valueTransactions) {
-        if (!succeeded.has(transaction.hash)) continue;
-        transfers.push({ txid: transaction.hash, position: 'native', to: getAddress(transaction.to!), from: getAddress(transaction.from), assetId: 'ETH', amount: transaction.value });
+      const receiptOf = new Map((receipts ?? []).map((receipt) => [receipt.transactionHash, receipt]));
+      for (const transaction of block.transactions) {
+        const receipt = receiptOf.get(transaction.hash);
+        if (!receipt) throw new NodeUnavailableError(`The node's block receipts miss transaction ${transaction.hash}.`);
+        const from = getAddress(transaction.from);
+        payments.push({ txid: transaction.hash, from, fee: BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice) });
+        if (transaction.to && transaction.value > 0n && receipt.status === '0x1') {
+          transfers.push({ txid: transaction.hash, position: 'native', to: getAddress(transaction.to), from, assetId: 'ETH', amount: transaction.value });
+        }
       }
     }
     const contracts = Object.values(this.tokens);
@@ -99,7 +106,7 @@ export class EvmRpcProvider implements ChainProvider {
         });
       }
     }
-    return { height, hash: block.hash, parentHash: block.parentHash, time: new Date(Number(block.timestamp) * 1000), transfers };
+    return { height, hash: block.hash, parentHash: block.parentHash, time: new Date(Number(block.timestamp) * 1000), transfers, payments, inputs: [] };
   }
 
   async balance(address: string, assetId: string): Promise<bigint> {
