@@ -93,7 +93,9 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
       transfer.tokenAddress = token;
     }
     if (transaction.chain === 'ethereum') {
-      await em.findOneOrFail(Address, { id: from.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      // Serializes nonce picks of one address. FOR NO KEY UPDATE, not FOR UPDATE: the journal entries and balance rows
+      // that reference the address take key-share locks, which FOR UPDATE would queue behind (and deadlock with sends).
+      await em.execute(`select id from addresses where id = ? for no key update`, [from.id]);
       // The lowest nonce from the node's pending count that no live send of ours holds: past our signed sends the
       // node has not seen yet, and into the gap a refused send left, without which those after it would never be mined.
       const [free] = await em.execute<{ nonce: string }[]>(

@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey } from '../../src/api-keys/entities';
 import { Card } from '../../src/cards/entities';
 import { Vault, Wallet, WalletBalance } from '../../src/custody/entities';
+import { postCustodyEntry } from '../../src/custody/journal';
 import { findOneByColumns, readByColumns, readOneByColumns, readOneWithChildren } from '../../src/db/lean';
 import { Organization } from '../../src/organizations/entities';
 import { pendingCard } from '../support/cards';
@@ -38,9 +39,13 @@ describe('Lean reads: detached copies of rows', () => {
       organization: setup.getReference(Organization, org.organizationId), vault, environment: 'sandbox', name: 'Lean wallet', chain: 'ethereum', network: 'sepolia',
       walletType: 'hot', customerRefId: 'ref-1', metadata: { nested: { list: [1, 'two'] } }, accountIndex: 7, nextAddressIndex: 0, createdAt: new Date(), updatedAt: new Date(),
     });
-    setup.create(WalletBalance, { wallet, assetId: 'ETH', balance: '98765432109876543210987654321', locked: '5', pending: '7', updatedAt: new Date() });
-    setup.create(WalletBalance, { wallet, assetId: 'USDC_ETH', balance: '1', locked: '0', pending: '0', updatedAt: new Date() });
     await setup.flush();
+    // Balance rows come from the custody journal (an address-less entry moves only the wallet's row).
+    await orm.em.fork().transactional(async (tx) => {
+      const opening = { walletId: wallet.id, addressId: null, kind: 'opening_balance', reference: { type: 'test_credit', id: wallet.id } } as const;
+      await postCustodyEntry(tx, { ...opening, assetId: 'ETH', balance: 98765432109876543210987654321n, locked: 5n, pending: 7n });
+      await postCustodyEntry(tx, { ...opening, assetId: 'USDC_ETH', balance: 1n });
+    });
 
     const tenant = { organization: org.organizationId, environment: 'sandbox' as const };
     const cases: [string, () => Promise<object | null>, () => Promise<object | null>][] = [
