@@ -167,16 +167,16 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
 
   async 'ledger:drift'(orm, options) {
     const em = orm.em.fork();
-    const status = options.status ?? 'open';
+    const status = text(options, 'status') ?? 'open';
     if (!(LEDGER_DRIFT_STATUSES as readonly string[]).includes(status)) throw new UsageError(`--status must be one of ${LEDGER_DRIFT_STATUSES.join(', ')}`);
-    const chain = options.chain;
+    const chain = text(options, 'chain');
     if (chain !== undefined && !(CHAIN_IDS as readonly string[]).includes(chain)) throw new UsageError(`--chain must be one of ${CHAIN_IDS.join(', ')}`);
     const drifts = await em.find(
       LedgerDrift,
       {
         status: status as LedgerDriftStatus,
-        ...(options.org ? { organization: (await organization(em, options.org)).id } : {}),
-        ...(options.environment ? { environment: environmentOption(options) } : {}),
+        ...(text(options, 'org') ? { organization: (await organization(em, required(options, 'org'))).id } : {}),
+        ...(text(options, 'environment') ? { environment: environmentOption(options) } : {}),
         ...(chain ? { chain: chain as ChainId } : {}),
       },
       { orderBy: { firstSeenAt: 'asc', id: 'asc' } },
