@@ -7,7 +7,7 @@ import { Migration } from '@mikro-orm/migrations';
  * else, settled included, is refund_pending: the reconciler starts its workflow, which records the
  * end on the trip's timeline.
  */
-export class Migration20261126082500 extends Migration {
+export class Migration20261126084500 extends Migration {
   override async up(): Promise<void> {
     this.addSql(`create type "payout_refund_reason" as enum ('underpayment', 'late_payment');`);
     this.addSql(`create type "payout_refund_status" as enum ('refund_pending', 'refunded', 'refund_failed');`);
