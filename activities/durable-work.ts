@@ -4,7 +4,7 @@ import type { Orm } from '../src/db/orm';
 import { lightningPendingWork } from '../src/lightning/pending-work';
 import type { Logger } from '../src/logger';
 import { consolidationPendingWork } from '../src/consolidation/pending-work';
-import { payoutTripPendingWork } from '../src/payouts/pending-work';
+import { payoutRefundPendingWork, payoutTripPendingWork } from '../src/payouts/pending-work';
 import { sponsorshipPendingWork } from '../src/gas-stations/pending-work';
 import { transactionPendingWork } from '../src/transactions/pending-work';
 import { reconcilePendingPage, type PendingCursor, type PendingWorkSource, type ReconcileResult } from '../src/temporal/reconciler';
@@ -17,7 +17,7 @@ export interface DurableWorkActivityDeps {
 }
 
 /** Every domain's pending resources that a running workflow must be carrying, in the order the reconciler pages through them. */
-const PENDING_WORK_SOURCES: PendingWorkSource[] = [...cardPendingWork, ...lightningPendingWork, transactionPendingWork, sponsorshipPendingWork, consolidationPendingWork, payoutTripPendingWork];
+const PENDING_WORK_SOURCES: PendingWorkSource[] = [...cardPendingWork, ...lightningPendingWork, transactionPendingWork, sponsorshipPendingWork, consolidationPendingWork, payoutTripPendingWork, payoutRefundPendingWork];
 
 /** Where the reconciler is: a source (by name) and, past its first page, the row its next page starts after. */
 export interface ReconcilePosition {

@@ -4,6 +4,7 @@ import type { Orm } from '../src/db/orm';
 import type { KeyService } from '../src/keys/service';
 import type { Logger } from '../src/logger';
 import type { RailState } from '../src/payouts/flows/trip';
+import { followRefund, resendRefund } from '../src/payouts/refunds';
 import { expireTrip, finishTrip, openTrip, payTrip, resolveLateDeposits, settleTrip, watchFunding, type SettlementDeps } from '../src/payouts/settlement';
 import { transactionWithStarts } from './with-starts';
 
@@ -15,7 +16,7 @@ export interface PayoutActivityDeps {
   keys: KeyService;
 }
 
-/** The steps of a payout trip (src/payouts/settlement.ts); each is idempotent. */
+/** The steps of a payout trip (src/payouts/settlement.ts) and of its refunds (src/payouts/refunds.ts); each is idempotent. */
 export const createPayoutActivities = (deps: PayoutActivityDeps) => {
   const settlement: SettlementDeps = {
     config: deps.config,
@@ -32,5 +33,7 @@ export const createPayoutActivities = (deps: PayoutActivityDeps) => {
     payPayoutTrip: (input: { tripId: string }) => payTrip(settlement, input.tripId),
     finishPayoutTrip: (input: { tripId: string; answer: RailState }) => finishTrip(settlement, input.tripId, input.answer),
     resolveLatePayoutDeposits: (input: { tripId: string }) => resolveLateDeposits(settlement, input.tripId),
+    followPayoutRefund: (input: { refundId: string }) => followRefund(settlement, input.refundId),
+    resendPayoutRefund: (input: { refundId: string; attempt: number }) => resendRefund(settlement, input.refundId, input.attempt),
   };
 };

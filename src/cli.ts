@@ -6,16 +6,22 @@ import { ENVIRONMENTS, type Environment } from './api-keys/entities';
 import { SCOPES } from './api-keys/scopes';
 import { createApiKey, presentApiKey } from './api-keys/service';
 import { CHAIN_IDS, type ChainId } from './catalogue/service';
+import { ChainNodes } from './chains/nodes';
 import { ConfigError, loadConfig } from './config';
 import { createOrm, migrate, type Orm } from './db/orm';
 import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
-import { keyProviderFor } from './keys/provider';
+import { createKeyProvider, keyProviderFor } from './keys/provider';
+import { KeyService } from './keys/service';
+import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
 import { presentDrift } from './monitoring/reconciliation';
 import { DomainError } from './shared/errors';
 import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
+import { resolveHeldFunds } from './payouts/resolution';
+import { createTemporalClient } from './temporal/client';
+import { WorkflowStarter } from './temporal/starter';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -34,15 +40,25 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   ledger:drift [--org ID] [--environment sandbox|live] [--chain CHAIN] [--status open|suspected|credited|resolved]
                                             the differences the ledger reconciliation found between
                                             the custody ledger and the chains (default: open ones)
+  payout:resolve --trip ID --credit|--refund [--operator NAME]
+                                            resolve what a payout trip holds (an underpayment held,
+                                            late payments held, refunds that failed): credit it to
+                                            the organization's balance or refund it to the trip's
+                                            refund address; audited, refused when nothing is held
 
 Secrets are printed once; store them now.`;
 
-type Options = Record<string, string | undefined>;
+type Options = Record<string, string | boolean | undefined>;
 
 function required(options: Options, name: string): string {
   const value = options[name];
-  if (!value) throw new UsageError(`--${name} is required`);
+  if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
   return value;
+}
+
+function text(options: Options, name: string): string | undefined {
+  const value = options[name];
+  return typeof value === 'string' ? value : undefined;
 }
 
 class UsageError extends Error {}
@@ -54,7 +70,7 @@ function wholeNumber(value: string, name: string, max: number): number {
 }
 
 function environmentOption(options: Options): Environment {
-  const value = options.environment ?? 'sandbox';
+  const value = text(options, 'environment') ?? 'sandbox';
   if (!(ENVIRONMENTS as readonly string[]).includes(value)) throw new UsageError(`--environment must be one of ${ENVIRONMENTS.join(', ')}`);
   return value as Environment;
 }
@@ -87,11 +103,12 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
       const org = createOrganization(em, 'Default organization');
       const { key, secret } = createRootKey(em, org, 'sandbox');
       await em.flush();
-      if (options['key-file']) {
-        await mkdir(path.dirname(options['key-file']), { recursive: true });
-        await writeFile(options['key-file'], `${secret}\n`, { mode: 0o600 });
+      const keyFile = text(options, 'key-file');
+      if (keyFile) {
+        await mkdir(path.dirname(keyFile), { recursive: true });
+        await writeFile(keyFile, `${secret}\n`, { mode: 0o600 });
       }
-      return { bootstrapped: true, organization_id: org.id, api_key: presentApiKey(key, secret), key_file: options['key-file'] ?? null };
+      return { bootstrapped: true, organization_id: org.id, api_key: presentApiKey(key, secret), key_file: keyFile ?? null };
     });
   },
 
@@ -109,7 +126,8 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const scopes = required(options, 'scopes').split(',').map((scope) => scope.trim());
     const unknown = scopes.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
     if (unknown.length) throw new UsageError(`unknown scopes: ${unknown.join(', ')}`);
-    const member = options['user-id'] ? await findMember(em, org.id, options['user-id'], 'user-id') : null;
+    const userId = text(options, 'user-id');
+    const member = userId ? await findMember(em, org.id, userId, 'user-id') : null;
     const { key, secret } = createApiKey(em, { organization: org, name: required(options, 'name'), scopes, environment: environmentOption(options), member });
     await em.flush();
     return presentApiKey(key, secret);
@@ -128,14 +146,14 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   async 'org:configure'(orm, options) {
     const em = orm.em.fork();
     const org = await organization(em, required(options, 'org'));
-    const approvals = options['policy-activation-approvals'];
-    const coolingHours = options['address-book-cooling-hours'];
+    const approvals = text(options, 'policy-activation-approvals');
+    const coolingHours = text(options, 'address-book-cooling-hours');
     if (approvals === undefined && coolingHours === undefined) throw new UsageError('--policy-activation-approvals or --address-book-cooling-hours is required');
     if (approvals !== undefined) org.policyActivationRequiredApprovals = wholeNumber(approvals, 'policy-activation-approvals', 20);
     if (coolingHours !== undefined) {
       const hours = wholeNumber(coolingHours, 'address-book-cooling-hours', 720);
       // Live unless said otherwise: the cooling period protects real funds.
-      const environment = options.environment === undefined ? 'live' : environmentOption(options);
+      const environment = text(options, 'environment') === undefined ? 'live' : environmentOption(options);
       if (environment === 'live') org.addressBookCoolingHoursLive = hours;
       else org.addressBookCoolingHoursSandbox = hours;
     }
@@ -149,16 +167,16 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
 
   async 'ledger:drift'(orm, options) {
     const em = orm.em.fork();
-    const status = options.status ?? 'open';
+    const status = text(options, 'status') ?? 'open';
     if (!(LEDGER_DRIFT_STATUSES as readonly string[]).includes(status)) throw new UsageError(`--status must be one of ${LEDGER_DRIFT_STATUSES.join(', ')}`);
-    const chain = options.chain;
+    const chain = text(options, 'chain');
     if (chain !== undefined && !(CHAIN_IDS as readonly string[]).includes(chain)) throw new UsageError(`--chain must be one of ${CHAIN_IDS.join(', ')}`);
     const drifts = await em.find(
       LedgerDrift,
       {
         status: status as LedgerDriftStatus,
-        ...(options.org ? { organization: (await organization(em, options.org)).id } : {}),
-        ...(options.environment ? { environment: environmentOption(options) } : {}),
+        ...(text(options, 'org') ? { organization: (await organization(em, required(options, 'org'))).id } : {}),
+        ...(text(options, 'environment') ? { environment: environmentOption(options) } : {}),
         ...(chain ? { chain: chain as ChainId } : {}),
       },
       { orderBy: { firstSeenAt: 'asc', id: 'asc' } },
@@ -171,9 +189,32 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   async 'role:create'(orm, options) {
     const em = orm.em.fork();
     const org = await organization(em, required(options, 'org'));
-    const role = createRole(em, org, required(options, 'name'), options.description ?? '');
+    const role = createRole(em, org, required(options, 'name'), text(options, 'description') ?? '');
     await em.flush();
     return { id: role.id, object: 'role', name: role.name, organization_id: org.id };
+  },
+
+  async 'payout:resolve'(orm, options) {
+    if (options.credit === options.refund) throw new UsageError('exactly one of --credit or --refund is required');
+    const config = loadConfig();
+    const log = createLogger(config.LOG_LEVEL, 'cli');
+    // A refund's send and its follow-up are workflows: started once the resolution commits (else by the start sweep).
+    const temporal = createTemporalClient(config);
+    const starter = new WorkflowStarter(temporal.client, config, log);
+    const deps = {
+      config,
+      chains: new ChainNodes(config, log, orm),
+      keys: new KeyService(createKeyProvider(config, log)),
+      em: () => orm.em.fork(),
+      transaction: <T>(work: (em: EntityManager) => Promise<T>) => starter.transaction(orm.em.fork(), work),
+    };
+    try {
+      return await deps.transaction((em) =>
+        resolveHeldFunds(em, deps, { tripId: required(options, 'trip'), resolution: options.credit ? 'credit' : 'refund', operator: text(options, 'operator') ?? 'cli' }),
+      );
+    } finally {
+      await temporal.connection.close();
+    }
   },
 };
 
@@ -187,7 +228,12 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status'].map((name) => [name, { type: 'string' as const }]),
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator']
+        .map((name): [string, { type: 'string' | 'boolean' }] => [name, { type: 'string' }])
+        .concat([
+          ['credit', { type: 'boolean' }],
+          ['refund', { type: 'boolean' }],
+        ]),
     ),
   });
   const config = loadConfig();

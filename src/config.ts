@@ -168,6 +168,8 @@ export const ConfigSchema = z.object({
   PAYOUT_LATE_PAYMENT_RESOLUTION: z.enum(['refund', 'credit', 'hold']).default('credit'),
   /** How long a trip's workflow keeps watching its deposit address for late payments once the trip has ended. */
   PAYOUT_LATE_PAYMENT_WATCH_HOURS: z.coerce.number().int().min(0).max(24 * 90).default(168),
+  /** Sends a refund may take: a send proven failed (its funds never left the desk) is replaced by a new one until this many were made. */
+  PAYOUT_REFUND_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
   /**
    * The organization whose custody holds the payout desk: the deposit addresses of every trip.
    * Unset: the service keeps its own desk organization, created on first use (docs/payouts.md).

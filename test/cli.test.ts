@@ -2,9 +2,23 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startTestApp, type TestApp } from './support/app';
+import { randomUUID } from 'node:crypto';
+import { readBalances } from '../src/balances/service';
+import { CHAIN_IDS } from '../src/catalogue/service';
+import { devnetBlocksWorkflowId } from '../src/chains/flows/devnet-blocks';
+import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
+import { PayoutRefund, PayoutTrip } from '../src/payouts/entities';
+import { payoutRefundFlow } from '../src/payouts/flows/refund';
+import { payoutTripFlow } from '../src/payouts/flows/trip';
+import { PolicyAuditLog } from '../src/policies/entities';
+import type { ServiceWorkers } from '../src/worker-setup';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from './support/app';
 import { cli } from './support/cli';
-import { testOrm } from './support/environment';
+import { localTemporal, testOrm } from './support/environment';
+import { eventually } from './support/eventually';
+import { mineRefund } from './support/payout-refunds';
+import { terminateWorkflows } from './support/scanning';
+import { createTestWorker } from './support/worker';
 
 describe('CLI', () => {
   let app: TestApp;
@@ -79,5 +93,108 @@ describe('CLI', () => {
     assert.equal(Date.parse(entry.body.usable_at) - Date.parse(entry.body.created_at), 6 * 3_600_000);
     await assert.rejects(cli(['org:configure', '--org', org.organization_id, '--address-book-cooling-hours', '1.5']), /whole number/);
     await assert.rejects(cli(['org:configure', '--org', org.organization_id]), /--policy-activation-approvals or --address-book-cooling-hours is required/);
+  });
+});
+
+/** `payout:resolve` against held trips made end to end: the API, a worker on the Temporal dev server, the devnet. */
+describe('CLI payout:resolve', () => {
+  let app: TestApp;
+  let worker: ServiceWorkers | undefined;
+  let running: Promise<void> | undefined;
+  let org: TestOrganization;
+  const taskQueue = `cli-payouts-${randomUUID()}`;
+  // Underpayments beyond the margin are held (the default); the trip's workflow ends with the trip.
+  const config = { TEMPORAL_TASK_QUEUE: taskQueue, DEVNET_BLOCK_INTERVAL_SECONDS: '3600', CHAIN_SCAN_INTERVAL_SECONDS: '0.2', CHAIN_CONFIRMATIONS_BITCOIN: '2', PAYOUT_LATE_PAYMENT_WATCH_HOURS: '0' };
+  let resolve: (args: string[]) => Promise<{ stdout: string }>;
+
+  before(async () => {
+    app = await startTestApp({ config });
+    const temporal = await localTemporal();
+    ({ worker } = await createTestWorker(temporal, taskQueue, config));
+    running = worker.run();
+    org = await createTestOrganization('Payout operator');
+    // The CLI runs with the app's settings (a refund's send needs the same confirmations) and fires its workflows on this Temporal server.
+    resolve = (args) => cli(['payout:resolve', ...args], process.env.DATABASE_URL!, { ...config, TEMPORAL_ADDRESS: temporal.connection.options.address });
+  });
+  after(async () => {
+    const { client } = await localTemporal();
+    const em = app.deps.orm.em.fork();
+    await terminateWorkflows(client, [
+      ...CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]),
+      ...(await em.find(PayoutTrip, { organization: org.organizationId })).map((trip) => payoutTripFlow.workflowId({ tripId: trip.id })),
+      ...(await em.find(PayoutRefund, { organization: org.organizationId })).map((refund) => payoutRefundFlow.workflowId({ refundId: refund.id })),
+    ]);
+    worker?.shutdown();
+    await running;
+    await app?.close();
+  });
+
+  const call = (method: string, path: string, body?: unknown) => app.request(method, path, { key: org.secret, body });
+  const sats = async () => (await readBalances(app.deps.orm.em.fork(), org.organizationId, 'sandbox')).find((balance) => balance.currency === 'sat')!.available;
+
+  /** A BTC payout to M-Pesa underpaid beyond the margin: 0.002 of 0.005 BTC, confirmed; held for an operator. */
+  async function heldTrip(refundAddress?: string) {
+    const offer = await call('POST', '/payouts/quotes', { fromAsset: 'BTC', chain: 'bitcoin', amount: '0.005', toCurrency: 'KES', country: 'KE', paymentMethod: 'mobile_money' });
+    assert.equal(offer.status, 201, offer.text);
+    const beneficiary = { type: 'mobile_money', phoneNumber: '+254712345678', network: 'MPESA', accountName: 'Wanjiru Kamau' };
+    const trip = await call('POST', '/payouts/initialize', { quoteId: offer.body.quoteId, reference: `held-${randomUUID()}`, beneficiary, ...(refundAddress ? { refundAddress } : {}) });
+    assert.equal(trip.status, 201, trip.text);
+    assert.equal((await call('POST', `/v1/sandbox/payouts/trips/${trip.body.tripId}/deposit`, { amount: '0.002', confirmations: 2 })).status, 201);
+    await eventually(async () => ((await call('GET', `/payouts/trips/${trip.body.tripId}`)).body.status === 'held' ? true : undefined), 'the trip held');
+    return trip.body.tripId as string;
+  }
+
+  it('credits a held trip once: the trip fails, the balance is credited, the resolution audited; a repeat is refused and moves nothing', async () => {
+    const tripId = await heldTrip();
+    const before = await sats();
+    await assert.rejects(resolve(['--trip', tripId]), /exactly one of --credit or --refund is required/);
+    await assert.rejects(resolve(['--trip', tripId, '--refund']), new RegExp(`Trip ${tripId} has no refund address: resolve it with --credit`));
+    assert.equal(await sats(), before, 'refusals move nothing');
+
+    const resolved = JSON.parse((await resolve(['--trip', tripId, '--credit', '--operator', 'ops@example.com'])).stdout);
+    assert.deepEqual([resolved.trip_id, resolved.status, resolved.resolution, resolved.resolved[0].amount_raw, resolved.resolved[0].currency], [tripId, 'failed', 'credit', '200000', 'sat']);
+    assert.equal((await sats()) - before, 200_000n);
+    const trip = (await call('GET', `/payouts/trips/${tripId}`)).body;
+    assert.deepEqual([trip.status, trip.failure_reason, trip.creditedAmountRaw], ['failed', 'underpaid_beyond_margin', '200000']);
+    const names = trip.timeline.map((entry: { name: string }) => entry.name);
+    assert.deepEqual(names.slice(-3), ['held', 'failed', 'resolved_by_operator']);
+    const audit = await app.deps.orm.em.fork().find(PolicyAuditLog, { organization: org.organizationId, action: 'payout_trip_resolved' });
+    const ofTrip = audit.filter((entry) => entry.metadata.trip_id === tripId);
+    assert.equal(ofTrip.length, 1);
+    assert.deepEqual([ofTrip[0]!.actorName, ofTrip[0]!.id], ['ops@example.com', resolved.audit_log_id]);
+    assert.deepEqual(ofTrip[0]!.changes, { status: ['held', 'failed'] });
+
+    await assert.rejects(resolve(['--trip', tripId, '--credit']), new RegExp(`Trip ${tripId} is already resolved \\(credit at`));
+    await assert.rejects(resolve(['--trip', tripId, '--refund']), /already resolved/);
+    assert.equal((await sats()) - before, 200_000n, 'credited once');
+  });
+
+  it('refunds a held trip to its refund address, followed to refunded once mined; a repeat is refused', async () => {
+    const vault = await call('POST', '/v1/vaults', { name: 'Refunds' });
+    const wallet = await call('POST', '/v1/wallets', { name: 'Refunds', chain: 'bitcoin', vault_id: vault.body.id });
+    const tripId = await heldTrip(wallet.body.primary_address.address);
+    const before = await sats();
+    const resolved = JSON.parse((await resolve(['--trip', tripId, '--refund'])).stdout);
+    assert.deepEqual([resolved.status, resolved.resolution], ['failed', 'refund']);
+    const refundId = resolved.resolved[0].refund_id as string;
+    const pending = (await call('GET', `/payouts/trips/${tripId}`)).body;
+    assert.deepEqual(
+      pending.refunds.map((refund: { refundId: string; status: string; amountRaw: string; toAddress: string }) => [refund.refundId, refund.status, refund.amountRaw, refund.toAddress]),
+      [[refundId, 'refund_pending', '200000', wallet.body.primary_address.address]],
+    );
+    await assert.rejects(resolve(['--trip', tripId, '--refund']), /already resolved/);
+
+    const refunded = await mineRefund(app, org.secret, tripId, resolved.resolved[0].transaction_id);
+    assert.deepEqual(refunded.timeline.map((entry: { name: string }) => entry.name).slice(-4), ['refund_pending', 'failed', 'resolved_by_operator', 'refunded']);
+    assert.equal(await sats(), before, 'refunded, not credited');
+  });
+
+  it('refuses a trip that holds nothing and one that does not exist, with one clear line', async () => {
+    const offer = await call('POST', '/payouts/quotes', { fromAsset: 'BTC', chain: 'bitcoin', amount: '0.005', toCurrency: 'KES', country: 'KE', paymentMethod: 'mobile_money' });
+    const beneficiary = { type: 'mobile_money', phoneNumber: '+254712345678', network: 'MPESA', accountName: 'Wanjiru Kamau' };
+    const trip = await call('POST', '/payouts/initialize', { quoteId: offer.body.quoteId, reference: `running-${randomUUID()}`, beneficiary });
+    await assert.rejects(resolve(['--trip', trip.body.tripId, '--credit']), new RegExp(`Trip ${trip.body.tripId} is awaiting_deposit: it is still running and holds nothing to resolve.`));
+    const missing = randomUUID();
+    await assert.rejects(resolve(['--trip', missing, '--credit']), new RegExp(`No such payout trip: '${missing}'`));
   });
 });

@@ -22,3 +22,4 @@ export { fundSponsorshipWorkflow } from './fund-sponsorship';
 export { consolidationRunWorkflow } from './consolidation-run';
 export { consolidationScheduleWorkflow } from './consolidation-schedule';
 export { payoutTripWorkflow } from './payout-trip';
+export { payoutRefundWorkflow } from './payout-refund';

@@ -29,8 +29,8 @@ export interface PendingWorkReconcilerInput {
 
 /**
  * Started every ten minutes by the `pending-work-reconciler` Schedule: any pending card, card
- * transaction, Lightning payment, send, sponsorship, consolidation run or payout trip whose workflow
- * is not running is started again. It pages through every pending row of every source, oldest
+ * transaction, Lightning payment, send, sponsorship, consolidation run, payout trip or payout
+ * refund whose workflow is not running is started again. It pages through every pending row of every source, oldest
  * first, a page per activity, continuing as new every `pagesPerRun` pages; its result lists what it
  * restarted, so the run itself shows what it found.
  */

@@ -13,7 +13,7 @@ import { OrganizationSeed } from '../keys/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
 import { ChainScanCursor, IncomingTransfer, LedgerDrift, OutgoingTransfer, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
-import { PayoutDeposit, PayoutQuote, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
+import { PayoutDeposit, PayoutQuote, PayoutRefund, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
 import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
 import { OutgoingTransaction, WalletOutput } from '../transactions/entities';
 
@@ -69,6 +69,7 @@ export const entities = [
   PayoutTrip,
   PayoutTripTransition,
   PayoutDeposit,
+  PayoutRefund,
   SandboxRailInstruction,
   LightningInvoice,
   WorkflowStart,

@@ -60,6 +60,8 @@ export const EVENT_TYPES = [
   { type: 'payouts.withdrawal.success', description: 'A payout was delivered to the beneficiary.' },
   { type: 'payouts.withdrawal.failed', description: 'A payout was rejected at delivery or blocked by compliance or risk.' },
   { type: 'payouts.withdrawal.expired', description: 'A payout quote expired with no payment detected; the payout was cancelled.' },
+  { type: 'payouts.refund.refunded', description: "A payout's refund settled on chain at the refund address." },
+  { type: 'payouts.refund.failed', description: "A payout's refund could not be made; its money is held for an operator." },
   { type: 'withdrawal.processing', description: 'Payout stage: the withdrawal to the rail started.' },
   { type: 'withdrawal.success', description: 'Payout stage: the withdrawal to the rail succeeded.' },
   { type: 'withdrawal.failed', description: 'Payout stage: the withdrawal to the rail failed.' },

@@ -277,12 +277,78 @@ export class PayoutDeposit {
   @Enum({ items: () => DEPOSIT_RESOLUTIONS, nativeEnumName: 'payout_deposit_resolution', nullable: true })
   resolution?: DepositResolution | null;
 
-  /** A refund's send from the desk. */
-  @ManyToOne(() => OutgoingTransaction, { deleteRule: 'restrict', nullable: true })
-  refundTransaction?: OutgoingTransaction | null;
+  /** The refund that returns it (resolution `refund`). */
+  @ManyToOne(() => PayoutRefund, { deleteRule: 'restrict', nullable: true })
+  refund?: PayoutRefund | null;
 
   @Property({ type: 'timestamptz', nullable: true })
   resolvedAt?: Date | null;
+}
+
+/**
+ * A refund's states: refund_pending while its send is on its way (a send proven failed is replaced
+ * by a new one, PAYOUT_REFUND_ATTEMPTS in all); refunded once a send settled on chain; refund_failed
+ * when the last send failed or a new one was refused: its deposits are then held for an operator.
+ */
+export const REFUND_STATUSES = ['refund_pending', 'refunded', 'refund_failed'] as const;
+export type RefundStatus = (typeof REFUND_STATUSES)[number];
+/** What a refund returns: an underpayment beyond the margin, or a payment that came late. */
+export const REFUND_REASONS = ['underpayment', 'late_payment'] as const;
+export type RefundReason = (typeof REFUND_REASONS)[number];
+
+/**
+ * Money sent back from the payout desk to a trip's refund address, followed by `payout-refund-<id>`
+ * until a send of it settles or the attempts are spent. `transaction` is its current send.
+ */
+@Entity({ tableName: 'payout_refunds' })
+@Index({ properties: ['trip'] })
+@Index({ properties: ['status', 'createdAt'] })
+export class PayoutRefund {
+  [OptionalProps]?: 'status' | 'attempts' | 'createdAt';
+
+  @PrimaryKey({ type: 'uuid' })
+  id: string = uuid();
+
+  /** The trip's organization and environment (the desk's send is the service's, the refund the trip's). */
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  @ManyToOne(() => PayoutTrip, { deleteRule: 'cascade' })
+  trip!: PayoutTrip;
+
+  @Enum({ items: () => REFUND_REASONS, nativeEnumName: 'payout_refund_reason' })
+  reason!: RefundReason;
+
+  /** The catalogue's asset id of what is returned (a late payment may be in another asset than the trip's). */
+  @Property({ type: 'text' })
+  assetId!: string;
+
+  /** Base units returned; on a native coin the send's fee comes out of it. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  amount!: string;
+
+  @Enum({ items: () => REFUND_STATUSES, nativeEnumName: 'payout_refund_status' })
+  status: RefundStatus = 'refund_pending';
+
+  @ManyToOne(() => OutgoingTransaction, { deleteRule: 'restrict' })
+  transaction!: OutgoingTransaction;
+
+  /** Sends made for it, the current one included. */
+  @Property({ type: 'integer', default: 1 })
+  attempts: number = 1;
+
+  /** Why it ended refund_failed: the last send's failure reason, or `refused:<code>` for a new send the desk could not make. */
+  @Property({ type: 'text', nullable: true })
+  failureReason?: string | null;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', nullable: true })
+  completedAt?: Date | null;
 }
 
 export const RAIL_OUTCOMES = ['success', 'failed', 'blocked', 'unknown'] as const;

@@ -2,7 +2,7 @@ import { assetById, findChain, networkFor } from '../catalogue/service';
 import { toDisplay } from '../shared/money';
 import { iso, isoOrNull } from '../shared/time';
 import { toFiatDisplay } from './corridors';
-import type { Beneficiary, PayoutTrip, PayoutTripTransition } from './entities';
+import type { Beneficiary, PayoutRefund, PayoutTrip, PayoutTripTransition } from './entities';
 
 /** The beneficiary as shown back: a bank account number keeps its last four digits, as card and bank APIs do. */
 function presentBeneficiary(beneficiary: Beneficiary) {
@@ -57,10 +57,31 @@ export function presentTrip(trip: PayoutTrip) {
   };
 }
 
-/** A trip with its timeline: every status it reached and every movement of its money, in order. */
-export function presentTripWithTimeline(trip: PayoutTrip, timeline: PayoutTripTransition[]) {
+/** A refund of the trip, its current send loaded. */
+export function presentRefund(refund: PayoutRefund) {
+  const asset = assetById(refund.assetId);
+  return {
+    refundId: refund.id,
+    status: refund.status,
+    reason: refund.reason,
+    assetId: asset.id,
+    amount: toDisplay(refund.amount, asset.decimals),
+    amountRaw: refund.amount,
+    toAddress: refund.transaction.toAddress,
+    transactionId: refund.transaction.id,
+    txHash: refund.transaction.txHash ?? null,
+    attempts: refund.attempts,
+    failure_reason: refund.failureReason ?? null,
+    createdAt: iso(refund.createdAt),
+    completedAt: isoOrNull(refund.completedAt),
+  };
+}
+
+/** A trip with its refunds and its timeline: every status it reached and every movement of its money, in order. */
+export function presentTripWithTimeline(trip: PayoutTrip, timeline: PayoutTripTransition[], refunds: PayoutRefund[]) {
   return {
     ...presentTrip(trip),
+    refunds: refunds.map(presentRefund),
     timeline: timeline.map((entry) => ({
       name: entry.name,
       at: iso(entry.occurredAt),

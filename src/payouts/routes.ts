@@ -20,6 +20,7 @@ import {
   TripParams,
 } from './schemas';
 import { createQuote, presentQuote } from './quotes';
+import { tripRefunds } from './refunds';
 import { findTrip, findTripByReference, initializeTrip, listTrips, tripTimeline } from './trips';
 
 export function registerPayoutRoutes(routes: RouteRegistry): void {
@@ -55,7 +56,7 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     response: { status: 201, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
     handler: async ({ auth, em, body, deps }) => {
       const trip = await initializeTrip(em, { keys: deps.keys, config: deps.config }, auth, body);
-      return { status: 201, body: presentTripWithTimeline(trip, await tripTimeline(em, trip)) };
+      return { status: 201, body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip)) };
     },
   });
 
@@ -90,7 +91,7 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
     handler: async ({ auth, em, params }) => {
       const trip = await findTripByReference(em, auth, params.reference);
-      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip)) };
+      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip)) };
     },
   });
 
@@ -105,7 +106,7 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
     handler: async ({ auth, em, params }) => {
       const trip = await findTrip(em, auth, params.tripId);
-      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip)) };
+      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip)) };
     },
   });
 

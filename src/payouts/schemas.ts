@@ -2,7 +2,7 @@ import { ASSETS, CHAIN_IDS } from '../catalogue/service';
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { CORRIDORS, SOURCE_ASSETS } from './corridors';
-import { PAYMENT_METHODS, RAIL_OUTCOMES, TRIP_STATUSES } from './entities';
+import { PAYMENT_METHODS, RAIL_OUTCOMES, REFUND_REASONS, REFUND_STATUSES, TRIP_STATUSES } from './entities';
 
 /**
  * Document-only hints of what the quote service accepts (it answers 400 unsupported_asset or
@@ -138,10 +138,32 @@ export const PayoutTripObject = z
   })
   .openapi('PayoutTrip');
 
+export const PayoutRefundObject = z
+  .object({
+    refundId: z.uuid(),
+    status: z.enum(REFUND_STATUSES).openapi({ description: 'refund_pending while its send is on its way (a failed send is replaced by a new one, PAYOUT_REFUND_ATTEMPTS in all); refunded once a send settled; refund_failed when none could be made: the money is held for an operator' }),
+    reason: z.enum(REFUND_REASONS),
+    assetId: z.string(),
+    amount: DisplayAmount.openapi({ description: 'Returned; on a native coin the fee comes out of it' }),
+    amountRaw: BaseUnitAmount,
+    toAddress: z.string(),
+    transactionId: z.uuid().openapi({ description: 'The current send (GET /v1/transactions/:id is the desk\'s, not yours)' }),
+    txHash: z.string().nullable(),
+    attempts: z.number().int().openapi({ description: 'Sends made, the current one included' }),
+    failure_reason: z.string().nullable(),
+    createdAt: Timestamp,
+    completedAt: Timestamp.nullable(),
+  })
+  .openapi('PayoutRefund');
+
 export const PayoutTripWithTimeline = PayoutTripObject.extend({
+  refunds: z.array(PayoutRefundObject).openapi({ description: 'Money sent back to refundAddress (an underpayment beyond the margin, late payments), oldest first' }),
   timeline: z.array(
     z.object({
-      name: z.string().openapi({ description: 'A status (awaiting_deposit, funded, processing, success, failed, expired, held) or a movement of the money (asset_confirmed, excess_credited, late_payment_received, late_payment_refunded...)' }),
+      name: z.string().openapi({
+        description:
+          'A status (awaiting_deposit, funded, processing, success, failed, expired, held) or a movement of the money (asset_confirmed, excess_credited, late_payment_received, refund_pending, refund_retried, refunded, refund_failed, resolved_by_operator...)',
+      }),
       at: Timestamp,
       elapsedMs: z.number().int().openapi({ description: 'Since the trip was initialized' }),
       details: z.record(z.string(), z.unknown()),

@@ -1,25 +1,22 @@
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { BalanceCurrency } from '../balances/entities';
 import { applyBalanceEntry } from '../balances/service';
 import { assetById } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
 import type { Config } from '../config';
-import { Address } from '../custody/entities';
 import { emit } from '../events/service';
 import type { EventType } from '../events/event-types';
 import type { KeyService } from '../keys/service';
 import { IncomingTransfer } from '../monitoring/entities';
 import { DomainError } from '../shared/errors';
-import { toDisplay } from '../shared/money';
-import { OutgoingTransaction } from '../transactions/entities';
-import { createTransaction } from '../transactions/service';
-import { deskTenant, deskWallet } from './desk';
-import { FINAL_TRIP_STATUSES, PayoutDeposit, PayoutTrip, type DepositResolution, type TripStatus } from './entities';
+import { deskTenant } from './desk';
+import { FINAL_TRIP_STATUSES, PayoutDeposit, PayoutTrip, type PayoutRefund, type DepositResolution, type RefundReason, type TripStatus } from './entities';
 import type { FundingState, LateResolution, RailState, Settlement } from './flows/trip';
 import { presentTrip } from './presenters';
 import { RailOutcomeUnknownError, railFor } from './rails';
+import { startRefund } from './refunds';
 import { recordTransition } from './timeline';
+import { lockTrip } from './trips';
 
 export interface SettlementDeps {
   config: Config;
@@ -47,11 +44,7 @@ export function creditCurrencyOf(assetId: string): BalanceCurrency {
   throw new Error(`${assetId} is not a payout asset`);
 }
 
-async function lockTrip(em: EntityManager, tripId: string): Promise<PayoutTrip> {
-  return em.findOneOrFail(PayoutTrip, { id: tripId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, populate: ['quote'] });
-}
-
-async function announce(em: EntityManager, trip: PayoutTrip, type: EventType, key: string = type): Promise<void> {
+export async function announce(em: EntityManager, trip: PayoutTrip, type: EventType, key: string = type): Promise<void> {
   const data = presentTrip(trip);
   const scope = { organizationId: trip.organization.id, environment: trip.environment };
   await emit(em, { ...scope, type, data, dedupeKey: `${key}:${trip.id}` });
@@ -60,7 +53,7 @@ async function announce(em: EntityManager, trip: PayoutTrip, type: EventType, ke
 }
 
 /** Moves the trip to `status`, on its timeline too; a final status stamps completedAt. */
-async function moveTo(em: EntityManager, trip: PayoutTrip, status: TripStatus, details: Record<string, unknown> = {}): Promise<void> {
+export async function moveTo(em: EntityManager, trip: PayoutTrip, status: TripStatus, details: Record<string, unknown> = {}): Promise<void> {
   trip.status = status;
   if (FINAL_TRIP_STATUSES.includes(status)) trip.completedAt ??= new Date();
   await em.flush();
@@ -68,7 +61,7 @@ async function moveTo(em: EntityManager, trip: PayoutTrip, status: TripStatus, d
 }
 
 /** Credits base units of the trip's asset to the organization's balance, once per (reason, id). */
-async function creditOrganization(em: EntityManager, trip: PayoutTrip, amount: bigint, reference: { type: string; id: string }): Promise<void> {
+export async function creditOrganization(em: EntityManager, trip: PayoutTrip, amount: bigint, reference: { type: string; id: string }): Promise<void> {
   if (amount <= 0n) return;
   await applyBalanceEntry(em, {
     organizationId: trip.organization.id,
@@ -203,20 +196,15 @@ export async function settleTrip(deps: SettlementDeps, tripId: string): Promise<
       trip.payoutAmount = ((toAmount * received) / quoted).toString();
     } else {
       const deposits = (await em.find(PayoutDeposit, { trip, role: 'funding', droppedAt: null })).filter((deposit) => deposit.confirmedAt);
-      const resolution = await resolveFunds(em, deps, trip, deps.config.PAYOUT_UNDERPAYMENT_RESOLUTION, received, { type: 'payout_trip_underpaid', id: trip.id }, deposits);
-      const details = { amount_received_raw: received.toString(), amount_to_send_raw: quoted.toString(), resolution: resolution.resolution };
-      if (resolution.resolution === 'hold') {
-        trip.holdReason = resolution.reason ?? 'underpaid_beyond_margin';
-        await moveTo(em, trip, 'held', details);
+      const details = { amount_received_raw: received.toString(), amount_to_send_raw: quoted.toString() };
+      const outcome = await resolveFunds(em, deps, trip, deps.config.PAYOUT_UNDERPAYMENT_RESOLUTION, underpaidFunds(trip, deposits, details));
+      if (outcome.resolution === 'hold') {
+        trip.holdReason = outcome.reason ?? 'underpaid_beyond_margin';
+        await moveTo(em, trip, 'held', { ...details, resolution: 'hold' });
         return { next: 'done', status: trip.status };
       }
-      trip.failureReason = 'underpaid_beyond_margin';
-      await recordTransition(em, trip, resolution.resolution === 'refund' ? 'underpayment_refunded' : 'underpayment_credited', 'underpayment_resolved', {
-        ...details,
-        ...(resolution.transactionId ? { transaction_id: resolution.transactionId } : {}),
-      });
-      await moveTo(em, trip, 'failed', { failure_reason: trip.failureReason });
-      await announce(em, trip, 'payouts.withdrawal.failed');
+      if (outcome.resolution === 'credit') await recordTransition(em, trip, 'underpayment_credited', 'underpayment_resolved', { ...details, resolution: 'credit' });
+      await failUnderpaid(em, trip);
       return { next: 'done', status: trip.status };
     }
     trip.rail = railFor(trip.environment, trip.quote.paymentMethod).name;
@@ -297,16 +285,15 @@ export async function resolveLateDeposits(deps: SettlementDeps, tripId: string):
         waiting += 1;
         continue;
       }
-      const transfer = await em.findOneOrFail(IncomingTransfer, { id: deposit.incomingTransferId });
-      const configured = transfer.assetId === trip.assetId ? deps.config.PAYOUT_LATE_PAYMENT_RESOLUTION : 'hold';
-      const outcome = await resolveFunds(em, deps, trip, configured, BigInt(deposit.amount), { type: 'payout_late_deposit', id: deposit.id }, [deposit], transfer.assetId);
-      await recordTransition(em, trip, `late_payment_${outcome.resolution === 'refund' ? 'refunded' : outcome.resolution === 'credit' ? 'credited' : 'held'}`, `late:${deposit.id}`, {
-        tx_hash: deposit.txid,
-        amount_raw: deposit.amount,
-        asset_id: transfer.assetId,
-        ...(outcome.transactionId ? { transaction_id: outcome.transactionId } : {}),
-        ...(outcome.reason ? { reason: outcome.reason } : {}),
-      });
+      const funds = await lateFunds(em, deposit);
+      const configured = funds.assetId === trip.assetId ? deps.config.PAYOUT_LATE_PAYMENT_RESOLUTION : 'hold';
+      const outcome = await resolveFunds(em, deps, trip, configured, funds);
+      if (outcome.resolution !== 'refund') {
+        await recordTransition(em, trip, `late_payment_${outcome.resolution === 'credit' ? 'credited' : 'held'}`, `late:${deposit.id}`, {
+          ...funds.details,
+          ...(outcome.reason ? { reason: outcome.reason } : {}),
+        });
+      }
       resolved.push({ depositId: deposit.id, resolution: outcome.resolution });
     }
     await em.flush();
@@ -314,73 +301,84 @@ export async function resolveLateDeposits(deps: SettlementDeps, tripId: string):
   });
 }
 
-/**
- * Money the trip will not pay out: refunded on chain from the desk to the trip's refund address
- * (the fee out of the amount where the chain's fee is in that asset), credited to the organization's
- * balance, or held. A refund that cannot be made (no refund address, the desk cannot pay its fee)
- * is held instead, with the reason: money is never left unaccounted.
- */
-async function resolveFunds(
-  em: EntityManager,
-  deps: SettlementDeps,
-  trip: PayoutTrip,
-  configured: DepositResolution,
-  amount: bigint,
-  reference: { type: string; id: string },
-  deposits: PayoutDeposit[],
-  assetId = trip.assetId,
-): Promise<{ resolution: DepositResolution; transactionId?: string; reason?: string }> {
-  let outcome: { resolution: DepositResolution; transactionId?: string; reason?: string } = { resolution: 'hold', ...(assetId !== trip.assetId ? { reason: 'unexpected_asset' } : {}) };
-  if (configured === 'credit') {
-    await creditOrganization(em, trip, amount, reference);
-    outcome = { resolution: 'credit' };
-  } else if (configured === 'refund') {
-    if (!trip.refundAddress) {
-      outcome = { resolution: 'hold', reason: 'no_refund_address' };
-    } else {
-      try {
-        const transactionId = await refund(em, deps, trip, amount, reference, assetId);
-        outcome = { resolution: 'refund', transactionId };
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        outcome = { resolution: 'hold', reason: `refund_refused:${error.code}` };
-      }
-    }
-  }
-  const now = new Date();
-  for (const deposit of deposits) {
-    deposit.resolution = outcome.resolution;
-    deposit.resolvedAt = now;
-    if (outcome.transactionId) deposit.refundTransaction = em.getReference(OutgoingTransaction, outcome.transactionId);
-  }
-  await em.flush();
-  return outcome;
+/** Money of a trip held, refunded or credited as one: an underpayment's funding deposits, or one late deposit. */
+export interface TripFunds {
+  amount: bigint;
+  assetId: string;
+  /** The balance journal's reference of a credit, unique per funds. */
+  reference: { type: string; id: string };
+  deposits: PayoutDeposit[];
+  refundReason: RefundReason;
+  /** What the timeline says of these funds. */
+  details: Record<string, unknown>;
 }
 
-/** A send from the trip's deposit address back to its refund address, in a savepoint so that a refusal leaves the transaction usable. */
-async function refund(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip, amount: bigint, reference: { type: string; id: string }, assetId: string): Promise<string> {
-  const desk = await deskTenant(em, deps.config, trip.environment);
-  const wallet = await deskWallet(em, deps.keys, desk, trip.chain);
-  const from = await em.findOneOrFail(Address, { id: trip.depositAddressRecord.id }, { populate: ['wallet'] });
-  const asset = assetById(assetId);
-  return em.transactional(async (savepoint) => {
-    const sent = await createTransaction(
-      savepoint,
-      deps.config,
-      deps.chains,
-      // The service's own desk: no key of the organization's set this refund up.
-      { ...desk, automationRuleId: `payout-trip-${trip.id}`, actorKeyId: null },
-      {
-        wallet_id: wallet.id,
-        to_address: trip.refundAddress!,
-        amount: toDisplay(amount, asset.decimals),
-        asset: asset.id,
-        // Native coins pay their own fee out of the refund; a token's fee is the desk's native coin.
-        treat_as_gross_amount: asset.type === 'native',
-        note: `Refund of payout trip ${trip.id} (${reference.type} ${reference.id})`,
-      },
-      { operationType: 'payout_refund', fromAddress: from },
-    );
-    return sent.id;
-  });
+/** An underpayment beyond the margin: what the confirmed funding deposits add up to. */
+export function underpaidFunds(trip: PayoutTrip, deposits: PayoutDeposit[], details: Record<string, unknown>): TripFunds {
+  return { amount: sum(deposits), assetId: trip.assetId, reference: { type: 'payout_trip_underpaid', id: trip.id }, deposits, refundReason: 'underpayment', details };
+}
+
+/** One late deposit, in whatever asset it came. */
+export async function lateFunds(em: EntityManager, deposit: PayoutDeposit): Promise<TripFunds> {
+  const transfer = await em.findOneOrFail(IncomingTransfer, { id: deposit.incomingTransferId });
+  return {
+    amount: BigInt(deposit.amount),
+    assetId: transfer.assetId,
+    reference: { type: 'payout_late_deposit', id: deposit.id },
+    deposits: [deposit],
+    refundReason: 'late_payment',
+    details: { tx_hash: deposit.txid, amount_raw: deposit.amount, asset_id: transfer.assetId },
+  };
+}
+
+/** An underpayment credited or refunded: the payout failed (payouts.withdrawal.failed). */
+export async function failUnderpaid(em: EntityManager, trip: PayoutTrip): Promise<void> {
+  trip.failureReason = 'underpaid_beyond_margin';
+  await moveTo(em, trip, 'failed', { failure_reason: trip.failureReason });
+  await announce(em, trip, 'payouts.withdrawal.failed');
+}
+
+/**
+ * Money the trip will not pay out, as configured: refunded on chain from the desk to the trip's
+ * refund address (followed by its own workflow), credited to the organization's balance, or held.
+ * A refund that cannot be made (no refund address, the desk cannot send it) is held instead, with
+ * the reason: money is never left unaccounted.
+ */
+async function resolveFunds(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip, configured: DepositResolution, funds: TripFunds): Promise<{ resolution: DepositResolution; reason?: string }> {
+  if (configured === 'refund' && !trip.refundAddress) {
+    await applyResolution(em, deps, trip, 'hold', funds);
+    return { resolution: 'hold', reason: 'no_refund_address' };
+  }
+  try {
+    await applyResolution(em, deps, trip, configured, funds);
+    return { resolution: configured, ...(configured === 'hold' && funds.assetId !== trip.assetId ? { reason: 'unexpected_asset' } : {}) };
+  } catch (error) {
+    if (!(error instanceof DomainError) || configured !== 'refund') throw error;
+    await applyResolution(em, deps, trip, 'hold', funds);
+    return { resolution: 'hold', reason: `refund_refused:${error.code}` };
+  }
+}
+
+/** Credits, refunds (throwing the send's DomainError when the desk cannot make it) or holds `funds`, and marks its deposits so. */
+export async function applyResolution(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip, resolution: DepositResolution, funds: TripFunds): Promise<PayoutRefund | null> {
+  let refund: PayoutRefund | null = null;
+  if (resolution === 'credit') await creditOrganization(em, trip, funds.amount, funds.reference);
+  if (resolution === 'refund') {
+    refund = await startRefund(em, deps, trip, {
+      reason: funds.refundReason,
+      assetId: funds.assetId,
+      amount: funds.amount,
+      purpose: `${funds.reference.type} ${funds.reference.id}`,
+      details: funds.details,
+    });
+  }
+  const now = new Date();
+  for (const deposit of funds.deposits) {
+    deposit.resolution = resolution;
+    deposit.resolvedAt = now;
+    // A deposit credited after its refund failed keeps naming that refund.
+    if (refund) deposit.refund = refund;
+  }
+  await em.flush();
+  return refund;
 }

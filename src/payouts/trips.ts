@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { canonicalAddress } from '../chains/addresses';
 import type { Config } from '../config';
@@ -82,6 +83,11 @@ export async function findTrip(em: EntityManager, tenant: Tenant, tripId: string
     : null;
   if (!trip) throw errors.notFound('payout trip', tripId, param);
   return trip;
+}
+
+/** The trip under a row lock, read afresh, its quote loaded: every step that moves a trip's money holds it. */
+export async function lockTrip(em: EntityManager, tripId: string): Promise<PayoutTrip> {
+  return em.findOneOrFail(PayoutTrip, { id: tripId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, populate: ['quote'] });
 }
 
 export async function findTripByReference(em: EntityManager, tenant: Tenant, reference: string): Promise<PayoutTrip> {

@@ -5,17 +5,20 @@ import { CHAIN_IDS } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { tripEvents } from '../support/trip-events';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
-import { PayoutQuote, PayoutTrip } from '../../src/payouts/entities';
+import { PayoutQuote, PayoutRefund, PayoutTrip } from '../../src/payouts/entities';
+import { payoutRefundFlow } from '../../src/payouts/flows/refund';
 import { payoutTripFlow } from '../../src/payouts/flows/trip';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { OrganizationId, ResourceId, ResourceType } from '../../src/temporal/search-attributes';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization, type TestResponse } from '../support/app';
 import { localTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { mineRefund } from '../support/payout-refunds';
 import { terminateWorkflows } from '../support/scanning';
 import { createTestWorker } from '../support/worker';
 
 const NG_BANK = { type: 'bank', accountNumber: '0123456789', bankCode: '058', accountName: 'Ada Obi' };
+const KE_MPESA = { type: 'mobile_money', phoneNumber: '+254712345678', network: 'MPESA', accountName: 'Wanjiru Kamau' };
 const USDT_TRON_TO_NGN = { fromAsset: 'USDT', chain: 'tron', amount: '100', toCurrency: 'NGN', country: 'NG', paymentMethod: 'bank' };
 
 /** Payout quotes and trips end to end: the real API, PostgreSQL, the Temporal dev server with its search attributes, and the devnet. */
@@ -27,7 +30,15 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
   let other: TestOrganization;
   const taskQueue = `payouts-${randomUUID()}`;
   // The trip's workflow ends once the trip does (no late-payment watch), so its whole history can be read.
-  const config = { TEMPORAL_TASK_QUEUE: taskQueue, DEVNET_BLOCK_INTERVAL_SECONDS: '3600', CHAIN_SCAN_INTERVAL_SECONDS: '0.2', CHAIN_CONFIRMATIONS_TRON: '2', PAYOUT_LATE_PAYMENT_WATCH_HOURS: '0' };
+  const config = {
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    DEVNET_BLOCK_INTERVAL_SECONDS: '3600',
+    CHAIN_SCAN_INTERVAL_SECONDS: '0.2',
+    CHAIN_CONFIRMATIONS_TRON: '2',
+    CHAIN_CONFIRMATIONS_BITCOIN: '2',
+    PAYOUT_LATE_PAYMENT_WATCH_HOURS: '0',
+    PAYOUT_UNDERPAYMENT_RESOLUTION: 'refund',
+  };
 
   before(async () => {
     app = await startTestApp({ config });
@@ -42,6 +53,7 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     await terminateWorkflows(client, [
       ...CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]),
       ...trips.map((trip) => payoutTripFlow.workflowId({ tripId: trip.id })),
+      ...(await app.deps.orm.em.fork().find(PayoutRefund, {})).map((refund) => payoutRefundFlow.workflowId({ refundId: refund.id })),
     ]);
     worker?.shutdown();
     await running;
@@ -95,6 +107,7 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     assert.equal(done.payoutAmount, offer.toAmount);
     assert.equal(done.rail, 'sandbox_bank');
     assert.equal(done.failure_reason, null);
+    assert.deepEqual(done.refunds, [], 'nothing to refund');
     assert.ok(done.assetReceivedAt && done.assetConfirmedAt && done.completedAt);
     assert.equal(done.timeToFinishMs, Date.parse(done.completedAt) - Date.parse(done.createdAt));
     const names = done.timeline.map((entry: { name: string }) => entry.name);
@@ -137,6 +150,40 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
       [...new Set(activities)],
       ['openPayoutTrip', 'watchPayoutTripFunding', 'settlePayoutTrip', 'payPayoutTrip', 'finishPayoutTrip', 'resolveLatePayoutDeposits'],
     );
+  });
+
+  it('refunds an underpayment beyond the margin (PAYOUT_UNDERPAYMENT_RESOLUTION=refund): refund_pending on the failed trip, refunded once its send is mined', async () => {
+    const vault = await call('POST', '/v1/vaults', { name: 'Refunds' });
+    const wallet = await call('POST', '/v1/wallets', { name: 'Refunds', chain: 'bitcoin', vault_id: vault.body.id });
+    const refundAddress = wallet.body.primary_address.address as string;
+    const offer = await quote({ fromAsset: 'BTC', chain: 'bitcoin', amount: '0.005', toCurrency: 'KES', country: 'KE', paymentMethod: 'mobile_money' });
+    const started = await call('POST', '/payouts/initialize', { quoteId: offer.quoteId, reference: `refund-${randomUUID()}`, beneficiary: KE_MPESA, refundAddress });
+    assert.equal(started.status, 201, started.text);
+    const trip = started.body;
+    assert.deepEqual(trip.refunds, []);
+    assert.equal((await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/deposit`, { amount: '0.002', confirmations: 2 })).status, 201);
+    const failed = await eventually(async () => {
+      const read = await call('GET', `/payouts/trips/${trip.tripId}`);
+      return read.body.status === 'failed' ? read.body : undefined;
+    }, 'the underpaid trip failed');
+    assert.equal(failed.failure_reason, 'underpaid_beyond_margin');
+    assert.equal(failed.refunds.length, 1);
+    const [pending] = failed.refunds;
+    assert.deepEqual([pending.status, pending.reason, pending.assetId, pending.amountRaw, pending.toAddress, pending.attempts], ['refund_pending', 'underpayment', 'BTC', '200000', refundAddress, 1]);
+    assert.equal(pending.completedAt, null);
+
+    const refunded = await mineRefund(app, org.secret, trip.tripId, pending.transactionId);
+    assert.equal(refunded.refunds[0].transactionId, pending.transactionId, 'the first send settled');
+    assert.ok(refunded.refunds[0].txHash && refunded.refunds[0].completedAt);
+    assert.equal(refunded.creditedAmount, null, 'refunded, not credited');
+    const names = refunded.timeline.map((entry: { name: string }) => entry.name);
+    assert.deepEqual(names.slice(-3), ['refund_pending', 'failed', 'refunded']);
+    const entry = refunded.timeline.find((each: { name: string }) => each.name === 'refunded');
+    assert.equal(entry.details.refund_id, pending.refundId);
+    assert.equal(entry.details.tx_hash, refunded.refunds[0].txHash);
+    assert.deepEqual(await call('GET', `/payouts/fetch/${trip.reference}`).then((read) => read.body.refunds), refunded.refunds);
+    const announced = (await tripEvents(app.deps.orm.em.fork(), org.organizationId, trip.tripId)).find((event) => event.type === 'payouts.refund.refunded');
+    assert.deepEqual((announced?.data as { refund: unknown } | undefined)?.refund, refunded.refunds[0], 'announced with the refund');
   });
 
   it('fails a trip whose rail the sandbox sets to fail, with failure_reason on the trip and its fetch', async () => {

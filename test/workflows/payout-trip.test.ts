@@ -6,18 +6,23 @@ import type { AuthContext } from '../../src/api-keys/auth-context';
 import { readBalances } from '../../src/balances/service';
 import type { ChainId } from '../../src/catalogue/service';
 import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { ChainNodes } from '../../src/chains/nodes';
+import { TransactionRejectedError, type ChainProvider } from '../../src/chains/provider';
+import type { Environment } from '../../src/api-keys/entities';
 import { Event } from '../../src/events/entities';
 import { scanChain } from '../../src/monitoring/scanner';
 import { simulateDeposit } from '../../src/monitoring/sandbox';
 import { Organization } from '../../src/organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutTrip, PayoutTripTransition, SandboxRailInstruction, type PaymentMethod } from '../../src/payouts/entities';
+import { payoutRefundFlow } from '../../src/payouts/flows/refund';
 import { payoutTripFlow } from '../../src/payouts/flows/trip';
+import { resolveHeldFunds } from '../../src/payouts/resolution';
 import { deskOrganizationId } from '../../src/payouts/desk';
 import { Policy, PolicyAuditLog, PolicyRule } from '../../src/policies/entities';
 import { workflowBundle, type ServiceWorkers } from '../../src/worker-setup';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
+import { releaseTimeSkippingTemporal, testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { tripEvents } from '../support/trip-events';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
@@ -50,13 +55,13 @@ const BTC_TO_KES: QuoteTerms = { assetId: 'BTC', chain: 'bitcoin', fromAmount: 1
  * One app and worker with its own payout settings (the resolutions are read by the activities), on
  * the time-skipping server; the devnet is driven by hand: deposits recorded, blocks mined and scanned.
  */
-function withPayoutSettings(title: string, settings: Record<string, string>, body: (context: () => Context) => void) {
+function withPayoutSettings(title: string, settings: Record<string, string>, body: (context: () => Context) => void, nodes?: (config: Record<string, string>) => Promise<ChainNodes>) {
   describe(title, () => {
-    withContext(settings, body);
+    withContext(settings, body, nodes);
   });
 }
 
-function withContext(settings: Record<string, string>, body: (context: () => Context) => void) {
+function withContext(settings: Record<string, string>, body: (context: () => Context) => void, nodes?: (config: Record<string, string>) => Promise<ChainNodes>) {
   let context: Context;
   const taskQueue = `payout-trip-${randomUUID()}`;
   const config = {
@@ -75,7 +80,7 @@ function withContext(settings: Record<string, string>, body: (context: () => Con
     const app = await startTestApp({ config, temporal: env });
     const org = await createTestOrganization('Payout trips');
     // No workflow cache: a stopped worker leaves no sticky queue behind, whose timeout the time-skipping server would wait out.
-    ({ worker } = await createTestWorker(env, taskQueue, config, 0));
+    ({ worker } = await createTestWorker(env, taskQueue, config, 0, nodes ? { chains: await nodes(config) } : {}));
     running = worker.run();
     context = new Context(env, app, org);
   });
@@ -160,6 +165,17 @@ class Context {
     return this.env.client.workflow.getHandle(payoutTripFlow.workflowId({ tripId }));
   }
 
+  refundHandle(refundId: string) {
+    return this.env.client.workflow.getHandle(payoutRefundFlow.workflowId({ refundId }));
+  }
+
+  /** The trip as `GET /payouts/trips/:tripId` answers it, refunds and timeline included. */
+  async read(tripId: string) {
+    const response = await this.app.request('GET', `/payouts/trips/${tripId}`, { key: this.org.secret });
+    assert.equal(response.status, 200, response.text);
+    return response.body;
+  }
+
   async trip(tripId: string) {
     return (await this.em()).findOneOrFail(PayoutTrip, { id: tripId }, { populate: ['quote'] });
   }
@@ -183,6 +199,23 @@ class Context {
 
   async balance(currency: 'usdt' | 'sat') {
     return (await readBalances(await this.em(), this.org.organizationId, 'sandbox')).find((balance) => balance.currency === currency)!.available;
+  }
+}
+
+/** The devnet behind a node that refuses every broadcast without taking it (a send fails at its first handing), while `refusing`. */
+class RefusingNodes extends ChainNodes {
+  refusing = false;
+
+  override async provider(chain: ChainId, environment: Environment): Promise<ChainProvider> {
+    const real = await super.provider(chain, environment);
+    const refusing = () => this.refusing;
+    return new Proxy(real, {
+      get(target, property, receiver) {
+        if (property === 'broadcast' && refusing()) return async () => Promise.reject(new TransactionRejectedError('fee_too_low', 'refused: fee_too_low'));
+        const value = Reflect.get(target, property, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
   }
 }
 
@@ -344,7 +377,7 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
       return wallet.body.primary_address.address as string;
     }
 
-    it('refunds a payment that arrives after the trip ended to the refund address, its fee out of the amount (refund)', async () => {
+    it('refunds a payment that arrives after the trip ended to the refund address, its fee out of the amount, and follows the send to refunded', async () => {
       const to = await refundAddress();
       const trip = await context().initialize(BTC_TO_KES, { refundAddress: to });
       await context().deposit(trip, '0.01', 2);
@@ -353,17 +386,34 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
       await context().deposit(trip, '0.002', 2);
       await context().env.sleep('5 minutes');
       const late = await eventually(
-        async () => (await (await context().em()).findOne(PayoutDeposit, { trip: trip.tripId, role: 'late', resolution: 'refund' }, { populate: ['refundTransaction'] })) ?? undefined,
+        async () => (await (await context().em()).findOne(PayoutDeposit, { trip: trip.tripId, role: 'late', resolution: 'refund' }, { populate: ['refund.transaction'] })) ?? undefined,
         'the late payment refunded',
       );
-      // The refund's own send workflow confirms once blocks are mined; the trip's watch ends an hour after it.
+      const pending = await context().read(trip.tripId);
+      assert.deepEqual(
+        pending.refunds.map((refund: { status: string; reason: string; attempts: number }) => [refund.status, refund.reason, refund.attempts]),
+        [['refund_pending', 'late_payment', 1]],
+        'the refund is pending until its send settles',
+      );
+      // The refund's send confirms once blocks are mined; its workflow sees it settled.
       await context().mine('bitcoin', 2);
+      const followed = context().refundHandle(late.refund!.id);
+      assert.equal(await followed.result(), 'refunded');
       assert.equal(await context().handle(trip.tripId).result(), 'success');
-      const refund = late.refundTransaction as OutgoingTransaction;
+      const refund = late.refund!.transaction;
       assert.equal(refund.toAddress, to);
       assert.equal(refund.amount, '200000', 'the whole late payment');
       assert.equal(refund.gross, true, 'its fee out of the amount');
-      assert.deepEqual((await context().timeline(trip.tripId)).slice(-2), ['late_payment_received', 'late_payment_refunded']);
+      const done = await context().read(trip.tripId);
+      assert.equal(done.refunds[0].status, 'refunded');
+      assert.equal(done.refunds[0].transactionId, refund.id);
+      assert.ok(done.refunds[0].txHash && done.refunds[0].completedAt);
+      assert.deepEqual((await context().timeline(trip.tripId)).slice(-3), ['late_payment_received', 'refund_pending', 'refunded']);
+      await recordHistoryIfAsked(followed, 'payout-refund');
+    });
+
+    it('replays the recorded payout refund history (a late payment refunded) with the current workflow code', async () => {
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('payout-refund'), 'payout-refund');
     });
 
     /**
@@ -414,11 +464,11 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
           await context().deposit(trip, '0.002', 2);
           await context().env.sleep('5 minutes');
           const late = await eventually(
-            async () => (await (await context().em()).findOne(PayoutDeposit, { trip: trip.tripId, role: 'late', resolvedAt: { $ne: null } }, { populate: ['refundTransaction'] })) ?? undefined,
+            async () => (await (await context().em()).findOne(PayoutDeposit, { trip: trip.tripId, role: 'late', resolvedAt: { $ne: null } })) ?? undefined,
             'the late payment resolved',
           );
           // A refund sent is followed to its confirmations before the trip's workflow ends.
-          if (late.refundTransaction) await context().mine('bitcoin', 2);
+          if (late.refund) await context().mine('bitcoin', 2);
           assert.equal(await context().handle(trip.tripId).result(), 'expired');
           const decisions = await (await context().em()).find(PolicyAuditLog, { organization: deskId, policyId: policy.id, action: 'decision' });
           assert.equal(decisions.length, 1, 'the refund was decided once, by the desk organization');
@@ -429,12 +479,12 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
           assert.equal(decisions[0]!.actorId, 'system');
           if (action === 'alert') {
             assert.equal(late.resolution, 'refund');
-            assert.ok(late.refundTransaction, 'the refund was sent');
+            assert.ok(late.refund, 'the refund was sent');
             assert.equal(await (await context().em()).count(PolicyAuditLog, { organization: deskId, policyId: policy.id, action: 'alert' }), 1);
             return;
           }
           assert.equal(late.resolution, 'hold');
-          assert.equal(late.refundTransaction ?? null, null, 'no refund sent');
+          assert.equal(late.refund ?? null, null, 'no refund sent');
           const held = await (await context().em()).findOneOrFail(PayoutTripTransition, { trip: trip.tripId, name: 'late_payment_held' });
           assert.equal(held.details.reason, `refund_refused:${action === 'approval' ? 'policy_approval_required' : 'policy_blocked'}`);
         });
@@ -471,4 +521,58 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
       assert.deepEqual((await context().timeline(trip.tripId)).slice(-1), ['late_payment_held']);
     });
   });
+
+  const refusing = { nodes: undefined as RefusingNodes | undefined };
+  withPayoutSettings(
+    'refunds whose sends fail',
+    { PAYOUT_LATE_PAYMENT_RESOLUTION: 'refund', PAYOUT_REFUND_ATTEMPTS: '2' },
+    (context) => {
+      it('replaces a failed refund send once, then ends refund_failed with the money held in the desk; an operator credits it', async () => {
+        const vault = await context().app.request('POST', '/v1/vaults', { key: context().org.secret, body: { name: 'Refunds' } });
+        const wallet = await context().app.request('POST', '/v1/wallets', { key: context().org.secret, body: { name: 'Refunds', chain: 'bitcoin', vault_id: vault.body.id } });
+        const trip = await context().initialize(BTC_TO_KES, { refundAddress: wallet.body.primary_address.address });
+        const before = await context().balance('sat');
+        refusing.nodes!.refusing = true;
+        await context().payAfterExpiry(trip, '0.002');
+        const late = await (await context().em()).findOneOrFail(PayoutDeposit, { trip: trip.tripId }, { populate: ['refund'] });
+        assert.ok(late.refund, 'a refund was sent');
+        const followed = context().refundHandle(late.refund.id);
+        assert.equal(await followed.result(), 'refund_failed');
+        await recordHistoryIfAsked(followed, 'payout-refund-failed');
+
+        const em = await context().em();
+        const sends = await em.find(OutgoingTransaction, { note: { $like: `Refund of payout trip ${trip.tripId}%` } }, { orderBy: { createdAt: 'asc' } });
+        assert.deepEqual(sends.map((send) => [send.status, send.failureReason]), [['failed', 'fee_too_low'], ['failed', 'fee_too_low']], 'two sends, both refused: nothing left the desk');
+        const held = await em.findOneOrFail(PayoutDeposit, { id: late.id }, { populate: ['refund'] });
+        assert.equal(held.resolution, 'hold', 'the money is held for an operator, not credited');
+        assert.equal(await context().balance('sat'), before, 'nothing credited');
+        const [locks] = await em.execute<{ locked: string }[]>(`select coalesce(sum(locked), 0)::text as locked from wallet_balances where wallet_id = ?`, [sends[0]!.wallet.id]);
+        assert.equal(locks!.locked, '0', "the desk's locks are released");
+        const read = await context().read(trip.tripId);
+        assert.deepEqual(
+          read.refunds.map((refund: { status: string; attempts: number; failure_reason: string; transactionId: string }) => [refund.status, refund.attempts, refund.failure_reason, refund.transactionId]),
+          [['refund_failed', 2, 'fee_too_low', sends[1]!.id]],
+        );
+        assert.deepEqual((await context().timeline(trip.tripId)).slice(-4), ['late_payment_received', 'refund_pending', 'refund_retried', 'refund_failed']);
+        assert.deepEqual(await context().events(trip.tripId), ['payouts.withdrawal.expired', 'payouts.refund.failed']);
+
+        // The operator's way out: credited once, audited; a second resolution finds nothing held.
+        refusing.nodes!.refusing = false;
+        const deps = { config: context().app.deps.config, chains: context().app.deps.chains, keys: context().app.deps.keys, em: () => em.fork(), transaction: <T>(work: (tx: typeof em) => Promise<T>) => em.fork().transactional(work) };
+        const resolved = await em.fork().transactional((tx) => resolveHeldFunds(tx, deps, { tripId: trip.tripId, resolution: 'credit', operator: 'ops@example.com' }));
+        assert.equal(resolved.resolved[0]!.amount_raw, '200000');
+        assert.equal((await context().balance('sat')) - before, 200_000n);
+        await assert.rejects(
+          em.fork().transactional((tx) => resolveHeldFunds(tx, deps, { tripId: trip.tripId, resolution: 'credit', operator: 'ops@example.com' })),
+          /already resolved/,
+        );
+        assert.equal((await context().balance('sat')) - before, 200_000n, 'credited once');
+      });
+
+      it('replays the recorded history of a refund whose sends failed (a send replaced, then refund_failed) with the current workflow code', async () => {
+        await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('payout-refund-failed'), 'payout-refund-failed');
+      });
+    },
+    async (config) => (refusing.nodes = new RefusingNodes(testConfig(config), testLogger('nodes'), await testOrm())),
+  );
 });

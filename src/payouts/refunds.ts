@@ -1,0 +1,184 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { assetById } from '../catalogue/service';
+import { Address } from '../custody/entities';
+import { Organization } from '../organizations/entities';
+import { emit } from '../events/service';
+import { DomainError } from '../shared/errors';
+import { toDisplay } from '../shared/money';
+import { recordStart } from '../temporal/starter';
+import { OutgoingTransaction } from '../transactions/entities';
+import { createTransaction } from '../transactions/service';
+import { deskTenant, deskWallet } from './desk';
+import { PayoutDeposit, PayoutRefund, type PayoutTrip, type RefundReason } from './entities';
+import { payoutRefundFlow, type RefundProgress } from './flows/refund';
+import { presentRefund, presentTrip } from './presenters';
+import type { SettlementDeps } from './settlement';
+import { recordTransition } from './timeline';
+import { lockTrip } from './trips';
+
+/**
+ * Sends `amount` of `assetId` back to the trip's refund address and records the refund, its
+ * `refund_pending` entry on the timeline and the start of `payout-refund-<id>`, which follows the
+ * send to its end. Throws the send's DomainError when the desk cannot make it (nothing recorded).
+ */
+export async function startRefund(
+  em: EntityManager,
+  deps: SettlementDeps,
+  trip: PayoutTrip,
+  refund: { reason: RefundReason; assetId: string; amount: bigint; purpose: string; details: Record<string, unknown> },
+): Promise<PayoutRefund> {
+  const transactionId = await sendRefund(em, deps, trip, refund.amount, refund.assetId, refund.purpose);
+  const row = em.create(PayoutRefund, {
+    organization: em.getReference(Organization, trip.organization.id),
+    environment: trip.environment,
+    trip,
+    reason: refund.reason,
+    assetId: refund.assetId,
+    amount: refund.amount.toString(),
+    transaction: em.getReference(OutgoingTransaction, transactionId),
+  });
+  await em.flush();
+  await recordTransition(em, trip, 'refund_pending', `refund-start:${row.id}`, {
+    ...refund.details,
+    refund_id: row.id,
+    reason: refund.reason,
+    asset_id: refund.assetId,
+    amount_raw: row.amount,
+    transaction_id: transactionId,
+  });
+  recordStart(em, payoutRefundFlow, { refundId: row.id }, trip.organization.id);
+  return row;
+}
+
+/** A send from the trip's deposit address to its refund address, in a savepoint so that a refusal leaves the transaction usable. */
+async function sendRefund(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip, amount: bigint, assetId: string, purpose: string): Promise<string> {
+  const desk = await deskTenant(em, deps.config, trip.environment);
+  const wallet = await deskWallet(em, deps.keys, desk, trip.chain);
+  const from = await em.findOneOrFail(Address, { id: trip.depositAddressRecord.id }, { populate: ['wallet'] });
+  const asset = assetById(assetId);
+  return em.transactional(async (savepoint) => {
+    const sent = await createTransaction(
+      savepoint,
+      deps.config,
+      deps.chains,
+      // The service's own desk: no key of the organization's set this refund up.
+      { ...desk, automationRuleId: `payout-trip-${trip.id}`, actorKeyId: null },
+      {
+        wallet_id: wallet.id,
+        to_address: trip.refundAddress!,
+        amount: toDisplay(amount, asset.decimals),
+        asset: asset.id,
+        // Native coins pay their own fee out of the refund; a token's fee is the desk's native coin.
+        treat_as_gross_amount: asset.type === 'native',
+        note: `Refund of payout trip ${trip.id} (${purpose})`,
+      },
+      { operationType: 'payout_refund', fromAddress: from },
+    );
+    return sent.id;
+  });
+}
+
+/** The refund and its trip, locked in that order (the trip first, as every step that moves a trip's money). */
+async function lockRefund(em: EntityManager, refundId: string): Promise<{ refund: PayoutRefund; trip: PayoutTrip; send: OutgoingTransaction }> {
+  const { trip } = await em.findOneOrFail(PayoutRefund, { id: refundId }, { fields: ['trip'] });
+  const locked = await lockTrip(em, trip.id);
+  const refund = await em.findOneOrFail(PayoutRefund, { id: refundId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  const send = await em.findOneOrFail(OutgoingTransaction, { id: refund.transaction.id }, { refresh: true });
+  return { refund, trip: locked, send };
+}
+
+const progressOf = (refund: PayoutRefund, send: OutgoingTransaction): RefundProgress =>
+  refund.status === 'refund_pending' ? { status: 'refund_pending', send: send.status === 'failed' ? 'failed' : 'pending', attempts: refund.attempts } : { status: refund.status };
+
+/**
+ * Where the refund's send stands: settled, the refund is refunded; failed (proven: its funds never
+ * left the desk) with attempts left, the workflow makes a new send (`resendRefund`); failed with none
+ * left, the refund is refund_failed and its deposits held for an operator.
+ */
+export async function followRefund(deps: SettlementDeps, refundId: string): Promise<RefundProgress> {
+  return deps.transaction(async (em) => {
+    const { refund, trip, send } = await lockRefund(em, refundId);
+    if (refund.status !== 'refund_pending') return progressOf(refund, send);
+    if (send.status === 'confirmed') {
+      refund.status = 'refunded';
+      refund.completedAt = new Date();
+      await em.flush();
+      await recordTransition(em, trip, 'refunded', `refund-end:${refund.id}`, {
+        refund_id: refund.id,
+        reason: refund.reason,
+        transaction_id: send.id,
+        tx_hash: send.txHash,
+        amount_raw: send.recipientAmount,
+        attempts: refund.attempts,
+      });
+      await announceRefund(em, trip, refund, 'payouts.refund.refunded');
+    } else if (send.status === 'failed' && refund.attempts >= deps.config.PAYOUT_REFUND_ATTEMPTS) {
+      await failRefund(em, trip, refund, send.failureReason ?? 'failed');
+    }
+    return progressOf(refund, send);
+  });
+}
+
+/** Replaces the failed send of attempt `attempt` by a new one, once; a new send the desk cannot make ends the refund refund_failed. */
+export async function resendRefund(deps: SettlementDeps, refundId: string, attempt: number): Promise<RefundProgress> {
+  return deps.transaction(async (em) => {
+    const { refund, trip, send } = await lockRefund(em, refundId);
+    if (refund.status !== 'refund_pending' || refund.attempts !== attempt || send.status !== 'failed') return progressOf(refund, send);
+    let next: string;
+    try {
+      next = await sendRefund(em, deps, trip, BigInt(refund.amount), refund.assetId, `refund ${refund.id}, attempt ${attempt + 1}`);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      await failRefund(em, trip, refund, `refused:${error.code}`);
+      return progressOf(refund, send);
+    }
+    refund.transaction = em.getReference(OutgoingTransaction, next);
+    refund.attempts = attempt + 1;
+    await em.flush();
+    await recordTransition(em, trip, 'refund_retried', `refund-retry:${refund.id}:${refund.attempts}`, {
+      refund_id: refund.id,
+      attempt: refund.attempts,
+      transaction_id: next,
+      failed_transaction_id: send.id,
+      failure_reason: send.failureReason ?? null,
+    });
+    return { status: 'refund_pending', send: 'pending', attempts: refund.attempts };
+  });
+}
+
+/** The refund could not be made: its money stays in the desk, its deposits held for an operator (`payout:resolve`). */
+async function failRefund(em: EntityManager, trip: PayoutTrip, refund: PayoutRefund, reason: string): Promise<void> {
+  refund.status = 'refund_failed';
+  refund.failureReason = reason;
+  refund.completedAt = new Date();
+  const deposits = await em.find(PayoutDeposit, { refund });
+  for (const deposit of deposits) deposit.resolution = 'hold';
+  await em.flush();
+  await recordTransition(em, trip, 'refund_failed', `refund-end:${refund.id}`, {
+    refund_id: refund.id,
+    reason: refund.reason,
+    failure_reason: reason,
+    attempts: refund.attempts,
+    transaction_id: refund.transaction.id,
+    resolution: 'hold',
+  });
+  await announceRefund(em, trip, refund, 'payouts.refund.failed');
+}
+
+/** The refund's end, to the trip's organization: the trip as its other events carry it, with `refund`. */
+async function announceRefund(em: EntityManager, trip: PayoutTrip, refund: PayoutRefund, type: 'payouts.refund.refunded' | 'payouts.refund.failed'): Promise<void> {
+  await em.populate(refund, ['transaction']);
+  await emit(em, {
+    organizationId: trip.organization.id,
+    environment: trip.environment,
+    type,
+    data: { ...presentTrip(trip), refund: presentRefund(refund) },
+    dedupeKey: `${type}:${refund.id}`,
+  });
+}
+
+/** A trip's refunds, oldest first. */
+export function tripRefunds(em: EntityManager, trip: PayoutTrip): Promise<PayoutRefund[]> {
+  return em.find(PayoutRefund, { trip }, { orderBy: { createdAt: 'asc', id: 'asc' }, populate: ['transaction'] });
+}
