@@ -333,7 +333,8 @@ export async function checkTransaction(deps: LifecycleDeps, transactionId: strin
         Object.assign(row, { status: 'broadcast', blockHeight: null, blockHash: null, confirmations: 0 });
       });
     }
-    return (await em.count(TransactionReplacement, { transaction: transactionId, status: 'requested' })) > 0 ? 'replace' : 'missing';
+    // A send the node dropped (evicted under a fee spike) is bumped as one it holds.
+    return transaction.status !== 'signed' && (await replacementDue(deps, provider, transaction)) ? 'replace' : 'missing';
   }
   if (!mined) {
     if (transaction.status === 'signed') await markBroadcast(deps, transactionId);
@@ -381,9 +382,9 @@ const FAILED_WHEN_MINED: Record<string, string> = {
 };
 
 /**
- * Whether a waiting send should be replaced now: a replacement was asked for, or (Ethereum, not
+ * Whether an unmined send should be replaced now: a replacement was asked for, or (Ethereum, not
  * sponsored, FEE_BUMP_AFTER_BLOCKS set) FEE_BUMP_AFTER_BLOCKS blocks passed since its latest
- * candidate was first seen waiting. That height is recorded here the first time.
+ * candidate was first seen unmined (waiting, or dropped). That height is recorded here the first time.
  */
 async function replacementDue(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction): Promise<boolean> {
   const em = deps.em();
