@@ -570,7 +570,6 @@ export const replacementLockRelease = (transaction: OutgoingTransaction, replace
   kind: 'send_release',
   locked: -BigInt(replacement.lockedFee),
 });
-}
 
 /** A send's journal entries: its wallet, its sending address on account chains, the send as reference. */
 function custodyScope(transaction: OutgoingTransaction) {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { parseEther, toHex, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
-import { ChainScanCursor } from '../../src/monitoring/entities';
+import { ChainScanCursor, OutgoingTransfer } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { OutgoingTransaction } from '../../src/transactions/entities';
@@ -248,5 +248,8 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
     const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
     const result = await compareLedgerWithChain((await testOrm()).em.fork(), await nodes.provider('ethereum', 'sandbox'), { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId, assetIds: ['ETH'] });
     assert.deepEqual(result.mismatches, [], 'ledger = chain');
+    const scanned = await (await testOrm()).em.fork().find(OutgoingTransfer, { organization: org.organizationId });
+    assert.ok(scanned.length >= 4, 'every mined send and replacement seen going out');
+    assert.deepEqual(scanned.filter((transfer) => transfer.unexpected || transfer.transactionId == null), [], "each replacement scanned as its send's, never an unexpected spend");
   });
 });
