@@ -4,6 +4,7 @@ import type { Orm } from '../src/db/orm';
 import type { KeyService } from '../src/keys/service';
 import type { Logger } from '../src/logger';
 import { broadcastTransaction, checkTransaction, failTransaction, settleTransaction, signTransaction, type LifecycleDeps } from '../src/transactions/lifecycle';
+import { replaceTransaction } from '../src/transactions/replacements';
 import { transactionWithStarts } from './with-starts';
 
 export interface TransactionActivityDeps {
@@ -16,12 +17,13 @@ export interface TransactionActivityDeps {
 
 /** The steps of a send (src/transactions/lifecycle.ts); each is idempotent under the transaction's row lock. */
 export const createTransactionActivities = (deps: TransactionActivityDeps) => {
-  const lifecycle: LifecycleDeps = { chains: deps.chains, keys: deps.keys, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) };
+  const lifecycle: LifecycleDeps = { config: deps.config, chains: deps.chains, keys: deps.keys, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) };
   return {
     signTransaction: (input: { transactionId: string }) => signTransaction(lifecycle, input.transactionId),
     broadcastTransaction: (input: { transactionId: string }) => broadcastTransaction(lifecycle, input.transactionId),
     checkTransaction: (input: { transactionId: string }) => checkTransaction(lifecycle, input.transactionId),
     settleTransaction: (input: { transactionId: string }) => settleTransaction(lifecycle, input.transactionId),
+    replaceTransaction: (input: { transactionId: string }) => replaceTransaction(lifecycle, input.transactionId),
     failTransaction: (input: { transactionId: string; reason: string; message: string }) => failTransaction(lifecycle, input.transactionId, input.reason, input.message),
   };
 };

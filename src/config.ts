@@ -106,6 +106,13 @@ export const ConfigSchema = z.object({
    * 400 `fee_above_market`, unless the request states its own ceiling (`max_fee_rate`). docs/transactions.md.
    */
   FEE_MARKET_MAX_MULTIPLE: z.coerce.number().int().min(1).max(1000).default(3),
+  /**
+   * An Ethereum send still unmined this many blocks after it (or its latest replacement) was seen
+   * waiting is replaced at a higher fee by its workflow; 0 turns automatic bumps off. docs/transactions.md.
+   */
+  FEE_BUMP_AFTER_BLOCKS: z.coerce.number().int().min(0).max(100_000).default(12),
+  /** The fee cap of automatic bumps: never a fee limit above this many times the one the send was accepted with. */
+  FEE_BUMP_MAX_MULTIPLE: z.coerce.number().int().min(1).max(1000).default(3),
   /** How often block scanning asks each chain's node for new blocks once it has caught up. */
   CHAIN_SCAN_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(3600).default(5),
   /**

@@ -1,4 +1,4 @@
-import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
+import { continueAsNew, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { createTransactionActivities } from '../activities/transactions';
 import type { transactionFlow } from '../src/transactions/flows/transaction';
 import type { WorkflowOf } from '../src/temporal/flow';
@@ -14,6 +14,9 @@ const activities = proxyActivities<ReturnType<typeof createTransactionActivities
 /** Checks come every 5 s for the first 5 minutes (sandbox and Ethereum blocks), then every 30 s (Bitcoin's are 10 min). */
 const FAST_CHECKS = 60;
 const checkInterval = (check: number) => (check <= FAST_CHECKS ? '5 seconds' : '30 seconds');
+/** Runs recorded before fee bumping never saw a check answer `replace`; the marker keeps that visible in their histories. */
+export const FEE_BUMPING_PATCH = 'fee-bumping';
+
 /** A run continues as new after this many checks (about 8 history events each), so no history grows past ~1,700 events. */
 export const CHECKS_PER_RUN = 200;
 
@@ -23,6 +26,8 @@ export const CHECKS_PER_RUN = 200;
  * confirmation count and settle once. An unknown outcome (a node that timed out) is only ever
  * re-queried and re-broadcast with the very same bytes, which can never spend twice; the lock is
  * released only when the transaction is provably not in the chain (refused, and unknown to the node).
+ * A replacement (the same nonce at a higher fee) is one more candidate: the checks follow them all
+ * and the send settles on the one mined.
  */
 export const sendTransactionWorkflow: WorkflowOf<typeof transactionFlow> = async (input) => {
   const { transactionId } = input;
@@ -39,6 +44,11 @@ export const sendTransactionWorkflow: WorkflowOf<typeof transactionFlow> = async
     const state = await activities.checkTransaction({ transactionId });
     if (state === 'confirmed' || state === 'failed') return state;
     if (state === 'settle') return activities.settleTransaction({ transactionId });
+    if (state === 'replace' && patched(FEE_BUMPING_PATCH)) {
+      // A replacement asked for (speed-up, cancel) or an automatic bump: signed once and broadcast; the next checks follow every candidate.
+      const replaced = await activities.replaceTransaction({ transactionId });
+      if (replaced === 'confirmed' || replaced === 'failed') return replaced;
+    }
     if (state === 'missing') {
       // Not in the node's mempool or chain (dropped, reorganised out, or a broadcast that never arrived): the same bytes again.
       const broadcast = await activities.broadcastTransaction({ transactionId });

@@ -15,7 +15,7 @@ import { ChainScanCursor, IncomingTransfer, LedgerDrift, OutgoingTransfer, Scann
 import { Member, Organization, Role } from '../organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutRefund, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
 import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
-import { OutgoingTransaction, WalletOutput } from '../transactions/entities';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../transactions/entities';
 
 /** Every entity of every domain; a new domain adds its entities here. */
 export const entities = [
@@ -46,6 +46,7 @@ export const entities = [
   LedgerDrift,
   ScannedBlock,
   OutgoingTransaction,
+  TransactionReplacement,
   WalletOutput,
   GasStation,
   Sponsorship,

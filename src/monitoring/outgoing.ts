@@ -8,7 +8,7 @@ import { emit } from '../events/service';
 import { Sponsorship } from '../gas-stations/entities';
 import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
-import { OutgoingTransaction, WalletOutput } from '../transactions/entities';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../transactions/entities';
 import { OutgoingTransfer } from './entities';
 import { subscriptionsOn, type BlockPlace, type ChainEnvironment } from './service';
 
@@ -41,7 +41,7 @@ export async function recordOutgoing(em: EntityManager, scope: ChainEnvironment,
   const recorded: OutgoingTransfer[] = [];
   for (const spend of spends) {
     const organizationId = spend.address.wallet.organization.id;
-    const send = sends.find((candidate) => candidate.txHash === spend.txid && candidate.organization.id === organizationId);
+    const send = sends.find((candidate) => candidate.txHash === spend.txid && candidate.organizationId === organizationId);
     const row = await recordOne(em, scope, spend, place, send?.id ?? null);
     if (row) recorded.push(row);
   }
@@ -51,11 +51,17 @@ export async function recordOutgoing(em: EntityManager, scope: ChainEnvironment,
 
 /**
  * The platform's sends among these transaction hashes. Every hash the platform hands to a node must be
- * found here (a send's is stored when it is signed, before its bytes leave), or scanning takes its
- * transaction for a spend the platform did not make and debits it a second time.
+ * found here (a send's is stored when it is signed, before its bytes leave; so is a replacement's, a
+ * speed-up or cancel of a send, which is that send's), or scanning takes its transaction for a spend
+ * the platform did not make and debits it a second time.
  */
-function platformSends(em: EntityManager, scope: ChainEnvironment, txids: string[]) {
-  return em.find(OutgoingTransaction, { chain: scope.chain, environment: scope.environment, txHash: { $in: txids } }, { fields: ['id', 'txHash', 'organization'] });
+async function platformSends(em: EntityManager, scope: ChainEnvironment, txids: string[]): Promise<{ id: string; txHash: string; organizationId: string }[]> {
+  const sends = await em.find(OutgoingTransaction, { chain: scope.chain, environment: scope.environment, txHash: { $in: txids } }, { fields: ['id', 'txHash', 'organization'] });
+  const replacements = await em.find(TransactionReplacement, { environment: scope.environment, transaction: { chain: scope.chain }, txHash: { $in: txids } }, { fields: ['txHash', 'organization', 'transaction'] });
+  return [
+    ...sends.map((send) => ({ id: send.id, txHash: send.txHash!, organizationId: send.organization.id })),
+    ...replacements.map((replacement) => ({ id: replacement.transaction.id, txHash: replacement.txHash!, organizationId: replacement.organization.id })),
+  ];
 }
 
 /**

@@ -108,6 +108,8 @@ export const OPERATION_TYPES = [
   'gas_auto_refill',
   'consolidation_sweep',
   'payout_refund',
+  'speed_up',
+  'cancel',
   'sign',
   'sign_raw',
 ] as const;
@@ -145,7 +147,7 @@ export const CONDITION_FIELDS: ConditionFieldSpec[] = [
   field('wallet_id', 'string', 'Source wallet'),
   field('vault_id', 'string', 'Source vault'),
   field('connection_id', 'string', 'Connection the request came through'),
-  field('operation_type', 'enum', 'The kind of movement (docs/policies.md lists each): a send, a sponsored send, a gas station\'s fuel send, a manual or automatic refill, a consolidation sweep, a payout refund, a signature over a hashed payload (sign) or over a raw digest (sign_raw)', OPERATION_TYPES),
+  field('operation_type', 'enum', 'The kind of movement (docs/policies.md lists each): a send, a sponsored send, a gas station\'s fuel send, a manual or automatic refill, a consolidation sweep, a payout refund, a send\'s fee-bumping replacement (speed_up) or cancelling one (cancel), a signature over a hashed payload (sign) or over a raw digest (sign_raw)', OPERATION_TYPES),
   field('tx_type', 'enum', 'Transaction type', TX_TYPES),
   field('source_type', 'enum', 'Source kind', SOURCE_TYPES),
   field('destination_type', 'enum', "Destination kind: an address-book entry usable now, a custody address of the organization's (vault), its gas station, a sponsored sender (fuel), or any other address", DESTINATION_TYPES),

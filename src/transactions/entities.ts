@@ -206,6 +206,93 @@ export class OutgoingTransaction {
 
   @Property({ type: 'timestamptz', nullable: true })
   failedAt?: Date | null;
+
+  /** The chain height from which an automatic fee bump counts blocks: the tip when its latest candidate was seen waiting or broadcast. */
+  @Property({ type: new BigIntType('number'), nullable: true })
+  waitingSinceHeight?: number | null;
+}
+
+export const REPLACEMENT_KINDS = ['speed_up', 'cancel'] as const;
+export type ReplacementKind = (typeof REPLACEMENT_KINDS)[number];
+/**
+ * `requested`: recorded (its extra fee locked), signed and broadcast by the send's workflow;
+ * `broadcast`: a node took it; `mined`: the candidate the chain took, which the send settled on;
+ * `refused`: the node would not take it (never in a pool: its extra lock released at once);
+ * `superseded`: the send settled on another candidate, or failed.
+ */
+export const REPLACEMENT_STATUSES = ['requested', 'broadcast', 'mined', 'refused', 'superseded'] as const;
+export type ReplacementStatus = (typeof REPLACEMENT_STATUSES)[number];
+
+/**
+ * A replacement of a broadcast send (issue 31 part 5): the same nonce at a higher fee, paying the
+ * same recipient (`speed_up`) or nothing back to the sending address (`cancel`). Each is a
+ * candidate the send's workflow follows beside the original; the send settles on the one mined.
+ * `locked_fee` is what it locked beyond the send's earlier locks (native asset, its own journal reference).
+ */
+@Entity({ tableName: 'transaction_replacements' })
+@Index({ properties: ['transaction', 'createdAt'] })
+export class TransactionReplacement {
+  [OptionalProps]?: 'status' | 'createdAt' | 'updatedAt';
+
+  @PrimaryKey({ type: 'uuid' })
+  id: string = uuid();
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  @ManyToOne(() => OutgoingTransaction, { deleteRule: 'cascade' })
+  transaction!: OutgoingTransaction;
+
+  @Enum({ items: () => REPLACEMENT_KINDS, nativeEnumName: 'transaction_replacement_kind' })
+  kind!: ReplacementKind;
+
+  /** `api`: asked for with POST speed-up or cancel; `automatic`: the send waited FEE_BUMP_AFTER_BLOCKS unmined. */
+  @Enum({ items: () => ['api', 'automatic'], nativeEnumName: 'transaction_replacement_origin' })
+  origin!: 'api' | 'automatic';
+
+  @Enum({ items: () => REPLACEMENT_STATUSES, nativeEnumName: 'transaction_replacement_status' })
+  status: ReplacementStatus = 'requested';
+
+  /** What the recipient gets if this candidate is mined: the send's amount, or 0 for a cancel. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  recipientAmount!: string;
+
+  @Property({ type: 'json' })
+  feeTerms!: StoredFeeTerms;
+
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  feeLimit!: string;
+
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  lockedFee!: string;
+
+  @Property({ type: 'text', nullable: true })
+  signedTransaction?: string | null;
+
+  @Property({ type: 'text', nullable: true })
+  txHash?: string | null;
+
+  @Property({ type: 'json' })
+  policyDecision!: RecordedDecision;
+
+  /** The key that asked for it; for an automatic bump, the key that asked for the send. */
+  @Property({ type: 'text' })
+  apiKeyId!: string;
+
+  @Property({ type: 'text', nullable: true })
+  failureMessage?: string | null;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', onUpdate: () => new Date() })
+  updatedAt: Date = new Date();
+
+  @Property({ type: 'timestamptz', nullable: true })
+  broadcastAt?: Date | null;
 }
 
 export const WALLET_OUTPUT_STATUSES = ['unconfirmed', 'available', 'locked', 'spent'] as const;

@@ -2,6 +2,7 @@ import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { assetById } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
+import type { Config } from '../config';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider } from '../chains/provider';
 import { signTransfer, type FeeTerms, type TransferToSign } from '../chains/transfers';
 import { Address } from '../custody/entities';
@@ -11,7 +12,7 @@ import { emit } from '../events/service';
 import { armRefillForWallet } from '../gas-stations/service';
 import type { EventType } from '../events/event-types';
 import type { KeyService } from '../keys/service';
-import { OutgoingTransaction, WalletOutput, type StoredFeeTerms, type TransactionStatus } from './entities';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput, type StoredFeeTerms, type TransactionStatus } from './entities';
 import { nativeAssetOf, presentTransaction } from './service';
 import { recordChange, releaseOutputs, settleOutputs } from './wallet-outputs';
 
@@ -22,6 +23,7 @@ import { recordChange, releaseOutputs, settleOutputs } from './wallet-outputs';
  */
 
 export interface LifecycleDeps {
+  config: Config;
   chains: ChainNodes;
   keys: KeyService;
   /** A fresh EntityManager. */
@@ -30,17 +32,44 @@ export interface LifecycleDeps {
   transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
 }
 
-/** Where a send stands once a step is done; crosses the workflow boundary. */
-export type StepOutcome = 'signed' | 'accepted' | 'unknown' | 'waiting' | 'missing' | 'settle' | TransactionStatus;
+/**
+ * Where a send stands once a step is done; crosses the workflow boundary. `replace`: unmined, and a
+ * replacement waits to be signed and broadcast (asked for, or an automatic bump is due).
+ */
+export type StepOutcome = 'signed' | 'accepted' | 'unknown' | 'waiting' | 'missing' | 'settle' | 'replace' | TransactionStatus;
 
-const FINISHED: readonly TransactionStatus[] = ['confirmed', 'failed'];
+export const FINISHED: readonly TransactionStatus[] = ['confirmed', 'failed'];
 
-const providerOf = (deps: LifecycleDeps, transaction: OutgoingTransaction): Promise<ChainProvider> => deps.chains.provider(transaction.chain, transaction.environment);
+export const providerOf = (deps: LifecycleDeps, transaction: OutgoingTransaction): Promise<ChainProvider> => deps.chains.provider(transaction.chain, transaction.environment);
 
-const lockedRow = (em: EntityManager, transactionId: string) =>
+export const lockedRow = (em: EntityManager, transactionId: string) =>
   em.findOneOrFail(OutgoingTransaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['fromAddress', 'wallet'] });
 
-const feeTermsOf = (terms: StoredFeeTerms): FeeTerms => {
+/** One signed form of a send the chain may mine: the original, or a replacement (same nonce, higher fee). */
+interface Candidate {
+  txHash: string;
+  raw: string;
+  replacement: TransactionReplacement | null;
+}
+
+/**
+ * What the chain may mine for a send, newest first: its signed replacements no node refused, then
+ * its own bytes. Only one can be mined (they share a nonce), so the send follows all of them.
+ */
+async function candidatesOf(em: EntityManager, transaction: OutgoingTransaction): Promise<Candidate[]> {
+  const replacements = await em.find(TransactionReplacement, { transaction: transaction.id, txHash: { $ne: null }, status: { $ne: 'refused' } }, { orderBy: { createdAt: 'desc' } });
+  const candidates: Candidate[] = replacements.map((replacement) => ({ txHash: replacement.txHash!, raw: replacement.signedTransaction!, replacement }));
+  // Once a replacement is mined the send carries its hash: the original is that candidate then.
+  if (!candidates.some((candidate) => candidate.txHash === transaction.txHash)) candidates.push({ txHash: transaction.txHash!, raw: transaction.signedTransaction!, replacement: null });
+  return candidates;
+}
+
+const anyCandidateKnown = async (provider: ChainProvider, candidates: Candidate[]): Promise<boolean> => {
+  for (const candidate of candidates) if ((await provider.transactionStatus(candidate.txHash)).state !== 'unknown') return true;
+  return false;
+};
+
+export const feeTermsOf = (terms: StoredFeeTerms): FeeTerms => {
   switch (terms.model) {
     case 'eip1559':
       return { model: 'eip1559', gasLimit: BigInt(terms.gasLimit), maxFeePerGas: BigInt(terms.maxFeePerGas), maxPriorityFeePerGas: BigInt(terms.maxPriorityFeePerGas) };
@@ -126,19 +155,7 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
       };
     }
 
-    const wallet = transaction.wallet;
-    const signed = await deps.keys.withKeys(
-      em,
-      transaction.organization.id,
-      signers.map((address) => keyLocation(wallet, address.format, address.addressIndex)),
-      (keys) => {
-        // A key that does not give the stored address means a wrong seed or master key: never sign with it.
-        keys.forEach((key, index) => {
-          if (key.address !== signers[index]!.address) throw new Error(`address ${signers[index]!.id} does not match its derived key`);
-        });
-        return signTransfer(transfer, keys);
-      },
-    );
+    const signed = await signWithKeysOf(deps, em, transaction, signers, transfer);
     transaction.signedTransaction = signed.raw;
     transaction.txHash = signed.txid;
     transaction.status = 'signed';
@@ -146,6 +163,23 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
     if (change) await recordChange(em, transaction, { txid: signed.txid, vout: 1, amount: change.amount, address: change.address });
     return 'signed';
   });
+}
+
+/** Signs `transfer` with the keys of the send's wallet at `signers` (its addresses). */
+export function signWithKeysOf(deps: LifecycleDeps, em: EntityManager, transaction: OutgoingTransaction, signers: Address[], transfer: TransferToSign) {
+  const wallet = transaction.wallet;
+  return deps.keys.withKeys(
+    em,
+    transaction.organization.id,
+    signers.map((address) => keyLocation(wallet, address.format, address.addressIndex)),
+    (keys) => {
+      // A key that does not give the stored address means a wrong seed or master key: never sign with it.
+      keys.forEach((key, index) => {
+        if (key.address !== signers[index]!.address) throw new Error(`address ${signers[index]!.id} does not match its derived key`);
+      });
+      return signTransfer(transfer, keys);
+    },
+  );
 }
 
 /**
@@ -167,19 +201,21 @@ export async function broadcastTransaction(deps: LifecycleDeps, transactionId: s
   // Recorded before the bytes leave, so a crash or a lost answer leaves them counted as possibly in a node.
   const handedBefore = transaction.broadcastAt != null;
   if (!handedBefore) await recordHanding(deps, transactionId, new Date());
+  // The newest candidate: a replacement outbids the bytes it replaces, which a node would refuse now.
+  const candidates = await candidatesOf(deps.em(), transaction);
   try {
-    await provider.broadcast(transaction.signedTransaction!);
+    await provider.broadcast(candidates[0]!.raw);
   } catch (error) {
     if (error instanceof NodeUnavailableError) return 'unknown';
     if (!(error instanceof TransactionRejectedError)) throw error;
-    let known: Awaited<ReturnType<ChainProvider['transactionStatus']>>;
+    let known: boolean;
     try {
-      known = await provider.transactionStatus(transaction.txHash!);
+      known = await anyCandidateKnown(provider, candidates);
     } catch (statusError) {
       if (statusError instanceof NodeUnavailableError) return 'unknown';
       throw statusError;
     }
-    if (known.state === 'unknown') {
+    if (!known) {
       if (handedBefore) {
         const loss = await proofOfLoss(deps, provider, transaction);
         if (!loss) return 'unknown';
@@ -211,7 +247,7 @@ interface ProofOfLoss {
 /**
  * The proof that a send once handed to a node can never be mined, or null. Ethereum: the sender's
  * mined nonce count is past the send's nonce (another transaction consumed it). Bitcoin: one of its
- * inputs is spent by a mined transaction. Either way the send's own hash is asked again after the
+ * inputs is spent by a mined transaction. Either way the send's hashes (its replacements' too) are asked again after the
  * proof is read, so the send mined meanwhile (which consumes its nonce and spends its inputs) is not
  * taken for a conflict. Tron and Solana would prove by their validity window, but the devnet (their
  * only provider) enforces none, so a send there is never proven lost once handed.
@@ -234,7 +270,7 @@ async function proofOfLoss(deps: LifecycleDeps, provider: ChainProvider, transac
     }
   }
   if (!proof) return null;
-  return (await provider.transactionStatus(transaction.txHash!)).state === 'unknown' ? proof : null;
+  return (await anyCandidateKnown(provider, await candidatesOf(deps.em(), transaction))) ? null : proof;
 }
 
 /**
@@ -268,41 +304,99 @@ async function markBroadcast(deps: LifecycleDeps, transactionId: string): Promis
 }
 
 /**
- * Where the signed transaction stands: `settle` once mined at the confirmation count (also when
- * it ran and reverted: its fee was paid), `waiting` while pending or short of it, `missing` when
- * the node does not know it (dropped, or reorganised out): the workflow broadcasts it again.
+ * Where the signed transaction stands, asked for every candidate (the original and its
+ * replacements): `settle` once one is mined at the confirmation count (also when it ran and
+ * reverted: its fee was paid), `waiting` while pending or short of it, `missing` when the node
+ * knows none (dropped, or reorganised out): the workflow broadcasts the newest again. `replace`
+ * instead of `waiting` or `missing` when a replacement waits to be signed and broadcast.
  */
 export async function checkTransaction(deps: LifecycleDeps, transactionId: string): Promise<StepOutcome> {
-  const transaction = await deps.em().findOneOrFail(OutgoingTransaction, { id: transactionId });
+  const em = deps.em();
+  const transaction = await em.findOneOrFail(OutgoingTransaction, { id: transactionId });
   if (FINISHED.includes(transaction.status)) return transaction.status;
-  const status = await (await providerOf(deps, transaction)).transactionStatus(transaction.txHash!);
-  if (status.state === 'unknown') {
+  const provider = await providerOf(deps, transaction);
+  let pending = false;
+  let mined: { candidate: Candidate; status: Extract<Awaited<ReturnType<ChainProvider['transactionStatus']>>, { state: 'mined' }> } | null = null;
+  for (const candidate of await candidatesOf(em, transaction)) {
+    const status = await provider.transactionStatus(candidate.txHash);
+    if (status.state === 'mined') {
+      mined = { candidate, status };
+      break;
+    }
+    if (status.state === 'pending') pending = true;
+  }
+  if (!mined && !pending) {
     if (transaction.status === 'confirming') {
-      await deps.transaction(async (em) => {
-        const row = await lockedRow(em, transactionId);
+      await deps.transaction(async (tx) => {
+        const row = await lockedRow(tx, transactionId);
         if (row.status !== 'confirming') return;
         Object.assign(row, { status: 'broadcast', blockHeight: null, blockHash: null, confirmations: 0 });
       });
     }
-    return 'missing';
+    // A send the node dropped (evicted under a fee spike) is bumped as one it holds.
+    return transaction.status !== 'signed' && (await replacementDue(deps, provider, transaction)) ? 'replace' : 'missing';
   }
-  if (status.state === 'pending') {
+  if (!mined) {
     if (transaction.status === 'signed') await markBroadcast(deps, transactionId);
-    return 'waiting';
+    return (await replacementDue(deps, provider, transaction)) ? 'replace' : 'waiting';
   }
-  await deps.transaction(async (em) => {
-    const row = await lockedRow(em, transactionId);
+  const { candidate, status } = mined;
+  await deps.transaction(async (tx) => {
+    const row = await lockedRow(tx, transactionId);
     if (FINISHED.includes(row.status)) return;
     if (row.status === 'signed') {
       Object.assign(row, { status: 'broadcast', broadcastAt: row.broadcastAt ?? new Date() });
-      await announce(em, row, 'transaction.broadcast');
+      await announce(tx, row, 'transaction.broadcast');
     }
+    if (candidate.replacement && row.txHash !== candidate.txHash) settleOnReplacement(row, await tx.findOneOrFail(TransactionReplacement, { id: candidate.replacement.id }));
     Object.assign(row, { status: 'confirming', blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
     if (status.fee !== null) row.fee = status.fee.toString();
     // Mined again after a reorganisation, the outcome is the new block's: a failure an abandoned block recorded is cleared.
-    row.failureReason = status.succeeded ? null : 'reverted';
+    row.failureReason = minedOutcome(status.succeeded, candidate.replacement?.kind === 'cancel');
   });
   return status.confirmations >= transaction.requiredConfirmations ? 'settle' : 'waiting';
+}
+
+/**
+ * The send follows the replacement the chain mined: its hash, bytes and fee terms become the
+ * send's, and what the recipient gets is the replacement's (nothing for a cancel, whose outcome
+ * `cancelled` checkTransaction records).
+ */
+function settleOnReplacement(row: OutgoingTransaction, replacement: TransactionReplacement): void {
+  Object.assign(row, {
+    txHash: replacement.txHash,
+    signedTransaction: replacement.signedTransaction,
+    feeTerms: replacement.feeTerms,
+    feeLimit: replacement.feeLimit,
+    recipientAmount: replacement.recipientAmount,
+  });
+  replacement.status = 'mined';
+}
+
+/** A mined send's failure reason: its call reverted, or it was cancelled (its cancel mined: nothing sent, the fee paid); else none. */
+const minedOutcome = (succeeded: boolean, cancelled: boolean) => (!succeeded ? 'reverted' : cancelled ? 'cancelled' : null);
+
+const FAILED_WHEN_MINED: Record<string, string> = {
+  reverted: 'The transaction was mined but its call reverted: the fee was paid, nothing was sent.',
+  cancelled: 'Cancelled: a zero-value transfer back to the sending address was mined with its nonce; the fee was paid, nothing was sent.',
+};
+
+/**
+ * Whether an unmined send should be replaced now: a replacement was asked for, or (Ethereum, not
+ * sponsored, FEE_BUMP_AFTER_BLOCKS set) FEE_BUMP_AFTER_BLOCKS blocks passed since its latest
+ * candidate was first seen unmined (waiting, or dropped). That height is recorded here the first time.
+ */
+async function replacementDue(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction): Promise<boolean> {
+  const em = deps.em();
+  if ((await em.count(TransactionReplacement, { transaction: transaction.id, status: 'requested' })) > 0) return true;
+  const after = deps.config.FEE_BUMP_AFTER_BLOCKS;
+  if (after === 0 || transaction.chain !== 'ethereum' || transaction.sponsorshipId != null) return false;
+  const { height } = await provider.tip();
+  if (transaction.waitingSinceHeight == null) {
+    await em.nativeUpdate(OutgoingTransaction, { id: transaction.id, waitingSinceHeight: null }, { waitingSinceHeight: height });
+    return false;
+  }
+  return height - transaction.waitingSinceHeight >= after;
 }
 
 /**
@@ -315,8 +409,9 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
     const transaction = await lockedRow(em, transactionId);
     if (FINISHED.includes(transaction.status)) return transaction.status;
     if (transaction.fee == null) throw new Error(`transaction ${transaction.id} is mined but its fee is not known yet`);
-    await postCustodyEntries(em, [...lockReleases(transaction), ...debitEntries(transaction, debitsOf(transaction))]);
+    await postCustodyEntries(em, [...lockReleases(transaction), ...(await replacementLockReleases(em, transaction)), ...debitEntries(transaction, debitsOf(transaction))]);
     if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id);
+    await supersedeReplacements(em, transaction);
     await armRefillForWallet(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
     return recordOutcome(em, transaction);
   });
@@ -340,11 +435,12 @@ function debitEntries(transaction: OutgoingTransaction, debits: SendDebit[]): Cu
   return debits.filter((debit) => debit.amount !== 0n).map((debit) => ({ ...scope, assetId: debit.assetId, kind: debit.kind, balance: -debit.amount }));
 }
 
-/** A mined send's status from its outcome (failed if its call reverted, else confirmed), announced once per settlement. */
+/** A mined send's status from its outcome (failed if its call reverted or it was cancelled, else confirmed), announced once per settlement. */
 async function recordOutcome(em: EntityManager, transaction: OutgoingTransaction): Promise<TransactionStatus> {
   const now = new Date();
-  if (transaction.failureReason === 'reverted') {
-    Object.assign(transaction, { status: 'failed', failedAt: now, confirmedAt: null, failureMessage: 'The transaction was mined but its call reverted: the fee was paid, nothing was sent.' });
+  const failureMessage = transaction.failureReason ? FAILED_WHEN_MINED[transaction.failureReason] : undefined;
+  if (failureMessage) {
+    Object.assign(transaction, { status: 'failed', failedAt: now, confirmedAt: null, failureMessage });
     await announce(em, transaction, 'transaction.failed');
     return 'failed';
   }
@@ -397,7 +493,7 @@ export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transact
     environment: scope.environment,
     blockHash: null,
     txHash: { $ne: null },
-    $or: [{ status: 'confirmed' }, { status: 'failed', failureReason: 'reverted' }],
+    $or: [{ status: 'confirmed' }, { status: 'failed', failureReason: { $in: ['reverted', 'cancelled'] } }],
   });
   const resettled: OutgoingTransaction[] = [];
   for (const candidate of unplaced) {
@@ -410,7 +506,7 @@ export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transact
       const outcomeBefore = transaction.failureReason;
       Object.assign(transaction, { blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
       if (status.fee !== null) transaction.fee = status.fee.toString();
-      transaction.failureReason = status.succeeded ? null : 'reverted';
+      transaction.failureReason = minedOutcome(status.succeeded, transaction.failureReason === 'cancelled');
       await postCustodyEntries(
         em,
         debitEntries(
@@ -434,12 +530,18 @@ export async function failTransaction(deps: LifecycleDeps, transactionId: string
   return deps.transaction(async (em) => {
     const transaction = await lockedRow(em, transactionId);
     if (FINISHED.includes(transaction.status)) return transaction.status;
-    await postCustodyEntries(em, lockReleases(transaction));
+    await postCustodyEntries(em, [...lockReleases(transaction), ...(await replacementLockReleases(em, transaction))]);
     if (transaction.chain === 'bitcoin') await releaseOutputs(em, transaction.id, spentInputs);
+    await supersedeReplacements(em, transaction);
     Object.assign(transaction, { status: 'failed', failedAt: new Date(), failureReason: reason, failureMessage: message });
     await announce(em, transaction, 'transaction.failed');
     return 'failed';
   });
+}
+
+/** A settled or failed send's replacements the chain did not mine: none will be followed again. */
+async function supersedeReplacements(em: EntityManager, transaction: OutgoingTransaction): Promise<void> {
+  await em.nativeUpdate(TransactionReplacement, { transaction: transaction.id, status: { $in: ['requested', 'broadcast'] } }, { status: 'superseded', updatedAt: new Date() });
 }
 
 /** The entries that take the send's lock off its ledger rows: of the asset sent, and of the native asset for the fee. */
@@ -455,6 +557,20 @@ function lockReleases(transaction: OutgoingTransaction): CustodyEntry[] {
   return releases.filter((release) => release.amount > 0n).map((release) => ({ ...custodyScope(transaction), assetId: release.assetId, kind: 'send_release', locked: -release.amount }));
 }
 
+/** The entries that take the extra fee each replacement locked off the ledger (under its own reference; one already released is skipped). */
+async function replacementLockReleases(em: EntityManager, transaction: OutgoingTransaction): Promise<CustodyEntry[]> {
+  const replacements = await em.find(TransactionReplacement, { transaction: transaction.id, lockedFee: { $ne: '0' } });
+  return replacements.map((replacement) => replacementLockRelease(transaction, replacement));
+}
+
+/** The entry that takes a replacement's extra fee lock off the ledger. */
+export const replacementLockRelease = (transaction: OutgoingTransaction, replacement: TransactionReplacement): CustodyEntry => ({
+  ...replacementScope(transaction, replacement),
+  assetId: nativeAssetOf(transaction).id,
+  kind: 'send_release',
+  locked: -BigInt(replacement.lockedFee),
+});
+
 /** A send's journal entries: its wallet, its sending address on account chains, the send as reference. */
 function custodyScope(transaction: OutgoingTransaction) {
   return {
@@ -463,6 +579,12 @@ function custodyScope(transaction: OutgoingTransaction) {
     reference: { type: 'transaction', id: transaction.id },
   };
 }
+
+/** A replacement's extra fee lock and its release: the send's wallet and address, the replacement as reference. */
+export const replacementScope = (transaction: OutgoingTransaction, replacement: TransactionReplacement) => ({
+  ...custodyScope(transaction),
+  reference: { type: 'transaction_replacement', id: replacement.id },
+});
 
 async function announce(em: EntityManager, transaction: OutgoingTransaction, type: EventType): Promise<void> {
   await em.flush();

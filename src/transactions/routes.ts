@@ -3,7 +3,8 @@ import { listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
 import { OutgoingTransaction } from './entities';
 import { estimateFee } from './estimate';
-import { CreateTransactionBody, EstimateFeeBody, FeeEstimation, TransactionListQuery, TransactionObject, TransactionParams } from './schemas';
+import { requestReplacement } from './replacements';
+import { CancelTransactionBody, CreateTransactionBody, EstimateFeeBody, FeeEstimation, SpeedUpTransactionBody, TransactionListQuery, TransactionObject, TransactionParams } from './schemas';
 import { createTransaction, findTransaction, presentTransaction, transactionPresenter } from './service';
 
 const TAG = 'Transactions';
@@ -39,6 +40,41 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     body: CreateTransactionBody,
     response: { status: 201, description: 'The transaction, pending', schema: TransactionObject },
     handler: async ({ auth, em, body, deps }) => ({ status: 201, body: await createTransaction(em, deps.config, deps.chains, auth, body) }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/transactions/:id/speed-up',
+    operationId: 'speedUpTransaction',
+    summary: 'Speed up a pending send',
+    description:
+      'Replaces a broadcast Ethereum send by the same nonce at a higher fee (fee_level, default high, raised to outbid its newest candidate by 10%; max_fee caps it: 400 `max_fee_exceeded`). ' +
+      'The fee beyond what is locked is locked (400 `insufficient_funds`), the policies judge it as `speed_up` (403 `policy_blocked`, 400 approval or delay), and the send\'s workflow broadcasts it at its next check, ' +
+      'then settles on whichever candidate is mined: one debit. 409 `invalid_state_transition` once mined or final, or before it is broadcast; 409 `replacement_pending` while an earlier replacement waits; ' +
+      '400 `replacement_unsupported` for other chains, 400 `sponsored_replacement` for a sponsored send. See docs/transactions.md.',
+    tag: TAG,
+    scope: 'transactions:write',
+    params: TransactionParams,
+    body: SpeedUpTransactionBody,
+    response: { status: 200, description: 'The transaction, its new replacement listed as requested', schema: TransactionObject },
+    handler: async ({ auth, em, params, body, deps }) => ({ body: await requestReplacement(em, deps.config, deps.chains, auth, params.id, 'speed_up', body) }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/v1/transactions/:id/cancel',
+    operationId: 'cancelTransaction',
+    summary: 'Cancel a pending send',
+    description:
+      'Replaces a broadcast Ethereum send by a zero-value transfer from its address back to itself with the same nonce, at a higher fee (as speed-up; judged as `cancel`). ' +
+      'Once the cancel is mined the send fails with failure_reason `cancelled`: its fee is debited, nothing else; if the original is mined first it settles as sent. ' +
+      'Same refusals as speed-up. See docs/transactions.md.',
+    tag: TAG,
+    scope: 'transactions:write',
+    params: TransactionParams,
+    body: CancelTransactionBody,
+    response: { status: 200, description: 'The transaction, its cancel listed as requested', schema: TransactionObject },
+    handler: async ({ auth, em, params, body, deps }) => ({ body: await requestReplacement(em, deps.config, deps.chains, auth, params.id, 'cancel', body) }),
   });
 
   routes.add({

@@ -1,6 +1,6 @@
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, Timestamp, z } from '../shared/schemas';
-import { TRANSACTION_STATUSES } from './entities';
+import { REPLACEMENT_KINDS, REPLACEMENT_STATUSES, TRANSACTION_STATUSES } from './entities';
 
 export const EstimateFeeBody = z
   .object({
@@ -110,6 +110,20 @@ export const CreateTransactionBody = z
   .strict()
   .openapi('CreateTransactionRequest');
 
+export const CancelTransactionBody = z
+  .object({
+    fee_level: z.enum(['low', 'medium', 'high']).optional().openapi({ description: "The market level the replacement is priced at (default high), raised to outbid the send's newest candidate by 10%" }),
+    max_fee: DisplayAmount.optional().openapi({ description: "The most the replacement's fee may reach, in the chain's native asset: a higher price is refused (400 max_fee_exceeded), nothing replaced" }),
+  })
+  .strict()
+  .openapi('CancelTransactionRequest');
+
+export const SpeedUpTransactionBody = CancelTransactionBody.extend({
+  fee_rate: SatPerVbyte.optional().openapi({ description: 'Bitcoin only: sat/vB (400 bitcoin_only for an Ethereum send; Bitcoin sends are not replaceable yet: 400 replacement_unsupported)' }),
+})
+  .strict()
+  .openapi('SpeedUpTransactionRequest');
+
 export const TransactionListQuery = ListQuery.extend({
   wallet_id: z.string().uuid().optional(),
   status: z.enum(TRANSACTION_STATUSES).optional(),
@@ -145,6 +159,23 @@ export const TransactionObject = z
     fill_fee_from_unselected: z.boolean(),
     inputs_used: z.array(z.object({ txid: z.string(), vout: z.string(), amount: DisplayString, amount_raw: BaseUnitAmount })).openapi({ description: 'Bitcoin: the outputs the send spends' }),
     nonce: z.string().nullable().openapi({ description: 'Ethereum: the account nonce it was signed with' }),
+    replacements: z
+      .array(
+        z.object({
+          id: z.string().uuid(),
+          kind: z.enum(REPLACEMENT_KINDS).openapi({ description: 'speed_up: the same transfer at a higher fee; cancel: a zero-value transfer back to the sending address' }),
+          origin: z.enum(['api', 'automatic']).openapi({ description: 'automatic: the send waited FEE_BUMP_AFTER_BLOCKS unmined' }),
+          status: z.enum(REPLACEMENT_STATUSES).openapi({ description: 'requested, broadcast, mined (the send settled on it), refused (by the node: its extra lock released) or superseded' }),
+          tx_hash: z.string().nullable().openapi({ description: 'Once signed' }),
+          fee_limit: DisplayString,
+          fee_limit_raw: BaseUnitAmount,
+          policy_decision: z.object({ result: z.string(), policy_id: z.string().nullable(), rule_id: z.string().nullable(), action: z.string().nullable() }),
+          failure_message: z.string().nullable(),
+          created_at: Timestamp,
+          broadcast_at: Timestamp.nullable(),
+        }),
+      )
+      .openapi({ description: 'Ethereum: the same-nonce replacements of this send (speed-up, cancel), oldest first; once one is mined, tx_hash, fee and recipient_amount are its' }),
     status: z.enum(TRANSACTION_STATUSES).openapi({ description: 'pending, signed, broadcast, confirming, confirmed or failed; see docs/transactions.md' }),
     tx_hash: z.string().nullable(),
     block_height: z.number().int().nullable(),

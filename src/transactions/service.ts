@@ -13,6 +13,7 @@ import { emit } from '../events/service';
 import { requiredConfirmations } from '../monitoring/service';
 import { isAutomation, judgeMovement, type MovementInitiator } from '../movements/gate';
 import type { DestinationType, OperationType } from '../policies/schema';
+import type { EvaluationResult } from '../policies/evaluator';
 import { errors } from '../shared/errors';
 import { isUuid, uuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
@@ -20,7 +21,7 @@ import { iso } from '../shared/time';
 import { recordStart } from '../temporal/starter';
 import { chooseFunding, sponsoredFee, sponsoredLevel, sponsorFee } from '../gas-stations/sponsorship';
 import { bitcoinSendOptions, planBitcoinSend } from './bitcoin';
-import { OutgoingTransaction, WalletOutput, type PinnedInput, type StoredFeeTerms } from './entities';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput, type PinnedInput, type RecordedDecision, type StoredFeeTerms } from './entities';
 import { quoteFee } from './estimate';
 import { transactionFlow, transactionWorkflowId } from './flows/transaction';
 import { lockOutputs } from './wallet-outputs';
@@ -128,7 +129,6 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     extra: await velocity(em, auth, new Date()),
   });
   const amountUsd = typeof policyRequest.amount_usd === 'string' ? policyRequest.amount_usd : null;
-  const matched = evaluation.trace?.find((entry) => entry.terminal);
 
   const transaction = em.create(OutgoingTransaction, {
     id: transactionId,
@@ -158,7 +158,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     requiredConfirmations: requiredConfirmations(config, chain.id),
     amountUsd,
     policyRequest,
-    policyDecision: { result: evaluation.result, policy_id: evaluation.policy_id, rule_id: evaluation.rule_id, action: matched?.action ?? null },
+    policyDecision: recordedDecision(evaluation),
     // An automation's send names the key that set it up (or "system").
     apiKeyId: isAutomation(auth) ? actor.id : auth.apiKeyId,
     createdAt: new Date(),
@@ -394,6 +394,12 @@ async function velocity(em: EntityManager, auth: Tenant, at: Date) {
   return { ...usd, velocity_count_1h: row!.count_1h, velocity_count_24h: row!.count_24h };
 }
 
+/** The policy engine's decision as a send or replacement records it. */
+export function recordedDecision(evaluation: EvaluationResult): RecordedDecision {
+  const matched = evaluation.trace?.find((entry) => entry.terminal);
+  return { result: evaluation.result, policy_id: evaluation.policy_id, rule_id: evaluation.rule_id, action: matched?.action ?? null };
+}
+
 export async function findTransaction(em: EntityManager, tenant: { organizationId: string; environment: string }, id: string): Promise<OutgoingTransaction> {
   const transaction = isUuid(id)
     ? await em.findOne(OutgoingTransaction, { id, organization: tenant.organizationId, environment: tenant.environment as OutgoingTransaction['environment'] }, { populate: ['fromAddress'] })
@@ -407,7 +413,7 @@ export async function presentTransaction(em: EntityManager, transaction: Outgoin
   return (await transactionPresenter(em, [transaction]))(transaction);
 }
 
-function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutput[]) {
+function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutput[], replacements: TransactionReplacement[]) {
   const asset = assetById(transaction.assetId);
   const native = nativeAssetOf(transaction);
   const display = (raw: string | null | undefined, decimals: number) => (raw == null ? null : toDisplay(raw, decimals));
@@ -438,6 +444,19 @@ function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutp
     fill_fee_from_unselected: transaction.fillFeeFromUnselected,
     inputs_used: outputs.map((output) => ({ txid: output.txid, vout: String(output.vout), amount: toDisplay(output.amount, 8), amount_raw: output.amount })),
     nonce: transaction.nonce ?? null,
+    replacements: replacements.map((replacement) => ({
+      id: replacement.id,
+      kind: replacement.kind,
+      origin: replacement.origin,
+      status: replacement.status,
+      tx_hash: replacement.txHash ?? null,
+      fee_limit: toDisplay(replacement.feeLimit, native.decimals),
+      fee_limit_raw: replacement.feeLimit,
+      policy_decision: replacement.policyDecision,
+      failure_message: replacement.failureMessage ?? null,
+      created_at: iso(replacement.createdAt),
+      broadcast_at: replacement.broadcastAt ? iso(replacement.broadcastAt) : null,
+    })),
     status: transaction.status,
     tx_hash: transaction.txHash ?? null,
     block_height: transaction.blockHeight ?? null,
@@ -458,11 +477,18 @@ function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutp
   };
 }
 
-/** The presenter of one page: the Bitcoin inputs of all its transactions in one query. */
+/** The presenter of one page: the Bitcoin inputs and the replacements of all its transactions, one query each. */
 export async function transactionPresenter(em: EntityManager, transactions: OutgoingTransaction[]) {
   const bitcoin = transactions.filter((transaction) => transaction.chain === 'bitcoin').map((transaction) => transaction.id);
   const outputs = bitcoin.length ? await em.find(WalletOutput, { spentBy: { $in: bitcoin } }, { orderBy: { txid: 'asc', vout: 'asc' } }) : [];
-  return (transaction: OutgoingTransaction) => presentWithInputs(transaction, outputs.filter((output) => output.spentBy?.id === transaction.id));
+  const ethereum = transactions.filter((transaction) => transaction.chain === 'ethereum').map((transaction) => transaction.id);
+  const replacements = ethereum.length ? await em.find(TransactionReplacement, { transaction: { $in: ethereum } }, { orderBy: { createdAt: 'asc' } }) : [];
+  return (transaction: OutgoingTransaction) =>
+    presentWithInputs(
+      transaction,
+      outputs.filter((output) => output.spentBy?.id === transaction.id),
+      replacements.filter((replacement) => replacement.transaction.id === transaction.id),
+    );
 }
 
 export const nativeAssetOf = (transaction: Pick<OutgoingTransaction, 'chain'>): AssetInfo => assetById(findChain(transaction.chain).nativeAssetId);

@@ -318,8 +318,10 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     });
   });
 
-  it('replays the recorded send history with the current workflow code', async () => {
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('send-transaction'), 'send-transaction');
+  it('replays the recorded send histories with the current workflow code: a plain send, and one sped up (test/chains/anvil-fee-bumping.test.ts)', async () => {
+    const bundle = await workflowBundle();
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('send-transaction'), 'send-transaction');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, await loadHistory('send-transaction-speed-up'), 'send-transaction-speed-up');
   });
 
   it('replays the recorded history of a send broadcast again after the node forgot it with the current workflow code', async () => {

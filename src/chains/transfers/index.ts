@@ -98,7 +98,9 @@ const FEE_MODELS: Record<ChainId, FeeTerms['model']> = { bitcoin: 'per_byte', et
 export function signTransfer(transfer: TransferToSign, keys: SigningKey[]): SignedTransfer {
   const asset = ASSETS.find((candidate) => candidate.id === transfer.assetId && candidate.chain === transfer.chain);
   if (!asset) throw errors.validation(`${transfer.assetId} is not an asset of ${transfer.chain}`, 'asset_id');
-  if (transfer.amount <= 0n) throw errors.validation('The amount must be positive.', 'amount');
+  // Zero moves nothing, save an Ethereum transfer of ether back to its sender: a cancel, which only takes the nonce.
+  const cancel = transfer.chain === 'ethereum' && asset.type === 'native' && transfer.from.toLowerCase() === transfer.to.toLowerCase();
+  if (transfer.amount < 0n || (transfer.amount === 0n && !cancel)) throw errors.validation('The amount must be positive.', 'amount');
   if (transfer.fee.model !== FEE_MODELS[transfer.chain]) throw errors.validation(`${transfer.chain} takes ${FEE_MODELS[transfer.chain]} fee terms, not ${transfer.fee.model}.`, 'fee');
   const environment = transfer.testnet ? 'sandbox' : 'live';
   const canonical = (address: string | undefined) => (address === undefined ? null : canonicalAddress(transfer.chain, environment, address));
