@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleHandle } from '@temporalio/client';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
+import { Worker as SdkWorker } from '@temporalio/worker';
+import { workflowBundle, type ServiceWorkers as Worker } from '../../src/worker-setup';
 import { ConsolidationRule, ConsolidationRun } from '../../src/consolidation/entities';
 import { consolidationRunFlow } from '../../src/consolidation/flows/run';
 import { consolidationScheduleFlow, consolidationScheduleId } from '../../src/consolidation/flows/schedule';
@@ -9,6 +10,7 @@ import { WorkflowStart } from '../../src/temporal/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { releaseTogether } from '../support/rule-lock';
 import { terminateWorkflows } from '../support/scanning';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
@@ -209,5 +211,10 @@ describe('consolidationScheduleWorkflow ticks (time-skipping)', () => {
     assert.equal(runs.length, 1);
     assert.deepEqual(triggers, ['scheduled', 'scheduled']);
     assert.equal(runs[0]!.initiatedByUserId, null);
+    await recordHistoryIfAsked(env.client.workflow.getHandle(`${consolidationScheduleId(created.body.id)}-1`), 'consolidation-schedule');
+  });
+
+  it('replays the recorded tick history with the current workflow code', async () => {
+    await SdkWorker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('consolidation-schedule'), 'consolidation-schedule');
   });
 });
