@@ -57,6 +57,14 @@ export const ConfigSchema = z.object({
   /** Requests with a missing or invalid key, per client address (each costs a key lookup). */
   AUTH_FAILURE_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(2),
   AUTH_FAILURE_RATE_LIMIT_BURST: z.coerce.number().int().positive().default(30),
+  /** Client addresses whose failures each API process remembers; the least recently failing is forgotten first. */
+  AUTH_FAILURE_RATE_LIMIT_MAX_ADDRESSES: z.coerce.number().int().positive().default(10_000),
+  /**
+   * Proxies in front of the API whose `X-Forwarded-For` entries are believed: the client address is the
+   * entry this many places from the right. 0 (the default): the header is ignored and the address is the
+   * connection's, since any client can write the header.
+   */
+  TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().int().positive().default(24),
   /** How often the `lightning-invoice-expiry` Schedule expires overdue invoices (payment is refused from expires_at on regardless). */
   LIGHTNING_INVOICE_EXPIRY_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
@@ -67,8 +75,11 @@ export const ConfigSchema = z.object({
   API_KEY_CACHE_MAX_KEYS: z.coerce.number().int().positive().default(10_000),
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   METRICS_ENABLED: bool.default(true),
-  /** Sandbox webhook endpoints may use http:// or https:// to 127.0.0.1/localhost (local receivers). Defaults to true outside production; never applies to live keys. */
-  WEBHOOK_ALLOW_INSECURE_LOOPBACK: bool.optional(),
+  /**
+   * Sandbox webhook endpoints may use http:// or https:// to 127.0.0.1/localhost/::1 (local receivers). Off unless set,
+   * since a loopback target lets a key probe the host's own ports; never applies to live keys.
+   */
+  WEBHOOK_ALLOW_INSECURE_LOOPBACK: bool.default(false),
   /** How long the previous signing secret still signs deliveries after a rotation. */
   WEBHOOK_SECRET_ROTATION_HOURS: z.coerce.number().min(0).max(24 * 7).default(24),
   /** Default lifetime of a policy activation request when the request names none. */
@@ -217,7 +228,7 @@ export const ConfigSchema = z.object({
     message: 'TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH go together (mTLS needs both)',
   });
 
-export type Config = Omit<z.infer<typeof ConfigSchema>, 'WEBHOOK_ALLOW_INSECURE_LOOPBACK'> & { WEBHOOK_ALLOW_INSECURE_LOOPBACK: boolean };
+export type Config = z.infer<typeof ConfigSchema>;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -230,9 +241,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  return {
-    ...parsed.data,
-    DATA_DIR: path.resolve(parsed.data.DATA_DIR),
-    WEBHOOK_ALLOW_INSECURE_LOOPBACK: parsed.data.WEBHOOK_ALLOW_INSECURE_LOOPBACK ?? parsed.data.NODE_ENV !== 'production',
-  };
+  return { ...parsed.data, DATA_DIR: path.resolve(parsed.data.DATA_DIR) };
 }

@@ -5,7 +5,7 @@ import { ChainNodes } from './chains/nodes';
 import type { Config } from './config';
 import { createOrm, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
-import { SharedTokenBucket, TokenBucketLimiter } from './http/rate-limit';
+import { KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './http/rate-limit';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
@@ -29,7 +29,12 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     temporal,
     metrics,
     rateLimiter: new SharedTokenBucket(config.RATE_LIMIT_BURST, config.RATE_LIMIT_PER_SECOND),
-    authFailureLimiter: new TokenBucketLimiter(config.AUTH_FAILURE_RATE_LIMIT_BURST, config.AUTH_FAILURE_RATE_LIMIT_PER_SECOND),
+    authFailureLimiter: new TokenBucketLimiter(
+      config.AUTH_FAILURE_RATE_LIMIT_BURST,
+      config.AUTH_FAILURE_RATE_LIMIT_PER_SECOND,
+      config.AUTH_FAILURE_RATE_LIMIT_MAX_ADDRESSES,
+    ),
+    throttledLookups: new KeyedSerialQueue(),
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS, keys),
     keyCache: new ApiKeyCache(config.DATABASE_URL, config.API_KEY_CACHE_SECONDS * 1000, config.API_KEY_CACHE_MAX_KEYS, log),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),

@@ -19,7 +19,9 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Builds the Koa app from the domain route modules; no I/O happens here. */
 export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<AppState>; routes: RouteRegistry } {
   const app = new Koa<AppState>();
-  app.proxy = true;
+  // X-Forwarded-For names the client only behind the configured proxies (each appends one entry): unconfigured, any client could name its own address.
+  app.proxy = deps.config.TRUST_PROXY > 0;
+  app.maxIpsCount = deps.config.TRUST_PROXY;
   const routes = new RouteRegistry(deps);
   for (const register of modules) register(routes);
 

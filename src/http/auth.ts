@@ -5,22 +5,30 @@ import type { AppContext, AppDeps, AuthContext } from './context';
 
 /** Resolves `Authorization: Bearer sk_...` to the calling key; 401 for anything else. */
 export async function authenticate(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
-  // Bogus keys cost a lookup each: a client address that keeps sending them is refused before the database.
   const client = `address:${ctx.ip}`;
-  if (!deps.authFailureLimiter.hasToken(client)) {
-    throw new DomainError({
-      kind: 'rate_limited',
-      code: 'rate_limited',
-      message: 'Too many requests with missing or invalid API keys from this address. Retry later with a valid key.',
-      details: { retry_after_seconds: deps.authFailureLimiter.take(client).resetSeconds },
-    });
+  if (deps.authFailureLimiter.hasToken(client)) {
+    try {
+      return await lookUpKey(ctx, deps);
+    } catch (error) {
+      deps.authFailureLimiter.take(client);
+      throw error;
+    }
   }
-  try {
-    return await lookUpKey(ctx, deps);
-  } catch (error) {
-    deps.authFailureLimiter.take(client);
-    throw error;
-  }
+  // An address past its budget of bad keys may still carry a valid one (a NAT, a shared proxy): every key is still
+  // looked up, but one at a time per address, so bogus ones hold at most one connection; a bad key is then 429.
+  return deps.throttledLookups.run(client, async () => {
+    try {
+      return await lookUpKey(ctx, deps);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.kind !== 'unauthenticated') throw error;
+      throw new DomainError({
+        kind: 'rate_limited',
+        code: 'rate_limited',
+        message: 'Too many requests with missing or invalid API keys from this address. Retry later with a valid key.',
+        details: { retry_after_seconds: deps.authFailureLimiter.take(client).resetSeconds },
+      });
+    }
+  });
 }
 
 async function lookUpKey(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {

@@ -12,7 +12,7 @@ import type { IdempotencyService } from '../idempotency/service';
 import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
 import type { WorkflowStarter } from '../temporal/starter';
-import type { SharedTokenBucket, TokenBucketLimiter } from './rate-limit';
+import type { KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './rate-limit';
 
 export interface AppState {
   requestId: string;
@@ -36,6 +36,8 @@ export interface AppDeps {
   rateLimiter: SharedTokenBucket;
   /** Per client address, counts only requests whose key is missing or invalid. */
   authFailureLimiter: TokenBucketLimiter;
+  /** Key lookups of client addresses over that limit, one at a time per address. */
+  throttledLookups: KeyedSerialQueue;
   idempotency: IdempotencyService;
   /** Key lookups by secret hash, evicted on every change of a key by any process. */
   keyCache: ApiKeyCache;

@@ -2,9 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 
 /**
  * Rate limiting. Per API key the budget is shared by every API process (`SharedTokenBucket`, one
- * PostgreSQL statement per request); the pre-authentication limit on bogus keys per client
- * address stays in process memory (`TokenBucketLimiter`): it only has to keep one address from
- * making one process hash and look up keys without end.
+ * PostgreSQL statement per request); the limit on bogus keys per client address stays in process
+ * memory (`TokenBucketLimiter`, bounded in size): it only has to keep one address from making one
+ * process look up keys without end.
  */
 export interface RateLimitDecision {
   allowed: boolean;
@@ -19,25 +19,39 @@ interface Bucket {
   updatedAt: number;
 }
 
+/**
+ * Token buckets per key in process memory, at most `maxKeys` of them: a key is stored only once it
+ * takes a token (a full bucket is the same as none), and the least recently used one is dropped past
+ * the bound (a Map iterates in insertion order; every take moves its key to the end).
+ */
 export class TokenBucketLimiter {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(
     private readonly capacity: number,
     private readonly refillPerSecond: number,
+    private readonly maxKeys: number,
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Keys held now (never more than `maxKeys`). */
+  get size(): number {
+    return this.buckets.size;
+  }
+
   /** Whether `key` has a token left, without taking it. */
   hasToken(key: string): boolean {
-    return this.refilled(key).tokens >= 1;
+    const bucket = this.buckets.get(key);
+    return !bucket || this.refill(bucket).tokens >= 1;
   }
 
   take(key: string): RateLimitDecision {
-    const bucket = this.refilled(key);
+    const bucket = this.refill(this.buckets.get(key) ?? { tokens: this.capacity, updatedAt: this.now() });
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
+    this.buckets.delete(key);
     this.buckets.set(key, bucket);
+    if (this.buckets.size > this.maxKeys) this.buckets.delete(this.buckets.keys().next().value!);
     const missing = allowed ? this.capacity - bucket.tokens : 1 - bucket.tokens;
     return {
       allowed,
@@ -47,13 +61,29 @@ export class TokenBucketLimiter {
     };
   }
 
-  private refilled(key: string): Bucket {
+  private refill(bucket: Bucket): Bucket {
     const now = this.now();
-    const bucket = this.buckets.get(key) ?? { tokens: this.capacity, updatedAt: now };
     bucket.tokens = Math.min(this.capacity, bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.refillPerSecond);
     bucket.updatedAt = now;
-    this.buckets.set(key, bucket);
     return bucket;
+  }
+}
+
+/** Runs work one at a time per key; a key with nothing queued holds no memory. */
+export class KeyedSerialQueue {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const result = (this.tails.get(key) ?? Promise.resolve()).then(work);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
   }
 }
 

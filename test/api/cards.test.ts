@@ -962,7 +962,7 @@ describe('Cards API', () => {
       const em = (await testOrm()).em.fork();
       assert.equal(await em.count(Card, { organization: own.organizationId }), 0);
       assert.equal(await em.count(Customer, { organization: own.organizationId }), 0);
-      // Sandbox may use a loopback receiver (WEBHOOK_ALLOW_INSECURE_LOOPBACK, on outside production).
+      // Sandbox may use a loopback receiver (WEBHOOK_ALLOW_INSECURE_LOOPBACK, set in the test configuration).
       const receiver = await new WebhookReceiver().start();
       try {
         const loopback = await createCard({ webhook_url: receiver.url }, own);

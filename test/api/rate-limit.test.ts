@@ -37,34 +37,62 @@ describe('Rate limiting', () => {
 });
 
 describe('Rate limiting of invalid keys', () => {
-  let app: TestApp;
-
-  before(async () => {
-    app = await startTestApp({ config: { AUTH_FAILURE_RATE_LIMIT_BURST: '3', AUTH_FAILURE_RATE_LIMIT_PER_SECOND: '0.01' } });
-  });
-  after(() => app?.close());
-
-  it('refuses a client address that keeps sending bogus keys with 429 before any lookup; valid keys are unaffected', async () => {
-    const bogus = `sk_test_${'x'.repeat(32)}`;
-    for (let i = 0; i < 3; i += 1) assert.equal((await app.request('GET', '/v1/api-keys/me', { key: bogus })).status, 401);
-    const limited = await app.request('GET', '/v1/api-keys/me', { key: bogus });
-    assert.equal(limited.status, 429);
-    assert.equal(limited.body.error.code, 'rate_limited');
-    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
-    assert.equal((await app.request('GET', '/v1/api-keys/me')).status, 429, 'a missing key counts too');
-  });
-
-  it('does not spend the address bucket on valid keys', async () => {
-    const fresh = await startTestApp({ config: { AUTH_FAILURE_RATE_LIMIT_BURST: '1', AUTH_FAILURE_RATE_LIMIT_PER_SECOND: '0.01' } });
+  const me = (app: TestApp, key?: string, forwardedFor?: string) =>
+    app.request('GET', '/v1/api-keys/me', { key, headers: forwardedFor ? { 'x-forwarded-for': forwardedFor } : {} });
+  const bogus = `sk_test_${'x'.repeat(32)}`;
+  const withApp = async (config: Record<string, string>, test: (app: TestApp) => Promise<void>) => {
+    const app = await startTestApp({ config });
     try {
-      const org = await createTestOrganization();
-      for (let i = 0; i < 5; i += 1) assert.equal((await fresh.request('GET', '/v1/api-keys/me', { key: org.secret })).status, 200);
-      assert.equal((await fresh.request('GET', '/v1/api-keys/me', { key: `sk_test_${'y'.repeat(32)}` })).status, 401);
-      assert.equal((await fresh.request('GET', '/v1/api-keys/me', { key: `sk_test_${'y'.repeat(32)}` })).status, 429);
+      await test(app);
     } finally {
-      await fresh.close();
+      await app.close();
     }
+  };
+  const slow = { AUTH_FAILURE_RATE_LIMIT_BURST: '3', AUTH_FAILURE_RATE_LIMIT_PER_SECOND: '0.01' };
+
+  it('answers 429 to a client address that keeps sending bogus or missing keys', () =>
+    withApp(slow, async (app) => {
+      for (let i = 0; i < 3; i += 1) assert.equal((await me(app, bogus)).status, 401);
+      const limited = await me(app, bogus);
+      assert.equal(limited.status, 429);
+      assert.equal(limited.body.error.code, 'rate_limited');
+      assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+      assert.equal((await me(app)).status, 429, 'a missing key counts too');
+    }));
+
+  it('never refuses a valid key because bad keys came from the same address, nor spends the bucket on it', () =>
+    // The defaults (a burst of 30), as `npm start` runs: no proxy is trusted.
+    withApp({}, async (app) => {
+      const org = await createTestOrganization();
+      const statuses = new Set<number>();
+      for (let i = 0; i < 40; i += 1) statuses.add((await me(app, bogus, '203.0.113.7')).status);
+      assert.deepEqual([...statuses].sort(), [401, 429]);
+      const valid = await me(app, org.secret, '203.0.113.7');
+      assert.equal(valid.status, 200, valid.text);
+      // Not in the process's key cache either: a key it never saw is looked up all the same.
+      const other = await org.key(['cards:read']);
+      assert.equal((await me(app, other.secret, '203.0.113.7')).status, 200);
+      assert.equal((await me(app, bogus, '203.0.113.7')).status, 429, 'bad keys stay refused');
+    }));
+
+  it('ignores X-Forwarded-For unless TRUST_PROXY is set, then takes the entry the trusted proxies appended', async () => {
+    await withApp(slow, async (app) => {
+      for (let i = 0; i < 3; i += 1) assert.equal((await me(app, bogus, `203.0.113.${i}`)).status, 401);
+      assert.equal((await me(app, bogus, '198.51.100.1')).status, 429, 'the header does not choose the bucket');
+    });
+    await withApp({ ...slow, TRUST_PROXY: '1' }, async (app) => {
+      for (let i = 0; i < 3; i += 1) assert.equal((await me(app, bogus, '203.0.113.7')).status, 401);
+      assert.equal((await me(app, bogus, '203.0.113.7')).status, 429);
+      assert.equal((await me(app, bogus, '198.51.100.1')).status, 401, 'another forwarded address has its own bucket');
+      assert.equal((await me(app, bogus, '198.51.100.2, 203.0.113.7')).status, 429, 'an entry the client wrote before the proxy\'s is ignored');
+    });
   });
+
+  it('remembers at most its bound of addresses however many distinct ones send bad keys', () =>
+    withApp({ TRUST_PROXY: '1', AUTH_FAILURE_RATE_LIMIT_MAX_ADDRESSES: '50' }, async (app) => {
+      for (let i = 0; i < 200; i += 1) assert.equal((await me(app, bogus, `10.0.${i >> 8}.${i & 255}`)).status, 401);
+      assert.equal(app.deps.authFailureLimiter.size, 50);
+    }));
 });
 
 describe('Shared token bucket under load', () => {

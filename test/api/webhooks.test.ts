@@ -405,3 +405,37 @@ describe('Webhooks, subscriptions and delivery events API', () => {
     }
   });
 });
+
+describe('Loopback webhook targets', () => {
+  const loopbackUrls = ['http://127.0.0.1:9/hook', 'https://localhost/hook', 'http://[::1]:9/hook'];
+  const create = (app: TestApp, org: TestOrganization, url: string) => app.request('POST', '/v1/webhooks', { key: org.secret, body: { name: 'Local', url } });
+  const withApp = async (allow: boolean, test: (app: TestApp) => Promise<void>) => {
+    const app = await startTestApp({ config: { WEBHOOK_ALLOW_INSECURE_LOOPBACK: String(allow) } });
+    try {
+      await test(app);
+    } finally {
+      await app.close();
+    }
+  };
+
+  it('are refused for live endpoints even with WEBHOOK_ALLOW_INSECURE_LOOPBACK set; sandbox ones only with it', async () => {
+    const sandbox = await createTestOrganization('Loopback sandbox');
+    const live = await createTestOrganization('Loopback live', 'live');
+    await withApp(true, async (app) => {
+      for (const url of loopbackUrls) {
+        const refused = await create(app, live, url);
+        assert.equal(refused.status, 400, url);
+        assert.equal(refused.body.error.param, 'url');
+        assert.equal((await create(app, sandbox, url)).status, 201, url);
+      }
+    });
+    await withApp(false, async (app) => {
+      for (const url of loopbackUrls) {
+        const refused = await create(app, sandbox, url);
+        assert.equal(refused.status, 400, url);
+        assert.equal(refused.body.error.code, 'validation_failed');
+        assert.equal(refused.body.error.param, 'url');
+      }
+    });
+  });
+});

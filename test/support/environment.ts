@@ -24,8 +24,9 @@ function requiredEnv(name: string): string {
   return value;
 }
 
+/** Loopback webhook targets on: the suite's receivers (test/support/webhook-receiver.ts) listen on 127.0.0.1. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test', ...process.env, ...overrides });
+  return loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test', WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true', ...process.env, ...overrides });
 }
 
 let orm: Promise<Orm> | undefined;

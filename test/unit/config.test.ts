@@ -9,6 +9,15 @@ describe('Configuration', () => {
     assert.equal(config.RATE_LIMIT_BURST, 100);
   });
 
+  it('trusts no proxy and allows no loopback webhook target unless told to, as `npm start` runs (no NODE_ENV)', () => {
+    const defaults = loadConfig({ DATABASE_URL: 'postgresql://localhost/db' });
+    assert.equal(defaults.TRUST_PROXY, 0);
+    assert.equal(defaults.WEBHOOK_ALLOW_INSECURE_LOOPBACK, false);
+    const set = loadConfig({ DATABASE_URL: 'postgresql://localhost/db', TRUST_PROXY: '2', WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true' });
+    assert.deepEqual([set.TRUST_PROXY, set.WEBHOOK_ALLOW_INSECURE_LOOPBACK], [2, true]);
+    assert.throws(() => loadConfig({ DATABASE_URL: 'postgresql://localhost/db', TRUST_PROXY: 'yes' }), /TRUST_PROXY:/);
+  });
+
   it("bounds the main worker's slots and cache by default and takes WORKER_* overrides", () => {
     const defaults = loadConfig({ DATABASE_URL: 'postgresql://localhost/db' });
     assert.deepEqual(
