@@ -61,7 +61,7 @@ export async function requestActivation(
   if (policy.status !== 'draft') throw errors.conflict('invalid_state_transition', `Only a draft can be activated; this policy is ${policy.status}.`);
   const pending = await pendingApprovalRequest(em, policy);
   if (pending) throw errors.conflict('activation_pending', 'An activation request for this policy is already pending.', { approval_request_id: pending.id });
-  const validation = await validateRules(em, actor.organizationId, draftRulesOf(policy), 'activation');
+  const validation = await validateRules(em, actor.organizationId, draftRulesOf(policy));
   if (!validation.valid) {
     throw new DomainError({
       kind: 'invalid',

@@ -146,7 +146,8 @@ describe('Policies API', () => {
     const codes = result.body.diagnostics.map((d: { code: string }) => d.code).sort();
     assert.deepEqual(codes, ['empty_conditions', 'no_catch_all', 'unreachable_rule', 'value_type_mismatch']);
     assert.equal(result.body.valid, false);
-    assert.deepEqual(result.body.issue_count, { error: 1, warning: 2, info: 1 });
+    assert.deepEqual(result.body.issue_count, { error: 2, warning: 1, info: 1 });
+    assert.equal(result.body.diagnostics.find((d: { code: string }) => d.code === 'empty_conditions').severity, 'error');
     const unreachable = await call('POST', '/v1/policies/validate', {
       rules: [{ action_type: 'allow', conditions: [] }, { action_type: 'block', conditions: [{ field: 'chain', operator: 'equal', value: 'tron' }] }],
     });
@@ -169,6 +170,14 @@ describe('Policies API', () => {
     assert.equal(refused.status, 400);
     assert.equal(refused.body.error.code, 'policy_invalid');
     assert.equal(refused.body.error.details.diagnostics[0].code, 'empty_conditions');
+    // One severity per diagnostic: validating the draft, stored or not, reports what activation refuses.
+    const stored = await call('POST', `/v1/policies/${broken.id}/validate`);
+    const unstored = await call('POST', '/v1/policies/validate', { rules: [{ name: 'Empty', action_type: 'allow' }] });
+    const severities = (body: { diagnostics: { code: string; severity: string }[] }) => body.diagnostics.map((d) => `${d.code}:${d.severity}`);
+    for (const validation of [stored.body, unstored.body]) {
+      assert.equal(validation.valid, false);
+      assert.deepEqual(severities(validation), severities(refused.body.error.details));
+    }
   });
 
   it('enforces at once when the organization requires no approvals; an enforced policy cannot be edited, a copy replaces it', async () => {
