@@ -29,11 +29,6 @@ export interface EmitInput {
   destinations?: Destination[];
   /** false: only the explicit destinations (e.g. webhook.test); default: also every matching endpoint. */
   broadcast?: boolean;
-  /**
-   * Only endpoints whose filter names this type receive it, not those with an empty (all types)
-   * filter: an alias of another event (the payout stages' `withdrawal.*`) reaches each endpoint once.
-   */
-  namedOnly?: boolean;
   /** Emitting the same key twice in one organization yields one event and one set of deliveries. */
   dedupeKey?: string;
 }
@@ -67,7 +62,8 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
     if (endpoint.probeDeliveryId) endpointsWithProbe.push(endpoint.id);
   };
   for (const endpoint of inserted.endpoints) {
-    if ((endpoint.eventTypes.length === 0 && !input.namedOnly) || endpoint.eventTypes.includes(input.type)) addEndpoint(endpoint);
+    // An empty filter delivers every type (the spec), the payout stages' `withdrawal.*` aliases included.
+    if (endpoint.eventTypes.length === 0 || endpoint.eventTypes.includes(input.type)) addEndpoint(endpoint);
   }
   // Explicit destinations must be of the event's environment too: a sandbox event never reaches a live URL.
   const ofAnotherEnvironment = (kind: string, id: string) => new Error(`events.emit: ${kind} ${id} is not a ${environment} destination of this organization`);

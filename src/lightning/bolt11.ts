@@ -5,7 +5,8 @@ import { bech32 } from '@scure/base';
 /**
  * BOLT #11 payment requests: encoder (signed with a node key) and decoder. The decoder enforces
  * the reader requirements of BOLT #11 (lightning/bolts 11-payment-encoding.md, 2026 text):
- * bech32 without the length limit, prefix and amount, fixed field lengths (p, h, s: 52, n: 53),
+ * bech32 without the length limit, prefix and amount, fixed field lengths (p, h, s: 52, n: 53; other
+ * lengths skipped),
  * mandatory p and s, exactly one of d and h, minimal x, c and 9, feature bits (unknown even bits
  * and missing dependencies refused), the signature (verified against `n`, low-S only, when `n`
  * is present; public-key recovery accepting both S forms otherwise) and, when the caller knows
@@ -28,7 +29,11 @@ const MULTIPLIERS: Record<string, bigint> = { m: MSAT_PER_BTC / 1_000n, u: MSAT_
 const TAG = { paymentHash: 1, routeHint: 3, features: 5, expiry: 6, fallback: 9, description: 13, secret: 16, payee: 19, descriptionHash: 23, minFinalCltv: 24, metadata: 27 } as const;
 /** The letter of each tag, for messages. */
 const TAG_LETTER: Record<number, string> = { 1: 'p', 3: 'r', 5: '9', 6: 'x', 9: 'f', 13: 'd', 16: 's', 19: 'n', 23: 'h', 24: 'c', 27: 'm' };
-/** Fields with a fixed `data_length`: any other length fails the payment (BOLT #11 since lightning/bolts#1243). */
+/**
+ * Fields with a fixed `data_length`: a field of any other length is skipped, as the example "Same, but
+ * including fields which must be ignored" requires (a future variant of a different length reaches old
+ * readers as an unknown field). The 2026 reader text says fail, contradicting that example: we keep the example.
+ */
 const FIXED_LENGTH: Record<number, number> = { [TAG.paymentHash]: 52, [TAG.secret]: 52, [TAG.descriptionHash]: 52, [TAG.payee]: 53 };
 /** Fields an invoice carries at most once (`r` and `f` may repeat). */
 const SINGLE_FIELDS = new Set<number>([TAG.paymentHash, TAG.secret, TAG.description, TAG.descriptionHash, TAG.payee, TAG.expiry, TAG.minFinalCltv, TAG.features, TAG.metadata]);
@@ -240,7 +245,7 @@ function readFields(dataWords: number[]): Fields {
     at += 3 + length;
     const letter = TAG_LETTER[tag] ?? `type ${tag}`;
     const fixed = FIXED_LENGTH[tag];
-    if (fixed !== undefined && length !== fixed) throw new Bolt11Error(`${letter} field has data_length ${length}, expected ${fixed}`);
+    if (fixed !== undefined && length !== fixed) continue;
     if (SINGLE_FIELDS.has(tag)) {
       const previous = seen.get(tag);
       // Two payment hashes are refused outright (payers disagreeing on which one counts has been

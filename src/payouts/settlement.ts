@@ -49,7 +49,7 @@ export async function announce(em: EntityManager, trip: PayoutTrip, type: EventT
   const scope = { organizationId: trip.organization.id, environment: trip.environment };
   await emit(em, { ...scope, type, data, dedupeKey: `${key}:${trip.id}` });
   const alias = STAGE_ALIASES[type];
-  if (alias) await emit(em, { ...scope, type: alias, data: { ...data, alias_of: type }, dedupeKey: `${alias}:${trip.id}`, namedOnly: true });
+  if (alias) await emit(em, { ...scope, type: alias, data: { ...data, alias_of: type }, dedupeKey: `${alias}:${trip.id}` });
 }
 
 /** Moves the trip to `status`, on its timeline too; a final status stamps completedAt. */

@@ -9,8 +9,10 @@ import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { recordStart, type WorkflowStarter } from '../temporal/starter';
 import { ApprovalRequest, ApprovalVote, type Policy } from './entities';
-import { activationWorkflowId, policyActivationFlow, voteUpdate, VOTE_REFUSALS } from './flows/activation';
-import { addressBookEntryApprovalFlow, entryApprovalWorkflowId } from './flows/address-book-entry-approval';
+import { emit } from '../events/service';
+import { policyActivationFlow, voteUpdate, VOTE_REFUSALS } from './flows/activation';
+import { addressBookEntryApprovalFlow } from './flows/address-book-entry-approval';
+import { approvalWorkflowId, presentApprovalRequest } from './presenters';
 import {
   draftRulesOf,
   enforcePolicy,
@@ -61,7 +63,7 @@ export async function requestActivation(
   if (policy.status !== 'draft') throw errors.conflict('invalid_state_transition', `Only a draft can be activated; this policy is ${policy.status}.`);
   const pending = await pendingApprovalRequest(em, policy);
   if (pending) throw errors.conflict('activation_pending', 'An activation request for this policy is already pending.', { approval_request_id: pending.id });
-  const validation = await validateRules(em, actor.organizationId, draftRulesOf(policy), 'activation');
+  const validation = await validateRules(em, actor.organizationId, draftRulesOf(policy));
   if (!validation.valid) {
     throw new DomainError({
       kind: 'invalid',
@@ -105,7 +107,8 @@ export async function requestActivation(
 
 /**
  * A pending request on `subject` under the organization's quorum (at least one approval), once
- * enough members other than the requester can vote: 409 `not_enough_approvers` otherwise.
+ * enough members other than the requester can vote: 409 `not_enough_approvers` otherwise. Every
+ * request is announced as `approval_request.created` (data: the request as the API presents it).
  */
 async function openApprovalRequest(
   em: EntityManager,
@@ -122,7 +125,7 @@ async function openApprovalRequest(
       eligible_approvers: voters.length,
     });
   }
-  return em.create(ApprovalRequest, {
+  const request = em.create(ApprovalRequest, {
     organization,
     environment: actor.environment,
     ...subject,
@@ -134,6 +137,8 @@ async function openApprovalRequest(
     expiresAt: new Date(Date.now() + options.expiryHours * 3_600_000),
     createdAt: new Date(),
   });
+  await emit(em, { organizationId: organization.id, environment: actor.environment, type: 'approval_request.created', data: presentApprovalRequest(request) });
+  return request;
 }
 
 export type EntryApprovalOutcome = { status: 'usable'; entry: AddressBookEntry } | { status: 'pending'; request: ApprovalRequest };
@@ -193,10 +198,6 @@ export function makeEntryUsable(em: EntityManager, entry: AddressBookEntry, acto
   if (entry.usableAt.getTime() > now.getTime()) entry.usableAt = now;
   writeAudit(em, { actor, policyId: null, action: 'address_book_entry_approved', metadata: { address_book_entry_id: entry.id, usable_at: entry.usableAt.toISOString(), ...metadata } });
 }
-
-/** The workflow carrying a request's votes, by what it approves. */
-export const approvalWorkflowId = (request: ApprovalRequest): string =>
-  request.addressBookEntry ? entryApprovalWorkflowId(request.id) : activationWorkflowId(request.id);
 
 export async function findApprovalRequest(em: EntityManager, scope: PolicyScope, id: string): Promise<ApprovalRequest> {
   const request = await em.findOne(

@@ -1,6 +1,7 @@
 import { iso, isoOrNull } from '../shared/time';
 import type { ApprovalRequest, Policy, PolicyAuditLog, PolicyRule } from './entities';
-import { approvalWorkflowId } from './approvals';
+import { activationWorkflowId } from './flows/activation';
+import { entryApprovalWorkflowId } from './flows/address-book-entry-approval';
 import type { PolicyTemplate } from './templates';
 
 export function presentRule(rule: PolicyRule, policy: Policy) {
@@ -104,6 +105,10 @@ export function presentPendingApproval(request: ApprovalRequest, change: string,
     message: `${change} needs ${request.requiredApprovals} approval(s) before ${expiresAt}; ${poll}.`,
   };
 }
+
+/** The workflow carrying a request's votes, by what it approves. */
+export const approvalWorkflowId = (request: ApprovalRequest): string =>
+  request.addressBookEntry ? entryApprovalWorkflowId(request.id) : activationWorkflowId(request.id);
 
 export function presentApprovalRequest(request: ApprovalRequest) {
   const votes = request.votes.getItems();

@@ -241,7 +241,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The validation result', schema: ValidationResultObject },
     handler: async ({ auth, em, params }) => {
       const policy = await findPolicy(em, auth, params.id);
-      return { body: await validateRules(em, auth.organizationId, draftRulesOf(policy), policy.status === 'draft' ? 'draft' : 'activation') };
+      return { body: await validateRules(em, auth.organizationId, draftRulesOf(policy)) };
     },
   });
 

@@ -331,8 +331,8 @@ export function draftRulesOf(policy: Policy): DraftRule[] {
     .map((rule) => ({ id: rule.id, name: rule.name, action_type: rule.actionType, action_config: rule.actionConfig, conditions: rule.conditions }));
 }
 
-export async function validateRules(em: EntityManager, organizationId: string, rules: DraftRule[], mode: 'draft' | 'activation'): Promise<ValidationResult> {
-  return validatePolicyRules(rules, { mode, approvers: await approverDirectory(em, organizationId) });
+export async function validateRules(em: EntityManager, organizationId: string, rules: DraftRule[]): Promise<ValidationResult> {
+  return validatePolicyRules(rules, { approvers: await approverDirectory(em, organizationId) });
 }
 
 /** Validates rules not stored yet, in their `order` (listed order for ties and omissions). */
@@ -344,7 +344,7 @@ export async function validateDraft(
   const ordered = rules
     .map((rule, index) => ({ ...rule, position: rule.order ?? index + 1, index }))
     .sort((a, b) => a.position - b.position || a.index - b.index);
-  return validateRules(em, organizationId, ordered, 'draft');
+  return validateRules(em, organizationId, ordered);
 }
 
 // ---------- evaluation and the sending decision ----------

@@ -35,8 +35,6 @@ export interface DraftRule {
 }
 
 export interface ValidationContext {
-  /** `activation` turns empty conditions (and an empty policy) into errors. */
-  mode: 'draft' | 'activation';
   /** Approver id (member or role) -> the member ids it stands for. */
   approvers: ReadonlyMap<string, readonly string[]>;
 }
@@ -159,10 +157,11 @@ export function validatePolicyRules(rules: readonly DraftRule[], context: Valida
   const diagnostics: Diagnostic[] = [];
   const add = (code: string, severity: Severity, index: number | null, message: string, suggested_fix: string) =>
     diagnostics.push({ code, message, severity, rule_id: index === null ? null : (rules[index]?.id ?? null), rule_index: index, suggested_fix });
-  const activation = context.mode === 'activation';
-
+  // An empty policy and a rule without conditions are errors wherever they are found: activation refuses
+  // them (the spec: conditions are optional on a draft, required when activating), so validating a
+  // draft predicts that refusal with the same severity.
   if (rules.length === 0) {
-    add('empty_policy', activation ? 'error' : 'warning', null, 'The policy has no rules.', 'Add at least one rule.');
+    add('empty_policy', 'error', null, 'The policy has no rules.', 'Add at least one rule.');
   }
 
   /** Per rule: its well-formed conditions, or null when one is malformed (the rule can never match). */
@@ -173,7 +172,7 @@ export function validatePolicyRules(rules: readonly DraftRule[], context: Valida
     const conditions = rule.conditions ?? [];
     let malformed = false;
     if (conditions.length === 0) {
-      add('empty_conditions', activation ? 'error' : 'warning', index, 'The rule has no conditions, so it matches every request.',
+      add('empty_conditions', 'error', index, 'The rule has no conditions, so it matches every request.',
         'Add a condition; a deliberate catch-all can test e.g. amount greater_than_or_equal 0.');
     }
     conditions.forEach((condition, position) => {

@@ -4,6 +4,7 @@ import { CHAIN_IDS } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { ConsolidationRule } from '../../src/consolidation/entities';
 import { Vault } from '../../src/custody/entities';
+import { Event } from '../../src/events/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { createApiKey } from '../../src/api-keys/service';
 import { Organization, type OrgRole } from '../../src/organizations/entities';
@@ -411,6 +412,8 @@ describe('Address book: named destinations, and whitelist policies that name the
       assert.equal(pending.body.usable_at, entry.usable_at);
       const requestId = pending.body.approval_request_id;
       assert.equal(pending.body.workflow_id, `address-book-entry-approval-${requestId}`);
+      const announced = await liveApp.deps.orm.em.fork().findOneOrFail(Event, { organization: o.organizationId, type: 'approval_request.created', environment: 'live' });
+      assert.deepEqual([announced.data.id, announced.data.address_book_entry_id, announced.data.policy_id, announced.data.workflow_id], [requestId, entry.id, null, pending.body.workflow_id]);
       const twice = await liveCall('POST', approvalPath, {}, requester.secret);
       assert.deepEqual([twice.status, twice.body.error.code, twice.body.error.details.approval_request_id], [409, 'approval_pending', requestId]);
       // The organization's sandbox key cannot reach the live request.

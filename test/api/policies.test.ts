@@ -7,6 +7,7 @@ import type { Environment } from '../../src/api-keys/entities';
 import { createApiKey } from '../../src/api-keys/service';
 import { Organization } from '../../src/organizations/entities';
 import { createMember } from '../../src/organizations/service';
+import { Event } from '../../src/events/entities';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { decideTransaction, type PolicyActor } from '../../src/policies/service';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -146,7 +147,8 @@ describe('Policies API', () => {
     const codes = result.body.diagnostics.map((d: { code: string }) => d.code).sort();
     assert.deepEqual(codes, ['empty_conditions', 'no_catch_all', 'unreachable_rule', 'value_type_mismatch']);
     assert.equal(result.body.valid, false);
-    assert.deepEqual(result.body.issue_count, { error: 1, warning: 2, info: 1 });
+    assert.deepEqual(result.body.issue_count, { error: 2, warning: 1, info: 1 });
+    assert.equal(result.body.diagnostics.find((d: { code: string }) => d.code === 'empty_conditions').severity, 'error');
     const unreachable = await call('POST', '/v1/policies/validate', {
       rules: [{ action_type: 'allow', conditions: [] }, { action_type: 'block', conditions: [{ field: 'chain', operator: 'equal', value: 'tron' }] }],
     });
@@ -169,6 +171,14 @@ describe('Policies API', () => {
     assert.equal(refused.status, 400);
     assert.equal(refused.body.error.code, 'policy_invalid');
     assert.equal(refused.body.error.details.diagnostics[0].code, 'empty_conditions');
+    // One severity per diagnostic: validating the draft, stored or not, reports what activation refuses.
+    const stored = await call('POST', `/v1/policies/${broken.id}/validate`);
+    const unstored = await call('POST', '/v1/policies/validate', { rules: [{ name: 'Empty', action_type: 'allow' }] });
+    const severities = (body: { diagnostics: { code: string; severity: string }[] }) => body.diagnostics.map((d) => `${d.code}:${d.severity}`);
+    for (const validation of [stored.body, unstored.body]) {
+      assert.equal(validation.valid, false);
+      assert.deepEqual(severities(validation), severities(refused.body.error.details));
+    }
   });
 
   it('enforces at once when the organization requires no approvals; an enforced policy cannot be edited, a copy replaces it', async () => {
@@ -216,7 +226,7 @@ describe('Policies API', () => {
     const ada = await memberKey(o, 'Ada', 'approver', ['policies:approve']);
     const bob = await memberKey(o, 'Bob', 'owner', ['policies:approve']);
     const viewer = await memberKey(o, 'Vic', 'viewer', ['policies:approve']);
-    const endpoint = await call('POST', '/v1/webhooks', { name: 'Policy events', url: 'http://127.0.0.1:9/policy-events', event_types: ['policy.activation_requested', 'policy.activated'] }, o.secret);
+    const endpoint = await call('POST', '/v1/webhooks', { name: 'Policy events', url: 'http://127.0.0.1:9/policy-events', event_types: ['policy.activation_requested', 'approval_request.created', 'policy.activated'] }, o.secret);
     assert.equal(endpoint.status, 201);
     const policy = await createPolicy({ name: 'Needs approval', rules: [blockAbove('10'), allowRest] }, requester.secret);
     assert.equal(policy.created_by, requester.id);
@@ -261,7 +271,15 @@ describe('Policies API', () => {
     assert.deepEqual(audit.body.data.map((e: { action: string }) => e.action), ['activated', 'approval_granted', 'approval_granted', 'activation_requested', 'created']);
     assert.equal(audit.body.data[0].actor_name, 'Bob');
     const events = await call('GET', `/v1/events?webhook_id=${endpoint.body.id}`, undefined, o.secret);
-    assert.deepEqual(events.body.data.map((e: { type: string }) => e.type), ['policy.activated', 'policy.activation_requested'], 'both events reach the endpoint');
+    const types = events.body.data.map((e: { type: string }) => e.type);
+    // Newest first; the request's two events share a transaction (and often a millisecond): their order is not the contract.
+    assert.equal(types[0], 'policy.activated');
+    assert.deepEqual(types.slice(1).sort(), ['approval_request.created', 'policy.activation_requested'], 'every event reaches the endpoint');
+    const created = await app.deps.orm.em.fork().findOneOrFail(Event, { organization: o.organizationId, type: 'approval_request.created' });
+    assert.deepEqual(
+      [created.data.id, created.data.object, created.data.policy_id, created.data.status, created.data.required_approvals, created.data.comment],
+      [requestId, 'approval_request', policy.id, 'pending', 2, 'please'],
+    );
 
     const second = await createPolicy({ name: 'Rejected one', rules: [blockAbove('1'), allowRest] }, requester.secret);
     const request2 = (await call('POST', `/v1/policies/${second.id}/activate`, {}, requester.secret)).body.approval_request_id;

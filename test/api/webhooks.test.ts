@@ -208,6 +208,20 @@ describe('Webhooks, subscriptions and delivery events API', () => {
     assert.equal(deleted.error_message, 'webhook endpoint deleted while its circuit was open; not attempted');
   });
 
+  it('delivers every type, the payout stages\' withdrawal.* aliases included, to an endpoint with an empty filter', async () => {
+    const o = await createTestOrganization('Every type');
+    const create = (body: Record<string, unknown>) => app.request('POST', '/v1/webhooks', { key: o.secret, body: { url: receiver.url, ...body } });
+    const everything = (await create({ name: 'Everything' })).body;
+    const named = (await create({ name: 'Stage only', event_types: ['payouts.withdrawal.success'] })).body;
+    const deliveredTo = await app.deps.orm.em.fork().transactional(async (tx) => {
+      const data = { tripId: `trip-${randomUUID()}` };
+      const stage = await emit(tx, { organizationId: o.organizationId, environment: 'sandbox', type: 'payouts.withdrawal.success', data });
+      const alias = await emit(tx, { organizationId: o.organizationId, environment: 'sandbox', type: 'withdrawal.success', data: { ...data, alias_of: 'payouts.withdrawal.success' } });
+      return [stage, alias].map(({ deliveries }) => deliveries.map((delivery) => delivery.destinationId).sort());
+    });
+    assert.deepEqual(deliveredTo, [[everything.id, named.id].sort(), [everything.id]]);
+  });
+
   it('pages delivery events with a cursor', async () => {
     const created = await createWebhook();
     for (let i = 0; i < 3; i += 1) await app.request('POST', `/v1/webhooks/${created.body.id}/test`, { key: org.secret });

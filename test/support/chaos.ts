@@ -78,8 +78,6 @@ const PAYOUT_CORRIDORS = [
     beneficiary: { type: 'mobile_money', phoneNumber: '+254712345678', network: 'MPESA', accountName: 'Wanjiru Kamau' },
   },
 ] as const;
-/** The payout stages' named-only alias events (src/payouts/settlement.ts): delivered to an endpoint that names them. */
-const PAYOUT_ALIAS_EVENTS = ['withdrawal.processing', 'withdrawal.success', 'withdrawal.failed'];
 
 /** Sandbox Ethereum for the run: anvil (not killed: it stands for the network), a block a second, ETH deposited from its dev account and sent to an outside address. */
 interface Chain {
@@ -516,11 +514,6 @@ async function runLoad(
     if (!endpoint || endpoint.status !== 201) throw new Error(`webhook endpoint not created: ${JSON.stringify(endpoint)}`);
     if (as === 'payer') state.webhookId = endpoint.body.id as string;
   }
-  const aliases = await client.send(
-    { kind: 'credit', as: 'payer', method: 'POST', route: '/v1/webhooks', body: { name: 'Chaos payout aliases', url: receiver.url, event_types: PAYOUT_ALIAS_EVENTS }, idempotencyKey: randomUUID(), attempts: 0 },
-    setupDeadline,
-  );
-  if (!aliases || aliases.status !== 201) throw new Error(`webhook endpoint not created: ${JSON.stringify(aliases)}`);
   if (options.chain) await openWallet(client, chain, setupDeadline);
 
   const loadEnd = Date.now() + options.loadSeconds * 1000;

@@ -103,7 +103,7 @@ describe('Policy evaluator (properties)', () => {
         const policy = ps[0]!;
         const validation = validatePolicyRules(
           policy.rules.map((r) => ({ id: r.id, name: r.name, action_type: r.actionType, action_config: {}, conditions: r.conditions })),
-          { mode: 'draft', approvers: new Map() },
+          { approvers: new Map() },
         );
         shadowedByConditions += validation.diagnostics.filter((d) => d.code === 'unreachable_rule' && d.message.startsWith('Every request')).length;
         const dead = new Set(validation.diagnostics.filter((d) => d.code === 'unreachable_rule' || d.code === 'contradictory_conditions').map((d) => d.rule_id));
@@ -170,7 +170,7 @@ describe('Policy evaluator and validator (examples)', () => {
         { id: 'h', name: 'h', action_type: 'alert', conditions: [] },
         { id: 'i', name: 'i', action_type: 'block', conditions: [{ field: 'chain', operator: 'equal', value: 'tron' }] },
       ],
-      { mode: 'activation', approvers },
+      { approvers },
     );
     const byCode = Object.fromEntries(diagnostics.map((d) => [d.code, d]));
     assert.equal(byCode.invalid_field!.rule_index, 0);
@@ -188,6 +188,7 @@ describe('Policy evaluator and validator (examples)', () => {
     assert.ok(diagnostics.every((d) => d.suggested_fix.length > 0));
     assert.equal(valid, false);
     assert.equal(issue_count.error + issue_count.warning + issue_count.info, diagnostics.length);
-    assert.equal(validatePolicyRules([{ action_type: 'allow', conditions: [] }], { mode: 'draft', approvers }).diagnostics[0]!.severity, 'warning');
+    // One severity per diagnostic: activation refuses what validation reports as an error.
+    assert.deepEqual(validatePolicyRules([], { approvers }).diagnostics.map((d) => [d.code, d.severity]), [['empty_policy', 'error']]);
   });
 });
