@@ -4,6 +4,7 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import { hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
 import { ChainNodes } from '../../src/chains/nodes';
+import { OutgoingTransfer } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
@@ -173,6 +174,9 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cance
     const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
     const result = await compareLedgerWithChain((await testOrm()).em.fork(), await nodes.provider('bitcoin', 'sandbox'), { chain: 'bitcoin', environment: 'sandbox', organizationId: org.organizationId });
     assert.deepEqual(result.mismatches, []);
+    const outgoing = await (await testOrm()).em.fork().find(OutgoingTransfer, { organization: org.organizationId });
+    assert.deepEqual(outgoing.filter((transfer) => transfer.unexpected || transfer.transactionId == null), [], "every spend the platform's, a replacement its send's");
+    return outgoing;
   }
 
   it('speeds up a send in the mempool: the replacement (same inputs and recipient, the extra fee from the change) is mined, debited once, its change spendable, the replaced change gone', async () => {
@@ -214,7 +218,10 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cance
       { kind: 'send_debit', balance: '-1000000' },
     ]);
     assert.deepEqual(await balance(), { balance: before.balance - 1_000_000n - replacementFee, locked: 0n }, 'debited once, every lock released');
-    await ledgerMatchesChain();
+    const outgoing = await ledgerMatchesChain();
+    const spentByReplacement = outgoing.filter((transfer) => transfer.txid === done.tx_hash);
+    assert.ok(spentByReplacement.length > 0, 'the replacement scanned going out');
+    assert.deepEqual([...new Set(spentByReplacement.map((transfer) => transfer.transactionId))], [original.id], "as the send's");
 
     const again = await call('POST', `/v1/transactions/${original.id}/speed-up`, {});
     assert.equal(again.status, 409, again.text);
