@@ -3,7 +3,7 @@ import { BITCOIN_FEE_RATE_CEILING, requireFeeNearMarket } from '../chains/fees';
 import type { FeeLevel, FeeMarket } from '../chains/provider';
 import { findPrimaryAddress } from '../custody/service';
 import { errors } from '../shared/errors';
-import { selectCoins } from './coin-selection';
+import { DUST_LIMIT, selectCoins } from './coin-selection';
 import type { PinnedInput, StoredFeeTerms } from './entities';
 import type { ResolvedTransfer } from './validation';
 import { pinnedOutputs, spendableOutputs } from './wallet-outputs';
@@ -85,4 +85,43 @@ export async function planBitcoinSend(em: EntityManager, transfer: ResolvedTrans
     outputIds: selection.inputs.map((input) => input.id),
     change: selection.change,
   };
+}
+
+/** BIP-125 rule 4 at the relay floor nodes default to (1 sat/vB): a replacement pays the fee it replaces plus this rate over its own size. */
+export const MIN_RELAY_SAT_PER_VBYTE = 1n;
+
+/** What a Bitcoin replacement is priced from: the send's locked inputs and its newest candidate. */
+export interface BitcoinReplacementBasis {
+  kind: 'speed_up' | 'cancel';
+  inputTotal: bigint;
+  recipientAmount: bigint;
+  previous: Extract<StoredFeeTerms, { model: 'per_byte' }>;
+  previousFee: bigint;
+  /** sat/vB: the caller's fee_rate, or the market's at the level asked. */
+  rate: bigint;
+  /** Automatic bumps: the most the fee may be. */
+  cap: bigint | null;
+}
+
+/**
+ * A BIP-125 replacement of a Bitcoin send spending the same inputs: the fee is the larger of
+ * `rate` x vsize and the replaced candidate's fee plus MIN_RELAY_SAT_PER_VBYTE x vsize, the vsize
+ * the send's own (the same inputs and outputs for a speed-up; an upper bound for a cancel, which
+ * has one output less). The extra fee comes out of the change (speed-up) or the one output back
+ * to the wallet (cancel): when that would fall below the dust limit, 400 `change_too_small` (adding
+ * inputs is not done). Null when a capped fee cannot outbid.
+ */
+export function bitcoinReplacementTerms(basis: BitcoinReplacementBasis): { terms: StoredFeeTerms; feeLimit: bigint } | null {
+  const vsize = BigInt(basis.previous.vsize);
+  const floor = basis.previousFee + MIN_RELAY_SAT_PER_VBYTE * vsize;
+  const fee = basis.rate * vsize > floor ? basis.rate * vsize : floor;
+  if (basis.cap !== null && fee > basis.cap) return null;
+  const kept = basis.inputTotal - fee - (basis.kind === 'cancel' ? 0n : basis.recipientAmount);
+  if (kept < DUST_LIMIT) {
+    const what = basis.kind === 'cancel' ? 'the output back to the wallet' : "the send's change";
+    throw errors.invalid('change_too_small', `A replacement paying ${fee} sat leaves ${kept < 0n ? 0n : kept} sat for ${what}, below the ${DUST_LIMIT} sat dust limit; a replacement spends only the send's own inputs.`, {
+      details: { fee: fee.toString(), change: (kept < 0n ? 0n : kept).toString(), dust_limit: DUST_LIMIT.toString() },
+    });
+  }
+  return { terms: { model: 'per_byte', satPerVbyte: (fee / vsize).toString(), vsize: basis.previous.vsize }, feeLimit: fee };
 }

@@ -143,16 +143,12 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
     let signers: Address[] = [from];
     let change: { address: Address; amount: bigint } | null = null;
     if (transaction.chain === 'bitcoin') {
-      const outputs = await em.find(WalletOutput, { spentBy: transaction.id }, { populate: ['address'], orderBy: { txid: 'asc', vout: 'asc' } });
-      signers = [...new Map(outputs.map((output) => [output.address.id, output.address])).values()];
-      const total = outputs.reduce((sum, output) => sum + BigInt(output.amount), 0n);
-      const changeAmount = total - BigInt(transaction.recipientAmount) - BigInt(transaction.feeLimit);
+      const spent = await bitcoinInputsOf(em, transaction);
+      signers = spent.signers;
+      const changeAmount = spent.total - BigInt(transaction.recipientAmount) - BigInt(transaction.feeLimit);
       if (changeAmount < 0n) throw new Error(`transaction ${transaction.id}: its inputs do not cover amount and fee`);
       if (changeAmount > 0n) change = { address: from, amount: changeAmount };
-      transfer.bitcoin = {
-        inputs: outputs.map((output) => ({ txid: output.txid, vout: output.vout, amount: BigInt(output.amount), address: output.address.address, key: signers.findIndex((a) => a.id === output.address.id) })),
-        ...(change ? { change: { address: change.address.address, amount: change.amount } } : {}),
-      };
+      transfer.bitcoin = { inputs: spent.inputs, ...(change ? { change: { address: change.address.address, amount: change.amount } } : {}) };
     }
 
     const signed = await signWithKeysOf(deps, em, transaction, signers, transfer);
@@ -163,6 +159,20 @@ export async function signTransaction(deps: LifecycleDeps, transactionId: string
     if (change) await recordChange(em, transaction, { txid: signed.txid, vout: 1, amount: change.amount, address: change.address });
     return 'signed';
   });
+}
+
+/**
+ * The outputs a Bitcoin send locked, as the inputs of its transfer (the original and every
+ * replacement spend exactly these): their total and the addresses whose keys sign them.
+ */
+export async function bitcoinInputsOf(em: EntityManager, transaction: OutgoingTransaction) {
+  const outputs = await em.find(WalletOutput, { spentBy: transaction.id }, { populate: ['address'], orderBy: { txid: 'asc', vout: 'asc' } });
+  const signers = [...new Map(outputs.map((output) => [output.address.id, output.address])).values()];
+  return {
+    signers,
+    total: outputs.reduce((sum, output) => sum + BigInt(output.amount), 0n),
+    inputs: outputs.map((output) => ({ txid: output.txid, vout: output.vout, amount: BigInt(output.amount), address: output.address.address, key: signers.findIndex((a) => a.id === output.address.id) })),
+  };
 }
 
 /** Signs `transfer` with the keys of the send's wallet at `signers` (its addresses). */
@@ -369,6 +379,8 @@ function settleOnReplacement(row: OutgoingTransaction, replacement: TransactionR
     feeTerms: replacement.feeTerms,
     feeLimit: replacement.feeLimit,
     recipientAmount: replacement.recipientAmount,
+    // A Bitcoin transaction pays exactly the fee it was signed with.
+    ...(replacement.feeTerms.model === 'per_byte' ? { fee: replacement.feeLimit } : {}),
   });
   replacement.status = 'mined';
 }
@@ -410,7 +422,7 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
     if (FINISHED.includes(transaction.status)) return transaction.status;
     if (transaction.fee == null) throw new Error(`transaction ${transaction.id} is mined but its fee is not known yet`);
     await postCustodyEntries(em, [...lockReleases(transaction), ...(await replacementLockReleases(em, transaction)), ...debitEntries(transaction, debitsOf(transaction))]);
-    if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id);
+    if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id, transaction.txHash!);
     await supersedeReplacements(em, transaction);
     await armRefillForWallet(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
     return recordOutcome(em, transaction);

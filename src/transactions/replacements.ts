@@ -13,12 +13,16 @@ import { DomainError, errors } from '../shared/errors';
 import { AmountError, toBaseUnits, toDisplay } from '../shared/money';
 import { OutgoingTransaction, TransactionReplacement, type ReplacementKind, type StoredFeeTerms } from './entities';
 import { transactionWorkflowId } from './flows/transaction';
-import { feeTermsOf, FINISHED, lockedRow, providerOf, replacementLockRelease, replacementScope, signWithKeysOf, type LifecycleDeps, type StepOutcome } from './lifecycle';
+import { bitcoinReplacementTerms, bitcoinSendOptions } from './bitcoin';
+import { recordChange } from './wallet-outputs';
+import { bitcoinInputsOf, feeTermsOf, FINISHED, lockedRow, providerOf, replacementLockRelease, replacementScope, signWithKeysOf, type LifecycleDeps, type StepOutcome } from './lifecycle';
 import { findTransaction, nativeAssetOf, presentTransaction, recordedDecision } from './service';
 
 /**
- * Fee bumping (issue 31 part 5): a broadcast Ethereum send replaced by the same nonce at a higher
- * fee, paying its recipient (`speed_up`) or nothing back to the sending address (`cancel`). A
+ * Fee bumping (issue 31 part 5): a broadcast send replaced at a higher fee, paying its recipient
+ * (`speed_up`) or nothing but the fee (`cancel`): on Ethereum by the same nonce (a cancel is a
+ * zero-value transfer to the sending address), on Bitcoin by BIP-125 replace-by-fee, the same
+ * inputs (a cancel pays them back to the wallet's address, less the fee). A
  * replacement is recorded (its extra fee locked under its own reference, the movement gate asked)
  * by the API or by the send's workflow when the send waited FEE_BUMP_AFTER_BLOCKS unmined; the
  * workflow signs and broadcasts it, follows every candidate and settles on the one mined
@@ -30,6 +34,7 @@ type Eip1559Terms = Extract<StoredFeeTerms, { model: 'eip1559' }>;
 export interface ReplacementRequest {
   fee_level?: FeeLevel | undefined;
   max_fee?: string | undefined;
+  /** Bitcoin: sat/vB, overrides fee_level. */
   fee_rate?: string | undefined;
 }
 
@@ -58,6 +63,31 @@ export function replacementTerms(previous: Eip1559Terms, market: Eip1559FeeMarke
   };
 }
 
+/**
+ * The fee terms of a replacement outbidding the send's newest candidate (Ethereum: `replacementTerms`;
+ * Bitcoin: `bitcoinReplacementTerms`), or null when a capped price cannot outbid.
+ */
+async function priceReplacement(em: EntityManager, config: Config, chains: ChainNodes, transaction: OutgoingTransaction, plan: ReplacementPlan): Promise<{ terms: StoredFeeTerms; feeLimit: bigint } | null> {
+  const newest = await newestReplacement(em, transaction.id);
+  const previous = newest?.feeTerms ?? transaction.feeTerms;
+  const market = await readFeeMarket(chains, transaction.chain, transaction.environment, em);
+  if (market.model === 'per_byte' && previous.model === 'per_byte') {
+    const rate = plan.feeRate === undefined ? market.satPerVbyte[plan.level] : bitcoinSendOptions({ fee_rate: plan.feeRate }, null, market, config.FEE_MARKET_MAX_MULTIPLE).feeRate!;
+    return bitcoinReplacementTerms({
+      kind: plan.kind,
+      inputTotal: (await bitcoinInputsOf(em, transaction)).total,
+      recipientAmount: BigInt(transaction.recipientAmount),
+      previous,
+      previousFee: BigInt(newest?.feeLimit ?? transaction.feeLimit),
+      rate,
+      cap: plan.cap,
+    });
+  }
+  if (market.model !== 'eip1559' || previous.model !== 'eip1559') throw new Error(`a ${previous.model} ${transaction.chain} send replaced on a ${market.model} fee market`);
+  const gasLimit = plan.kind === 'cancel' ? NATIVE_TRANSFER_GAS : BigInt(previous.gasLimit);
+  return replacementTerms(previous, market, plan.level, gasLimit, plan.cap);
+}
+
 /** The newest candidate's replacement (none refused), or null while the original is the newest. */
 const newestReplacement = (em: EntityManager, transactionId: string) =>
   em.findOne(TransactionReplacement, { transaction: transactionId, status: { $ne: 'refused' } }, { orderBy: { createdAt: 'desc' } });
@@ -66,6 +96,8 @@ interface ReplacementPlan {
   kind: ReplacementKind;
   origin: 'api' | 'automatic';
   level: FeeLevel;
+  /** Bitcoin: the caller's fee_rate (sat/vB), overriding `level`. */
+  feeRate: string | undefined;
   /** A caller's max_fee: a price above it is refused (400 max_fee_exceeded). */
   maxFee: bigint | null;
   /** Automatic bumps: the fee limit the price is lowered to. */
@@ -87,12 +119,7 @@ async function recordReplacement(
   transaction: OutgoingTransaction,
   plan: ReplacementPlan,
 ): Promise<TransactionReplacement | null> {
-  const newest = await newestReplacement(em, transaction.id);
-  const previous = (newest?.feeTerms ?? transaction.feeTerms) as Eip1559Terms;
-  const market = await readFeeMarket(chains, transaction.chain, transaction.environment, em);
-  if (market.model !== 'eip1559') throw new Error(`an ${transaction.chain} send replaced on a ${market.model} fee market`);
-  const gasLimit = plan.kind === 'cancel' ? NATIVE_TRANSFER_GAS : BigInt(previous.gasLimit);
-  const priced = replacementTerms(previous, market, plan.level, gasLimit, plan.cap);
+  const priced = await priceReplacement(em, config, chains, transaction, plan);
   if (!priced) return null;
   const native = nativeAssetOf(transaction);
   if (plan.maxFee !== null && priced.feeLimit > plan.maxFee) {
@@ -148,8 +175,8 @@ async function recordReplacement(
 /**
  * `POST /v1/transactions/:id/speed-up` and `/cancel`: checks the send can be replaced, then records
  * the replacement, which the send's workflow signs and broadcasts at its next check. A send not
- * broadcast yet, or mined, or final: 409 invalid_state_transition. Only Ethereum sends are
- * replaced (same nonce); a sponsored send's fee is the station's exact fuel: 400.
+ * broadcast yet, or mined, or final: 409 invalid_state_transition. Only Ethereum (same nonce) and
+ * Bitcoin (BIP-125) sends are replaced; a sponsored send's fee is the station's exact fuel: 400.
  */
 export async function requestReplacement(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, id: string, kind: ReplacementKind, body: ReplacementRequest) {
   const found = await findTransaction(em, auth, id);
@@ -157,8 +184,8 @@ export async function requestReplacement(em: EntityManager, config: Config, chai
   if (body.fee_rate !== undefined && transaction.chain !== 'bitcoin') {
     throw errors.invalid('bitcoin_only', `fee_rate is a Bitcoin fee rate; a ${transaction.chain} send cannot use it.`, { param: 'fee_rate' });
   }
-  if (transaction.chain !== 'ethereum') {
-    throw errors.invalid('replacement_unsupported', `Speed-up and cancel replace Ethereum sends (the same nonce at a higher fee); a ${transaction.chain} send cannot be replaced.`, { param: 'id' });
+  if (transaction.chain !== 'ethereum' && transaction.chain !== 'bitcoin') {
+    throw errors.invalid('replacement_unsupported', `Speed-up and cancel replace Ethereum sends (the same nonce) and Bitcoin sends (BIP-125, the same inputs) at a higher fee; a ${transaction.chain} send cannot be replaced.`, { param: 'id' });
   }
   if (transaction.sponsorshipId != null) {
     throw errors.invalid('sponsored_replacement', 'A sponsored send is funded with exactly its fee by a gas station: it cannot be replaced at a higher fee.', { param: 'id' });
@@ -188,6 +215,7 @@ export async function requestReplacement(em: EntityManager, config: Config, chai
     kind,
     origin: 'api',
     level: body.fee_level ?? 'high',
+    feeRate: body.fee_rate,
     maxFee,
     cap: null,
     apiKeyId: auth.apiKeyId,
@@ -234,6 +262,7 @@ async function bumpAutomatically(deps: LifecycleDeps, provider: ChainProvider, t
         kind: newest?.kind ?? 'speed_up',
         origin: 'automatic',
         level: 'high',
+        feeRate: undefined,
         maxFee: null,
         cap: BigInt(row.feeLimit) * BigInt(deps.config.FEE_BUMP_MAX_MULTIPLE),
         apiKeyId: row.apiKeyId,
@@ -247,7 +276,11 @@ async function bumpAutomatically(deps: LifecycleDeps, provider: ChainProvider, t
   return null;
 }
 
-/** Signs a replacement once, with the send's nonce: the same bytes for every broadcast of it. */
+/**
+ * Signs a replacement once, the same bytes for every broadcast of it: with the send's nonce
+ * (Ethereum), or spending the send's inputs (Bitcoin), its change (a speed-up's, vout 1) or its one
+ * output back to the sending address (a cancel's, vout 0) recorded as the send's change under its own txid.
+ */
 async function signReplacement(deps: LifecycleDeps, provider: ChainProvider, transactionId: string, replacementId: string): Promise<void> {
   const chainId = (await provider.identifyNetwork()).chainId;
   await deps.transaction(async (em) => {
@@ -266,15 +299,26 @@ async function signReplacement(deps: LifecycleDeps, provider: ChainProvider, tra
       amount: BigInt(replacement.recipientAmount),
       fee: feeTermsOf(replacement.feeTerms),
       reference: transaction.id,
-      ethereum: { chainId: chainId!, nonce: BigInt(transaction.nonce!) },
+      ...(transaction.chain === 'ethereum' ? { ethereum: { chainId: chainId!, nonce: BigInt(transaction.nonce!) } } : {}),
     };
+    let signers = [from];
+    let kept: { vout: number; amount: bigint } | null = null;
+    if (transaction.chain === 'bitcoin') {
+      const spent = await bitcoinInputsOf(em, transaction);
+      signers = spent.signers;
+      const amount = spent.total - BigInt(replacement.feeLimit) - BigInt(replacement.recipientAmount);
+      kept = { vout: cancel ? 0 : 1, amount };
+      if (cancel) transfer.amount = amount;
+      transfer.bitcoin = { inputs: spent.inputs, ...(cancel ? {} : { change: { address: from.address, amount } }) };
+    }
     if (!cancel && asset.type !== 'native') {
       const token = provider.tokenAddress(asset.id);
       if (!token) throw new Error(`no ${asset.id} contract is configured for ${transaction.chain} ${transaction.environment}`);
       transfer.tokenAddress = token;
     }
-    const signed = await signWithKeysOf(deps, em, transaction, [from], transfer);
+    const signed = await signWithKeysOf(deps, em, transaction, signers, transfer);
     Object.assign(replacement, { signedTransaction: signed.raw, txHash: signed.txid });
+    if (kept) await recordChange(em, transaction, { txid: signed.txid, vout: kept.vout, amount: kept.amount, address: from });
   });
 }
 

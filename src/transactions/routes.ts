@@ -48,10 +48,11 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     operationId: 'speedUpTransaction',
     summary: 'Speed up a pending send',
     description:
-      'Replaces a broadcast Ethereum send by the same nonce at a higher fee (fee_level, default high, raised to outbid its newest candidate by 10%; max_fee caps it: 400 `max_fee_exceeded`). ' +
+      'Replaces a broadcast Ethereum send by the same nonce at a higher fee (fee_level, default high, raised to outbid its newest candidate by 10%; max_fee caps it: 400 `max_fee_exceeded`), ' +
+      'a Bitcoin send by BIP-125 replace-by-fee: the same inputs and recipient at fee_rate or the level\'s rate, at least the replaced fee plus 1 sat/vB of its size, the extra fee taken from the change (400 `change_too_small` when the change cannot pay it). ' +
       'The fee beyond what is locked is locked (400 `insufficient_funds`), the policies judge it as `speed_up` (403 `policy_blocked`, 400 approval or delay), and the send\'s workflow broadcasts it at its next check, ' +
       'then settles on whichever candidate is mined: one debit. 409 `invalid_state_transition` once mined or final, or before it is broadcast; 409 `replacement_pending` while an earlier replacement waits; ' +
-      '400 `replacement_unsupported` for other chains, 400 `sponsored_replacement` for a sponsored send. See docs/transactions.md.',
+      '400 `replacement_unsupported` for other chains (Tron, Solana), 400 `sponsored_replacement` for a sponsored send. See docs/transactions.md.',
     tag: TAG,
     scope: 'transactions:write',
     params: TransactionParams,
@@ -66,7 +67,7 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     operationId: 'cancelTransaction',
     summary: 'Cancel a pending send',
     description:
-      'Replaces a broadcast Ethereum send by a zero-value transfer from its address back to itself with the same nonce, at a higher fee (as speed-up; judged as `cancel`). ' +
+      'Replaces a broadcast Ethereum send by a zero-value transfer from its address back to itself with the same nonce, a Bitcoin send by a BIP-125 replacement paying its inputs back to its sending address less the fee, at a higher fee (as speed-up; judged as `cancel`). ' +
       'Once the cancel is mined the send fails with failure_reason `cancelled`: its fee is debited, nothing else; if the original is mined first it settles as sent. ' +
       'Same refusals as speed-up. See docs/transactions.md.',
     tag: TAG,

@@ -119,7 +119,7 @@ export const CancelTransactionBody = z
   .openapi('CancelTransactionRequest');
 
 export const SpeedUpTransactionBody = CancelTransactionBody.extend({
-  fee_rate: SatPerVbyte.optional().openapi({ description: 'Bitcoin only: sat/vB (400 bitcoin_only for an Ethereum send; Bitcoin sends are not replaceable yet: 400 replacement_unsupported)' }),
+  fee_rate: SatPerVbyte.optional().openapi({ description: 'Bitcoin only: sat/vB, overrides fee_level (400 bitcoin_only for an Ethereum send)' }),
 })
   .strict()
   .openapi('SpeedUpTransactionRequest');
@@ -163,7 +163,7 @@ export const TransactionObject = z
       .array(
         z.object({
           id: z.string().uuid(),
-          kind: z.enum(REPLACEMENT_KINDS).openapi({ description: 'speed_up: the same transfer at a higher fee; cancel: a zero-value transfer back to the sending address' }),
+          kind: z.enum(REPLACEMENT_KINDS).openapi({ description: 'speed_up: the same transfer at a higher fee; cancel: a zero-value transfer back to the sending address (Bitcoin: the inputs paid back to it, less the fee)' }),
           origin: z.enum(['api', 'automatic']).openapi({ description: 'automatic: the send waited FEE_BUMP_AFTER_BLOCKS unmined' }),
           status: z.enum(REPLACEMENT_STATUSES).openapi({ description: 'requested, broadcast, mined (the send settled on it), refused (by the node: its extra lock released) or superseded' }),
           tx_hash: z.string().nullable().openapi({ description: 'Once signed' }),
@@ -175,7 +175,7 @@ export const TransactionObject = z
           broadcast_at: Timestamp.nullable(),
         }),
       )
-      .openapi({ description: 'Ethereum: the same-nonce replacements of this send (speed-up, cancel), oldest first; once one is mined, tx_hash, fee and recipient_amount are its' }),
+      .openapi({ description: 'The replacements of this send (speed-up, cancel: same-nonce on Ethereum, BIP-125 on Bitcoin), oldest first; once one is mined, tx_hash, fee and recipient_amount are its' }),
     status: z.enum(TRANSACTION_STATUSES).openapi({ description: 'pending, signed, broadcast, confirming, confirmed or failed; see docs/transactions.md' }),
     tx_hash: z.string().nullable(),
     block_height: z.number().int().nullable(),

@@ -481,8 +481,8 @@ function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutp
 export async function transactionPresenter(em: EntityManager, transactions: OutgoingTransaction[]) {
   const bitcoin = transactions.filter((transaction) => transaction.chain === 'bitcoin').map((transaction) => transaction.id);
   const outputs = bitcoin.length ? await em.find(WalletOutput, { spentBy: { $in: bitcoin } }, { orderBy: { txid: 'asc', vout: 'asc' } }) : [];
-  const ethereum = transactions.filter((transaction) => transaction.chain === 'ethereum').map((transaction) => transaction.id);
-  const replacements = ethereum.length ? await em.find(TransactionReplacement, { transaction: { $in: ethereum } }, { orderBy: { createdAt: 'asc' } }) : [];
+  const replaceable = transactions.filter((transaction) => transaction.chain === 'ethereum' || transaction.chain === 'bitcoin').map((transaction) => transaction.id);
+  const replacements = replaceable.length ? await em.find(TransactionReplacement, { transaction: { $in: replaceable } }, { orderBy: { createdAt: 'asc' } }) : [];
   return (transaction: OutgoingTransaction) =>
     presentWithInputs(
       transaction,

@@ -125,10 +125,16 @@ export async function recordChange(em: EntityManager, transaction: OutgoingTrans
   return row;
 }
 
-/** The send confirmed: what it spent is spent, its change becomes spendable. Idempotent. */
-export async function settleOutputs(em: EntityManager, transactionId: string): Promise<void> {
+/**
+ * The send confirmed as `minedTxid` (its original or one of its replacements): what it spent is
+ * spent, the mined transaction's change becomes spendable, and the change of every candidate that
+ * lost (it spent the same inputs: it can never be mined) never existed. Idempotent.
+ */
+export async function settleOutputs(em: EntityManager, transactionId: string, minedTxid: string): Promise<void> {
+  const txid = minedTxid.toLowerCase();
   await em.execute(`update wallet_outputs set status = 'spent', updated_at = now() where spent_by_id = ? and status = 'locked'`, [transactionId]);
-  await em.execute(`update wallet_outputs set status = 'available', updated_at = now() where created_by_id = ? and status = 'unconfirmed'`, [transactionId]);
+  await em.execute(`update wallet_outputs set status = 'available', updated_at = now() where created_by_id = ? and txid = ? and status = 'unconfirmed'`, [transactionId, txid]);
+  await em.execute(`delete from wallet_outputs where created_by_id = ? and txid <> ? and status = 'unconfirmed'`, [transactionId, txid]);
 }
 
 /**

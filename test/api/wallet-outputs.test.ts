@@ -173,7 +173,7 @@ describe('Wallet outputs (real PostgreSQL)', () => {
     assert.equal(row.spentBy?.id, send.id);
   });
 
-  it('settles a send: spent inputs, spendable change; releases a failed one: inputs back, change gone', async () => {
+  it('settles a send: spent inputs, the mined candidate\'s change spendable, a replaced candidate\'s gone; releases a failed one: inputs back, every change gone', async () => {
     const { wallet, primary } = await bitcoinWallet();
     const inputs = [await addOutput(primary, 30_000n), await addOutput(primary, 40_000n)];
     const run = async (outcome: 'settle' | 'release') => {
@@ -190,14 +190,19 @@ describe('Wallet outputs (real PostgreSQL)', () => {
         return recorded;
       });
       assert.deepEqual([change.origin, change.status, change.txid, change.createdBy?.id], ['change', 'unconfirmed', txid, send.id]);
-      for (let twice = 0; twice < 2; twice++) await fork().transactional((tx) => (outcome === 'settle' ? settleOutputs(tx, send.id) : releaseOutputs(tx, send.id)));
-      return { send, change };
+      // A replacement of the send (BIP-125: the same inputs, another txid) has its own change; the chain mines the original.
+      const replaced = await fork().transactional(async (tx) => {
+        const transaction = await tx.findOneOrFail(OutgoingTransaction, { id: send.id }, { populate: ['fromAddress'] });
+        return recordChange(tx, transaction, { txid: newTxid(), vout: 1, amount: 18_000n, address: transaction.fromAddress });
+      });
+      for (let twice = 0; twice < 2; twice++) await fork().transactional((tx) => (outcome === 'settle' ? settleOutputs(tx, send.id, txid.toUpperCase()) : releaseOutputs(tx, send.id)));
+      return { send, change, replaced };
     };
 
     const released = await run('release');
-    assert.deepEqual(await statuses([...inputs, released.change]), ['available', 'available', 'deleted']);
+    assert.deepEqual(await statuses([...inputs, released.change, released.replaced]), ['available', 'available', 'deleted', 'deleted']);
     const settled = await run('settle');
-    assert.deepEqual(await statuses([...inputs, settled.change]), ['spent', 'spent', 'available']);
+    assert.deepEqual(await statuses([...inputs, settled.change, settled.replaced]), ['spent', 'spent', 'available', 'deleted']);
     await assert.rejects(
       fork().transactional((tx) => releaseOutputs(tx, settled.send.id)),
       /is settled/,
