@@ -110,6 +110,8 @@ const MATRIX: Record<string, Row> = {
   'POST /v1/transactions': created('sends from the wallet named in the body', (f) => ({ wallet_id: f.wallet, to_address: '0x000000000000000000000000000000000000dEaD', amount: '0.001', asset: 'ETH' })),
   'GET /v1/transactions': listed(() => '/v1/transactions?limit=100'),
   'GET /v1/transactions/:id': { kind: 'resource', path: (f) => `/v1/transactions/${f.transaction}`, probe: (f) => `/v1/transactions/${f.transaction}` },
+  'POST /v1/transactions/:id/speed-up': { kind: 'resource', path: (f) => `/v1/transactions/${f.transaction}/speed-up`, body: () => ({}), probe: (f) => `/v1/transactions/${f.transaction}` },
+  'POST /v1/transactions/:id/cancel': { kind: 'resource', path: (f) => `/v1/transactions/${f.transaction}/cancel`, body: () => ({}), probe: (f) => `/v1/transactions/${f.transaction}` },
   'POST /v1/gas-stations': created('creates the caller\'s station; names a refill wallet in its body', (f) => ({ name: 'Intruder station', chain: 'ethereum', threshold: '1', refill_from_wallet_id: f.wallet })),
   'GET /v1/gas-stations': listed(() => '/v1/gas-stations?limit=100'),
   'GET /v1/gas-stations/:id': { kind: 'resource', path: (f) => `/v1/gas-stations/${f.gasStation}`, probe: (f) => `/v1/gas-stations/${f.gasStation}` },
