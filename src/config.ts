@@ -118,7 +118,7 @@ export const ConfigSchema = z.object({
    */
   FEE_MARKET_MAX_MULTIPLE: z.coerce.number().int().min(1).max(1000).default(3),
   /**
-   * An Ethereum send still unmined this many blocks after it (or its latest replacement) was seen
+   * An Ethereum or Bitcoin send still unmined this many blocks after it (or its latest replacement) was seen
    * waiting is replaced at a higher fee by its workflow; 0 turns automatic bumps off. docs/transactions.md.
    */
   FEE_BUMP_AFTER_BLOCKS: z.coerce.number().int().min(0).max(100_000).default(12),

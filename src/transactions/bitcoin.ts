@@ -109,13 +109,17 @@ export interface BitcoinReplacementBasis {
  * the send's own (the same inputs and outputs for a speed-up; an upper bound for a cancel, which
  * has one output less). The extra fee comes out of the change (speed-up) or the one output back
  * to the wallet (cancel): when that would fall below the dust limit, 400 `change_too_small` (adding
- * inputs is not done). Null when a capped fee cannot outbid.
+ * inputs is not done). With a `cap` (automatic bumps), a fee above it is lowered to it; null when
+ * the capped fee cannot outbid.
  */
 export function bitcoinReplacementTerms(basis: BitcoinReplacementBasis): { terms: StoredFeeTerms; feeLimit: bigint } | null {
   const vsize = BigInt(basis.previous.vsize);
   const floor = basis.previousFee + MIN_RELAY_SAT_PER_VBYTE * vsize;
-  const fee = basis.rate * vsize > floor ? basis.rate * vsize : floor;
-  if (basis.cap !== null && fee > basis.cap) return null;
+  let fee = basis.rate * vsize > floor ? basis.rate * vsize : floor;
+  if (basis.cap !== null && fee > basis.cap) {
+    if (floor > basis.cap) return null;
+    fee = basis.cap;
+  }
   const kept = basis.inputTotal - fee - (basis.kind === 'cancel' ? 0n : basis.recipientAmount);
   if (kept < DUST_LIMIT) {
     const what = basis.kind === 'cancel' ? 'the output back to the wallet' : "the send's change";

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { assetById } from '../catalogue/service';
+import { assetById, type ChainId } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
 import type { Config } from '../config';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider } from '../chains/provider';
@@ -39,6 +39,8 @@ export interface LifecycleDeps {
 export type StepOutcome = 'signed' | 'accepted' | 'unknown' | 'waiting' | 'missing' | 'settle' | 'replace' | TransactionStatus;
 
 export const FINISHED: readonly TransactionStatus[] = ['confirmed', 'failed'];
+/** Chains whose sends can be replaced at a higher fee: Ethereum by the same nonce, Bitcoin by BIP-125 on the same inputs. */
+export const REPLACEABLE_CHAINS: readonly ChainId[] = ['ethereum', 'bitcoin'];
 
 export const providerOf = (deps: LifecycleDeps, transaction: OutgoingTransaction): Promise<ChainProvider> => deps.chains.provider(transaction.chain, transaction.environment);
 
@@ -343,8 +345,11 @@ export async function checkTransaction(deps: LifecycleDeps, transactionId: strin
         Object.assign(row, { status: 'broadcast', blockHeight: null, blockHash: null, confirmations: 0 });
       });
     }
-    // A send the node dropped (evicted under a fee spike) is bumped as one it holds.
-    return transaction.status !== 'signed' && (await replacementDue(deps, provider, transaction)) ? 'replace' : 'missing';
+    // A send the node dropped (evicted under a fee spike) is bumped as one it holds, unless it is proven
+    // lost (its nonce consumed, its inputs spent by a conflict): the rebroadcast's refusal then fails it.
+    if (transaction.status === 'signed' || !(await replacementDue(deps, provider, transaction))) return 'missing';
+    await em.populate(transaction, ['fromAddress']);
+    return (await proofOfLoss(deps, provider, transaction)) ? 'missing' : 'replace';
   }
   if (!mined) {
     if (transaction.status === 'signed') await markBroadcast(deps, transactionId);
@@ -394,15 +399,15 @@ const FAILED_WHEN_MINED: Record<string, string> = {
 };
 
 /**
- * Whether an unmined send should be replaced now: a replacement was asked for, or (Ethereum, not
- * sponsored, FEE_BUMP_AFTER_BLOCKS set) FEE_BUMP_AFTER_BLOCKS blocks passed since its latest
+ * Whether an unmined send should be replaced now: a replacement was asked for, or (Ethereum or
+ * Bitcoin, not sponsored, FEE_BUMP_AFTER_BLOCKS set) FEE_BUMP_AFTER_BLOCKS blocks passed since its latest
  * candidate was first seen unmined (waiting, or dropped). That height is recorded here the first time.
  */
 async function replacementDue(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction): Promise<boolean> {
   const em = deps.em();
   if ((await em.count(TransactionReplacement, { transaction: transaction.id, status: 'requested' })) > 0) return true;
   const after = deps.config.FEE_BUMP_AFTER_BLOCKS;
-  if (after === 0 || transaction.chain !== 'ethereum' || transaction.sponsorshipId != null) return false;
+  if (after === 0 || !REPLACEABLE_CHAINS.includes(transaction.chain) || transaction.sponsorshipId != null) return false;
   const { height } = await provider.tip();
   if (transaction.waitingSinceHeight == null) {
     await em.nativeUpdate(OutgoingTransaction, { id: transaction.id, waitingSinceHeight: null }, { waitingSinceHeight: height });

@@ -15,7 +15,7 @@ import { OutgoingTransaction, TransactionReplacement, type ReplacementKind, type
 import { transactionWorkflowId } from './flows/transaction';
 import { bitcoinReplacementTerms, bitcoinSendOptions } from './bitcoin';
 import { recordChange } from './wallet-outputs';
-import { bitcoinInputsOf, feeTermsOf, FINISHED, lockedRow, providerOf, replacementLockRelease, replacementScope, signWithKeysOf, type LifecycleDeps, type StepOutcome } from './lifecycle';
+import { bitcoinInputsOf, feeTermsOf, FINISHED, lockedRow, REPLACEABLE_CHAINS, providerOf, replacementLockRelease, replacementScope, signWithKeysOf, type LifecycleDeps, type StepOutcome } from './lifecycle';
 import { findTransaction, nativeAssetOf, presentTransaction, recordedDecision } from './service';
 
 /**
@@ -184,7 +184,7 @@ export async function requestReplacement(em: EntityManager, config: Config, chai
   if (body.fee_rate !== undefined && transaction.chain !== 'bitcoin') {
     throw errors.invalid('bitcoin_only', `fee_rate is a Bitcoin fee rate; a ${transaction.chain} send cannot use it.`, { param: 'fee_rate' });
   }
-  if (transaction.chain !== 'ethereum' && transaction.chain !== 'bitcoin') {
+  if (!REPLACEABLE_CHAINS.includes(transaction.chain)) {
     throw errors.invalid('replacement_unsupported', `Speed-up and cancel replace Ethereum sends (the same nonce) and Bitcoin sends (BIP-125, the same inputs) at a higher fee; a ${transaction.chain} send cannot be replaced.`, { param: 'id' });
   }
   if (transaction.sponsorshipId != null) {
@@ -323,9 +323,9 @@ async function signReplacement(deps: LifecycleDeps, provider: ChainProvider, tra
 }
 
 /**
- * Hands a signed replacement to the node. Taken (or already there): `broadcast`, and the blocks
- * before another automatic bump count from the tip. Refused at its first handing while the node
- * knows nothing of it: `refused`, its extra lock released (no node ever held it). Refused after an
+ * Hands a signed replacement to the node. Taken (or already there): `broadcast`. Refused at its
+ * first handing while the node knows nothing of it: `refused`, its extra lock released (no node ever
+ * held it). Either way the blocks before another automatic bump count from the tip. Refused after an
  * earlier handing: still a candidate, followed like the others. No answer: tried again next check.
  */
 async function broadcastReplacement(deps: LifecycleDeps, provider: ChainProvider, transactionId: string, replacementId: string): Promise<StepOutcome> {
@@ -345,13 +345,14 @@ async function broadcastReplacement(deps: LifecycleDeps, provider: ChainProvider
     const transaction = await lockedRow(em, transactionId);
     const row = await em.findOneOrFail(TransactionReplacement, { id: replacementId });
     if (row.status !== 'requested') return;
+    // Taken or refused, the blocks before the next automatic bump count from here: a refused bump is tried again once per FEE_BUMP_AFTER_BLOCKS, not at every check.
+    transaction.waitingSinceHeight = height;
     if (refusal && !handedBefore) {
       Object.assign(row, { status: 'refused', broadcastAt: null, failureMessage: refusal.message });
       await postCustodyEntry(em, replacementLockRelease(transaction, row));
       return;
     }
     row.status = 'broadcast';
-    transaction.waitingSinceHeight = height;
   });
   return refusal && !handedBefore ? 'waiting' : 'accepted';
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { parseEther, toHex, type Hex } from 'viem';
+import { erc20Abi, parseEther, parseUnits, toHex, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor, OutgoingTransfer } from '../../src/monitoring/entities';
@@ -9,7 +9,7 @@ import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, deployAnvilToken, receiptFee, startAnvil, type Anvil } from '../support/anvil';
+import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, anvilTokenBalance, deployAnvilToken, receiptFee, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -39,6 +39,7 @@ interface Transaction {
   status: string;
   tx_hash: string | null;
   fee_raw: string | null;
+  fee_limit_raw: string;
   recipient_amount_raw: string;
   failure_reason: string | null;
   replacements: Replacement[];
@@ -60,22 +61,23 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
   /** Nobody's address: what it holds on chain is exactly what the sends gave it. */
   const outside = privateKeyToAccount(generatePrivateKey()).address;
   let wallet: { id: string; address: Hex };
+  let token: Hex;
   const FUNDED = parseEther('10');
   const ONE = parseEther('1');
 
   const mine = (blocks: number) => anvilMine(anvil, blocks);
   const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => app.request(method, path, { key: org.secret, body, ...(headers ? { headers } : {}) });
   const read = async (id: string) => (await call('GET', `/v1/transactions/${id}`)).body as Transaction;
-  async function ledger() {
+  async function ledger(assetId = 'ETH') {
     const rows = (await call('GET', `/v1/wallets/${wallet.id}/balances`)).body.data as { asset_id: string; balance: string; locked: string }[];
-    const row = rows.find((candidate) => candidate.asset_id === 'ETH');
+    const row = rows.find((candidate) => candidate.asset_id === assetId);
     return { balance: BigInt(row?.balance ?? '0'), locked: BigInt(row?.locked ?? '0') };
   }
   const until = <T>(what: string, probe: () => Promise<T | undefined>) => eventually(probe, what, 60_000, 250);
 
   before(async () => {
     anvil = await startAnvil();
-    const token = await deployAnvilToken(anvil);
+    token = await deployAnvilToken(anvil);
     await resetScanState('ethereum');
     const taskQueue = `anvil-fee-bumping-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS), { FEE_BUMP_AFTER_BLOCKS: String(BUMP_AFTER), FEE_BUMP_MAX_MULTIPLE: '1000' });
@@ -106,11 +108,11 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
     await anvil?.stop();
   });
 
-  /** A send of 1 ETH to `outside` priced in a calm market, broadcast, then a fee spike: a block is mined without it, and it waits. */
-  async function stuckSend(): Promise<Transaction> {
+  /** A send (1 ETH unless told) to `outside` priced in a calm market, broadcast, then a fee spike: a block is mined without it, and it waits. */
+  async function stuckSend(asset = 'ETH', amount = '1'): Promise<Transaction> {
     await anvil.call('anvil_setNextBlockBaseFeePerGas', [toHex(CALM_BASE_FEE)]);
     await mine(1);
-    const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outside, amount: '1', asset: 'ETH' });
+    const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outside, amount, asset });
     assert.equal(created.status, 201, created.text);
     const id = created.body.id as string;
     await until('the send broadcast', async () => ((await read(id)).status === 'broadcast' ? true : undefined));
@@ -203,6 +205,68 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
     assert.deepEqual(await ledger(), { balance: before.balance - ONE - fee, locked: 0n }, 'debited once');
   });
 
+  it('tries a bump the node refuses again only after another FEE_BUMP_AFTER_BLOCKS blocks, not at every check; once it can pay, the bump is mined', async () => {
+    const before = await ledger();
+    const stuck = await stuckSend();
+    const row = async () => (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id: stuck.id });
+    await until('the wait counted from a height', async () => ((await row()).waitingSinceHeight != null ? true : undefined));
+    // The chain holds less than the ledger says: enough for the send as signed, not for a bump priced above the spike.
+    const held = await anvilEthBalance(anvil, wallet.address);
+    await anvil.call('anvil_setBalance', [wallet.address, toHex(ONE + BigInt(stuck.fee_limit_raw))]);
+    const refusedBumps = async (count: number) =>
+      until(`${count} refused bump(s)`, async () => {
+        const replacements = (await read(stuck.id)).replacements;
+        return replacements.length === count && replacements.every((replacement) => replacement.status === 'refused') ? replacements : undefined;
+      });
+    const history = (await localTemporal()).client.workflow.getHandle(transactionWorkflowId(stuck.id));
+    const checks = async () => (await history.fetchHistory()).events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'checkTransaction').length;
+
+    await mine(BUMP_AFTER);
+    const [first] = await refusedBumps(1);
+    assert.equal(first!.origin, 'automatic');
+    assert.equal((await ledger()).locked, ONE + BigInt(stuck.fee_limit_raw), "the refused bump's extra lock released");
+    const checked = await checks();
+    await until('three more checks', async () => ((await checks()) >= checked + 3 ? true : undefined));
+    assert.equal((await read(stuck.id)).replacements.length, 1, 'no new bump at every check');
+
+    await mine(BUMP_AFTER);
+    await refusedBumps(2);
+    await anvil.call('anvil_setBalance', [wallet.address, toHex(held)]);
+    await mine(BUMP_AFTER);
+    const settled = await settleOnReplacement(stuck.id);
+    assert.equal(settled.status, 'confirmed');
+    const bump = settled.replacements.at(-1)!;
+    assert.deepEqual([settled.replacements.length, bump.origin, bump.status], [3, 'automatic', 'mined']);
+    const fee = receiptFee(await anvilReceipt(anvil, bump.tx_hash!));
+    assert.deepEqual(await ledger(), { balance: before.balance - ONE - fee, locked: 0n }, 'debited once, the refused bumps cost nothing');
+  });
+
+  it('speeds up a stuck USDC send: the same token transfer again at a higher fee, mined once; USDC debited the amount, ether the fee', async () => {
+    const FUNDED_USDC = parseUnits('500', 6);
+    await anvilFunder(anvil).writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [wallet.address, FUNDED_USDC] });
+    await mine(CONFIRMATIONS);
+    await until('the USDC deposit credited', async () => ((await ledger('USDC_ETH')).balance === FUNDED_USDC ? true : undefined));
+    const before = { eth: await ledger(), usdc: await ledger('USDC_ETH') };
+    const stuck = await stuckSend('USDC', '120.5');
+    const asked = await call('POST', `/v1/transactions/${stuck.id}/speed-up`, {});
+    assert.equal(asked.status, 200, asked.text);
+    const requested = (asked.body as Transaction).replacements[0]!;
+    assert.equal((await ledger()).locked, BigInt(requested.fee_limit_raw), "ether: locked up to the replacement's fee limit");
+    assert.equal((await ledger('USDC_ETH')).locked, parseUnits('120.5', 6), 'USDC: the amount, locked once');
+
+    const settled = await settleOnReplacement(stuck.id);
+    assert.equal(settled.status, 'confirmed');
+    const replacement = settled.replacements[0]!;
+    assert.deepEqual([replacement.kind, replacement.status], ['speed_up', 'mined']);
+    const receipt = await anvilReceipt(anvil, replacement.tx_hash!);
+    assert.equal(receipt.to.toLowerCase(), token.toLowerCase(), 'the token contract called again');
+    assert.equal(await anvilTokenBalance(anvil, token, outside), parseUnits('120.5', 6), 'the recipient got the tokens once');
+    const fee = receiptFee(receipt);
+    assert.equal(settled.fee_raw, fee.toString());
+    assert.deepEqual(await ledger('USDC_ETH'), { balance: before.usdc.balance - parseUnits('120.5', 6), locked: 0n }, 'USDC: the amount, once');
+    assert.deepEqual(await ledger(), { balance: before.eth.balance - fee, locked: 0n }, 'ether: the mined fee, once');
+  });
+
   it('refuses what cannot be replaced (400/404/409), a max_fee below the price and a policy block, changing nothing', async () => {
     const stuck = await stuckSend();
     const locked = (await ledger()).locked;
@@ -246,7 +310,7 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
 
     await scannedToTip();
     const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
-    const result = await compareLedgerWithChain((await testOrm()).em.fork(), await nodes.provider('ethereum', 'sandbox'), { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId, assetIds: ['ETH'] });
+    const result = await compareLedgerWithChain((await testOrm()).em.fork(), await nodes.provider('ethereum', 'sandbox'), { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId, assetIds: ['ETH', 'USDC_ETH'] });
     assert.deepEqual(result.mismatches, [], 'ledger = chain');
     const scanned = await (await testOrm()).em.fork().find(OutgoingTransfer, { organization: org.organizationId });
     assert.ok(scanned.length >= 4, 'every mined send and replacement seen going out');

@@ -7,6 +7,7 @@ import { ChainNodes } from '../../src/chains/nodes';
 import { OutgoingTransfer } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
+import { OutgoingTransaction } from '../../src/transactions/entities';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd } from '../support/btcd';
@@ -17,9 +18,18 @@ import { testLogger } from '../support/secret-scan';
 import { createTestWorker } from '../support/worker';
 
 const CONFIRMATIONS = 2;
+/** Blocks a send waits unmined before its workflow bumps its fee. */
+const BUMP_AFTER = 3;
+/**
+ * btcd relays a transaction below its minimum relay rate (2 sat/vB here) when relay priority is off, but
+ * with no priority area its blocks never take one: a send at 1 sat/vB waits in the mempool however many
+ * blocks are mined, as one caught by a fee spike would.
+ */
+const STUCK_BELOW_2_SAT_PER_VBYTE = ['--minrelaytxfee=0.00002', '--norelaypriority', '--blockprioritysize=0'];
 
 interface Replacement {
   kind: string;
+  origin: string;
   status: string;
   tx_hash: string | null;
   fee_limit_raw: string;
@@ -41,12 +51,12 @@ const outsideP2wpkh = () => btc.p2wpkh(secp256k1.getPublicKey(randomBytes(32), t
 const nodeForm = (address: string) => btc.Address(REGTEST_NETWORK).encode(btc.Address(btc.TEST_NETWORK).decode(address));
 
 /**
- * Fee bumping of Bitcoin sends by BIP-125 replace-by-fee on a real node (btcd, regtest): speed-up and
- * cancel replace a send in the node's mempool by one spending the same inputs at a higher fee; each
- * ends with one mined transaction, one debit, no lock, the mined candidate's change spendable and
- * ledger = chain.
+ * Fee bumping of Bitcoin sends by BIP-125 replace-by-fee on a real node (btcd, regtest): speed-up,
+ * cancel and the automatic bump replace a send in the node's mempool by one spending the same inputs
+ * at a higher fee; each ends with one mined transaction, one debit, no lock, the mined candidate's
+ * change spendable and ledger = chain.
  */
-describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cancel by BIP-125 replacement', function () {
+describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up, cancel and the automatic bump by BIP-125 replacement', function () {
   let btcd: Btcd;
   let app: TestApp;
   let worker: Worker;
@@ -57,12 +67,19 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cance
   let nextCoinbase = 1;
 
   before(async function () {
-    btcd = await startBtcdOrSkip(this);
+    btcd = await startBtcdOrSkip(this, STUCK_BELOW_2_SAT_PER_VBYTE);
     await btcd.generate(COINBASE_MATURITY + 10);
     await resetScanState('bitcoin');
     const taskQueue = `btcd-fee-bumping-${randomUUID()}`;
-    // The automatic bump is Ethereum's only; a Bitcoin send here waits in the mempool until replaced.
-    config = { TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest', CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS) };
+    config = {
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      CHAIN_NODE_BITCOIN_SANDBOX: btcd.url,
+      CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest',
+      CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS),
+      FEE_BUMP_AFTER_BLOCKS: String(BUMP_AFTER),
+      // The bump pays the market's high level (5 sat/vB) in full, well above this node's 2 sat/vB.
+      FEE_BUMP_MAX_MULTIPLE: '10',
+    };
     app = await startTestApp({ config });
     ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
     running = worker.run();
@@ -104,7 +121,7 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cance
     await btcd.generate(CONFIRMATIONS);
     await eventually(async () => ((await balance()).balance === before + amount ? true : undefined), 'the deposit credited');
   }
-  /** A send at 1 sat/vB, broadcast and waiting in btcd's mempool. */
+  /** A send at 1 sat/vB, broadcast and waiting in btcd's mempool (no block takes it). */
   async function waitingSend(amount: string): Promise<Transaction> {
     const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outsideP2wpkh(), amount, asset: 'BTC', fee_rate: '1' });
     assert.equal(created.status, 201, created.text);
@@ -252,10 +269,32 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cance
     await ledgerMatchesChain();
   });
 
+  it('bumps a send left unmined for FEE_BUMP_AFTER_BLOCKS blocks by itself: an automatic speed-up of the same inputs is mined, debited once', async () => {
+    const before = await balance();
+    const original = await waitingSend('0.01');
+    const row = async () => (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id: original.id });
+    await eventually(async () => ((await row()).waitingSinceHeight != null ? true : undefined), 'the wait counted from a height');
+    await btcd.generate(BUMP_AFTER);
+    assert.ok((await mempool()).includes(original.tx_hash!), 'no block took the send');
+
+    const done = await settledOnReplacement(original.id);
+    assert.equal(done.status, 'confirmed');
+    const [bump] = done.replacements;
+    assert.deepEqual([bump!.kind, bump!.origin, bump!.status], ['speed_up', 'automatic', 'mined']);
+    assert.equal(done.tx_hash, bump!.tx_hash);
+    const mined = await onNode(done.tx_hash!);
+    const fee = BigInt(bump!.fee_limit_raw);
+    assert.equal(mined.fee, fee);
+    assert.ok(fee > BigInt(original.fee_limit_raw), 'priced above the send it replaced');
+    assert.equal(mined.outputs[0]!.amount, 1_000_000n, 'the recipient paid once');
+    assert.deepEqual(await balance(), { balance: before.balance - 1_000_000n - fee, locked: 0n }, 'debited once, every lock released');
+    await ledgerMatchesChain();
+  });
+
   it('refuses a speed-up the change cannot pay (400 change_too_small), changing nothing; the original is then mined and debited once', async () => {
     await funded(100_000n);
     const before = await balance();
-    // 1 sat/vB leaves a change just above the dust limit: any replacement's extra fee (at least 1 sat/vB more) takes it below.
+    // 2 sat/vB (what btcd's blocks take here) leaves a change just above the dust limit: any replacement's extra fee (at least 1 sat/vB more) takes it below.
     const spendable = await (await testOrm()).em
       .fork()
       .getConnection()
@@ -264,9 +303,9 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cance
     const created = await call('POST', '/v1/transactions', {
       wallet_id: wallet.id,
       to_address: outsideP2wpkh(),
-      amount: '0.000993',
+      amount: '0.0009915',
       asset: 'BTC',
-      fee_rate: '1',
+      fee_rate: '2',
       inputs: [{ txid: spendable[0]!.txid, vout: String(spendable[0]!.vout) }],
     });
     assert.equal(created.status, 201, created.text);
@@ -275,7 +314,7 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cance
       return transaction.status === 'broadcast' && (await mempool()).includes(transaction.tx_hash!) ? transaction : undefined;
     }, 'the send in the mempool');
     const locked = (await balance()).locked;
-    const refused = await call('POST', `/v1/transactions/${original.id}/speed-up`, { fee_rate: '2' });
+    const refused = await call('POST', `/v1/transactions/${original.id}/speed-up`, { fee_rate: '3' });
     assert.equal(refused.status, 400, refused.text);
     assert.equal(refused.body.error.code, 'change_too_small');
     assert.equal((await balance()).locked, locked, 'nothing more locked');
@@ -288,9 +327,9 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up and cance
     assert.equal((await onNode(done.tx_hash!)).fee, fee);
     assert.deepEqual(await debits(original.id), [
       { kind: 'fee_debit', balance: (-fee).toString() },
-      { kind: 'send_debit', balance: '-99300' },
+      { kind: 'send_debit', balance: '-99150' },
     ]);
-    assert.deepEqual(await balance(), { balance: before.balance - 99_300n - fee, locked: 0n });
+    assert.deepEqual(await balance(), { balance: before.balance - 99_150n - fee, locked: 0n });
     await ledgerMatchesChain();
   });
 });

@@ -71,7 +71,7 @@ export function findBtcd(): { path: string } | { missing: string } {
  * data directory under the system's temporary one, no peers, the transaction and address indexes on;
  * waits until its RPC answers.
  */
-export async function startBtcd(binary: string): Promise<Btcd> {
+export async function startBtcd(binary: string, extraArgs: string[] = []): Promise<Btcd> {
   const port = await freeLoopbackPort();
   const home = mkdtempSync(path.join(os.tmpdir(), 'btcd-'));
   const user = randomBytes(8).toString('hex');
@@ -91,6 +91,7 @@ export async function startBtcd(binary: string): Promise<Btcd> {
     '--txindex',
     '--addrindex',
     '--debuglevel=warn',
+    ...extraArgs,
   ];
   // btcd always creates its default home (~/.btcd, from the passwd entry), empty when every path is given: removed again at stop.
   const defaultHome = path.join(os.userInfo().homedir, '.btcd');
@@ -153,11 +154,11 @@ export async function startBtcd(binary: string): Promise<Btcd> {
 }
 
 /** Starts btcd for a test file, or skips the file with the reason printed when btcd is not installed. */
-export async function startBtcdOrSkip(context: Mocha.Context): Promise<Btcd> {
+export async function startBtcdOrSkip(context: Mocha.Context, extraArgs: string[] = []): Promise<Btcd> {
   const found = findBtcd();
   if ('missing' in found) {
     console.log(`      btcd not installed: ${found.missing}`);
     context.skip();
   }
-  return startBtcd(found.path);
+  return startBtcd(found.path, extraArgs);
 }

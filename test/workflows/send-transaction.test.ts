@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { hex } from '@scure/base';
+import * as btc from '@scure/btc-signer';
 import { Worker } from '@temporalio/worker';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import type { ChainId } from '../../src/catalogue/service';
@@ -13,7 +15,7 @@ import { Address } from '../../src/custody/entities';
 import { keyLocation } from '../../src/custody/service';
 import { signTransfer } from '../../src/chains/transfers';
 import { Event } from '../../src/events/entities';
-import { OutgoingTransaction, WalletOutput } from '../../src/transactions/entities';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../../src/transactions/entities';
 import { confirmDepositOutput, recordDepositOutput } from '../../src/transactions/wallet-outputs';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import { workflowBundle } from '../../src/worker-setup';
@@ -31,6 +33,8 @@ interface Faults {
   acceptThenTimeOut?: boolean;
   /** The node refuses without taking it. */
   refuse?: string;
+  /** The node takes (Bitcoin) bytes and evicts them at once: never mined, unknown to later status queries. */
+  evict?: boolean;
   /** The node answers every status query "unknown" (it evicted the transaction, or never had it). */
   forget?: boolean;
   /** The node cannot be reached for broadcasts, and for this many status queries. */
@@ -55,6 +59,7 @@ class FaultyNodes extends ChainNodes {
             const now = faults();
             if (now.unreachable) throw new NodeUnavailableError('the node did not answer within the timeout');
             if (now.refuse) throw new TransactionRejectedError(now.refuse, `refused: ${now.refuse}`);
+            if (now.evict) return { txid: btc.Transaction.fromRaw(hex.decode(raw), { allowUnknownOutputs: true }).id };
             const answer = await target.broadcast(raw);
             if (now.acceptThenTimeOut) throw new NodeUnavailableError('the node did not answer within the timeout');
             return answer;
@@ -281,15 +286,8 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
       nodes.faults = {};
     });
 
-    it('an input spent by a confirmed conflicting transaction fails the send: its lock released, the input spent, the change gone', async () => {
-      const env = await timeSkippingTemporal();
-      const wallet = await fundedBitcoinWallet(10_000_000n);
-      const recipient = await fundedBitcoinWallet(1_000_000n);
-      // The first broadcast goes unanswered: from then on the bytes may be in a node.
-      nodes.faults = { unreachable: true };
-      const id = await sendBitcoin(wallet.id, recipient.address.address);
-      await eventually(async () => ((await row(id)).broadcastAt ? true : undefined), 'handed to a node');
-      // The wallet's key spends the same input elsewhere (a key used outside the platform), and a block confirms it.
+    /** The wallet's key spends its funding input elsewhere (a key used outside the platform), and `blocks` blocks confirm it. */
+    async function conflictMined(wallet: Awaited<ReturnType<typeof fundedBitcoinWallet>>, blocks: number) {
       const em = (await testOrm()).em.fork();
       const conflict = await app.deps.keys.withKeys(em, org.organizationId, [keyLocation(wallet.address.wallet, wallet.address.format, wallet.address.addressIndex)], ([key]) =>
         signTransfer(
@@ -308,13 +306,44 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
         ),
       );
       await acceptDevnetTransaction(em, 'bitcoin', conflict.raw);
-      await mineDevnetBlocks(em, 'bitcoin', 1);
+      await mineDevnetBlocks(em, 'bitcoin', blocks);
+    }
+
+    it('an input spent by a confirmed conflicting transaction fails the send: its lock released, the input spent, the change gone', async () => {
+      const env = await timeSkippingTemporal();
+      const wallet = await fundedBitcoinWallet(10_000_000n);
+      const recipient = await fundedBitcoinWallet(1_000_000n);
+      // The first broadcast goes unanswered: from then on the bytes may be in a node.
+      nodes.faults = { unreachable: true };
+      const id = await sendBitcoin(wallet.id, recipient.address.address);
+      await eventually(async () => ((await row(id)).broadcastAt ? true : undefined), 'handed to a node');
+      await conflictMined(wallet, 1);
       nodes.faults = {};
       assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'failed');
       const failed = await row(id);
       assert.equal(failed.failureReason, 'inputs_spent');
       assert.deepEqual(await btcLedger(wallet.id), { balance: 10_000_000n, locked: 0n }, 'the lock released, nothing debited by the send');
       assert.deepEqual(await outputs(wallet.id), ['deposit:spent'], 'the input spent by the conflict, the change never existed');
+    });
+
+    it('a dropped send whose inputs a mined conflict spent is failed on that proof, never bumped, even with an automatic bump due', async () => {
+      const env = await timeSkippingTemporal();
+      const wallet = await fundedBitcoinWallet(10_000_000n);
+      const recipient = await fundedBitcoinWallet(1_000_000n);
+      // The node takes the send and evicts it: broadcast, then unknown to every check.
+      nodes.faults = { evict: true };
+      const id = await sendBitcoin(wallet.id, recipient.address.address);
+      await eventually(async () => ((await row(id)).status === 'broadcast' ? true : undefined), 'broadcast');
+      await env.sleep('10 seconds');
+      assert.ok((await row(id)).waitingSinceHeight != null, 'the wait counted from a height');
+      // More blocks than FEE_BUMP_AFTER_BLOCKS (12) while it is missing: a bump is due when the conflict is found.
+      await conflictMined(wallet, 13);
+      nodes.faults = {};
+      assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'failed');
+      assert.equal((await row(id)).failureReason, 'inputs_spent');
+      assert.equal(await (await testOrm()).em.fork().count(TransactionReplacement, { transaction: id }), 0, 'no replacement priced, signed or broadcast');
+      assert.deepEqual(await btcLedger(wallet.id), { balance: 10_000_000n, locked: 0n }, 'the lock released, nothing debited by the send');
+      assert.deepEqual(await outputs(wallet.id), ['deposit:spent']);
     });
   });
 
