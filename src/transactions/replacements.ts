@@ -226,8 +226,8 @@ export async function requestReplacement(em: EntityManager, config: Config, chai
 
 /**
  * The workflow's replacement step, when a check answered `replace`: the replacement asked for, or
- * (none asked for, the bump due) an automatic one recorded now, at the high level capped at
- * FEE_BUMP_MAX_MULTIPLE times the send's accepted fee limit; then it is signed once and
+ * (none asked for, the bump due) an automatic one recorded now, at the high level capped by
+ * `automaticBumpCap`; then it is signed once and
  * broadcast. An automatic bump the cap, the gate or the funds refuse is not recorded: the count of
  * blocks starts again, so it is tried once per FEE_BUMP_AFTER_BLOCKS.
  */
@@ -264,7 +264,7 @@ async function bumpAutomatically(deps: LifecycleDeps, provider: ChainProvider, t
         level: 'high',
         feeRate: undefined,
         maxFee: null,
-        cap: BigInt(row.feeLimit) * BigInt(deps.config.FEE_BUMP_MAX_MULTIPLE),
+        cap: automaticBumpCap(row, deps.config),
         apiKeyId: row.apiKeyId,
       });
     });
@@ -274,6 +274,17 @@ async function bumpAutomatically(deps: LifecycleDeps, provider: ChainProvider, t
   }
   await deps.em().nativeUpdate(OutgoingTransaction, { id: transaction.id }, { waitingSinceHeight: height });
   return null;
+}
+
+/**
+ * The most an automatic bump may pay: FEE_BUMP_MAX_MULTIPLE times the fee limit the send was
+ * accepted with, and on Bitcoin no more than the send's own max_fee_rate allows at its size.
+ */
+function automaticBumpCap(row: OutgoingTransaction, config: Config): bigint {
+  const multiple = BigInt(row.feeLimit) * BigInt(config.FEE_BUMP_MAX_MULTIPLE);
+  if (row.maxFeeRate == null || row.feeTerms.model !== 'per_byte') return multiple;
+  const stated = BigInt(row.maxFeeRate) * BigInt(row.feeTerms.vsize);
+  return stated < multiple ? stated : multiple;
 }
 
 /**

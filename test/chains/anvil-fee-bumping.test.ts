@@ -13,7 +13,7 @@ import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConf
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { recordHistoryIfAsked } from '../support/histories';
+import { activitiesScheduled, recordHistoryIfAsked } from '../support/histories';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
@@ -218,8 +218,7 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
         const replacements = (await read(stuck.id)).replacements;
         return replacements.length === count && replacements.every((replacement) => replacement.status === 'refused') ? replacements : undefined;
       });
-    const history = (await localTemporal()).client.workflow.getHandle(transactionWorkflowId(stuck.id));
-    const checks = async () => (await history.fetchHistory()).events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'checkTransaction').length;
+    const checks = async () => activitiesScheduled((await localTemporal()).client.workflow.getHandle(transactionWorkflowId(stuck.id)), 'checkTransaction');
 
     await mine(BUMP_AFTER);
     const [first] = await refusedBumps(1);

@@ -8,8 +8,10 @@ import { OutgoingTransfer } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { OutgoingTransaction } from '../../src/transactions/entities';
+import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { activitiesScheduled } from '../support/histories';
 import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd } from '../support/btcd';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -288,6 +290,26 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up, cancel a
     assert.ok(fee > BigInt(original.fee_limit_raw), 'priced above the send it replaced');
     assert.equal(mined.outputs[0]!.amount, 1_000_000n, 'the recipient paid once');
     assert.deepEqual(await balance(), { balance: before.balance - 1_000_000n - fee, locked: 0n }, 'debited once, every lock released');
+    await ledgerMatchesChain();
+  });
+
+  it("never bumps a send past its own max_fee_rate; its caller may still cancel it", async () => {
+    const before = await balance();
+    const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outsideP2wpkh(), amount: '0.01', asset: 'BTC', fee_rate: '1', max_fee_rate: '1' });
+    assert.equal(created.status, 201, created.text);
+    const row = async () => (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id: created.body.id });
+    await eventually(async () => ((await row()).waitingSinceHeight != null ? true : undefined), 'the wait counted from a height');
+    await btcd.generate(BUMP_AFTER);
+    const checks = async () => activitiesScheduled((await localTemporal()).client.workflow.getHandle(transactionWorkflowId(created.body.id)), 'checkTransaction');
+    const checked = await checks();
+    await eventually(async () => ((await checks()) >= checked + 2 ? true : undefined), 'two more checks');
+    assert.deepEqual((await read(created.body.id)).replacements, [], 'no bump: at 1 sat/vB none can outbid the send');
+
+    const cancelled = await call('POST', `/v1/transactions/${created.body.id}/cancel`, {});
+    assert.equal(cancelled.status, 200, cancelled.text);
+    const done = await settledOnReplacement(created.body.id);
+    assert.deepEqual([done.status, done.failure_reason, done.replacements[0]!.origin], ['failed', 'cancelled', 'api']);
+    assert.deepEqual(await balance(), { balance: before.balance - BigInt(done.fee_raw!), locked: 0n });
     await ledgerMatchesChain();
   });
 

@@ -19,3 +19,8 @@ export async function recordHistoryIfAsked(handle: WorkflowHandle, name: string)
 export async function loadHistory(name: string) {
   return historyFromJSON(JSON.parse(await readFile(path.join(HISTORY_DIR, `${name}.json`), 'utf8')));
 }
+
+/** How many times the workflow has scheduled the activity `name` so far, read from its history. */
+export async function activitiesScheduled(handle: WorkflowHandle, name: string): Promise<number> {
+  return (await handle.fetchHistory()).events!.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === name).length;
+}
