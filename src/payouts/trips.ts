@@ -8,10 +8,10 @@ import type { KeyService } from '../keys/service';
 import { Organization } from '../organizations/entities';
 import { canonicalJson } from '../shared/canonical-json';
 import { errors } from '../shared/errors';
-import { isUuid } from '../shared/ids';
+import { isUuid, uuid } from '../shared/ids';
 import { paginate, type ListQuery } from '../shared/pagination';
 import { recordStart } from '../temporal/starter';
-import { validateBeneficiary } from './beneficiaries';
+import { maskBeneficiary, sealBeneficiary, validateBeneficiary } from './beneficiaries';
 import { newDepositAddress } from './desk';
 import { PayoutTrip, PayoutTripTransition, type TripStatus } from './entities';
 import { payoutTripFlow } from './flows/trip';
@@ -56,13 +56,16 @@ export async function initializeTrip(
     if (!refundAddress) throw errors.validation(`refundAddress is not a ${quote.chain} address of this environment's network.`, 'refundAddress');
   }
   const address = await newDepositAddress(em, deps.keys, deps.config, tenant.environment, quote.chain);
+  const id = uuid();
   const trip = em.create(PayoutTrip, {
+    id,
     organization: em.getReference(Organization, tenant.organizationId),
     environment: tenant.environment,
     quote,
     reference: body.reference,
     requestHash,
-    beneficiary,
+    beneficiary: maskBeneficiary(beneficiary),
+    beneficiarySealed: await sealBeneficiary(deps.keys.provider, id, beneficiary),
     refundAddress,
     chain: quote.chain,
     assetId: quote.assetId,
