@@ -19,8 +19,8 @@ import { presentDrift } from './monitoring/reconciliation';
 import { DomainError } from './shared/errors';
 import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
-import { sealClearBeneficiaries } from './payouts/beneficiaries';
 import { resolveHeldFunds } from './payouts/resolution';
+import { sealClearBeneficiaries } from './payouts/trips';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 

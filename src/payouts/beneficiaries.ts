@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { openText, sealText } from '../keys/envelope';
 import type { KeyProvider } from '../keys/provider';
@@ -56,6 +55,9 @@ export function validateBeneficiary(input: Beneficiary, quote: Pick<PayoutQuote,
 /** All but the last four characters replaced by '*', as card and bank APIs show an account ('******6789'). */
 export const maskIdentifier = (identifier: string): string => `${'*'.repeat(Math.max(0, identifier.length - 4))}${identifier.slice(-4)}`;
 
+/** The account or phone number: what is sealed and masked. */
+export const identifierOf = (beneficiary: Beneficiary): string => (beneficiary.type === 'bank' ? beneficiary.accountNumber : beneficiary.phoneNumber);
+
 /** The beneficiary as it may be stored in clear, shown and sent: its account or phone number masked. */
 export function maskBeneficiary(beneficiary: Beneficiary): Beneficiary {
   return beneficiary.type === 'bank'
@@ -79,24 +81,4 @@ export const sealBeneficiary = (keys: KeyProvider, tripId: string, beneficiary: 
 export async function openBeneficiary(keys: KeyProvider, trip: Pick<PayoutTrip, 'id' | 'beneficiary' | 'beneficiarySealed'>): Promise<Beneficiary> {
   if (!trip.beneficiarySealed) return trip.beneficiary;
   return JSON.parse(await openText(keys, trip.beneficiarySealed, beneficiaryContext(trip.id))) as Beneficiary;
-}
-
-/**
- * Seals the beneficiaries of trips stored before beneficiaries were sealed, and masks their stored
- * copy. A migration cannot reach the KeyProvider, so `cli migrate` runs this after the migrations.
- * Each row is updated only if still unsealed. Returns the number of trips sealed.
- */
-export async function sealClearBeneficiaries(em: EntityManager, keys: KeyProvider): Promise<number> {
-  const connection = em.getConnection();
-  const rows = await connection.execute<{ id: string; beneficiary: Beneficiary }[]>(`select id, beneficiary from payout_trips where beneficiary_sealed is null`, [], 'all');
-  let sealed = 0;
-  for (const row of rows) {
-    const updated = await connection.execute<{ id: string }[]>(
-      `update payout_trips set beneficiary_sealed = ?, beneficiary = ?::jsonb where id = ? and beneficiary_sealed is null returning id`,
-      [await sealBeneficiary(keys, row.id, row.beneficiary), JSON.stringify(maskBeneficiary(row.beneficiary)), row.id],
-      'all',
-    );
-    sealed += updated.length;
-  }
-  return sealed;
 }

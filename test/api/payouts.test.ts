@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
+import { canonicalJson } from '../../src/shared/canonical-json';
 import { tripEvents } from '../support/trip-events';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
-import { openBeneficiary, sealClearBeneficiaries } from '../../src/payouts/beneficiaries';
+import { openBeneficiary } from '../../src/payouts/beneficiaries';
 import { PayoutQuote, PayoutRefund, PayoutTrip } from '../../src/payouts/entities';
 import { payoutRefundFlow } from '../../src/payouts/flows/refund';
 import { payoutTripFlow } from '../../src/payouts/flows/trip';
+import { sealClearBeneficiaries } from '../../src/payouts/trips';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { OrganizationId, ResourceId, ResourceType } from '../../src/temporal/search-attributes';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization, type TestResponse } from '../support/app';
@@ -227,9 +229,12 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
   });
 
   it('seals a trip stored before beneficiaries were sealed (the cli migrate step), masked in the API and paid in full until then', async () => {
-    const trip = (await initialize((await quote()).quoteId)).body;
+    const offer = await quote();
+    const reference = `legacy-${randomUUID()}`;
+    const trip = (await initialize(offer.quoteId, reference)).body;
     const em = app.deps.orm.em.fork();
-    await em.getConnection().execute(`update payout_trips set beneficiary = ?::jsonb, beneficiary_sealed = null where id = ?`, [JSON.stringify(NG_BANK), trip.tripId]);
+    const fullBodyHash = createHash('sha256').update(canonicalJson({ quoteId: offer.quoteId, reference, beneficiary: NG_BANK })).digest('hex');
+    await em.getConnection().execute(`update payout_trips set beneficiary = ?::jsonb, beneficiary_sealed = null, request_hash = ? where id = ?`, [JSON.stringify(NG_BANK), fullBodyHash, trip.tripId]);
     assert.equal((await call('GET', `/payouts/trips/${trip.tripId}`)).body.beneficiary.accountNumber, '******6789', 'masked on the way out');
     assert.deepEqual(await openBeneficiary(app.deps.keys.provider, await em.findOneOrFail(PayoutTrip, trip.tripId)), NG_BANK, 'the rail is sent the stored number');
 
@@ -237,6 +242,7 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     await assertSealedAndMasked(trip.tripId, NG_BANK);
     const [stored] = await em.getConnection().execute<{ beneficiary: unknown }[]>(`select beneficiary from payout_trips where id = ?`, [trip.tripId], 'all');
     assert.deepEqual(stored?.beneficiary, { ...NG_BANK, accountNumber: '******6789' });
+    assert.equal((await initialize(offer.quoteId, reference)).body.tripId, trip.tripId, 'rehashed without the number: a repeat still finds the trip');
   });
 
   it('fails a trip whose rail the sandbox sets to fail, with failure_reason on the trip and its fetch', async () => {
@@ -273,6 +279,10 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     const again = await initialize(offer.quoteId, reference);
     assert.equal(again.body.tripId, tripId);
     expectError(await call('POST', '/payouts/initialize', { quoteId: offer.quoteId, reference, beneficiary: { ...NG_BANK, accountName: 'Someone Else' } }), 409, 'idempotency_key_reused', 'reference');
+    // Another account with the same last four digits: the stored hash leaves the number out, the sealed one tells them apart.
+    expectError(await call('POST', '/payouts/initialize', { quoteId: offer.quoteId, reference, beneficiary: { ...NG_BANK, accountNumber: '9876546789' } }), 409, 'idempotency_key_reused', 'reference');
+    const fullBodyHash = createHash('sha256').update(canonicalJson({ quoteId: offer.quoteId, reference, beneficiary: NG_BANK })).digest('hex');
+    assert.notEqual((await app.deps.orm.em.fork().findOneOrFail(PayoutTrip, tripId!)).requestHash, fullBodyHash, 'no hash of the account number is stored');
     expectError(await initialize(offer.quoteId), 409, 'quote_already_used');
   });
 
