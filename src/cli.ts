@@ -20,6 +20,7 @@ import { DomainError } from './shared/errors';
 import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
 import { resolveHeldFunds } from './payouts/resolution';
+import { sealClearBeneficiaries } from './payouts/trips';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 
@@ -88,10 +89,14 @@ function createRootKey(em: EntityManager, org: Organization, environment: Enviro
 const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>> = {
   async migrate(orm) {
     const applied = await migrate(orm);
-    // Secrets stored in clear before they were sealed: a migration cannot reach the KeyProvider, this step can.
+    // Secrets (and payout beneficiaries) stored in clear before they were sealed: a migration cannot reach the KeyProvider, this step can.
     const keys = keyProviderFor(loadConfig());
     const em = orm.em.fork();
-    const sealed = { signing_secrets: await sealClearSigningSecrets(em, keys), idempotent_responses: await new IdempotencyService(0, keys).sealClearResponses(em) };
+    const sealed = {
+      signing_secrets: await sealClearSigningSecrets(em, keys),
+      idempotent_responses: await new IdempotencyService(0, keys).sealClearResponses(em),
+      payout_beneficiaries: await sealClearBeneficiaries(em, keys),
+    };
     return { applied, sealed };
   },
 

@@ -29,6 +29,11 @@ export function createLogger(level: string, name = 'custody-platform', destinati
         '*.pan',
         'cvv',
         '*.cvv',
+        // A payout beneficiary's identifiers, should a request body or an instruction be logged whole.
+        'beneficiary.accountNumber',
+        'beneficiary.phoneNumber',
+        '*.beneficiary.accountNumber',
+        '*.beneficiary.phoneNumber',
       ],
       censor: '[redacted]',
     },

@@ -3,8 +3,8 @@ import { Writable } from 'node:stream';
 import { createLogger, safeError } from '../src/logger';
 import { testOrm } from './support/environment';
 
-/** A failed statement must not carry its bound values into a log line or a workflow history. */
-describe('Database errors in logs and activity failures', () => {
+/** No secret in a log line or a workflow history: neither a failed statement's bound values nor a payout beneficiary's numbers. */
+describe('Secrets in logs and activity failures: database errors, payout beneficiaries', () => {
   const secret = `whsec_${Buffer.from('never-in-a-log-line-0123456789').toString('base64')}`;
 
   // A table of its own, dropped afterwards (a temporary table would live on one pooled connection only).
@@ -12,6 +12,18 @@ describe('Database errors in logs and activity failures', () => {
   after(async () => {
     await (await testOrm()).em.fork().getConnection().execute(`drop table if exists ${table}`);
   });
+
+  /** A logger whose lines are kept in `lines`. */
+  function capturedLogger() {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    return { logger: createLogger('info', 'test', sink), lines };
+  }
 
   async function uniqueViolationCarrying(value: string): Promise<unknown> {
     const connection = (await testOrm()).em.fork().getConnection();
@@ -26,14 +38,8 @@ describe('Database errors in logs and activity failures', () => {
   it('logs the SQLSTATE and constraint of a failed insert, never its statement, values, detail or stack', async () => {
     const error = await uniqueViolationCarrying(secret);
     assert.match(String((error as Error).message), /whsec_/, 'the driver error itself does carry the value');
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
-    createLogger('info', 'test', sink).error({ err: error }, 'unhandled error');
+    const { logger, lines } = capturedLogger();
+    logger.error({ err: error }, 'unhandled error');
     const line = lines.join('');
     assert.ok(!line.includes('whsec_'), line);
     assert.ok(!/insert into/i.test(line), line);
@@ -42,6 +48,15 @@ describe('Database errors in logs and activity failures', () => {
     assert.equal(logged.code, '23505');
     assert.equal(logged.type, 'DatabaseError');
     assert.match(logged.message, /duplicate key value violates unique constraint/);
+  });
+
+  it("redacts a payout beneficiary's account and phone numbers from a logged body or instruction", () => {
+    const { logger, lines } = capturedLogger();
+    logger.info({ body: { beneficiary: { type: 'bank', accountNumber: '0123456789', bankCode: '058' } } }, 'request');
+    logger.info({ beneficiary: { type: 'mobile_money', phoneNumber: '+254712345678', network: 'MPESA' } }, 'instruction');
+    const text = lines.join('');
+    assert.ok(!text.includes('0123456789') && !text.includes('712345678'), text);
+    assert.ok(text.includes('MPESA') && text.includes('058'), 'the rest is logged');
   });
 
   it('gives activities a retryable error with the same summary', async () => {

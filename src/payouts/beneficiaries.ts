@@ -1,7 +1,9 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import { openText, sealText } from '../keys/envelope';
+import type { KeyProvider } from '../keys/provider';
 import { DomainError, errors } from '../shared/errors';
 import { findCorridor } from './corridors';
-import type { Beneficiary, PayoutQuote } from './entities';
+import type { Beneficiary, PayoutQuote, PayoutTrip } from './entities';
 
 /** Bank account numbers by country: digits only, of these lengths (NG: the 10-digit NUBAN). */
 const ACCOUNT_NUMBER_LENGTHS: Record<string, [number, number]> = { NG: [10, 10], ZA: [9, 11], KE: [6, 16], GH: [10, 16], UG: [8, 16], TZ: [8, 16] };
@@ -48,4 +50,35 @@ export function validateBeneficiary(input: Beneficiary, quote: Pick<PayoutQuote,
   const network = input.network.trim().toUpperCase();
   if (!networks.includes(network)) throw errors.validation(`network is one of ${networks.join(', ')} in ${quote.country}.`, 'beneficiary.network');
   return { type: 'mobile_money', phoneNumber: parsed.number, network, accountName };
+}
+
+/** All but the last four characters replaced by '*', as card and bank APIs show an account ('******6789'). */
+export const maskIdentifier = (identifier: string): string => `${'*'.repeat(Math.max(0, identifier.length - 4))}${identifier.slice(-4)}`;
+
+/** The account or phone number: what is sealed and masked. */
+export const identifierOf = (beneficiary: Beneficiary): string => (beneficiary.type === 'bank' ? beneficiary.accountNumber : beneficiary.phoneNumber);
+
+/** The beneficiary as it may be stored in clear, shown and sent: its account or phone number masked. */
+export function maskBeneficiary(beneficiary: Beneficiary): Beneficiary {
+  return beneficiary.type === 'bank'
+    ? { ...beneficiary, accountNumber: maskIdentifier(beneficiary.accountNumber) }
+    : { ...beneficiary, phoneNumber: maskIdentifier(beneficiary.phoneNumber) };
+}
+
+/**
+ * The whole beneficiary is sealed like a card's PAN (envelope-encrypted under the KeyProvider),
+ * bound to its trip: a sealed beneficiary opens for no other trip.
+ */
+const beneficiaryContext = (tripId: string) => `custody-platform/payout-beneficiary/v1/${tripId}`;
+
+export const sealBeneficiary = (keys: KeyProvider, tripId: string, beneficiary: Beneficiary): Promise<string> =>
+  sealText(keys, JSON.stringify(beneficiary), beneficiaryContext(tripId));
+
+/**
+ * The trip's beneficiary with its whole account or phone number, for the rail only. A trip stored
+ * before beneficiaries were sealed still holds it in clear until `cli migrate` seals it.
+ */
+export async function openBeneficiary(keys: KeyProvider, trip: Pick<PayoutTrip, 'id' | 'beneficiary' | 'beneficiarySealed'>): Promise<Beneficiary> {
+  if (!trip.beneficiarySealed) return trip.beneficiary;
+  return JSON.parse(await openText(keys, trip.beneficiarySealed, beneficiaryContext(trip.id))) as Beneficiary;
 }

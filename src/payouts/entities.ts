@@ -135,8 +135,16 @@ export class PayoutTrip {
   @Property({ type: 'text' })
   requestHash!: string;
 
+  /** As validated, its account or phone number masked (maskBeneficiary): what the API and events show. */
   @Property({ type: 'jsonb' })
   beneficiary!: Beneficiary;
+
+  /**
+   * The whole beneficiary, sealed (src/payouts/beneficiaries.ts), opened only to instruct the rail.
+   * Null on a trip stored before beneficiaries were sealed, until `cli migrate` seals it.
+   */
+  @Property({ type: 'text', nullable: true, hidden: true })
+  beneficiarySealed?: string | null;
 
   /** Where a refund goes (late payments, underpayments beyond the margin) when refunds are configured. */
   @Property({ type: 'text', nullable: true })

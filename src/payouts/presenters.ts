@@ -1,14 +1,9 @@
 import { assetById, findChain, networkFor } from '../catalogue/service';
 import { toDisplay } from '../shared/money';
 import { iso, isoOrNull } from '../shared/time';
+import { maskBeneficiary } from './beneficiaries';
 import { toFiatDisplay } from './corridors';
-import type { Beneficiary, PayoutRefund, PayoutTrip, PayoutTripTransition } from './entities';
-
-/** The beneficiary as shown back: a bank account number keeps its last four digits, as card and bank APIs do. */
-function presentBeneficiary(beneficiary: Beneficiary) {
-  if (beneficiary.type === 'mobile_money') return beneficiary;
-  return { ...beneficiary, accountNumber: `${'*'.repeat(Math.max(0, beneficiary.accountNumber.length - 4))}${beneficiary.accountNumber.slice(-4)}` };
-}
+import type { PayoutRefund, PayoutTrip, PayoutTripTransition } from './entities';
 
 /** A trip as the API and its events show it (camelCase, as the specification names payout fields); the quote must be loaded. */
 export function presentTrip(trip: PayoutTrip) {
@@ -41,7 +36,8 @@ export function presentTrip(trip: PayoutTrip) {
     creditedAmountRaw: trip.creditedAmount ?? null,
     country: quote.country,
     paymentMethod: quote.paymentMethod,
-    beneficiary: presentBeneficiary(trip.beneficiary),
+    // Masked again: a trip stored before beneficiaries were sealed holds them in clear until `cli migrate`.
+    beneficiary: maskBeneficiary(trip.beneficiary),
     refundAddress: trip.refundAddress ?? null,
     rail: trip.rail ?? null,
     failure_reason: trip.failureReason ?? null,

@@ -121,8 +121,8 @@ export const PayoutTripObject = z
     country: z.string(),
     paymentMethod: z.enum(PAYMENT_METHODS),
     beneficiary: z.union([
-      z.object({ type: z.literal('bank'), accountNumber: z.string().openapi({ description: 'All but the last four digits masked' }), bankCode: z.string(), accountName: z.string() }),
-      z.object({ type: z.literal('mobile_money'), phoneNumber: z.string(), network: z.string(), accountName: z.string() }),
+      z.object({ type: z.literal('bank'), accountNumber: z.string().openapi({ description: "All but the last four digits masked ('******6789')" }), bankCode: z.string(), accountName: z.string() }),
+      z.object({ type: z.literal('mobile_money'), phoneNumber: z.string().openapi({ description: "All but the last four digits masked ('*********5678')" }), network: z.string(), accountName: z.string() }),
     ]),
     refundAddress: z.string().nullable(),
     rail: z.string().nullable(),

@@ -9,6 +9,7 @@ import type { EventType } from '../events/event-types';
 import type { KeyService } from '../keys/service';
 import { IncomingTransfer } from '../monitoring/entities';
 import { DomainError } from '../shared/errors';
+import { openBeneficiary } from './beneficiaries';
 import { deskTenant } from './desk';
 import { FINAL_TRIP_STATUSES, PayoutDeposit, PayoutTrip, type PayoutRefund, type DepositResolution, type RefundReason, type TripStatus } from './entities';
 import type { FundingState, LateResolution, RailState, Settlement } from './flows/trip';
@@ -233,7 +234,7 @@ export async function payTrip(deps: SettlementDeps, tripId: string): Promise<Rai
       country: trip.quote.country,
       currency: trip.quote.toCurrency,
       amount: BigInt(trip.payoutAmount!),
-      beneficiary: trip.beneficiary,
+      beneficiary: await openBeneficiary(deps.keys.provider, trip),
     });
   } catch (error) {
     if (error instanceof RailOutcomeUnknownError) {

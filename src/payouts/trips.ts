@@ -4,20 +4,29 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { canonicalAddress } from '../chains/addresses';
 import type { Config } from '../config';
 import type { Tenant } from '../custody/service';
+import type { KeyProvider } from '../keys/provider';
 import type { KeyService } from '../keys/service';
 import { Organization } from '../organizations/entities';
 import { canonicalJson } from '../shared/canonical-json';
 import { errors } from '../shared/errors';
-import { isUuid } from '../shared/ids';
+import { isUuid, uuid } from '../shared/ids';
 import { paginate, type ListQuery } from '../shared/pagination';
 import { recordStart } from '../temporal/starter';
-import { validateBeneficiary } from './beneficiaries';
+import { identifierOf, maskBeneficiary, openBeneficiary, sealBeneficiary, validateBeneficiary } from './beneficiaries';
 import { newDepositAddress } from './desk';
-import { PayoutTrip, PayoutTripTransition, type TripStatus } from './entities';
+import { PayoutTrip, PayoutTripTransition, type Beneficiary, type TripStatus } from './entities';
 import { payoutTripFlow } from './flows/trip';
 import { findQuote } from './quotes';
 import type { PayoutInitializeRequest } from './schemas';
 import { recordTransition } from './timeline';
+
+/**
+ * SHA-256 of the initialize body's canonical JSON with the beneficiary's account or phone number
+ * masked: a hash of a number of a few million possibilities would give it away. A repeat's number
+ * is compared with the sealed one instead.
+ */
+export const tripRequestHash = (body: PayoutInitializeRequest): string =>
+  createHash('sha256').update(canonicalJson({ ...body, beneficiary: maskBeneficiary(body.beneficiary) })).digest('hex');
 
 /**
  * Starts a trip from a quote: a fresh deposit address of the desk on the quote's chain, the exact
@@ -32,11 +41,12 @@ export async function initializeTrip(
   tenant: Tenant,
   body: PayoutInitializeRequest,
 ): Promise<PayoutTrip> {
-  const requestHash = createHash('sha256').update(canonicalJson(body)).digest('hex');
+  const requestHash = tripRequestHash(body);
   await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`payout-trip:${tenant.organizationId}:${tenant.environment}:${body.reference}`]);
   const existing = await em.findOne(PayoutTrip, { organization: tenant.organizationId, environment: tenant.environment, reference: body.reference }, { populate: ['quote'] });
   if (existing) {
-    if (existing.requestHash !== requestHash) throw errors.referenceReused(`Reference '${body.reference}' started trip ${existing.id} with another request.`, 'reference');
+    const sameRequest = existing.requestHash === requestHash && identifierOf(await openBeneficiary(deps.keys.provider, existing)) === identifierOf(body.beneficiary).trim();
+    if (!sameRequest) throw errors.referenceReused(`Reference '${body.reference}' started trip ${existing.id} with another request.`, 'reference');
     return existing;
   }
   const quote = await findQuote(em, tenant, body.quoteId, 'quoteId');
@@ -56,13 +66,16 @@ export async function initializeTrip(
     if (!refundAddress) throw errors.validation(`refundAddress is not a ${quote.chain} address of this environment's network.`, 'refundAddress');
   }
   const address = await newDepositAddress(em, deps.keys, deps.config, tenant.environment, quote.chain);
+  const id = uuid();
   const trip = em.create(PayoutTrip, {
+    id,
     organization: em.getReference(Organization, tenant.organizationId),
     environment: tenant.environment,
     quote,
     reference: body.reference,
     requestHash,
-    beneficiary,
+    beneficiary: maskBeneficiary(beneficiary),
+    beneficiarySealed: await sealBeneficiary(deps.keys.provider, id, beneficiary),
     refundAddress,
     chain: quote.chain,
     assetId: quote.assetId,
@@ -121,4 +134,31 @@ export function listTrips(em: EntityManager, tenant: Tenant, filter: TripListFil
     filter,
     ['quote'],
   );
+}
+
+/**
+ * Seals the beneficiaries of trips stored before beneficiaries were sealed, masks their stored copy
+ * and rehashes their request without the number (from the stored, normalised fields: a repeat of
+ * the original body that normalisation changed is then 409). A migration cannot reach the
+ * KeyProvider, so `cli migrate` runs this after the migrations. Each row is updated only if still
+ * unsealed. Returns the number of trips sealed.
+ */
+export async function sealClearBeneficiaries(em: EntityManager, keys: KeyProvider): Promise<number> {
+  const connection = em.getConnection();
+  const rows = await connection.execute<{ id: string; quote_id: string; reference: string; beneficiary: Beneficiary; refund_address: string | null }[]>(
+    `select id, quote_id, reference, beneficiary, refund_address from payout_trips where beneficiary_sealed is null`,
+    [],
+    'all',
+  );
+  let sealed = 0;
+  for (const row of rows) {
+    const body = { quoteId: row.quote_id, reference: row.reference, beneficiary: row.beneficiary, ...(row.refund_address ? { refundAddress: row.refund_address } : {}) };
+    const updated = await connection.execute<{ id: string }[]>(
+      `update payout_trips set beneficiary_sealed = ?, beneficiary = ?::jsonb, request_hash = ? where id = ? and beneficiary_sealed is null returning id`,
+      [await sealBeneficiary(keys, row.id, row.beneficiary), JSON.stringify(maskBeneficiary(row.beneficiary)), tripRequestHash(body), row.id],
+      'all',
+    );
+    sealed += updated.length;
+  }
+  return sealed;
 }

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
+import { canonicalJson } from '../../src/shared/canonical-json';
 import { tripEvents } from '../support/trip-events';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
+import { openBeneficiary } from '../../src/payouts/beneficiaries';
 import { PayoutQuote, PayoutRefund, PayoutTrip } from '../../src/payouts/entities';
 import { payoutRefundFlow } from '../../src/payouts/flows/refund';
 import { payoutTripFlow } from '../../src/payouts/flows/trip';
+import { sealClearBeneficiaries } from '../../src/payouts/trips';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { OrganizationId, ResourceId, ResourceType } from '../../src/temporal/search-attributes';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization, type TestResponse } from '../support/app';
@@ -76,6 +79,22 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
   }
   const tripCount = async (organizationId = org.organizationId) => app.deps.orm.em.fork().count(PayoutTrip, { organization: organizationId });
 
+  /**
+   * Neither the trip's row nor its stored events (webhook payloads) hold the masked digits of the
+   * beneficiary's account or phone number, and the sealed copy opens to the whole beneficiary.
+   */
+  async function assertSealedAndMasked(tripId: string, beneficiary: typeof NG_BANK | typeof KE_MPESA) {
+    const identifier = 'accountNumber' in beneficiary ? beneficiary.accountNumber : beneficiary.phoneNumber;
+    const hidden = identifier.replace('+', '').slice(0, -4);
+    const em = app.deps.orm.em.fork();
+    const [row] = await em.getConnection().execute<{ row: string }[]>(`select t::text as row from payout_trips t where id = ?`, [tripId], 'all');
+    assert.ok(row && !row.row.includes(hidden), row?.row);
+    const events = await em.getConnection().execute<{ data: string }[]>(`select data::text as data from events where data->>'tripId' = ?`, [tripId], 'all');
+    for (const event of events) assert.ok(!event.data.includes(hidden), event.data);
+    assert.deepEqual(await openBeneficiary(app.deps.keys.provider, await em.findOneOrFail(PayoutTrip, tripId)), beneficiary, 'the rail is sent the whole beneficiary');
+    return events.length;
+  }
+
   it('runs a trip from quote to success through the sandbox deposit, with its timeline, fetch by reference, list and one workflow history', async () => {
     const offer = await quote();
     const reference = `invoice-${randomUUID()}`;
@@ -134,6 +153,8 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     );
     const success = ofTrip.find((event) => event.type === 'payouts.withdrawal.success')!.data as Record<string, unknown>;
     for (const field of ['tripId', 'amountReceived', 'assetReceivedAt', 'assetConfirmedAt', 'failure_reason', 'expiresAt']) assert.ok(field in success, field);
+    for (const event of ofTrip) assert.equal((event.data as typeof done).beneficiary.accountNumber, '******6789', event.type);
+    assert.equal(await assertSealedAndMasked(trip.tripId, NG_BANK), ofTrip.length);
 
     // The whole trip is one workflow history, found by its search attributes.
     const { client } = await localTemporal();
@@ -186,6 +207,44 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     assert.deepEqual((announced?.data as { refund: unknown } | undefined)?.refund, refunded.refunds[0], 'announced with the refund');
   });
 
+  it("seals a mobile-money beneficiary: the phone number masked in the API, the stored row and every event, the whole number paid by the rail", async () => {
+    const offer = await quote({ ...USDT_TRON_TO_NGN, toCurrency: 'KES', country: 'KE', paymentMethod: 'mobile_money' });
+    const started = await call('POST', '/payouts/initialize', { quoteId: offer.quoteId, reference: `mpesa-${randomUUID()}`, beneficiary: KE_MPESA });
+    assert.equal(started.status, 201, started.text);
+    const trip = started.body;
+    assert.deepEqual(trip.beneficiary, { ...KE_MPESA, phoneNumber: '*********5678' });
+    assert.equal((await call('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/deposit`, { amount: offer.fromAmount, confirmations: 2 })).status, 201);
+    // The sandbox mobile-money rail, like a real network, pays no masked number: success means it got the whole one.
+    const done = await eventually(async () => {
+      const read = await call('GET', `/payouts/trips/${trip.tripId}`);
+      return read.body.status === 'success' ? read.body : undefined;
+    }, 'the trip paid out');
+    assert.equal(done.beneficiary.phoneNumber, '*********5678');
+    const listed = (await call('GET', '/payouts')).body.data.find((each: { tripId: string }) => each.tripId === trip.tripId);
+    assert.equal(listed.beneficiary.phoneNumber, '*********5678');
+    const ofTrip = await tripEvents(app.deps.orm.em.fork(), org.organizationId, trip.tripId);
+    assert.ok(ofTrip.some((event) => event.type === 'payouts.withdrawal.success'));
+    for (const event of ofTrip) assert.equal((event.data as typeof done).beneficiary.phoneNumber, '*********5678', event.type);
+    assert.equal(await assertSealedAndMasked(trip.tripId, KE_MPESA), ofTrip.length);
+  });
+
+  it('seals a trip stored before beneficiaries were sealed (the cli migrate step), masked in the API and paid in full until then', async () => {
+    const offer = await quote();
+    const reference = `legacy-${randomUUID()}`;
+    const trip = (await initialize(offer.quoteId, reference)).body;
+    const em = app.deps.orm.em.fork();
+    const fullBodyHash = createHash('sha256').update(canonicalJson({ quoteId: offer.quoteId, reference, beneficiary: NG_BANK })).digest('hex');
+    await em.getConnection().execute(`update payout_trips set beneficiary = ?::jsonb, beneficiary_sealed = null, request_hash = ? where id = ?`, [JSON.stringify(NG_BANK), fullBodyHash, trip.tripId]);
+    assert.equal((await call('GET', `/payouts/trips/${trip.tripId}`)).body.beneficiary.accountNumber, '******6789', 'masked on the way out');
+    assert.deepEqual(await openBeneficiary(app.deps.keys.provider, await em.findOneOrFail(PayoutTrip, trip.tripId)), NG_BANK, 'the rail is sent the stored number');
+
+    assert.ok((await sealClearBeneficiaries(em, app.deps.keys.provider)) >= 1);
+    await assertSealedAndMasked(trip.tripId, NG_BANK);
+    const [stored] = await em.getConnection().execute<{ beneficiary: unknown }[]>(`select beneficiary from payout_trips where id = ?`, [trip.tripId], 'all');
+    assert.deepEqual(stored?.beneficiary, { ...NG_BANK, accountNumber: '******6789' });
+    assert.equal((await initialize(offer.quoteId, reference)).body.tripId, trip.tripId, 'rehashed without the number: a repeat still finds the trip');
+  });
+
   it('fails a trip whose rail the sandbox sets to fail, with failure_reason on the trip and its fetch', async () => {
     const offer = await quote();
     const reference = `failing-${randomUUID()}`;
@@ -220,6 +279,10 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     const again = await initialize(offer.quoteId, reference);
     assert.equal(again.body.tripId, tripId);
     expectError(await call('POST', '/payouts/initialize', { quoteId: offer.quoteId, reference, beneficiary: { ...NG_BANK, accountName: 'Someone Else' } }), 409, 'idempotency_key_reused', 'reference');
+    // Another account with the same last four digits: the stored hash leaves the number out, the sealed one tells them apart.
+    expectError(await call('POST', '/payouts/initialize', { quoteId: offer.quoteId, reference, beneficiary: { ...NG_BANK, accountNumber: '9876546789' } }), 409, 'idempotency_key_reused', 'reference');
+    const fullBodyHash = createHash('sha256').update(canonicalJson({ quoteId: offer.quoteId, reference, beneficiary: NG_BANK })).digest('hex');
+    assert.notEqual((await app.deps.orm.em.fork().findOneOrFail(PayoutTrip, tripId!)).requestHash, fullBodyHash, 'no hash of the account number is stored');
     expectError(await initialize(offer.quoteId), 409, 'quote_already_used');
   });
 

@@ -9,6 +9,8 @@ export class SandboxBankRail implements PayoutRail {
 
   submit(em: EntityManager, instruction: PayoutInstruction): Promise<RailAnswer> {
     if (instruction.beneficiary.type !== 'bank') throw new Error(`the bank rail pays bank accounts, not ${instruction.beneficiary.type}`);
+    // As a bank would: a masked (or sealed) account number pays no one.
+    if (!/^\d+$/.test(instruction.beneficiary.accountNumber)) throw new Error('the bank rail needs the whole account number, digits only');
     return this.book.submit(em, instruction);
   }
 

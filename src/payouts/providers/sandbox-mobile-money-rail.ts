@@ -9,6 +9,8 @@ export class SandboxMobileMoneyRail implements PayoutRail {
 
   submit(em: EntityManager, instruction: PayoutInstruction): Promise<RailAnswer> {
     if (instruction.beneficiary.type !== 'mobile_money') throw new Error(`the mobile-money rail pays mobile wallets, not ${instruction.beneficiary.type}`);
+    // As a mobile-money network would: a masked (or sealed) phone number reaches no wallet.
+    if (!/^\+\d+$/.test(instruction.beneficiary.phoneNumber)) throw new Error('the mobile-money rail needs the whole E.164 phone number');
     return this.book.submit(em, instruction);
   }
 
