@@ -1,19 +1,16 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { erc20Abi, getAddress, parseEther, parseUnits, type Hex } from 'viem';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
-import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { toDisplay } from '../../src/shared/money';
-import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee } from '../support/anvil';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee, anvilHeight } from '../support/anvil';
+import { type TestApp, type TestOrganization } from '../support/app';
+import { testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
 
@@ -45,9 +42,8 @@ interface Transaction {
 describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vault to another, gas paid by a gas station, the ledger equal to the chain', () => {
   let anvil: Anvil;
   let app: TestApp;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
   let org: TestOrganization;
+  let service: ScannedService;
   let token: Hex;
   const config: Record<string, string> = {};
 
@@ -65,22 +61,14 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
       this.skip();
     }
     token = await deployAnvilToken(anvil);
-    await resetScanState('ethereum');
     const taskQueue = `anvil-consolidation-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
-    org = await createTestOrganization('Anvil consolidation');
+    service = await startScannedService('ethereum', 'Anvil consolidation', config, () => anvilHeight(anvil));
+    ({ app, org } = service);
   });
 
   after(async () => {
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('ethereum', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('ethereum');
-    await app?.close();
+    await service?.stop();
     await anvil?.stop();
   });
 

@@ -1,29 +1,25 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { erc20Abi, parseEther, parseUnits, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
-import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { ANVIL_ACCOUNT, anvilFunder, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { ANVIL_ACCOUNT, anvilFunder, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil, anvilHeight } from '../support/anvil';
+import { type TestApp, type TestOrganization } from '../support/app';
+import { testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 3;
 
 describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, events, reorganisations', () => {
   let anvil: Anvil;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
   let token: Hex;
   const receiver = new WebhookReceiver();
   const watcher = new WebhookReceiver();
@@ -36,25 +32,15 @@ describe('Deposits from a real Ethereum node (anvil): scanning, confirmations, e
     anvil = await startAnvil();
     // Block 1 deploys the token: 1,000,000 USDC (6 decimals) to the funder.
     token = await deployAnvilToken(anvil);
-    await resetScanState('ethereum');
     await Promise.all([receiver.start(), watcher.start()]);
     const taskQueue = `anvil-deposits-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    const temporal = await localTemporal();
-    await startSandboxScanner(temporal.client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
-    org = await createTestOrganization('Anvil deposits');
+    service = await startScannedService('ethereum', 'Anvil deposits', config, () => anvilHeight(anvil));
+    ({ app, org } = service);
   });
 
   after(async () => {
-    const temporal = await localTemporal();
-    await terminateWorkflows(temporal.client, [chainScanWorkflowId('ethereum', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('ethereum');
-    await app?.close();
+    await service?.stop();
     await Promise.all([receiver.close(), watcher.close()]);
     await anvil?.stop();
   });

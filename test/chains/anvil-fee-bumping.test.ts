@@ -4,20 +4,17 @@ import { erc20Abi, parseEther, parseUnits, toHex, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor, OutgoingTransfer } from '../../src/monitoring/entities';
-import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, anvilTokenBalance, deployAnvilToken, receiptFee, startAnvil, type Anvil } from '../support/anvil';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, anvilTokenBalance, deployAnvilToken, receiptFee, startAnvil, type Anvil, anvilHeight } from '../support/anvil';
+import { type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { activitiesScheduled, recordHistoryIfAsked } from '../support/histories';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
 /** Blocks a send waits unmined before its workflow bumps its fee. */
@@ -54,9 +51,8 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
   this.timeout(180_000);
   let anvil: Anvil;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
   const config: Record<string, string> = {};
   /** Nobody's address: what it holds on chain is exactly what the sends gave it. */
   const outside = privateKeyToAccount(generatePrivateKey()).address;
@@ -78,14 +74,10 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
   before(async () => {
     anvil = await startAnvil();
     token = await deployAnvilToken(anvil);
-    await resetScanState('ethereum');
     const taskQueue = `anvil-fee-bumping-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS), { FEE_BUMP_AFTER_BLOCKS: String(BUMP_AFTER), FEE_BUMP_MAX_MULTIPLE: '1000' });
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
-    org = await createTestOrganization('Anvil fee bumping');
+    service = await startScannedService('ethereum', 'Anvil fee bumping', config, () => anvilHeight(anvil));
+    ({ app, org } = service);
     await setRequiredApprovals(org.organizationId, 0);
 
     const vault = await call('POST', '/v1/vaults', { name: 'Bumps' });
@@ -100,11 +92,7 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
   });
 
   after(async () => {
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('ethereum', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('ethereum');
-    await app?.close();
+    await service?.stop();
     await anvil?.stop();
   });
 

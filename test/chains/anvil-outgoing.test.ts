@@ -6,15 +6,13 @@ import { ChainNodes } from '../../src/chains/nodes';
 import { OutgoingTransfer } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, anvilTokenBalance, deployAnvilToken, receiptFee, startAnvil, type Anvil } from '../support/anvil';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, anvilTokenBalance, deployAnvilToken, receiptFee, startAnvil, type Anvil, anvilHeight } from '../support/anvil';
+import { type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
 
@@ -27,9 +25,8 @@ interface Delivered {
 describe('Outgoing transfers on a real Ethereum node (anvil): a spend made outside the platform is debited and announced; a platform send is announced and debited once', () => {
   let anvil: Anvil;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
   let token: Hex;
   const config: Record<string, string> = {};
   const receiver = new WebhookReceiver();
@@ -40,23 +37,15 @@ describe('Outgoing transfers on a real Ethereum node (anvil): a spend made outsi
   before(async () => {
     anvil = await startAnvil();
     token = await deployAnvilToken(anvil);
-    await resetScanState('ethereum');
     await Promise.all([receiver.start(), watcher.start()]);
     const taskQueue = `anvil-outgoing-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
-    org = await createTestOrganization('Anvil outgoing');
+    service = await startScannedService('ethereum', 'Anvil outgoing', config, () => anvilHeight(anvil));
+    ({ app, org } = service);
   });
 
   after(async () => {
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('ethereum', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('ethereum');
-    await app?.close();
+    await service?.stop();
     await Promise.all([receiver.close(), watcher.close()]);
     await anvil?.stop();
   });

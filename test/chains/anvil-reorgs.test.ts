@@ -1,21 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { parseEther, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
-import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { OutgoingTransaction } from '../../src/transactions/entities';
-import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, deployAnvilToken, receiptFee, startAnvil, type Anvil } from '../support/anvil';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, deployAnvilToken, receiptFee, startAnvil, type Anvil, anvilHeight } from '../support/anvil';
+import { type TestApp, type TestOrganization } from '../support/app';
+import { testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 3;
 /** Code that reverts whatever calls it (PUSH1 0, PUSH1 0, REVERT): an address given it refuses ether. */
@@ -29,9 +26,8 @@ const REVERTING_CODE = '0x60006000fd';
 describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
   let anvil: Anvil;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
   const receiver = new WebhookReceiver();
   const config: Record<string, string> = {};
 
@@ -42,25 +38,17 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
   before(async () => {
     anvil = await startAnvil();
     const token = await deployAnvilToken(anvil);
-    await resetScanState('ethereum');
     await receiver.start();
     const taskQueue = `anvil-reorgs-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
-    org = await createTestOrganization('Anvil reorganisations');
+    service = await startScannedService('ethereum', 'Anvil reorganisations', config, () => anvilHeight(anvil));
+    ({ app, org } = service);
     const endpoint = await call('POST', '/v1/webhooks', { name: 'reorgs', url: receiver.url });
     receiver.secrets = [endpoint.body.signing_secret];
   });
 
   after(async () => {
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('ethereum', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('ethereum');
-    await app?.close();
+    await service?.stop();
     await receiver.close();
     await anvil?.stop();
   });

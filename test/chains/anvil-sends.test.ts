@@ -1,20 +1,17 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { encodeAbiParameters, erc20Abi, keccak256, parseEther, parseUnits, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { ChainScanCursor } from '../../src/monitoring/entities';
-import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee } from '../support/anvil';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee, anvilHeight } from '../support/anvil';
+import { type TestApp, type TestOrganization } from '../support/app';
+import { testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 3;
 
@@ -37,9 +34,8 @@ interface Transaction {
 describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside and to our own wallets, gross, reverted and refused', () => {
   let anvil: Anvil;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
   let token: Hex;
   const config: Record<string, string> = {};
   /** Nobody's address: what it holds on chain is exactly what the sends gave it. */
@@ -54,22 +50,14 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
   before(async () => {
     anvil = await startAnvil();
     token = await deployAnvilToken(anvil);
-    await resetScanState('ethereum');
     const taskQueue = `anvil-sends-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
-    org = await createTestOrganization('Anvil sends');
+    service = await startScannedService('ethereum', 'Anvil sends', config, () => anvilHeight(anvil));
+    ({ app, org } = service);
   });
 
   after(async () => {
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('ethereum', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('ethereum');
-    await app?.close();
+    await service?.stop();
     await anvil?.stop();
   });
 

@@ -1,23 +1,20 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { erc20Abi, parseEther, parseTransaction, parseUnits, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
 import { erc20TransferData } from '../../src/chains/transfers/ethereum';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { sponsorshipFlow } from '../../src/gas-stations/flows/sponsorship';
-import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee } from '../support/anvil';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { anvilFunder, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil , anvilEthBalance, anvilMine, anvilTokenBalance, receiptFee, anvilHeight } from '../support/anvil';
+import { type TestApp, type TestOrganization } from '../support/app';
 import { clientKey, signClientTransfer, type ClientKey } from '../support/client-transfers';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { recordHistoryIfAsked } from '../support/histories';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
 
@@ -38,9 +35,8 @@ interface Transaction {
 describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a sponsored token send and a client-signed transfer, exactly their fee', () => {
   let anvil: Anvil;
   let app: TestApp;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
   let org: TestOrganization;
+  let service: ScannedService;
   let token: Hex;
   const config: Record<string, string> = {};
 
@@ -58,22 +54,14 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
       this.skip();
     }
     token = await deployAnvilToken(anvil);
-    await resetScanState('ethereum');
     const taskQueue = `anvil-sponsorship-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'ethereum', async () => Number(await anvil.call('eth_blockNumber')));
-    org = await createTestOrganization('Anvil sponsorship');
+    service = await startScannedService('ethereum', 'Anvil sponsorship', config, () => anvilHeight(anvil));
+    ({ app, org } = service);
   });
 
   after(async () => {
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('ethereum', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('ethereum');
-    await app?.close();
+    await service?.stop();
     await anvil?.stop();
   });
 

@@ -1,44 +1,32 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { hex } from '@scure/base';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
-import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd } from '../support/btcd';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd, btcdHeight } from '../support/btcd';
+import { type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
 
 describe('Deposits from a real Bitcoin node (btcd, regtest)', function () {
   let btcd: Btcd;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
 
   before(async function () {
     btcd = await startBtcdOrSkip(this);
     await btcd.generate(COINBASE_MATURITY + 1);
-    await resetScanState('bitcoin');
     const taskQueue = `btcd-deposits-${randomUUID()}`;
     const config = { TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest', CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS) };
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    const temporal = await localTemporal();
-    await startSandboxScanner(temporal.client, config, 'bitcoin', async () => Number(await btcd.call('getblockcount')));
-    org = await createTestOrganization('btcd deposits');
+    service = await startScannedService('bitcoin', 'btcd deposits', config, () => btcdHeight(btcd));
+    ({ app, org } = service);
   });
   after(async () => {
     if (!btcd) return;
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('bitcoin', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('bitcoin');
-    await app?.close();
+    await service?.stop();
     await btcd.stop();
   });
 

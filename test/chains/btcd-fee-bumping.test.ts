@@ -9,15 +9,13 @@ import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flo
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { type TestApp, type TestOrganization } from '../support/app';
 import { activitiesScheduled } from '../support/histories';
-import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd } from '../support/btcd';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd, btcdHeight } from '../support/btcd';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
 /** Blocks a send waits unmined before its workflow bumps its fee. */
@@ -61,9 +59,8 @@ const nodeForm = (address: string) => btc.Address(REGTEST_NETWORK).encode(btc.Ad
 describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up, cancel and the automatic bump by BIP-125 replacement', function () {
   let btcd: Btcd;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
   let config: Record<string, string>;
   let wallet: { id: string; primary: string };
   let nextCoinbase = 1;
@@ -71,7 +68,6 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up, cancel a
   before(async function () {
     btcd = await startBtcdOrSkip(this, STUCK_BELOW_2_SAT_PER_VBYTE);
     await btcd.generate(COINBASE_MATURITY + 10);
-    await resetScanState('bitcoin');
     const taskQueue = `btcd-fee-bumping-${randomUUID()}`;
     config = {
       TEMPORAL_TASK_QUEUE: taskQueue,
@@ -82,11 +78,8 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up, cancel a
       // The bump pays the market's high level (5 sat/vB) in full, well above this node's 2 sat/vB.
       FEE_BUMP_MAX_MULTIPLE: '10',
     };
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'bitcoin', async () => Number(await btcd.call('getblockcount')));
-    org = await createTestOrganization('btcd fee bumping');
+    service = await startScannedService('bitcoin', 'btcd fee bumping', config, () => btcdHeight(btcd));
+    ({ app, org } = service);
     const vault = await call('POST', '/v1/vaults', { name: 'BTC' });
     const created = await call('POST', '/v1/wallets', { name: 'BTC', chain: 'bitcoin', vault_id: vault.body.id, wallet_type: 'hot' });
     assert.equal(created.status, 201, created.text);
@@ -94,11 +87,7 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up, cancel a
   });
   after(async () => {
     if (!btcd) return;
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('bitcoin', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('bitcoin');
-    await app?.close();
+    await service?.stop();
     await btcd.stop();
   });
 

@@ -8,15 +8,13 @@ import { OutgoingTransfer } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { WalletOutput } from '../../src/transactions/entities';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd } from '../support/btcd';
+import { type TestApp, type TestOrganization } from '../support/app';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd, btcdHeight } from '../support/btcd';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
 /** What the outside spend leaves to the miner. */
@@ -34,32 +32,23 @@ const outsideP2wpkh = () => btc.p2wpkh(secp256k1.getPublicKey(randomBytes(32), t
 describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend signed outside the send path is debited and announced; a platform send is announced and debited once', function () {
   let btcd: Btcd;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
   let config: Record<string, string>;
   const receiver = new WebhookReceiver();
 
   before(async function () {
     btcd = await startBtcdOrSkip(this);
     await btcd.generate(COINBASE_MATURITY + 5);
-    await resetScanState('bitcoin');
     await receiver.start();
     const taskQueue = `btcd-outgoing-${randomUUID()}`;
     config = { TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest', CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS) };
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'bitcoin', async () => Number(await btcd.call('getblockcount')));
-    org = await createTestOrganization('btcd outgoing');
+    service = await startScannedService('bitcoin', 'btcd outgoing', config, () => btcdHeight(btcd));
+    ({ app, org } = service);
   });
   after(async () => {
     if (!btcd) return;
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('bitcoin', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('bitcoin');
-    await app?.close();
+    await service?.stop();
     await receiver.close();
     await btcd.stop();
   });

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { secp256k1, schnorr } from '@noble/curves/secp256k1';
 import { hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
@@ -8,13 +7,12 @@ import { ChainNodes } from '../../src/chains/nodes';
 import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd } from '../support/btcd';
+import { type TestApp, type TestOrganization } from '../support/app';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd, btcdHeight } from '../support/btcd';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { resetScanState, startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
-import { createTestWorker } from '../support/worker';
+import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
 
@@ -49,9 +47,8 @@ const nodeForm = (address: string) => btc.Address(REGTEST_NETWORK).encode(btc.Ad
 describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates, p2tr inputs, change', function () {
   let btcd: Btcd;
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
   let org: TestOrganization;
+  let service: ScannedService;
   let config: Record<string, string>;
   /** Coinbase outputs the miner key may spend, one per deposit. */
   let nextCoinbase = 1;
@@ -59,22 +56,14 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
   before(async function () {
     btcd = await startBtcdOrSkip(this);
     await btcd.generate(COINBASE_MATURITY + 10);
-    await resetScanState('bitcoin');
     const taskQueue = `btcd-sends-${randomUUID()}`;
     config = { TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest', CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS) };
-    app = await startTestApp({ config });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
-    running = worker.run();
-    await startSandboxScanner((await localTemporal()).client, config, 'bitcoin', async () => Number(await btcd.call('getblockcount')));
-    org = await createTestOrganization('btcd sends');
+    service = await startScannedService('bitcoin', 'btcd sends', config, () => btcdHeight(btcd));
+    ({ app, org } = service);
   });
   after(async () => {
     if (!btcd) return;
-    await terminateWorkflows((await localTemporal()).client, [chainScanWorkflowId('bitcoin', 'sandbox')]);
-    worker?.shutdown();
-    await running;
-    await resetScanState('bitcoin');
-    await app?.close();
+    await service?.stop();
     await btcd.stop();
   });
 

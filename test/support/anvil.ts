@@ -97,6 +97,9 @@ export const anvilSandboxConfig = (anvil: Anvil, taskQueue: string, token: strin
   CHAIN_CONFIRMATIONS_ETHEREUM: String(confirmations),
 });
 
+/** The height of anvil's tip. */
+export const anvilHeight = async (anvil: Anvil): Promise<number> => Number(await anvil.call('eth_blockNumber'));
+
 /** A viem wallet client of anvil's first dev account: what tests fund and deploy with. */
 export const anvilFunder = (anvil: Anvil) =>
   createWalletClient({

@@ -46,6 +46,17 @@ export function payFromMiner(spent: { txid: string; index: number; amount: bigin
   return transaction;
 }
 
+/** The configuration that serves sandbox Bitcoin from `btcd` (regtest), on a task queue of the test's own. */
+export const btcdSandboxConfig = (btcd: Btcd, taskQueue: string, confirmations: number): Record<string, string> => ({
+  TEMPORAL_TASK_QUEUE: taskQueue,
+  CHAIN_NODE_BITCOIN_SANDBOX: btcd.url,
+  CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest',
+  CHAIN_CONFIRMATIONS_BITCOIN: String(confirmations),
+});
+
+/** The height of btcd's tip. */
+export const btcdHeight = async (btcd: Btcd): Promise<number> => Number(await btcd.call('getblockcount'));
+
 export interface Btcd {
   /** The RPC URL with `rpcuser:rpcpass` as userinfo, as CHAIN_NODE_BITCOIN_SANDBOX takes it. */
   url: string;
