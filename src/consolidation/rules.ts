@@ -28,29 +28,22 @@ const SUPPORTED_CHAINS: readonly ChainId[] = ['ethereum', 'tron', 'solana'];
 /** The caps on an environment's rules and schedules (docs/limits.md). */
 export type RuleLimits = Pick<Config, 'MAX_CONSOLIDATION_RULES' | 'MAX_SCHEDULED_CONSOLIDATION_RULES' | 'CONSOLIDATION_SCHEDULE_MIN_INTERVAL_MINUTES'>;
 
-/** One more rule of the environment (409 `limit_reached` at MAX_CONSOLIDATION_RULES), counted before the new one is persisted. */
-async function assertRuleSlot(em: EntityManager, tenant: Tenant, limits: RuleLimits): Promise<void> {
+/**
+ * One more rule of the environment, or one more scheduled rule (409 `limit_reached` at
+ * MAX_CONSOLIDATION_RULES or MAX_SCHEDULED_CONSOLIDATION_RULES), counted before the rule is
+ * persisted or becomes scheduled.
+ */
+async function assertRuleSlot(em: EntityManager, tenant: Tenant, limits: RuleLimits, scheduled: boolean): Promise<void> {
+  const setting = scheduled ? 'MAX_SCHEDULED_CONSOLIDATION_RULES' : 'MAX_CONSOLIDATION_RULES';
   await assertBelowLimit(em, {
-    resource: 'consolidation_rules',
+    resource: scheduled ? 'scheduled_consolidation_rules' : 'consolidation_rules',
     owner: `${tenant.organizationId}:${tenant.environment}`,
     holder: 'environment',
-    limit: limits.MAX_CONSOLIDATION_RULES,
-    setting: 'MAX_CONSOLIDATION_RULES',
-    remedy: 'delete one',
-    count: (tx) => tx.count(ConsolidationRule, { organization: tenant.organizationId, environment: tenant.environment, deletedAt: null }),
-  });
-}
-
-/** One more scheduled rule of the environment (409 `limit_reached` at MAX_SCHEDULED_CONSOLIDATION_RULES), counted before the rule becomes one. */
-async function assertScheduleSlot(em: EntityManager, tenant: Tenant, limits: RuleLimits): Promise<void> {
-  await assertBelowLimit(em, {
-    resource: 'scheduled_consolidation_rules',
-    owner: `${tenant.organizationId}:${tenant.environment}`,
-    holder: 'environment',
-    limit: limits.MAX_SCHEDULED_CONSOLIDATION_RULES,
-    setting: 'MAX_SCHEDULED_CONSOLIDATION_RULES',
-    remedy: 'delete one or change its trigger_type',
-    count: (tx) => tx.count(ConsolidationRule, { organization: tenant.organizationId, environment: tenant.environment, deletedAt: null, triggerType: 'scheduled' }),
+    limit: limits[setting],
+    setting,
+    remedy: scheduled ? 'delete one or change its trigger_type' : 'delete one',
+    count: (tx) =>
+      tx.count(ConsolidationRule, { organization: tenant.organizationId, environment: tenant.environment, deletedAt: null, ...(scheduled ? { triggerType: 'scheduled' as const } : {}) }),
   });
 }
 
@@ -246,8 +239,8 @@ export async function createRule(
   const vault = await findVault(em, tenant, input.vault_id, 'vault_id');
   const assets = await resolveAssets(em, chains, tenant, chain.id, input.assets);
   // Counted before the new rule exists in this transaction (a query could flush it first).
-  await assertRuleSlot(em, tenant, limits);
-  if (input.trigger_type === 'scheduled') await assertScheduleSlot(em, tenant, limits);
+  await assertRuleSlot(em, tenant, limits, false);
+  if (input.trigger_type === 'scheduled') await assertRuleSlot(em, tenant, limits, true);
   const rule = em.create(ConsolidationRule, {
     organization: em.getReference(Organization, tenant.organizationId),
     environment: tenant.environment,
@@ -310,7 +303,7 @@ export async function updateRule(
   input: UpdateConsolidationRuleInput,
 ): Promise<ConsolidationRule> {
   const before = { triggerType: rule.triggerType, scheduleCron: rule.scheduleCron ?? null, enabled: rule.enabled };
-  if (input.trigger_type === 'scheduled' && rule.triggerType !== 'scheduled') await assertScheduleSlot(em, tenant, limits);
+  if (input.trigger_type === 'scheduled' && rule.triggerType !== 'scheduled') await assertRuleSlot(em, tenant, limits, true);
   const pick = <K extends keyof UpdateConsolidationRuleInput, T>(key: K, current: T): T => (input[key] === undefined ? current : (input[key] as T));
   await applyFields(
     em,
