@@ -84,6 +84,20 @@ export const ConfigSchema = z.object({
   WEBHOOK_SECRET_ROTATION_HOURS: z.coerce.number().min(0).max(24 * 7).default(24),
   /** Default lifetime of a policy activation request when the request names none. */
   POLICY_ACTIVATION_EXPIRY_HOURS: z.coerce.number().int().min(1).max(720).default(72),
+  /**
+   * Per-organization caps, each per environment (docs/limits.md): one more at the cap is 409
+   * `limit_reached`. What is deleted, revoked or archived does not count.
+   */
+  MAX_API_KEYS: z.coerce.number().int().min(1).default(100),
+  MAX_WEBHOOK_ENDPOINTS: z.coerce.number().int().min(1).default(20),
+  MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).default(50),
+  MAX_CONSOLIDATION_RULES: z.coerce.number().int().min(1).default(100),
+  /** Of those, the ones on a schedule: each tick reads every address of the rule's vault on its chain. */
+  MAX_SCHEDULED_CONSOLIDATION_RULES: z.coerce.number().int().min(1).default(20),
+  /** The shortest time between two ticks a new schedule_cron may have (a smaller one: 400 `schedule_too_frequent`). */
+  CONSOLIDATION_SCHEDULE_MIN_INTERVAL_MINUTES: z.coerce.number().int().min(1).max(60).default(15),
+  MAX_POLICIES: z.coerce.number().int().min(1).default(50),
+  MAX_POLICY_RULES: z.coerce.number().int().min(1).default(100),
   /** Issuer BIN (6-8 digits) the sandbox issuer mints card numbers from. */
   CARD_BIN: z.string().regex(/^\d{6,8}$/, 'CARD_BIN must be 6 to 8 digits').default('489537'),
   /** Card funding fee in basis points of the amount (fund and withdraw), charged to the company balance. */

@@ -1,6 +1,7 @@
 import { readOneByColumns } from '../db/lean';
 import type { RouteRegistry } from '../http/route';
 import { errors } from '../shared/errors';
+import { assertBelowLimit } from '../shared/limits';
 import { findMember } from '../organizations/service';
 import { Organization } from '../organizations/entities';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
@@ -33,11 +34,12 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     path: '/v1/api-keys',
     operationId: 'createApiKey',
     summary: 'Create an API key (the secret is shown once)',
+    description: 'An organization holds at most MAX_API_KEYS (default 100) unrevoked keys per environment: one more is 409 `limit_reached` (details limit, current). See docs/limits.md.',
     tag: 'API keys',
     scope: 'api_keys:admin',
     body: CreateApiKeyBody,
     response: { status: 201, description: 'The new key with its secret', schema: ApiKeyWithSecret },
-    handler: async ({ auth, em, body }) => {
+    handler: async ({ auth, em, body, deps }) => {
       if (!covers(auth.scopes, body.scopes)) {
         throw errors.permission('scope_escalation', 'A key can only grant scopes that the calling key holds.', {
           requested_scopes: body.scopes,
@@ -49,6 +51,16 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
       }
       const member = body.user_id ? await findMember(em, auth.organizationId, body.user_id, 'user_id') : null;
       if (member) await assertMayActFor(em, auth, member);
+      // Counted per environment of the new key, so sandbox keys filling their cap never block live ones.
+      await assertBelowLimit(em, {
+        resource: 'api_keys',
+        owner: `${auth.organizationId}:${environment}`,
+        holder: `${environment} environment`,
+        limit: deps.config.MAX_API_KEYS,
+        setting: 'MAX_API_KEYS',
+        remedy: 'revoke one',
+        count: (tx) => tx.count(ApiKey, { organization: auth.organizationId, environment, revokedAt: null }),
+      });
       const { key, secret } = createApiKey(em, {
         organization: em.getReference(Organization, auth.organizationId),
         name: body.name,

@@ -131,7 +131,7 @@ export const FINISHED_RUN_STATUSES: readonly RunStatus[] = ['completed', 'partia
 export const TRIGGER_SOURCES = ['manual', 'scheduled', 'threshold'] as const;
 export type TriggerSource = (typeof TRIGGER_SOURCES)[number];
 
-/** A trigger that arrived while the run was going: recorded on it rather than starting a second run. */
+/** The last trigger that arrived while the run was going: recorded on it rather than starting a second run. */
 export interface RecordedTrigger {
   source: TriggerSource;
   at: string;
@@ -158,7 +158,7 @@ export interface RunFees {
 @Index({ properties: ['rule', 'createdAt'] })
 @Index({ properties: ['status', 'createdAt'] })
 export class ConsolidationRun {
-  [OptionalProps]?: 'addressesScanned' | 'transfersCreated' | 'transfersConfirmed' | 'transfersFailed' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'addressesScanned' | 'transfersCreated' | 'transfersConfirmed' | 'transfersFailed' | 'recordedTriggerCount' | 'createdAt' | 'updatedAt';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();
@@ -207,8 +207,15 @@ export class ConsolidationRun {
   @Property({ type: 'integer', default: 0 })
   transfersFailed: number = 0;
 
+  /**
+   * Triggers that arrived while the run was going, counted rather than listed, with the last of
+   * them: each one rewrites a row of fixed size, however many arrive during a run.
+   */
+  @Property({ type: 'integer', default: 0 })
+  recordedTriggerCount: number = 0;
+
   @Property({ type: 'json', nullable: true })
-  recordedTriggers?: RecordedTrigger[] | null;
+  lastRecordedTrigger?: RecordedTrigger | null;
 
   @Property({ type: 'text', nullable: true })
   failureReason?: string | null;

@@ -41,14 +41,16 @@ export function registerConsolidationRoutes(routes: RouteRegistry): void {
       'Each combination is checked: destination_type address_book needs destination_address_book_id (same chain), vault needs destination_vault_id (another vault with a wallet on the chain), ' +
       'gas_source customer_gas_station needs gas_station_id (same chain), trigger_type scheduled needs schedule_cron (UTC), threshold needs threshold_basis, threshold_currency and threshold_value. ' +
       'assets omitted: the native coin and every token of the chain, with zero minimums. ' +
-      'A rule moves funds out of the vault, so the key needs `transactions:write` as well (403 `insufficient_scope` otherwise). See docs/consolidation.md.',
+      'A rule moves funds out of the vault, so the key needs `transactions:write` as well (403 `insufficient_scope` otherwise). ' +
+      'An environment holds at most MAX_CONSOLIDATION_RULES rules, MAX_SCHEDULED_CONSOLIDATION_RULES of them scheduled (one more: 409 `limit_reached`); ' +
+      'a schedule_cron ticking more often than every CONSOLIDATION_SCHEDULE_MIN_INTERVAL_MINUTES: 400 `schedule_too_frequent`. See docs/consolidation.md and docs/limits.md.',
     tag: TAG,
     scope: 'consolidation:write',
     body: CreateConsolidationRuleBody,
     response: { status: 201, description: 'The rule', schema: ConsolidationRuleObject },
     handler: async ({ auth, em, body, deps }) => {
       requireScope(auth.scopes, 'transactions:write');
-      return { status: 201, body: presentRule(await createRule(em, deps.chains, auth, body), 0) };
+      return { status: 201, body: presentRule(await createRule(em, deps.chains, deps.config, auth, body), 0) };
     },
   });
 
@@ -98,7 +100,7 @@ export function registerConsolidationRoutes(routes: RouteRegistry): void {
     handler: async ({ auth, em, params, body, deps }) => {
       const destinationChange = body.destination_type !== undefined || body.destination_address_book_id !== undefined || body.destination_vault_id !== undefined;
       if (destinationChange) requireScope(auth.scopes, 'transactions:write');
-      return { body: await readRule(em, await updateRule(em, deps.chains, auth, await findRule(em, auth, params.id), body)) };
+      return { body: await readRule(em, await updateRule(em, deps.chains, deps.config, auth, await findRule(em, auth, params.id), body)) };
     },
   });
 
@@ -126,7 +128,7 @@ export function registerConsolidationRoutes(routes: RouteRegistry): void {
     summary: 'Run a consolidation rule now',
     description:
       'One run at a time per rule: answers 202 with a new run (pending; workflow `consolidation-run-<id>` starts after commit), or 200 with the run in progress, ' +
-      'on which this trigger is recorded (recorded_triggers). A disabled rule: 409 `consolidation_rule_disabled`. An address-book destination still in its cooling period: ' +
+      'on which this trigger is counted (recorded_trigger_count, last_recorded_trigger). A disabled rule: 409 `consolidation_rule_disabled`. An address-book destination still in its cooling period: ' +
       '409 `destination_not_usable` with details.address_book_entry_id and details.usable_at (nothing starts).',
     tag: TAG,
     scope: 'consolidation:write',

@@ -14,15 +14,38 @@ import type { IncomingTransfer } from '../monitoring/entities';
 import { Organization } from '../organizations/entities';
 import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
+import { assertBelowLimit } from '../shared/limits';
 import { Money, toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { ConsolidationRule, type ConsolidationAsset } from './entities';
 import { triggerRun } from './runs';
 import type { ConsolidationAssetInput, CreateConsolidationRuleInput, UpdateConsolidationRuleInput } from './schemas';
-import { cronProblem, recordScheduleSync } from './schedules';
+import { cronProblem, cronShortestInterval, recordScheduleSync } from './schedules';
 
 /** Account chains only: a Bitcoin wallet's funds are outputs, swept by a different kind of transaction. */
 const SUPPORTED_CHAINS: readonly ChainId[] = ['ethereum', 'tron', 'solana'];
+
+/** The caps on an environment's rules and schedules (docs/limits.md). */
+export type RuleLimits = Pick<Config, 'MAX_CONSOLIDATION_RULES' | 'MAX_SCHEDULED_CONSOLIDATION_RULES' | 'CONSOLIDATION_SCHEDULE_MIN_INTERVAL_MINUTES'>;
+
+/**
+ * One more rule of the environment, or one more scheduled rule (409 `limit_reached` at
+ * MAX_CONSOLIDATION_RULES or MAX_SCHEDULED_CONSOLIDATION_RULES), counted before the rule is
+ * persisted or becomes scheduled.
+ */
+async function assertRuleSlot(em: EntityManager, tenant: Tenant, limits: RuleLimits, scheduled: boolean): Promise<void> {
+  const setting = scheduled ? 'MAX_SCHEDULED_CONSOLIDATION_RULES' : 'MAX_CONSOLIDATION_RULES';
+  await assertBelowLimit(em, {
+    resource: scheduled ? 'scheduled_consolidation_rules' : 'consolidation_rules',
+    owner: `${tenant.organizationId}:${tenant.environment}`,
+    holder: 'environment',
+    limit: limits[setting],
+    setting,
+    remedy: scheduled ? 'delete one or change its trigger_type' : 'delete one',
+    count: (tx) =>
+      tx.count(ConsolidationRule, { organization: tenant.organizationId, environment: tenant.environment, deletedAt: null, ...(scheduled ? { triggerType: 'scheduled' as const } : {}) }),
+  });
+}
 
 /** The token contracts (or mints) of the chain on the environment's network, when its node is configured and answers. */
 async function tokenContracts(em: EntityManager, chains: ChainNodes, chain: ChainId, tenant: Tenant): Promise<Map<string, string>> {
@@ -118,8 +141,19 @@ function conditional<T>(value: T | null, given: boolean, applies: boolean, param
   return value;
 }
 
-/** Checks every combination on the rule as the request leaves it, and resolves the records it names (another tenant's: 404). */
-async function applyFields(em: EntityManager, tenant: Tenant, rule: ConsolidationRule, fields: RuleFields, given: Partial<Record<keyof RuleFields, boolean>>): Promise<void> {
+/**
+ * Checks every combination on the rule as the request leaves it, and resolves the records it names
+ * (another tenant's: 404). A schedule_cron other than the stored one ticks no more often than
+ * CONSOLIDATION_SCHEDULE_MIN_INTERVAL_MINUTES (400 `schedule_too_frequent`); a stored one is left as it is.
+ */
+async function applyFields(
+  em: EntityManager,
+  tenant: Tenant,
+  rule: ConsolidationRule,
+  fields: RuleFields,
+  given: Partial<Record<keyof RuleFields, boolean>>,
+  limits: RuleLimits,
+): Promise<void> {
   const destinationBookId = conditional(fields.destinationAddressBookId, !!given.destinationAddressBookId, fields.destinationType === 'address_book', 'destination_address_book_id', 'destination_type address_book');
   const destinationVaultId = conditional(fields.destinationVaultId, !!given.destinationVaultId, fields.destinationType === 'vault', 'destination_vault_id', 'destination_type vault');
   const gasStationId = conditional(fields.gasStationId, !!given.gasStationId, fields.gasSource === 'customer_gas_station', 'gas_station_id', 'gas_source customer_gas_station');
@@ -129,9 +163,21 @@ async function applyFields(em: EntityManager, tenant: Tenant, rule: Consolidatio
   const thresholdBasis = conditional(fields.thresholdBasis, !!given.thresholdBasis, threshold, 'threshold_basis', 'trigger_type threshold');
   const thresholdCurrency = conditional(fields.thresholdCurrency, !!given.thresholdCurrency, threshold, 'threshold_currency', 'trigger_type threshold');
   const thresholdValue = conditional(fields.thresholdValue, !!given.thresholdValue, threshold, 'threshold_value', 'trigger_type threshold');
+  const normalizedCron = scheduleCron === null ? null : scheduleCron.trim().split(/\s+/).join(' ');
   if (scheduleCron !== null) {
     const problem = cronProblem(scheduleCron);
     if (problem) throw errors.validation(`schedule_cron: ${problem}.`, 'schedule_cron');
+  }
+  if (normalizedCron !== null && normalizedCron !== (rule.scheduleCron ?? null)) {
+    const interval = cronShortestInterval(normalizedCron);
+    const minimum = limits.CONSOLIDATION_SCHEDULE_MIN_INTERVAL_MINUTES;
+    if (interval < minimum) {
+      throw errors.invalid(
+        'schedule_too_frequent',
+        `schedule_cron '${normalizedCron}' ticks ${interval} minute(s) apart; a schedule may tick at most every ${minimum} minutes, since each tick reads every address of the vault. A threshold trigger sweeps as deposits arrive.`,
+        { param: 'schedule_cron', details: { min_interval_minutes: minimum, interval_minutes: interval } },
+      );
+    }
   }
 
   rule.destinationType = fields.destinationType;
@@ -140,7 +186,7 @@ async function applyFields(em: EntityManager, tenant: Tenant, rule: Consolidatio
   rule.gasSource = fields.gasSource;
   rule.gasStation = gasStationId === null ? null : await gasStation(em, tenant, rule.chain, gasStationId);
   rule.triggerType = fields.triggerType;
-  rule.scheduleCron = scheduleCron === null ? null : scheduleCron.trim().split(/\s+/).join(' ');
+  rule.scheduleCron = normalizedCron;
   rule.thresholdBasis = thresholdBasis;
   rule.thresholdCurrency = thresholdCurrency;
   rule.thresholdValue = thresholdValue === null ? null : new Money(thresholdValue).toFixed();
@@ -175,15 +221,26 @@ const minConsolidateUsd = (value: string | null | undefined) => (value == null ?
 
 /**
  * Creates a rule on a vault of the caller (404 otherwise) for an account chain (Bitcoin: 400
- * `consolidation_unsupported_chain`), after checking every field and combination. A scheduled
- * rule's Schedule is created once the rule has committed (recordScheduleSync).
+ * `consolidation_unsupported_chain`), after checking every field and combination, within the
+ * environment's caps (409 `limit_reached`). A scheduled rule's Schedule is created once the rule
+ * has committed (recordScheduleSync).
  */
-export async function createRule(em: EntityManager, chains: ChainNodes, tenant: Tenant & Pick<AuthContext, 'apiKeyId'>, input: CreateConsolidationRuleInput): Promise<ConsolidationRule> {
+export async function createRule(
+  em: EntityManager,
+  chains: ChainNodes,
+  limits: RuleLimits,
+  tenant: Tenant & Pick<AuthContext, 'apiKeyId'>,
+  input: CreateConsolidationRuleInput,
+): Promise<ConsolidationRule> {
   const chain = findChain(input.chain);
   if (!SUPPORTED_CHAINS.includes(chain.id)) {
     throw errors.invalid('consolidation_unsupported_chain', `Consolidation sweeps account chains (${SUPPORTED_CHAINS.join(', ')}); ${chain.id} is not supported.`, { param: 'chain' });
   }
   const vault = await findVault(em, tenant, input.vault_id, 'vault_id');
+  const assets = await resolveAssets(em, chains, tenant, chain.id, input.assets);
+  // Counted before the new rule exists in this transaction (a query could flush it first).
+  await assertRuleSlot(em, tenant, limits, false);
+  if (input.trigger_type === 'scheduled') await assertRuleSlot(em, tenant, limits, true);
   const rule = em.create(ConsolidationRule, {
     organization: em.getReference(Organization, tenant.organizationId),
     environment: tenant.environment,
@@ -194,7 +251,7 @@ export async function createRule(em: EntityManager, chains: ChainNodes, tenant: 
     destinationType: input.destination_type,
     gasSource: input.gas_source,
     triggerType: input.trigger_type,
-    assets: await resolveAssets(em, chains, tenant, chain.id, input.assets),
+    assets,
     minConsolidateUsd: minConsolidateUsd(input.min_consolidate_usd),
     createdByKeyId: tenant.apiKeyId,
   });
@@ -223,6 +280,7 @@ export async function createRule(em: EntityManager, chains: ChainNodes, tenant: 
       thresholdCurrency: true,
       thresholdValue: true,
     },
+    limits,
   );
   await em.flush();
   if (rule.triggerType === 'scheduled') recordScheduleSync(em, rule);
@@ -234,10 +292,18 @@ export async function createRule(em: EntityManager, chains: ChainNodes, tenant: 
  * combination on the result; a field that no longer applies (schedule_cron after trigger_type
  * becomes manual...) is cleared. A change of what the Schedule depends on (trigger_type,
  * schedule_cron, enabled) syncs it after commit; disabling stops triggers at once (triggerRun
- * refuses a disabled rule).
+ * refuses a disabled rule). Becoming scheduled takes one of the environment's schedule slots.
  */
-export async function updateRule(em: EntityManager, chains: ChainNodes, tenant: Tenant, rule: ConsolidationRule, input: UpdateConsolidationRuleInput): Promise<ConsolidationRule> {
+export async function updateRule(
+  em: EntityManager,
+  chains: ChainNodes,
+  limits: RuleLimits,
+  tenant: Tenant,
+  rule: ConsolidationRule,
+  input: UpdateConsolidationRuleInput,
+): Promise<ConsolidationRule> {
   const before = { triggerType: rule.triggerType, scheduleCron: rule.scheduleCron ?? null, enabled: rule.enabled };
+  if (input.trigger_type === 'scheduled' && rule.triggerType !== 'scheduled') await assertRuleSlot(em, tenant, limits, true);
   const pick = <K extends keyof UpdateConsolidationRuleInput, T>(key: K, current: T): T => (input[key] === undefined ? current : (input[key] as T));
   await applyFields(
     em,
@@ -264,6 +330,7 @@ export async function updateRule(em: EntityManager, chains: ChainNodes, tenant: 
       thresholdCurrency: input.threshold_currency != null,
       thresholdValue: input.threshold_value != null,
     },
+    limits,
   );
   if (input.assets !== undefined) rule.assets = await resolveAssets(em, chains, tenant, rule.chain, input.assets);
   if (input.min_consolidate_usd !== undefined) rule.minConsolidateUsd = minConsolidateUsd(input.min_consolidate_usd);

@@ -9,13 +9,13 @@ export interface RunTrigger {
   userId?: string | null;
   /** Manual: the key that asked. */
   keyId?: string | null;
-  /** What fired it, recorded when it joins a run in progress (the deposit id of a threshold trigger...). */
+  /** What fired it, kept when it joins a run in progress (the deposit id of a threshold trigger...). */
   detail?: string;
 }
 
 /**
  * Starts a run of `ruleId`, one at a time per rule: under the rule's row lock, a rule with a run in
- * progress (`active_run_id`) gets the trigger recorded on that run, not a second run; otherwise a
+ * progress (`active_run_id`) gets the trigger counted on that run (its last one kept), not a second run; otherwise a
  * new run (`pending`) becomes the active one and workflow `consolidation-run-<id>` is recorded to
  * start after the caller's commit. A disabled or deleted rule starts nothing (null).
  */
@@ -24,8 +24,10 @@ export async function triggerRun(em: EntityManager, ruleId: string, trigger: Run
   const rule = await em.findOneOrFail(ConsolidationRule, { id: ruleId }, { refresh: true });
   if (!rule.enabled || rule.deletedAt) return null;
   if (rule.activeRunId) {
-    const active = await em.findOneOrFail(ConsolidationRun, { id: rule.activeRunId });
-    active.recordedTriggers = [...(active.recordedTriggers ?? []), { source: trigger.source, at: new Date().toISOString(), ...(trigger.detail ? { detail: trigger.detail } : {}) }];
+    const active = await em.findOneOrFail(ConsolidationRun, { id: rule.activeRunId }, { refresh: true });
+    // The rule's row lock serializes triggers, so the count read here is the latest one.
+    active.recordedTriggerCount += 1;
+    active.lastRecordedTrigger = { source: trigger.source, at: new Date().toISOString(), ...(trigger.detail ? { detail: trigger.detail } : {}) };
     await em.flush();
     return { run: active, started: false };
   }

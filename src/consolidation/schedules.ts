@@ -63,6 +63,33 @@ export function cronProblem(expression: string): string | null {
   return null;
 }
 
+/** The values one field of a valid expression (cronProblem null) fires on, in order. */
+function cronFieldValues(part: string, field: CronField): number[] {
+  const values = new Set<number>();
+  for (const item of part.split(',')) {
+    const [range, step] = item.split('/') as [string, string | undefined];
+    const [from, to] = range === '*' ? [field.min, field.max] : range.split('-').map((token) => cronValue(token, field)!);
+    // `a/n` runs from a to the field's end, as in Vixie cron.
+    const end = to ?? (step === undefined ? from! : field.max);
+    for (let value = from!; value <= end; value += Number(step ?? 1)) values.add(value);
+  }
+  return [...values].sort((a, b) => a - b);
+}
+
+/**
+ * The shortest time between two ticks of a valid expression, in minutes, up to 60 (one tick an hour
+ * or fewer: 60): the gaps between its minutes, and from the hour's last minute to the next hour's
+ * first when two consecutive hours (23 and 0 included) both fire.
+ */
+export function cronShortestInterval(expression: string): number {
+  const [minutePart, hourPart] = expression.trim().split(/\s+/) as [string, string];
+  const minutes = cronFieldValues(minutePart, CRON_FIELDS[0]!);
+  const hours = new Set(cronFieldValues(hourPart, CRON_FIELDS[1]!));
+  const gaps = minutes.slice(1).map((minute, index) => minute - minutes[index]!);
+  if ([...hours].some((hour) => hours.has((hour + 1) % 24))) gaps.push(60 - minutes[minutes.length - 1]! + minutes[0]!);
+  return Math.min(60, ...gaps);
+}
+
 // ---- The rule's Temporal Schedule ----
 
 /**

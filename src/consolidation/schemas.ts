@@ -135,9 +135,15 @@ export const ConsolidationRunObject = z
     }),
     trigger_source: z.enum(TRIGGER_SOURCES),
     initiated_by_user_id: z.string().nullable().openapi({ description: 'Manual runs: the member, or the API key without a member, that asked' }),
-    recorded_triggers: z
-      .array(z.object({ source: z.enum(TRIGGER_SOURCES), at: Timestamp, detail: z.string().optional() }))
-      .openapi({ description: 'Triggers that arrived while this run was going: recorded here rather than starting a second run' }),
+    recorded_trigger_count: z.number().int().openapi({ description: 'Triggers that arrived while this run was going: counted here rather than starting a second run' }),
+    last_recorded_trigger: z
+      .object({
+        source: z.enum(TRIGGER_SOURCES),
+        at: Timestamp,
+        detail: z.string().nullable().openapi({ description: 'Threshold: the deposit that crossed it. Manual: the member or key that asked. Scheduled: null' }),
+      })
+      .nullable()
+      .openapi({ description: 'The last of those triggers; null when none arrived' }),
     addresses_scanned: z.number().int(),
     transfers_created: z.number().int(),
     transfers_confirmed: z.number().int(),

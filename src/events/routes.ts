@@ -5,6 +5,7 @@ import { findChain, networkFor, type ChainId } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import type { Config } from '../config';
 import { errors } from '../shared/errors';
+import { assertBelowLimit } from '../shared/limits';
 import type { AuthContext } from '../http/context';
 import type { RouteRegistry } from '../http/route';
 import { Organization } from '../organizations/entities';
@@ -114,6 +115,8 @@ interface SignedDestinationKind<E extends WebhookEndpoint | Subscription, C exte
   noun: string;
   nouns: string;
   createSummary: string;
+  /** How many an environment may hold (docs/limits.md): the configuration variable, and the resource as limit_reached names it. */
+  limit: { setting: 'MAX_WEBHOOK_ENDPOINTS' | 'MAX_SUBSCRIPTIONS'; resource: 'webhook_endpoints' | 'subscriptions' };
   /** The URL field: its name (the param of validation errors), where create and update bodies carry it, where the entity keeps it. */
   url: {
     param: 'url' | 'webhook_url';
@@ -146,6 +149,7 @@ const webhookRoutes: SignedDestinationKind<WebhookEndpoint, typeof CreateWebhook
   noun: 'endpoint',
   nouns: 'endpoints',
   createSummary: 'Create a webhook endpoint (the signing secret is shown once)',
+  limit: { setting: 'MAX_WEBHOOK_ENDPOINTS', resource: 'webhook_endpoints' },
   url: {
     param: 'url',
     created: (body) => body.url,
@@ -212,6 +216,7 @@ const subscriptionRoutes: SignedDestinationKind<Subscription, typeof CreateSubsc
   noun: 'subscription',
   nouns: 'subscriptions',
   createSummary: 'Watch an on-chain address (the signing secret is shown once)',
+  limit: { setting: 'MAX_SUBSCRIPTIONS', resource: 'subscriptions' },
   url: {
     param: 'webhook_url',
     created: (body) => body.webhook_url,
@@ -272,6 +277,7 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     path,
     operationId: `create${kind.operationName}`,
     summary: kind.createSummary,
+    description: `An environment holds at most ${kind.limit.setting} ${kind.nouns} (deleted ones do not count): one more is 409 \`limit_reached\` (details limit, current). See docs/limits.md.`,
     tag,
     scope: 'webhooks:write',
     body: kind.createBody,
@@ -279,6 +285,15 @@ function registerSignedDestinationRoutes<E extends WebhookEndpoint | Subscriptio
     handler: async ({ auth, em, body, deps }) => {
       const url = await checkedUrl(deps.config, auth.environment, kind.url.created(body));
       const { secrets, plaintext } = await newSigningSecrets(deps.keys.provider, auth.organizationId);
+      await assertBelowLimit(em, {
+        resource: kind.limit.resource,
+        owner: `${auth.organizationId}:${auth.environment}`,
+        holder: 'environment',
+        limit: deps.config[kind.limit.setting],
+        setting: kind.limit.setting,
+        remedy: 'delete one',
+        count: (tx) => tx.count(kind.entity, { organization: auth.organizationId, environment: auth.environment, deletedAt: null } as FilterQuery<E>),
+      });
       const entity = kind.create(em, auth, body, url, secrets);
       await em.flush();
       return { status: 201, body: kind.present(entity, plaintext) };

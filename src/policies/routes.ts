@@ -122,12 +122,15 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     path: '/v1/policies',
     operationId: 'createPolicy',
     summary: 'Create a draft policy (optionally from a template or as a copy)',
+    description:
+      'An environment holds at most MAX_POLICIES policies that are not archived (one more: 409 `limit_reached`), each at most MAX_POLICY_RULES rules ' +
+      '(more, copied and given together: 400 `validation_failed` on rules). See docs/limits.md.',
     tag: TAG,
     scope: 'policies:write',
     body: CreatePolicyBody,
     response: { status: 201, description: 'The draft policy with its rules', schema: PolicyObject },
-    handler: async ({ auth, em, body }) => {
-      const policy = await createPolicy(em, await resolveActor(em, auth), body);
+    handler: async ({ auth, em, body, deps }) => {
+      const policy = await createPolicy(em, deps.config, await resolveActor(em, auth), body);
       await em.flush();
       return { status: 201, body: presentPolicy(policy, true) };
     },
@@ -191,13 +194,14 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     path: '/v1/policies/:id/rules',
     operationId: 'createPolicyRule',
     summary: 'Add a rule to a draft (appended when `order` is omitted)',
+    description: 'A policy holds at most MAX_POLICY_RULES rules: one more is 409 `limit_reached` (details limit, current). See docs/limits.md.',
     tag: TAG,
     scope: 'policies:write',
     params: PolicyIdParams,
     body: CreateRuleBody,
     response: { status: 201, description: 'The rule', schema: RuleObject },
-    handler: async ({ auth, em, params, body }) => {
-      const { policy, rule } = await createRule(em, await resolveActor(em, auth), params.id, body);
+    handler: async ({ auth, em, params, body, deps }) => {
+      const { policy, rule } = await createRule(em, deps.config, await resolveActor(em, auth), params.id, body);
       return { status: 201, body: presentRule(rule, policy) };
     },
   });

@@ -3,7 +3,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { addressBookEntryIdsOf, assertAddressBookEntries } from '../address-book/service';
 import { emit } from '../events/service';
 import { ApiKey, type Environment } from '../api-keys/entities';
+import type { Config } from '../config';
 import { DomainError, errors } from '../shared/errors';
+import { assertBelowLimit } from '../shared/limits';
 import { Member, Organization, Role } from '../organizations/entities';
 import { z } from '../shared/schemas';
 import { ApprovalRequest, Policy, PolicyAuditLog, PolicyRule } from './entities';
@@ -29,6 +31,9 @@ export interface PolicyActor extends PolicyScope {
   type: 'user' | 'apikey' | 'system';
   apiKeyId?: string | null;
 }
+
+/** The caps on an environment's policies and on one policy's rules (docs/limits.md). */
+export type PolicyLimits = Pick<Config, 'MAX_POLICIES' | 'MAX_POLICY_RULES'>;
 
 /** The caller as authenticated: its organization and environment, its key and the member it acts for, if any. */
 export interface Caller extends PolicyScope {
@@ -181,10 +186,19 @@ export async function archivePolicy(em: EntityManager, actor: PolicyActor, polic
   return policy;
 }
 
-export async function createRule(em: EntityManager, actor: PolicyActor, policyId: string, input: RuleInput): Promise<{ policy: Policy; rule: PolicyRule }> {
+export async function createRule(em: EntityManager, limits: PolicyLimits, actor: PolicyActor, policyId: string, input: RuleInput): Promise<{ policy: Policy; rule: PolicyRule }> {
   const policy = await findPolicy(em, actor, policyId);
   await assertEditable(em, policy);
   await checkAddressBookReferences(em, actor, input.conditions, '');
+  await assertBelowLimit(em, {
+    resource: 'policy_rules',
+    owner: policy.id,
+    holder: 'policy',
+    limit: limits.MAX_POLICY_RULES,
+    setting: 'MAX_POLICY_RULES',
+    remedy: 'delete one',
+    count: (tx) => tx.count(PolicyRule, { policy: policy.id }),
+  });
   const rule = addRule(em, policy, input);
   writeAudit(em, { actor, policyId: policy.id, action: 'rule_added', changes: { rule_id: rule.id, name: rule.name, order: rule.order } });
   await em.flush();
@@ -237,6 +251,7 @@ export async function deleteRule(em: EntityManager, actor: PolicyActor, policyId
 
 export async function createPolicy(
   em: EntityManager,
+  limits: PolicyLimits,
   actor: PolicyActor,
   input: { name?: string; description?: string; category?: PolicyCategory; priority?: number; rules?: RuleInput[]; template_id?: string; source_policy_id?: string },
 ): Promise<Policy> {
@@ -249,6 +264,21 @@ export async function createPolicy(
   const name = input.name ?? template?.name ?? source?.name;
   if (!name) throw errors.validation('name is required.', 'name');
   for (const [index, rule] of (input.rules ?? []).entries()) await checkAddressBookReferences(em, actor, rule.conditions, `rules.${index}.`);
+  const copiedCount = template?.rules.length ?? source?.rules.length ?? 0;
+  if (copiedCount + (input.rules?.length ?? 0) > limits.MAX_POLICY_RULES) {
+    throw errors.validation(`The policy would hold ${copiedCount + (input.rules?.length ?? 0)} rules; a policy holds at most ${limits.MAX_POLICY_RULES} (MAX_POLICY_RULES).`, 'rules', {
+      limit: limits.MAX_POLICY_RULES,
+    });
+  }
+  await assertBelowLimit(em, {
+    resource: 'policies',
+    owner: `${actor.organizationId}:${actor.environment}`,
+    holder: 'environment',
+    limit: limits.MAX_POLICIES,
+    setting: 'MAX_POLICIES',
+    remedy: 'archive one (DELETE)',
+    count: (tx) => tx.count(Policy, { organization: actor.organizationId, environment: actor.environment, status: { $ne: 'archived' } }),
+  });
 
   const policy = em.create(Policy, {
     organization: em.getReference(Organization, actor.organizationId),

@@ -393,15 +393,16 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     assert.equal(manualRun.initiated_by_user_id, firstKey, 'a key without a member: the key');
     assert.equal(manualRun.rule_id, manualRule.id);
     assert.equal(manualRun.vault_id, source);
-    assert.deepEqual(manualRun.recorded_triggers, []);
+    assert.equal(manualRun.recorded_trigger_count, 0);
+    assert.equal(manualRun.last_recorded_trigger, null);
     assert.deepEqual(manualRun.per_asset_totals, []);
     assert.deepEqual(manualRun.fees, { total_usd: '0', breakdown: [] });
     assert.equal(manualRun.addresses_scanned, 0);
 
     assert.equal(second.body.id, manualRun.id, 'the run in progress');
-    assert.equal(second.body.recorded_triggers.length, 1);
-    assert.equal(second.body.recorded_triggers[0].source, 'manual');
-    assert.equal(second.body.recorded_triggers[0].detail, secondKey);
+    assert.equal(second.body.recorded_trigger_count, 1);
+    assert.equal(second.body.last_recorded_trigger.source, 'manual');
+    assert.equal(second.body.last_recorded_trigger.detail, secondKey);
 
     // The run workflow finds nothing to sweep (the vault holds nothing yet) and frees the rule.
     const completed = await eventually(async () => {
@@ -412,7 +413,7 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     assert.equal((await call('GET', `/v1/consolidation/runs?rule_id=${manualRule.id}`)).body.data.length, 1, 'one run for two triggers');
     assert.equal((await call('GET', `/v1/consolidation/runs?rule_id=${manualRule.id}&status=failed`)).body.data.length, 0);
     assert.equal((await call('GET', `/v1/consolidation/rules/${manualRule.id}`)).body.active_run_id, null);
-    assert.equal((await call('GET', `/v1/consolidation/runs/${manualRun.id}`)).body.recorded_triggers.length, 1);
+    assert.equal((await call('GET', `/v1/consolidation/runs/${manualRun.id}`)).body.recorded_trigger_count, 1);
     expectError(await call('GET', `/v1/consolidation/runs/${manualRun.id}`, undefined, other.secret), 404, 'resource_missing');
     expectError(await call('GET', '/v1/consolidation/runs?status=done'), 400, 'validation_failed', 'status');
   });
@@ -477,9 +478,9 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     const runs = (await call('GET', `/v1/consolidation/runs?rule_id=${rule.id}`)).body.data;
     assert.equal(runs.length, 1);
     assert.equal(runs[0].trigger_source, 'threshold');
-    assert.equal(runs[0].recorded_triggers.length, 1);
-    assert.equal(runs[0].recorded_triggers[0].source, 'threshold');
-    assert.ok(deposits.includes(runs[0].recorded_triggers[0].detail), 'the recorded trigger names its deposit');
+    assert.equal(runs[0].recorded_trigger_count, 1);
+    assert.equal(runs[0].last_recorded_trigger.source, 'threshold');
+    assert.ok(deposits.includes(runs[0].last_recorded_trigger.detail), 'the recorded trigger names its deposit');
 
     await eventually(async () => ((await call('GET', `/v1/consolidation/rules/${rule.id}`)).body.active_run_id === null ? true : undefined), 'the run finished');
     assert.equal((await call('PATCH', `/v1/consolidation/rules/${rule.id}`, { enabled: false })).status, 200);

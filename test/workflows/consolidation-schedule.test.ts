@@ -27,10 +27,10 @@ async function ruleBody(call: (method: string, path: string, body?: unknown) => 
   return { vault_id: await vault('Deposits'), chain: 'ethereum', destination_type: 'vault', destination_vault_id: await vault('Treasury'), gas_source: 'wallet' };
 }
 
-/** The rule's runs, and every trigger they saw (their own and the recorded ones). */
+/** The rule's runs, and every trigger they saw (their own and the ones counted on them, each named by the last one's source: all one source here). */
 async function runsOf(ruleId: string) {
   const runs = await (await testOrm()).em.fork().find(ConsolidationRun, { rule: ruleId }, { orderBy: { createdAt: 'asc' } });
-  return { runs, triggers: runs.flatMap((run) => [run.triggerSource, ...(run.recordedTriggers ?? []).map((trigger) => trigger.source)]) };
+  return { runs, triggers: runs.flatMap((run) => [run.triggerSource, ...Array<string>(run.recordedTriggerCount).fill(run.lastRecordedTrigger?.source ?? '')]) };
 }
 
 /**

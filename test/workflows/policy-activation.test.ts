@@ -13,7 +13,7 @@ import { createPolicy, enforcePolicy, type PolicyActor } from '../../src/policie
 import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { policyActivationWorkflow, workflowStartSweepWorkflow } from '../../workflows';
-import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
+import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
@@ -39,10 +39,10 @@ async function scenario(env: TestWorkflowEnvironment, requiredApprovals: number)
   await em.flush();
   const actor: PolicyActor = { organizationId: organization.id, environment: 'sandbox', id: people[0]!.id, name: 'Requester', type: 'user' };
   const rules = [{ name: 'Block big', action_type: 'block' as const, conditions: [{ field: 'amount', operator: 'greater_than', value: '10' }] }];
-  const source = await createPolicy(em, actor, { name: 'Limits v1', rules });
+  const source = await createPolicy(em, testConfig(), actor, { name: 'Limits v1', rules });
   await em.flush();
   await em.transactional((tx) => enforcePolicy(tx, source.id, actor, {}));
-  const draft = await createPolicy(em, actor, { source_policy_id: source.id });
+  const draft = await createPolicy(em, testConfig(), actor, { source_policy_id: source.id });
   const expiresAt = new Date((await env.currentTimeMs()) + 72 * HOUR);
   const request = em.create(ApprovalRequest, {
     organization: em.getReference(Organization, organization.id),
@@ -199,7 +199,7 @@ describe('Policy activation workflow (time-skipping)', () => {
     const s = await scenario(env, 1);
     const em = (await testOrm()).em.fork();
     const actor: PolicyActor = { organizationId: s.input.organizationId, environment: 'sandbox', id: s.requester, name: 'Requester', type: 'user' };
-    const draft = await createPolicy(em, actor, { source_policy_id: s.sourceId });
+    const draft = await createPolicy(em, testConfig(), actor, { source_policy_id: s.sourceId });
     await em.flush();
     // The activation commits with its recorded start; nothing fires it (the process died right after commit).
     const outcome = await em.transactional((tx) => requestActivation(tx, actor, draft.id, { expiryHours: 72 }));
