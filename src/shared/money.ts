@@ -12,13 +12,14 @@ export class AmountError extends Error {
 }
 
 /**
- * The most digits an amount may have: base units are stored as numeric(78,0), and 2^256 - 1 (the
- * largest EVM amount) has 78 digits.
+ * The most digits an amount may have on each side of the point: base units are stored as
+ * numeric(78,0), and the largest amount, MAX_BASE_UNITS (an EVM uint256), has 78 digits.
  */
 export const MAX_AMOUNT_DIGITS = 78;
 export const MAX_BASE_UNITS = 2n ** 256n - 1n;
 
-// Bounded quantifiers: a string of any length is refused by its 80th character, before any arithmetic.
+// MAX_AMOUNT_DIGITS as bounded quantifiers: a string of any length is refused within its first 158
+// characters, so a million digits cost what ten do, and no arithmetic ever sees them.
 export const DISPLAY_PATTERN = /^(0|[1-9]\d{0,77})(\.\d{1,78})?$/;
 export const BASE_UNIT_PATTERN = /^(0|[1-9]\d{0,77})$/;
 
