@@ -19,8 +19,8 @@ export async function readJsonBody(ctx: AppContext, limit: number): Promise<unkn
       message: `The request body is not valid JSON: ${(error as Error).message}`,
     });
   }
-  const nul = pathOfNulCharacter(body);
-  if (nul !== null) throw errors.validation(`Invalid ${nul || 'body'}: strings must not contain the NUL character (\\u0000).`, nul || 'body');
+  const unstorable = firstUnstorableString(body);
+  if (unstorable !== null) throw errors.validation(`Invalid ${unstorable.path || 'body'}: ${unstorable.reason}`, unstorable.path || 'body');
   return body;
 }
 
@@ -54,17 +54,30 @@ export async function readJsonBodyText(ctx: AppContext, limit: number): Promise<
   }
 }
 
+const NUL = 'strings must not contain the NUL character (\\u0000).';
+const LONE_SURROGATE = 'strings must be well-formed Unicode: a lone surrogate such as \\ud800 is not a character.';
+// With the u flag a surrogate pair is one code point, so this matches only a surrogate without its partner.
+const LONE_SURROGATE_PATTERN = /\p{Surrogate}/u;
+
+const unstorableReason = (text: string): string | null =>
+  text.includes('\u0000') ? NUL : LONE_SURROGATE_PATTERN.test(text) ? LONE_SURROGATE : null;
+
 /**
- * The dotted path of the first string (or key) holding U+0000, '' for the body itself, else null.
- * PostgreSQL text cannot store it, so it is refused here once for every route.
+ * The dotted path ('' for the body itself) of the first string or key PostgreSQL text cannot store:
+ * one holding U+0000, or a lone surrogate (JSON's "\ud800" parses to one; no UTF-8 encodes it). Refused
+ * here once for every route, so no such string reaches a column, an event or a webhook payload.
  */
-function pathOfNulCharacter(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+function firstUnstorableString(value: unknown, path = ''): { path: string; reason: string } | null {
+  if (typeof value === 'string') {
+    const reason = unstorableReason(value);
+    return reason === null ? null : { path, reason };
+  }
   if (typeof value !== 'object' || value === null) return null;
   for (const [key, child] of Object.entries(value)) {
     const childPath = path ? `${path}.${key}` : key;
-    if (key.includes('\u0000')) return childPath;
-    const found = pathOfNulCharacter(child, childPath);
+    const keyReason = unstorableReason(key);
+    if (keyReason !== null) return { path: childPath, reason: keyReason };
+    const found = firstUnstorableString(child, childPath);
     if (found !== null) return found;
   }
   return null;

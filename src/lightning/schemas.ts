@@ -77,7 +77,8 @@ export const InvoiceEnvelope = resultEnvelopeSchema(LightningInvoiceObject);
 
 export const ListInvoicesQuery = z
   .object({
-    page: z.coerce.number().int().min(1).default(1),
+    // Bounded so that the offset it makes stays an integer PostgreSQL reads (1e300 would not).
+    page: z.coerce.number().int().min(1).max(1_000_000_000).default(1),
     page_size: z.coerce.number().int().min(1).max(100).default(20),
     status: z.enum(INVOICE_STATUSES).optional(),
     direction: z.enum(INVOICE_DIRECTIONS).optional(),

@@ -1,7 +1,7 @@
 import { ASSETS, CHAIN_IDS } from '../catalogue/service';
 import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { INCOMING_TRANSFER_STATUSES } from './entities';
 
 export const DepositObject = z
@@ -40,7 +40,7 @@ export const DepositListQuery = ListQuery.extend({
 export const DepositParams = z.object({ id: z.string().min(1).max(64) });
 
 export const SandboxDepositBody = chainAddressBody(
-  { amount: z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "1.5"').openapi({ description: 'Display units, as a decimal string' }) },
+  { amount: DisplayAmount.openapi({ description: 'Display units, as a decimal string' }) },
   {
     // What chainAsset reads: an asset id or a symbol of the chain, exactly.
     perChain: (chain) => {

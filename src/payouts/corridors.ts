@@ -1,6 +1,6 @@
 import { ASSETS, type AssetInfo, type ChainId } from '../catalogue/service';
 import { errors } from '../shared/errors';
-import { Money } from '../shared/money';
+import { AmountError, Money, toBaseUnits } from '../shared/money';
 import type { PaymentMethod } from './entities';
 
 /** A payout currency: ISO 4217 code and its minor units (the ISO 4217 exponent). */
@@ -111,8 +111,10 @@ export function toFiatDisplay(raw: bigint | string, code: string): string {
 
 /** A decimal amount of the currency to minor units; more decimals than its minor units is null (never rounded). */
 export function parseFiat(display: string, code: string): bigint | null {
-  if (!/^(0|[1-9]\d*)(\.\d+)?$/.test(display)) return null;
-  const { minorUnits } = currencyOf(code);
-  if ((display.split('.')[1] ?? '').replace(/0+$/, '').length > minorUnits) return null;
-  return BigInt(new Money(display).times(new Money(10).pow(minorUnits)).toFixed(0));
+  try {
+    return toBaseUnits(display, currencyOf(code).minorUnits);
+  } catch (error) {
+    if (error instanceof AmountError) return null;
+    throw error;
+  }
 }

@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { assetById } from '../catalogue/service';
+import { assetAmount, assetById } from '../catalogue/service';
 import type { Config } from '../config';
 import type { Tenant } from '../custody/service';
 import { Organization } from '../organizations/entities';
 import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
-import { AmountError, Money, toBaseUnits, toDisplay } from '../shared/money';
+import { MAX_BASE_UNITS, Money, toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { findCorridor, parseFiat, sourceAsset, SOURCE_ASSETS, toFiatDisplay } from './corridors';
 import { PayoutQuote, type PaymentMethod } from './entities';
@@ -114,15 +114,12 @@ export async function createQuote(em: EntityManager, config: Config, tenant: Ten
   }
   let amount: PricedAmount;
   if (amountCurrency === asset.symbol) {
-    try {
-      amount = { in: 'asset', baseUnits: toBaseUnits(input.amount, asset.decimals) };
-    } catch (error) {
-      if (error instanceof AmountError) throw errors.validation(`amount has at most ${asset.decimals} decimal places in ${asset.symbol}.`, 'amount');
-      throw error;
-    }
+    amount = { in: 'asset', baseUnits: assetAmount(input.amount, asset, 'amount', false) };
   } else {
     const minorUnits = parseFiat(input.amount, corridor.currency.code);
-    if (minorUnits === null) throw errors.validation(`amount has at most ${corridor.currency.minorUnits} decimal places in ${corridor.currency.code}.`, 'amount');
+    if (minorUnits === null) {
+      throw errors.validation(`amount has at most ${corridor.currency.minorUnits} decimal places in ${corridor.currency.code}, and at most ${MAX_BASE_UNITS} minor units.`, 'amount');
+    }
     amount = { in: 'currency', minorUnits };
   }
 

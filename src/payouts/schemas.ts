@@ -17,13 +17,11 @@ const CURRENCIES = [...new Set(CORRIDORS.map((corridor) => corridor.currency.cod
 const anyCase = (words: readonly string[]) =>
   `^(${words.map((word) => [...word].map((letter) => `[${letter.toUpperCase()}${letter.toLowerCase()}]`).join('')).join('|')})$`;
 
-const Decimal = z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "100.5"');
-
 export const PayoutQuoteRequest = z
   .object({
     fromAsset: z.string().min(1).max(10).openapi({ description: 'The asset sent, by symbol: USDT, USDC or BTC', pattern: anyCase(SOURCE_SYMBOLS), example: 'USDT' }),
     chain: z.enum(CHAIN_IDS).openapi({ description: 'Its chain: USDT on ethereum or tron, USDC on ethereum or solana, BTC on bitcoin' }),
-    amount: Decimal.openapi({ description: 'In the asset sent, or with amountCurrency = toCurrency in the currency paid out' }),
+    amount: DisplayAmount.openapi({ description: 'In the asset sent, or with amountCurrency = toCurrency in the currency paid out' }),
     amountCurrency: z
       .string()
       .min(1)
@@ -182,7 +180,7 @@ export const TripListQuery = ListQuery.extend({
 
 export const SandboxPayoutDepositBody = z
   .object({
-    amount: z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string such as "100.5"').openapi({ description: "Display units of the trip's asset" }),
+    amount: DisplayAmount.openapi({ description: "Display units of the trip's asset" }),
     confirmations: z.number().int().min(0).max(100).optional().openapi({ description: 'Blocks to mine at once after the transfer (each one more confirmation); omitted: the transfer waits in the mempool for the next block' }),
   })
   .strict()

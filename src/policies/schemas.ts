@@ -1,4 +1,4 @@
-import { DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOTE_DECISIONS } from './entities';
 import { EVALUATION_RESULTS, OUTCOMES } from './evaluator';
 import { TRANSACTION_STATUSES } from '../transactions/entities';
@@ -101,6 +101,8 @@ export const ValidateDraftBody = z
   .openapi('ValidatePolicyDraftRequest');
 
 const requestField = () => z.string().max(500).optional();
+// Bounded, as amounts are: a count is compared as a decimal, and a million digits would cost the event loop.
+const VelocityCount = z.string().regex(/^\d{1,20}$/, 'must be a count of transactions, at most 20 digits');
 
 /** The evaluate request: every condition field (velocity fields in a dry run come from here). */
 export const EvaluateRequestFields = z.object({
@@ -108,9 +110,9 @@ export const EvaluateRequestFields = z.object({
   actor_id: requestField(),
   user_id: requestField(),
   amount: DisplayAmount.optional(),
-  amount_raw: z.string().regex(/^\d+$/).optional(),
+  amount_raw: BaseUnitAmount.optional(),
   amount_usd: DisplayAmount.optional(),
-  fee_raw: z.string().regex(/^\d+$/).optional(),
+  fee_raw: BaseUnitAmount.optional(),
   fee_usd: DisplayAmount.optional(),
   price_unavailable: z.boolean().optional().openapi({ description: 'The USD value is unknown or stale: block, require_approval and delay rules take absent USD fields to meet their conditions' }),
   asset_symbol: requestField(),
@@ -130,8 +132,8 @@ export const EvaluateRequestFields = z.object({
   automation_rule_id: requestField(),
   velocity_amount_usd_24h: DisplayAmount.optional(),
   velocity_amount_usd_1h: DisplayAmount.optional(),
-  velocity_count_24h: z.string().regex(/^\d+$/).optional(),
-  velocity_count_1h: z.string().regex(/^\d+$/).optional(),
+  velocity_count_24h: VelocityCount.optional(),
+  velocity_count_1h: VelocityCount.optional(),
   approval_count: z.number().int().min(0).optional().openapi({ description: 'Approvals already collected for this transaction' }),
 });
 

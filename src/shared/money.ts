@@ -11,20 +11,33 @@ export class AmountError extends Error {
   override name = 'AmountError';
 }
 
-export const DISPLAY_PATTERN = /^(0|[1-9]\d*)(\.\d+)?$/;
-export const BASE_UNIT_PATTERN = /^(0|[1-9]\d*)$/;
+/**
+ * The most digits an amount may have on each side of the point: base units are stored as
+ * numeric(78,0), and the largest amount, MAX_BASE_UNITS (an EVM uint256), has 78 digits.
+ */
+export const MAX_AMOUNT_DIGITS = 78;
+export const MAX_BASE_UNITS = 2n ** 256n - 1n;
+
+// MAX_AMOUNT_DIGITS as bounded quantifiers: a string of any length is refused within its first 158
+// characters, so a million digits cost what ten do, and no arithmetic ever sees them.
+export const DISPLAY_PATTERN = /^(0|[1-9]\d{0,77})(\.\d{1,78})?$/;
+export const BASE_UNIT_PATTERN = /^(0|[1-9]\d{0,77})$/;
 
 export const isDisplayAmount = (value: string): boolean => DISPLAY_PATTERN.test(value);
 export const isBaseUnitAmount = (value: string): boolean => BASE_UNIT_PATTERN.test(value);
 
-/** "1.5" with 8 decimals -> 150000000n. More fractional digits than the asset has is an error, never a rounding. */
+/**
+ * "1.5" with 8 decimals -> 150000000n. More fractional digits than the asset has is an error, never a
+ * rounding, and so is more than MAX_BASE_UNITS; both are checked on the text, before any arithmetic.
+ */
 export function toBaseUnits(display: string, decimals: number): bigint {
-  if (!isDisplayAmount(display)) throw new AmountError(`'${display}' is not a non-negative decimal amount`);
-  const fraction = display.split('.')[1] ?? '';
-  if (fraction.replace(/0+$/, '').length > decimals) {
-    throw new AmountError(`'${display}' has more than ${decimals} decimal places`);
-  }
-  return BigInt(new Money(display).times(new Money(10).pow(decimals)).toFixed(0));
+  if (!isDisplayAmount(display)) throw new AmountError(`not a non-negative decimal amount of at most ${MAX_AMOUNT_DIGITS} digits`);
+  const [whole, fraction = ''] = display.split('.') as [string, string?];
+  const significantFraction = fraction.replace(/0+$/, '');
+  if (significantFraction.length > decimals) throw new AmountError(`'${display}' has more than ${decimals} decimal places`);
+  const units = BigInt(whole + significantFraction.padEnd(decimals, '0'));
+  if (units > MAX_BASE_UNITS) throw new AmountError(`'${display}' is more than the largest amount (${MAX_BASE_UNITS} base units)`);
+  return units;
 }
 
 /** 150000000n with 8 decimals -> "1.5"; trailing zeros dropped, never exponent notation. */

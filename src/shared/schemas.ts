@@ -1,21 +1,24 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { BASE_UNIT_PATTERN, DISPLAY_PATTERN, isBaseUnitAmount, isDisplayAmount } from './money';
+import { BASE_UNIT_PATTERN, DISPLAY_PATTERN, isBaseUnitAmount, isDisplayAmount, MAX_AMOUNT_DIGITS } from './money';
 
 extendZodWithOpenApi(z);
 
-/** Display-unit decimal carried as a string ("0.015"). */
+/**
+ * Display-unit decimal carried as a string ("0.015"), at most MAX_AMOUNT_DIGITS digits each side of the
+ * point; where the asset is known, `assetAmount` then holds it to the asset's decimals and MAX_BASE_UNITS.
+ */
 export const DisplayAmount = z
   .string()
-  .refine(isDisplayAmount, 'must be a non-negative decimal string such as "12.5"')
+  .refine(isDisplayAmount, `must be a non-negative decimal string such as "12.5", at most ${MAX_AMOUNT_DIGITS} digits each side of the point`)
   // The pattern is documented so that generated requests (schemathesis) are the amounts the refinement accepts; no `type`
   // here: it would override the `[string, null]` of a nullable amount.
   .openapi({ pattern: DISPLAY_PATTERN.source, example: '0.015', description: 'Display-unit decimal as a string' });
 
-/** Integer in the asset's smallest unit, carried as a string ("1500000"). */
+/** Integer in the asset's smallest unit, carried as a string ("1500000"), at most MAX_AMOUNT_DIGITS digits. */
 export const BaseUnitAmount = z
   .string()
-  .refine(isBaseUnitAmount, 'must be a non-negative integer string in base units')
+  .refine(isBaseUnitAmount, `must be a non-negative integer string in base units, at most ${MAX_AMOUNT_DIGITS} digits`)
   .openapi({ pattern: BASE_UNIT_PATTERN.source, example: '1500000', description: 'Integer in the smallest base unit, as a string' });
 
 /** Whole smallest-unit amount carried as a JSON number (cards: cents; Lightning: sats). */

@@ -1,7 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
-import { assetById } from '../catalogue/service';
+import { assetAmount, assetById } from '../catalogue/service';
 import { NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type Eip1559FeeMarket, type FeeLevel } from '../chains/provider';
@@ -10,7 +10,7 @@ import type { Config } from '../config';
 import { lockCustodyFunds, postCustodyEntry } from '../custody/journal';
 import { judgeMovement, type MovementInitiator } from '../movements/gate';
 import { DomainError, errors } from '../shared/errors';
-import { AmountError, toBaseUnits, toDisplay } from '../shared/money';
+import { toDisplay } from '../shared/money';
 import { OutgoingTransaction, TransactionReplacement, type ReplacementKind, type StoredFeeTerms } from './entities';
 import { transactionWorkflowId } from './flows/transaction';
 import { bitcoinReplacementTerms, bitcoinSendOptions } from './bitcoin';
@@ -202,15 +202,7 @@ export async function requestReplacement(em: EntityManager, config: Config, chai
     throw errors.conflict('invalid_state_transition', 'The transaction is being cancelled: speed up the cancel with POST /cancel instead.', { status: transaction.status });
   }
   const native = nativeAssetOf(transaction);
-  let maxFee: bigint | null = null;
-  if (body.max_fee !== undefined) {
-    try {
-      maxFee = toBaseUnits(body.max_fee, native.decimals);
-    } catch (error) {
-      if (!(error instanceof AmountError)) throw error;
-      throw errors.validation(`max_fee must be an amount of ${native.id} with at most ${native.decimals} decimals.`, 'max_fee');
-    }
-  }
+  const maxFee = body.max_fee === undefined ? null : assetAmount(body.max_fee, native, 'max_fee', false);
   const replacement = await recordReplacement(em, config, chains, auth, transaction, {
     kind,
     origin: 'api',

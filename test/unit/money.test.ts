@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { AmountError, centsToDecimalString, decimalStringToCents, Money, toBaseUnits, toDisplay } from '../../src/shared/money';
+import { AmountError, centsToDecimalString, decimalStringToCents, isBaseUnitAmount, isDisplayAmount, MAX_BASE_UNITS, Money, toBaseUnits, toDisplay } from '../../src/shared/money';
 
 describe('Money conversions', () => {
   it('converts display amounts to base units exactly, at every decimals', () => {
@@ -13,6 +13,19 @@ describe('Money conversions', () => {
   it('refuses precision the asset does not have and anything that is not a plain decimal', () => {
     assert.throws(() => toBaseUnits('0.123456789', 8), AmountError);
     for (const bad of ['-1', '1e5', '.5', '1.', '01', ' 1', 'NaN', '']) assert.throws(() => toBaseUnits(bad, 8), AmountError, bad);
+  });
+
+  it('bounds amounts on the text: at most 78 digits each side of the point, at most 2^256 - 1 base units', () => {
+    assert.equal(isDisplayAmount('9'.repeat(78)), true);
+    assert.equal(isDisplayAmount(`1.${'0'.repeat(78)}`), true);
+    for (const long of ['9'.repeat(79), `1.${'0'.repeat(79)}`, '9'.repeat(1_000_000)]) assert.equal(isDisplayAmount(long), false, `${long.length} characters`);
+    assert.equal(isBaseUnitAmount('9'.repeat(78)), true);
+    assert.equal(isBaseUnitAmount('9'.repeat(79)), false);
+    assert.equal(toBaseUnits(MAX_BASE_UNITS.toString(), 0), MAX_BASE_UNITS);
+    assert.equal(toBaseUnits(toDisplay(MAX_BASE_UNITS, 18), 18), MAX_BASE_UNITS);
+    assert.throws(() => toBaseUnits((MAX_BASE_UNITS + 1n).toString(), 0), AmountError);
+    assert.throws(() => toBaseUnits('9'.repeat(62), 18), AmountError, '80 digits of wei');
+    assert.throws(() => toBaseUnits('9'.repeat(1_000_000), 0), (error: Error) => error instanceof AmountError && error.message.length < 200, 'the input is not echoed');
   });
 
   it('formats base units as display decimals without exponent notation', () => {
