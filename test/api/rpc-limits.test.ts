@@ -180,6 +180,8 @@ describe('JSON-RPC pass-through limits', () => {
       assert.equal(refused.body.error.type, 'rate_limit_error');
       assert.equal(refused.headers.get('retry-after'), '1');
       assert.match(refused.body.error.message, /already has 2 JSON-RPC requests in flight/);
+      const keyed = { key: first!.secret, body: rpc('eth_chainId', [], 'keyed'), headers: { 'idempotency-key': `rpc-${Date.now()}` } };
+      assert.equal((await app.request('POST', '/v1/rpc/ethereum', keyed)).status, 429, 'with an Idempotency-Key too');
       const live = await organizations[0]!.key(['rpc:call'], 'live');
       const otherEnvironment = await call(rpc('eth_chainId', [], 'live'), live.secret);
       assert.equal(otherEnvironment.status, 200, 'the live environment has its own slots');
@@ -190,6 +192,8 @@ describe('JSON-RPC pass-through limits', () => {
       answers.forEach((answer, index) => assert.deepEqual(answer.body, { jsonrpc: '2.0', id: index, result: '0x10' }));
       const again = await call(rpc('eth_chainId', [], 'after'), first!.secret);
       assert.equal(again.status, 200, 'the slots are given back');
+      const retried = await app.request('POST', '/v1/rpc/ethereum', keyed);
+      assert.deepEqual(retried.body, { jsonrpc: '2.0', id: 'keyed', result: '0x7a69' }, 'the 429 was not stored as the key\'s outcome: the retry ran');
     });
   });
 });
