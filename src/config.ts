@@ -154,6 +154,14 @@ export const ConfigSchema = z.object({
   ERC20_GAS_CAP: z.coerce.number().int().min(21_000).max(30_000_000).default(200_000),
   /** How long a call to a chain node may take before it counts as unreachable. */
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** The most a chain node's answer may hold, bytes: past it the answer is abandoned unread (the pass-through answers -32005). */
+  CHAIN_NODE_MAX_RESPONSE_BYTES: z.coerce.number().int().min(65_536).max(256 * 1024 * 1024).default(10 * 1024 * 1024),
+  /** The JSON-RPC pass-through's cost budget per request: each call weighs its method's weight (src/chains/rpc-methods.ts). */
+  RPC_BATCH_MAX_COST: z.coerce.number().int().min(10).max(10_000).default(100),
+  /** The widest block range (inclusive) an eth_getLogs through the pass-through may ask for. */
+  RPC_LOG_RANGE_MAX_BLOCKS: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  /** Pass-through requests one organization (per environment) may have in flight in each API process; more answer 429. */
+  RPC_CONCURRENCY_PER_ORGANIZATION: z.coerce.number().int().min(1).max(1_000).default(4),
   /** Seconds between two blocks of each devnet chain (docs/devnet.md); the sandbox helper mines more on demand. */
   DEVNET_BLOCK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
   /** USD prices the sandbox's fee estimates use (docs/transactions.md); live keys have no price source yet. */

@@ -5,7 +5,7 @@ import { ChainNodes } from './chains/nodes';
 import type { Config } from './config';
 import { createOrm, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
-import { KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './http/rate-limit';
+import { KeyedConcurrencyLimit, KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './http/rate-limit';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
@@ -41,6 +41,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     keys: new KeyService(keys),
     starter: new WorkflowStarter(temporal.client, config, log),
     chains: new ChainNodes(config, log, orm),
+    rpcConcurrency: new KeyedConcurrencyLimit(config.RPC_CONCURRENCY_PER_ORGANIZATION),
   };
 }
 

@@ -4,7 +4,8 @@ import type { ChainId } from '../catalogue/service';
 import { broadcastSenders, UndecodableBroadcast, type BroadcastSenders } from './broadcast-senders';
 import { ChainUnavailableError } from './nodes';
 import { NodeUnavailableError, type ChainProvider, type RelayedAnswer, type RelayedCall } from './provider';
-import { BROADCAST_METHODS, POSITIONAL_PARAMS_ONLY, RPC_METHOD_ALLOWLIST } from './rpc-methods';
+import { NodeResponseTooLargeError } from './providers/node-http';
+import { BROADCAST_METHODS, heavyParamsRefusal, methodWeight, POSITIONAL_PARAMS_ONLY, RPC_METHOD_ALLOWLIST, type HeavyParamLimits } from './rpc-methods';
 
 /** JSON-RPC 2.0's reserved error codes (https://www.jsonrpc.org/specification#error_object). */
 export const JSON_RPC_ERROR = {
@@ -20,6 +21,9 @@ export const JSON_RPC_ERROR = {
  * 2.0 leaves to the server. Not -32602: the params are valid, the platform refuses what they would do.
  */
 export const CUSTODY_SENDER_REFUSED = -32003;
+
+/** EIP-1474's "Limit exceeded": the node's answer was larger than the pass-through reads (CHAIN_NODE_MAX_RESPONSE_BYTES). */
+export const LIMIT_EXCEEDED = -32005;
 
 /** A batch holds at most this many calls; a larger one is refused whole with -32600. */
 export const MAX_BATCH_CALLS = 100;
@@ -48,6 +52,8 @@ export interface PassThroughContext {
   resolveProvider: () => Promise<ChainProvider>;
   /** The first of the senders that is a custody address of the platform in the environment, or null. */
   custodySender: (senders: BroadcastSenders) => Promise<string | null>;
+  /** What a request may ask of the node: its cost budget (RPC_BATCH_MAX_COST) and the bounds on heavy params. */
+  limits: HeavyParamLimits & { batchMaxCost: number };
 }
 
 /**
@@ -68,7 +74,16 @@ export async function passThrough(body: string | undefined, chain: ChainId, cont
     if (parsed.length > MAX_BATCH_CALLS) {
       return errorResponse(null, JSON_RPC_ERROR.invalidRequest, `Invalid Request: a batch holds at most ${MAX_BATCH_CALLS} calls`);
     }
-    const answers = await answer(parsed.map(toEntry), chain, context);
+    const entries = parsed.map(toEntry);
+    const cost = entries.reduce((sum, entry) => sum + (entry.kind === 'call' ? methodWeight(entry.call.method) : 0), 0);
+    if (cost > context.limits.batchMaxCost) {
+      return errorResponse(
+        null,
+        JSON_RPC_ERROR.invalidRequest,
+        `Invalid Request: a batch costs at most ${context.limits.batchMaxCost} (eth_getLogs 10; eth_call, eth_estimateGas, eth_getBlockBy*, eth_feeHistory and getblock 5; any other call 1), this one ${cost}`,
+      );
+    }
+    const answers = await answer(entries, chain, context);
     return answers.length > 0 ? answers : undefined;
   }
   const [single] = await answer([toEntry(parsed)], chain, context);
@@ -89,21 +104,13 @@ function toEntry(value: unknown): Entry {
 
 /** Answers every entry in order, relaying the allowed calls together; notifications get no answer. */
 async function answer(entries: Entry[], chain: ChainId, context: PassThroughContext): Promise<JsonRpcResponse[]> {
-  const allowlist = RPC_METHOD_ALLOWLIST[chain];
   const answers = new Map<Entry, RelayedAnswer>();
   const relayed: Extract<Entry, { kind: 'call' }>[] = [];
   for (const entry of entries) {
     if (entry.kind === 'invalid') continue;
-    const { method, params } = entry.call;
-    if (!allowlist?.has(method)) {
-      answers.set(entry, { error: { code: JSON_RPC_ERROR.methodNotFound, message: `Method not found: '${method}' is not available through the ${chain} pass-through` } });
-    } else if (params !== undefined && !Array.isArray(params) && POSITIONAL_PARAMS_ONLY.has(chain)) {
-      answers.set(entry, { error: { code: JSON_RPC_ERROR.invalidParams, message: `Invalid params: ${chain} methods take positional params (an array)` } });
-    } else {
-      const refusal = method === BROADCAST_METHODS[chain] ? await refuseCustodyBroadcast(entry.call, chain, context) : null;
-      if (refusal) answers.set(entry, refusal);
-      else relayed.push(entry);
-    }
+    const refusal = await refuseCall(entry.call, chain, context);
+    if (refusal) answers.set(entry, refusal);
+    else relayed.push(entry);
   }
   if (relayed.length > 0) {
     const results = await relay(relayed.map((entry) => entry.call), context.resolveProvider);
@@ -115,6 +122,20 @@ async function answer(entries: Entry[], chain: ChainId, context: PassThroughCont
     const result = answers.get(entry)!;
     return ['error' in result ? { jsonrpc: '2.0', id: entry.id, error: result.error } : { jsonrpc: '2.0', id: entry.id, result: result.result }];
   });
+}
+
+/** Why a call is answered without reaching the node, or null when it is to be relayed. */
+async function refuseCall(call: RelayedCall, chain: ChainId, context: PassThroughContext): Promise<RelayedAnswer | null> {
+  const { method, params } = call;
+  if (!RPC_METHOD_ALLOWLIST[chain]?.has(method)) {
+    return { error: { code: JSON_RPC_ERROR.methodNotFound, message: `Method not found: '${method}' is not available through the ${chain} pass-through` } };
+  }
+  if (params !== undefined && !Array.isArray(params) && POSITIONAL_PARAMS_ONLY.has(chain)) {
+    return { error: { code: JSON_RPC_ERROR.invalidParams, message: `Invalid params: ${chain} methods take positional params (an array)` } };
+  }
+  const heavy = heavyParamsRefusal(method, params, context.limits);
+  if (heavy) return { error: { code: JSON_RPC_ERROR.invalidParams, message: `Invalid params: ${heavy}; nothing was relayed` } };
+  return method === BROADCAST_METHODS[chain] ? refuseCustodyBroadcast(call, chain, context) : null;
 }
 
 /**
@@ -141,12 +162,19 @@ async function refuseCustodyBroadcast(call: RelayedCall, chain: ChainId, context
   };
 }
 
-/** Relays to the node; when there is no usable node, each call gets -32603 with a message that names no URL. */
+/**
+ * Relays to the node; when there is no usable node, each call gets -32603 with a message that names no URL,
+ * and when the node's answer outgrew the limit, -32005.
+ */
 async function relay(calls: RelayedCall[], resolveProvider: () => Promise<ChainProvider>): Promise<RelayedAnswer[]> {
   try {
     const provider = await resolveProvider();
     return await provider.relay(calls);
   } catch (error) {
+    if (error instanceof NodeResponseTooLargeError) {
+      const message = `Limit exceeded: the node's answer is larger than the ${error.limitBytes} bytes the pass-through reads; ask for less (a narrower block range, fewer calls)`;
+      return calls.map(() => ({ error: { code: LIMIT_EXCEEDED, message, data: { reason: 'response_too_large', limit_bytes: error.limitBytes } } }));
+    }
     if (!(error instanceof ChainUnavailableError || error instanceof NodeUnavailableError)) throw error;
     return calls.map(() => ({ error: { code: JSON_RPC_ERROR.internalError, message: error.message } }));
   }

@@ -9,6 +9,7 @@ import { DEVNET_CHAINS } from './devnet/rules';
 import { NodeUnavailableError, type ChainProvider, type NetworkIdentity } from './provider';
 import { BitcoinRpcProvider } from './providers/bitcoin-rpc';
 import { EvmRpcProvider } from './providers/evm-rpc';
+import type { NodeCallLimits } from './providers/node-http';
 
 const ETHEREUM_MAINNET_CHAIN_ID = 1;
 /** The network names CHAIN_NODE_BITCOIN_SANDBOX_NETWORK takes → what BitcoinRpcProvider.identifyNetwork reports. */
@@ -127,9 +128,10 @@ export class ChainNodes {
  */
 function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
   const nodes: Omit<ConfiguredNode, 'state'>[] = [];
+  const limits: NodeCallLimits = { timeoutMs: config.CHAIN_NODE_TIMEOUT_MS, maxResponseBytes: config.CHAIN_NODE_MAX_RESPONSE_BYTES };
   const sandboxChainId = config.CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID;
   if (config.CHAIN_NODE_ETHEREUM_SANDBOX) {
-    const provider = new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_SANDBOX);
+    const provider = new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_SANDBOX, limits, config.CHAIN_TOKENS_ETHEREUM_SANDBOX);
     nodes.push({
       environment: 'sandbox',
       provider,
@@ -142,7 +144,7 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
     });
   }
   if (config.CHAIN_NODE_ETHEREUM_LIVE) {
-    const provider = new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, config.CHAIN_NODE_TIMEOUT_MS, config.CHAIN_TOKENS_ETHEREUM_LIVE);
+    const provider = new EvmRpcProvider('ethereum', config.CHAIN_NODE_ETHEREUM_LIVE, limits, config.CHAIN_TOKENS_ETHEREUM_LIVE);
     nodes.push({
       environment: 'live',
       provider,
@@ -154,7 +156,7 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
     const expected = config.CHAIN_NODE_BITCOIN_SANDBOX_NETWORK && BITCOIN_SANDBOX_NETWORKS[config.CHAIN_NODE_BITCOIN_SANDBOX_NETWORK];
     nodes.push({
       environment: 'sandbox',
-      provider: new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_SANDBOX, config.CHAIN_NODE_TIMEOUT_MS, 'sandbox'),
+      provider: new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_SANDBOX, limits, 'sandbox'),
       checkNetwork: ({ network }) => {
         if (expected) return network === expected ? null : `expected Bitcoin ${expected}, the node serves ${network}`;
         // Sandbox keys must never move real bitcoin: a mainnet node is refused even when no network is configured.
@@ -165,7 +167,7 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
   if (config.CHAIN_NODE_BITCOIN_LIVE) {
     nodes.push({
       environment: 'live',
-      provider: new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_LIVE, config.CHAIN_NODE_TIMEOUT_MS, 'live'),
+      provider: new BitcoinRpcProvider(config.CHAIN_NODE_BITCOIN_LIVE, limits, 'live'),
       checkNetwork: ({ network }) => (network === 'main' ? null : `expected Bitcoin mainnet, the node serves ${network}`),
     });
   }

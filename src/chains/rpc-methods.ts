@@ -49,3 +49,56 @@ export const BROADCAST_METHODS: Partial<Record<ChainId, string>> = {
   tron: 'broadcasthex',
   solana: 'sendTransaction',
 };
+
+/**
+ * What a call weighs against a request's budget (RPC_BATCH_MAX_COST): the calls that make a node scan
+ * logs, run code or return whole blocks weigh more; every other call weighs 1.
+ */
+const RPC_METHOD_WEIGHTS: Readonly<Record<string, number>> = {
+  eth_getLogs: 10,
+  eth_call: 5,
+  eth_estimateGas: 5,
+  eth_getBlockByNumber: 5,
+  eth_getBlockByHash: 5,
+  eth_feeHistory: 5,
+  getblock: 5,
+};
+
+export const methodWeight = (method: string): number => RPC_METHOD_WEIGHTS[method] ?? 1;
+
+/** The bounds the pass-through puts on what one call may ask of a node (src/config.ts). */
+export interface HeavyParamLimits {
+  logRangeMaxBlocks: number;
+}
+
+/**
+ * Why a call's params ask a node for too much, or null: an eth_getLogs must name one block (blockHash) or
+ * a range of block numbers no wider than the limit, tags such as "latest" or an open end being unbounded;
+ * a Bitcoin getblock is relayed at verbosity 0 or 1 only (2 and 3 decode every transaction of the block).
+ */
+export function heavyParamsRefusal(method: string, params: unknown[] | Record<string, unknown> | undefined, limits: HeavyParamLimits): string | null {
+  if (method === 'eth_getLogs') return logRangeRefusal(Array.isArray(params) ? params[0] : undefined, limits.logRangeMaxBlocks);
+  if (method === 'getblock') {
+    const verbosity = Array.isArray(params) ? params[1] : (params?.verbosity ?? params?.verbose);
+    if (verbosity === undefined || verbosity === null || verbosity === 0 || verbosity === 1 || typeof verbosity === 'boolean') return null;
+    return 'getblock is relayed at verbosity 0 or 1 only (the block with its transaction ids): ask for each transaction with getrawtransaction';
+  }
+  return null;
+}
+
+function logRangeRefusal(filter: unknown, maxBlocks: number): string | null {
+  if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) return 'eth_getLogs takes a filter object';
+  const { blockHash, fromBlock, toBlock } = filter as Record<string, unknown>;
+  if (blockHash !== undefined) return fromBlock === undefined && toBlock === undefined ? null : 'eth_getLogs takes either blockHash or fromBlock and toBlock, not both';
+  const from = blockNumber(fromBlock);
+  const to = blockNumber(toBlock);
+  if (from === null || to === null) {
+    return `eth_getLogs needs fromBlock and toBlock as block numbers (hex quantities, not tags such as "latest"), at most ${maxBlocks} blocks apart, or a blockHash`;
+  }
+  if (to < from) return 'eth_getLogs toBlock is before fromBlock';
+  const blocks = to - from + 1n;
+  return blocks > BigInt(maxBlocks) ? `eth_getLogs covers at most ${maxBlocks} blocks; this filter covers ${blocks}` : null;
+}
+
+/** A block number as a hex quantity (at most 64 bits), or null for a tag or anything else. */
+const blockNumber = (value: unknown): bigint | null => (typeof value === 'string' && /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/.test(value) ? BigInt(value) : null);

@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RouteRegistry } from '../http/route';
 import { requireScope } from '../api-keys/scopes';
 import { listBody, paginate } from '../shared/pagination';
@@ -124,9 +125,12 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     tag: TAG,
     scope: 'gas_stations:write',
     body: SponsorBroadcastBody,
+    // The node is asked outside any transaction; the reservation is its own short one.
+    ownTransactions: true,
     response: { status: 202, description: 'The sponsorship, funding', schema: SponsorBroadcastObject },
     handler: async ({ auth, em, body, deps }) => {
-      const { sponsorship } = await sponsorBroadcast(em, deps.config, deps.chains, auth, body);
+      const transaction = <T>(work: (tx: EntityManager) => Promise<T>) => deps.starter.transaction(em, work);
+      const { sponsorship } = await sponsorBroadcast(em, transaction, deps.config, deps.chains, auth, body);
       return { status: 202, body: presentSponsorBroadcast(sponsorship) };
     },
   });

@@ -220,7 +220,8 @@ export async function sponsorFee(
         fee_level: request.fuelLevel ?? STRATEGY_FEE_LEVEL[station.gasStrategy],
         note: `Fee sponsorship by gas station ${station.id}`,
       },
-      { operationType: 'fuel_send', destinationType: 'sponsored_sender' },
+      // The market the sponsored send was priced at: nothing here calls a node while the station's row is locked.
+      { operationType: 'fuel_send', destinationType: 'sponsored_sender', market: request.market },
     );
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
@@ -269,13 +270,22 @@ function fuelActorKey(initiator: MovementInitiator, station: GasStation): string
  * (signer, recipient, asset, amount, network: 400 naming the field), refuses one the chain already
  * knows, one not carrying the sender's next nonce, and one whose fee cap exceeds its need by more than
  * SPONSORSHIP_FEE_MARGIN_PERCENT; then reserves that fee cap as fuel from the organization's station
- * (else the platform's sponsorship) in this transaction, counted against the budgets; workflow
- * `sponsorship-<id>` broadcasts it once the fuel is confirmed. The same signed transaction again
- * answers the same sponsorship.
+ * (else the platform's sponsorship), counted against the budgets; workflow `sponsorship-<id>`
+ * broadcasts it once the fuel is confirmed. The same signed transaction again answers the same
+ * sponsorship. The node is asked everything first, outside any transaction (`em` holds none); the
+ * reservation is one short transaction (`transaction`) that calls no node, so neither a pooled
+ * connection nor the station's row lock waits on a slow node.
  */
-export async function sponsorBroadcast(em: EntityManager, config: Config, chains: ChainNodes, tenant: MovementInitiator, claim: SponsorBroadcastClaim & { fee_level?: FeeLevel | undefined }) {
+export async function sponsorBroadcast(
+  em: EntityManager,
+  transaction: <T>(work: (tx: EntityManager) => Promise<T>) => Promise<T>,
+  config: Config,
+  chains: ChainNodes,
+  tenant: MovementInitiator,
+  claim: SponsorBroadcastClaim & { fee_level?: FeeLevel | undefined },
+) {
   const chain = sponsorableChainOf(claim);
-  const provider = await chains.provider(chain, tenant.environment, em);
+  const provider = await chains.provider(chain, tenant.environment);
   const tokens = Object.fromEntries(
     ASSETS.filter((asset) => asset.chain === chain && asset.type !== 'native').flatMap((asset) => {
       const token = provider.tokenAddress(asset.id);
@@ -285,42 +295,60 @@ export async function sponsorBroadcast(em: EntityManager, config: Config, chains
   const chainId = chain === 'ethereum' ? (await provider.identifyNetwork()).chainId : undefined;
   const checked = checkSignedTransfer(claim, { environment: tenant.environment, tokens, ...(chainId === undefined ? {} : { chainId }) });
 
-  const existing = await em.findOne(Sponsorship, { environment: tenant.environment, chain, txHash: checked.txHash });
-  if (existing) {
-    if (existing.organization.id === tenant.organizationId) return { sponsorship: existing, created: false };
-    throw errors.conflict('already_sponsored', 'This signed transaction is already sponsored.', {});
-  }
+  const existing = await existingSponsorship(em, tenant, chain, checked.txHash);
+  if (existing) return { sponsorship: existing, created: false };
   // Ethereum: the node must find its gas limit enough and its call not failing, or the fuel would pay for a refusal.
   const gasNeeded = await requireGasCovered(checked, provider);
   if ((await provider.transactionStatus(checked.txHash)).state !== 'unknown') {
     throw errors.invalid('already_broadcast', 'The chain already has this transaction: there is no fee left to sponsor.', { param: 'signed_tx' });
   }
+  // Read first without the lock, so a sender's second transaction is told to wait for its first before the node is asked its nonce.
   if (checked.nonce !== null) await requireNoUnbroadcastSponsorship(em, tenant, chain, checked.from);
   await requireNextNonce(checked, provider);
-  const market = await readFeeMarket(chains, chain, tenant.environment, em);
+  const market = await readFeeMarket(chains, chain, tenant.environment);
   requireFeeWithinNeed(checked, accountFeeTerms(market, checked.asset, 'high', gasNeeded === null ? undefined : { limit: gasNeeded, sponsored: true }).terms, config.SPONSORSHIP_FEE_MARGIN_PERCENT);
-  const funding = await chooseFunding(em, config, tenant, chain);
   // Ethereum: the price a station's max_gas_price caps is the client's max fee per gas.
   const priceInFeeUnit = checked.gas ? toDisplay(checked.gas.maxFeePerGas, GWEI_DECIMALS) : checked.maxFee.toString();
-  const sponsorship = await sponsorFee(em, config, chains, tenant, funding, {
-    kind: 'broadcast',
-    senderAddress: checked.from,
-    fee: { fuel: checked.maxFee, priceInFeeUnit },
-    market,
-    ...(claim.fee_level ? { fuelLevel: claim.fee_level } : {}),
-    broadcast: { signedTransaction: checked.raw, txHash: checked.txHash, toAddress: checked.to, assetId: checked.asset.id, amount: checked.amount },
+
+  return transaction(async (tx) => {
+    if (checked.nonce !== null) {
+      await lockSponsoredSender(tx, tenant, chain, checked.from);
+      await requireNoUnbroadcastSponsorship(tx, tenant, chain, checked.from);
+    }
+    // Asked again in the reservation: another request may have reserved these bytes while the node was asked.
+    const concurrent = await existingSponsorship(tx, tenant, chain, checked.txHash);
+    if (concurrent) return { sponsorship: concurrent, created: false };
+    const funding = await chooseFunding(tx, config, tenant, chain);
+    const sponsorship = await sponsorFee(tx, config, chains, tenant, funding, {
+      kind: 'broadcast',
+      senderAddress: checked.from,
+      fee: { fuel: checked.maxFee, priceInFeeUnit },
+      market,
+      ...(claim.fee_level ? { fuelLevel: claim.fee_level } : {}),
+      broadcast: { signedTransaction: checked.raw, txHash: checked.txHash, toAddress: checked.to, assetId: checked.asset.id, amount: checked.amount },
+    });
+    return { sponsorship, created: true };
   });
-  return { sponsorship, created: true };
 }
+
+/** The sponsorship of these signed bytes, when the organization already has one; another organization's is 409 `already_sponsored`. */
+async function existingSponsorship(em: EntityManager, tenant: Tenant, chain: ChainId, txHash: string): Promise<Sponsorship | null> {
+  const existing = await em.findOne(Sponsorship, { environment: tenant.environment, chain, txHash });
+  if (existing && existing.organization.id !== tenant.organizationId) throw errors.conflict('already_sponsored', 'This signed transaction is already sponsored.', {});
+  return existing;
+}
+
+/** Sponsor-broadcasts of one sender reserve one at a time (to the commit): see requireNoUnbroadcastSponsorship. */
+const lockSponsoredSender = (em: EntityManager, tenant: Tenant, chain: ChainId, sender: string) =>
+  em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`sponsored-sender:${tenant.environment}:${chain}:${sender}`]);
 
 /**
  * Ethereum: the node's pending nonce does not count a sponsored transaction still waiting for its fuel,
  * so a second one signed with the same nonce would pass and be fuelled too, and only one of them can
- * ever be mined. Under a lock on the sender, one sponsored transaction of an address is waiting for its
- * broadcast at a time: another is 409 `sponsorship_pending` (naming it) until a node has taken the first.
+ * ever be mined. Under a lock on the sender (lockSponsoredSender), one sponsored transaction of an address
+ * is waiting for its broadcast at a time: another is 409 `sponsorship_pending` (naming it) until a node has taken the first.
  */
 async function requireNoUnbroadcastSponsorship(em: EntityManager, tenant: Tenant, chain: ChainId, sender: string): Promise<void> {
-  await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`sponsored-sender:${tenant.environment}:${chain}:${sender}`]);
   const waiting = await em.findOne(Sponsorship, { environment: tenant.environment, chain, senderAddress: sender, kind: 'broadcast', status: { $in: ['funding', 'broadcasting'] }, broadcastAccepted: false });
   if (waiting) {
     throw errors.conflict('sponsorship_pending', `A sponsored transaction of ${sender} (sponsorship ${waiting.id}) is still waiting for its broadcast: sponsor the next once a node has taken it.`, {

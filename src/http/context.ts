@@ -12,7 +12,7 @@ import type { IdempotencyService } from '../idempotency/service';
 import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
 import type { WorkflowStarter } from '../temporal/starter';
-import type { KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './rate-limit';
+import type { KeyedConcurrencyLimit, KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './rate-limit';
 
 export interface AppState {
   requestId: string;
@@ -48,6 +48,8 @@ export interface AppDeps {
   starter: WorkflowStarter;
   /** The configured chain nodes, per chain and environment. */
   chains: ChainNodes;
+  /** JSON-RPC pass-through requests in flight in this process, per organization and environment (RPC_CONCURRENCY_PER_ORGANIZATION). */
+  rpcConcurrency: KeyedConcurrencyLimit;
 }
 
 export type { AuthContext, EntityManager };

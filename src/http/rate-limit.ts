@@ -87,6 +87,30 @@ export class KeyedSerialQueue {
   }
 }
 
+/**
+ * At most `limit` pieces of work in flight per key in this process; past it `run` refuses at once
+ * (answers undefined) rather than queueing, so a caller is told to retry instead of being held. A key
+ * with nothing in flight holds no memory.
+ */
+export class KeyedConcurrencyLimit {
+  private readonly inFlight = new Map<string, number>();
+
+  constructor(readonly limit: number) {}
+
+  async run<T>(key: string, work: () => Promise<T>): Promise<{ ran: true; result: T } | { ran: false }> {
+    const running = this.inFlight.get(key) ?? 0;
+    if (running >= this.limit) return { ran: false };
+    this.inFlight.set(key, running + 1);
+    try {
+      return { ran: true, result: await work() };
+    } finally {
+      const left = this.inFlight.get(key)! - 1;
+      if (left === 0) this.inFlight.delete(key);
+      else this.inFlight.set(key, left);
+    }
+  }
+}
+
 /** How long tokens taken in a batch may be spent locally; what is left then is dropped (never handed back, never overspent). */
 const LEASE_MS = 50;
 

@@ -220,7 +220,8 @@ export class RouteRegistry {
         return sent(result, response);
       });
     } catch (error) {
-      if (error instanceof DomainError && httpStatus(error) < 500) {
+      // A 429 from the handler (too much in flight) says "not now", not an outcome: the retry runs afresh.
+      if (error instanceof DomainError && httpStatus(error) < 500 && error.kind !== 'rate_limited') {
         // The change rolled back; the refusal itself is the stored outcome, as Stripe does (unless the claim is no longer ours).
         // The error middleware sends the same envelope, serialized the same way.
         await idempotency.tryComplete(em, claim, jsonResponse(httpStatus(error), toEnvelope(error, ctx.state.requestId)));

@@ -48,6 +48,8 @@ export interface AutomatedSend {
   destinationType?: DestinationType;
   fromAddress?: Address;
   funding?: { model: FundingModel; station: GasStation };
+  /** The chain's fee market, read by the caller before it took its locks: a send made under a lock must not wait on a node. */
+  market?: FeeMarket;
 }
 
 /** The fee a send is signed with, the most it can cost (what is locked), and for Bitcoin the coins it spends. */
@@ -92,7 +94,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   const funding = input.sponsor ? (automation.funding ?? (await chooseFunding(em, config, auth, chain.id))) : null;
   const level = funding ? sponsoredLevel(funding.station, input.fee_level) : (input.fee_level ?? 'medium');
 
-  const market = await readFeeMarket(chains, chain.id, auth.environment, em);
+  const market = automation.market ?? (await readFeeMarket(chains, chain.id, auth.environment, em));
   const provider = await chains.provider(chain.id, auth.environment, em);
   if (asset.type !== 'native' && !provider.tokenAddress(asset.id)) {
     throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });

@@ -84,6 +84,40 @@ describe('Gas stations: fee sponsorship', () => {
     await credited(created.body.wallet_id, native.id, BigInt(created.body.balance) + BigInt(Math.round(Number(fund) * 10 ** native.decimals)), owner.secret);
     return created.body as { id: string; address: string; wallet_id: string };
   }
+  /**
+   * Records every node call the API's providers make until restored, and whether one of `stationIds` was
+   * row-locked by a transaction at that moment (a lock another connection cannot take at once).
+   */
+  function watchNodeCallsUnderLock(stationIds: string[]) {
+    const chains = app.deps.chains;
+    const provider = chains.provider.bind(chains);
+    const calls: { method: string; locked: boolean }[] = [];
+    const knex = app.deps.orm.em.getKnex();
+    const locked = async () => {
+      try {
+        await knex.transaction((trx) => trx.raw(`select id from gas_stations where id in (${stationIds.map(() => '?').join(', ')}) for no key update nowait`, stationIds));
+        return false;
+      } catch (error) {
+        if ((error as { code?: string }).code === '55P03') return true;
+        throw error;
+      }
+    };
+    const nodeCalls = new Set(['identifyNetwork', 'feeMarket', 'relay', 'tip', 'block', 'balance', 'broadcast', 'transactionStatus', 'nonces', 'spentInChain', 'recentBlock', 'estimateGas']);
+    chains.provider = async (...args) => {
+      const real = await provider(...args);
+      return new Proxy(real, {
+        get(target, name, receiver) {
+          const member: unknown = Reflect.get(target, name, receiver);
+          if (typeof name !== 'string' || !nodeCalls.has(name) || typeof member !== 'function') return member;
+          return async (...callArgs: unknown[]) => {
+            calls.push({ method: name, locked: await locked() });
+            return (member as (...forwarded: unknown[]) => unknown).apply(target, callArgs);
+          };
+        },
+      });
+    };
+    return { calls, restore: () => void (chains.provider = provider) };
+  }
   /** Mines until `read` answers (each round one block), for flows that wait for several confirmations. */
   async function mineUntil<T>(chain: Chain, read: () => Promise<T | undefined>, what: string): Promise<T> {
     return eventually(
@@ -224,6 +258,34 @@ describe('Gas stations: fee sponsorship', () => {
       assert.equal(second.body.error.details.funding_model, 'provider_sponsorship');
       await mineUntil('ethereum', async () => ((await call('GET', `/v1/transactions/${sent.body.id}`, undefined, beneficiary.secret)).body.status === 'confirmed' ? true : undefined), 'the platform-sponsored send confirmed');
       assert.equal(await chainBalance('ethereum', own.address, 'ETH'), 0n);
+    });
+
+    it("asks the node nothing while a paying station's row is locked: the organization's own station, the platform's shared one", async () => {
+      // The budgets the tests above exhausted, raised again.
+      app.deps.config.HEDGE_PAYMASTER_DAILY_BUDGET_USD = '1000';
+      assert.equal((await call('PATCH', `/v1/gas-stations/${station.id}`, { daily_sponsorship_budget: '1' })).status, 200);
+      const platformStation = ((await call('GET', '/v1/gas-stations', undefined, paymaster.secret)).body.data as { id: string }[])[0]!;
+      const sponsored = await createWallet('ethereum', beneficiary);
+      await deposit('ethereum', sponsored.address, 'USDC_ETH', '5', beneficiary.secret);
+      await mine('ethereum', 2);
+      await credited(sponsored.id, 'USDC_ETH', 5_000_000n, beneficiary.secret);
+
+      const watch = watchNodeCallsUnderLock([station.id, platformStation.id]);
+      let sends;
+      try {
+        sends = [
+          await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: RECIPIENT, amount: '1', asset: 'USDC_ETH', sponsor: true }),
+          await call('POST', '/v1/transactions', { wallet_id: sponsored.id, to_address: RECIPIENT, amount: '1', asset: 'USDC_ETH', sponsor: true }, beneficiary.secret),
+        ];
+      } finally {
+        watch.restore();
+      }
+      sends.forEach((sent) => assert.equal(sent.status, 201, sent.text));
+      assert.ok(watch.calls.length >= 4, `the node was asked (fee market, gas) during the sends: ${watch.calls.join(', ')}`);
+      assert.deepEqual(watch.calls.filter((made) => made.locked), [], 'no node call waited under a station lock');
+      for (const [sent, key] of [[sends[0]!, org.secret], [sends[1]!, beneficiary.secret]] as const) {
+        await mineUntil('ethereum', async () => ((await call('GET', `/v1/transactions/${sent.body.id}`, undefined, key)).body.status === 'confirmed' ? true : undefined), 'the sponsored send confirmed');
+      }
     });
   });
 

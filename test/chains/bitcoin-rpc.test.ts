@@ -22,7 +22,7 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
 
   before(async function () {
     btcd = await startBtcdOrSkip(this);
-    provider = new BitcoinRpcProvider(btcd.url, 10_000, 'sandbox');
+    provider = new BitcoinRpcProvider(btcd.url, { timeoutMs: 10_000, maxResponseBytes: 10_485_760 }, 'sandbox');
     ours = deriveKey(await mnemonicToSeed(TEST_MNEMONIC), { chain: 'bitcoin', testnet: true, format: 'p2wpkh', account: 0, index: 0 });
     // The first coinbase matures once COINBASE_MATURITY blocks are on top of it.
     await btcd.generate(COINBASE_MATURITY + 1);
@@ -162,8 +162,8 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
     const url = new URL(btcd.url);
     const wrongPassword = new URL(btcd.url);
     wrongPassword.password = 'not-the-password';
-    const refused = new BitcoinRpcProvider(wrongPassword.toString(), 10_000, 'sandbox');
-    const unreachable = new BitcoinRpcProvider(`http://${url.username}:${url.password}@127.0.0.1:1/`, 2_000, 'sandbox');
+    const refused = new BitcoinRpcProvider(wrongPassword.toString(), { timeoutMs: 10_000, maxResponseBytes: 10_485_760 }, 'sandbox');
+    const unreachable = new BitcoinRpcProvider(`http://${url.username}:${url.password}@127.0.0.1:1/`, { timeoutMs: 2_000, maxResponseBytes: 10_485_760 }, 'sandbox');
     for (const [candidate, expected] of [
       [refused, 'The node refused the RPC credentials (HTTP 401).'],
       [unreachable, 'The node could not be reached.'],

@@ -132,7 +132,7 @@ describe('ChainProvider.estimateGas (Ethereum)', () => {
         this.skip();
       }
       token = await deployAnvilToken(anvil);
-      ethereum = new EvmRpcProvider('ethereum', anvil.url, 5_000, { USDC_ETH: token });
+      ethereum = new EvmRpcProvider('ethereum', anvil.url, { timeoutMs: 5_000, maxResponseBytes: 10_485_760 }, { USDC_ETH: token });
     });
     after(async () => anvil?.stop());
 
@@ -183,7 +183,7 @@ describe('ChainProvider.estimateGas (Ethereum)', () => {
         { environment: 'sandbox', tokens: { USDC_ETH: token }, chainId: ANVIL_CHAIN_ID },
       );
       await assert.rejects(requireGasCovered(checked, ethereum), (error) => error instanceof DomainError && error.param === 'signed_tx' && /would fail.*exceeds balance/.test(error.message));
-      const closed = new EvmRpcProvider('ethereum', `http://127.0.0.1:${await freeLoopbackPort()}`, 2_000);
+      const closed = new EvmRpcProvider('ethereum', `http://127.0.0.1:${await freeLoopbackPort()}`, { timeoutMs: 2_000, maxResponseBytes: 10_485_760 });
       await assert.rejects(closed.estimateGas({ from: sender.address, to: freshKey().address, value: 1n }), NodeUnavailableError);
     });
   });

@@ -259,7 +259,7 @@ describe('Transfers: signTransfer on every chain', () => {
         args: ['USD Coin', 'USDC', parseUnits('1000000', 6), funder.address],
       });
       token = getAddress((await receipt(deployed)).contractAddress!);
-      ethereum = new EvmRpcProvider('ethereum', anvil.url, 5_000, { USDC_ETH: token });
+      ethereum = new EvmRpcProvider('ethereum', anvil.url, { timeoutMs: 5_000, maxResponseBytes: 10_485_760 }, { USDC_ETH: token });
     });
     after(async () => anvil?.stop());
 
@@ -309,7 +309,7 @@ describe('Transfers: signTransfer on every chain', () => {
     before(async function () {
       btcd = await startBtcdOrSkip(this);
       await btcd.generate(COINBASE_MATURITY + 10);
-      bitcoin = new BitcoinRpcProvider(btcd.url, 10_000, 'sandbox');
+      bitcoin = new BitcoinRpcProvider(btcd.url, { timeoutMs: 10_000, maxResponseBytes: 10_485_760 }, 'sandbox');
     });
     after(async () => btcd?.stop());
 

@@ -21,6 +21,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
+import { parseNodeBody, postToNode, type NodeCallLimits } from './node-http';
 import { answersInOrder } from './node-replies';
 
 type AddressNetwork = typeof btc.NETWORK;
@@ -93,7 +94,7 @@ export class BitcoinRpcProvider implements ChainProvider {
 
   constructor(
     url: string,
-    private readonly timeoutMs: number,
+    private readonly limits: NodeCallLimits,
     environment: Environment,
   ) {
     const parsed = new URL(url);
@@ -315,28 +316,12 @@ export class BitcoinRpcProvider implements ChainProvider {
   }
 
   private async post(payload: unknown): Promise<unknown> {
-    let response: Response;
-    try {
-      response = await fetch(this.endpoint, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...(this.authorization ? { authorization: this.authorization } : {}) },
-        body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-    } catch (error) {
-      const timedOut = (error as Error).name === 'TimeoutError';
-      throw new NodeUnavailableError(timedOut ? `The node did not answer within ${this.timeoutMs} ms.` : 'The node could not be reached.');
-    }
-    if (response.status === 401 || response.status === 403) {
-      throw new NodeUnavailableError(`The node refused the RPC credentials (HTTP ${response.status}).`);
+    const reply = await postToNode(this.endpoint, payload, this.limits, this.authorization ? { authorization: this.authorization } : {});
+    if (reply.status === 401 || reply.status === 403) {
+      throw new NodeUnavailableError(`The node refused the RPC credentials (HTTP ${reply.status}).`);
     }
     // Bitcoin Core answers a failed call with HTTP 404 or 500 and the JSON-RPC error in the body.
-    const text = await response.text().catch(() => '');
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      throw new NodeUnavailableError(`The node answered HTTP ${response.status} without a JSON-RPC body.`);
-    }
+    return parseNodeBody(reply);
   }
 }
 

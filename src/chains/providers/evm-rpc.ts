@@ -28,6 +28,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
+import { nodeFetch, parseNodeBody, postToNode, type NodeCallLimits } from './node-http';
 import { answersInOrder } from './node-replies';
 
 /** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
@@ -48,11 +49,12 @@ export class EvmRpcProvider implements ChainProvider {
   constructor(
     readonly chain: ChainId,
     private readonly url: string,
-    private readonly timeoutMs: number,
+    private readonly limits: NodeCallLimits,
     private readonly tokens: TokenContracts = {},
   ) {
     // Retries belong to the caller: a pass-through call must not be sent twice behind its back.
-    this.client = createPublicClient({ transport: http(url, { timeout: timeoutMs, retryCount: 0 }) });
+    const fetchFn = (input: string | URL | Request, init?: RequestInit) => nodeFetch(input, init ?? {}, limits.maxResponseBytes);
+    this.client = createPublicClient({ transport: http(url, { timeout: limits.timeoutMs, retryCount: 0, fetchFn }) });
     this.assetOfContract = new Map(Object.entries(tokens).map(([assetId, contract]) => [contract.toLowerCase(), assetId]));
   }
 
@@ -219,24 +221,7 @@ export class EvmRpcProvider implements ChainProvider {
   }
 
   private async post(payload: unknown): Promise<unknown> {
-    let response: Response;
-    try {
-      response = await fetch(this.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-    } catch (error) {
-      const timedOut = (error as Error).name === 'TimeoutError';
-      throw new NodeUnavailableError(timedOut ? `The node did not answer within ${this.timeoutMs} ms.` : 'The node could not be reached.');
-    }
-    const text = await response.text().catch(() => '');
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      throw new NodeUnavailableError(`The node answered HTTP ${response.status} without a JSON-RPC body.`);
-    }
+    return parseNodeBody(await postToNode(this.url, payload, this.limits));
   }
 
   /** Runs a typed viem call; its errors name the URL, so they are replaced by a safe one. */
