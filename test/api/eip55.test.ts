@@ -27,7 +27,7 @@ describe('Ethereum addresses: a mixed-case address must carry a right EIP-55 che
   /** Every input that takes an Ethereum address, with that address. */
   const inputs = (address: string): [string, string, Record<string, unknown>][] => [
     ['/v1/address-book', 'address', { chain: 'ethereum', address, label: 'Payee' }],
-    ['/v1/subscriptions', 'address', { chain: 'ethereum', address, webhook_url: 'https://hooks.example.com/eip55' }],
+    ['/v1/subscriptions', 'address', { chain: 'ethereum', address, webhook_url: 'http://127.0.0.1:9/eip55' }],
     ['/v1/sandbox/deposits', 'address', { chain: 'ethereum', address, asset: 'ETH', amount: '0.001' }],
     ['/v1/transactions/estimate-fee', 'to_address', { wallet_id: walletId, to_address: address, asset: 'ETH', amount: '0.001' }],
     ['/v1/transactions', 'to_address', { wallet_id: walletId, to_address: address, asset: 'ETH', amount: '0.001' }],

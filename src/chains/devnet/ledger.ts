@@ -418,8 +418,9 @@ export async function devnetTip(em: EntityManager, chain: ChainId): Promise<Devn
   return (await tipBlock(em, chain))!;
 }
 
+/** Read afresh: balances move by SQL (moveBalance), which an entity loaded earlier in the same EntityManager would not show. */
 export async function devnetBalance(em: EntityManager, chain: ChainId, address: string, assetId: string): Promise<bigint> {
-  const row = await em.findOne(DevnetBalance, { chain, address, assetId });
+  const row = await em.findOne(DevnetBalance, { chain, address, assetId }, { refresh: true });
   return row ? BigInt(row.amount) : 0n;
 }
 
