@@ -21,8 +21,8 @@ const decimalSetting = (decimals: number) =>
  * What `POST /v1/sandbox/deposits` may send of each asset (display units, docs/devnet.md): per request
  * and per organization in any 24 hours. A configured table names the assets it changes; the others keep these.
  */
-const SANDBOX_DEPOSIT_MAX_PER_REQUEST_DEFAULTS = { BTC: '1', ETH: '10', TRX: '100000', SOL: '100', USDC_ETH: '100000', USDT_ETH: '100000', USDT_TRX: '100000', USDC_SOL: '100000' };
-const SANDBOX_DEPOSIT_MAX_PER_DAY_DEFAULTS = { BTC: '10', ETH: '100', TRX: '1000000', SOL: '1000', USDC_ETH: '1000000', USDT_ETH: '1000000', USDT_TRX: '1000000', USDC_SOL: '1000000' };
+const SANDBOX_DEPOSIT_MAX_PER_REQUEST_DEFAULTS = { BTC: '10', ETH: '100', TRX: '1000000', SOL: '1000', USDC_ETH: '1000000', USDT_ETH: '1000000', USDT_TRX: '1000000', USDC_SOL: '1000000' };
+const SANDBOX_DEPOSIT_MAX_PER_DAY_DEFAULTS = { BTC: '100', ETH: '1000', TRX: '10000000', SOL: '10000', USDC_ETH: '10000000', USDT_ETH: '10000000', USDT_TRX: '10000000', USDC_SOL: '10000000' };
 /** A cap per catalogue asset, each within its asset's decimals, over `defaults`. */
 const assetCaps = (defaults: Record<string, string>) =>
   priceTable

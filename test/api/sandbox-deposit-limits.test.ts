@@ -41,10 +41,10 @@ describe('Sandbox deposits: capped per request and per organization per day, fro
     assert.equal(tooMuch.body.error.param, 'amount');
     assert.deepEqual(tooMuch.body.error.details, { asset_id: 'ETH', max_per_request: '1' });
     // The assets the configuration does not name keep their defaults (docs/devnet.md).
-    const bitcoin = await deposit(org, { chain: 'bitcoin', address: await walletOf(org, 'bitcoin'), asset: 'BTC', amount: '1.00000001' });
+    const bitcoin = await deposit(org, { chain: 'bitcoin', address: await walletOf(org, 'bitcoin'), asset: 'BTC', amount: '10.00000001' });
     assert.equal(bitcoin.status, 400, bitcoin.text);
-    assert.deepEqual(bitcoin.body.error.details, { asset_id: 'BTC', max_per_request: '1' });
-    const usdc = await deposit(org, { chain: 'ethereum', address, asset: 'USDC', amount: '100000.000001' });
+    assert.deepEqual(bitcoin.body.error.details, { asset_id: 'BTC', max_per_request: '10' });
+    const usdc = await deposit(org, { chain: 'ethereum', address, asset: 'USDC', amount: '1000000.000001' });
     assert.equal(usdc.body.error.code, 'amount_too_large');
     assert.equal((await app.request('GET', '/v1/deposits', { key: org.secret })).body.data.length, 0, 'nothing was sent');
 
