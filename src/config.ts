@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { ASSETS } from './catalogue/service';
 import { parseMasterKey } from './keys/master-key';
 
 const nodeUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
@@ -8,7 +9,7 @@ const tokenContracts = z
   .string()
   .regex(/^([A-Z0-9_]+=0x[0-9a-fA-F]{40})(,[A-Z0-9_]+=0x[0-9a-fA-F]{40})*$/, 'must be ASSET_ID=0x<40 hex>[,ASSET_ID=0x<40 hex>...]')
   .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=') as [string, `0x${string}`])));
-/** `ASSET_ID=price,...`: a USD price per catalogue asset id, exact decimals. */
+/** `KEY=decimal,...`: an exact decimal per catalogue asset id (a USD price, a cap) or per currency code (a rate). */
 const priceTable = z
   .string()
   .regex(/^([A-Z0-9_]+=(0|[1-9]\d*)(\.\d+)?)(,[A-Z0-9_]+=(0|[1-9]\d*)(\.\d+)?)*$/, 'must be ASSET_ID=<decimal>[,ASSET_ID=<decimal>...]')
@@ -16,6 +17,21 @@ const priceTable = z
 /** A non-negative decimal with at most `decimals` places: an amount in a coin's display units or a fee unit. */
 const decimalSetting = (decimals: number) =>
   z.string().regex(new RegExp(`^(0|[1-9]\\d{0,29})${decimals > 0 ? `(\\.\\d{1,${decimals}})?` : ''}$`), `must be a decimal with at most ${decimals} decimal places`);
+/**
+ * What `POST /v1/sandbox/deposits` may send of each asset (display units, docs/devnet.md): per request
+ * and per organization in any 24 hours. A configured table names the assets it changes; the others keep these.
+ */
+const SANDBOX_DEPOSIT_MAX_PER_REQUEST_DEFAULTS = { BTC: '10', ETH: '100', TRX: '1000000', SOL: '1000', USDC_ETH: '1000000', USDT_ETH: '1000000', USDT_TRX: '1000000', USDC_SOL: '1000000' };
+const SANDBOX_DEPOSIT_MAX_PER_DAY_DEFAULTS = { BTC: '100', ETH: '1000', TRX: '10000000', SOL: '10000', USDC_ETH: '10000000', USDT_ETH: '10000000', USDT_TRX: '10000000', USDC_SOL: '10000000' };
+/** A cap per catalogue asset, each within its asset's decimals, over `defaults`. */
+const assetCaps = (defaults: Record<string, string>) =>
+  priceTable
+    .optional()
+    .transform((table): Record<string, string> => ({ ...defaults, ...table }))
+    .refine(
+      (table) => Object.entries(table).every(([id, cap]) => ASSETS.some((asset) => asset.id === id && (cap.split('.')[1]?.length ?? 0) <= asset.decimals)),
+      'must name catalogue asset ids, each amount within its asset\'s decimals',
+    );
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** Every environment variable the service reads; `.env.example` mirrors this list. */
@@ -164,6 +180,9 @@ export const ConfigSchema = z.object({
   RPC_CONCURRENCY_PER_ORGANIZATION: z.coerce.number().int().min(1).max(1_000).default(4),
   /** Seconds between two blocks of each devnet chain (docs/devnet.md); the sandbox helper mines more on demand. */
   DEVNET_BLOCK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+  /** Sandbox deposit caps, `ASSET_ID=amount,...` over the defaults above (docs/devnet.md). */
+  SANDBOX_DEPOSIT_MAX_PER_REQUEST: assetCaps(SANDBOX_DEPOSIT_MAX_PER_REQUEST_DEFAULTS),
+  SANDBOX_DEPOSIT_MAX_PER_DAY: assetCaps(SANDBOX_DEPOSIT_MAX_PER_DAY_DEFAULTS),
   /** USD prices the sandbox's fee estimates use (docs/transactions.md); live keys have no price source yet. */
   PRICE_TABLE_SANDBOX: priceTable.prefault('BTC=65000,ETH=3000,TRX=0.12,SOL=150,USDC_ETH=1,USDT_ETH=1,USDT_TRX=1,USDC_SOL=1'),
   /**

@@ -96,6 +96,14 @@ export class Wallet {
   @Property({ type: 'integer' })
   accountIndex!: number;
 
+  /**
+   * BIP-44 coin type of this wallet's keys, fixed at creation (keys/derivation.ts coinTypeFor): 1 for
+   * sandbox wallets, the chain's own for live ones. Sandbox Ethereum, Tron and Solana wallets made
+   * before that rule keep their chain's, so their addresses never change.
+   */
+  @Property({ type: 'integer' })
+  coinType!: number;
+
   /** Index the next address takes; moved only by an atomic UPDATE ... RETURNING. */
   @Property({ type: 'integer', default: 0 })
   nextAddressIndex: number = 0;

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
 import { errors } from '../shared/errors';
 import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
-import { addressFormatFor, type BitcoinAddressFormat, type KeyLocation } from '../keys/derivation';
+import { addressFormatFor, coinTypeFor, type BitcoinAddressFormat, type KeyLocation } from '../keys/derivation';
 import type { KeyService } from '../keys/service';
 import { findOneByColumns, readOneWithChildren } from '../db/lean';
 import { Organization } from '../organizations/entities';
@@ -92,6 +92,7 @@ export async function createWallet(em: EntityManager, keys: KeyService, tenant: 
     customerRefId: input.customer_ref_id ?? null,
     metadata: input.metadata ?? {},
     accountIndex: await allocateAccount(em, tenant.organizationId, chain.id),
+    coinType: coinTypeFor(chain.id, tenant.environment === 'sandbox'),
     // Nobody else can see the wallet before this transaction commits, so index 0 is the primary's.
     nextAddressIndex: 1,
     createdAt: new Date(),
@@ -150,9 +151,9 @@ async function deriveAddress(
   });
 }
 
-/** Where an address's key sits: the wallet's account, the address's index, testnet forms in the sandbox. */
+/** Where an address's key sits: the wallet's coin type and account, the address's index, testnet forms in the sandbox. */
 export function keyLocation(wallet: Wallet, format: Address['format'], index: number): KeyLocation {
-  return { chain: wallet.chain, testnet: wallet.environment === 'sandbox', format, account: wallet.accountIndex, index };
+  return { chain: wallet.chain, testnet: wallet.environment === 'sandbox', coinType: wallet.coinType, format, account: wallet.accountIndex, index };
 }
 
 /** Every asset of the wallet's chain, zero where the ledger has no row yet. */

@@ -23,8 +23,10 @@ export type Curve = 'secp256k1' | 'ed25519';
 /** Where a key sits in the organization's tree. */
 export interface KeyLocation {
   chain: ChainId;
-  /** Sandbox networks: Bitcoin uses coin type 1 and testnet encodings; account chains keep their coin type. */
+  /** Sandbox networks: Bitcoin's testnet encodings (tb1…, m/n…). */
   testnet: boolean;
+  /** The BIP-44 coin type of the path: the wallet's own (coinTypeFor when it was made). */
+  coinType: number;
   format: AddressFormat;
   /** The wallet's BIP-44 account. */
   account: number;
@@ -43,7 +45,9 @@ export interface DerivedKey {
 }
 
 const BIP_PURPOSE: Record<BitcoinAddressFormat, number> = { p2pkh: 44, p2wpkh: 84, p2tr: 86 };
-const COIN_TYPE = { ethereum: 60, tron: 195, solana: 501 } as const;
+/** SLIP-44 coin types of the main networks; every test network shares coin type 1. */
+const MAINNET_COIN_TYPE: Record<ChainId, number> = { bitcoin: 0, ethereum: 60, tron: 195, solana: 501 };
+export const TESTNET_COIN_TYPE = 1;
 const HARDENED = 0x80000000;
 
 export const curveOf = (chain: ChainId): Curve => (chain === 'solana' ? 'ed25519' : 'secp256k1');
@@ -54,18 +58,26 @@ export function addressFormatFor(chain: ChainId, requested?: BitcoinAddressForma
 }
 
 /**
+ * The coin type a new wallet derives under: the chain's own on the main network, 1 on every test
+ * network (BIP-44), so a sandbox key never sits on a path that holds mainnet funds. Wallets keep the
+ * coin type they were made with (sandbox Ethereum, Tron and Solana wallets made before this rule
+ * keep their chain's).
+ */
+export const coinTypeFor = (chain: ChainId, testnet: boolean): number => (testnet ? TESTNET_COIN_TYPE : MAINNET_COIN_TYPE[chain]);
+
+/**
  * BIP-44/84/86 for Bitcoin (`m/purpose'/coin'/account'/0/index`), BIP-44 for Ethereum and Tron,
- * and for Solana the all-hardened SLIP-10 form that Solana wallets use (`m/44'/501'/account'/index'`).
+ * and for Solana the all-hardened SLIP-10 form that Solana wallets use (`m/44'/coin'/account'/index'`).
  */
 export function derivationPath(location: KeyLocation): string {
-  const { chain, account, index } = location;
+  const { chain, coinType, account, index } = location;
   if (chain === 'bitcoin') {
     const purpose = BIP_PURPOSE[location.format as BitcoinAddressFormat];
     if (!purpose) throw new Error(`'${location.format}' is not a Bitcoin address format`);
-    return `m/${purpose}'/${location.testnet ? 1 : 0}'/${account}'/0/${index}`;
+    return `m/${purpose}'/${coinType}'/${account}'/0/${index}`;
   }
-  if (chain === 'solana') return `m/44'/${COIN_TYPE.solana}'/${account}'/${index}'`;
-  return `m/44'/${COIN_TYPE[chain]}'/${account}'/0/${index}`;
+  if (chain === 'solana') return `m/44'/${coinType}'/${account}'/${index}'`;
+  return `m/44'/${coinType}'/${account}'/0/${index}`;
 }
 
 /** The key and address at `location` of the tree grown from a BIP-39 seed (the 64-byte PBKDF2 output). */

@@ -281,3 +281,30 @@ export class LedgerDrift {
   @Property({ type: 'timestamptz', nullable: true })
   resolvedAt?: Date | null;
 }
+
+/**
+ * One payment the sandbox deposit helper made from the devnet's faucet for an organization, to any
+ * address: what its daily cap sums (docs/devnet.md). Sandbox keys only, hence no environment.
+ */
+@Entity({ tableName: 'sandbox_deposits' })
+@Index({ properties: ['organization', 'assetId', 'createdAt'] })
+export class SandboxDeposit {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = uuid();
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  @Property({ type: 'text' })
+  assetId!: string;
+
+  /** Base units, numeric(78,0) read and written as a decimal string. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
+  amount!: string;
+
+  @Property({ type: 'text' })
+  txid!: string;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}

@@ -53,7 +53,8 @@ export function registerMonitoringRoutes(routes: RouteRegistry): void {
     description:
       "Sends `amount` (display units) of `asset` from the devnet's faucet to `address`: a real signed transaction in the devnet's mempool, mined by the next block. " +
       "It shows at once as a pending deposit when the address is one of the caller's own (and reaches every subscription watching the address); it is confirmed at the chain's confirmation count. " +
-      'Devnet chains only: a chain served by a configured node answers 400 `devnet_only`.',
+      'Devnet chains only: a chain served by a configured node answers 400 `devnet_only`. ' +
+      'Capped per asset (docs/devnet.md): above the per-request maximum 400 `amount_too_large`; past what the organization may deposit of the asset in any 24 hours 429 `sandbox_deposit_limit` (details: `remaining`, `available_at`).',
     tag: 'Sandbox',
     scope: 'custody:write',
     sandboxOnly: true,

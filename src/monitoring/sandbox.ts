@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
-import { assetAmount, chainAsset, findChain, networkFor, type ChainId } from '../catalogue/service';
+import { assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
 import { fundFromFaucet } from '../chains/devnet/faucet';
 import { faucetAddress } from '../chains/devnet/ledger';
@@ -9,10 +9,12 @@ import { sandboxDevnetChains } from '../chains/nodes';
 import type { ChainNodes } from '../chains/nodes';
 import { TransactionRejectedError } from '../chains/provider';
 import type { Config } from '../config';
-import { errors } from '../shared/errors';
-import { toDisplay } from '../shared/money';
+import { Organization } from '../organizations/entities';
+import { DomainError, errors } from '../shared/errors';
+import { toBaseUnits, toDisplay } from '../shared/money';
 import type { WorkflowStarter } from '../temporal/starter';
 import { chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from './flows/chain-scan';
+import { SandboxDeposit } from './entities';
 import { presentDeposit, recordTransfers, requiredConfirmations } from './service';
 
 /** How long the block helper waits for scanning to process the blocks it mined before answering. */
@@ -48,6 +50,7 @@ export async function simulateDeposit(em: EntityManager, config: Config, chains:
   const to = canonicalAddress(chain, auth.environment, input.address);
   if (!to) throw errors.validation(`address is not a ${chain} address on ${network}.`, 'address');
   const amount = assetAmount(input.amount, asset);
+  await withinDepositLimits(em, config, auth.organizationId, asset, amount);
 
   const tipHeight = (await (await chains.provider(chain, auth.environment, em)).tip()).height;
   let sent: { txid: string; position: string };
@@ -57,6 +60,7 @@ export async function simulateDeposit(em: EntityManager, config: Config, chains:
     if (error instanceof TransactionRejectedError) throw errors.invalid('deposit_refused', `The devnet refused the faucet's transfer: ${error.message}`, { details: { reason: error.reason } });
     throw error;
   }
+  em.create(SandboxDeposit, { organization: em.getReference(Organization, auth.organizationId), assetId: asset.id, amount: amount.toString(), txid: sent.txid, createdAt: new Date() });
   const recorded = await recordTransfers(
     em,
     { chain, environment: auth.environment, requiredConfirmations: requiredConfirmations(config, chain), tipHeight },
@@ -78,6 +82,60 @@ export async function simulateDeposit(em: EntityManager, config: Config, chains:
     position: sent.position,
     deposit: deposit ? presentDeposit(deposit) : null,
   };
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The caps of the deposit helper (SANDBOX_DEPOSIT_MAX_PER_REQUEST, SANDBOX_DEPOSIT_MAX_PER_DAY): 400
+ * `amount_too_large` above the per-request maximum, 429 `sandbox_deposit_limit` when the
+ * organization's deposits of the asset in the last 24 hours would pass the daily one, with what
+ * remains and when `amount` fits again. Holds a lock per organization and asset until the caller's
+ * transaction ends, so concurrent deposits cannot both take the last of the allowance.
+ */
+async function withinDepositLimits(em: EntityManager, config: Config, organizationId: string, asset: AssetInfo, amount: bigint): Promise<void> {
+  const perDay = toBaseUnits(config.SANDBOX_DEPOSIT_MAX_PER_DAY[asset.id]!, asset.decimals);
+  const configured = toBaseUnits(config.SANDBOX_DEPOSIT_MAX_PER_REQUEST[asset.id]!, asset.decimals);
+  const perRequest = configured < perDay ? configured : perDay;
+  const display = (value: bigint) => toDisplay(value, asset.decimals);
+  if (amount > perRequest) {
+    throw errors.invalid('amount_too_large', `A sandbox deposit sends at most ${display(perRequest)} ${asset.symbol}.`, {
+      param: 'amount',
+      details: { asset_id: asset.id, max_per_request: display(perRequest) },
+    });
+  }
+  await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`sandbox-deposits:${organizationId}:${asset.id}`]);
+  const since = new Date(Date.now() - DAY_MS);
+  const [row] = await em.execute<{ used: string }[]>(
+    'select coalesce(sum(amount), 0)::text as used from sandbox_deposits where organization_id = ? and asset_id = ? and created_at > ?',
+    [organizationId, asset.id, since],
+  );
+  const used = BigInt(row!.used);
+  if (used + amount <= perDay) return;
+  // The requested amount fits again once enough of the window's oldest deposits have aged out of it.
+  const [freed] = await em.execute<{ created_at: Date }[]>(
+    `select created_at from (
+       select created_at, sum(amount) over (order by created_at, id) as aged
+       from sandbox_deposits where organization_id = ? and asset_id = ? and created_at > ?
+     ) window_deposits where aged >= ? order by created_at limit 1`,
+    [organizationId, asset.id, since, (used + amount - perDay).toString()],
+  );
+  const availableAt = new Date(new Date(freed!.created_at).getTime() + DAY_MS);
+  const remaining = perDay > used ? perDay - used : 0n;
+  throw new DomainError({
+    kind: 'rate_limited',
+    code: 'sandbox_deposit_limit',
+    message: `Sandbox deposits of ${asset.symbol} are capped at ${display(perDay)} per organization in any 24 hours; ${display(remaining)} remains.`,
+    param: 'amount',
+    details: {
+      asset_id: asset.id,
+      max_per_day: display(perDay),
+      used: display(used),
+      remaining: display(remaining),
+      available_at: availableAt.toISOString(),
+      retry_after_seconds: Math.max(1, Math.ceil((availableAt.getTime() - Date.now()) / 1000)),
+    },
+  });
 }
 
 /**

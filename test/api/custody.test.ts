@@ -103,10 +103,39 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
     const solana = await createWallet('solana');
     assert.equal(solana.network, 'devnet');
     assert.equal(base58.decode(solana.primary_address.address).length, 32);
-    assert.match(solana.primary_address.derivation_path, /^m\/44'\/501'\/\d+'\/0'$/);
+    // Every sandbox wallet derives under the test networks' coin type 1 (BIP-44), whatever its chain.
+    assert.match(solana.primary_address.derivation_path, /^m\/44'\/1'\/\d+'\/0'$/);
+    assert.match(ethereum.primary_address.derivation_path, /^m\/44'\/1'\/\d+'\/0\/0$/);
+    assert.match(tron.primary_address.derivation_path, /^m\/44'\/1'\/\d+'\/0\/0$/);
 
     const fetched = await call('GET', `/v1/wallets/${bitcoin.id}`);
     assert.deepEqual(fetched.body, bitcoin);
+  });
+
+  it("derives sandbox keys under coin type 1, never on the seed's mainnet path; a wallet made before that keeps deriving its own", async () => {
+    const em = (await testOrm()).em.fork();
+    const derive = (chain: 'ethereum' | 'tron' | 'solana', coinType: number, account: number, index: number) =>
+      app.deps.keys.withKeys(em, org.organizationId, [{ chain, testnet: true, coinType, format: ({ ethereum: 'eip55', tron: 'base58check', solana: 'base58' } as const)[chain], account, index }], ([key]) => key!.address);
+    for (const chain of ['ethereum', 'tron', 'solana'] as const) {
+      const wallet = await createWallet(chain);
+      const row = await em.findOneOrFail(Wallet, { id: wallet.id });
+      assert.equal(row.coinType, 1, chain);
+      assert.equal(await derive(chain, 1, row.accountIndex, 0), wallet.primary_address.address, chain);
+      assert.notEqual(await derive(chain, { ethereum: 60, tron: 195, solana: 501 }[chain], row.accountIndex, 0), wallet.primary_address.address, `${chain}: not the mainnet path's key`);
+    }
+
+    // A sandbox Ethereum wallet from before coin type 1: the migration recorded 60, and its new addresses and signatures stay on 60.
+    const older = await createWallet('ethereum');
+    await em.nativeUpdate(Wallet, { id: older.id }, { coinType: 60 });
+    const account = (await em.findOneOrFail(Wallet, { id: older.id })).accountIndex;
+    const next = await call('POST', `/v1/wallets/${older.id}/addresses`, {});
+    assert.equal(next.status, 201, next.text);
+    assert.equal(next.body.derivation_path, `m/44'/60'/${account}'/0/1`);
+    assert.equal(next.body.address, await derive('ethereum', 60, account, 1));
+    const digest = bytesToHex(sha256(new TextEncoder().encode('older wallet')));
+    const signed = await call('POST', `/v1/wallets/${older.id}/sign`, { payload: digest, hash_function: 'no_op', address_id: next.body.id });
+    assert.equal(signed.status, 200, signed.text);
+    assert.equal(await recoverAddress({ hash: `0x${digest}`, signature: `0x${signed.body.signature}` }), next.body.address);
   });
 
   it('ignores a deprecated network that contradicts the environment, and uses mainnet for live keys', async () => {
@@ -121,6 +150,8 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
     assert.equal(wallet.body.network, 'mainnet');
     assert.match(wallet.body.primary_address.derivation_path, /^m\/84'\/0'\//);
     assert.ok(BitcoinAddress(NETWORK).decode(wallet.body.primary_address.address));
+    const liveEthereum = await call('POST', '/v1/wallets', { name: 'Live ETH', chain: 'ethereum', vault_id: liveVault.body.id }, live.secret);
+    assert.match(liveEthereum.body.primary_address.derivation_path, /^m\/44'\/60'\//, 'live wallets keep their chain\'s coin type');
 
     // A sandbox key of the same organization does not see live records, and the reverse.
     const liveSandboxKey = await live.key(['*'], 'sandbox');
@@ -445,7 +476,7 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
       // The seed is the one that signs: it derives the stored address of a wallet.
       const wallet = await createWallet('ethereum');
       const walletRow = await em.findOneOrFail(Wallet, { id: wallet.id });
-      const location = { chain: 'ethereum' as const, testnet: true, format: 'eip55' as const, account: walletRow.accountIndex, index: 0 };
+      const location = { chain: 'ethereum' as const, testnet: true, coinType: walletRow.coinType, format: 'eip55' as const, account: walletRow.accountIndex, index: 0 };
       const privateKeys: string[] = [];
       const derived = await app.deps.keys.withKeys(em, org.organizationId, [location], ([key]) => {
         privateKeys.push(bytesToHex(key!.privateKey));

@@ -18,7 +18,7 @@ import { BitcoinRpcProvider } from '../../src/chains/providers/bitcoin-rpc';
 import { EvmRpcProvider } from '../../src/chains/providers/evm-rpc';
 import { signTransfer, type FeeTerms, type TransferToSign } from '../../src/chains/transfers';
 import { RBF_SEQUENCE } from '../../src/chains/transfers/bitcoin';
-import { deriveKey, type BitcoinAddressFormat, type DerivedKey } from '../../src/keys/derivation';
+import { deriveKey, TESTNET_COIN_TYPE, type BitcoinAddressFormat, type DerivedKey } from '../../src/keys/derivation';
 import { DomainError } from '../../src/shared/errors';
 import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
 import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd } from '../support/btcd';
@@ -31,7 +31,7 @@ const ACCOUNT = randomInt(1, 2 ** 30);
 const FORMATS = { ethereum: 'eip55', tron: 'base58check', solana: 'base58' } as const;
 
 function key(chain: ChainId, index: number, format?: BitcoinAddressFormat): DerivedKey {
-  return deriveKey(SEED, { chain, testnet: true, format: format ?? (chain === 'bitcoin' ? 'p2wpkh' : FORMATS[chain]), account: ACCOUNT, index });
+  return deriveKey(SEED, { chain, testnet: true, coinType: TESTNET_COIN_TYPE, format: format ?? (chain === 'bitcoin' ? 'p2wpkh' : FORMATS[chain]), account: ACCOUNT, index });
 }
 
 const em = async () => (await testOrm()).em.fork() as EntityManager;

@@ -37,7 +37,7 @@ describe('Lean reads: detached copies of rows', () => {
     const vault = setup.create(Vault, { organization: setup.getReference(Organization, org.organizationId), environment: 'sandbox', name: 'Lean vault', metadata: { team: 'ops' }, createdAt: new Date(), updatedAt: new Date() });
     const wallet = setup.create(Wallet, {
       organization: setup.getReference(Organization, org.organizationId), vault, environment: 'sandbox', name: 'Lean wallet', chain: 'ethereum', network: 'sepolia',
-      walletType: 'hot', customerRefId: 'ref-1', metadata: { nested: { list: [1, 'two'] } }, accountIndex: 7, nextAddressIndex: 0, createdAt: new Date(), updatedAt: new Date(),
+      walletType: 'hot', customerRefId: 'ref-1', metadata: { nested: { list: [1, 'two'] } }, accountIndex: 7, coinType: 1, nextAddressIndex: 0, createdAt: new Date(), updatedAt: new Date(),
     });
     await setup.flush();
     // Balance rows come from the custody journal (an address-less entry moves only the wallet's row).
@@ -86,7 +86,7 @@ describe('Lean reads: detached copies of rows', () => {
     // A wallet with no balance rows reads with none; another organization's filter finds nothing.
     const bare = setup.create(Wallet, {
       organization: setup.getReference(Organization, org.organizationId), vault, environment: 'sandbox', name: 'Empty wallet', chain: 'ethereum', network: 'sepolia',
-      walletType: 'hot', metadata: {}, accountIndex: 8, nextAddressIndex: 0, createdAt: new Date(), updatedAt: new Date(),
+      walletType: 'hot', metadata: {}, accountIndex: 8, coinType: 1, nextAddressIndex: 0, createdAt: new Date(), updatedAt: new Date(),
     });
     await setup.flush();
     assert.deepEqual((await readOneWithChildren(em, Wallet, { id: bare.id, ...tenant }, { entity: WalletBalance, parentKey: 'wallet' }))?.children, []);

@@ -7,7 +7,7 @@ import { solanaRules } from '../../src/chains/devnet/rules/solana';
 import { DevnetRejection, type AccountTransaction } from '../../src/chains/devnet/rules/types';
 import { signTransfer } from '../../src/chains/transfers';
 import { LAMPORTS_PER_SIGNATURE, associatedTokenAccount } from '../../src/chains/transfers/solana';
-import { deriveKey } from '../../src/keys/derivation';
+import { deriveKey, TESTNET_COIN_TYPE } from '../../src/keys/derivation';
 
 const ABANDON = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
 /** Circle's USDC mint stands in for the devnet's. */
@@ -83,7 +83,7 @@ const refusal = (reason: DevnetRejection['reason']) => (error: unknown) => error
 
 describe('Devnet Solana rules', () => {
   const seed = mnemonicToSeedSync(ABANDON);
-  const key = (index: number) => deriveKey(seed, { chain: 'solana', testnet: true, format: 'base58', account: 0, index });
+  const key = (index: number) => deriveKey(seed, { chain: 'solana', testnet: true, coinType: TESTNET_COIN_TYPE, format: 'base58', account: 0, index });
   const faucet = key(0);
   const recipient = key(1);
   const stranger = key(2);

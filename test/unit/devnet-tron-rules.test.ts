@@ -6,7 +6,7 @@ import { mnemonicToSeedSync } from '@scure/bip39';
 import { TRON_TRANSFER_FEE_SUN, tronRules } from '../../src/chains/devnet/rules/tron';
 import { DevnetRejection, type AccountTransaction } from '../../src/chains/devnet/rules/types';
 import { signTransfer } from '../../src/chains/transfers';
-import { deriveKey } from '../../src/keys/derivation';
+import { deriveKey, TESTNET_COIN_TYPE } from '../../src/keys/derivation';
 
 const ABANDON = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
 /** Any valid Tron address serves as the devnet's USDT contract here. */
@@ -69,7 +69,7 @@ const refusal = (reason: DevnetRejection['reason']) => (error: unknown) => error
 
 describe('Devnet Tron rules', () => {
   const seed = mnemonicToSeedSync(ABANDON);
-  const key = (index: number) => deriveKey(seed, { chain: 'tron', testnet: true, format: 'base58check', account: 0, index });
+  const key = (index: number) => deriveKey(seed, { chain: 'tron', testnet: true, coinType: TESTNET_COIN_TYPE, format: 'base58check', account: 0, index });
   const faucet = key(0);
   const recipient = key(1);
   const stranger = key(2);

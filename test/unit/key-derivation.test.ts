@@ -5,7 +5,7 @@ import { base58 } from '@scure/base';
 import { mnemonicToSeedSync } from '@scure/bip39';
 import { Address as BitcoinAddress, NETWORK, TEST_NETWORK } from '@scure/btc-signer';
 import { isAddress } from 'viem';
-import { deriveKey, derivationPath, slip10Ed25519, type KeyLocation } from '../../src/keys/derivation';
+import { coinTypeFor, deriveKey, derivationPath, slip10Ed25519, type KeyLocation } from '../../src/keys/derivation';
 import { mnemonicToSeed } from '../../src/keys/service';
 
 const ABANDON = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
@@ -16,8 +16,9 @@ describe('Key derivation against published vectors', () => {
     seed = await mnemonicToSeed(ABANDON);
   });
 
+  /** The coin type a new wallet of the network gets, unless the location names one. */
   const at = (location: Partial<KeyLocation> & Pick<KeyLocation, 'chain' | 'format'>) =>
-    deriveKey(seed, { testnet: false, account: 0, index: 0, ...location });
+    deriveKey(seed, { testnet: false, account: 0, index: 0, coinType: coinTypeFor(location.chain, location.testnet ?? false), ...location });
 
   it('computes the BIP-39 seed as the reference implementation does', () => {
     assert.equal(bytesToHex(seed), bytesToHex(mnemonicToSeedSync(ABANDON)));
@@ -59,8 +60,18 @@ describe('Key derivation against published vectors', () => {
     assert.equal(key.path, "m/44'/60'/0'/0/0");
     assert.equal(key.address, '0x9858EfFD232B4033E47d90003D41EC34EcaEda94');
     assert.ok(isAddress(key.address, { strict: true }));
-    // Testnets keep coin type 60, as Ethereum wallets do: the address is the same form.
-    assert.equal(at({ chain: 'ethereum', format: 'eip55', testnet: true }).address, key.address);
+  });
+
+  it('derives new testnet wallets of every chain under coin type 1, so their keys hold no mainnet path; an older wallet keeps its coin type', () => {
+    const mainnet = { ethereum: 'eip55', tron: 'base58check', solana: 'base58' } as const;
+    for (const [chain, format] of Object.entries(mainnet) as [keyof typeof mainnet, (typeof mainnet)[keyof typeof mainnet]][]) {
+      const live = at({ chain, format });
+      const sandbox = at({ chain, format, testnet: true });
+      assert.equal(sandbox.path, live.path.replace(/^m\/44'\/\d+'/, "m/44'/1'"), chain);
+      assert.notEqual(sandbox.address, live.address, chain);
+      // A sandbox wallet made before coin type 1 records its chain's coin type and derives what it always did.
+      assert.equal(at({ chain, format, testnet: true, coinType: coinTypeFor(chain, false) }).address, live.address, chain);
+    }
   });
 
   it("derives Tron at m/44'/195'/0'/0/0 as base58check with the 0x41 prefix", () => {
@@ -86,9 +97,9 @@ describe('Key derivation against published vectors', () => {
   });
 
   it('places each wallet on its own account and each address on the next index', () => {
-    assert.equal(derivationPath({ chain: 'bitcoin', format: 'p2tr', testnet: true, account: 3, index: 7 }), "m/86'/1'/3'/0/7");
-    assert.equal(derivationPath({ chain: 'ethereum', format: 'eip55', testnet: false, account: 2, index: 5 }), "m/44'/60'/2'/0/5");
-    assert.equal(derivationPath({ chain: 'solana', format: 'base58', testnet: true, account: 1, index: 4 }), "m/44'/501'/1'/4'");
+    assert.equal(derivationPath({ chain: 'bitcoin', format: 'p2tr', testnet: true, coinType: 1, account: 3, index: 7 }), "m/86'/1'/3'/0/7");
+    assert.equal(derivationPath({ chain: 'ethereum', format: 'eip55', testnet: false, coinType: 60, account: 2, index: 5 }), "m/44'/60'/2'/0/5");
+    assert.equal(derivationPath({ chain: 'solana', format: 'base58', testnet: true, coinType: 1, account: 1, index: 4 }), "m/44'/1'/1'/4'");
     const accounts = new Set([0, 1, 2].map((account) => at({ chain: 'ethereum', format: 'eip55', account }).address));
     assert.equal(accounts.size, 3);
   });

@@ -9,7 +9,7 @@ import { TransactionRejectedError, type FeeMarket } from '../provider';
 import { erc20TransferData } from '../transfers/ethereum';
 import { signTransfer, type FeeTerms, type SigningKey, type TransferToSign } from '../transfers';
 import { DevnetOutput } from './entities';
-import { acceptLocked, devnetFeeMarket, devnetTip, faucetAddress, pendingNonce, underChainLock } from './ledger';
+import { acceptLocked, devnetFeeMarket, devnetTip, faucetAddress, pendingNonce, replenishFaucet, underChainLock } from './ledger';
 import { BITCOIN_DUST_LIMIT, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS, faucetPrivateKey, faucetPublicKey } from './params';
 import { intrinsicGas, TOKEN_TRANSFER_EXECUTION_GAS } from './rules/ethereum';
 
@@ -28,7 +28,7 @@ export interface FaucetTransfer {
 /**
  * Sends `amount` of `assetId` from the devnet's faucet to `to`: a transaction built and signed by
  * signTransfer with the faucet key, at the medium fee level, accepted into the mempool like any
- * broadcast and mined by the next block. `position` is the transfer's position as block() will report
+ * broadcast and mined by the next block; replenished first when it runs low (replenishFaucet). `position` is the transfer's position as block() will report
  * it (`out:<vout>`, `native`, `log:<n>` counted within the transaction, `ix:<n>`). Throws
  * TransactionRejectedError (a bad address, say).
  */
@@ -36,6 +36,7 @@ export function fundFromFaucet(em: EntityManager, chain: ChainId, transfer: Fauc
   return underChainLock(em, chain, async (tx) => {
     const faucet = faucetAddress(chain);
     const key: SigningKey = { address: faucet, publicKey: faucetPublicKey(chain), privateKey: faucetPrivateKey(chain) };
+    await replenishFaucet(tx, chain, transfer.assetId, transfer.amount);
     const [market, tip] = await Promise.all([devnetFeeMarket(tx, chain), devnetTip(tx, chain)]);
     const base: Omit<TransferToSign, 'fee'> = {
       chain,

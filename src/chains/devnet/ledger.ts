@@ -131,12 +131,8 @@ async function acceptAccount(tx: EntityManager, chain: ChainId, decoded: Account
   }
   // What the sender's confirmed balances must cover: this transaction and the ones it already has in the mempool.
   const native = DEVNET_PARAMS[chain].nativeAssetId;
-  const owed = new Map<string, bigint>();
+  const owed = owedByPending(pending, native);
   const owe = (assetId: string, amount: bigint) => owed.set(assetId, (owed.get(assetId) ?? 0n) + amount);
-  for (const entry of pending) {
-    owe(native, BigInt(entry.maxFee));
-    for (const transfer of entry.transfers) owe(transfer.assetId, BigInt(transfer.amount));
-  }
   const needed = new Set<string>([native]);
   owe(native, decoded.maxFee);
   for (const transfer of decoded.transfers) {
@@ -173,6 +169,46 @@ async function acceptAccount(tx: EntityManager, chain: ChainId, decoded: Account
   return { txid: decoded.txid, transfers: decoded.transfers };
 }
 
+/** What an account's mempool transactions may take of each asset: their transfers, and their most fee in the native one. */
+function owedByPending(pending: DevnetTransaction[], native: string): Map<string, bigint> {
+  const owed = new Map<string, bigint>();
+  const owe = (assetId: string, amount: bigint) => owed.set(assetId, (owed.get(assetId) ?? 0n) + amount);
+  for (const entry of pending) {
+    owe(native, BigInt(entry.maxFee));
+    for (const transfer of entry.transfers) owe(transfer.assetId, BigInt(transfer.amount));
+  }
+  return owed;
+}
+
+/**
+ * Keeps the faucet able to pay, whatever the sandbox takes from it (inside the chain's lock, before
+ * it sends `amount` of `assetId`): when what it can still spend of that asset, or of the native one
+ * for the fee, would leave less than half its genesis balance, it gets its genesis balance plus the
+ * amount more. Bitcoin mines a block whose coinbase pays that on top of its subsidy (the regtest
+ * way: mining to the faucet); account chains credit the faucet's balance, as a development node's
+ * setBalance does. Nobody else's balance moves, so a faucet emptied by deposits is full again for the next.
+ */
+export async function replenishFaucet(tx: EntityManager, chain: ChainId, assetId: string, amount: bigint): Promise<void> {
+  const params = DEVNET_PARAMS[chain];
+  const faucet = faucetAddress(chain);
+  const shortfall = (assetId: string, spendable: bigint, needed: bigint): bigint => {
+    const genesis = params.genesis[assetId]!;
+    return spendable - needed < genesis / 2n ? genesis + needed : 0n;
+  };
+  if (rulesFor(chain).buildCoinbase) {
+    const unspent = await tx.find(DevnetOutput, { chain, address: faucet, spentBy: null });
+    const topUp = shortfall(assetId, unspent.reduce((sum, output) => sum + BigInt(output.amount), 0n), amount);
+    if (topUp > 0n) await mineBlock(tx, chain, (await tipBlock(tx, chain))!, null, topUp);
+    return;
+  }
+  const owed = owedByPending(await tx.find(DevnetTransaction, { chain, sender: faucet, status: 'mempool' }), params.nativeAssetId);
+  const needs = new Map([[params.nativeAssetId, 0n], [assetId, amount]]);
+  for (const [id, needed] of needs) {
+    const topUp = shortfall(id, (await devnetBalance(tx, chain, faucet, id)) - (owed.get(id) ?? 0n), needed);
+    if (topUp > 0n) await moveBalance(tx, chain, faucet, id, topUp);
+  }
+}
+
 /**
  * Mines `count` blocks at once under the chain's lock. With `producedBy` (a workflow step's id), a
  * request already carried out mines nothing more and answers the tip it produced: a retried activity
@@ -190,7 +226,8 @@ export function mineDevnetBlocks(em: EntityManager, chain: ChainId, count: numbe
   });
 }
 
-async function mineBlock(tx: EntityManager, chain: ChainId, parent: DevnetBlock, producedBy: string | null): Promise<DevnetBlock> {
+/** `faucetTopUp`: Bitcoin, what the coinbase pays the faucet besides the subsidy and the fees (replenishFaucet). */
+async function mineBlock(tx: EntityManager, chain: ChainId, parent: DevnetBlock, producedBy: string | null, faucetTopUp = 0n): Promise<DevnetBlock> {
   const params = DEVNET_PARAMS[chain];
   const rules = rulesFor(chain);
   const height = parent.height + 1;
@@ -201,7 +238,7 @@ async function mineBlock(tx: EntityManager, chain: ChainId, parent: DevnetBlock,
   if (rules.buildCoinbase) {
     const chosen = await selectUtxo(tx, chain, mempool, params.blockCapacity);
     const fees = chosen.reduce((sum, entry) => sum + BigInt(entry.maxFee), 0n);
-    const coinbase = storeUtxo(tx, chain, rules.buildCoinbase({ height, address: faucetAddress(chain), amount: BITCOIN_BLOCK_SUBSIDY + fees }), true);
+    const coinbase = storeUtxo(tx, chain, rules.buildCoinbase({ height, address: faucetAddress(chain), amount: BITCOIN_BLOCK_SUBSIDY + fees + faucetTopUp }), true);
     included = [coinbase, ...chosen];
     await tx.flush();
     await applyUtxo(tx, chain, included);
@@ -381,8 +418,9 @@ export async function devnetTip(em: EntityManager, chain: ChainId): Promise<Devn
   return (await tipBlock(em, chain))!;
 }
 
+/** Read afresh: balances move by SQL (moveBalance), which an entity loaded earlier in the same EntityManager would not show. */
 export async function devnetBalance(em: EntityManager, chain: ChainId, address: string, assetId: string): Promise<bigint> {
-  const row = await em.findOne(DevnetBalance, { chain, address, assetId });
+  const row = await em.findOne(DevnetBalance, { chain, address, assetId }, { refresh: true });
   return row ? BigInt(row.amount) : 0n;
 }
 
