@@ -53,14 +53,15 @@ interface RouteBase<P extends ZodType, Q extends ZodType, B extends ZodType> {
   deprecated?: boolean;
 }
 
-export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B extends ZodType> extends RouteBase<P, Q, B> {
+export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B extends ZodType, R = undefined> extends RouteBase<P, Q, B> {
   /** The scope the key must hold (any one of a list); `authenticated` admits any valid key. */
   scope: RequiredScope;
   /** Sandbox helpers: a live key gets 404, as if the route did not exist. */
   sandboxOnly?: boolean;
   /**
    * The handler opens its own transactions (`deps.starter.transaction`), so it can wait on the
-   * workflow it started once they have committed, holding no transaction or lock meanwhile.
+   * workflow it started once they have committed, holding no transaction or lock meanwhile; or it
+   * only reads, a node among others, holding no transaction while the node answers.
    */
   ownTransactions?: boolean;
   /**
@@ -69,7 +70,14 @@ export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B exte
    * format rather than in the REST envelope. `documentedAs` describes the body for OpenAPI.
    */
   rawJsonBody?: { documentedAs: ZodType };
-  handler: (input: HandlerInput<z.infer<P>, z.infer<Q>, z.infer<B>, AuthContext>) => Promise<HandlerResult>;
+  /**
+   * What the handler needs from outside the database (a chain node's fee market, gas estimates),
+   * read before its transaction opens (and after an Idempotency-Key replay is ruled out), so no pooled
+   * connection or row lock waits on the network. Its `em` is outside any transaction; the handler
+   * gets the answer as `prepared`. A refusal here is the request's outcome, as the handler's would be.
+   */
+  prepare?: (input: HandlerInput<z.infer<P>, z.infer<Q>, z.infer<B>, AuthContext>) => Promise<R>;
+  handler: (input: HandlerInput<z.infer<P>, z.infer<Q>, z.infer<B>, AuthContext> & { prepared: R }) => Promise<HandlerResult>;
 }
 
 export interface PublicRoute<P extends ZodType, Q extends ZodType, B extends ZodType> extends RouteBase<P, Q, B> {
@@ -109,11 +117,11 @@ export class RouteRegistry {
     });
   }
 
-  add<P extends ZodType = typeof NoInput, Q extends ZodType = typeof NoInput, B extends ZodType = typeof NoInput>(
-    route: AuthenticatedRoute<P, Q, B>,
+  add<P extends ZodType = typeof NoInput, Q extends ZodType = typeof NoInput, B extends ZodType = typeof NoInput, R = undefined>(
+    route: AuthenticatedRoute<P, Q, B, R>,
   ): void;
   add<P extends ZodType = typeof NoInput, Q extends ZodType = typeof NoInput, B extends ZodType = typeof NoInput>(route: PublicRoute<P, Q, B>): void;
-  add<P extends ZodType, Q extends ZodType, B extends ZodType>(route: AuthenticatedRoute<P, Q, B> | PublicRoute<P, Q, B>): void {
+  add<P extends ZodType, Q extends ZodType, B extends ZodType>(route: AuthenticatedRoute<P, Q, B, unknown> | PublicRoute<P, Q, B>): void {
     this.registerOpenApi(route);
     this.operations.push({ method: route.method, path: route.path });
     this.router[route.method](route.path, async (ctx: AppContext) => {
@@ -126,8 +134,15 @@ export class RouteRegistry {
       // What Idempotency-Key hashes: the parsed body, or the text itself for a raw-body route.
       const rawBody = takesRawBody ? rawText : route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
       const body = route.body ? parse(route.body, rawBody === undefined ? {} : rawBody, 'body') : takesRawBody ? ({} as never) : rejectUnexpectedBody(rawBody);
-      const handler = route.handler as (input: HandlerInput<unknown, unknown, unknown, AuthContext | undefined>) => Promise<HandlerResult>;
-      const handle = (em: () => EntityManager) => handler({ params, query, body, rawBody: rawText, auth, get em() { return em(); }, ctx, deps: this.deps });
+      type Input = HandlerInput<unknown, unknown, unknown, AuthContext | undefined>;
+      const handler = route.handler as (input: Input & { prepared: unknown }) => Promise<HandlerResult>;
+      const input = (em: () => EntityManager): Input => ({ params, query, body, rawBody: rawText, auth, get em() { return em(); }, ctx, deps: this.deps });
+      const preparer = route.scope === 'public' ? undefined : ((route as AuthenticatedRoute<P, Q, B, unknown>).prepare as ((input: Input) => Promise<unknown>) | undefined);
+      let prepared: unknown;
+      const prepare = async (em: EntityManager) => {
+        if (preparer) prepared = await preparer(input(() => em));
+      };
+      const handle = (em: () => EntityManager) => handler({ ...input(em), prepared });
       let transaction: EntityManager | undefined;
       const run = (transactionEm: EntityManager) => {
         transaction = transactionEm;
@@ -144,11 +159,10 @@ export class RouteRegistry {
       } else {
         const em = this.deps.orm.em.fork();
         if (auth && idempotencyKey && route.method === 'post') {
-          result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, ownTransactions, run);
-        } else if (ownTransactions) {
-          result = await run(em);
+          result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, ownTransactions, prepare, run);
         } else {
-          result = await em.transactional(run);
+          await prepare(em);
+          result = ownTransactions ? await run(em) : await em.transactional(run);
         }
       }
       // Committed: fire the workflow starts the handler recorded (deliveries included).
@@ -183,6 +197,7 @@ export class RouteRegistry {
     rawBody: unknown,
     defaultStatus: number,
     ownTransactions: boolean,
+    prepare: (em: EntityManager) => Promise<void>,
     run: (em: EntityManager) => Promise<HandlerResult>,
   ): Promise<HandlerResult> {
     if (key.length > 255) throw errors.validation('Idempotency-Key must be at most 255 characters.', 'Idempotency-Key');
@@ -202,6 +217,7 @@ export class RouteRegistry {
     // The body is serialized once: the text sent is the text stored, so a replay matches it byte for byte.
     const sent = (result: HandlerResult, response: StoredResponse): HandlerResult => ({ ...result, status: response.status, body: response.body, contentType: response.contentType });
     try {
+      await prepare(em);
       if (ownTransactions) {
         // The handler commits its own transactions, so its response is stored after them, unfenced: a
         // crash in between leaves the claim in flight, and a retry after the lock timeout runs the

@@ -4,7 +4,7 @@ import type { AuthContext } from '../api-keys/auth-context';
 import { assetAmount, assetById } from '../catalogue/service';
 import { NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
-import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type Eip1559FeeMarket, type FeeLevel } from '../chains/provider';
+import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type Eip1559FeeMarket, type FeeLevel, type FeeMarket } from '../chains/provider';
 import type { TransferToSign } from '../chains/transfers';
 import type { Config } from '../config';
 import { lockCustodyFunds, postCustodyEntry } from '../custody/journal';
@@ -67,10 +67,10 @@ export function replacementTerms(previous: Eip1559Terms, market: Eip1559FeeMarke
  * The fee terms of a replacement outbidding the send's newest candidate (Ethereum: `replacementTerms`;
  * Bitcoin: `bitcoinReplacementTerms`), or null when a capped price cannot outbid.
  */
-async function priceReplacement(em: EntityManager, config: Config, chains: ChainNodes, transaction: OutgoingTransaction, plan: ReplacementPlan): Promise<{ terms: StoredFeeTerms; feeLimit: bigint } | null> {
+async function priceReplacement(em: EntityManager, config: Config, transaction: OutgoingTransaction, plan: ReplacementPlan): Promise<{ terms: StoredFeeTerms; feeLimit: bigint } | null> {
   const newest = await newestReplacement(em, transaction.id);
   const previous = newest?.feeTerms ?? transaction.feeTerms;
-  const market = await readFeeMarket(chains, transaction.chain, transaction.environment, em);
+  const { market } = plan;
   if (market.model === 'per_byte' && previous.model === 'per_byte') {
     const rate = plan.feeRate === undefined ? market.satPerVbyte[plan.level] : bitcoinSendOptions({ fee_rate: plan.feeRate }, null, market, config.FEE_MARKET_MAX_MULTIPLE).feeRate!;
     return bitcoinReplacementTerms({
@@ -103,6 +103,8 @@ interface ReplacementPlan {
   /** Automatic bumps: the fee limit the price is lowered to. */
   cap: bigint | null;
   apiKeyId: string;
+  /** The chain's fee market, read before the caller's transaction opened (no lock waits on the node). */
+  market: FeeMarket;
 }
 
 /**
@@ -114,12 +116,11 @@ interface ReplacementPlan {
 async function recordReplacement(
   em: EntityManager,
   config: Config,
-  chains: ChainNodes,
   initiator: MovementInitiator,
   transaction: OutgoingTransaction,
   plan: ReplacementPlan,
 ): Promise<TransactionReplacement | null> {
-  const priced = await priceReplacement(em, config, chains, transaction, plan);
+  const priced = await priceReplacement(em, config, transaction, plan);
   if (!priced) return null;
   const native = nativeAssetOf(transaction);
   if (plan.maxFee !== null && priced.feeLimit > plan.maxFee) {
@@ -178,7 +179,7 @@ async function recordReplacement(
  * broadcast yet, or mined, or final: 409 invalid_state_transition. Only Ethereum (same nonce) and
  * Bitcoin (BIP-125) sends are replaced; a sponsored send's fee is the station's exact fuel: 400.
  */
-export async function requestReplacement(em: EntityManager, config: Config, chains: ChainNodes, auth: AuthContext, id: string, kind: ReplacementKind, body: ReplacementRequest) {
+export async function requestReplacement(em: EntityManager, config: Config, auth: AuthContext, id: string, kind: ReplacementKind, body: ReplacementRequest, market: FeeMarket) {
   const found = await findTransaction(em, auth, id);
   const transaction = await em.findOneOrFail(OutgoingTransaction, { id: found.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['fromAddress', 'wallet'] });
   if (body.fee_rate !== undefined && transaction.chain !== 'bitcoin') {
@@ -203,7 +204,7 @@ export async function requestReplacement(em: EntityManager, config: Config, chai
   }
   const native = nativeAssetOf(transaction);
   const maxFee = body.max_fee === undefined ? null : assetAmount(body.max_fee, native, 'max_fee', false);
-  const replacement = await recordReplacement(em, config, chains, auth, transaction, {
+  const replacement = await recordReplacement(em, config, auth, transaction, {
     kind,
     origin: 'api',
     level: body.fee_level ?? 'high',
@@ -211,9 +212,16 @@ export async function requestReplacement(em: EntityManager, config: Config, chai
     maxFee,
     cap: null,
     apiKeyId: auth.apiKeyId,
+    market,
   });
   if (!replacement) throw new Error('an uncapped replacement price is always found');
   return presentTransaction(em, transaction);
+}
+
+/** The fee market a speed-up or cancel of send `id` is priced on, read before the request's transaction opens (404 for a send not the caller's). */
+export async function readReplacementMarket(em: EntityManager, chains: ChainNodes, auth: AuthContext, id: string): Promise<FeeMarket> {
+  const transaction = await findTransaction(em, auth, id);
+  return readFeeMarket(chains, transaction.chain, transaction.environment, em);
 }
 
 /**
@@ -245,12 +253,13 @@ async function bumpAutomatically(deps: LifecycleDeps, provider: ChainProvider, t
     automationRuleId: transactionWorkflowId(transaction.id),
     actorKeyId: transaction.apiKeyId === 'system' ? null : transaction.apiKeyId,
   };
+  const market = await readFeeMarket(deps.chains, transaction.chain, transaction.environment);
   try {
     const recorded = await deps.transaction(async (em) => {
       const row = await lockedRow(em, transaction.id);
       if (row.status !== 'broadcast') return null;
       const newest = await newestReplacement(em, row.id);
-      return recordReplacement(em, deps.config, deps.chains, initiator, row, {
+      return recordReplacement(em, deps.config, initiator, row, {
         kind: newest?.kind ?? 'speed_up',
         origin: 'automatic',
         level: 'high',
@@ -258,6 +267,7 @@ async function bumpAutomatically(deps: LifecycleDeps, provider: ChainProvider, t
         maxFee: null,
         cap: automaticBumpCap(row, deps.config),
         apiKeyId: row.apiKeyId,
+        market,
       });
     });
     if (recorded) return recorded.id;

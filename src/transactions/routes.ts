@@ -3,9 +3,9 @@ import { listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
 import { OutgoingTransaction } from './entities';
 import { estimateFee } from './estimate';
-import { requestReplacement } from './replacements';
+import { readReplacementMarket, requestReplacement } from './replacements';
 import { CancelTransactionBody, CreateTransactionBody, EstimateFeeBody, FeeEstimation, SpeedUpTransactionBody, TransactionListQuery, TransactionObject, TransactionParams } from './schemas';
-import { createTransaction, findTransaction, presentTransaction, transactionPresenter } from './service';
+import { createTransaction, findTransaction, presentTransaction, readSendFromNode, transactionPresenter } from './service';
 
 const TAG = 'Transactions';
 
@@ -23,6 +23,8 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     scope: 'custody:read',
     body: EstimateFeeBody,
     response: { status: 200, description: 'The fee estimation', schema: FeeEstimation },
+    // Reads only, the node's among them: no transaction is held open while the node answers.
+    ownTransactions: true,
     handler: async ({ auth, em, body, deps }) => ({ body: await estimateFee(em, deps.config, deps.chains, auth, body) }),
   });
 
@@ -39,7 +41,9 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     scope: 'transactions:write',
     body: CreateTransactionBody,
     response: { status: 201, description: 'The transaction, pending', schema: TransactionObject },
-    handler: async ({ auth, em, body, deps }) => ({ status: 201, body: await createTransaction(em, deps.config, deps.chains, auth, body) }),
+    // The node's part (fee market, gas) is read before the transaction opens: no connection or lock waits on the node.
+    prepare: ({ auth, em, body, deps }) => readSendFromNode(em, deps.config, deps.chains, auth, body),
+    handler: async ({ auth, em, body, deps, prepared }) => ({ status: 201, body: await createTransaction(em, deps.config, deps.chains, auth, body, { nodeReads: prepared }) }),
   });
 
   routes.add({
@@ -58,7 +62,8 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     params: TransactionParams,
     body: SpeedUpTransactionBody,
     response: { status: 200, description: 'The transaction, its new replacement listed as requested', schema: TransactionObject },
-    handler: async ({ auth, em, params, body, deps }) => ({ body: await requestReplacement(em, deps.config, deps.chains, auth, params.id, 'speed_up', body) }),
+    prepare: ({ auth, em, params, deps }) => readReplacementMarket(em, deps.chains, auth, params.id),
+    handler: async ({ auth, em, params, body, deps, prepared }) => ({ body: await requestReplacement(em, deps.config, auth, params.id, 'speed_up', body, prepared) }),
   });
 
   routes.add({
@@ -75,7 +80,8 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     params: TransactionParams,
     body: CancelTransactionBody,
     response: { status: 200, description: 'The transaction, its cancel listed as requested', schema: TransactionObject },
-    handler: async ({ auth, em, params, body, deps }) => ({ body: await requestReplacement(em, deps.config, deps.chains, auth, params.id, 'cancel', body) }),
+    prepare: ({ auth, em, params, deps }) => readReplacementMarket(em, deps.chains, auth, params.id),
+    handler: async ({ auth, em, params, body, deps, prepared }) => ({ body: await requestReplacement(em, deps.config, auth, params.id, 'cancel', body, prepared) }),
   });
 
   routes.add({

@@ -14,7 +14,7 @@ import { requiredConfirmations } from '../monitoring/service';
 import { isAutomation, judgeMovement, type MovementInitiator } from '../movements/gate';
 import type { DestinationType, OperationType } from '../policies/schema';
 import type { EvaluationResult } from '../policies/evaluator';
-import { errors } from '../shared/errors';
+import { DomainError, errors } from '../shared/errors';
 import { isUuid, uuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
@@ -50,6 +50,75 @@ export interface AutomatedSend {
   funding?: { model: FundingModel; station: GasStation };
   /** The chain's fee market, read by the caller before it took its locks: a send made under a lock must not wait on a node. */
   market?: FeeMarket;
+  /** What the node said of this send (readSendFromNode), read before the caller's transaction opened. */
+  nodeReads?: SendNodeReads;
+}
+
+/**
+ * What a send needs from its chain's node: the fee market, and each address it may leave from with
+ * the gas its transfer takes from there (ERC-20 and sponsored sends; none for plain ether, Bitcoin
+ * and flat-fee chains). Read before the send's transaction opens, so no pooled connection or row
+ * lock waits on the node.
+ */
+export interface SendNodeReads {
+  market: FeeMarket;
+  senders: { addressId: string; gas: SendGas | undefined }[];
+}
+
+/**
+ * The node's part of a send, read outside any transaction: the request is checked first (bad input
+ * is 400 before any node is asked), then the market, the token's contract, and the gas from each
+ * candidate sending address. The first candidate's estimate refusing the transfer refuses the send
+ * (400 gas_estimate_failed); a later candidate's drops that candidate.
+ */
+export async function readSendFromNode(
+  em: EntityManager,
+  config: Config,
+  chains: ChainNodes,
+  auth: MovementInitiator,
+  input: CreateTransactionInput,
+  automation: Pick<AutomatedSend, 'fromAddress' | 'market'> = {},
+): Promise<SendNodeReads> {
+  const transfer = await resolveTransfer(em, auth, input);
+  checkSendOptions(transfer, input);
+  const { wallet, chain, asset, toAddress, amount } = transfer;
+  const market = automation.market ?? (await readFeeMarket(chains, chain.id, auth.environment, em));
+  const provider = await chains.provider(chain.id, auth.environment, em);
+  if (asset.type !== 'native' && !provider.tokenAddress(asset.id)) {
+    throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });
+  }
+  const candidates = automation.fromAddress ? [automation.fromAddress] : await sendingCandidates(em, wallet, asset, amount);
+  const senders: SendNodeReads['senders'] = [];
+  for (const sender of candidates) {
+    try {
+      senders.push({ addressId: sender.id, gas: market.model === 'eip1559' ? await sendGas(config, provider, asset, sender.address, toAddress, amount, input.sponsor === true) : undefined });
+    } catch (error) {
+      if (senders.length === 0 || !(error instanceof DomainError)) throw error;
+    }
+  }
+  return { market, senders };
+}
+
+/** The request's options that fit no send of its chain or amount: 400 before anything is read or locked. */
+function checkSendOptions(transfer: ResolvedTransfer, input: CreateTransactionInput): void {
+  const { chain, gross } = transfer;
+  const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
+  if (bitcoinOnly && chain.id !== 'bitcoin') {
+    throw errors.invalid('bitcoin_only', `${bitcoinOnly} is coin control and fee-rate control for Bitcoin; a ${chain.id} wallet cannot use it.`, { param: bitcoinOnly });
+  }
+  if (input.inputs && gross) {
+    throw errors.invalid('inputs_with_gross_amount', 'inputs (coin control) cannot be combined with treat_as_gross_amount: choose the inputs, or let the fee come out of the amount.', {
+      param: 'inputs',
+    });
+  }
+  if (input.fill_fee_from_unselected !== undefined && !input.inputs) {
+    throw errors.validation('fill_fee_from_unselected tops up pinned inputs: it needs inputs.', 'fill_fee_from_unselected');
+  }
+  if (input.sponsor && gross) {
+    throw errors.invalid('sponsored_gross_amount', 'A sponsored fee is paid by a gas station, not out of the amount: send without treat_as_gross_amount.', {
+      param: 'treat_as_gross_amount',
+    });
+  }
 }
 
 /** The fee a send is signed with, the most it can cost (what is locked), and for Bitcoin the coins it spends. */
@@ -70,35 +139,17 @@ interface FeePlan {
  * whole request back: nothing is locked, recorded or announced.
  */
 export async function createTransaction(em: EntityManager, config: Config, chains: ChainNodes, auth: MovementInitiator, input: CreateTransactionInput, automation: AutomatedSend = {}) {
+  // Read here (inside the caller's transaction) only by callers that did not read it before.
+  const reads = automation.nodeReads ?? (await readSendFromNode(em, config, chains, auth, input, automation));
   const transfer = await resolveTransfer(em, auth, input);
+  checkSendOptions(transfer, input);
   const { wallet, chain, asset, native, toAddress, amount, gross } = transfer;
-  const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
-  if (bitcoinOnly && chain.id !== 'bitcoin') {
-    throw errors.invalid('bitcoin_only', `${bitcoinOnly} is coin control and fee-rate control for Bitcoin; a ${chain.id} wallet cannot use it.`, { param: bitcoinOnly });
-  }
-  if (input.inputs && gross) {
-    throw errors.invalid('inputs_with_gross_amount', 'inputs (coin control) cannot be combined with treat_as_gross_amount: choose the inputs, or let the fee come out of the amount.', {
-      param: 'inputs',
-    });
-  }
-  if (input.fill_fee_from_unselected !== undefined && !input.inputs) {
-    throw errors.validation('fill_fee_from_unselected tops up pinned inputs: it needs inputs.', 'fill_fee_from_unselected');
-  }
-  if (input.sponsor && gross) {
-    throw errors.invalid('sponsored_gross_amount', 'A sponsored fee is paid by a gas station, not out of the amount: send without treat_as_gross_amount.', {
-      param: 'treat_as_gross_amount',
-    });
-  }
+  const { market } = reads;
   const pinned = input.inputs?.map(pinnedInput);
   // Sponsored: the organization's gas station (else the platform's sponsorship) pays the fee, priced at the station's strategy unless the caller names a level.
   const funding = input.sponsor ? (automation.funding ?? (await chooseFunding(em, config, auth, chain.id))) : null;
   const level = funding ? sponsoredLevel(funding.station, input.fee_level) : (input.fee_level ?? 'medium');
 
-  const market = automation.market ?? (await readFeeMarket(chains, chain.id, auth.environment, em));
-  const provider = await chains.provider(chain.id, auth.environment, em);
-  if (asset.type !== 'native' && !provider.tokenAddress(asset.id)) {
-    throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });
-  }
   // The lock's reference is the send's id, known before the row is written.
   const transactionId = uuid();
   const { from, plan, lockedAmount, lockedFee } = await planAndLock(em, {
@@ -107,11 +158,11 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     native,
     amount,
     reference: { type: 'transaction', id: transactionId },
-    senders: automation.fromAddress ? [automation.fromAddress] : await sendingCandidates(em, wallet, asset, amount),
+    senders: await readSenders(em, wallet, reads),
     plan: async (sender) => {
       // Net: amount to the recipient, fee on top. Gross: the recipient gets amount - fee limit, and the whole amount is locked.
       // Sponsored: the fee arrives as fuel from the station before the send is signed, so nothing of the wallet's is locked for it.
-      const gas = market.model === 'eip1559' ? await sendGas(config, provider, asset, sender.address, toAddress, amount, funding !== null) : undefined;
+      const gas = reads.senders.find((read) => read.addressId === sender.id)?.gas;
       const planned: FeePlan =
         chain.id === 'bitcoin'
           ? await planBitcoinSend(em, transfer, market, level, bitcoinSendOptions(input, pinned ?? null, market, config.FEE_MARKET_MAX_MULTIPLE))
@@ -328,6 +379,13 @@ async function planAndLock(
     shortfall = { ...outcome.short, fee: attempt.lockedFee };
   }
   throw await insufficientFunds(em, send, shortfall, perAddress);
+}
+
+/** The sending addresses the node was asked about, as entities of this transaction, in their order. */
+async function readSenders(em: EntityManager, wallet: Wallet, reads: SendNodeReads): Promise<Address[]> {
+  const ids = reads.senders.map((read) => read.addressId);
+  const found = await em.find(Address, { id: { $in: ids }, wallet });
+  return ids.map((id) => found.find((address) => address.id === id)).filter((address): address is Address => address !== undefined);
 }
 
 /**
