@@ -14,7 +14,7 @@ import { sponsoringStations } from '../gas-stations/sponsorship';
 import { DomainError } from '../shared/errors';
 import { Money, toDisplay } from '../shared/money';
 import { OutgoingTransaction } from '../transactions/entities';
-import { accountFeeTerms, createTransaction, type AutomatedSend } from '../transactions/service';
+import { accountFeeTerms, createTransaction, readSendFromNode, type AutomatedSend } from '../transactions/service';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep, FINISHED_RUN_STATUSES, type ConsolidationAsset, type RunStatus } from './entities';
 import { presentSweep, readRun, SWEEP_POPULATE } from './presenters';
 import { releaseRule } from './runs';
@@ -177,32 +177,14 @@ export async function submitSweeps(deps: SweepingDeps, runId: string): Promise<{
   const planned = await deps.em().find(ConsolidationSweep, { run: runId, status: 'planned' }, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: SWEEPS_PER_SUBMISSION });
   for (const { id } of planned) {
     try {
+      // The node's part of the send (fee market, gas) is read before the sweep's row is locked.
+      const unlocked = await sweepSend(deps.em(), deps.config, runId, id);
+      const nodeReads = await readSendFromNode(deps.em(), deps.config, deps.chains, unlocked.initiator, unlocked.input, unlocked.automation);
       await deps.transaction(async (em) => {
-        const sweep = await em.findOneOrFail(ConsolidationSweep, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['rule', 'sourceAddress', 'wallet'] });
+        const sweep = await em.findOneOrFail(ConsolidationSweep, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (sweep.status !== 'planned') return;
-        const rule = await em.findOneOrFail(ConsolidationRule, { id: sweep.rule.id }, { populate: ['gasStation.wallet'] });
-        const run = await em.findOneOrFail(ConsolidationRun, { id: runId }, { fields: ['initiatedByKeyId'] });
-        const asset = assetById(sweep.assetId);
-        const native = asset.type === 'native';
-        const automation: AutomatedSend = { operationType: 'consolidation_sweep', fromAddress: sweep.sourceAddress };
-        if (!native && rule.gasSource !== 'wallet') automation.funding = await sweepFunding(em, deps.config, rule);
-        const sent = await createTransaction(
-          em,
-          deps.config,
-          deps.chains,
-          // The actor: the key that asked for a manual run, else the one that created the rule.
-          { organizationId: sweep.organization.id, environment: sweep.environment, automationRuleId: rule.id, actorKeyId: run.initiatedByKeyId ?? rule.createdByKeyId ?? null },
-          {
-            wallet_id: sweep.wallet.id,
-            to_address: sweep.destinationAddress,
-            amount: toDisplay(sweep.amount, asset.decimals),
-            asset: asset.id,
-            treat_as_gross_amount: native,
-            sponsor: !native && rule.gasSource !== 'wallet',
-            note: `Consolidation sweep ${sweep.id} (run ${runId})`,
-          },
-          automation,
-        );
+        const { initiator, input, automation } = await sweepSend(em, deps.config, runId, id);
+        const sent = await createTransaction(em, deps.config, deps.chains, initiator, input, { ...automation, nodeReads });
         sweep.status = 'submitted';
         sweep.transaction = em.getReference(OutgoingTransaction, sent.id);
       });
@@ -216,6 +198,30 @@ export async function submitSweeps(deps: SweepingDeps, runId: string): Promise<{
 }
 
 /** The station that pays a token sweep's gas: the rule's own, or the platform's on the chain (a refused sponsorship fails the sweep). */
+/** A planned sweep's send: its initiator (the rule, the key that asked for a manual run else the rule's creator), request and automation. */
+async function sweepSend(em: EntityManager, config: Config, runId: string, sweepId: string) {
+  const sweep = await em.findOneOrFail(ConsolidationSweep, { id: sweepId }, { populate: ['rule', 'sourceAddress', 'wallet'] });
+  const rule = await em.findOneOrFail(ConsolidationRule, { id: sweep.rule.id }, { populate: ['gasStation.wallet'] });
+  const run = await em.findOneOrFail(ConsolidationRun, { id: runId }, { fields: ['initiatedByKeyId'] });
+  const asset = assetById(sweep.assetId);
+  const native = asset.type === 'native';
+  const automation: AutomatedSend = { operationType: 'consolidation_sweep', fromAddress: sweep.sourceAddress };
+  if (!native && rule.gasSource !== 'wallet') automation.funding = await sweepFunding(em, config, rule);
+  return {
+    initiator: { organizationId: sweep.organization.id, environment: sweep.environment, automationRuleId: rule.id, actorKeyId: run.initiatedByKeyId ?? rule.createdByKeyId ?? null },
+    input: {
+      wallet_id: sweep.wallet.id,
+      to_address: sweep.destinationAddress,
+      amount: toDisplay(sweep.amount, asset.decimals),
+      asset: asset.id,
+      treat_as_gross_amount: native,
+      sponsor: !native && rule.gasSource !== 'wallet',
+      note: `Consolidation sweep ${sweep.id} (run ${runId})`,
+    },
+    automation,
+  };
+}
+
 async function sweepFunding(em: EntityManager, config: Config, rule: ConsolidationRule): Promise<NonNullable<AutomatedSend['funding']>> {
   if (rule.gasSource === 'customer_gas_station') return { model: 'customer_gas_station', station: rule.gasStation! };
   const { provider } = await sponsoringStations(em, config, { organizationId: rule.organization.id, environment: rule.environment }, rule.chain);

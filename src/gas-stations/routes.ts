@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { readFeeMarket } from '../chains/fees';
 import type { RouteRegistry } from '../http/route';
 import { requireScope } from '../api-keys/scopes';
 import { listBody, paginate } from '../shared/pagination';
@@ -38,7 +39,8 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     response: { status: 201, description: 'The gas station', schema: GasStationObject },
     handler: async ({ auth, em, body, deps }) => {
       if (body.refill_from_wallet_id !== undefined) requireScope(auth.scopes, 'transactions:write');
-      return { status: 201, body: await readGasStation(em, deps.config, deps.chains, await createGasStation(em, deps.keys, auth, body)) };
+      // Its address is new: the node is not asked (inside this transaction); its ledger holds nothing yet.
+      return { status: 201, body: presentGasStation(deps.config, await createGasStation(em, deps.keys, auth, body), { balance: 0n, source: 'ledger' }) };
     },
   });
 
@@ -86,9 +88,11 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     params: GasStationParams,
     body: UpdateGasStationBody,
     response: { status: 200, description: 'The updated gas station', schema: GasStationObject },
-    handler: async ({ auth, em, params, body, deps }) => {
+    // The balance is read before the transaction opens: no connection or row lock waits on the node.
+    prepare: async ({ auth, em, params, deps }) => stationBalance(em, deps.chains, await findGasStation(em, auth, params.id)),
+    handler: async ({ auth, em, params, body, deps, prepared }) => {
       if (body.refill_from_wallet_id != null) requireScope(auth.scopes, 'transactions:write');
-      return { body: await readGasStation(em, deps.config, deps.chains, await updateGasStation(em, auth, await findGasStation(em, auth, params.id), body)) };
+      return { body: presentGasStation(deps.config, await updateGasStation(em, auth, await findGasStation(em, auth, params.id), body), prepared) };
     },
   });
 
@@ -105,9 +109,14 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     params: GasStationParams,
     body: RefillGasStationBody,
     response: { status: 201, description: 'The refill transaction, pending', schema: TransactionObject },
-    handler: async ({ auth, em, params, body, deps }) => ({
+    // The fee market is read before the transaction opens: no connection or lock waits on the node.
+    prepare: async ({ auth, em, params, deps }) => {
+      const station = await findGasStation(em, auth, params.id);
+      return readFeeMarket(deps.chains, station.chain, auth.environment, em);
+    },
+    handler: async ({ auth, em, params, body, deps, prepared }) => ({
       status: 201,
-      body: await refillGasStation(em, deps.config, deps.chains, auth, await findGasStation(em, auth, params.id), body),
+      body: await refillGasStation(em, deps.config, deps.chains, auth, await findGasStation(em, auth, params.id), body, prepared),
     }),
   });
 

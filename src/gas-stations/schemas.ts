@@ -72,7 +72,7 @@ export const GasStationObject = z
     asset: z.string().openapi({ example: 'ETH' }),
     asset_decimals: z.number().int(),
     balance: BaseUnitAmount,
-    balance_source: z.enum(['chain', 'ledger']).openapi({ description: "chain: read from the node now; ledger: the wallet's ledger, when no node answered" }),
+    balance_source: z.enum(['chain', 'ledger']).openapi({ description: "chain: read from the node now; ledger: the wallet's ledger, when no node answered, and in the answer to the create (a new address)" }),
     auto_refill_enabled: z.boolean(),
     gas_strategy: z.enum(GAS_STRATEGIES),
     max_gas_price: z.string().openapi({ description: "What applies: the station's own, else the deployment's default for the chain" }),

@@ -3,7 +3,8 @@ import type { AuthContext } from '../api-keys/auth-context';
 import type { Environment } from '../api-keys/entities';
 import { assetAmount, assetById, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { ChainUnavailableError, type ChainNodes } from '../chains/nodes';
-import { NodeUnavailableError } from '../chains/provider';
+import { NodeUnavailableError, type FeeMarket } from '../chains/provider';
+import { readFeeMarket } from '../chains/fees';
 import type { Config } from '../config';
 import { Vault, Wallet, WalletBalance } from '../custody/entities';
 import { createVault, createWallet, findWallet, type Tenant } from '../custody/service';
@@ -167,6 +168,7 @@ export async function refillGasStation(
   auth: AuthContext,
   station: GasStation,
   input: { source_wallet_id: string; amount: string },
+  market: FeeMarket,
 ) {
   const source = await fundingWallet(em, auth, station.chain, input.source_wallet_id, 'source_wallet_id', station.wallet);
   return createTransaction(
@@ -182,7 +184,7 @@ export async function refillGasStation(
       fee_level: STRATEGY_FEE_LEVEL[station.gasStrategy],
       note: `Refill of gas station ${station.id}`,
     },
-    { operationType: 'gas_refill', destinationType: 'gas_station' },
+    { operationType: 'gas_refill', destinationType: 'gas_station', market },
   );
 }
 
@@ -301,6 +303,9 @@ export type Submission = { transactionId: string } | { refused: { code: string; 
  */
 export async function submitRefill(deps: RefillDeps, stationId: string): Promise<Submission> {
   try {
+    // The fee market is read before the station's row is locked: no lock waits on the node.
+    const { chain, environment } = await deps.em().findOneOrFail(GasStation, { id: stationId }, { fields: ['chain', 'environment'] });
+    const market = await readFeeMarket(deps.chains, chain, environment);
     return await deps.transaction(async (em) => {
       const [locked] = await em.execute<{ id: string }[]>('select id from gas_stations where id = ? for update', [stationId]);
       if (!locked) throw new Error(`gas station ${stationId} does not exist`);
@@ -323,7 +328,7 @@ export async function submitRefill(deps: RefillDeps, stationId: string): Promise
           fee_level: STRATEGY_FEE_LEVEL[station.gasStrategy],
           note: `Automatic refill of gas station ${station.id}`,
         },
-        { operationType: 'gas_auto_refill', destinationType: 'gas_station' },
+        { operationType: 'gas_auto_refill', destinationType: 'gas_station', market },
       );
       station.refillTransactionId = sent.id;
       await em.flush();

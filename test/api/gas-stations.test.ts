@@ -94,7 +94,8 @@ describe('Gas stations: the resource and manual refills', () => {
     assert.equal(ethereum.asset, 'ETH');
     assert.equal(ethereum.asset_decimals, 18);
     assert.equal(ethereum.balance, '0');
-    assert.equal(ethereum.balance_source, 'chain');
+    assert.equal(ethereum.balance_source, 'ledger', 'a new address: its ledger, no node asked inside the creating transaction');
+    assert.equal((await call('GET', `/v1/gas-stations/${ethereum.id}`)).body.balance_source, 'chain');
     assert.equal(ethereum.threshold, '0.05');
     assert.equal(ethereum.threshold_raw, '50000000000000000');
     assert.equal(ethereum.refill_amount, '0.1');
@@ -170,7 +171,7 @@ describe('Gas stations: the resource and manual refills', () => {
 
     const read = await call('GET', `/v1/gas-stations/${ethereum.id}`);
     assert.equal(read.status, 200);
-    assert.deepEqual(read.body, ethereum);
+    assert.deepEqual(read.body, { ...ethereum, balance_source: 'chain' }, 'as created, its balance read from the node now');
 
     const patched = await call('PATCH', `/v1/gas-stations/${ethereum.id}`, { name: 'ETH fuel', threshold: '0.02', gas_strategy: 'economy', max_gas_price: '120', daily_sponsorship_budget: '2', refill_amount: '0.25' });
     assert.equal(patched.status, 200, patched.text);

@@ -10,6 +10,7 @@ import { type TestApp, type TestOrganization } from '../support/app';
 import { testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { testLogger } from '../support/secret-scan';
+import { watchNodeCallsInTransactions } from '../support/node-calls';
 import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
@@ -44,6 +45,8 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
   let app: TestApp;
   let org: TestOrganization;
   let service: ScannedService;
+  /** Every node call of the file's flows is watched: none may wait inside a database transaction. */
+  let nodeCalls: ReturnType<typeof watchNodeCallsInTransactions> | undefined;
   let token: Hex;
   const config: Record<string, string> = {};
 
@@ -53,21 +56,18 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
   const tokenBalance = (address: string) => anvilTokenBalance(anvil, token, address);
   const receiptOf = (hash: string) => anvilReceipt(anvil, hash);
 
-  before(async function () {
-    try {
-      anvil = await startAnvil();
-    } catch (error) {
-      console.log(`      anvil could not start: ${(error as Error).message}`);
-      this.skip();
-    }
+  before(async () => {
+    anvil = await startAnvil();
     token = await deployAnvilToken(anvil);
     const taskQueue = `anvil-consolidation-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
     service = await startScannedService('ethereum', 'Anvil consolidation', config, () => anvilHeight(anvil));
     ({ app, org } = service);
+    nodeCalls = watchNodeCallsInTransactions();
   });
 
   after(async () => {
+    nodeCalls?.stop();
     await service?.stop();
     await anvil?.stop();
   });
@@ -224,5 +224,9 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
     await eventually(async () => ((await ledger(treasury.id, 'USDC_ETH')) === swept ? true : undefined), 'the sweeps credited to the treasury', 30_000, 250);
     // The organization's wallets: the two sources, the treasury and the station's.
     await ledgerMatchesChain(4);
+  });
+
+  it('asked the node nothing inside a database transaction: the sweeps above', () => {
+    assert.deepEqual(nodeCalls!.calls, []);
   });
 });

@@ -14,6 +14,7 @@ import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { recordHistoryIfAsked } from '../support/histories';
 import { testLogger } from '../support/secret-scan';
+import { watchNodeCallsInTransactions } from '../support/node-calls';
 import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
@@ -37,6 +38,8 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
   let app: TestApp;
   let org: TestOrganization;
   let service: ScannedService;
+  /** Every node call of the file's flows is watched: none may wait inside a database transaction. */
+  let nodeCalls: ReturnType<typeof watchNodeCallsInTransactions> | undefined;
   let token: Hex;
   const config: Record<string, string> = {};
 
@@ -46,21 +49,18 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
   const tokenBalance = (address: string) => anvilTokenBalance(anvil, token, address);
   const receiptOf = (hash: string) => anvilReceipt(anvil, hash);
 
-  before(async function () {
-    try {
-      anvil = await startAnvil();
-    } catch (error) {
-      console.log(`      anvil could not start: ${(error as Error).message}`);
-      this.skip();
-    }
+  before(async () => {
+    anvil = await startAnvil();
     token = await deployAnvilToken(anvil);
     const taskQueue = `anvil-sponsorship-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
     service = await startScannedService('ethereum', 'Anvil sponsorship', config, () => anvilHeight(anvil));
     ({ app, org } = service);
+    nodeCalls = watchNodeCallsInTransactions();
   });
 
   after(async () => {
+    nodeCalls?.stop();
     await service?.stop();
     await anvil?.stop();
   });
@@ -267,5 +267,9 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
     assert.equal(await ethBalance(client.address), 1n, 'nothing was funded');
     assert.equal(await ethBalance(station.address), stationBefore, "the station's balance is unchanged");
     assert.deepEqual(await ledger(station.wallet_id, 'ETH'), stationLedger, "nothing of the station's ledger is locked");
+  });
+
+  it('asked the node nothing inside a database transaction: the sponsored sends and sponsor-broadcasts above', () => {
+    assert.deepEqual(nodeCalls!.calls, []);
   });
 });
