@@ -72,7 +72,11 @@ export const CreateCardBody = z
   .object({
     amount: MinorUnitNumber,
     card_type: z.enum(CARD_TYPES),
-    currency: z.string().transform((value) => value.toUpperCase()).pipe(z.literal('USD')),
+    currency: z
+      .string()
+      .transform((value) => value.toUpperCase())
+      .pipe(z.literal('USD'))
+      .openapi({ pattern: '^[Uu][Ss][Dd]$', description: 'USD, in any case' }),
     name: text(),
     customer: CustomerInput,
     contactless_payment: z.boolean().optional(),

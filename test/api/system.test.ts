@@ -6,6 +6,7 @@ import { MAX_SANDBOX_CREDIT } from '../../src/balances/schemas';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { ADDRESS_PATTERNS } from '../../src/chains/schemas';
 import { ormConfig } from '../../src/db/mikro-orm.config';
+import { EVENT_TYPES } from '../../src/events/event-types';
 import { BOLT11_PATTERN } from '../../src/lightning/schemas';
 import { CORRIDORS } from '../../src/payouts/corridors';
 import { BASE_UNIT_PATTERN, DISPLAY_PATTERN } from '../../src/shared/money';
@@ -169,6 +170,20 @@ describe('Operations endpoints and the OpenAPI document', () => {
       [['requests'], false],
       [['history'], false],
     ]);
+  });
+
+  it('documents what positive-data fuzzing found the services refuse: event types, the card currency, metadata keys', async () => {
+    const document = (await app.request('GET', '/openapi.json')).body;
+    const schemas = document.components.schemas;
+    for (const name of ['CreateWebhookRequest', 'UpdateWebhookRequest']) {
+      assert.deepEqual(schemas[name].properties.event_types.items.enum, EVENT_TYPES.map((entry) => entry.type), name);
+    }
+    const currency = document.paths['/api/cards'].post.requestBody.content['application/json'].schema.properties.currency;
+    assert.deepEqual(['USD', 'usd', 'Usd', 'EUR', 'USDT'].map((value) => new RegExp(currency.pattern).test(value)), [true, true, true, false, false]);
+    for (const name of ['CreateVaultRequest', 'CreateWalletRequest']) {
+      const metadata = schemas[name].properties.metadata;
+      assert.deepEqual([metadata.propertyNames, metadata.maxProperties], [{ minLength: 1, maxLength: 40 }, 50], name);
+    }
   });
 
   it('renders the reference at /docs with its assets', async () => {
