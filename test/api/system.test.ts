@@ -7,6 +7,7 @@ import { CHAIN_IDS } from '../../src/catalogue/service';
 import { ADDRESS_PATTERNS } from '../../src/chains/schemas';
 import { ormConfig } from '../../src/db/mikro-orm.config';
 import { EVENT_TYPES } from '../../src/events/event-types';
+import { ACTION_TYPES } from '../../src/policies/schema';
 import { BOLT11_PATTERN } from '../../src/lightning/schemas';
 import { CORRIDORS } from '../../src/payouts/corridors';
 import { BASE_UNIT_PATTERN, DISPLAY_PATTERN } from '../../src/shared/money';
@@ -172,7 +173,7 @@ describe('Operations endpoints and the OpenAPI document', () => {
     ]);
   });
 
-  it('documents what positive-data fuzzing found the services refuse: event types, the card currency, metadata keys', async () => {
+  it("documents what positive-data fuzzing found the services refuse: event types, the card currency, metadata keys, a rule's config per action type", async () => {
     const document = (await app.request('GET', '/openapi.json')).body;
     const schemas = document.components.schemas;
     for (const name of ['CreateWebhookRequest', 'UpdateWebhookRequest']) {
@@ -184,6 +185,13 @@ describe('Operations endpoints and the OpenAPI document', () => {
       const metadata = schemas[name].properties.metadata;
       assert.deepEqual([metadata.propertyNames, metadata.maxProperties], [{ minLength: 1, maxLength: 40 }, 50], name);
     }
+    // action_config was any object: the one closed object its action_type takes, required where {} is none.
+    const rule = schemas.CreatePolicyRuleRequest;
+    assert.deepEqual(
+      rule.oneOf.map((branch: any) => [branch.properties.action_type.const, branch.properties.action_config.additionalProperties, branch.required ?? []]),
+      ACTION_TYPES.map((type) => [type, false, ['require_approval', 'delay'].includes(type) ? ['action_config'] : []]),
+    );
+    assert.deepEqual(rule.oneOf.find((branch: any) => branch.properties.action_type.const === 'delay').properties.action_config.required, ['delay_minutes']);
   });
 
   it('renders the reference at /docs with its assets', async () => {
