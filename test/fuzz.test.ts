@@ -83,7 +83,7 @@ describe('API fuzzing (schemathesis against /openapi.json)', () => {
   });
   // After each run, failed or not: whatever the fuzzer moved (sandbox credits, card fundings, Lightning
   // payments, sandbox deposits into wallets), both ledgers still reconcile.
-  afterEach(async function () {
+  afterEach(async () => {
     if (!org) return;
     const em = (await testOrm()).em.fork();
     assert.deepEqual(await journalMismatches(em), [], 'custody balance rows differ from their journal after fuzzing');
