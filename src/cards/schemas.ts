@@ -1,5 +1,5 @@
 import { centsToDecimalString, decimalStringToCents, isDisplayAmount } from '../shared/money';
-import { MinorUnitNumber, resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
+import { Email, MinorUnitNumber, resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
 import { CARD_STATUSES, CARD_TRANSACTION_STATUSES, CARD_TRANSACTION_TYPES, CARD_TYPES } from './entities';
 import { ISO_ALPHA3_COUNTRIES } from './countries';
 
@@ -21,10 +21,13 @@ export const CustomerInput = z
     customer_type: z.enum(['individual', 'business']),
     first_name: text(),
     last_name: text(),
-    email: z.email().max(320),
+    email: Email,
     phone_number: z.string().regex(/^\d{4,15}$/, 'phone_number is the local number, digits only, without the country code'),
     dial_code: z.string().regex(/^\+\d{1,4}$/, 'dial_code is the international code with a leading +, e.g. +1'),
-    date_of_birth: z.string().refine(isPastDate, 'date_of_birth must be a real past date, YYYY-MM-DD'),
+    date_of_birth: z
+      .string()
+      .refine(isPastDate, 'date_of_birth must be a real past date, YYYY-MM-DD')
+      .openapi({ format: 'date', description: 'A past date' }),
     id_type: z.enum(ID_TYPES),
     id_number: text(64),
     line1: text(),

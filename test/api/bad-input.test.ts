@@ -112,4 +112,10 @@ describe('Bad input answers 400 and changes nothing', () => {
     assertValidation(await call('POST', '/v1/vaults', { name: 'Empty key', metadata: { '': 1 } }), 'metadata.');
     assert.deepEqual((await call('GET', '/v1/vaults')).body.data.map((vault: { name: string }) => vault.name), ['Bounds']);
   });
+
+  it('refuses the email fuzzing found that `format: email` admits, as the pattern the document now gives does', async () => {
+    assertValidation(await call('POST', '/v1/members', { name: 'Ada', email: 'e!n@upztila9.02kkd6y9.example', org_role: 'viewer' }), 'email');
+    const added = await call('POST', '/v1/members', { name: 'Ada', email: 'ada@example.com', org_role: 'viewer' });
+    assert.equal(added.status, 201, added.text);
+  });
 });

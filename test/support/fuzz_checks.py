@@ -30,6 +30,10 @@ BEYOND_THE_DOCUMENT = {
     ("POST /v1/policies/{id}/simulate", "history.to"): "after `from`, at most 90 days",
     ("POST /v1/transactions", "asset"): "an asset of the wallet's chain",
     ("POST /v1/transactions/estimate-fee", "asset"): "an asset of the wallet's chain",
+    ("POST /api/cards", "customer.date_of_birth"): "a real date, in the past",
+    ("POST /v1/policies", "name"): "required unless a template or a source policy gives one",
+    ("PATCH /v1/policies/{id}/rules/{ruleId}", "action_config"): "the shape of the stored rule's action type",
+    ("PATCH /v1/gas-stations/{id}", "refill_amount"): "set when auto refill is on, here or in the stored station",
     ("POST /v1/wallets/{id}/sign", "payload"): "hexadecimal unless `payload_encoding` is text_utf8",
     # Left a plain string on purpose: a URL pattern would send the fuzzer to public host names.
     ("POST /v1/webhooks", "url"): "an absolute URL",
