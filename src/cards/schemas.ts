@@ -35,7 +35,10 @@ export const CustomerInput = z
     city: text(),
     state: text(100),
     postal_code: text(20),
-    country: z.string().refine((value) => ISO_ALPHA3_COUNTRIES.has(value), 'country must be an ISO 3166-1 alpha-3 code, e.g. USA'),
+    country: z
+      .string()
+      .refine((value) => ISO_ALPHA3_COUNTRIES.has(value), 'country must be an ISO 3166-1 alpha-3 code, e.g. USA')
+      .openapi({ enum: [...ISO_ALPHA3_COUNTRIES] }),
   })
   .superRefine((customer, ctx) => {
     // What varies by ID type and country: document formats and US address formats.

@@ -3,6 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Client, Connection } from '@temporalio/client';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { MAX_SANDBOX_CREDIT } from '../../src/balances/schemas';
+import { ISO_ALPHA3_COUNTRIES } from '../../src/cards/countries';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { ADDRESS_PATTERNS } from '../../src/chains/schemas';
 import { ormConfig } from '../../src/db/mikro-orm.config';
@@ -197,6 +198,7 @@ describe('Operations endpoints and the OpenAPI document', () => {
       assert.deepEqual(['ada@example.com', 'e!n@upztila9.02kkd6y9.example'].map((address) => new RegExp(email.pattern).test(address)), [true, false]);
     }
     assert.equal(schemas.CardCustomerInput.properties.date_of_birth.format, 'date', 'was any string');
+    assert.deepEqual(schemas.CardCustomerInput.properties.country.enum, [...ISO_ALPHA3_COUNTRIES], 'was any string');
   });
 
   it('renders the reference at /docs with its assets', async () => {

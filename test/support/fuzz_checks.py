@@ -34,6 +34,8 @@ BEYOND_THE_DOCUMENT = {
     ("POST /v1/policies", "name"): "required unless a template or a source policy gives one",
     ("PATCH /v1/policies/{id}/rules/{ruleId}", "action_config"): "the shape of the stored rule's action type",
     ("PATCH /v1/gas-stations/{id}", "refill_amount"): "set when auto refill is on, here or in the stored station",
+    ("POST /v1/gas-stations/sponsor-broadcast", "asset"): "an asset of the network's chain",
+    ("POST /v1/wallets/{id}/sign", "hash_function"): "one that fits the wallet's key (secp256k1 or ed25519)",
     ("POST /v1/wallets/{id}/sign", "payload"): "hexadecimal unless `payload_encoding` is text_utf8",
     # Left a plain string on purpose: a URL pattern would send the fuzzer to public host names.
     ("POST /v1/webhooks", "url"): "an absolute URL",
