@@ -31,6 +31,7 @@ BEYOND_THE_DOCUMENT = {
     ("POST /v1/transactions", "asset"): "an asset of the wallet's chain",
     ("POST /v1/transactions/estimate-fee", "asset"): "an asset of the wallet's chain",
     ("POST /api/cards", "customer.date_of_birth"): "a real date, in the past",
+    ("POST /api/cards", "customer.id_number"): "the format of its id_type (and country)",
     ("POST /v1/policies", "name"): "required unless a template or a source policy gives one",
     ("PATCH /v1/policies/{id}/rules/{ruleId}", "action_config"): "the shape of the stored rule's action type",
     ("PATCH /v1/gas-stations/{id}", "refill_amount"): "set when auto refill is on, here or in the stored station",
