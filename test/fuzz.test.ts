@@ -4,9 +4,11 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { journalMismatches } from '../src/custody/journal';
 import type { ServiceWorkers } from '../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from './support/app';
-import { localTemporal } from './support/environment';
+import { localTemporal, testOrm } from './support/environment';
+import { assertLedgerReconciles } from './support/ledger';
 import { createTestWorker } from './support/worker';
 
 /**
@@ -16,22 +18,37 @@ import { createTestWorker } from './support/worker';
  * document does not describe (status, content type, body schema), fails the test with the
  * schemathesis report, which carries a curl command reproducing each case.
  *
- * Bounded for `npm test` (FUZZ_MAX_EXAMPLES, default 10 per operation; fixed FUZZ_SEED); `npm run fuzz`
- * runs the same test alone with larger numbers (docs/fuzzing.md).
+ * After each run the ledgers must still reconcile: the custody journal agrees with its balance rows
+ * and the organization's company balances with theirs.
+ *
+ * Bounded for `npm test` (FUZZ_MAX_EXAMPLES, default 10 per operation; the fixed CI seed); `npm run fuzz`
+ * runs the same test alone with larger numbers, a fresh seed and FUZZ_POSITIVE_DATA=1, which adds
+ * `positive_data_accepted` (test/support/fuzz_checks.py): data the document allows must not be refused as
+ * malformed (docs/fuzzing.md).
  */
 const SCHEMATHESIS = path.resolve(__dirname, '../../.tools/schemathesis/bin/schemathesis');
 // Run through the venv's own python: the script's shebang names the checkout that created the venv,
 // which is gone when another worktree shares .tools.
 const VENV_PYTHON = path.resolve(__dirname, '../../.tools/schemathesis/bin/python');
+// Defines `positive_data_accepted`: positive_data_acceptance read with the API's error codes.
+const HOOKS = path.resolve(__dirname, '../../test/support/fuzz_checks.py');
 const MAX_EXAMPLES = process.env.FUZZ_MAX_EXAMPLES ?? '10';
 const SEED = process.env.FUZZ_SEED ?? '20260518';
+const POSITIVE_DATA = process.env.FUZZ_POSITIVE_DATA === '1';
 const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 600) * 1000;
-const CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_schema_conformance', 'negative_data_rejection'];
+const CHECKS = [
+  'not_a_server_error',
+  'status_code_conformance',
+  'content_type_conformance',
+  'response_schema_conformance',
+  'negative_data_rejection',
+  ...(POSITIVE_DATA ? ['positive_data_accepted'] : []),
+];
 
 function runSchemathesis(args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     // In the report folder: schemathesis keeps a cache of crashes in its working directory.
-    const child = spawn(VENV_PYTHON, [SCHEMATHESIS, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_TELEMETRY: 'false' } });
+    const child = spawn(VENV_PYTHON, [SCHEMATHESIS, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_TELEMETRY: 'false', SCHEMATHESIS_HOOKS: HOOKS } });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -62,6 +79,21 @@ describe('API fuzzing (schemathesis against /openapi.json)', () => {
     running = worker.run();
     org = await createTestOrganization('Fuzzed organization');
     reportDir = mkdtempSync(path.join(tmpdir(), 'custody-fuzz-'));
+    console.log(`fuzzing with seed ${SEED}, ${MAX_EXAMPLES} examples${POSITIVE_DATA ? ', positive data acceptance on' : ''}`);
+  });
+  // After each run, failed or not: whatever the fuzzer moved (sandbox credits, card fundings, Lightning
+  // payments, sandbox deposits into wallets), both ledgers still reconcile.
+  afterEach(async () => {
+    if (!org) return;
+    const em = (await testOrm()).em.fork();
+    assert.deepEqual(await journalMismatches(em), [], 'custody balance rows differ from their journal after fuzzing');
+    await assertLedgerReconciles(org.organizationId);
+    const [moved] = await em.execute<{ company: string; custody: string }[]>(
+      `select (select count(*) from company_balance_entries where organization_id = ?) as company,
+              (select count(*) from custody_journal_entries e join wallets w on w.id = e.wallet_id where w.organization_id = ?) as custody`,
+      [org.organizationId, org.organizationId],
+    );
+    console.log(`ledgers reconcile: ${moved!.company} company balance entries, ${moved!.custody} custody journal entries`);
   });
   after(async () => {
     worker?.shutdown();

@@ -1,5 +1,5 @@
 import { centsToDecimalString, decimalStringToCents, isDisplayAmount } from '../shared/money';
-import { MinorUnitNumber, resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
+import { Email, MinorUnitNumber, resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
 import { CARD_STATUSES, CARD_TRANSACTION_STATUSES, CARD_TRANSACTION_TYPES, CARD_TYPES } from './entities';
 import { ISO_ALPHA3_COUNTRIES } from './countries';
 
@@ -21,10 +21,13 @@ export const CustomerInput = z
     customer_type: z.enum(['individual', 'business']),
     first_name: text(),
     last_name: text(),
-    email: z.email().max(320),
+    email: Email,
     phone_number: z.string().regex(/^\d{4,15}$/, 'phone_number is the local number, digits only, without the country code'),
     dial_code: z.string().regex(/^\+\d{1,4}$/, 'dial_code is the international code with a leading +, e.g. +1'),
-    date_of_birth: z.string().refine(isPastDate, 'date_of_birth must be a real past date, YYYY-MM-DD'),
+    date_of_birth: z
+      .string()
+      .refine(isPastDate, 'date_of_birth must be a real past date, YYYY-MM-DD')
+      .openapi({ format: 'date', description: 'A past date' }),
     id_type: z.enum(ID_TYPES),
     id_number: text(64),
     line1: text(),
@@ -32,7 +35,10 @@ export const CustomerInput = z
     city: text(),
     state: text(100),
     postal_code: text(20),
-    country: z.string().refine((value) => ISO_ALPHA3_COUNTRIES.has(value), 'country must be an ISO 3166-1 alpha-3 code, e.g. USA'),
+    country: z
+      .string()
+      .refine((value) => ISO_ALPHA3_COUNTRIES.has(value), 'country must be an ISO 3166-1 alpha-3 code, e.g. USA')
+      .openapi({ enum: [...ISO_ALPHA3_COUNTRIES] }),
   })
   .superRefine((customer, ctx) => {
     // What varies by ID type and country: document formats and US address formats.
@@ -72,7 +78,11 @@ export const CreateCardBody = z
   .object({
     amount: MinorUnitNumber,
     card_type: z.enum(CARD_TYPES),
-    currency: z.string().transform((value) => value.toUpperCase()).pipe(z.literal('USD')),
+    currency: z
+      .string()
+      .transform((value) => value.toUpperCase())
+      .pipe(z.literal('USD'))
+      .openapi({ pattern: '^[Uu][Ss][Dd]$', description: 'USD, in any case' }),
     name: text(),
     customer: CustomerInput,
     contactless_payment: z.boolean().optional(),

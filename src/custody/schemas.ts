@@ -9,11 +9,18 @@ export const MAX_SIGN_PAYLOAD_CHARACTERS = 65_536;
 const Name = z.string().trim().min(1).max(255);
 const CustomerRefId = z.string().trim().min(1).max(255).openapi({ description: 'Your own reference for this record' });
 
+const METADATA_KEY_LENGTH = { min: 1, max: 40 };
+const METADATA_MAX_KEYS = 50;
 /** Stripe-like metadata: up to 50 keys of at most 40 characters, scalar values. */
 const Metadata = z
-  .record(z.string().min(1).max(40), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
-  .refine((value) => Object.keys(value).length <= 50, 'at most 50 keys')
-  .openapi({ description: 'Your key-value data: up to 50 keys, scalar values' });
+  .record(z.string().min(METADATA_KEY_LENGTH.min).max(METADATA_KEY_LENGTH.max), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
+  .refine((value) => Object.keys(value).length <= METADATA_MAX_KEYS, `at most ${METADATA_MAX_KEYS} keys`)
+  .openapi({
+    description: 'Your key-value data: up to 50 keys, scalar values',
+    maxProperties: METADATA_MAX_KEYS,
+    // JSON Schema's propertyNames (OpenAPI 3.1 has it; the generator's types do not).
+    ...({ propertyNames: { minLength: METADATA_KEY_LENGTH.min, maxLength: METADATA_KEY_LENGTH.max } } as object),
+  });
 
 export const IdParams = z.object({ id: z.string().min(1).max(64) });
 

@@ -2,11 +2,15 @@ import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
 import { Timestamp, z } from '../shared/schemas';
 import { DELIVERY_STATUSES, DESTINATION_KINDS, SUBSCRIPTION_STATUSES, WEBHOOK_STATUSES } from './entities';
-import { isEventType, ON_CHAIN_EVENT_TYPES } from './event-types';
+import { EVENT_TYPES, isEventType, ON_CHAIN_EVENT_TYPES } from './event-types';
 
 export const IdParams = z.object({ id: z.string().min(1).max(64) });
 
-const EventTypeName = z.string().refine(isEventType, 'must be one of GET /v1/webhooks/event-types');
+// The enum is the document's: the refinement keeps its message pointing at the list.
+const EventTypeName = z
+  .string()
+  .refine(isEventType, 'must be one of GET /v1/webhooks/event-types')
+  .openapi({ enum: EVENT_TYPES.map((entry) => entry.type) });
 const MaxAttempts = z.number().int().min(1).max(50);
 const Url = z.string().trim().min(1).max(2048);
 

@@ -1,4 +1,4 @@
-import { Timestamp, z } from '../shared/schemas';
+import { Email, Timestamp, z } from '../shared/schemas';
 import { ORG_ROLES } from './entities';
 
 export const MemberObject = z
@@ -17,7 +17,7 @@ export const MemberObject = z
 export const CreateMemberBody = z
   .object({
     name: z.string().trim().min(1).max(255),
-    email: z.string().email().max(320),
+    email: Email,
     org_role: z.enum(ORG_ROLES),
     role_ids: z.array(z.string().min(1).max(64)).max(50).optional().openapi({ description: 'Custom roles to join' }),
   })

@@ -191,6 +191,11 @@ export const ACTION_CONFIG_SCHEMAS = {
   delay: z.object({ delay_minutes: z.number().int().min(1).max(10080) }).strict(),
 } satisfies Record<ActionType, z.ZodType>;
 
+/** The JSON Schema of an action type's config, as the schema route and the OpenAPI document give it. */
+export function actionConfigJsonSchema(type: ActionType): Record<string, unknown> {
+  return z.toJSONSchema(ACTION_CONFIG_SCHEMAS[type], { io: 'input' }) as Record<string, unknown>;
+}
+
 const ACTION_DESCRIPTIONS: Record<ActionType, string> = {
   allow: 'Let the transaction through',
   block: 'Refuse the transaction (sending answers 403 policy_blocked)',
@@ -205,7 +210,7 @@ export function policySchemaDocument() {
     action_types: ACTION_TYPES.map((value) => ({
       value,
       description: ACTION_DESCRIPTIONS[value],
-      config_schema: z.toJSONSchema(ACTION_CONFIG_SCHEMAS[value], { io: 'input' }) as Record<string, unknown>,
+      config_schema: actionConfigJsonSchema(value),
     })),
     categories: CATEGORIES.map((c) => ({ ...c })),
     condition_fields: CONDITION_FIELDS.map(({ name, description, value_type, valid_operators, enum_values }) => ({

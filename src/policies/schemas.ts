@@ -2,7 +2,7 @@ import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
 import { APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOTE_DECISIONS } from './entities';
 import { EVALUATION_RESULTS, OUTCOMES } from './evaluator';
 import { TRANSACTION_STATUSES } from '../transactions/entities';
-import { ACTION_CONFIG_SCHEMAS, ACTION_TYPES, ACTOR_TYPES, CATEGORY_VALUES, CONDITION_FIELD_NAMES, DESTINATION_TYPES, OPERATION_TYPES, OPERATOR_NAMES, ScalarValue, SOURCE_TYPES, TX_TYPES } from './schema';
+import { ACTION_CONFIG_SCHEMAS, ACTION_TYPES, actionConfigJsonSchema, ACTOR_TYPES, CATEGORY_VALUES, CONDITION_FIELD_NAMES, DESTINATION_TYPES, OPERATION_TYPES, OPERATOR_NAMES, ScalarValue, SOURCE_TYPES, TX_TYPES } from './schema';
 
 const ConditionShape = {
   value: ScalarValue.optional(),
@@ -25,6 +25,15 @@ const Description = z.string().max(1000);
 
 const ActionConfig = z.record(z.string(), z.unknown()).openapi({ description: 'Shape depends on action_type; see GET /v1/policies/schema' });
 
+/**
+ * checkActionConfig below, as the document says it: one branch per action type with its config's
+ * schema, required where `{}` is not a config of that type.
+ */
+const ACTION_CONFIG_BY_TYPE = ACTION_TYPES.map((type) => ({
+  properties: { action_type: { const: type }, action_config: actionConfigJsonSchema(type) },
+  ...(ACTION_CONFIG_SCHEMAS[type].safeParse({}).success ? {} : { required: ['action_config'] }),
+}));
+
 export const CreateRuleBody = z
   .object({
     name: RuleName,
@@ -36,7 +45,7 @@ export const CreateRuleBody = z
   })
   .strict()
   .superRefine((rule, ctx) => checkActionConfig(rule.action_type, rule.action_config, ctx))
-  .openapi('CreatePolicyRuleRequest');
+  .openapi('CreatePolicyRuleRequest', { oneOf: ACTION_CONFIG_BY_TYPE });
 
 export const UpdateRuleBody = z
   .object({

@@ -30,6 +30,9 @@ export const DeprecatedNetwork = z.string().max(64).optional().openapi({
   description: "Deprecated. The key's environment decides the network (live: mainnet, sandbox: the chain's testnet); a contradicting value is ignored.",
 });
 
+/** An email address; the document gives zod's own pattern, stricter than `format: email`. */
+export const Email = z.email().max(320).openapi({ pattern: z.regexes.email.source });
+
 export const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-05-15T12:00:00.000Z' });
 
 export const ErrorEnvelope = z

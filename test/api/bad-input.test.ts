@@ -101,4 +101,21 @@ describe('Bad input answers 400 and changes nothing', () => {
     const added = await call('POST', '/v1/address-book', { chain: 'ethereum', address: ` ${ETHEREUM} `, label: 'Ethereum' });
     assert.equal(added.status, 201, added.text);
   });
+
+  it('takes metadata at the bounds the document states (50 keys of 1 to 40 characters) and refuses past them', async () => {
+    const keys = (count: number, length: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [String(i).padStart(length, 'k'), i]));
+    const created = await call('POST', '/v1/vaults', { name: 'Bounds', metadata: keys(50, 40) });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(Object.keys(created.body.metadata).length, 50);
+    assertValidation(await call('POST', '/v1/vaults', { name: 'Too many', metadata: keys(51, 40) }), 'metadata');
+    assertValidation(await call('POST', '/v1/vaults', { name: 'Too long', metadata: keys(1, 41) }), 'metadata.kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk0');
+    assertValidation(await call('POST', '/v1/vaults', { name: 'Empty key', metadata: { '': 1 } }), 'metadata.');
+    assert.deepEqual((await call('GET', '/v1/vaults')).body.data.map((vault: { name: string }) => vault.name), ['Bounds']);
+  });
+
+  it('refuses the email fuzzing found that `format: email` admits, as the pattern the document now gives does', async () => {
+    assertValidation(await call('POST', '/v1/members', { name: 'Ada', email: 'e!n@upztila9.02kkd6y9.example', org_role: 'viewer' }), 'email');
+    const added = await call('POST', '/v1/members', { name: 'Ada', email: 'ada@example.com', org_role: 'viewer' });
+    assert.equal(added.status, 201, added.text);
+  });
 });

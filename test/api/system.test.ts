@@ -3,9 +3,12 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Client, Connection } from '@temporalio/client';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { MAX_SANDBOX_CREDIT } from '../../src/balances/schemas';
+import { ISO_ALPHA3_COUNTRIES } from '../../src/cards/countries';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { ADDRESS_PATTERNS } from '../../src/chains/schemas';
 import { ormConfig } from '../../src/db/mikro-orm.config';
+import { EVENT_TYPES } from '../../src/events/event-types';
+import { ACTION_TYPES } from '../../src/policies/schema';
 import { BOLT11_PATTERN } from '../../src/lightning/schemas';
 import { CORRIDORS } from '../../src/payouts/corridors';
 import { BASE_UNIT_PATTERN, DISPLAY_PATTERN } from '../../src/shared/money';
@@ -169,6 +172,33 @@ describe('Operations endpoints and the OpenAPI document', () => {
       [['requests'], false],
       [['history'], false],
     ]);
+  });
+
+  it("documents what positive-data fuzzing found the services refuse: event types, the card currency, metadata keys, a rule's config per action type, emails", async () => {
+    const document = (await app.request('GET', '/openapi.json')).body;
+    const schemas = document.components.schemas;
+    for (const name of ['CreateWebhookRequest', 'UpdateWebhookRequest']) {
+      assert.deepEqual(schemas[name].properties.event_types.items.enum, EVENT_TYPES.map((entry) => entry.type), name);
+    }
+    const currency = document.paths['/api/cards'].post.requestBody.content['application/json'].schema.properties.currency;
+    assert.deepEqual(['USD', 'usd', 'Usd', 'EUR', 'USDT'].map((value) => new RegExp(currency.pattern).test(value)), [true, true, true, false, false]);
+    for (const name of ['CreateVaultRequest', 'CreateWalletRequest']) {
+      const metadata = schemas[name].properties.metadata;
+      assert.deepEqual([metadata.propertyNames, metadata.maxProperties], [{ minLength: 1, maxLength: 40 }, 50], name);
+    }
+    // action_config was any object: the one closed object its action_type takes, required where {} is none.
+    const rule = schemas.CreatePolicyRuleRequest;
+    assert.deepEqual(
+      rule.oneOf.map((branch: any) => [branch.properties.action_type.const, branch.properties.action_config.additionalProperties, branch.required ?? []]),
+      ACTION_TYPES.map((type) => [type, false, ['require_approval', 'delay'].includes(type) ? ['action_config'] : []]),
+    );
+    assert.deepEqual(rule.oneOf.find((branch: any) => branch.properties.action_type.const === 'delay').properties.action_config.required, ['delay_minutes']);
+    // `format: email` admits addresses zod refuses (a `!` in the local part): zod's pattern is in the document.
+    for (const email of [schemas.CreateMemberRequest.properties.email, schemas.CardCustomerInput.properties.email]) {
+      assert.deepEqual(['ada@example.com', 'e!n@upztila9.02kkd6y9.example'].map((address) => new RegExp(email.pattern).test(address)), [true, false]);
+    }
+    assert.equal(schemas.CardCustomerInput.properties.date_of_birth.format, 'date', 'was any string');
+    assert.deepEqual(schemas.CardCustomerInput.properties.country.enum, [...ISO_ALPHA3_COUNTRIES], 'was any string');
   });
 
   it('renders the reference at /docs with its assets', async () => {
