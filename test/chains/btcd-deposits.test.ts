@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { hex } from '@scure/base';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
-import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd, btcdHeight } from '../support/btcd';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd, btcdHeight, btcdSandboxConfig } from '../support/btcd';
 import { type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -20,7 +20,7 @@ describe('Deposits from a real Bitcoin node (btcd, regtest)', function () {
     btcd = await startBtcdOrSkip(this);
     await btcd.generate(COINBASE_MATURITY + 1);
     const taskQueue = `btcd-deposits-${randomUUID()}`;
-    const config = { TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest', CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS) };
+    const config = btcdSandboxConfig(btcd, taskQueue, CONFIRMATIONS);
     service = await startScannedService('bitcoin', 'btcd deposits', config, () => btcdHeight(btcd));
     ({ app, org } = service);
   });

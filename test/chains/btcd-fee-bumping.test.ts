@@ -11,7 +11,7 @@ import { OutgoingTransaction } from '../../src/transactions/entities';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import { type TestApp, type TestOrganization } from '../support/app';
 import { activitiesScheduled } from '../support/histories';
-import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd, btcdHeight } from '../support/btcd';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd, btcdHeight, btcdSandboxConfig } from '../support/btcd';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { testLogger } from '../support/secret-scan';
@@ -70,10 +70,7 @@ describe('Bitcoin fee bumping on a real node (btcd, regtest): speed-up, cancel a
     await btcd.generate(COINBASE_MATURITY + 10);
     const taskQueue = `btcd-fee-bumping-${randomUUID()}`;
     config = {
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      CHAIN_NODE_BITCOIN_SANDBOX: btcd.url,
-      CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest',
-      CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS),
+      ...btcdSandboxConfig(btcd, taskQueue, CONFIRMATIONS),
       FEE_BUMP_AFTER_BLOCKS: String(BUMP_AFTER),
       // The bump pays the market's high level (5 sat/vB) in full, well above this node's 2 sat/vB.
       FEE_BUMP_MAX_MULTIPLE: '10',

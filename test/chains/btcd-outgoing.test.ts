@@ -9,7 +9,7 @@ import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flo
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { WalletOutput } from '../../src/transactions/entities';
 import { type TestApp, type TestOrganization } from '../support/app';
-import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd, btcdHeight } from '../support/btcd';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd, btcdHeight, btcdSandboxConfig } from '../support/btcd';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { testLogger } from '../support/secret-scan';
@@ -42,7 +42,7 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     await btcd.generate(COINBASE_MATURITY + 5);
     await receiver.start();
     const taskQueue = `btcd-outgoing-${randomUUID()}`;
-    config = { TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest', CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS) };
+    config = btcdSandboxConfig(btcd, taskQueue, CONFIRMATIONS);
     service = await startScannedService('bitcoin', 'btcd outgoing', config, () => btcdHeight(btcd));
     ({ app, org } = service);
   });

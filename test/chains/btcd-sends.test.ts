@@ -8,7 +8,7 @@ import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { type TestApp, type TestOrganization } from '../support/app';
-import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd, btcdHeight } from '../support/btcd';
+import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, REGTEST_NETWORK, startBtcdOrSkip, type Btcd, btcdHeight, btcdSandboxConfig } from '../support/btcd';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { testLogger } from '../support/secret-scan';
@@ -57,7 +57,7 @@ describe('Sends on a real Bitcoin node (btcd, regtest): coin control, fee rates,
     btcd = await startBtcdOrSkip(this);
     await btcd.generate(COINBASE_MATURITY + 10);
     const taskQueue = `btcd-sends-${randomUUID()}`;
-    config = { TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_NODE_BITCOIN_SANDBOX: btcd.url, CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: 'regtest', CHAIN_CONFIRMATIONS_BITCOIN: String(CONFIRMATIONS) };
+    config = btcdSandboxConfig(btcd, taskQueue, CONFIRMATIONS);
     service = await startScannedService('bitcoin', 'btcd sends', config, () => btcdHeight(btcd));
     ({ app, org } = service);
   });
