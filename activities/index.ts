@@ -49,6 +49,8 @@ const destinationResolvers = (): DestinationResolvers => ({
 /** Every activity of every domain, registered on the one worker. */
 export const createActivities = (deps: ActivityDeps) => {
   const chains = deps.chains ?? new ChainNodes(deps.config, deps.log, deps.orm);
+  // Checked at worker start, in the background as the API does: an activity's first use inside a database transaction then finds its node checked.
+  void chains.checkAll();
   const keys = new KeyService(createKeyProvider(deps.config, deps.log));
   return {
     ...createIdempotencyActivities(deps),

@@ -19,6 +19,7 @@ import { presentDrift } from './monitoring/reconciliation';
 import { DomainError } from './shared/errors';
 import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
+import { refundingTransaction } from './payouts/refunds';
 import { resolveHeldFunds } from './payouts/resolution';
 import { sealClearBeneficiaries } from './payouts/trips';
 import { createTemporalClient } from './temporal/client';
@@ -214,7 +215,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
       transaction: <T>(work: (em: EntityManager) => Promise<T>) => starter.transaction(orm.em.fork(), work),
     };
     try {
-      return await deps.transaction((em) =>
+      return await refundingTransaction(deps, (em, deps) =>
         resolveHeldFunds(em, deps, { tripId: required(options, 'trip'), resolution: options.credit ? 'credit' : 'refund', operator: text(options, 'operator') ?? 'cli' }),
       );
     } finally {

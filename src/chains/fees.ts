@@ -131,7 +131,7 @@ export function requireFeeNearMarket({ param, given, marketHigh, multiple, unit 
 
 /**
  * The chain's fee market for the environment, read from its node; no usable node answers 503
- * `chain_node_unavailable` (details.reason: not_configured, network_mismatch, token_mismatch or unreachable).
+ * `chain_node_unavailable` (details.reason: not_configured, network_mismatch, token_mismatch, unreachable, or checking: a node not yet checked, try again shortly).
  */
 export async function readFeeMarket(chains: ChainNodes, chain: ChainId, environment: Environment, em?: EntityManager): Promise<FeeMarket> {
   try {

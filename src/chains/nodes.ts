@@ -1,3 +1,4 @@
+import { TransactionContext } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
 import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
@@ -15,7 +16,7 @@ const ETHEREUM_MAINNET_CHAIN_ID = 1;
 /** The network names CHAIN_NODE_BITCOIN_SANDBOX_NETWORK takes → what BitcoinRpcProvider.identifyNetwork reports. */
 const BITCOIN_SANDBOX_NETWORKS = { regtest: 'regtest', simnet: 'simnet', testnet: 'test', testnet4: 'testnet4', signet: 'signet' } as const;
 
-export type ChainUnavailableReason = 'not_configured' | 'network_mismatch' | 'token_mismatch' | 'unreachable';
+export type ChainUnavailableReason = 'not_configured' | 'network_mismatch' | 'token_mismatch' | 'unreachable' | 'checking';
 
 /** The chain cannot be served for this environment; the message is safe to show (no node URL). */
 export class ChainUnavailableError extends Error {
@@ -37,6 +38,8 @@ interface ConfiguredNode {
   checkTokens?: () => Promise<string | null>;
   /** Set once the node answered with the right network and tokens; a mismatch is remembered, an outage is not. */
   state: { kind: 'unchecked' } | { kind: 'verified'; identity: NetworkIdentity } | { kind: 'mismatch'; reason: 'network_mismatch' | 'token_mismatch' };
+  /** The network check under way, so that concurrent first uses ask the node once. */
+  checking?: Promise<void>;
 }
 
 /**
@@ -68,13 +71,25 @@ export class ChainNodes {
     const node = this.nodes.get(nodeKey(chain, environment));
     if (!node && environment === 'sandbox' && DEVNET_CHAINS.includes(chain)) return em ? new DevnetProvider(chain, this.orm, em) : this.devnet(chain);
     if (!node) throw new ChainUnavailableError('not_configured', `no node is configured for ${chain} ${networkFor(findChain(chain), environment)}`);
-    await this.verify(node);
+    if (node.state.kind === 'unchecked' && TransactionContext.getEntityManager()) {
+      // Checked outside the caller's database transaction, which must not wait on the node: the caller tries again.
+      this.check(node).catch(() => undefined);
+      throw new ChainUnavailableError('checking', `the ${chain} node for ${environment} keys is being checked: try again shortly`);
+    }
+    await this.check(node);
     return node.provider;
   }
 
   /** At start: checks every configured node and logs the outcome; a failure is remembered or retried, never thrown. */
   async checkAll(): Promise<void> {
-    await Promise.all([...this.nodes.values()].map((node) => this.verify(node).catch(() => undefined)));
+    await Promise.all([...this.nodes.values()].map((node) => this.check(node).catch(() => undefined)));
+  }
+
+  /** The node's network check, once at a time: a call while one is under way waits for it. */
+  private check(node: ConfiguredNode): Promise<void> {
+    if (node.state.kind !== 'unchecked') return this.verify(node);
+    node.checking ??= this.verify(node).finally(() => (node.checking = undefined));
+    return node.checking;
   }
 
   /** Sandbox keys with no node for the chain use the embedded devnet, which needs no network check. */

@@ -16,7 +16,7 @@ export function registerChainRoutes(routes: RouteRegistry): void {
     summary: 'Network fees',
     description:
       "The chain's fee market for the key's environment, read from its node: low, medium and high tiers, exact decimal strings. " +
-      'Answers 503 `chain_node_unavailable` (details.reason: not_configured, network_mismatch, token_mismatch or unreachable) when no usable node serves the chain.',
+      'Answers 503 `chain_node_unavailable` (details.reason: not_configured, network_mismatch, token_mismatch, unreachable, or checking: a node not yet checked, try again shortly) when no usable node serves the chain.',
     tag: 'Chains',
     scope: 'custody:read',
     params: ChainParams,

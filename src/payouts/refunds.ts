@@ -8,9 +8,9 @@ import { DomainError } from '../shared/errors';
 import { toDisplay } from '../shared/money';
 import { recordStart } from '../temporal/starter';
 import { OutgoingTransaction } from '../transactions/entities';
-import { createTransaction } from '../transactions/service';
+import { createTransaction, readSendFromNode, type SendNodeReads } from '../transactions/service';
 import { deskTenant, deskWallet } from './desk';
-import { PayoutDeposit, PayoutRefund, type PayoutTrip, type RefundReason } from './entities';
+import { PayoutDeposit, PayoutRefund, PayoutTrip, type RefundReason } from './entities';
 import { payoutRefundFlow, type RefundProgress } from './flows/refund';
 import { presentRefund, presentTrip } from './presenters';
 import type { SettlementDeps } from './settlement';
@@ -51,30 +51,85 @@ export async function startRefund(
   return row;
 }
 
-/** A send from the trip's deposit address to its refund address, in a savepoint so that a refusal leaves the transaction usable. */
-async function sendRefund(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip, amount: bigint, assetId: string, purpose: string): Promise<string> {
+/** A send from the trip's deposit address to its refund address: who makes it, what it asks, where it leaves from. */
+async function refundSend(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip, amount: bigint, assetId: string, purpose: string) {
   const desk = await deskTenant(em, deps.config, trip.environment);
   const wallet = await deskWallet(em, deps.keys, desk, trip.chain);
   const from = await em.findOneOrFail(Address, { id: trip.depositAddressRecord.id }, { populate: ['wallet'] });
   const asset = assetById(assetId);
+  return {
+    // The service's own desk: no key of the organization's set this refund up.
+    initiator: { ...desk, automationRuleId: `payout-trip-${trip.id}`, actorKeyId: null },
+    input: {
+      wallet_id: wallet.id,
+      to_address: trip.refundAddress!,
+      amount: toDisplay(amount, asset.decimals),
+      asset: asset.id,
+      // Native coins pay their own fee out of the refund; a token's fee is the desk's native coin.
+      treat_as_gross_amount: asset.type === 'native',
+      note: `Refund of payout trip ${trip.id} (${purpose})`,
+    },
+    automation: { operationType: 'payout_refund' as const, fromAddress: from },
+  };
+}
+
+/** The node's part of a refund's send: one trip, asset and amount leave from one address to one. */
+const refundReadsKey = (tripId: string, assetId: string, amount: bigint) => `${tripId}:${assetId}:${amount}`;
+
+/**
+ * Thrown inside a transaction that would make a refund's send without the node's part read: the
+ * transaction rolls back, `refundingTransaction` reads it outside, and runs the transaction again.
+ */
+class RefundNodeReadsNeeded extends Error {
+  constructor(readonly send: { tripId: string; assetId: string; amount: bigint; purpose: string }) {
+    super(`payout trip ${send.tripId}: the node's part of a ${send.amount} ${send.assetId} refund is not read yet`);
+  }
+}
+
+/** Node reads per refund send (or the node's refusal of it), read outside any transaction. */
+export type RefundNodeReads = Map<string, SendNodeReads | DomainError>;
+
+/** Rounds a refunding transaction may ask for node reads: one per distinct refund it makes. */
+const MAX_REFUND_READ_ROUNDS = 20;
+
+/**
+ * `deps.transaction(work)` for work that may make refund sends, with no node call inside it (fee
+ * market, gas: a slow node must not hold the trip's row lock or a pooled connection). A refund the
+ * work reaches unread rolls the transaction back; its send is read from the node, and the work runs
+ * again, on the state it then finds, with the reads in `deps.refundNodeReads`.
+ */
+export async function refundingTransaction<T>(deps: SettlementDeps, work: (em: EntityManager, deps: SettlementDeps) => Promise<T>): Promise<T> {
+  const refundNodeReads: RefundNodeReads = new Map();
+  const refunding = { ...deps, refundNodeReads };
+  for (let round = 1; ; round += 1) {
+    try {
+      return await deps.transaction((em) => work(em, refunding));
+    } catch (error) {
+      if (!(error instanceof RefundNodeReadsNeeded) || round === MAX_REFUND_READ_ROUNDS) throw error;
+      const { tripId, assetId, amount, purpose } = error.send;
+      const em = deps.em();
+      const trip = await em.findOneOrFail(PayoutTrip, { id: tripId });
+      const { initiator, input, automation } = await refundSend(em, deps, trip, amount, assetId, purpose);
+      let reads: SendNodeReads | DomainError;
+      try {
+        reads = await readSendFromNode(em, deps.config, deps.chains, initiator, input, automation);
+      } catch (refusal) {
+        if (!(refusal instanceof DomainError)) throw refusal;
+        reads = refusal;
+      }
+      refundNodeReads.set(refundReadsKey(tripId, assetId, amount), reads);
+    }
+  }
+}
+
+/** Makes the refund's send in a savepoint, so that a refusal leaves the transaction usable; the node's part is read before (`refundingTransaction`). */
+async function sendRefund(em: EntityManager, deps: SettlementDeps, trip: PayoutTrip, amount: bigint, assetId: string, purpose: string): Promise<string> {
+  const reads = deps.refundNodeReads?.get(refundReadsKey(trip.id, assetId, amount));
+  if (!reads) throw new RefundNodeReadsNeeded({ tripId: trip.id, assetId, amount, purpose });
+  if (reads instanceof DomainError) throw reads;
+  const { initiator, input, automation } = await refundSend(em, deps, trip, amount, assetId, purpose);
   return em.transactional(async (savepoint) => {
-    const sent = await createTransaction(
-      savepoint,
-      deps.config,
-      deps.chains,
-      // The service's own desk: no key of the organization's set this refund up.
-      { ...desk, automationRuleId: `payout-trip-${trip.id}`, actorKeyId: null },
-      {
-        wallet_id: wallet.id,
-        to_address: trip.refundAddress!,
-        amount: toDisplay(amount, asset.decimals),
-        asset: asset.id,
-        // Native coins pay their own fee out of the refund; a token's fee is the desk's native coin.
-        treat_as_gross_amount: asset.type === 'native',
-        note: `Refund of payout trip ${trip.id} (${purpose})`,
-      },
-      { operationType: 'payout_refund', fromAddress: from },
-    );
+    const sent = await createTransaction(savepoint, deps.config, deps.chains, initiator, input, { ...automation, nodeReads: reads });
     return sent.id;
   });
 }
@@ -122,7 +177,7 @@ export async function followRefund(deps: SettlementDeps, refundId: string): Prom
 
 /** Replaces the failed send of attempt `attempt` by a new one, once; a new send the desk cannot make ends the refund refund_failed. */
 export async function resendRefund(deps: SettlementDeps, refundId: string, attempt: number): Promise<RefundProgress> {
-  return deps.transaction(async (em) => {
+  return refundingTransaction(deps, async (em, deps) => {
     const { refund, trip, send } = await lockRefund(em, refundId);
     if (refund.status !== 'refund_pending' || refund.attempts !== attempt || send.status !== 'failed') return progressOf(refund, send);
     let next: string;

@@ -15,7 +15,7 @@ import { FINAL_TRIP_STATUSES, PayoutDeposit, PayoutTrip, type PayoutRefund, type
 import type { FundingState, LateResolution, RailState, Settlement } from './flows/trip';
 import { presentTrip } from './presenters';
 import { RailOutcomeUnknownError, railFor } from './rails';
-import { startRefund } from './refunds';
+import { refundingTransaction, startRefund, type RefundNodeReads } from './refunds';
 import { recordTransition } from './timeline';
 import { lockTrip } from './trips';
 
@@ -27,6 +27,8 @@ export interface SettlementDeps {
   em: () => EntityManager;
   /** One transaction whose recorded workflow starts (event deliveries, a refund's send) fire once it commits. */
   transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+  /** The node's part of the refund sends a `refundingTransaction` makes, read before it. */
+  refundNodeReads?: RefundNodeReads;
 }
 
 /** The payout stages' aliases named in the recovery guidance, emitted beside their payouts.* event (docs/payouts.md). */
@@ -180,7 +182,7 @@ export async function expireTrip(deps: SettlementDeps, tripId: string): Promise<
  * refund to the refund address, credit the balance, or hold for an operator.
  */
 export async function settleTrip(deps: SettlementDeps, tripId: string): Promise<Settlement> {
-  return deps.transaction(async (em) => {
+  return refundingTransaction(deps, async (em, deps) => {
     const trip = await lockTrip(em, tripId);
     if (trip.status === 'processing') return { next: 'pay' };
     if (trip.status !== 'funded') return { next: 'done', status: trip.status };
@@ -275,7 +277,7 @@ export async function finishTrip(deps: SettlementDeps, tripId: string, answer: R
  * once it is confirmed, by PAYOUT_LATE_PAYMENT_RESOLUTION; another asset than the quote's is held.
  */
 export async function resolveLateDeposits(deps: SettlementDeps, tripId: string): Promise<LateResolution> {
-  return deps.transaction(async (em) => {
+  return refundingTransaction(deps, async (em, deps) => {
     const trip = await lockTrip(em, tripId);
     if (trip.status === 'awaiting_deposit' || trip.status === 'funded') return { resolved: [], waiting: 0 };
     const late = (await syncDeposits(em, deps, trip, false)).filter((deposit) => deposit.role === 'late' && !deposit.resolution && !deposit.droppedAt);

@@ -10,7 +10,6 @@ import { type TestApp, type TestOrganization } from '../support/app';
 import { testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { testLogger } from '../support/secret-scan';
-import { watchNodeCallsInTransactions } from '../support/node-calls';
 import { startScannedService, type ScannedService } from '../support/scanned-service';
 
 const CONFIRMATIONS = 2;
@@ -45,8 +44,6 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
   let app: TestApp;
   let org: TestOrganization;
   let service: ScannedService;
-  /** Every node call of the file's flows is watched: none may wait inside a database transaction. */
-  let nodeCalls: ReturnType<typeof watchNodeCallsInTransactions> | undefined;
   let token: Hex;
   const config: Record<string, string> = {};
 
@@ -63,11 +60,9 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS));
     service = await startScannedService('ethereum', 'Anvil consolidation', config, () => anvilHeight(anvil));
     ({ app, org } = service);
-    nodeCalls = watchNodeCallsInTransactions();
   });
 
   after(async () => {
-    nodeCalls?.stop();
     await service?.stop();
     await anvil?.stop();
   });
@@ -224,9 +219,5 @@ describe('Consolidation on a real Ethereum node (anvil): token sweeps from a vau
     await eventually(async () => ((await ledger(treasury.id, 'USDC_ETH')) === swept ? true : undefined), 'the sweeps credited to the treasury', 30_000, 250);
     // The organization's wallets: the two sources, the treasury and the station's.
     await ledgerMatchesChain(4);
-  });
-
-  it('asked the node nothing inside a database transaction: the sweeps above', () => {
-    assert.deepEqual(nodeCalls!.calls, []);
   });
 });

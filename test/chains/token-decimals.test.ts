@@ -34,6 +34,20 @@ describe('Token contracts checked against the catalogue at start (anvil)', () =>
     assert.equal(provider.tokenAddress('USDT_ETH'), sixDecimals);
   });
 
+  it('checks a node outside database transactions: a first use inside one answers checking, starts the check, and the next use is served', async () => {
+    const orm = await testOrm();
+    const nodes = new ChainNodes(testConfig(tokensConfig(`USDC_ETH=${sixDecimals}`)), createLogger('silent'), orm);
+    const checking = (error: unknown) => error instanceof ChainUnavailableError && error.reason === 'checking';
+    await assert.rejects(
+      orm.em.fork().transactional(() => nodes.provider('ethereum', 'sandbox')),
+      checking,
+    );
+    // The check that refusal started runs outside the transaction; a use outside one waits for it.
+    assert.equal((await nodes.provider('ethereum', 'sandbox')).kind, 'evm-rpc');
+    const inside = await orm.em.fork().transactional(() => nodes.provider('ethereum', 'sandbox'));
+    assert.equal(inside.tokenAddress('USDC_ETH'), sixDecimals, 'a checked node serves inside a transaction');
+  });
+
   it('a contract with other decimals, or none, leaves the chain unavailable with one error line naming the token and both figures', async () => {
     const lines: { level: number; msg: string; problem?: string }[] = [];
     const log = createLogger('info', 'test', { write: (line: string) => void lines.push(JSON.parse(line)) });

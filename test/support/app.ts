@@ -47,6 +47,8 @@ export async function startTestApp(
   const temporal = options.temporal ?? (await localTemporal());
   const deps = createAppDeps(config, orm, testLogger('api'), { connection: temporal.connection, client: temporal.client });
   const { app, routes } = createApp(deps, [...routeModules, ...(options.extraModules ?? [])]);
+  // As the server does at start (src/server.ts), but awaited: a test's first request never races the nodes' check.
+  await deps.chains.checkAll();
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });

@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { journalMismatches } from '../../src/custody/journal';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
+import { watchNodeCallsInTransactions } from './node-calls';
 
 /**
  * Shared, lazily started real components: one migrated PostgreSQL database (the throwaway one
@@ -72,9 +73,17 @@ export async function releaseTimeSkippingTemporal(): Promise<void> {
   await released?.then((env) => env.teardown());
 }
 
+/** Every configured node (anvil, btcd) call made inside a database transaction, by any test of the suite. */
+const nodeCallsInTransactions = watchNodeCallsInTransactions();
+
 export const mochaHooks = {
-  /** Every test ends with the custody journal whole: each wallet and address balance row is the sum of its entries. */
+  /**
+   * Every test ends with the custody journal whole (each wallet and address balance row is the sum
+   * of its entries) and with no node call made inside a database transaction.
+   */
   async afterEach() {
+    const nodeCalls = nodeCallsInTransactions.calls.splice(0);
+    if (nodeCalls.length > 0) throw new Error(`a chain node was called inside a database transaction:\n${nodeCalls.join('\n')}`);
     if (!orm) return;
     const mismatches = await journalMismatches((await orm).em.fork());
     if (mismatches.length > 0) throw new Error(`custody balance rows differ from their journal: ${JSON.stringify(mismatches)}`);

@@ -11,3 +11,16 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** `promise`, or a rejection naming `what` once `timeoutMs` pass: a step with no bound of its own fails saying which it was. */
+export async function within<T>(promise: Promise<T>, what: string, timeoutMs = 30_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

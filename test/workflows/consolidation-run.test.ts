@@ -18,7 +18,7 @@ import { sweepStarts } from '../support/cards';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
 import { creditCustodyWallet } from '../support/ledger';
-import { eventually } from '../support/eventually';
+import { eventually, within } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
@@ -98,11 +98,14 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
     const handle = await env.client.workflow.start('consolidationRunWorkflow', { taskQueue, workflowId: consolidationRunFlow.workflowId({ runId }), args: [{ runId }] });
     return { runId, handle };
   }
-  /** Mines a block every 300 ms while the run goes (each send, fuel and sweep waits for its confirmations). */
-  async function mineWhile<T>(work: Promise<T>): Promise<T> {
+  /**
+   * Mines a block every 300 ms while the run goes (each send, fuel and sweep waits for its confirmations), for
+   * at most `timeoutMs`: a run that never ends fails its test and stops the mining, not the tests after it.
+   */
+  async function mineWhile<T>(work: Promise<T>, timeoutMs = 150_000): Promise<T> {
     const miner = setInterval(() => void em().then((orm) => mineDevnetBlocks(orm, 'ethereum', 1)), 300);
     try {
-      return await work;
+      return await within(work, 'the consolidation run to end', timeoutMs);
     } finally {
       clearInterval(miner);
     }
@@ -220,7 +223,7 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
     const bigRule = await createRule(big, (await call('POST', '/v1/vaults', { name: 'Big treasury' })).body.id, 'customer_gas_station', [USDC_ASSET], station.id);
     await wallet((await (await em()).findOneOrFail(ConsolidationRule, { id: bigRule }, { populate: ['destinationVault'] })).destinationVault!.id, 'Big treasury ETH');
     const { runId, handle } = await run(bigRule);
-    assert.equal(await mineWhile(handle.result()), 'completed');
+    assert.equal(await mineWhile(handle.result(), 270_000), 'completed');
     const finished = await readRun(runId);
     assert.equal(finished.addressesScanned, 10_000);
     assert.equal(finished.transfersConfirmed, 1);

@@ -11,7 +11,7 @@ import { devnetBlocksWorkflowId, mineBlocksUpdate } from '../../src/chains/flows
 import { HISTORY_EVENTS_PER_RUN } from '../../src/temporal/flow';
 import { WorkflowStarter } from '../../src/temporal/starter';
 import { workflowBundle } from '../../src/worker-setup';
-import { eventually } from '../support/eventually';
+import { eventually, within } from '../support/eventually';
 import { releaseTimeSkippingTemporal, testConfig, testOrm, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { testLogger } from '../support/secret-scan';
@@ -68,29 +68,37 @@ describe('Devnet block producer workflow (time-skipping)', () => {
   it('mines a block every interval and as many as asked by the mineBlocks update, answering the new tip', async function () {
     // Six waits in a row, each bounded by its own 20 s (eventually): a loaded CI machine took longer than mocha's 60 s once.
     this.timeout(150_000);
+    // CI saw this test stall once past 150 s, at a step no log named; every step is bounded now, so a stall says
+    // which, and the reporter prints a retried test's first error (test/support/reporter.ts).
+    this.retries(1);
     const { worker: running, starter, taskQueue } = await worker();
-    await running.runUntil(async () => {
-      await ensureDevnetWorkflows(starter, config(taskQueue));
-      assert.equal(await starter.isRunning(workflowId), true);
-      // Started again at the next worker start: the running one is kept.
-      await ensureDevnetWorkflows(starter, config(taskQueue));
+    const update = (count: number) => within(starter.executeUpdate(workflowId, mineBlocksUpdate, { count }), `the mineBlocks update of ${count}`);
+    await within(
+      running.runUntil(async () => {
+        await within(ensureDevnetWorkflows(starter, config(taskQueue)), 'the producer started');
+        assert.equal(await starter.isRunning(workflowId), true);
+        // Started again at the next worker start: the running one is kept.
+        await within(ensureDevnetWorkflows(starter, config(taskQueue)), 'the producer kept');
 
-      const start = await tipHeight();
-      const afterInterval = await minedAbove(start);
-      const tip = await starter.executeUpdate(workflowId, mineBlocksUpdate, { count: 5 });
-      assert.ok(tip.height >= afterInterval + 5);
-      const block = await (await em()).findOneOrFail(DevnetBlock, { chain: 'bitcoin', height: tip.height });
-      assert.equal(block.hash, tip.hash);
-      const fromUpdate = await (await em()).find(DevnetBlock, { chain: 'bitcoin', producedBy: block.producedBy });
-      assert.equal(fromUpdate.length, 5);
+        const start = await tipHeight();
+        const afterInterval = await minedAbove(start);
+        const tip = await update(5);
+        assert.ok(tip.height >= afterInterval + 5);
+        const block = await (await em()).findOneOrFail(DevnetBlock, { chain: 'bitcoin', height: tip.height });
+        assert.equal(block.hash, tip.hash);
+        const fromUpdate = await (await em()).find(DevnetBlock, { chain: 'bitcoin', producedBy: block.producedBy });
+        assert.equal(fromUpdate.length, 5);
 
-      for (const count of [0, 101, 1.5]) {
-        await assert.rejects(starter.executeUpdate(workflowId, mineBlocksUpdate, { count }), (error: unknown) => error instanceof WorkflowUpdateFailedError);
-      }
-      await minedAbove(tip.height);
-      await idle();
-      await env.client.workflow.getHandle(workflowId).terminate('test over');
-    });
+        for (const count of [0, 101, 1.5]) {
+          await assert.rejects(update(count), (error: unknown) => error instanceof WorkflowUpdateFailedError);
+        }
+        await minedAbove(tip.height);
+        await idle();
+        await within(env.client.workflow.getHandle(workflowId).terminate('test over'), 'the producer terminated');
+      }),
+      "the worker's run and shutdown",
+      120_000,
+    );
     await recordHistoryIfAsked(env.client.workflow.getHandle(workflowId), 'produce-devnet-blocks');
   });
 
