@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { DomainError } from '../shared/errors';
 import type { Environment } from '../api-keys/entities';
 import type { Beneficiary, PaymentMethod } from './entities';
 import { SandboxBankRail } from './providers/sandbox-bank-rail';
@@ -42,9 +43,19 @@ export interface PayoutRail {
 
 /**
  * The rail that pays a method in an environment. The sandbox has its two simulated rails; live has
- * none in this build, so live quotes are refused before a trip can exist (docs/payouts.md).
+ * none in this build: 503 payout_rail_unavailable, and live quotes are refused so before a trip can
+ * exist (docs/payouts.md).
  */
 export function railFor(environment: Environment, method: PaymentMethod): PayoutRail {
-  if (environment === 'live') throw new Error(`no live ${method} payout rail is configured`);
+  if (environment === 'live') throw payoutRailUnavailable(method);
   return method === 'bank' ? new SandboxBankRail() : new SandboxMobileMoneyRail();
 }
+
+/** 503 payout_rail_unavailable: no rail pays the method in live (never a sandbox rail in its place). */
+export const payoutRailUnavailable = (method: PaymentMethod) =>
+  new DomainError({
+    kind: 'unavailable',
+    code: 'payout_rail_unavailable',
+    message: `No live ${method === 'bank' ? 'bank' : 'mobile money'} payout rail is configured: live payouts cannot be made in this deployment.`,
+    details: { payment_method: method },
+  });

@@ -84,11 +84,17 @@ describe('Payout quotes: pricing, corridors, limits and named refusals', () => {
     assert.equal(await quoteCount(), before, 'no quote was stored');
   });
 
-  it('needs payouts:write, and has no live corridor without a live rate provider', async () => {
+  it('needs payouts:write, and quotes nothing in live, where no payout rail is configured: 503 payout_rail_unavailable', async () => {
     const reader = await org.key(['payouts:read']);
     expectError(await quote(USDT_TRON_TO_NGN, reader.secret), 'insufficient_scope', undefined, 403);
     const live = await org.key(['*'], 'live');
-    const refused = expectError(await quote(USDT_TRON_TO_NGN, live.secret), 'unsupported_corridor');
-    assert.equal(refused.details.reason, 'no_live_rate_provider');
+    const liveQuotes = () => app.deps.orm.em.fork().count(PayoutQuote, { organization: org.organizationId, environment: 'live' });
+    for (const method of [USDT_TRON_TO_NGN, { ...USDT_TRON_TO_NGN, country: 'KE', toCurrency: 'KES', paymentMethod: 'mobile_money' }]) {
+      const refused = expectError(await quote(method, live.secret), 'payout_rail_unavailable', undefined, 503);
+      assert.equal(refused.details.payment_method, method.paymentMethod);
+    }
+    // Malformed or unoffered requests are still told so first.
+    expectError(await quote({ ...USDT_TRON_TO_NGN, country: 'FR', toCurrency: 'EUR' }, live.secret), 'unsupported_corridor', 'country');
+    assert.equal(await liveQuotes(), 0, 'no live quote was stored');
   });
 });
