@@ -1,7 +1,7 @@
 import { CHAIN_IDS } from '../catalogue/service';
 import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
-import { Timestamp, z } from '../shared/schemas';
+import { Timestamp, trimmedText, z } from '../shared/schemas';
 
 export const AddressBookEntryParams = z.object({ id: z.string().min(1).max(64) });
 
@@ -10,7 +10,7 @@ export const AddressBookListQuery = ListQuery.extend({
 });
 
 export const CreateAddressBookEntryBody = chainAddressBody(
-  { label: z.string().trim().min(1).max(255).openapi({ description: 'What the destination is, e.g. "Kraken deposit"' }) },
+  { label: trimmedText(1, 255).openapi({ description: 'What the destination is, e.g. "Kraken deposit"' }) },
   { addressDescription: "An address of the chain on the key's environment's network (sandbox: the testnet), stored in its canonical form" },
 ).openapi('CreateAddressBookEntryRequest');
 

@@ -1,5 +1,5 @@
 import { centsToDecimalString, decimalStringToCents, isDisplayAmount } from '../shared/money';
-import { Email, MinorUnitNumber, resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
+import { Email, MinorUnitNumber, resultEnvelopeSchema, Timestamp, trimmedText, z } from '../shared/schemas';
 import { CARD_STATUSES, CARD_TRANSACTION_STATUSES, CARD_TRANSACTION_TYPES, CARD_TYPES } from './entities';
 import { ISO_ALPHA3_COUNTRIES } from './countries';
 
@@ -14,7 +14,7 @@ function isPastDate(value: string): boolean {
   return date.toISOString().slice(0, 10) === value && Number(match[1]) >= 1900 && date.getTime() < Date.now();
 }
 
-const text = (max = 200) => z.string().trim().min(1).max(max);
+const text = (max = 200) => trimmedText(1, max);
 
 export const CustomerInput = z
   .object({
@@ -131,7 +131,7 @@ export const SpendLimitsBody = z
 export const ListCardsQuery = z.object({
   card_type: z.enum(CARD_TYPES).optional(),
   status: z.enum(CARD_STATUSES).optional(),
-  search: z.string().trim().min(1).max(100).optional(),
+  search: trimmedText(1, 100).optional(),
   cursor: z.string().min(1).max(512).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
@@ -147,8 +147,12 @@ export const AuthorizationBody = z
   .object({
     amount: MinorUnitNumber.min(1),
     merchant_name: z.string().max(200).optional(),
-    /** When the merchant authorized; defaults to now (lets tests place purchases at window edges). Years 1970 to 9999. */
-    occurred_at: Timestamp.max(64).optional(),
+    /** When the merchant authorized; defaults to now (lets tests place purchases at window edges). */
+    occurred_at: Timestamp.max(64)
+      // A recent purchase, as a card network would send: the years 2000 to 2999 as written, in the document as in validation.
+      .regex(/^2\d{3}-/, 'must be a timestamp of the years 2000 to 2999')
+      .optional()
+      .openapi({ description: 'When the merchant authorized (years 2000 to 2999); default now' }),
   })
   .strict();
 

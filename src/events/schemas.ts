@@ -1,6 +1,6 @@
 import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
-import { Timestamp, z } from '../shared/schemas';
+import { Timestamp, trimmedText, z } from '../shared/schemas';
 import { DELIVERY_STATUSES, DESTINATION_KINDS, SUBSCRIPTION_STATUSES, WEBHOOK_STATUSES } from './entities';
 import { EVENT_TYPES, isEventType, ON_CHAIN_EVENT_TYPES } from './event-types';
 
@@ -12,7 +12,7 @@ const EventTypeName = z
   .refine(isEventType, 'must be one of GET /v1/webhooks/event-types')
   .openapi({ enum: EVENT_TYPES.map((entry) => entry.type) });
 const MaxAttempts = z.number().int().min(1).max(50);
-const Url = z.string().trim().min(1).max(2048);
+const Url = trimmedText(1, 2048);
 
 export const EventTypeObject = z
   .object({ object: z.literal('event_type'), type: z.string(), description: z.string() })
@@ -39,7 +39,7 @@ export const WebhookObject = z
 
 export const CreateWebhookBody = z
   .object({
-    name: z.string().trim().min(1).max(255),
+    name: trimmedText(1, 255),
     url: Url,
     event_types: z.array(EventTypeName).max(100).default([]),
     max_attempts: MaxAttempts.optional(),
@@ -49,7 +49,7 @@ export const CreateWebhookBody = z
 
 export const UpdateWebhookBody = z
   .object({
-    name: z.string().trim().min(1).max(255).optional(),
+    name: trimmedText(1, 255).optional(),
     url: Url.optional(),
     event_types: z.array(EventTypeName).max(100).optional(),
     status: z.enum(WEBHOOK_STATUSES).optional().openapi({ description: 'disabled stops deliveries; enabled resumes them' }),

@@ -1,4 +1,4 @@
-import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DisplayAmount, INT4_MAX, Timestamp, trimmedText, z } from '../shared/schemas';
 import { APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOTE_DECISIONS } from './entities';
 import { EVALUATION_RESULTS, OUTCOMES } from './evaluator';
 import { TRANSACTION_STATUSES } from '../transactions/entities';
@@ -20,8 +20,10 @@ export const ConditionInput = z
 /** A draft condition for validation: anything goes, the validator reports what is wrong. */
 const DraftCondition = z.object({ field: z.string().max(100), operator: z.string().max(100), ...ConditionShape }).strict();
 
-const RuleName = z.string().trim().min(2).max(255);
+const RuleName = trimmedText(2, 255);
 const Description = z.string().max(1000);
+// A rule's position, stored as a PostgreSQL integer.
+const RuleOrder = z.number().int().min(1).max(INT4_MAX);
 
 const ActionConfig = z.record(z.string(), z.unknown()).openapi({ description: 'Shape depends on action_type; see GET /v1/policies/schema' });
 
@@ -41,7 +43,7 @@ export const CreateRuleBody = z
     action_type: z.enum(ACTION_TYPES),
     action_config: ActionConfig.optional(),
     conditions: z.array(ConditionInput).max(50).optional(),
-    order: z.number().int().min(1).optional().openapi({ description: '1-based position; appended when omitted' }),
+    order: RuleOrder.optional().openapi({ description: '1-based position; appended when omitted' }),
   })
   .strict()
   .superRefine((rule, ctx) => checkActionConfig(rule.action_type, rule.action_config, ctx))
@@ -54,7 +56,7 @@ export const UpdateRuleBody = z
     action_type: z.enum(ACTION_TYPES).optional(),
     action_config: ActionConfig.optional(),
     conditions: z.array(ConditionInput).max(50).optional(),
-    order: z.number().int().min(1).optional(),
+    order: RuleOrder.optional(),
   })
   .strict()
   .openapi('UpdatePolicyRuleRequest');
@@ -66,7 +68,7 @@ export function checkActionConfig(actionType: (typeof ACTION_TYPES)[number], con
   }
 }
 
-const PolicyName = z.string().trim().min(2).max(100);
+const PolicyName = trimmedText(2, 100);
 
 export const CreatePolicyBody = z
   .object({
@@ -99,7 +101,7 @@ export const ValidateDraftBody = z
             description: Description.optional(),
             conditions: z.array(DraftCondition).max(50).optional(),
             action_config: z.unknown().optional(),
-            order: z.number().int().optional(),
+            order: z.number().int().min(-INT4_MAX - 1).max(INT4_MAX).optional(),
           })
           .strict(),
       )
@@ -143,7 +145,7 @@ export const EvaluateRequestFields = z.object({
   velocity_amount_usd_1h: DisplayAmount.optional(),
   velocity_count_24h: VelocityCount.optional(),
   velocity_count_1h: VelocityCount.optional(),
-  approval_count: z.number().int().min(0).optional().openapi({ description: 'Approvals already collected for this transaction' }),
+  approval_count: z.number().int().min(0).max(INT4_MAX).optional().openapi({ description: 'Approvals already collected for this transaction' }),
 });
 
 export const EvaluateBody = EvaluateRequestFields.extend({

@@ -1,13 +1,13 @@
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, PositiveDisplayAmount, Timestamp, trimmedText, z } from '../shared/schemas';
 import { REPLACEMENT_KINDS, REPLACEMENT_STATUSES, TRANSACTION_STATUSES } from './entities';
 
 export const EstimateFeeBody = z
   .object({
     wallet_id: z.string().uuid().openapi({ description: 'The sending wallet, of the key\'s organization and environment' }),
-    to_address: z.string().trim().min(1).max(128).openapi({ description: "The recipient, valid for the wallet's chain and the key's network" }),
-    amount: DisplayAmount.openapi({ description: 'Display units of the asset, positive, at most the asset\'s decimals' }),
-    asset: z.string().trim().min(1).max(32).openapi({ description: "An asset id (USDC_ETH), or a bare symbol (USDC) resolved on the wallet's chain" }),
+    to_address: trimmedText(1, 128).openapi({ description: "The recipient, valid for the wallet's chain and the key's network" }),
+    amount: PositiveDisplayAmount.openapi({ description: 'Display units of the asset, positive, at most the asset\'s decimals' }),
+    asset: trimmedText(1, 32).openapi({ description: "An asset id (USDC_ETH), or a bare symbol (USDC) resolved on the wallet's chain" }),
     sponsor: z.boolean().optional().openapi({ description: 'Price the fee as sponsored (paid by a gas station): the level amounts are then the sponsored fee and the total debit leaves it out; funding_options say whether each payer can pay it now' }),
     treat_as_gross_amount: z
       .boolean()
