@@ -143,14 +143,20 @@ export const ListTransactionsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
 
+/**
+ * A recent purchase, as a card network would send one: zod's RFC 3339 pattern (real calendar days, Z or
+ * an offset), years 2000 to 2999 as written. The whole pattern is in the document: a generator reading
+ * `format: date-time` and a year prefix alone finds no value of both.
+ */
+const OCCURRED_AT_PATTERN = new RegExp(`^(?=2\\d{3}-)${z.regexes.datetime({ offset: true }).source.slice(1)}`);
+
 export const AuthorizationBody = z
   .object({
     amount: MinorUnitNumber.min(1),
     merchant_name: z.string().max(200).optional(),
     /** When the merchant authorized; defaults to now (lets tests place purchases at window edges). */
     occurred_at: Timestamp.max(64)
-      // A recent purchase, as a card network would send: the years 2000 to 2999 as written, in the document as in validation.
-      .regex(/^2\d{3}-/, 'must be a timestamp of the years 2000 to 2999')
+      .regex(OCCURRED_AT_PATTERN, 'must be an RFC 3339 timestamp of the years 2000 to 2999')
       .optional()
       .openapi({ description: 'When the merchant authorized (years 2000 to 2999); default now' }),
   })

@@ -177,7 +177,7 @@ describe('Bad input answers 400 and changes nothing', () => {
 
   it("refuses a sandbox authorization's occurred_at outside the documented years 2000 to 2999", async () => {
     const path = `/v1/sandbox/cards/${crypto.randomUUID()}/authorizations`;
-    for (const occurredAt of ['0051-05-28T18:21:01+13:43', '1999-12-31T23:59:59Z', '3000-01-01T00:00:00Z']) assertValidation(await call('POST', path, { amount: 1, occurred_at: occurredAt }), 'occurred_at');
+    for (const occurredAt of ['0051-05-28T18:21:01+13:43', '1999-12-31T23:59:59Z', '3000-01-01T00:00:00Z', '2026-02-30T00:00:00Z']) assertValidation(await call('POST', path, { amount: 1, occurred_at: occurredAt }), 'occurred_at');
     // Within the bound, validation passes and the unknown card answers.
     const inBound = await call('POST', path, { amount: 1, occurred_at: '2000-01-01T00:00:00+14:00' });
     assert.equal(inBound.status, 404, inBound.text);

@@ -257,13 +257,11 @@ describe('Operations endpoints and the OpenAPI document', () => {
     // Before 1970 was documented and refused: the document bounds the years.
     const occurredAt = bodyOf('/v1/sandbox/cards/{cardId}/authorizations').properties.occurred_at;
     assert.equal(occurredAt.format, 'date-time');
-    assert.deepEqual(matches(occurredAt, ['0051-05-28T18:21:01+13:43', '1999-12-31T23:59:59Z', '2000-01-01T00:00:00+14:00', '2026-05-15T12:00:00.000Z', '3000-01-01T00:00:00Z']), [
-      false,
-      false,
-      true,
-      true,
-      false,
-    ]);
+    // The whole timestamp, not a year prefix beside `format: date-time`, which a generator cannot satisfy both of.
+    assert.deepEqual(
+      matches(occurredAt, ['0051-05-28T18:21:01+13:43', '1999-12-31T23:59:59Z', '2000-01-01T00:00:00+14:00', '2026-05-15T12:00:00.000Z', '3000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-05-15']),
+      [false, false, true, true, false, false, false],
+    );
   });
 
   it('renders the reference at /docs with its assets', async () => {
