@@ -1,5 +1,5 @@
 import { API_VERSIONS } from '../shared/api-versions';
-import { Timestamp, trimmedText, z } from '../shared/schemas';
+import { text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { ENVIRONMENTS } from './entities';
 import { SCOPES } from './scopes';
 
@@ -35,4 +35,4 @@ export const CreateApiKeyBody = z
   .strict()
   .openapi('CreateApiKeyRequest');
 
-export const ApiKeyIdParams = z.object({ id: z.string().min(1).max(64) });
+export const ApiKeyIdParams = z.object({ id: text(1, 64) });

@@ -1,6 +1,6 @@
 import { CHAIN_IDS } from '../catalogue/service';
 import { ListQuery } from '../shared/pagination';
-import { DisplayAmount, PositiveDisplayAmount, Timestamp, trimmedText, z } from '../shared/schemas';
+import { DisplayAmount, PositiveDisplayAmount, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { DESTINATION_TYPES, GAS_SOURCES, RUN_STATUSES, SWEEP_STATUSES, THRESHOLD_BASES, THRESHOLD_CURRENCIES, TRIGGER_SOURCES, TRIGGER_TYPES } from './entities';
 
 const Id = z.string().uuid();
@@ -44,7 +44,7 @@ export const CreateConsolidationRuleBody = z
   .object({
     vault_id: Id,
     chain: z.enum(CHAIN_IDS),
-    network: z.string().max(64).optional().openapi({ description: "Accepted; the key's environment decides the network (sandbox: the chain's testnet, live: mainnet)" }),
+    network: text(0, 64).optional().openapi({ description: "Accepted; the key's environment decides the network (sandbox: the chain's testnet, live: mainnet)" }),
     destination_type: mutableFields.destination_type,
     trigger_type: mutableFields.trigger_type,
     gas_source: mutableFields.gas_source,
@@ -69,7 +69,7 @@ export const UpdateConsolidationRuleBody = z
   .openapi('UpdateConsolidationRuleRequest');
 export type UpdateConsolidationRuleInput = z.infer<typeof UpdateConsolidationRuleBody>;
 
-export const RuleParams = z.object({ id: z.string().min(1).max(64) });
+export const RuleParams = z.object({ id: text(1, 64) });
 export const RuleListQuery = ListQuery.extend({ vault_id: Id.optional(), chain: z.enum(CHAIN_IDS).optional() });
 export const RunListQuery = ListQuery.extend({ rule_id: Id.optional(), status: z.enum(RUN_STATUSES).optional() });
 export const SweepListQuery = ListQuery;

@@ -23,7 +23,7 @@ const Metadata = z
     ...({ propertyNames: { minLength: METADATA_KEY_LENGTH.min, maxLength: METADATA_KEY_LENGTH.max } } as object),
   });
 
-export const IdParams = z.object({ id: z.string().min(1).max(64) });
+export const IdParams = z.object({ id: text(1, 64) });
 
 export const VaultObject = z
   .object({

@@ -2,7 +2,7 @@ import { CHAIN_IDS, findChain } from '../catalogue/service';
 import { ADDRESS_PATTERNS } from '../chains/schemas';
 import { SPONSORABLE_CHAINS } from './signed-transfers';
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, PositiveDisplayAmount, Timestamp, trimmedText, z } from '../shared/schemas';
+import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, PositiveDisplayAmount, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { FUNDING_MODELS, GAS_STATION_STATUSES, GAS_STRATEGIES, SPONSORSHIP_STATUSES } from './entities';
 
 const Name = trimmedText(1, 255);
@@ -19,7 +19,7 @@ const DailyBudget = DisplayAmount.openapi({
     "Omitted: the deployment's default for the chain (GAS_STATION_DEFAULT_DAILY_BUDGET_<CHAIN>); never null",
 });
 
-export const GasStationParams = z.object({ id: z.string().min(1).max(64) });
+export const GasStationParams = z.object({ id: text(1, 64) });
 export const GasStationListQuery = ListQuery;
 
 export const CreateGasStationBody = z
@@ -134,7 +134,7 @@ export const SponsorBroadcastBody = z
   .strict()
   .openapi('SponsorBroadcastRequest');
 
-export const SponsorBroadcastParams = z.object({ id: z.string().min(1).max(64) });
+export const SponsorBroadcastParams = z.object({ id: text(1, 64) });
 
 export const SponsorBroadcastObject = z
   .object({

@@ -1,7 +1,7 @@
 import { ASSETS, CHAIN_IDS } from '../catalogue/service';
 import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, PositiveDisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, PositiveDisplayAmount, text, Timestamp, z } from '../shared/schemas';
 import { INCOMING_TRANSFER_STATUSES } from './entities';
 
 export const DepositObject = z
@@ -37,7 +37,7 @@ export const DepositListQuery = ListQuery.extend({
   status: z.enum(INCOMING_TRANSFER_STATUSES).optional(),
 });
 
-export const DepositParams = z.object({ id: z.string().min(1).max(64) });
+export const DepositParams = z.object({ id: text(1, 64) });
 
 export const SandboxDepositBody = chainAddressBody(
   { amount: PositiveDisplayAmount.openapi({ description: 'Display units, greater than zero, at most the asset\'s decimals' }) },

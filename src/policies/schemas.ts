@@ -1,4 +1,4 @@
-import { BaseUnitAmount, DisplayAmount, INT4_MAX, Timestamp, trimmedText, z } from '../shared/schemas';
+import { BaseUnitAmount, DisplayAmount, INT4_MAX, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOTE_DECISIONS } from './entities';
 import { EVALUATION_RESULTS, OUTCOMES } from './evaluator';
 import { TRANSACTION_STATUSES } from '../transactions/entities';
@@ -18,10 +18,10 @@ export const ConditionInput = z
   .openapi('PolicyCondition');
 
 /** A draft condition for validation: anything goes, the validator reports what is wrong. */
-const DraftCondition = z.object({ field: z.string().max(100), operator: z.string().max(100), ...ConditionShape }).strict();
+const DraftCondition = z.object({ field: text(0, 100), operator: text(0, 100), ...ConditionShape }).strict();
 
 const RuleName = trimmedText(2, 255);
-const Description = z.string().max(1000);
+const Description = text(0, 1000);
 // A rule's position, stored as a PostgreSQL integer.
 const RuleOrder = z.number().int().min(1).max(INT4_MAX);
 
@@ -77,8 +77,8 @@ export const CreatePolicyBody = z
     category: z.enum(CATEGORY_VALUES).optional().openapi({ description: 'Default access' }),
     priority: z.number().int().min(0).max(1_000_000).optional().openapi({ description: 'Lower is evaluated first; default 100' }),
     rules: z.array(CreateRuleBody).max(100).optional(),
-    template_id: z.string().max(64).optional().openapi({ description: 'Copy the rules of a built-in template' }),
-    source_policy_id: z.string().max(64).optional().openapi({ description: 'Copy a policy into a new draft that replaces it when enforced' }),
+    template_id: text(0, 64).optional().openapi({ description: 'Copy the rules of a built-in template' }),
+    source_policy_id: text(0, 64).optional().openapi({ description: 'Copy a policy into a new draft that replaces it when enforced' }),
   })
   .strict()
   .openapi('CreatePolicyRequest');
@@ -90,14 +90,14 @@ export const UpdatePolicyBody = z
 
 export const ValidateDraftBody = z
   .object({
-    name: z.string().max(100).optional(),
+    name: text(0, 100).optional(),
     description: Description.optional(),
     rules: z
       .array(
         z
           .object({
             action_type: z.enum(ACTION_TYPES),
-            name: z.string().max(255).optional(),
+            name: text(0, 255).optional(),
             description: Description.optional(),
             conditions: z.array(DraftCondition).max(50).optional(),
             action_config: z.unknown().optional(),
@@ -111,7 +111,7 @@ export const ValidateDraftBody = z
   .strict()
   .openapi('ValidatePolicyDraftRequest');
 
-const requestField = () => z.string().max(500).optional();
+const requestField = () => text(0, 500).optional();
 // Bounded, as amounts are: a count is compared as a decimal, and a million digits would cost the event loop.
 const VelocityCount = z.string().regex(/^\d{1,20}$/, 'must be a count of transactions, at most 20 digits');
 
@@ -149,7 +149,7 @@ export const EvaluateRequestFields = z.object({
 });
 
 export const EvaluateBody = EvaluateRequestFields.extend({
-  policy_id: z.string().max(64).optional().openapi({ description: 'Evaluate this policy in any state; absent: the enforced policies' }),
+  policy_id: text(0, 64).optional().openapi({ description: 'Evaluate this policy in any state; absent: the enforced policies' }),
 })
   .strict()
   .openapi('EvaluatePolicyRequest');
@@ -162,7 +162,7 @@ export const SimulateHistory = z
   .object({
     from: z.iso.datetime({ offset: true }).openapi({ description: 'Start of the window (inclusive)' }),
     to: z.iso.datetime({ offset: true }).openapi({ description: `End of the window (exclusive); at most ${HISTORY_WINDOW_MAX_DAYS} days after from` }),
-    wallet_id: z.string().max(64).optional().openapi({ description: "Report only this wallet's requests (velocity stays organization-wide)" }),
+    wallet_id: text(0, 64).optional().openapi({ description: "Report only this wallet's requests (velocity stays organization-wide)" }),
     include_refused: z.boolean().default(true).openapi({ description: 'Also replay the requests the policies refused (from the policy audit log)' }),
   })
   .strict()
@@ -188,11 +188,11 @@ export const SimulateBody = z
   ])
   .openapi('SimulatePolicyRequest', { description: 'Exactly one of requests and history' });
 
-export const ActivateBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ActivatePolicyRequest');
-export const VoteBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ApprovalVoteRequest');
+export const ActivateBody = z.object({ comment: text(0, 500).optional() }).strict().openapi('ActivatePolicyRequest');
+export const VoteBody = z.object({ comment: text(0, 500).optional() }).strict().openapi('ApprovalVoteRequest');
 
-export const PolicyIdParams = z.object({ id: z.string().min(1).max(64) });
-export const RuleParams = z.object({ id: z.string().min(1).max(64), ruleId: z.string().min(1).max(64) });
+export const PolicyIdParams = z.object({ id: text(1, 64) });
+export const RuleParams = z.object({ id: text(1, 64), ruleId: text(1, 64) });
 export const ExpandQuery = z.object({ expand: z.enum(['rules']).optional() });
 export const PolicyListQuery = z.object({ expand: z.enum(['rules']).optional(), status: z.enum(POLICY_STATUSES).optional() });
 

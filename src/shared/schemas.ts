@@ -66,8 +66,8 @@ function withinLength(value: string, min: number, max: number): boolean {
 export const text = (min: number, max: number) =>
   z
     .string()
-    .refine((value) => withinLength(value, min, max), `must be ${min} to ${max} characters`)
-    .openapi({ minLength: min, maxLength: max });
+    .refine((value) => withinLength(value, min, max), min > 0 ? `must be ${min} to ${max} characters` : `must be at most ${max} characters`)
+    .openapi(min > 0 ? { minLength: min, maxLength: max } : { maxLength: max });
 
 // What String.prototype.trim (zod's `.trim()`) removes: ECMAScript's WhiteSpace and LineTerminator, spelled
 // out, since a validator compiling the pattern in another engine (schemathesis: Python, ASCII `\s`) reads `\s` otherwise.
@@ -89,7 +89,7 @@ export function trimmedText(min: 1 | 2, max: number) {
 }
 
 /** The deprecated `network` of create requests: accepted, but the key's environment decides the network. */
-export const DeprecatedNetwork = z.string().max(64).optional().openapi({
+export const DeprecatedNetwork = text(0, 64).optional().openapi({
   deprecated: true,
   description: "Deprecated. The key's environment decides the network (live: mainnet, sandbox: the chain's testnet); a contradicting value is ignored.",
 });
