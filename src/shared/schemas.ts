@@ -40,7 +40,7 @@ export const INT4_MAX = 2_147_483_647;
  * A string's length as JSON Schema counts it, in code points: zod's `.min()` and `.max()` count UTF-16
  * units, so an astral character (an emoji) is 2 there and 1 in the document.
  */
-export function codePointLength(value: string): number {
+function codePointLength(value: string): number {
   let surrogatePairs = 0;
   for (let index = 0; index < value.length - 1; index++) {
     const unit = value.charCodeAt(index);
@@ -71,8 +71,9 @@ export const text = (min: number, max: number) =>
 
 // What String.prototype.trim (zod's `.trim()`) removes: ECMAScript's WhiteSpace and LineTerminator, spelled
 // out, since a validator compiling the pattern in another engine (schemathesis: Python, ASCII `\s`) reads `\s` otherwise.
-const TRIMMED = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
-const INK = `[^${TRIMMED}]`;
+const TRIMMED_CHARACTERS = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+/** One character that trimming keeps. */
+const KEPT_CHARACTER = `[^${TRIMMED_CHARACTERS}]`;
 
 /**
  * A string of at most `max` characters as sent, trimmed, then at least `min` characters (1 or 2). The
@@ -85,7 +86,7 @@ export function trimmedText(min: 1 | 2, max: number) {
     .refine((value) => withinLength(value, 0, max), `must be at most ${max} characters`)
     .trim()
     .refine((value) => codePointLength(value) >= min, `must be at least ${min} characters besides surrounding spaces`)
-    .openapi({ minLength: min, maxLength: max, pattern: min === 1 ? INK : `${INK}[\\s\\S]*${INK}` });
+    .openapi({ minLength: min, maxLength: max, pattern: min === 1 ? KEPT_CHARACTER : `${KEPT_CHARACTER}[\\s\\S]*${KEPT_CHARACTER}` });
 }
 
 /** The deprecated `network` of create requests: accepted, but the key's environment decides the network. */
