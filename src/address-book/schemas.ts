@@ -1,16 +1,16 @@
 import { CHAIN_IDS } from '../catalogue/service';
 import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
-import { Timestamp, z } from '../shared/schemas';
+import { text, Timestamp, trimmedText, z } from '../shared/schemas';
 
-export const AddressBookEntryParams = z.object({ id: z.string().min(1).max(64) });
+export const AddressBookEntryParams = z.object({ id: text(1, 64) });
 
 export const AddressBookListQuery = ListQuery.extend({
   chain: z.enum(CHAIN_IDS).optional().openapi({ description: 'Only the entries of this chain' }),
 });
 
 export const CreateAddressBookEntryBody = chainAddressBody(
-  { label: z.string().trim().min(1).max(255).openapi({ description: 'What the destination is, e.g. "Kraken deposit"' }) },
+  { label: trimmedText(1, 255).openapi({ description: 'What the destination is, e.g. "Kraken deposit"' }) },
   { addressDescription: "An address of the chain on the key's environment's network (sandbox: the testnet), stored in its canonical form" },
 ).openapi('CreateAddressBookEntryRequest');
 
@@ -38,7 +38,7 @@ export const DeletedAddressBookEntryObject = AddressBookEntryObject.extend({
 
 export const EntryApprovalBody = z
   .object({
-    comment: z.string().max(500).optional(),
+    comment: text(0, 500).optional(),
     expiry_hours: z.number().int().min(1).max(720).optional().openapi({ description: 'Approval window; default POLICY_ACTIVATION_EXPIRY_HOURS (72)' }),
   })
   .strict()

@@ -1,5 +1,5 @@
 import { API_VERSIONS } from '../shared/api-versions';
-import { Timestamp, z } from '../shared/schemas';
+import { text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { ENVIRONMENTS } from './entities';
 import { SCOPES } from './scopes';
 
@@ -26,7 +26,7 @@ export const ApiKeyWithSecret = ApiKeyObject.extend({
 
 export const CreateApiKeyBody = z
   .object({
-    name: z.string().trim().min(1).max(255),
+    name: trimmedText(1, 255),
     scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
     environment: z.enum(ENVIRONMENTS).optional().openapi({ description: "Defaults to the calling key's environment" }),
     api_version: z.enum(API_VERSIONS).optional().openapi({ description: 'Defaults to the latest version' }),
@@ -35,4 +35,4 @@ export const CreateApiKeyBody = z
   .strict()
   .openapi('CreateApiKeyRequest');
 
-export const ApiKeyIdParams = z.object({ id: z.string().min(1).max(64) });
+export const ApiKeyIdParams = z.object({ id: text(1, 64) });

@@ -1,5 +1,5 @@
 import { centsToDecimalString, decimalStringToCents, isDisplayAmount } from '../shared/money';
-import { Email, MinorUnitNumber, resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
+import { Email, MinorUnitNumber, resultEnvelopeSchema, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { CARD_STATUSES, CARD_TRANSACTION_STATUSES, CARD_TRANSACTION_TYPES, CARD_TYPES } from './entities';
 import { ISO_ALPHA3_COUNTRIES } from './countries';
 
@@ -14,13 +14,13 @@ function isPastDate(value: string): boolean {
   return date.toISOString().slice(0, 10) === value && Number(match[1]) >= 1900 && date.getTime() < Date.now();
 }
 
-const text = (max = 200) => z.string().trim().min(1).max(max);
+const trimmed = (max = 200) => trimmedText(1, max);
 
 export const CustomerInput = z
   .object({
     customer_type: z.enum(['individual', 'business']),
-    first_name: text(),
-    last_name: text(),
+    first_name: trimmed(),
+    last_name: trimmed(),
     email: Email,
     phone_number: z.string().regex(/^\d{4,15}$/, 'phone_number is the local number, digits only, without the country code'),
     dial_code: z.string().regex(/^\+\d{1,4}$/, 'dial_code is the international code with a leading +, e.g. +1'),
@@ -29,12 +29,12 @@ export const CustomerInput = z
       .refine(isPastDate, 'date_of_birth must be a real past date, YYYY-MM-DD')
       .openapi({ format: 'date', description: 'A past date' }),
     id_type: z.enum(ID_TYPES),
-    id_number: text(64),
-    line1: text(),
-    line2: z.string().max(200).optional(),
-    city: text(),
-    state: text(100),
-    postal_code: text(20),
+    id_number: trimmed(64),
+    line1: trimmed(),
+    line2: text(0, 200).optional(),
+    city: trimmed(),
+    state: trimmed(100),
+    postal_code: trimmed(20),
     country: z
       .string()
       .refine((value) => ISO_ALPHA3_COUNTRIES.has(value), 'country must be an ISO 3166-1 alpha-3 code, e.g. USA')
@@ -83,12 +83,12 @@ export const CreateCardBody = z
       .transform((value) => value.toUpperCase())
       .pipe(z.literal('USD'))
       .openapi({ pattern: '^[Uu][Ss][Dd]$', description: 'USD, in any case' }),
-    name: text(),
+    name: trimmed(),
     customer: CustomerInput,
     contactless_payment: z.boolean().optional(),
     created_by: z.uuid().optional(),
     webhook_url: z.url().max(2048).optional(),
-    user_metadata: z.union([z.string().max(10_000), z.record(z.string(), z.unknown())]).optional(),
+    user_metadata: z.union([text(0, 10_000), z.record(z.string(), z.unknown())]).optional(),
     card_limits: z
       .object({
         single_transaction: DecimalLimit.optional(),
@@ -107,14 +107,14 @@ export const CardIdParams = z.object({ cardId: z.string() });
 export const CustomerIdParams = z.object({ customerId: z.string() });
 
 export const BalanceBody = z
-  .object({ amount: MinorUnitNumber.min(1), type: z.enum(['fund', 'withdraw']), reference: text(255) })
+  .object({ amount: MinorUnitNumber.min(1), type: z.enum(['fund', 'withdraw']), reference: trimmed(255) })
   .strict();
 export const AliasBalanceBody = BalanceBody.omit({ type: true });
 
 /** Checked by hand so that any other value is 400 invalid_status (rule 4), not validation_failed. */
 export const StatusBody = z.object({ status: z.string() }).strict();
 
-export const TerminateBody = z.object({ reason: z.string().max(500).optional() }).strict();
+export const TerminateBody = z.object({ reason: text(0, 500).optional() }).strict();
 
 const LimitCents = MinorUnitNumber.min(1).nullable().optional();
 export const SpendLimitsBody = z
@@ -131,24 +131,34 @@ export const SpendLimitsBody = z
 export const ListCardsQuery = z.object({
   card_type: z.enum(CARD_TYPES).optional(),
   status: z.enum(CARD_STATUSES).optional(),
-  search: z.string().trim().min(1).max(100).optional(),
-  cursor: z.string().min(1).max(512).optional(),
+  search: trimmedText(1, 100).optional(),
+  cursor: text(1, 512).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
 
 export const ListTransactionsQuery = z.object({
   type: z.enum(CARD_TRANSACTION_TYPES).optional(),
   status: z.enum(CARD_TRANSACTION_STATUSES).optional(),
-  cursor: z.string().min(1).max(512).optional(),
+  cursor: text(1, 512).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
+
+/**
+ * A recent purchase, as a card network would send one: zod's RFC 3339 pattern (real calendar days, Z or
+ * an offset), years 2000 to 2999 as written. The whole pattern is in the document: a generator reading
+ * `format: date-time` and a year prefix alone finds no value of both.
+ */
+const OCCURRED_AT_PATTERN = new RegExp(`^(?=2\\d{3}-)${z.regexes.datetime({ offset: true }).source.slice(1)}`);
 
 export const AuthorizationBody = z
   .object({
     amount: MinorUnitNumber.min(1),
-    merchant_name: z.string().max(200).optional(),
-    /** When the merchant authorized; defaults to now (lets tests place purchases at window edges). Years 1970 to 9999. */
-    occurred_at: Timestamp.max(64).optional(),
+    merchant_name: text(0, 200).optional(),
+    /** When the merchant authorized; defaults to now (lets tests place purchases at window edges). */
+    occurred_at: Timestamp.max(64)
+      .regex(OCCURRED_AT_PATTERN, 'must be an RFC 3339 timestamp of the years 2000 to 2999')
+      .optional()
+      .openapi({ description: 'When the merchant authorized (years 2000 to 2999); default now' }),
   })
   .strict();
 

@@ -1,4 +1,4 @@
-import { z } from '../shared/schemas';
+import { text, z } from '../shared/schemas';
 import { CHAIN_IDS } from './service';
 
 export const ChainObject = z
@@ -24,7 +24,7 @@ export const AssetObject = z
   })
   .openapi('Asset');
 
-export const ChainParams = z.object({ chain: z.string().min(1).max(32) });
+export const ChainParams = z.object({ chain: text(1, 32) });
 export const AssetQuery = z.object({ chain: z.enum(CHAIN_IDS).optional() });
 
 /** Catalogue lists are short and fixed, so they come whole: `has_more` is always false. */

@@ -1,4 +1,4 @@
-import { z } from '../shared/schemas';
+import { text, z } from '../shared/schemas';
 import type { Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
 import { broadcastSenders, UndecodableBroadcast, type BroadcastSenders } from './broadcast-senders';
@@ -36,7 +36,7 @@ export type JsonRpcResponse =
 const JsonRpcIdSchema = z.union([z.string(), z.number(), z.null()]);
 export const JsonRpcRequestSchema = z.object({
   jsonrpc: z.literal('2.0'),
-  method: z.string().min(1).max(128),
+  method: text(1, 128),
   params: z.union([z.array(z.unknown()), z.record(z.string(), z.unknown())]).optional(),
   id: JsonRpcIdSchema.optional().openapi({ description: 'Omitted for a notification, which gets no answer' }),
 });

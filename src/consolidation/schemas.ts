@@ -1,21 +1,15 @@
 import { CHAIN_IDS } from '../catalogue/service';
 import { ListQuery } from '../shared/pagination';
-import { DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { DisplayAmount, PositiveDisplayAmount, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { DESTINATION_TYPES, GAS_SOURCES, RUN_STATUSES, SWEEP_STATUSES, THRESHOLD_BASES, THRESHOLD_CURRENCIES, TRIGGER_SOURCES, TRIGGER_TYPES } from './entities';
 
 const Id = z.string().uuid();
-const Cron = z
-  .string()
-  .trim()
-  .min(1)
-  .max(100)
-  .openapi({ description: 'Five fields (minute hour day-of-month month day-of-week), evaluated in UTC: numbers, *, ranges a-b, steps /n, lists a,b; JAN-DEC and SUN-SAT names', example: '0 */6 * * *' });
-const PositiveDecimal = DisplayAmount.refine((value) => /[1-9]/.test(value), 'must be greater than zero');
+const Cron = trimmedText(1, 100).openapi({ description: 'Five fields (minute hour day-of-month month day-of-week), evaluated in UTC: numbers, *, ranges a-b, steps /n, lists a,b; JAN-DEC and SUN-SAT names', example: '0 */6 * * *' });
 
 export const ConsolidationAssetInput = z
   .object({
-    symbol: z.string().trim().min(1).max(32).optional().openapi({ description: 'A symbol of the chain (USDC) or a catalogue asset id (USDC_ETH)' }),
-    contract_address: z.string().trim().min(1).max(128).nullable().optional().openapi({ description: "The token's contract (or mint); null or omitted with is_native" }),
+    symbol: trimmedText(1, 32).optional().openapi({ description: 'A symbol of the chain (USDC) or a catalogue asset id (USDC_ETH)' }),
+    contract_address: trimmedText(1, 128).nullable().optional().openapi({ description: "The token's contract (or mint); null or omitted with is_native" }),
     is_native: z.boolean().optional().openapi({ description: "The chain's native coin (needs no symbol)" }),
     min_amount_to_move: DisplayAmount.optional().openapi({ description: 'An address holding less than this (display units) is not swept; default 0' }),
     min_balance_to_leave: DisplayAmount.optional().openapi({ description: 'What each address keeps after a sweep (display units); default 0' }),
@@ -43,14 +37,14 @@ const mutableFields = {
   schedule_cron: Cron.nullable(),
   threshold_basis: z.enum(THRESHOLD_BASES).nullable().openapi({ description: "aggregate: the vault's wallets together; per_address: the wallet of the address that received the deposit" }),
   threshold_currency: z.enum(THRESHOLD_CURRENCIES).nullable().openapi({ description: 'usd: the assets valued together in USD; token: each asset in its own display units' }),
-  threshold_value: PositiveDecimal.nullable(),
+  threshold_value: PositiveDisplayAmount.nullable(),
 };
 
 export const CreateConsolidationRuleBody = z
   .object({
     vault_id: Id,
     chain: z.enum(CHAIN_IDS),
-    network: z.string().max(64).optional().openapi({ description: "Accepted; the key's environment decides the network (sandbox: the chain's testnet, live: mainnet)" }),
+    network: text(0, 64).optional().openapi({ description: "Accepted; the key's environment decides the network (sandbox: the chain's testnet, live: mainnet)" }),
     destination_type: mutableFields.destination_type,
     trigger_type: mutableFields.trigger_type,
     gas_source: mutableFields.gas_source,
@@ -63,7 +57,7 @@ export const CreateConsolidationRuleBody = z
     schedule_cron: Cron.optional(),
     threshold_basis: z.enum(THRESHOLD_BASES).optional(),
     threshold_currency: z.enum(THRESHOLD_CURRENCIES).optional(),
-    threshold_value: PositiveDecimal.optional(),
+    threshold_value: PositiveDisplayAmount.optional(),
   })
   .strict()
   .openapi('CreateConsolidationRuleRequest');
@@ -75,7 +69,7 @@ export const UpdateConsolidationRuleBody = z
   .openapi('UpdateConsolidationRuleRequest');
 export type UpdateConsolidationRuleInput = z.infer<typeof UpdateConsolidationRuleBody>;
 
-export const RuleParams = z.object({ id: z.string().min(1).max(64) });
+export const RuleParams = z.object({ id: text(1, 64) });
 export const RuleListQuery = ListQuery.extend({ vault_id: Id.optional(), chain: z.enum(CHAIN_IDS).optional() });
 export const RunListQuery = ListQuery.extend({ rule_id: Id.optional(), status: z.enum(RUN_STATUSES).optional() });
 export const SweepListQuery = ListQuery;

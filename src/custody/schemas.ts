@@ -1,19 +1,20 @@
 import { CHAIN_IDS } from '../catalogue/service';
 import { ACCOUNT_ADDRESS_FORMATS, BITCOIN_ADDRESS_FORMATS } from '../keys/derivation';
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, DeprecatedNetwork, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DeprecatedNetwork, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { HASH_FUNCTIONS, WALLET_TYPES } from './entities';
 
 export const MAX_SIGN_PAYLOAD_CHARACTERS = 65_536;
 
-const Name = z.string().trim().min(1).max(255);
-const CustomerRefId = z.string().trim().min(1).max(255).openapi({ description: 'Your own reference for this record' });
+const Name = trimmedText(1, 255);
+const CustomerRefId = trimmedText(1, 255).openapi({ description: 'Your own reference for this record' });
 
 const METADATA_KEY_LENGTH = { min: 1, max: 40 };
 const METADATA_MAX_KEYS = 50;
 /** Stripe-like metadata: up to 50 keys of at most 40 characters, scalar values. */
 const Metadata = z
-  .record(z.string().min(METADATA_KEY_LENGTH.min).max(METADATA_KEY_LENGTH.max), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
+  // Lengths in code points, as the document's propertyNames and maxLength count them.
+  .record(text(METADATA_KEY_LENGTH.min, METADATA_KEY_LENGTH.max), z.union([text(0, 500), z.number(), z.boolean(), z.null()]))
   .refine((value) => Object.keys(value).length <= METADATA_MAX_KEYS, `at most ${METADATA_MAX_KEYS} keys`)
   .openapi({
     description: 'Your key-value data: up to 50 keys, scalar values',
@@ -22,7 +23,7 @@ const Metadata = z
     ...({ propertyNames: { minLength: METADATA_KEY_LENGTH.min, maxLength: METADATA_KEY_LENGTH.max } } as object),
   });
 
-export const IdParams = z.object({ id: z.string().min(1).max(64) });
+export const IdParams = z.object({ id: text(1, 64) });
 
 export const VaultObject = z
   .object({

@@ -1,10 +1,10 @@
 import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
-import { Timestamp, z } from '../shared/schemas';
+import { text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { DELIVERY_STATUSES, DESTINATION_KINDS, SUBSCRIPTION_STATUSES, WEBHOOK_STATUSES } from './entities';
 import { EVENT_TYPES, isEventType, ON_CHAIN_EVENT_TYPES } from './event-types';
 
-export const IdParams = z.object({ id: z.string().min(1).max(64) });
+export const IdParams = z.object({ id: text(1, 64) });
 
 // The enum is the document's: the refinement keeps its message pointing at the list.
 const EventTypeName = z
@@ -12,7 +12,7 @@ const EventTypeName = z
   .refine(isEventType, 'must be one of GET /v1/webhooks/event-types')
   .openapi({ enum: EVENT_TYPES.map((entry) => entry.type) });
 const MaxAttempts = z.number().int().min(1).max(50);
-const Url = z.string().trim().min(1).max(2048);
+const Url = trimmedText(1, 2048);
 
 export const EventTypeObject = z
   .object({ object: z.literal('event_type'), type: z.string(), description: z.string() })
@@ -39,7 +39,7 @@ export const WebhookObject = z
 
 export const CreateWebhookBody = z
   .object({
-    name: z.string().trim().min(1).max(255),
+    name: trimmedText(1, 255),
     url: Url,
     event_types: z.array(EventTypeName).max(100).default([]),
     max_attempts: MaxAttempts.optional(),
@@ -49,7 +49,7 @@ export const CreateWebhookBody = z
 
 export const UpdateWebhookBody = z
   .object({
-    name: z.string().trim().min(1).max(255).optional(),
+    name: trimmedText(1, 255).optional(),
     url: Url.optional(),
     event_types: z.array(EventTypeName).max(100).optional(),
     status: z.enum(WEBHOOK_STATUSES).optional().openapi({ description: 'disabled stops deliveries; enabled resumes them' }),
@@ -93,7 +93,7 @@ const OnChainEventType = z.enum(['', ...ON_CHAIN_EVENT_TYPES]);
 export const CreateSubscriptionBody = chainAddressBody({
   webhook_url: Url,
   event_type: OnChainEventType.default(''),
-  label: z.string().max(255).optional(),
+  label: text(0, 255).optional(),
   metadata: z.record(z.string(), z.unknown()).default({}),
   max_attempts: MaxAttempts.optional(),
   network: z.string().optional().openapi({ deprecated: true, description: 'Ignored: the key environment decides the network' }),
@@ -103,7 +103,7 @@ export const UpdateSubscriptionBody = z
   .object({
     webhook_url: Url.optional(),
     event_type: OnChainEventType.optional(),
-    label: z.string().max(255).nullable().optional(),
+    label: text(0, 255).nullable().optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     status: z.enum(['active', 'disabled']).optional().openapi({ description: 'active also re-enables a failed subscription' }),
     max_attempts: MaxAttempts.nullable().optional(),
@@ -145,9 +145,9 @@ export const DeliveryEventObject = z
   .openapi('DeliveryEvent');
 
 export const EventListQuery = ListQuery.extend({
-  webhook_id: z.string().min(1).max(64).optional(),
+  webhook_id: text(1, 64).optional(),
   delivery_status: z.enum(DELIVERY_STATUSES).optional(),
-  type: z.string().min(1).max(100).optional(),
+  type: text(1, 100).optional(),
 });
 
 export const DeletedObject = z.object({ id: z.string(), object: z.string(), deleted: z.literal(true) }).openapi('Deleted');

@@ -2,10 +2,10 @@ import { CHAIN_IDS, findChain } from '../catalogue/service';
 import { ADDRESS_PATTERNS } from '../chains/schemas';
 import { SPONSORABLE_CHAINS } from './signed-transfers';
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, PositiveDisplayAmount, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { FUNDING_MODELS, GAS_STATION_STATUSES, GAS_STRATEGIES, SPONSORSHIP_STATUSES } from './entities';
 
-const Name = z.string().trim().min(1).max(255);
+const Name = trimmedText(1, 255);
 const Strategy = z.enum(GAS_STRATEGIES).openapi({ description: 'Fee level the station pays at: economy (low), standard (medium, default), fast (high)' });
 const MaxGasPrice = DisplayAmount.openapi({
   description:
@@ -19,7 +19,7 @@ const DailyBudget = DisplayAmount.openapi({
     "Omitted: the deployment's default for the chain (GAS_STATION_DEFAULT_DAILY_BUDGET_<CHAIN>); never null",
 });
 
-export const GasStationParams = z.object({ id: z.string().min(1).max(64) });
+export const GasStationParams = z.object({ id: text(1, 64) });
 export const GasStationListQuery = ListQuery;
 
 export const CreateGasStationBody = z
@@ -31,7 +31,7 @@ export const CreateGasStationBody = z
     gas_strategy: Strategy.optional(),
     max_gas_price: MaxGasPrice.optional(),
     daily_sponsorship_budget: DailyBudget.optional(),
-    refill_amount: DisplayAmount.optional().openapi({ description: 'What one refill sends (display units); needed with auto_refill_enabled' }),
+    refill_amount: PositiveDisplayAmount.optional().openapi({ description: 'What one refill sends (display units); needed with auto_refill_enabled' }),
     refill_from_wallet_id: WalletId.optional().openapi({ description: 'A wallet of the same organization, environment and chain; needed with auto_refill_enabled' }),
     network: DeprecatedNetwork,
   })
@@ -46,7 +46,7 @@ export const UpdateGasStationBody = z
     gas_strategy: Strategy.optional(),
     max_gas_price: MaxGasPrice.optional(),
     daily_sponsorship_budget: DailyBudget.optional(),
-    refill_amount: DisplayAmount.nullable().optional(),
+    refill_amount: PositiveDisplayAmount.nullable().optional(),
     refill_from_wallet_id: WalletId.nullable().optional(),
   })
   .strict()
@@ -55,7 +55,7 @@ export const UpdateGasStationBody = z
 export const RefillGasStationBody = z
   .object({
     source_wallet_id: WalletId,
-    amount: DisplayAmount.openapi({ description: 'Native coin to send to the station, display units' }),
+    amount: PositiveDisplayAmount.openapi({ description: 'Native coin to send to the station, display units' }),
   })
   .strict()
   .openapi('RefillGasStationRequest');
@@ -113,8 +113,8 @@ export const SponsorBroadcastBody = z
       .min(1)
       .max(128)
       .openapi({ description: 'The recipient the signed transaction pays (of the token transfer, for a token)', pattern: SPONSORABLE_ADDRESS }),
-    asset: z.string().trim().min(1).max(32).openapi({ description: 'A symbol of the chain (USDT) or an asset id (USDT_TRX)', example: 'USDT' }),
-    amount: DisplayAmount.openapi({ description: 'What the signed transaction moves, display units, exactly' }),
+    asset: trimmedText(1, 32).openapi({ description: 'A symbol of the chain (USDT) or an asset id (USDT_TRX)', example: 'USDT' }),
+    amount: PositiveDisplayAmount.openapi({ description: 'What the signed transaction moves, display units, exactly' }),
     network: z
       .string()
       .trim()
@@ -129,12 +129,12 @@ export const SponsorBroadcastBody = z
       .regex(/^(0x)?([0-9a-fA-F]{2})+$/, 'signed_tx must be the hex of a signed transaction')
       .openapi({ description: 'The client-signed raw transaction, hex: an EIP-1559 (type 2) Ethereum transaction, or the protobuf bytes of a Tron transaction' }),
     fee_level: z.enum(['low', 'medium', 'high']).optional().openapi({ description: "The fee level of the station's fuel send (its gas_strategy's when omitted)" }),
-    tx_hash: z.string().trim().min(1).max(80).optional().openapi({ description: 'The hash the client expects; 400 when the signed transaction has another' }),
+    tx_hash: trimmedText(1, 80).optional().openapi({ description: 'The hash the client expects; 400 when the signed transaction has another' }),
   })
   .strict()
   .openapi('SponsorBroadcastRequest');
 
-export const SponsorBroadcastParams = z.object({ id: z.string().min(1).max(64) });
+export const SponsorBroadcastParams = z.object({ id: text(1, 64) });
 
 export const SponsorBroadcastObject = z
   .object({

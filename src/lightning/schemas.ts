@@ -1,5 +1,5 @@
 import { BECH32_CHARSET } from '../chains/schemas';
-import { resultEnvelopeSchema, Timestamp, z } from '../shared/schemas';
+import { resultEnvelopeSchema, text, Timestamp, z } from '../shared/schemas';
 import { INVOICE_DIRECTIONS, INVOICE_STATUSES } from './entities';
 
 /** The largest invoice this service issues, and the most one payment may send (0.2 BTC). */
@@ -9,7 +9,7 @@ export const MAX_PAYMENT_SATS = MAX_INVOICE_SATS;
 export const MAX_FEE_SATS = MAX_PAYMENT_SATS;
 export const DEFAULT_INVOICE_EXPIRY_SECONDS = 86_400;
 
-const Reference = z.string().min(1).max(255);
+const Reference = text(1, 255);
 /**
  * The shape of a BOLT11 request, for the document only (the decoder checks it, and what no pattern
  * can: the checksum, the fields, the signature; a string outside it is 400 invalid_payment_request):
@@ -22,13 +22,13 @@ export const BOLT11_PATTERN = `^(ln(bc|tb|tbs|bcrt)([1-9][0-9]*[munp]?)?1[${BECH
 /** A sandbox (testnet) invoice of 2,100 sats, "coffee", valid until May 2027, payable to no node: the document's example decodes. */
 const EXAMPLE_REQUEST =
   'lntb21u1p4qjckqpp5qyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqssp5qgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqdq2vdhkven9v5xq97zvuqcqzpgnp4q2vfczmkedtrju0aexl0x8kqds6kpueyn4hwnewc83tky4vkup0k79qrsgqkh6ch6le4zn03wjn60yurdckpxl93e62gznzjrjyxzpky680t643vlwll7htexateqkfnpcj985mdj5ypea5nxwde2y3wc0d6geml7gp6gpu5w';
-const PaymentRequest = z.string().min(1).max(7089).openapi({ description: 'A BOLT11 payment request', pattern: BOLT11_PATTERN, example: EXAMPLE_REQUEST });
+const PaymentRequest = text(1, 7089).openapi({ description: 'A BOLT11 payment request', pattern: BOLT11_PATTERN, example: EXAMPLE_REQUEST });
 
 export const CreateInvoiceBody = z
   .object({
     customer_id: z.uuid().optional(),
     amount: z.number().int().min(1).max(MAX_INVOICE_SATS).openapi({ description: 'sats' }),
-    description: z.string().min(1).max(639),
+    description: text(1, 639),
     expiry: z.number().int().min(60).max(31_536_000).default(DEFAULT_INVOICE_EXPIRY_SECONDS).openapi({ description: 'seconds' }),
     reference: Reference,
   })
@@ -158,7 +158,7 @@ export const SandboxInvoiceBody = z
   .object({
     node: z.enum(['ok', 'slow', 'fail', 'unknown', 'unknown_then_fail', 'unroutable']).default('ok'),
     amount: z.number().int().min(1).max(MAX_INVOICE_SATS).optional(),
-    description: z.string().min(1).max(639).default('sandbox remote invoice'),
+    description: text(1, 639).default('sandbox remote invoice'),
     expiry: z.number().int().min(1).max(31_536_000).default(3600),
   })
   .strict();

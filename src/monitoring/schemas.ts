@@ -1,7 +1,7 @@
 import { ASSETS, CHAIN_IDS } from '../catalogue/service';
 import { chainAddressBody } from '../chains/schemas';
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, PositiveDisplayAmount, text, Timestamp, z } from '../shared/schemas';
 import { INCOMING_TRANSFER_STATUSES } from './entities';
 
 export const DepositObject = z
@@ -37,10 +37,10 @@ export const DepositListQuery = ListQuery.extend({
   status: z.enum(INCOMING_TRANSFER_STATUSES).optional(),
 });
 
-export const DepositParams = z.object({ id: z.string().min(1).max(64) });
+export const DepositParams = z.object({ id: text(1, 64) });
 
 export const SandboxDepositBody = chainAddressBody(
-  { amount: DisplayAmount.openapi({ description: 'Display units, as a decimal string' }) },
+  { amount: PositiveDisplayAmount.openapi({ description: 'Display units, greater than zero, at most the asset\'s decimals' }) },
   {
     // What chainAsset reads: an asset id or a symbol of the chain, exactly.
     perChain: (chain) => {

@@ -1,4 +1,4 @@
-import { Email, Timestamp, z } from '../shared/schemas';
+import { Email, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { ORG_ROLES } from './entities';
 
 export const MemberObject = z
@@ -16,10 +16,10 @@ export const MemberObject = z
 
 export const CreateMemberBody = z
   .object({
-    name: z.string().trim().min(1).max(255),
+    name: trimmedText(1, 255),
     email: Email,
     org_role: z.enum(ORG_ROLES),
-    role_ids: z.array(z.string().min(1).max(64)).max(50).optional().openapi({ description: 'Custom roles to join' }),
+    role_ids: z.array(text(1, 64)).max(50).optional().openapi({ description: 'Custom roles to join' }),
   })
   .strict()
   .openapi('CreateMemberRequest');

@@ -1,6 +1,6 @@
 import { ASSETS, CHAIN_IDS } from '../catalogue/service';
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DisplayAmount, text, Timestamp, z } from '../shared/schemas';
 import { CORRIDORS, SOURCE_ASSETS } from './corridors';
 import { PAYMENT_METHODS, RAIL_OUTCOMES, REFUND_REASONS, REFUND_STATUSES, TRIP_STATUSES } from './entities';
 
@@ -19,7 +19,7 @@ const anyCase = (words: readonly string[]) =>
 
 export const PayoutQuoteRequest = z
   .object({
-    fromAsset: z.string().min(1).max(10).openapi({ description: 'The asset sent, by symbol: USDT, USDC or BTC', pattern: anyCase(SOURCE_SYMBOLS), example: 'USDT' }),
+    fromAsset: text(1, 10).openapi({ description: 'The asset sent, by symbol: USDT, USDC or BTC', pattern: anyCase(SOURCE_SYMBOLS), example: 'USDT' }),
     chain: z.enum(CHAIN_IDS).openapi({ description: 'Its chain: USDT on ethereum or tron, USDC on ethereum or solana, BTC on bitcoin' }),
     amount: DisplayAmount.openapi({ description: 'In the asset sent, or with amountCurrency = toCurrency in the currency paid out' }),
     amountCurrency: z
@@ -63,13 +63,13 @@ export const PayoutQuoteObject = z
 
 export const PayoutBeneficiary = z
   .discriminatedUnion('type', [
-    z.object({ type: z.literal('bank'), accountNumber: z.string().min(1).max(34), bankCode: z.string().min(1).max(11), accountName: z.string().min(1).max(100) }).strict(),
+    z.object({ type: z.literal('bank'), accountNumber: text(1, 34), bankCode: text(1, 11), accountName: text(1, 100) }).strict(),
     z
       .object({
         type: z.literal('mobile_money'),
-        phoneNumber: z.string().min(1).max(16).openapi({ description: 'E.164, of the corridor\'s country', example: '+254712345678' }),
-        network: z.string().min(1).max(20).openapi({ example: 'MPESA' }),
-        accountName: z.string().min(1).max(100),
+        phoneNumber: text(1, 16).openapi({ description: 'E.164, of the corridor\'s country', example: '+254712345678' }),
+        network: text(1, 20).openapi({ example: 'MPESA' }),
+        accountName: text(1, 100),
       })
       .strict(),
   ])
@@ -77,13 +77,13 @@ export const PayoutBeneficiary = z
 
 export const PayoutInitializeRequest = z
   .object({
-    quoteId: z.string().min(1).max(64),
+    quoteId: text(1, 64),
     reference: z
       .string()
       .regex(/^[A-Za-z0-9._:-]{1,100}$/, 'must be 1 to 100 of A-Z a-z 0-9 . _ : -')
       .openapi({ description: 'Your idempotency key: the same reference returns the same trip' }),
     beneficiary: PayoutBeneficiary,
-    refundAddress: z.string().min(1).max(128).optional().openapi({ description: "Where refunds go (late payments, underpayments beyond the margin) when refunds are configured: an address on the quote's chain" }),
+    refundAddress: text(1, 128).optional().openapi({ description: "Where refunds go (late payments, underpayments beyond the margin) when refunds are configured: an address on the quote's chain" }),
   })
   .strict()
   .openapi('PayoutInitializeRequest');
@@ -169,8 +169,8 @@ export const PayoutTripWithTimeline = PayoutTripObject.extend({
   ),
 }).openapi('PayoutTripWithTimeline');
 
-export const TripParams = z.object({ tripId: z.string().min(1).max(64) });
-export const ReferenceParams = z.object({ reference: z.string().min(1).max(100) });
+export const TripParams = z.object({ tripId: text(1, 64) });
+export const ReferenceParams = z.object({ reference: text(1, 100) });
 
 export const TripListQuery = ListQuery.extend({
   status: z.enum(TRIP_STATUSES).optional(),

@@ -1,4 +1,4 @@
-import { z } from '../shared/schemas';
+import { text, z } from '../shared/schemas';
 
 /**
  * The published policy language: condition fields, operators, action types and categories.
@@ -162,7 +162,7 @@ export const CONDITION_FIELD_NAMES = CONDITION_FIELDS.map((f) => f.name);
 export const FIELD_BY_NAME = new Map(CONDITION_FIELDS.map((f) => [f.name, f]));
 
 /** A condition operand as stored and returned. */
-export const ScalarValue = z.union([z.string().max(1000), z.number(), z.boolean()]);
+export const ScalarValue = z.union([text(0, 1000), z.number(), z.boolean()]);
 export type ScalarValue = z.infer<typeof ScalarValue>;
 
 export interface Condition {
@@ -176,7 +176,10 @@ export interface Condition {
 
 export const ApproverRef = z.object({ id: z.string().min(1).max(64), type: z.enum(['user', 'role']) }).strict();
 
-/** action_config per action type; the schema route publishes their JSON schemas. */
+/**
+ * action_config per action type; the schema route publishes their JSON schemas. zod writes those
+ * (z.toJSONSchema), which reads no `.openapi()`: its strings keep zod's own lengths.
+ */
 export const ACTION_CONFIG_SCHEMAS = {
   allow: z.object({}).strict(),
   block: z.object({ reason: z.string().max(500).optional() }).strict(),

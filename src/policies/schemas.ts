@@ -1,4 +1,4 @@
-import { BaseUnitAmount, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DisplayAmount, INT4_MAX, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOTE_DECISIONS } from './entities';
 import { EVALUATION_RESULTS, OUTCOMES } from './evaluator';
 import { TRANSACTION_STATUSES } from '../transactions/entities';
@@ -18,10 +18,12 @@ export const ConditionInput = z
   .openapi('PolicyCondition');
 
 /** A draft condition for validation: anything goes, the validator reports what is wrong. */
-const DraftCondition = z.object({ field: z.string().max(100), operator: z.string().max(100), ...ConditionShape }).strict();
+const DraftCondition = z.object({ field: text(0, 100), operator: text(0, 100), ...ConditionShape }).strict();
 
-const RuleName = z.string().trim().min(2).max(255);
-const Description = z.string().max(1000);
+const RuleName = trimmedText(2, 255);
+const Description = text(0, 1000);
+// A rule's position, stored as a PostgreSQL integer.
+const RuleOrder = z.number().int().min(1).max(INT4_MAX);
 
 const ActionConfig = z.record(z.string(), z.unknown()).openapi({ description: 'Shape depends on action_type; see GET /v1/policies/schema' });
 
@@ -41,7 +43,7 @@ export const CreateRuleBody = z
     action_type: z.enum(ACTION_TYPES),
     action_config: ActionConfig.optional(),
     conditions: z.array(ConditionInput).max(50).optional(),
-    order: z.number().int().min(1).optional().openapi({ description: '1-based position; appended when omitted' }),
+    order: RuleOrder.optional().openapi({ description: '1-based position; appended when omitted' }),
   })
   .strict()
   .superRefine((rule, ctx) => checkActionConfig(rule.action_type, rule.action_config, ctx))
@@ -54,7 +56,7 @@ export const UpdateRuleBody = z
     action_type: z.enum(ACTION_TYPES).optional(),
     action_config: ActionConfig.optional(),
     conditions: z.array(ConditionInput).max(50).optional(),
-    order: z.number().int().min(1).optional(),
+    order: RuleOrder.optional(),
   })
   .strict()
   .openapi('UpdatePolicyRuleRequest');
@@ -66,7 +68,7 @@ export function checkActionConfig(actionType: (typeof ACTION_TYPES)[number], con
   }
 }
 
-const PolicyName = z.string().trim().min(2).max(100);
+const PolicyName = trimmedText(2, 100);
 
 export const CreatePolicyBody = z
   .object({
@@ -75,8 +77,8 @@ export const CreatePolicyBody = z
     category: z.enum(CATEGORY_VALUES).optional().openapi({ description: 'Default access' }),
     priority: z.number().int().min(0).max(1_000_000).optional().openapi({ description: 'Lower is evaluated first; default 100' }),
     rules: z.array(CreateRuleBody).max(100).optional(),
-    template_id: z.string().max(64).optional().openapi({ description: 'Copy the rules of a built-in template' }),
-    source_policy_id: z.string().max(64).optional().openapi({ description: 'Copy a policy into a new draft that replaces it when enforced' }),
+    template_id: text(0, 64).optional().openapi({ description: 'Copy the rules of a built-in template' }),
+    source_policy_id: text(0, 64).optional().openapi({ description: 'Copy a policy into a new draft that replaces it when enforced' }),
   })
   .strict()
   .openapi('CreatePolicyRequest');
@@ -88,18 +90,18 @@ export const UpdatePolicyBody = z
 
 export const ValidateDraftBody = z
   .object({
-    name: z.string().max(100).optional(),
+    name: text(0, 100).optional(),
     description: Description.optional(),
     rules: z
       .array(
         z
           .object({
             action_type: z.enum(ACTION_TYPES),
-            name: z.string().max(255).optional(),
+            name: text(0, 255).optional(),
             description: Description.optional(),
             conditions: z.array(DraftCondition).max(50).optional(),
             action_config: z.unknown().optional(),
-            order: z.number().int().optional(),
+            order: z.number().int().min(-INT4_MAX - 1).max(INT4_MAX).optional(),
           })
           .strict(),
       )
@@ -109,7 +111,7 @@ export const ValidateDraftBody = z
   .strict()
   .openapi('ValidatePolicyDraftRequest');
 
-const requestField = () => z.string().max(500).optional();
+const requestField = () => text(0, 500).optional();
 // Bounded, as amounts are: a count is compared as a decimal, and a million digits would cost the event loop.
 const VelocityCount = z.string().regex(/^\d{1,20}$/, 'must be a count of transactions, at most 20 digits');
 
@@ -143,11 +145,11 @@ export const EvaluateRequestFields = z.object({
   velocity_amount_usd_1h: DisplayAmount.optional(),
   velocity_count_24h: VelocityCount.optional(),
   velocity_count_1h: VelocityCount.optional(),
-  approval_count: z.number().int().min(0).optional().openapi({ description: 'Approvals already collected for this transaction' }),
+  approval_count: z.number().int().min(0).max(INT4_MAX).optional().openapi({ description: 'Approvals already collected for this transaction' }),
 });
 
 export const EvaluateBody = EvaluateRequestFields.extend({
-  policy_id: z.string().max(64).optional().openapi({ description: 'Evaluate this policy in any state; absent: the enforced policies' }),
+  policy_id: text(0, 64).optional().openapi({ description: 'Evaluate this policy in any state; absent: the enforced policies' }),
 })
   .strict()
   .openapi('EvaluatePolicyRequest');
@@ -160,7 +162,7 @@ export const SimulateHistory = z
   .object({
     from: z.iso.datetime({ offset: true }).openapi({ description: 'Start of the window (inclusive)' }),
     to: z.iso.datetime({ offset: true }).openapi({ description: `End of the window (exclusive); at most ${HISTORY_WINDOW_MAX_DAYS} days after from` }),
-    wallet_id: z.string().max(64).optional().openapi({ description: "Report only this wallet's requests (velocity stays organization-wide)" }),
+    wallet_id: text(0, 64).optional().openapi({ description: "Report only this wallet's requests (velocity stays organization-wide)" }),
     include_refused: z.boolean().default(true).openapi({ description: 'Also replay the requests the policies refused (from the policy audit log)' }),
   })
   .strict()
@@ -186,11 +188,11 @@ export const SimulateBody = z
   ])
   .openapi('SimulatePolicyRequest', { description: 'Exactly one of requests and history' });
 
-export const ActivateBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ActivatePolicyRequest');
-export const VoteBody = z.object({ comment: z.string().max(500).optional() }).strict().openapi('ApprovalVoteRequest');
+export const ActivateBody = z.object({ comment: text(0, 500).optional() }).strict().openapi('ActivatePolicyRequest');
+export const VoteBody = z.object({ comment: text(0, 500).optional() }).strict().openapi('ApprovalVoteRequest');
 
-export const PolicyIdParams = z.object({ id: z.string().min(1).max(64) });
-export const RuleParams = z.object({ id: z.string().min(1).max(64), ruleId: z.string().min(1).max(64) });
+export const PolicyIdParams = z.object({ id: text(1, 64) });
+export const RuleParams = z.object({ id: text(1, 64), ruleId: text(1, 64) });
 export const ExpandQuery = z.object({ expand: z.enum(['rules']).optional() });
 export const PolicyListQuery = z.object({ expand: z.enum(['rules']).optional(), status: z.enum(POLICY_STATUSES).optional() });
 

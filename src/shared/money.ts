@@ -23,7 +23,11 @@ export const MAX_BASE_UNITS = 2n ** 256n - 1n;
 export const DISPLAY_PATTERN = /^(0|[1-9]\d{0,77})(\.\d{1,78})?$/;
 export const BASE_UNIT_PATTERN = /^(0|[1-9]\d{0,77})$/;
 
+// DISPLAY_PATTERN but zero ("0", "0.000"), by a bounded lookahead: one pattern, so the document says it too.
+export const POSITIVE_DISPLAY_PATTERN = /^(?!0(\.0{1,78})?$)(0|[1-9]\d{0,77})(\.\d{1,78})?$/;
+
 export const isDisplayAmount = (value: string): boolean => DISPLAY_PATTERN.test(value);
+export const isPositiveDisplayAmount = (value: string): boolean => POSITIVE_DISPLAY_PATTERN.test(value);
 export const isBaseUnitAmount = (value: string): boolean => BASE_UNIT_PATTERN.test(value);
 
 /**

@@ -1,12 +1,12 @@
 import type { EntityManager, FilterQuery } from '@mikro-orm/postgresql';
 import { errors } from './errors';
 import { isUuid } from './ids';
-import { z } from './schemas';
+import { text, z } from './schemas';
 
 /** `?limit=` (1..100, default 20) and `?cursor=` (opaque), shared by every cursor list. */
 export const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().min(1).max(512).optional(),
+  cursor: text(1, 512).optional(),
 });
 export type ListQuery = z.infer<typeof ListQuery>;
 

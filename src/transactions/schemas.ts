@@ -1,13 +1,13 @@
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, Timestamp, z } from '../shared/schemas';
+import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, PositiveDisplayAmount, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { REPLACEMENT_KINDS, REPLACEMENT_STATUSES, TRANSACTION_STATUSES } from './entities';
 
 export const EstimateFeeBody = z
   .object({
     wallet_id: z.string().uuid().openapi({ description: 'The sending wallet, of the key\'s organization and environment' }),
-    to_address: z.string().trim().min(1).max(128).openapi({ description: "The recipient, valid for the wallet's chain and the key's network" }),
-    amount: DisplayAmount.openapi({ description: 'Display units of the asset, positive, at most the asset\'s decimals' }),
-    asset: z.string().trim().min(1).max(32).openapi({ description: "An asset id (USDC_ETH), or a bare symbol (USDC) resolved on the wallet's chain" }),
+    to_address: trimmedText(1, 128).openapi({ description: "The recipient, valid for the wallet's chain and the key's network" }),
+    amount: PositiveDisplayAmount.openapi({ description: 'Display units of the asset, positive, at most the asset\'s decimals' }),
+    asset: trimmedText(1, 32).openapi({ description: "An asset id (USDC_ETH), or a bare symbol (USDC) resolved on the wallet's chain" }),
     sponsor: z.boolean().optional().openapi({ description: 'Price the fee as sponsored (paid by a gas station): the level amounts are then the sponsored fee and the total debit leaves it out; funding_options say whether each payer can pay it now' }),
     treat_as_gross_amount: z
       .boolean()
@@ -84,12 +84,12 @@ export const FeeEstimation = z
 export const TransactionInput = z
   .object({
     txid: z.string().length(64).openapi({ description: 'The transaction holding the output: exactly 64 hexadecimal characters' }),
-    vout: z.string().max(6).openapi({ description: 'The output index, a non-negative integer as a string', example: '0' }),
+    vout: text(0, 6).openapi({ description: 'The output index, a non-negative integer as a string', example: '0' }),
   })
   .strict()
   .openapi('TransactionInput');
 
-const SatPerVbyte = z.string().max(16).openapi({ description: 'Whole sat/vB as a string, at least 1', example: '12' });
+const SatPerVbyte = text(0, 16).openapi({ description: 'Whole sat/vB as a string, at least 1', example: '12' });
 
 export const CreateTransactionBody = z
   .object({
@@ -102,7 +102,7 @@ export const CreateTransactionBody = z
     max_fee_rate: SatPerVbyte.optional().openapi({ description: 'Bitcoin only: sat/vB the effective rate may not exceed (400 fee_rate_above_max)' }),
     fill_fee_from_unselected: z.boolean().optional().openapi({ description: 'Bitcoin only, with inputs: top up from the rest of the wallet when the pinned inputs do not cover amount and fee' }),
     inputs: z.array(TransactionInput).min(1).max(250).optional().openapi({ description: 'Bitcoin coin control: spend exactly these outputs of the wallet (at most 250)' }),
-    note: z.string().max(1000).optional(),
+    note: text(0, 1000).optional(),
     sponsor: z.boolean().optional().openapi({ description: "Have the network fee paid by the organization's gas station on the chain (else the platform's sponsorship when configured); 400 sponsorship_unavailable with details.reason when neither can pay it. Not on Bitcoin" }),
     treat_as_gross_amount: EstimateFeeBody.shape.treat_as_gross_amount,
     network: DeprecatedNetwork,
@@ -129,7 +129,7 @@ export const TransactionListQuery = ListQuery.extend({
   status: z.enum(TRANSACTION_STATUSES).optional(),
 });
 
-export const TransactionParams = z.object({ id: z.string().min(1).max(64) });
+export const TransactionParams = z.object({ id: text(1, 64) });
 
 export const TransactionObject = z
   .object({

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { INT4_MAX } from '../../src/shared/schemas';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 
 /** Inputs seen answering 500 or accepted wrongly: each must be a 400 in the contract's envelope that changes nothing. */
@@ -117,5 +118,68 @@ describe('Bad input answers 400 and changes nothing', () => {
     assertValidation(await call('POST', '/v1/members', { name: 'Ada', email: 'e!n@upztila9.02kkd6y9.example', org_role: 'viewer' }), 'email');
     const added = await call('POST', '/v1/members', { name: 'Ada', email: 'ada@example.com', org_role: 'viewer' });
     assert.equal(added.status, 201, added.text);
+  });
+
+  // Positive-data fuzzing (docs/fuzzing.md): each of these the document allowed and validation refused; now both say the same.
+  it('refuses a zero amount where one is refused, as the document now says, and amounts past the asset\'s decimals', async () => {
+    const ETHEREUM = '0x52908400098527886e0f7030069857d2e4169ee7';
+    const balances = async () => (await call('GET', '/v1/balances')).body.data.map((balance: { available: string }) => balance.available);
+    const before = await balances();
+    assertValidation(await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: ETHEREUM, asset: 'ETH', amount: '0' }), 'amount');
+    assertValidation(await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: ETHEREUM, asset: 'ETH', amount: '0.000' }), 'amount');
+    assertValidation(await call('POST', '/v1/sandbox/balances', { amount: '0', currency: 'BTC' }), 'amount');
+    assertValidation(await call('POST', '/v1/sandbox/balances', { amount: 0, currency: 'BTC' }), 'amount');
+    assertValidation(await call('POST', '/v1/gas-stations', { name: 'Zero refill', chain: 'ethereum', threshold: '0', refill_amount: '0' }), 'refill_amount');
+    // A cross-field rule (the chain's native decimals: TRX 6, BTC 8), listed in test/support/fuzz_checks.py.
+    assertValidation(await call('POST', '/v1/gas-stations', { name: 'TRX budget', chain: 'tron', threshold: '1', daily_sponsorship_budget: '90.00112546' }), 'daily_sponsorship_budget');
+    assertValidation(await call('POST', '/v1/gas-stations', { name: 'BTC threshold', chain: 'bitcoin', threshold: '0.000000001' }), 'threshold');
+    assert.equal((await call('GET', '/v1/gas-stations')).body.data.length, 0, 'no station was created');
+    assert.deepEqual(await balances(), before, 'nothing was credited');
+  });
+
+  it('bounds request integers by their documented maximum: a rule\'s order, an approval count', async () => {
+    const policy = await call('POST', '/v1/policies', { name: 'Integer bounds' });
+    assert.equal(policy.status, 201, policy.text);
+    const rules = `/v1/policies/${policy.body.id}/rules`;
+    for (const order of [2 ** 53 + 2, INT4_MAX + 1]) assertValidation(await call('POST', rules, { name: 'Far', action_type: 'allow', order }), 'order');
+    const appended = await call('POST', rules, { name: 'Last', action_type: 'allow', order: INT4_MAX });
+    assert.equal(appended.status, 201, appended.text);
+    assert.equal(appended.body.order, 1, 'an order past the end appends');
+    assertValidation(await call('POST', '/v1/policies/evaluate', { approval_count: 2 ** 53 + 2 }), 'approval_count');
+    assertValidation(await call('POST', '/v1/policies/evaluate', { approval_count: INT4_MAX + 1 }), 'approval_count');
+    const evaluated = await call('POST', '/v1/policies/evaluate', { approval_count: INT4_MAX });
+    assert.equal(evaluated.status, 200, evaluated.text);
+  });
+
+  it('counts a trimmed string\'s minimum after trimming and its maximum as sent, in code points as the document does', async () => {
+    const policy = await call('POST', '/v1/policies', { name: 'Lengths' });
+    const rules = `/v1/policies/${policy.body.id}/rules`;
+    // 2 characters as sent, 1 once trimmed: the document's pattern refuses it too.
+    assertValidation(await call('POST', rules, { name: '\r\u00e9', action_type: 'allow' }), 'name');
+    assertValidation(await call('POST', '/v1/vaults', { name: '\u00a0\u3000' }), 'name');
+    assertValidation(await call('POST', '/v1/vaults', { name: `a${' '.repeat(255)}` }), 'name');
+    const rule = await call('POST', rules, { name: ' \u00e9x ', action_type: 'allow' });
+    assert.equal(rule.status, 201, rule.text);
+    assert.equal(rule.body.name, '\u00e9x');
+
+    // Astral characters are 1 code point each (JSON Schema's count), 2 UTF-16 units (zod's own).
+    const emoji = '\u{1F600}';
+    const vaults = async () => (await call('GET', '/v1/vaults?limit=100')).body.data.length;
+    const vaultsBefore = await vaults();
+    const astral = await call('POST', '/v1/vaults', { name: emoji.repeat(255), metadata: { [emoji.repeat(40)]: emoji.repeat(500) } });
+    assert.equal(astral.status, 201, astral.text);
+    assert.deepEqual(Object.keys(astral.body.metadata), [emoji.repeat(40)]);
+    assertValidation(await call('POST', '/v1/vaults', { name: emoji.repeat(256) }), 'name');
+    assertValidation(await call('POST', '/v1/vaults', { name: 'Key', metadata: { [emoji.repeat(41)]: 1 } }), `metadata.${emoji.repeat(41)}`);
+    assertValidation(await call('POST', '/v1/vaults', { name: 'Value', metadata: { desk: emoji.repeat(501) } }), 'metadata.desk');
+    assert.equal(await vaults(), vaultsBefore + 1, 'only the vault at the bounds was created');
+  });
+
+  it("refuses a sandbox authorization's occurred_at outside the documented years 2000 to 2999", async () => {
+    const path = `/v1/sandbox/cards/${crypto.randomUUID()}/authorizations`;
+    for (const occurredAt of ['0051-05-28T18:21:01+13:43', '1999-12-31T23:59:59Z', '3000-01-01T00:00:00Z', '2026-02-30T00:00:00Z']) assertValidation(await call('POST', path, { amount: 1, occurred_at: occurredAt }), 'occurred_at');
+    // Within the bound, validation passes and the unknown card answers.
+    const inBound = await call('POST', path, { amount: 1, occurred_at: '2000-01-01T00:00:00+14:00' });
+    assert.equal(inBound.status, 404, inBound.text);
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Client, Connection } from '@temporalio/client';
 import { MikroORM } from '@mikro-orm/postgresql';
-import { MAX_SANDBOX_CREDIT } from '../../src/balances/schemas';
+import { MAX_SANDBOX_CREDIT, SANDBOX_CREDIT_PATTERN } from '../../src/balances/schemas';
 import { ISO_ALPHA3_COUNTRIES } from '../../src/cards/countries';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { ADDRESS_PATTERNS } from '../../src/chains/schemas';
@@ -11,7 +11,8 @@ import { EVENT_TYPES } from '../../src/events/event-types';
 import { ACTION_TYPES } from '../../src/policies/schema';
 import { BOLT11_PATTERN } from '../../src/lightning/schemas';
 import { CORRIDORS } from '../../src/payouts/corridors';
-import { BASE_UNIT_PATTERN, DISPLAY_PATTERN } from '../../src/shared/money';
+import { BASE_UNIT_PATTERN, DISPLAY_PATTERN, POSITIVE_DISPLAY_PATTERN } from '../../src/shared/money';
+import { INT4_MAX } from '../../src/shared/schemas';
 import { startTestApp, type TestApp } from '../support/app';
 import { freeLoopbackPort } from '../support/ports';
 
@@ -123,10 +124,10 @@ describe('Operations endpoints and the OpenAPI document', () => {
     assert.equal(budget.type, 'string');
     assert.equal(budget.pattern, BASE_UNIT_PATTERN.source);
     // Amounts were any string: now the patterns their refinements check.
-    assert.equal(schemas.SponsorBroadcastRequest.properties.amount.pattern, DISPLAY_PATTERN.source);
+    assert.equal(schemas.PayoutQuoteRequest.properties.amount.pattern, DISPLAY_PATTERN.source);
     const credit = schemas.SandboxBalanceCreditRequest.properties.amount.anyOf;
     assert.deepEqual(credit.map((form: { type: string }) => form.type), ['string', 'integer']);
-    assert.equal(credit[0].pattern, BASE_UNIT_PATTERN.source);
+    assert.equal(credit[0].pattern, SANDBOX_CREDIT_PATTERN.source);
     assert.equal(credit[1].maximum, Number(MAX_SANDBOX_CREDIT));
     // Every field of PATCH /v1/policies/{id} is optional: the body was documented as required, yet none is needed.
     assert.equal(document.paths['/v1/policies/{id}'].patch.requestBody.required, false);
@@ -199,6 +200,68 @@ describe('Operations endpoints and the OpenAPI document', () => {
     }
     assert.equal(schemas.CardCustomerInput.properties.date_of_birth.format, 'date', 'was any string');
     assert.deepEqual(schemas.CardCustomerInput.properties.country.enum, [...ISO_ALPHA3_COUNTRIES], 'was any string');
+  });
+
+  it('documents the bounds positive-data fuzzing found validation held alone: no zero amounts where refused, integer maxima, trimmed lengths, a recent occurred_at', async () => {
+    const document = (await app.request('GET', '/openapi.json')).body;
+    const schemas = document.components.schemas;
+    const bodyOf = (path: string) => document.paths[path].post.requestBody.content['application/json'].schema;
+    const matches = (schema: { pattern: string }, values: string[]) => values.map((value) => new RegExp(schema.pattern, 'u').test(value));
+
+    // "0" was documented and refused: the amounts a send, a deposit, a refill or a threshold takes are positive in the document.
+    const positive = [
+      ...bodyOf('/v1/sandbox/deposits').oneOf.map((variant: any) => variant.properties.amount),
+      schemas.CreateGasStationRequest.properties.refill_amount,
+      schemas.UpdateGasStationRequest.properties.refill_amount,
+      schemas.RefillGasStationRequest.properties.amount,
+      schemas.SponsorBroadcastRequest.properties.amount,
+      schemas.EstimateFeeRequest.properties.amount,
+      schemas.CreateTransactionRequest.properties.amount,
+      schemas.CreateConsolidationRuleRequest.properties.threshold_value,
+      schemas.UpdateConsolidationRuleRequest.properties.threshold_value,
+    ];
+    for (const amount of positive) assert.equal(amount.pattern, POSITIVE_DISPLAY_PATTERN.source);
+    assert.deepEqual(matches(positive[0], ['0', '0.000', '00', '0.001', '10', '1.50']), [false, false, false, true, true, true]);
+    assert.equal(schemas.CreateGasStationRequest.properties.threshold.pattern, DISPLAY_PATTERN.source, 'a threshold of 0 is taken');
+    const credit = schemas.SandboxBalanceCreditRequest.properties.amount.anyOf;
+    assert.deepEqual(matches(credit[0], ['0', '1', String(MAX_SANDBOX_CREDIT), String(MAX_SANDBOX_CREDIT + 1n), '01']), [false, true, true, false, false]);
+    assert.equal(credit[1].exclusiveMinimum, 0);
+
+    // Integers past 2^53 were documented and refused (zod's .int()): no request integer is without a maximum.
+    const unbounded: string[] = [];
+    const resolve = (node: any): any => (node?.$ref ? schemas[node.$ref.split('/').pop()] : node);
+    const walk = (node: any, at: string, seen: Set<unknown>) => {
+      node = resolve(node);
+      if (typeof node !== 'object' || node === null || seen.has(node)) return;
+      seen.add(node);
+      if (node.type === 'integer' && node.maximum === undefined) unbounded.push(at);
+      for (const [key, value] of Object.entries(node)) walk(value, `${at}/${key}`, seen);
+    };
+    for (const [path, operations] of Object.entries<any>(document.paths)) {
+      for (const [method, operation] of Object.entries<any>(operations)) {
+        walk(operation.requestBody, `${method} ${path} body`, new Set());
+        walk(operation.parameters, `${method} ${path} parameters`, new Set());
+      }
+    }
+    assert.deepEqual(unbounded, []);
+    assert.equal(schemas.CreatePolicyRuleRequest.properties.order.maximum, INT4_MAX);
+    assert.equal(schemas.EvaluatePolicyRequest.properties.approval_count.maximum, INT4_MAX);
+
+    // minLength counted the white space zod trims first ("\r\u00e9" is 2 characters, 1 trimmed): a pattern says what trimming keeps.
+    const ruleName = schemas.CreatePolicyRuleRequest.properties.name;
+    assert.deepEqual(matches(ruleName, ['\r\u00e9', ' \u00a0a\u3000', 'ab', ' a b ', '\ud83d\ude00\ud83d\ude00']), [false, false, true, true, true]);
+    const vaultName = schemas.CreateVaultRequest.properties.name;
+    assert.deepEqual([vaultName.minLength, vaultName.maxLength], [1, 255]);
+    assert.deepEqual(matches(vaultName, ['\t\n\u2028\ufeff', 'a', ' a ']), [false, true, true]);
+
+    // Before 1970 was documented and refused: the document bounds the years.
+    const occurredAt = bodyOf('/v1/sandbox/cards/{cardId}/authorizations').properties.occurred_at;
+    assert.equal(occurredAt.format, 'date-time');
+    // The whole timestamp, not a year prefix beside `format: date-time`, which a generator cannot satisfy both of.
+    assert.deepEqual(
+      matches(occurredAt, ['0051-05-28T18:21:01+13:43', '1999-12-31T23:59:59Z', '2000-01-01T00:00:00+14:00', '2026-05-15T12:00:00.000Z', '3000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-05-15']),
+      [false, false, true, true, false, false, false],
+    );
   });
 
   it('renders the reference at /docs with its assets', async () => {
