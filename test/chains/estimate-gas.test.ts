@@ -18,6 +18,7 @@ import { secp256k1Address } from '../../src/keys/derivation';
 import { ANVIL_CHAIN_ID, anvilFunder, anvilReceipt, deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
 import { testOrm } from '../support/environment';
 import { freeLoopbackPort } from '../support/ports';
+import { missingTool } from '../support/missing-tool';
 
 /** A fresh random key (a test key, never kept). */
 function freshKey(chain: 'ethereum' | 'tron' = 'ethereum'): SigningKey {
@@ -128,8 +129,7 @@ describe('ChainProvider.estimateGas (Ethereum)', () => {
       try {
         anvil = await startAnvil();
       } catch (error) {
-        console.log(`      anvil could not start: ${(error as Error).message}`);
-        this.skip();
+        missingTool(this, `anvil could not start: ${(error as Error).message}`);
       }
       token = await deployAnvilToken(anvil);
       ethereum = new EvmRpcProvider('ethereum', anvil.url, { timeoutMs: 5_000, maxResponseBytes: 10_485_760 }, { USDC_ETH: token });

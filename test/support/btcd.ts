@@ -10,6 +10,7 @@ import { sha256 } from '@noble/hashes/sha256';
 import { hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
 import { eventually } from './eventually';
+import { missingTool } from './missing-tool';
 
 const PROJECT_ROOT = path.resolve(__dirname, '../../..');
 
@@ -164,12 +165,9 @@ export async function startBtcd(binary: string, extraArgs: string[] = []): Promi
   return { url, call, generate, stop };
 }
 
-/** Starts btcd for a test file, or skips the file with the reason printed when btcd is not installed. */
+/** Starts btcd for a test file; when btcd is not installed, fails in CI and skips elsewhere, with the reason (missingTool). */
 export async function startBtcdOrSkip(context: Mocha.Context, extraArgs: string[] = []): Promise<Btcd> {
   const found = findBtcd();
-  if ('missing' in found) {
-    console.log(`      btcd not installed: ${found.missing}`);
-    context.skip();
-  }
+  if ('missing' in found) missingTool(context, `btcd not installed: ${found.missing}`);
   return startBtcd(found.path, extraArgs);
 }

@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { missingTool } from './missing-tool';
 
 const PROJECT_ROOT = path.resolve(__dirname, '../../..');
 
@@ -27,14 +28,13 @@ export interface Lnbits {
 /**
  * LNbits as scripts/lnbits-serve.sh runs it (the benchmark's peer: FakeWallet, SQLite in a temporary
  * folder, 127.0.0.1), from the install scripts/ensure-tools.sh makes in .tools/lnbits. Without python3 it
- * cannot be installed, and the file is skipped with that reason; with python3 a failure to start fails.
+ * cannot be installed: the file then fails in CI and is skipped elsewhere, with that reason (missingTool); with python3 a failure to start fails.
  */
 export async function startLnbitsOrSkip(context: Mocha.Context): Promise<Lnbits> {
   try {
     execFileSync('python3', ['--version'], { stdio: 'ignore' });
   } catch {
-    console.log('      python3 is not installed, so LNbits is not (scripts/ensure-tools.sh installs it from PyPI when python3 is present)');
-    context.skip();
+    missingTool(context, 'python3 is not installed, so LNbits is not (scripts/ensure-tools.sh installs it from PyPI when python3 is present)');
   }
   const child = spawn('bash', [path.join(PROJECT_ROOT, 'scripts/lnbits-serve.sh')], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
