@@ -56,23 +56,28 @@ export const CustomerInput = z
   .openapi('CardCustomerInput');
 export type CustomerInput = z.infer<typeof CustomerInput>;
 
-/** The largest amount in cents a card amount or limit may take (the integer cents fields' cap too). */
-export const MAX_CARD_CENTS = BigInt(Number.MAX_SAFE_INTEGER);
+/** The largest card limit, 9,999,999,999,999.99 dollars: 13 digits of dollars, so the document's pattern says the cap exactly. */
+const MAX_LIMIT_CENTS = 10n ** 15n - 1n;
+/** A card limit as the document states it: more than zero, whole cents, at most MAX_LIMIT_CENTS. */
+const CARD_LIMIT_PATTERN = /^(?!0(\.0{1,2})?$)(0|[1-9]\d{0,12})(\.\d{1,2})?$/;
 
-/** A card limit in decimal dollars: at most two decimal places, more than zero, at most MAX_CARD_CENTS cents. */
-const DecimalLimit = z.string().superRefine((value, ctx) => {
-  if (value.length > 32 || !isDisplayAmount(value)) {
-    ctx.addIssue({ code: 'custom', message: 'a decimal string in the card currency, e.g. "250.00"' });
-    return;
-  }
-  if ((value.split('.')[1] ?? '').length > 2) {
-    ctx.addIssue({ code: 'custom', message: 'at most two decimal places (whole cents), e.g. "250.00"' });
-    return;
-  }
-  const cents = decimalStringToCents(value);
-  if (cents <= 0n) ctx.addIssue({ code: 'custom', message: 'a card limit must be more than zero' });
-  else if (cents > MAX_CARD_CENTS) ctx.addIssue({ code: 'custom', message: `a card limit is at most ${centsToDecimalString(MAX_CARD_CENTS)}` });
-});
+/** A card limit in decimal dollars: at most two decimal places, more than zero, at most MAX_LIMIT_CENTS cents. */
+const DecimalLimit = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (value.length > 32 || !isDisplayAmount(value)) {
+      ctx.addIssue({ code: 'custom', message: 'a decimal string in the card currency, e.g. "250.00"' });
+      return;
+    }
+    if ((value.split('.')[1] ?? '').length > 2) {
+      ctx.addIssue({ code: 'custom', message: 'at most two decimal places (whole cents), e.g. "250.00"' });
+      return;
+    }
+    const cents = decimalStringToCents(value);
+    if (cents <= 0n) ctx.addIssue({ code: 'custom', message: 'a card limit must be more than zero' });
+    else if (cents > MAX_LIMIT_CENTS) ctx.addIssue({ code: 'custom', message: `a card limit is at most ${centsToDecimalString(MAX_LIMIT_CENTS)}` });
+  })
+  .openapi({ pattern: CARD_LIMIT_PATTERN.source, example: '250.00', description: 'Dollars as a decimal string: more than zero, at most two decimal places, at most 9999999999999.99' });
 
 export const CreateCardBody = z
   .object({

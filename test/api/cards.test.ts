@@ -807,7 +807,8 @@ describe('Cards API', () => {
         [{ yearly: '-5.00' }, 'card_limits.yearly'],
         [{ all_time: '1e5' }, 'card_limits.all_time'],
         [{ all_time: '9'.repeat(41) }, 'card_limits.all_time'],
-        [{ all_time: '90071992547409.92' }, 'card_limits.all_time'],
+        [{ all_time: '10000000000000.00' }, 'card_limits.all_time'],
+        [{ monthly: '' }, 'card_limits.monthly'],
         [{ daily: 100 }, 'card_limits.daily'],
       ];
       for (const [cardLimits, param] of cases) {
@@ -819,9 +820,10 @@ describe('Cards API', () => {
       const em = (await testOrm()).em.fork();
       assert.equal(await em.count(Card, { organization: own.organizationId }), 0);
       assert.equal((await usdBalance(own)).available, '10000');
-      const ok = await createCard({ card_limits: { all_time: '90071992547409.91', daily: '10.5' } }, own);
+      // The cap is the one the document's pattern states: 13 digits of dollars.
+      const ok = await createCard({ card_limits: { all_time: '9999999999999.99', daily: '10.5' } }, own);
       assert.equal(ok.status, 201, ok.text);
-      assert.deepEqual(ok.body.data.card.spending_limits, { daily: '1050', all_time: String(Number.MAX_SAFE_INTEGER) });
+      assert.deepEqual(ok.body.data.card.spending_limits, { daily: '1050', all_time: '999999999999999' });
       await assertLedgerReconciles(own.organizationId);
     });
 

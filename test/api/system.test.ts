@@ -254,6 +254,14 @@ describe('Operations endpoints and the OpenAPI document', () => {
     assert.deepEqual([vaultName.minLength, vaultName.maxLength], [1, 255]);
     assert.deepEqual(matches(vaultName, ['\t\n\u2028\ufeff', 'a', ' a ']), [false, true, true]);
 
+    // Any string was documented for a card limit ("" refused): the document gives the pattern validation holds.
+    const cardLimits = bodyOf('/api/cards').properties.card_limits.properties;
+    for (const window of ['single_transaction', 'daily', 'weekly', 'monthly', 'yearly', 'all_time']) assert.equal(typeof cardLimits[window].pattern, 'string', window);
+    assert.deepEqual(
+      matches(cardLimits.daily, ['', '0', '0.00', '0.001', '10.5', '250.00', '9999999999999.99', '10000000000000', '1e5']),
+      [false, false, false, false, true, true, true, false, false],
+    );
+
     // Before 1970 was documented and refused: the document bounds the years.
     const occurredAt = bodyOf('/v1/sandbox/cards/{cardId}/authorizations').properties.occurred_at;
     assert.equal(occurredAt.format, 'date-time');

@@ -49,6 +49,9 @@ BEYOND_THE_DOCUMENT = {
     ("POST /v1/transactions/estimate-fee", "amount"): "at most the asset's decimals",
     ("POST /payouts/quotes", "amount"): "at most the decimals of the asset or currency amountCurrency names",
     ("POST /v1/gas-stations/sponsor-broadcast", "asset"): "an asset of the network's chain",
+    ("POST /v1/gas-stations/sponsor-broadcast", "to_address"): "an address of the network's chain (Ethereum or Tron)",
+    ("POST /v1/gas-stations/sponsor-broadcast", "from_address"): "an address of the network's chain (Ethereum or Tron)",
+    ("POST /v1/policies", "source_policy_id"): "template_id or source_policy_id, not both",
     ("POST /v1/wallets/{id}/sign", "hash_function"): "one that fits the wallet's key (secp256k1 or ed25519)",
     ("POST /v1/wallets/{id}/sign", "payload"): "hexadecimal unless `payload_encoding` is text_utf8",
     # Left a plain string on purpose: a URL pattern would send the fuzzer to public host names.
