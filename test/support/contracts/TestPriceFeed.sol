@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The anvil tests' Chainlink price feed (test/support/anvil.ts deployAnvilPriceFeed). TestPriceFeed.json beside
-// it is its build, made by `node test/support/contracts/compile.cjs TestPriceFeed` (solc-js, the npm `solc`
+// it is its build, made by `node scripts/compile-test-contract.cjs TestPriceFeed` (solc-js, the npm `solc`
 // the project pins); rebuild it the same way after changing this file.
 pragma solidity 0.8.37;
 
