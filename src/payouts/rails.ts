@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
+import { DomainError } from '../shared/errors';
 import type { Beneficiary, PaymentMethod } from './entities';
 import { SandboxBankRail } from './providers/sandbox-bank-rail';
 import { SandboxMobileMoneyRail } from './providers/sandbox-mobile-money-rail';
@@ -40,11 +41,18 @@ export interface PayoutRail {
   status(em: EntityManager, tripId: string): Promise<RailAnswer | null>;
 }
 
+/** Whether the environment's payouts have rails: the sandbox its two simulated ones; live none in this build. */
+export const hasPayoutRails = (environment: Environment): boolean => environment === 'sandbox';
+
+/** A live payout with no rail configured: 503, never a sandbox stand-in (retrying does not help, so no Retry-After). */
+export const payoutRailUnavailable = (environment: Environment) =>
+  new DomainError({ kind: 'unavailable', code: 'payout_rail_unavailable', message: `No payout rail is configured for ${environment} keys: payouts are refused.`, details: { environment } });
+
 /**
- * The rail that pays a method in an environment. The sandbox has its two simulated rails; live has
- * none in this build, so live quotes are refused before a trip can exist (docs/payouts.md).
+ * The rail that pays a method in an environment. Live has none in this build, so live quotes are
+ * refused (503 payout_rail_unavailable) before a trip can exist (docs/payouts.md).
  */
 export function railFor(environment: Environment, method: PaymentMethod): PayoutRail {
-  if (environment === 'live') throw new Error(`no live ${method} payout rail is configured`);
+  if (!hasPayoutRails(environment)) throw payoutRailUnavailable(environment);
   return method === 'bank' ? new SandboxBankRail() : new SandboxMobileMoneyRail();
 }
