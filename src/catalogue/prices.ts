@@ -34,13 +34,13 @@ const latestRounds = new Map<string, PriceRound>();
 const roundKey = (nodeUrl: string, feed: string) => `${nodeUrl} ${feed.toLowerCase()}`;
 
 /** The USD price a round says, exact, or null when it says none that may be used: zero, negative, or updated longer than `maxAgeSeconds` ago. */
-export function freshPrice(round: PriceRound, maxAgeSeconds: number, nowSeconds: bigint): MoneyValue | null {
+function freshPrice(round: PriceRound, maxAgeSeconds: number, nowSeconds: bigint): MoneyValue | null {
   if (round.answer <= 0n || nowSeconds - round.updatedAt > BigInt(maxAgeSeconds)) return null;
   return new Money(formatUnits(round.answer, round.decimals));
 }
 
 /** Live prices: the Chainlink feed configured for each asset (PRICE_FEEDS_LIVE), as last read on the live Ethereum node. */
-export class ChainlinkPriceSource implements PriceSource {
+class ChainlinkPriceSource implements PriceSource {
   constructor(
     private readonly nodeUrl: string,
     private readonly feeds: Readonly<Record<string, `0x${string}`>>,
