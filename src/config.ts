@@ -183,8 +183,19 @@ export const ConfigSchema = z.object({
   /** Sandbox deposit caps, `ASSET_ID=amount,...` over the defaults above (docs/devnet.md). */
   SANDBOX_DEPOSIT_MAX_PER_REQUEST: assetCaps(SANDBOX_DEPOSIT_MAX_PER_REQUEST_DEFAULTS),
   SANDBOX_DEPOSIT_MAX_PER_DAY: assetCaps(SANDBOX_DEPOSIT_MAX_PER_DAY_DEFAULTS),
-  /** USD prices the sandbox's fee estimates use (docs/transactions.md); live keys have no price source yet. */
+  /** USD prices of sandbox keys (docs/transactions.md): a fixed table. */
   PRICE_TABLE_SANDBOX: priceTable.prefault('BTC=65000,ETH=3000,TRX=0.12,SOL=150,USDC_ETH=1,USDT_ETH=1,USDT_TRX=1,USDC_SOL=1'),
+  /**
+   * USD prices of live keys (docs/transactions.md): a Chainlink aggregator (USD quote) per catalogue
+   * asset, read on the live Ethereum node. An asset without one, or whose answer is older than
+   * PRICE_MAX_AGE_SECONDS (by the round's updatedAt), zero or negative, has no price: USD rules fail closed.
+   */
+  PRICE_FEEDS_LIVE: tokenContracts
+    .refine((feeds) => Object.keys(feeds).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
+    .optional(),
+  PRICE_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(7 * 24 * 3600).default(3600),
+  /** How often each process reads the live feeds; a read's age is still judged when the price is used. */
+  PRICE_POLL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   /**
    * The platform's own fee sponsorship (funding model provider_sponsorship, `hedge_paymaster`): the
    * organization whose gas stations pay it, and what each organization may have sponsored per UTC day,
@@ -263,6 +274,10 @@ export const ConfigSchema = z.object({
   .refine((config) => config.NODE_ENV !== 'production' || config.MASTER_KEY !== undefined, {
     path: ['MASTER_KEY'],
     message: 'MASTER_KEY is required when NODE_ENV=production (32 bytes, base64 or hex)',
+  })
+  .refine((config) => config.PRICE_FEEDS_LIVE === undefined || config.CHAIN_NODE_ETHEREUM_LIVE !== undefined, {
+    message: 'PRICE_FEEDS_LIVE is read on the live Ethereum node: set CHAIN_NODE_ETHEREUM_LIVE',
+    path: ['PRICE_FEEDS_LIVE'],
   })
   .refine((config) => (config.TEMPORAL_TLS_CERT_PATH === undefined) === (config.TEMPORAL_TLS_KEY_PATH === undefined), {
     path: ['TEMPORAL_TLS_KEY_PATH'],

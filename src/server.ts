@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
+import { LivePriceFeeds } from './catalogue/prices';
 import { ConfigError, loadConfig } from './config';
 import { createApp } from './http/app';
 import { createLogger } from './logger';
@@ -18,12 +19,16 @@ async function main(): Promise<void> {
   log.info({ url: `http://${config.HOST}:${config.PORT}` }, 'API listening');
   // In the background: a node on the wrong network is logged and its chain left unavailable; the API serves on.
   void deps.chains.checkAll();
+  // Live prices are read in the background: until the first read, live USD values are unknown (rules fail closed).
+  const livePrices = new LivePriceFeeds(config, log);
+  void livePrices.start();
 
   const shutdown = async (signal: string) => {
     log.info({ signal }, 'shutting down');
     server.close();
     await once(server, 'close');
     await deps.keyCache.stop();
+    livePrices.stop();
     await deps.temporal.connection.close();
     await orm.close();
     process.exit(0);

@@ -1,5 +1,6 @@
 import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
+import { LivePriceFeeds } from './catalogue/prices';
 import { ensureDevnetWorkflows } from './chains/devnet/producers';
 import { ensureChainScanners } from './monitoring/scanner';
 import { ConfigError, loadConfig } from './config';
@@ -27,6 +28,10 @@ async function main(): Promise<void> {
   await ensureDevnetWorkflows(starter, config);
   await ensureChainScanners(starter, config);
 
+  // The worker's movements (sweeps, refills, refunds) pass the gate too: it reads the live feeds itself.
+  const livePrices = new LivePriceFeeds(config, log);
+  void livePrices.start();
+
   const nativeConnection = await NativeConnection.connect(temporalConnectionOptions(config));
   const workers = await createWorker({
     connection: nativeConnection,
@@ -40,6 +45,7 @@ async function main(): Promise<void> {
   );
   // Each Worker.run() returns after SIGINT/SIGTERM (the SDK installs the handlers) once its in-flight tasks drain.
   await workers.run();
+  livePrices.stop();
   await nativeConnection.close();
   await connection.close();
   await orm.close();

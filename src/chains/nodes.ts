@@ -9,10 +9,9 @@ import { DevnetProvider } from './devnet/provider';
 import { DEVNET_CHAINS } from './devnet/rules';
 import { NodeUnavailableError, type ChainProvider, type NetworkIdentity } from './provider';
 import { BitcoinRpcProvider } from './providers/bitcoin-rpc';
-import { EvmRpcProvider } from './providers/evm-rpc';
+import { ETHEREUM_MAINNET_CHAIN_ID, EvmRpcProvider } from './providers/evm-rpc';
 import type { NodeCallLimits } from './providers/node-http';
 
-const ETHEREUM_MAINNET_CHAIN_ID = 1;
 /** The network names CHAIN_NODE_BITCOIN_SANDBOX_NETWORK takes → what BitcoinRpcProvider.identifyNetwork reports. */
 const BITCOIN_SANDBOX_NETWORKS = { regtest: 'regtest', simnet: 'simnet', testnet: 'test', testnet4: 'testnet4', signet: 'signet' } as const;
 

@@ -53,7 +53,7 @@ const FeeTierObject = z
     gas_price: decimal('base_fee + priority_fee, in fee_unit').nullable(),
     fee_per_byte: decimal('Fee rate per byte (sat/vB), on UTXO chains; null elsewhere').nullable(),
     network_fee: decimal('The fee of a plain native transfer at this level, in the native asset'),
-    fee_usd: decimal('The network fee in USD; null while no price source is configured').nullable(),
+    fee_usd: decimal('The network fee in USD; null when no current price is known').nullable(),
     confirmation_time_secs: z.number().int().openapi({ description: 'Indicative time to inclusion' }),
   })
   .openapi('NetworkFeeTier');

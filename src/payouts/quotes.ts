@@ -9,7 +9,7 @@ import { MAX_BASE_UNITS, Money, toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { findCorridor, parseFiat, sourceAsset, SOURCE_ASSETS, toFiatDisplay } from './corridors';
 import { PayoutQuote, type PaymentMethod } from './entities';
-import { railFor } from './rails';
+import { hasPayoutRails, payoutRailUnavailable } from './rails';
 import { rateProviderFor } from './rates';
 
 /** Quoted rates carry this many decimal places, rounded down. */
@@ -102,8 +102,8 @@ export interface QuoteRequest {
 
 /**
  * Issues a quote: the corridor and the asset must be offered (400 unsupported_corridor /
- * unsupported_asset), a rail must pay the method in the environment (503 payout_rail_unavailable: live
- * has none in this build), the rate comes from the environment's rate provider, and the fiat amount must
+ * unsupported_asset), the environment must have payout rails (live has none: 503
+ * payout_rail_unavailable), the rate comes from the environment's rate provider, and the fiat amount must
  * lie within the corridor's limits (400 amount_below_minimum / amount_above_maximum). Holds for
  * PAYOUT_QUOTE_TTL_SECONDS.
  */
@@ -125,13 +125,13 @@ export async function createQuote(em: EntityManager, config: Config, tenant: Ten
     amount = { in: 'currency', minorUnits };
   }
 
-  // No rail pays the method here: no quote (503 payout_rail_unavailable), before any rate is asked for.
-  railFor(tenant.environment, input.paymentMethod);
+  // A payout needs both a rail to pay it and rates to price it: without either it is refused, never simulated.
   const rates = rateProviderFor(config, tenant.environment);
-  const midRate = rates ? await rates.midRate(asset.id, corridor.currency.code) : null;
+  if (!rates || !hasPayoutRails(tenant.environment)) throw payoutRailUnavailable(tenant.environment);
+  const midRate = await rates.midRate(asset.id, corridor.currency.code);
   if (midRate === null) {
-    throw errors.invalid('unsupported_corridor', `No ${rates ? `${asset.symbol}/${corridor.currency.code} rate` : 'live rate provider'} is configured in this environment.`, {
-      details: { reason: rates ? 'no_rate' : 'no_live_rate_provider', country: input.country, currency: input.toCurrency, payment_method: input.paymentMethod },
+    throw errors.invalid('unsupported_corridor', `No ${asset.symbol}/${corridor.currency.code} rate is configured in this environment.`, {
+      details: { reason: 'no_rate', country: input.country, currency: input.toCurrency, payment_method: input.paymentMethod },
     });
   }
   const priced = price(amount, {

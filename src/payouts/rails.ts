@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { DomainError } from '../shared/errors';
 import type { Environment } from '../api-keys/entities';
+import { DomainError } from '../shared/errors';
 import type { Beneficiary, PaymentMethod } from './entities';
 import { SandboxBankRail } from './providers/sandbox-bank-rail';
 import { SandboxMobileMoneyRail } from './providers/sandbox-mobile-money-rail';
@@ -41,21 +41,18 @@ export interface PayoutRail {
   status(em: EntityManager, tripId: string): Promise<RailAnswer | null>;
 }
 
+/** Whether the environment's payouts have rails: the sandbox its two simulated ones; live none in this build. */
+export const hasPayoutRails = (environment: Environment): boolean => environment === 'sandbox';
+
+/** A live payout with no rail configured: 503, never a sandbox stand-in (retrying does not help, so no Retry-After). */
+export const payoutRailUnavailable = (environment: Environment) =>
+  new DomainError({ kind: 'unavailable', code: 'payout_rail_unavailable', message: `No payout rail is configured for ${environment} keys: payouts are refused.`, details: { environment } });
+
 /**
- * The rail that pays a method in an environment. The sandbox has its two simulated rails; live has
- * none in this build: 503 payout_rail_unavailable, and live quotes are refused so before a trip can
- * exist (docs/payouts.md).
+ * The rail that pays a method in an environment. Live has none in this build, so live quotes are
+ * refused (503 payout_rail_unavailable) before a trip can exist (docs/payouts.md).
  */
 export function railFor(environment: Environment, method: PaymentMethod): PayoutRail {
-  if (environment === 'live') throw payoutRailUnavailable(method);
+  if (!hasPayoutRails(environment)) throw payoutRailUnavailable(environment);
   return method === 'bank' ? new SandboxBankRail() : new SandboxMobileMoneyRail();
 }
-
-/** 503 payout_rail_unavailable: no rail pays the method in live (never a sandbox rail in its place). */
-export const payoutRailUnavailable = (method: PaymentMethod) =>
-  new DomainError({
-    kind: 'unavailable',
-    code: 'payout_rail_unavailable',
-    message: `No live ${method === 'bank' ? 'bank' : 'mobile money'} payout rail is configured: live payouts cannot be made in this deployment.`,
-    details: { payment_method: method },
-  });

@@ -33,7 +33,8 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     summary: 'Quote a payout: an asset on a chain to a currency by bank or mobile money in a country',
     description:
       'Answers the rate (after the spread), the named fees in the asset, fromAmount (what to send, fees included), toAmount (what the beneficiary receives), ' +
-      "the corridor's limits and expiresAt. An unsupported corridor is 400 `unsupported_corridor` (or `unsupported_asset`); an amount outside the limits 400 `amount_below_minimum` / `amount_above_maximum`. Live keys get 503 `payout_rail_unavailable`: no live payout rail is configured in this build.",
+      "the corridor's limits and expiresAt. An unsupported corridor is 400 `unsupported_corridor` (or `unsupported_asset`); an amount outside the limits 400 `amount_below_minimum` / `amount_above_maximum`; " +
+      'a live key 503 `payout_rail_unavailable` (no live rail in this build).',
     tag,
     scope: 'payouts:write',
     body: PayoutQuoteRequest,

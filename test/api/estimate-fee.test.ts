@@ -286,8 +286,18 @@ describe('Price sources', () => {
     assert.equal(priceSourceFor(config(), 'sandbox').usdPrice('BTC')?.toFixed(), '65000');
   });
 
-  it('live: no price source yet, every price null', () => {
+  it('live: with no Chainlink feeds configured, every price null (feeds on a node: test/chains/anvil-prices.test.ts)', () => {
     assert.equal(priceSourceFor(config(), 'live').usdPrice('ETH'), null);
+  });
+
+  it('refuses live feeds without a live Ethereum node, for an asset outside the catalogue, or not an address', () => {
+    const feed = '0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419';
+    const live = (env: Record<string, string>) => loadConfig({ DATABASE_URL: 'postgresql://localhost/x', ...env });
+    assert.equal(live({ CHAIN_NODE_ETHEREUM_LIVE: 'http://127.0.0.1:8545', PRICE_FEEDS_LIVE: `ETH=${feed}` }).PRICE_FEEDS_LIVE?.ETH, feed);
+    assert.throws(() => live({ PRICE_FEEDS_LIVE: `ETH=${feed}` }), /CHAIN_NODE_ETHEREUM_LIVE/);
+    assert.throws(() => live({ CHAIN_NODE_ETHEREUM_LIVE: 'http://127.0.0.1:8545', PRICE_FEEDS_LIVE: `DOGE=${feed}` }), ConfigError);
+    assert.throws(() => live({ CHAIN_NODE_ETHEREUM_LIVE: 'http://127.0.0.1:8545', PRICE_FEEDS_LIVE: 'ETH=0x5f4e' }), ConfigError);
+    assert.throws(() => live({ PRICE_MAX_AGE_SECONDS: '0' }), ConfigError);
   });
 
   it('refuses a malformed table at start', () => {

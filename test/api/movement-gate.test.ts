@@ -251,7 +251,7 @@ describe('The movement gate: every outgoing movement passes the policies', () =>
 });
 
 /**
- * Prices fail closed: a live key has no price source yet (the live providers bring one), so a send's
+ * Prices fail closed: a live key with no Chainlink feeds configured (PRICE_FEEDS_LIVE) has no prices, so a send's
  * USD value is unknown. USD block and approval rules then apply as if their condition held, an allow
  * rule on USD does not, and the decision says price_unavailable. A live Ethereum node is anvil with
  * mainnet's chain id; the wallet's ledger is written directly, since the refused sends never reach

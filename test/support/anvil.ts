@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
@@ -5,6 +6,7 @@ import { createWalletClient, encodeFunctionData, erc20Abi, getAddress, http, par
 import { privateKeyToAccount } from 'viem/accounts';
 import { eventually } from './eventually';
 import FixedSupplyToken from './contracts/FixedSupplyToken.json';
+import TestPriceFeed from './contracts/TestPriceFeed.json';
 import { freeLoopbackPort } from './ports';
 
 /** anvil's first dev account (from its default mnemonic), funded with 10000 ETH at start. */
@@ -125,6 +127,21 @@ export async function deployAnvilToken(anvil: Anvil, decimals = 6): Promise<Hex>
     args: ['USD Coin', 'USDC', decimals, parseUnits('1000000', decimals), funder.account.address],
   });
   return getAddress((await anvilReceipt(anvil, hash)).contractAddress!);
+}
+
+/**
+ * Deploys a Chainlink price feed the test moves by hand (test/support/contracts/TestPriceFeed.sol),
+ * answering with `decimals` (8, as Chainlink's USD feeds); it says nothing until a round is set.
+ */
+export async function deployAnvilPriceFeed(anvil: Anvil, decimals = 8): Promise<Hex> {
+  const hash = await anvilFunder(anvil).deployContract({ abi: TestPriceFeed.abi, bytecode: TestPriceFeed.bytecode as Hex, args: [decimals, 'TEST / USD'] });
+  return getAddress((await anvilReceipt(anvil, hash)).contractAddress!);
+}
+
+/** Opens the feed's next round: `answer` in the feed's integer units, updated at `updatedAt` (seconds since the epoch). */
+export async function setAnvilPriceRound(anvil: Anvil, feed: Hex, answer: bigint, updatedAt: number): Promise<void> {
+  const hash = await anvilFunder(anvil).writeContract({ address: feed, abi: TestPriceFeed.abi, functionName: 'setRound', args: [answer, BigInt(updatedAt)] });
+  assert.equal((await anvilReceipt(anvil, hash)).status, '0x1', 'the round was set');
 }
 
 /** What a transaction paid, from anvil's own receipt. */

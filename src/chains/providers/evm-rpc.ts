@@ -7,6 +7,7 @@ import {
   erc20Abi,
   getAddress,
   http,
+  parseAbi,
   parseEventLogs,
   RpcRequestError,
   TransactionReceiptNotFoundError,
@@ -33,6 +34,22 @@ import { answersInOrder } from './node-replies';
 
 /** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
 export type TokenContracts = Readonly<Record<string, `0x${string}`>>;
+
+/** The chain id of Ethereum mainnet, the only network live keys and live prices accept. */
+export const ETHEREUM_MAINNET_CHAIN_ID = 1;
+
+/** A Chainlink price round as read: the feed's integer answer, its decimals, and when the round was updated (seconds since the epoch). */
+export interface PriceRound {
+  answer: bigint;
+  decimals: number;
+  updatedAt: bigint;
+}
+
+/** The part of Chainlink's AggregatorV3Interface a price read needs. */
+const aggregatorV3Abi = parseAbi([
+  'function decimals() view returns (uint8)',
+  'function latestRoundData() view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound)',
+]);
 
 /** Blocks of history the fee market is read from, and the tip percentile each level offers. */
 const FEE_HISTORY_BLOCKS = 20;
@@ -168,6 +185,17 @@ export class EvmRpcProvider implements ChainProvider {
         }
       }),
     );
+  }
+
+  /** A Chainlink aggregator's latest round (`latestRoundData`) with the feed's `decimals()`, both eth_call at the tip. */
+  async latestPriceRound(feed: `0x${string}`): Promise<PriceRound> {
+    const [decimals, [, answer, , updatedAt]] = await this.safely('eth_call', () =>
+      Promise.all([
+        this.client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'decimals' }),
+        this.client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'latestRoundData' }),
+      ]),
+    );
+    return { answer, decimals, updatedAt };
   }
 
   async nonces(address: string): Promise<{ confirmed: bigint; pending: bigint }> {

@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { LivePriceFeeds, priceSourceFor } from '../../src/catalogue/prices';
+import type { Config } from '../../src/config';
+import { PolicyAuditLog } from '../../src/policies/entities';
+import { OutgoingTransaction } from '../../src/transactions/entities';
+import { deployAnvilPriceFeed, deployAnvilToken, setAnvilPriceRound, startAnvil, type Anvil } from '../support/anvil';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { testConfig, testOrm } from '../support/environment';
+import { setRequiredApprovals } from '../support/isolation-fixtures';
+import { creditCustodyWallet } from '../support/ledger';
+import { testLogger } from '../support/secret-scan';
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/**
+ * Live prices from Chainlink: aggregators deployed on anvil (mainnet's chain id, as a live node must
+ * report) and moved through rounds by the test; the reader the API and the worker run reads them, and
+ * live keys' prices say exactly what the feed says while it is fresh, and nothing otherwise.
+ */
+describe('Live prices from Chainlink feeds (anvil)', () => {
+  let anvil: Anvil;
+  let ethFeed: Hex;
+  let btcFeed: Hex;
+  let config: Config;
+  let feeds: LivePriceFeeds;
+  const livePrice = (assetId: string) => priceSourceFor(config, 'live').usdPrice(assetId)?.toFixed() ?? null;
+
+  before(async () => {
+    anvil = await startAnvil({ chainId: 1 });
+    ethFeed = await deployAnvilPriceFeed(anvil, 8);
+    btcFeed = await deployAnvilPriceFeed(anvil, 18);
+    const unsetFeed = await deployAnvilPriceFeed(anvil);
+    config = testConfig({ CHAIN_NODE_ETHEREUM_LIVE: anvil.url, PRICE_FEEDS_LIVE: `ETH=${ethFeed},BTC=${btcFeed},SOL=${unsetFeed}`, PRICE_MAX_AGE_SECONDS: '3600' });
+    feeds = new LivePriceFeeds(config, testLogger('prices'));
+  });
+  after(async () => {
+    feeds?.stop();
+    await anvil?.stop();
+  });
+
+  it('reads a fresh round exactly, in the feed\'s own decimals', async () => {
+    await setAnvilPriceRound(anvil, ethFeed, 250012345678n, nowSeconds() - 5);
+    await setAnvilPriceRound(anvil, btcFeed, 65432123456789012345678901234n, nowSeconds());
+    await feeds.start();
+    assert.equal(livePrice('ETH'), '2500.12345678');
+    assert.equal(livePrice('BTC'), '65432123456.789012345678901234', 'no float: every digit of an 18-decimal answer');
+    assert.equal(livePrice('SOL'), null, 'a feed that has never answered a round has no price');
+    assert.equal(livePrice('TRX'), null, 'an asset without a feed has no price');
+    assert.equal(priceSourceFor(config, 'sandbox').usdPrice('ETH')?.toFixed(), '3000', 'sandbox keys keep their table');
+  });
+
+  it('has no price once the round is older than PRICE_MAX_AGE_SECONDS, judged when the price is used', async () => {
+    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 3601);
+    await feeds.refresh();
+    assert.equal(livePrice('ETH'), null);
+
+    // Fresh when read, stale a few seconds later with no read of the node in between.
+    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 3598);
+    await feeds.refresh();
+    assert.equal(livePrice('ETH'), '2500');
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    assert.equal(livePrice('ETH'), null);
+  });
+
+  it('has no price for a zero or a negative answer', async () => {
+    await setAnvilPriceRound(anvil, ethFeed, 0n, nowSeconds());
+    await feeds.refresh();
+    assert.equal(livePrice('ETH'), null);
+    await setAnvilPriceRound(anvil, ethFeed, -250000000000n, nowSeconds());
+    await feeds.refresh();
+    assert.equal(livePrice('ETH'), null);
+    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds());
+    await feeds.refresh();
+    assert.equal(livePrice('ETH'), '2500');
+  });
+
+  it('forgets every round when the node is not on mainnet: a test chain never prices live keys', async () => {
+    await anvil.call('anvil_setChainId', [31337]);
+    try {
+      await feeds.refresh();
+      assert.equal(livePrice('ETH'), null);
+      assert.equal(livePrice('BTC'), null);
+    } finally {
+      await anvil.call('anvil_setChainId', [1]);
+    }
+    await feeds.refresh();
+    assert.equal(livePrice('ETH'), '2500');
+  });
+});
+
+/**
+ * A USD policy rule on a live key, judged through the API with the feed's price: exact while fresh,
+ * failing closed (price_unavailable) once stale. Every send here is refused by the policy, so none
+ * reaches the chain; the wallet's ledger is written directly.
+ */
+describe('The movement gate judges live USD rules with Chainlink prices (anvil)', () => {
+  let anvil: Anvil;
+  let feed: Hex;
+  let app: TestApp;
+  let feeds: LivePriceFeeds;
+  let org: TestOrganization;
+  let live: { secret: string; id: string };
+  let walletId: string;
+  const external = privateKeyToAccount(generatePrivateKey()).address;
+
+  before(async () => {
+    anvil = await startAnvil({ chainId: 1 });
+    feed = await deployAnvilPriceFeed(anvil);
+    app = await startTestApp({
+      config: { CHAIN_NODE_ETHEREUM_LIVE: anvil.url, CHAIN_TOKENS_ETHEREUM_LIVE: `USDC_ETH=${await deployAnvilToken(anvil)}`, PRICE_FEEDS_LIVE: `ETH=${feed}` },
+    });
+    feeds = new LivePriceFeeds(app.deps.config, testLogger('prices'));
+    org = await createTestOrganization('Live with Chainlink prices');
+    await setRequiredApprovals(org.organizationId, 0);
+    live = await org.key(['*'], 'live');
+    const vault = await app.request('POST', '/v1/vaults', { key: live.secret, body: { name: 'Live treasury' } });
+    const wallet = await app.request('POST', '/v1/wallets', { key: live.secret, body: { name: 'Live hot', chain: 'ethereum', vault_id: vault.body.id } });
+    assert.equal(wallet.status, 201, wallet.text);
+    walletId = wallet.body.id;
+    await creditCustodyWallet((await testOrm()).em.fork(), walletId, 'ETH', 100n * 10n ** 18n);
+    const policy = await app.request('POST', '/v1/policies', {
+      key: live.secret,
+      body: { name: `Live ${randomUUID()}`, rules: [{ name: 'Block above 10,000 USD', action_type: 'block', conditions: [{ field: 'amount_usd', operator: 'greater_than', value: '10000' }] }] },
+    });
+    assert.equal(policy.status, 201, policy.text);
+    assert.equal((await app.request('POST', `/v1/policies/${policy.body.id}/activate`, { key: live.secret, body: {} })).status, 200);
+  });
+  after(async () => {
+    feeds?.stop();
+    await app?.close();
+    await anvil?.stop();
+  });
+
+  const send = (amount: string) => app.request('POST', '/v1/transactions', { key: live.secret, body: { wallet_id: walletId, to_address: external, amount, asset: 'ETH' } });
+  const lastDecision = async () => {
+    const [entry] = await (await testOrm()).em.fork().find(PolicyAuditLog, { organization: org.organizationId, environment: 'live', action: 'decision' }, { orderBy: { createdAt: 'desc' }, limit: 1 });
+    return entry!.metadata as { decision: { result: string; price_unavailable?: boolean; reason: string }; request: Record<string, unknown> };
+  };
+
+  it('blocks 6 ETH at 2,000.5 USD (12,003 USD) and lets the rule pass over 4 ETH (8,002 USD): the real price decides', async () => {
+    await setAnvilPriceRound(anvil, feed, 200050000000n, nowSeconds());
+    await feeds.refresh();
+
+    const blocked = await send('6');
+    assert.equal(blocked.status, 403, blocked.text);
+    assert.equal(blocked.body.error.code, 'policy_blocked');
+    let { decision, request } = await lastDecision();
+    assert.equal(request.amount_usd, '12003');
+    assert.equal(typeof request.fee_usd, 'string', 'the fee is priced too');
+    assert.equal(request.price_unavailable, false);
+    assert.equal(decision.price_unavailable, undefined);
+
+    // The block rule does not hold at 8,002 USD; with no other rule the policy denies by default (nothing is sent).
+    const unmatched = await send('4');
+    assert.equal(unmatched.status, 403, unmatched.text);
+    ({ decision, request } = await lastDecision());
+    assert.equal(request.amount_usd, '8002');
+    assert.equal(decision.result, 'no_match');
+  });
+
+  it('fails closed once the feed is stale: a tiny send is blocked, the decision says price_unavailable', async () => {
+    await setAnvilPriceRound(anvil, feed, 200050000000n, nowSeconds() - 2 * 3600);
+    await feeds.refresh();
+
+    const blocked = await send('0.001');
+    assert.equal(blocked.status, 403, blocked.text);
+    assert.equal(blocked.body.error.code, 'policy_blocked');
+    const { decision, request } = await lastDecision();
+    assert.equal(decision.price_unavailable, true);
+    assert.equal(request.price_unavailable, true);
+    assert.equal(request.amount_usd, undefined, 'no USD value is invented');
+    assert.equal(await (await testOrm()).em.fork().count(OutgoingTransaction, { wallet: walletId }), 0);
+  });
+});
