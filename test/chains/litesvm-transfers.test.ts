@@ -7,6 +7,7 @@ import { assetById } from '../../src/catalogue/service';
 import { signTransfer, type TransferToSign } from '../../src/chains/transfers';
 import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE, TOKEN_PROGRAM } from '../../src/chains/transfers/solana';
 import { coinTypeFor, deriveKey, type DerivedKey } from '../../src/keys/derivation';
+import { mintData, putTokenProgramAccount, runtimeTransaction, svmAddress as address, TOKEN_ACCOUNT_SIZE, tokenAccountData, u64At } from '../support/litesvm';
 
 /**
  * The Solana transfers the platform builds and signs (src/chains/transfers/solana.ts), executed by the
@@ -15,63 +16,14 @@ import { coinTypeFor, deriveKey, type DerivedKey } from '../../src/keys/derivati
  * runtime enforces here.
  */
 
-type SvmAddress = Parameters<LiteSVM['getBalance']>[0];
-type SvmTransaction = Parameters<LiteSVM['sendTransaction']>[0];
-type SvmAccount = Parameters<LiteSVM['setAccount']>[0];
-
 /** A public test mnemonic; every run takes a fresh account of it, so runs never share addresses. */
 const SEED = mnemonicToSeedSync('abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about');
 const ACCOUNT = randomInt(1, 2 ** 30);
-/** SPL Token's account sizes: a Mint and a token Account. */
-const MINT_SIZE = 82;
-const TOKEN_ACCOUNT_SIZE = 165;
 const SOL = 1_000_000_000n;
 
 /** A wallet's Solana key as custody derives it (src/keys/derivation.ts): sandbox or live coin type. */
 const walletKey = (index: number, testnet = true): DerivedKey =>
   deriveKey(SEED, { chain: 'solana', testnet, coinType: coinTypeFor('solana', testnet), format: 'base58', account: ACCOUNT, index });
-
-const address = (value: string) => value as SvmAddress;
-
-/** The signed bytes as the provider's broadcast takes them (base64), handed to the runtime as a transaction. */
-function runtimeTransaction(raw: string): SvmTransaction {
-  const bytes = base64.decode(raw);
-  assert.equal(bytes[0], 1, 'one signature: the sender signs and pays');
-  const messageBytes = bytes.subarray(65);
-  const feePayer = base58.encode(messageBytes.subarray(4, 36));
-  return { messageBytes, signatures: { [feePayer]: bytes.subarray(1, 65) } } as unknown as SvmTransaction;
-}
-
-function u64At(data: Uint8Array, offset: number): bigint {
-  return new DataView(data.buffer, data.byteOffset, data.byteLength).getBigUint64(offset, true);
-}
-
-function u64(value: bigint): Uint8Array {
-  const bytes = new Uint8Array(8);
-  new DataView(bytes.buffer).setBigUint64(0, value, true);
-  return bytes;
-}
-
-/** SPL Token's Mint layout: mint authority (COption<Pubkey>), supply, decimals, initialized, freeze authority (none). */
-function mintData(authority: Uint8Array, supply: bigint, decimals: number): Uint8Array {
-  const data = new Uint8Array(MINT_SIZE);
-  data.set([1, 0, 0, 0], 0);
-  data.set(authority, 4);
-  data.set(u64(supply), 36);
-  data[44] = decimals;
-  data[45] = 1;
-  return data;
-}
-
-/** SPL Token's Account layout: mint, owner, amount, no delegate, Initialized, not native, no close authority. */
-function tokenAccountData(mint: Uint8Array, owner: Uint8Array, amount: bigint): Uint8Array {
-  const data = new Uint8Array(TOKEN_ACCOUNT_SIZE);
-  data.set(mint, 0);
-  data.set(owner, 32);
-  data.set(u64(amount), 64);
-  data[108] = 1;
-  return data;
-}
 
 describe('Solana transfers in the Solana runtime (LiteSVM)', () => {
   let svm: LiteSVM;
@@ -183,21 +135,11 @@ describe('Solana transfers in the Solana runtime (LiteSVM)', () => {
     let senderTokens: string;
     let recipientTokens: string;
 
-    /** A rent-exempt account of the SPL Token program holding `data`. */
-    const putTokenProgramAccount = (account: string, data: Uint8Array) =>
-      svm.setAccount({
-        address: address(account),
-        lamports: svm.minimumBalanceForRentExemption(BigInt(data.length)),
-        data,
-        programAddress: address(base58.encode(TOKEN_PROGRAM)),
-        executable: false,
-      } as unknown as SvmAccount);
-
     /** A mint of `mintDecimals` whose whole supply the sender holds in its associated token account; answers that account. */
     function mintHeldBySender(mintAddress: string, mintDecimals: number): string {
-      putTokenProgramAccount(mintAddress, mintData(base58.decode(walletKey(8).address), held, mintDecimals));
+      putTokenProgramAccount(svm, mintAddress, mintData(walletKey(8).address, held, mintDecimals));
       const holding = associatedTokenAccount(sender.address, mintAddress);
-      putTokenProgramAccount(holding, tokenAccountData(base58.decode(mintAddress), base58.decode(sender.address), held));
+      putTokenProgramAccount(svm, holding, tokenAccountData(mintAddress, sender.address, held));
       return holding;
     }
 
