@@ -9,6 +9,11 @@ const tokenContracts = z
   .string()
   .regex(/^([A-Z0-9_]+=0x[0-9a-fA-F]{40})(,[A-Z0-9_]+=0x[0-9a-fA-F]{40})*$/, 'must be ASSET_ID=0x<40 hex>[,ASSET_ID=0x<40 hex>...]')
   .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=') as [string, `0x${string}`])));
+/** `ASSET_ID=mint,...`: the SPL mint (base58) of each token asset on a Solana node's network. */
+const tokenMints = z
+  .string()
+  .regex(/^([A-Z0-9_]+=[1-9A-HJ-NP-Za-km-z]{32,44})(,[A-Z0-9_]+=[1-9A-HJ-NP-Za-km-z]{32,44})*$/, 'must be ASSET_ID=<base58 mint>[,ASSET_ID=<base58 mint>...]')
+  .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=') as [string, string])));
 /** `KEY=decimal,...`: an exact decimal per catalogue asset id (a USD price, a cap) or per currency code (a rate). */
 const priceTable = z
   .string()
@@ -137,6 +142,15 @@ export const ConfigSchema = z.object({
   CHAIN_NODE_BITCOIN_SANDBOX: nodeUrl.optional(),
   CHAIN_NODE_BITCOIN_SANDBOX_NETWORK: z.enum(['regtest', 'simnet', 'testnet', 'testnet4', 'signet']).optional(),
   CHAIN_NODE_BITCOIN_LIVE: nodeUrl.optional(),
+  /**
+   * Solana nodes (any Solana JSON-RPC: Agave, a hosted provider), one URL per environment. A live node must
+   * serve mainnet-beta (its genesis hash); a sandbox node any other cluster. Unset sandbox: the devnet.
+   */
+  CHAIN_NODE_SOLANA_SANDBOX: nodeUrl.optional(),
+  CHAIN_NODE_SOLANA_LIVE: nodeUrl.optional(),
+  /** The SPL mints the Solana nodes are scanned for and sent from; live defaults to Circle's USDC on mainnet-beta. */
+  CHAIN_TOKENS_SOLANA_SANDBOX: tokenMints.optional(),
+  CHAIN_TOKENS_SOLANA_LIVE: tokenMints.prefault('USDC_SOL=EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v'),
   /** Blocks on top of (and including) the one carrying an incoming transfer before it is available. */
   CHAIN_CONFIRMATIONS_BITCOIN: z.coerce.number().int().min(1).max(1000).default(3),
   CHAIN_CONFIRMATIONS_ETHEREUM: z.coerce.number().int().min(1).max(1000).default(12),

@@ -11,6 +11,7 @@ import { NodeUnavailableError, type ChainProvider, type NetworkIdentity } from '
 import { BitcoinRpcProvider } from './providers/bitcoin-rpc';
 import { ETHEREUM_MAINNET_CHAIN_ID, EvmRpcProvider } from './providers/evm-rpc';
 import type { NodeCallLimits } from './providers/node-http';
+import { SOLANA_MAINNET, SolanaRpcProvider } from './providers/solana-rpc';
 
 /** The network names CHAIN_NODE_BITCOIN_SANDBOX_NETWORK takes → what BitcoinRpcProvider.identifyNetwork reports. */
 const BITCOIN_SANDBOX_NETWORKS = { regtest: 'regtest', simnet: 'simnet', testnet: 'test', testnet4: 'testnet4', signet: 'signet' } as const;
@@ -69,7 +70,7 @@ export class ChainNodes {
   async provider(chain: ChainId, environment: Environment, em?: EntityManager): Promise<ChainProvider> {
     const node = this.nodes.get(nodeKey(chain, environment));
     if (!node && environment === 'sandbox' && DEVNET_CHAINS.includes(chain)) return em ? new DevnetProvider(chain, this.orm, em) : this.devnet(chain);
-    if (!node) throw new ChainUnavailableError('not_configured', `no node is configured for ${chain} ${networkFor(findChain(chain), environment)}`);
+    if (!node) throw new ChainUnavailableError('not_configured', notConfiguredMessage(chain, environment));
     if (node.state.kind === 'unchecked' && TransactionContext.getEntityManager()) {
       // Checked outside the caller's database transaction, which must not wait on the node: the caller tries again.
       this.check(node).catch(() => undefined);
@@ -185,14 +186,33 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
       checkNetwork: ({ network }) => (network === 'main' ? null : `expected Bitcoin mainnet, the node serves ${network}`),
     });
   }
+  if (config.CHAIN_NODE_SOLANA_SANDBOX) {
+    const provider = new SolanaRpcProvider(config.CHAIN_NODE_SOLANA_SANDBOX, limits, config.CHAIN_TOKENS_SOLANA_SANDBOX);
+    nodes.push({
+      environment: 'sandbox',
+      provider,
+      checkTokens: () => checkTokenDecimals(provider),
+      // Sandbox keys must never move real SOL: any cluster but mainnet-beta (devnet, testnet, a local validator).
+      checkNetwork: ({ network }) => (network === SOLANA_MAINNET ? 'a sandbox node must not be Solana mainnet-beta' : null),
+    });
+  }
+  if (config.CHAIN_NODE_SOLANA_LIVE) {
+    const provider = new SolanaRpcProvider(config.CHAIN_NODE_SOLANA_LIVE, limits, config.CHAIN_TOKENS_SOLANA_LIVE);
+    nodes.push({
+      environment: 'live',
+      provider,
+      checkTokens: () => checkTokenDecimals(provider),
+      checkNetwork: ({ network }) => (network === SOLANA_MAINNET ? null : `expected Solana mainnet-beta, the node serves ${network}`),
+    });
+  }
   return nodes;
 }
 
 /**
- * Why the node's token contracts cannot be served as the catalogue's assets, or null: every amount
+ * Why the node's token contracts (Solana: mints) cannot be served as the catalogue's assets, or null: every amount
  * is counted in the catalogue's decimals, so a contract with others would move a different sum.
  */
-async function checkTokenDecimals(provider: EvmRpcProvider): Promise<string | null> {
+async function checkTokenDecimals(provider: EvmRpcProvider | SolanaRpcProvider): Promise<string | null> {
   for (const token of await provider.tokenDecimals()) {
     const asset = ASSETS.find((candidate) => candidate.id === token.assetId && candidate.chain === provider.chain && candidate.type !== 'native');
     if (!asset) return `${token.assetId} (contract ${token.contract}) is not a ${provider.chain} token of the catalogue`;
@@ -214,6 +234,15 @@ export function servedChains(config: Config): { chain: ChainId; environment: Env
     ...configuredNodes(config).map((node) => ({ chain: node.provider.chain, environment: node.environment })),
     ...sandboxDevnetChains(config).map((chain) => ({ chain, environment: 'sandbox' as const })),
   ];
+}
+
+/**
+ * Why the chain has no node for the environment. Tron has no node adapter (no Tron node can run here to
+ * test one against), so live Tron is refused whatever the configuration; sandbox Tron is the devnet's.
+ */
+function notConfiguredMessage(chain: ChainId, environment: Environment): string {
+  if (chain === 'tron' && environment === 'live') return 'no Tron node can be configured yet: live Tron is not served (sandbox keys use the devnet)';
+  return `no node is configured for ${chain} ${networkFor(findChain(chain), environment)}`;
 }
 
 const nodeKey = (chain: ChainId, environment: Environment) => `${chain}:${environment}`;

@@ -162,12 +162,12 @@ export class TransactionRejectedError extends Error {
 
 /**
  * The one interface between the platform and a chain, one instance per chain and environment.
- * Implementations: `evm-rpc` (any Ethereum JSON-RPC node), `bitcoin-rpc` (a Bitcoin node's RPC)
- * and `devnet` (the embedded PostgreSQL chains of the sandbox). The optional methods exist where the
+ * Implementations: `evm-rpc` (any Ethereum JSON-RPC node), `bitcoin-rpc` (a Bitcoin node's RPC),
+ * `solana-rpc` (any Solana JSON-RPC node) and `devnet` (the embedded PostgreSQL chains of the sandbox). The optional methods exist where the
  * chain needs them for sending.
  */
 export interface ChainProvider {
-  /** `evm-rpc`, `bitcoin-rpc` or `devnet`: shown in logs, never the URL. */
+  /** `evm-rpc`, `bitcoin-rpc`, `solana-rpc` or `devnet`: shown in logs, never the URL. */
   readonly kind: string;
   readonly chain: ChainId;
   /** Asks the node which network it serves. */

@@ -134,6 +134,11 @@ describe('Chains on a real Ethereum node (anvil)', () => {
       assert.deepEqual(answer.body, { jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'no node is configured for ethereum mainnet' } });
       const bitcoin = await call(rpc('getblockcount', [], 2), live.secret, 'bitcoin');
       assert.deepEqual(bitcoin.body, { jsonrpc: '2.0', id: 2, error: { code: -32603, message: 'no node is configured for bitcoin mainnet' } });
+      const solana = await call(rpc('getSlot', [], 4), live.secret, 'solana');
+      assert.deepEqual(solana.body, { jsonrpc: '2.0', id: 4, error: { code: -32603, message: 'no node is configured for solana mainnet' } });
+      // Tron has no node adapter: live Tron is refused whatever is configured.
+      const tron = await call(rpc('eth_blockNumber', [], 5), live.secret, 'tron');
+      assert.deepEqual(tron.body, { jsonrpc: '2.0', id: 5, error: { code: -32603, message: 'no Tron node can be configured yet: live Tron is not served (sandbox keys use the devnet)' } });
       // Sandbox keys on a chain with no node are answered by the embedded devnet (test/chains/devnet-routes.test.ts).
       const devnet = await call(rpc('getblockcount', [], 3), sandbox.secret, 'bitcoin');
       assert.equal(typeof devnet.body.result, 'number');
@@ -177,6 +182,11 @@ describe('Chains on a real Ethereum node (anvil)', () => {
       assert.equal(fees.body.error.type, 'provider_error');
       assert.equal(fees.body.error.code, 'chain_node_unavailable');
       assert.equal(fees.body.error.details.reason, 'not_configured');
+      const tron = await app.request('GET', '/v1/chains/tron/fees', { key: live.secret });
+      assert.equal(tron.status, 503);
+      assert.equal(tron.body.error.code, 'chain_node_unavailable');
+      assert.equal(tron.body.error.details.reason, 'not_configured');
+      assert.match(tron.body.error.message, /no Tron node can be configured yet/);
     });
   });
 

@@ -33,6 +33,19 @@ describe('Configuration', () => {
     );
   });
 
+  it('reads the Solana mints as ASSET_ID=<base58 mint>, live defaulting to mainnet USDC, and refuses anything else', () => {
+    const defaults = loadConfig({ DATABASE_URL: 'postgresql://localhost/db' });
+    assert.deepEqual(defaults.CHAIN_TOKENS_SOLANA_LIVE, { USDC_SOL: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v' });
+    assert.equal(defaults.CHAIN_TOKENS_SOLANA_SANDBOX, undefined);
+    const set = loadConfig({ DATABASE_URL: 'postgresql://localhost/db', CHAIN_TOKENS_SOLANA_SANDBOX: 'USDC_SOL=4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU' });
+    assert.deepEqual(set.CHAIN_TOKENS_SOLANA_SANDBOX, { USDC_SOL: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU' });
+    // 0, O, I and l are no base58 digits; an Ethereum contract is no mint.
+    for (const mints of ['USDC_SOL=0PjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', 'USDC_SOL=0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v']) {
+      assert.throws(() => loadConfig({ DATABASE_URL: 'postgresql://localhost/db', CHAIN_TOKENS_SOLANA_LIVE: mints }), /CHAIN_TOKENS_SOLANA_LIVE:/, mints);
+    }
+    assert.throws(() => loadConfig({ DATABASE_URL: 'postgresql://localhost/db', CHAIN_NODE_SOLANA_LIVE: 'ws://127.0.0.1:8900' }), /CHAIN_NODE_SOLANA_LIVE:/);
+  });
+
   it('names every bad variable in one error', () => {
     assert.throws(
       () => loadConfig({ DATABASE_URL: 'mysql://x', PORT: 'eighty', LOG_LEVEL: 'loud' }),

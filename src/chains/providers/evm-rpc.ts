@@ -29,8 +29,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
-import { nodeFetch, parseNodeBody, postToNode, type NodeCallLimits } from './node-http';
-import { answersInOrder } from './node-replies';
+import { nodeFetch, relayJsonRpc2, type NodeCallLimits } from './node-http';
 
 /** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
 export type TokenContracts = Readonly<Record<string, `0x${string}`>>;
@@ -241,15 +240,8 @@ export class EvmRpcProvider implements ChainProvider {
     return { model: 'eip1559', baseFeePerGas, priorityFeePerGas: { low: tipAt(0), medium: tipAt(1), high: tipAt(2) } };
   }
 
-  async relay(calls: RelayedCall[]): Promise<RelayedAnswer[]> {
-    // Our own ids (the call's index): the caller's ids may repeat within a batch, and notifications have none.
-    const requests = calls.map((call, index) => ({ jsonrpc: '2.0', id: index, method: call.method, ...(call.params === undefined ? {} : { params: call.params }) }));
-    const reply = await this.post(requests.length === 1 ? requests[0] : requests);
-    return answersInOrder(reply, calls.length);
-  }
-
-  private async post(payload: unknown): Promise<unknown> {
-    return parseNodeBody(await postToNode(this.url, payload, this.limits));
+  relay(calls: RelayedCall[]): Promise<RelayedAnswer[]> {
+    return relayJsonRpc2(this.url, calls, this.limits);
   }
 
   /** Runs a typed viem call; its errors name the URL, so they are replaced by a safe one. */

@@ -1,4 +1,5 @@
-import { NodeUnavailableError } from '../provider';
+import { NodeUnavailableError, type RelayedAnswer, type RelayedCall } from '../provider';
+import { answersInOrder } from './node-replies';
 
 /** What one call to a chain node may take: its time (CHAIN_NODE_TIMEOUT_MS) and the size of its answer (CHAIN_NODE_MAX_RESPONSE_BYTES). */
 export interface NodeCallLimits {
@@ -80,4 +81,15 @@ export function parseNodeBody(reply: { status: number; text: string }): unknown 
   } catch {
     throw new NodeUnavailableError(`The node answered HTTP ${reply.status} without a JSON-RPC body.`);
   }
+}
+
+/**
+ * Relays calls to a JSON-RPC 2.0 node in one round trip (a batch when more than one) under the service's
+ * own ids (the call's index: a caller's ids may repeat within a batch, and notifications have none),
+ * answered in order.
+ */
+export async function relayJsonRpc2(url: string, calls: RelayedCall[], limits: NodeCallLimits): Promise<RelayedAnswer[]> {
+  const requests = calls.map((call, index) => ({ jsonrpc: '2.0', id: index, method: call.method, ...(call.params === undefined ? {} : { params: call.params }) }));
+  const reply = parseNodeBody(await postToNode(url, requests.length === 1 ? requests[0] : requests, limits));
+  return answersInOrder(reply, calls.length);
 }

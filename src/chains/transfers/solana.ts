@@ -34,7 +34,7 @@ const U64_MAX = (1n << 64n) - 1n;
  * and a TransferChecked (~30k units) with room, and 1/5 of a million, so a whole-lamport priority fee
  * is a whole price in micro-lamports: price = 5 x fee, and the chain charges exactly the fee.
  */
-const PRIORITY_COMPUTE_UNIT_LIMIT = 200_000n;
+export const PRIORITY_COMPUTE_UNIT_LIMIT = 200_000n;
 /** Solana Pay's reference: a read-only key named by the transfer instruction, which programs ignore. */
 const REFERENCE_DOMAIN = 'custody-platform transfer reference:';
 

@@ -1,0 +1,300 @@
+import { base58, base64 } from '@scure/base';
+import { z } from 'zod';
+import {
+  NodeUnavailableError,
+  TransactionRejectedError,
+  type ChainProvider,
+  type ChainTip,
+  type FeeMarket,
+  type NetworkIdentity,
+  type ObservedBlock,
+  type ObservedPayment,
+  type ObservedTransfer,
+  type RecentBlock,
+  type RelayedAnswer,
+  type RelayedCall,
+  type TransactionStatus,
+} from '../provider';
+import { LAMPORTS_PER_SIGNATURE, MICRO_LAMPORTS_PER_LAMPORT, PRIORITY_COMPUTE_UNIT_LIMIT } from '../transfers/solana';
+import { relayJsonRpc2, type NodeCallLimits } from './node-http';
+
+/** The mint of each SPL token asset on this node's network: asset id → mint address (base58). */
+export type TokenMints = Readonly<Record<string, string>>;
+
+/** Each cluster's genesis hash (getGenesisHash) → its name; any other (a local validator) is `genesis:<hash>`. */
+export const SOLANA_GENESIS_HASHES: Readonly<Record<string, string>> = {
+  '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d': 'mainnet-beta',
+  EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG: 'devnet',
+  '4uhcVJyU9pJkvQyS88uRDiswHXSCkY3zQawwpjk2NsNY': 'testnet',
+};
+export const SOLANA_MAINNET = 'mainnet-beta';
+
+/**
+ * Solana's JSON-RPC error codes (solana-rpc-client-api's custom errors): the slot had no block (skipped),
+ * or a skipped slot or one missing from long-term storage; the block is not available yet.
+ */
+const SLOT_SKIPPED = -32007;
+const LONG_TERM_STORAGE_SLOT_SKIPPED = -32009;
+const BLOCK_NOT_AVAILABLE = -32004;
+/** How far back a skipped slot's newest earlier block is looked for (getBlocks' range). */
+const SKIPPED_SLOT_LOOKBACK = 500;
+/** The levels' priority fees: percentiles of the node's recent prioritization fees (micro-lamports per compute unit). */
+const PRIORITY_PERCENTILES = { low: 10, medium: 50, high: 90 } as const;
+/** Scanning and status read blocks the cluster confirmed (supermajority voted): a processed block can still be dropped. */
+const COMMITMENT = 'confirmed';
+
+/**
+ * Lamports and token amounts are u64, which Solana's JSON writes as numbers (token amounts also as a
+ * string). A JSON number above 2^53 cannot be read exactly: such an answer is refused, never rounded.
+ */
+const Lamports = z
+  .number()
+  .int()
+  .nonnegative()
+  .refine(Number.isSafeInteger, 'an amount above 2^53 cannot be read exactly')
+  .transform((value) => BigInt(value));
+const TokenAmount = z.string().regex(/^\d+$/).transform((value) => BigInt(value));
+const Slot = z.number().int().nonnegative();
+const WithContext = <T extends z.ZodType>(value: T) => z.object({ context: z.object({ slot: Slot }).loose(), value });
+
+const ParsedInstruction = z.object({ program: z.string().optional(), programId: z.string(), parsed: z.unknown().optional() }).loose();
+const SystemTransfer = z.object({ type: z.literal('transfer'), info: z.object({ source: z.string(), destination: z.string(), lamports: Lamports }) });
+const TokenTransfer = z.object({
+  type: z.enum(['transfer', 'transferChecked']),
+  info: z.object({
+    source: z.string(),
+    destination: z.string(),
+    mint: z.string().optional(),
+    amount: TokenAmount.optional(),
+    tokenAmount: z.object({ amount: TokenAmount }).loose().optional(),
+  }).loose(),
+});
+const TokenBalance = z.object({ accountIndex: z.number().int().nonnegative(), mint: z.string(), owner: z.string().optional() }).loose();
+const BlockTransaction = z.object({
+  transaction: z.object({
+    signatures: z.array(z.string()).min(1),
+    message: z.object({ accountKeys: z.array(z.object({ pubkey: z.string() }).loose()).min(1), instructions: z.array(ParsedInstruction) }).loose(),
+  }),
+  meta: z.object({ err: z.unknown(), fee: Lamports, postTokenBalances: z.array(TokenBalance).nullish() }).loose().nullable(),
+});
+const Block = z.object({
+  blockhash: z.string(),
+  previousBlockhash: z.string(),
+  parentSlot: Slot,
+  blockTime: z.number().int().nullable(),
+  transactions: z.array(BlockTransaction).optional(),
+});
+const SignatureStatus = z.object({ slot: Slot, err: z.unknown(), confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullable() }).loose();
+const TransactionMeta = z.object({ slot: Slot, meta: z.object({ err: z.unknown(), fee: Lamports }).loose().nullable() }).loose();
+const TokenAccounts = z.array(z.object({ account: z.object({ data: z.object({ parsed: z.object({ info: z.object({ tokenAmount: z.object({ amount: TokenAmount }).loose() }).loose() }).loose() }).loose() }).loose() }));
+
+/**
+ * Any node speaking Solana's JSON-RPC (Agave, Firedancer, a hosted provider), for one environment.
+ * Heights are slots: a slot with no block (skipped) reads as an empty block carrying the hash of the
+ * newest block before it, so each real block's parent hash is the hash recorded one slot below.
+ */
+export class SolanaRpcProvider implements ChainProvider {
+  readonly kind = 'solana-rpc';
+  readonly chain = 'solana' as const;
+  private readonly assetOfMint: Map<string, string>;
+
+  constructor(
+    private readonly url: string,
+    private readonly limits: NodeCallLimits,
+    private readonly mints: TokenMints = {},
+  ) {
+    this.assetOfMint = new Map(Object.entries(mints).map(([assetId, mint]) => [mint, assetId]));
+  }
+
+  async identifyNetwork(): Promise<NetworkIdentity> {
+    const genesis = await this.call('getGenesisHash', [], z.string());
+    return { network: SOLANA_GENESIS_HASHES[genesis] ?? `genesis:${genesis}` };
+  }
+
+  /** The newest confirmed slot, with its blockhash. */
+  async tip(): Promise<ChainTip> {
+    const latest = await this.call('getLatestBlockhash', [{ commitment: COMMITMENT }], WithContext(z.object({ blockhash: z.string() }).loose()));
+    return { height: latest.context.slot, hash: latest.value.blockhash };
+  }
+
+  /** The blockhash a new transaction names (finalized, so it cannot be on a dropped fork); `time` is when it was read. */
+  async recentBlock(): Promise<RecentBlock> {
+    const latest = await this.call('getLatestBlockhash', [{ commitment: 'finalized' }], WithContext(z.object({ blockhash: z.string() }).loose()));
+    return { height: latest.context.slot, hash: latest.value.blockhash, time: new Date() };
+  }
+
+  /**
+   * The confirmed block at slot `height` (jsonParsed): each successful top-level System transfer (`SOL`)
+   * and SPL Token transfer of a configured mint (credited to the token account's owner, from the
+   * transaction's token balances), at position `ix:<n>`; every transaction's fee payer and fee. Transfers
+   * made by inner instructions (a program's CPI) are not seen. Null for a slot the node has no block for yet.
+   */
+  async block(height: number): Promise<ObservedBlock | null> {
+    const answer = await this.answer('getBlock', [height, { commitment: COMMITMENT, encoding: 'jsonParsed', transactionDetails: 'full', rewards: false, maxSupportedTransactionVersion: 0 }]);
+    if ('error' in answer) {
+      if (answer.error.code === SLOT_SKIPPED || answer.error.code === LONG_TERM_STORAGE_SLOT_SKIPPED) return this.skippedSlot(height);
+      if (answer.error.code === BLOCK_NOT_AVAILABLE) return null;
+      throw nodeRefused('getBlock', answer.error);
+    }
+    if (answer.result === null) return null;
+    const block = parse('getBlock', Block, answer.result);
+    const transfers: ObservedTransfer[] = [];
+    const payments: ObservedPayment[] = [];
+    for (const { transaction, meta } of block.transactions ?? []) {
+      const txid = transaction.signatures[0]!;
+      const keys = transaction.message.accountKeys.map((key) => key.pubkey);
+      if (meta) payments.push({ txid, from: keys[0]!, fee: meta.fee });
+      if (!meta || meta.err !== null) continue;
+      const tokenAccounts = new Map((meta.postTokenBalances ?? []).map((balance) => [keys[balance.accountIndex], balance]));
+      transaction.message.instructions.forEach((instruction, index) => {
+        const position = `ix:${index}`;
+        if (instruction.program === 'system') {
+          const transfer = SystemTransfer.safeParse(instruction.parsed);
+          if (transfer.success) transfers.push({ txid, position, to: transfer.data.info.destination, from: transfer.data.info.source, assetId: 'SOL', amount: transfer.data.info.lamports });
+        } else if (instruction.program === 'spl-token') {
+          const transfer = TokenTransfer.safeParse(instruction.parsed);
+          if (!transfer.success) return;
+          const { destination, source, tokenAmount, amount } = transfer.data.info;
+          const account = tokenAccounts.get(destination);
+          const assetId = account && this.assetOfMint.get(account.mint);
+          const moved = tokenAmount?.amount ?? amount;
+          if (!assetId || !account.owner || moved === undefined) return;
+          transfers.push({ txid, position, to: account.owner, from: tokenAccounts.get(source)?.owner ?? null, assetId, amount: moved });
+        }
+      });
+    }
+    const time = new Date((block.blockTime ?? 0) * 1000);
+    return { height, hash: block.blockhash, parentHash: block.previousBlockhash, time, transfers, payments, inputs: [] };
+  }
+
+  /** SOL: the account's lamports; a token: the sum of the owner's token accounts of its mint (all finalized). */
+  async balance(address: string, assetId: string): Promise<bigint> {
+    if (assetId === 'SOL') return (await this.call('getBalance', [address, { commitment: 'finalized' }], WithContext(Lamports))).value;
+    const mint = this.mints[assetId];
+    if (!mint) throw new NodeUnavailableError(`No ${assetId} mint is configured for this node.`);
+    const accounts = await this.call('getTokenAccountsByOwner', [address, { mint }, { commitment: 'finalized', encoding: 'jsonParsed' }], WithContext(TokenAccounts));
+    return accounts.value.reduce((sum, { account }) => sum + account.data.parsed.info.tokenAmount.amount, 0n);
+  }
+
+  /**
+   * sendTransaction (base64, preflight at `confirmed`). A transaction the cluster already processed counts
+   * as broadcast, so a retry after a lost answer is not a refusal; the node's other refusals carry its message.
+   */
+  async broadcast(rawTransaction: string): Promise<{ txid: string }> {
+    const [answer] = await this.relay([{ method: 'sendTransaction', params: [rawTransaction, { encoding: 'base64', preflightCommitment: COMMITMENT }] }]);
+    if ('error' in answer!) {
+      const reason = rejectionReason(answer.error);
+      if (reason === 'already_processed') return { txid: signatureOf(rawTransaction) };
+      throw new TransactionRejectedError(reason, `The node refused the transaction: ${answer.error.message}`);
+    }
+    return { txid: parse('sendTransaction', z.string(), answer!.result) };
+  }
+
+  /**
+   * getSignatureStatuses (searching the history): none is `unknown`, processed is `pending`; confirmed or
+   * finalized is `mined`, its fee and success read with getTransaction, its blockhash with getBlock.
+   */
+  async transactionStatus(txid: string): Promise<TransactionStatus> {
+    const statuses = await this.call('getSignatureStatuses', [[txid], { searchTransactionHistory: true }], WithContext(z.array(SignatureStatus.nullable()).length(1)));
+    const status = statuses.value[0];
+    if (!status) return { state: 'unknown' };
+    if (status.confirmationStatus === null || status.confirmationStatus === 'processed') return { state: 'pending' };
+    const [found, tip] = await Promise.all([
+      this.call('getTransaction', [txid, { commitment: COMMITMENT, encoding: 'json', maxSupportedTransactionVersion: 0 }], TransactionMeta.nullable()),
+      this.tip(),
+    ]);
+    if (!found) return { state: 'pending' };
+    const block = await this.call('getBlock', [found.slot, { commitment: COMMITMENT, transactionDetails: 'none', rewards: false }], z.object({ blockhash: z.string() }).loose());
+    return {
+      state: 'mined',
+      blockHeight: found.slot,
+      blockHash: block.blockhash,
+      confirmations: Math.max(1, tip.height - found.slot + 1),
+      succeeded: found.meta?.err === null,
+      fee: found.meta?.fee ?? null,
+    };
+  }
+
+  tokenAddress(assetId: string): string | undefined {
+    return this.mints[assetId];
+  }
+
+  /** Each configured mint's decimals (getTokenSupply); null for an address that is no mint. */
+  async tokenDecimals(): Promise<{ assetId: string; contract: string; decimals: number | null }[]> {
+    return Promise.all(
+      Object.entries(this.mints).map(async ([assetId, mint]) => {
+        const answer = await this.answer('getTokenSupply', [mint]);
+        if ('error' in answer) return { assetId, contract: mint, decimals: null };
+        return { assetId, contract: mint, decimals: parse('getTokenSupply', WithContext(z.object({ decimals: z.number().int() }).loose()), answer.result).value.decimals };
+      }),
+    );
+  }
+
+  /**
+   * The fee of a plain transfer at each level: 5000 lamports for its signature, plus a priority fee at the
+   * level's percentile of getRecentPrioritizationFees (micro-lamports per compute unit) over the compute
+   * unit limit the transfer builder asks for, rounded up to whole lamports. Low pays no priority fee when
+   * most recent slots asked none.
+   */
+  async feeMarket(): Promise<FeeMarket> {
+    const recent = await this.call('getRecentPrioritizationFees', [[]], z.array(z.object({ slot: Slot, prioritizationFee: Lamports }).loose()));
+    const prices = recent.map((entry) => entry.prioritizationFee).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const at = (percentile: number) => {
+      const price = prices.length ? prices[Math.min(prices.length - 1, Math.floor((prices.length * percentile) / 100))]! : 0n;
+      const priority = (price * PRIORITY_COMPUTE_UNIT_LIMIT + MICRO_LAMPORTS_PER_LAMPORT - 1n) / MICRO_LAMPORTS_PER_LAMPORT;
+      return LAMPORTS_PER_SIGNATURE + priority;
+    };
+    return { model: 'flat', transferFee: { low: at(PRIORITY_PERCENTILES.low), medium: at(PRIORITY_PERCENTILES.medium), high: at(PRIORITY_PERCENTILES.high) } };
+  }
+
+  relay(calls: RelayedCall[]): Promise<RelayedAnswer[]> {
+    return relayJsonRpc2(this.url, calls, this.limits);
+  }
+
+  /** A skipped slot: no transactions, and the hash of the newest block before it as both its hash and parent. */
+  private async skippedSlot(height: number): Promise<ObservedBlock> {
+    const earlier = await this.call('getBlocks', [Math.max(0, height - SKIPPED_SLOT_LOOKBACK), height - 1, { commitment: COMMITMENT }], z.array(Slot));
+    const previous = earlier.at(-1);
+    if (previous === undefined) throw new NodeUnavailableError(`The node has no block in the ${SKIPPED_SLOT_LOOKBACK} slots before skipped slot ${height}.`);
+    const block = await this.call('getBlock', [previous, { commitment: COMMITMENT, transactionDetails: 'none', rewards: false }], z.object({ blockhash: z.string(), blockTime: z.number().int().nullable() }).loose());
+    return { height, hash: block.blockhash, parentHash: block.blockhash, time: new Date((block.blockTime ?? 0) * 1000), transfers: [], payments: [], inputs: [] };
+  }
+
+  private async answer(method: string, params: unknown[]): Promise<RelayedAnswer> {
+    return (await this.relay([{ method, params }]))[0]!;
+  }
+
+  private async call<T extends z.ZodType>(method: string, params: unknown[], schema: T): Promise<z.output<T>> {
+    const answer = await this.answer(method, params);
+    if ('error' in answer) throw nodeRefused(method, answer.error);
+    return parse(method, schema, answer.result);
+  }
+}
+
+function parse<T extends z.ZodType>(method: string, schema: T, value: unknown): z.output<T> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new NodeUnavailableError(`The node answered ${method} with an unexpected shape.`);
+  return parsed.data;
+}
+
+/** A JSON-RPC error where an answer was due: the node's own message, which names no URL. */
+const nodeRefused = (method: string, error: { code: number; message: string }) => new NodeUnavailableError(`The node refused ${method}: ${error.message} (${error.code}).`);
+
+/** The txid of a signed transaction (base64): the base58 of its first signature. */
+function signatureOf(rawTransaction: string): string {
+  return base58.encode(base64.decode(rawTransaction).subarray(1, 65));
+}
+
+/**
+ * A machine code for sendTransaction's refusal, from the transaction error its preflight names (in the
+ * message, and in `data.err` as the runtime's TransactionError).
+ */
+function rejectionReason(error: { message: string; data?: unknown }): string {
+  const text = `${error.message} ${JSON.stringify(error.data ?? null)}`;
+  if (/AlreadyProcessed|already been processed/.test(text)) return 'already_processed';
+  if (/InsufficientFundsForRent/.test(text)) return 'dust_output';
+  if (/InsufficientFundsForFee|insufficient (funds|lamports)|AccountNotFound|no record of a prior credit/i.test(text)) return 'insufficient_funds';
+  if (/signature verification|SignatureFailure|MissingSignatureForFee/i.test(text)) return 'invalid_signature';
+  if (/failed to deserialize|invalid transaction|could not decode/i.test(text)) return 'malformed';
+  return 'rejected';
+}

@@ -1,0 +1,370 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomInt } from 'node:crypto';
+import { base58 } from '@scure/base';
+import { mnemonicToSeedSync } from '@scure/bip39';
+import { FailedTransactionMetadata, LiteSVM } from 'litesvm';
+import { ChainNodes, ChainUnavailableError } from '../../src/chains/nodes';
+import { TransactionRejectedError } from '../../src/chains/provider';
+import { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
+import { signTransfer, type TransferToSign } from '../../src/chains/transfers';
+import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE } from '../../src/chains/transfers/solana';
+import { coinTypeFor, deriveKey, type DerivedKey } from '../../src/keys/derivation';
+import { testConfig } from '../support/environment';
+import { messageAccountKeys, mintData, putTokenProgramAccount, runtimeTransaction, svmAddress, tokenAccountData, u64At } from '../support/litesvm';
+import { testLogger } from '../support/secret-scan';
+
+/**
+ * The live Solana provider (src/chains/providers/solana-rpc.ts) against a local server speaking Solana's
+ * JSON-RPC. What the Solana runtime can answer, LiteSVM answers: balances, the latest blockhash, the
+ * sending (the provider's bytes executed by the runtime), signature statuses and fees of what it
+ * executed. Where no runtime can answer (the cluster's genesis hash, blocks as a cluster stores them,
+ * skipped slots, recent prioritization fees), the answers are recorded in the shape Solana's RPC
+ * documentation gives.
+ */
+
+const SEED = mnemonicToSeedSync('abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about');
+const ACCOUNT = randomInt(1, 2 ** 30);
+const walletKey = (index: number): DerivedKey => deriveKey(SEED, { chain: 'solana', testnet: false, coinType: coinTypeFor('solana', false), format: 'base58', account: ACCOUNT, index });
+const SOL = 1_000_000_000n;
+const MAINNET_GENESIS = '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
+const DEVNET_GENESIS = 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG';
+const SYSTEM_PROGRAM = '11111111111111111111111111111111';
+const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
+
+type Json = Record<string, unknown>;
+type Answer = { result: unknown } | { error: { code: number; message: string; data?: unknown } };
+
+/** What the runtime executed, as the node keeps it: its slot, blockhash, fee (the lamports the accounts lost) and error. */
+interface Executed {
+  slot: number;
+  blockhash: string;
+  fee: number;
+  err: string | null;
+  confirmationStatus: 'processed' | 'confirmed' | 'finalized';
+}
+
+/** A Solana JSON-RPC node on 127.0.0.1: the runtime's answers from LiteSVM, recorded ones for the rest. */
+class SolanaNode {
+  readonly svm = new LiteSVM();
+  genesis = MAINNET_GENESIS;
+  readonly executed = new Map<string, Executed>();
+  readonly recorded = new Map<string, (params: unknown[]) => Answer>();
+  readonly calls: string[] = [];
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        const parsed = JSON.parse(body) as Json | Json[];
+        const one = (call: Json) => ({ jsonrpc: '2.0', id: call.id, ...this.answer(call.method as string, (call.params as unknown[]) ?? []) });
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify(Array.isArray(parsed) ? parsed.map(one) : one(parsed)));
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  get slot(): number {
+    return Number(this.svm.getClock().slot);
+  }
+
+  private answer(method: string, params: unknown[]): Answer {
+    this.calls.push(method);
+    const context = { slot: this.slot };
+    const recorded = this.recorded.get(method);
+    if (recorded) return recorded(params);
+    switch (method) {
+      case 'getGenesisHash':
+        return { result: this.genesis };
+      case 'getSlot':
+        return { result: this.slot };
+      case 'getLatestBlockhash':
+        return { result: { context, value: { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: this.slot + 150 } } };
+      case 'getBalance':
+        return { result: { context, value: Number(this.svm.getBalance(svmAddress(params[0] as string)) ?? 0n) } };
+      case 'getTokenSupply': {
+        const mint = this.svm.getAccount(svmAddress(params[0] as string));
+        if (!mint.exists || mint.programAddress !== TOKEN_PROGRAM) return { error: { code: -32602, message: 'Invalid param: not a Token mint' } };
+        const supply = u64At(mint.data, 36).toString();
+        return { result: { context, value: { amount: supply, decimals: mint.data[44], uiAmount: null, uiAmountString: supply } } };
+      }
+      case 'getTokenAccountsByOwner': {
+        const [owner, { mint }] = params as [string, { mint: string }];
+        const accounts = this.svm
+          .getProgramAccounts(svmAddress(TOKEN_PROGRAM))
+          .filter((account) => account.data.length === 165 && base58.encode(account.data.slice(0, 32)) === mint && base58.encode(account.data.slice(32, 64)) === owner);
+        const value = accounts.map((account) => ({
+          pubkey: account.address,
+          account: {
+            lamports: Number(account.lamports),
+            owner: TOKEN_PROGRAM,
+            executable: false,
+            rentEpoch: 0,
+            space: 165,
+            data: { program: 'spl-token', space: 165, parsed: { type: 'account', info: { mint, owner, state: 'initialized', isNative: false, tokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } } } },
+          },
+        }));
+        return { result: { context, value } };
+      }
+      case 'sendTransaction':
+        return this.send(params[0] as string);
+      case 'getSignatureStatuses': {
+        const value = (params[0] as string[]).map((signature) => {
+          const known = this.executed.get(signature);
+          return known ? { slot: known.slot, confirmations: null, err: known.err, status: known.err ? { Err: known.err } : { Ok: null }, confirmationStatus: known.confirmationStatus } : null;
+        });
+        return { result: { context, value } };
+      }
+      case 'getTransaction': {
+        const known = this.executed.get(params[0] as string);
+        return { result: known ? { slot: known.slot, blockTime: null, meta: { err: known.err, fee: known.fee, preBalances: [], postBalances: [] }, transaction: {} } : null };
+      }
+      case 'getBlock': {
+        const known = [...this.executed.values()].find((entry) => entry.slot === params[0]);
+        if (!known) return { error: { code: -32004, message: `Block not available for slot ${String(params[0])}` } };
+        return { result: { blockhash: known.blockhash, previousBlockhash: known.blockhash, parentSlot: known.slot - 1, blockHeight: known.slot, blockTime: null } };
+      }
+    }
+    return { error: { code: -32601, message: 'Method not found' } };
+  }
+
+  /** sendTransaction: the runtime runs it; a refusal is the preflight failure a node answers (-32002). */
+  private send(raw: string): Answer {
+    const keys = messageAccountKeys(raw).map(svmAddress);
+    const total = () => keys.reduce((sum, key) => sum + (this.svm.getBalance(key) ?? 0n), 0n);
+    const before = total();
+    const blockhash = this.svm.latestBlockhash();
+    const outcome = this.svm.sendTransaction(runtimeTransaction(raw));
+    if (outcome instanceof FailedTransactionMetadata) {
+      return { error: { code: -32002, message: `Transaction simulation failed: ${outcome.toString()}`, data: { logs: outcome.meta().logs() } } };
+    }
+    const signature = base58.encode(outcome.signature());
+    this.executed.set(signature, { slot: this.slot, blockhash, fee: Number(before - total()), err: null, confirmationStatus: 'processed' });
+    return { result: signature };
+  }
+}
+
+describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana RPC, recorded answers where no runtime answers', () => {
+  let node: SolanaNode;
+  let provider: SolanaRpcProvider;
+  let sender: DerivedKey;
+  let recipient: DerivedKey;
+  let mint: string;
+  const limits = { timeoutMs: 5_000, maxResponseBytes: 1_000_000 };
+
+  beforeEach(async () => {
+    node = new SolanaNode();
+    await node.start();
+    sender = walletKey(0);
+    recipient = walletKey(1);
+    mint = walletKey(9).address;
+    putTokenProgramAccount(node.svm, mint, mintData(walletKey(8).address, 1_000n * 10n ** 6n, 6));
+    putTokenProgramAccount(node.svm, associatedTokenAccount(sender.address, mint), tokenAccountData(mint, sender.address, 1_000n * 10n ** 6n));
+    node.svm.airdrop(svmAddress(sender.address), (5n * SOL) as never);
+    provider = new SolanaRpcProvider(node.url, limits, { USDC_SOL: mint });
+  });
+
+  afterEach(() => node.stop());
+
+  /** A live transfer as the send workflow builds it, on the provider's recent blockhash. */
+  const transfer = async (fields: Partial<TransferToSign> & Pick<TransferToSign, 'assetId' | 'amount'>): Promise<TransferToSign> => ({
+    chain: 'solana',
+    testnet: false,
+    from: sender.address,
+    to: recipient.address,
+    fee: { model: 'flat', fee: LAMPORTS_PER_SIGNATURE },
+    recentBlock: await provider.recentBlock(),
+    reference: `tx_${randomInt(2 ** 40)}`,
+    ...fields,
+  });
+
+  describe('the network check (ChainNodes)', () => {
+    const nodes = (overrides: Record<string, string>) => new ChainNodes(testConfig(overrides), testLogger('test'), undefined as never);
+
+    it('serves live keys from a mainnet-beta node whose mints have the catalogue decimals', async () => {
+      const served = await nodes({ CHAIN_NODE_SOLANA_LIVE: node.url, CHAIN_TOKENS_SOLANA_LIVE: `USDC_SOL=${mint}` }).provider('solana', 'live');
+      assert.equal(served.kind, 'solana-rpc');
+      assert.deepEqual(await served.identifyNetwork(), { network: 'mainnet-beta' });
+    });
+
+    it('refuses a live node on another cluster, a sandbox node on mainnet-beta, and a mint of other decimals', async () => {
+      node.genesis = DEVNET_GENESIS;
+      const live = nodes({ CHAIN_NODE_SOLANA_LIVE: node.url, CHAIN_TOKENS_SOLANA_LIVE: `USDC_SOL=${mint}` });
+      await assert.rejects(live.provider('solana', 'live'), (error) => error instanceof ChainUnavailableError && error.reason === 'network_mismatch');
+      // Sandbox keys on devnet are fine; never on mainnet-beta.
+      assert.equal((await nodes({ CHAIN_NODE_SOLANA_SANDBOX: node.url }).provider('solana', 'sandbox', undefined)).kind, 'solana-rpc');
+      node.genesis = MAINNET_GENESIS;
+      await assert.rejects(nodes({ CHAIN_NODE_SOLANA_SANDBOX: node.url }).provider('solana', 'sandbox'), (error) => error instanceof ChainUnavailableError && error.reason === 'network_mismatch');
+      const nineDecimals = walletKey(10).address;
+      putTokenProgramAccount(node.svm, nineDecimals, mintData(walletKey(8).address, 1n, 9));
+      const wrongMint = nodes({ CHAIN_NODE_SOLANA_LIVE: node.url, CHAIN_TOKENS_SOLANA_LIVE: `USDC_SOL=${nineDecimals}` });
+      await assert.rejects(wrongMint.provider('solana', 'live'), (error) => error instanceof ChainUnavailableError && error.reason === 'token_mismatch');
+      // The default live mint (Circle's USDC) is no mint on this node: refused too, never served blind.
+      await assert.rejects(nodes({ CHAIN_NODE_SOLANA_LIVE: node.url }).provider('solana', 'live'), (error) => error instanceof ChainUnavailableError && error.reason === 'token_mismatch');
+    });
+  });
+
+  describe('sending: the provider hands the signed bytes to the runtime', () => {
+    it('broadcasts a SOL transfer on its recent blockhash; balances, status and fee are what the runtime says', async () => {
+      const signed = signTransfer(await transfer({ assetId: 'SOL', amount: SOL / 2n, fee: { model: 'flat', fee: 15_000n } }), [sender]);
+      assert.deepEqual(await provider.broadcast(signed.raw), { txid: signed.txid });
+      assert.equal(await provider.balance(sender.address, 'SOL'), 5n * SOL - SOL / 2n - 15_000n);
+      assert.equal(await provider.balance(recipient.address, 'SOL'), SOL / 2n);
+
+      assert.deepEqual(await provider.transactionStatus(signed.txid), { state: 'pending' }, 'processed only: not yet mined');
+      node.executed.get(signed.txid)!.confirmationStatus = 'confirmed';
+      node.svm.warpToSlot(BigInt(node.slot + 4));
+      const status = await provider.transactionStatus(signed.txid);
+      assert.equal(status.state, 'mined');
+      assert.deepEqual(status, { state: 'mined', blockHeight: node.slot - 4, blockHash: node.executed.get(signed.txid)!.blockhash, confirmations: 5, succeeded: true, fee: 15_000n });
+      assert.deepEqual(await provider.transactionStatus(base58.encode(new Uint8Array(64).fill(7))), { state: 'unknown' });
+    });
+
+    it("broadcasts an SPL transfer that creates the recipient's token account; the token balance is the runtime's", async () => {
+      const signed = signTransfer(await transfer({ assetId: 'USDC_SOL', amount: 2_500_000n, tokenAddress: mint }), [sender]);
+      await provider.broadcast(signed.raw);
+      assert.equal(await provider.balance(recipient.address, 'USDC_SOL'), 2_500_000n);
+      assert.equal(await provider.balance(sender.address, 'USDC_SOL'), 1_000n * 10n ** 6n - 2_500_000n);
+      assert.equal(node.executed.get(signed.txid)!.fee, Number(LAMPORTS_PER_SIGNATURE), 'the rent went to the new account, not to the fee');
+      const rent = node.svm.minimumBalanceForRentExemption(165n);
+      assert.equal(await provider.balance(sender.address, 'SOL'), 5n * SOL - LAMPORTS_PER_SIGNATURE - rent);
+    });
+
+    it('counts a retried broadcast of a processed transaction as broadcast, and maps refusals to reasons', async () => {
+      const signed = signTransfer(await transfer({ assetId: 'SOL', amount: SOL }), [sender]);
+      await provider.broadcast(signed.raw);
+      assert.deepEqual(await provider.broadcast(signed.raw), { txid: signed.txid }, 'AlreadyProcessed: already broadcast');
+      assert.equal(await provider.balance(recipient.address, 'SOL'), SOL, 'once');
+
+      const broke = walletKey(5);
+      const unfunded = signTransfer(await transfer({ assetId: 'SOL', amount: SOL, from: broke.address }), [broke]);
+      await assert.rejects(provider.broadcast(unfunded.raw), (error) => error instanceof TransactionRejectedError && error.reason === 'insufficient_funds');
+      const dust = signTransfer(await transfer({ assetId: 'SOL', amount: 1_000n, to: walletKey(6).address }), [sender]);
+      await assert.rejects(provider.broadcast(dust.raw), (error) => error instanceof TransactionRejectedError && error.reason === 'dust_output');
+      const stale = signTransfer(await transfer({ assetId: 'SOL', amount: SOL }), [sender]);
+      node.svm.expireBlockhash();
+      await assert.rejects(provider.broadcast(stale.raw), (error) => error instanceof TransactionRejectedError && /BlockhashNotFound/.test(error.message));
+    });
+
+    it('prices the fee levels from recent prioritization fees; the high level, signed, costs exactly that in the runtime', async () => {
+      // Recorded: getRecentPrioritizationFees as documented (micro-lamports per compute unit, per recent slot).
+      const fees = [0, 1000, 500, 0, 1234].map((prioritizationFee, index) => ({ slot: 348125 + index, prioritizationFee }));
+      node.recorded.set('getRecentPrioritizationFees', () => ({ result: fees }));
+      const market = await provider.feeMarket();
+      // 200,000 compute units (the builder's limit) at the 10th, 50th and 90th percentile prices, rounded up.
+      assert.deepEqual(market, { model: 'flat', transferFee: { low: 5_000n, medium: 5_100n, high: 5_247n } });
+      const signed = signTransfer(await transfer({ assetId: 'SOL', amount: SOL, fee: { model: 'flat', fee: market.transferFee.high } }), [sender]);
+      await provider.broadcast(signed.raw);
+      assert.equal(node.executed.get(signed.txid)!.fee, 5_247);
+      assert.equal(await provider.balance(sender.address, 'SOL'), 5n * SOL - SOL - 5_247n);
+    });
+
+    it('relays pass-through calls in one batch, answered in order with the node errors verbatim', async () => {
+      const answers = await provider.relay([{ method: 'getSlot', params: [] }, { method: 'getBalance', params: [sender.address] }, { method: 'getNothing', params: [] }]);
+      assert.deepEqual(answers, [{ result: node.slot }, { result: { context: { slot: node.slot }, value: Number(5n * SOL) } }, { error: { code: -32601, message: 'Method not found' } }]);
+    });
+
+    it('refuses to read a lamport amount a JSON number cannot hold exactly (above 2^53)', async () => {
+      node.recorded.set('getBalance', () => ({ result: { context: { slot: 1 }, value: 2 ** 53 + 2 } }));
+      await assert.rejects(provider.balance(sender.address, 'SOL'), /unexpected shape/);
+    });
+  });
+
+  describe('scanning blocks (recorded getBlock answers, jsonParsed)', () => {
+    const hashes = { 99: 'Hash99aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 100: 'Hash100aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 102: 'Hash102aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' } as const;
+    const key = (pubkey: string, signer: boolean, writable: boolean) => ({ pubkey, signer, writable, source: 'transaction' });
+
+    beforeEach(() => {
+      const recipientTokens = associatedTokenAccount(recipient.address, mint);
+      const senderTokens = associatedTokenAccount(sender.address, mint);
+      const payment = {
+        transaction: {
+          signatures: ['SigSol1'],
+          message: {
+            accountKeys: [key(sender.address, true, true), key(recipient.address, false, true), key(SYSTEM_PROGRAM, false, false)],
+            instructions: [{ program: 'system', programId: SYSTEM_PROGRAM, parsed: { type: 'transfer', info: { source: sender.address, destination: recipient.address, lamports: 1_500_000_000 } }, stackHeight: null }],
+            recentBlockhash: hashes[99],
+          },
+        },
+        meta: { err: null, fee: 5000, preBalances: [], postBalances: [], postTokenBalances: [], status: { Ok: null } },
+        version: 'legacy',
+      };
+      const token = {
+        transaction: {
+          signatures: ['SigToken1'],
+          message: {
+            accountKeys: [key(sender.address, true, true), key(senderTokens, false, true), key(recipientTokens, false, true), key(mint, false, false), key(TOKEN_PROGRAM, false, false)],
+            instructions: [
+              { program: 'spl-associated-token-account', programId: 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL', parsed: { type: 'createIdempotent', info: {} }, stackHeight: null },
+              {
+                program: 'spl-token',
+                programId: TOKEN_PROGRAM,
+                parsed: { type: 'transferChecked', info: { source: senderTokens, destination: recipientTokens, mint, authority: sender.address, tokenAmount: { amount: '2500000', decimals: 6, uiAmount: 2.5, uiAmountString: '2.5' } } },
+                stackHeight: null,
+              },
+            ],
+            recentBlockhash: hashes[99],
+          },
+        },
+        meta: {
+          err: null,
+          fee: 15000,
+          postTokenBalances: [
+            { accountIndex: 1, mint, owner: sender.address, programId: TOKEN_PROGRAM, uiTokenAmount: { amount: '997500000', decimals: 6 } },
+            { accountIndex: 2, mint, owner: recipient.address, programId: TOKEN_PROGRAM, uiTokenAmount: { amount: '2500000', decimals: 6 } },
+          ],
+          status: { Ok: null },
+        },
+        version: 'legacy',
+      };
+      const failed = {
+        transaction: {
+          signatures: ['SigFailed1'],
+          message: { accountKeys: [key(recipient.address, true, true), key(sender.address, false, true)], instructions: [{ program: 'system', programId: SYSTEM_PROGRAM, parsed: { type: 'transfer', info: { source: recipient.address, destination: sender.address, lamports: 7 } } }] },
+        },
+        meta: { err: { InstructionError: [0, { Custom: 1 }] }, fee: 5000, postTokenBalances: [], status: { Err: { InstructionError: [0, { Custom: 1 }] } } },
+      };
+      node.recorded.set('getBlock', ([slot]) => {
+        if (slot === 100) return { result: { blockhash: hashes[100], previousBlockhash: hashes[99], parentSlot: 99, blockHeight: 90, blockTime: 1_764_000_000, transactions: [payment, token, failed] } };
+        if (slot === 101) return { error: { code: -32007, message: 'Slot 101 was skipped, or missing due to ledger jump to recent snapshot' } };
+        if (slot === 102) return { result: { blockhash: hashes[102], previousBlockhash: hashes[100], parentSlot: 100, blockHeight: 91, blockTime: 1_764_000_001, transactions: [] } };
+        return { error: { code: -32004, message: `Block not available for slot ${String(slot)}` } };
+      });
+      node.recorded.set('getBlocks', ([start, end]) => ({ result: [99, 100].filter((slot) => slot >= (start as number) && slot <= (end as number)) }));
+    });
+
+    it('reads SOL and token transfers of successful transactions, and every payer with its fee', async () => {
+      const block = (await provider.block(100))!;
+      assert.equal(block.hash, hashes[100]);
+      assert.equal(block.parentHash, hashes[99]);
+      assert.deepEqual(block.time, new Date(1_764_000_000_000));
+      assert.deepEqual(block.transfers, [
+        { txid: 'SigSol1', position: 'ix:0', to: recipient.address, from: sender.address, assetId: 'SOL', amount: 1_500_000_000n },
+        { txid: 'SigToken1', position: 'ix:1', to: recipient.address, from: sender.address, assetId: 'USDC_SOL', amount: 2_500_000n },
+      ]);
+      assert.deepEqual(block.payments, [
+        { txid: 'SigSol1', from: sender.address, fee: 5_000n },
+        { txid: 'SigToken1', from: sender.address, fee: 15_000n },
+        { txid: 'SigFailed1', from: recipient.address, fee: 5_000n },
+      ]);
+    });
+
+    it('reads a skipped slot as an empty block on the hash before it, so the chain of parent hashes holds; null where no block is yet', async () => {
+      const [hundred, skipped, next] = [await provider.block(100), await provider.block(101), await provider.block(102)];
+      assert.deepEqual(skipped, { height: 101, hash: hashes[100], parentHash: hashes[100], time: new Date(1_764_000_000_000), transfers: [], payments: [], inputs: [] });
+      assert.equal(skipped!.parentHash, hundred!.hash);
+      assert.equal(next!.parentHash, skipped!.hash);
+      assert.equal(await provider.block(103), null);
+    });
+  });
+});

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { base58, base64 } from '@scure/base';
+import type { LiteSVM } from 'litesvm';
+import { TOKEN_PROGRAM } from '../../src/chains/transfers/solana';
+
+/**
+ * LiteSVM (the Solana runtime in process) as the Solana tests use it: its kit-typed arguments made from
+ * the platform's plain forms (base58 addresses, base64 signed transactions), and SPL Token accounts.
+ */
+
+export type SvmAddress = Parameters<LiteSVM['getBalance']>[0];
+type SvmTransaction = Parameters<LiteSVM['sendTransaction']>[0];
+type SvmAccount = Parameters<LiteSVM['setAccount']>[0];
+
+/** SPL Token's account sizes: a Mint and a token Account. */
+export const MINT_SIZE = 82;
+export const TOKEN_ACCOUNT_SIZE = 165;
+
+export const svmAddress = (value: string) => value as SvmAddress;
+
+/** The account keys of a signed transaction's legacy message, in order (the fee payer first). */
+export function messageAccountKeys(raw: string): string[] {
+  const bytes = base64.decode(raw);
+  const message = bytes.subarray(1 + 64 * bytes[0]!);
+  const count = message[3]!; // < 128 keys: a one-byte compact-u16
+  return Array.from({ length: count }, (_, index) => base58.encode(message.subarray(4 + 32 * index, 36 + 32 * index)));
+}
+
+/** The signed bytes as the provider's broadcast takes them (base64), handed to the runtime as a transaction. */
+export function runtimeTransaction(raw: string): SvmTransaction {
+  const bytes = base64.decode(raw);
+  assert.equal(bytes[0], 1, 'one signature: the sender signs and pays');
+  return { messageBytes: bytes.subarray(65), signatures: { [messageAccountKeys(raw)[0]!]: bytes.subarray(1, 65) } } as unknown as SvmTransaction;
+}
+
+export function u64At(data: Pick<Uint8Array, 'buffer' | 'byteOffset' | 'byteLength'>, offset: number): bigint {
+  return new DataView(data.buffer, data.byteOffset, data.byteLength).getBigUint64(offset, true);
+}
+
+function u64(value: bigint): Uint8Array {
+  const bytes = new Uint8Array(8);
+  new DataView(bytes.buffer).setBigUint64(0, value, true);
+  return bytes;
+}
+
+/** SPL Token's Mint layout: mint authority (COption<Pubkey>), supply, decimals, initialized, freeze authority (none). */
+export function mintData(authority: string, supply: bigint, decimals: number): Uint8Array {
+  const data = new Uint8Array(MINT_SIZE);
+  data.set([1, 0, 0, 0], 0);
+  data.set(base58.decode(authority), 4);
+  data.set(u64(supply), 36);
+  data[44] = decimals;
+  data[45] = 1;
+  return data;
+}
+
+/** SPL Token's Account layout: mint, owner, amount, no delegate, Initialized, not native, no close authority. */
+export function tokenAccountData(mint: string, owner: string, amount: bigint): Uint8Array {
+  const data = new Uint8Array(TOKEN_ACCOUNT_SIZE);
+  data.set(base58.decode(mint), 0);
+  data.set(base58.decode(owner), 32);
+  data.set(u64(amount), 64);
+  data[108] = 1;
+  return data;
+}
+
+/** A rent-exempt account of the SPL Token program holding `data` (a mint, a token account). */
+export function putTokenProgramAccount(svm: LiteSVM, address: string, data: Uint8Array): void {
+  svm.setAccount({
+    address: svmAddress(address),
+    lamports: svm.minimumBalanceForRentExemption(BigInt(data.length)),
+    data,
+    programAddress: svmAddress(base58.encode(TOKEN_PROGRAM)),
+    executable: false,
+  } as unknown as SvmAccount);
+}
