@@ -45,7 +45,9 @@ import {
   tenantFilter,
   updateCardStatus,
 } from './service';
+import { stripeIssuingFor } from './providers/stripe-issuer';
 import { setSpendLimits } from './spend-limits';
+import { registerStripeAuthorizationRoute } from './stripe-authorizations';
 
 const CARD_TAG = 'Cards';
 /** How long DELETE waits for the termination workflow (outside any transaction) before answering 202. */
@@ -113,6 +115,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
         feeBps: deps.config.CARD_FUNDING_FEE_BPS,
         allowInsecureLoopback: deps.config.WEBHOOK_ALLOW_INSECURE_LOOPBACK,
         keys: deps.keys.provider,
+        liveIssuer: stripeIssuingFor(deps.config) !== null,
       });
       return {
         status: 201,
@@ -213,7 +216,13 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The secure details', schema: SecureResponse },
     handler: async ({ auth, params, em, ctx, deps }) => {
       const card = await findCard(em, auth, params.cardId);
-      if (!card.secrets) throw invalidStateTransition(`The card is ${card.status}; its number has not been issued.`);
+      if (!card.secrets) {
+        throw invalidStateTransition(
+          card.issuerCardId
+            ? "The issuer keeps this card's number and CVV: show them with the issuer's own means (Stripe Issuing Elements)."
+            : `The card is ${card.status}; its number has not been issued.`,
+        );
+      }
       const secrets = await openCardSecrets(deps.keys.provider, card.id, card.secrets);
       const [month, year] = secrets.expiry.split('/') as [string, string];
       ctx.set('Cache-Control', 'no-store');
@@ -333,6 +342,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
 
   registerDeprecatedAliases(routes);
   registerLegacyRoutes(routes);
+  registerStripeAuthorizationRoute(routes);
 }
 
 /** The earlier card-scoped v2 routes, served by the consolidated ones with Deprecation and Link headers. */
