@@ -47,7 +47,7 @@ import {
 } from './service';
 import { stripeIssuingFor } from './providers/stripe-issuer';
 import { setSpendLimits } from './spend-limits';
-import { registerStripeAuthorizationRoute } from './stripe-authorizations';
+import { AuthorizationDecision, AuthorizationRequestEvent, decideStripeAuthorization, STRIPE_RESPONSE_VERSION } from './stripe-authorizations';
 
 const CARD_TAG = 'Cards';
 /** How long DELETE waits for the termination workflow (outside any transaction) before answering 202. */
@@ -342,7 +342,24 @@ export function registerCardRoutes(routes: RouteRegistry): void {
 
   registerDeprecatedAliases(routes);
   registerLegacyRoutes(routes);
-  registerStripeAuthorizationRoute(routes);
+
+  routes.add({
+    method: 'post',
+    path: '/api/issuing/stripe/authorizations',
+    operationId: 'decideStripeIssuingAuthorization',
+    summary: "Stripe Issuing's real-time authorization webhook (signed by Stripe; no API key)",
+    description:
+      "Stripe Issuing's real-time authorization webhook: an `issuing_authorization.request` event signed with the endpoint's secret (`Stripe-Signature`), answered with the decision from the live card's balance, status and spend limits. A repeated event answers the recorded decision. A request for no live card of this platform is declined, recording nothing.",
+    tag: CARD_TAG,
+    scope: 'public',
+    rawJsonBody: { documentedAs: AuthorizationRequestEvent },
+    response: { status: 200, description: 'The decision, as Stripe reads it (with Stripe-Version)', schema: AuthorizationDecision },
+    otherResponses: [{ status: 503, description: 'No live card issuer is configured (card_issuer_unavailable)', schema: ErrorEnvelope }],
+    handler: async ({ rawBody, ctx, deps, em }) => ({
+      body: await decideStripeAuthorization(em, deps.config, rawBody!, ctx.get('stripe-signature')),
+      headers: { 'Stripe-Version': STRIPE_RESPONSE_VERSION },
+    }),
+  });
 }
 
 /** The earlier card-scoped v2 routes, served by the consolidated ones with Deprecation and Link headers. */
