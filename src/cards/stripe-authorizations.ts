@@ -42,9 +42,10 @@ const issuerUnavailable = () =>
  * ours is declined, recording nothing.
  */
 export async function decideStripeAuthorization(em: EntityManager, config: Config, rawBody: string, signature: string): Promise<{ approved: boolean }> {
+  // An unsigned request is bad input (400) whether or not an issuer is configured; only a signed one needs the issuer to answer.
+  if (!signature) throw errors.invalid('invalid_signature', 'The Stripe-Signature header is missing.', { param: 'Stripe-Signature' });
   const stripe = stripeIssuingFor(config);
   if (!stripe) throw issuerUnavailable();
-  if (!signature) throw errors.invalid('invalid_signature', 'The Stripe-Signature header is missing.', { param: 'Stripe-Signature' });
   let event: Stripe.Event;
   try {
     event = stripe.client.webhooks.constructEvent(rawBody, signature, stripe.webhookSecret);

@@ -241,6 +241,10 @@ describe('Stripe Issuing (live cards)', () => {
       });
       assert.equal(webhook.status, 503, webhook.text);
       assert.equal(webhook.body.error.code, 'card_issuer_unavailable');
+      // An unsigned one is bad input first, configured or not.
+      const unsigned = await bare.request('POST', AUTHORIZATIONS, { rawBody: payload, headers: { 'content-type': 'application/json' } });
+      assert.equal(unsigned.status, 400, unsigned.text);
+      assert.equal(unsigned.body.error.code, 'invalid_signature');
     } finally {
       await bare.close();
     }
