@@ -37,8 +37,12 @@ export const createCardActivities = (deps: CardActivityDeps) => {
   };
   const inTransaction = transactionWithStarts(deps);
 
-  /** Sends the card's status and controls to the issuer's copy of it, when there is one; as the card is now, so safe to repeat. */
-  const syncWithIssuer = async (cardId: string) => {
+  /**
+   * Sends the card's status and controls to the issuer's copy of it, when there is one; as the card is
+   * now, so safe to repeat. Sandbox cards have none: no read for them.
+   */
+  const syncWithIssuer = async (cardId: string, environment: Environment) => {
+    if (environment === 'sandbox') return;
     const card = await readOneByColumns(deps.orm.em, Card, { id: cardId }, ['secrets', 'webhookSecrets']);
     if (card?.issuerCardId) await issuerFor(card.environment).syncCard(card.issuerCardId, issuerControlsOf(card));
   };
@@ -99,7 +103,7 @@ export const createCardActivities = (deps: CardActivityDeps) => {
         status = (await inTransaction((tx) => settleTransaction(tx, pending, outcome))).status;
       }
       // Also when a retry finds it settled: the sync may be what failed.
-      await syncWithIssuer(pending.card.id);
+      await syncWithIssuer(pending.card.id, pending.environment);
       return { status };
     },
 
@@ -120,13 +124,14 @@ export const createCardActivities = (deps: CardActivityDeps) => {
     /** Returns the card's balance and marks it terminated, once, then cancels the issuer's copy; `terminatedAt` is workflow time. */
     async terminateCardAndReturnBalance(input: { cardId: string; terminatedAt: string }): Promise<CardTermination> {
       const card = await inTransaction((tx) => terminateCard(tx, input.cardId, new Date(input.terminatedAt)));
-      await syncWithIssuer(card.id);
+      await syncWithIssuer(card.id, card.environment);
       return presentTermination(card);
     },
 
     /** Sends a live card's status and spending controls to the issuer (after a freeze, an unfreeze, new limits). */
     async syncCardWithIssuer(input: { cardId: string }): Promise<void> {
-      await syncWithIssuer(input.cardId);
+      // Recorded only for cards the issuer keeps a copy of: live ones.
+      await syncWithIssuer(input.cardId, 'live');
     },
   };
 };
