@@ -69,8 +69,6 @@ export const createCardActivities = (deps: CardActivityDeps) => {
               dateOfBirth: card.customer.dateOfBirth,
               address: card.customer.address,
             },
-            // Active from the start; the initial funding reaches the issuer's controls once it settles.
-            controls: { ...issuerControlsOf(card), status: 'active' },
           });
         } catch (error) {
           if (!(error instanceof IssuerDeclined)) throw error;
@@ -81,6 +79,8 @@ export const createCardActivities = (deps: CardActivityDeps) => {
           await deps.orm.em.fork().transactional((tx) => activateCard(tx, card.id, minted, sealed));
         }
       }
+      // The limits as they are now (they may have changed while it was pending); the initial funding follows when it settles.
+      await syncWithIssuer(card.id, card.environment);
       const em = deps.orm.em.fork();
       const current = await em.findOneOrFail(Card, { id: input.cardId });
       const initial = await em.findOne(CardTransaction, { card: current, reference: initialFundingReference(current.id) });

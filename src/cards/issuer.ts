@@ -53,13 +53,15 @@ export interface MintRequest {
   name: string;
   cardType: string;
   cardholder: Cardholder;
-  controls: IssuerCardControls;
 }
 
 /** The card issuer (processor) the service provisions cards and moves card balances with. */
 export interface IssuerProvider {
   readonly name: string;
-  /** Mints the card; throws IssuerDeclined when the issuer refuses it. Safe to repeat for one card id. */
+  /**
+   * Mints the card, active and with nothing to spend until `syncCard` gives it our status and controls;
+   * throws IssuerDeclined when the issuer refuses it. Safe to repeat for one card id.
+   */
   mintCard(request: MintRequest): Promise<MintedCard>;
   /** Moves money on the issuer side for a funding or withdrawal; throws IssuerDeclined when refused. */
   settle(request: { transactionId: string; type: 'funding' | 'withdrawal'; amount: bigint }): Promise<void>;

@@ -115,9 +115,11 @@ describe('Stripe Issuing (live cards)', () => {
 
     const cardholder = await acceptedRequestTo(mock, 'POST', '/v1/issuing/cardholders', 'name:Grace Hopper', 'email:grace@example.com', 'country:US', 'phone_number:+15550100');
     assert.ok(!cardholder.includes('validation error'), cardholder);
-    // Created active with the limits and nothing to spend yet, then given the initial funding once it settled.
-    await acceptedRequestTo(mock, 'POST', '/v1/issuing/cards', 'type:virtual', 'status:active', `card_id:${cardId}`, 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:0 interval:all_time');
-    await acceptedRequestTo(mock, 'POST', `/v1/issuing/cards/${row.issuerCardId}`, 'status:active', 'amount:1000 interval:all_time');
+    // Created active with nothing to spend, then given its limits, then the initial funding once it settled.
+    await acceptedRequestTo(mock, 'POST', '/v1/issuing/cards', 'type:virtual', 'status:active', `card_id:${cardId}`, 'amount:0 interval:all_time');
+    const path = `/v1/issuing/cards/${row.issuerCardId}`;
+    await acceptedRequestTo(mock, 'POST', path, 'status:active', 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:0 interval:all_time');
+    await acceptedRequestTo(mock, 'POST', path, 'status:active', 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:1000 interval:all_time');
     assert.ok(!mock.output().includes('Request validation error'), 'stripe-mock accepted every request');
     // Stripe keeps the number and CVV (stripe-mock hands none over): nothing of them is stored.
     assert.equal(row.secrets, null);

@@ -106,14 +106,16 @@ export class StripeIssuer implements IssuerProvider {
     if (request.cardType !== 'virtual') throw new IssuerDeclined('Only virtual cards are issued through Stripe Issuing.');
     try {
       const cardholderId = request.cardholder.issuerCardholderId ?? (await this.createCardholder(request));
-      // Keyed by our card id: a repeated activity gets the card Stripe made the first time.
+      // Keyed by our card id: a repeated activity gets the card Stripe made the first time. The parameters
+      // never change between attempts (Stripe refuses a key reused with others): nothing to spend yet;
+      // the limits and balance follow with syncCard once the card is ours.
       const card = await this.stripe.issuing.cards.create(
         {
           cardholder: cardholderId,
           currency: 'usd',
           type: 'virtual',
           status: 'active',
-          spending_controls: { spending_limits: stripeSpendingLimits(request.controls) },
+          spending_controls: { spending_limits: [{ amount: 0, interval: 'all_time' }] },
           metadata: { card_id: request.cardId, organization_id: request.organizationId },
         },
         { idempotencyKey: `custody-card-${request.cardId}` },
