@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import Stripe from 'stripe';
 import { applyBalanceEntry } from '../../src/balances/service';
 import { issuerAuthorizationReference } from '../../src/cards/authorization';
 import { Card, CardTransaction, Customer } from '../../src/cards/entities';
+import { stripeIssuingFor } from '../../src/cards/providers/stripe-issuer';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
-import { localTemporal, testOrm } from '../support/environment';
+import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
 import { createTestWorker } from '../support/worker';
@@ -50,16 +54,16 @@ describe('Stripe Issuing (live cards)', () => {
     await stripeMock?.stop();
   });
 
-  /** stripe-mock's log of the requests to `path` (method and path line, then its data and verdict), oldest first. */
-  const requestsTo = (mock: StripeMock, method: string, path: string) =>
+  /** stripe-mock's log of the requests to `route` (method and path line, then its data and verdict), oldest first. */
+  const requestsTo = (mock: StripeMock, method: string, route: string) =>
     mock
       .output()
       .split(/(?=Request: )/)
-      .filter((entry) => entry.startsWith(`Request: ${method} ${path}\n`));
-  const acceptedRequestTo = (mock: StripeMock, method: string, path: string, ...fragments: string[]) =>
+      .filter((entry) => entry.startsWith(`Request: ${method} ${route}\n`));
+  const acceptedRequestTo = (mock: StripeMock, method: string, route: string, ...fragments: string[]) =>
     eventually(
-      async () => requestsTo(mock, method, path).find((entry) => fragments.every((fragment) => entry.includes(fragment)) && /status=200/.test(entry)),
-      `${method} ${path} with ${fragments.join(', ')}`,
+      async () => requestsTo(mock, method, route).find((entry) => fragments.every((fragment) => entry.includes(fragment)) && /status=200/.test(entry)),
+      `${method} ${route} with ${fragments.join(', ')}`,
     );
   const getCard = async (cardId: string) => (await app.request('GET', `/api/cards/${cardId}`, { key: live })).body.data.card;
   const cardRow = async (cardId: string) => (await testOrm()).em.fork().findOneOrFail(Card, { id: cardId }, { populate: ['customer'] });
@@ -117,9 +121,9 @@ describe('Stripe Issuing (live cards)', () => {
     assert.ok(!cardholder.includes('validation error'), cardholder);
     // Created active with nothing to spend, then given its limits, then the initial funding once it settled.
     await acceptedRequestTo(mock, 'POST', '/v1/issuing/cards', 'type:virtual', 'status:active', `card_id:${cardId}`, 'amount:0 interval:all_time');
-    const path = `/v1/issuing/cards/${row.issuerCardId}`;
-    await acceptedRequestTo(mock, 'POST', path, 'status:active', 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:0 interval:all_time');
-    await acceptedRequestTo(mock, 'POST', path, 'status:active', 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:1000 interval:all_time');
+    const cardPath = `/v1/issuing/cards/${row.issuerCardId}`;
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:active', 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:0 interval:all_time');
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:active', 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:1000 interval:all_time');
     assert.ok(!mock.output().includes('Request validation error'), 'stripe-mock accepted every request');
     // Stripe keeps the number and CVV (stripe-mock hands none over): nothing of them is stored.
     assert.equal(row.secrets, null);
@@ -193,27 +197,45 @@ describe('Stripe Issuing (live cards)', () => {
     this.timeout(120_000);
     const mock = needStripeMock(this, stripeMock);
     const { issuerCardId } = await cardRow(cardId);
-    const path = `/v1/issuing/cards/${issuerCardId}`;
+    const cardPath = `/v1/issuing/cards/${issuerCardId}`;
     const frozen = await app.request('POST', `/api/cards/${cardId}/status`, { key: live, body: { status: 'frozen' } });
     assert.equal(frozen.status, 200, frozen.text);
-    await acceptedRequestTo(mock, 'POST', path, 'status:inactive');
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:inactive');
     // Frozen here is declined here, whatever Stripe's copy says meanwhile.
     const whileFrozen = await deliver(authorizationEvent(await cardRow(cardId), 10), mock.webhookSecret);
     assert.deepEqual(whileFrozen.body, { approved: false });
     const limits = await app.request('PUT', `/api/cards/${cardId}/spend-limits`, { key: live, body: { transaction: 300, all_time: 700 } });
     assert.equal(limits.status, 200, limits.text);
     // All time: 900 spent plus 100 left would be 1000, held to the card's own 700.
-    await acceptedRequestTo(mock, 'POST', path, 'status:inactive', 'amount:300 interval:per_authorization', 'amount:700 interval:all_time');
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:inactive', 'amount:300 interval:per_authorization', 'amount:700 interval:all_time');
     const unfrozen = await app.request('POST', `/api/cards/${cardId}/status`, { key: live, body: { status: 'active' } });
     assert.equal(unfrozen.status, 200, unfrozen.text);
-    await acceptedRequestTo(mock, 'POST', path, 'status:active', 'amount:300 interval:per_authorization');
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:active', 'amount:300 interval:per_authorization');
 
     await (await testOrm()).em.fork().nativeUpdate(Card, { id: cardId }, { createdAt: new Date(Date.now() - 25 * HOUR) });
     const terminated = await app.request('DELETE', `/api/cards/${cardId}`, { key: live, body: { reason: 'done' } });
     assert.ok([200, 202].includes(terminated.status), terminated.text);
     await eventually(async () => ((await getCard(cardId)).status === 'terminated' ? true : undefined), 'termination');
-    await acceptedRequestTo(mock, 'POST', path, 'status:canceled');
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:canceled');
     assert.ok(!mock.output().includes('Request validation error'), 'stripe-mock accepted every request');
+  });
+
+  it('reads the Stripe secrets from the files their _FILE variables name, and names an unreadable file without its contents', () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), 'stripe-secrets-'));
+    try {
+      writeFileSync(path.join(folder, 'key'), 'sk_test_fromfile\n');
+      writeFileSync(path.join(folder, 'webhook'), 'whsec_fromfile\n');
+      const issuing = stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key'), STRIPE_ISSUING_WEBHOOK_SECRET_FILE: path.join(folder, 'webhook') }));
+      assert.equal(issuing?.webhookSecret, 'whsec_fromfile');
+      assert.equal(stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key') })), null, 'no webhook secret: no live issuer');
+      assert.throws(
+        () => stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'missing'), STRIPE_ISSUING_WEBHOOK_SECRET: 'whsec_x' })),
+        (error: Error) => error.message.includes('STRIPE_ISSUING_SECRET_KEY_FILE') && error.message.includes('ENOENT'),
+      );
+      assert.throws(() => testConfig({ STRIPE_ISSUING_SECRET_KEY: 'sk_test_x', STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key') }), /not both/);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('refuses a live card with 503 card_issuer_unavailable when no issuer is configured, recording nothing', async () => {
