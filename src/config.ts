@@ -124,6 +124,20 @@ export const ConfigSchema = z.object({
   /** Card funding fee in basis points of the amount (fund and withdraw), charged to the company balance. */
   CARD_FUNDING_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(0),
   /**
+   * The live card issuer, Stripe Issuing (docs/cards.md): the secret key (`sk_live_...`, or `sk_test_...` for Stripe's test
+   * mode), or a file holding it, and the signing secret of the real-time authorization webhook endpoint (`whsec_...`), or a
+   * file holding it. Live cards need both; without them a live card creation answers 503 `card_issuer_unavailable`.
+   * Secrets: never logged.
+   */
+  STRIPE_ISSUING_SECRET_KEY: z.string().min(1).optional(),
+  STRIPE_ISSUING_SECRET_KEY_FILE: z.string().min(1).optional(),
+  STRIPE_ISSUING_WEBHOOK_SECRET: z.string().min(1).optional(),
+  STRIPE_ISSUING_WEBHOOK_SECRET_FILE: z.string().min(1).optional(),
+  /** Where the Stripe SDK sends its requests (default api.stripe.com over https): stripe-mock in tests. */
+  STRIPE_API_HOST: z.string().min(1).optional(),
+  STRIPE_API_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  STRIPE_API_PROTOCOL: z.enum(['http', 'https']).optional(),
+  /**
    * Chain nodes, one JSON-RPC URL per chain and environment (docs/chains.md). A live node must be
    * Ethereum mainnet (chain id 1); a sandbox node may be any other network, and is held to
    * CHAIN_NODE_ETHEREUM_SANDBOX_CHAIN_ID when that is set (31337 for anvil).
@@ -296,6 +310,14 @@ export const ConfigSchema = z.object({
   .refine((config) => (config.TEMPORAL_TLS_CERT_PATH === undefined) === (config.TEMPORAL_TLS_KEY_PATH === undefined), {
     path: ['TEMPORAL_TLS_KEY_PATH'],
     message: 'TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH go together (mTLS needs both)',
+  })
+  .refine((config) => config.STRIPE_ISSUING_SECRET_KEY === undefined || config.STRIPE_ISSUING_SECRET_KEY_FILE === undefined, {
+    path: ['STRIPE_ISSUING_SECRET_KEY_FILE'],
+    message: 'set STRIPE_ISSUING_SECRET_KEY or STRIPE_ISSUING_SECRET_KEY_FILE, not both',
+  })
+  .refine((config) => config.STRIPE_ISSUING_WEBHOOK_SECRET === undefined || config.STRIPE_ISSUING_WEBHOOK_SECRET_FILE === undefined, {
+    path: ['STRIPE_ISSUING_WEBHOOK_SECRET_FILE'],
+    message: 'set STRIPE_ISSUING_WEBHOOK_SECRET or STRIPE_ISSUING_WEBHOOK_SECRET_FILE, not both',
   });
 
 export type Config = z.infer<typeof ConfigSchema>;

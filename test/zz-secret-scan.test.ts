@@ -17,7 +17,7 @@ describe('Secret scan after the suite', () => {
   const cardBin = testConfig().CARD_BIN;
 
   it('finds each kind of secret when it is there (the scanner works)', async () => {
-    const { pan, cvv } = await new SandboxIssuer(cardBin).mintCard({ name: 'Scanner check' });
+    const { pan, cvv } = (await new SandboxIssuer(cardBin).mintCard({ name: 'Scanner check' })).secrets!;
     const planted = [
       `key ${generateSecret('sandbox')} and ${generateSecret('live')}`,
       `secret ${generateSigningSecret()}`,

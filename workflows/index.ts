@@ -12,6 +12,7 @@ export { lightningPaymentWorkflow } from './lightning-payment';
 export { cardProvisioningWorkflow } from './card-provisioning';
 export { cardBalanceWorkflow } from './card-balance';
 export { cardTerminationWorkflow } from './card-termination';
+export { cardIssuerSyncWorkflow } from './card-issuer-sync';
 export { chainScanWorkflow } from './scan-chain';
 export { ledgerReconciliationWorkflow } from './reconcile-ledger';
 export { produceDevnetBlocksWorkflow } from './produce-devnet-blocks';

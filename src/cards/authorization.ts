@@ -1,16 +1,16 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emit } from '../events/service';
 import { errors } from '../shared/errors';
-import { CardTransaction, type Card } from './entities';
+import { isUuid } from '../shared/ids';
+import { Card, CardTransaction } from './entities';
 import { presentTransaction } from './presenters';
 import { cardDestinations, findCard, type CardTenant } from './service';
 import { exceededSpendLimit } from './spend-limits';
 
 /**
  * A merchant authorization (sandbox helper, sandbox keys only, so it only ever finds sandbox
- * cards: a live card is 404 to it like any other): under the card lock, approved only when the card is
- * active and not being terminated, its spendable balance covers it and no limit window would be
- * exceeded; recorded either way as a purchase.
+ * cards: a live card is 404 to it like any other), decided and recorded by `decidePurchase`.
  */
 export async function authorizePurchase(
   em: EntityManager,
@@ -20,8 +20,47 @@ export async function authorizePurchase(
 ): Promise<{ transaction: CardTransaction; declineReason: string | null }> {
   if (tenant.environment !== 'sandbox') throw errors.notFound('card', cardId, 'cardId');
   const card = await findCard(em, tenant, cardId, true);
-  const organizationId = tenant.organizationId;
-  const amount = BigInt(request.amount);
+  return decidePurchase(em, card, { amount: BigInt(request.amount), merchantName: request.merchantName, at: request.at, reference: null });
+}
+
+/** The purchase reference of an issuer's authorization: its own namespace, apart from the clients' fund and withdraw references. */
+export const issuerAuthorizationReference = (authorizationId: string) => `issuer_authorization:${authorizationId}`;
+
+/**
+ * An authorization request from the live issuer (Stripe's `issuing_authorization.request`) for the
+ * card it names by its own id, within the organization the card's issuer metadata names: null
+ * when no live card matches (nothing recorded). Decided once per authorization: a repeat of the
+ * request (Stripe retries) answers the recorded decision and moves nothing again.
+ */
+export async function authorizeIssuerRequest(
+  em: EntityManager,
+  request: { issuerCardId: string; organizationId: string; authorizationId: string; amount: bigint; merchantName: string | null; at: Date },
+): Promise<{ approved: boolean; declineReason: string | null } | null> {
+  if (!isUuid(request.organizationId)) return null;
+  const tenant = { organization: request.organizationId, environment: 'live' as const };
+  const card = await em.findOne(Card, { ...tenant, issuerCardId: request.issuerCardId }, { populate: ['customer'], lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (!card) return null;
+  const reference = issuerAuthorizationReference(request.authorizationId);
+  const earlier = await em.findOne(CardTransaction, { ...tenant, reference });
+  // A client's fund or withdraw reference may be any text: one that took this reference is no decision of ours.
+  if (earlier && (earlier.type !== 'purchase' || earlier.card.id !== card.id)) return { approved: false, declineReason: 'reference_conflict' };
+  if (earlier) return { approved: earlier.status === 'completed', declineReason: earlier.failureReason ?? null };
+  const { declineReason } = await decidePurchase(em, card, { amount: request.amount, merchantName: request.merchantName, at: request.at, reference });
+  return { approved: declineReason === null, declineReason };
+}
+
+/**
+ * Under the card lock the caller holds: approved only when the card is active and not being
+ * terminated, its spendable balance covers it and no limit window would be exceeded; recorded
+ * either way as a purchase, and announced (card.authorization).
+ */
+async function decidePurchase(
+  em: EntityManager,
+  card: Card,
+  request: { amount: bigint; merchantName: string | null; at: Date; reference: string | null },
+): Promise<{ transaction: CardTransaction; declineReason: string | null }> {
+  const organizationId = card.organization.id;
+  const amount = request.amount;
   const before = BigInt(card.balance);
   const declineReason = await declineReasonFor(em, card, amount, request.at);
   const after = declineReason ? before : before - amount;
@@ -36,6 +75,7 @@ export async function authorizePurchase(
     amount: amount.toString(),
     balanceBefore: before.toString(),
     balanceAfter: after.toString(),
+    reference: request.reference,
     merchantName: request.merchantName,
     failureReason: declineReason,
     createdAt: request.at,

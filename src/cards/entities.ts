@@ -85,6 +85,10 @@ export class Customer {
   @Property({ type: 'text' })
   country!: string;
 
+  /** The live issuer's cardholder made for this customer (Stripe `ich_...`), once its first live card is minted. */
+  @Property({ type: 'text', nullable: true })
+  issuerCardholderId?: string | null;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 
@@ -102,6 +106,7 @@ export interface SealedCardSecrets {
 
 @Entity({ tableName: 'cards' })
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
+@Index({ properties: ['issuerCardId'] })
 @Index({ properties: ['customer', 'createdAt', 'id'] })
 export class Card {
   [OptionalProps]?: 'createdAt' | 'updatedAt' | 'status' | 'createdStatus' | 'balance' | 'held' | 'spentAllTime' | 'spendingLimits' | 'maskedPan';
@@ -149,6 +154,10 @@ export class Card {
 
   @Property({ type: 'json', nullable: true })
   secrets?: SealedCardSecrets | null;
+
+  /** The live issuer's copy of the card (Stripe `ic_...`); null for sandbox cards. Its authorization requests name it. */
+  @Property({ type: 'text', nullable: true })
+  issuerCardId?: string | null;
 
   /** Settled balance in cents. */
   @Property({ type: 'decimal', precision: 38, scale: 0 })
@@ -267,7 +276,7 @@ export class CardTransaction {
   @Property({ type: 'decimal', precision: 38, scale: 0 })
   feeAmount: string = '0';
 
-  /** The client's idempotency key (fund/withdraw), unique per company and environment; null for purchases. */
+  /** The client's idempotency key (fund/withdraw), unique per company and environment; for a live purchase the issuer's authorization (issuerAuthorizationReference); null for sandbox purchases. */
   @Property({ type: 'text', nullable: true })
   reference?: string | null;
 

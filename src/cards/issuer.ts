@@ -1,30 +1,82 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { KeyProvider } from '../keys/provider';
 import { aesGcmDecrypt, aesGcmEncrypt } from '../keys/aes-gcm';
-import type { SealedCardSecrets } from './entities';
-
-export interface MintedCard {
-  pan: string;
-  cvv: string;
-  /** MM/YY */
-  expiry: string;
-  brand: string;
-}
+import type { BillingAddress, Card, CardStatus, SealedCardSecrets, SpendLimits } from './entities';
 
 export interface CardSecrets {
   pan: string;
   cvv: string;
+  /** MM/YY */
   expiry: string;
+}
+
+export interface MintedCard {
+  brand: string;
+  lastFour: string;
+  /** First six and last four digits, the rest starred. */
+  maskedPan: string;
+  /** PAN, CVV and expiry when the issuer hands them over (sealed at rest); null when it keeps them (Stripe without access to them). */
+  secrets: CardSecrets | null;
+  /** The issuer's own ids of the card and its cardholder, when it keeps a copy of the card. */
+  issuerCardId: string | null;
+  issuerCardholderId: string | null;
+}
+
+/** The cardholder a card is minted for: one of our card customers. */
+export interface Cardholder {
+  customerId: string;
+  /** The issuer's cardholder made for this customer earlier, if any. */
+  issuerCardholderId: string | null;
+  firstName: string;
+  lastName: string;
+  email: string;
+  /** E.164: dial code and local number. */
+  phoneNumber: string;
+  /** YYYY-MM-DD */
+  dateOfBirth: string;
+  address: BillingAddress;
+}
+
+/** What the issuer's copy of a card carries: our status and what our balance and spend limits allow (cents). */
+export interface IssuerCardControls {
+  status: CardStatus;
+  spendingLimits: SpendLimits;
+  /** The balance less what pending withdrawals hold. */
+  spendable: bigint;
+  /** Every approved purchase so far. */
+  spentAllTime: bigint;
+}
+
+export interface MintRequest {
+  cardId: string;
+  organizationId: string;
+  name: string;
+  cardType: string;
+  cardholder: Cardholder;
 }
 
 /** The card issuer (processor) the service provisions cards and moves card balances with. */
 export interface IssuerProvider {
   readonly name: string;
-  /** Mints the card; throws IssuerDeclined when the issuer refuses it. */
-  mintCard(request: { cardId: string; name: string; cardType: string }): Promise<MintedCard>;
+  /**
+   * Mints the card, active and with nothing to spend until `syncCard` gives it our status and controls;
+   * throws IssuerDeclined when the issuer refuses it. Safe to repeat for one card id.
+   */
+  mintCard(request: MintRequest): Promise<MintedCard>;
   /** Moves money on the issuer side for a funding or withdrawal; throws IssuerDeclined when refused. */
   settle(request: { transactionId: string; type: 'funding' | 'withdrawal'; amount: bigint }): Promise<void>;
+  /** Brings the issuer's copy of a card (`issuerCardId`) to our status and controls; absolute, so safe to repeat. */
+  syncCard(issuerCardId: string, controls: IssuerCardControls): Promise<void>;
 }
+
+export const issuerControlsOf = (card: Pick<Card, 'status' | 'spendingLimits' | 'balance' | 'held' | 'spentAllTime'>): IssuerCardControls => ({
+  status: card.status,
+  spendingLimits: card.spendingLimits,
+  spendable: BigInt(card.balance) - BigInt(card.held),
+  spentAllTime: BigInt(card.spentAllTime),
+});
+
+export const maskPan = (pan: string) => `${pan.slice(0, 6)}${'*'.repeat(pan.length - 10)}${pan.slice(-4)}`;
 
 /** A refusal by the issuer: final, so activities name it in nonRetryableErrorTypes. */
 export class IssuerDeclined extends Error {
@@ -63,17 +115,27 @@ export class SandboxIssuer implements IssuerProvider {
     while (body.length < 15) body += String(randomInt(10));
     const expires = new Date();
     expires.setUTCFullYear(expires.getUTCFullYear() + 3);
+    const pan = body + String(luhnCheckDigit(body));
     return {
-      pan: body + String(luhnCheckDigit(body)),
-      cvv: String(randomInt(1000)).padStart(3, '0'),
-      expiry: `${String(expires.getUTCMonth() + 1).padStart(2, '0')}/${String(expires.getUTCFullYear() % 100).padStart(2, '0')}`,
       brand: this.bin.startsWith('4') ? 'visa' : 'mastercard',
+      lastFour: pan.slice(-4),
+      maskedPan: maskPan(pan),
+      secrets: {
+        pan,
+        cvv: String(randomInt(1000)).padStart(3, '0'),
+        expiry: `${String(expires.getUTCMonth() + 1).padStart(2, '0')}/${String(expires.getUTCFullYear() % 100).padStart(2, '0')}`,
+      },
+      issuerCardId: null,
+      issuerCardholderId: null,
     };
   }
 
   async settle(request: { amount: bigint }): Promise<void> {
     if (request.amount === SANDBOX_DECLINED_SETTLEMENT_AMOUNT) throw new IssuerDeclined('The issuer declined the balance movement.');
   }
+
+  /** Never called: the sandbox issuer keeps no copy of a card (its cards have no issuerCardId). */
+  async syncCard(): Promise<void> {}
 }
 
 const secretsContext = (cardId: string) => `custody-platform/card-secrets/v1/${cardId}`;

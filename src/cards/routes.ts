@@ -45,7 +45,9 @@ import {
   tenantFilter,
   updateCardStatus,
 } from './service';
+import { stripeIssuingFor } from './providers/stripe-issuer';
 import { setSpendLimits } from './spend-limits';
+import { AuthorizationDecision, AuthorizationRequestEvent, decideStripeAuthorization, STRIPE_RESPONSE_VERSION } from './stripe-authorizations';
 
 const CARD_TAG = 'Cards';
 /** How long DELETE waits for the termination workflow (outside any transaction) before answering 202. */
@@ -113,6 +115,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
         feeBps: deps.config.CARD_FUNDING_FEE_BPS,
         allowInsecureLoopback: deps.config.WEBHOOK_ALLOW_INSECURE_LOOPBACK,
         keys: deps.keys.provider,
+        liveIssuer: stripeIssuingFor(deps.config) !== null,
       });
       return {
         status: 201,
@@ -213,7 +216,13 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The secure details', schema: SecureResponse },
     handler: async ({ auth, params, em, ctx, deps }) => {
       const card = await findCard(em, auth, params.cardId);
-      if (!card.secrets) throw invalidStateTransition(`The card is ${card.status}; its number has not been issued.`);
+      if (!card.secrets) {
+        throw invalidStateTransition(
+          card.issuerCardId
+            ? "The issuer keeps this card's number and CVV: show them with the issuer's own means (Stripe Issuing Elements)."
+            : `The card is ${card.status}; its number has not been issued.`,
+        );
+      }
       const secrets = await openCardSecrets(deps.keys.provider, card.id, card.secrets);
       const [month, year] = secrets.expiry.split('/') as [string, string];
       ctx.set('Cache-Control', 'no-store');
@@ -331,6 +340,24 @@ export function registerCardRoutes(routes: RouteRegistry): void {
 
   registerDeprecatedAliases(routes);
   registerLegacyRoutes(routes);
+
+  routes.add({
+    method: 'post',
+    path: '/api/issuing/stripe/authorizations',
+    operationId: 'decideStripeIssuingAuthorization',
+    summary: "Stripe Issuing's real-time authorization webhook (signed by Stripe; no API key)",
+    description:
+      "Stripe Issuing's real-time authorization webhook: an `issuing_authorization.request` event signed with the endpoint's secret (`Stripe-Signature`), answered with the decision from the live card's balance, status and spend limits. A repeated event answers the recorded decision. A request for no live card of this platform is declined, recording nothing.",
+    tag: CARD_TAG,
+    scope: 'public',
+    rawJsonBody: { documentedAs: AuthorizationRequestEvent },
+    response: { status: 200, description: 'The decision, as Stripe reads it (with Stripe-Version)', schema: AuthorizationDecision },
+    otherResponses: [{ status: 503, description: 'No live card issuer is configured (card_issuer_unavailable)', schema: ErrorEnvelope }],
+    handler: async ({ rawBody, ctx, deps, em }) => ({
+      body: await decideStripeAuthorization(em, deps.config, rawBody!, ctx.get('stripe-signature')),
+      headers: { 'Stripe-Version': STRIPE_RESPONSE_VERSION },
+    }),
+  });
 }
 
 /** The earlier card-scoped v2 routes, served by the consolidated ones with Deprecation and Link headers. */

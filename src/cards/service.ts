@@ -19,6 +19,7 @@ import { cardBalanceFlow } from './flows/balance';
 import { cardProvisioningFlow } from './flows/provisioning';
 import { CARD_COOLING_PERIOD_MS, cardTerminationFlow } from './flows/termination';
 import type { MintedCard } from './issuer';
+import { recordIssuerSync } from './issuer-sync';
 import { initialFundingReference, presentCard, presentTermination, presentTransaction } from './presenters';
 import type { CreateCardBody, CustomerInput } from './schemas';
 import { limitsFromDecimals } from './spend-limits';
@@ -133,7 +134,16 @@ export interface CardCreationOptions {
   allowInsecureLoopback: boolean;
   /** Seals the card's webhook signing secret at rest. */
   keys: KeyProvider;
+  /** A live card issuer is configured: without one a live card is refused (503 card_issuer_unavailable). */
+  liveIssuer: boolean;
 }
+
+const cardIssuerUnavailable = () =>
+  new DomainError({
+    kind: 'unavailable',
+    code: 'card_issuer_unavailable',
+    message: 'No live card issuer is configured: live cards need Stripe Issuing (STRIPE_ISSUING_SECRET_KEY and STRIPE_ISSUING_WEBHOOK_SECRET).',
+  });
 
 /**
  * Creates the customer (or reuses it), the pending card and its initial funding transaction, and
@@ -152,6 +162,8 @@ export async function createCard(
     const policy = { environment: creator.environment, allowInsecureLoopback: options.allowInsecureLoopback };
     await validatedUrl('webhook_url', () => checkDestinationUrl(body.webhook_url!, policy));
   }
+  // After the checks of the request itself, before anything is written.
+  if (creator.environment === 'live' && !options.liveIssuer) throw cardIssuerUnavailable();
   const customer = await customerFor(em, creator, body.customer);
   const { secrets, plaintext } = await newSigningSecrets(options.keys, creator.organizationId);
   const card = em.create(Card, {
@@ -333,14 +345,16 @@ export async function settleTransaction(
   return transaction;
 }
 
-/** Activates a provisioned card with its sealed PAN and CVV, once (a card no longer processing is left alone). */
-export async function activateCard(em: EntityManager, cardId: string, minted: MintedCard, sealed: SealedCardSecrets): Promise<Card> {
+/** Activates a provisioned card with its sealed PAN and CVV (when the issuer handed them over) and the issuer's ids, once (a card no longer processing is left alone). */
+export async function activateCard(em: EntityManager, cardId: string, minted: MintedCard, sealed: SealedCardSecrets | null): Promise<Card> {
   const card = await em.findOneOrFail(Card, { id: cardId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['customer'] });
   if (card.createdStatus !== 'processing') return card;
   card.secrets = sealed;
   card.cardBrand = minted.brand;
-  card.lastFour = minted.pan.slice(-4);
-  card.maskedPan = `${minted.pan.slice(0, 6)}${'*'.repeat(minted.pan.length - 10)}${minted.pan.slice(-4)}`;
+  card.lastFour = minted.lastFour;
+  card.maskedPan = minted.maskedPan;
+  card.issuerCardId = minted.issuerCardId;
+  if (minted.issuerCardholderId) card.customer.issuerCardholderId = minted.issuerCardholderId;
   card.status = 'active';
   card.createdStatus = 'completed';
   await em.flush();
@@ -436,6 +450,7 @@ export async function updateCardStatus(em: EntityManager, tenant: CardTenant, ca
   }
   card.status = status;
   await em.flush();
+  recordIssuerSync(em, card);
   await emit(em, { organizationId: tenant.organizationId, environment: card.environment, type: status === 'frozen' ? 'card.frozen' : 'card.unfrozen', data: presentCard(card), destinations: cardDestinations(card) });
   return card;
 }

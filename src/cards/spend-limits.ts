@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { errors } from '../shared/errors';
 import { AmountError, decimalStringToCents } from '../shared/money';
+import { recordIssuerSync } from './issuer-sync';
 import { Card, SPEND_LIMIT_WINDOWS, type SpendLimits, type SpendLimitWindow } from './entities';
 
 /** The create request's `card_limits` names (decimal dollars) for the stored windows (cents). */
@@ -41,6 +42,7 @@ export async function setSpendLimits(em: EntityManager, card: Card, limits: Part
   }
   card.spendingLimits = next;
   await em.flush();
+  recordIssuerSync(em, card);
   return card;
 }
 

@@ -51,6 +51,13 @@ interface RouteBase<P extends ZodType, Q extends ZodType, B extends ZodType> {
   /** Other statuses this route answers besides those every route of its kind documents (CommonErrors, or 400 for public routes). */
   otherResponses?: { status: number; description: string; schema: ZodType }[];
   deprecated?: boolean;
+  /**
+   * The handler gets the body as unparsed text (`rawBody`) after the transport checks (415, 413),
+   * and parses and validates it itself: for a protocol that answers malformed JSON in its own
+   * format rather than in the REST envelope, or a webhook whose signature covers the exact bytes.
+   * `documentedAs` describes the body for OpenAPI.
+   */
+  rawJsonBody?: { documentedAs: ZodType };
 }
 
 export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B extends ZodType, R = undefined> extends RouteBase<P, Q, B> {
@@ -64,12 +71,6 @@ export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B exte
    * only reads, a node among others, holding no transaction while the node answers.
    */
   ownTransactions?: boolean;
-  /**
-   * The handler gets the body as unparsed text (`rawBody`) after the transport checks (415, 413),
-   * and parses and validates it itself: for a protocol that answers malformed JSON in its own
-   * format rather than in the REST envelope. `documentedAs` describes the body for OpenAPI.
-   */
-  rawJsonBody?: { documentedAs: ZodType };
   /**
    * What the handler needs from outside the database (a chain node's fee market, gas estimates),
    * read before its transaction opens (and after an Idempotency-Key replay is ruled out), so no pooled
@@ -129,7 +130,7 @@ export class RouteRegistry {
       const auth = route.scope === 'public' ? undefined : await this.authorize(ctx, route.scope, (route as AuthenticatedRoute<P, Q, B>).sandboxOnly ?? false);
       const params = parse(route.params ?? NoInput, ctx.params ?? {}, 'path');
       const query = parse(route.query ?? NoInput, ctx.query, 'query');
-      const takesRawBody = route.scope !== 'public' && (route as AuthenticatedRoute<P, Q, B>).rawJsonBody !== undefined;
+      const takesRawBody = route.rawJsonBody !== undefined;
       const rawText = takesRawBody ? await readJsonBodyText(ctx, this.deps.config.BODY_LIMIT_BYTES) : undefined;
       // What Idempotency-Key hashes: the parsed body, or the text itself for a raw-body route.
       const rawBody = takesRawBody ? rawText : route.method === 'get' ? undefined : await readJsonBody(ctx, this.deps.config.BODY_LIMIT_BYTES);
@@ -250,7 +251,7 @@ export class RouteRegistry {
   }
 
   private registerOpenApi<P extends ZodType, Q extends ZodType, B extends ZodType>(
-    route: RouteBase<P, Q, B> & { scope: RequiredScope | 'public'; rawJsonBody?: { documentedAs: ZodType } },
+    route: RouteBase<P, Q, B> & { scope: RequiredScope | 'public' },
   ) {
     const bodySchema = route.body ?? route.rawJsonBody?.documentedAs;
     const { schema, contentType = 'application/json' } = route.response;

@@ -9,6 +9,7 @@ import { assertLedgerReconciles } from '../support/ledger';
 import { validCustomer } from '../support/cards';
 import { eventually } from '../support/eventually';
 import { WebhookReceiver } from '../support/webhook-receiver';
+import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
 import { createTestWorker } from '../support/worker';
 
 /**
@@ -84,6 +85,7 @@ const MATRIX: Record<string, Row> = {
   'GET /openapi.json': publicRoute('the API document'),
   'GET /docs': publicRoute('the rendered reference'),
   'GET /docs/assets/:file': publicRoute('static files of the reference'),
+  'POST /api/issuing/stripe/authorizations': publicRoute("Stripe Issuing's authorization webhook: signed by Stripe, no key; finds only the live card Stripe names, in the organization its metadata names"),
 
   // Keys, members, catalogue, balances
   'GET /v1/api-keys/me': { kind: 'self', reason: 'introspects the calling key itself; names no other resource' },
@@ -359,6 +361,7 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
   let orgA: TestOrganization;
   let orgB: TestOrganization;
   let liveKey: string;
+  let stripeMock: StripeMock | null;
   let fixtures: F;
   let operations: Map<string, Operation>;
   /** A's own resources as A's key reads them, right after they were made. */
@@ -416,8 +419,10 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
   before(async function () {
     this.timeout(180_000);
     const taskQueue = `isolation-${randomUUID()}`;
-    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue, RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' } });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue));
+    // Live cards are minted by Stripe Issuing: stripe-mock stands in for it.
+    stripeMock = await startStripeMockIfInstalled();
+    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue, RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000', ...stripeMock?.config } });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, stripeMock?.config));
     running = worker.run();
     receiver = await new WebhookReceiver().start();
     orgA = await createTestOrganization('Isolation A');
@@ -433,6 +438,7 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     await running;
     await receiver?.close();
     await app?.close();
+    await stripeMock?.stop();
   });
 
   it('has a row for every registered operation, and no row for a route that does not exist', () => {
@@ -554,7 +560,8 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     await assertLedgerReconciles(orgB.organizationId);
     assert.deepEqual(failures, [], failures.join('\n'));
   });
-  it("sandbox helpers never reach a live record: A's sandbox key gets 404 on A's live card and live invoice", async () => {
+  it("sandbox helpers never reach a live record: A's sandbox key gets 404 on A's live card and live invoice", async function () {
+    needStripeMock(this, stripeMock);
     const liveCall = (method: string, path: string, body?: unknown) => app.request(method, path, { key: liveKey, ...(body ? { body } : {}) });
     const card = expectStatus(
       await liveCall('POST', '/api/cards', { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Live Ada', customer: validCustomer() }),

@@ -73,7 +73,7 @@ export async function pendingCard(amount: number, feeBps = 100, org?: TestOrgani
   const { card, initialFunding } = await em.transactional(async (tx) => {
     await applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'sandbox', currency: 'usd', kind: 'credit', amount: 100_000n, reference: { type: 'test', id: randomUUID() } });
     const body = { amount, card_type: 'virtual' as const, currency: 'USD' as const, name: 'Ada Lovelace', customer: validCustomer() as never };
-    return createCard(tx, { organizationId: org.organizationId, environment: 'sandbox', apiVersion: '2026-05-15' }, body, { feeBps, allowInsecureLoopback: true, keys: keyProviderFor(testConfig()) });
+    return createCard(tx, { organizationId: org.organizationId, environment: 'sandbox', apiVersion: '2026-05-15' }, body, { feeBps, allowInsecureLoopback: true, keys: keyProviderFor(testConfig()), liveIssuer: false });
   });
   return { org, card, initialFunding };
 }

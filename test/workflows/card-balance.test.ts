@@ -93,6 +93,7 @@ describe('Card balance workflow (time-skipping)', () => {
     const hanging: IssuerProvider = {
       name: 'hanging',
       mintCard: (request) => new SandboxIssuer('489537').mintCard(request),
+      syncCard: () => new SandboxIssuer('489537').syncCard(),
       async settle() {
         reachedIssuer();
         await Context.current().cancelled;

@@ -1,0 +1,276 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Stripe from 'stripe';
+import { applyBalanceEntry } from '../../src/balances/service';
+import { issuerAuthorizationReference } from '../../src/cards/authorization';
+import { Card, CardTransaction, Customer } from '../../src/cards/entities';
+import { stripeIssuingFor } from '../../src/cards/providers/stripe-issuer';
+import type { ServiceWorkers } from '../../src/worker-setup';
+import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { validCustomer } from '../support/cards';
+import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { eventually } from '../support/eventually';
+import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
+import { createTestWorker } from '../support/worker';
+
+const HOUR = 3600_000;
+const AUTHORIZATIONS = '/api/issuing/stripe/authorizations';
+
+/**
+ * Live cards through Stripe Issuing, against stripe-mock (which validates every request against
+ * Stripe's published API and answers its fixtures: it keeps no state, so what it was sent is read
+ * from its log), and Stripe's real-time authorization webhook signed with the SDK's test helper.
+ */
+describe('Stripe Issuing (live cards)', () => {
+  let stripeMock: StripeMock | null;
+  let app: TestApp;
+  let worker: ServiceWorkers;
+  let running: Promise<void>;
+  let org: TestOrganization;
+  let live: string;
+  const taskQueue = `stripe-issuing-${randomUUID()}`;
+  const signer = new Stripe('sk_test_signer');
+
+  before(async () => {
+    stripeMock = await startStripeMockIfInstalled();
+    const issuing = stripeMock?.config ?? {};
+    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue, ...issuing } });
+    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, issuing));
+    running = worker.run();
+    org = await createTestOrganization('Stripe Issuing');
+    live = (await org.key(['*'], 'live')).secret;
+    const em = (await testOrm()).em.fork();
+    await em.transactional((tx) =>
+      applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'live', currency: 'usd', kind: 'credit', amount: 50_000n, reference: { type: 'test', id: randomUUID() } }),
+    );
+  });
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await app?.close();
+    await stripeMock?.stop();
+  });
+
+  /** stripe-mock's log of the requests to `route` (method and path line, then its data and verdict), oldest first. */
+  const requestsTo = (mock: StripeMock, method: string, route: string) =>
+    mock
+      .output()
+      .split(/(?=Request: )/)
+      .filter((entry) => entry.startsWith(`Request: ${method} ${route}\n`));
+  const acceptedRequestTo = (mock: StripeMock, method: string, route: string, ...fragments: string[]) =>
+    eventually(
+      async () => requestsTo(mock, method, route).find((entry) => fragments.every((fragment) => entry.includes(fragment)) && /status=200/.test(entry)),
+      `${method} ${route} with ${fragments.join(', ')}`,
+    );
+  const getCard = async (cardId: string) => (await app.request('GET', `/api/cards/${cardId}`, { key: live })).body.data.card;
+  const cardRow = async (cardId: string) => (await testOrm()).em.fork().findOneOrFail(Card, { id: cardId }, { populate: ['customer'] });
+
+  /** An issuing_authorization.request event for the card, as Stripe sends it (the fields we read, and Stripe's own). */
+  const authorizationEvent = (card: Card, amount: number, authorizationId = `iauth_${randomUUID().replace(/-/g, '')}`) =>
+    JSON.stringify({
+      id: `evt_${randomUUID().replace(/-/g, '')}`,
+      object: 'event',
+      api_version: Stripe.API_VERSION,
+      created: Math.floor(Date.now() / 1000),
+      livemode: true,
+      type: 'issuing_authorization.request',
+      data: {
+        object: {
+          id: authorizationId,
+          object: 'issuing.authorization',
+          amount: 0,
+          approved: false,
+          currency: 'usd',
+          status: 'pending',
+          card: { id: card.issuerCardId, object: 'issuing.card', metadata: { card_id: card.id, organization_id: org.organizationId } },
+          merchant_data: { name: 'Corner Coffee', category: 'eating_places_restaurants' },
+          pending_request: { amount, currency: 'usd', is_amount_controllable: false, merchant_amount: amount, merchant_currency: 'usd' },
+        },
+      },
+    });
+  const deliver = (payload: string, secret: string) =>
+    app.request('POST', AUTHORIZATIONS, {
+      rawBody: payload,
+      headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': signer.webhooks.generateTestHeaderString({ payload, secret }) },
+    });
+
+  let cardId: string;
+
+  it('mints a live card at Stripe: a cardholder from our customer, a virtual card with the balance and limits as spending controls', async function () {
+    const mock = needStripeMock(this, stripeMock);
+    const customer = validCustomer({ first_name: 'Grace', last_name: 'Hopper', email: 'grace@example.com' });
+    const created = await app.request('POST', '/api/cards', {
+      key: live,
+      body: { amount: 1_000, card_type: 'virtual', currency: 'USD', name: 'Grace Hopper', customer, card_limits: { single_transaction: '5.00', daily: '20.00' } },
+    });
+    assert.equal(created.status, 201, created.text);
+    cardId = created.body.data.card.id;
+    const card = await eventually(async () => {
+      const current = await getCard(cardId);
+      return current.status === 'active' && current.balance_amount === '1000' ? current : undefined;
+    }, 'the live card to be active and funded');
+    const row = await cardRow(cardId);
+    assert.match(row.issuerCardId!, /^ic_/);
+    assert.match(row.customer.issuerCardholderId!, /^ich_/);
+    assert.equal(card.last_four, '4242', "stripe-mock's fixture card");
+
+    const cardholder = await acceptedRequestTo(mock, 'POST', '/v1/issuing/cardholders', 'name:Grace Hopper', 'email:grace@example.com', 'country:US', 'phone_number:+15550100');
+    assert.ok(!cardholder.includes('validation error'), cardholder);
+    // Created active with nothing to spend, then given its limits, then the initial funding once it settled.
+    await acceptedRequestTo(mock, 'POST', '/v1/issuing/cards', 'type:virtual', 'status:active', `card_id:${cardId}`, 'amount:0 interval:all_time');
+    const cardPath = `/v1/issuing/cards/${row.issuerCardId}`;
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:active', 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:0 interval:all_time');
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:active', 'amount:500 interval:per_authorization', 'amount:2000 interval:daily', 'amount:1000 interval:all_time');
+    assert.ok(!mock.output().includes('Request validation error'), 'stripe-mock accepted every request');
+    // Stripe keeps the number and CVV (stripe-mock hands none over): nothing of them is stored.
+    assert.equal(row.secrets, null);
+    const secure = await app.request('GET', `/api/cards/${cardId}/secure`, { key: live });
+    assert.equal(secure.status, 409, secure.text);
+  });
+
+  it("approves an authorization within the card's balance and limits, answering Stripe's synchronous decision", async function () {
+    const mock = needStripeMock(this, stripeMock);
+    const card = await cardRow(cardId);
+    const payload = authorizationEvent(card, 400, 'iauth_approved');
+    const response = await deliver(payload, mock.webhookSecret);
+    assert.equal(response.status, 200, response.text);
+    assert.deepEqual(response.body, { approved: true });
+    assert.equal(response.headers.get('stripe-version'), Stripe.API_VERSION);
+    assert.equal((await getCard(cardId)).balance_amount, '600');
+
+    // Stripe retries a request it got no answer to: the same decision, nothing spent twice.
+    const replay = await deliver(payload, mock.webhookSecret);
+    assert.deepEqual([replay.status, replay.body], [200, { approved: true }]);
+    assert.equal((await getCard(cardId)).balance_amount, '600');
+    const recorded = await (await testOrm()).em.fork().find(CardTransaction, { card: cardId, reference: issuerAuthorizationReference('iauth_approved') });
+    assert.deepEqual(recorded.map((tx) => [tx.type, tx.status, tx.amount, tx.merchantName]), [['purchase', 'completed', '400', 'Corner Coffee']]);
+  });
+
+  it('declines an authorization over a spend limit or the balance, recording the decline and moving nothing', async function () {
+    const mock = needStripeMock(this, stripeMock);
+    const card = await cardRow(cardId);
+    const overLimit = await deliver(authorizationEvent(card, 501, 'iauth_over_limit'), mock.webhookSecret);
+    assert.deepEqual([overLimit.status, overLimit.body], [200, { approved: false }]);
+    const atLimit = await deliver(authorizationEvent(card, 500, 'iauth_at_limit'), mock.webhookSecret);
+    assert.deepEqual(atLimit.body, { approved: true });
+    const nothingLeft = await deliver(authorizationEvent(card, 200, 'iauth_over_balance'), mock.webhookSecret);
+    assert.deepEqual(nothingLeft.body, { approved: false });
+    assert.equal((await getCard(cardId)).balance_amount, '100');
+    const em = (await testOrm()).em.fork();
+    const declined = await em.find(CardTransaction, { card: cardId, status: 'declined' }, { orderBy: { createdAt: 'asc' } });
+    assert.deepEqual(declined.map((tx) => [tx.reference, tx.failureReason]), [
+      [issuerAuthorizationReference('iauth_over_limit'), 'spending_limit_transaction'],
+      [issuerAuthorizationReference('iauth_over_balance'), 'insufficient_funds'],
+    ]);
+  });
+
+  it('answers 400 to a bad signature or a tampered body and changes nothing; declines a card that is not ours, recording nothing', async function () {
+    const mock = needStripeMock(this, stripeMock);
+    const card = await cardRow(cardId);
+    const em = (await testOrm()).em.fork();
+    const before = await em.count(CardTransaction, { card: cardId });
+    const payload = authorizationEvent(card, 50);
+    const wrongSecret = await deliver(payload, `whsec_${'A'.repeat(32)}`);
+    assert.equal(wrongSecret.status, 400, wrongSecret.text);
+    assert.equal(wrongSecret.body.error.code, 'invalid_signature');
+    const signature = signer.webhooks.generateTestHeaderString({ payload, secret: mock.webhookSecret });
+    const tampered = await app.request('POST', AUTHORIZATIONS, {
+      rawBody: payload.replace('"amount":50,', '"amount":5,'),
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+    });
+    assert.equal(tampered.status, 400, tampered.text);
+    assert.equal(tampered.body.error.code, 'invalid_signature');
+    const unsigned = await app.request('POST', AUTHORIZATIONS, { rawBody: payload, headers: { 'content-type': 'application/json' } });
+    assert.equal(unsigned.status, 400, unsigned.text);
+
+    const stranger = { ...card, issuerCardId: 'ic_not_ours' } as Card;
+    const notOurs = await deliver(authorizationEvent(stranger, 50), mock.webhookSecret);
+    assert.deepEqual([notOurs.status, notOurs.body], [200, { approved: false }]);
+    assert.equal(await em.count(CardTransaction, { card: cardId }), before);
+    assert.equal((await getCard(cardId)).balance_amount, '100');
+  });
+
+  it("carries freeze (inactive), unfreeze, new limits and termination (canceled) to Stripe's copy of the card", async function () {
+    this.timeout(120_000);
+    const mock = needStripeMock(this, stripeMock);
+    const { issuerCardId } = await cardRow(cardId);
+    const cardPath = `/v1/issuing/cards/${issuerCardId}`;
+    const frozen = await app.request('POST', `/api/cards/${cardId}/status`, { key: live, body: { status: 'frozen' } });
+    assert.equal(frozen.status, 200, frozen.text);
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:inactive');
+    // Frozen here is declined here, whatever Stripe's copy says meanwhile.
+    const whileFrozen = await deliver(authorizationEvent(await cardRow(cardId), 10), mock.webhookSecret);
+    assert.deepEqual(whileFrozen.body, { approved: false });
+    const limits = await app.request('PUT', `/api/cards/${cardId}/spend-limits`, { key: live, body: { transaction: 300, all_time: 700 } });
+    assert.equal(limits.status, 200, limits.text);
+    // All time: 900 spent plus 100 left would be 1000, held to the card's own 700.
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:inactive', 'amount:300 interval:per_authorization', 'amount:700 interval:all_time');
+    const unfrozen = await app.request('POST', `/api/cards/${cardId}/status`, { key: live, body: { status: 'active' } });
+    assert.equal(unfrozen.status, 200, unfrozen.text);
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:active', 'amount:300 interval:per_authorization');
+
+    await (await testOrm()).em.fork().nativeUpdate(Card, { id: cardId }, { createdAt: new Date(Date.now() - 25 * HOUR) });
+    const terminated = await app.request('DELETE', `/api/cards/${cardId}`, { key: live, body: { reason: 'done' } });
+    assert.ok([200, 202].includes(terminated.status), terminated.text);
+    await eventually(async () => ((await getCard(cardId)).status === 'terminated' ? true : undefined), 'termination');
+    await acceptedRequestTo(mock, 'POST', cardPath, 'status:canceled');
+    assert.ok(!mock.output().includes('Request validation error'), 'stripe-mock accepted every request');
+  });
+
+  it('reads the Stripe secrets from the files their _FILE variables name, and names an unreadable file without its contents', () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), 'stripe-secrets-'));
+    try {
+      writeFileSync(path.join(folder, 'key'), 'sk_test_fromfile\n');
+      writeFileSync(path.join(folder, 'webhook'), 'whsec_fromfile\n');
+      const issuing = stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key'), STRIPE_ISSUING_WEBHOOK_SECRET_FILE: path.join(folder, 'webhook') }));
+      assert.equal(issuing?.webhookSecret, 'whsec_fromfile');
+      assert.equal(stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key') })), null, 'no webhook secret: no live issuer');
+      assert.throws(
+        () => stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'missing'), STRIPE_ISSUING_WEBHOOK_SECRET: 'whsec_x' })),
+        (error: Error) => error.message.includes('STRIPE_ISSUING_SECRET_KEY_FILE') && error.message.includes('ENOENT'),
+      );
+      assert.throws(() => testConfig({ STRIPE_ISSUING_SECRET_KEY: 'sk_test_x', STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key') }), /not both/);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a live card with 503 card_issuer_unavailable when no issuer is configured, recording nothing', async () => {
+    const bare = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
+    try {
+      const own = await createTestOrganization('No live issuer');
+      const liveKey = (await own.key(['*'], 'live')).secret;
+      const customer = validCustomer();
+      const refused = await bare.request('POST', '/api/cards', {
+        key: liveKey,
+        body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Ada Lovelace', customer },
+      });
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.body.error.code, 'card_issuer_unavailable');
+      assert.equal(refused.body.error.type, 'provider_error');
+      const em = (await testOrm()).em.fork();
+      assert.equal(await em.count(Card, { organization: own.organizationId }), 0);
+      assert.equal(await em.count(Customer, { organization: own.organizationId }), 0);
+      // The sandbox is untouched by it.
+      const sandbox = await bare.request('POST', '/api/cards', { key: own.secret, body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Ada Lovelace', customer } });
+      assert.equal(sandbox.status, 201, sandbox.text);
+      // And no authorization can be decided without the webhook secret.
+      const payload = JSON.stringify({ type: 'issuing_authorization.request' });
+      const webhook = await bare.request('POST', AUTHORIZATIONS, {
+        rawBody: payload,
+        headers: { 'content-type': 'application/json', 'stripe-signature': signer.webhooks.generateTestHeaderString({ payload, secret: 'whsec_unused' }) },
+      });
+      assert.equal(webhook.status, 503, webhook.text);
+      assert.equal(webhook.body.error.code, 'card_issuer_unavailable');
+      // An unsigned one is bad input first, configured or not.
+      const unsigned = await bare.request('POST', AUTHORIZATIONS, { rawBody: payload, headers: { 'content-type': 'application/json' } });
+      assert.equal(unsigned.status, 400, unsigned.text);
+      assert.equal(unsigned.body.error.code, 'invalid_signature');
+    } finally {
+      await bare.close();
+    }
+  });
+});
