@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import Stripe from 'stripe';
 import type { Config } from '../config';
 import { DomainError, errors } from '../shared/errors';
-import { z } from '../shared/schemas';
+import { MinorUnitNumber, z } from '../shared/schemas';
 import { authorizeIssuerRequest } from './authorization';
 import { stripeIssuingFor } from './providers/stripe-issuer';
 
@@ -15,7 +15,7 @@ export const AuthorizationRequestEvent = z
       object: z.object({
         id: z.string().min(1),
         card: z.object({ id: z.string().min(1), metadata: z.record(z.string(), z.string()) }),
-        pending_request: z.object({ amount: z.number().int().min(0), currency: z.string() }).nullable(),
+        pending_request: z.object({ amount: MinorUnitNumber, currency: z.string() }).nullable(),
         merchant_data: z.object({ name: z.string().nullable().optional() }).optional(),
       }),
     }),

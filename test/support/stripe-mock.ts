@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { eventually } from './eventually';
 import { freeLoopbackPort } from './ports';
+import { missingTool } from './missing-tool';
 
 const PROJECT_ROOT = path.resolve(__dirname, '../../..');
 
@@ -93,9 +94,5 @@ export async function startStripeMockIfInstalled(): Promise<StripeMock | null> {
 
 /** The running stripe-mock, or skips the test with the reason printed (only off CI: under CI the start already failed). */
 export function needStripeMock(context: Mocha.Context, mock: StripeMock | null): StripeMock {
-  if (!mock) {
-    console.log('      stripe-mock not installed (scripts/ensure-tools.sh installs it when Go is present): skipped');
-    context.skip();
-  }
-  return mock;
+  return mock ?? missingTool(context, 'stripe-mock not installed (scripts/ensure-tools.sh installs it when Go is present)');
 }
