@@ -4,7 +4,8 @@ import { findOneByColumns, sql } from '../src/db/lean';
 import { transactionWithStarts } from './with-starts';
 import { LightningInvoice, type InvoiceStatus } from '../src/lightning/entities';
 import type { InvoiceExpiryBatch } from '../src/lightning/flows/invoice-expiry-sweep';
-import { providerFor, type PaymentOrder, type PaymentOutcome, type RemoteProviders } from '../src/lightning/provider';
+import { configuredLightningNodes } from '../src/lightning/lnd';
+import { providerFor, remoteProvidersOf, type PaymentOrder, type PaymentOutcome, type RemoteProviders } from '../src/lightning/provider';
 import { expireDueInvoices, expireInvoice, finalizePayment, paymentOrder, settleIncomingInvoice } from '../src/lightning/service';
 import type { Logger } from '../src/logger';
 
@@ -12,7 +13,7 @@ export interface LightningActivityDeps {
   config: Config;
   orm: Orm;
   log: Logger;
-  /** Tests only: other remote providers than the sandbox network. */
+  /** Tests only: other remote providers than the sandbox network and the configured LND. */
   lightningProviders?: RemoteProviders;
 }
 
@@ -26,6 +27,8 @@ const serialize = (outcome: PaymentOutcome): SerializedOutcome => (outcome.state
 
 export const createLightningActivities = (deps: LightningActivityDeps) => {
   const inTransaction = transactionWithStarts(deps);
+  const nodes = configuredLightningNodes(deps.config);
+  const remoteProviders = deps.lightningProviders ?? remoteProvidersOf(nodes);
 
   /** Settles one of our invoices for an organization's payment (the internal route). */
   const settleInternally = async (order: PaymentOrder): Promise<PaymentOutcome> => {
@@ -41,7 +44,7 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
     const payment = await findOneByColumns(em, LightningInvoice, { id: paymentId, direction: 'outgoing' });
     if (!payment) throw new Error(`Lightning payment ${paymentId} not found`);
     const order = paymentOrder(payment);
-    const provider = await providerFor(em, payment.environment, order.invoice, settleInternally, deps.lightningProviders);
+    const provider = await providerFor(em, payment.environment, order.invoice, settleInternally, remoteProviders, nodes);
     return { em, payment, order, provider };
   }
 

@@ -8,6 +8,8 @@
 #     when Go is installed; its tests skip without it)
 #   - stripe-mock, the Stripe API the card-issuer tests run against, into .tools/stripe-mock (only
 #     when Go is installed; its tests skip without it, and fail under CI)
+#   - LND, the Lightning node of the lnd provider's tests, built from the Go module proxy into
+#     .tools/lnd (only when Go is installed; its tests skip without it, and fail under CI)
 #   - LNbits, the Lightning peer of test/peers/lnbits.test.ts and the lightning-invoices
 #     benchmark, from PyPI into .tools/lnbits (only when python3 is installed; its test
 #     skips without python3 and fails if python3 is there but the install failed)
@@ -27,6 +29,7 @@ TEMPORAL_CLI_GO_VERSION=v1.5.1     # fallback: go install
 TEMPORAL_TEST_SERVER_MAVEN_VERSION=1.31.0 # fallback: Maven Central io.temporal:temporal-test-server
 BTCD_VERSION=v0.26.2               # go install github.com/btcsuite/btcd
 STRIPE_MOCK_VERSION=v0.203.0       # go install github.com/stripe/stripe-mock
+LND_VERSION=v0.18.5-beta           # go mod download github.com/lightningnetwork/lnd, then go build
 SCHEMATHESIS_VERSION=4.32.5        # PyPI schemathesis
 
 ensure_node() {
@@ -187,6 +190,36 @@ ensure_stripe_mock() {
   log "go install of stripe-mock failed: skipping it (the Stripe Issuing tests will be skipped, and fail under CI)"
 }
 
+ensure_lnd() {
+  lnd_path >/dev/null && return 0
+  if ! command -v go >/dev/null 2>&1; then
+    log "Go is not installed: skipping LND (its Lightning tests skip, and fail under CI)"
+    return 0
+  fi
+  local dir="$TOOLS_DIR/lnd" out src
+  log "building LND $LND_VERSION from the Go module proxy into .tools/lnd (a few minutes)"
+  out=$(mktemp)
+  rm -rf "$dir"
+  mkdir -p "$dir/bin"
+  # `go install` refuses a module whose go.mod has replace directives, so: download the module, build a copy.
+  # Its replaces of kvdb and sqldb point at folders of the lnd repository the module zip lacks; without them
+  # the required versions come from the proxy.
+  if src=$(GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOFLAGS=-modcacherw \
+    go mod download -json "github.com/lightningnetwork/lnd@$LND_VERSION" 2>"$out" |
+    node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))') &&
+    cp -r "$src" "$dir/src" && chmod -R u+w "$dir/src" &&
+    sed -i -E '/^replace github.com\/lightningnetwork\/lnd\/(kvdb|sqldb) =>/d' "$dir/src/go.mod" &&
+    (cd "$dir/src" && GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOCACHE="$dir/go/cache" \
+      GOFLAGS="-mod=mod -modcacherw" go build -o "$dir/bin/" \
+      -tags "signrpc walletrpc chainrpc invoicesrpc routerrpc" ./cmd/lnd ./cmd/lncli) </dev/null >>"$out" 2>&1; then
+    rm -rf "$dir/go" "$dir/src" "$out"
+    return 0
+  fi
+  tail -n 5 "$out" >&2
+  rm -rf "$out" "$dir"
+  log "the LND build failed: skipping it (its Lightning tests skip, and fail under CI)"
+}
+
 ensure_lnbits() {
   if ! command -v python3 >/dev/null 2>&1; then
     log "python3 is not installed: skipping LNbits (its peer test will be skipped)"
@@ -209,6 +242,7 @@ ensure_postgres
 if [[ ${1:-} != --service ]]; then
   ensure_btcd
   ensure_stripe_mock
+  ensure_lnd
   ensure_lnbits
   ensure_schemathesis
 fi

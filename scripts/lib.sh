@@ -12,6 +12,7 @@
 #   temporal_test_server_path  print the path of the time-skipping test server
 #   btcd_path                print the path of `btcd`, the Bitcoin node the chain tests run (fails if missing)
 #   stripe_mock_path         print the path of `stripe-mock`, the Stripe API the card-issuer tests run (fails if missing)
+#   lnd_path                 print the path of `lnd`, the Lightning node of the lnd provider's tests (fails if missing)
 #   temporal_dev_start DBFILE PORT UI_PORT LOGFILE [NAMESPACE]
 #                            start `temporal server start-dev` in the background,
 #                            sets TEMPORAL_DEV_PID, waits until it is healthy
@@ -140,6 +141,13 @@ btcd_path() {
 # An explicit STRIPE_MOCK_PATH wins; then what ensure-tools.sh installs with `go install`.
 stripe_mock_path() {
   _first_executable "${STRIPE_MOCK_PATH:-}" "$TOOLS_DIR/stripe-mock/bin/stripe-mock"
+}
+
+# --- LND ----------------------------------------------------------------------
+
+# An explicit LND_PATH wins; then what ensure-tools.sh builds (lncli sits next to it).
+lnd_path() {
+  _first_executable "${LND_PATH:-}" "$TOOLS_DIR/lnd/bin/lnd"
 }
 
 # pip_venv_install VENV MARKER PACKAGE...: a venv at VENV with the pinned PACKAGEs from PyPI, made only

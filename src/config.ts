@@ -196,6 +196,19 @@ export const ConfigSchema = z.object({
    */
   ERC20_GAS_MARGIN_PERCENT: z.coerce.number().int().min(0).max(100).default(20),
   ERC20_GAS_CAP: z.coerce.number().int().min(21_000).max(30_000_000).default(200_000),
+  /**
+   * The LND node of each environment, over its REST API (docs/lightning.md): the URL, the admin macaroon's
+   * file (a secret, read at start, never logged) and the TLS certificate LND serves. All three or none. Without
+   * one, sandbox invoices are signed with the sandbox node key and pay the sandbox network; live Lightning
+   * answers 503 lightning_node_unavailable. The sandbox node's chain (its invoices' prefix): testnet unless set.
+   */
+  LIGHTNING_LND_SANDBOX_REST_URL: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+  LIGHTNING_LND_SANDBOX_MACAROON_PATH: z.string().min(1).optional(),
+  LIGHTNING_LND_SANDBOX_TLS_CERT_PATH: z.string().min(1).optional(),
+  LIGHTNING_LND_SANDBOX_NETWORK: z.enum(['testnet', 'signet', 'regtest']).default('testnet'),
+  LIGHTNING_LND_LIVE_REST_URL: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+  LIGHTNING_LND_LIVE_MACAROON_PATH: z.string().min(1).optional(),
+  LIGHTNING_LND_LIVE_TLS_CERT_PATH: z.string().min(1).optional(),
   /** How long a call to a chain node may take before it counts as unreachable. */
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** The most a chain node's answer may hold, bytes: past it the answer is abandoned unread (the pass-through answers -32005). */
@@ -318,6 +331,15 @@ export const ConfigSchema = z.object({
   .refine((config) => config.STRIPE_ISSUING_WEBHOOK_SECRET === undefined || config.STRIPE_ISSUING_WEBHOOK_SECRET_FILE === undefined, {
     path: ['STRIPE_ISSUING_WEBHOOK_SECRET_FILE'],
     message: 'set STRIPE_ISSUING_WEBHOOK_SECRET or STRIPE_ISSUING_WEBHOOK_SECRET_FILE, not both',
+  })
+  .superRefine((config, context) => {
+    for (const environment of ['SANDBOX', 'LIVE'] as const) {
+      const names = [`LIGHTNING_LND_${environment}_REST_URL`, `LIGHTNING_LND_${environment}_MACAROON_PATH`, `LIGHTNING_LND_${environment}_TLS_CERT_PATH`] as const;
+      const given = names.filter((name) => config[name] !== undefined);
+      if (given.length > 0 && given.length < names.length) {
+        context.addIssue({ code: 'custom', path: [names.find((name) => config[name] === undefined)!], message: `${names.join(', ')} go together (LND needs all three)` });
+      }
+    }
   });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -1,8 +1,12 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions as SdkWorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface';
 import { createActivities, type ActivityDeps } from '../activities';
+import { LndInvoiceWatch } from './lightning/invoice-watch';
+import { configuredLightningNodes } from './lightning/lnd';
+import { WorkflowStarter } from './temporal/starter';
 import { domainErrorInterceptors } from './temporal/activity-errors';
 import { taskQueueOf } from './temporal/flow';
 
@@ -53,15 +57,21 @@ export class ServiceWorkers {
   constructor(
     readonly main: Worker,
     readonly webhooks: Worker,
+    /** Settles our LND invoices from each configured node's subscription while the workers run. */
+    readonly invoiceWatch?: LndInvoiceWatch,
   ) {}
 
   /** Runs both until shutdown() (or SIGINT/SIGTERM, which the SDK turns into a shutdown of each). */
   async run(): Promise<void> {
-    await Promise.all([this.main.run(), this.webhooks.run()]);
+    const workers = Promise.all([this.main.run(), this.webhooks.run()]);
+    // The watch ends with the workers, however they were stopped.
+    void workers.finally(() => this.invoiceWatch?.stop()).catch(() => undefined);
+    await Promise.all([workers, this.invoiceWatch?.run()]);
   }
 
   shutdown(): void {
     for (const worker of [this.main, this.webhooks]) if (worker.getState() === 'RUNNING') worker.shutdown();
+    this.invoiceWatch?.stop();
   }
 
   /** Runs both while `work` runs, then stops them and returns its result (Worker.runUntil for the pair). */
@@ -133,5 +143,12 @@ export async function createWorker(options: WorkerOptions): Promise<ServiceWorke
     maxConcurrentWorkflowTaskExecutions: config.WEBHOOK_WORKER_MAX_WORKFLOW_TASKS,
     maxCachedWorkflows: options.maxCachedWorkflows ?? config.WEBHOOK_WORKER_CACHED_WORKFLOWS,
   });
-  return new ServiceWorkers(main, webhooks);
+  // Outside any activity: its settlements' webhook deliveries start on a client of the worker's own connection.
+  const starter = new WorkflowStarter(new Client({ connection: options.connection, namespace: options.namespace }), config, options.deps.log);
+  const invoiceWatch = new LndInvoiceWatch({
+    ...options.deps,
+    nodes: configuredLightningNodes(config),
+    inTransaction: (work) => starter.transaction(options.deps.orm.em.fork(), work, { detachDeliveries: true }),
+  });
+  return new ServiceWorkers(main, webhooks, invoiceWatch);
 }

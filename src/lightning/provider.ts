@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
-import type { DecodedInvoice } from './bolt11';
+import { networkForEnvironment, type Bolt11Network, type DecodedInvoice } from './bolt11';
+import { LndProvider, type LndNode } from './lnd';
 import { nodePublicKey } from './node-key';
 import { SLOW_NODE_DELAY_MS, UNKNOWN_QUERIES, sandboxFeeMsat, sandboxNodeFor, sandboxPreimageFor } from './sandbox-network';
 
@@ -12,6 +13,8 @@ export interface PaymentOrder {
   organizationId: string;
   environment: Environment;
   invoice: DecodedInvoice;
+  /** The BOLT11 string as accepted (a node pays the request itself). */
+  request: string;
   amountMsat: bigint;
   /** The provider must not pay a higher fee than this. */
   feeLimitMsat: bigint;
@@ -19,12 +22,12 @@ export interface PaymentOrder {
 
 /**
  * Where a payment goes. The internal route settles invoices of this service; the sandbox network
- * simulates remote nodes; an LND REST provider would implement the same three calls. Providers
- * must be idempotent per payment hash: `pay` of a payment already sent reports its outcome.
+ * simulates remote nodes; LND (lnd.ts) pays through the Lightning network. Providers must be
+ * idempotent per payment hash: `pay` of a payment already sent reports its outcome.
  */
 export interface LightningProvider {
-  readonly name: 'internal' | 'sandbox_network';
-  estimate(invoice: DecodedInvoice, amountMsat: bigint): { routeFound: boolean; feeMsat: bigint };
+  readonly name: 'internal' | 'sandbox_network' | 'lnd';
+  estimate(invoice: DecodedInvoice, amountMsat: bigint): Promise<{ routeFound: boolean; feeMsat: bigint }>;
   pay(order: PaymentOrder): Promise<PaymentOutcome>;
   /** The outcome of an earlier send; `queryNumber` counts re-queries from 1. */
   query(order: PaymentOrder, queryNumber: number): Promise<PaymentOutcome>;
@@ -36,7 +39,7 @@ export type InternalSettler = (order: PaymentOrder) => Promise<PaymentOutcome>;
 export class InternalRouteProvider implements LightningProvider {
   readonly name = 'internal' as const;
   constructor(private readonly settle: InternalSettler) {}
-  estimate() {
+  async estimate() {
     return { routeFound: true, feeMsat: 0n };
   }
   pay(order: PaymentOrder) {
@@ -50,7 +53,7 @@ export class InternalRouteProvider implements LightningProvider {
 
 export class SandboxNetworkProvider implements LightningProvider {
   readonly name = 'sandbox_network' as const;
-  estimate(invoice: DecodedInvoice, amountMsat: bigint) {
+  async estimate(invoice: DecodedInvoice, amountMsat: bigint) {
     const node = sandboxNodeFor(invoice.payee);
     return { routeFound: node !== undefined && node !== 'unroutable', feeMsat: sandboxFeeMsat(amountMsat) };
   }
@@ -76,9 +79,32 @@ export class SandboxNetworkProvider implements LightningProvider {
 /** The provider of a remote payee (not our node) from this environment, or null: no route. */
 export type RemoteProviders = (environment: Environment, invoice: DecodedInvoice) => LightningProvider | null;
 
-/** Live remote payments need a real node (an LND REST provider): none is configured yet. */
-export const sandboxRemoteProviders: RemoteProviders = (environment, invoice) =>
-  environment === 'sandbox' && sandboxNodeFor(invoice.payee) ? new SandboxNetworkProvider() : null;
+/**
+ * The Lightning node of each environment. With none (`lnd` null) sandbox invoices are signed with the
+ * environment's node key (node-key.ts) and its payments reach the sandbox network; live answers 503.
+ */
+export interface LightningNodes {
+  lnd(environment: Environment): LndNode | null;
+  /** The BOLT11 network of the environment's invoices and of those it pays. */
+  network(environment: Environment): Bolt11Network;
+}
+
+export const NO_LIGHTNING_NODES: LightningNodes = { lnd: () => null, network: networkForEnvironment };
+
+/** The sandbox network's simulated nodes, then the environment's LND for any other payee. */
+export const remoteProvidersOf =
+  (nodes: LightningNodes): RemoteProviders =>
+  (environment, invoice) => {
+    if (environment === 'sandbox' && sandboxNodeFor(invoice.payee)) return new SandboxNetworkProvider();
+    const lnd = nodes.lnd(environment);
+    return lnd ? new LndProvider(lnd) : null;
+  };
+
+export const sandboxRemoteProviders: RemoteProviders = remoteProvidersOf(NO_LIGHTNING_NODES);
+
+/** Our node's key in this environment: the payee of our invoices (its LND's identity when it has one). */
+export const ourNodeKey = (em: EntityManager, environment: Environment, nodes: LightningNodes): Promise<string | null> =>
+  nodes.lnd(environment)?.identityPubkey() ?? nodePublicKey(em, environment);
 
 /** The provider that can reach `invoice`'s payee from this environment, or null: no route. */
 export async function providerFor(
@@ -87,7 +113,8 @@ export async function providerFor(
   invoice: DecodedInvoice,
   settle: InternalSettler,
   remote: RemoteProviders = sandboxRemoteProviders,
+  nodes: LightningNodes = NO_LIGHTNING_NODES,
 ): Promise<LightningProvider | null> {
-  if (invoice.payee === (await nodePublicKey(em, environment))) return new InternalRouteProvider(settle);
+  if (invoice.payee === (await ourNodeKey(em, environment, nodes))) return new InternalRouteProvider(settle);
   return remote(environment, invoice);
 }

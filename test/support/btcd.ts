@@ -1,7 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { freeLoopbackPort } from './ports';
@@ -61,6 +62,8 @@ export const btcdHeight = async (btcd: Btcd): Promise<number> => Number(await bt
 export interface Btcd {
   /** The RPC URL with `rpcuser:rpcpass` as userinfo, as CHAIN_NODE_BITCOIN_SANDBOX takes it. */
   url: string;
+  /** Where btcd's RPC listens, and (started with `tls`) the certificate file it serves there. */
+  rpc: { host: string; user: string; password: string; certPath: string | null };
   /** A JSON-RPC call straight to btcd, bypassing the provider. */
   call: (method: string, params?: unknown[]) => Promise<unknown>;
   /** Mines `count` blocks to the miner key; their hashes. */
@@ -81,16 +84,17 @@ export function findBtcd(): { path: string } | { missing: string } {
 /**
  * Starts btcd in regtest on a free 127.0.0.1 port, RPC over plain HTTP with random credentials, a fresh
  * data directory under the system's temporary one, no peers, the transaction and address indexes on;
- * waits until its RPC answers.
+ * waits until its RPC answers. With `tls` its RPC is HTTPS with the certificate btcd makes itself (LND
+ * talks to btcd only so).
  */
-export async function startBtcd(binary: string, extraArgs: string[] = []): Promise<Btcd> {
+export async function startBtcd(binary: string, extraArgs: string[] = [], tls = false): Promise<Btcd> {
   const port = await freeLoopbackPort();
   const home = mkdtempSync(path.join(os.tmpdir(), 'btcd-'));
   const user = randomBytes(8).toString('hex');
   const password = randomBytes(16).toString('hex');
   const args = [
     '--regtest',
-    '--notls',
+    ...(tls ? [`--rpccert=${path.join(home, 'rpc.cert')}`, `--rpckey=${path.join(home, 'rpc.key')}`] : ['--notls']),
     `--rpcuser=${user}`,
     `--rpcpass=${password}`,
     `--rpclisten=127.0.0.1:${port}`,
@@ -115,17 +119,30 @@ export async function startBtcd(binary: string, extraArgs: string[] = []): Promi
   child.stderr?.on('data', keep);
   const exited = once(child, 'exit');
 
-  const url = `http://${user}:${password}@127.0.0.1:${port}/`;
+  const url = `${tls ? 'https' : 'http'}://${user}:${password}@127.0.0.1:${port}/`;
   const authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+  const certPath = tls ? path.join(home, 'rpc.cert') : null;
   let id = 0;
-  const call = async (method: string, params: unknown[] = []) => {
-    const response = await fetch(`http://127.0.0.1:${port}/`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization },
-      body: JSON.stringify({ jsonrpc: '1.0', id: ++id, method, params }),
-      signal: AbortSignal.timeout(10_000),
+  const post = async (payload: string): Promise<string> => {
+    if (!certPath) {
+      const response = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body: payload, signal: AbortSignal.timeout(10_000) });
+      return response.text();
+    }
+    // fetch takes no CA of its own: https with btcd's certificate as the one trusted.
+    return new Promise((resolve, reject) => {
+      const request = https.request(`https://127.0.0.1:${port}/`, { method: 'POST', ca: readFileSync(certPath), headers: { 'content-type': 'application/json', authorization }, timeout: 10_000 }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        response.on('error', reject);
+      });
+      request.on('timeout', () => request.destroy(new Error('btcd took longer than 10 s')));
+      request.on('error', reject);
+      request.end(payload);
     });
-    const body = (await response.json()) as { result?: unknown; error?: unknown };
+  };
+  const call = async (method: string, params: unknown[] = []) => {
+    const body = JSON.parse(await post(JSON.stringify({ jsonrpc: '1.0', id: ++id, method, params }))) as { result?: unknown; error?: unknown };
     if (body.error) throw new Error(`btcd ${method}: ${JSON.stringify(body.error)}`);
     return body.result;
   };
@@ -162,7 +179,7 @@ export async function startBtcd(binary: string, extraArgs: string[] = []): Promi
     await stop();
     throw error;
   }
-  return { url, call, generate, stop };
+  return { url, rpc: { host: `127.0.0.1:${port}`, user, password, certPath }, call, generate, stop };
 }
 
 /** Starts btcd for a test file; when btcd is not installed, fails in CI and skips elsewhere, with the reason (missingTool). */

@@ -46,6 +46,16 @@ describe('Configuration', () => {
     assert.throws(() => loadConfig({ DATABASE_URL: 'postgresql://localhost/db', CHAIN_NODE_SOLANA_LIVE: 'ws://127.0.0.1:8900' }), /CHAIN_NODE_SOLANA_LIVE:/);
   });
 
+  it("takes an environment's LND as URL, macaroon and certificate together, over https only", () => {
+    const db = { DATABASE_URL: 'postgresql://localhost/db' };
+    const live = { LIGHTNING_LND_LIVE_REST_URL: 'https://127.0.0.1:8080', LIGHTNING_LND_LIVE_MACAROON_PATH: '/lnd/admin.macaroon', LIGHTNING_LND_LIVE_TLS_CERT_PATH: '/lnd/tls.cert' };
+    assert.equal(loadConfig({ ...db, ...live }).LIGHTNING_LND_LIVE_REST_URL, 'https://127.0.0.1:8080');
+    assert.equal(loadConfig(db).LIGHTNING_LND_SANDBOX_NETWORK, 'testnet');
+    assert.throws(() => loadConfig({ ...db, ...live, LIGHTNING_LND_LIVE_TLS_CERT_PATH: undefined }), /LIGHTNING_LND_LIVE_TLS_CERT_PATH: .*go together/);
+    assert.throws(() => loadConfig({ ...db, LIGHTNING_LND_SANDBOX_MACAROON_PATH: '/lnd/admin.macaroon' }), /LIGHTNING_LND_SANDBOX_REST_URL: .*go together/);
+    assert.throws(() => loadConfig({ ...db, ...live, LIGHTNING_LND_LIVE_REST_URL: 'http://127.0.0.1:8080' }), /LIGHTNING_LND_LIVE_REST_URL: must be an https:\/\/ URL/);
+  });
+
   it('names every bad variable in one error', () => {
     assert.throws(
       () => loadConfig({ DATABASE_URL: 'mysql://x', PORT: 'eighty', LOG_LEVEL: 'loud' }),

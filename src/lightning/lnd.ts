@@ -1,0 +1,313 @@
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Environment } from '../api-keys/entities';
+import type { Config } from '../config';
+import { errors } from '../shared/errors';
+import type { Bolt11Network, DecodedInvoice } from './bolt11';
+import type { LightningNodes, LightningProvider, PaymentOrder, PaymentOutcome } from './provider';
+
+/** Where an environment's LND answers REST: its URL, the admin macaroon (hex, a secret) and the TLS certificate it serves. */
+export interface LndConnection {
+  restUrl: string;
+  macaroonHex: string;
+  tlsCert: Buffer;
+}
+
+/** An LND REST error answer: grpc-gateway's `{code, message}`, the message being the node's reason. */
+export class LndError extends Error {
+  constructor(
+    readonly status: number,
+    readonly grpcCode: number | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** LND's Payment message, the fields read here (bytes as hex, int64 as decimal strings). */
+interface LndPayment {
+  status: 'UNKNOWN' | 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'INITIATED';
+  payment_preimage?: string;
+  fee_msat?: string;
+  failure_reason?: string;
+}
+
+/** LND's Invoice message, the fields read here. */
+export interface LndInvoice {
+  payment_request: string;
+  r_hash: string;
+  state: 'OPEN' | 'SETTLED' | 'CANCELED' | 'ACCEPTED';
+  amt_paid_msat?: string;
+  settle_index?: string;
+}
+
+/** How long one REST call may take; the payment stream has its own budget (PAY_WAIT_MS). */
+const CALL_TIMEOUT_MS = 10_000;
+/**
+ * How long `pay` follows a payment before answering unknown (re-queried by the workflow): below the
+ * activity's two minutes, above a healthy route's few seconds.
+ */
+const PAY_WAIT_MS = 60_000;
+
+/** bytes fields travel base64 in JSON bodies; in a path base64url with its padding (a `/` would split the path). */
+const base64ToHex = (value: string | undefined) => Buffer.from(value ?? '', 'base64').toString('hex');
+const hexToBase64 = (value: string) => Buffer.from(value, 'hex').toString('base64');
+const hexToPathBase64 = (value: string) => encodeURIComponent(hexToBase64(value).replaceAll('+', '-').replaceAll('/', '_'));
+
+/** A failed payment's reason as the node names it, `FAILURE_REASON_NO_ROUTE` → `no_route`. */
+const failureReason = (reason: string | undefined) => (reason ?? 'unknown').replace(/^FAILURE_REASON_/, '').toLowerCase();
+
+/** A final answer from LND's Payment, or unknown while it is in flight. */
+function outcomeOf(payment: LndPayment): PaymentOutcome {
+  if (payment.status === 'SUCCEEDED') return { state: 'succeeded', preimage: payment.payment_preimage ?? '', feeMsat: BigInt(payment.fee_msat ?? '0') };
+  if (payment.status === 'FAILED') return { state: 'failed', reason: failureReason(payment.failure_reason) };
+  return { state: 'unknown' };
+}
+
+/** One LND node over its REST API: the admin macaroon in a header, its own certificate as the only CA trusted. */
+export class LndNode {
+  private readonly agent: https.Agent;
+  private identity: Promise<string> | undefined;
+
+  constructor(private readonly connection: LndConnection) {
+    this.agent = new https.Agent({ ca: connection.tlsCert, keepAlive: true });
+  }
+
+  private open(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number, onResponse: (response: IncomingMessage) => void) {
+    const url = new URL(path, this.connection.restUrl);
+    const request = https.request(url, {
+      method,
+      agent: this.agent,
+      headers: { 'Grpc-Metadata-macaroon': this.connection.macaroonHex, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      timeout: timeoutMs,
+    });
+    request.on('response', onResponse);
+    request.on('timeout', () => request.destroy(new Error(`LND ${method} ${url.pathname} took longer than ${timeoutMs} ms`)));
+    request.end(body === undefined ? undefined : JSON.stringify(body));
+    return request;
+  }
+
+  /** One REST call; an error answer throws LndError with the node's message. */
+  call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const request = this.open(method, path, body, CALL_TIMEOUT_MS, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => {
+          try {
+            const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as T & { code?: number; message?: string };
+            if ((response.statusCode ?? 500) >= 400) reject(new LndError(response.statusCode ?? 500, parsed.code, parsed.message ?? `HTTP ${response.statusCode}`));
+            else resolve(parsed);
+          } catch (error) {
+            reject(error);
+          }
+        });
+      });
+      request.on('error', reject);
+    });
+  }
+
+  /**
+   * A server-streaming call (newline-delimited `{"result": ...}` / `{"error": ...}`): each result goes
+   * to `onMessage` until it returns a value, which ends the stream and is the answer. The stream
+   * ending first (or `timeoutMs` without a byte, or `signal` aborting) answers `ended`; an error
+   * message throws LndError.
+   */
+  stream<M, R>(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number, onMessage: (message: M) => R | undefined, signal?: AbortSignal): Promise<R | 'ended'> {
+    return new Promise((resolve, reject) => {
+      let buffered = '';
+      let settled = false;
+      const finish = (answer: R | 'ended' | Error) => {
+        if (settled) return;
+        settled = true;
+        request.destroy();
+        if (answer instanceof Error) reject(answer);
+        else resolve(answer);
+      };
+      const request = this.open(method, path, body, timeoutMs, (response) => {
+        const failed = (response.statusCode ?? 500) >= 400;
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          buffered += chunk;
+          // An error answer is one JSON document, read at its end.
+          if (failed) return;
+          let newline: number;
+          while ((newline = buffered.indexOf('\n')) >= 0) {
+            const line = buffered.slice(0, newline).trim();
+            buffered = buffered.slice(newline + 1);
+            if (!line) continue;
+            let parsed: { result?: M; error?: { code?: number; message?: string } };
+            try {
+              parsed = JSON.parse(line) as typeof parsed;
+            } catch (error) {
+              return finish(error as Error);
+            }
+            if (parsed.error) return finish(new LndError(response.statusCode ?? 500, parsed.error.code, parsed.error.message ?? 'stream error'));
+            if (parsed.result === undefined) continue;
+            const answer = onMessage(parsed.result);
+            if (answer !== undefined) return finish(answer);
+          }
+        });
+        response.on('end', () => {
+          if (!failed) return finish('ended');
+          try {
+            const parsed = JSON.parse(buffered.trim() || '{}') as { code?: number; message?: string; error?: { code?: number; message?: string } };
+            const error = parsed.error ?? parsed;
+            finish(new LndError(response.statusCode ?? 500, error.code, error.message ?? `HTTP ${response.statusCode}`));
+          } catch {
+            finish(new LndError(response.statusCode ?? 500, undefined, `HTTP ${response.statusCode}`));
+          }
+        });
+        response.on('error', finish);
+      });
+      request.on('error', (error) => (error.message.includes('took longer than') ? finish('ended') : finish(error)));
+      signal?.addEventListener('abort', () => finish('ended'), { once: true });
+    });
+  }
+
+  /** The node's identity key (hex): the payee of the invoices it issues. Asked once. */
+  identityPubkey(): Promise<string> {
+    this.identity ??= this.call<{ identity_pubkey: string }>('GET', '/v1/getinfo').then(
+      (info) => info.identity_pubkey,
+      (error: unknown) => {
+        this.identity = undefined;
+        throw error;
+      },
+    );
+    return this.identity;
+  }
+
+  /** An invoice for `preimage` (ours, so the internal route can settle it too), issued and signed by the node. */
+  async addInvoice(input: { preimage: string; amountMsat: bigint; description: string; expirySeconds: number }) {
+    const added = await this.call<{ r_hash: string; payment_request: string }>('POST', '/v1/invoices', {
+      r_preimage: hexToBase64(input.preimage),
+      value_msat: input.amountMsat.toString(),
+      memo: input.description,
+      expiry: String(input.expirySeconds),
+    });
+    return { request: added.payment_request, paymentHash: base64ToHex(added.r_hash) };
+  }
+
+  /** The node's invoice of this payment hash, or null when it has none (one issued before the node was configured). */
+  async lookupInvoice(paymentHash: string): Promise<LndInvoice | null> {
+    try {
+      return await this.call<LndInvoice>('GET', `/v1/invoice/${paymentHash}`);
+    } catch (error) {
+      if (error instanceof LndError && (error.status === 404 || /unable to locate invoice|no invoices/i.test(error.message))) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Follows the node's invoice updates: first those settled after `settleIndex` (none when 0), then
+   * live ones, until the stream ends, `timeoutMs` passes without a byte, or `signal` aborts.
+   */
+  subscribeInvoices(settleIndex: bigint, onInvoice: (invoice: LndInvoice) => void, timeoutMs: number, signal: AbortSignal) {
+    const handle = (invoice: LndInvoice) => {
+      onInvoice(invoice);
+      return undefined;
+    };
+    return this.stream<LndInvoice, never>('GET', `/v1/invoices/subscribe?settle_index=${settleIndex}`, undefined, timeoutMs, handle, signal);
+  }
+}
+
+/** The node's payment of an invoice through routes it finds itself: the LightningProvider of an environment with LND. */
+export class LndProvider implements LightningProvider {
+  readonly name = 'lnd' as const;
+  constructor(readonly node: LndNode) {}
+
+  /** QueryRoutes to the payee: its fee, or no route (the node's reason is not a preview's concern). */
+  async estimate(invoice: DecodedInvoice, amountMsat: bigint) {
+    const query = new URLSearchParams({ amt_msat: amountMsat.toString(), final_cltv_delta: String(invoice.minFinalCltvExpiry) });
+    try {
+      const found = await this.node.call<{ routes?: { total_fees_msat?: string }[] }>('GET', `/v1/graph/routes/${invoice.payee}/0?${query}`);
+      const route = found.routes?.[0];
+      return route ? { routeFound: true, feeMsat: BigInt(route.total_fees_msat ?? '0') } : { routeFound: false, feeMsat: 0n };
+    } catch (error) {
+      // No path is an answer; an unreachable node is not.
+      if (error instanceof LndError && /unable to find a path|no route|insufficient/i.test(error.message)) return { routeFound: false, feeMsat: 0n };
+      throw error;
+    }
+  }
+
+  /**
+   * SendPaymentV2 with the fee limit, followed until its final state or PAY_WAIT_MS (then unknown).
+   * LND keeps one payment per hash: a second send of one in flight or paid is refused, and the
+   * outcome is then read from TrackPaymentV2.
+   */
+  async pay(order: PaymentOrder): Promise<PaymentOutcome> {
+    const body = {
+      payment_request: order.request,
+      fee_limit_msat: order.feeLimitMsat.toString(),
+      timeout_seconds: Math.floor(PAY_WAIT_MS / 1000),
+      no_inflight_updates: true,
+      ...(order.invoice.amountMsat === null ? { amt_msat: order.amountMsat.toString() } : {}),
+    };
+    try {
+      const answer = await this.node.stream<LndPayment, PaymentOutcome>('POST', '/v2/router/send', body, PAY_WAIT_MS + CALL_TIMEOUT_MS, (payment) => {
+        const outcome = outcomeOf(payment);
+        return outcome.state === 'unknown' ? undefined : outcome;
+      });
+      return answer === 'ended' ? { state: 'unknown' } : answer;
+    } catch (error) {
+      if (error instanceof LndError && /already (paid|exists)|in transition|already in flight/i.test(error.message)) return this.track(order.invoice.paymentHash);
+      throw error;
+    }
+  }
+
+  /** The payment's state as the node knows it; one the node never saw is sent now (the send may have been lost). */
+  async query(order: PaymentOrder): Promise<PaymentOutcome> {
+    try {
+      return await this.track(order.invoice.paymentHash);
+    } catch (error) {
+      if (error instanceof LndError && /not found|isn't initiated|not initiated/i.test(error.message)) return this.pay(order);
+      throw error;
+    }
+  }
+
+  private async track(paymentHash: string): Promise<PaymentOutcome> {
+    const answer = await this.node.stream<LndPayment, PaymentOutcome>('GET', `/v2/router/track/${hexToPathBase64(paymentHash)}?no_inflight_updates=true`, undefined, CALL_TIMEOUT_MS, outcomeOf);
+    return answer === 'ended' ? { state: 'unknown' } : answer;
+  }
+}
+
+/** The Bolt11 network of each environment: live is mainnet; sandbox testnet unless its LND runs on another. */
+const lightningNetwork = (config: Config, environment: Environment): Bolt11Network =>
+  environment === 'live' ? 'mainnet' : config.LIGHTNING_LND_SANDBOX_NETWORK;
+
+const nodesByConfig = new WeakMap<Config, Map<Environment, LndNode | null>>();
+
+/** The environment's configured LND (its macaroon and certificate read once per process), or null when none is. */
+function lndNodeFor(config: Config, environment: Environment): LndNode | null {
+  let nodes = nodesByConfig.get(config);
+  if (!nodes) nodesByConfig.set(config, (nodes = new Map()));
+  if (!nodes.has(environment)) {
+    const settings =
+      environment === 'live'
+        ? { url: config.LIGHTNING_LND_LIVE_REST_URL, macaroon: config.LIGHTNING_LND_LIVE_MACAROON_PATH, cert: config.LIGHTNING_LND_LIVE_TLS_CERT_PATH }
+        : { url: config.LIGHTNING_LND_SANDBOX_REST_URL, macaroon: config.LIGHTNING_LND_SANDBOX_MACAROON_PATH, cert: config.LIGHTNING_LND_SANDBOX_TLS_CERT_PATH };
+    nodes.set(
+      environment,
+      settings.url && settings.macaroon && settings.cert
+        ? new LndNode({ restUrl: settings.url, macaroonHex: readFileSync(settings.macaroon).toString('hex'), tlsCert: readFileSync(settings.cert) })
+        : null,
+    );
+  }
+  return nodes.get(environment) ?? null;
+}
+
+/** Each environment's LND as the configuration names it (docs/lightning.md). */
+export const configuredLightningNodes = (config: Config): LightningNodes => ({
+  lnd: (environment) => lndNodeFor(config, environment),
+  network: (environment) => lightningNetwork(config, environment),
+});
+
+/** 503 lightning_node_unavailable: a live Lightning request with no node configured (never the sandbox's stand-in). */
+export const lightningNodeUnavailable = () =>
+  errors.unavailable(
+    'lightning_node_unavailable',
+    'No Lightning node is configured for live: set LIGHTNING_LND_LIVE_REST_URL, LIGHTNING_LND_LIVE_MACAROON_PATH and LIGHTNING_LND_LIVE_TLS_CERT_PATH (docs/lightning.md).',
+    60,
+  );

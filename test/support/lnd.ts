@@ -1,0 +1,234 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as btc from '@scure/btc-signer';
+import { LndNode } from '../../src/lightning/lnd';
+import { COINBASE_MATURITY, REGTEST_NETWORK, coinbaseOutput, findBtcd, payFromMiner, startBtcd, type Btcd } from './btcd';
+import { eventually } from './eventually';
+import { freeLoopbackPort } from './ports';
+import { missingTool } from './missing-tool';
+
+const PROJECT_ROOT = path.resolve(__dirname, '../../..');
+
+/** One LND on the tests' btcd: its REST client (the provider's own), where its credentials are, and its lifecycle. */
+export interface Lnd {
+  name: string;
+  node: LndNode;
+  restUrl: string;
+  macaroonPath: string;
+  tlsCertPath: string;
+  pubkey: string;
+  /** host:port of its peer-to-peer listener. */
+  p2p: string;
+  /** Ends the process at once (SIGKILL: a crash, nothing flushed), keeping its data directory. */
+  kill: () => Promise<void>;
+  /** Starts it again on the same data, ports and credentials; resolves once it serves REST and is synced. */
+  restart: () => Promise<void>;
+  stop: () => Promise<void>;
+}
+
+/** Two LND nodes, `ours` (the provider's) and `theirs`, with one channel from ours, part of it pushed to theirs. */
+export interface LightningNetwork {
+  btcd: Btcd;
+  ours: Lnd;
+  theirs: Lnd;
+  /** Mines `count` blocks and waits until both nodes have seen them. */
+  mine: (count: number) => Promise<void>;
+  stop: () => Promise<void>;
+}
+
+/** The lnd binary scripts/ensure-tools.sh builds (LND_PATH wins), or why there is none. */
+function findLnd(): { path: string } | { missing: string } {
+  try {
+    return { path: execFileSync('bash', ['-c', 'source scripts/lib.sh && lnd_path'], { cwd: PROJECT_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() };
+  } catch {
+    return { missing: 'no lnd at $LND_PATH or .tools/lnd/bin/lnd (scripts/ensure-tools.sh builds it when Go is present)' };
+  }
+}
+
+async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> {
+  const home = mkdtempSync(path.join(os.tmpdir(), `lnd-${name}-`));
+  const [restPort, rpcPort, p2pPort] = [await freeLoopbackPort(), await freeLoopbackPort(), await freeLoopbackPort()];
+  const args = [
+    `--lnddir=${home}`,
+    '--noseedbackup',
+    '--bitcoin.active',
+    '--bitcoin.regtest',
+    '--bitcoin.node=btcd',
+    `--btcd.rpchost=${btcd.rpc.host}`,
+    `--btcd.rpcuser=${btcd.rpc.user}`,
+    `--btcd.rpcpass=${btcd.rpc.password}`,
+    `--btcd.rpccert=${btcd.rpc.certPath}`,
+    `--restlisten=127.0.0.1:${restPort}`,
+    `--rpclisten=127.0.0.1:${rpcPort}`,
+    `--listen=127.0.0.1:${p2pPort}`,
+    '--nobootstrap',
+    `--alias=${name}`,
+    '--debuglevel=warn',
+    // Channels usable after one block, gossip without the usual delays: a test's minutes become seconds.
+    '--bitcoin.defaultchanconfs=1',
+    '--trickledelay=50',
+  ];
+  let child: ChildProcess;
+  let output = '';
+  const launch = () => {
+    child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000));
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+  };
+  const restUrl = `https://127.0.0.1:${restPort}`;
+  const tlsCertPath = path.join(home, 'tls.cert');
+  const macaroonPath = path.join(home, 'data/chain/bitcoin/regtest/admin.macaroon');
+  let node: LndNode | undefined;
+  let pubkey = '';
+  const ready = async () => {
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`lnd ${name} exited with ${child.exitCode}: ${output}`);
+        try {
+          node ??= new LndNode({ restUrl, macaroonHex: readFileSync(macaroonPath).toString('hex'), tlsCert: readFileSync(tlsCertPath) });
+          const info = await node.call<{ identity_pubkey: string; synced_to_chain: boolean }>('GET', '/v1/getinfo');
+          pubkey = info.identity_pubkey;
+          return info.synced_to_chain ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      `lnd ${name} to serve REST and sync to the chain`,
+      90_000,
+      250,
+    );
+  };
+  const kill = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+  };
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(home, { recursive: true, force: true });
+  };
+  launch();
+  try {
+    await ready();
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    name,
+    get node() {
+      return node!;
+    },
+    restUrl,
+    macaroonPath,
+    tlsCertPath,
+    pubkey,
+    p2p: `127.0.0.1:${p2pPort}`,
+    kill,
+    restart: async () => {
+      // Its certificate and macaroon stay; a new client forgets the old connections.
+      node = undefined;
+      launch();
+      await ready();
+    },
+    stop,
+  };
+}
+
+/** A regtest address as the tests' miner payments take it (btc-signer's testnet form of the same script). */
+const asTestnetAddress = (address: string) => btc.Address(btc.TEST_NETWORK).encode(btc.Address(REGTEST_NETWORK).decode(address));
+
+/**
+ * btcd (HTTPS RPC, which LND needs) with two LND nodes: ours funded from a mature coinbase, peers of
+ * each other, one channel of `capacitySat` from ours with `pushSat` on their side (so they can pay us),
+ * confirmed and active on both. Without lnd or btcd the file fails in CI and is skipped elsewhere, with
+ * the reason (missingTool).
+ */
+export async function startLightningNetworkOrSkip(context: Mocha.Context, channel = { capacitySat: 1_000_000n, pushSat: 300_000n }): Promise<LightningNetwork> {
+  const lnd = findLnd();
+  const btcdFound = findBtcd();
+  const missing = 'missing' in lnd ? lnd.missing : 'missing' in btcdFound ? btcdFound.missing : null;
+  if (missing) missingTool(context, `LND not available: ${missing}`);
+  const btcd = await startBtcd((btcdFound as { path: string }).path, [], true);
+  const started: Lnd[] = [];
+  const stop = async () => {
+    for (const node of started) await node.stop();
+    await btcd.stop();
+  };
+  try {
+    // A mature coinbase to fund ours from, and a tip recent enough for LND to call itself synced.
+    await btcd.generate(COINBASE_MATURITY + 1);
+    const ours = await startLnd((lnd as { path: string }).path, btcd, 'ours');
+    started.push(ours);
+    const theirs = await startLnd((lnd as { path: string }).path, btcd, 'theirs');
+    started.push(theirs);
+    const mine = async (count: number) => {
+      await btcd.generate(count);
+      const height = Number(await btcd.call('getblockcount'));
+      for (const node of [ours, theirs]) {
+        await eventually(
+          async () => {
+            const info = await node.node.call<{ block_height: number; synced_to_chain: boolean }>('GET', '/v1/getinfo');
+            return info.block_height >= height && info.synced_to_chain ? true : undefined;
+          },
+          `lnd ${node.name} to reach block ${height}`,
+          30_000,
+          100,
+        );
+      }
+    };
+
+    const { address } = await ours.node.call<{ address: string }>('GET', '/v1/newaddress?type=WITNESS_PUBKEY_HASH');
+    const funding = payFromMiner(await coinbaseOutput(btcd, 1), asTestnetAddress(address), 2n * channel.capacitySat);
+    await btcd.call('sendrawtransaction', [funding.hex]);
+    await mine(1);
+    await eventually(
+      async () => BigInt((await ours.node.call<{ confirmed_balance: string }>('GET', '/v1/balance/blockchain')).confirmed_balance) >= 2n * channel.capacitySat || undefined,
+      'lnd ours to see its funding confirmed',
+    );
+
+    await ours.node.call('POST', '/v1/peers', { addr: { pubkey: theirs.pubkey, host: theirs.p2p }, perm: false });
+    await ours.node.call('POST', '/v1/channels', {
+      node_pubkey: Buffer.from(theirs.pubkey, 'hex').toString('base64'),
+      local_funding_amount: channel.capacitySat.toString(),
+      push_sat: channel.pushSat.toString(),
+    });
+    await mine(6);
+    for (const node of [ours, theirs]) {
+      await eventually(
+        async () => ((await node.node.call<{ channels?: unknown[] }>('GET', '/v1/channels?active_only=true')).channels?.length ? true : undefined),
+        `the channel to be active on lnd ${node.name}`,
+        60_000,
+        200,
+      );
+    }
+    // Active is not yet usable: ours routes to theirs once its own channel update is in its graph.
+    await eventually(
+      async () => ((await ours.node.call<{ routes?: unknown[] }>('GET', `/v1/graph/routes/${theirs.pubkey}/1000`).catch(() => ({ routes: [] }))).routes?.length ? true : undefined),
+      'a route from ours to theirs',
+      60_000,
+      250,
+    );
+    return { btcd, ours, theirs, mine, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** The configuration that makes `lnd` the sandbox environment's Lightning node (regtest invoices). */
+export const lndSandboxConfig = (lnd: Lnd): Record<string, string> => ({
+  LIGHTNING_LND_SANDBOX_REST_URL: lnd.restUrl,
+  LIGHTNING_LND_SANDBOX_MACAROON_PATH: lnd.macaroonPath,
+  LIGHTNING_LND_SANDBOX_TLS_CERT_PATH: lnd.tlsCertPath,
+  LIGHTNING_LND_SANDBOX_NETWORK: 'regtest',
+});
