@@ -149,45 +149,35 @@ ensure_postgres() {
   die "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found: install PostgreSQL 14 or newer, or set DATABASE_URL to an existing server."
 }
 
-ensure_btcd() {
-  btcd_path >/dev/null && return 0
+# go_install_tool NAME MODULE VERSION TESTS: `go install MODULE@VERSION` into .tools/NAME/bin, when Go is
+# there. Module and build caches stay inside .tools so nothing lands outside the project, and are dropped
+# once the binary is there (-modcacherw lets a plain rm remove the module cache). Without Go, or when the
+# install fails, says so and goes on: TESTS, the tests that need the tool, then skip (and fail under CI).
+go_install_tool() {
+  local name=$1 module=$2 version=$3 tests=$4
   if ! command -v go >/dev/null 2>&1; then
-    log "Go is not installed: skipping btcd (the bitcoin-rpc tests will be skipped)"
+    log "Go is not installed: skipping $name ($tests skip, and fail under CI)"
     return 0
   fi
-  local dir="$TOOLS_DIR/btcd" out
-  log "installing btcd $BTCD_VERSION with go install into .tools/btcd"
+  local dir="$TOOLS_DIR/$name" out
+  log "installing $name $version with go install into .tools/$name"
   out=$(mktemp)
-  # Module and build caches inside .tools so nothing lands outside the project; dropped once the
-  # binary is there (-modcacherw lets a plain rm remove the module cache).
   if GOBIN="$dir/bin" GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOCACHE="$dir/go/cache" \
-    GOFLAGS="-mod=mod -modcacherw" go install "github.com/btcsuite/btcd@$BTCD_VERSION" </dev/null >"$out" 2>&1; then
+    GOFLAGS="-mod=mod -modcacherw" go install "$module@$version" </dev/null >"$out" 2>&1; then
     rm -rf "$dir/go" "$out"
     return 0
   fi
   tail -n 5 "$out" >&2
   rm -f "$out"
-  log "go install of btcd failed: skipping it (the bitcoin-rpc tests will be skipped)"
+  log "go install of $name failed: skipping it ($tests skip, and fail under CI)"
+}
+
+ensure_btcd() {
+  btcd_path >/dev/null || go_install_tool btcd github.com/btcsuite/btcd "$BTCD_VERSION" "the Bitcoin node tests"
 }
 
 ensure_stripe_mock() {
-  stripe_mock_path >/dev/null && return 0
-  if ! command -v go >/dev/null 2>&1; then
-    log "Go is not installed: skipping stripe-mock (the Stripe Issuing tests will be skipped, and fail under CI)"
-    return 0
-  fi
-  local dir="$TOOLS_DIR/stripe-mock" out
-  log "installing stripe-mock $STRIPE_MOCK_VERSION with go install into .tools/stripe-mock"
-  out=$(mktemp)
-  # As for btcd: caches inside .tools, dropped once the binary is there.
-  if GOBIN="$dir/bin" GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOCACHE="$dir/go/cache" \
-    GOFLAGS="-mod=mod -modcacherw" go install "github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION" </dev/null >"$out" 2>&1; then
-    rm -rf "$dir/go" "$out"
-    return 0
-  fi
-  tail -n 5 "$out" >&2
-  rm -f "$out"
-  log "go install of stripe-mock failed: skipping it (the Stripe Issuing tests will be skipped, and fail under CI)"
+  stripe_mock_path >/dev/null || go_install_tool stripe-mock github.com/stripe/stripe-mock "$STRIPE_MOCK_VERSION" "the Stripe Issuing tests"
 }
 
 ensure_lnd() {
