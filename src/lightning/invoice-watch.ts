@@ -70,19 +70,21 @@ export class LndInvoiceWatch {
           });
       };
       const lookUpPending = settleIndex === 0n;
-      const subscription = node.subscribeInvoices(settleIndex, (invoice) => invoice.state === 'SETTLED' && record(invoice), SILENCE_MS, AbortSignal.any([this.stopping.signal, connection.signal]));
+      // Its failure is taken at once: the catch-up below may still be running when the node refuses the
+      // subscription (one starting up does), and a rejection left unhandled that long takes the worker down.
+      const subscription = node
+        .subscribeInvoices(settleIndex, (invoice) => invoice.state === 'SETTLED' && record(invoice), SILENCE_MS, AbortSignal.any([this.stopping.signal, connection.signal]))
+        .catch((error: unknown) => {
+          failure ??= error;
+        });
       try {
         // With no settle_index yet, what settled before the subscription opened is looked up one by one.
         if (lookUpPending) await this.catchUp(environment, node);
       } catch (error) {
-        failure = error;
+        failure ??= error;
         connection.abort();
       }
-      try {
-        await subscription;
-      } catch (error) {
-        failure ??= error;
-      }
+      await subscription;
       await recorded;
       if (failure !== undefined && !this.stopping.signal.aborted) {
         this.deps.log.warn({ environment, error: failure instanceof Error ? failure.message : String(failure) }, 'LND invoice subscription failed; opening it again');
