@@ -209,6 +209,8 @@ export const ConfigSchema = z.object({
   LIGHTNING_LND_LIVE_REST_URL: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
   LIGHTNING_LND_LIVE_MACAROON_PATH: z.string().min(1).optional(),
   LIGHTNING_LND_LIVE_TLS_CERT_PATH: z.string().min(1).optional(),
+  // mainnet in production; a staging deployment's live node may run elsewhere (the node's own network must then agree).
+  LIGHTNING_LND_LIVE_NETWORK: z.enum(['mainnet', 'testnet', 'signet', 'regtest']).default('mainnet'),
   /** How long a call to a chain node may take before it counts as unreachable. */
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** The most a chain node's answer may hold, bytes: past it the answer is abandoned unread (the pass-through answers -32005). */

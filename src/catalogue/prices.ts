@@ -4,6 +4,7 @@ import { ETHEREUM_MAINNET_CHAIN_ID, EvmRpcProvider, type PriceRound } from '../c
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import type { AssetInfo } from './service';
+import { errors } from '../shared/errors';
 import { Money, toDisplay, type MoneyValue } from '../shared/money';
 
 /** Where USD prices come from: an exact decimal price of one unit of an asset, or null when unknown. */
@@ -52,6 +53,24 @@ class ChainlinkPriceSource implements PriceSource {
     const round = feed === undefined ? undefined : latestRounds.get(roundKey(this.nodeUrl, feed));
     return round === undefined ? null : freshPrice(round, this.maxAgeSeconds, BigInt(Math.floor(Date.now() / 1000)));
   }
+}
+
+/** The settings that say whether live has a price source at all. */
+export type PriceSourceSettings = Pick<Config, 'CHAIN_NODE_ETHEREUM_LIVE' | 'PRICE_FEEDS_LIVE'>;
+
+/**
+ * 503 price_source_unavailable unless the environment has a price source: the sandbox its table,
+ * live Chainlink feeds (PRICE_FEEDS_LIVE) on a live Ethereum node. Asked by requests that set up
+ * something valued in USD, which without prices would never act (a stale or missing price at the
+ * moment of use is `price_unavailable` instead, and fails closed where money moves).
+ */
+export function assertPriceSource(config: PriceSourceSettings, environment: Environment, what: string): void {
+  if (environment === 'sandbox' || (config.CHAIN_NODE_ETHEREUM_LIVE !== undefined && config.PRICE_FEEDS_LIVE !== undefined)) return;
+  throw errors.unavailable(
+    'price_source_unavailable',
+    `${what} needs USD prices, and live has no price source: set CHAIN_NODE_ETHEREUM_LIVE and PRICE_FEEDS_LIVE (Chainlink feeds; docs/transactions.md).`,
+    60,
+  );
 }
 
 export const priceSourceFor = (config: Config, environment: Environment): PriceSource => {

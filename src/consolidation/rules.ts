@@ -3,7 +3,7 @@ import { AddressBookEntry } from '../address-book/entities';
 import { isUsable } from '../address-book/service';
 import type { AuthContext } from '../api-keys/auth-context';
 import { ASSETS, assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
-import { priceSourceFor, usdValue } from '../catalogue/prices';
+import { assertPriceSource, priceSourceFor, usdValue, type PriceSourceSettings } from '../catalogue/prices';
 import { ChainUnavailableError, type ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError } from '../chains/provider';
 import type { Config } from '../config';
@@ -26,14 +26,15 @@ import { cronProblem, cronShortestInterval, recordScheduleSync } from './schedul
 const SUPPORTED_CHAINS: readonly ChainId[] = ['ethereum', 'tron', 'solana'];
 
 /** The caps on an environment's rules and schedules (docs/limits.md). */
-export type RuleLimits = Pick<Config, 'MAX_CONSOLIDATION_RULES' | 'MAX_SCHEDULED_CONSOLIDATION_RULES' | 'CONSOLIDATION_SCHEDULE_MIN_INTERVAL_MINUTES'>;
+/** The settings rules are checked against: the environment's caps, and whether it has USD prices. */
+export type RuleSettings = Pick<Config, 'MAX_CONSOLIDATION_RULES' | 'MAX_SCHEDULED_CONSOLIDATION_RULES' | 'CONSOLIDATION_SCHEDULE_MIN_INTERVAL_MINUTES'> & PriceSourceSettings;
 
 /**
  * One more rule of the environment, or one more scheduled rule (409 `limit_reached` at
  * MAX_CONSOLIDATION_RULES or MAX_SCHEDULED_CONSOLIDATION_RULES), counted before the rule is
  * persisted or becomes scheduled.
  */
-async function assertRuleSlot(em: EntityManager, tenant: Tenant, limits: RuleLimits, scheduled: boolean): Promise<void> {
+async function assertRuleSlot(em: EntityManager, tenant: Tenant, limits: RuleSettings, scheduled: boolean): Promise<void> {
   const setting = scheduled ? 'MAX_SCHEDULED_CONSOLIDATION_RULES' : 'MAX_CONSOLIDATION_RULES';
   await assertBelowLimit(em, {
     resource: scheduled ? 'scheduled_consolidation_rules' : 'consolidation_rules',
@@ -152,7 +153,7 @@ async function applyFields(
   rule: ConsolidationRule,
   fields: RuleFields,
   given: Partial<Record<keyof RuleFields, boolean>>,
-  limits: RuleLimits,
+  limits: RuleSettings,
 ): Promise<void> {
   const destinationBookId = conditional(fields.destinationAddressBookId, !!given.destinationAddressBookId, fields.destinationType === 'address_book', 'destination_address_book_id', 'destination_type address_book');
   const destinationVaultId = conditional(fields.destinationVaultId, !!given.destinationVaultId, fields.destinationType === 'vault', 'destination_vault_id', 'destination_type vault');
@@ -228,7 +229,7 @@ const minConsolidateUsd = (value: string | null | undefined) => (value == null ?
 export async function createRule(
   em: EntityManager,
   chains: ChainNodes,
-  limits: RuleLimits,
+  limits: RuleSettings,
   tenant: Tenant & Pick<AuthContext, 'apiKeyId'>,
   input: CreateConsolidationRuleInput,
 ): Promise<ConsolidationRule> {
@@ -282,10 +283,16 @@ export async function createRule(
     },
     limits,
   );
+  assertPricedIfInUsd(limits, rule);
   await em.flush();
   if (rule.triggerType === 'scheduled') recordScheduleSync(em, rule);
   return rule;
 }
+
+/** A rule valued in USD (a USD threshold or minimum) in an environment without prices would never sweep: 503 price_source_unavailable. */
+const assertPricedIfInUsd = (settings: RuleSettings, rule: ConsolidationRule) => {
+  if (rule.thresholdCurrency === 'usd' || rule.minConsolidateUsd != null) assertPriceSource(settings, rule.environment, 'A consolidation rule valued in USD');
+};
 
 /**
  * Changes the mutable fields (omitted: unchanged; null clears an optional one) and checks every
@@ -297,7 +304,7 @@ export async function createRule(
 export async function updateRule(
   em: EntityManager,
   chains: ChainNodes,
-  limits: RuleLimits,
+  limits: RuleSettings,
   tenant: Tenant,
   rule: ConsolidationRule,
   input: UpdateConsolidationRuleInput,
@@ -335,6 +342,7 @@ export async function updateRule(
   if (input.assets !== undefined) rule.assets = await resolveAssets(em, chains, tenant, rule.chain, input.assets);
   if (input.min_consolidate_usd !== undefined) rule.minConsolidateUsd = minConsolidateUsd(input.min_consolidate_usd);
   if (input.enabled !== undefined) rule.enabled = input.enabled;
+  assertPricedIfInUsd(limits, rule);
   rule.updatedAt = new Date();
   await em.flush();
   const scheduleChanged = before.triggerType !== rule.triggerType || before.scheduleCron !== (rule.scheduleCron ?? null) || before.enabled !== rule.enabled;

@@ -3,15 +3,34 @@ import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Environment } from '../api-keys/entities';
 import type { Config } from '../config';
-import { errors } from '../shared/errors';
+import { DomainError } from '../shared/errors';
 import type { Bolt11Network, DecodedInvoice } from './bolt11';
 import type { LightningNodes, LightningProvider, PaymentOrder, PaymentOutcome } from './provider';
 
-/** Where an environment's LND answers REST: its URL, the admin macaroon (hex, a secret) and the TLS certificate it serves. */
+/**
+ * Where an environment's LND answers REST: its URL, the admin macaroon (hex, a secret), the TLS
+ * certificate it serves, and the network its environment pays on (checked against the node's own).
+ */
 export interface LndConnection {
   restUrl: string;
   macaroonHex: string;
   tlsCert: Buffer;
+  network: Bolt11Network;
+}
+
+/**
+ * LND cannot be used: it does not answer, or it runs on another network than its environment pays on
+ * (a mismatch is remembered, like a chain node's; an outage is not). Activities retry it; the API
+ * answers it 503 lightning_node_unavailable (`answeredByNode`).
+ */
+export class LndUnavailableError extends Error {
+  override name = 'LndUnavailableError';
+  constructor(
+    readonly reason: 'unreachable' | 'network_mismatch',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** An LND REST error answer: grpc-gateway's `{code, message}`, the message being the node's reason. */
@@ -74,6 +93,11 @@ export class LndNode {
     this.agent = new https.Agent({ ca: connection.tlsCert, keepAlive: true });
   }
 
+  /** A request that never reached an answer: the node is down, refused the connection, or fell silent. */
+  private unreachable(error: Error) {
+    return new LndUnavailableError('unreachable', `LND at ${new URL(this.connection.restUrl).host} did not answer: ${error.message}`);
+  }
+
   private open(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number, onResponse: (response: IncomingMessage) => void) {
     const url = new URL(path, this.connection.restUrl);
     const request = https.request(url, {
@@ -88,8 +112,13 @@ export class LndNode {
     return request;
   }
 
-  /** One REST call; an error answer throws LndError with the node's message. */
-  call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  /** One REST call to a node on its environment's network; an error answer throws LndError with the node's message. */
+  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    await this.identityPubkey();
+    return this.send<T>(method, path, body);
+  }
+
+  private send<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const request = this.open(method, path, body, CALL_TIMEOUT_MS, (response) => {
         const chunks: Buffer[] = [];
@@ -105,7 +134,7 @@ export class LndNode {
           }
         });
       });
-      request.on('error', reject);
+      request.on('error', (error) => reject(this.unreachable(error)));
     });
   }
 
@@ -115,7 +144,8 @@ export class LndNode {
    * ending first (or `timeoutMs` without a byte, or `signal` aborting) answers `ended`; an error
    * message throws LndError.
    */
-  stream<M, R>(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number, onMessage: (message: M) => R | undefined, signal?: AbortSignal): Promise<R | 'ended'> {
+  async stream<M, R>(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number, onMessage: (message: M) => R | undefined, signal?: AbortSignal): Promise<R | 'ended'> {
+    await this.identityPubkey();
     return new Promise((resolve, reject) => {
       let buffered = '';
       let settled = false;
@@ -162,15 +192,25 @@ export class LndNode {
         });
         response.on('error', finish);
       });
-      request.on('error', (error) => (error.message.includes('took longer than') ? finish('ended') : finish(error)));
+      request.on('error', (error) => (error.message.includes('took longer than') ? finish('ended') : finish(this.unreachable(error))));
       signal?.addEventListener('abort', () => finish('ended'), { once: true });
     });
   }
 
-  /** The node's identity key (hex): the payee of the invoices it issues. Asked once. */
+  /**
+   * The node's identity key (hex): the payee of the invoices it issues. Asked once, with the node's
+   * network, before any other call: a node on another network than its environment's is never used
+   * (a live key must not pay or issue regtest invoices against real balances).
+   */
   identityPubkey(): Promise<string> {
-    this.identity ??= this.call<{ identity_pubkey: string }>('GET', '/v1/getinfo').then(
-      (info) => info.identity_pubkey,
+    this.identity ??= this.send<{ identity_pubkey: string; chains?: { network?: string }[] }>('GET', '/v1/getinfo').then(
+      (info) => {
+        const network = info.chains?.[0]?.network;
+        if (network !== this.connection.network) {
+          throw new LndUnavailableError('network_mismatch', `LND at ${new URL(this.connection.restUrl).host} runs on ${network ?? 'an unnamed network'}; this environment pays ${this.connection.network} invoices.`);
+        }
+        return info.identity_pubkey;
+      },
       (error: unknown) => {
         this.identity = undefined;
         throw error;
@@ -273,9 +313,9 @@ export class LndProvider implements LightningProvider {
   }
 }
 
-/** The Bolt11 network of each environment: live is mainnet; sandbox testnet unless its LND runs on another. */
+/** The Bolt11 network of each environment: live mainnet unless a staging deployment says otherwise; sandbox testnet unless its LND runs on another. */
 const lightningNetwork = (config: Config, environment: Environment): Bolt11Network =>
-  environment === 'live' ? 'mainnet' : config.LIGHTNING_LND_SANDBOX_NETWORK;
+  environment === 'live' ? config.LIGHTNING_LND_LIVE_NETWORK : config.LIGHTNING_LND_SANDBOX_NETWORK;
 
 const nodesByConfig = new WeakMap<Config, Map<Environment, LndNode | null>>();
 
@@ -291,7 +331,7 @@ function lndNodeFor(config: Config, environment: Environment): LndNode | null {
     nodes.set(
       environment,
       settings.url && settings.macaroon && settings.cert
-        ? new LndNode({ restUrl: settings.url, macaroonHex: readFileSync(settings.macaroon).toString('hex'), tlsCert: readFileSync(settings.cert) })
+        ? new LndNode({ restUrl: settings.url, macaroonHex: readFileSync(settings.macaroon).toString('hex'), tlsCert: readFileSync(settings.cert), network: lightningNetwork(config, environment) })
         : null,
     );
   }
@@ -304,10 +344,21 @@ export const configuredLightningNodes = (config: Config): LightningNodes => ({
   network: (environment) => lightningNetwork(config, environment),
 });
 
-/** 503 lightning_node_unavailable: a live Lightning request with no node configured (never the sandbox's stand-in). */
-export const lightningNodeUnavailable = () =>
-  errors.unavailable(
-    'lightning_node_unavailable',
-    'No Lightning node is configured for live: set LIGHTNING_LND_LIVE_REST_URL, LIGHTNING_LND_LIVE_MACAROON_PATH and LIGHTNING_LND_LIVE_TLS_CERT_PATH (docs/lightning.md).',
-    60,
-  );
+/**
+ * 503 lightning_node_unavailable: a live Lightning request with no node configured (never the
+ * sandbox's stand-in), or the environment's node unreachable or on another network (details.reason).
+ */
+export const lightningNodeUnavailable = (
+  reason: 'not_configured' | LndUnavailableError['reason'] = 'not_configured',
+  message = 'No Lightning node is configured for live: set LIGHTNING_LND_LIVE_REST_URL, LIGHTNING_LND_LIVE_MACAROON_PATH and LIGHTNING_LND_LIVE_TLS_CERT_PATH (docs/lightning.md).',
+) => new DomainError({ kind: 'unavailable', code: 'lightning_node_unavailable', message, details: { reason, retry_after_seconds: 60 } });
+
+/** A request's node calls, their LndUnavailableError answered as 503 lightning_node_unavailable rather than a 500. */
+export async function answeredByNode<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof LndUnavailableError) throw lightningNodeUnavailable(error.reason, error.message);
+    throw error;
+  }
+}

@@ -20,7 +20,7 @@ import {
 } from './schemas';
 import { issueSandboxInvoice } from './sandbox-network';
 import { presentCreatedInvoice, presentDecoded, presentInvoice, presentPayment } from './presenters';
-import { configuredLightningNodes } from './lnd';
+import { answeredByNode, configuredLightningNodes } from './lnd';
 import { createInvoice, createPayment, decodePaymentRequest, findRecord, issueInvoice, listRecords, preparePayment, previewPayment, settleIncomingInvoice, type NewInvoice, type NewPayment } from './service';
 
 /** What the invoice, preview and payment routes say about the environment's node. */
@@ -41,7 +41,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     body: CreateInvoiceBody,
     response: { status: 201, description: 'The invoice', schema: CreatedInvoice },
     // The environment's LND issues it before the transaction opens; live without a node is 503 lightning_node_unavailable.
-    prepare: ({ auth, body, em, deps }) => issueInvoice(em, deps.keys, auth, newInvoice(body), configuredLightningNodes(deps.config)),
+    prepare: ({ auth, body, em, deps }) => answeredByNode(() => issueInvoice(em, deps.keys, auth, newInvoice(body), configuredLightningNodes(deps.config))),
     handler: async ({ auth, body, em, deps, prepared }) => {
       const invoice = await createInvoice(em, deps.keys, auth, newInvoice(body), configuredLightningNodes(deps.config), prepared);
       return { status: 201, body: presentCreatedInvoice(invoice) };
@@ -109,7 +109,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     // It only reads, LND's route among others: no transaction is held while the node answers.
     ownTransactions: true,
     handler: async ({ auth, body, em, deps }) => {
-      const { estimate, ...preview } = await previewPayment(em, auth, body.request, body.amount, configuredLightningNodes(deps.config));
+      const { estimate, ...preview } = await answeredByNode(() => previewPayment(em, auth, body.request, body.amount, configuredLightningNodes(deps.config)));
       void estimate;
       return { body: preview };
     },
@@ -126,7 +126,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     body: PayBody,
     response: { status: 201, description: 'The payment (pending until its workflow settles it)', schema: PaymentEnvelope },
     // The route and its fee come from the node before the transaction opens.
-    prepare: ({ auth, body, em, deps }) => preparePayment(em, auth, newPayment(body), configuredLightningNodes(deps.config)),
+    prepare: ({ auth, body, em, deps }) => answeredByNode(() => preparePayment(em, auth, newPayment(body), configuredLightningNodes(deps.config))),
     handler: async ({ auth, body, em, ctx, deps, prepared }) => {
       const payment = await createPayment(em, auth, newPayment(body), configuredLightningNodes(deps.config), prepared);
       return { status: 201, body: resultEnvelope(ctx.state.requestId, 'Payment initiated', presentPayment(payment)) };

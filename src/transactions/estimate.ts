@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
 import { priceSourceFor, usdValue } from '../catalogue/prices';
 import type { AssetInfo } from '../catalogue/service';
-import { LAMPORTS_PER_SIGNATURE } from '../chains/transfers/solana';
+import { LAMPORTS_PER_SIGNATURE, SOLANA_TOKEN_ACCOUNT_RENT } from '../chains/transfers/solana';
 import { CONFIRMATION_SECS, GWEI_DECIMALS, NATIVE_TRANSFER_GAS, P2WPKH_PAYMENT_VBYTES, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
 import { FEE_LEVELS, type FeeLevel, type FeeMarket } from '../chains/provider';
@@ -271,6 +271,9 @@ export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, c
           item('signatures', 'Signatures', 'signatures', SOLANA_TRANSFER_SIGNATURES),
           item('base_fee', `Base fee, ${LAMPORTS_PER_SIGNATURE} lamports a signature`, 'lamports', baseFee),
           item('priority_fee', 'Priority fee', 'lamports', transferFee > baseFee ? transferFee - baseFee : 0n),
+          ...(native
+            ? []
+            : [item('token_account_rent', "Rent of the recipient's token account, paid only when the transfer creates it: not in the fee, but locked with it and debited when paid", 'lamports', SOLANA_TOKEN_ACCOUNT_RENT)]),
         ],
       };
     }

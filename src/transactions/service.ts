@@ -4,6 +4,7 @@ import { chainNodeUnavailable, NATIVE_TRANSFER_GAS, readFeeMarket } from '../cha
 import type { ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeLevel, type FeeMarket } from '../chains/provider';
 import { erc20TransferData } from '../chains/transfers/ethereum';
+import { SOLANA_TOKEN_ACCOUNT_RENT } from '../chains/transfers/solana';
 import type { Config } from '../config';
 import { Address, type Wallet } from '../custody/entities';
 import { lockCustodyFunds, spendableByAddress } from '../custody/journal';
@@ -196,8 +197,8 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     amount: amount.toString(),
     gross,
     recipientAmount: plan.recipientAmount.toString(),
-    // Bitcoin and flat-fee chains pay exactly what was signed; EVM pays the gas used, known once mined.
-    fee: plan.terms.model === 'eip1559' ? null : plan.feeLimit.toString(),
+    // Bitcoin and flat-fee chains pay what was signed (an SPL transfer also any token account's rent, read when mined); EVM pays the gas used, known once mined.
+    fee: plan.terms.model === 'eip1559' ? null : plan.terms.model === 'flat' ? plan.terms.fee : plan.feeLimit.toString(),
     feeLimit: plan.feeLimit.toString(),
     feeTerms: plan.terms,
     feeLevel: level,
@@ -271,8 +272,10 @@ export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeL
     };
   }
   if (market.model === 'flat') {
-    const feeLimit = quoteFee(market, asset, level, null).fee;
-    return { terms: { model: 'flat', fee: feeLimit.toString() }, feeLimit };
+    const { fee } = quoteFee(market, asset, level, null);
+    // An SPL transfer creates the recipient's token account when it has none: its rent may leave with the fee, so the most it costs counts it.
+    const feeLimit = asset.chain === 'solana' && asset.type !== 'native' ? fee + SOLANA_TOKEN_ACCOUNT_RENT : fee;
+    return { terms: { model: 'flat', fee: fee.toString() }, feeLimit };
   }
   throw new Error(`an account chain with a ${market.model} fee market`);
 }

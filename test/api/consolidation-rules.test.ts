@@ -375,6 +375,35 @@ describe('Consolidation rules: validation, CRUD, manual and threshold triggers, 
     assert.equal((await call('DELETE', `/v1/consolidation/rules/${created.body.id}`)).status, 200);
   });
 
+  it('a live rule valued in USD, with live having no price source, is 503 price_source_unavailable and changes nothing; in token units it is made', async () => {
+    const live = (await org.key(['*'], 'live')).secret;
+    const liveVault = async (name: string) => {
+      const created = await call('POST', '/v1/vaults', { name }, live);
+      assert.equal(created.status, 201, created.text);
+      const wallet = await call('POST', '/v1/wallets', { name: `${name} ethereum`, chain: 'ethereum', vault_id: created.body.id, wallet_type: 'hot' }, live);
+      assert.equal(wallet.status, 201, wallet.text);
+      return created.body.id as string;
+    };
+    const liveBase = { ...base, vault_id: await liveVault('live source'), destination_vault_id: await liveVault('live destination'), assets: [{ is_native: true }] };
+    const byUsd = { ...liveBase, trigger_type: 'threshold', threshold_basis: 'aggregate', threshold_currency: 'usd', threshold_value: '1000' };
+    const refused = await call('POST', '/v1/consolidation/rules', byUsd, live);
+    expectError(refused, 503, 'price_source_unavailable');
+    assert.match(refused.body.error.message, /CHAIN_NODE_ETHEREUM_LIVE and PRICE_FEEDS_LIVE/);
+    expectError(await call('POST', '/v1/consolidation/rules', { ...liveBase, min_consolidate_usd: '50' }, live), 503, 'price_source_unavailable');
+    assert.equal((await call('GET', '/v1/consolidation/rules?limit=100', undefined, live)).body.data.length, 0, 'no live rule was made');
+
+    const inTokens = await call('POST', '/v1/consolidation/rules', { ...byUsd, threshold_currency: 'token', threshold_value: '2' }, live);
+    assert.equal(inTokens.status, 201, inTokens.text);
+    expectError(await call('PATCH', `/v1/consolidation/rules/${inTokens.body.id}`, { threshold_currency: 'usd' }, live), 503, 'price_source_unavailable');
+    const unchanged = await call('GET', `/v1/consolidation/rules/${inTokens.body.id}`, undefined, live);
+    assert.equal(unchanged.body.threshold_currency, 'token');
+    assert.equal((await call('DELETE', `/v1/consolidation/rules/${inTokens.body.id}`, undefined, live)).status, 200);
+    // The sandbox has its price table: the same rule is made there.
+    const sandboxRule = await call('POST', '/v1/consolidation/rules', { ...base, trigger_type: 'threshold', threshold_basis: 'aggregate', threshold_currency: 'usd', threshold_value: '1000' });
+    assert.equal(sandboxRule.status, 201, sandboxRule.text);
+    assert.equal((await call('DELETE', `/v1/consolidation/rules/${sandboxRule.body.id}`)).status, 200);
+  });
+
   let manualRun: any;
 
   it('runs a rule manually: one run at a time, a trigger during it recorded on it', async () => {

@@ -15,6 +15,7 @@ import { terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { RestartableWorker } from '../support/worker';
+import { SOLANA_TOKEN_ACCOUNT_RENT } from '../../src/chains/transfers/solana';
 
 const CONFIRMATIONS: Record<ChainId, number> = { bitcoin: 2, ethereum: 2, tron: 2, solana: 2 };
 
@@ -145,6 +146,10 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
       if (token) {
         const sent = await send({ wallet_id: from.id, to_address: to.address, amount: token.amount, asset: token.asset.split('_')[0] });
         assert.equal(sent.status, 201, sent.text);
+        if (chain === 'solana') {
+          // It may create the recipient's token account: that rent is locked with the fee, and debited only if paid (the devnet charges none).
+          assert.equal(BigInt(sent.body.fee_limit_raw) - BigInt(sent.body.fee_raw), SOLANA_TOKEN_ACCOUNT_RENT, "the token account's rent locked with the fee");
+        }
         const nativeBefore = await balance(from.id, native);
         const tokenBefore = await balance(from.id, token.asset);
         const tokenConfirmed = await settle(chain, sent.body.id);

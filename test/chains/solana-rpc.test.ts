@@ -9,7 +9,7 @@ import { ChainNodes, ChainUnavailableError } from '../../src/chains/nodes';
 import { TransactionRejectedError } from '../../src/chains/provider';
 import { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
 import { signTransfer, type TransferToSign } from '../../src/chains/transfers';
-import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE } from '../../src/chains/transfers/solana';
+import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE, SOLANA_TOKEN_ACCOUNT_RENT } from '../../src/chains/transfers/solana';
 import { coinTypeFor, deriveKey, type DerivedKey } from '../../src/keys/derivation';
 import { testConfig } from '../support/environment';
 import { messageAccountKeys, mintData, putTokenProgramAccount, runtimeTransaction, svmAddress, tokenAccountData, u64At } from '../support/litesvm';
@@ -36,13 +36,25 @@ const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
 type Json = Record<string, unknown>;
 type Answer = { result: unknown } | { error: { code: number; message: string; data?: unknown } };
 
-/** What the runtime executed, as the node keeps it: its slot, blockhash, fee (the lamports the accounts lost) and error. */
+/** A token account's balance in a transaction's meta, as getTransaction gives it. */
+interface MetaTokenBalance {
+  accountIndex: number;
+  mint: string;
+  owner: string;
+  uiTokenAmount: { amount: string; decimals: number };
+}
+
+/**
+ * What the runtime executed, as the node keeps it: its slot, blockhash, fee (the lamports the accounts
+ * lost), error, and each account key's lamports and token balance before and after.
+ */
 interface Executed {
   slot: number;
   blockhash: string;
   fee: number;
   err: string | null;
   confirmationStatus: 'processed' | 'confirmed' | 'finalized';
+  balances: { preBalances: number[]; postBalances: number[]; preTokenBalances: MetaTokenBalance[]; postTokenBalances: MetaTokenBalance[] };
 }
 
 /** A Solana JSON-RPC node on 127.0.0.1: the runtime's answers from LiteSVM, recorded ones for the rest. */
@@ -127,7 +139,7 @@ class SolanaNode {
       }
       case 'getTransaction': {
         const known = this.executed.get(params[0] as string);
-        return { result: known ? { slot: known.slot, blockTime: null, meta: { err: known.err, fee: known.fee, preBalances: [], postBalances: [] }, transaction: {} } : null };
+        return { result: known ? { slot: known.slot, blockTime: null, meta: { err: known.err, fee: known.fee, ...known.balances }, transaction: {} } : null };
       }
       case 'getBlock': {
         const known = [...this.executed.values()].find((entry) => entry.slot === params[0]);
@@ -141,15 +153,24 @@ class SolanaNode {
   /** sendTransaction: the runtime runs it; a refusal is the preflight failure a node answers (-32002). */
   private send(raw: string): Answer {
     const keys = messageAccountKeys(raw).map(svmAddress);
-    const total = () => keys.reduce((sum, key) => sum + (this.svm.getBalance(key) ?? 0n), 0n);
-    const before = total();
+    const lamports = () => keys.map((key) => Number(this.svm.getBalance(key) ?? 0n));
+    const tokenBalances = () =>
+      keys.flatMap((key, accountIndex): MetaTokenBalance[] => {
+        const account = this.svm.getAccount(key);
+        if (!account.exists || account.programAddress !== TOKEN_PROGRAM || account.data.length !== 165) return [];
+        const owner = base58.encode(account.data.slice(32, 64));
+        return [{ accountIndex, mint: base58.encode(account.data.slice(0, 32)), owner, uiTokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } }];
+      });
+    const [preBalances, preTokenBalances] = [lamports(), tokenBalances()];
     const blockhash = this.svm.latestBlockhash();
     const outcome = this.svm.sendTransaction(runtimeTransaction(raw));
     if (outcome instanceof FailedTransactionMetadata) {
       return { error: { code: -32002, message: `Transaction simulation failed: ${outcome.toString()}`, data: { logs: outcome.meta().logs() } } };
     }
     const signature = base58.encode(outcome.signature());
-    this.executed.set(signature, { slot: this.slot, blockhash, fee: Number(before - total()), err: null, confirmationStatus: 'processed' });
+    const postBalances = lamports();
+    const fee = preBalances.reduce((sum, value) => sum + value, 0) - postBalances.reduce((sum, value) => sum + value, 0);
+    this.executed.set(signature, { slot: this.slot, blockhash, fee, err: null, confirmationStatus: 'processed', balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
     return { result: signature };
   }
 }
@@ -237,7 +258,23 @@ describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana R
       assert.equal(await provider.balance(sender.address, 'USDC_SOL'), 1_000n * 10n ** 6n - 2_500_000n);
       assert.equal(node.executed.get(signed.txid)!.fee, Number(LAMPORTS_PER_SIGNATURE), 'the rent went to the new account, not to the fee');
       const rent = node.svm.minimumBalanceForRentExemption(165n);
-      assert.equal(await provider.balance(sender.address, 'SOL'), 5n * SOL - LAMPORTS_PER_SIGNATURE - rent);
+      assert.equal(rent, SOLANA_TOKEN_ACCOUNT_RENT, "the rent the send's fee limit counts is the runtime's");
+      const solBefore = await provider.balance(sender.address, 'SOL');
+      assert.equal(solBefore, 5n * SOL - LAMPORTS_PER_SIGNATURE - rent);
+
+      // What the ledger debits as the send's fee is what left the sender's SOL: the fee and the new account's rent.
+      node.executed.get(signed.txid)!.confirmationStatus = 'finalized';
+      const status = await provider.transactionStatus(signed.txid);
+      assert.equal(status.state === 'mined' && status.fee, LAMPORTS_PER_SIGNATURE + rent);
+
+      // The recipient's account exists now: the next transfer pays the fee alone, and that alone is its cost.
+      const again = signTransfer(await transfer({ assetId: 'USDC_SOL', amount: 500_000n, tokenAddress: mint }), [sender]);
+      await provider.broadcast(again.raw);
+      node.executed.get(again.txid)!.confirmationStatus = 'finalized';
+      const second = await provider.transactionStatus(again.txid);
+      assert.equal(second.state === 'mined' && second.fee, LAMPORTS_PER_SIGNATURE);
+      assert.equal(await provider.balance(sender.address, 'SOL'), solBefore - LAMPORTS_PER_SIGNATURE);
+      assert.equal(await provider.balance(recipient.address, 'USDC_SOL'), 3_000_000n);
     });
 
     it('counts a retried broadcast of a processed transaction as broadcast, and maps refusals to reasons', async () => {

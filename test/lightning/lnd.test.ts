@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { applyBalanceEntry } from '../../src/balances/service';
 import { Event } from '../../src/events/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { lndSandboxConfig, startLightningNetworkOrSkip, type LightningNetwork } from '../support/lnd';
+import { lndLiveConfig, lndSandboxConfig, startLightningNetworkOrSkip, type LightningNetwork } from '../support/lnd';
 import { RestartableWorker } from '../support/worker';
 
 const sha256Hex = (hex: string) => createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex');
@@ -159,6 +160,88 @@ describe('Lightning through LND (two nodes on btcd regtest)', function () {
       assert.equal(refused.status, 503, `${path}: ${refused.text}`);
       assert.equal(refused.body.error.code, 'lightning_node_unavailable');
     }
+  });
+
+  describe('with a live key (a staging deployment whose live node runs on regtest)', () => {
+    let liveApp: TestApp;
+    let liveWorker: RestartableWorker;
+    let live: string;
+
+    before(async () => {
+      const config = { TEMPORAL_TASK_QUEUE: `lnd-live-${randomUUID()}`, ...lndLiveConfig(network.ours) };
+      liveApp = await startTestApp({ config });
+      liveWorker = new RestartableWorker(config.TEMPORAL_TASK_QUEUE, config);
+      await liveWorker.start();
+      live = (await org.key(['*'], 'live')).secret;
+      await (await testOrm()).em
+        .fork()
+        .transactional((tx) => applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'live', currency: 'sat', kind: 'credit', amount: 20_000n, reference: { type: 'test', id: randomUUID() } }));
+    });
+    after(async () => {
+      await liveWorker?.stop();
+      await liveApp?.close();
+    });
+
+    const liveSats = async () => {
+      const response = await liveApp.request('GET', '/v1/balances', { key: live });
+      const sat = response.body.data.find((balance: { unit: string }) => balance.unit === 'sat') as { available: string; reserved: string };
+      return { available: BigInt(sat.available), reserved: BigInt(sat.reserved) };
+    };
+
+    it('pays their invoice and is paid by them through the API: the live ledger moves by exactly the amounts and the fee', async () => {
+      const invoice = await theirInvoice(1_500, 'a live coffee');
+      const created = await liveApp.request('POST', '/api/lightning/payments', { key: live, body: { request: invoice.request, max_fee: 20, reference: randomUUID() } });
+      assert.equal(created.status, 201, created.text);
+      const payment = await eventually(
+        async () => {
+          const read = (await liveApp.request('GET', `/api/lightning/payments/${created.body.data.id}`, { key: live })).body.data as Payment;
+          return read.status === 'pending' ? undefined : read;
+        },
+        'the live payment to end',
+        60_000,
+        200,
+      );
+      assert.equal(payment.status, 'paid', JSON.stringify(payment));
+      assert.equal(sha256Hex(payment.preimage!), invoice.paymentHash, 'the preimage is the hash of their invoice');
+      const paidTheirs = await network.theirs.node.call<{ state: string; amt_paid_sat: string }>('GET', `/v1/invoice/${invoice.paymentHash}`);
+      assert.deepEqual([paidTheirs.state, paidTheirs.amt_paid_sat], ['SETTLED', '1500']);
+      assert.deepEqual(await liveSats(), { available: 20_000n - 1_500n - BigInt(payment.fee_sat), reserved: 0n });
+
+      const before = await liveSats();
+      const ours = await liveApp.request('POST', '/api/lightning/invoices', { key: live, body: { amount: 700, description: 'a live refund', reference: randomUUID() } });
+      assert.equal(ours.status, 201, ours.text);
+      assert.ok((ours.body.request as string).startsWith('lnbcrt7u'), `issued by our live node on regtest: ${ours.body.request}`);
+      const sent = await network.theirs.node.call<{ payment_error?: string }>('POST', '/v1/channels/transactions', { payment_request: ours.body.request });
+      assert.ok(!sent.payment_error, sent.payment_error);
+      await eventually(
+        async () => ((await liveApp.request('GET', `/api/lightning/invoices/${ours.body.id}`, { key: live })).body.data.status === 'paid' ? true : undefined),
+        'our live invoice to be settled from the subscription',
+        30_000,
+        200,
+      );
+      assert.deepEqual(await liveSats(), { available: before.available + 700n, reserved: 0n });
+    });
+
+    it('a live node on another network than live expects is never used: 503 lightning_node_unavailable, network_mismatch', async () => {
+      // The default: live pays mainnet invoices, and this node runs on regtest.
+      const { LIGHTNING_LND_LIVE_NETWORK: _regtest, ...mainnetExpected } = lndLiveConfig(network.ours);
+      const strict = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: `lnd-strict-${randomUUID()}`, ...mainnetExpected } });
+      try {
+        const invoice = await strict.request('POST', '/api/lightning/invoices', { key: live, body: { amount: 1_000, description: 'never issued', reference: randomUUID() } });
+        assert.equal(invoice.status, 503, invoice.text);
+        assert.equal(invoice.body.error.code, 'lightning_node_unavailable');
+        assert.equal(invoice.body.error.details.reason, 'network_mismatch');
+        assert.match(invoice.body.error.message, /runs on regtest; this environment pays mainnet invoices/);
+        const before = await liveSats();
+        const { request } = await theirInvoice(1_000, 'never paid');
+        const refused = await strict.request('POST', '/api/lightning/payments', { key: live, body: { request, reference: randomUUID() } });
+        assert.equal(refused.status, 400, refused.text);
+        assert.equal(refused.body.error.code, 'invalid_payment_request', 'a regtest invoice is not a mainnet one');
+        assert.deepEqual(await liveSats(), before, 'nothing reserved');
+      } finally {
+        await strict.close();
+      }
+    });
   });
 
   it('a payment in flight while our node is killed is re-queried after its restart and settled once', async () => {

@@ -89,7 +89,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
       async () => {
         if (child.exitCode !== null) throw new Error(`lnd ${name} exited with ${child.exitCode}: ${output}`);
         try {
-          node ??= new LndNode({ restUrl, macaroonHex: readFileSync(macaroonPath).toString('hex'), tlsCert: readFileSync(tlsCertPath) });
+          node ??= new LndNode({ restUrl, macaroonHex: readFileSync(macaroonPath).toString('hex'), tlsCert: readFileSync(tlsCertPath), network: 'regtest' });
           const info = await node.call<{ identity_pubkey: string; synced_to_chain: boolean }>('GET', '/v1/getinfo');
           pubkey = info.identity_pubkey;
           return info.synced_to_chain ? true : undefined;
@@ -231,4 +231,12 @@ export const lndSandboxConfig = (lnd: Lnd): Record<string, string> => ({
   LIGHTNING_LND_SANDBOX_MACAROON_PATH: lnd.macaroonPath,
   LIGHTNING_LND_SANDBOX_TLS_CERT_PATH: lnd.tlsCertPath,
   LIGHTNING_LND_SANDBOX_NETWORK: 'regtest',
+});
+
+/** The app's live environment on `lnd` (regtest): what a staging deployment sets (LIGHTNING_LND_LIVE_NETWORK). */
+export const lndLiveConfig = (lnd: Lnd): Record<string, string> => ({
+  LIGHTNING_LND_LIVE_REST_URL: lnd.restUrl,
+  LIGHTNING_LND_LIVE_MACAROON_PATH: lnd.macaroonPath,
+  LIGHTNING_LND_LIVE_TLS_CERT_PATH: lnd.tlsCertPath,
+  LIGHTNING_LND_LIVE_NETWORK: 'regtest',
 });

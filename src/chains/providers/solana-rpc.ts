@@ -70,12 +70,21 @@ const TokenTransfer = z.object({
   }).loose(),
 });
 const TokenBalance = z.object({ accountIndex: z.number().int().nonnegative(), mint: z.string(), owner: z.string().optional() }).loose();
+/** A transaction's meta as far as its payer's cost is read: the fee, lamports per account key before and after, and the token accounts before. */
+const PayerMeta = z.object({
+  err: z.unknown(),
+  fee: Lamports,
+  preBalances: z.array(Lamports).optional(),
+  postBalances: z.array(Lamports).optional(),
+  preTokenBalances: z.array(TokenBalance).nullish(),
+  postTokenBalances: z.array(TokenBalance).nullish(),
+});
 const BlockTransaction = z.object({
   transaction: z.object({
     signatures: z.array(z.string()).min(1),
     message: z.object({ accountKeys: z.array(z.object({ pubkey: z.string() }).loose()).min(1), instructions: z.array(ParsedInstruction) }).loose(),
   }),
-  meta: z.object({ err: z.unknown(), fee: Lamports, postTokenBalances: z.array(TokenBalance).nullish() }).loose().nullable(),
+  meta: PayerMeta.extend({ postTokenBalances: z.array(TokenBalance).nullish() }).loose().nullable(),
 });
 const Block = z.object({
   blockhash: z.string(),
@@ -85,7 +94,20 @@ const Block = z.object({
   transactions: z.array(BlockTransaction).optional(),
 });
 const SignatureStatus = z.object({ slot: Slot, err: z.unknown(), confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullable() }).loose();
-const TransactionMeta = z.object({ slot: Slot, meta: z.object({ err: z.unknown(), fee: Lamports }).loose().nullable() }).loose();
+const TransactionMeta = z.object({ slot: Slot, meta: PayerMeta.loose().nullable() }).loose();
+
+/**
+ * What a transaction cost its fee payer beyond its transfers: the fee, and the rent of each token
+ * account it created (an SPL transfer's CreateIdempotent for a recipient with none: 2,039,280
+ * lamports), which leaves the payer for good. The ledger debits this as the send's fee.
+ */
+function payerCost(meta: z.output<typeof PayerMeta>): bigint {
+  const existed = new Set((meta.preTokenBalances ?? []).map((balance) => balance.accountIndex));
+  const lamportsOf = (balances: bigint[] | undefined, index: number) => balances?.[index] ?? 0n;
+  return (meta.postTokenBalances ?? [])
+    .filter((balance) => !existed.has(balance.accountIndex))
+    .reduce((cost, { accountIndex }) => cost + lamportsOf(meta.postBalances, accountIndex) - lamportsOf(meta.preBalances, accountIndex), meta.fee);
+}
 const TokenAccounts = z.array(z.object({ account: z.object({ data: z.object({ parsed: z.object({ info: z.object({ tokenAmount: z.object({ amount: TokenAmount }).loose() }).loose() }).loose() }).loose() }).loose() }));
 
 /**
@@ -126,7 +148,7 @@ export class SolanaRpcProvider implements ChainProvider {
   /**
    * The confirmed block at slot `height` (jsonParsed): each successful top-level System transfer (`SOL`)
    * and SPL Token transfer of a configured mint (credited to the token account's owner, from the
-   * transaction's token balances), at position `ix:<n>`; every transaction's fee payer and fee. Transfers
+   * transaction's token balances), at position `ix:<n>`; every transaction's fee payer and its cost (payerCost). Transfers
    * made by inner instructions (a program's CPI) are not seen. Null for a slot the node has no block for yet.
    */
   async block(height: number): Promise<ObservedBlock | null> {
@@ -143,7 +165,7 @@ export class SolanaRpcProvider implements ChainProvider {
     for (const { transaction, meta } of block.transactions ?? []) {
       const txid = transaction.signatures[0]!;
       const keys = transaction.message.accountKeys.map((key) => key.pubkey);
-      if (meta) payments.push({ txid, from: keys[0]!, fee: meta.fee });
+      if (meta) payments.push({ txid, from: keys[0]!, fee: payerCost(meta) });
       if (!meta || meta.err !== null) continue;
       const tokenAccounts = new Map((meta.postTokenBalances ?? []).map((balance) => [keys[balance.accountIndex], balance]));
       transaction.message.instructions.forEach((instruction, index) => {
@@ -211,7 +233,7 @@ export class SolanaRpcProvider implements ChainProvider {
       blockHash: block.blockhash,
       confirmations: Math.max(1, tip.height - found.slot + 1),
       succeeded: found.meta?.err === null,
-      fee: found.meta?.fee ?? null,
+      fee: found.meta ? payerCost(found.meta) : null,
     };
   }
 

@@ -15,6 +15,11 @@ import type { CheckedTransfer, SignedTransfer, SigningKey } from './index';
 
 /** How many blocks past its recent blockhash's a transaction can still land (Solana's lastValidBlockHeight): after that it never will. */
 export const SOLANA_BLOCKHASH_VALID_BLOCKS = 150;
+/**
+ * The rent-exempt minimum of a token account (165 bytes): what an SPL transfer pays, besides its fee,
+ * when it creates the recipient's associated token account. It leaves the sender with the transfer.
+ */
+export const SOLANA_TOKEN_ACCOUNT_RENT = 2_039_280n;
 /** The base fee: lamports per signature. */
 export const LAMPORTS_PER_SIGNATURE = 5000n;
 export const SYSTEM_PROGRAM = base58.decode('11111111111111111111111111111111');
