@@ -237,6 +237,17 @@ export const ConfigSchema = z.object({
     .refine((feeds) => Object.keys(feeds).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
     .optional(),
   PRICE_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(7 * 24 * 3600).default(3600),
+  /**
+   * A feed's own age limit where its heartbeat differs (`ASSET_ID=seconds,...`): Chainlink's
+   * stablecoin feeds update once a day unless the price moves, its ETH / USD every hour.
+   */
+  PRICE_MAX_AGES_LIVE: z
+    .string()
+    .regex(/^([A-Z0-9_]+=[1-9]\d{0,5})(,[A-Z0-9_]+=[1-9]\d{0,5})*$/, 'must be ASSET_ID=<seconds>[,ASSET_ID=<seconds>...]')
+    .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=')).map(([id, seconds]) => [id!, Number(seconds)])))
+    .refine((ages) => Object.keys(ages).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
+    .refine((ages) => Object.values(ages).every((seconds) => seconds <= 7 * 24 * 3600), 'an age limit is at most 604800 seconds (7 days)')
+    .optional(),
   /** How often each process reads the live feeds; a read's age is still judged when the price is used. */
   PRICE_POLL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   /**

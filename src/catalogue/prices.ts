@@ -46,12 +46,13 @@ class ChainlinkPriceSource implements PriceSource {
     private readonly nodeUrl: string,
     private readonly feeds: Readonly<Record<string, `0x${string}`>>,
     private readonly maxAgeSeconds: number,
+    private readonly maxAges: Readonly<Record<string, number>>,
   ) {}
 
   usdPrice(assetId: string): MoneyValue | null {
     const feed = this.feeds[assetId];
     const round = feed === undefined ? undefined : latestRounds.get(roundKey(this.nodeUrl, feed));
-    return round === undefined ? null : freshPrice(round, this.maxAgeSeconds, BigInt(Math.floor(Date.now() / 1000)));
+    return round === undefined ? null : freshPrice(round, this.maxAges[assetId] ?? this.maxAgeSeconds, BigInt(Math.floor(Date.now() / 1000)));
   }
 }
 
@@ -76,13 +77,13 @@ export function assertPriceSource(config: PriceSourceSettings, environment: Envi
 export const priceSourceFor = (config: Config, environment: Environment): PriceSource => {
   if (environment === 'sandbox') return new TablePriceSource(config.PRICE_TABLE_SANDBOX);
   const { CHAIN_NODE_ETHEREUM_LIVE: nodeUrl, PRICE_FEEDS_LIVE: feeds } = config;
-  return nodeUrl !== undefined && feeds !== undefined ? new ChainlinkPriceSource(nodeUrl, feeds, config.PRICE_MAX_AGE_SECONDS) : NO_PRICES;
+  return nodeUrl !== undefined && feeds !== undefined ? new ChainlinkPriceSource(nodeUrl, feeds, config.PRICE_MAX_AGE_SECONDS, config.PRICE_MAX_AGES_LIVE ?? {}) : NO_PRICES;
 };
 
 /**
  * Reads every live feed (PRICE_FEEDS_LIVE) on the live Ethereum node at start and every
  * PRICE_POLL_SECONDS; the API and the worker each run one. A feed that cannot be read keeps its last
- * round, which stops counting once it is older than PRICE_MAX_AGE_SECONDS; a node on another network
+ * round, which stops counting once it is older than its age limit (PRICE_MAX_AGES_LIVE, else PRICE_MAX_AGE_SECONDS); a node on another network
  * than mainnet has its rounds forgotten, so that no price of a test chain is ever used for live keys.
  */
 export class LivePriceFeeds {

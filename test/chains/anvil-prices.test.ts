@@ -33,7 +33,7 @@ describe('Live prices from Chainlink feeds (anvil)', () => {
     ethFeed = await deployAnvilPriceFeed(anvil, 8);
     btcFeed = await deployAnvilPriceFeed(anvil, 18);
     const unsetFeed = await deployAnvilPriceFeed(anvil);
-    config = testConfig({ CHAIN_NODE_ETHEREUM_LIVE: anvil.url, PRICE_FEEDS_LIVE: `ETH=${ethFeed},BTC=${btcFeed},SOL=${unsetFeed}`, PRICE_MAX_AGE_SECONDS: '3600' });
+    config = testConfig({ CHAIN_NODE_ETHEREUM_LIVE: anvil.url, PRICE_FEEDS_LIVE: `ETH=${ethFeed},BTC=${btcFeed},SOL=${unsetFeed}`, PRICE_MAX_AGE_SECONDS: '3600', PRICE_MAX_AGES_LIVE: 'BTC=90000' });
     feeds = new LivePriceFeeds(config, testLogger('prices'));
   });
   after(async () => {
@@ -63,6 +63,17 @@ describe('Live prices from Chainlink feeds (anvil)', () => {
     assert.equal(livePrice('ETH'), '2500');
     await new Promise((resolve) => setTimeout(resolve, 3000));
     assert.equal(livePrice('ETH'), null);
+  });
+
+  it("judges a feed with its own age limit (PRICE_MAX_AGES_LIVE) where one is set: a daily heartbeat's round counts for a day", async () => {
+    await setAnvilPriceRound(anvil, btcFeed, 6500000000000000000000n, nowSeconds() - 20 * 3600);
+    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 20 * 3600);
+    await feeds.refresh();
+    assert.equal(livePrice('BTC'), '6500', '20 hours old, within its own 25');
+    assert.equal(livePrice('ETH'), null, '20 hours old, past the default hour');
+    await setAnvilPriceRound(anvil, btcFeed, 6500000000000000000000n, nowSeconds() - 90_001);
+    await feeds.refresh();
+    assert.equal(livePrice('BTC'), null, 'past its own limit');
   });
 
   it('has no price for a zero or a negative answer', async () => {
