@@ -201,6 +201,12 @@ export interface ChainProvider {
   /** Tron and Solana: the block a new transaction refers to (the tip, with its time). */
   recentBlock?(): Promise<RecentBlock>;
   /**
+   * Solana: whether the signed transaction's validity window has passed at the node's finalized state
+   * (its recent blockhash no longer valid there): no block to come can include it. A send unknown to
+   * the chain whose window passed can never be mined.
+   */
+  validityPassed?(rawTransaction: string): Promise<boolean>;
+  /**
    * Ethereum: the gas `call` uses if sent now (eth_estimateGas), so that a fee can be funded before the
    * transaction is signed. Throws TransactionRejectedError when the node says the call would fail.
    */

@@ -251,7 +251,7 @@ async function recordHanding(deps: LifecycleDeps, transactionId: string, at: Dat
 
 /** Why a send the chain does not know can never be mined, and which of its Bitcoin inputs a confirmed conflict spent. */
 interface ProofOfLoss {
-  reason: 'nonce_consumed' | 'inputs_spent';
+  reason: 'nonce_consumed' | 'inputs_spent' | 'expired';
   message: string;
   spentInputs?: string[];
 }
@@ -259,10 +259,11 @@ interface ProofOfLoss {
 /**
  * The proof that a send once handed to a node can never be mined, or null. Ethereum: the sender's
  * mined nonce count is past the send's nonce (another transaction consumed it). Bitcoin: one of its
- * inputs is spent by a mined transaction. Either way the send's hashes (its replacements' too) are asked again after the
+ * inputs is spent by a mined transaction. Solana (solana-rpc): its recent blockhash expired at the
+ * finalized state. Either way the send's hashes (its replacements' too) are asked again after the
  * proof is read, so the send mined meanwhile (which consumes its nonce and spends its inputs) is not
- * taken for a conflict. Tron and Solana would prove by their validity window, but the devnet (their
- * only provider) enforces none, so a send there is never proven lost once handed.
+ * taken for a conflict. Tron would prove by its expiration, but the devnet (its only provider)
+ * enforces none, and neither does the devnet's Solana: a send there is never proven lost once handed.
  */
 async function proofOfLoss(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction): Promise<ProofOfLoss | null> {
   let proof: ProofOfLoss | null = null;
@@ -280,6 +281,9 @@ async function proofOfLoss(deps: LifecycleDeps, provider: ChainProvider, transac
       const outpoints = spent.map((input) => `${input.txid}:${input.vout}`);
       proof = { reason: 'inputs_spent', message: `A conflicting transaction spending ${outpoints.join(', ')} was mined: this send can never be mined.`, spentInputs: spent.map((input) => input.id) };
     }
+  }
+  if (provider.validityPassed && transaction.signedTransaction && (await provider.validityPassed(transaction.signedTransaction))) {
+    proof = { reason: 'expired', message: "The send's recent blockhash expired before any block included it: it can never be mined." };
   }
   if (!proof) return null;
   return (await anyCandidateKnown(provider, await candidatesOf(deps.em(), transaction))) ? null : proof;

@@ -102,6 +102,9 @@ class SolanaNode {
         return { result: this.slot };
       case 'getLatestBlockhash':
         return { result: { context, value: { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: this.slot + 150 } } };
+      case 'isBlockhashValid':
+        // The runtime takes only its latest blockhash: any other is past its window here.
+        return { result: { context, value: params[0] === this.svm.latestBlockhash() } };
       case 'getBalance':
         return { result: { context, value: Number(this.svm.getBalance(svmAddress(params[0] as string)) ?? 0n) } };
       case 'getTokenSupply': {
@@ -289,8 +292,11 @@ describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana R
       const dust = signTransfer(await transfer({ assetId: 'SOL', amount: 1_000n, to: walletKey(6).address }), [sender]);
       await assert.rejects(provider.broadcast(dust.raw), (error) => error instanceof TransactionRejectedError && error.reason === 'dust_output');
       const stale = signTransfer(await transfer({ assetId: 'SOL', amount: SOL }), [sender]);
+      assert.equal(await provider.validityPassed(stale.raw), false, 'its blockhash is still valid');
       node.svm.expireBlockhash();
       await assert.rejects(provider.broadcast(stale.raw), (error) => error instanceof TransactionRejectedError && /BlockhashNotFound/.test(error.message));
+      assert.equal(await provider.validityPassed(stale.raw), true, 'the proof that it can never be mined: its blockhash expired');
+      assert.equal(node.calls.at(-1), 'isBlockhashValid');
     });
 
     it('prices the fee levels from recent prioritization fees; the high level, signed, costs exactly that in the runtime', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { hex } from '@scure/base';
+import { base58, base64, hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
 import { Worker } from '@temporalio/worker';
 import type { ServiceWorkers } from '../../src/worker-setup';
@@ -39,6 +39,8 @@ interface Faults {
   forget?: boolean;
   /** The node cannot be reached for broadcasts, and for this many status queries. */
   unreachable?: boolean;
+  /** Solana: the node says the transaction's recent blockhash has expired (its validity window passed). */
+  validityPassed?: boolean;
   statusOutages?: number;
 }
 
@@ -59,7 +61,7 @@ class FaultyNodes extends ChainNodes {
             const now = faults();
             if (now.unreachable) throw new NodeUnavailableError('the node did not answer within the timeout');
             if (now.refuse) throw new TransactionRejectedError(now.refuse, `refused: ${now.refuse}`);
-            if (now.evict) return { txid: btc.Transaction.fromRaw(hex.decode(raw), { allowUnknownOutputs: true }).id };
+            if (now.evict) return { txid: chain === 'solana' ? base58.encode(base64.decode(raw).subarray(1, 65)) : btc.Transaction.fromRaw(hex.decode(raw), { allowUnknownOutputs: true }).id };
             const answer = await target.broadcast(raw);
             if (now.acceptThenTimeOut) throw new NodeUnavailableError('the node did not answer within the timeout');
             return answer;
@@ -76,6 +78,8 @@ class FaultyNodes extends ChainNodes {
             return target.transactionStatus(txid);
           };
         }
+        // The devnet enforces no validity window: this stands for a Solana node past the send's blockhash.
+        if (property === 'validityPassed' && chain === 'solana') return async () => faults().validityPassed === true;
         const value = Reflect.get(target, property, receiver) as unknown;
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
@@ -235,6 +239,53 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     assert.equal(await onChain(settled.txHash!), 1, 'one transaction on chain');
     assert.deepEqual(await ledger(wallet.id), { balance: 10n ** 18n - BigInt(settled.recipientAmount) - BigInt(settled.fee!), locked: 0n }, 'debited once');
     await recordHistoryIfAsked(handle, 'send-transaction-rebroadcast');
+  });
+
+  describe('Solana', () => {
+    /** A Solana wallet holding `lamports` on the devnet and on its ledger. */
+    async function fundedSolanaWallet(lamports: bigint) {
+      const vault = await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'Solana sends' } });
+      const wallet = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'Solana sends', chain: 'solana', vault_id: vault.body.id } });
+      assert.equal(wallet.status, 201, wallet.text);
+      const em = (await testOrm()).em.fork();
+      await fundFromFaucet(em, 'solana', { to: wallet.body.primary_address.address, assetId: 'SOL', amount: lamports });
+      await mineDevnetBlocks(em, 'solana', 1);
+      await creditCustodyWallet(em, wallet.body.id, 'SOL', lamports);
+      return { id: wallet.body.id as string, address: wallet.body.primary_address.address as string };
+    }
+    const solLedger = async (walletId: string) => {
+      const [balance] = await (await testOrm()).em.fork().execute<{ balance: string; locked: string }[]>(`select balance::text, locked::text from wallet_balances where wallet_id = ? and asset_id = 'SOL'`, [walletId]);
+      return { balance: BigInt(balance!.balance), locked: BigInt(balance!.locked) };
+    };
+
+    it('a dropped send is failed only on proof: once its recent blockhash expired (expired), its lock released, nothing debited', async () => {
+      const env = await timeSkippingTemporal();
+      const wallet = await fundedSolanaWallet(2_000_000_000n);
+      const recipient = await fundedSolanaWallet(1_000_000_000n);
+      // The node takes the bytes and loses them: the chain never sees this send.
+      nodes.faults = { evict: true };
+      const created = await app.request('POST', '/v1/transactions', { key: org.secret, body: { wallet_id: wallet.id, to_address: recipient.address, amount: '0.5', asset: 'SOL' } });
+      assert.equal(created.status, 201, created.text);
+      const id = created.body.id as string;
+      await eventually(async () => ((await row(id)).status === 'broadcast' ? true : undefined), 'broadcast');
+      const locked = (await solLedger(wallet.id)).locked;
+      assert.ok(locked > 0n);
+
+      // Unknown to the chain and refused again, but its blockhash may still be valid: no proof, so it stays pending.
+      nodes.faults = { refuse: 'blockhash_not_found' };
+      await env.sleep('1 hour');
+      assert.equal((await row(id)).status, 'broadcast', 'no proof that it can never be mined: still pending');
+      assert.deepEqual(await solLedger(wallet.id), { balance: 2_000_000_000n, locked }, 'nothing released');
+
+      // The node says the blockhash expired: the proof.
+      nodes.faults = { refuse: 'blockhash_not_found', validityPassed: true };
+      assert.equal(await env.client.workflow.getHandle(transactionWorkflowId(id)).result(), 'failed');
+      const failed = await row(id);
+      assert.equal(failed.failureReason, 'expired');
+      assert.deepEqual(await solLedger(wallet.id), { balance: 2_000_000_000n, locked: 0n }, 'released, nothing debited');
+      assert.equal(await (await testOrm()).em.fork().count(DevnetTransaction, { chain: 'solana', txid: failed.txHash! }), 0, 'never on chain');
+      nodes.faults = {};
+    });
   });
 
   describe('Bitcoin', () => {

@@ -15,7 +15,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
-import { LAMPORTS_PER_SIGNATURE, MICRO_LAMPORTS_PER_LAMPORT, PRIORITY_COMPUTE_UNIT_LIMIT } from '../transfers/solana';
+import { LAMPORTS_PER_SIGNATURE, MICRO_LAMPORTS_PER_LAMPORT, PRIORITY_COMPUTE_UNIT_LIMIT, solanaRecentBlockhash } from '../transfers/solana';
 import { relayJsonRpc2, type NodeCallLimits } from './node-http';
 
 /** The mint of each SPL token asset on this node's network: asset id → mint address (base58). */
@@ -235,6 +235,16 @@ export class SolanaRpcProvider implements ChainProvider {
       succeeded: found.meta?.err === null,
       fee: found.meta ? payerCost(found.meta) : null,
     };
+  }
+
+  /**
+   * isBlockhashValid at finalized: false once the finalized bank is past the blockhash's last valid
+   * block height. Its blockhash was read at finalized (recentBlock), so the node knew it then: a node
+   * that no longer does has moved past it (the proof trusts one node to be consistent, as a nonce's does).
+   */
+  async validityPassed(rawTransaction: string): Promise<boolean> {
+    const valid = await this.call('isBlockhashValid', [solanaRecentBlockhash(rawTransaction), { commitment: 'finalized' }], WithContext(z.boolean()));
+    return !valid.value;
   }
 
   tokenAddress(assetId: string): string | undefined {

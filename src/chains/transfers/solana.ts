@@ -189,6 +189,31 @@ function solanaKey(address: string, param: string): Uint8Array {
   return key;
 }
 
+/**
+ * The recent blockhash a signed transaction (base64, legacy or versioned) names: after its
+ * signatures, the message's header (a version byte first when versioned) and its static account keys.
+ */
+export function solanaRecentBlockhash(raw: string): string {
+  const bytes = base64.decode(raw);
+  let offset = 0;
+  const compactU16At = () => {
+    let value = 0;
+    for (let shift = 0; ; shift += 7) {
+      const byte = bytes[offset++]!;
+      value |= (byte & 0x7f) << shift;
+      if (!(byte & 0x80)) return value;
+    }
+  };
+  const signatures = compactU16At();
+  offset += 64 * signatures;
+  if (bytes[offset]! & 0x80) offset += 1;
+  offset += 3;
+  const keys = compactU16At();
+  offset += 32 * keys;
+  if (offset + 32 > bytes.length) throw new Error('a Solana transaction shorter than its recent blockhash');
+  return base58.encode(bytes.subarray(offset, offset + 32));
+}
+
 /** Solana's short_vec length. */
 function compactU16(value: number): Uint8Array {
   const out: number[] = [];
