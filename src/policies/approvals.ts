@@ -224,7 +224,12 @@ export async function castVote(
   const request = await findApprovalRequest(em, voter, approvalRequestId);
   if (!voter.memberId) throw errors.permission('member_required', 'Votes are cast by members: use a key that acts for a member (created with user_id).');
   const member = await em.findOneOrFail(Member, { id: voter.memberId });
-  if (!canApproveActivations(member)) {
+  // A held send is voted on by the approvers its rule named (the M of its N-of-M); the rest by the organization's approving roles.
+  if (request.approverMemberIds) {
+    if (!request.approverMemberIds.includes(member.id)) {
+      throw errors.permission('not_an_approver', `This member is not among the approvers of rule ${request.heldByRuleId}, which held the send.`);
+    }
+  } else if (!canApproveActivations(member)) {
     throw errors.permission('not_an_approver', `A member with org_role ${member.orgRole} cannot vote; owners, admins and approvers can.`);
   }
   if (member.id === request.requestedBy || voter.apiKeyId === request.requestedByKeyId) {
