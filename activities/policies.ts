@@ -16,7 +16,7 @@ export interface PolicyActivityDeps {
   log: Logger;
 }
 
-/** Activities of the approval workflows (policy activation, address-book entry approval); each is idempotent, so a retry changes nothing twice. */
+/** Activities of the approval workflows (policy activation, address-book entry approval, held send); each is idempotent, so a retry changes nothing twice. */
 export const createPolicyActivities = (deps: PolicyActivityDeps) => {
   async function memberActor(em: EntityManager, request: ApprovalRequest, memberId: string | undefined): Promise<PolicyActor> {
     const scope = { organizationId: request.organization.id, environment: request.environment };
@@ -58,6 +58,30 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
         makeEntryUsable(em, entry, await memberActor(em, request, input.decidedBy), { approval_request_id: request.id });
         request.status = 'approved';
         request.decidedAt = new Date();
+      });
+    },
+
+    /** Decides a held send's request: approved lets the identical send pass the gate once (policies/held-sends.ts); rejected or expired leaves it held. */
+    async closeHeldSendRequest(input: { approvalRequestId: string; status: 'approved' | 'rejected' | 'expired'; decidedBy?: string }): Promise<void> {
+      await inTransaction(async (em) => {
+        const request = await pendingRequest(em, input.approvalRequestId);
+        if (!request) return;
+        request.status = input.status;
+        request.decidedAt = new Date();
+        const metadata = { approval_request_id: request.id, held_by_rule_id: request.heldByRuleId };
+        writeAudit(em, { actor: await memberActor(em, request, input.decidedBy), policyId: request.heldByPolicyId ?? null, action: `transaction_approval_${input.status}`, metadata });
+      });
+    },
+
+    /** At expires_at: an approval no send used ends `expired`; returns whether it did. */
+    async expireUnusedSendApproval(input: { approvalRequestId: string }): Promise<boolean> {
+      return deps.orm.em.fork().transactional(async (em) => {
+        const request = await em.findOne(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (request?.status !== 'approved' || request.consumedAt) return false;
+        request.status = 'expired';
+        const metadata = { approval_request_id: request.id, held_by_rule_id: request.heldByRuleId, unused: true };
+        writeAudit(em, { actor: systemActor(request.organization.id, request.environment), policyId: request.heldByPolicyId ?? null, action: 'transaction_approval_expired', metadata });
+        return true;
       });
     },
 

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ENVIRONMENTS, type Environment } from './api-keys/entities';
+import { ApiKey, ENVIRONMENTS, type Environment } from './api-keys/entities';
 import { SCOPES } from './api-keys/scopes';
 import { createApiKey, presentApiKey } from './api-keys/service';
 import { CHAIN_IDS, type ChainId } from './catalogue/service';
@@ -17,7 +17,7 @@ import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
 import { presentDrift } from './monitoring/reconciliation';
 import { DomainError } from './shared/errors';
-import { ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
+import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
 import { refundingTransaction } from './payouts/refunds';
 import { resolveHeldFunds } from './payouts/resolution';
@@ -28,11 +28,15 @@ import { WorkflowStarter } from './temporal/starter';
 const USAGE = `Usage: npm run cli -- <command> [options]
 
   migrate                                   apply the committed database migrations
-  bootstrap [--key-file PATH]               first start only: create an organization and a root key
+  bootstrap [--key-file PATH]               first start only: create an organization, its owner (a member)
+                                            and a root key acting for the owner
   org:create --name NAME [--environment sandbox|live]
-                                            create an organization and its root key (scope *)
+                                            create an organization, its owner and root key (scope *)
   key:create --org ID --name NAME --scopes a,b [--environment sandbox|live] [--user-id MEMBER_ID]
   member:create --org ID --name NAME --email EMAIL --org-role owner|admin|approver|viewer
+                                            members (and their keys, key:create --user-id) added here
+                                            may vote on anyone's approval requests; members a key adds
+                                            through the API may not vote on that key's member's requests
   role:create --org ID --name NAME [--description TEXT]
   org:configure --org ID [--policy-activation-approvals N] [--address-book-cooling-hours H [--environment live|sandbox]]
                                             approvals a policy activation (or an address-book entry's
@@ -83,8 +87,41 @@ async function organization(em: EntityManager, id: string): Promise<Organization
   return org;
 }
 
-function createRootKey(em: EntityManager, org: Organization, environment: Environment) {
-  return createApiKey(em, { organization: org, name: 'Root key', scopes: ['*'], environment });
+const ROOT_KEY_NAME = 'Root key';
+const OWNER = { name: 'Owner', email: 'owner@localhost', org_role: 'owner' } as const;
+
+/** The organization's root key (scope *), acting for its owner: a member, so that approvals know who asks. */
+async function createRootKey(em: EntityManager, org: Organization, environment: Environment) {
+  const owner = await createMember(em, org, OWNER);
+  return { owner, ...createApiKey(em, { organization: org, name: ROOT_KEY_NAME, scopes: ['*'], environment, member: owner }) };
+}
+
+/**
+ * Root keys made before root keys acted for a member get their organization's owner now (the member
+ * of the owner's email if there is one): the first start of an existing instance records them.
+ */
+async function recordRootKeyOwners(em: EntityManager): Promise<{ organization_id: string; owner_member_id: string }[]> {
+  const keys = await em.find(ApiKey, { name: ROOT_KEY_NAME, member: null, createdByKeyId: null, revokedAt: null }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  const recorded = [];
+  for (const key of keys) {
+    const owner = (await em.findOne(Member, { organization: key.organization, email: OWNER.email })) ?? (await createMember(em, key.organization, OWNER));
+    key.member = owner;
+    await em.flush();
+    recorded.push({ organization_id: key.organization.id, owner_member_id: owner.id });
+  }
+  return recorded;
+}
+
+/** What the first start says about approvals: who the root key acts for, and how approvers who may vote are added. */
+function approvalsHowTo(organizationId: string, ownerId: string): string[] {
+  return [
+    `The root key acts for member ${ownerId} (${OWNER.name}, org_role owner). A policy activation needs 1 approval by another owner,`,
+    'admin or approver; members the requester added through the API cannot vote. Add an approver who may vote with the CLI:',
+    `    npm run cli -- member:create --org ${organizationId} --name NAME --email EMAIL --org-role approver`,
+    `    npm run cli -- key:create --org ${organizationId} --name NAME --scopes policies:read,policies:approve --user-id MEMBER_ID`,
+    `or change the count (0 enforces at once): npm run cli -- org:configure --org ${organizationId} --policy-activation-approvals N`,
+    'See docs/policies.md, "First approvers".',
+  ];
 }
 
 const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>> = {
@@ -105,25 +142,25 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     return orm.em.fork().transactional(async (em) => {
       // One bootstrap at a time, even if two starts race.
       await em.getConnection().execute('select pg_advisory_xact_lock(?)', [0x626f6f74], 'run', em.getTransactionContext());
-      if (await em.count(Organization, {})) return { bootstrapped: false };
+      if (await em.count(Organization, {})) return { bootstrapped: false, owners_recorded: await recordRootKeyOwners(em) };
       const org = createOrganization(em, 'Default organization');
-      const { key, secret } = createRootKey(em, org, 'sandbox');
+      const { key, secret, owner } = await createRootKey(em, org, 'sandbox');
       await em.flush();
       const keyFile = text(options, 'key-file');
       if (keyFile) {
         await mkdir(path.dirname(keyFile), { recursive: true });
         await writeFile(keyFile, `${secret}\n`, { mode: 0o600 });
       }
-      return { bootstrapped: true, organization_id: org.id, api_key: presentApiKey(key, secret), key_file: keyFile ?? null };
+      return { bootstrapped: true, organization_id: org.id, owner_member_id: owner.id, api_key: presentApiKey(key, secret), key_file: keyFile ?? null };
     });
   },
 
   async 'org:create'(orm, options) {
     const em = orm.em.fork();
     const org = createOrganization(em, required(options, 'name'));
-    const { key, secret } = createRootKey(em, org, environmentOption(options));
+    const { key, secret, owner } = await createRootKey(em, org, environmentOption(options));
     await em.flush();
-    return { organization_id: org.id, api_key: presentApiKey(key, secret) };
+    return { organization_id: org.id, owner_member_id: owner.id, api_key: presentApiKey(key, secret) };
   },
 
   async 'key:create'(orm, options) {
@@ -246,7 +283,7 @@ async function main(argv: string[]): Promise<number> {
   const orm = await createOrm(config.DATABASE_URL, 2);
   try {
     const result = await run(orm, values as Options);
-    if (command === 'bootstrap') printBootstrap(result as Parameters<typeof printBootstrap>[0]);
+    if (command === 'bootstrap') printBootstrap(result as BootstrapResult);
     else console.log(JSON.stringify(result, null, 2));
     return 0;
   } finally {
@@ -254,11 +291,19 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-function printBootstrap(result: { bootstrapped: boolean; organization_id?: string; api_key?: { secret?: string }; key_file?: string | null }) {
-  if (!result.bootstrapped) return;
+type BootstrapResult =
+  | { bootstrapped: false; owners_recorded: { organization_id: string; owner_member_id: string }[] }
+  | { bootstrapped: true; organization_id: string; owner_member_id: string; api_key: { secret?: string }; key_file: string | null };
+
+function printBootstrap(result: BootstrapResult) {
+  if (!result.bootstrapped) {
+    for (const recorded of result.owners_recorded) for (const line of approvalsHowTo(recorded.organization_id, recorded.owner_member_id)) console.log(line);
+    return;
+  }
   console.log(`Created organization ${result.organization_id} and its root API key (scope *, sandbox):`);
-  console.log(`\n    ${result.api_key?.secret}\n`);
+  console.log(`\n    ${result.api_key.secret}\n`);
   console.log(result.key_file ? `It is also in ${result.key_file}. It is shown only this once.` : 'It is shown only this once.');
+  for (const line of approvalsHowTo(result.organization_id, result.owner_member_id)) console.log(line);
 }
 
 main(process.argv.slice(2)).then(

@@ -10,6 +10,7 @@ import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
 import { PayoutRefund, PayoutTrip } from '../src/payouts/entities';
 import { payoutRefundFlow } from '../src/payouts/flows/refund';
 import { payoutTripFlow } from '../src/payouts/flows/trip';
+import { createOrm } from '../src/db/orm';
 import { PolicyAuditLog } from '../src/policies/entities';
 import type { ServiceWorkers } from '../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from './support/app';
@@ -43,8 +44,27 @@ describe('CLI', () => {
       assert.match(secret, /^sk_test_[0-9A-Za-z]{32}$/);
       assert.ok(first.stdout.includes(secret), 'printed once on the first start');
       assert.equal((await stat(keyFile)).mode & 0o777, 0o600);
+      // The first start says who the root key acts for and how approvers who may vote are added.
+      assert.match(first.stdout, /The root key acts for member [0-9a-f-]{36} \(Owner, org_role owner\)/);
+      assert.match(first.stdout, /npm run cli -- member:create --org [0-9a-f-]{36} --name NAME --email EMAIL --org-role approver/);
+      assert.match(first.stdout, /npm run cli -- key:create --org [0-9a-f-]{36} .*--user-id MEMBER_ID/);
+      assert.match(first.stdout, /npm run cli -- org:configure --org [0-9a-f-]{36} --policy-activation-approvals N/);
       const second = await cli(['bootstrap', '--key-file', keyFile], url.toString());
       assert.equal(second.stdout, '', 'nothing secret on later starts');
+
+      // A root key made before root keys acted for a member gets its owner (here the one of the owner's email) at the next start, once.
+      const orm = await createOrm(url.toString(), 1);
+      try {
+        const connection = orm.em.getConnection();
+        await connection.execute(`update api_keys set member_id = null where name = 'Root key'`);
+        const third = await cli(['bootstrap', '--key-file', keyFile], url.toString());
+        assert.match(third.stdout, /The root key acts for member [0-9a-f-]{36} \(Owner, org_role owner\)/);
+        const [row] = await connection.execute<{ org_role: string; email: string }[]>(`select m.org_role, m.email from api_keys k join members m on m.id = k.member_id where k.name = 'Root key'`);
+        assert.deepEqual(row, { org_role: 'owner', email: 'owner@localhost' });
+        assert.equal((await cli(['bootstrap', '--key-file', keyFile], url.toString())).stdout, '');
+      } finally {
+        await orm.close();
+      }
     } finally {
       await orm.em.getConnection().execute(`drop database ${name} with (force)`);
     }

@@ -37,7 +37,7 @@ export const EVENT_TYPES = [
   { type: 'policy.activated', description: 'A policy reached the enforced state.' },
   { type: 'policy.activation_rejected', description: 'An approver rejected a policy activation; the policy stays draft.' },
   { type: 'policy.activation_expired', description: 'A policy activation lapsed before enough approvals; the policy stays draft.' },
-  { type: 'approval_request.created', description: "An approval request opened: a policy activation or an address-book entry's early use waits for approvals; data is the approval request." },
+  { type: 'approval_request.created', description: "An approval request opened: a policy activation, an address-book entry's early use or a send a require_approval rule held waits for approvals; data is the approval request (kind says which)." },
   { type: 'consolidation.run.started', description: 'A consolidation run began scanning its vault.' },
   { type: 'consolidation.run.completed', description: 'A consolidation run finished with every sweep confirmed (or nothing to sweep).' },
   { type: 'consolidation.run.failed', description: 'A consolidation run ended with failed sweeps (status partially_failed or failed), or could not proceed.' },

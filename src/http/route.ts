@@ -237,8 +237,9 @@ export class RouteRegistry {
         return sent(result, response);
       });
     } catch (error) {
-      // A 429 from the handler (too much in flight) says "not now", not an outcome: the retry runs afresh.
-      if (error instanceof DomainError && httpStatus(error) < 500 && error.kind !== 'rate_limited') {
+      // A 429 from the handler (too much in flight) says "not now", not an outcome: the retry runs afresh. So does a send
+      // held for approval: once approved, the same request with the same key is what passes (policies/held-sends.ts).
+      if (error instanceof DomainError && httpStatus(error) < 500 && error.kind !== 'rate_limited' && error.code !== 'policy_approval_required') {
         // The change rolled back; the refusal itself is the stored outcome, as Stripe does (unless the claim is no longer ours).
         // The error middleware sends the same envelope, serialized the same way.
         await idempotency.tryComplete(em, claim, jsonResponse(httpStatus(error), toEnvelope(error, ctx.state.requestId)));

@@ -8,6 +8,7 @@ import type { Config } from '../config';
 import { Address } from '../custody/entities';
 import { decideTransaction, resolveActor, type PolicyActor } from '../policies/service';
 import type { EvaluationRequest, EvaluationResult } from '../policies/evaluator';
+import { resolveHeldSend, type HeldSendSubject } from '../policies/held-sends';
 import type { DestinationType, OperationType, TxType } from '../policies/schema';
 import { toDisplay } from '../shared/money';
 
@@ -17,6 +18,8 @@ import { toDisplay } from '../shared/money';
  * sweeps, payout refunds and signatures all come here with who caused them, what moves, its USD
  * value, its fee and where it goes; the organization's enforced policies decide (policies/service
  * `decideTransaction`: block 403, approval or delay 400, alert recorded, every decision audited).
+ * A send asked through the API and held for approval opens an approval request bound to it, and
+ * passes once that is approved (policies/held-sends.ts).
  */
 
 /**
@@ -50,6 +53,8 @@ export interface Movement {
   txType: TxType;
   /** Fields the caller computed (the sending velocity). */
   extra?: EvaluationRequest;
+  /** A send asked through the API: a require_approval hold is bound to it (policies/held-sends.ts). Other movements are refused as they are. */
+  heldSend?: HeldSendSubject;
 }
 
 export interface MovementDecision {
@@ -62,7 +67,9 @@ export interface MovementDecision {
 export async function judgeMovement(em: EntityManager, config: Config, initiator: MovementInitiator, movement: Movement): Promise<MovementDecision> {
   const actor = await movementActor(em, initiator);
   const request = { ...(await actorFields(em, initiator)), ...(await movementFields(em, config, initiator, movement)), ...movement.extra };
-  const evaluation = await decideTransaction(em, request, { ...actor, environment: movement.wallet.environment });
+  const deciding = { ...actor, environment: movement.wallet.environment };
+  const { heldSend } = movement;
+  const evaluation = await decideTransaction(em, request, deciding, heldSend ? { resolveHold: (held) => resolveHeldSend(em, deciding, heldSend, held) } : {});
   return { request, evaluation, actor };
 }
 

@@ -119,12 +119,7 @@ async function openApprovalRequest(
 ): Promise<ApprovalRequest> {
   const requiredApprovals = organization.policyActivationRequiredApprovals;
   const voters = await eligibleVoters(em, actor);
-  if (voters.length < requiredApprovals) {
-    throw errors.conflict('not_enough_approvers', `Approval needs ${requiredApprovals} approval(s) but only ${voters.length} other owner/admin/approver member(s) can vote.`, {
-      required_approvals: requiredApprovals,
-      eligible_approvers: voters.length,
-    });
-  }
+  if (voters.length < requiredApprovals) throw notEnoughApprovers(organization.id, requiredApprovals, voters.length);
   const request = em.create(ApprovalRequest, {
     organization,
     environment: actor.environment,
@@ -139,6 +134,25 @@ async function openApprovalRequest(
   });
   await emit(em, { organizationId: organization.id, environment: actor.environment, type: 'approval_request.created', data: presentApprovalRequest(request) });
   return request;
+}
+
+/**
+ * The 409 of a request that could never be approved, with the ways out: members the requester
+ * added may not vote on the requester's requests, so approvers come from the operator's CLI
+ * (member and key), or the organization's count is lowered (docs/policies.md, "First approvers").
+ */
+function notEnoughApprovers(organizationId: string, required: number, eligible: number): DomainError {
+  const addApprover = [
+    `npm run cli -- member:create --org ${organizationId} --name NAME --email EMAIL --org-role approver`,
+    `npm run cli -- key:create --org ${organizationId} --name NAME --scopes policies:read,policies:approve --user-id MEMBER_ID`,
+  ];
+  const configure = `npm run cli -- org:configure --org ${organizationId} --policy-activation-approvals N`;
+  return errors.conflict(
+    'not_enough_approvers',
+    `Approval needs ${required} approval(s) but only ${eligible} other owner/admin/approver member(s) can vote; members the requester added cannot. ` +
+      `Add an approver with the operator CLI (${addApprover.join(', then ')}) before requesting, or set the count with ${configure} (0 enforces at once). See docs/policies.md.`,
+    { required_approvals: required, eligible_approvers: eligible, add_approver: addApprover, configure },
+  );
 }
 
 export type EntryApprovalOutcome = { status: 'usable'; entry: AddressBookEntry } | { status: 'pending'; request: ApprovalRequest };
@@ -224,7 +238,12 @@ export async function castVote(
   const request = await findApprovalRequest(em, voter, approvalRequestId);
   if (!voter.memberId) throw errors.permission('member_required', 'Votes are cast by members: use a key that acts for a member (created with user_id).');
   const member = await em.findOneOrFail(Member, { id: voter.memberId });
-  if (!canApproveActivations(member)) {
+  // A held send is voted on by the approvers its rule named (the M of its N-of-M); the rest by the organization's approving roles.
+  if (request.approverMemberIds) {
+    if (!request.approverMemberIds.includes(member.id)) {
+      throw errors.permission('not_an_approver', `This member is not among the approvers of rule ${request.heldByRuleId}, which held the send.`);
+    }
+  } else if (!canApproveActivations(member)) {
     throw errors.permission('not_an_approver', `A member with org_role ${member.orgRole} cannot vote; owners, admins and approvers can.`);
   }
   if (member.id === request.requestedBy || voter.apiKeyId === request.requestedByKeyId) {

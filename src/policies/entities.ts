@@ -102,15 +102,23 @@ export class PolicyRule {
 export const APPROVAL_REQUEST_STATUSES = ['pending', 'approved', 'rejected', 'expired'] as const;
 export type ApprovalRequestStatus = (typeof APPROVAL_REQUEST_STATUSES)[number];
 
+/** What an approval request approves, as `kind` names it in the API. */
+export const APPROVAL_REQUEST_KINDS = ['policy_activation', 'address_book_entry', 'transaction'] as const;
+export type ApprovalRequestKind = (typeof APPROVAL_REQUEST_KINDS)[number];
+
 /**
  * A change awaiting approvals, of exactly one subject: a policy's activation (workflow
- * `policy-activation-<id>`) or an address-book entry's early use (workflow
- * `address-book-entry-approval-<id>`). Both follow the organization's activation quorum.
+ * `policy-activation-<id>`), an address-book entry's early use (workflow
+ * `address-book-entry-approval-<id>`), both under the organization's activation quorum; or a send
+ * a `require_approval` rule held (workflow `transaction-approval-<id>`), under that rule's
+ * approvers and count, identified by the digest of the send as asked.
  */
 @Entity({ tableName: 'policy_approval_requests' })
 @Index({ properties: ['policy', 'status'] })
 @Index({ properties: ['addressBookEntry', 'status'] })
-@Check({ name: 'policy_approval_requests_subject_check', expression: '(policy_id is null) <> (address_book_entry_id is null)' })
+@Index({ properties: ['organization', 'environment', 'transactionDigest', 'status'] })
+@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
+@Check({ name: 'policy_approval_requests_subject_check', expression: 'num_nonnulls(policy_id, address_book_entry_id, transaction_digest) = 1' })
 export class ApprovalRequest {
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('apr');
@@ -118,7 +126,7 @@ export class ApprovalRequest {
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
 
-  /** The policy's environment. */
+  /** The environment of the policy, entry or send. */
   @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
   environment!: Environment;
 
@@ -128,6 +136,32 @@ export class ApprovalRequest {
   /** Deleting the entry removes its requests; their workflows find nothing left to decide. */
   @ManyToOne(() => AddressBookEntry, { deleteRule: 'cascade', nullable: true })
   addressBookEntry?: AddressBookEntry | null;
+
+  /** A held send: sha256 of its request fields and Idempotency-Key (movements/held-sends.ts); the same send asked again matches it. */
+  @Property({ type: 'text', nullable: true })
+  transactionDigest?: string | null;
+
+  /** A held send: the request as asked, what the approvers judge. */
+  @Property({ type: 'jsonb', nullable: true })
+  transactionRequest?: Record<string, unknown> | null;
+
+  /** A held send: the enforced policy and the require_approval rule that held it. */
+  @Property({ type: 'text', nullable: true })
+  heldByPolicyId?: string | null;
+
+  @Property({ type: 'text', nullable: true })
+  heldByRuleId?: string | null;
+
+  /** A held send: the members the rule's approvers stood for when it was held (the M of its N-of-M); only they may vote. */
+  @Property({ type: 'jsonb', nullable: true })
+  approverMemberIds?: string[] | null;
+
+  /** A held send, approved: when the send it admitted passed the gate (once), and that send's id. */
+  @Property({ type: 'timestamptz', nullable: true })
+  consumedAt?: Date | null;
+
+  @Property({ type: 'text', nullable: true })
+  consumedByTransactionId?: string | null;
 
   /** The requesting member, or the API key id when the key acts for no member. */
   @Property({ type: 'text' })

@@ -1,7 +1,8 @@
 import { iso, isoOrNull } from '../shared/time';
-import type { ApprovalRequest, Policy, PolicyAuditLog, PolicyRule } from './entities';
+import type { ApprovalRequest, ApprovalRequestKind, Policy, PolicyAuditLog, PolicyRule } from './entities';
 import { activationWorkflowId } from './flows/activation';
 import { entryApprovalWorkflowId } from './flows/address-book-entry-approval';
+import { transactionApprovalWorkflowId } from './flows/transaction-approval';
 import type { PolicyTemplate } from './templates';
 
 export function presentRule(rule: PolicyRule, policy: Policy) {
@@ -106,17 +107,37 @@ export function presentPendingApproval(request: ApprovalRequest, change: string,
   };
 }
 
+/** What a request approves. */
+export const approvalRequestKind = (request: ApprovalRequest): ApprovalRequestKind =>
+  request.transactionDigest ? 'transaction' : request.addressBookEntry ? 'address_book_entry' : 'policy_activation';
+
+const WORKFLOW_IDS: Record<ApprovalRequestKind, (approvalRequestId: string) => string> = {
+  policy_activation: activationWorkflowId,
+  address_book_entry: entryApprovalWorkflowId,
+  transaction: transactionApprovalWorkflowId,
+};
+
 /** The workflow carrying a request's votes, by what it approves. */
-export const approvalWorkflowId = (request: ApprovalRequest): string =>
-  request.addressBookEntry ? entryApprovalWorkflowId(request.id) : activationWorkflowId(request.id);
+export const approvalWorkflowId = (request: ApprovalRequest): string => WORKFLOW_IDS[approvalRequestKind(request)](request.id);
 
 export function presentApprovalRequest(request: ApprovalRequest) {
   const votes = request.votes.getItems();
   return {
     id: request.id,
     object: 'approval_request' as const,
+    kind: approvalRequestKind(request),
     policy_id: request.policy?.id ?? null,
     address_book_entry_id: request.addressBookEntry?.id ?? null,
+    transaction: request.transactionDigest
+      ? {
+          request: request.transactionRequest ?? {},
+          held_by_policy_id: request.heldByPolicyId ?? null,
+          held_by_rule_id: request.heldByRuleId ?? null,
+          approver_ids: request.approverMemberIds ?? [],
+          used_at: isoOrNull(request.consumedAt),
+          transaction_id: request.consumedByTransactionId ?? null,
+        }
+      : null,
     status: request.status,
     requested_by: request.requestedBy,
     requested_by_name: request.requestedByName,

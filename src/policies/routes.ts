@@ -1,14 +1,16 @@
+import type { FilterQuery } from '@mikro-orm/postgresql';
 import { requireScope } from '../api-keys/scopes';
 import type { RouteRegistry } from '../http/route';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema, z } from '../shared/schemas';
 import { castVote, findApprovalRequest, requestActivation } from './approvals';
-import { Policy, PolicyAuditLog } from './entities';
+import { ApprovalRequest, Policy, PolicyAuditLog, type ApprovalRequestKind } from './entities';
 import { simulateHistory } from './history';
 import { presentApprovalRequest, presentAuditLog, presentPendingApproval, presentPolicy, presentRule, presentTemplate } from './presenters';
 import { policySchemaDocument } from './schema';
 import {
   ActivateBody,
+  ApprovalRequestListQuery,
   ApprovalRequestObject,
   ApproverCandidateObject,
   AuditLogObject,
@@ -52,6 +54,13 @@ import {
 import { POLICY_TEMPLATES } from './templates';
 
 const TAG = 'Policies';
+
+/** Each kind by the subject column it sets (an approval request has exactly one). */
+const APPROVAL_KIND_FILTERS = {
+  policy_activation: { policy: { $ne: null } },
+  address_book_entry: { addressBookEntry: { $ne: null } },
+  transaction: { transactionDigest: { $ne: null } },
+} satisfies Record<ApprovalRequestKind, FilterQuery<ApprovalRequest>>;
 const staticList = <T>(items: T[]) => ({ object: 'list' as const, data: items, has_more: false, next_cursor: null });
 
 export function registerPolicyRoutes(routes: RouteRegistry): void {
@@ -321,6 +330,42 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     },
   });
 
+  routes.add({
+    method: 'get',
+    path: '/v1/approval-requests',
+    operationId: 'listApprovalRequests',
+    summary: 'List approval requests, newest first (filters status and kind)',
+    description:
+      "What waits for approvers in the key's organization and environment: policy activations, address-book entries before their cooling period ends, " +
+      'and sends a require_approval rule held. `?status=pending` lists what can still be voted on.',
+    tag: TAG,
+    scope: 'policies:approve',
+    query: ListQuery.extend(ApprovalRequestListQuery.shape),
+    response: { status: 200, description: 'A page of approval requests', schema: listEnvelopeSchema(ApprovalRequestObject) },
+    handler: async ({ auth, em, query }) => {
+      const where = {
+        organization: auth.organizationId,
+        environment: auth.environment,
+        ...(query.status ? { status: query.status } : {}),
+        ...(query.kind ? APPROVAL_KIND_FILTERS[query.kind] : {}),
+      };
+      const page = await paginate(em, ApprovalRequest, where, query, ['votes', 'votes.member', 'policy', 'addressBookEntry']);
+      return { body: listBody(page, presentApprovalRequest) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/v1/approval-requests/:id',
+    operationId: 'getApprovalRequest',
+    summary: 'Read an approval request with its votes',
+    tag: TAG,
+    scope: 'policies:approve',
+    params: PolicyIdParams,
+    response: { status: 200, description: 'The approval request', schema: ApprovalRequestObject },
+    handler: async ({ auth, em, params }) => ({ body: presentApprovalRequest(await findApprovalRequest(em, auth, params.id)) }),
+  });
+
   for (const decision of ['approve', 'reject'] as const) {
     routes.add({
       method: 'post',
@@ -328,8 +373,8 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
       operationId: decision === 'approve' ? 'approveApprovalRequest' : 'rejectApprovalRequest',
       summary: decision === 'approve' ? 'Approve an approval request' : 'Reject an approval request (ends it)',
       description:
-        "A policy activation's, or an address-book entry's (POST /v1/address-book/{id}/approval-requests). " +
-        'The key must act for a member (user_id) with org_role owner, admin or approver, other than the requester.',
+        "A policy activation's, an address-book entry's (POST /v1/address-book/{id}/approval-requests) or a held send's (POST /v1/transactions, 400 policy_approval_required). " +
+        'The key must act for a member (user_id) other than the requester: with org_role owner, admin or approver, or for a held send one of the approvers its rule names.',
       tag: TAG,
       scope: 'policies:approve',
       // The vote waits for the workflow's answer: in no transaction, so it holds no pooled connection meanwhile.

@@ -10,6 +10,7 @@ import { Member, Organization, Role } from '../organizations/entities';
 import { z } from '../shared/schemas';
 import { ApprovalRequest, Policy, PolicyAuditLog, PolicyRule } from './entities';
 import { evaluatePolicies, outcomeOf, type EvaluablePolicy, type EvaluationContext, type EvaluationRequest, type EvaluationResult, type Outcome } from './evaluator';
+import type { HoldOutcome } from './held-sends';
 import { isAddressBookOperator, type ActionType, type Condition, type PolicyCategory } from './schema';
 import { checkActionConfig } from './schemas';
 import { APPROVER_ROLE_PLACEHOLDER, findTemplate, type PolicyTemplate } from './templates';
@@ -430,12 +431,23 @@ export async function enforcedPolicies(em: EntityManager, scope: PolicyScope): P
  * is written to the audit log with the actor; a refusal's entry is committed on its own, since
  * the refused request's transaction rolls back.
  */
-export async function decideTransaction(em: EntityManager, request: EvaluationRequest, actor: PolicyActor): Promise<EvaluationResult> {
+export async function decideTransaction(
+  em: EntityManager,
+  request: EvaluationRequest,
+  actor: PolicyActor,
+  options: { resolveHold?: (evaluation: EvaluationResult) => Promise<HoldOutcome> } = {},
+): Promise<EvaluationResult> {
   // Only the policies of the request's environment (the actor's): a live policy never decides a sandbox request, nor the reverse.
   const policies = (await enforcedPolicies(em, actor)).map(toEvaluable);
-  const evaluation = evaluatePolicies(policies, request, await evaluationContext(em, actor, policies, request));
+  let evaluation = evaluatePolicies(policies, request, await evaluationContext(em, actor, policies, request));
+  // A hold the caller can resolve: an approval of this very send admits it, else the refusal names the request it waits on.
+  let hold: HoldOutcome | undefined;
+  if (!evaluation.allowed && evaluation.requires_approval && options.resolveHold) {
+    hold = await options.resolveHold(evaluation);
+    if ('admittedBy' in hold) evaluation = { ...evaluation, allowed: true, result: 'approved', reason: `Approved by approval request ${hold.admittedBy}` };
+  }
   const { trace: _trace, ...decision } = evaluation;
-  const audit = { actor, policyId: evaluation.policy_id, action: 'decision', metadata: { decision, request } };
+  const audit = { actor, policyId: evaluation.policy_id, action: 'decision', metadata: { decision, request, ...(hold ? { approval_request_id: 'admittedBy' in hold ? hold.admittedBy : hold.approvalRequestId } : {}) } };
   if (evaluation.allowed) {
     writeAudit(em, audit);
     const matched = evaluation.trace?.find((entry) => entry.terminal);
@@ -450,10 +462,10 @@ export async function decideTransaction(em: EntityManager, request: EvaluationRe
     return evaluation;
   }
   await em.fork().transactional(async (own) => void writeAudit(own, audit));
-  throw refusal(evaluation);
+  throw refusal(evaluation, hold && 'approvalRequestId' in hold ? hold.approvalRequestId : undefined);
 }
 
-function refusal(evaluation: EvaluationResult): DomainError {
+function refusal(evaluation: EvaluationResult, approvalRequestId?: string): DomainError {
   const ids = { policy_id: evaluation.policy_id, rule_id: evaluation.rule_id };
   if (evaluation.result === 'delayed') {
     return new DomainError({ kind: 'invalid', code: 'policy_delay_required', message: evaluation.reason, details: { ...ids, delay_minutes: evaluation.delay_minutes } });
@@ -463,7 +475,12 @@ function refusal(evaluation: EvaluationResult): DomainError {
       kind: 'invalid',
       code: 'policy_approval_required',
       message: evaluation.reason,
-      details: { ...ids, required_approvals: evaluation.required_approvals, expiry_hours: evaluation.expiry_hours },
+      details: {
+        ...ids,
+        required_approvals: evaluation.required_approvals,
+        expiry_hours: evaluation.expiry_hours,
+        ...(approvalRequestId ? { approval_request_id: approvalRequestId } : {}),
+      },
     });
   }
   return new DomainError({ kind: 'forbidden', code: 'policy_blocked', message: evaluation.reason, details: ids });

@@ -1,4 +1,4 @@
-import type { RouteRegistry } from '../http/route';
+import { IDEMPOTENCY_KEY_HEADER, type RouteRegistry } from '../http/route';
 import { listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
 import { OutgoingTransaction } from './entities';
@@ -36,14 +36,19 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     description:
       'Checks everything first (wallet, asset, address on the key\'s network, amount, Bitcoin coin control), locks amount and fee limit on the wallet (400 `insufficient_funds`), ' +
       'asks the enforced policies (rule 3: approval or delay 400 `policy_approval_required` / `policy_delay_required`, block 403 `policy_blocked`), then starts workflow `transaction-<id>`: ' +
-      'sign, broadcast, confirm, settle. Answers at once with status `pending`; follow it with GET or the transaction.* events. See docs/transactions.md.',
+      'sign, broadcast, confirm, settle. Answers at once with status `pending`; follow it with GET or the transaction.* events. ' +
+      'A send held for approval opens an approval request bound to it (`details.approval_request_id`; asked again unchanged, the same one); once approved, the identical request ' +
+      '(same fields and Idempotency-Key) passes once before its expires_at. See docs/transactions.md and docs/policies.md.',
     tag: TAG,
     scope: 'transactions:write',
     body: CreateTransactionBody,
     response: { status: 201, description: 'The transaction, pending', schema: TransactionObject },
     // The node's part (fee market, gas) is read before the transaction opens: no connection or lock waits on the node.
     prepare: ({ auth, em, body, deps }) => readSendFromNode(em, deps.config, deps.chains, auth, body),
-    handler: async ({ auth, em, body, deps, prepared }) => ({ status: 201, body: await createTransaction(em, deps.config, deps.chains, auth, body, { nodeReads: prepared }) }),
+    handler: async ({ auth, em, body, deps, prepared, ctx }) => ({
+      status: 201,
+      body: await createTransaction(em, deps.config, deps.chains, auth, body, { nodeReads: prepared, asked: { idempotencyKey: ctx.get(IDEMPOTENCY_KEY_HEADER) || null } }),
+    }),
   });
 
   routes.add({

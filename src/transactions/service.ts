@@ -13,6 +13,7 @@ import { findPrimaryAddress, type Tenant } from '../custody/service';
 import { emit } from '../events/service';
 import { requiredConfirmations } from '../monitoring/service';
 import { isAutomation, judgeMovement, type MovementInitiator } from '../movements/gate';
+import { heldSendSubject } from '../policies/held-sends';
 import type { DestinationType, OperationType } from '../policies/schema';
 import type { EvaluationResult } from '../policies/evaluator';
 import { DomainError, errors } from '../shared/errors';
@@ -53,6 +54,8 @@ export interface AutomatedSend {
   market?: FeeMarket;
   /** What the node said of this send (readSendFromNode), read before the caller's transaction opened. */
   nodeReads?: SendNodeReads;
+  /** A send asked through the API, with its Idempotency-Key if any: a require_approval hold opens an approval request bound to it. */
+  asked?: { idempotencyKey: string | null };
 }
 
 /**
@@ -181,6 +184,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     feeRaw: plan.feeLimit,
     txType: asset.type === 'native' ? 'native_transfer' : 'token_transfer',
     extra: await velocity(em, auth, new Date()),
+    ...(automation.asked ? { heldSend: heldSendSubject({ ...input }, automation.asked.idempotencyKey, transactionId) } : {}),
   });
   const amountUsd = typeof policyRequest.amount_usd === 'string' ? policyRequest.amount_usd : null;
 

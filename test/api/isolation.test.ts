@@ -210,6 +210,8 @@ const MATRIX: Record<string, Row> = {
   'POST /v1/policies/:id/validate': { kind: 'resource', path: policy('/validate'), probe: policyProbe },
   'POST /v1/policies/:id/simulate': { kind: 'resource', path: policy('/simulate'), body: () => ({ requests: [{ amount: '1' }] }), probe: policyProbe },
   'GET /v1/policies/:id/audit-logs': { kind: 'resource', path: policy('/audit-logs'), probe: policyProbe },
+  'GET /v1/approval-requests': listed(() => '/v1/approval-requests?limit=100'),
+  'GET /v1/approval-requests/:id': { kind: 'resource', path: (f) => `/v1/approval-requests/${f.approvalRequest}`, probe: (f) => `/v1/approval-requests/${f.approvalRequest}` },
   'POST /v1/approval-requests/:id/approve': {
     kind: 'resource',
     path: (f) => `/v1/approval-requests/${f.approvalRequest}/approve`,
