@@ -3,7 +3,7 @@ import { requireScope } from '../api-keys/scopes';
 import type { RouteRegistry } from '../http/route';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema, z } from '../shared/schemas';
-import { castVote, findApprovalRequest, requestActivation } from './approvals';
+import { castVote, eligibleVoters, findApprovalRequest, requestActivation } from './approvals';
 import { ApprovalRequest, Policy, PolicyAuditLog, type ApprovalRequestKind } from './entities';
 import { simulateHistory } from './history';
 import { presentApprovalRequest, presentAuditLog, presentPendingApproval, presentPolicy, presentRule, presentTemplate } from './presenters';
@@ -80,11 +80,14 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     method: 'get',
     path: '/v1/policies/approver-candidates',
     operationId: 'listApproverCandidates',
-    summary: 'Members and roles that can be named as approvers',
+    summary: 'Members and roles that can be named as approvers; each member says whether it may vote on the caller\'s activation requests',
     tag: TAG,
     scope: 'policies:read',
     response: { status: 200, description: 'Every candidate (members, then roles)', schema: listEnvelopeSchema(ApproverCandidateObject) },
-    handler: async ({ auth, em }) => ({ body: staticList(await approverCandidates(em, auth.organizationId)) }),
+    handler: async ({ auth, em }) => {
+      const voters = new Set((await eligibleVoters(em, await resolveActor(em, auth))).map((member) => member.id));
+      return { body: staticList(await approverCandidates(em, auth.organizationId, voters)) };
+    },
   });
 
   routes.add({

@@ -260,6 +260,10 @@ export const ApproverCandidateObject = z
     type: z.enum(['user', 'role']),
     name: z.string(),
     org_role: z.string().optional(),
+    votes_on_your_activations: z
+      .boolean()
+      .optional()
+      .openapi({ description: "A member: whether it may vote on the caller's activation requests (an owner, admin or approver that is not the caller, nor a member the caller added: docs/policies.md)" }),
     member_count: z.number().int().optional(),
   })
   .openapi('ApproverCandidate');

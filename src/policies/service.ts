@@ -336,11 +336,19 @@ async function checkAddressBookReferences(em: EntityManager, scope: PolicyScope,
 
 // ---------- approvers and validation ----------
 
-export async function approverCandidates(em: EntityManager, organizationId: string) {
+/** The members and roles a rule may name as approvers; `callerVoters`: the members who may vote on the caller's activation requests. */
+export async function approverCandidates(em: EntityManager, organizationId: string, callerVoters: ReadonlySet<string>) {
   const members = await em.find(Member, { organization: organizationId }, { orderBy: { name: 'asc', id: 'asc' } });
   const roles = await em.find(Role, { organization: organizationId }, { populate: ['members'], orderBy: { name: 'asc', id: 'asc' } });
   return [
-    ...members.map((member) => ({ id: member.id, object: 'approver_candidate' as const, type: 'user' as const, name: member.name, org_role: member.orgRole })),
+    ...members.map((member) => ({
+      id: member.id,
+      object: 'approver_candidate' as const,
+      type: 'user' as const,
+      name: member.name,
+      org_role: member.orgRole,
+      votes_on_your_activations: callerVoters.has(member.id),
+    })),
     ...roles.map((role) => ({ id: role.id, object: 'approver_candidate' as const, type: 'role' as const, name: role.name, member_count: role.members.length })),
   ];
 }

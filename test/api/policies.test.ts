@@ -91,7 +91,12 @@ describe('Policies API', () => {
     await memberKey(org, 'Candidate', 'approver');
     const candidates = await call('GET', '/v1/policies/approver-candidates');
     const user = candidates.body.data.find((c: { name: string }) => c.name === 'Candidate');
-    assert.deepEqual([user.type, user.org_role], ['user', 'approver']);
+    assert.deepEqual([user.type, user.org_role, user.votes_on_your_activations], ['user', 'approver', true]);
+    // A member the caller adds may be named as an approver, but not vote on the caller's own requests: the listing says so.
+    const added = await call('POST', '/v1/members', { name: 'Added by the caller', email: `added-${randomUUID()}@example.com`, org_role: 'approver' });
+    assert.equal(added.status, 201, added.text);
+    const listed = (await call('GET', '/v1/policies/approver-candidates')).body.data.find((c: { id: string }) => c.id === added.body.id);
+    assert.equal(listed.votes_on_your_activations, false);
     const role = candidates.body.data.find((c: { type: string; name: string }) => c.type === 'role' && c.name === 'approver');
     assert.ok(role.member_count >= 1);
   });
