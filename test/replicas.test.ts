@@ -5,7 +5,7 @@ import { devnetBlocksWorkflowId } from '../src/chains/flows/devnet-blocks';
 import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
 import { createTestOrganization, type TestOrganization } from './support/app';
 import { validCustomer } from './support/cards';
-import { localTemporal } from './support/environment';
+import { localTemporal, testOrm } from './support/environment';
 import { eventually } from './support/eventually';
 import { assertLedgerReconciles } from './support/ledger';
 import { freeLoopbackPort } from './support/ports';
@@ -88,6 +88,13 @@ describe('Replicas: two API processes and two workers behave as one service', fu
     );
   }
 
+  /** Whether the process `pid` took a workflow task of `workflowId` (its poll was handed it) that then timed out unfinished. */
+  async function tasksTakenBy(workflowId: string, pid: number): Promise<boolean> {
+    const events = (await (await localTemporal()).client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const started = events.some((event) => event.workflowTaskStartedEventAttributes?.identity?.split('@')[0] === String(pid));
+    return started && events.some((event) => event.workflowTaskTimedOutEventAttributes);
+  }
+
   it('completes a workflow started through either API on whichever worker runs', async () => {
     const first = startWorker('worker-1');
     const viaA = await activeCard(0);
@@ -98,11 +105,13 @@ describe('Replicas: two API processes and two workers behave as one service', fu
     assert.deepEqual([...(await workersOf(`card-provisioning-${viaB}`))], [second.pid], 'the other worker took it up');
   });
 
-  it('loses nothing when a worker crashes with fundings in flight: each completes once', async () => {
+  it('loses nothing when a worker crashes with fundings in flight: each completes once, those it held on the other worker', async () => {
     const standby = startWorker('worker-3');
     assert.equal((await call(0, 'POST', '/v1/sandbox/balances', { amount: '100000', currency: 'USD', reference: `replicas-${randomUUID()}` })).status, 200);
     const card = await activeCard(0);
     const running = processes.filter((each) => each.name === 'worker-2')[0]!;
+    // Frozen, the worker keeps its polls open: the server hands it some of the fundings' tasks, which are then in flight on it.
+    running.freeze();
     const fundings = await Promise.all(
       Array.from({ length: 10 }, async (_, i) => {
         const funded = await call(i % 2, 'POST', `/api/cards/${card}/balance`, { type: 'fund', amount: 100, reference: `replica-fund-${randomUUID()}` });
@@ -110,7 +119,7 @@ describe('Replicas: two API processes and two workers behave as one service', fu
         return funded.body.data.transaction.id as string;
       }),
     );
-    // The worker that has been doing the work dies with fundings in flight; the other, idle until now, finishes them.
+    // The worker that has been doing the work dies with fundings in flight; the other finishes them.
     await running.kill();
     const settled = await eventually(async () => {
       const listed = (await call(1, 'GET', `/api/cards/${card}/transactions`)).body.data.transactions as { id: string; status: string }[];
@@ -127,6 +136,59 @@ describe('Replicas: two API processes and two workers behave as one service', fu
     for (const funding of fundings) {
       for (const pid of await workersOf(`card-balance-${funding}`)) assert.ok([running.pid, standby.pid].includes(pid), `card-balance-${funding} ran on ${pid}`);
     }
+    // In flight on the killed worker: a task it took (started) and never finished, timed out, then done by the other.
+    const takenByTheKilled = await Promise.all(fundings.map((funding) => tasksTakenBy(`card-balance-${funding}`, running.pid)));
+    assert.ok(takenByTheKilled.some(Boolean), 'at least one funding was in flight on the worker when it was killed');
+    for (const [index, taken] of takenByTheKilled.entries()) {
+      if (taken) assert.deepEqual([...(await workersOf(`card-balance-${fundings[index]}`))], [standby.pid], 'finished by the other worker');
+    }
+  });
+
+  it("a worker killed (SIGKILL) inside a settlement's write: the write rolls back, and another worker settles it once", async () => {
+    const doomed = processes.find((each) => each.name === 'worker-3')!;
+    const card = await activeCard(0);
+    const balanceOf = async () => BigInt((await call(0, 'GET', `/api/cards/${card}`)).body.data.card.balance_amount);
+    const before = await balanceOf();
+    const orm = await testOrm();
+    // Frozen while the funding is asked (its reserve takes the balance row), so that the settlement waits for the row held below.
+    doomed.freeze();
+    const funded = await call(1, 'POST', `/api/cards/${card}/balance`, { type: 'fund', amount: 250, reference: `killed-in-write-${randomUUID()}` });
+    assert.equal(funded.status, 200, funded.text);
+    const funding = funded.body.data.transaction.id as string;
+    await orm.em.fork().transactional(async (holder) => {
+      await holder.execute(`select id from company_balances where organization_id = ? and environment = 'sandbox' and currency = 'usd' for update`, [org.organizationId]);
+      doomed.resume();
+      // The settlement's transaction waits on the balance row, its card transaction already updated (a row lock it holds).
+      const writer = await eventually(
+        async () => {
+          const [waiting] = await orm.em.getConnection().execute<{ pid: number }[]>(
+            `select a.pid from pg_stat_activity a where a.wait_event_type = 'Lock' and a.query ilike '%from company_balances%for update%' and a.pid <> pg_backend_pid()`,
+          );
+          return waiting?.pid;
+        },
+        "the settlement to wait inside its write",
+        60_000,
+        50,
+      );
+      const [wrote] = await orm.em.getConnection().execute<{ count: string }[]>(
+        `select count(*)::text as count from pg_locks l join pg_class c on c.oid = l.relation where l.pid = ? and c.relname = 'card_transactions' and l.mode = 'RowExclusiveLock'`,
+        [writer],
+      );
+      assert.equal(wrote!.count, '1', 'killed after writing the card transaction, before committing');
+      await doomed.kill();
+      startWorker('worker-4');
+    });
+    const settled = await eventually(
+      async () => {
+        const listed = (await call(1, 'GET', `/api/cards/${card}/transactions`)).body.data.transactions as { id: string; status: string }[];
+        return listed.find((transaction) => transaction.id === funding && transaction.status !== 'pending');
+      },
+      'the funding settled by the other worker',
+      90_000,
+    );
+    assert.equal(settled.status, 'completed');
+    assert.equal(await balanceOf(), before + 250n, 'funded once');
+    await assertLedgerReconciles(org.organizationId);
   });
 
   it("shares one key's burst across API processes: N per second is N for the key, not N per process", async () => {

@@ -39,8 +39,12 @@ describe('API key cache', () => {
     cache.set(hashSecret(secret), await rowOf(id), cache.currentGeneration());
     assert.equal(cache.get(hashSecret(secret))?.id, id);
 
+    // A change to another key after the stamp: once its eviction arrives, every notice before it has (notices come in commit order).
+    const other = await org.key(['custody:read']);
+    cache.set(hashSecret(other.secret), await rowOf(other.id), cache.currentGeneration());
     await sql('update api_keys set last_used_at = now() where id = ?', [id]);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sql(`update api_keys set scopes = '{custody:write}' where id = ?`, [other.id]);
+    await eventually(async () => (cache.get(hashSecret(other.secret)) === undefined ? true : undefined), 'the later change to evict the other key', 1_000, 10);
     assert.equal(cache.get(hashSecret(secret))?.id, id, 'a last-use stamp changes nothing authentication reads');
 
     await sql(`update api_keys set scopes = '{custody:write}' where id = ?`, [id]);

@@ -33,6 +33,16 @@ export class ServiceProcess {
   }
 
   /** SIGKILL: a crash, nothing drains. */
+  /** SIGSTOP: the process holds what it took (its long polls, the tasks handed to them) and does nothing with it, as a hung one does. */
+  freeze(): void {
+    this.child.kill('SIGSTOP');
+  }
+
+  /** SIGCONT: a frozen process goes on where it stopped. */
+  resume(): void {
+    this.child.kill('SIGCONT');
+  }
+
   async kill(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill('SIGKILL');
