@@ -15,7 +15,11 @@
 #   lnd_path                 print the path of `lnd`, the Lightning node of the lnd provider's tests (fails if missing)
 #   temporal_dev_start DBFILE PORT UI_PORT LOGFILE [NAMESPACE]
 #                            start `temporal server start-dev` in the background,
-#                            sets TEMPORAL_DEV_PID, waits until it is healthy
+#                            sets TEMPORAL_DEV_PID, waits until it is healthy, and
+#                            records its pid in DBFILE.pid
+#   temporal_dev_reusable DBFILE PORT  succeed when the dev server temporal_dev_start
+#                            started for DBFILE answers on PORT (reuse it), fail when
+#                            nothing answers there (start one), die when another does
 #   temporal_healthy ADDRESS succeed when the frontend at host:port answers
 #   temporal_dev_stop        stop the dev server started by temporal_dev_start
 #   stop_pid PID [SECONDS]   TERM a process, KILL it after SECONDS (default 15)
@@ -119,7 +123,23 @@ temporal_dev_start() {
     fi
     sleep 0.5
   done
+  # Who owns the server on this port: what temporal_dev_reusable checks before another start reuses it.
+  printf '%s\n' "$TEMPORAL_DEV_PID" >"$dbfile.pid"
   log "Temporal dev server is up (pid $TEMPORAL_DEV_PID)"
+}
+
+# Another instance's server would run our workflows against its database, and its workers ours: only the
+# server started for this state file is reused. The recorded pid alone could be a recycled one: its command
+# line must name this state file and port.
+temporal_dev_reusable() {
+  local dbfile=$1 port=$2 pid args
+  temporal_healthy "127.0.0.1:$port" || return 1
+  pid=$(head -n 1 "$dbfile.pid" 2>/dev/null) || pid=''
+  args=''
+  [[ ! $pid =~ ^[0-9]+$ ]] || args=$(ps -o args= -p "$pid" 2>/dev/null) || args=''
+  [[ " $args " == *" --db-filename $dbfile "* && " $args " == *" --port $port "* ]] && return 0
+  die "a Temporal server not started for $dbfile already answers on 127.0.0.1:$port (another instance?):" \
+    "set TEMPORAL_PORT and TEMPORAL_UI_PORT to free ports for this instance's own server, or TEMPORAL_ADDRESS to share that one on purpose."
 }
 
 temporal_dev_stop() {
