@@ -7,6 +7,9 @@
 #   PROJECT_ROOT             absolute path of the repository root
 #   free_port                print a free TCP port on 127.0.0.1
 #   wait_for SECONDS CMD...  retry CMD every 0.5 s until it succeeds or time runs out
+#   with_progress WHAT [--into FILE] CMD...
+#                            log WHAT, run CMD (its output appended to FILE when given), say every
+#                            10 s that WHAT still runs and for how long, then how long it took
 #   tcp_open HOST PORT       succeed when something accepts connections there
 #   temporal_cli_path        print the path of the `temporal` CLI (fails if missing)
 #   temporal_test_server_path  print the path of the time-skipping test server
@@ -50,6 +53,29 @@ wait_for() {
     ((SECONDS < deadline)) || return 1
     sleep 0.5
   done
+}
+
+# An install that prints nothing for minutes looks stuck: this says it is not. CMD's status is the status;
+# it runs as in an `if` (a shell function's failing commands do not stop it), so give it a command.
+# A ticker in the background says so; it also ends when this shell is gone (Ctrl-C), since a background
+# job of a script ignores SIGINT.
+with_progress() {
+  local what=$1 into='' started=$SECONDS parent=$BASHPID ticker rc=0
+  shift
+  if [[ ${1:-} == --into ]]; then into=$2; shift 2; fi
+  log "$what"
+  (
+    trap exit TERM
+    while sleep "${PROGRESS_EVERY:-10}" && kill -0 "$parent" 2>/dev/null; do
+      log "  still $what ($((SECONDS - started))s)"
+    done
+  ) &
+  ticker=$!
+  if [[ -n $into ]]; then "$@" >>"$into" 2>&1 || rc=$?; else "$@" || rc=$?; fi
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  if ((rc == 0)); then log "  done in $((SECONDS - started))s: $what"; else log "  failed after $((SECONDS - started))s: $what"; fi
+  return "$rc"
 }
 
 tcp_open() {
@@ -178,12 +204,12 @@ pip_venv_install() {
   shift 2
   [[ -f $marker ]] && return 0
   command -v python3 >/dev/null 2>&1 || { log "python3 is not installed"; return 1; }
-  log "installing $* from PyPI into ${venv#"$PROJECT_ROOT"/}"
   rm -rf "$venv"
   local out
   out=$(mktemp)
   if python3 -m venv "$venv" >"$out" 2>&1 &&
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$@" </dev/null >>"$out" 2>&1; then
+    with_progress "installing $* from PyPI into ${venv#"$PROJECT_ROOT"/}" --into "$out" \
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$@" </dev/null; then
     rm -f "$out"
     touch "$marker"
     return 0
