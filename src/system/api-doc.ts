@@ -68,6 +68,8 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 const MAX_FIELD_DEPTH = 3;
 /** Examples nest this deep; below it an object is `{}` and an array `[]`. */
 const MAX_EXAMPLE_DEPTH = 6;
+/** Enums longer than this (ISO country codes) are shortened in the tables; event types still show whole. */
+const MAX_ENUM_VALUES_SHOWN = 60;
 const SYNTHETIC_UUID = '5f0c6a3e-8b1d-4c2a-9e7f-1a2b3c4d5e6f';
 
 export function renderApiDoc(openApiDocument: ReturnType<typeof buildOpenApiDocument>): string {
@@ -186,21 +188,45 @@ function row(name: string, schema: Schema, required: boolean, description: strin
   return `| \`${name}\` | ${cell(describeType(schema, resolve))} | ${required ? 'yes' : 'no'} | ${cell(shownText)} |`;
 }
 
-/** One row per field, nested objects (and arrays of them) flattened as `parent.child` / `parent[].child`. */
-function fieldRows(schema: Schema, prefix: string, depth: number, resolve: (schema: Schema) => Schema, seen: Set<string>): string[] {
+/**
+ * One row per field, nested objects (and arrays of them) flattened as `parent.child` / `parent[].child`; a
+ * field that takes one of several objects lists each one's fields, saying when (`when type is bank`).
+ */
+function fieldRows(schema: Schema, prefix: string, depth: number, resolve: (schema: Schema) => Schema, seen: Set<string>, condition = ''): string[] {
   const object = mergedObject(schema, resolve);
   const rows: string[] = [];
   for (const [name, property] of Object.entries(object.properties ?? {})) {
     const path = `${prefix}${name}`;
-    rows.push(row(path, property, (object.required ?? []).includes(name), property.description, resolve));
+    const description = property.description ?? resolve(property).description;
+    rows.push(row(path, property, (object.required ?? []).includes(name), condition ? `(${condition}) ${description ?? ''}` : description, resolve));
     if (depth + 1 >= MAX_FIELD_DEPTH || (property.$ref && seen.has(property.$ref))) continue;
     const nextSeen = property.$ref ? new Set([...seen, property.$ref]) : seen;
     const target = nonNull(resolve(property), resolve);
     const items = target.items ? nonNull(resolve(target.items), resolve) : undefined;
-    if (hasProperties(target, resolve)) rows.push(...fieldRows(target, `${path}.`, depth + 1, resolve, nextSeen));
-    else if (items && hasProperties(items, resolve)) rows.push(...fieldRows(items, `${path}[].`, depth + 1, resolve, nextSeen));
+    const shapes = objectVariants(target, resolve);
+    if (hasProperties(target, resolve)) rows.push(...fieldRows(target, `${path}.`, depth + 1, resolve, nextSeen, condition));
+    else if (items && hasProperties(items, resolve)) rows.push(...fieldRows(items, `${path}[].`, depth + 1, resolve, nextSeen, condition));
+    else if (shapes.length > 1) {
+      shapes.forEach((shape, index) => rows.push(...fieldRows(shape, `${path}.`, depth + 1, resolve, nextSeen, variantCondition(shape, index, resolve))));
+    }
   }
   return rows;
+}
+
+/** The objects a union (`oneOf`/`anyOf`) takes, when it takes objects only. */
+function objectVariants(schema: Schema, resolve: (schema: Schema) => Schema): Schema[] {
+  const variants = (schema.oneOf ?? schema.anyOf ?? []).map((variant) => resolve(variant)).filter((variant) => variant.type !== 'null');
+  return variants.every((variant) => hasProperties(variant, resolve)) ? variants : [];
+}
+
+/** `when type is bank`: the field whose single value tells the variant apart, else its position. */
+function variantCondition(shape: Schema, index: number, resolve: (schema: Schema) => Schema): string {
+  for (const [name, property] of Object.entries(mergedObject(shape, resolve).properties ?? {})) {
+    const resolved = resolve(property);
+    const only = resolved.const ?? (resolved.enum?.length === 1 ? resolved.enum[0] : undefined);
+    if (only !== undefined) return `when \`${name}\` is \`${String(only)}\``;
+  }
+  return `variant ${index + 1}`;
 }
 
 function hasProperties(schema: Schema, resolve: (schema: Schema) => Schema): boolean {
@@ -234,12 +260,14 @@ function describeType(schema: Schema, resolve: (schema: Schema) => Schema): stri
   const name = schema.$ref ? refName(schema.$ref) : undefined;
   const variants = resolved.anyOf ?? resolved.oneOf;
   if (variants) {
+    const shapes = objectVariants(resolved, resolve).length;
+    if (shapes > 1) return `one of ${shapes} objects`;
     const described = [...new Set(variants.map((variant) => describeType(variant, resolve)))];
     return described.join(' or ');
   }
   if (resolved.allOf) return name ?? 'object';
   if (resolved.const !== undefined) return `\`${JSON.stringify(resolved.const)}\``;
-  if (resolved.enum) return resolved.enum.map((value) => `\`${value === null ? 'null' : String(value)}\``).join(', ');
+  if (resolved.enum) return describeEnum(resolved.enum);
   const types = Array.isArray(resolved.type) ? resolved.type : resolved.type ? [resolved.type] : [];
   const nullable = types.includes('null');
   const base = types.filter((type) => type !== 'null');
@@ -250,6 +278,13 @@ function describeType(schema: Schema, resolve: (schema: Schema) => Schema): stri
   else if (base[0] === 'object') text = name ?? 'object';
   else text = `${base[0]}${resolved.format ? ` (${resolved.format})` : ''}${bounds(resolved)}`;
   return nullable ? `${text} or null` : text;
+}
+
+/** The values of an enum; a long one (countries) by its first and last few and its count. */
+function describeEnum(values: unknown[]): string {
+  const shown = values.map((value) => `\`${value === null ? 'null' : String(value)}\``);
+  if (shown.length <= MAX_ENUM_VALUES_SHOWN) return shown.join(', ');
+  return `${shown.slice(0, 5).join(', ')}, … ${shown.slice(-2).join(', ')} (${shown.length} values)`;
 }
 
 function bounds(schema: Schema): string {
