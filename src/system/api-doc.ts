@@ -5,6 +5,7 @@
  * format, so every request is copyable as it stands, ids and addresses excepted.
  */
 
+import { CommonErrors } from '../http/route';
 import type { buildOpenApiDocument } from './openapi';
 
 /** The parts of a JSON Schema (OpenAPI 3.1) the reference reads. */
@@ -163,7 +164,7 @@ function renderOperation(method: string, path: string, operation: Operation, res
   }
   out.push('Request:', '', '```bash', curl.join(' \\\n  '), '```', '');
 
-  const [status, response] = Object.entries(operation.responses ?? {}).sort(([a], [b]) => a.localeCompare(b))[0] ?? [];
+  const [status, response] = Object.entries(operation.responses ?? {}).sort(([a], [b]) => responseRank(a) - responseRank(b) || a.localeCompare(b))[0] ?? [];
   if (status && response) {
     out.push(`Response \`${status}\`${response.description ? `: ${oneLine(response.description)}` : ''}`, '');
     const content = response.content ?? {};
@@ -175,6 +176,12 @@ function renderOperation(method: string, path: string, operation: Operation, res
     }
   }
   return out.join('\n');
+}
+
+/** The response to show: a success; for a route that has none (a removed one), its own status before those every route has. */
+function responseRank(status: string): number {
+  if (status.startsWith('2')) return 0;
+  return status in CommonErrors ? 2 : 1;
 }
 
 function tableHeader(first: string): string[] {
@@ -357,7 +364,7 @@ function exampleString(schema: Schema, name: string): string {
     case 'email':
       return 'user@example.com';
   }
-  if (name === 'id' || name.endsWith('_id')) return SYNTHETIC_UUID;
+  if (name === 'id' || name.endsWith('_id') || /[a-z]Id$/.test(name)) return SYNTHETIC_UUID;
   if (name === 'url' || name.endsWith('_url')) return 'https://example.com/hook';
   const text = name ? name.replace(/_/g, '-') : 'text';
   const minLength = schema.minLength ?? 0;
