@@ -141,7 +141,7 @@ ensure_postgres() {
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     with_progress "updating the Debian package lists (apt-get update)" apt-get update -qq </dev/null
-    with_progress "installing PostgreSQL from Debian packages" --into /dev/null apt-get install -y -qq postgresql </dev/null
+    with_progress "installing PostgreSQL from Debian packages" apt-get install -y -qq postgresql </dev/null >/dev/null
     pg_bin_dir >/dev/null && return 0
   fi
   die "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found: install PostgreSQL 14 or newer, or set DATABASE_URL to an existing server."
@@ -197,9 +197,9 @@ ensure_lnd() {
     node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))') &&
     cp -r "$src" "$dir/src" && chmod -R u+w "$dir/src" &&
     sed -i -E '/^replace github.com\/lightningnetwork\/lnd\/(kvdb|sqldb) =>/d' "$dir/src/go.mod" &&
-    (cd "$dir/src" && GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOCACHE="$dir/go/cache" \
-      GOFLAGS="-mod=mod -modcacherw" go build -o "$dir/bin/" \
-      -tags "signrpc walletrpc chainrpc invoicesrpc routerrpc" ./cmd/lnd ./cmd/lncli) </dev/null >>"$out" 2>&1; then
+    GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOCACHE="$dir/go/cache" GOFLAGS="-mod=mod -modcacherw" \
+      with_progress "compiling lnd and lncli" --into "$out" go -C "$dir/src" build -o "$dir/bin/" \
+      -tags "signrpc walletrpc chainrpc invoicesrpc routerrpc" ./cmd/lnd ./cmd/lncli </dev/null; then
     rm -rf "$dir/go" "$dir/src" "$out"
     return 0
   fi

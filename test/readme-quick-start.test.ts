@@ -10,6 +10,7 @@ import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
 import { createTestOrganization } from './support/app';
 import { localTemporal } from './support/environment';
 import { eventually } from './support/eventually';
+import { missingTool } from './support/missing-tool';
 import { freeLoopbackPort } from './support/ports';
 import { terminateWorkflows } from './support/scanning';
 import { ServiceProcess } from './support/service-process';
@@ -39,6 +40,8 @@ describe('the README quick start', function () {
 
   before(async function () {
     this.timeout(120_000);
+    const curl = await new Promise<boolean>((resolve) => execFile('bash', ['-c', 'command -v curl'], (error) => resolve(!error)));
+    if (!curl) missingTool(this, 'curl is not installed (the quick start is curl commands)');
     dir = await mkdtemp(path.join(tmpdir(), 'quick-start-'));
     const env = await localTemporal();
     const port = await freeLoopbackPort();
@@ -59,6 +62,7 @@ describe('the README quick start', function () {
     });
   });
   after(async () => {
+    if (!dir) return;
     const { client } = await localTemporal();
     await terminateWorkflows(client, CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]));
     await Promise.all(processes.map((each) => each.stop()));
