@@ -65,8 +65,14 @@ with_progress() {
   if [[ ${1:-} == --into ]]; then into=$2; shift 2; fi
   log "$what"
   (
-    trap exit TERM
-    while sleep "${PROGRESS_EVERY:-10}" && kill -0 "$parent" 2>/dev/null; do
+    # Its nap in the background: `wait` returns on TERM at once, where a foreground sleep would hold the trap.
+    local nap=''
+    trap 'kill $nap 2>/dev/null; exit' TERM
+    while :; do
+      sleep "${PROGRESS_EVERY:-10}" &
+      nap=$!
+      wait "$nap"
+      kill -0 "$parent" 2>/dev/null || exit
       log "  still $what ($((SECONDS - started))s)"
     done
   ) &
