@@ -7,6 +7,9 @@
 #   PROJECT_ROOT             absolute path of the repository root
 #   free_port                print a free TCP port on 127.0.0.1
 #   wait_for SECONDS CMD...  retry CMD every 0.5 s until it succeeds or time runs out
+#   with_progress WHAT [--into FILE] CMD...
+#                            log WHAT, run CMD (its output appended to FILE when given), say every
+#                            10 s that WHAT still runs and for how long, then how long it took
 #   tcp_open HOST PORT       succeed when something accepts connections there
 #   temporal_cli_path        print the path of the `temporal` CLI (fails if missing)
 #   temporal_test_server_path  print the path of the time-skipping test server
@@ -15,7 +18,11 @@
 #   lnd_path                 print the path of `lnd`, the Lightning node of the lnd provider's tests (fails if missing)
 #   temporal_dev_start DBFILE PORT UI_PORT LOGFILE [NAMESPACE]
 #                            start `temporal server start-dev` in the background,
-#                            sets TEMPORAL_DEV_PID, waits until it is healthy
+#                            sets TEMPORAL_DEV_PID, waits until it is healthy, and
+#                            records its pid in DBFILE.pid
+#   temporal_dev_reusable DBFILE PORT  succeed when the dev server temporal_dev_start
+#                            started for DBFILE answers on PORT (reuse it), fail when
+#                            nothing answers there (start one), die when another does
 #   temporal_healthy ADDRESS succeed when the frontend at host:port answers
 #   temporal_dev_stop        stop the dev server started by temporal_dev_start
 #   stop_pid PID [SECONDS]   TERM a process, KILL it after SECONDS (default 15)
@@ -46,6 +53,35 @@ wait_for() {
     ((SECONDS < deadline)) || return 1
     sleep 0.5
   done
+}
+
+# An install that prints nothing for minutes looks stuck: this says it is not. CMD's status is the status;
+# it runs as in an `if` (a shell function's failing commands do not stop it), so give it a command.
+# A ticker in the background says so; it also ends when this shell is gone (Ctrl-C), since a background
+# job of a script ignores SIGINT.
+with_progress() {
+  local what=$1 into='' started=$SECONDS parent=$BASHPID ticker rc=0
+  shift
+  if [[ ${1:-} == --into ]]; then into=$2; shift 2; fi
+  log "$what"
+  (
+    # Its nap in the background: `wait` returns on TERM at once, where a foreground sleep would hold the trap.
+    local nap=''
+    trap 'kill $nap 2>/dev/null; exit' TERM
+    while :; do
+      sleep "${PROGRESS_EVERY:-10}" &
+      nap=$!
+      wait "$nap"
+      kill -0 "$parent" 2>/dev/null || exit
+      log "  still $what ($((SECONDS - started))s)"
+    done
+  ) &
+  ticker=$!
+  if [[ -n $into ]]; then "$@" >>"$into" 2>&1 || rc=$?; else "$@" || rc=$?; fi
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  if ((rc == 0)); then log "  done in $((SECONDS - started))s: $what"; else log "  failed after $((SECONDS - started))s: $what"; fi
+  return "$rc"
 }
 
 tcp_open() {
@@ -119,7 +155,23 @@ temporal_dev_start() {
     fi
     sleep 0.5
   done
+  # Who owns the server on this port: what temporal_dev_reusable checks before another start reuses it.
+  printf '%s\n' "$TEMPORAL_DEV_PID" >"$dbfile.pid"
   log "Temporal dev server is up (pid $TEMPORAL_DEV_PID)"
+}
+
+# Another instance's server would run our workflows against its database, and its workers ours: only the
+# server started for this state file is reused. The recorded pid alone could be a recycled one: its command
+# line must name this state file and port.
+temporal_dev_reusable() {
+  local dbfile=$1 port=$2 pid args
+  temporal_healthy "127.0.0.1:$port" || return 1
+  pid=$(head -n 1 "$dbfile.pid" 2>/dev/null) || pid=''
+  args=''
+  [[ ! $pid =~ ^[0-9]+$ ]] || args=$(ps -o args= -p "$pid" 2>/dev/null) || args=''
+  [[ " $args " == *" --db-filename $dbfile "* && " $args " == *" --port $port "* ]] && return 0
+  die "a Temporal server not started for $dbfile already answers on 127.0.0.1:$port (another instance?):" \
+    "set TEMPORAL_PORT and TEMPORAL_UI_PORT to free ports for this instance's own server, or TEMPORAL_ADDRESS to share that one on purpose."
 }
 
 temporal_dev_stop() {
@@ -158,12 +210,12 @@ pip_venv_install() {
   shift 2
   [[ -f $marker ]] && return 0
   command -v python3 >/dev/null 2>&1 || { log "python3 is not installed"; return 1; }
-  log "installing $* from PyPI into ${venv#"$PROJECT_ROOT"/}"
   rm -rf "$venv"
   local out
   out=$(mktemp)
   if python3 -m venv "$venv" >"$out" 2>&1 &&
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$@" </dev/null >>"$out" 2>&1; then
+    with_progress "installing $* from PyPI into ${venv#"$PROJECT_ROOT"/}" --into "$out" \
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$@" </dev/null; then
     rm -f "$out"
     touch "$marker"
     return 0

@@ -25,6 +25,7 @@ export DATA_DIR=${DATA_DIR:-$PROJECT_ROOT/.data}
 export TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
 LOG_DIR=$DATA_DIR/logs
 KEY_FILE=$DATA_DIR/root-api-key
+TEMPORAL_DB=$DATA_DIR/temporal/temporal.db
 
 PG_DIR_STARTED=''   # set when this script started the cluster, so it stops it too
 TEMPORAL_LOCAL=''   # set when Temporal runs on this machine (ours or reused)
@@ -51,8 +52,13 @@ trap cleanup EXIT
 trap 'log "shutting down"; exit 0' INT TERM
 
 bash "$PROJECT_ROOT/scripts/ensure-tools.sh" --service
-log "building"
-npm run build --silent
+
+# A Temporal server already on the port is reused only when it is this data folder's own (left running by an
+# earlier start); any other stops the start here, before anything starts, so a clash costs no build.
+REUSE_TEMPORAL=''
+if [[ -z ${TEMPORAL_ADDRESS:-} ]] && temporal_dev_reusable "$TEMPORAL_DB" "$TEMPORAL_PORT"; then REUSE_TEMPORAL=1; fi
+
+with_progress "building (npm run build)" npm run build --silent
 [[ -f dist/src/server.js && -f dist/src/worker.js && -f dist/src/cli.js ]] ||
   die "the build did not produce dist/src/{server,worker,cli}.js."
 mkdir -p "$DATA_DIR" "$LOG_DIR"
@@ -75,7 +81,7 @@ start_service() {
     api) node dist/src/server.js & PIDS[api]=$! ;;
     worker) node dist/src/worker.js & PIDS[worker]=$! ;;
     temporal)
-      temporal_dev_start "$DATA_DIR/temporal/temporal.db" "$TEMPORAL_PORT" "$TEMPORAL_UI_PORT" \
+      temporal_dev_start "$TEMPORAL_DB" "$TEMPORAL_PORT" "$TEMPORAL_UI_PORT" \
         "$LOG_DIR/temporal.log" "$TEMPORAL_NAMESPACE"
       PIDS[temporal]=$TEMPORAL_DEV_PID ;;
     postgres)
@@ -131,8 +137,8 @@ node dist/src/cli.js migrate
 if [[ -z ${TEMPORAL_ADDRESS:-} ]]; then
   export TEMPORAL_ADDRESS=127.0.0.1:$TEMPORAL_PORT
   TEMPORAL_LOCAL=1
-  if temporal_healthy "$TEMPORAL_ADDRESS"; then
-    log "a Temporal server already answers on $TEMPORAL_ADDRESS; using it"
+  if [[ -n $REUSE_TEMPORAL ]]; then
+    log "the Temporal server started for $DATA_DIR already answers on $TEMPORAL_ADDRESS; using it"
   else
     # State on disk, so workflows that were running resume after a restart.
     supervise temporal

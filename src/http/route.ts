@@ -87,7 +87,8 @@ export interface PublicRoute<P extends ZodType, Q extends ZodType, B extends Zod
 }
 
 const NoInput = z.object({}).strict();
-const CommonErrors: Record<number, string> = {
+/** What every authenticated route may answer besides its success (docs/api.md shows a route's own first). */
+export const CommonErrors: Record<number, string> = {
   400: 'Invalid request (validation_failed, invalid_json, invalid_api_version...)',
   401: 'Missing, unknown or revoked API key',
   403: 'The key lacks the required scope',
