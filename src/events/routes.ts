@@ -45,6 +45,7 @@ import {
   validatedUrl,
 } from './service';
 import { checkDestinationUrl } from './url-policy';
+import { withArticle } from '../shared/articles';
 
 export function registerEventRoutes(routes: RouteRegistry): void {
   // Before /v1/webhooks/:id, which would otherwise take `event-types` for an id.
@@ -456,6 +457,6 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
 /** The address in its canonical form on the environment's network (so scanning matches it), or a 400. */
 function watchedAddress(chain: ChainId, environment: Environment, address: string): string {
   const canonical = canonicalAddress(chain, environment, address);
-  if (!canonical) throw errors.validation(`address is not a ${chain} address on ${networkFor(findChain(chain), environment)}.`, 'address');
+  if (!canonical) throw errors.validation(`address is not ${withArticle(chain)} address on ${networkFor(findChain(chain), environment)}.`, 'address');
   return canonical;
 }
