@@ -10,6 +10,7 @@ import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { iso } from '../shared/time';
 import { AddressBookEntry } from './entities';
+import { withArticle } from '../shared/articles';
 
 export interface CreateAddressBookEntryInput {
   chain: ChainId;
@@ -50,7 +51,7 @@ export async function createAddressBookEntry(em: EntityManager, tenant: Tenant, 
   const chain = findChain(input.chain);
   const network = networkFor(chain, tenant.environment);
   const address = canonicalAddress(chain.id, tenant.environment, input.address);
-  if (!address) throw errors.validation(`address is not a ${chain.id} address on ${network}.`, 'address');
+  if (!address) throw errors.validation(`address is not ${withArticle(chain.id)} address on ${network}.`, 'address');
   // Serializes creations of one address, so that two at once answer one 201 and one 409 (never a unique-violation 500).
   await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`address-book:${tenant.organizationId}:${tenant.environment}:${chain.id}:${address}`]);
   const existing = await em.findOne(AddressBookEntry, { ...tenantFilter(tenant), chain: chain.id, address });

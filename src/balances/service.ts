@@ -28,7 +28,7 @@ export const insufficientFunds = (currency: BalanceCurrency, needed: bigint, ava
     kind: 'invalid',
     code: 'insufficient_funds',
     message: `The ${CURRENCY_PRESENTATION[currency].label} balance is insufficient for this operation.`,
-    details: { currency, required: needed.toString(), available: available.toString() },
+    details: { currency: CURRENCY_PRESENTATION[currency].code, unit: CURRENCY_PRESENTATION[currency].unit, required: needed.toString(), available: available.toString() },
   });
 
 /** How each kind moves (available, reserved). */

@@ -38,7 +38,7 @@ const cardInsufficientFunds = (needed: bigint, available: bigint) =>
     kind: 'invalid',
     code: 'insufficient_funds',
     message: 'The card balance is insufficient for this withdrawal.',
-    details: { currency: 'usd', required: needed.toString(), available: available.toString() },
+    details: { currency: 'USD', unit: 'cent', required: needed.toString(), available: available.toString() },
   });
 
 export const cardDestinations = (card: Card) => (card.webhookUrl ? [{ kind: 'card' as const, id: card.id, url: card.webhookUrl }] : []);

@@ -1,6 +1,7 @@
 import { CHAIN_IDS, type ChainId } from '../catalogue/service';
 import { z } from '../shared/schemas';
 import { JsonRpcRequestSchema } from './json-rpc';
+import { withArticle } from '../shared/articles';
 
 const BASE58 = '1-9A-HJ-NP-Za-km-z';
 /** The 32 characters of bech32's data part (BIP-173), lower case. */
@@ -31,7 +32,7 @@ export function chainAddressBody<S extends z.ZodRawShape, P extends z.ZodRawShap
   options: { addressDescription?: string; perChain?: (chain: ChainId) => P } = {},
 ) {
   const variant = <C extends ChainId>(chain: C) => {
-    const address = z.string().trim().min(1).max(128).regex(ADDRESS_PATTERNS[chain], `must be a ${chain} address`);
+    const address = z.string().trim().min(1).max(128).regex(ADDRESS_PATTERNS[chain], `must be ${withArticle(chain)} address`);
     return z
       .object({
         chain: z.literal(chain),

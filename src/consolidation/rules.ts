@@ -21,6 +21,7 @@ import { ConsolidationRule, type ConsolidationAsset } from './entities';
 import { triggerRun } from './runs';
 import type { ConsolidationAssetInput, CreateConsolidationRuleInput, UpdateConsolidationRuleInput } from './schemas';
 import { cronProblem, cronShortestInterval, recordScheduleSync } from './schedules';
+import { withArticle } from '../shared/articles';
 
 /** Account chains only: a Bitcoin wallet's funds are outputs, swept by a different kind of transaction. */
 const SUPPORTED_CHAINS: readonly ChainId[] = ['ethereum', 'tron', 'solana'];
@@ -86,7 +87,7 @@ function resolveAsset(chain: ChainId, contracts: Map<string, string>, input: Con
     }
   } else if (input.contract_address) {
     const id = [...contracts].find(([, address]) => sameContract(chain, address, input.contract_address!))?.[0];
-    if (!id) throw errors.validation(`${param}.contract_address is not the contract of a ${chain} token of the catalogue on this network.`, `${param}.contract_address`);
+    if (!id) throw errors.validation(`${param}.contract_address is not the contract of ${withArticle(chain)} token of the catalogue on this network.`, `${param}.contract_address`);
     asset = ASSETS.find((candidate) => candidate.id === id)!;
   } else {
     throw errors.validation(`${param} needs symbol, contract_address or is_native.`, `${param}.symbol`);
@@ -197,7 +198,7 @@ async function addressBookEntry(em: EntityManager, tenant: Tenant, chain: ChainI
   const param = 'destination_address_book_id';
   const entry = isUuid(id) ? await em.findOne(AddressBookEntry, { id, organization: tenant.organizationId, environment: tenant.environment }) : null;
   if (!entry) throw errors.notFound('address book entry', id, param);
-  if (entry.chain !== chain) throw errors.validation(`${param} must be a ${chain} address book entry: it is on ${entry.chain}.`, param);
+  if (entry.chain !== chain) throw errors.validation(`${param} must be ${withArticle(chain)} address book entry: it is on ${entry.chain}.`, param);
   return entry;
 }
 
@@ -214,7 +215,7 @@ async function gasStation(em: EntityManager, tenant: Tenant, chain: ChainId, id:
   const param = 'gas_station_id';
   const station = isUuid(id) ? await em.findOne(GasStation, { id, organization: tenant.organizationId, environment: tenant.environment }) : null;
   if (!station) throw errors.notFound('gas station', id, param);
-  if (station.chain !== chain) throw errors.validation(`${param} must be a ${chain} gas station: it is on ${station.chain}.`, param);
+  if (station.chain !== chain) throw errors.validation(`${param} must be ${withArticle(chain)} gas station: it is on ${station.chain}.`, param);
   return station;
 }
 

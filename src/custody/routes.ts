@@ -141,7 +141,7 @@ export function registerCustodyRoutes(routes: RouteRegistry): void {
     tag: TAG,
     scope: 'custody:read',
     params: IdParams,
-    response: { status: 200, description: 'One balance per asset, in base units', schema: listEnvelopeSchema(BalanceObject) },
+    response: { status: 200, description: 'One balance per asset: balance, available, locked and pending in base units (also as x_raw), and as display decimals (x_display)', schema: listEnvelopeSchema(BalanceObject) },
     handler: async ({ auth, deps, params }) => {
       const { wallet, balances } = await readWalletWithBalances(deps.orm.em, auth, params.id);
       return { body: catalogueList(balances.map((entry) => presentBalance(wallet, entry))) };

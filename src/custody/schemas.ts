@@ -1,7 +1,7 @@
 import { CHAIN_IDS } from '../catalogue/service';
 import { ACCOUNT_ADDRESS_FORMATS, BITCOIN_ADDRESS_FORMATS } from '../keys/derivation';
 import { ListQuery } from '../shared/pagination';
-import { BaseUnitAmount, DeprecatedNetwork, text, Timestamp, trimmedText, z } from '../shared/schemas';
+import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { HASH_FUNCTIONS, WALLET_TYPES } from './entities';
 
 export const MAX_SIGN_PAYLOAD_CHARACTERS = 65_536;
@@ -107,6 +107,13 @@ export const WalletListQuery = ListQuery.extend({
   chain: z.enum(CHAIN_IDS).optional(),
 });
 
+/** A balance amount under the API's usual names beside the specification's base-unit field: `_raw` base units, `_display` decimal. */
+const balanceAmountNames = <N extends string>(name: N, meaning: string) =>
+  ({
+    [`${name}_raw`]: BaseUnitAmount.openapi({ description: `${name} (${meaning}) in the asset's base units, as every _raw amount` }),
+    [`${name}_display`]: DisplayAmount.openapi({ description: `${name} (${meaning}) as a display decimal: ${name}_raw divided by 10^asset_decimals` }),
+  }) as Record<`${N}_raw` | `${N}_display`, typeof BaseUnitAmount>;
+
 export const BalanceObject = z
   .object({
     object: z.literal('balance'),
@@ -116,10 +123,16 @@ export const BalanceObject = z
     asset_decimals: z.number().int(),
     chain: z.enum(CHAIN_IDS),
     network: z.string(),
-    balance: BaseUnitAmount.openapi({ description: 'Total confirmed, in base units' }),
-    available: BaseUnitAmount.openapi({ description: 'Spendable: balance minus locked' }),
-    locked: BaseUnitAmount.openapi({ description: 'Reserved by pending operations' }),
-    pending: BaseUnitAmount.openapi({ description: "Incoming transfers seen on chain but not yet at the chain's confirmation count; not part of balance" }),
+    balance: BaseUnitAmount.openapi({ description: 'Total confirmed, in base units (the specification\'s field; the same as balance_raw)' }),
+    available: BaseUnitAmount.openapi({ description: 'Spendable: balance minus locked, in base units (the same as available_raw)' }),
+    locked: BaseUnitAmount.openapi({ description: 'Reserved by pending operations, in base units (the same as locked_raw)' }),
+    pending: BaseUnitAmount.openapi({
+      description: "Incoming transfers seen on chain but not yet at the chain's confirmation count; not part of balance. In base units (the same as pending_raw)",
+    }),
+    ...balanceAmountNames('balance', 'total confirmed'),
+    ...balanceAmountNames('available', 'spendable'),
+    ...balanceAmountNames('locked', 'reserved'),
+    ...balanceAmountNames('pending', 'incoming, unconfirmed'),
   })
   .openapi('Balance');
 

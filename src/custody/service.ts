@@ -7,6 +7,7 @@ import type { KeyService } from '../keys/service';
 import { findOneByColumns, readOneWithChildren } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { isUuid } from '../shared/ids';
+import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { Address, Vault, Wallet, WalletBalance, type Metadata, type WalletType } from './entities';
 
@@ -228,9 +229,18 @@ export function presentBalance(wallet: Wallet, entry: ReturnType<typeof walletBa
     asset_decimals: entry.asset.decimals,
     chain: wallet.chain,
     network: wallet.network,
+    // The specification's fields are base units; beside them each amount under the API's usual names: `_raw`
+    // base units (the same value) and `_display` the display decimal (`x` / `x_raw` elsewhere).
     balance: entry.balance.toString(),
     available: entry.available.toString(),
     locked: entry.locked.toString(),
     pending: entry.pending.toString(),
+    ...namedAmount('balance', entry.balance, entry.asset.decimals),
+    ...namedAmount('available', entry.available, entry.asset.decimals),
+    ...namedAmount('locked', entry.locked, entry.asset.decimals),
+    ...namedAmount('pending', entry.pending, entry.asset.decimals),
   };
 }
+
+const namedAmount = <N extends string>(name: N, baseUnits: bigint, decimals: number) =>
+  ({ [`${name}_raw`]: baseUnits.toString(), [`${name}_display`]: toDisplay(baseUnits, decimals) }) as Record<`${N}_raw` | `${N}_display`, string>;

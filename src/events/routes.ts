@@ -45,6 +45,7 @@ import {
   validatedUrl,
 } from './service';
 import { checkDestinationUrl } from './url-policy';
+import { withArticle } from '../shared/articles';
 
 export function registerEventRoutes(routes: RouteRegistry): void {
   // Before /v1/webhooks/:id, which would otherwise take `event-types` for an id.
@@ -393,6 +394,7 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     path: '/v1/events',
     operationId: 'listEvents',
     summary: 'List delivery events',
+    description: 'Filters combine: `event_id` (evt_..., one delivery per destination the event went to), `webhook_id`, `delivery_status`, `type`.',
     tag,
     scope: 'webhooks:read',
     query: EventListQuery,
@@ -400,6 +402,7 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     handler: async ({ auth, em, query }) => {
       const where: FilterQuery<Delivery> = { organization: auth.organizationId, environment: auth.environment };
       if (query.webhook_id) where.destinationId = query.webhook_id;
+      if (query.event_id) where.event = query.event_id;
       if (query.delivery_status) where.status = query.delivery_status;
       if (query.type) where.type = query.type;
       const page = await paginate(em, Delivery, where, query, ['event']);
@@ -412,6 +415,8 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     path: '/v1/events/:id',
     operationId: 'getEvent',
     summary: 'Retrieve a delivery event with its attempts',
+    description:
+      'By the delivery id (dlv_...) or by the event id a receiver sees (evt_..., payload event_id and webhook-id header). An event that went to several destinations answers 409 `event_id_ambiguous` naming each delivery (details.deliveries).',
     tag,
     scope: 'webhooks:read',
     params: IdParams,
@@ -429,7 +434,7 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     operationId: 'retryEvent',
     summary: 'Re-queue a delivery',
     description:
-      'A delivered or failed delivery, or one held behind its endpoint\'s open circuit, starts a new run of attempts with a fresh schedule; a pending one is attempted now instead of at next_retry_at.',
+      'A delivered or failed delivery, or one held behind its endpoint\'s open circuit, starts a new run of attempts with a fresh schedule; a pending one is attempted now instead of at next_retry_at. Takes the delivery id or the event id, as GET /v1/events/:id does.',
     tag,
     scope: 'webhooks:write',
     params: IdParams,
@@ -452,6 +457,6 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
 /** The address in its canonical form on the environment's network (so scanning matches it), or a 400. */
 function watchedAddress(chain: ChainId, environment: Environment, address: string): string {
   const canonical = canonicalAddress(chain, environment, address);
-  if (!canonical) throw errors.validation(`address is not a ${chain} address on ${networkFor(findChain(chain), environment)}.`, 'address');
+  if (!canonical) throw errors.validation(`address is not ${withArticle(chain)} address on ${networkFor(findChain(chain), environment)}.`, 'address');
   return canonical;
 }

@@ -146,6 +146,7 @@ export const DeliveryEventObject = z
 
 export const EventListQuery = ListQuery.extend({
   webhook_id: text(1, 64).optional(),
+  event_id: text(1, 64).optional().openapi({ description: 'The emitted event (evt_...): its deliveries, one per destination' }),
   delivery_status: z.enum(DELIVERY_STATUSES).optional(),
   type: text(1, 100).optional(),
 });

@@ -227,11 +227,29 @@ export async function findSubscription(em: EntityManager, scope: Scope, id: stri
   return subscription;
 }
 
+/**
+ * A delivery by its own id (`dlv_`), or by the id of the event it carries (`evt_`, what a receiver sees
+ * as `event_id` and `webhook-id`). An event that went to several destinations names them in a 409.
+ */
 export async function findDelivery(em: EntityManager, scope: Scope, id: string): Promise<Delivery> {
-  // Delivery ids are prefixed; anything else (a uuid included) is simply not found.
-  const delivery = isUuid(id) ? null : await em.findOne(Delivery, { id, organization: scope.organizationId, environment: scope.environment }, { populate: ['event'] });
-  if (!delivery) throw errors.notFound('event', id);
-  return delivery;
+  // Ids are prefixed; anything else (a uuid included) is simply not found.
+  if (isUuid(id)) throw errors.notFound('event', id);
+  const scoped = { organization: scope.organizationId, environment: scope.environment };
+  if (!id.startsWith('evt_')) {
+    const delivery = await em.findOne(Delivery, { id, ...scoped }, { populate: ['event'] });
+    if (!delivery) throw errors.notFound('event', id);
+    return delivery;
+  }
+  const deliveries = await em.find(Delivery, { event: id, ...scoped }, { populate: ['event'], orderBy: { createdAt: 'asc', id: 'asc' } });
+  if (deliveries.length === 0) throw errors.notFound('event', id);
+  if (deliveries.length > 1) {
+    throw errors.conflict(
+      'event_id_ambiguous',
+      `Event ${id} went to ${deliveries.length} destinations; use one delivery's id (dlv_...) from details.deliveries or GET /v1/events?event_id=${id}.`,
+      { event_id: id, deliveries: deliveries.map((delivery) => ({ id: delivery.id, webhook_id: delivery.destinationId })) },
+    );
+  }
+  return deliveries[0]!;
 }
 
 export function presentWebhook(endpoint: WebhookEndpoint, signingSecret?: string) {

@@ -21,6 +21,7 @@ import { createTransaction } from '../transactions/service';
 import { GasStation, STRATEGY_FEE_LEVEL, type GasStrategy } from './entities';
 import { stationLimits } from './limits';
 import { refillFlow, type RefillInput } from './flows/refill';
+import { withArticle } from '../shared/articles';
 
 
 /** The vault holding every gas-station wallet of an organization's environment, created with the first station. */
@@ -57,7 +58,7 @@ const nativeOf = (chain: ChainId): AssetInfo => assetById(findChain(chain).nativ
  */
 async function fundingWallet(em: EntityManager, tenant: Tenant, chain: ChainId, id: string, param: string, stationWallet?: Wallet): Promise<Wallet> {
   const wallet = await findWallet(em, tenant, id, param);
-  if (wallet.chain !== chain) throw errors.validation(`${param} must be a ${chain} wallet: it is on ${wallet.chain}.`, param);
+  if (wallet.chain !== chain) throw errors.validation(`${param} must be ${withArticle(chain)} wallet: it is on ${wallet.chain}.`, param);
   if (stationWallet && wallet.id === stationWallet.id) throw errors.validation(`${param} is the station's own wallet: refill from another wallet.`, param);
   return wallet;
 }

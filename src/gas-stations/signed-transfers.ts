@@ -11,6 +11,7 @@ import { TransactionRejectedError, type ChainProvider, type GasEstimateCall } fr
 import { errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
 import type { StoredFeeTerms } from '../transactions/entities';
+import { withArticle } from '../shared/articles';
 
 /**
  * What a sponsor-broadcast request claims about the transaction its client signed, checked here against
@@ -99,7 +100,7 @@ export function checkSignedTransfer(claim: SponsorBroadcastClaim, context: Signe
   }
   const addressOf = (param: 'from_address' | 'to_address') => {
     const address = canonicalAddress(chain, context.environment, claim[param]);
-    if (address === null) throw errors.validation(`${param} '${claim[param]}' is not a ${chain} address of ${network}.`, param);
+    if (address === null) throw errors.validation(`${param} '${claim[param]}' is not ${withArticle(chain)} address of ${network}.`, param);
     return address;
   };
   const from = addressOf('from_address');

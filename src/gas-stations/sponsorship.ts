@@ -24,6 +24,7 @@ import { GasStation, Sponsorship, STRATEGY_FEE_LEVEL, type FundingModel, type Sp
 import { sponsorshipFlow } from './flows/sponsorship';
 import { stationLimits } from './limits';
 import { checkSignedTransfer, requireFeeWithinNeed, requireGasCovered, requireNextNonce, sponsorableChainOf, type SponsorBroadcastClaim } from './signed-transfers';
+import { withArticle } from '../shared/articles';
 
 /**
  * Fee sponsorship: a gas station pays someone else's network fee by sending the sender exactly
@@ -106,7 +107,7 @@ export async function assessFunding(
 ): Promise<FundingAssessment> {
   let cost: bigint | null = null;
   const refuse = (reason: UnavailableReason, message: string): FundingAssessment => ({ model, available: false, reason, message, station, cost });
-  if (!SPONSORED_CHAINS.includes(chain)) return refuse('unsupported_chain', `${chain} fees are not sponsored: a ${chain} fee is paid by the transaction's own inputs.`);
+  if (!SPONSORED_CHAINS.includes(chain)) return refuse('unsupported_chain', `${chain} fees are not sponsored: ${withArticle(chain)} fee is paid by the transaction's own inputs.`);
   if (model === 'provider_sponsorship' && !providerConfigured(config)) return refuse('sponsorship_not_configured', "The platform's sponsorship is not configured.");
   if (!station) {
     return model === 'customer_gas_station'
@@ -155,7 +156,7 @@ export async function assessFunding(
  */
 export async function chooseFunding(em: EntityManager, config: Config, tenant: Tenant, chain: ChainId): Promise<{ model: FundingModel; station: GasStation }> {
   if (!SPONSORED_CHAINS.includes(chain)) {
-    throw errors.invalid('sponsorship_unavailable', `${chain} fees are not sponsored: a ${chain} fee is paid by the transaction's own inputs.`, {
+    throw errors.invalid('sponsorship_unavailable', `${chain} fees are not sponsored: ${withArticle(chain)} fee is paid by the transaction's own inputs.`, {
       param: 'sponsor',
       details: { reason: 'unsupported_chain' },
     });

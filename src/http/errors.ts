@@ -1,5 +1,6 @@
 import type { ZodError } from 'zod';
 import { DomainError, errors, type ErrorKind } from '../shared/errors';
+import { namedIssueMessage } from '../shared/validation-messages';
 
 export type ErrorType =
   | 'invalid_request_error'
@@ -49,18 +50,24 @@ export function toEnvelope(error: DomainError, requestId: string) {
   };
 }
 
-/** Turns a zod failure on one part of the request into validation_failed with a dotted `param`. */
+/**
+ * Turns a zod failure on one part of the request into validation_failed: `param` is the dotted path of the
+ * first offending field (an unknown field is named itself), every message names its field in our words
+ * (the request was parsed with `describeIssue`), and `details.issues` holds them all.
+ */
 export function fromZodError(error: ZodError, location: 'body' | 'query' | 'path' | 'header'): DomainError {
-  const issues = error.issues.map((issue) => ({
-    param: issue.path.map(String).join('.') || location,
-    code: issue.code,
-    message: issue.message,
-    location,
-  }));
+  const issues = error.issues.flatMap((issue): { param: string; code: string; message: string; location: typeof location }[] => {
+    const path = issue.path.map(String);
+    if (issue.code === 'unrecognized_keys') {
+      const known = location === 'query' ? 'query parameter' : 'field';
+      return issue.keys.map((key) => {
+        const param = [...path, key].join('.');
+        return { param, code: issue.code, message: `${param} is not a known ${known} of this request`, location };
+      });
+    }
+    const param = path.join('.') || location;
+    return [{ param, code: issue.code, message: namedIssueMessage(param, issue.message), location }];
+  });
   const first = issues[0]!;
-  return errors.validation(
-    first.param === location ? `Invalid ${location}: ${first.message}` : `Invalid ${first.param}: ${first.message}`,
-    first.param,
-    { issues },
-  );
+  return errors.validation(first.message, first.param, { issues });
 }

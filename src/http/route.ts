@@ -9,6 +9,7 @@ import { readJsonBody, readJsonBodyText } from './body';
 import type { AppContext, AppDeps, AppState, AuthContext } from './context';
 import { DomainError, errors } from '../shared/errors';
 import { fromZodError, httpStatus, toEnvelope } from './errors';
+import { describeIssue } from '../shared/validation-messages';
 import { jsonResponse, type StoredResponse } from '../idempotency/service';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -310,7 +311,7 @@ function describeScope(scope: RequiredScope): string {
 }
 
 function parse<T extends ZodType>(schema: T, value: unknown, location: 'body' | 'query' | 'path'): z.infer<T> {
-  const result = schema.safeParse(value);
+  const result = schema.safeParse(value, { error: describeIssue });
   if (!result.success) throw fromZodError(result.error, location);
   return result.data;
 }

@@ -20,6 +20,7 @@ import { MAX_PAYMENT_SATS } from './schemas';
 import { withNodeKey } from './node-key';
 import { presentInvoice, presentPayment } from './presenters';
 import { NO_LIGHTNING_NODES, providerFor, remoteProvidersOf, type LightningNodes, type PaymentOrder, type PaymentOutcome } from './provider';
+import { withArticle } from '../shared/articles';
 
 const MIN_FINAL_CLTV = 40;
 
@@ -50,7 +51,7 @@ function referenceReused(record: LightningInvoice, param: string) {
   return new DomainError({
     kind: 'idempotency',
     code: 'idempotency_key_reused',
-    message: `The reference '${record.reference}' was already used for a ${what} with a different ${param}; use a new reference for a new ${what}.`,
+    message: `The reference '${record.reference}' was already used for ${withArticle(what)} with a different ${param}; use a new reference for a new ${what}.`,
     param,
     details: { reference: record.reference, [`${what}_id`]: record.id },
   });

@@ -16,6 +16,7 @@ import type { WorkflowStarter } from '../temporal/starter';
 import { chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from './flows/chain-scan';
 import { SandboxDeposit } from './entities';
 import { presentDeposit, recordTransfers, requiredConfirmations } from './service';
+import { withArticle } from '../shared/articles';
 
 /** How long the block helper waits for scanning to process the blocks it mined before answering. */
 const SCAN_WAIT_SECONDS = 10;
@@ -48,7 +49,7 @@ export async function simulateDeposit(em: EntityManager, config: Config, chains:
   const asset = chainAsset(chain, input.asset);
   const network = networkFor(findChain(chain), auth.environment);
   const to = canonicalAddress(chain, auth.environment, input.address);
-  if (!to) throw errors.validation(`address is not a ${chain} address on ${network}.`, 'address');
+  if (!to) throw errors.validation(`address is not ${withArticle(chain)} address on ${network}.`, 'address');
   const amount = assetAmount(input.amount, asset);
   await withinDepositLimits(em, config, auth.organizationId, asset, amount);
 

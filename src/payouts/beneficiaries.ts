@@ -4,6 +4,7 @@ import type { KeyProvider } from '../keys/provider';
 import { DomainError, errors } from '../shared/errors';
 import { findCorridor } from './corridors';
 import type { Beneficiary, PayoutQuote, PayoutTrip } from './entities';
+import { withArticle } from '../shared/articles';
 
 /** Bank account numbers by country: digits only, of these lengths (NG: the 10-digit NUBAN). */
 const ACCOUNT_NUMBER_LENGTHS: Record<string, [number, number]> = { NG: [10, 10], ZA: [9, 11], KE: [6, 16], GH: [10, 16], UG: [8, 16], TZ: [8, 16] };
@@ -37,13 +38,13 @@ export function validateBeneficiary(input: Beneficiary, quote: Pick<PayoutQuote,
       throw errors.validation(`A ${quote.country} bank account number is ${min === max ? min : `${min} to ${max}`} digits.`, 'beneficiary.accountNumber');
     }
     const bankCode = input.bankCode.trim().toUpperCase();
-    if (!(BANK_CODES[quote.country] ?? OTHER_BANK_CODE).test(bankCode)) throw errors.validation(`bankCode is not a ${quote.country} bank code.`, 'beneficiary.bankCode');
+    if (!(BANK_CODES[quote.country] ?? OTHER_BANK_CODE).test(bankCode)) throw errors.validation(`bankCode is not ${withArticle(quote.country)} bank code.`, 'beneficiary.bankCode');
     return { type: 'bank', accountNumber, bankCode, accountName };
   }
   const phoneNumber = input.phoneNumber.trim();
   const parsed = E164.test(phoneNumber) ? parsePhoneNumberFromString(phoneNumber) : undefined;
   if (!parsed) throw errors.validation('phoneNumber is an E.164 number: + then the country code and the number, digits only.', 'beneficiary.phoneNumber');
-  if (parsed.country !== quote.country) throw errors.validation(`phoneNumber is not a ${quote.country} number.`, 'beneficiary.phoneNumber');
+  if (parsed.country !== quote.country) throw errors.validation(`phoneNumber is not ${withArticle(quote.country)} number.`, 'beneficiary.phoneNumber');
   const type = parsed.getType();
   if (!parsed.isValid() || (type !== 'MOBILE' && type !== 'FIXED_LINE_OR_MOBILE')) throw errors.validation(`phoneNumber is not a valid ${quote.country} mobile number.`, 'beneficiary.phoneNumber');
   const networks = findCorridor(quote.country, quote.toCurrency, 'mobile_money').terms.networks ?? [];

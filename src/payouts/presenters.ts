@@ -4,8 +4,9 @@ import { iso, isoOrNull } from '../shared/time';
 import { maskBeneficiary } from './beneficiaries';
 import { toFiatDisplay } from './corridors';
 import type { PayoutRefund, PayoutTrip, PayoutTripTransition } from './entities';
+import { payoutTripFlow } from './flows/trip';
 
-/** A trip as the API and its events show it (camelCase, as the specification names payout fields); the quote must be loaded. */
+/** A trip as its events show it (camelCase, as the specification names payout fields); the quote must be loaded. */
 export function presentTrip(trip: PayoutTrip) {
   const quote = trip.quote;
   const asset = assetById(trip.assetId);
@@ -50,7 +51,19 @@ export function presentTrip(trip: PayoutTrip) {
     timeToFinishMs: trip.completedAt ? trip.completedAt.getTime() - trip.createdAt.getTime() : null,
     createdAt: iso(trip.createdAt),
     updatedAt: iso(trip.updatedAt),
+    workflow_id: payoutTripFlow.workflowId({ tripId: trip.id }),
   };
+}
+
+/**
+ * A trip as the API answers it: as its events show it, plus `late_payment_watch_until`, a state of the
+ * moment that an event (a snapshot) does not carry. Once the trip has ended its workflow watches the deposit
+ * address for PAYOUT_LATE_PAYMENT_WATCH_HOURS from that end (workflows/payout-trip.ts): until then this says
+ * when the watch ends, null before the end and after the watch.
+ */
+export function presentTripResource(trip: PayoutTrip, lateWatchHours: number, now = new Date()) {
+  const watchUntil = trip.completedAt ? new Date(trip.completedAt.getTime() + lateWatchHours * 3_600_000) : null;
+  return { ...presentTrip(trip), late_payment_watch_until: watchUntil && watchUntil > now ? iso(watchUntil) : null };
 }
 
 /** A refund of the trip, its current send loaded. */
@@ -74,9 +87,9 @@ export function presentRefund(refund: PayoutRefund) {
 }
 
 /** A trip with its refunds and its timeline: every status it reached and every movement of its money, in order. */
-export function presentTripWithTimeline(trip: PayoutTrip, timeline: PayoutTripTransition[], refunds: PayoutRefund[]) {
+export function presentTripWithTimeline(trip: PayoutTrip, timeline: PayoutTripTransition[], refunds: PayoutRefund[], lateWatchHours: number) {
   return {
-    ...presentTrip(trip),
+    ...presentTripResource(trip, lateWatchHours),
     refunds: refunds.map(presentRefund),
     timeline: timeline.map((entry) => ({
       name: entry.name,

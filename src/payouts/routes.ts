@@ -3,7 +3,7 @@ import { mineSandboxBlocks, simulateDeposit } from '../monitoring/sandbox';
 import { listBody } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
 import { isoOrNull } from '../shared/time';
-import { presentTrip, presentTripWithTimeline } from './presenters';
+import { presentTripResource, presentTripWithTimeline } from './presenters';
 import { setSandboxRailOutcome } from './providers/sandbox-rail-book';
 import {
   PayoutInitializeRequest,
@@ -57,7 +57,7 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     response: { status: 201, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
     handler: async ({ auth, em, body, deps }) => {
       const trip = await initializeTrip(em, { keys: deps.keys, config: deps.config }, auth, body);
-      return { status: 201, body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip)) };
+      return { status: 201, body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip), deps.config.PAYOUT_LATE_PAYMENT_WATCH_HOURS) };
     },
   });
 
@@ -71,13 +71,13 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     scope: 'payouts:read',
     query: TripListQuery,
     response: { status: 200, description: 'A page of trips', schema: listEnvelopeSchema(PayoutTripObject) },
-    handler: async ({ auth, em, query }) => {
+    handler: async ({ auth, em, query, deps }) => {
       const page = await listTrips(em, auth, {
         ...query,
         createdFrom: query.createdFrom ? new Date(query.createdFrom) : undefined,
         createdTo: query.createdTo ? new Date(query.createdTo) : undefined,
       });
-      return { body: listBody(page, presentTrip) };
+      return { body: listBody(page, (trip) => presentTripResource(trip, deps.config.PAYOUT_LATE_PAYMENT_WATCH_HOURS)) };
     },
   });
 
@@ -90,9 +90,9 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     scope: 'payouts:read',
     params: ReferenceParams,
     response: { status: 200, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
-    handler: async ({ auth, em, params }) => {
+    handler: async ({ auth, em, params, deps }) => {
       const trip = await findTripByReference(em, auth, params.reference);
-      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip)) };
+      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip), deps.config.PAYOUT_LATE_PAYMENT_WATCH_HOURS) };
     },
   });
 
@@ -105,9 +105,9 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     scope: 'payouts:read',
     params: TripParams,
     response: { status: 200, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
-    handler: async ({ auth, em, params }) => {
+    handler: async ({ auth, em, params, deps }) => {
       const trip = await findTrip(em, auth, params.tripId);
-      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip)) };
+      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip), deps.config.PAYOUT_LATE_PAYMENT_WATCH_HOURS) };
     },
   });
 

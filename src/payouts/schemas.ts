@@ -133,6 +133,11 @@ export const PayoutTripObject = z
     timeToFinishMs: z.number().int().nullable().openapi({ description: 'From initialization to the final status; null while the trip runs' }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    workflow_id: z.string().openapi({ description: 'payout-trip-<tripId>: the Temporal workflow carrying the trip, its late-payment watch included' }),
+    late_payment_watch_until: Timestamp.nullable().openapi({
+      description:
+        'Once the trip has ended, its workflow watches the deposit address for late payments until this time (PAYOUT_LATE_PAYMENT_WATCH_HOURS after completedAt; a late deposit still confirming then is followed to its resolution); null before the trip ends and once the watch is over. Not in event payloads.',
+    }),
   })
   .openapi('PayoutTrip');
 

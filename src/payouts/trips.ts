@@ -19,6 +19,7 @@ import { payoutTripFlow } from './flows/trip';
 import { findQuote } from './quotes';
 import type { PayoutInitializeRequest } from './schemas';
 import { recordTransition } from './timeline';
+import { withArticle } from '../shared/articles';
 
 /**
  * SHA-256 of the initialize body's canonical JSON with the beneficiary's account or phone number
@@ -63,7 +64,7 @@ export async function initializeTrip(
   let refundAddress: string | null = null;
   if (body.refundAddress !== undefined) {
     refundAddress = canonicalAddress(quote.chain, tenant.environment, body.refundAddress);
-    if (!refundAddress) throw errors.validation(`refundAddress is not a ${quote.chain} address of this environment's network.`, 'refundAddress');
+    if (!refundAddress) throw errors.validation(`refundAddress is not ${withArticle(quote.chain)} address of this environment's network.`, 'refundAddress');
   }
   const address = await newDepositAddress(em, deps.keys, deps.config, tenant.environment, quote.chain);
   const id = uuid();

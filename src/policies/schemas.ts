@@ -3,6 +3,7 @@ import { APPROVAL_REQUEST_KINDS, APPROVAL_REQUEST_STATUSES, POLICY_STATUSES, VOT
 import { EVALUATION_RESULTS, OUTCOMES } from './evaluator';
 import { TRANSACTION_STATUSES } from '../transactions/entities';
 import { ACTION_CONFIG_SCHEMAS, ACTION_TYPES, actionConfigJsonSchema, ACTOR_TYPES, CATEGORY_VALUES, CONDITION_FIELD_NAMES, DESTINATION_TYPES, OPERATION_TYPES, OPERATOR_NAMES, ScalarValue, SOURCE_TYPES, TX_TYPES } from './schema';
+import { describeIssue } from '../shared/validation-messages';
 
 const ConditionShape = {
   value: ScalarValue.optional(),
@@ -62,7 +63,7 @@ export const UpdateRuleBody = z
   .openapi('UpdatePolicyRuleRequest');
 
 export function checkActionConfig(actionType: (typeof ACTION_TYPES)[number], config: unknown, ctx: z.RefinementCtx): void {
-  const parsed = ACTION_CONFIG_SCHEMAS[actionType].safeParse(config ?? {});
+  const parsed = ACTION_CONFIG_SCHEMAS[actionType].safeParse(config ?? {}, { error: describeIssue });
   if (!parsed.success) {
     for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: ['action_config', ...issue.path.map(String)] });
   }

@@ -1,6 +1,8 @@
 import { Money, type MoneyValue } from '../shared/money';
 import { conditionHolds } from './evaluator';
 import { ACTION_CONFIG_SCHEMAS, FIELD_BY_NAME, OPERATOR_SHAPE, isAddressBookOperator, type ActionType, type Condition, type ConditionFieldSpec, type OperatorName } from './schema';
+import { withArticle } from '../shared/articles';
+import { describeIssue, namedIssueMessage } from '../shared/validation-messages';
 
 /**
  * Policy diagnostics (spec rule 10: findings are diagnostics, never errors). Pure, no I/O: the
@@ -198,7 +200,7 @@ export function validatePolicyRules(rules: readonly DraftRule[], context: Valida
       const misfit = operands.find((operand) => !operandFits(spec, condition.operator, operand));
       if (misfit !== undefined) {
         malformed = true;
-        const expected = spec.value_type === 'enum' ? `one of ${(spec.enum_values ?? []).join(', ')}` : `a ${spec.value_type}`;
+        const expected = spec.value_type === 'enum' ? `one of ${(spec.enum_values ?? []).join(', ')}` : withArticle(spec.value_type);
         return add('value_type_mismatch', 'error', index, `${where}: ${JSON.stringify(misfit)} is not ${expected} (${spec.name}).`, `Give ${expected}.`);
       }
       if (shape === 'range' && decimal(condition.min)!.gt(decimal(condition.max)!)) {
@@ -278,10 +280,10 @@ function checkActionConfig(
   context: ValidationContext,
   add: (code: string, severity: Severity, index: number | null, message: string, fix: string) => void,
 ): void {
-  const parsed = ACTION_CONFIG_SCHEMAS[rule.action_type].safeParse(rule.action_config ?? {});
+  const parsed = ACTION_CONFIG_SCHEMAS[rule.action_type].safeParse(rule.action_config ?? {}, { error: describeIssue });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    add('invalid_action_config', 'error', index, `action_config for ${rule.action_type}: ${issue.path.join('.') || 'config'} ${issue.message}.`,
+    add('invalid_action_config', 'error', index, `action_config for ${rule.action_type}: ${namedIssueMessage(issue.path.join('.') || 'action_config', issue.message)}.`,
       'Follow the config_schema of this action type in GET /v1/policies/schema.');
     return;
   }

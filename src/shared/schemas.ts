@@ -4,12 +4,16 @@ import { BASE_UNIT_PATTERN, DISPLAY_PATTERN, isBaseUnitAmount, isDisplayAmount, 
 
 extendZodWithOpenApi(z);
 
+/** An amount sent as a JSON number (or anything but a string) is told what it must be; a missing one is "required" (the API's error map). */
+const amountTypeError = (form: string) => (issue: { input?: unknown }) =>
+  issue.input === undefined ? undefined : `must be ${form}${typeof issue.input === 'number' ? ' (a string, not a JSON number)' : ''}`;
+
 /**
  * Display-unit decimal carried as a string ("0.015"), at most MAX_AMOUNT_DIGITS digits each side of the
  * point; where the asset is known, `assetAmount` then holds it to the asset's decimals and MAX_BASE_UNITS.
  */
 export const DisplayAmount = z
-  .string()
+  .string({ error: amountTypeError('a decimal string such as "12.5"') })
   .refine(isDisplayAmount, `must be a non-negative decimal string such as "12.5", at most ${MAX_AMOUNT_DIGITS} digits each side of the point`)
   // The pattern is documented so that generated requests (schemathesis) are the amounts the refinement accepts; no `type`
   // here: it would override the `[string, null]` of a nullable amount.
@@ -17,13 +21,13 @@ export const DisplayAmount = z
 
 /** A DisplayAmount greater than zero: what a send, a deposit, a refill or a threshold moves or compares against. */
 export const PositiveDisplayAmount = z
-  .string()
+  .string({ error: amountTypeError('a decimal string such as "12.5"') })
   .refine(isPositiveDisplayAmount, `must be a decimal string greater than zero such as "12.5", at most ${MAX_AMOUNT_DIGITS} digits each side of the point`)
   .openapi({ pattern: POSITIVE_DISPLAY_PATTERN.source, example: '0.015', description: 'Display-unit decimal as a string, greater than zero' });
 
 /** Integer in the asset's smallest unit, carried as a string ("1500000"), at most MAX_AMOUNT_DIGITS digits. */
 export const BaseUnitAmount = z
-  .string()
+  .string({ error: amountTypeError('an integer string in base units such as "1500000"') })
   .refine(isBaseUnitAmount, `must be a non-negative integer string in base units, at most ${MAX_AMOUNT_DIGITS} digits`)
   .openapi({ pattern: BASE_UNIT_PATTERN.source, example: '1500000', description: 'Integer in the smallest base unit, as a string' });
 

@@ -17,6 +17,7 @@ import { bitcoinReplacementTerms, bitcoinSendOptions } from './bitcoin';
 import { recordChange } from './wallet-outputs';
 import { bitcoinInputsOf, feeTermsOf, FINISHED, lockedRow, REPLACEABLE_CHAINS, providerOf, replacementLockRelease, replacementScope, signWithKeysOf, type LifecycleDeps, type StepOutcome } from './lifecycle';
 import { findTransaction, nativeAssetOf, presentTransaction, recordedDecision } from './service';
+import { withArticle } from '../shared/articles';
 
 /**
  * Fee bumping (issue 31 part 5): a broadcast send replaced at a higher fee, paying its recipient
@@ -183,10 +184,10 @@ export async function requestReplacement(em: EntityManager, config: Config, auth
   const found = await findTransaction(em, auth, id);
   const transaction = await em.findOneOrFail(OutgoingTransaction, { id: found.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['fromAddress', 'wallet'] });
   if (body.fee_rate !== undefined && transaction.chain !== 'bitcoin') {
-    throw errors.invalid('bitcoin_only', `fee_rate is a Bitcoin fee rate; a ${transaction.chain} send cannot use it.`, { param: 'fee_rate' });
+    throw errors.invalid('bitcoin_only', `fee_rate is a Bitcoin fee rate; ${withArticle(transaction.chain)} send cannot use it.`, { param: 'fee_rate' });
   }
   if (!REPLACEABLE_CHAINS.includes(transaction.chain)) {
-    throw errors.invalid('replacement_unsupported', `Speed-up and cancel replace Ethereum sends (the same nonce) and Bitcoin sends (BIP-125, the same inputs) at a higher fee; a ${transaction.chain} send cannot be replaced.`, { param: 'id' });
+    throw errors.invalid('replacement_unsupported', `Speed-up and cancel replace Ethereum sends (the same nonce) and Bitcoin sends (BIP-125, the same inputs) at a higher fee; ${withArticle(transaction.chain)} send cannot be replaced.`, { param: 'id' });
   }
   if (transaction.sponsorshipId != null) {
     throw errors.invalid('sponsored_replacement', 'A sponsored send is funded with exactly its fee by a gas station: it cannot be replaced at a higher fee.', { param: 'id' });

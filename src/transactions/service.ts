@@ -28,6 +28,7 @@ import { quoteFee } from './estimate';
 import { transactionFlow, transactionWorkflowId } from './flows/transaction';
 import { lockOutputs } from './wallet-outputs';
 import { resolveTransfer, type ResolvedTransfer, type TransferRequest } from './validation';
+import { withArticle } from '../shared/articles';
 
 export interface CreateTransactionInput extends TransferRequest {
   fee_level?: FeeLevel | undefined;
@@ -108,7 +109,7 @@ function checkSendOptions(transfer: ResolvedTransfer, input: CreateTransactionIn
   const { chain, gross } = transfer;
   const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
   if (bitcoinOnly && chain.id !== 'bitcoin') {
-    throw errors.invalid('bitcoin_only', `${bitcoinOnly} is coin control and fee-rate control for Bitcoin; a ${chain.id} wallet cannot use it.`, { param: bitcoinOnly });
+    throw errors.invalid('bitcoin_only', `${bitcoinOnly} is coin control and fee-rate control for Bitcoin; ${withArticle(chain.id)} wallet cannot use it.`, { param: bitcoinOnly });
   }
   if (input.inputs && gross) {
     throw errors.invalid('inputs_with_gross_amount', 'inputs (coin control) cannot be combined with treat_as_gross_amount: choose the inputs, or let the fee come out of the amount.', {

@@ -4,6 +4,7 @@ import { canonicalAddress } from '../chains/addresses';
 import type { Wallet } from '../custody/entities';
 import { findWallet, type Tenant } from '../custody/service';
 import { errors } from '../shared/errors';
+import { withArticle } from '../shared/articles';
 
 /** What a send and its fee estimate both name. */
 export interface TransferRequest {
@@ -39,7 +40,7 @@ export async function resolveTransfer(em: EntityManager, auth: Tenant, input: Tr
   const asset = chainAsset(chain.id, input.asset);
   const native = ASSETS.find((candidate) => candidate.id === chain.nativeAssetId)!;
   const toAddress = canonicalAddress(chain.id, auth.environment, input.to_address);
-  if (!toAddress) throw errors.validation(`to_address is not a ${chain.id} address on ${networkFor(chain, auth.environment)}.`, 'to_address');
+  if (!toAddress) throw errors.validation(`to_address is not ${withArticle(chain.id)} address on ${networkFor(chain, auth.environment)}.`, 'to_address');
   const amount = assetAmount(input.amount, asset);
   const gross = input.treat_as_gross_amount ?? false;
   if (gross && asset.id !== native.id) {

@@ -33,6 +33,40 @@ describe('Bad input answers 400 and changes nothing', () => {
     assert.equal((await call('GET', '/v1/vaults')).body.data.length, 0, 'no vault was created');
   });
 
+  it('says what is wrong in our words, naming the field; an unknown field is named in param', async () => {
+    const message = (response: { body: any }) => response.body.error.message as string;
+    const missing = await call('POST', '/v1/webhooks', { url: 'https://93.184.215.14/hook' });
+    assertValidation(missing, 'name');
+    assert.equal(message(missing), 'name is required');
+    assert.deepEqual(missing.body.error.details.issues[0], { param: 'name', code: 'invalid_type', message: 'name is required', location: 'body' });
+
+    const unknown = await call('POST', '/v1/vaults', { name: 'Treasury', colour: 'blue', size: 2 });
+    assertValidation(unknown, 'colour');
+    assert.equal(message(unknown), 'colour is not a known field of this request');
+    assert.deepEqual(unknown.body.error.details.issues.map((issue: { param: string }) => issue.param), ['colour', 'size']);
+
+    const numeric = await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: '0x52908400098527886E0F7030069857D2E4169EE7', asset: 'ETH', amount: 5 });
+    assertValidation(numeric, 'amount');
+    assert.equal(message(numeric), 'amount must be a decimal string such as "12.5" (a string, not a JSON number)');
+    const malformed = await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: '0x52908400098527886E0F7030069857D2E4169EE7', asset: 'ETH', amount: '1e5' });
+    assert.match(message(malformed), /^amount must be a decimal string greater than zero such as "12.5"/);
+
+    const address = await call('POST', '/v1/address-book', { chain: 'ethereum', address: 'nope', label: 'Cold' });
+    assertValidation(address, 'address');
+    assert.match(message(address), /^address must be an ethereum address/);
+    const wrongType = await call('POST', '/v1/vaults', { name: 42 });
+    assert.equal(message(wrongType), 'name must be a string');
+    const tooMany = await call('GET', '/v1/vaults?limit=101');
+    assertValidation(tooMany, 'limit');
+    assert.equal(message(tooMany), 'limit must be at most 100');
+    const choice = await call('POST', '/v1/sandbox/balances', { amount: 5, currency: 'EUR' });
+    assert.equal(message(choice), 'currency must be one of USD, BTC, USDT, USDC, usd, sat');
+    for (const response of [missing, unknown, numeric, malformed, address, wrongType, tooMany, choice]) {
+      assert.doesNotMatch(message(response), /Invalid input|expected .*, received|Unrecognized key/, message(response));
+    }
+    assert.equal((await call('GET', '/v1/vaults')).body.data.length, 0, 'no vault was created');
+  });
+
   it('refuses a well-formed cursor that carries a forged id or an instant outside what the service writes', async () => {
     assertValidation(await call('GET', `/v1/vaults?cursor=${cursor('2026-01-01T00:00:00.000Z', 'not-a-uuid')}`), 'cursor');
     assertValidation(await call('GET', `/api/cards?cursor=${cursor('2026-01-01T00:00:00.000Z', 'vlt_x')}`), 'cursor');

@@ -249,9 +249,12 @@ describe('Cards API', () => {
       const tooMuch = await moveBalance(card.id, { type: 'withdraw', amount: 1_001, reference: `ref-${randomUUID()}` });
       assert.equal(tooMuch.status, 400);
       assert.equal(tooMuch.body.error.code, 'insufficient_funds');
+      // Currency codes as GET /v1/balances and the cards show them, in cents.
+      assert.deepEqual([tooMuch.body.error.details.currency, tooMuch.body.error.details.unit], ['USD', 'cent']);
       const poor = await moveBalance(card.id, { type: 'fund', amount: 10_000_000, reference: `ref-${randomUUID()}` });
       assert.equal(poor.status, 400);
       assert.equal(poor.body.error.code, 'insufficient_funds');
+      assert.deepEqual([poor.body.error.details.currency, poor.body.error.details.unit], ['USD', 'cent']);
 
       const failed = await moveBalance(card.id, { type: 'fund', amount: 13, reference: `ref-${randomUUID()}` });
       assert.equal((await settled(card.id, failed.body.data.transaction.id)).status, 'failed');

@@ -255,6 +255,12 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
     const funded = await call('GET', `/v1/wallets/${wallet.id}/balances`);
     const eth = funded.body.data.find((b: { asset_id: string }) => b.asset_id === 'ETH');
     assert.deepEqual([eth.balance, eth.locked, eth.available], ['123456789012345678901234567', '1000000000000000000', '123456788012345678901234567']);
+    // Beside the specification's base-unit fields, each amount as `_raw` (the same base units) and `_display` (a decimal).
+    assert.deepEqual([eth.balance_raw, eth.locked_raw, eth.available_raw, eth.pending_raw], [eth.balance, eth.locked, eth.available, '0']);
+    assert.deepEqual([eth.balance_display, eth.locked_display, eth.available_display, eth.pending_display], ['123456789.012345678901234567', '1', '123456788.012345678901234567', '0']);
+    await creditCustodyWallet((await testOrm()).em.fork(), wallet.id, 'USDC_ETH', 1_500_000n);
+    const usdc = (await call('GET', `/v1/wallets/${wallet.id}/balances`)).body.data.find((b: { asset_id: string }) => b.asset_id === 'USDC_ETH');
+    assert.deepEqual([usdc.balance, usdc.balance_raw, usdc.balance_display, usdc.available_display], ['1500000', '1500000', '1.5', '1.5']);
   });
 
   describe('signing', () => {

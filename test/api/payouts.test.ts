@@ -110,6 +110,8 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     assert.equal(trip.expiresAt, offer.expiresAt);
     assert.match(trip.depositAddress, /^T[1-9A-HJ-NP-Za-km-z]{33}$/, 'a Tron address of the desk');
     assert.equal(trip.beneficiary.accountNumber, '******6789', 'the account number is masked');
+    assert.equal(trip.workflow_id, payoutTripFlow.workflowId({ tripId: trip.tripId }));
+    assert.equal(trip.late_payment_watch_until, null, 'no late-payment watch before the trip ends');
     assert.deepEqual(
       trip.timeline.map((entry: { name: string }) => entry.name),
       ['awaiting_deposit'],
@@ -160,6 +162,9 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     const { client } = await localTemporal();
     const handle = client.workflow.getHandle(payoutTripFlow.workflowId({ tripId: trip.tripId }));
     assert.equal(await handle.result(), 'success');
+    // PAYOUT_LATE_PAYMENT_WATCH_HOURS=0: the workflow ended with the trip, and the trip says no watch runs.
+    assert.equal(done.workflow_id, handle.workflowId);
+    assert.equal(done.late_payment_watch_until, null);
     const description = await handle.describe();
     assert.equal(description.typedSearchAttributes.get(ResourceType), 'payout_trip');
     assert.equal(description.typedSearchAttributes.get(ResourceId), trip.tripId);

@@ -142,6 +142,14 @@ describe('Webhooks, subscriptions and delivery events API', () => {
 
     const filtered = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&delivery_status=delivered&type=webhook.test`, { key: org.secret });
     assert.deepEqual(filtered.body.data.map((event: { id: string }) => event.id), [queued.body.id]);
+
+    // The receiver knows the event id only (payload event_id, webhook-id header): it finds the delivery by it too.
+    const byEventId = await app.request('GET', `/v1/events/${first.headers['webhook-id']}`, { key: org.secret });
+    assert.equal(byEventId.status, 200, byEventId.text);
+    assert.equal(byEventId.body.id, queued.body.id);
+    assert.equal(byEventId.body.attempts.length, 2);
+    const listedByEventId = await app.request('GET', `/v1/events?event_id=${delivered.event_id}`, { key: org.secret });
+    assert.deepEqual(listedByEventId.body.data.map((event: { id: string }) => event.id), [queued.body.id]);
     const none = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&delivery_status=failed`, { key: org.secret });
     assert.deepEqual(none.body.data, []);
   });
@@ -220,6 +228,28 @@ describe('Webhooks, subscriptions and delivery events API', () => {
       return [stage, alias].map(({ deliveries }) => deliveries.map((delivery) => delivery.destinationId).sort());
     });
     assert.deepEqual(deliveredTo, [[everything.id, named.id].sort(), [everything.id]]);
+  });
+
+  it('answers an event id that went to several destinations with each delivery, and lists them by event_id', async () => {
+    const [one, two] = [(await createWebhook()).body, (await createWebhook()).body];
+    const { eventId, deliveries } = await app.deps.orm.em.fork().transactional((tx) =>
+      emit(tx, { organizationId: org.organizationId, environment: 'sandbox', type: 'webhook.test', data: {}, destinations: [{ kind: 'webhook', id: one.id }, { kind: 'webhook', id: two.id }], broadcast: false }),
+    );
+    const expected = deliveries.map((delivery) => ({ id: delivery.id, webhook_id: delivery.destinationId })).sort((a, b) => a.webhook_id.localeCompare(b.webhook_id));
+    for (const [method, path] of [['GET', `/v1/events/${eventId}`], ['POST', `/v1/events/${eventId}/retry`]] as const) {
+      const ambiguous = await app.request(method, path, { key: org.secret });
+      assert.deepEqual([ambiguous.status, ambiguous.body.error.code], [409, 'event_id_ambiguous'], `${method} ${path}`);
+      assert.equal(ambiguous.body.error.details.event_id, eventId);
+      assert.deepEqual([...ambiguous.body.error.details.deliveries].sort((a, b) => a.webhook_id.localeCompare(b.webhook_id)), expected);
+      assert.match(ambiguous.body.error.message, new RegExp(`GET /v1/events\\?event_id=${eventId}`));
+    }
+    const listed = await app.request('GET', `/v1/events?event_id=${eventId}`, { key: org.secret });
+    assert.deepEqual(listed.body.data.map((delivery: { id: string }) => delivery.id).sort(), deliveries.map((delivery) => delivery.id).sort());
+    assert.ok(listed.body.data.every((delivery: { event_id: string }) => delivery.event_id === eventId));
+    const onlyTwo = await app.request('GET', `/v1/events?event_id=${eventId}&webhook_id=${two.id}`, { key: org.secret });
+    assert.deepEqual(onlyTwo.body.data.map((delivery: { webhook_id: string }) => delivery.webhook_id), [two.id]);
+    assert.deepEqual((await app.request('GET', `/v1/events?event_id=evt_unknown`, { key: org.secret })).body.data, []);
+    assert.equal((await app.request('GET', `/v1/events/evt_unknown`, { key: org.secret })).status, 404);
   });
 
   it('pages delivery events with a cursor', async () => {
@@ -319,6 +349,8 @@ describe('Webhooks, subscriptions and delivery events API', () => {
       ['POST', `/v1/subscriptions/${subscription.body.id}/rotate-secret`],
       ['GET', `/v1/events/${test.body.id}`],
       ['POST', `/v1/events/${test.body.id}/retry`],
+      ['GET', `/v1/events/${test.body.event_id}`],
+      ['POST', `/v1/events/${test.body.event_id}/retry`],
       ['GET', `/v1/events/${randomUUID()}`],
     ];
     for (const [method, path, body] of attempts) {
@@ -326,7 +358,7 @@ describe('Webhooks, subscriptions and delivery events API', () => {
       assert.equal(response.status, 404, `${method} ${path}`);
       assert.equal(response.body.error.code, 'resource_missing');
     }
-    for (const path of ['/v1/webhooks', '/v1/subscriptions', '/v1/events']) {
+    for (const path of ['/v1/webhooks', '/v1/subscriptions', '/v1/events', `/v1/events?event_id=${test.body.event_id}`]) {
       assert.deepEqual((await app.request('GET', path, { key: intruder.secret })).body.data, [], path);
     }
   });
@@ -384,8 +416,8 @@ describe('Webhooks, subscriptions and delivery events API', () => {
       const liveSubscription = await app.request('POST', '/v1/subscriptions', { key: live.secret, body: { address: 'bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4', chain: 'bitcoin', webhook_url: 'https://93.184.215.14/hook' } });
       assert.equal(liveSubscription.status, 201, liveSubscription.text);
       const sides = [
-        { key: live.secret, webhook: sandboxEndpoint.body.id, subscription: sandboxSubscription.body.id, delivery: sandboxDeliveries[0]!.id },
-        { key: o.secret, webhook: liveEndpoint.body.id, subscription: liveSubscription.body.id, delivery: liveDeliveries[0]!.id },
+        { key: live.secret, webhook: sandboxEndpoint.body.id, subscription: sandboxSubscription.body.id, delivery: sandboxDeliveries[0]!.id, event: sandboxDeliveries[0]!.event_id },
+        { key: o.secret, webhook: liveEndpoint.body.id, subscription: liveSubscription.body.id, delivery: liveDeliveries[0]!.id, event: liveDeliveries[0]!.event_id },
       ];
       for (const side of sides) {
         const attempts: [string, string, unknown?][] = [
@@ -400,6 +432,7 @@ describe('Webhooks, subscriptions and delivery events API', () => {
           ['DELETE', `/v1/subscriptions/${side.subscription}`],
           ['GET', `/v1/events/${side.delivery}`],
           ['POST', `/v1/events/${side.delivery}/retry`],
+          ['GET', `/v1/events/${side.event}`],
         ];
         for (const [method, path, body] of attempts) {
           const response = await app.request(method, path, { key: side.key, body });
@@ -411,6 +444,7 @@ describe('Webhooks, subscriptions and delivery events API', () => {
           assert.ok(!listed.body.data.some((item: { id: string }) => item.id === id), `${path} does not list the other environment's`);
         }
         assert.deepEqual((await app.request('GET', `/v1/events?webhook_id=${side.webhook}`, { key: side.key })).body.data, []);
+        assert.deepEqual((await app.request('GET', `/v1/events?event_id=${side.event}`, { key: side.key })).body.data, []);
       }
       assert.equal((await app.request('GET', `/v1/webhooks/${sandboxEndpoint.body.id}`, { key: o.secret })).body.name, 'Sandbox', 'untouched');
     } finally {

@@ -223,7 +223,15 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
   withPayoutSettings('with the default settings', {}, (context) => {
     it('expires a trip that received nothing by the quote expiry: expired, payouts.withdrawal.expired', async () => {
       const trip = await context().initialize(USDT_TO_NGN);
-      assert.equal(await context().handle(trip.tripId).result(), 'expired');
+      await context().env.sleep('3 minutes');
+      await eventually(async () => ((await context().trip(trip.tripId)).status === 'expired' ? true : undefined), 'the trip expired');
+      // Ended, its workflow still runs: the late-payment watch, PAYOUT_LATE_PAYMENT_WATCH_HOURS (1) from the end, shown on the trip.
+      const ended = await context().read(trip.tripId);
+      const handle = context().handle(trip.tripId);
+      assert.equal(ended.workflow_id, handle.workflowId);
+      assert.equal((await handle.describe()).status.name, 'RUNNING');
+      assert.equal(ended.late_payment_watch_until, new Date(Date.parse(ended.completedAt) + 3_600_000).toISOString());
+      assert.equal(await handle.result(), 'expired');
       const row = await context().trip(trip.tripId);
       assert.equal(row.status, 'expired');
       assert.ok(row.completedAt);

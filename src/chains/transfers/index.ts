@@ -7,6 +7,7 @@ import { signBitcoinTransfer } from './bitcoin';
 import { signEthereumTransfer } from './ethereum';
 import { signSolanaTransfer } from './solana';
 import { signTronTransfer } from './tron';
+import { withArticle } from '../../shared/articles';
 
 /**
  * Building and signing a transfer on every chain: pure functions, no I/O, and deterministic (the same
@@ -105,11 +106,11 @@ export function signTransfer(transfer: TransferToSign, keys: SigningKey[]): Sign
   const environment = transfer.testnet ? 'sandbox' : 'live';
   const canonical = (address: string | undefined) => (address === undefined ? null : canonicalAddress(transfer.chain, environment, address));
   const to = canonical(transfer.to);
-  if (!to) throw errors.validation(`'${transfer.to}' is not a ${transfer.chain} address of the ${transfer.testnet ? 'test' : 'main'} network.`, 'to');
+  if (!to) throw errors.validation(`'${transfer.to}' is not ${withArticle(transfer.chain)} address of the ${transfer.testnet ? 'test' : 'main'} network.`, 'to');
   let token: string | undefined;
   if (asset.type !== 'native') {
     token = canonical(transfer.tokenAddress) ?? undefined;
-    if (!token) throw errors.validation(`${asset.id} needs its token contract or mint (tokenAddress) as a ${transfer.chain} address.`, 'token_address');
+    if (!token) throw errors.validation(`${asset.id} needs its token contract or mint (tokenAddress) as ${withArticle(transfer.chain)} address.`, 'token_address');
   }
   if (transfer.chain !== 'bitcoin') {
     const signer = keys[0] && canonical(keys[0].address);
