@@ -16,10 +16,11 @@ import { cardDestinations } from './service';
  * the issuer's later word brings that charge to what the issuer says:
  * - a pending authorization's held amount only ever lowers it (a reversal down to it), so a replayed
  *   or older state moves nothing;
- * - a reversed or closed authorization with no capture lowers it to zero;
+ * - a reversed or closed authorization with no capture lowers it to zero (also one the issuer itself
+ *   declined after we approved it);
  * - a capture sets it: the first capture of an authorization brings the charge to the captured
  *   amount (debiting an over-capture, releasing the rest of an under-capture), any later one
- *   debits in full; from the first capture on, the authorization's own states move nothing.
+ *   debits in full; once a capture is recorded or listed, the authorization's own states move nothing.
  * Every movement happens under the card's row lock, once per issuer object (the transaction
  * reference is unique per organization and environment).
  */
@@ -59,8 +60,8 @@ export async function followIssuerAuthorization(em: EntityManager, state: Issuer
   const card = await lockLiveCard(em, state.issuerCardId, state.organizationId);
   if (!card) return;
   const { charged, captured } = await authorizationCharge(em, card, state.authorizationId);
-  if (captured) return;
-  if (state.status !== 'pending' && state.captured) return;
+  // Captured (recorded here, or listed by the issuer and its event on the way): the captures settle it.
+  if (captured || state.captured) return;
   const owed = state.status === 'pending' ? state.heldAmount : 0n;
   if (owed >= charged) return;
   await recordMovement(em, card, {
@@ -79,7 +80,6 @@ export async function followIssuerTransaction(em: EntityManager, transaction: Is
   if (!card) return;
   const { authorizationId, transactionId, amount, merchantName } = transaction;
   const reference = transaction.type === 'capture' && authorizationId ? captureReference(authorizationId, transactionId) : issuerTransactionReference(transactionId);
-  if (await em.findOne(CardTransaction, { organization: card.organization, environment: card.environment, reference })) return;
   if (transaction.type === 'refund') {
     await recordMovement(em, card, { type: 'refund', reference, change: amount, spent: 0n, merchantName });
     return;
@@ -111,7 +111,8 @@ async function authorizationCharge(em: EntityManager, card: Card, authorizationI
     em,
     `select coalesce(sum(balance_before - balance_after), 0)::text as charged, coalesce(bool_or(starts_with(reference, $5)), false) as captured
        from card_transactions
-      where organization_id = $1 and environment = $2 and card_id = $3 and (reference = $4 or starts_with(reference, $4 || ':'))`,
+      where organization_id = $1 and environment = $2 and card_id = $3 and type in ('purchase', 'reversal', 'capture_adjustment')
+        and (reference = $4 or starts_with(reference, $4 || ':'))`,
     [card.organization.id, card.environment, card.id, reference, `${reference}:capture:`],
   );
   return { charged: BigInt(row!.charged), captured: row!.captured };
@@ -119,7 +120,7 @@ async function authorizationCharge(em: EntityManager, card: Card, authorizationI
 
 /**
  * Moves the card's balance by `change` (a credit when positive; a debit may take it below zero: the
- * issuer already paid), and what it has spent by `spent`, records the movement as a completed card
+ * issuer already paid), and what it has spent by `spent`, once per reference; records the movement as a completed card
  * transaction and announces it; the issuer's copy of the card is then synced to its new balance.
  */
 async function recordMovement(
@@ -127,6 +128,8 @@ async function recordMovement(
   card: Card,
   movement: { type: CardTransactionType; reference: string; change: bigint; spent: bigint; merchantName: string | null },
 ): Promise<void> {
+  // Taken: this movement was recorded (a replay), or a client's fund or withdraw reference holds the name, which moves nothing of ours.
+  if (await em.findOne(CardTransaction, { organization: card.organization, environment: card.environment, reference: movement.reference })) return;
   const before = BigInt(card.balance);
   const after = before + movement.change;
   card.balance = after.toString();

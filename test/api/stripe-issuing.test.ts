@@ -331,6 +331,20 @@ describe('Stripe Issuing (live cards)', () => {
       assert.deepEqual((announced[0]!.data as { transaction: { type: string; amount: string } }).transaction.type, 'reversal');
     });
 
+    it("gives back an approval Stripe itself declined: the created event carries the final state", async function () {
+      const mock = needStripeMock(this, stripeMock);
+      const id = authorizationId();
+      await authorize(mock.webhookSecret, 120, id);
+      const created = JSON.parse(authorizationUpdate(followed, id, { status: 'closed', amount: 0 }, 'issuing_authorization.created'));
+      created.data.object.approved = false;
+      await acknowledged(JSON.stringify(created), mock.webhookSecret);
+      assert.equal(await balance(), '10000');
+      assert.deepEqual(await movements(issuerAuthorizationReference(id)), [
+        ['purchase', 'completed', '120', '10000', '9880'],
+        ['reversal', 'completed', '120', '9880', '10000'],
+      ]);
+    });
+
     it('releases a partial reversal, and an expired authorization the rest; replayed and older states move nothing', async function () {
       const mock = needStripeMock(this, stripeMock);
       const id = authorizationId();
