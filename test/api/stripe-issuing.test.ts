@@ -425,6 +425,9 @@ describe('Stripe Issuing (live cards)', () => {
       await acknowledged(transactionCreated(followed.issuerCardId!, 'ipi_force_capture', 'capture', 9_000, null), mock.webhookSecret);
       assert.equal(await balance(), '-500');
       assert.deepEqual(await movements('issuer_transaction:ipi_force_capture'), [['capture_adjustment', 'completed', '9000', '8500', '-500']]);
+      // Stripe's copy follows: what the card spent (the captures, 1950 + 9000) plus what it may spend (none) is its
+      // all-time cap, the 10000 funded and the 450 refunded; reversals and capture adjustments moved both terms alike.
+      await acceptedRequestTo(mock, 'POST', `/v1/issuing/cards/${followed.issuerCardId}`, 'status:active', 'amount:10450 interval:all_time');
     });
 
     it('acknowledges events for cards not ours and of other types, changing nothing; a bad signature is 400', async function () {
