@@ -14,7 +14,11 @@ export type CardStatus = (typeof CARD_STATUSES)[number];
 export const CARD_CREATED_STATUSES = ['processing', 'completed', 'failed'] as const;
 export type CardCreatedStatus = (typeof CARD_CREATED_STATUSES)[number];
 
-export const CARD_TRANSACTION_TYPES = ['funding', 'withdrawal', 'purchase'] as const;
+/**
+ * `reversal`, `capture_adjustment` and `refund`: a live card's money following the issuer after its
+ * purchase was authorized (src/cards/issuer-settlement.ts).
+ */
+export const CARD_TRANSACTION_TYPES = ['funding', 'withdrawal', 'purchase', 'reversal', 'capture_adjustment', 'refund'] as const;
 export type CardTransactionType = (typeof CARD_TRANSACTION_TYPES)[number];
 
 export const CARD_TRANSACTION_STATUSES = ['pending', 'completed', 'failed', 'declined'] as const;
@@ -233,7 +237,7 @@ export class Card {
 
 const COMPLETED_PURCHASES_INDEX = 'card_transactions_completed_purchases_index';
 
-/** Fundings, withdrawals (settled by workflow) and purchases (sandbox authorizations). */
+/** Fundings, withdrawals (settled by workflow), purchases (authorizations) and what the live issuer moved after them. */
 @Entity({ tableName: 'card_transactions' })
 @Index({ properties: ['card', 'createdAt', 'id'] })
 // The spend-limit windows (src/cards/spend-limits.ts): a range of a card's approved purchases by time, summed from the index alone.
@@ -276,7 +280,7 @@ export class CardTransaction {
   @Property({ type: 'decimal', precision: 38, scale: 0 })
   feeAmount: string = '0';
 
-  /** The client's idempotency key (fund/withdraw), unique per company and environment; for a live purchase the issuer's authorization (issuerAuthorizationReference); null for sandbox purchases. */
+  /** The client's idempotency key (fund/withdraw), unique per company and environment; for a live purchase the issuer's authorization (issuerAuthorizationReference), and for what followed it the issuer's object (issuer-settlement.ts); null for sandbox purchases. */
   @Property({ type: 'text', nullable: true })
   reference?: string | null;
 

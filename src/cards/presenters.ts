@@ -10,9 +10,12 @@ export const initialFundingReference = (cardId: string) => `initial-funding:${ca
 
 const terminationWorkflowId = (card: Card) => cardTerminationFlow.workflowId({ cardId: card.id, terminableAt: '' });
 
-/** The workflow that settles a transaction: the provisioning one for the initial funding; none for purchases. */
+/** Fundings and withdrawals: settled by a workflow and charged the funding fee; the issuer's purchases and what follows them are neither. */
+const isBalanceMove = (transaction: CardTransaction) => transaction.type === 'funding' || transaction.type === 'withdrawal';
+
+/** The workflow that settles a transaction: the provisioning one for the initial funding; none for purchases and what the issuer moved after them. */
 export function transactionWorkflowId(transaction: CardTransaction, card: Card): string | null {
-  if (transaction.type === 'purchase') return null;
+  if (!isBalanceMove(transaction)) return null;
   if (transaction.reference === initialFundingReference(card.id)) return cardProvisioningFlow.workflowId({ cardId: card.id });
   return cardBalanceFlow.workflowId({ transactionId: transaction.id });
 }
@@ -77,7 +80,7 @@ export function presentTransaction(transaction: CardTransaction, card: Card) {
     balance_before: transaction.balanceBefore,
     balance_after: transaction.balanceAfter,
     fee_amount: transaction.feeAmount,
-    fee_type: transaction.type === 'purchase' ? null : ('funding_fee' as const),
+    fee_type: isBalanceMove(transaction) ? ('funding_fee' as const) : null,
     currency: card.currency,
     reference: transaction.reference ?? null,
     merchant_name: transaction.merchantName ?? null,

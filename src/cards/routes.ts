@@ -47,7 +47,7 @@ import {
 } from './service';
 import { stripeIssuingFor } from './providers/stripe-issuer';
 import { setSpendLimits } from './spend-limits';
-import { AuthorizationDecision, AuthorizationRequestEvent, decideStripeAuthorization, STRIPE_RESPONSE_VERSION } from './stripe-authorizations';
+import { IssuingEvent, IssuingEventAnswer, receiveStripeIssuingEvent, STRIPE_RESPONSE_VERSION } from './stripe-authorizations';
 
 const CARD_TAG = 'Cards';
 /** How long DELETE waits for the termination workflow (outside any transaction) before answering 202. */
@@ -345,16 +345,16 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     method: 'post',
     path: '/api/issuing/stripe/authorizations',
     operationId: 'decideStripeIssuingAuthorization',
-    summary: "Stripe Issuing's real-time authorization webhook (signed by Stripe; no API key)",
+    summary: "Stripe Issuing's webhook: real-time authorizations and what follows them (signed by Stripe; no API key)",
     description:
-      "Stripe Issuing's real-time authorization webhook: an `issuing_authorization.request` event signed with the endpoint's secret (`Stripe-Signature`), answered with the decision from the live card's balance, status and spend limits. A repeated event answers the recorded decision. A request for no live card of this platform is declined, recording nothing.",
+      "Stripe Issuing's webhook, signed with the endpoint's secret (`Stripe-Signature`). An `issuing_authorization.request` event is answered with the decision from the live card's balance, status and spend limits; a repeated event answers the recorded decision, and a request for no live card of this platform is declined, recording nothing. `issuing_authorization.created` / `.updated` (reversed, expired or closed without capture, amount lowered) give the released part back to the card's balance; `issuing_transaction.created` settles a capture against its authorization (an over-capture debited, the rest of an under-capture released) and credits a refund: each once per Stripe object, as a card transaction (`reversal`, `capture_adjustment`, `refund`). These and any other event are acknowledged `{\"received\": true}`; an event for no live card of this platform changes nothing.",
     tag: CARD_TAG,
     scope: 'public',
-    rawJsonBody: { documentedAs: AuthorizationRequestEvent },
-    response: { status: 200, description: 'The decision, as Stripe reads it (with Stripe-Version)', schema: AuthorizationDecision },
+    rawJsonBody: { documentedAs: IssuingEvent },
+    response: { status: 200, description: 'The decision of an authorization request, as Stripe reads it (with Stripe-Version), or the acknowledgement of another event', schema: IssuingEventAnswer },
     otherResponses: [{ status: 503, description: 'No live card issuer is configured (card_issuer_unavailable)', schema: ErrorEnvelope }],
     handler: async ({ rawBody, ctx, deps, em }) => ({
-      body: await decideStripeAuthorization(em, deps.config, rawBody!, ctx.get('stripe-signature')),
+      body: await receiveStripeIssuingEvent(em, deps.config, rawBody!, ctx.get('stripe-signature')),
       headers: { 'Stripe-Version': STRIPE_RESPONSE_VERSION },
     }),
   });

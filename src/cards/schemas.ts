@@ -217,7 +217,10 @@ export const CardTransactionObject = z
   .object({
     id: z.uuid(),
     card_id: z.uuid(),
-    type: z.enum(CARD_TRANSACTION_TYPES),
+    type: z.enum(CARD_TRANSACTION_TYPES).openapi({
+      description:
+        "`reversal`, `capture_adjustment` and `refund`: a live card's money moved by the issuer after a purchase (a released hold, a capture differing from the authorization, a refund); `balance_before` and `balance_after` say which way",
+    }),
     status: z.enum(CARD_TRANSACTION_STATUSES),
     amount: z.string(),
     balance_before: z.string(),
@@ -228,7 +231,7 @@ export const CardTransactionObject = z
     reference: z.string().nullable(),
     merchant_name: z.string().nullable(),
     decline_reason: z.string().nullable(),
-    workflow_id: z.string().nullable().openapi({ description: 'The workflow settling a funding or withdrawal; null for purchases' }),
+    workflow_id: z.string().nullable().openapi({ description: 'The workflow settling a funding or withdrawal; null for purchases and what followed them' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })

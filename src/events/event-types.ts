@@ -48,7 +48,7 @@ export const EVENT_TYPES = [
   { type: 'card.frozen', description: 'A card was frozen.' },
   { type: 'card.unfrozen', description: 'A frozen card was made active again.' },
   { type: 'card.terminated', description: 'A card was terminated and its balance returned.' },
-  { type: 'card.transaction.completed', description: 'A card funding or withdrawal settled.' },
+  { type: 'card.transaction.completed', description: "A card funding or withdrawal settled, or the live issuer moved a card's money after a purchase (reversal, capture_adjustment, refund)." },
   { type: 'card.transaction.failed', description: 'A card funding or withdrawal failed.' },
   { type: 'card.authorization', description: 'A merchant authorization was approved or declined.' },
   { type: 'lightning.invoice.paid', description: 'A Lightning invoice was paid.' },

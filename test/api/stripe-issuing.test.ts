@@ -7,6 +7,7 @@ import Stripe from 'stripe';
 import { applyBalanceEntry } from '../../src/balances/service';
 import { issuerAuthorizationReference } from '../../src/cards/authorization';
 import { Card, CardTransaction, Customer } from '../../src/cards/entities';
+import { Event } from '../../src/events/entities';
 import { stripeIssuingFor } from '../../src/cards/providers/stripe-issuer';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -218,6 +219,235 @@ describe('Stripe Issuing (live cards)', () => {
     await eventually(async () => ((await getCard(cardId)).status === 'terminated' ? true : undefined), 'termination');
     await acceptedRequestTo(mock, 'POST', cardPath, 'status:canceled');
     assert.ok(!mock.output().includes('Request validation error'), 'stripe-mock accepted every request');
+  });
+
+  describe("after the decision: the card's balance follows Stripe", () => {
+    let followed: Card;
+    const authorizationId = () => `iauth_${randomUUID().replace(/-/g, '')}`;
+    /** An issuing_authorization.updated (or .created) event: the authorization as Stripe now has it. */
+    const authorizationUpdate = (
+      card: Pick<Card, 'id' | 'issuerCardId'>,
+      id: string,
+      state: { status: 'pending' | 'closed' | 'reversed'; amount: number; captures?: number[] },
+      type = 'issuing_authorization.updated',
+    ) =>
+      JSON.stringify({
+        id: `evt_${randomUUID().replace(/-/g, '')}`,
+        object: 'event',
+        api_version: Stripe.API_VERSION,
+        created: Math.floor(Date.now() / 1000),
+        livemode: true,
+        type,
+        data: {
+          object: {
+            id,
+            object: 'issuing.authorization',
+            amount: state.amount,
+            approved: true,
+            currency: 'usd',
+            status: state.status,
+            card: { id: card.issuerCardId, object: 'issuing.card', metadata: { card_id: card.id, organization_id: org.organizationId } },
+            merchant_data: { name: 'Corner Coffee' },
+            pending_request: null,
+            transactions: (state.captures ?? []).map((amount) => ({ id: `ipi_${randomUUID().replace(/-/g, '')}`, object: 'issuing.transaction', type: 'capture', amount: -amount })),
+          },
+          previous_attributes: {},
+        },
+      });
+    /** An issuing_transaction.created event: Stripe names the card by id only, and signs a capture's amount negative. */
+    const transactionCreated = (issuerCardId: string, id: string, type: 'capture' | 'refund', amount: number, authorization: string | null) =>
+      JSON.stringify({
+        id: `evt_${randomUUID().replace(/-/g, '')}`,
+        object: 'event',
+        api_version: Stripe.API_VERSION,
+        created: Math.floor(Date.now() / 1000),
+        livemode: true,
+        type: 'issuing_transaction.created',
+        data: {
+          object: {
+            id,
+            object: 'issuing.transaction',
+            type,
+            amount: type === 'capture' ? -amount : amount,
+            currency: 'usd',
+            authorization,
+            card: issuerCardId,
+            merchant_data: { name: 'Corner Coffee' },
+          },
+        },
+      });
+    const acknowledged = async (payload: string, secret: string) => {
+      const response = await deliver(payload, secret);
+      assert.deepEqual([response.status, response.body], [200, { received: true }], response.text);
+    };
+    const authorize = async (secret: string, amount: number, id: string) => {
+      const response = await deliver(authorizationEvent(followed, amount, id), secret);
+      assert.deepEqual(response.body, { approved: true }, response.text);
+    };
+    const balance = async () => (await getCard(followed.id)).balance_amount;
+    /** The card's transactions for the authorization (its purchase and what followed) or a reference, oldest first: type, amount, before, after. */
+    const movements = async (reference: string) => {
+      const em = (await testOrm()).em.fork();
+      const transactions = await em.find(
+        CardTransaction,
+        { card: followed.id, $or: [{ reference }, { reference: { $like: `${reference}:%` } }] },
+        { orderBy: { createdAt: 'asc', id: 'asc' } },
+      );
+      return transactions.map((tx) => [tx.type, tx.status, tx.amount, tx.balanceBefore, tx.balanceAfter]);
+    };
+
+    before(async function () {
+      if (!stripeMock) return;
+      const created = await app.request('POST', '/api/cards', {
+        key: live,
+        body: { amount: 10_000, card_type: 'virtual', currency: 'USD', name: 'Alan Turing', customer: validCustomer({ first_name: 'Alan', last_name: 'Turing' }) },
+      });
+      assert.equal(created.status, 201, created.text);
+      const cardId = created.body.data.card.id;
+      await eventually(async () => ((await getCard(cardId)).balance_amount === '10000' ? true : undefined), 'the second live card to be active and funded');
+      followed = await cardRow(cardId);
+    });
+
+    it('gives a fully reversed authorization back once, announced as a reversal; a replay moves nothing', async function () {
+      const mock = needStripeMock(this, stripeMock);
+      const id = authorizationId();
+      await authorize(mock.webhookSecret, 300, id);
+      // Stripe's created event for the authorization we approved: pending, the whole amount held.
+      await acknowledged(authorizationUpdate(followed, id, { status: 'pending', amount: 300 }, 'issuing_authorization.created'), mock.webhookSecret);
+      assert.equal(await balance(), '9700');
+      const reversed = authorizationUpdate(followed, id, { status: 'reversed', amount: 0 });
+      await acknowledged(reversed, mock.webhookSecret);
+      await acknowledged(reversed, mock.webhookSecret);
+      assert.equal(await balance(), '10000');
+      const reference = issuerAuthorizationReference(id);
+      assert.deepEqual(await movements(reference), [
+        ['purchase', 'completed', '300', '10000', '9700'],
+        ['reversal', 'completed', '300', '9700', '10000'],
+      ]);
+      const em = (await testOrm()).em.fork();
+      const reversal = await em.findOneOrFail(CardTransaction, { card: followed.id, type: 'reversal', reference: { $like: `${reference}:%` } });
+      const announced = await em.find(Event, { organization: org.organizationId, type: 'card.transaction.completed', dedupeKey: `card.transaction:${reversal.id}` });
+      assert.equal(announced.length, 1);
+      assert.deepEqual((announced[0]!.data as { transaction: { type: string; amount: string } }).transaction.type, 'reversal');
+    });
+
+    it("gives back an approval Stripe itself declined: the created event carries the final state", async function () {
+      const mock = needStripeMock(this, stripeMock);
+      const id = authorizationId();
+      await authorize(mock.webhookSecret, 120, id);
+      const created = JSON.parse(authorizationUpdate(followed, id, { status: 'closed', amount: 0 }, 'issuing_authorization.created'));
+      created.data.object.approved = false;
+      await acknowledged(JSON.stringify(created), mock.webhookSecret);
+      assert.equal(await balance(), '10000');
+      assert.deepEqual(await movements(issuerAuthorizationReference(id)), [
+        ['purchase', 'completed', '120', '10000', '9880'],
+        ['reversal', 'completed', '120', '9880', '10000'],
+      ]);
+    });
+
+    it('releases a partial reversal, and an expired authorization the rest; replayed and older states move nothing', async function () {
+      const mock = needStripeMock(this, stripeMock);
+      const id = authorizationId();
+      await authorize(mock.webhookSecret, 500, id);
+      const older = authorizationUpdate(followed, id, { status: 'pending', amount: 500 });
+      const partial = authorizationUpdate(followed, id, { status: 'pending', amount: 200 });
+      await acknowledged(partial, mock.webhookSecret);
+      assert.equal(await balance(), '9800');
+      // Stripe retries and reorders: the same state again, and the state before it, arrive late.
+      await acknowledged(partial, mock.webhookSecret);
+      await acknowledged(older, mock.webhookSecret);
+      assert.equal(await balance(), '9800');
+      // Expired (closed without a capture): the rest comes back; the older states still move nothing after it.
+      await acknowledged(authorizationUpdate(followed, id, { status: 'closed', amount: 0 }), mock.webhookSecret);
+      await acknowledged(partial, mock.webhookSecret);
+      await acknowledged(older, mock.webhookSecret);
+      assert.equal(await balance(), '10000');
+      assert.deepEqual(await movements(issuerAuthorizationReference(id)), [
+        ['purchase', 'completed', '500', '10000', '9500'],
+        ['reversal', 'completed', '300', '9500', '9800'],
+        ['reversal', 'completed', '200', '9800', '10000'],
+      ]);
+    });
+
+    it('debits an over-capture (tip) by the difference once; the closed authorization listing it moves nothing', async function () {
+      const mock = needStripeMock(this, stripeMock);
+      const id = authorizationId();
+      await authorize(mock.webhookSecret, 1_000, id);
+      const capture = transactionCreated(followed.issuerCardId!, 'ipi_over_capture', 'capture', 1_150, id);
+      await acknowledged(capture, mock.webhookSecret);
+      await acknowledged(capture, mock.webhookSecret);
+      await acknowledged(authorizationUpdate(followed, id, { status: 'closed', amount: 0, captures: [1_150] }), mock.webhookSecret);
+      // An older pending state, arriving after the capture, moves nothing either.
+      await acknowledged(authorizationUpdate(followed, id, { status: 'pending', amount: 400 }), mock.webhookSecret);
+      assert.equal(await balance(), '8850');
+      assert.deepEqual(await movements(issuerAuthorizationReference(id)), [
+        ['purchase', 'completed', '1000', '10000', '9000'],
+        ['capture_adjustment', 'completed', '150', '9000', '8850'],
+      ]);
+    });
+
+    it('releases the rest of an under-capture once, whichever of the capture and the closed authorization comes first', async function () {
+      const mock = needStripeMock(this, stripeMock);
+      const captureFirst = authorizationId();
+      await authorize(mock.webhookSecret, 850, captureFirst);
+      await acknowledged(transactionCreated(followed.issuerCardId!, 'ipi_under_capture_1', 'capture', 600, captureFirst), mock.webhookSecret);
+      await acknowledged(authorizationUpdate(followed, captureFirst, { status: 'closed', amount: 0, captures: [600] }), mock.webhookSecret);
+      assert.equal(await balance(), '8250');
+      assert.deepEqual(await movements(issuerAuthorizationReference(captureFirst)), [
+        ['purchase', 'completed', '850', '8850', '8000'],
+        ['capture_adjustment', 'completed', '250', '8000', '8250'],
+      ]);
+
+      const closedFirst = authorizationId();
+      await authorize(mock.webhookSecret, 250, closedFirst);
+      // The closed authorization lists its capture: that capture's own event settles it.
+      await acknowledged(authorizationUpdate(followed, closedFirst, { status: 'closed', amount: 0, captures: [200] }), mock.webhookSecret);
+      assert.equal(await balance(), '8000');
+      const capture = transactionCreated(followed.issuerCardId!, 'ipi_under_capture_2', 'capture', 200, closedFirst);
+      await acknowledged(capture, mock.webhookSecret);
+      await acknowledged(capture, mock.webhookSecret);
+      assert.equal(await balance(), '8050');
+      assert.deepEqual(await movements(issuerAuthorizationReference(closedFirst)), [
+        ['purchase', 'completed', '250', '8250', '8000'],
+        ['capture_adjustment', 'completed', '50', '8000', '8050'],
+      ]);
+    });
+
+    it("credits a refund once; a force capture beyond the balance is debited as Stripe decided, below zero", async function () {
+      const mock = needStripeMock(this, stripeMock);
+      const refund = transactionCreated(followed.issuerCardId!, 'ipi_refund', 'refund', 450, null);
+      await acknowledged(refund, mock.webhookSecret);
+      await acknowledged(refund, mock.webhookSecret);
+      assert.equal(await balance(), '8500');
+      assert.deepEqual(await movements('issuer_transaction:ipi_refund'), [['refund', 'completed', '450', '8050', '8500']]);
+
+      // Captured with no authorization of ours (Stripe's force capture): we never approved it, but Stripe paid it.
+      await acknowledged(transactionCreated(followed.issuerCardId!, 'ipi_force_capture', 'capture', 9_000, null), mock.webhookSecret);
+      assert.equal(await balance(), '-500');
+      assert.deepEqual(await movements('issuer_transaction:ipi_force_capture'), [['capture_adjustment', 'completed', '9000', '8500', '-500']]);
+      // Stripe's copy follows: what the card spent (the captures, 1950 + 9000) plus what it may spend (none) is its
+      // all-time cap, the 10000 funded and the 450 refunded; reversals and capture adjustments moved both terms alike.
+      await acceptedRequestTo(mock, 'POST', `/v1/issuing/cards/${followed.issuerCardId}`, 'status:active', 'amount:10450 interval:all_time');
+    });
+
+    it('acknowledges events for cards not ours and of other types, changing nothing; a bad signature is 400', async function () {
+      const mock = needStripeMock(this, stripeMock);
+      const em = (await testOrm()).em.fork();
+      const before = await em.count(CardTransaction, { organization: org.organizationId });
+      const stranger = { id: followed.id, issuerCardId: 'ic_not_ours' };
+      await acknowledged(authorizationUpdate(stranger, authorizationId(), { status: 'reversed', amount: 0 }), mock.webhookSecret);
+      await acknowledged(transactionCreated('ic_not_ours', 'ipi_not_ours', 'refund', 100, null), mock.webhookSecret);
+      // Our card under another organization's name is not ours to move either.
+      const elsewhere = JSON.parse(transactionCreated(followed.issuerCardId!, 'ipi_elsewhere', 'refund', 100, null));
+      elsewhere.data.object.card = { id: followed.issuerCardId, object: 'issuing.card', metadata: { organization_id: randomUUID() } };
+      await acknowledged(JSON.stringify(elsewhere), mock.webhookSecret);
+      await acknowledged(JSON.stringify({ id: 'evt_other', object: 'event', type: 'issuing_card.updated', data: { object: { id: followed.issuerCardId } } }), mock.webhookSecret);
+      const forged = await deliver(transactionCreated(followed.issuerCardId!, 'ipi_forged', 'refund', 100_000, null), `whsec_${'B'.repeat(32)}`);
+      assert.equal(forged.status, 400, forged.text);
+      assert.equal(forged.body.error.code, 'invalid_signature');
+      assert.equal(await em.count(CardTransaction, { organization: org.organizationId }), before);
+      assert.equal(await balance(), '-500');
+    });
   });
 
   it('reads the Stripe secrets from the files their _FILE variables name, and names an unreadable file without its contents', () => {
