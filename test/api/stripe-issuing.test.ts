@@ -3,17 +3,20 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from '@temporalio/worker';
 import Stripe from 'stripe';
 import { applyBalanceEntry } from '../../src/balances/service';
 import { issuerAuthorizationReference } from '../../src/cards/authorization';
 import { Card, CardTransaction, Customer } from '../../src/cards/entities';
 import { Event } from '../../src/events/entities';
 import { stripeIssuingFor } from '../../src/cards/providers/stripe-issuer';
-import type { ServiceWorkers } from '../../src/worker-setup';
+import { WorkflowStart } from '../../src/temporal/entities';
+import { workflowBundle, type ServiceWorkers } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
 import { createTestWorker } from '../support/worker';
 
@@ -202,6 +205,10 @@ describe('Stripe Issuing (live cards)', () => {
     const frozen = await app.request('POST', `/api/cards/${cardId}/status`, { key: live, body: { status: 'frozen' } });
     assert.equal(frozen.status, 200, frozen.text);
     await acceptedRequestTo(mock, 'POST', cardPath, 'status:inactive');
+    const [freezeSync] = await (await testOrm()).em.fork().find(WorkflowStart, { workflowId: { $like: `card-issuer-sync-${cardId}-%` } }, { orderBy: { createdAt: 'asc' }, limit: 1 });
+    const freezeHandle = (await localTemporal()).client.workflow.getHandle(freezeSync!.workflowId);
+    await freezeHandle.result();
+    await recordHistoryIfAsked(freezeHandle, 'card-issuer-sync');
     // Frozen here is declined here, whatever Stripe's copy says meanwhile.
     const whileFrozen = await deliver(authorizationEvent(await cardRow(cardId), 10), mock.webhookSecret);
     assert.deepEqual(whileFrozen.body, { approved: false });
@@ -448,6 +455,10 @@ describe('Stripe Issuing (live cards)', () => {
       assert.equal(await em.count(CardTransaction, { organization: org.organizationId }), before);
       assert.equal(await balance(), '-500');
     });
+  });
+
+  it('replays the recorded history of a card issuer sync with the current workflow code', async () => {
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('card-issuer-sync'), 'card-issuer-sync');
   });
 
   it('reads the Stripe secrets from the files their _FILE variables name, and names an unreadable file without its contents', () => {
