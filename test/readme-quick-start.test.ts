@@ -44,6 +44,9 @@ describe('the README quick start', function () {
     if (!curl) missingTool(this, 'curl is not installed (the quick start is curl commands)');
     dir = await mkdtemp(path.join(tmpdir(), 'quick-start-'));
     const env = await localTemporal();
+    // As on a fresh instance: a block producer or scan another test left on the shared server runs on a task queue
+    // no worker polls any more, and the quick start's mining (an Update to the producer) would wait for it forever.
+    await terminateWorkflows(env.client, CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]));
     const port = await freeLoopbackPort();
     const shared: NodeJS.ProcessEnv = {
       ...process.env,
