@@ -7,21 +7,19 @@ import { authorizeIssuerRequest } from './authorization';
 import { followIssuerAuthorization, followIssuerTransaction } from './issuer-settlement';
 import { stripeIssuingFor } from './providers/stripe-issuer';
 
-/** The part of an `issuing_authorization.request` event we decide on (the event is Stripe's, signed). */
-export const AuthorizationRequestEvent = z
-  .object({
-    id: z.string(),
-    type: z.string(),
-    data: z.object({
-      object: z.object({
-        id: z.string().min(1),
-        card: z.object({ id: z.string().min(1), metadata: z.record(z.string(), z.string()) }),
-        pending_request: z.object({ amount: MinorUnitNumber, currency: z.string() }).nullable(),
-        merchant_data: z.object({ name: z.string().nullable().optional() }).optional(),
-      }),
-    }),
-  })
-  .openapi('StripeIssuingAuthorizationRequest', {
+/** A Stripe event around the fields of its object we read (each event is Stripe's, signed). */
+const stripeEvent = <T extends z.ZodRawShape>(object: T) =>
+  z.object({ id: z.string(), type: z.string(), data: z.object({ object: z.object({ id: z.string().min(1), ...object }) }) });
+/** Our card at Stripe: its id, and the metadata naming our organization. */
+const StripeCard = z.object({ id: z.string().min(1), metadata: z.record(z.string(), z.string()) });
+const MerchantData = z.object({ name: z.string().nullable().optional() }).optional();
+
+/** The part of an `issuing_authorization.request` event we decide on. */
+export const AuthorizationRequestEvent = stripeEvent({
+  card: StripeCard,
+  pending_request: z.object({ amount: MinorUnitNumber, currency: z.string() }).nullable(),
+  merchant_data: MerchantData,
+}).openapi('StripeIssuingAuthorizationRequest', {
     description: 'A Stripe event of type `issuing_authorization.request` (https://docs.stripe.com/api/issuing/authorizations/object), as Stripe sends and signs it.',
   });
 
@@ -29,43 +27,25 @@ export const AuthorizationRequestEvent = z
 const SignedCents = z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER);
 
 /** The part of an `issuing_authorization.created` / `.updated` event we follow: its state after our decision. */
-export const AuthorizationUpdateEvent = z
-  .object({
-    id: z.string(),
-    type: z.string(),
-    data: z.object({
-      object: z.object({
-        id: z.string().min(1),
-        status: z.enum(['pending', 'closed', 'reversed']),
-        amount: MinorUnitNumber,
-        currency: z.string(),
-        card: z.object({ id: z.string().min(1), metadata: z.record(z.string(), z.string()) }),
-        transactions: z.array(z.object({ type: z.string() })).optional(),
-      }),
-    }),
-  })
-  .openapi('StripeIssuingAuthorizationUpdate', {
+export const AuthorizationUpdateEvent = stripeEvent({
+  status: z.enum(['pending', 'closed', 'reversed']),
+  amount: MinorUnitNumber,
+  currency: z.string(),
+  card: StripeCard,
+  transactions: z.array(z.object({ type: z.string() })).optional(),
+}).openapi('StripeIssuingAuthorizationUpdate', {
     description: 'A Stripe event of type `issuing_authorization.created` or `issuing_authorization.updated`: the authorization as it now is (https://docs.stripe.com/api/issuing/authorizations/object).',
   });
 
 /** The part of an `issuing_transaction.created` event we follow: a capture or a refund on one of our cards. */
-export const TransactionCreatedEvent = z
-  .object({
-    id: z.string(),
-    type: z.string(),
-    data: z.object({
-      object: z.object({
-        id: z.string().min(1),
-        type: z.enum(['capture', 'refund']),
-        amount: SignedCents,
-        currency: z.string(),
-        authorization: z.union([z.string().min(1), z.object({ id: z.string().min(1) })]).nullable(),
-        card: z.union([z.string().min(1), z.object({ id: z.string().min(1), metadata: z.record(z.string(), z.string()) })]),
-        merchant_data: z.object({ name: z.string().nullable().optional() }).optional(),
-      }),
-    }),
-  })
-  .openapi('StripeIssuingTransactionCreated', {
+export const TransactionCreatedEvent = stripeEvent({
+  type: z.enum(['capture', 'refund']),
+  amount: SignedCents,
+  currency: z.string(),
+  authorization: z.union([z.string().min(1), z.object({ id: z.string().min(1) })]).nullable(),
+  card: z.union([z.string().min(1), StripeCard]),
+  merchant_data: MerchantData,
+}).openapi('StripeIssuingTransactionCreated', {
     description: 'A Stripe event of type `issuing_transaction.created` (https://docs.stripe.com/api/issuing/transactions/object): `amount` is negative for a capture, positive for a refund.',
   });
 
