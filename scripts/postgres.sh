@@ -169,7 +169,13 @@ pg_throwaway_database() {
 }
 
 pg_throwaway_cleanup() {
-  if [[ -n $PG_THROWAWAY_NAME ]]; then pg_drop_database "$PG_THROWAWAY_BASE" "$PG_THROWAWAY_NAME" || true; fi
+  if [[ -n $PG_THROWAWAY_NAME ]]; then
+    # With the databases each test process made beside it (test/support/environment.ts).
+    local name
+    for name in $PG_THROWAWAY_NAME $(_pg_sql "$PG_THROWAWAY_BASE" "SELECT datname FROM pg_database WHERE starts_with(datname, '${PG_THROWAWAY_NAME}_p')" || true); do
+      pg_drop_database "$PG_THROWAWAY_BASE" "$name" || true
+    done
+  fi
   if [[ -n $PG_THROWAWAY_DIR ]]; then
     pg_stop_cluster "$PG_THROWAWAY_DIR" || true
     rm -rf "$PG_THROWAWAY_DIR"

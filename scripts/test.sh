@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# `npm test`: build, then run mocha against a throwaway database.
-#   DATABASE_URL set:   a database test_<random> on that server, dropped afterwards
+# `npm test`: build, lint, then run mocha against a throwaway database server.
+#   DATABASE_URL set:   databases test_<random>(_p<pid>) on that server, dropped afterwards
 #   DATABASE_URL unset: a temporary PostgreSQL cluster on a free port, removed afterwards
-# Arguments are passed to mocha; the exit code is mocha's.
+# The whole suite runs in TEST_JOBS processes at once (default 3: the tests wait on nodes and timers more
+# than they compute), each with a database and a Temporal dev server of its own (test/support/environment.ts),
+# then the secret scan alone over what they all left. With arguments, mocha runs them in one process
+# (`npm test -- --grep Idempotency`). The exit code is mocha's.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$PROJECT_ROOT/scripts/postgres.sh"
 cd "$PROJECT_ROOT"
 
+TEST_ARTIFACTS_DIR='' TEST_SUMMARY_DIR=''
 cleanup() {
   local rc=$?
   trap '' INT TERM
   trap - EXIT
+  rm -rf "$TEST_ARTIFACTS_DIR" "$TEST_SUMMARY_DIR"
   pg_throwaway_cleanup
   exit "$rc"
 }
@@ -32,6 +37,23 @@ TEMPORAL_CLI_PATH=$(temporal_cli_path) || die "the Temporal CLI is missing: run 
 TEMPORAL_TEST_SERVER_PATH=$(temporal_test_server_path) || die "the Temporal test server is missing: run scripts/ensure-tools.sh"
 export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH NODE_ENV=test
 
+if (($#)); then
+  rc=0
+  node_modules/.bin/mocha "$@" </dev/null || rc=$?
+  exit "$rc"
+fi
+
+# What each process leaves for the secret scan, and each run's counts (test/support/reporter.ts).
+TEST_ARTIFACTS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-test-artifacts.XXXXXX")
+TEST_SUMMARY_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-test-summary.XXXXXX")
+export TEST_ARTIFACTS_DIR
+SECRET_SCAN=dist/test/zz-secret-scan.test.js
+started=$(date +%s)
 rc=0
-node_modules/.bin/mocha "$@" </dev/null || rc=$?
+TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/suite.json node_modules/.bin/mocha --parallel --jobs "${TEST_JOBS:-3}" --ignore "$SECRET_SCAN" </dev/null || rc=$?
+# The options of .mocharc.json without its spec: the scan alone, after every other process has exited.
+TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/scan.json node_modules/.bin/mocha --no-config --require dist/test/support/environment.js \
+  --reporter dist/test/support/reporter.js --timeout 60000 --exit "$SECRET_SCAN" </dev/null || rc=$?
+node dist/test/support/summary.js "$TEST_SUMMARY_DIR"/*.json
+log "the suite took $(($(date +%s) - started)) s in ${TEST_JOBS:-3} processes"
 exit "$rc"

@@ -5,13 +5,14 @@ import { wordlist } from '@scure/bip39/wordlists/english';
 import { generateSecret } from '../src/api-keys/service';
 import { SandboxIssuer } from '../src/cards/issuer';
 import { generateSigningSecret } from '../src/events/secrets';
-import { testConfig, testOrm } from './support/environment';
-import { collectedLogs, dumpDatabase, issuedCardSecrets, scanForSecrets } from './support/secret-scan';
+import { suiteDatabaseUrls, testConfig, testOrm } from './support/environment';
+import { collectedBySuite, dumpDatabase, scanForSecrets } from './support/secret-scan';
 
 /**
- * Runs last (mocha runs files in path order; `zz-` sorts after test/workflows/): whatever the
- * suite stored or logged, no secret is in clear. The whole test database is dumped with pg_dump
- * and scanned with every log line the test apps and workers wrote.
+ * Runs last (scripts/test.sh runs it alone after the others; mocha also runs files in path order, and
+ * `zz-` sorts after test/workflows/): whatever the suite stored or logged, no secret is in clear. Every
+ * test process's database is dumped with pg_dump and scanned with every log line the test apps and
+ * workers wrote.
  */
 describe('Secret scan after the suite', () => {
   const cardBin = testConfig().CARD_BIN;
@@ -33,13 +34,14 @@ describe('Secret scan after the suite', () => {
   it('finds no API secret, signing secret, card number, CVV or mnemonic in the database dump or the logs', async function () {
     this.timeout(120_000);
     await testOrm(); // migrated even when this file runs alone
-    const dump = await dumpDatabase(process.env.DATABASE_URL!);
-    assert.ok(dump.includes('CREATE TABLE public.idempotency_records'), 'the dump holds the schema');
-    const options = { cardBin, cards: issuedCardSecrets };
-    const hits = [
-      ...scanForSecrets(dump, options).map((hit) => ({ where: 'database', ...hit })),
-      ...scanForSecrets(collectedLogs.join(''), options).map((hit) => ({ where: 'logs', ...hit })),
-    ];
+    const { logs, cards } = collectedBySuite();
+    const options = { cardBin, cards };
+    const hits = scanForSecrets(logs, options).map((hit) => ({ where: 'logs', ...hit }));
+    for (const url of await suiteDatabaseUrls()) {
+      const dump = await dumpDatabase(url);
+      assert.ok(dump.includes('CREATE TABLE public.idempotency_records'), `the dump of ${new URL(url).pathname} holds the schema`);
+      hits.push(...scanForSecrets(dump, options).map((hit) => ({ where: `database ${new URL(url).pathname.slice(1)}`, ...hit })));
+    }
     assert.deepEqual(hits, [], `secrets in clear:\n${hits.map((hit) => `${hit.where} ${hit.kind}: ${hit.context}`).join('\n')}`);
   });
 });

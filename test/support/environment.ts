@@ -1,15 +1,20 @@
+import { spawn } from 'node:child_process';
+import { TypedSearchAttributes } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
+import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config';
 import { journalMismatches } from '../../src/custody/journal';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
 import { watchNodeCallsInTransactions } from './node-calls';
+import { freeLoopbackPort } from './ports';
 
 /**
- * Shared, lazily started real components: one migrated PostgreSQL database (the throwaway one
- * scripts/test.sh made), one Temporal dev server for API tests, one time-skipping server for
- * workflow tests. Each test works inside its own organization, so tests do not see each other.
+ * Shared, lazily started real components of this test process: a migrated PostgreSQL database of its
+ * own, one Temporal dev server for API tests, one time-skipping server per test file for workflow
+ * tests. scripts/test.sh runs several processes (mocha's parallel mode), each taking files one by one;
+ * within a process each test works inside its own organization, so tests do not see each other.
  */
 // Workers log their state changes at INFO, and the SDK core warns that the time-skipping server lacks
 // newer capabilities; tests only want what goes wrong.
@@ -30,9 +35,46 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test', WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true', ...process.env, ...overrides });
 }
 
+/**
+ * The database of this process: `<database>_p<pid>` beside the one scripts/test.sh made (that one is
+ * only where it is created from). Set before any test reads the environment, so the apps, workers and
+ * child processes of this process all use it; scripts/test.sh drops them all at the end.
+ */
+// Kept apart: mocha's main process loads this file too, and its workers inherit its environment.
+const sharedDatabaseUrl = process.env.TEST_SHARED_DATABASE_URL ?? requiredEnv('DATABASE_URL');
+process.env.TEST_SHARED_DATABASE_URL = sharedDatabaseUrl;
+const databaseUrl = (name: string) => Object.assign(new URL(sharedDatabaseUrl), { pathname: `/${name}` }).toString();
+const processDatabasePrefix = `${new URL(sharedDatabaseUrl).pathname.slice(1)}_p`;
+const processDatabase = `${processDatabasePrefix}${process.pid}`;
+process.env.DATABASE_URL = databaseUrl(processDatabase);
+
+async function createProcessDatabase(): Promise<void> {
+  const client = new pg.Client({ connectionString: sharedDatabaseUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [processDatabase]);
+    if (rowCount === 0) await client.query(`create database "${processDatabase}"`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The databases of every process of this run (this one's among them), for the secret scan. */
+export async function suiteDatabaseUrls(): Promise<string[]> {
+  const client = new pg.Client({ connectionString: sharedDatabaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ datname: string }>('select datname from pg_database where starts_with(datname, $1) order by datname', [processDatabasePrefix]);
+    return rows.map((row) => databaseUrl(row.datname));
+  } finally {
+    await client.end();
+  }
+}
+
 let orm: Promise<Orm> | undefined;
 export function testOrm(): Promise<Orm> {
   orm ??= (async () => {
+    await createProcessDatabase();
     const instance = await createOrm(requiredEnv('DATABASE_URL'), 20);
     await migrate(instance);
     return instance;
@@ -40,16 +82,35 @@ export function testOrm(): Promise<Orm> {
   return orm;
 }
 
+/**
+ * The dev server of this process, started by us rather than by the SDK: a process exiting while mocha
+ * ends its workers kills it on the way out (`exit` handlers are synchronous), where an SDK-started one
+ * would outlive the run.
+ */
+async function startDevServer(): Promise<TestWorkflowEnvironment> {
+  const port = await freeLoopbackPort();
+  const searchAttributes = SEARCH_ATTRIBUTE_KEYS.flatMap(({ name, type }) => ['--search-attribute', `${name}=${TypedSearchAttributes.toMetadataType(type)}`]);
+  const server = spawn(requiredEnv('TEMPORAL_CLI_PATH'), ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error', ...searchAttributes], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  process.once('exit', () => server.kill('SIGKILL'));
+  let exited: string | undefined;
+  server.once('exit', (code, signal) => (exited = `the Temporal dev server exited (${signal ?? code})`));
+  for (const deadline = Date.now() + 30_000; ; ) {
+    if (exited) throw new Error(exited);
+    try {
+      return await TestWorkflowEnvironment.createFromExistingServer({ address: `127.0.0.1:${port}` });
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
 let local: Promise<TestWorkflowEnvironment> | undefined;
 /** A real Temporal dev server (schedules, search attributes, visibility): for API and setup tests. */
 export function localTemporal(): Promise<TestWorkflowEnvironment> {
-  local ??= TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: { type: 'existing-path', path: requiredEnv('TEMPORAL_CLI_PATH') },
-      searchAttributes: SEARCH_ATTRIBUTE_KEYS,
-      extraArgs: ['--log-level', 'error'],
-    },
-  });
+  local ??= startDevServer();
   return local;
 }
 
@@ -77,6 +138,11 @@ export async function releaseTimeSkippingTemporal(): Promise<void> {
 const nodeCallsInTransactions = watchNodeCallsInTransactions();
 
 export const mochaHooks = {
+  /** Before each file: this process's database made and migrated (once), for tests that connect to it on their own. */
+  async beforeAll(this: Mocha.Context) {
+    this.timeout(120_000);
+    await testOrm();
+  },
   /**
    * Every test ends with the custody journal whole (each wallet and address balance row is the sum
    * of its entries) and with no node call made inside a database transaction.
@@ -88,12 +154,9 @@ export const mochaHooks = {
     const mismatches = await journalMismatches((await orm).em.fork());
     if (mismatches.length > 0) throw new Error(`custody balance rows differ from their journal: ${JSON.stringify(mismatches)}`);
   },
+  /** After each file: its time-skipping server (the database and the dev server serve the process's next files). */
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
-    await Promise.all([
-      local?.then((env) => env.teardown()),
-      timeSkipping?.then((env) => env.teardown()),
-      orm?.then((instance) => instance.close()),
-    ]);
+    await releaseTimeSkippingTemporal();
   },
 };

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pino from 'pino';
@@ -30,6 +30,27 @@ export interface IssuedCardSecrets {
 
 /** PAN and CVV of every card whose /secure response a test read. */
 export const issuedCardSecrets: IssuedCardSecrets[] = [];
+
+/**
+ * The suite runs in several processes and scans once, in a last process of its own: each process
+ * leaves what it collected in TEST_ARTIFACTS_DIR (a directory scripts/test.sh makes and removes) as it exits.
+ */
+const artifactsDir = process.env.TEST_ARTIFACTS_DIR;
+if (artifactsDir) {
+  process.once('exit', () => {
+    writeFileSync(path.join(artifactsDir, `logs-${process.pid}.log`), collectedLogs.join(''));
+    writeFileSync(path.join(artifactsDir, `cards-${process.pid}.json`), JSON.stringify(issuedCardSecrets));
+  });
+}
+
+/** The logs and card secrets of every process of the run, this one's included. */
+export function collectedBySuite(): { logs: string; cards: IssuedCardSecrets[] } {
+  const files = artifactsDir ? readdirSync(artifactsDir).map((name) => path.join(artifactsDir, name)) : [];
+  return {
+    logs: [collectedLogs.join(''), ...files.filter((file) => file.endsWith('.log')).map((file) => readFileSync(file, 'utf8'))].join(''),
+    cards: [...issuedCardSecrets, ...files.filter((file) => file.endsWith('.json')).flatMap((file) => JSON.parse(readFileSync(file, 'utf8')) as IssuedCardSecrets[])],
+  };
+}
 
 /** Called with every test-app response: remembers card secrets wherever the API returned them. */
 export function rememberCardSecrets(body: unknown): void {
