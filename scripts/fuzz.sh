@@ -13,6 +13,4 @@ cd "$PROJECT_ROOT"
 FUZZ_SEED=${FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 export FUZZ_SEED FUZZ_MAX_EXAMPLES=${FUZZ_MAX_EXAMPLES:-100} FUZZ_TIMEOUT_SECONDS=${FUZZ_TIMEOUT_SECONDS:-7200} FUZZ_POSITIVE_DATA=${FUZZ_POSITIVE_DATA:-1}
 log "fuzzing with $FUZZ_MAX_EXAMPLES examples per operation, seed $FUZZ_SEED (replay: FUZZ_SEED=$FUZZ_SEED npm run fuzz), positive data $FUZZ_POSITIVE_DATA"
-# The mocha options of .mocharc.json, without its spec: only the fuzz test runs.
-exec bash scripts/test.sh --no-config --require dist/test/support/environment.js --reporter dist/test/support/reporter.js \
-  --timeout 60000 --exit dist/test/fuzz.test.js
+exec bash scripts/test.sh dist/test/fuzz.test.js

@@ -5,7 +5,7 @@
 # The whole suite runs in TEST_JOBS processes at once (default 3: the tests wait on nodes and timers more
 # than they compute), each with a database and a Temporal dev server of its own (test/support/environment.ts),
 # then the secret scan alone over what they all left. With arguments, mocha runs them in one process
-# (`npm test -- --grep Idempotency`). The exit code is mocha's.
+# (`npm test -- --grep Idempotency`, `npm test -- dist/test/api/cards.test.js`). The exit code is mocha's.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -37,9 +37,14 @@ TEMPORAL_CLI_PATH=$(temporal_cli_path) || die "the Temporal CLI is missing: run 
 TEMPORAL_TEST_SERVER_PATH=$(temporal_test_server_path) || die "the Temporal test server is missing: run scripts/ensure-tools.sh"
 export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH NODE_ENV=test
 
+# .mocharc.json without its spec (mocha adds a config's spec to the files it is given), and a test given twice its
+# time: three processes on two cores make a node's start or a long simulation slower than alone.
+MOCHA=(node_modules/.bin/mocha --no-config --require dist/test/support/environment.js --reporter dist/test/support/reporter.js --timeout 120000 --exit)
 if (($#)); then
+  # The files named, or every file when none is (`npm test -- --grep Idempotency`).
+  [[ " $* " == *.js\ * ]] || set -- "$@" 'dist/test/**/*.test.js'
   rc=0
-  node_modules/.bin/mocha "$@" </dev/null || rc=$?
+  "${MOCHA[@]}" "$@" </dev/null || rc=$?
   exit "$rc"
 fi
 
@@ -48,12 +53,21 @@ TEST_ARTIFACTS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-test-artifacts.XXXXXX")
 TEST_SUMMARY_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-test-summary.XXXXXX")
 export TEST_ARTIFACTS_DIR
 SECRET_SCAN=dist/test/zz-secret-scan.test.js
+# Mocha hands files to its processes in this order: the longest first, so that none is left running alone at
+# the end (each run prints its slowest files, to keep this list true).
+LONGEST_FIRST=(chaos fuzz api/sponsorship workflows/payout-trip chains/anvil-fee-bumping api/transactions chains/btcd-fee-bumping
+  workflows/chain-scan chains/anvil-sends readme-quick-start replicas cli chains/anvil-reorgs workflows/send-transaction
+  chains/anvil-sponsorship api/consolidation-ledger api/payouts workflows/lightning api/cards)
+files=()
+for name in "${LONGEST_FIRST[@]}"; do [[ ! -f dist/test/$name.test.js ]] || files+=("dist/test/$name.test.js"); done
+while IFS= read -r file; do
+  [[ $file == "$SECRET_SCAN" || " ${files[*]} " == *" $file "* ]] || files+=("$file")
+done < <(find dist/test -name '*.test.js' | sort)
 started=$(date +%s)
 rc=0
-TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/suite.json node_modules/.bin/mocha --parallel --jobs "${TEST_JOBS:-3}" --ignore "$SECRET_SCAN" </dev/null || rc=$?
-# The options of .mocharc.json without its spec: the scan alone, after every other process has exited.
-TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/scan.json node_modules/.bin/mocha --no-config --require dist/test/support/environment.js \
-  --reporter dist/test/support/reporter.js --timeout 60000 --exit "$SECRET_SCAN" </dev/null || rc=$?
+TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/suite.json "${MOCHA[@]}" --parallel --jobs "${TEST_JOBS:-3}" "${files[@]}" </dev/null || rc=$?
+# The scan alone, after every other process has exited.
+TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/scan.json "${MOCHA[@]}" "$SECRET_SCAN" </dev/null || rc=$?
 node dist/test/support/summary.js "$TEST_SUMMARY_DIR"/*.json
 log "the suite took $(($(date +%s) - started)) s in ${TEST_JOBS:-3} processes"
 exit "$rc"

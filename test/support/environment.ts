@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
@@ -137,10 +139,18 @@ export async function releaseTimeSkippingTemporal(): Promise<void> {
 /** Every configured node (anvil, btcd) call made inside a database transaction, by any test of the suite. */
 const nodeCallsInTransactions = watchNodeCallsInTransactions();
 
+let fileStartedAt = 0;
+/** Each file's time in a parallel run, for the slowest-files list scripts/test.sh prints (test/support/summary.ts). */
+function recordFileTime(file: string | undefined, seconds: number): void {
+  const dir = process.env.TEST_ARTIFACTS_DIR;
+  if (dir && file) appendFileSync(path.join(dir, `times-${process.pid}.jsonl`), `${JSON.stringify({ file: path.relative(process.cwd(), file), seconds })}\n`);
+}
+
 export const mochaHooks = {
   /** Before each file: this process's database made and migrated (once), for tests that connect to it on their own. */
   async beforeAll(this: Mocha.Context) {
     this.timeout(120_000);
+    fileStartedAt = performance.now();
     await testOrm();
   },
   /**
@@ -158,5 +168,6 @@ export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
     await releaseTimeSkippingTemporal();
+    recordFileTime(this.test?.parent?.suites[0]?.file, (performance.now() - fileStartedAt) / 1000);
   },
 };

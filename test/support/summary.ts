@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 
 export interface RunCounts {
   passes: number;
@@ -6,7 +7,19 @@ export interface RunCounts {
   pending: number;
 }
 
-/** scripts/test.sh: the one `N passed, N failed, N skipped` line of a suite run in several mocha runs. */
+/**
+ * scripts/test.sh: the slowest files of the run (test/support/environment.ts records each file's time in
+ * TEST_ARTIFACTS_DIR), then the one `N passed, N failed, N skipped` line of a suite run in several mocha runs.
+ */
+const artifactsDir = process.env.TEST_ARTIFACTS_DIR;
+const times = (artifactsDir ? readdirSync(artifactsDir).filter((name) => name.startsWith('times-')) : [])
+  .flatMap((name) => readFileSync(path.join(artifactsDir!, name), 'utf8').trim().split('\n'))
+  .map((line) => JSON.parse(line) as { file: string; seconds: number })
+  .sort((a, b) => b.seconds - a.seconds);
+if (times.length > 0) {
+  console.log('\nThe slowest files:');
+  for (const { file, seconds } of times.slice(0, 10)) console.log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
+}
 const counts: RunCounts[] = process.argv.slice(2).map((file) => JSON.parse(readFileSync(file, 'utf8')) as RunCounts);
 const sum = (key: keyof RunCounts) => counts.reduce((total, run) => total + run[key], 0);
 console.log(`\n${sum('passes')} passed, ${sum('failures')} failed, ${sum('pending')} skipped`);

@@ -342,7 +342,8 @@ describe('payoutTripWorkflow (time-skipping, the devnet)', () => {
       assert.deepEqual(failed.details, { failure_reason: 'risk_check_declined', stage: 'compliance' });
     });
 
-    it('asks again while the rail answer is unknown and pays exactly once when it is known', async () => {
+    it('asks again while the rail answer is unknown and pays exactly once when it is known', async function () {
+      this.timeout(180_000); // two hours of polls, each a real activity
       const trip = await context().initialize(USDT_TO_NGN);
       await context().setOutcome(trip.tripId, 'unknown');
       await context().deposit(trip, '100', 2);
