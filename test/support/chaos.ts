@@ -706,7 +706,9 @@ async function runLoad(
 
   const running = new Set<Promise<unknown>>();
   let skipped = 0;
-  while (Date.now() < loadEnd) {
+  // Ticks on a fixed schedule, a late one started at once: CHAOS_RATE ticks a second however busy the driver is.
+  for (let tick = 0; startedAt + tick * (1000 / options.operationsPerSecond) < loadEnd; tick += 1) {
+    await sleep(startedAt + tick * (1000 / options.operationsPerSecond) - Date.now());
     if (running.size >= options.maxInFlight) skipped += 1;
     else {
       let ticket = random() * totalWeight;
@@ -714,7 +716,6 @@ async function runLoad(
       const operation = kind.run().finally(() => running.delete(operation));
       running.add(operation);
     }
-    await sleep(1000 / options.operationsPerSecond);
   }
   outcome.loadSeconds = (Date.now() - startedAt) / 1000;
   await Promise.all(killing);
