@@ -16,7 +16,7 @@ async function main() {
     loadSeconds: Number(process.env.CHAOS_SECONDS ?? 300),
     killsPerComponent: Number(process.env.CHAOS_KILLS ?? 3),
     operationsPerSecond: Number(process.env.CHAOS_RATE ?? 20),
-    maxInFlight: Number(process.env.CHAOS_IN_FLIGHT ?? 256),
+    maxInFlight: Number(process.env.CHAOS_IN_FLIGHT ?? 512),
     settleSeconds: Number(process.env.CHAOS_SETTLE_SECONDS ?? 240),
     chain: process.env.CHAOS_CHAIN !== '0',
     log,

@@ -13,7 +13,7 @@ describe('Chaos: every component killed under load, nothing lost, doubled, creat
   this.timeout(600_000);
 
   it('keeps every invariant (seed 18)', async () => {
-    const result = await runChaos({ seed: 18, loadSeconds: 12, killsPerComponent: 1, operationsPerSecond: 20, maxInFlight: 256, settleSeconds: 120, chain: true, log: () => undefined });
+    const result = await runChaos({ seed: 18, loadSeconds: 12, killsPerComponent: 1, operationsPerSecond: 20, maxInFlight: 512, settleSeconds: 120, chain: true, log: () => undefined });
     // What the run reached (operations a second, kills that landed inside an activity), in the suite's output.
     console.log(`      ${result.report[0]}`);
     assert.deepEqual(result.violations, [], result.report.join('\n'));
@@ -21,7 +21,7 @@ describe('Chaos: every component killed under load, nothing lost, doubled, creat
   });
 
   it('reports a doubled credit and a skipped debit planted in the database by their organization and currency (no kills)', async () => {
-    const result = await runChaos({ seed: 7, loadSeconds: 5, killsPerComponent: 0, operationsPerSecond: 20, maxInFlight: 256, settleSeconds: 120, chain: false, plantFaults: true, log: () => undefined });
+    const result = await runChaos({ seed: 7, loadSeconds: 5, killsPerComponent: 0, operationsPerSecond: 20, maxInFlight: 512, settleSeconds: 120, chain: false, plantFaults: true, log: () => undefined });
     assert.equal(result.planted.length, 2);
     assert.deepEqual(
       result.violations.map((violation) => result.planted.find((fault) => violation.startsWith(`${fault}:`)) ?? violation).sort(),

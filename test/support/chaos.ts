@@ -27,13 +27,14 @@ import { ServiceProcess } from './service-process';
 import { WebhookReceiver } from './webhook-receiver';
 
 /**
- * The chaos run of issue 18: PostgreSQL, the Temporal dev server, the API and the worker as separate
- * processes (the compose file's way), a mixed load with idempotency keys (card creations and fundings,
- * Lightning invoices and internal payments, payout trips, sandbox credits, webhook tests, every event
- * delivered to a local receiver) while each component is killed with SIGKILL at seeded random moments and started
- * again, then the invariants: every accepted operation done exactly once or still running and
- * visible, every event delivered or scheduled, no money created or destroyed. `npm run chaos` runs
- * it long (bench/chaos.ts), test/chaos.test.ts short.
+ * The chaos run of issues 18 and 34: PostgreSQL, the Temporal dev server, the API and the worker as separate
+ * processes (the compose file's way), a mixed load of three organizations with idempotency keys (card creations
+ * and fundings, Lightning invoices paid by another organization, on-chain sends, payout trips, sandbox credits,
+ * webhook tests, every event delivered to a local receiver) while each component is killed with SIGKILL, each
+ * kill timed on a workflow inside an activity, and started again; then the invariants: every accepted operation
+ * done exactly once and settled, each organization's money and cards what the load's own model says, every
+ * expected event delivered or scheduled, no component exiting on its own. `npm run chaos` runs it long
+ * (bench/chaos.ts), test/chaos.test.ts short (and with planted faults, to show the checks fail).
  */
 export interface ChaosOptions {
   seed: number;
