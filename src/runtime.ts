@@ -3,7 +3,7 @@ import { ApiKeyCache } from './api-keys/key-cache';
 import { LastUsedTracker } from './api-keys/service';
 import { ChainNodes } from './chains/nodes';
 import type { Config } from './config';
-import { createOrm, type Orm } from './db/orm';
+import { createOrm, createOrmWaiting, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
 import { KeyedConcurrencyLimit, KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './http/rate-limit';
 import { IdempotencyService } from './idempotency/service';
@@ -45,4 +45,4 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
   };
 }
 
-export { createOrm };
+export { createOrm, createOrmWaiting };

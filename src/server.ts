@@ -5,12 +5,12 @@ import { ConfigError, loadConfig } from './config';
 import { createApp } from './http/app';
 import { createLogger } from './logger';
 import { routeModules } from './modules';
-import { createAppDeps, createOrm } from './runtime';
+import { createAppDeps, createOrmWaiting } from './runtime';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'api');
-  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const orm = await createOrmWaiting(config.DATABASE_URL, config.DATABASE_POOL_MAX, () => log.warn('waiting for the database: unreachable or starting up'));
   const deps = createAppDeps(config, orm, log);
   await deps.keyCache.start();
   const { app } = createApp(deps, routeModules);

@@ -6,7 +6,7 @@ import { ensureChainScanners } from './monitoring/scanner';
 import { ConfigError, loadConfig } from './config';
 import { IdempotencyService } from './idempotency/service';
 import { createLogger } from './logger';
-import { createOrm } from './runtime';
+import { createOrmWaiting } from './runtime';
 import { createTemporalClient, temporalConnectionOptions } from './temporal/client';
 import { taskQueueOf } from './temporal/flow';
 import { WorkflowStarter } from './temporal/starter';
@@ -16,7 +16,7 @@ import { createWorker } from './worker-setup';
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'worker');
-  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const orm = await createOrmWaiting(config.DATABASE_URL, config.DATABASE_POOL_MAX, () => log.warn('waiting for the database: unreachable or starting up'));
 
   const { connection, client } = createTemporalClient(config);
   if (config.TEMPORAL_SEARCH_ATTRIBUTES) {

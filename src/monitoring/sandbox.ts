@@ -36,6 +36,8 @@ export interface SandboxDepositInput {
   asset: string;
   /** Display units. */
   amount: string;
+  /** The id its sandbox_deposits row takes (src/payouts/sandbox-deposit.ts: one transfer per Idempotency-Key); a random one by default. */
+  depositId?: string;
 }
 
 /**
@@ -61,7 +63,7 @@ export async function simulateDeposit(em: EntityManager, config: Config, chains:
     if (error instanceof TransactionRejectedError) throw errors.invalid('deposit_refused', `The devnet refused the faucet's transfer: ${error.message}`, { details: { reason: error.reason } });
     throw error;
   }
-  em.create(SandboxDeposit, { organization: em.getReference(Organization, auth.organizationId), assetId: asset.id, amount: amount.toString(), txid: sent.txid, createdAt: new Date() });
+  em.create(SandboxDeposit, { ...(input.depositId ? { id: input.depositId } : {}), organization: em.getReference(Organization, auth.organizationId), assetId: asset.id, amount: amount.toString(), txid: sent.txid, createdAt: new Date() });
   const recorded = await recordTransfers(
     em,
     { chain, environment: auth.environment, requiredConfirmations: requiredConfirmations(config, chain), tipHeight },

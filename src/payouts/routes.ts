@@ -1,5 +1,5 @@
-import type { RouteRegistry } from '../http/route';
-import { mineSandboxBlocks, simulateDeposit } from '../monitoring/sandbox';
+import { IDEMPOTENCY_KEY_HEADER, type RouteRegistry } from '../http/route';
+import { mineSandboxBlocks } from '../monitoring/sandbox';
 import { listBody } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
 import { isoOrNull } from '../shared/time';
@@ -20,6 +20,7 @@ import {
   TripParams,
 } from './schemas';
 import { createQuote, presentQuote } from './quotes';
+import { fundTripOnce } from './sandbox-deposit';
 import { tripRefunds } from './refunds';
 import { findTrip, findTripByReference, initializeTrip, listTrips, tripTimeline } from './trips';
 
@@ -117,21 +118,21 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     operationId: 'sandboxFundPayoutTrip',
     summary: "Sandbox: send an amount to a trip's deposit address on the devnet",
     description:
-      "A real transfer from the devnet's faucet to the trip's deposit address; with `confirmations`, that many blocks are mined at once (and scanned), so the deposit is confirmed when the chain's threshold is reached.",
+      "A real transfer from the devnet's faucet to the trip's deposit address; with `confirmations`, that many blocks are mined at once (and scanned), so the deposit is confirmed when the chain's threshold is reached. " +
+      'The transfer is committed before the blocks are mined: a retry with the same Idempotency-Key after a 5xx or a lost connection answers the same transfer (no second one is sent) and mines again.',
     tag: 'Sandbox',
     scope: 'payouts:write',
     sandboxOnly: true,
     params: TripParams,
     body: SandboxPayoutDepositBody,
-    // Mining waits on Temporal: no database transaction is held open meanwhile.
+    // Mining waits on Temporal: no database transaction is held open meanwhile. The transfer is committed first,
+    // recorded under the Idempotency-Key, so a retry reuses it and mines again (fundTripOnce).
     ownTransactions: true,
     response: { status: 201, description: 'The transfer', schema: SandboxPayoutDepositObject },
-    handler: async ({ auth, params, body, deps }) => {
+    handler: async ({ auth, params, body, ctx, deps }) => {
       const em = deps.orm.em.fork();
       const trip = await findTrip(em, auth, params.tripId);
-      const sent = await deps.starter.transaction(em, (tx) =>
-        simulateDeposit(tx, deps.config, deps.chains, auth, { chain: trip.chain, address: trip.depositAddress, asset: trip.assetId, amount: body.amount }),
-      );
+      const sent = await fundTripOnce(em, deps, auth, trip, body.amount, ctx.get(IDEMPOTENCY_KEY_HEADER) || undefined);
       if (body.confirmations) await mineSandboxBlocks(deps.config, deps.starter, trip.chain, body.confirmations);
       return {
         status: 201,
@@ -141,8 +142,8 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
           depositAddress: trip.depositAddress,
           assetId: trip.assetId,
           amount: sent.amount,
-          amountRaw: sent.amount_raw,
-          txHash: sent.tx_hash,
+          amountRaw: sent.amountRaw,
+          txHash: sent.txHash,
           blocksMined: body.confirmations ?? 0,
         },
       };

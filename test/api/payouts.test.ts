@@ -267,6 +267,46 @@ describe('Payouts: trips from initialize through the sandbox deposit and rail to
     assert.equal(outcome.body.paidAt, null);
   });
 
+  it('sends one transfer per Idempotency-Key from the deposit helper: a retry after the first attempt died past its transfer (killed, or a 5xx that released the claim) answers it and mines again', async () => {
+    const offer = await quote();
+    const started = await initialize(offer.quoteId);
+    assert.equal(started.status, 201, started.text);
+    const trip = started.body;
+    const key = `deposit-${randomUUID()}`;
+    const deposit = (idempotencyKey: string) =>
+      app.request('POST', `/v1/sandbox/payouts/trips/${trip.tripId}/deposit`, { key: org.secret, body: { amount: offer.fromAmount, confirmations: 1 }, headers: { 'idempotency-key': idempotencyKey } });
+    const first = await deposit(key);
+    assert.equal(first.status, 201, first.text);
+    const sql = <T>(query: string, params: unknown[]) => app.deps.orm.em.fork().getConnection().execute<T[]>(query, params, 'all');
+    const tipOf = async () => Number((await sql<{ height: number }>(`select max(height) as height from devnet_blocks where chain = 'tron'`, []))[0]!.height);
+    // What each failure leaves behind: the transfer committed and the claim in flight past its lock (the API killed while it
+    // mined), or no claim at all (a 5xx while Temporal was down releases it). Either way the retry runs the handler again.
+    const failures = {
+      killed: `update idempotency_records set locked_at = now() - interval '1 hour', status = 'in_flight', response_status = null, response_body = null where organization_id = ? and key = ?`,
+      released: `delete from idempotency_records where organization_id = ? and key = ?`,
+    };
+    for (const [failure, statement] of Object.entries(failures)) {
+      await sql(statement, [org.organizationId, key]);
+      const tip = await tipOf();
+      const retry = await deposit(key);
+      assert.equal(retry.status, 201, `${failure}: ${retry.text}`);
+      assert.equal(retry.headers.get('idempotent-replayed'), null, `${failure}: the handler ran again`);
+      assert.deepEqual(retry.body, first.body, `${failure}: the same transfer`);
+      assert.equal(await tipOf(), tip + 1, `${failure}: the retry mined its block again`);
+    }
+    const transfers = await sql<{ txid: string }>(
+      `select i.txid from incoming_transfers i join payout_trips t on t.deposit_address_record_id = i.address_id where t.id = ?`,
+      [trip.tripId],
+    );
+    assert.deepEqual(transfers.map((row) => row.txid), [first.body.txHash], 'one transfer reached the deposit address');
+    const done = await eventually(async () => {
+      const read = await call('GET', `/payouts/trips/${trip.tripId}`);
+      return read.body.status === 'success' ? read.body : undefined;
+    }, 'the trip paid out');
+    assert.equal(done.amountReceived, offer.fromAmount, 'paid once, nothing in excess');
+    assert.equal(done.creditedAmount, null);
+  });
+
   it('returns the same trip for the same reference, also under 20 concurrent calls, and 409 for another body', async () => {
     const offer = await quote();
     const reference = `concurrent-${randomUUID()}`;
