@@ -109,6 +109,26 @@ function load(options: LoadOptions): Promise<autocannon.Result> {
   });
 }
 
+/**
+ * The environment of the service's own processes (dist/src/server.js, dist/src/worker.js) as
+ * scripts/start.sh and the Dockerfile start them, on a task queue of the benchmark's own, logging at
+ * LOG_LEVEL (info unless set) as `npm start` does.
+ */
+export const serviceProcessEnv = (dataDir: string, taskQueue: string): NodeJS.ProcessEnv => ({
+  ...process.env,
+  NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=384',
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+  NODE_ENV: 'development',
+  DATA_DIR: dataDir,
+  TEMPORAL_TASK_QUEUE: taskQueue,
+  // The load is the benchmark's to bound; the per-key limit would only turn part of it into 429s.
+  RATE_LIMIT_PER_SECOND: '1000000',
+  RATE_LIMIT_BURST: '1000000',
+  WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true',
+});
+
 /** A virtual card's create body (POST /api/cards), the same for every benchmark that needs a card. */
 export const BENCH_CARD_BODY = {
   amount: 0,
