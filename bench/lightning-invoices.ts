@@ -7,7 +7,7 @@ import { routeModules } from '../src/modules';
 import { createOrganization } from '../src/organizations/service';
 import { createAppDeps } from '../src/runtime';
 import { startLoneLnd } from '../test/support/lnd';
-import { alternate, listen, measureHttp, medianOf, report, runBenchmark, serviceLogger, urlOf, type Ratio } from './support';
+import { alternate, listen, measureHttp, medianOf, report, runBenchmark, serviceLogger, urlOf, type HttpMeasurement, type Ratio } from './support';
 
 /**
  * Lightning invoice creation and decoding beside two peers on this machine: LNbits (FakeWallet funding
@@ -145,13 +145,25 @@ async function measure(ours: Endpoint, lnd: (Endpoint & { addInvoice: () => Prom
         ]
       : []),
   ]);
-  const rows = await alternate(targets);
-  const rate = (target: string) => medianOf(rows, target, 'requests_per_second');
+  // A peer that answers nothing within a measurement (LNbits at 50 connections on a busy machine) is
+  // recorded as such and that round left out of its median; ours failing still fails the benchmark.
+  const rows = await alternate(
+    targets.map(({ target, measure }) => ({
+      target,
+      measure: (): Promise<HttpMeasurement | { target: string; failed: string }> =>
+        target.startsWith('ours:') ? measure() : measure().catch((error: unknown) => ({ target, failed: (error as Error).message })),
+    })),
+  );
+  const answered = rows.filter((row): row is HttpMeasurement & { round: number } => !('failed' in row));
+  const rate = (target: string) => medianOf(answered, target, 'requests_per_second');
+  const measured = (target: string) => answered.some((row) => row.target === target);
   const ratios: Ratio[] = CONNECTIONS.flatMap((connections) => [
-    ...(lnd ? [{ name: `invoice creation, ours / LND AddInvoice (${connections} conn, medians)`, value: rate(ourCreate(connections)) / rate(lndCreate(connections)), goal: 0.5 }] : []),
-    ...(lnbits
+    ...(lnd && measured(lndCreate(connections)) ? [{ name: `invoice creation, ours / LND AddInvoice (${connections} conn, medians)`, value: rate(ourCreate(connections)) / rate(lndCreate(connections)), goal: 0.5 }] : []),
+    ...(lnbits && measured(lnbitsCreate(connections))
+      ? [{ name: `invoice creation, ours / LNbits (${connections} conn, medians)`, value: rate(ourCreate(connections)) / rate(lnbitsCreate(connections)), goal: 2 }]
+      : []),
+    ...(lnbits && measured(lnbitsDecode(connections))
       ? [
-          { name: `invoice creation, ours / LNbits (${connections} conn, medians)`, value: rate(ourCreate(connections)) / rate(lnbitsCreate(connections)), goal: 2 },
           { name: `invoice decoding, ours / LNbits (${connections} conn, medians)`, value: rate(ourDecode(connections)) / rate(lnbitsDecode(connections)) },
         ]
       : []),
