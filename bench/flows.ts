@@ -13,27 +13,27 @@ import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { createApp } from '../src/http/app';
 import { IdempotencyService } from '../src/idempotency/service';
-import { createLogger } from '../src/logger';
 import { routeModules } from '../src/modules';
 import { createOrganization } from '../src/organizations/service';
 import { createAppDeps } from '../src/runtime';
 import { temporalConnectionOptions } from '../src/temporal/client';
 import { ensureSearchAttributes } from '../src/temporal/setup';
 import { createWorker, quietBundlerLogger } from '../src/worker-setup';
-import { BENCH_CARD_BODY, BENCH_SECONDS, listen, report, runBenchmark, urlOf } from './support';
-import type { BareActivities } from './workflows/bare';
+import { alternate, BENCH_CARD_BODY, BENCH_SECONDS, listen, median, medianOf, report, runBenchmark, serviceLogger, urlOf } from './support';
+import type { BareActivities, BareShape } from './workflows/bare';
 
 /**
- * Money flows end to end (API request → workflow → settled) against the orchestration ceiling: a bare
- * one-activity workflow started and awaited on the same Temporal dev server, in the same process. The
- * service's real workers (createWorker, as src/worker.ts builds them) and the real app run in this
- * process, so its resident memory is the worker's (plus the API's) and is sampled beside throughput.
- * Each measurement keeps FLOWS_IN_FLIGHT flows going until FLOWS_PER_ROUND have completed or
- * BENCH_SECONDS have passed; rounds alternate (ceiling, flows, ceiling, flows) so noise hits both.
+ * Money flows end to end (API request → workflow → settled) against the orchestration ceiling of the
+ * same shape: a bare workflow with as many activities and local activities as the flow's own workflow
+ * runs (read from its history), started and awaited on the same Temporal dev server, in the same
+ * process. The service's real workers (createWorker, as src/worker.ts builds them) and the real app
+ * run in this process, logging as `npm start` does, so its resident memory is the worker's (plus the
+ * API's) and is sampled beside throughput. Each measurement keeps FLOWS_IN_FLIGHT flows going until
+ * FLOWS_PER_ROUND have completed or BENCH_SECONDS have passed; BENCH_ROUNDS rounds alternate each
+ * flow's ceiling with the flow (ceiling, flow, ceiling, flow…) so noise hits both; ratios are of medians.
  */
 const FLOWS_PER_ROUND = Number(process.env.BENCH_FLOWS ?? 300);
 const FLOWS_IN_FLIGHT = Number(process.env.BENCH_FLOWS_IN_FLIGHT ?? 10);
-const ROUNDS = Number(process.env.BENCH_FLOW_ROUNDS ?? 2);
 const DEAD_ENDPOINTS = 12;
 /** No single flow may wait longer: a stuck workflow fails the benchmark rather than hanging it. */
 const FLOW_TIMEOUT_MS = 60_000;
@@ -175,19 +175,12 @@ function caller(url: string, secret: string): Call {
   };
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
-
 async function main() {
   // The SDK's own log (worker state changes) at WARN, so the benchmark's output stays readable.
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const taskQueue = `bench-flows-${randomUUID()}`;
   const config = loadConfig({
     ...process.env,
-    LOG_LEVEL: 'silent',
     RATE_LIMIT_BURST: '1000000000',
     RATE_LIMIT_PER_SECOND: '1000000000',
     TEMPORAL_TASK_QUEUE: taskQueue,
@@ -195,7 +188,7 @@ async function main() {
   });
   const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
   await migrate(orm);
-  const log = createLogger('silent');
+  const log = serviceLogger(config.LOG_LEVEL);
   const deps = createAppDeps(config, orm, log);
   const client = deps.temporal.client as Client;
   if (config.TEMPORAL_SEARCH_ATTRIBUTES) await ensureSearchAttributes(deps.temporal.connection, config.TEMPORAL_NAMESPACE);
@@ -301,11 +294,13 @@ async function main() {
     };
 
     let bareRuns = 0;
-    const bare = async () => {
-      const workflowId = `bench-bare-${(bareRuns += 1)}-${randomUUID()}`;
-      await client.workflow.execute('bareWorkflow', { taskQueue: bareQueue, workflowId });
-      return workflowId;
-    };
+    const bareOf =
+      (shape: BareShape): Flow =>
+      async () => {
+        const workflowId = `bench-bare-${(bareRuns += 1)}-${randomUUID()}`;
+        await client.workflow.execute('bareWorkflow', { taskQueue: bareQueue, workflowId, args: [shape] });
+        return workflowId;
+      };
 
     /** What one flow costs, from COST_SAMPLES run one at a time: SQL statements, and the last one's workflow history. */
     const costs: FlowCost[] = [];
@@ -315,7 +310,7 @@ async function main() {
       for (let sample = 0; sample < COST_SAMPLES; sample += 1) workflowId = await flow();
       const statements = (sqlStatements - before) / COST_SAMPLES;
       const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-      costs.push({
+      const cost = {
         target,
         http_requests: httpRequests,
         sql_statements: statements,
@@ -323,39 +318,44 @@ async function main() {
         workflow_tasks: events.filter((event) => event.workflowTaskCompletedEventAttributes).length,
         activity_tasks: events.filter((event) => event.activityTaskScheduledEventAttributes).length,
         local_activities: events.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity').length,
-      });
+      };
+      costs.push(cost);
+      return cost;
+    };
+    /** The bare workflow of a flow's shape, and its name in the tables. */
+    const ceilingOf = (flow: string, cost: FlowCost) => {
+      const shape = { activities: cost.activity_tasks, localActivities: cost.local_activities };
+      return { target: `bare workflow, ${shape.activities} activities and ${shape.localActivities} local (the ceiling of ${flow})`, run: bareOf(shape) };
     };
 
     // Warm-up: the workflow caches, the JIT and the pools, without measuring.
-    for (const flow of [bare, fundCard, invoiceAndPay, deliverTestEvent]) await measureFlows('warm-up', 0, flow, BENCH_SECONDS, FLOWS_IN_FLIGHT * 2);
+    const warmUpBare = [bareOf({ activities: 1, localActivities: 0 }), bareOf({ activities: 0, localActivities: 1 })];
+    for (const flow of [...warmUpBare, fundCard, invoiceAndPay, deliverTestEvent]) await measureFlows('warm-up', 0, flow, BENCH_SECONDS, FLOWS_IN_FLIGHT * 2);
 
-    await measureCost('bare one-activity workflow', 0, bare);
-    await measureCost('card funding', 1, fundCard);
-    await issueInvoices();
-    await measureCost('internal Lightning payment', 1, payIssued);
-    await measureCost('internal Lightning payment with its invoice and preview', 3, invoiceAndPay);
-    await measureCost('webhook delivery', 1, deliverTestEvent);
-
-    const rows: FlowMeasurement[] = [];
-    const measure = async (target: string, round: number, flow: Flow) => {
-      const row = await measureFlows(target, round, flow);
-      console.log(`${target} (round ${round}): ${row.per_second}/s, rss peak ${row.rss_peak_mib} MiB, live heap ${row.heap_live_mib} MiB`);
-      rows.push(row);
-    };
-    const CEILING = 'bare one-activity workflow (ceiling)';
     const FUNDING = 'card funding: POST /api/cards/:cardId/balance → completed';
     const PAYMENT = 'internal Lightning payment: POST /api/lightning/payments → paid (invoice issued before)';
     const PAYMENT_TRIP = 'internal Lightning payment with its invoice: invoice, initiate, pay → paid';
     const WEBHOOK = 'webhook: POST /v1/webhooks/:id/test → delivered';
-    const CEILING_BACKLOG = 'bare one-activity workflow (ceiling, dead backlog running)';
-    const FUNDING_NONE = 'card funding, organization without endpoints (with the dead backlog running)';
-    const FUNDING_DEAD = `card funding, organization with ${DEAD_ENDPOINTS} endpoints that never answer (circuits open)`;
-    for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const [target, flow] of [[CEILING, bare], [FUNDING, fundCard], [CEILING, bare], [PAYMENT, payIssued], [PAYMENT_TRIP, invoiceAndPay], [CEILING, bare], [WEBHOOK, deliverTestEvent]] as const) {
-        if (target === PAYMENT) await issueInvoices();
-        await measure(target, round, flow);
-      }
-    }
+    const fundingCeiling = ceilingOf('card funding', await measureCost('card funding', 1, fundCard));
+    await issueInvoices();
+    const paymentCeiling = ceilingOf('internal Lightning payment', await measureCost('internal Lightning payment', 1, payIssued));
+    const tripCeiling = ceilingOf('internal Lightning payment with its invoice', await measureCost('internal Lightning payment with its invoice and preview', 3, invoiceAndPay));
+    const webhookCeiling = ceilingOf('webhook delivery', await measureCost('webhook delivery', 1, deliverTestEvent));
+
+    const measure = (target: string, flow: Flow, before?: () => Promise<void>) => ({
+      target,
+      measure: async (round: number) => {
+        await before?.();
+        return measureFlows(target, round, flow);
+      },
+    });
+    const pairs = [
+      { flow: FUNDING, run: fundCard, ceiling: fundingCeiling },
+      { flow: PAYMENT, run: payIssued, ceiling: paymentCeiling, before: issueInvoices },
+      { flow: PAYMENT_TRIP, run: invoiceAndPay, ceiling: tripCeiling },
+      { flow: WEBHOOK, run: deliverTestEvent, ceiling: webhookCeiling },
+    ];
+    const rows: FlowMeasurement[] = await alternate(pairs.flatMap(({ flow, run, ceiling, before }) => [measure(ceiling.target, ceiling.run), measure(flow, run, before)]));
 
     // Dead endpoints: every funding of this organization emits an event to 12 endpoints that hold each attempt until its timeout.
     const deadOrganization = await organization('Benchmark dead endpoints');
@@ -404,9 +404,10 @@ async function main() {
     const circuitsOpening = { seconds: openedAfter, fundings_per_second: openingRate, attempts_settled_after_seconds: settledAfter };
     console.log(`their attempts in flight ended and paused ${settledAfter} s later`);
     await measureCost(`card funding, ${DEAD_ENDPOINTS} dead endpoints, circuits open`, 1, fundDeadCard);
-    for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const [target, flow] of [[CEILING_BACKLOG, bare], [FUNDING_NONE, fundCard], [FUNDING_DEAD, fundDeadCard]] as const) await measure(target, round, flow);
-    }
+    const CEILING_BACKLOG = `${fundingCeiling.target}, dead backlog running`;
+    const FUNDING_NONE = 'card funding, organization without endpoints (with the dead backlog running)';
+    const FUNDING_DEAD = `card funding, organization with ${DEAD_ENDPOINTS} endpoints that never answer (circuits open)`;
+    rows.push(...(await alternate([measure(CEILING_BACKLOG, fundingCeiling.run), measure(FUNDING_NONE, fundCard), measure(FUNDING_DEAD, fundDeadCard)])));
     // How many of the dead endpoints' deliveries their open circuits held (no workflow started) by the end.
     const [dead] = await orm.em.fork().execute<{ total: string; held: string }[]>(
       `select count(*) as total, count(*) filter (where held_by_circuit) as held from event_deliveries where destination_url = ?`,
@@ -415,19 +416,18 @@ async function main() {
     const deadDeliveries = { total: Number(dead!.total), held: Number(dead!.held) };
     console.log(`deliveries to the dead endpoints: ${deadDeliveries.total}, held by their open circuits without a workflow: ${deadDeliveries.held}`);
 
-    const medianOf = (target: string) => median(rows.filter((row) => row.target === target).map((row) => row.per_second));
-    const ceiling = medianOf(CEILING);
+    const rate = (target: string) => medianOf(rows, target, 'per_second');
+    const ofCeiling = (flow: string, ceiling: { target: string }) => rate(flow) / rate(ceiling.target);
     const ratios = [
-      { name: 'card fundings/s / bare workflows/s (medians)', value: medianOf(FUNDING) / ceiling, goal: 0.5 },
-      { name: 'card fundings/s / bare workflows/s (medians, the issue’s card goal)', value: medianOf(FUNDING) / ceiling, goal: 0.8 },
-      { name: 'internal Lightning payments/s / bare workflows/s (medians)', value: medianOf(PAYMENT) / ceiling, goal: 0.5 },
-      { name: 'internal Lightning payments with their invoice and preview/s / bare workflows/s (medians)', value: medianOf(PAYMENT_TRIP) / ceiling },
-      { name: 'webhook deliveries/s / bare workflows/s (medians)', value: medianOf(WEBHOOK) / ceiling, goal: 0.5 },
-      { name: `card fundings/s with ${DEAD_ENDPOINTS} dead endpoints / without (medians, same rounds)`, value: medianOf(FUNDING_DEAD) / medianOf(FUNDING_NONE), goal: 0.8 },
-      { name: `card fundings/s with ${DEAD_ENDPOINTS} dead endpoints / bare workflows/s, dead backlog running (medians)`, value: medianOf(FUNDING_DEAD) / medianOf(CEILING_BACKLOG), goal: 0.5 },
+      { name: 'card fundings/s / bare workflows of their shape/s (medians)', value: ofCeiling(FUNDING, fundingCeiling), goal: 0.9 },
+      { name: 'internal Lightning payments/s / bare workflows of their shape/s (medians)', value: ofCeiling(PAYMENT, paymentCeiling), goal: 0.5 },
+      { name: 'internal Lightning payments with their invoice and preview/s / bare workflows of their shape/s (medians)', value: ofCeiling(PAYMENT_TRIP, tripCeiling) },
+      { name: 'webhook deliveries/s / bare workflows of their shape/s (medians)', value: ofCeiling(WEBHOOK, webhookCeiling), goal: 0.5 },
+      { name: `card fundings/s with ${DEAD_ENDPOINTS} dead endpoints / without (medians, same rounds)`, value: rate(FUNDING_DEAD) / rate(FUNDING_NONE), goal: 0.8 },
+      { name: `card fundings/s with ${DEAD_ENDPOINTS} dead endpoints / their bare workflows/s, dead backlog running (medians)`, value: rate(FUNDING_DEAD) / rate(CEILING_BACKLOG), goal: 0.5 },
       {
-        name: 'card fundings/s / bare workflows/s, dead backlog running / before it (medians)',
-        value: medianOf(FUNDING_NONE) / medianOf(CEILING_BACKLOG) / (medianOf(FUNDING) / ceiling),
+        name: 'card fundings/s / their bare workflows/s, dead backlog running / before it (medians)',
+        value: rate(FUNDING_NONE) / rate(CEILING_BACKLOG) / ofCeiling(FUNDING, fundingCeiling),
       },
     ];
     console.log('\nWhat one flow costs (SQL statements from the first request to the result, averaged over flows run one at a time):');
@@ -436,7 +436,6 @@ async function main() {
       costs,
       flows_per_round: FLOWS_PER_ROUND,
       in_flight: FLOWS_IN_FLIGHT,
-      rounds: ROUNDS,
       seconds: BENCH_SECONDS,
       worker: { max_activities: config.WORKER_MAX_ACTIVITIES, max_workflow_tasks: config.WORKER_MAX_WORKFLOW_TASKS, cached_workflows: config.WORKER_CACHED_WORKFLOWS },
       rss_end_mib: Math.round(process.memoryUsage().rss / MiB),

@@ -1,25 +1,32 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Ratio } from './support';
+import { readResults, resultsTable, withTable } from './table';
 
-/** Prints every ratio the benchmarks of this run wrote (bench/results/*.json newer than BENCH_STARTED_AT). */
+/**
+ * Without arguments (the end of `npm run bench`): prints every ratio the benchmarks of this run wrote
+ * (bench/results/*.json of the run that started at BENCH_STARTED_AT). With `--readme` (`npm run
+ * bench:table`): rewrites bench/README.md's generated table from the newest result of each benchmark.
+ */
 async function main() {
-  const dir = path.resolve(__dirname, '../../bench/results');
-  const startedAt = Number(process.env.BENCH_STARTED_AT ?? 0) * 1000;
-  const rows: { benchmark: string; ratio: string; value: string; goal: string; met: string }[] = [];
-  for (const file of (await readdir(dir)).filter((name) => name.endsWith('.json')).sort()) {
-    const result = JSON.parse(await readFile(path.join(dir, file), 'utf8')) as { name: string; date: string; ratios: Ratio[] };
-    if (new Date(result.date).getTime() < startedAt) continue;
-    for (const ratio of result.ratios) {
-      rows.push({
+  const results = await readResults();
+  if (process.argv.includes('--readme')) {
+    const readmePath = path.resolve(__dirname, '../../bench/README.md');
+    await writeFile(readmePath, withTable(await readFile(readmePath, 'utf8'), resultsTable(results)));
+    console.log(`bench/README.md: table written from ${results.length} result files`);
+    return;
+  }
+  const startedAt = new Date(Number(process.env.BENCH_STARTED_AT ?? 0) * 1000).toISOString();
+  const rows = results
+    .filter((result) => result.run >= startedAt)
+    .flatMap((result) =>
+      result.ratios.map((ratio) => ({
         benchmark: result.name,
         ratio: ratio.name,
         value: ratio.value.toFixed(3),
         goal: ratio.goal === undefined ? '' : String(ratio.goal),
         met: ratio.goal === undefined ? '' : ratio.value >= ratio.goal ? 'yes' : 'no',
-      });
-    }
-  }
+      })),
+    );
   console.log('\n## Summary of this run');
   console.table(rows);
 }

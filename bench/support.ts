@@ -1,10 +1,14 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { fork } from 'node:child_process';
 import type autocannon from 'autocannon';
 import type Koa from 'koa';
+import pg from 'pg';
+import pino from 'pino';
+import { createLogger, type Logger } from '../src/logger';
 
 /**
  * What every benchmark shares: its duration and concurrency settings, an HTTP measurement with
@@ -14,6 +18,42 @@ import type Koa from 'koa';
  */
 export const BENCH_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 export const BENCH_CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+/** How many times each target is measured, its baseline alternating with it (A, B, A, B…); ratios are of the medians. */
+export const BENCH_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+/**
+ * The service's logger as `npm start` runs it: LOG_LEVEL's level (info unless set) as JSON lines to a file
+ * (scripts/start.sh sends each process's output to one; here BENCH_LOG_FILE, which scripts/bench.sh sets),
+ * so that the cost of the access log and the workers' lines is in every figure.
+ */
+export function serviceLogger(level: string): Logger {
+  const file = process.env.BENCH_LOG_FILE ?? path.join(os.tmpdir(), `custody-bench-${process.pid}.log`);
+  return createLogger(level, undefined, pino.destination({ dest: file, mkdir: true }));
+}
+
+/** Measures every target once per round, in the same order each round, so that a disturbance falls on all of them alike. */
+export async function alternate<T extends object>(targets: { target: string; measure: (round: number) => Promise<T> }[], rounds = BENCH_ROUNDS): Promise<(T & { round: number })[]> {
+  const rows: (T & { round: number })[] = [];
+  for (let round = 1; round <= rounds; round += 1) {
+    for (const { target, measure } of targets) {
+      const row = { ...(await measure(round)), round };
+      console.log(`${target} (round ${round}): ${JSON.stringify(row)}`);
+      rows.push(row);
+    }
+  }
+  return rows;
+}
+
+export const median = (values: number[]): number => {
+  if (!values.length) throw new Error('the median of nothing');
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+/** The median over rounds of one field of one target's rows. */
+export const medianOf = <T extends { target: string }>(rows: T[], target: string, field: keyof T & string): number =>
+  median(rows.filter((row) => row.target === target).map((row) => Number(row[field])));
 
 export interface HttpMeasurement {
   target: string;
@@ -69,6 +109,26 @@ function load(options: LoadOptions): Promise<autocannon.Result> {
   });
 }
 
+/**
+ * The environment of the service's own processes (dist/src/server.js, dist/src/worker.js) as
+ * scripts/start.sh and the Dockerfile start them, on a task queue of the benchmark's own, logging at
+ * LOG_LEVEL (info unless set) as `npm start` does.
+ */
+export const serviceProcessEnv = (dataDir: string, taskQueue: string): NodeJS.ProcessEnv => ({
+  ...process.env,
+  NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=384',
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+  NODE_ENV: 'development',
+  DATA_DIR: dataDir,
+  TEMPORAL_TASK_QUEUE: taskQueue,
+  // The load is the benchmark's to bound; the per-key limit would only turn part of it into 429s.
+  RATE_LIMIT_PER_SECOND: '1000000',
+  RATE_LIMIT_BURST: '1000000',
+  WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true',
+});
+
 /** A virtual card's create body (POST /api/cards), the same for every benchmark that needs a card. */
 export const BENCH_CARD_BODY = {
   amount: 0,
@@ -95,7 +155,31 @@ export interface Ratio {
   goal?: number;
 }
 
-/** Prints a benchmark's table and ratios and writes bench/results/<name>.json for the run's summary. */
+/** Where the committed results are (bench/results/, one JSON file per benchmark per run). */
+export const RESULTS_DIR = path.resolve(__dirname, '../../bench/results');
+
+/** The run's start (scripts/bench.sh exports BENCH_STARTED_AT, in seconds), which names its result files. */
+const runStartedAt = () => new Date(Number(process.env.BENCH_STARTED_AT ?? Math.floor(Date.now() / 1000)) * 1000);
+
+/** The durability settings of the benchmark's PostgreSQL, read from the server (npm start runs it with PostgreSQL's defaults: all on). */
+async function databaseDurability(): Promise<Record<string, string> | 'no DATABASE_URL'> {
+  if (!process.env.DATABASE_URL) return 'no DATABASE_URL';
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  try {
+    const settings: Record<string, string> = {};
+    for (const name of ['fsync', 'synchronous_commit', 'full_page_writes']) settings[name] = (await client.query<Record<string, string>>(`show ${name}`)).rows[0]![name]!;
+    return settings;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Prints a benchmark's table and ratios and writes bench/results/<run start>-<name>.json: the date, the
+ * machine, the settings (durability read from the database), every round's row, the ratios and `extra`.
+ * The README's table is generated from these files (`npm run bench:table`).
+ */
 export async function report(name: string, rows: object[], ratios: Ratio[], extra: Record<string, unknown> = {}): Promise<void> {
   console.log(`\n## ${name}`);
   console.table(rows);
@@ -103,9 +187,26 @@ export async function report(name: string, rows: object[], ratios: Ratio[], extr
     const goal = ratio.goal === undefined ? '' : ` (goal ${ratio.goal}: ${ratio.value >= ratio.goal ? 'met' : 'not met'})`;
     console.log(`${ratio.name}: ${ratio.value.toFixed(3)}${goal}`);
   }
-  const out = path.resolve(__dirname, '../../bench/results');
-  await mkdir(out, { recursive: true });
-  await writeFile(path.join(out, `${name}.json`), JSON.stringify({ name, date: new Date().toISOString(), rows, ratios, ...extra }, null, 2));
+  const run = runStartedAt();
+  const result = {
+    name,
+    date: new Date().toISOString(),
+    run: run.toISOString(),
+    machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memory_mib: Math.round(os.totalmem() / 1024 / 1024), node: process.version, load_average: os.loadavg() },
+    settings: {
+      seconds: BENCH_SECONDS,
+      connections: BENCH_CONNECTIONS,
+      rounds: BENCH_ROUNDS,
+      log_level: process.env.LOG_LEVEL ?? 'info',
+      database: await databaseDurability(),
+      machine_shared: process.env.BENCH_MACHINE_SHARED ?? 'not said',
+    },
+    rows,
+    ratios,
+    ...extra,
+  };
+  await mkdir(RESULTS_DIR, { recursive: true });
+  await writeFile(path.join(RESULTS_DIR, `${run.toISOString().slice(0, 19).replaceAll(':', '-')}-${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
 }
 
 /** Runs a benchmark's main and exits non-zero on failure. */

@@ -2,7 +2,13 @@
 # `npm run bench [NAME...]`: build, then run the benchmarks under bench/ (all, or those named) against a
 # throwaway database and a Temporal dev server of their own, then print every ratio of the run.
 # BENCH_SECONDS (default 10) and BENCH_CONNECTIONS (default 50) set each measurement's length and load;
-# BENCH_MEMORY_SECONDS the memory benchmark's load (default 600, or 6 x BENCH_SECONDS when only that is set).
+# BENCH_MEMORY_SECONDS the memory benchmark's load (default 600, or 6 x BENCH_SECONDS when only that is set);
+# BENCH_ROUNDS (default 3) how many rounds alternate each baseline with what it bounds.
+# As `npm start` runs them: PostgreSQL with its durability on (fsync, synchronous_commit, full_page_writes;
+# BENCH_PG_FAST=1 turns them off, as the test suite's clusters do), the Temporal dev server with the same
+# pragmas, and the service logging at LOG_LEVEL (default info) to a file. Results are written to
+# bench/results/ (committed) and `npm run bench:table` rewrites bench/README.md's table from them.
+# BENCH_SKIP_TOOLS=1 skips scripts/ensure-tools.sh (the tools are there already).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -11,7 +17,7 @@ source "$PROJECT_ROOT/scripts/lnbits.sh"
 cd "$PROJECT_ROOT"
 
 # In the order they run; each is bench/<name>.ts.
-BENCHES=(reads spend-limits policy-evaluation lightning-invoices flows memory)
+BENCHES=(reads spend-limits policy-evaluation lightning-invoices flows worker-restart memory)
 # Benchmarks that measure LNbits beside us; without it they measure only ours and say so.
 LNBITS_BENCHES=(lightning-invoices)
 
@@ -28,9 +34,9 @@ trap cleanup EXIT
 # A signal ends the run through exit, so the EXIT trap stops what it started.
 trap 'exit 130' INT
 trap 'exit 143' TERM
-bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
+[[ -n ${BENCH_SKIP_TOOLS:-} ]] || bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
 npm run build --silent
-pg_throwaway_database
+PG_FAST=${BENCH_PG_FAST:-} pg_throwaway_database
 
 # The embedded default's Temporal: the dev server with the same SQLite pragmas `npm start` uses.
 TEMPORAL_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-bench-temporal.XXXXXX")
@@ -38,6 +44,8 @@ TEMPORAL_PORT=$(free_port)
 temporal_dev_start "$TEMPORAL_DIR/temporal.db" "$TEMPORAL_PORT" "$(free_port)" "$TEMPORAL_DIR/temporal.log"
 export TEMPORAL_ADDRESS=127.0.0.1:$TEMPORAL_PORT TEMPORAL_CLI_PATH
 TEMPORAL_CLI_PATH=$(temporal_cli_path)
+# The service's log lines, as scripts/start.sh keeps them in a file; removed with the run.
+export BENCH_LOG_FILE=$TEMPORAL_DIR/service.log
 
 selected=("$@")
 ((${#selected[@]})) || selected=("${BENCHES[@]}")

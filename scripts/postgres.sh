@@ -146,7 +146,8 @@ pg_drop_database() {
 }
 
 # Throwaway database for a test or benchmark run: on the server of DATABASE_URL when it is set
-# (database test_<random>), else in a temporary cluster on a free port. Exports DATABASE_URL;
+# (database test_<random>), else in a temporary cluster on a free port, without fsync unless PG_FAST
+# is set and empty (the benchmarks' durable cluster). Exports DATABASE_URL;
 # call pg_throwaway_cleanup from the caller's EXIT trap.
 PG_THROWAWAY_BASE='' PG_THROWAWAY_NAME='' PG_THROWAWAY_DIR=''
 pg_throwaway_database() {
@@ -161,7 +162,7 @@ pg_throwaway_database() {
     PG_THROWAWAY_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-pg.XXXXXX")
     local port
     port=$(free_port)
-    PG_FAST=1 pg_start_cluster "$PG_THROWAWAY_DIR" "$port"
+    PG_FAST=${PG_FAST-1} pg_start_cluster "$PG_THROWAWAY_DIR" "$port"
     pg_create_database "postgresql://postgres@127.0.0.1:$port/postgres" test
     DATABASE_URL="postgresql://postgres@127.0.0.1:$port/test"
   fi

@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 
 /** The bench's own activity: does nothing, so a run of bareWorkflow costs only the orchestration. */
 export interface BareActivities {
@@ -6,8 +6,19 @@ export interface BareActivities {
 }
 
 const { touch } = proxyActivities<BareActivities>({ startToCloseTimeout: '10 seconds' });
+const { touch: touchLocally } = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '10 seconds' });
 
-/** The orchestration ceiling bench/flows.ts compares money flows with: one workflow, one activity. */
-export async function bareWorkflow(): Promise<void> {
-  await touch();
+/** How many no-op activities a bare run has, of each kind: the shape of the flow it bounds, read from that flow's history. */
+export interface BareShape {
+  activities: number;
+  localActivities: number;
+}
+
+/**
+ * The orchestration ceiling bench/flows.ts compares a money flow with: one workflow with as many
+ * activities and local activities as the flow's own workflow runs, one after another, doing nothing.
+ */
+export async function bareWorkflow(shape: BareShape): Promise<void> {
+  for (let index = 0; index < shape.localActivities; index += 1) await touchLocally();
+  for (let index = 0; index < shape.activities; index += 1) await touch();
 }

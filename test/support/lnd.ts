@@ -225,6 +225,33 @@ export async function startLightningNetworkOrSkip(context: Mocha.Context, channe
   }
 }
 
+/**
+ * One LND on a btcd of its own (regtest, one block mined so LND calls itself synced), no channels: what
+ * bench/lightning-invoices.ts measures AddInvoice on. Without lnd or btcd, why there is none.
+ */
+export async function startLoneLnd(): Promise<{ btcd: Btcd; lnd: Lnd; stop: () => Promise<void> } | { missing: string }> {
+  const lnd = findLnd();
+  const btcdFound = findBtcd();
+  if ('missing' in lnd) return lnd;
+  if ('missing' in btcdFound) return btcdFound;
+  const btcd = await startBtcd(btcdFound.path, [], true);
+  try {
+    await btcd.generate(1);
+    const node = await startLnd(lnd.path, btcd, 'bench');
+    return {
+      btcd,
+      lnd: node,
+      stop: async () => {
+        await node.stop();
+        await btcd.stop();
+      },
+    };
+  } catch (error) {
+    await btcd.stop();
+    throw error;
+  }
+}
+
 /** The configuration that makes `lnd` the sandbox environment's Lightning node (regtest invoices). */
 export const lndSandboxConfig = (lnd: Lnd): Record<string, string> => ({
   LIGHTNING_LND_SANDBOX_REST_URL: lnd.restUrl,

@@ -1,0 +1,14 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { readResults, resultsTable, TABLE_END, TABLE_START } from '../bench/table';
+
+describe('bench/README.md', () => {
+  it('has the table `npm run bench:table` writes from the committed results in bench/results/', async () => {
+    const results = await readResults();
+    assert.ok(results.length > 0, 'bench/results/ holds the committed runs');
+    const readme = await readFile(path.resolve(__dirname, '../../bench/README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf(TABLE_START), readme.indexOf(TABLE_END) + TABLE_END.length);
+    assert.equal(table, resultsTable(results), 'bench/README.md: run `npm run bench:table` after a benchmark run');
+  });
+});
