@@ -49,27 +49,11 @@ ensure_node_modules() {
   if [[ -f node_modules/.package-lock.json && ! package-lock.json -nt node_modules/.package-lock.json ]]; then
     return 0
   fi
-  # No install scripts are needed (npm 11 skips unapproved ones anyway).
-  local out
-  out=$(mktemp)
-  if with_progress "installing node_modules (npm ci)" --into "$out" npm ci --no-audit --no-fund --loglevel=error </dev/null; then
-    rm -f "$out"
-    return 0
-  fi
-  if grep -q EUSAGE "$out"; then
-    # npm ci's lock check also wants the lock entries of optional packages for
-    # other platforms (e.g. @swc/core-darwin-*, pulled in by @temporalio/worker);
-    # a registry that lacks them yields a lock without them, which npm ci
-    # rejects while npm install accepts it unchanged.
-    log "npm ci rejected package-lock.json ($(grep -m1 'Missing:' "$out" | sed 's/^npm error //')...); using npm install --no-save"
-    rm -f "$out"
-    with_progress "installing node_modules (npm install --no-save)" npm install --no-save --no-audit --no-fund --loglevel=error </dev/null ||
-      die "npm install failed: see the npm errors above."
-  else
-    cat "$out" >&2
-    rm -f "$out"
+  # No install scripts are needed (npm 11 skips unapproved ones anyway). The lock records every platform's
+  # optional packages (litesvm is pinned to the release whose platform packages the registry serves), so
+  # npm ci installs exactly what it names.
+  with_progress "installing node_modules (npm ci)" npm ci --no-audit --no-fund --loglevel=error </dev/null ||
     die "npm ci failed: see the npm errors above."
-  fi
 }
 
 install_temporal_pip() {

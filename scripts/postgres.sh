@@ -73,7 +73,8 @@ pg_start_cluster() {
     # -h/-k/-p: listen on loopback only, socket inside DIR, given port.
     # pg_ctl hands -o to a shell, hence the inner quotes around the path.
     local opts="-h 127.0.0.1 -p $port -k '$dir/run'"
-    [[ -z ${PG_FAST:-} ]] || opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    # The test cluster also takes more connections: the suite's processes each hold a pool and start services of their own.
+    [[ -z ${PG_FAST:-} ]] || opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400"
     log "starting PostgreSQL on 127.0.0.1:$port (log $dir/postgres.log)"
     if ! (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -o "$opts" -w -t 60 start >/dev/null); then
       tail -n 20 "$dir/postgres.log" >&2 || true

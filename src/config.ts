@@ -314,6 +314,13 @@ export const ConfigSchema = z.object({
   WORKER_MAX_WORKFLOW_TASKS: z.coerce.number().int().min(2).default(20),
   WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   /**
+   * How long a workflow task waits on its worker's sticky queue before any worker may take it (SDK default 10 s). A
+   * worker that crashed leaves its sticky queue unpolled: the workflows it held move on after this much, so a
+   * restarted or other worker resumes them in under a second rather than ten (bench/worker-restart.ts). A busy
+   * worker that misses it costs only a replay from history.
+   */
+  WORKER_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(500),
+  /**
    * The webhooks worker (task queue `<TEMPORAL_TASK_QUEUE>-webhooks`, docs/webhooks.md): its slots are its own,
    * so deliveries waiting on dead endpoints never take the slots money flows need.
    */

@@ -127,6 +127,7 @@ export async function createWorker(options: WorkerOptions): Promise<ServiceWorke
     // A stopping worker (a deploy, SIGTERM) lets the activities it is running finish rather than abandoning them
     // to their start-to-close timeouts (up to 5 minutes) before another worker may retry them.
     shutdownGraceTime: '30 seconds',
+    stickyQueueScheduleToStartTimeout: config.WORKER_STICKY_QUEUE_TIMEOUT_MS,
   } satisfies Partial<SdkWorkerOptions>;
   const ServiceWorker = workersSharingOneWorkflowThread();
   const main = await ServiceWorker.create({
