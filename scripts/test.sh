@@ -12,11 +12,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$PROJECT_ROOT/scripts/postgres.sh"
 cd "$PROJECT_ROOT"
 
-TEST_ARTIFACTS_DIR='' TEST_SUMMARY_DIR=''
+TEST_ARTIFACTS_DIR='' TEST_SUMMARY_DIR='' fuzz_pid=''
 cleanup() {
   local rc=$?
   trap '' INT TERM
   trap - EXIT
+  [[ -z $fuzz_pid ]] || kill "$fuzz_pid" 2>/dev/null || true
   rm -rf "$TEST_ARTIFACTS_DIR" "$TEST_SUMMARY_DIR"
   pg_throwaway_cleanup
   exit "$rc"
@@ -52,20 +53,25 @@ fi
 TEST_ARTIFACTS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-test-artifacts.XXXXXX")
 TEST_SUMMARY_DIR=$(mktemp -d "${TMPDIR:-/tmp}/custody-test-summary.XXXXXX")
 export TEST_ARTIFACTS_DIR
-SECRET_SCAN=dist/test/zz-secret-scan.test.js
+SECRET_SCAN=dist/test/zz-secret-scan.test.js FUZZ=dist/test/fuzz.test.js
 # Mocha hands files to its processes in this order: the longest first, so that none is left running alone at
 # the end (each run prints its slowest files, to keep this list true).
-LONGEST_FIRST=(chaos fuzz api/sponsorship workflows/payout-trip chains/anvil-fee-bumping api/transactions chains/btcd-fee-bumping
+LONGEST_FIRST=(chaos api/sponsorship workflows/payout-trip chains/anvil-fee-bumping api/transactions chains/btcd-fee-bumping
   workflows/chain-scan chains/anvil-sends readme-quick-start replicas cli chains/anvil-reorgs workflows/send-transaction
   chains/anvil-sponsorship api/consolidation-ledger api/payouts workflows/lightning api/cards)
 files=()
 for name in "${LONGEST_FIRST[@]}"; do [[ ! -f dist/test/$name.test.js ]] || files+=("dist/test/$name.test.js"); done
 while IFS= read -r file; do
-  [[ $file == "$SECRET_SCAN" || " ${files[*]} " == *" $file "* ]] || files+=("$file")
+  [[ $file == "$SECRET_SCAN" || $file == "$FUZZ" || " ${files[*]} " == *" $file "* ]] || files+=("$file")
 done < <(find dist/test -name '*.test.js' | sort)
 started=$(date +%s)
 rc=0
+# The bounded fuzz run in a process of its own beside them, with its database and dev server: what the fuzzer
+# leaves on the sandbox devnet (anything any operation allows) must not meet another file's tests.
+TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/fuzz.json "${MOCHA[@]}" "$FUZZ" </dev/null &
+fuzz_pid=$!
 TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/suite.json "${MOCHA[@]}" --parallel --jobs "${TEST_JOBS:-3}" "${files[@]}" </dev/null || rc=$?
+wait "$fuzz_pid" || rc=$?
 # The scan alone, after every other process has exited.
 TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/scan.json "${MOCHA[@]}" "$SECRET_SCAN" </dev/null || rc=$?
 node dist/test/support/summary.js "$TEST_SUMMARY_DIR"/*.json

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
@@ -139,6 +140,25 @@ export async function releaseTimeSkippingTemporal(): Promise<void> {
 /** Every configured node (anvil, btcd) call made inside a database transaction, by any test of the suite. */
 const nodeCallsInTransactions = watchNodeCallsInTransactions();
 
+/**
+ * After each file, the dev server it shares with the process's next files holds nothing of it: a workflow it left
+ * running (a devnet block producer on a task queue whose worker is gone, a schedule) would take the next file's
+ * requests, and an Update to it would wait for a worker that never comes.
+ */
+async function endWorkflowsOfFile(): Promise<void> {
+  if (!local) return;
+  const { client } = await local;
+  for await (const schedule of client.schedule.list()) await client.schedule.getHandle(schedule.scheduleId).delete();
+  for await (const execution of client.workflow.list({ query: 'ExecutionStatus="Running"' })) {
+    await client.workflow
+      .getHandle(execution.workflowId, execution.runId)
+      .terminate('the test file that started it has finished')
+      .catch((error: unknown) => {
+        if (!(error instanceof WorkflowNotFoundError)) throw error; // ended meanwhile
+      });
+  }
+}
+
 let fileStartedAt = 0;
 /** Each file's time in a parallel run, for the slowest-files list scripts/test.sh prints (test/support/summary.ts). */
 function recordFileTime(file: string | undefined, seconds: number): void {
@@ -168,6 +188,7 @@ export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
     await releaseTimeSkippingTemporal();
+    await endWorkflowsOfFile();
     recordFileTime(this.test?.parent?.suites[0]?.file, (performance.now() - fileStartedAt) / 1000);
   },
 };
