@@ -2,8 +2,8 @@
 # `npm test`: build, lint, then run mocha against a throwaway database server.
 #   DATABASE_URL set:   databases test_<random>(_p<pid>) on that server, dropped afterwards
 #   DATABASE_URL unset: a temporary PostgreSQL cluster on a free port, removed afterwards
-# The whole suite runs in TEST_JOBS processes at once (default 3: the tests wait on nodes and timers more
-# than they compute), each with a database and a Temporal dev server of its own (test/support/environment.ts),
+# The whole suite runs in TEST_JOBS processes at once (default 4 on any machine: the tests wait on nodes and
+# timers more than they compute), each with a database and a Temporal dev server of its own (test/support/environment.ts),
 # then the secret scan alone over what they all left. With arguments, mocha runs them in one process
 # (`npm test -- --grep Idempotency`, `npm test -- dist/test/api/cards.test.js`). The exit code is mocha's.
 set -euo pipefail
@@ -70,10 +70,10 @@ rc=0
 # leaves on the sandbox devnet (anything any operation allows) must not meet another file's tests.
 TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/fuzz.json "${MOCHA[@]}" "$FUZZ" </dev/null &
 fuzz_pid=$!
-TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/suite.json "${MOCHA[@]}" --parallel --jobs "${TEST_JOBS:-3}" "${files[@]}" </dev/null || rc=$?
+TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/suite.json "${MOCHA[@]}" --parallel --jobs "${TEST_JOBS:-4}" "${files[@]}" </dev/null || rc=$?
 wait "$fuzz_pid" || rc=$?
 # The scan alone, after every other process has exited.
 TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/scan.json "${MOCHA[@]}" "$SECRET_SCAN" </dev/null || rc=$?
 node dist/test/support/summary.js "$TEST_SUMMARY_DIR"/*.json
-log "the suite took $(($(date +%s) - started)) s in ${TEST_JOBS:-3} processes"
+log "the suite took $(($(date +%s) - started)) s in ${TEST_JOBS:-4} processes"
 exit "$rc"

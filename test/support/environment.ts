@@ -51,27 +51,26 @@ const processDatabasePrefix = `${new URL(sharedDatabaseUrl).pathname.slice(1)}_p
 const processDatabase = `${processDatabasePrefix}${process.pid}`;
 process.env.DATABASE_URL = databaseUrl(processDatabase);
 
-async function createProcessDatabase(): Promise<void> {
+/** One statement on the shared database, where the process databases are made and listed. */
+async function onSharedDatabase<Row extends pg.QueryResultRow>(sql: string, values: unknown[]): Promise<Row[]> {
   const client = new pg.Client({ connectionString: sharedDatabaseUrl });
   await client.connect();
   try {
-    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [processDatabase]);
-    if (rowCount === 0) await client.query(`create database "${processDatabase}"`);
+    return (await client.query<Row>(sql, values)).rows;
   } finally {
     await client.end();
   }
 }
 
+async function createProcessDatabase(): Promise<void> {
+  const existing = await onSharedDatabase('select 1 from pg_database where datname = $1', [processDatabase]);
+  if (existing.length === 0) await onSharedDatabase(`create database "${processDatabase}"`, []);
+}
+
 /** The databases of every process of this run (this one's among them), for the secret scan. */
 export async function suiteDatabaseUrls(): Promise<string[]> {
-  const client = new pg.Client({ connectionString: sharedDatabaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ datname: string }>('select datname from pg_database where starts_with(datname, $1) order by datname', [processDatabasePrefix]);
-    return rows.map((row) => databaseUrl(row.datname));
-  } finally {
-    await client.end();
-  }
+  const rows = await onSharedDatabase<{ datname: string }>('select datname from pg_database where starts_with(datname, $1) order by datname', [processDatabasePrefix]);
+  return rows.map((row) => databaseUrl(row.datname));
 }
 
 let orm: Promise<Orm> | undefined;
