@@ -315,9 +315,9 @@ export const ConfigSchema = z.object({
   WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(500),
   /**
    * How long a workflow task waits on its worker's sticky queue before any worker may take it (SDK default 10 s). A
-   * worker that crashed leaves its sticky queue unpolled: the workflows it held move on after this much, so a
-   * restarted or other worker resumes them in under a second rather than ten (bench/worker-restart.ts). A busy
-   * worker that misses it costs only a replay from history.
+   * worker that crashed leaves its sticky queue unpolled: the workflows it held move on after this much (the server
+   * counts it in whole seconds), unless a starting worker has released them first (src/temporal/sticky-queues.ts).
+   * A busy worker that misses it costs only a replay from history.
    */
   WORKER_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(500),
   /**

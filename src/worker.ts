@@ -11,6 +11,7 @@ import { createTemporalClient, temporalConnectionOptions } from './temporal/clie
 import { taskQueueOf } from './temporal/flow';
 import { WorkflowStarter } from './temporal/starter';
 import { ensureSchedules, ensureSearchAttributes, scheduleDefinitions } from './temporal/setup';
+import { releaseStickyQueues } from './temporal/sticky-queues';
 import { createWorker } from './worker-setup';
 
 async function main(): Promise<void> {
@@ -39,6 +40,8 @@ async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: { config, orm, log, idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
   });
+  // Before polling: the workflows an earlier (perhaps crashed) worker held resume here at once.
+  await releaseStickyQueues(client as Client, [config.TEMPORAL_TASK_QUEUE, taskQueueOf(config.TEMPORAL_TASK_QUEUE, 'webhooks')], log);
   log.info(
     { task_queue: config.TEMPORAL_TASK_QUEUE, webhooks_task_queue: taskQueueOf(config.TEMPORAL_TASK_QUEUE, 'webhooks'), namespace: config.TEMPORAL_NAMESPACE },
     'worker running',

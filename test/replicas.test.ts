@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { CHAIN_IDS } from '../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../src/chains/flows/devnet-blocks';
+import type { LightningInvoiceInput } from '../src/lightning/flows/invoice';
 import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
 import { createTestOrganization, type TestOrganization } from './support/app';
 import { validCustomer } from './support/cards';
@@ -189,6 +190,44 @@ describe('Replicas: two API processes and two workers behave as one service', fu
     assert.equal(settled.status, 'completed');
     assert.equal(await balanceOf(), before + 250n, 'funded once');
     await assertLedgerReconciles(org.organizationId);
+  });
+
+  it('a worker restarted after a crash takes up the workflows the dead one held at once, none waiting out its sticky queue', async () => {
+    const { client, connection } = await localTemporal();
+    const crashing = processes.find((each) => each.name === 'worker-4')!;
+    const workflowId = `replicas-long-lived-${randomUUID()}`;
+    const handle = await client.workflow.start('lightningInvoiceWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ invoiceId: randomUUID(), expiresAt: new Date(Date.now() + 24 * 3600 * 1000).toISOString() } satisfies LightningInvoiceInput],
+    });
+    try {
+      // Its first task done on the worker about to crash, which keeps it cached: the server sends its next task to that worker's sticky queue.
+      await eventually(async () => ((await workersOf(workflowId)).has(crashing.pid) ? true : undefined), 'the first task on worker-4');
+      await crashing.kill();
+      const restarted = startWorker('worker-5');
+      await eventually(
+        async () => {
+          const { pollers } = await connection.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: 1 });
+          return pollers?.some((poller) => poller.identity?.startsWith(`${restarted.pid}@`)) || undefined;
+        },
+        'worker-5 polling',
+        60_000,
+        100,
+      );
+      // A signal no workflow handles: one workflow task, nothing changed.
+      await handle.signal('replicasWake');
+      const after = await eventually(async () => {
+        const events = (await handle.fetchHistory()).events ?? [];
+        const signalled = events.findIndex((event) => event.workflowExecutionSignaledEventAttributes?.signalName === 'replicasWake');
+        const rest = events.slice(signalled + 1);
+        return rest.some((event) => event.workflowTaskCompletedEventAttributes) ? rest : undefined;
+      }, 'the task after the signal done');
+      assert.equal(after.filter((event) => event.workflowTaskTimedOutEventAttributes).length, 0, 'no task waited out the dead worker\'s sticky queue');
+      assert.equal(after.find((event) => event.workflowTaskCompletedEventAttributes)!.workflowTaskCompletedEventAttributes!.identity!.split('@')[0], String(restarted.pid));
+    } finally {
+      await handle.terminate('test over');
+    }
   });
 
   it("shares one key's burst across API processes: N per second is N for the key, not N per process", async () => {
