@@ -14,11 +14,14 @@ export interface RunCounts {
 const artifactsDir = process.env.TEST_ARTIFACTS_DIR;
 const times = (artifactsDir ? readdirSync(artifactsDir).filter((name) => name.startsWith('times-')) : [])
   .flatMap((name) => readFileSync(path.join(artifactsDir!, name), 'utf8').trim().split('\n'))
-  .map((line) => JSON.parse(line) as { file: string; seconds: number })
+  .map((line) => JSON.parse(line) as { file: string; seconds: number; cpu_seconds: number })
   .sort((a, b) => b.seconds - a.seconds);
 if (times.length > 0) {
-  console.log('\nThe slowest files:');
-  for (const { file, seconds } of times.slice(0, 10)) console.log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
+  const column = (seconds: number) => `${seconds.toFixed(1).padStart(6)} s`;
+  console.log('\nThe slowest files (time, and the CPU their process spent meanwhile):');
+  for (const { file, seconds, cpu_seconds } of times.slice(0, 10)) console.log(`  ${column(seconds)} ${column(cpu_seconds)}  ${file}`);
+  const cpu = times.reduce((sum, time) => sum + time.cpu_seconds, 0);
+  console.log(`CPU of the test processes over all ${times.length} files: ${cpu.toFixed(0)} s (servers and nodes they started not counted)`);
 }
 const counts: RunCounts[] = process.argv.slice(2).map((file) => JSON.parse(readFileSync(file, 'utf8')) as RunCounts);
 const sum = (key: keyof RunCounts) => counts.reduce((total, run) => total + run[key], 0);
