@@ -139,13 +139,16 @@ export class RouteRegistry {
       const body = route.body ? parse(route.body, rawBody === undefined ? {} : rawBody, 'body') : takesRawBody ? ({} as never) : rejectUnexpectedBody(rawBody);
       type Input = HandlerInput<unknown, unknown, unknown, AuthContext | undefined>;
       const handler = route.handler as (input: Input & { prepared: unknown }) => Promise<HandlerResult>;
-      const input = (em: () => EntityManager): Input => ({ params, query, body, rawBody: rawText, auth, get em() { return em(); }, ctx, deps: this.deps });
+      // Built whole, never spread: spreading would call the `em` getter, forking for every GET.
+      const input = (em: () => EntityManager, prepared?: unknown): Input & { prepared: unknown } => ({
+        params, query, body, rawBody: rawText, auth, get em() { return em(); }, ctx, deps: this.deps, prepared,
+      });
       const preparer = route.scope === 'public' ? undefined : ((route as AuthenticatedRoute<P, Q, B, unknown>).prepare as ((input: Input) => Promise<unknown>) | undefined);
       let prepared: unknown;
       const prepare = async (em: EntityManager) => {
         if (preparer) prepared = await preparer(input(() => em));
       };
-      const handle = (em: () => EntityManager) => handler({ ...input(em), prepared });
+      const handle = (em: () => EntityManager) => handler(input(em, prepared));
       let transaction: EntityManager | undefined;
       const run = (transactionEm: EntityManager) => {
         transaction = transactionEm;
