@@ -181,6 +181,8 @@ export async function signWithNodeKey(em: EntityManager, keys: KeyService, envir
         minFinalCltvExpiry: MIN_FINAL_CLTV,
       },
       privateKey,
+      // The row's public key was derived from this private key when the key was made.
+      Buffer.from(publicKey, 'hex'),
     ),
   }));
   return { request, destination, paymentHash: Buffer.from(paymentHash).toString('hex'), preimage: preimage.toString('hex'), createdAt, expiresAt: new Date((timestamp + input.expirySeconds) * 1000) };
