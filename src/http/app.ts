@@ -136,9 +136,8 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
     }
   });
 
-  app.use(routes.router.routes());
-  // Sets 405 (or 501 for unknown verbs) and the Allow header; the middleware above words the error.
-  app.use(routes.router.allowedMethods());
+  // Dispatches, then sets 405 (or 501 for unknown verbs) and the Allow header; the middleware above words the error.
+  app.use(routes.middleware());
 
   return { app, routes };
 }
