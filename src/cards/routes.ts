@@ -468,7 +468,7 @@ const removed = (successor: string) =>
  * document the known ones in the OpenAPI document and answer the same.
  */
 function registerLegacyRoutes(routes: RouteRegistry): void {
-  routes.router.all(LEGACY_CATCH_ALL, async (ctx: AppContext) => {
+  routes.routerFor(LEGACY_CATCH_ALL).all(LEGACY_CATCH_ALL, async (ctx: AppContext) => {
     ctx.state.routePattern = LEGACY_CATCH_ALL;
     throw removed(legacySuccessor(ctx.method, ctx.path));
   });

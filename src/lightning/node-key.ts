@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import type { Environment } from '../api-keys/entities';
 import type { KeyService } from '../keys/service';
-import { findOneByColumns } from '../db/lean';
+import { readOneByColumns } from '../db/lean';
 import { perDatabase } from '../db/per-database';
 import { LightningNodeKey } from './entities';
 
@@ -12,7 +12,7 @@ const privateKeyContext = (environment: Environment) => `custody-platform/lightn
 
 /** The environment's node key, created on first use; concurrent first uses converge on one row. */
 export async function ensureNodeKey(em: EntityManager, keys: KeyService, environment: Environment): Promise<LightningNodeKey> {
-  const existing = await em.findOne(LightningNodeKey, { environment });
+  const existing = await readNodeKey(em, environment);
   if (existing) return existing;
   const privateKey = secp256k1.utils.randomPrivateKey();
   try {
@@ -27,10 +27,10 @@ export async function ensureNodeKey(em: EntityManager, keys: KeyService, environ
   } finally {
     privateKey.fill(0);
   }
-  return em.findOneOrFail(LightningNodeKey, { environment });
+  return (await readNodeKey(em, environment))!;
 }
 
-/** Hands the node's private key to `use` and wipes it when `use` returns. */
+/** Hands the node's private key and its public key (hex) to `use` and wipes the private key when `use` returns. */
 export async function withNodeKey<T>(em: EntityManager, keys: KeyService, environment: Environment, use: (privateKey: Uint8Array, publicKey: string) => T): Promise<T> {
   const record = await ensureNodeKey(em, keys, environment);
   const privateKey = await keys.open(
@@ -46,22 +46,28 @@ export async function withNodeKey<T>(em: EntityManager, keys: KeyService, enviro
 }
 
 /**
- * The public keys read so far, per database (its ORM's configuration) and environment. A node key row
- * never changes once it exists, so what a read found stays true; a missing key is not remembered (the
- * first invoice may be about to create it).
+ * The node key rows read so far (the private key sealed, as stored), per database (its ORM's
+ * configuration) and environment. A node key row never changes once it exists, so what a read found
+ * stays true, and an invoice spends no round trip on it; a missing key is not remembered (the first
+ * invoice may be about to create it).
  */
-const knownPublicKeys = new WeakMap<object, Map<Environment, string>>();
+const knownNodeKeys = new WeakMap<object, Map<Environment, LightningNodeKey>>();
 /** Transactions that inserted a node key: until they commit, what they read of it is not yet true. */
 const creatingTransactions = new WeakSet<object>();
 
-/** Our node's public key in this environment, or null while no invoice was ever issued there. */
-export async function nodePublicKey(em: EntityManager, environment: Environment): Promise<string | null> {
-  const known = perDatabase(knownPublicKeys, em, () => new Map<Environment, string>());
+/** The environment's node key row (detached, never persisted), or null while no invoice was ever issued there. */
+async function readNodeKey(em: EntityManager, environment: Environment): Promise<LightningNodeKey | null> {
+  const known = perDatabase(knownNodeKeys, em, () => new Map<Environment, LightningNodeKey>());
   const cached = known.get(environment);
   if (cached) return cached;
-  const publicKey = (await findOneByColumns(em, LightningNodeKey, { environment }))?.publicKey ?? null;
+  const record = await readOneByColumns(em, LightningNodeKey, { environment });
   // Only a committed row is remembered: one this very transaction inserted could still roll back.
   const context = em.getTransactionContext<object>();
-  if (publicKey && !(context && creatingTransactions.has(context))) known.set(environment, publicKey);
-  return publicKey;
+  if (record && !(context && creatingTransactions.has(context))) known.set(environment, record);
+  return record;
+}
+
+/** Our node's public key in this environment, or null while no invoice was ever issued there. */
+export async function nodePublicKey(em: EntityManager, environment: Environment): Promise<string | null> {
+  return (await readNodeKey(em, environment))?.publicKey ?? null;
 }

@@ -181,6 +181,8 @@ export async function signWithNodeKey(em: EntityManager, keys: KeyService, envir
         minFinalCltvExpiry: MIN_FINAL_CLTV,
       },
       privateKey,
+      // The row's public key was derived from this private key when the key was made.
+      Buffer.from(publicKey, 'hex'),
     ),
   }));
   return { request, destination, paymentHash: Buffer.from(paymentHash).toString('hex'), preimage: preimage.toString('hex'), createdAt, expiresAt: new Date((timestamp + input.expirySeconds) * 1000) };
@@ -193,8 +195,11 @@ export async function signWithNodeKey(em: EntityManager, keys: KeyService, envir
  * (expireDueInvoices); one issued by LND is settled from its invoice subscription (invoice-watch.ts).
  */
 export async function createInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice, nodes: LightningNodes = NO_LIGHTNING_NODES, issued?: IssuedInvoice | null) {
-  const existing = await byReference(em, tenant, 'incoming', input.reference);
-  if (existing) return sameInvoice(existing, input);
+  // An invoice issued already was issued because its reference named none; one recorded since is met by the insert below.
+  if (!issued) {
+    const existing = await byReference(em, tenant, 'incoming', input.reference);
+    if (existing) return sameInvoice(existing, input);
+  }
   const invoiceIssued = issued ?? (await issueInvoice(em, keys, tenant, input, nodes));
   // Recorded in between (a concurrent repeat): that one is the answer.
   if (!invoiceIssued) return sameInvoice((await byReference(em, tenant, 'incoming', input.reference))!, input);

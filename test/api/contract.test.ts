@@ -83,6 +83,18 @@ describe('API contract: errors, request ids and versions', () => {
     assert.deepEqual(wrongMethod.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD', 'POST']);
   });
 
+  it('routes a path whatever its case and trailing slash, and answers an unknown verb 405 on any path', async () => {
+    // Each first two segments have a router of their own (src/http/route.ts): a path finds its routes as one router found them.
+    assert.equal((await app.request('GET', '/V1/API-KEYS/ME', { key: org.secret })).status, 200);
+    assert.equal((await app.request('GET', '/v1/api-keys/me/', { key: org.secret })).status, 200);
+    assert.equal((await app.request('GET', '/healthz/')).status, 200);
+    for (const path of ['/v1/api-keys', '/v1/does-not-exist', '/nowhere']) {
+      const unknownVerb = await app.request('PROPFIND', path, { key: org.secret });
+      assert.equal(unknownVerb.status, 405, path);
+      assertEnvelope(unknownVerb, 405, 'invalid_request_error', 'method_not_allowed');
+    }
+  });
+
   it('answers 400 invalid_json, 415 for non-JSON bodies and 413 above 1 MiB, creating nothing', async () => {
     const before = await app.request('GET', '/v1/api-keys?limit=100', { key: org.secret });
 

@@ -627,6 +627,8 @@ describe('BOLT #11', () => {
       assert.equal(decoded.minFinalCltvExpiry, 40);
       assert.equal(decoded.payee, Buffer.from(secp256k1.getPublicKey(key, true)).toString('hex'));
       assert.deepEqual(decoded.features, [8, 14]);
+      // Handed the node's public key, it writes the invoice it derives (the signature is deterministic, RFC 6979).
+      assert.equal(encodeBolt11(input, key, secp256k1.getPublicKey(key, true)), encodeBolt11(input, key));
     });
 
     it('uses the shortest exact amount unit', () => {

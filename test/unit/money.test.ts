@@ -33,7 +33,21 @@ describe('Money conversions', () => {
     assert.equal(toDisplay('1', 18), '0.000000000000000001');
     assert.equal(toDisplay('123456789123456789123456789', 18), '123456789.123456789123456789');
     assert.equal(toDisplay(0n, 6), '0');
+    assert.equal(toDisplay(-1500n, 3), '-1.5');
+    assert.equal(toDisplay(7n, 0), '7');
     assert.throws(() => toDisplay('1.5', 8), AmountError);
+  });
+
+  it('moves the point on the text exactly as dividing by a power of ten does', () => {
+    // Every length of amount up to 2^256, each sign, and decimals around the amount's own length.
+    const amounts = [0n, MAX_BASE_UNITS];
+    for (let digits = 1; digits <= 78; digits += 1) amounts.push(10n ** BigInt(digits - 1), 10n ** BigInt(digits) - 1n, BigInt(`${digits % 9 + 1}0${'7'.repeat(digits)}00`));
+    for (const amount of amounts.flatMap((value) => [value, -value])) {
+      for (const decimals of [0, 1, 2, 6, 8, 18, 30, 79, 85]) {
+        assert.equal(toDisplay(amount, decimals), new Money(amount.toString()).dividedBy(new Money(10).pow(decimals)).toFixed(), `${amount} / 10^${decimals}`);
+      }
+      assert.equal(centsToDecimalString(amount), new Money(amount.toString()).dividedBy(100).toFixed(2), `${amount} cents`);
+    }
   });
 
   it('handles card cents and decimal currency strings', () => {
