@@ -109,6 +109,8 @@ interface SweepSource {
   walletId: string;
   addresses: Hex[];
   busy: boolean;
+  /** Deposits booked and not swept yet: the setup's, so that the first sweeps run while the kills fall. */
+  booked: boolean;
 }
 
 /** Sandbox Ethereum for the run: anvil (not killed: it stands for the network), a block a second, ETH deposited from its dev account and sent to an outside address. */
@@ -570,11 +572,13 @@ async function openWallet(client: ChaosClient, chain: Chain, as: OrganizationNam
     { vault_id: source.vaultId, chain: 'ethereum', destination_type: 'vault', destination_vault_id: main.vaultId, gas_source: 'wallet', trigger_type: 'manual', assets: [{ is_native: true }] },
     setupDeadline,
   );
-  chain.sweepSources[as] = { ruleId: rule.id as string, walletId: source.walletId, addresses: [source.address, second.address as Hex], busy: false };
+  chain.sweepSources[as] = { ruleId: rule.id as string, walletId: source.walletId, addresses: [source.address, second.address as Hex], busy: false, booked: true };
   await deposit(chain, opened, parseEther('100'));
+  for (const address of chain.sweepSources[as]!.addresses) await deposit(chain, { id: source.walletId, address }, parseEther('0.05'));
   await eventually(
-    async () => ((await walletEth(client, as, opened.id, setupDeadline)) ?? 0n) > 0n ? true : undefined,
-    'the first deposit confirmed',
+    async () =>
+      ((await walletEth(client, as, opened.id, setupDeadline)) ?? 0n) > 0n && (await walletEth(client, as, source.walletId, setupDeadline)) === parseEther('0.1') ? true : undefined,
+    'the first deposits confirmed',
     120_000,
     500,
   );
@@ -751,9 +755,10 @@ async function runLoad(
   const totalWeight = kinds.reduce((sum, kind) => sum + kind.weight, 0);
 
   /**
-   * A sweep of `as` (skipped while its last one runs): ETH deposited to both source addresses, then, once the source
-   * wallet's ledger has booked them (a run plans what the chain holds, and a sweep of an amount the ledger has not booked
-   * is refused), a manual run of its rule, followed until it ends (the next sweep of `as` waits for it).
+   * A sweep of `as` (skipped while its last one runs): ETH deposited to both source addresses (but for the first sweep,
+   * which takes the setup's), then, once the source wallet's ledger has booked them (a run plans what the chain holds, and
+   * a sweep of an amount the ledger has not booked is refused), a manual run of its rule, followed until it ends (the next
+   * sweep of `as` waits for it).
    */
   async function sweep(as: OrganizationName, draws: number[]): Promise<void> {
     const source = chain.sweepSources[as]!;
@@ -761,14 +766,17 @@ async function runLoad(
     source.busy = true;
     let running: string | undefined;
     try {
-      const amounts = draws.map((draw) => parseEther('0.01') * BigInt(1 + Math.floor(draw * 10)));
-      const before = (await Promise.all(source.addresses.map((address) => anvilEthBalance(chain.anvil, address)))).reduce((sum, wei) => sum + wei, 0n);
-      await Promise.all(source.addresses.map((address, index) => deposit(chain, { id: source.walletId, address }, amounts[index]!)));
-      const booked = before + amounts.reduce((sum, wei) => sum + wei, 0n);
-      while ((await walletEth(client, as, source.walletId, answerDeadline)) !== booked) {
-        if (Date.now() > answerDeadline) return;
-        await sleep(500);
+      if (!source.booked) {
+        const amounts = draws.map((draw) => parseEther('0.01') * BigInt(1 + Math.floor(draw * 10)));
+        const before = (await Promise.all(source.addresses.map((address) => anvilEthBalance(chain.anvil, address)))).reduce((sum, wei) => sum + wei, 0n);
+        await Promise.all(source.addresses.map((address, index) => deposit(chain, { id: source.walletId, address }, amounts[index]!)));
+        const booked = before + amounts.reduce((sum, wei) => sum + wei, 0n);
+        while ((await walletEth(client, as, source.walletId, answerDeadline)) !== booked) {
+          if (Date.now() > answerDeadline) return;
+          await sleep(500);
+        }
       }
+      source.booked = false;
       const run = await accept({ kind: 'sweep_run', as, method: 'POST', route: `/v1/consolidation/rules/${source.ruleId}/runs`, body: undefined }, answerDeadline);
       running = workflowOfOperation(run);
       if (running) state.sweepsRunning.add(running);
