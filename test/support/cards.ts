@@ -8,27 +8,12 @@ import { keyProviderFor } from '../../src/keys/provider';
 import { WorkflowStart } from '../../src/temporal/entities';
 import type { ReconcileResult } from '../../src/temporal/reconciler';
 import { createTestOrganization, type TestOrganization } from './app';
+import { validCustomer } from './customer';
 import { testConfig, testOrm } from './environment';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from './worker';
 
-/** A customer object that passes every create-card check; each call has its own passport number. */
-export const validCustomer = (overrides: Record<string, unknown> = {}) => ({
-  customer_type: 'individual',
-  first_name: 'Ada',
-  last_name: 'Lovelace',
-  email: 'ada@example.com',
-  phone_number: '5550100',
-  dial_code: '+1',
-  date_of_birth: '1990-12-10',
-  id_type: 'passport',
-  id_number: `P${Math.floor(Math.random() * 1e7)}`.padEnd(8, '0'),
-  line1: '1 Main St',
-  city: 'Springfield',
-  state: 'IL',
-  postal_code: '62701',
-  country: 'USA',
-  ...overrides,
-});
+// Kept where the card tests have always found it.
+export { validCustomer };
 
 /** Runs the start sweep once, scoped to one organization, with no grace: fires every unstarted start it recorded. */
 export async function sweepStarts(client: Client, taskQueue: string, organizationId: string): Promise<number> {
