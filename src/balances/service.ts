@@ -49,58 +49,58 @@ const EFFECTS: Record<BalanceEntryKind, (amount: bigint) => [bigint, bigint]> = 
 export async function applyBalanceEntry(em: EntityManager, movement: BalanceMovement): Promise<{ applied: boolean; balance: BalanceSnapshot }> {
   if (movement.amount <= 0n) throw new Error(`balance movements are positive, got ${movement.amount}`);
   if (!em.getTransactionContext()) throw new Error('applyBalanceEntry must run inside a transaction');
-  const lockBalance = async () =>
-    (
-      await sql<{ available: string; reserved: string }>(
-        em,
-        `select available, reserved from company_balances where organization_id = $1 and environment = $2 and currency = $3 for update`,
-        [movement.organizationId, movement.environment, movement.currency],
-      )
-    )[0];
+  const keys = [movement.organizationId, movement.environment, movement.currency];
+  const [availableDelta, reservedDelta] = EFFECTS[movement.kind](movement.amount);
+  // One round trip: the balance row locked (`for update`), the journal entry inserted when the
+  // movement leaves neither side below zero, and the balance moved only with an entry inserted (the
+  // journal's unique reference makes a movement applied twice insert nothing). Nothing is returned
+  // when the balance has no row yet. Under a concurrent movement the lock waits, then reads the row
+  // as that one committed it, and the update moves that same version.
+  const move = () =>
+    sql<{ available: string; reserved: string; moved: boolean }>(
+      em,
+      `with balance as (
+         select available, reserved from company_balances where organization_id = $1 and environment = $2 and currency = $3 for update
+       ), entry as (
+         insert into company_balance_entries (id, organization_id, environment, currency, kind, amount, reference_type, reference_id, created_at)
+         select $4, $1, $2, $3, $5, $6, $7, $8, now() from balance
+          where balance.available + $9::numeric >= 0 and balance.reserved + $10::numeric >= 0
+         on conflict (organization_id, environment, currency, reference_type, reference_id, kind) do nothing
+         returning 1
+       ), moved as (
+         update company_balances set available = available + $9::numeric, reserved = reserved + $10::numeric, updated_at = now()
+          where organization_id = $1 and environment = $2 and currency = $3 and exists (select 1 from entry)
+         returning 1
+       )
+       select balance.available, balance.reserved, exists (select 1 from moved) as moved from balance`,
+      [...keys, prefixedId('bent'), movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id, availableDelta.toString(), reservedDelta.toString()],
+    );
   // The row exists after a balance's first movement: it is created (once, whoever races) only when the lock finds none.
-  let row = await lockBalance();
+  let [row] = await move();
   if (!row) {
     await sql(
       em,
       `insert into company_balances (id, organization_id, environment, currency, available, reserved, updated_at)
        values ($1, $2, $3, $4, 0, 0, now()) on conflict (organization_id, environment, currency) do nothing`,
-      [new CompanyBalance().id, movement.organizationId, movement.environment, movement.currency],
+      [new CompanyBalance().id, ...keys],
     );
-    row = await lockBalance();
+    [row] = await move();
   }
   const current = { currency: movement.currency, available: BigInt(row!.available), reserved: BigInt(row!.reserved) };
-  const [availableDelta, reservedDelta] = EFFECTS[movement.kind](movement.amount);
   const next = { currency: movement.currency, available: current.available + availableDelta, reserved: current.reserved + reservedDelta };
-  const keys = [movement.organizationId, movement.environment, movement.currency];
-  const entryKeys = [...keys, movement.reference.type, movement.reference.id, movement.kind];
   if (next.available < 0n || next.reserved < 0n) {
     // Refused, unless this movement was already applied (a retry): then it is a no-op, as below.
     const [existing] = await sql<{ id: string }>(
       em,
       `select id from company_balance_entries
         where organization_id = $1 and environment = $2 and currency = $3 and reference_type = $4 and reference_id = $5 and kind = $6`,
-      entryKeys,
+      [...keys, movement.reference.type, movement.reference.id, movement.kind],
     );
     if (existing) return { applied: false, balance: current };
     if (next.available < 0n) throw insufficientFunds(movement.currency, movement.amount, current.available);
     throw new Error(`cannot ${movement.kind} ${movement.amount}: only ${current.reserved} reserved`);
   }
-  // The entry and the balance in one statement: the journal's unique reference makes a movement
-  // applied twice insert nothing, and the balance then moves only with an entry inserted.
-  const moved = await sql<{ moved: number }>(
-    em,
-    `with entry as (
-       insert into company_balance_entries (id, organization_id, environment, currency, kind, amount, reference_type, reference_id, created_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, now())
-       on conflict (organization_id, environment, currency, reference_type, reference_id, kind) do nothing
-       returning 1
-     )
-     update company_balances set available = $9, reserved = $10, updated_at = now()
-      where organization_id = $11 and environment = $12 and currency = $13 and exists (select 1 from entry)
-     returning 1 as moved`,
-    [prefixedId('bent'), ...keys, movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id, next.available.toString(), next.reserved.toString(), ...keys],
-  );
-  if (moved.length === 0) return { applied: false, balance: current };
+  if (!row!.moved) return { applied: false, balance: current };
   return { applied: true, balance: next };
 }
 

@@ -7,7 +7,7 @@ import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
-import { findOneByColumns, lockOneByColumns, readOneByColumns, readOneLocked, sql, updateReturning } from '../db/lean';
+import { findOneByColumns, lockOneByColumns, readOneByColumns, readOneLocked, sql } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId, uuid } from '../shared/ids';
@@ -315,26 +315,32 @@ export async function settleTransaction(
   const fee = BigInt(pending.feeAmount);
   const before = BigInt(card.balance);
   const after = !outcome.ok ? before : pending.type === 'funding' ? before + amount : before - amount;
-  const [transaction] = await updateReturning(em, CardTransaction, { id: pending.id, status: 'pending' }, {
-    status: outcome.ok ? 'completed' : 'failed',
-    failureReason: outcome.ok ? null : outcome.reason,
-    balanceBefore: before.toString(),
-    balanceAfter: after.toString(),
-    updatedAt: new Date(),
-  });
-  if (!transaction) return em.findOneOrFail(CardTransaction, { id: pending.id });
+  card.balance = after.toString();
+  if (pending.type === 'withdrawal') card.held = (BigInt(card.held) - amount).toString();
+  // The transaction out of pending and the card's balance written back in one statement: the card
+  // moves only with its transaction (a settled one matches nothing), and its row is locked above.
+  const [settled] = await sql(
+    em,
+    `with settled as (
+       update card_transactions set status = $1, failure_reason = $2, balance_before = $3, balance_after = $4, updated_at = now()
+        where id = $5 and status = 'pending' returning *
+     ), card as (
+       update cards set balance = $4, held = $6, updated_at = now() where id = $7 and exists (select 1 from settled) returning 1
+     )
+     select * from settled where exists (select 1 from card)`,
+    [outcome.ok ? 'completed' : 'failed', outcome.ok ? null : outcome.reason, before.toString(), card.balance, pending.id, card.held, card.id],
+  );
+  if (!settled) return em.findOneOrFail(CardTransaction, { id: pending.id });
+  const transaction = em.map(CardTransaction, settled);
   const organizationId = card.organization.id;
   const reference = cardTransactionReference(transaction.id);
   if (transaction.type === 'funding') {
     await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: outcome.ok ? 'capture' : 'release', amount: amount + fee, reference });
-  } else {
-    card.held = (BigInt(card.held) - amount).toString();
-    if (outcome.ok && amount > fee) await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
+  } else if (outcome.ok && amount > fee) {
+    await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
   }
-  card.balance = after.toString();
-  const [written] = await sql(em, 'update cards set balance = $1, held = $2, updated_at = now() where id = $3 returning *', [card.balance, card.held, card.id]);
   // A caller that holds the card as an entity (failProvisioning) sees it as it now is.
-  if (em.getUnitOfWork().getById(Card.name, card.id)) em.map(Card, written!);
+  if (em.getUnitOfWork().getById(Card.name, card.id)) em.map(Card, (await sql(em, 'select * from cards where id = $1', [card.id]))[0]!);
   await emit(em, {
     organizationId, environment: card.environment,
     type: outcome.ok ? 'card.transaction.completed' : 'card.transaction.failed',
