@@ -64,22 +64,10 @@ async function main() {
   let worker = new ServiceProcess('worker', 'worker.js', env);
   const ids = Array.from({ length: WORKFLOWS }, (_, index) => `bench-long-lived-${index}-${randomUUID()}`);
   const history = async (id: string) => (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
-  /** Resolves once a worker of this pid polls the task queue: the time a restart takes is not the workflow tasks'. */
-  const polling = async (pid: number) => {
-    const started = Date.now();
-    await eventually(
-      async () => {
-        const { pollers } = await connection.workflowService.describeTaskQueue({ namespace: config.TEMPORAL_NAMESPACE, taskQueue: { name: taskQueue }, taskQueueType: 1 });
-        return pollers?.some((poller) => poller.identity?.startsWith(`${pid}@`)) || undefined;
-      },
-      `the worker (pid ${pid}) polling ${taskQueue}`,
-      120_000,
-      100,
-    );
-    return (Date.now() - started) / 1000;
-  };
+  /** The time a restart takes is not the workflow tasks'. */
+  const polling = (each: ServiceProcess) => each.polling(connection, config.TEMPORAL_NAMESPACE, taskQueue);
   try {
-    await polling(worker.pid);
+    await polling(worker);
     const expiresAt = new Date(Date.now() + 24 * 3600 * 1000).toISOString();
     for (let index = 0; index < ids.length; index += 20) {
       await Promise.all(
@@ -100,7 +88,7 @@ async function main() {
     for (let round = 1; round <= BENCH_ROUNDS; round += 1) {
       await worker.kill();
       worker = new ServiceProcess('worker', 'worker.js', env);
-      const workerStartSeconds = await polling(worker.pid);
+      const workerStartSeconds = await polling(worker);
       const signalling = Date.now();
       for (const [index, id] of ids.entries()) {
         const due = signalling + (index * 1000) / SIGNALS_PER_SECOND;

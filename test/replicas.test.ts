@@ -206,15 +206,7 @@ describe('Replicas: two API processes and two workers behave as one service', fu
       await eventually(async () => ((await workersOf(workflowId)).has(crashing.pid) ? true : undefined), 'the first task on worker-4');
       await crashing.kill();
       const restarted = startWorker('worker-5');
-      await eventually(
-        async () => {
-          const { pollers } = await connection.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: 1 });
-          return pollers?.some((poller) => poller.identity?.startsWith(`${restarted.pid}@`)) || undefined;
-        },
-        'worker-5 polling',
-        60_000,
-        100,
-      );
+      await restarted.polling(connection, 'default', taskQueue);
       // A signal no workflow handles: one workflow task, nothing changed.
       await handle.signal('replicasWake');
       const after = await eventually(async () => {

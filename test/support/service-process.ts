@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
+import type { Connection } from '@temporalio/client';
+import { eventually } from './eventually';
 
 const DIST = path.resolve(__dirname, '../../src');
 
@@ -41,6 +43,21 @@ export class ServiceProcess {
   /** SIGCONT: a frozen process goes on where it stopped. */
   resume(): void {
     this.child.kill('SIGCONT');
+  }
+
+  /** Resolves once this process (a worker) polls `taskQueue`'s workflow tasks, with the seconds that took. */
+  async polling(connection: Connection, namespace: string, taskQueue: string): Promise<number> {
+    const started = Date.now();
+    await eventually(
+      async () => {
+        const { pollers } = await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue }, taskQueueType: 1 });
+        return pollers?.some((poller) => poller.identity?.startsWith(`${this.pid}@`)) || undefined;
+      },
+      `${this.name} (pid ${this.pid}) polling ${taskQueue}`,
+      120_000,
+      100,
+    );
+    return (Date.now() - started) / 1000;
   }
 
   async kill(): Promise<void> {
