@@ -35,9 +35,10 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
   const taskQueue = `consolidation-run-${randomUUID()}`;
   const config = { ...NO_SEARCH_ATTRIBUTES, TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_CONFIRMATIONS_ETHEREUM: '2', DEVNET_BLOCK_INTERVAL_SECONDS: '3600' };
 
-  // No workflow cache: a stopped worker leaves no sticky queue behind, whose timeout the time-skipping server would wait out.
-  const startWorker = async (env: TestWorkflowEnvironment) => {
-    ({ worker } = await createTestWorker(env, taskQueue, config, 0));
+  // A worker stopped mid-flow runs without a workflow cache: it leaves no sticky queue behind, whose tasks would hold
+  // the time-skipping server's clock for good. The others cache, as the service does: no history replayed per task.
+  const startWorker = async (env: TestWorkflowEnvironment, cache: 'cache' | 'no cache' = 'cache') => {
+    ({ worker } = await createTestWorker(env, taskQueue, config, cache === 'cache' ? undefined : 0));
     running = worker.run();
   };
   const stopWorker = async () => {
@@ -191,13 +192,15 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
   it('a worker stopped mid-run and another started: the run resumes and no sweep is made twice', async function () {
     this.timeout(180_000);
     const env = await timeSkippingTemporal();
+    await stopWorker();
+    await startWorker(env, 'no cache');
     await credit(first.address, first.id, 'USDC_ETH', 30n * USDC);
     await credit(second.address, second.id, 'USDC_ETH', 40n * USDC);
     const { runId, handle } = await run(ruleId);
     await eventually(async () => ((await sweepsOf(runId)).filter((sweep) => sweep.status === 'submitted').length === 2 ? true : undefined), 'both sweeps submitted');
     await stopWorker();
     await mineDevnetBlocks(await em(), 'ethereum', 3);
-    await startWorker(env);
+    await startWorker(env, 'no cache');
     // Starts the stopped worker's process recorded but had not fired are fired by the start sweep (a Schedule in the service).
     await sweepStarts(env.client, taskQueue, org.organizationId);
     assert.equal(await mineWhile(handle.result()), 'completed');
@@ -207,6 +210,8 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
     assert.equal(sends.length, 2, 'one send per sweep');
     // 150 from the first run, and now the 20 the failed sweep left plus the 30 and 40 credited since.
     assert.equal(await (await provider()).balance(destination.address, 'USDC_ETH'), 240n * USDC);
+    await stopWorker();
+    await startWorker(env);
   });
 
   it('scans a 10,000-address vault in pages, continuing as new, with every address counted once', async function () {

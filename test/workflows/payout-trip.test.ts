@@ -79,8 +79,7 @@ function withContext(settings: Record<string, string>, body: (context: () => Con
     const env = await timeSkippingTemporal();
     const app = await startTestApp({ config, temporal: env });
     const org = await createTestOrganization('Payout trips');
-    // No workflow cache: a stopped worker leaves no sticky queue behind, whose timeout the time-skipping server would wait out.
-    ({ worker } = await createTestWorker(env, taskQueue, config, 0, nodes ? { chains: await nodes(config) } : {}));
+    ({ worker } = await createTestWorker(env, taskQueue, config, undefined, nodes ? { chains: await nodes(config) } : {}));
     running = worker.run();
     context = new Context(env, app, org);
   });
