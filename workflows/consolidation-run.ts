@@ -6,6 +6,9 @@ import type { WorkflowOf } from '../src/temporal/flow';
 const activities = proxyActivities<ReturnType<typeof createConsolidationActivities>>({
   // A planning step reads up to 200 addresses' balances from the node; a submission step makes up to 25 sends.
   startToCloseTimeout: '5 minutes',
+  // Planning and submitting heartbeat as they go: a step on a worker that died is retried after this, not after the
+  // five minutes. The other steps are a few statements each, well within it.
+  heartbeatTimeout: '30 seconds',
   // Money never gives up: an outage (node, database) is retried for as long as it lasts, at most 5 min apart.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });

@@ -33,6 +33,8 @@ export interface SweepingDeps {
   em: () => EntityManager;
   /** A database transaction whose recorded workflow starts and events fire after commit. */
   transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+  /** Called as a step makes progress (balances read, a sweep submitted): the activity's heartbeat, so a step on a lost worker is retried within the heartbeat timeout. */
+  progress?: () => void;
 }
 
 /** Addresses read per planning step: a 10,000-address vault is 50 steps. */
@@ -137,6 +139,7 @@ export async function planPage(deps: SweepingDeps, runId: string, cursor: string
   // The node is asked about BALANCE_READS_IN_PARALLEL addresses at a time.
   for (let start = 0; start < addresses.length; start += BALANCE_READS_IN_PARALLEL) {
     for (const planned of await Promise.all(addresses.slice(start, start + BALANCE_READS_IN_PARALLEL).map(planAddress))) plans.push(...planned);
+    deps.progress?.();
   }
   const last = addresses.at(-1);
   await deps.transaction(async (tx) => {
@@ -192,6 +195,7 @@ export async function submitSweeps(deps: SweepingDeps, runId: string): Promise<{
       if (!(error instanceof DomainError)) throw error;
       await failSweep(deps, id, error.code);
     }
+    deps.progress?.();
   }
   const remaining = await deps.em().count(ConsolidationSweep, { run: runId, status: 'planned' });
   return { remaining };

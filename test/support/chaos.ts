@@ -18,7 +18,9 @@ import { transactionWorkflowId } from '../../src/transactions/flows/transaction'
 import { paymentWorkflowId } from '../../src/lightning/flows/payment';
 import { SERVICE_DESK_ORGANIZATION_ID } from '../../src/payouts/desk';
 import { payoutTripFlow } from '../../src/payouts/flows/trip';
-import { anvilEthBalance, anvilFunder, anvilMine, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil } from './anvil';
+import { FINISHED_RUN_STATUSES, type RunStatus } from '../../src/consolidation/entities';
+import { consolidationRunFlow } from '../../src/consolidation/flows/run';
+import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, deployAnvilToken, receiptFee, startAnvil, type Anvil } from './anvil';
 import { validCustomer } from './customer';
 import { eventually } from './eventually';
 import { freeLoopbackPort } from './ports';
@@ -47,7 +49,10 @@ export interface ChaosOptions {
   settleSeconds: number;
   /** Sandbox Ethereum on anvil: deposits, sends and the wallet ledger against the chain. */
   chain: boolean;
-  /** For the test that shows the checks can fail: after settling, the driver plants a doubled credit and a skipped debit in the database. */
+  /**
+   * For the test that shows the checks can fail: after the checks, the driver plants a doubled credit and a skipped debit
+   * in the same database and runs every check again (`faulted`).
+   */
   plantFaults?: boolean;
   log: (line: string) => void;
 }
@@ -55,8 +60,8 @@ export interface ChaosOptions {
 export interface ChaosResult {
   violations: string[];
   report: string[];
-  /** With plantFaults: the start of the violation each planted fault must cause. */
-  planted: string[];
+  /** With plantFaults: the start of the violation each planted fault must cause, and what the checks found after they were planted. */
+  faulted?: { planted: string[]; violations: string[] };
   /** Operations sent a second during the load. */
   operationsPerSecond: number;
   /** Kills that fell while an accepted operation's workflow had an activity pending. */
@@ -76,7 +81,7 @@ const INITIAL_CARD_FUNDING = 500;
 const FUNDING_FEE_BPS = 100;
 /** Blocks on top of a transfer's before it counts (anvil mines one a second here). */
 const CONFIRMATIONS = 2;
-/** Confirmations of a payout trip's deposit on the Tron devnet, whose blocks the load mines itself. */
+/** Confirmations of a payout trip's deposit on the Tron devnet, whose blocks the driver mines (`mineTron`). */
 const TRON_CONFIRMATIONS = 2;
 
 /**
@@ -94,13 +99,28 @@ const PAYOUT_CORRIDORS = [
   },
 ] as const;
 
+/**
+ * An organization's sweeps: a vault of its own whose wallet has two addresses the load deposits ETH to, and a manual
+ * consolidation rule sweeping that ETH (native, each address paying its own fee) to the organization's main wallet.
+ * One sweep at a time per organization: a run plans what the chain holds, so it starts once the ledger has booked the deposits.
+ */
+interface SweepSource {
+  ruleId: string;
+  walletId: string;
+  addresses: Hex[];
+  busy: boolean;
+  /** Deposits booked and not swept yet: the setup's, so that the first sweeps run while the kills fall. */
+  booked: boolean;
+}
+
 /** Sandbox Ethereum for the run: anvil (not killed: it stands for the network), a block a second, ETH deposited from its dev account and sent to an outside address. */
 interface Chain {
   anvil: Anvil;
   outside: Hex;
   mining?: NodeJS.Timeout;
-  /** Each organization's wallet. */
+  /** Each organization's main wallet (what it sends from, where its sweeps land). */
   wallets: Partial<Record<OrganizationName, { id: string; address: Hex }>>;
+  sweepSources: Partial<Record<OrganizationName, SweepSource>>;
   /** Wei the dev account sent to each wallet (by id), each mined. */
   deposited: Map<string, bigint>;
   depositing: Promise<void>;
@@ -309,7 +329,7 @@ interface Answer {
 
 /** An operation the load sent, and what the service answered to it in the end. */
 interface Operation {
-  kind: 'credit' | 'card' | 'funding' | 'invoice' | 'payment' | 'webhook_test' | 'send' | 'payout_quote' | 'payout' | 'payout_deposit';
+  kind: 'credit' | 'card' | 'funding' | 'invoice' | 'payment' | 'webhook_test' | 'send' | 'payout_quote' | 'payout' | 'payout_deposit' | 'sweep_run';
   as: OrganizationName;
   method: string;
   route: string;
@@ -318,7 +338,7 @@ interface Operation {
   /** Send attempts: more than one when a component was down. */
   attempts: number;
   answer?: Answer;
-  /** The id of what it created (card, card transaction, invoice, payment, event, payout quote, trip, deposit transfer). */
+  /** The id of what it created (card, card transaction, invoice, payment, event, payout quote, trip, deposit transfer, consolidation run). */
   id?: string;
   /** A payment: the invoice it pays (its organization, id and sats); a funding: its card. */
   pays?: { organization: OrganizationName; invoiceId: string; sats: bigint };
@@ -337,6 +357,7 @@ const idOf = (kind: Operation['kind'], body: Record<string, any>): string | unde
     payout_quote: body.quoteId,
     payout: body.tripId,
     payout_deposit: body.txHash,
+    sweep_run: body.id,
   })[kind];
 
 /** The workflow an accepted operation started, if any: a kill timed on it lands while its activities run. */
@@ -353,6 +374,8 @@ const workflowOfOperation = (operation: Operation): string | undefined => {
       return transactionWorkflowId(operation.id);
     case 'payout':
       return payoutTripFlow.workflowId({ tripId: operation.id });
+    case 'sweep_run':
+      return consolidationRunFlow.workflowId({ runId: operation.id });
     default:
       return undefined;
   }
@@ -419,7 +442,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort);
   const temporal = new TemporalComponent(path.join(dir, 'temporal'), await freeLoopbackPort(), await freeLoopbackPort());
   const databaseUrl = `postgresql://postgres@127.0.0.1:${pgPort}/postgres`;
-  const chain: Chain = { anvil: await startAnvil(), outside: privateKeyToAccount(generatePrivateKey()).address, wallets: {}, deposited: new Map(), depositing: Promise.resolve() };
+  const chain: Chain = { anvil: await startAnvil(), outside: privateKeyToAccount(generatePrivateKey()).address, wallets: {}, sweepSources: {}, deposited: new Map(), depositing: Promise.resolve() };
   const taskQueue = `chaos-${randomUUID()}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -445,6 +468,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const supervised = Object.fromEntries([postgres, temporal, worker, api].map((component) => [component.name, new Supervised(component)])) as Record<ComponentName, Supervised>;
   const receiver = await new WebhookReceiver().start();
   let supervising: NodeJS.Timeout | undefined;
+  let tronMining: { stop: () => Promise<void> } | undefined;
   try {
     options.log(`seed ${options.seed}; state in ${dir}`);
     chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
@@ -469,9 +493,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const orm = await createOrm(databaseUrl, 2);
     try {
       const temporalClient = new Client({ connection: temporalConnection });
+      tronMining = mineTron(client);
       const load = await runLoad(options, random, client, receiver, supervised, chain, temporalClient);
       options.log('load done; settling');
-      return await check(options, orm, temporalClient, client, load, receiver, supervised, chain, env, organizations);
+      const checked = () => check(options, orm, temporalClient, client, load, receiver, supervised, chain, env, organizations);
+      const result = await checked();
+      if (!options.plantFaults) return result;
+      const planted = await plantFaults((query, params = []) => orm.em.fork().getConnection().execute(query, params), organizations);
+      return { ...result, faulted: { planted, violations: (await checked()).violations } };
     } finally {
       await orm.close();
       await temporalConnection.close();
@@ -480,6 +509,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     throw new Error(`${(error as Error).message}\n${[api, worker, temporal, postgres].map((each) => each.log()).join('\n')}`);
   } finally {
     clearInterval(supervising);
+    await tronMining?.stop();
     clearInterval(chain.mining);
     await chain.anvil.stop();
     await api.stop();
@@ -491,20 +521,64 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   }
 }
 
-/** An Ethereum wallet of `as`, with 100 ETH deposited and confirmed. */
+/** A POST of the setup, which must succeed: its answer's body. */
+async function setUp(client: ChaosClient, as: OrganizationName, route: string, body: unknown, deadline: number): Promise<Record<string, any>> {
+  const answer = await client.send({ as, method: 'POST', route, body, idempotencyKey: randomUUID(), attempts: 0 }, deadline);
+  if (!answer || answer.status >= 300) throw new Error(`POST ${route} of ${as} failed: ${JSON.stringify(answer)}`);
+  return answer.body;
+}
+
+/**
+ * A block a second on the Tron devnet (which mines none of its own here) through the sandbox's mining route, one call
+ * at a time, from the load's start until the end of the checks: the confirmations of the trips' deposits.
+ */
+function mineTron(client: ChaosClient): { stop: () => Promise<void> } {
+  let mining = true;
+  const loop = (async () => {
+    while (mining) {
+      await client.send({ as: ORGANIZATIONS[0], method: 'POST', route: '/v1/sandbox/chains/tron/blocks', body: { count: 1 }, idempotencyKey: randomUUID(), attempts: 0 }, Date.now() + 30_000);
+      await sleep(1000);
+    }
+  })();
+  return {
+    stop: async () => {
+      mining = false;
+      await loop;
+    },
+  };
+}
+
+/** A vault of `as` with an Ethereum wallet: their ids and the wallet's primary address. */
+async function openVault(client: ChaosClient, as: OrganizationName, name: string, deadline: number): Promise<{ vaultId: string; walletId: string; address: Hex }> {
+  const vault = await setUp(client, as, '/v1/vaults', { name }, deadline);
+  const wallet = await setUp(client, as, '/v1/wallets', { name, chain: 'ethereum', vault_id: vault.id, wallet_type: 'hot' }, deadline);
+  return { vaultId: vault.id as string, walletId: wallet.id as string, address: wallet.primary_address.address as Hex };
+}
+
+/**
+ * An Ethereum wallet of `as`, with 100 ETH deposited and confirmed; and its sweep source: a vault of its own with a
+ * wallet of two addresses, and a manual rule sweeping their ETH to the main wallet's vault (each address paying its own fee).
+ */
 async function openWallet(client: ChaosClient, chain: Chain, as: OrganizationName, setupDeadline: number): Promise<void> {
-  const vault = await client.send({ as, method: 'POST', route: '/v1/vaults', body: { name: 'Chaos' }, idempotencyKey: randomUUID(), attempts: 0 }, setupDeadline);
-  const wallet = await client.send(
-    { as, method: 'POST', route: '/v1/wallets', body: { name: 'Chaos', chain: 'ethereum', vault_id: vault?.body.id, wallet_type: 'hot' }, idempotencyKey: randomUUID(), attempts: 0 },
+  const main = await openVault(client, as, 'Chaos', setupDeadline);
+  const opened = { id: main.walletId, address: main.address };
+  chain.wallets[as] = opened;
+  const source = await openVault(client, as, 'Chaos sweeps', setupDeadline);
+  const second = await setUp(client, as, `/v1/wallets/${source.walletId}/addresses`, { label: 'second' }, setupDeadline);
+  const rule = await setUp(
+    client,
+    as,
+    '/v1/consolidation/rules',
+    { vault_id: source.vaultId, chain: 'ethereum', destination_type: 'vault', destination_vault_id: main.vaultId, gas_source: 'wallet', trigger_type: 'manual', assets: [{ is_native: true }] },
     setupDeadline,
   );
-  if (!wallet || wallet.status !== 201) throw new Error(`wallet not created: ${JSON.stringify(wallet)}`);
-  const opened = { id: wallet.body.id as string, address: wallet.body.primary_address.address as Hex };
-  chain.wallets[as] = opened;
+  chain.sweepSources[as] = { ruleId: rule.id as string, walletId: source.walletId, addresses: [source.address, second.address as Hex], busy: false, booked: true };
   await deposit(chain, opened, parseEther('100'));
+  for (const address of chain.sweepSources[as]!.addresses) await deposit(chain, { id: source.walletId, address }, parseEther('0.05'));
   await eventually(
-    async () => ((await walletEth(client, as, opened.id, setupDeadline)) ?? 0n) > 0n ? true : undefined,
-    'the first deposit confirmed',
+    async () =>
+      ((await walletEth(client, as, opened.id, setupDeadline)) ?? 0n) > 0n && (await walletEth(client, as, source.walletId, setupDeadline)) === parseEther('0.1') ? true : undefined,
+    'the first deposits confirmed',
     120_000,
     500,
   );
@@ -532,6 +606,8 @@ interface LoadState {
   webhookIds: Partial<Record<OrganizationName, string>>;
   /** Called with each accepted operation: a kill waiting for work in flight. */
   onAccepted: ((operation: Operation) => void)[];
+  /** The workflows of the sweep runs in progress: a kill looks at them first. */
+  sweepsRunning: Set<string>;
 }
 
 /** What the load did: its operations, and how the kills landed. */
@@ -540,6 +616,8 @@ interface LoadOutcome {
   loadSeconds: number;
   /** Kills that fell while an accepted operation's workflow had an activity pending (Temporal's describe, just before the SIGKILL). */
   killsInActivities: number;
+  /** Of those, the kills that fell while a sweep run had an activity pending. */
+  killsInSweepActivities: number;
   killsTimed: number;
   /** Operations sent before the load (the first credits): not counted in its rate. */
   setupOperations: number;
@@ -555,7 +633,7 @@ async function runLoad(
   temporal: Client,
 ): Promise<LoadOutcome> {
   const setupDeadline = Date.now() + 120_000;
-  const state: LoadState = { operations: [], cards: [], webhookIds: {}, onAccepted: [] };
+  const state: LoadState = { operations: [], cards: [], webhookIds: {}, onAccepted: [], sweepsRunning: new Set() };
   const accept = async (operation: Omit<Operation, 'attempts' | 'idempotencyKey'>, deadline: number): Promise<Operation> => {
     const sent: Operation = { ...operation, attempts: 0, idempotencyKey: randomUUID() };
     state.operations.push(sent);
@@ -598,6 +676,10 @@ async function runLoad(
               const as = pick(ORGANIZATIONS);
               return accept({ kind: 'send', as, method: 'POST', route: '/v1/transactions', body: { wallet_id: chain.wallets[as]!.id, to_address: chain.outside, amount: '0.001', asset: 'ETH' } }, answerDeadline);
             },
+          },
+          {
+            weight: 1,
+            run: () => sweep(pick(ORGANIZATIONS), [random(), random()]),
           },
         ]
       : []),
@@ -661,16 +743,53 @@ async function runLoad(
           answerDeadline,
         );
         if (!trip.id) return;
-        // The exact amount from the devnet's faucet, and the blocks for its confirmations: one transfer per Idempotency-Key
-        // however often it is retried (a repeat mines more blocks, which does no harm).
+        // The exact amount from the devnet's faucet: one transfer per Idempotency-Key however often it is retried. Its
+        // confirmations come from the driver's Tron blocks (each helper call mining its own would queue them all on the devnet's producer).
         await accept(
-          { kind: 'payout_deposit', as, method: 'POST', route: `/v1/sandbox/payouts/trips/${trip.id}/deposit`, body: { amount: quote.answer!.body.fromAmount, confirmations: TRON_CONFIRMATIONS } },
+          { kind: 'payout_deposit', as, method: 'POST', route: `/v1/sandbox/payouts/trips/${trip.id}/deposit`, body: { amount: quote.answer!.body.fromAmount } },
           answerDeadline,
         );
       },
     },
   ];
   const totalWeight = kinds.reduce((sum, kind) => sum + kind.weight, 0);
+
+  /**
+   * A sweep of `as` (skipped while its last one runs): ETH deposited to both source addresses (but for the first sweep,
+   * which takes the setup's), then, once the source wallet's ledger has booked them (a run plans what the chain holds, and
+   * a sweep of an amount the ledger has not booked is refused), a manual run of its rule, followed until it ends (the next
+   * sweep of `as` waits for it).
+   */
+  async function sweep(as: OrganizationName, draws: number[]): Promise<void> {
+    const source = chain.sweepSources[as]!;
+    if (source.busy) return;
+    source.busy = true;
+    let running: string | undefined;
+    try {
+      if (!source.booked) {
+        const amounts = draws.map((draw) => parseEther('0.01') * BigInt(1 + Math.floor(draw * 10)));
+        const before = (await Promise.all(source.addresses.map((address) => anvilEthBalance(chain.anvil, address)))).reduce((sum, wei) => sum + wei, 0n);
+        await Promise.all(source.addresses.map((address, index) => deposit(chain, { id: source.walletId, address }, amounts[index]!)));
+        const booked = before + amounts.reduce((sum, wei) => sum + wei, 0n);
+        while ((await walletEth(client, as, source.walletId, answerDeadline)) !== booked) {
+          if (Date.now() > answerDeadline) return;
+          await sleep(500);
+        }
+      }
+      source.booked = false;
+      const run = await accept({ kind: 'sweep_run', as, method: 'POST', route: `/v1/consolidation/rules/${source.ruleId}/runs`, body: undefined }, answerDeadline);
+      running = workflowOfOperation(run);
+      if (running) state.sweepsRunning.add(running);
+      while (run.id && Date.now() < answerDeadline) {
+        const status = (await client.read(as, `/v1/consolidation/runs/${run.id}`, answerDeadline))?.body.status as RunStatus | undefined;
+        if (status && FINISHED_RUN_STATUSES.includes(status)) return;
+        await sleep(500);
+      }
+    } finally {
+      if (running) state.sweepsRunning.delete(running);
+      source.busy = false;
+    }
+  }
 
   // The kill schedule: each component killed killsPerComponent times between 10% and 85% of the load, down 1 to 6 s each time.
   const loadMs = options.loadSeconds * 1000;
@@ -679,7 +798,7 @@ async function runLoad(
   );
   options.log(`kills: ${kills.map((kill) => `${kill.name} at ${(kill.atMs / 1000).toFixed(1)} s for ${(kill.downMs / 1000).toFixed(1)} s`).join(', ')}`);
   const startedAt = Date.now();
-  const outcome: LoadOutcome = { operations: state.operations, loadSeconds: options.loadSeconds, killsInActivities: 0, killsTimed: 0, setupOperations: state.operations.length };
+  const outcome: LoadOutcome = { operations: state.operations, loadSeconds: options.loadSeconds, killsInActivities: 0, killsInSweepActivities: 0, killsTimed: 0, setupOperations: state.operations.length };
   const killing = kills.map(async (kill) => {
     await sleep(kill.atMs);
     // Timed to land in work: on the next operations accepted that started a workflow (for at most 5 s), as soon as Temporal
@@ -687,7 +806,17 @@ async function runLoad(
     const timedUntil = Date.now() + 5000;
     let workflowId: string | undefined;
     let inActivity = false;
+    let onSweep = false;
     while (!inActivity && Date.now() < timedUntil) {
+      // A sweep run in progress first: it is rarer than the other work, and its activities (scanning, submitting, following) are short.
+      for (const sweepWorkflow of state.sweepsRunning) {
+        if (!inActivity && (await insideActivity(temporal, sweepWorkflow))) {
+          workflowId = sweepWorkflow;
+          inActivity = true;
+          onSweep = true;
+        }
+      }
+      if (inActivity) break;
       const accepted = await new Promise<Operation | undefined>((resolve) => {
         const timer = setTimeout(() => resolve(undefined), timedUntil - Date.now());
         state.onAccepted.push((operation) => {
@@ -696,10 +825,12 @@ async function runLoad(
         });
       });
       workflowId = accepted && workflowOfOperation(accepted);
+      onSweep = accepted?.kind === 'sweep_run';
       if (workflowId) inActivity = await insideActivity(temporal, workflowId);
     }
     if (workflowId) outcome.killsTimed += 1;
     if (inActivity) outcome.killsInActivities += 1;
+    if (inActivity && onSweep) outcome.killsInSweepActivities += 1;
     options.log(`${((Date.now() - startedAt) / 1000).toFixed(1)} s: SIGKILL ${kill.name}${workflowId ? ` (${workflowId}${inActivity ? ' inside an activity' : ''})` : ''}`);
     await supervised[kill.name].killFor(kill.downMs);
     options.log(`${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${kill.name} up again`);
@@ -731,7 +862,16 @@ async function runLoad(
  * and what the API shows for it is what was deposited to it less what its confirmed sends took (amounts and their network
  * fees, which the chain sets: read from the sends); the outside address holds exactly what the sends sent.
  */
-async function checkChain(orm: Orm, client: ChaosClient, chain: Chain, env: NodeJS.ProcessEnv, settleDeadline: number, violations: string[], report: string[]): Promise<void> {
+async function checkChain(
+  orm: Orm,
+  client: ChaosClient,
+  chain: Chain,
+  env: NodeJS.ProcessEnv,
+  settleDeadline: number,
+  runs: Operation[],
+  violations: string[],
+  report: string[],
+): Promise<void> {
   const sql = <T>(query: string, params: unknown[] = []) => orm.em.fork().getConnection().execute<T[]>(query, params);
   clearInterval(chain.mining);
   const tip = Number(await chain.anvil.call('eth_blockNumber'));
@@ -746,6 +886,7 @@ async function checkChain(orm: Orm, client: ChaosClient, chain: Chain, env: Node
   const provider = await new ChainNodes(config, createLogger('silent'), orm).provider('ethereum', 'sandbox');
   const ledger = await compareLedgerWithChain(orm.em.fork(), provider, { chain: 'ethereum', environment: 'sandbox', assetIds: ['ETH'] });
   for (const mismatch of ledger.mismatches) violations.push(`wallet ledger differs from the chain: ${JSON.stringify(mismatch, (_, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}`);
+  const swept = await checkSweeps(client, chain, runs, violations, report);
   let sentTotal = 0n;
   for (const [as, wallet] of Object.entries(chain.wallets) as [OrganizationName, { id: string; address: Hex }][]) {
     const [sent] = await sql<{ amounts: string; fees: string }>(
@@ -754,15 +895,58 @@ async function checkChain(orm: Orm, client: ChaosClient, chain: Chain, env: Node
     );
     sentTotal += BigInt(sent!.amounts);
     const deposited = chain.deposited.get(wallet.id) ?? 0n;
-    const expected = deposited - BigInt(sent!.amounts) - BigInt(sent!.fees);
+    const expected = deposited + swept[as] - BigInt(sent!.amounts) - BigInt(sent!.fees);
     const shown = await walletEth(client, as, wallet.id, Date.now() + 60_000);
-    report.push(`money ETH (wei), ${as}'s wallet: deposited ${deposited} - sent ${sent!.amounts} - fees ${sent!.fees} = ${expected}; the API shows ${shown}`);
+    report.push(`money ETH (wei), ${as}'s wallet: deposited ${deposited} + swept in ${swept[as]} - sent ${sent!.amounts} - fees ${sent!.fees} = ${expected}; the API shows ${shown}`);
     if (shown !== expected) violations.push(`money ETH of ${as}'s wallet ${wallet.id}: expected ${expected}, the API shows ${shown}`);
   }
   const outsideHolds = await anvilEthBalance(chain.anvil, chain.outside);
   report.push(`the outside address holds ${outsideHolds}; ${ledger.wallets} wallet ledgers compared with the chain, ${ledger.mismatches.length} differ`);
   if (outsideHolds !== sentTotal) violations.push(`money ETH: the outside address holds ${outsideHolds}, the confirmed sends sent ${sentTotal}`);
 }
+/**
+ * Sweeps, from what the chain says of each sweep's transaction (its value and the fee it was charged, gas used times
+ * the effective gas price), per organization: the source wallet holds what was deposited to it less the values and the
+ * fees of its sweeps; each run swept (amount_swept) what its transactions delivered. Returns the wei each organization's
+ * main wallet gained from its sweeps.
+ */
+async function checkSweeps(client: ChaosClient, chain: Chain, runs: Operation[], violations: string[], report: string[]): Promise<Record<OrganizationName, bigint>> {
+  const gained = Object.fromEntries(ORGANIZATIONS.map((name) => [name, 0n])) as Record<OrganizationName, bigint>;
+  const readDeadline = Date.now() + 60_000;
+  for (const as of ORGANIZATIONS) {
+    const source = chain.sweepSources[as]!;
+    const destination = chain.wallets[as]!.address.toLowerCase();
+    let fees = 0n;
+    let count = 0;
+    for (const run of runs.filter((each) => each.as === as)) {
+      const shown = (await client.read(as, `/v1/consolidation/runs/${run.id}`, readDeadline))?.body;
+      const sweeps = ((await client.read(as, `/v1/consolidation/runs/${run.id}/sweeps?limit=100`, readDeadline))?.body.data ?? []) as { id: string; status: string; tx_hash: string | null }[];
+      let delivered = 0n;
+      for (const sweep of sweeps.filter((each) => each.status === 'confirmed')) {
+        const sent = (await chain.anvil.call('eth_getTransactionByHash', [sweep.tx_hash])) as { from: string; to: string; value: Hex } | null;
+        if (!sent || !source.addresses.some((address) => address.toLowerCase() === sent.from.toLowerCase()) || sent.to.toLowerCase() !== destination) {
+          violations.push(`sweep ${sweep.id} of ${as}: its transaction ${sweep.tx_hash} is not from its source to its main wallet on the chain`);
+          continue;
+        }
+        const receipt = await anvilReceipt(chain.anvil, sweep.tx_hash!);
+        if (receipt.status !== '0x1') violations.push(`sweep ${sweep.id} of ${as}: its transaction ${sweep.tx_hash} reverted`);
+        delivered += BigInt(sent.value);
+        fees += receiptFee(receipt);
+        count += 1;
+      }
+      gained[as] += delivered;
+      const reported = (shown?.per_asset_totals as { amount_swept: string }[] | undefined)?.reduce((sum, total) => sum + parseEther(total.amount_swept), 0n) ?? 0n;
+      if (reported !== delivered) violations.push(`consolidation run ${run.id} of ${as}: amount_swept ${reported} wei, its transactions delivered ${delivered}`);
+    }
+    const deposited = chain.deposited.get(source.walletId) ?? 0n;
+    const expected = deposited - gained[as] - fees;
+    const shown = await walletEth(client, as, source.walletId, readDeadline);
+    report.push(`sweeps of ${as}: ${count} confirmed in ${runs.filter((each) => each.as === as).length} runs; source wallet: deposited ${deposited} - swept ${gained[as]} - fees ${fees} = ${expected}, the API shows ${shown}`);
+    if (shown !== expected) violations.push(`money ETH of ${as}'s sweep source ${source.walletId}: expected ${expected}, the API shows ${shown}`);
+  }
+  return gained;
+}
+
 /**
  * Payouts, in the trips' asset (USDT on Tron, base units): what the load deposited is what the desk's
  * wallet holds (nothing refunded or swept here), and it is what the successful trips took (the
@@ -949,6 +1133,7 @@ async function check(
   const invoiceIds = byKind('invoice').map((each) => each.id!);
   const sendIds = byKind('send').map((each) => each.id!);
   const tripIds = byKind('payout').map((each) => each.id!);
+  const runIds = byKind('sweep_run').map((each) => each.id!);
   const unsettled = async () => ({
     cards: await sql<{ id: string; status: string }>(`select id, status::text from cards where id::text = any(?::text[]) and status <> 'active'`, [textArray(cardIds)]),
     fundings: await sql<{ id: string; status: string }>(`select id, status::text from card_transactions where card_id::text = any(?::text[]) and status <> 'completed'`, [textArray(cardIds)]),
@@ -956,6 +1141,8 @@ async function check(
     invoices: await sql<{ id: string; status: string }>(`select id, status::text from lightning_invoices where id::text = any(?::text[]) and status <> 'paid'`, [textArray(invoiceIds)]),
     sends: await sql<{ id: string; status: string }>(`select id, status::text from transactions where id::text = any(?::text[]) and status <> 'confirmed'`, [textArray(sendIds)]),
     trips: await sql<{ id: string; status: string }>(`select id, status::text from payout_trips where id::text = any(?::text[]) and status <> 'success'`, [textArray(tripIds)]),
+    runs: await sql<{ id: string; status: string }>(`select id, status::text from consolidation_runs where id::text = any(?::text[]) and status <> 'completed'`, [textArray(runIds)]),
+    sweeps: await sql<{ id: string; status: string }>(`select id, status::text from consolidation_sweeps where status <> 'confirmed'`),
     deliveries: await sql<{ id: string; status: string }>(`select id, status::text from event_deliveries where status <> 'delivered'`),
     deposits: await sql<{ id: string; status: string }>(`select wallet_id as id, 'pending' as status from wallet_balances where pending <> 0`),
     reserves: await sql<{ id: string; status: string }>(`select organization_id || ' ' || currency as id, 'reserved ' || reserved as status from company_balances where reserved <> 0`),
@@ -973,6 +1160,7 @@ async function check(
     payments: paymentWorkflowId,
     sends: transactionWorkflowId,
     trips: (id: string) => payoutTripFlow.workflowId({ tripId: id }),
+    runs: (id: string) => consolidationRunFlow.workflowId({ runId: id }),
   };
   for (const [what, rows] of Object.entries(open) as [keyof typeof open, { id: string; status: string }[]][]) {
     for (const row of rows) {
@@ -1001,7 +1189,13 @@ async function check(
     { what: 'card fundings (one initial per card, plus each accepted)', n: cardIds.length + fundingIds.length, rows: await count(`select count(*) as n from card_transactions`, []) },
     { what: 'incoming invoices', n: invoiceIds.length, rows: await count(`select count(*) as n from lightning_invoices where direction = 'incoming'`, []) },
     { what: 'outgoing payments', n: paymentIds.length, rows: await count(`select count(*) as n from lightning_invoices where direction = 'outgoing'`, []) },
-    { what: 'sends', n: sendIds.length, rows: await count(`select count(*) as n from transactions`, []) },
+    { what: 'sends', n: sendIds.length, rows: await count(`select count(*) as n from transactions where id not in (select transaction_id from consolidation_sweeps where transaction_id is not null)`, []) },
+    { what: 'consolidation runs', n: runIds.length, rows: await count(`select count(*) as n from consolidation_runs`, []) },
+    {
+      what: 'sweep transactions (one per sweep)',
+      n: await count(`select count(*) as n from consolidation_sweeps`, []),
+      rows: await count(`select count(*) as n from transactions where wallet_id::text = any(?::text[])`, [textArray(Object.values(chain.sweepSources).map((source) => source.walletId))]),
+    },
     { what: 'sandbox credits', n: byKind('credit').length, rows: await count(`select count(*) as n from company_balance_entries where reference_type = 'sandbox_credit'`, []) },
     { what: 'payout quotes', n: byKind('payout_quote').length, rows: await count(`select count(*) as n from payout_quotes`, []) },
     { what: 'payout trips', n: tripIds.length, rows: await count(`select count(*) as n from payout_trips`, []) },
@@ -1024,8 +1218,6 @@ async function check(
       where (t.status = 'success') <> (r.paid_at is not null) or (t.status = 'success' and (r.amount <> q.to_amount or t.payout_amount <> q.to_amount or r.currency <> q.to_currency))`,
   );
   for (const row of railMismatches) violations.push(`trip ${row.id} is ${row.status} and its rail ${row.paid_at ? 'paid' : 'did not pay'} (or another amount than quoted)`);
-
-  const planted = options.plantFaults ? await plantFaults(sql, organizations) : [];
 
   // 5. Money, per organization, against the load's own model: each company balance and each card as the API shows them.
   const model = expectedState(accepted);
@@ -1056,7 +1248,7 @@ async function check(
   for (const row of drifted) violations.push(`company balance ${row.organization_id} ${row.currency} differs from its journal`);
   await checkPayoutMoney(sql, byKind('payout_deposit'), violations, report);
 
-  if (options.chain) await checkChain(orm, client, chain, env, settleDeadline, violations, report);
+  if (options.chain) await checkChain(orm, client, chain, env, settleDeadline, byKind('sweep_run'), violations, report);
 
   // 6. Events: every event an accepted operation must cause exists in its organization and is delivered or scheduled; each delivered one reached the receiver.
   const received = new Map<string, number>();
@@ -1067,6 +1259,7 @@ async function check(
       payment: [`lightning.payment.paid:${operation.id}`],
       invoice: [`lightning.invoice.paid:${operation.id}`],
       payout: [`payouts.withdrawal.success:${operation.id}`],
+      sweep_run: [`consolidation.run.started:${operation.id}`, `consolidation.run.completed:${operation.id}`],
     })[operation.kind as string] ?? [];
   const wanted = accepted.flatMap((operation) => [
     ...dedupeKeys(operation).map((key) => ({ as: operation.as, what: key, column: 'dedupe_key' })),
@@ -1112,11 +1305,11 @@ async function check(
   const rate = (operations.length - load.setupOperations) / load.loadSeconds;
   report.unshift(
     `load: ${operations.length - load.setupOperations} operations in ${load.loadSeconds.toFixed(0)} s (${rate.toFixed(1)} a second) across ${ORGANIZATIONS.length} organizations; ` +
-      `${load.killsTimed} kills timed on an accepted operation's workflow, ${load.killsInActivities} of them with an activity pending`,
+      `${load.killsTimed} kills timed on an accepted operation's workflow, ${load.killsInActivities} of them with an activity pending (${load.killsInSweepActivities} in a sweep run's)`,
     ...COMPONENTS.map((name) => `${name}: killed ${supervised[name].kills} times, exited on its own ${supervised[name].ownExits} times (restarted each time)`),
-    ...(['credit', 'card', 'funding', 'invoice', 'payment', 'send', 'webhook_test', 'payout_quote', 'payout', 'payout_deposit'] as const).map(
+    ...(['credit', 'card', 'funding', 'invoice', 'payment', 'send', 'webhook_test', 'payout_quote', 'payout', 'payout_deposit', 'sweep_run'] as const).map(
       (kind) => `${kind}: ${answered(kind).length} sent, ${byKind(kind).length} accepted, ${answered(kind).filter((each) => each.attempts > 1).length} needed a retry`,
     ),
   );
-  return { violations, report, planted, operationsPerSecond: rate, killsInActivities: load.killsInActivities };
+  return { violations, report, operationsPerSecond: rate, killsInActivities: load.killsInActivities };
 }
