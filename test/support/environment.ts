@@ -124,10 +124,23 @@ let timeSkipping: Promise<TestWorkflowEnvironment> | undefined;
  * clock of every later file.
  */
 export function timeSkippingTemporal(): Promise<TestWorkflowEnvironment> {
-  timeSkipping ??= TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: requiredEnv('TEMPORAL_TEST_SERVER_PATH') } },
-  });
+  timeSkipping ??= startTimeSkipping();
   return timeSkipping;
+}
+
+/**
+ * The SDK gives the server 5 s to listen on the port it picked; on a loaded machine it sometimes misses them (or
+ * the port was taken in between), and a new server on a new port is tried, three times in all.
+ */
+async function startTimeSkipping(attempt = 1): Promise<TestWorkflowEnvironment> {
+  try {
+    return await TestWorkflowEnvironment.createTimeSkipping({
+      server: { executable: { type: 'existing-path', path: requiredEnv('TEMPORAL_TEST_SERVER_PATH') } },
+    });
+  } catch (error) {
+    if (attempt >= 3 || !/did not start/.test((error as Error).message)) throw error;
+    return startTimeSkipping(attempt + 1);
+  }
 }
 
 export async function releaseTimeSkippingTemporal(): Promise<void> {

@@ -333,8 +333,9 @@ describe('Lightning workflows (time-skipping)', () => {
     await assertLedgerReconciles(org.organizationId);
   });
 
-  it('an unknown outcome re-queried for 60 days continues as new with a bounded history, then settles once', async function () {
-    this.timeout(20 * 60_000);
+  // Six days: a day of queries at most 10 min apart, then hourly ones; about 270 queries, so the run continues as new twice.
+  it('an unknown outcome re-queried for 6 days continues as new with a bounded history, then settles once', async function () {
+    this.timeout(5 * 60_000);
     const provider = new UnknownUntilResolvedProvider(1_000n);
     const { worker, taskQueue } = await lightningWorker({ providers: through(provider) });
     const org = await createTestOrganization();
@@ -342,8 +343,8 @@ describe('Lightning workflows (time-skipping)', () => {
     const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000);
     const firstRunId = (await handle.describe()).runId;
     await worker.runUntil(async () => {
-      await env.sleep(60 * DAY);
-      assert.equal((await load(payment.id)).status, 'pending', 'still unknown after 60 days: not refunded');
+      await env.sleep(6 * DAY);
+      assert.equal((await load(payment.id)).status, 'pending', 'still unknown after 6 days: not refunded');
       provider.resolved = true;
       assert.equal(await handle.result(), 'paid');
     });
@@ -353,7 +354,7 @@ describe('Lightning workflows (time-skipping)', () => {
       runs.push(history.events!.length);
       runId = history.events!.at(-1)!.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
     }
-    assert.ok(runs.length > 10, `${runs.length} runs`);
+    assert.ok(runs.length >= 3, `${runs.length} runs`);
     assert.ok(runs.every((events) => events < EVENTS_PER_RUN_BOUND), `events per run: ${runs.join(', ')}`);
     assert.ok(provider.queries >= (runs.length - 1) * QUERIES_PER_RUN);
     const { entries, events } = await ledger(org.organizationId, payment.id);
