@@ -163,7 +163,7 @@ describe('Replicas: two API processes and two workers behave as one service', fu
       const writer = await eventually(
         async () => {
           const [waiting] = await orm.em.getConnection().execute<{ pid: number }[]>(
-            `select a.pid from pg_stat_activity a where a.wait_event_type = 'Lock' and a.query ilike '%from company_balances%for update%' and a.pid <> pg_backend_pid()`,
+            `select a.pid from pg_stat_activity a where a.datname = current_database() and a.wait_event_type = 'Lock' and a.query ilike '%from company_balances%for update%' and a.pid <> pg_backend_pid()`,
           );
           return waiting?.pid;
         },

@@ -71,7 +71,7 @@ describe('API key cache', () => {
     assert.ok(cache.get(hashSecret(secret)));
 
     // The listener's connection dies (a restart, a network cut): notices could be missed from now on.
-    await sql(`select pg_terminate_backend(pid) from pg_stat_activity where query = 'listen api_key_changes' and pid <> pg_backend_pid()`, []);
+    await sql(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query = 'listen api_key_changes' and pid <> pg_backend_pid()`, []);
     await eventually(async () => (cache.get(hashSecret(secret)) === undefined ? true : undefined), 'the cache to empty', 2_000, 10);
 
     // It reconnects by itself, and evictions work again.

@@ -17,7 +17,7 @@ export async function releaseTogether<T>(ruleId: string, waiters: number, start:
     started = start();
     await eventually(async () => {
       const [row] = await orm.em.fork().execute<{ waiting: string }[]>(
-        `select count(*)::text as waiting from pg_stat_activity where wait_event_type = 'Lock' and query like 'select id from consolidation_rules where id = % for update'`,
+        `select count(*)::text as waiting from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like 'select id from consolidation_rules where id = % for update'`,
       );
       return Number(row!.waiting) >= waiters ? true : undefined;
     }, `${waiters} triggers waiting on the rule's lock`);

@@ -24,6 +24,12 @@ import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
+/**
+ * Every worker of this file runs without a workflow cache. The tests share one time-skipping server, and a test's
+ * worker stops with deliveries still scheduled (a 24 h schedule, a held delivery): with a cache, their next task would
+ * go to the stopped worker's sticky queue, which no one polls, and hold the server's clock for the tests after it.
+ */
+const NO_CACHE = 0;
 
 describe('Webhook delivery workflow (time-skipping)', () => {
   let env: TestWorkflowEnvironment;
@@ -90,7 +96,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     const org = await createTestOrganization();
     await createEndpoint(org.organizationId);
     const [deliveryId] = await emitCommitted(org.organizationId);
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, NO_CACHE);
     const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
 
     assert.deepEqual(result, { outcome: 'delivered', attempts: 1 });
@@ -116,7 +122,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     await createEndpoint(org.organizationId);
     receiver.respondWith(500, 503, 200);
     const [deliveryId] = await emitCommitted(org.organizationId);
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, NO_CACHE);
     const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
 
     assert.deepEqual(result, { outcome: 'delivered', attempts: 3 });
@@ -139,7 +145,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     await createEndpoint(org.organizationId);
     receiver.fallbackStatus = 500;
     const [deliveryId] = await emitCommitted(org.organizationId);
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, NO_CACHE);
     const { handle, result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
 
     // Offsets from the first attempt: 0, immediate, +1 min, +5, +15, +1 h, +2 h, +4 h, +8 h, +8 h; the next would pass 24 h.
@@ -167,7 +173,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     await createEndpoint(org.organizationId, { maxAttempts: 3 });
     receiver.fallbackStatus = 502;
     const [deliveryId] = await emitCommitted(org.organizationId);
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, NO_CACHE);
     const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
     assert.deepEqual(result, { outcome: 'failed', attempts: 3 });
     assert.equal((await loadDelivery(deliveryId!)).delivery.maxAttempts, 3);
@@ -178,7 +184,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     const { endpoint } = await createEndpoint(org.organizationId);
     receiver.respondWith(410);
     const [deliveryId] = await emitCommitted(org.organizationId);
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, NO_CACHE);
     const { result } = await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
 
     assert.deepEqual(result, { outcome: 'gone', attempts: 1 });
@@ -201,7 +207,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     await em.flush();
     receiver.secrets = [oldSecret, newSecret];
     const [deliveryId] = await emitCommitted(org.organizationId);
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, NO_CACHE);
     await worker.runUntil(dispatchAndWait(taskQueue, deliveryId!));
 
     assert.deepEqual(receiver.attempts[0]!.verifiedWith, [true, true]);
@@ -213,7 +219,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     await createEndpoint(org.organizationId);
     receiver.respondWith(500, 500, 500, 200);
     const [deliveryId] = await emitCommitted(org.organizationId);
-    const first = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, 0);
+    const first = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, NO_CACHE);
 
     // Worker 1 makes the first two attempts, then dies while the workflow waits on its 1-minute timer.
     await first.worker.runUntil(async () => {
@@ -225,7 +231,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
     });
     assert.equal(receiver.attempts.length, 2);
 
-    const second = await createTestWorker(env, first.taskQueue, NO_SEARCH_ATTRIBUTES);
+    const second = await createTestWorker(env, first.taskQueue, NO_SEARCH_ATTRIBUTES, NO_CACHE);
     const result = await second.worker.runUntil(env.client.workflow.getHandle(deliveryWorkflowId(deliveryId!, 1)).result());
     assert.deepEqual(result, { outcome: 'delivered', attempts: 4 });
     const { delivery, attempts } = await loadDelivery(deliveryId!);
@@ -251,7 +257,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
 
     // Committed but never started after commit (as if the process died): the start sweep fires it, once.
     const [deliveryId] = await emitCommitted(org.organizationId, { transaction_id: 'committed' });
-    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES);
+    const { worker, taskQueue } = await createTestWorker(env, undefined, NO_SEARCH_ATTRIBUTES, NO_CACHE);
     await worker.runUntil(async () => {
       const sweep = (run: number) =>
         env.client.workflow.execute(workflowStartSweepWorkflow, {
@@ -319,7 +325,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
       const org = await createTestOrganization();
       const { endpoint } = await createEndpoint(org.organizationId);
       receiver.fallbackStatus = 500;
-      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig);
+      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig, NO_CACHE);
       await worker.runUntil(async () => {
         // Two failures of a first delivery open the circuit.
         const [first] = await emitCommitted(org.organizationId, { n: 1 });
@@ -373,7 +379,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
       const org = await createTestOrganization();
       const { endpoint } = await createEndpoint(org.organizationId);
       receiver.fallbackStatus = 500;
-      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig);
+      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig, NO_CACHE);
       await worker.runUntil(async () => {
         const probe = await openCircuitWithProbe(org.organizationId, endpoint.id, taskQueue);
 
@@ -411,7 +417,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
       const org = await createTestOrganization();
       const { endpoint } = await createEndpoint(org.organizationId, { maxAttempts: 3 });
       receiver.fallbackStatus = 500;
-      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig);
+      const { worker, taskQueue } = await createTestWorker(env, undefined, circuitConfig, NO_CACHE);
       await worker.runUntil(async () => {
         const probe = await openCircuitWithProbe(org.organizationId, endpoint.id, taskQueue);
         const [next] = await emitCommitted(org.organizationId, { n: 3 });
@@ -456,7 +462,7 @@ describe('Webhook delivery workflow (time-skipping)', () => {
         });
         await em.flush();
         healthy.secrets = [plaintext];
-        const { worker, taskQueue } = await createTestWorker(env, undefined, { ...NO_SEARCH_ATTRIBUTES, WEBHOOK_DISABLE_AFTER_HOURS: '1' });
+        const { worker, taskQueue } = await createTestWorker(env, undefined, { ...NO_SEARCH_ATTRIBUTES, WEBHOOK_DISABLE_AFTER_HOURS: '1' }, NO_CACHE);
         const deliveryIds = await emitCommitted(org.organizationId);
         const toDead = (await Promise.all(deliveryIds.map(loadDelivery))).find(({ delivery }) => delivery.destinationId === dead.id)!.delivery.id;
         const result = await worker.runUntil(async () => {
