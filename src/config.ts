@@ -180,6 +180,11 @@ export const ConfigSchema = z.object({
    * waiting is replaced at a higher fee by its workflow; 0 turns automatic bumps off. docs/transactions.md.
    */
   FEE_BUMP_AFTER_BLOCKS: z.coerce.number().int().min(0).max(100_000).default(12),
+  /**
+   * How often a send, and a gas station's sponsorship, is checked against the node during its first 60 checks (then
+   * every 30 s). Each workflow takes the value it was started with. docs/transactions.md.
+   */
+  CHAIN_CHECK_SECONDS: z.coerce.number().int().min(1).max(60).default(5),
   /** The fee cap of automatic bumps: never a fee limit above this many times the one the send was accepted with. */
   FEE_BUMP_MAX_MULTIPLE: z.coerce.number().int().min(1).max(1000).default(3),
   /** How often block scanning asks each chain's node for new blocks once it has caught up. */

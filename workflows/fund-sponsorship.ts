@@ -10,7 +10,7 @@ const activities = proxyActivities<ReturnType<typeof createGasStationActivities>
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
-/** Waits come every 5 s for the first 5 minutes, then every 30 s. */
+/** The first 60 waits are `checkSeconds` long (CHAIN_CHECK_SECONDS, 5 s by default), then every 30 s. */
 const FAST_WAITS = 60;
 /** A run continues as new after this many waits (a few events each), so no history grows past ~1,500 events. */
 export const WAITS_PER_RUN = 200;
@@ -27,7 +27,7 @@ export const fundSponsorshipWorkflow: WorkflowOf<typeof sponsorshipFlow> = async
   let waits = 0;
   const pause = async () => {
     waits += 1;
-    await sleep(waits <= FAST_WAITS ? '5 seconds' : '30 seconds');
+    await sleep(waits <= FAST_WAITS ? (input.checkSeconds ?? 5) * 1000 : '30 seconds');
   };
   for (;;) {
     const fuel = await activities.sponsorshipFuelOutcome(input);

@@ -11,9 +11,12 @@ const activities = proxyActivities<ReturnType<typeof createTransactionActivities
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
-/** Checks come every 5 s for the first 5 minutes (sandbox and Ethereum blocks), then every 30 s (Bitcoin's are 10 min). */
+/**
+ * The first 60 checks come every `checkSeconds` (CHAIN_CHECK_SECONDS, 5 s by default: sandbox and Ethereum blocks),
+ * then every 30 s (Bitcoin's blocks are 10 min).
+ */
 const FAST_CHECKS = 60;
-const checkInterval = (check: number) => (check <= FAST_CHECKS ? '5 seconds' : '30 seconds');
+const checkInterval = (check: number, checkSeconds = 5) => (check <= FAST_CHECKS ? checkSeconds * 1000 : '30 seconds');
 /** Runs recorded before fee bumping never saw a check answer `replace`; the marker keeps that visible in their histories. */
 export const FEE_BUMPING_PATCH = 'fee-bumping';
 
@@ -39,8 +42,8 @@ export const sendTransactionWorkflow: WorkflowOf<typeof transactionFlow> = async
     if (broadcast === 'confirmed' || broadcast === 'failed') return broadcast;
   }
   for (let check = checkedBefore + 1; ; check += 1) {
-    if (check - checkedBefore > CHECKS_PER_RUN) return continueAsNew<typeof sendTransactionWorkflow>({ transactionId, checked: check - 1 });
-    await sleep(checkInterval(check));
+    if (check - checkedBefore > CHECKS_PER_RUN) return continueAsNew<typeof sendTransactionWorkflow>({ transactionId, checked: check - 1, checkSeconds: input.checkSeconds });
+    await sleep(checkInterval(check, input.checkSeconds));
     const state = await activities.checkTransaction({ transactionId });
     if (state === 'confirmed' || state === 'failed') return state;
     if (state === 'settle') return activities.settleTransaction({ transactionId });

@@ -253,7 +253,7 @@ export async function sponsorFee(
     status: 'funding',
   });
   await em.flush();
-  recordStart(em, sponsorshipFlow, { sponsorshipId: sponsorship.id }, tenant.organizationId);
+  recordStart(em, sponsorshipFlow, { sponsorshipId: sponsorship.id, checkSeconds: config.CHAIN_CHECK_SECONDS }, tenant.organizationId);
   return sponsorship;
 }
 
@@ -430,7 +430,7 @@ export async function releaseSponsorship(deps: SponsorshipDeps, sponsorshipId: s
     sponsorship.budgetCharge = (BigInt(sponsorship.fuelAmount) + BigInt(fuel.fee ?? fuel.feeLimit)).toString();
     if (sponsorship.kind === 'transaction') {
       sponsorship.status = 'funded';
-      recordStart(em, transactionFlow, { transactionId: sponsorship.sponsoredTransaction!.id }, sponsorship.organization.id);
+      recordStart(em, transactionFlow, { transactionId: sponsorship.sponsoredTransaction!.id, checkSeconds: deps.config.CHAIN_CHECK_SECONDS }, sponsorship.organization.id);
     } else {
       sponsorship.status = 'broadcasting';
     }

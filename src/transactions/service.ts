@@ -232,7 +232,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     transaction.sponsorshipId = sponsorship.id;
     await em.flush();
   } else {
-    recordStart(em, transactionFlow, { transactionId: transaction.id }, wallet.organization.id);
+    recordStart(em, transactionFlow, { transactionId: transaction.id, checkSeconds: config.CHAIN_CHECK_SECONDS }, wallet.organization.id);
   }
   const presented = await presentTransaction(em, transaction);
   await emit(em, { organizationId: wallet.organization.id, environment: wallet.environment, type: 'transaction.created', data: presented, dedupeKey: `transaction.created:${transaction.id}` });

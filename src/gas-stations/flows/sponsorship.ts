@@ -9,6 +9,8 @@ import type { SponsorshipStatus } from '../entities';
  */
 export interface SponsorshipInput {
   sponsorshipId: string;
+  /** Seconds between its first waits (CHAIN_CHECK_SECONDS when it was started); 5 for runs started before. */
+  checkSeconds?: number;
 }
 
 export const sponsorshipFlow = defineFlow<SponsorshipInput, SponsorshipStatus>({

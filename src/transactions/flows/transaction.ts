@@ -10,6 +10,8 @@ export interface TransactionInput {
   transactionId: string;
   /** Set when a run continues as new: how many status checks the earlier runs made. */
   checked?: number;
+  /** Seconds between its first checks (CHAIN_CHECK_SECONDS when it was started); 5 for runs started before. */
+  checkSeconds?: number;
 }
 
 export const transactionWorkflowId = (transactionId: string) => `transaction-${transactionId}`;
