@@ -7,6 +7,8 @@ describe('Configuration', () => {
     assert.equal(config.PORT, 8080);
     assert.equal(config.TEMPORAL_NAMESPACE, 'default');
     assert.equal(config.RATE_LIMIT_BURST, 100);
+    assert.equal(config.CHAIN_CHECK_SECONDS, 5);
+    assert.throws(() => loadConfig({ DATABASE_URL: 'postgresql://localhost/db', CHAIN_CHECK_SECONDS: '0' }), /CHAIN_CHECK_SECONDS:/);
   });
 
   it('trusts no proxy and allows no loopback webhook target unless told to, as `npm start` runs (no NODE_ENV)', () => {

@@ -155,6 +155,9 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     assert.equal(after.balance, 10n ** 18n - BigInt(settled.recipientAmount) - BigInt(settled.fee!), 'debited once');
     assert.equal(after.locked, 0n);
     assert.deepEqual(await events(id), ['transaction.broadcast', 'transaction.confirmed', 'transaction.created']);
+    // Its checks came at the pace it was started with: CHAIN_CHECK_SECONDS, 1 s in the tests' configuration (5 by default).
+    const timers = (await handle.fetchHistory()).events!.flatMap((event) => (event.timerStartedEventAttributes ? [Number(event.timerStartedEventAttributes.startToFireTimeout!.seconds)] : []));
+    assert.ok(timers.length > 0 && timers.every((seconds) => seconds === 1), `timers of ${timers.join(', ')} s`);
     await recordHistoryIfAsked(handle, 'send-transaction');
   });
 
