@@ -10,7 +10,7 @@ import { ANVIL_CHAIN_ID, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { HISTORY_EVENTS_PER_RUN } from '../../src/temporal/flow';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
-import { eventually } from '../support/eventually';
+import { eventually, within } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { resetScanState } from '../support/scanning';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
@@ -50,6 +50,13 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
     await releaseTimeSkippingTemporal();
   });
 
+  /**
+   * A worker's work, bounded within the test's own timeout: a hang fails with its name, and the worker's runUntil then
+   * stops the worker, so that the file's time-skipping server can be released and the process's next files are not
+   * left beside a worker polling a server that is gone.
+   */
+  const bounded = <T>(what: string, work: () => Promise<T>, timeoutMs = 50_000) => within(work(), what, timeoutMs);
+
   async function ourAddress(): Promise<{ walletId: string; address: Hex }> {
     const vault = await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'Scan' } });
     const wallet = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'Scan', chain: 'ethereum', vault_id: vault.body.id, wallet_type: 'hot' } });
@@ -60,7 +67,7 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
     const env = await timeSkippingTemporal();
     const { walletId, address } = await ourAddress();
     const first = await createTestWorker(env, taskQueue, config, 0);
-    const handle = await first.worker.runUntil(async () => {
+    const handle = await first.worker.runUntil(bounded('the first worker\'s scans', async () => {
       const started = await env.client.workflow.start(chainScanFlow.workflowType, { taskQueue, workflowId, args: [{ chain: 'ethereum', environment: 'sandbox', intervalSeconds: 0.2 }] });
       // A real node is scanned from the tip the scanner first saw: let it see one before sending.
       assert.equal((await started.executeUpdate(scanThroughUpdate, { args: [{ height: await tip(), waitSeconds: 30 }] })).reached, true);
@@ -70,7 +77,7 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
       const through = await started.executeUpdate(scanThroughUpdate, { args: [{ height: await tip(), waitSeconds: 30 }] });
       assert.equal(through.reached, true);
       return started;
-    });
+    }));
 
     // No worker: two more transfers are mined (anvil mines each in a block of its own), the first well past the depth.
     await send(address, '2');
@@ -78,7 +85,7 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
     await send(address, '4');
 
     const second = await createTestWorker(env, taskQueue, config, 0);
-    await second.worker.runUntil(async () => {
+    await second.worker.runUntil(bounded('the second worker\'s scans', async () => {
       await handle.signal(chainAdvancedSignal);
       const through = await handle.executeUpdate(scanThroughUpdate, { args: [{ height: await tip(), waitSeconds: 30 }] });
       assert.equal(through.reached, true);
@@ -99,7 +106,7 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
       const eth = (balances.body.data as { asset_id: string; balance: string; pending: string }[]).find((row) => row.asset_id === 'ETH')!;
       assert.equal(eth.balance, parseEther('3').toString(), 'each confirmed transfer credited exactly once');
       assert.equal(eth.pending, parseEther('4').toString());
-    });
+    }));
     await handle.terminate('test finished');
     await recordHistoryIfAsked(handle, 'chain-scan');
   });
@@ -108,7 +115,7 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
     this.timeout(180_000);
     const env = await timeSkippingTemporal();
     const { worker } = await createTestWorker(env, taskQueue, config);
-    await worker.runUntil(async () => {
+    await worker.runUntil(bounded('the scans up to the continue-as-new', async () => {
       const started = await env.client.workflow.start(chainScanFlow.workflowType, { taskQueue, workflowId, args: [{ chain: 'ethereum', environment: 'sandbox', intervalSeconds: 1 }] });
       const first = env.client.workflow.getHandle(workflowId, started.firstExecutionRunId);
       // Caught up, a pass a second (about nine events): time skips until the first run has continued as new.
@@ -123,7 +130,7 @@ describe('chainScanWorkflow (time-skipping, against anvil)', () => {
       await mine(1);
       const through = await env.client.workflow.getHandle(workflowId).executeUpdate(scanThroughUpdate, { args: [{ height: await tip(), waitSeconds: 30 }] });
       assert.equal(through.reached, true);
-    });
+    }, 150_000));
     await env.client.workflow.getHandle(workflowId).terminate('test finished');
   });
 
