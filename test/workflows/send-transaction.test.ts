@@ -94,7 +94,7 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
   let worker: ServiceWorkers;
   let running: Promise<void>;
   const taskQueue = `send-transaction-${randomUUID()}`;
-  const config = { ...NO_SEARCH_ATTRIBUTES, TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_CONFIRMATIONS_ETHEREUM: '2', DEVNET_BLOCK_INTERVAL_SECONDS: '3600' };
+  const config = { ...NO_SEARCH_ATTRIBUTES, TEMPORAL_TASK_QUEUE: taskQueue, CHAIN_CONFIRMATIONS_ETHEREUM: '2', DEVNET_BLOCK_INTERVAL_SECONDS: '3600', CHAIN_CHECK_SECONDS: '1' };
 
   before(async () => {
     const env = await timeSkippingTemporal();
@@ -155,7 +155,7 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     assert.equal(after.balance, 10n ** 18n - BigInt(settled.recipientAmount) - BigInt(settled.fee!), 'debited once');
     assert.equal(after.locked, 0n);
     assert.deepEqual(await events(id), ['transaction.broadcast', 'transaction.confirmed', 'transaction.created']);
-    // Its checks came at the pace it was started with: CHAIN_CHECK_SECONDS, 1 s in the tests' configuration (5 by default).
+    // Its checks came at the pace it was started with: CHAIN_CHECK_SECONDS, 1 s in this file's configuration (5 by default).
     const timers = (await handle.fetchHistory()).events!.flatMap((event) => (event.timerStartedEventAttributes ? [Number(event.timerStartedEventAttributes.startToFireTimeout!.seconds)] : []));
     assert.ok(timers.length > 0 && timers.every((seconds) => seconds === 1), `timers of ${timers.join(', ')} s`);
     await recordHistoryIfAsked(handle, 'send-transaction');
