@@ -1,4 +1,3 @@
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { emit } from '../events/service';
 import { errors } from '../shared/errors';
@@ -7,6 +6,7 @@ import { Card, CardTransaction } from './entities';
 import { presentTransaction } from './presenters';
 import { cardDestinations, findCard, type CardTenant } from './service';
 import { exceededSpendLimit } from './spend-limits';
+import { lockingOnlyItsRow } from '../db/row-lock';
 
 /**
  * A merchant authorization (sandbox helper, sandbox keys only, so it only ever finds sandbox
@@ -38,7 +38,7 @@ export async function authorizeIssuerRequest(
 ): Promise<{ approved: boolean; declineReason: string | null } | null> {
   if (!isUuid(request.organizationId)) return null;
   const tenant = { organization: request.organizationId, environment: 'live' as const };
-  const card = await em.findOne(Card, { ...tenant, issuerCardId: request.issuerCardId }, { populate: ['customer'], lockMode: LockMode.PESSIMISTIC_WRITE });
+  const card = await em.findOne(Card, { ...tenant, issuerCardId: request.issuerCardId }, { populate: ['customer'], ...lockingOnlyItsRow(em, Card) });
   if (!card) return null;
   const reference = issuerAuthorizationReference(request.authorizationId);
   const earlier = await em.findOne(CardTransaction, { ...tenant, reference });

@@ -1,4 +1,3 @@
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/lean';
 import { emit } from '../events/service';
@@ -8,6 +7,7 @@ import { Card, CardTransaction, type CardTransactionType } from './entities';
 import { recordIssuerSync } from './issuer-sync';
 import { presentTransaction } from './presenters';
 import { cardDestinations } from './service';
+import { lockingOnlyItsRow } from '../db/row-lock';
 
 /**
  * A live card's money after our decision on an authorization, as the issuer moved it. The card is
@@ -100,7 +100,7 @@ function lockLiveCard(em: EntityManager, issuerCardId: string, organizationId: s
   return em.findOne(
     Card,
     { ...(organizationId ? { organization: organizationId } : {}), environment: 'live', issuerCardId },
-    { populate: ['customer'], lockMode: LockMode.PESSIMISTIC_WRITE },
+    { populate: ['customer'], ...lockingOnlyItsRow(em, Card) },
   );
 }
 

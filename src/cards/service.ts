@@ -23,6 +23,7 @@ import { recordIssuerSync } from './issuer-sync';
 import { initialFundingReference, presentCard, presentTermination, presentTransaction } from './presenters';
 import type { CreateCardBody, CustomerInput } from './schemas';
 import { limitsFromDecimals } from './spend-limits';
+import { lockingOnlyItsRow } from '../db/row-lock';
 
 /** Company-balance journal references: the card transaction id makes every movement idempotent. */
 const cardTransactionReference = (transactionId: string) => ({ type: 'card_transaction', id: transactionId });
@@ -56,7 +57,7 @@ export const tenantFilter = (tenant: CardTenant) => ({ organization: tenant.orga
 export async function findCard(em: EntityManager, tenant: CardTenant, cardId: string, lock = false): Promise<Card> {
   if (!isUuid(cardId)) throw errors.notFound('card', cardId, 'cardId');
   const card = lock
-    ? await em.findOne(Card, { id: cardId, ...tenantFilter(tenant) }, { populate: ['customer'], lockMode: LockMode.PESSIMISTIC_WRITE })
+    ? await em.findOne(Card, { id: cardId, ...tenantFilter(tenant) }, { populate: ['customer'], ...lockingOnlyItsRow(em, Card) })
     : await findOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) });
   if (!card) throw errors.notFound('card', cardId, 'cardId');
   // Unlocked reads present the card alone: its customer is a reference, whose id the card's row holds.
@@ -372,7 +373,7 @@ export async function activateCard(em: EntityManager, cardId: string, minted: Mi
  * (its reserve released) and a card.provisioning_failed event; once.
  */
 export async function failProvisioning(em: EntityManager, cardId: string, reason: string): Promise<Card> {
-  const card = await em.findOneOrFail(Card, { id: cardId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['customer'] });
+  const card = await em.findOneOrFail(Card, { id: cardId }, { ...lockingOnlyItsRow(em, Card), populate: ['customer'] });
   if (card.createdStatus !== 'processing') return card;
   card.status = 'failed';
   card.createdStatus = 'failed';
@@ -421,7 +422,7 @@ export async function requestTermination(em: EntityManager, tenant: CardTenant, 
  * what cannot be terminated yet throws a plain (retried) error, never a refusal.
  */
 export async function terminateCard(em: EntityManager, cardId: string, now: Date): Promise<Card> {
-  const card = await em.findOneOrFail(Card, { id: cardId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['customer'] });
+  const card = await em.findOneOrFail(Card, { id: cardId }, { ...lockingOnlyItsRow(em, Card), populate: ['customer'] });
   if (card.status === 'terminated') return card;
   if (now < terminableAt(card)) throw new Error(`card ${card.id} is in its cooling period until ${terminableAt(card).toISOString()}`);
   if ((await em.count(CardTransaction, { card, status: 'pending' })) > 0) throw new Error(`card ${card.id} has transactions still settling`);

@@ -18,6 +18,7 @@ import { accountFeeTerms, createTransaction, readSendFromNode, type AutomatedSen
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep, FINISHED_RUN_STATUSES, type ConsolidationAsset, type RunStatus } from './entities';
 import { presentSweep, readRun, SWEEP_POPULATE } from './presenters';
 import { releaseRule } from './runs';
+import { lockingOnlyItsRow } from '../db/row-lock';
 
 /**
  * What the `consolidation-run-<id>` workflow's activities do, one function each. Every step is
@@ -44,7 +45,7 @@ const BALANCE_READS_IN_PARALLEL = 16;
 /** Sweeps submitted per submission step, each in its own database transaction. */
 export const SWEEPS_PER_SUBMISSION = 25;
 
-const lockedRun = (em: EntityManager, runId: string) => em.findOneOrFail(ConsolidationRun, { id: runId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['rule'] });
+const lockedRun = (em: EntityManager, runId: string) => em.findOneOrFail(ConsolidationRun, { id: runId }, { ...lockingOnlyItsRow(em, ConsolidationRun), populate: ['rule'] });
 
 /** pending → scanning, once, with consolidation.run.started; a finished run answers its status. */
 export async function startScanning(deps: SweepingDeps, runId: string): Promise<RunStatus> {
@@ -235,7 +236,7 @@ async function sweepFunding(em: EntityManager, config: Config, rule: Consolidati
 
 async function failSweep(deps: SweepingDeps, sweepId: string, reason: string): Promise<void> {
   await deps.transaction(async (em) => {
-    const sweep = await em.findOneOrFail(ConsolidationSweep, { id: sweepId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: SWEEP_POPULATE });
+    const sweep = await em.findOneOrFail(ConsolidationSweep, { id: sweepId }, { ...lockingOnlyItsRow(em, ConsolidationSweep), populate: SWEEP_POPULATE });
     if (sweep.status === 'failed' || sweep.status === 'confirmed') return;
     Object.assign(sweep, { status: 'failed', failureReason: reason });
     await em.flush();

@@ -1,3 +1,5 @@
+import { setTimeout } from 'node:timers/promises';
+
 /**
  * Whether an error means the database could not be reached or is not accepting work right now (down,
  * starting, shutting down, out of connections), as opposed to a fault of the request or the code. Such a
@@ -9,10 +11,42 @@ const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIME
 const UNAVAILABLE_MESSAGE = /Connection terminated|Timeout acquiring a connection|Client has encountered a connection error|connection is closed/i;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth += 1) {
+  return causes(error).some((cause) => {
     const code = (cause as { code?: unknown }).code;
-    if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) return true;
-    if (UNAVAILABLE_MESSAGE.test(cause.message)) return true;
+    return (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) || UNAVAILABLE_MESSAGE.test(cause.message);
+  });
+}
+
+/**
+ * Whether PostgreSQL rolled the transaction back to break a deadlock (40P01) or a serialization
+ * conflict (40001): nothing of it was kept, and the same work run again succeeds once the other
+ * transaction has finished.
+ */
+export function isTransientConflict(error: unknown): boolean {
+  return causes(error).some((cause) => ['40P01', '40001'].includes((cause as { code?: unknown }).code as string));
+}
+
+/** How often work that lost such a conflict runs again before its error stands. */
+const CONFLICT_ATTEMPTS = 3;
+
+/**
+ * Runs `work` (one whole database transaction) again when PostgreSQL rolled it back for a deadlock or
+ * a serialization conflict, after a short random pause so the two do not meet again at once.
+ */
+export async function retryingTransientConflicts<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await work();
+    } catch (error) {
+      if (attempt >= CONFLICT_ATTEMPTS || !isTransientConflict(error)) throw error;
+      await setTimeout(5 + Math.floor(Math.random() * 20 * attempt));
+    }
   }
-  return false;
+}
+
+/** The error and what it wraps: drivers and MikroORM wrap the cause. */
+function causes(error: unknown): Error[] {
+  const found: Error[] = [];
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth += 1) found.push(cause);
+  return found;
 }

@@ -6,11 +6,15 @@ import type { AppContext, AppDeps, AppState } from './context';
 import { DomainError, errors } from '../shared/errors';
 import { errorHeaders, httpStatus, toEnvelope } from './errors';
 import { RouteRegistry } from './route';
-import { isDatabaseUnavailable } from '../db/unavailable';
+import { isDatabaseUnavailable, isTransientConflict } from '../db/unavailable';
 
 /** A request that met the database down (restarting, failing over): retryable, and not the request's fault. */
 const databaseUnavailable = () =>
   errors.unavailable('database_unavailable', 'The database is unavailable for the moment. Retry with the same Idempotency-Key.', 2);
+
+/** A request whose transaction lost a lock conflict on each attempt: rolled back, nothing done, safe to repeat. */
+const transactionConflict = () =>
+  errors.conflict('concurrent_update', 'Another request changed the same records at the same moment; nothing was done. Retry with the same Idempotency-Key.');
 
 export type RouteModule = (routes: RouteRegistry) => void;
 
@@ -79,9 +83,11 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
     } catch (caught) {
       const known = caught instanceof DomainError ? caught : null;
       const databaseDown = !known && isDatabaseUnavailable(caught);
-      if (databaseDown) deps.log.warn({ request_id: ctx.state.requestId, err: caught }, 'database unavailable');
+      // Lost a deadlock or serialization conflict on every attempt (src/http/route.ts): rolled back, nothing done.
+      const conflicted = !known && !databaseDown && isTransientConflict(caught);
+      if (databaseDown || conflicted) deps.log.warn({ request_id: ctx.state.requestId, err: caught }, databaseDown ? 'database unavailable' : 'transaction conflict');
       else if (!known) deps.log.error({ request_id: ctx.state.requestId, err: caught }, 'unhandled error');
-      const error = known ?? (databaseDown ? databaseUnavailable() : errors.internal());
+      const error = known ?? (databaseDown ? databaseUnavailable() : conflicted ? transactionConflict() : errors.internal());
       ctx.status = httpStatus(error);
       for (const [name, value] of Object.entries(errorHeaders(error))) ctx.set(name, value);
       ctx.body = toEnvelope(error, ctx.state.requestId);

@@ -12,6 +12,7 @@ import { DomainError, errors } from '../shared/errors';
 import { fromZodError, httpStatus, toEnvelope } from './errors';
 import { describeIssue } from '../shared/validation-messages';
 import { jsonResponse, type StoredResponse } from '../idempotency/service';
+import { retryingTransientConflicts } from '../db/unavailable';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type RequiredScope = Scope | readonly Scope[] | 'authenticated';
@@ -174,7 +175,7 @@ export class RouteRegistry {
           result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, ownTransactions, prepare, run);
         } else {
           await prepare(em);
-          result = ownTransactions ? await run(em) : await em.transactional(run);
+          result = ownTransactions ? await run(em) : await retryingTransientConflicts(() => em.transactional(run));
         }
       }
       // Committed: fire the workflow starts the handler recorded (deliveries included).
@@ -268,13 +269,15 @@ export class RouteRegistry {
         await idempotency.tryComplete(em, claim, response);
         return sent(result, response);
       }
-      return await em.transactional(async (tx) => {
-        const result = await run(tx);
-        const response = storedResponse(result, defaultStatus);
-        // Fenced: a claim taken over meanwhile makes this throw, rolling back this handler's work.
-        await idempotency.complete(tx, claim, response);
-        return sent(result, response);
-      });
+      return await retryingTransientConflicts(() =>
+        em.transactional(async (tx) => {
+          const result = await run(tx);
+          const response = storedResponse(result, defaultStatus);
+          // Fenced: a claim taken over meanwhile makes this throw, rolling back this handler's work.
+          await idempotency.complete(tx, claim, response);
+          return sent(result, response);
+        }),
+      );
     } catch (error) {
       // A 429 from the handler (too much in flight) says "not now", not an outcome: the retry runs afresh. So does a send
       // held for approval: once approved, the same request with the same key is what passes (policies/held-sends.ts).

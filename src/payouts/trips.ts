@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { canonicalAddress } from '../chains/addresses';
 import type { Config } from '../config';
@@ -20,6 +19,7 @@ import { findQuote } from './quotes';
 import type { PayoutInitializeRequest } from './schemas';
 import { recordTransition } from './timeline';
 import { withArticle } from '../shared/articles';
+import { lockingOnlyItsRow } from '../db/row-lock';
 
 /**
  * SHA-256 of the initialize body's canonical JSON with the beneficiary's account or phone number
@@ -101,7 +101,7 @@ export async function findTrip(em: EntityManager, tenant: Tenant, tripId: string
 
 /** The trip under a row lock, read afresh, its quote loaded: every step that moves a trip's money holds it. */
 export async function lockTrip(em: EntityManager, tripId: string): Promise<PayoutTrip> {
-  return em.findOneOrFail(PayoutTrip, { id: tripId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, populate: ['quote'] });
+  return em.findOneOrFail(PayoutTrip, { id: tripId }, { ...lockingOnlyItsRow(em, PayoutTrip), refresh: true, populate: ['quote'] });
 }
 
 export async function findTripByReference(em: EntityManager, tenant: Tenant, reference: string): Promise<PayoutTrip> {

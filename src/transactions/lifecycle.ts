@@ -15,6 +15,7 @@ import type { KeyService } from '../keys/service';
 import { OutgoingTransaction, TransactionReplacement, WalletOutput, type StoredFeeTerms, type TransactionStatus } from './entities';
 import { nativeAssetOf, presentTransaction } from './service';
 import { recordChange, releaseOutputs, settleOutputs } from './wallet-outputs';
+import { lockingOnlyItsRow } from '../db/row-lock';
 
 /**
  * What the `transaction-<id>` workflow's activities do, one function each. Every step is
@@ -45,7 +46,7 @@ export const REPLACEABLE_CHAINS: readonly ChainId[] = ['ethereum', 'bitcoin'];
 export const providerOf = (deps: LifecycleDeps, transaction: OutgoingTransaction): Promise<ChainProvider> => deps.chains.provider(transaction.chain, transaction.environment);
 
 export const lockedRow = (em: EntityManager, transactionId: string) =>
-  em.findOneOrFail(OutgoingTransaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['fromAddress', 'wallet'] });
+  em.findOneOrFail(OutgoingTransaction, { id: transactionId }, { ...lockingOnlyItsRow(em, OutgoingTransaction), populate: ['fromAddress', 'wallet'] });
 
 /** One signed form of a send the chain may mine: the original, or a replacement (same nonce, higher fee). */
 interface Candidate {

@@ -1,4 +1,3 @@
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
 import { assetAmount, assetById } from '../catalogue/service';
@@ -18,6 +17,7 @@ import { recordChange } from './wallet-outputs';
 import { bitcoinInputsOf, feeTermsOf, FINISHED, lockedRow, REPLACEABLE_CHAINS, providerOf, replacementLockRelease, replacementScope, signWithKeysOf, type LifecycleDeps, type StepOutcome } from './lifecycle';
 import { findTransaction, nativeAssetOf, presentTransaction, recordedDecision } from './service';
 import { withArticle } from '../shared/articles';
+import { lockingOnlyItsRow } from '../db/row-lock';
 
 /**
  * Fee bumping (issue 31 part 5): a broadcast send replaced at a higher fee, paying its recipient
@@ -182,7 +182,7 @@ async function recordReplacement(
  */
 export async function requestReplacement(em: EntityManager, config: Config, auth: AuthContext, id: string, kind: ReplacementKind, body: ReplacementRequest, market: FeeMarket) {
   const found = await findTransaction(em, auth, id);
-  const transaction = await em.findOneOrFail(OutgoingTransaction, { id: found.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['fromAddress', 'wallet'] });
+  const transaction = await em.findOneOrFail(OutgoingTransaction, { id: found.id }, { ...lockingOnlyItsRow(em, OutgoingTransaction), populate: ['fromAddress', 'wallet'] });
   if (body.fee_rate !== undefined && transaction.chain !== 'bitcoin') {
     throw errors.invalid('bitcoin_only', `fee_rate is a Bitcoin fee rate; ${withArticle(transaction.chain)} send cannot use it.`, { param: 'fee_rate' });
   }
