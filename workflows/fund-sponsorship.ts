@@ -2,6 +2,7 @@ import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
 import type { createGasStationActivities } from '../activities/gas-stations';
 import type { sponsorshipFlow } from '../src/gas-stations/flows/sponsorship';
 import type { WorkflowOf } from '../src/temporal/flow';
+import { CHECK_SECONDS_OF_EARLIER_RUNS } from './send-transaction';
 
 const activities = proxyActivities<ReturnType<typeof createGasStationActivities>>({
   // Each step is one node call or a small database transaction.
@@ -27,7 +28,7 @@ export const fundSponsorshipWorkflow: WorkflowOf<typeof sponsorshipFlow> = async
   let waits = 0;
   const pause = async () => {
     waits += 1;
-    await sleep(waits <= FAST_WAITS ? (input.checkSeconds ?? 5) * 1000 : '30 seconds');
+    await sleep(waits <= FAST_WAITS ? (input.checkSeconds ?? CHECK_SECONDS_OF_EARLIER_RUNS) * 1000 : '30 seconds');
   };
   for (;;) {
     const fuel = await activities.sponsorshipFuelOutcome(input);

@@ -16,7 +16,9 @@ const activities = proxyActivities<ReturnType<typeof createTransactionActivities
  * then every 30 s (Bitcoin's blocks are 10 min).
  */
 const FAST_CHECKS = 60;
-const checkInterval = (check: number, checkSeconds = 5) => (check <= FAST_CHECKS ? checkSeconds * 1000 : '30 seconds');
+/** The pace of runs recorded before CHAIN_CHECK_SECONDS existed (their input has none): its default, which they ran at. */
+export const CHECK_SECONDS_OF_EARLIER_RUNS = 5;
+const checkInterval = (check: number, checkSeconds = CHECK_SECONDS_OF_EARLIER_RUNS) => (check <= FAST_CHECKS ? checkSeconds * 1000 : '30 seconds');
 /** Runs recorded before fee bumping never saw a check answer `replace`; the marker keeps that visible in their histories. */
 export const FEE_BUMPING_PATCH = 'fee-bumping';
 

@@ -35,7 +35,8 @@ function requiredEnv(name: string): string {
 
 /** Loopback webhook targets on: the suite's receivers (test/support/webhook-receiver.ts) listen on 127.0.0.1. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test', WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true', ...process.env, ...overrides });
+  // Sends and sponsorships checked every second: a test waits for the chain, not for the next check.
+  return loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test', WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true', CHAIN_CHECK_SECONDS: '1', ...process.env, ...overrides });
 }
 
 /**
