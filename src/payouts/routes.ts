@@ -1,3 +1,5 @@
+import { IsolationLevel } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { IDEMPOTENCY_KEY_HEADER, type RouteRegistry } from '../http/route';
 import { mineSandboxBlocks } from '../monitoring/sandbox';
 import { listBody } from '../shared/pagination';
@@ -23,6 +25,21 @@ import { createQuote, presentQuote } from './quotes';
 import { fundTripOnce } from './sandbox-deposit';
 import { tripRefunds } from './refunds';
 import { findTrip, findTripByReference, initializeTrip, listTrips, tripTimeline } from './trips';
+import type { PayoutTrip } from './entities';
+
+/**
+ * A trip, its timeline and its refunds read in one snapshot (a read-only repeatable-read transaction):
+ * read apart, a step committing between them showed a refund `refunded` whose timeline entry was missing.
+ */
+function presentedAsOfOneMoment(em: EntityManager, find: (em: EntityManager) => Promise<PayoutTrip>, lateWatchHours: number) {
+  return em.transactional(
+    async (tx) => {
+      const trip = await find(tx);
+      return presentTripWithTimeline(trip, await tripTimeline(tx, trip), await tripRefunds(tx, trip), lateWatchHours);
+    },
+    { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
+  );
+}
 
 export function registerPayoutRoutes(routes: RouteRegistry): void {
   const tag = 'Payouts';
@@ -91,10 +108,7 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     scope: 'payouts:read',
     params: ReferenceParams,
     response: { status: 200, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
-    handler: async ({ auth, em, params, deps }) => {
-      const trip = await findTripByReference(em, auth, params.reference);
-      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip), deps.config.PAYOUT_LATE_PAYMENT_WATCH_HOURS) };
-    },
+    handler: async ({ auth, em, params, deps }) => ({ body: await presentedAsOfOneMoment(em, (tx) => findTripByReference(tx, auth, params.reference), deps.config.PAYOUT_LATE_PAYMENT_WATCH_HOURS) }),
   });
 
   routes.add({
@@ -106,10 +120,7 @@ export function registerPayoutRoutes(routes: RouteRegistry): void {
     scope: 'payouts:read',
     params: TripParams,
     response: { status: 200, description: 'The trip, with its timeline', schema: PayoutTripWithTimeline },
-    handler: async ({ auth, em, params, deps }) => {
-      const trip = await findTrip(em, auth, params.tripId);
-      return { body: presentTripWithTimeline(trip, await tripTimeline(em, trip), await tripRefunds(em, trip), deps.config.PAYOUT_LATE_PAYMENT_WATCH_HOURS) };
-    },
+    handler: async ({ auth, em, params, deps }) => ({ body: await presentedAsOfOneMoment(em, (tx) => findTrip(tx, auth, params.tripId), deps.config.PAYOUT_LATE_PAYMENT_WATCH_HOURS) }),
   });
 
   routes.add({

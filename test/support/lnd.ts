@@ -211,13 +211,19 @@ export async function startLightningNetworkOrSkip(context: Mocha.Context, channe
         200,
       );
     }
-    // Active is not yet usable: ours routes to theirs once its own channel update is in its graph.
-    await eventually(
-      async () => ((await ours.node.call<{ routes?: unknown[] }>('GET', `/v1/graph/routes/${theirs.pubkey}/1000`).catch(() => ({ routes: [] }))).routes?.length ? true : undefined),
-      'a route from ours to theirs',
-      60_000,
-      250,
-    );
+    // Active is not yet usable: a node routes over the channel once its link can carry a payment, each side on its own
+    // time (theirs once paid us before its link was up: "insufficient_balance").
+    for (const [from, to] of [
+      [ours, theirs],
+      [theirs, ours],
+    ] as const) {
+      await eventually(
+        async () => ((await from.node.call<{ routes?: unknown[] }>('GET', `/v1/graph/routes/${to.pubkey}/1000`).catch(() => ({ routes: [] }))).routes?.length ? true : undefined),
+        `a route from ${from.name} to ${to.name}`,
+        60_000,
+        250,
+      );
+    }
     return { btcd, ours, theirs, mine, stop };
   } catch (error) {
     await stop();
