@@ -326,6 +326,11 @@ export const ConfigSchema = z.object({
    */
   WORKER_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(500),
   /**
+   * How long a request waits for a workflow to answer an Update (a sandbox mining and its scan, an approval vote):
+   * with no worker to run it (down, restarting), the request answers 503 `worker_unavailable` after this.
+   */
+  WORKFLOW_UPDATE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(60),
+  /**
    * The webhooks worker (task queue `<TEMPORAL_TASK_QUEUE>-webhooks`, docs/webhooks.md): its slots are its own,
    * so deliveries waiting on dead endpoints never take the slots money flows need.
    */

@@ -8,6 +8,7 @@ import { WorkflowStart } from './entities';
 import { queueRoleOf, taskQueueOf, type Flow } from './flow';
 import { resourceSearchAttributes } from './search-attributes';
 import { perDatabase } from '../db/per-database';
+import { errors } from '../shared/errors';
 
 /** How long one start may take before it is left to the sweep (Temporal down must not hang a request). */
 const START_DEADLINE_MS = 5_000;
@@ -93,7 +94,7 @@ async function writeStartMarks(em: EntityManager, marks: StartMarks): Promise<vo
   marks.writing = false;
 }
 
-type StarterConfig = Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_SEARCH_ATTRIBUTES'>;
+type StarterConfig = Pick<Config, 'TEMPORAL_TASK_QUEUE' | 'TEMPORAL_SEARCH_ATTRIBUTES' | 'WORKFLOW_UPDATE_TIMEOUT_SECONDS'>;
 
 /**
  * The one path from a recorded start to a running workflow, and the one holder of the Temporal
@@ -268,9 +269,19 @@ export class WorkflowStarter {
     }
   }
 
-  /** Sends an update and waits for its result (the workflow's answer). */
-  executeUpdate<Ret, Args extends [unknown, ...unknown[]]>(workflowId: string, update: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
-    return this.client.workflow.getHandle(workflowId).executeUpdate(update, { args });
+  /**
+   * Sends an update and waits for its result (the workflow's answer), at most WORKFLOW_UPDATE_TIMEOUT_SECONDS: with no
+   * worker to run it (down, restarting) a request answers 503 `worker_unavailable` instead of being held open.
+   */
+  async executeUpdate<Ret, Args extends [unknown, ...unknown[]]>(workflowId: string, update: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+    const seconds = this.config.WORKFLOW_UPDATE_TIMEOUT_SECONDS;
+    const deadline = Date.now() + seconds * 1000;
+    try {
+      return await this.client.withDeadline(deadline, () => this.client.workflow.getHandle(workflowId).executeUpdate(update, { args }));
+    } catch (error) {
+      if (Date.now() < deadline) throw error;
+      throw errors.unavailable('worker_unavailable', `The workflow ${workflowId} did not answer within ${seconds} s (its worker may be down or restarting). Retry later.`, 5);
+    }
   }
 
   query<Ret, Args extends unknown[]>(workflowId: string, query: QueryDefinition<Ret, Args>, ...args: Args): Promise<Ret> {

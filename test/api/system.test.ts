@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Client, Connection } from '@temporalio/client';
 import { MikroORM } from '@mikro-orm/postgresql';
@@ -13,7 +14,7 @@ import { BOLT11_PATTERN } from '../../src/lightning/schemas';
 import { CORRIDORS } from '../../src/payouts/corridors';
 import { BASE_UNIT_PATTERN, DISPLAY_PATTERN, POSITIVE_DISPLAY_PATTERN } from '../../src/shared/money';
 import { INT4_MAX } from '../../src/shared/schemas';
-import { startTestApp, type TestApp } from '../support/app';
+import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { freeLoopbackPort } from '../support/ports';
 
 describe('Operations endpoints and the OpenAPI document', () => {
@@ -60,6 +61,22 @@ describe('Operations endpoints and the OpenAPI document', () => {
     } finally {
       await degraded.close();
       await unreachable.close(true);
+    }
+  });
+
+  it('answers 503 worker_unavailable, not a request held open, when no worker answers a workflow update in time', async () => {
+    // A task queue no worker polls: the devnet's block producer is started there and never runs its update.
+    const workerless = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: `no-worker-${randomUUID()}`, WORKFLOW_UPDATE_TIMEOUT_SECONDS: '2' } });
+    try {
+      const org = await createTestOrganization();
+      const started = Date.now();
+      const response = await workerless.request('POST', '/v1/sandbox/chains/ethereum/blocks', { key: org.secret, body: { count: 1 } });
+      assert.equal(response.status, 503, response.text);
+      assert.equal(response.body.error.code, 'worker_unavailable');
+      assert.equal(response.headers.get('retry-after'), '5');
+      assert.ok(Date.now() - started < 30_000, 'answered at the deadline, not held open');
+    } finally {
+      await workerless.close();
     }
   });
 
