@@ -12,9 +12,17 @@ import { isDatabaseUnavailable, isTransientConflict } from '../db/unavailable';
 const databaseUnavailable = () =>
   errors.unavailable('database_unavailable', 'The database is unavailable for the moment. Retry with the same Idempotency-Key.', 2);
 
-/** A request whose transaction lost a lock conflict on each attempt: rolled back, nothing done, safe to repeat. */
+/**
+ * A request whose transaction lost a lock conflict on each attempt: rolled back, nothing done, safe to repeat. Answered
+ * as Stripe answers its `lock_timeout` (429), which clients already retry after a pause.
+ */
 const transactionConflict = () =>
-  errors.conflict('concurrent_update', 'Another request changed the same records at the same moment; nothing was done. Retry with the same Idempotency-Key.');
+  new DomainError({
+    kind: 'rate_limited',
+    code: 'lock_timeout',
+    message: 'Another request changed the same records at the same moment; nothing was done. Retry with the same Idempotency-Key.',
+    details: { retry_after_seconds: 1 },
+  });
 
 export type RouteModule = (routes: RouteRegistry) => void;
 

@@ -20,6 +20,28 @@ function failingRoute(routes: RouteRegistry) {
   });
 }
 
+/** How often the deadlocking route's transaction ran. */
+let deadlockedAttempts = 0;
+
+/** A handler whose transaction PostgreSQL always rolls back for a deadlock (40P01), as the driver reports it. */
+function deadlockingRoute(routes: RouteRegistry) {
+  routes.add({
+    method: 'post',
+    path: '/v1/test-only/deadlock',
+    operationId: 'testDeadlock',
+    summary: 'always loses a deadlock',
+    tag: 'Test',
+    scope: 'authenticated',
+    body: z.object({}),
+    response: { status: 200, description: 'never' },
+    handler: async ({ em }) => {
+      deadlockedAttempts += 1;
+      await em.execute('select 1');
+      throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    },
+  });
+}
+
 function assertEnvelope(response: { body: any; headers: Headers }, status: number, type: string, code: string) {
   assert.equal(response.body.error.type, type, JSON.stringify(response.body));
   assert.equal(response.body.error.code, code);
@@ -34,7 +56,7 @@ describe('API contract: errors, request ids and versions', () => {
   let org: TestOrganization;
 
   before(async () => {
-    app = await startTestApp({ extraModules: [failingRoute] });
+    app = await startTestApp({ extraModules: [failingRoute, deadlockingRoute] });
     org = await createTestOrganization();
   });
   after(() => app?.close());
@@ -57,6 +79,15 @@ describe('API contract: errors, request ids and versions', () => {
     const revoked = await app.request('GET', '/v1/api-keys/me', { key: secret });
     assert.equal(revoked.status, 401);
     assertEnvelope(revoked, 401, 'authentication_error', 'invalid_api_key');
+  });
+
+  it('runs a transaction that loses a deadlock again, three times in all, then answers 429 lock_timeout with Retry-After, not 500', async () => {
+    deadlockedAttempts = 0;
+    const response = await app.request('POST', '/v1/test-only/deadlock', { key: org.secret, body: {} });
+    assert.equal(response.status, 429, response.text);
+    assertEnvelope(response, 429, 'rate_limit_error', 'lock_timeout');
+    assert.equal(response.headers.get('retry-after'), '1');
+    assert.equal(deadlockedAttempts, 3);
   });
 
   it('answers 403 insufficient_scope naming the required scope', async () => {
