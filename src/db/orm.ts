@@ -1,6 +1,6 @@
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormConfig } from './mikro-orm.config';
-import { isDatabaseUnavailable } from './unavailable';
+import { isDatabaseUnavailable } from './transient-errors';
 
 export type Orm = MikroORM;
 

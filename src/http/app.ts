@@ -6,7 +6,7 @@ import type { AppContext, AppDeps, AppState } from './context';
 import { DomainError, errors } from '../shared/errors';
 import { errorHeaders, httpStatus, toEnvelope } from './errors';
 import { RouteRegistry } from './route';
-import { isDatabaseUnavailable, isTransientConflict } from '../db/unavailable';
+import { isDatabaseUnavailable, isTransientConflict } from '../db/transient-errors';
 
 /** A request that met the database down (restarting, failing over): retryable, and not the request's fault. */
 const databaseUnavailable = () =>

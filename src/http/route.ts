@@ -12,7 +12,7 @@ import { DomainError, errors } from '../shared/errors';
 import { fromZodError, httpStatus, toEnvelope } from './errors';
 import { describeIssue } from '../shared/validation-messages';
 import { jsonResponse, type StoredResponse } from '../idempotency/service';
-import { retryingTransientConflicts } from '../db/unavailable';
+import { retryingTransientConflicts } from '../db/transient-errors';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type RequiredScope = Scope | readonly Scope[] | 'authenticated';

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { Card } from '../../src/cards/entities';
 import { findCard } from '../../src/cards/service';
 import { lockingOnlyItsRow } from '../../src/db/row-lock';
-import { retryingTransientConflicts } from '../../src/db/unavailable';
+import { retryingTransientConflicts } from '../../src/db/transient-errors';
 import { pendingCard } from '../support/cards';
 import { testOrm } from '../support/environment';
 

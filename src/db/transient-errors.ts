@@ -1,5 +1,8 @@
 import { setTimeout } from 'node:timers/promises';
 
+// Database errors that are not the request's fault and pass: the database unavailable for the moment, or a
+// transaction rolled back to break a lock conflict.
+
 /**
  * Whether an error means the database could not be reached or is not accepting work right now (down,
  * starting, shutting down, out of connections), as opposed to a fault of the request or the code. Such a
