@@ -15,6 +15,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
  * a hot read's CPU). Never persist, flush or reference them: the entity manager does not know them.
  * They touch no unit of work, so the process's own EntityManager (`deps.orm.em`) serves them: a GET
  * that reads only these forks none (src/http/route.ts forks on first use).
+ * PostgreSQL hands each of their rows over as one JSON text (`row_to_json`), which one JSON.parse reads:
+ * the driver's reading of a wide row column by column (a string and a type lookup per field) cost a card
+ * read about a fifth of its CPU (bench/README.md).
  */
 
 type Scalar = string | number | boolean | null;
@@ -41,6 +44,11 @@ type AnyChildren = { entity: Constructor<object>; parentKey: string };
 
 /** The column that carries the children, aggregated as JSON. */
 const CHILDREN = '__children';
+/** The column that carries a detached read's whole row as JSON text. */
+const ROW = '__row';
+
+/** How a statement hands its rows over: as the driver reads columns (for `em.map`), or each row as one JSON text (detached reads). */
+type RowFormat = 'columns' | 'json';
 
 function selectStatement<T extends object>(
   em: EntityManager,
@@ -50,18 +58,23 @@ function selectStatement<T extends object>(
   children?: AnyChildren,
   omit: readonly string[] = [],
   forUpdate = false,
+  format: RowFormat = 'columns',
 ): { statement: Statement; params: Scalar[] } {
   const keys = Object.keys(where) as (keyof T & string)[];
   const params = keys.map((key) => where[key]!).filter((value) => value !== null);
-  const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}|${children ? `${children.entity.name}.${children.parentKey}` : ''}|${omit.join(',')}|${forUpdate}`;
+  const shape = `${entity.name}|${keys.map((key) => `${key}${where[key] === null ? ':null' : ''}`).join(',')}|${limit}|${children ? `${children.entity.name}.${children.parentKey}` : ''}|${omit.join(',')}|${forUpdate}|${format}`;
   let statement = statements.get(shape);
   if (!statement) {
     const meta = em.getMetadata().get(entity.name);
     let placeholder = 0;
     const conditions = keys.map((key) => `p."${singleColumn(meta, key)}" ${where[key] === null ? 'is null' : `= $${++placeholder}`}`);
     const childColumn = children ? `, ${childrenAggregate(em, meta, children)} as "${CHILDREN}"` : '';
-    const columns = omit.length === 0 ? 'p.*' : tableColumns(meta, omit).map(({ field }) => `p."${field}"`).join(', ');
-    const text = `select ${columns}${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}${forUpdate ? ' for update' : ''}`;
+    const columns =
+      format === 'json'
+        ? tableColumns(meta, omit).map(({ field, type }) => `${jsonSafeColumn('p', field, type)} as "${field}"`).join(', ')
+        : omit.length === 0 ? 'p.*' : tableColumns(meta, omit).map(({ field }) => `p."${field}"`).join(', ');
+    const select = `select ${columns}${childColumn} from "${meta.tableName}" p where ${conditions.join(' and ')}${limit === null ? '' : ` limit ${limit}`}${forUpdate ? ' for update of p' : ''}`;
+    const text = format === 'json' ? `select row_to_json(r)::text as "${ROW}" from (${select}) r` : select;
     statement = { name: `lean_${statements.size + 1}`, text };
     statements.set(shape, statement);
   }
@@ -88,14 +101,16 @@ function singleColumn(meta: EntityMetadata, key: string): string {
   return property.fieldNames[0]!;
 }
 
+/** A column as it goes into JSON: numbers that JSON would round (numeric, bigint) as text, as the driver gives them. */
+const jsonSafeColumn = (alias: string, field: string, type: string) => `${alias}."${field}"${/^(numeric|decimal|bigint|int8)/i.test(type) ? '::text' : ''}`;
+
 /**
  * The children's rows as a JSON array of objects keyed by column, so that the row reader reads them as
- * it reads a row. Numbers that JSON would round (numeric, bigint) travel as text, as the driver gives them.
+ * it reads a row.
  */
 function childrenAggregate(em: EntityManager, parent: EntityMetadata, children: AnyChildren): string {
   const meta = em.getMetadata().get(children.entity.name);
-  const asText = (type: string) => /^(numeric|decimal|bigint|int8)/i.test(type);
-  const object = tableColumns(meta).map(({ field, type }) => `'${field}', c."${field}"${asText(type) ? '::text' : ''}`).join(', ');
+  const object = tableColumns(meta).map(({ field, type }) => `'${field}', ${jsonSafeColumn('c', field, type)}`).join(', ');
   const primaryKey = singleColumn(parent, parent.primaryKeys[0]!);
   return `coalesce((select json_agg(json_build_object(${object})) from "${meta.tableName}" c where c."${singleColumn(meta, children.parentKey)}" = p."${primaryKey}"), '[]'::json)`;
 }
@@ -127,6 +142,11 @@ async function run(em: EntityManager, statement: Statement, params: readonly unk
   return onConnection(em, async (client) => (await client.query({ name: statement.name, text: statement.text, values: [...params] })).rows);
 }
 
+/** The rows of a statement built with the `json` format, each parsed from its JSON text: keyed by column, as the driver keys them. */
+async function runJson(em: EntityManager, statement: Statement, params: readonly unknown[]): Promise<Record<string, unknown>[]> {
+  return (await run(em, statement, params)).map((row) => JSON.parse(row[ROW] as string) as Record<string, unknown>);
+}
+
 /** The prepared statements of `sql`, by their text. */
 const sqlStatements = new Map<string, Statement>();
 
@@ -149,15 +169,15 @@ export async function findOneByColumns<T extends object>(em: EntityManager, enti
 }
 
 /** One row locked (`for update`) until the caller's transaction ends, `omit`ted columns not read. */
-async function lockedRow<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly string[]): Promise<Record<string, unknown> | undefined> {
+async function lockedRow<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly string[], format: RowFormat): Promise<Record<string, unknown> | undefined> {
   if (!em.getTransactionContext()) throw new Error(`a locked read of ${entity.name} must run inside a transaction`);
-  const { statement, params } = selectStatement(em, entity, where, 1, undefined, omit, true);
-  return (await run(em, statement, params))[0];
+  const { statement, params } = selectStatement(em, entity, where, 1, undefined, omit, true, format);
+  return (await (format === 'json' ? runJson : run)(em, statement, params))[0];
 }
 
 /** The same, the row locked (`for update`) until the caller's transaction ends. */
 export async function lockOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T | null> {
-  const row = await lockedRow(em, entity, where, []);
+  const row = await lockedRow(em, entity, where, [], 'columns');
   return row ? em.map(entity, row) : null;
 }
 
@@ -234,22 +254,22 @@ function scalarReader(prop: EntityProperty, platform: Platform): (row: Record<st
  * set (undefined in the copy), for a read that has no use for them (a card's sealed secrets).
  */
 export async function readOneByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly (keyof T & string)[] = []): Promise<T | null> {
-  const { statement, params } = selectStatement(em, entity, where, 1, undefined, omit);
-  const [row] = await run(em, statement, params);
+  const { statement, params } = selectStatement(em, entity, where, 1, undefined, omit, false, 'json');
+  const [row] = await runJson(em, statement, params);
   return row ? (rowReader(em, entity, omit)(row) as T) : null;
 }
 
 /** The same, the row locked (`for update`) until the caller's transaction ends: for a change written back by a statement of its own. */
 export async function readOneLocked<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly (keyof T & string)[] = []): Promise<T | null> {
-  const row = await lockedRow(em, entity, where, omit);
+  const row = await lockedRow(em, entity, where, omit, 'json');
   return row ? (rowReader(em, entity, omit)(row) as T) : null;
 }
 
 /** Every row, each a detached copy of the entity (see above). */
 export async function readByColumns<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>): Promise<T[]> {
-  const { statement, params } = selectStatement(em, entity, where, null);
+  const { statement, params } = selectStatement(em, entity, where, null, undefined, [], false, 'json');
   const read = rowReader(em, entity);
-  return (await run(em, statement, params)).map((row) => read(row) as T);
+  return (await runJson(em, statement, params)).map((row) => read(row) as T);
 }
 
 /**
@@ -262,8 +282,8 @@ export async function readOneWithChildren<T extends object, C extends object>(
   where: ColumnFilter<T>,
   children: Children<C>,
 ): Promise<{ row: T; children: C[] } | null> {
-  const { statement, params } = selectStatement(em, entity, where, 1, children);
-  const [row] = await run(em, statement, params);
+  const { statement, params } = selectStatement(em, entity, where, 1, children, [], false, 'json');
+  const [row] = await runJson(em, statement, params);
   if (!row) return null;
   const readChild = rowReader(em, children.entity);
   return { row: rowReader(em, entity)(row) as T, children: (row[CHILDREN] as Record<string, unknown>[]).map((child) => readChild(child) as C) };

@@ -5,7 +5,7 @@ import { ApiKey } from '../../src/api-keys/entities';
 import { Card } from '../../src/cards/entities';
 import { Vault, Wallet, WalletBalance } from '../../src/custody/entities';
 import { postCustodyEntry } from '../../src/custody/journal';
-import { findOneByColumns, readByColumns, readOneByColumns, readOneWithChildren } from '../../src/db/lean';
+import { findOneByColumns, readByColumns, readOneByColumns, readOneLocked, readOneWithChildren } from '../../src/db/lean';
 import { Organization } from '../../src/organizations/entities';
 import { pendingCard } from '../support/cards';
 import { testOrm } from '../support/environment';
@@ -31,7 +31,7 @@ describe('Lean reads: detached copies of rows', () => {
     await orm.em.fork().nativeUpdate(
       Card,
       { id: card.id },
-      { terminationRequestedAt: new Date('2026-03-01T10:20:30.456Z'), remainingBalance: '123456789012345678901234567', lastFour: '4242', webhookSecrets: { current: 'sealed-current', previous: 'sealed-previous', previousExpiresAt: new Date('2026-03-02T00:00:00.001Z') } },
+      { name: 'Ada "Quote" \\ ünïcødé 😀\n', terminationRequestedAt: new Date('2026-03-01T10:20:30.456Z'), remainingBalance: '123456789012345678901234567', lastFour: '4242', webhookSecrets: { current: 'sealed-current', previous: 'sealed-previous', previousExpiresAt: new Date('2026-03-02T00:00:00.001Z') } },
     );
     const setup = orm.em.fork();
     const vault = setup.create(Vault, { organization: setup.getReference(Organization, org.organizationId), environment: 'sandbox', name: 'Lean vault', metadata: { team: 'ops' }, createdAt: new Date(), updatedAt: new Date() });
@@ -68,6 +68,10 @@ describe('Lean reads: detached copies of rows', () => {
     assert.deepEqual(read, others);
     const detachedCard = (await readOneByColumns(orm.em.fork(), Card, { id: card.id, ...tenant }))!;
     assert.ok(detachedCard.terminationRequestedAt instanceof Date);
+    assert.equal(detachedCard.name, 'Ada "Quote" \\ ünïcødé 😀\n');
+    // Locked, the row reads the same (PostgreSQL hands it over as JSON text either way).
+    const locked = await orm.em.fork().transactional((tx) => readOneLocked(tx, Card, { id: card.id }, ['secrets', 'webhookSecrets']));
+    assert.deepEqual(plain(orm.em, locked!, 'Card'), plain(orm.em, withoutSecrets, 'Card'));
     assert.deepEqual(detachedCard.webhookSecrets, { current: 'sealed-current', previous: 'sealed-previous', previousExpiresAt: new Date('2026-03-02T00:00:00.001Z') });
 
     const em = orm.em.fork();
