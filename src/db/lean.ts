@@ -1,5 +1,6 @@
 import { ReferenceKind, type EntityData, type EntityMetadata, type EntityProperty, type FilterQuery, type Platform } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
 
 /*
  * Lookups for the hot path of reads. `em.findOne` spends about half a millisecond of CPU per call
@@ -120,26 +121,64 @@ interface PooledClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
-/**
- * Runs `use` on the connection a statement of `em` belongs on: inside a transaction its own (knex's
- * transaction client hands it out), otherwise a pooled one, released after. Either way the statement
- * goes to the pg client as a named prepared statement, which spares knex's query building and
- * PostgreSQL's parsing and planning.
- */
-async function onConnection<T>(em: EntityManager, use: (client: PooledClient) => Promise<T>): Promise<T> {
-  const transaction = em.getTransactionContext<{ client: { acquireConnection(): Promise<PooledClient> } }>();
-  if (transaction) return use(await transaction.client.acquireConnection());
-  const pool = em.getKnex().client as { acquireConnection(): Promise<PooledClient>; releaseConnection(client: PooledClient): Promise<void> };
-  const client = await pool.acquireConnection();
-  try {
-    return await use(client);
-  } finally {
-    await pool.releaseConnection(client);
-  }
+/** The knex client of an ORM: its connection settings, pool size and pool. */
+interface KnexClient {
+  connectionSettings: pg.ClientConfig;
+  config: { pool?: { max?: number } };
+  acquireConnection(): Promise<PooledClient>;
+  releaseConnection(client: PooledClient): Promise<void>;
 }
 
+/** The plain `pg` pool of an ORM (by its knex client) for statements outside a transaction; see attachStatementPool. */
+const statementPools = new WeakMap<KnexClient, pg.Pool>();
+
+/** How long a statement outside a transaction waits for a connection, as knex's pool waits by default. */
+const CONNECTION_WAIT_MS = 60_000;
+/** How long a connection of the statement pool stays open unused. */
+const IDLE_MS = 10_000;
+
+/**
+ * Gives the ORM a plain `pg` pool, made from knex's own connection settings (TLS and type parsers
+ * included) and as large as knex's pool, for the statements of this file that run outside a transaction
+ * (a GET's reads). Acquiring and releasing through knex's pool (tarn) cost such a read about thirty
+ * promises and a timer, each promise dearer while MikroORM's AsyncLocalStorage is on: about 8 µs of
+ * CPU per read, a tenth of a card read's (bench/README.md). `orm.close()` ends it. Connections: up to
+ * twice `DATABASE_POOL_MAX` per process, idle ones closed after IDLE_MS.
+ */
+export function attachStatementPool(orm: MikroORM): void {
+  const knex = orm.em.getKnex().client as unknown as KnexClient;
+  const pool = new pg.Pool({ ...knex.connectionSettings, max: knex.config.pool?.max ?? 10, idleTimeoutMillis: IDLE_MS, connectionTimeoutMillis: CONNECTION_WAIT_MS });
+  // An idle client whose connection fails (the server restarted) leaves the pool, which makes another on
+  // demand; the next statement's own failure is what a request answers (503 while the database is down).
+  pool.on('error', () => undefined);
+  statementPools.set(knex, pool);
+  const close = orm.close.bind(orm);
+  let ended: Promise<void> | undefined;
+  orm.close = async (force?: boolean) => {
+    await (ended ??= pool.end());
+    await close(force);
+  };
+}
+
+/**
+ * Runs a statement of `em` as a named prepared statement (which spares knex's query building and
+ * PostgreSQL's parsing and planning) on the connection it belongs on: inside a transaction its own
+ * (knex's transaction client hands it out), otherwise one of the ORM's statement pool (or of knex's
+ * pool, for an ORM without one).
+ */
 async function run(em: EntityManager, statement: Statement, params: readonly unknown[]): Promise<Record<string, unknown>[]> {
-  return onConnection(em, async (client) => (await client.query({ name: statement.name, text: statement.text, values: [...params] })).rows);
+  const query = { name: statement.name, text: statement.text, values: [...params] };
+  const transaction = em.getTransactionContext<{ client: { acquireConnection(): Promise<PooledClient> } }>();
+  if (transaction) return (await (await transaction.client.acquireConnection()).query(query)).rows;
+  const knex = em.getKnex().client as unknown as KnexClient;
+  const pool = statementPools.get(knex);
+  if (pool) return (await pool.query(query)).rows;
+  const client = await knex.acquireConnection();
+  try {
+    return (await client.query(query)).rows;
+  } finally {
+    await knex.releaseConnection(client);
+  }
 }
 
 /** The rows of a statement built with the `json` format, each parsed from its JSON text: keyed by column, as the driver keys them. */

@@ -1,11 +1,14 @@
 import { MikroORM } from '@mikro-orm/postgresql';
+import { attachStatementPool } from './lean';
 import { ormConfig } from './mikro-orm.config';
 import { isDatabaseUnavailable } from './transient-errors';
 
 export type Orm = MikroORM;
 
 export async function createOrm(databaseUrl: string, poolMax?: number): Promise<Orm> {
-  return MikroORM.init(ormConfig(databaseUrl, poolMax));
+  const orm = await MikroORM.init(ormConfig(databaseUrl, poolMax));
+  attachStatementPool(orm);
+  return orm;
 }
 
 /** How long a service process waits at startup for a database that is down or starting up before it gives up. */

@@ -11,7 +11,7 @@ import { setTimeout } from 'node:timers/promises';
  */
 const UNAVAILABLE_SQLSTATE = /^(08...|57P01|57P02|57P03|53300)$/;
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
-const UNAVAILABLE_MESSAGE = /Connection terminated|Timeout acquiring a connection|Client has encountered a connection error|connection is closed/i;
+const UNAVAILABLE_MESSAGE = /Connection terminated|Timeout acquiring a connection|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   return causes(error).some((cause) => {

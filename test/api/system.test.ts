@@ -7,6 +7,7 @@ import { MAX_SANDBOX_CREDIT, SANDBOX_CREDIT_PATTERN } from '../../src/balances/s
 import { ISO_ALPHA3_COUNTRIES } from '../../src/cards/countries';
 import { CHAIN_IDS } from '../../src/catalogue/service';
 import { ADDRESS_PATTERNS } from '../../src/chains/schemas';
+import { attachStatementPool } from '../../src/db/lean';
 import { ormConfig } from '../../src/db/mikro-orm.config';
 import { EVENT_TYPES } from '../../src/events/event-types';
 import { ACTION_TYPES } from '../../src/policies/schema';
@@ -51,6 +52,8 @@ describe('Operations endpoints and the OpenAPI document', () => {
     // A real driver failure: connection refused on a loopback port nothing listens on.
     const closedPort = await freeLoopbackPort();
     const unreachable = await MikroORM.init({ ...ormConfig(`postgresql://postgres@127.0.0.1:${closedPort}/custody`), connect: false });
+    // As createOrm gives every service process: the key's read goes through the statement pool.
+    attachStatementPool(unreachable);
     const degraded = await startTestApp({ orm: unreachable });
     try {
       const response = await degraded.request('GET', '/v1/api-keys/me', { key: `sk_test_${'a'.repeat(32)}` });
