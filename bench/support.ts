@@ -109,6 +109,13 @@ function load(options: LoadOptions): Promise<autocannon.Result> {
   });
 }
 
+/** A setting scripts/bench.sh exports. */
+function requiredEnv(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run benchmarks with npm run bench (scripts/bench.sh)`);
+  return value;
+}
+
 /**
  * The environment of the service's own processes (dist/src/server.js, dist/src/worker.js) as
  * scripts/start.sh and the Dockerfile start them, on a task queue of the benchmark's own, logging at
@@ -116,7 +123,7 @@ function load(options: LoadOptions): Promise<autocannon.Result> {
  */
 export const serviceProcessEnv = (dataDir: string, taskQueue: string): NodeJS.ProcessEnv => ({
   ...process.env,
-  NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=384',
+  NODE_OPTIONS: requiredEnv('SERVICE_NODE_OPTIONS'),
   MALLOC_ARENA_MAX: '2',
   MALLOC_MMAP_THRESHOLD_: '131072',
   MALLOC_TRIM_THRESHOLD_: '131072',
@@ -200,6 +207,8 @@ export async function report(name: string, rows: object[], ratios: Ratio[], extr
       log_level: process.env.LOG_LEVEL ?? 'info',
       database: await databaseDurability(),
       machine_shared: process.env.BENCH_MACHINE_SHARED ?? 'not said',
+      // The V8 options of the benchmark's process, in which some benchmarks run the service (scripts/bench.sh).
+      node_options: process.execArgv.join(' '),
     },
     rows,
     ratios,

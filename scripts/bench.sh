@@ -6,7 +6,8 @@
 # BENCH_ROUNDS (default 3) how many rounds alternate each baseline with what it bounds.
 # As `npm start` runs them: PostgreSQL with its durability on (fsync, synchronous_commit, full_page_writes;
 # BENCH_PG_FAST=1 turns them off, as the test suite's clusters do), the Temporal dev server with the same
-# pragmas, and the service logging at LOG_LEVEL (default info) to a file. Results are written to
+# pragmas, the service's V8 options (SERVICE_NODE_OPTIONS, scripts/lib.sh) and the service logging at LOG_LEVEL
+# (default info) to a file. Results are written to
 # bench/results/ (committed) and `npm run bench:table` rewrites bench/README.md's table from them.
 # BENCH_SKIP_TOOLS=1 skips scripts/ensure-tools.sh (the tools are there already).
 set -euo pipefail
@@ -46,6 +47,8 @@ export TEMPORAL_ADDRESS=127.0.0.1:$TEMPORAL_PORT TEMPORAL_CLI_PATH
 TEMPORAL_CLI_PATH=$(temporal_cli_path)
 # The service's log lines, as scripts/start.sh keeps them in a file; removed with the run.
 export BENCH_LOG_FILE=$TEMPORAL_DIR/service.log
+# For the service processes a benchmark starts (bench/support.ts, serviceProcessEnv).
+export SERVICE_NODE_OPTIONS
 
 selected=("$@")
 ((${#selected[@]})) || selected=("${BENCHES[@]}")
@@ -60,7 +63,9 @@ for name in "${selected[@]}"; do
   [[ -f dist/bench/$name.js ]] || die "no benchmark named $name (bench/$name.ts)"
   log "running $name"
   # In the background so a signal's trap runs at once (bash defers it until a foreground child ends).
-  node ${BENCH_NODE_FLAGS:-} "dist/bench/$name.js" &
+  # With the V8 options `npm start` gives the service (a benchmark that runs it in its own process measures it
+  # so); the load generator's child processes run without them.
+  node $SERVICE_NODE_OPTIONS ${BENCH_NODE_FLAGS:-} "dist/bench/$name.js" &
   BENCH_PID=$!
   wait "$BENCH_PID"
   BENCH_PID=''

@@ -26,10 +26,13 @@
 #   temporal_healthy ADDRESS succeed when the frontend at host:port answers
 #   temporal_dev_stop        stop the dev server started by temporal_dev_start
 #   stop_pid PID [SECONDS]   TERM a process, KILL it after SECONDS (default 15)
+#   SERVICE_NODE_OPTIONS     the V8 options the API and the worker run with (start.sh, the benchmarks)
 
 LIB_SCRIPT_NAME=${LIB_SCRIPT_NAME:-$(basename "${BASH_SOURCE[1]:-$0}" .sh)}
 PROJECT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS_DIR="$PROJECT_ROOT/.tools"
+# Memory (README, "Architecture in a screen"; scripts/start.sh says why each). The Dockerfile repeats them.
+SERVICE_NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=384"
 
 log() { printf '[%s] %s\n' "$LIB_SCRIPT_NAME" "$*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -71,7 +71,7 @@ postgres_pid() { head -n 1 "$PG_DIR_STARTED/data/postmaster.pid" 2>/dev/null; }
 # between collections instead of up to 4 times; two glibc malloc arenas instead of up to eight per core,
 # blocks of 128 KiB and more mapped on their own, and an arena's free top returned past 128 KiB.
 # A NODE_OPTIONS of the caller comes last and wins.
-export NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=384${NODE_OPTIONS:+ $NODE_OPTIONS}"
+export NODE_OPTIONS="$SERVICE_NODE_OPTIONS${NODE_OPTIONS:+ $NODE_OPTIONS}"
 export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2} MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072} \
   MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-131072}
 
