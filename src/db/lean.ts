@@ -121,12 +121,10 @@ interface PooledClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
-/** The knex client of an ORM: its connection settings, pool size and pool. */
+/** The knex client of an ORM: its connection settings and pool size. */
 interface KnexClient {
   connectionSettings: pg.ClientConfig;
   config: { pool?: { max?: number } };
-  acquireConnection(): Promise<PooledClient>;
-  releaseConnection(client: PooledClient): Promise<void>;
 }
 
 /** The plain `pg` pool of an ORM (by its knex client) for statements outside a transaction; see attachStatementPool. */
@@ -163,22 +161,15 @@ export function attachStatementPool(orm: MikroORM): void {
 /**
  * Runs a statement of `em` as a named prepared statement (which spares knex's query building and
  * PostgreSQL's parsing and planning) on the connection it belongs on: inside a transaction its own
- * (knex's transaction client hands it out), otherwise one of the ORM's statement pool (or of knex's
- * pool, for an ORM without one).
+ * (knex's transaction client hands it out), otherwise one of the ORM's statement pool.
  */
 async function run(em: EntityManager, statement: Statement, params: readonly unknown[]): Promise<Record<string, unknown>[]> {
   const query = { name: statement.name, text: statement.text, values: [...params] };
   const transaction = em.getTransactionContext<{ client: { acquireConnection(): Promise<PooledClient> } }>();
   if (transaction) return (await (await transaction.client.acquireConnection()).query(query)).rows;
-  const knex = em.getKnex().client as unknown as KnexClient;
-  const pool = statementPools.get(knex);
-  if (pool) return (await pool.query(query)).rows;
-  const client = await knex.acquireConnection();
-  try {
-    return (await client.query(query)).rows;
-  } finally {
-    await knex.releaseConnection(client);
-  }
+  const pool = statementPools.get(em.getKnex().client as unknown as KnexClient);
+  if (!pool) throw new Error('this ORM has no statement pool: make it with createOrm (src/db/orm.ts) or attachStatementPool');
+  return (await pool.query(query)).rows;
 }
 
 /** The rows of a statement built with the `json` format, each parsed from its JSON text: keyed by column, as the driver keys them. */
