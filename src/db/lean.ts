@@ -289,6 +289,11 @@ export async function readOneByColumns<T extends object>(em: EntityManager, enti
   return row ? (rowReader(em, entity, omit)(row) as T) : null;
 }
 
+/** A row as `sql` returns it (`returning *` of an insert), as a detached copy of the entity (see above). */
+export function detachedRow<T extends object>(em: EntityManager, entity: Constructor<T>, row: Record<string, unknown>): T {
+  return rowReader(em, entity)(row) as T;
+}
+
 /** The same, the row locked (`for update`) until the caller's transaction ends: for a change written back by a statement of its own. */
 export async function readOneLocked<T extends object>(em: EntityManager, entity: Constructor<T>, where: ColumnFilter<T>, omit: readonly (keyof T & string)[] = []): Promise<T | null> {
   const row = await lockedRow(em, entity, where, omit, 'json');

@@ -1,6 +1,9 @@
 import { sha256 } from '@noble/hashes/sha2';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { bech32 } from '@scure/base';
+// libsecp256k1 compiled to WebAssembly: signs in about 90 µs and verifies in about 180 µs where
+// @noble/curves takes 210 and 1,200 (bench/README.md, lightning-invoices), the same RFC 6979 signatures.
+import * as libsecp256k1 from 'tiny-secp256k1';
 
 /**
  * BOLT #11 payment requests: encoder (signed with a node key) and decoder. The decoder enforces
@@ -307,19 +310,23 @@ function checkSignature(hash: Uint8Array, signatureBytes: Uint8Array, payeeTag: 
     throw new Bolt11Error('bad signature: r or s out of range');
   }
   if (payeeTag !== null) {
-    try {
-      secp256k1.ProjectivePoint.fromHex(payeeTag).assertValidity();
-    } catch {
-      throw new Bolt11Error('n field is not a valid public key');
-    }
+    const payee = Buffer.from(payeeTag, 'hex');
+    if (payee.length !== 33 || !libsecp256k1.isPoint(payee)) throw new Bolt11Error('n field is not a valid public key');
     if (signature.hasHighS()) throw new Bolt11Error('bad signature: not in low-S form, as required when the n field names the payee');
-    if (!secp256k1.verify(signature, hash, payeeTag, { lowS: true })) throw new Bolt11Error('bad signature: not made by the payee node key in the n field');
+    if (!libsecp256k1.verify(hash, payee, signatureBytes.subarray(0, 64), true)) throw new Bolt11Error('bad signature: not made by the payee node key in the n field');
     return payeeTag;
   }
+  const recovered = recoverPayee(hash, signatureBytes.subarray(0, 64), recovery);
+  if (!recovered) throw new Bolt11Error('bad signature: the payee key cannot be recovered from it');
+  return Buffer.from(recovered).toString('hex');
+}
+
+/** The compressed key that made `signature` over `hash`, or null; either S form (libsecp256k1 recovers high-S as low-S would). */
+function recoverPayee(hash: Uint8Array, signature: Uint8Array, recovery: number): Uint8Array | null {
   try {
-    return signature.addRecoveryBit(recovery).recoverPublicKey(hash).toHex(true);
+    return libsecp256k1.recover(hash, signature, recovery as 0 | 1 | 2 | 3, true);
   } catch {
-    throw new Bolt11Error('bad signature: the payee key cannot be recovered from it');
+    return null;
   }
 }
 
@@ -375,7 +382,7 @@ function taggedField(tag: number, value: number[]): number[] {
  * `payee` is the node key's compressed public key when the caller holds it (deriving it costs about as
  * much as the signature); by default it is derived from the private key.
  */
-export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Array, payee: Uint8Array = secp256k1.getPublicKey(nodePrivateKey, true)): string {
+export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Array, payee: Uint8Array = libsecp256k1.pointFromScalar(nodePrivateKey, true)!): string {
   if (invoice.paymentHash.length !== 32 || invoice.paymentSecret.length !== 32) throw new Error('payment hash and secret are 32 bytes');
   const prefix = `ln${networkCode(invoice.network)}${invoice.amountMsat === null ? '' : formatAmount(invoice.amountMsat)}`;
   const description = bech32.toWords(new TextEncoder().encode(invoice.description));
@@ -389,10 +396,10 @@ export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Arra
     ...taggedField(TAG.payee, bech32.toWords(payee)),
     ...taggedField(TAG.features, intToWords(2 ** 8 + 2 ** 14)),
   ];
-  const signature = secp256k1.sign(signingHash(prefix, words), nodePrivateKey);
+  const { signature, recoveryId } = libsecp256k1.signRecoverable(signingHash(prefix, words), nodePrivateKey);
   const signatureBytes = new Uint8Array(65);
-  signatureBytes.set(signature.toCompactRawBytes());
-  signatureBytes[64] = signature.recovery;
+  signatureBytes.set(signature);
+  signatureBytes[64] = recoveryId;
   return bech32.encode(prefix, [...words, ...bech32.toWords(signatureBytes)], false);
 }
 

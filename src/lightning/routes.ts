@@ -21,7 +21,7 @@ import {
 import { issueSandboxInvoice } from './sandbox-network';
 import { presentCreatedInvoice, presentDecoded, presentInvoice, presentPayment } from './presenters';
 import { answeredByNode, configuredLightningNodes } from './lnd';
-import { createInvoice, createPayment, decodePaymentRequest, findRecord, issueInvoice, listRecords, preparePayment, previewPayment, settleIncomingInvoice, type NewInvoice, type NewPayment } from './service';
+import { createInvoice, createPayment, decodePaymentRequest, findRecord, listRecords, preparePayment, previewPayment, settleIncomingInvoice, type NewInvoice, type NewPayment } from './service';
 
 /** What the invoice, preview and payment routes say about the environment's node. */
 const THROUGH_THE_NODE =
@@ -40,10 +40,11 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     scope: 'lightning:write',
     body: CreateInvoiceBody,
     response: { status: 201, description: 'The invoice', schema: CreatedInvoice },
-    // The environment's LND issues it before the transaction opens; live without a node is 503 lightning_node_unavailable.
-    prepare: ({ auth, body, em, deps }) => answeredByNode(() => issueInvoice(em, deps.keys, auth, newInvoice(body), configuredLightningNodes(deps.config))),
-    handler: async ({ auth, body, em, deps, prepared }) => {
-      const invoice = await createInvoice(em, deps.keys, auth, newInvoice(body), configuredLightningNodes(deps.config), prepared);
+    // One insert records it, and its reference makes a repeat return the original: no transaction is opened.
+    // Live without a node is 503 lightning_node_unavailable.
+    ownTransactions: true,
+    handler: async ({ auth, body, em, deps }) => {
+      const invoice = await answeredByNode(() => createInvoice(em, deps.keys, auth, newInvoice(body), configuredLightningNodes(deps.config)));
       return { status: 201, body: presentCreatedInvoice(invoice) };
     },
   });

@@ -3,12 +3,12 @@ import type { EntityManager, ObjectQuery } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha2';
 import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
-import { findOneByColumns, sql, updateReturning } from '../db/lean';
+import { detachedRow, findOneByColumns, readOneByColumns, sql, updateReturning } from '../db/lean';
 import { emit } from '../events/service';
 import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
 import { Organization } from '../organizations/entities';
-import { isUuid } from '../shared/ids';
+import { isUuid, uuid } from '../shared/ids';
 import { unixSeconds } from '../shared/time';
 import { recordStart } from '../temporal/starter';
 import { isExpired, msatToSat, satsToDebit } from './amounts';
@@ -75,14 +75,6 @@ async function insertUnlessTaken(em: EntityManager, record: LightningInvoice): P
   return rows[0] ? em.map(LightningInvoice, rows[0]) : null;
 }
 
-/** Inserts `record` unless its (organization, environment, direction, reference) exists; concurrent repeats wait and return the original. */
-async function insertOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
-  const inserted = await insertUnlessTaken(em, record);
-  if (inserted) return { invoice: inserted, created: true };
-  const invoice = await em.findOneOrFail(LightningInvoice, { organization: record.organization.id, environment: record.environment, direction: record.direction, reference: record.reference });
-  return { invoice, created: false };
-}
-
 /**
  * Inserts an outgoing payment once per reference and once per invoice: the partial unique index
  * allows one pending or paid payment per (organization, environment, payment hash), so a concurrent payment
@@ -142,15 +134,16 @@ export interface IssuedInvoice {
 }
 
 /**
- * Issues the invoice `input` asks for, or null when its reference already names one (createInvoice
- * answers that): by the environment's LND when it has one (with our preimage, so the internal route
- * can settle it too), else signed with the sandbox node key; live without a node is 503. A node
- * call: made outside any transaction.
+ * Issues the invoice `input` asks for: by the environment's LND when it has one (with our preimage, so
+ * the internal route can settle it too), else signed with the sandbox node key; live without a node is
+ * 503. Null when the reference already names an invoice and LND was to issue it: an invoice on the node
+ * cannot be withdrawn, so a repeat is answered before the node is asked (a signature, which is ours
+ * alone, is made and the repeat answered by the insert). A node call: made outside any transaction.
  */
-export async function issueInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice, nodes: LightningNodes): Promise<IssuedInvoice | null> {
-  if (await byReference(em, tenant, 'incoming', input.reference)) return null;
+async function issueInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice, nodes: LightningNodes): Promise<IssuedInvoice | null> {
   const lnd = nodes.lnd(tenant.environment);
   if (lnd) {
+    if (await byReference(em, tenant, 'incoming', input.reference)) return null;
     const preimage = randomBytes(32);
     const added = await lnd.addInvoice({ preimage: preimage.toString('hex'), amountMsat: BigInt(input.amountSat) * 1000n, description: input.description, expirySeconds: input.expirySeconds });
     const decoded = decodeBolt11(added.request);
@@ -189,44 +182,34 @@ export async function signWithNodeKey(em: EntityManager, keys: KeyService, envir
 }
 
 /**
- * Records an invoice (issued by issueInvoice unless `issued` is given, as the route's prepare step
- * does outside its transaction); the same reference with the same parameters returns the original,
- * with others it is 409. No workflow: the `lightning-invoice-expiry` Schedule's sweep expires it
- * (expireDueInvoices); one issued by LND is settled from its invoice subscription (invoice-watch.ts).
+ * Issues (unless `issued` is given) and records an invoice; the same reference with the same parameters
+ * returns the original, with others it is 409. One statement writes it, so it needs no transaction of
+ * its own (the route runs it outside one). No workflow: the `lightning-invoice-expiry` Schedule's sweep
+ * expires it (expireDueInvoices); one issued by LND is settled from its invoice subscription
+ * (invoice-watch.ts). The invoice is a detached copy (src/db/lean.ts).
  */
-export async function createInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice, nodes: LightningNodes = NO_LIGHTNING_NODES, issued?: IssuedInvoice | null) {
-  // An invoice issued already was issued because its reference named none; one recorded since is met by the insert below.
-  if (!issued) {
-    const existing = await byReference(em, tenant, 'incoming', input.reference);
-    if (existing) return sameInvoice(existing, input);
-  }
+export async function createInvoice(em: EntityManager, keys: KeyService, tenant: Tenant, input: NewInvoice, nodes: LightningNodes = NO_LIGHTNING_NODES, issued?: IssuedInvoice) {
   const invoiceIssued = issued ?? (await issueInvoice(em, keys, tenant, input, nodes));
-  // Recorded in between (a concurrent repeat): that one is the answer.
-  if (!invoiceIssued) return sameInvoice((await byReference(em, tenant, 'incoming', input.reference))!, input);
-  const { request, destination, paymentHash, preimage, createdAt, expiresAt } = invoiceIssued;
-  const record = em.create(
-    LightningInvoice,
-    {
-      organization: em.getReference(Organization, tenant.organizationId),
-      environment: tenant.environment,
-      direction: 'incoming',
-      status: 'pending',
-      feeMsat: '0',
-      reference: input.reference,
-      customerId: input.customerId ?? null,
-      paymentHash,
-      request,
-      destination,
-      preimage,
-      amountMsat: (BigInt(input.amountSat) * 1000n).toString(),
-      description: input.description,
-      expiresAt,
-      createdAt,
-    },
-    { persist: false },
+  const inserted = invoiceIssued && (await insertInvoiceUnlessTaken(em, tenant, input, invoiceIssued));
+  if (inserted) return inserted;
+  // The reference names an invoice already (recorded before, or by a concurrent repeat that committed first).
+  const original = await readOneByColumns(em, LightningInvoice, { ...tenantFilter(tenant), direction: 'incoming', reference: input.reference });
+  if (!original) throw new Error(`invoice reference ${input.reference}: the insert met a unique key that no invoice of that reference holds`);
+  return sameInvoice(original, input);
+}
+
+/** The insert of an incoming invoice, unless its reference is taken (then null); a concurrent insert of the same reference waits for the other to commit. */
+async function insertInvoiceUnlessTaken(em: EntityManager, tenant: Tenant, input: NewInvoice, issued: IssuedInvoice): Promise<LightningInvoice | null> {
+  const [row] = await sql(
+    em,
+    `insert into lightning_invoices (id, organization_id, environment, direction, status, reference, customer_id, payment_hash, request, destination, preimage,
+       amount_msat, fee_msat, description, expires_at, created_at)
+     values ($1, $2, $3, 'incoming', 'pending', $4, $5, $6, $7, $8, $9, $10, 0, $11, $12, $13)
+     on conflict do nothing returning *`,
+    [uuid(), tenant.organizationId, tenant.environment, input.reference, input.customerId ?? null, issued.paymentHash, issued.request, issued.destination, issued.preimage,
+      (BigInt(input.amountSat) * 1000n).toString(), input.description, issued.expiresAt, issued.createdAt],
   );
-  const { invoice, created } = await insertOnce(em, record);
-  return created ? invoice : sameInvoice(invoice, input);
+  return row ? detachedRow(em, LightningInvoice, row) : null;
 }
 
 /** One of the tenant's records; another organization's or the other environment's id is 404 alike. */
