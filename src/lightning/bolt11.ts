@@ -1,9 +1,17 @@
 import { sha256 } from '@noble/hashes/sha2';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { bech32 } from '@scure/base';
-// libsecp256k1 compiled to WebAssembly: signs in about 90 µs and verifies in about 180 µs where
-// @noble/curves takes 210 and 1,200 (bench/README.md, lightning-invoices), the same RFC 6979 signatures.
-import * as libsecp256k1 from 'tiny-secp256k1';
+import type * as Libsecp256k1 from 'tiny-secp256k1';
+
+/**
+ * libsecp256k1 compiled to WebAssembly: signs in about 90 µs and verifies in about 180 µs where
+ * @noble/curves takes 210 and 1,200 (bench/README.md, lightning-invoices), the same RFC 6979 signatures.
+ * Loaded on first use: its compiled module holds about 10 MiB, which a process that never signs nor
+ * checks a signature (the worker's payments decode with `verifiedPayee`) does not carry.
+ */
+let loaded: typeof Libsecp256k1 | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- synchronous on first use (see above); import() would make every caller async
+const libsecp256k1 = (): typeof Libsecp256k1 => (loaded ??= require('tiny-secp256k1') as typeof Libsecp256k1);
 
 /**
  * BOLT #11 payment requests: encoder (signed with a node key) and decoder. The decoder enforces
@@ -311,9 +319,9 @@ function checkSignature(hash: Uint8Array, signatureBytes: Uint8Array, payeeTag: 
   }
   if (payeeTag !== null) {
     const payee = Buffer.from(payeeTag, 'hex');
-    if (payee.length !== 33 || !libsecp256k1.isPoint(payee)) throw new Bolt11Error('n field is not a valid public key');
+    if (payee.length !== 33 || !libsecp256k1().isPoint(payee)) throw new Bolt11Error('n field is not a valid public key');
     if (signature.hasHighS()) throw new Bolt11Error('bad signature: not in low-S form, as required when the n field names the payee');
-    if (!libsecp256k1.verify(hash, payee, signatureBytes.subarray(0, 64), true)) throw new Bolt11Error('bad signature: not made by the payee node key in the n field');
+    if (!libsecp256k1().verify(hash, payee, signatureBytes.subarray(0, 64), true)) throw new Bolt11Error('bad signature: not made by the payee node key in the n field');
     return payeeTag;
   }
   const recovered = recoverPayee(hash, signatureBytes.subarray(0, 64), recovery);
@@ -324,7 +332,7 @@ function checkSignature(hash: Uint8Array, signatureBytes: Uint8Array, payeeTag: 
 /** The compressed key that made `signature` over `hash`, or null; either S form (libsecp256k1 recovers high-S as low-S would). */
 function recoverPayee(hash: Uint8Array, signature: Uint8Array, recovery: number): Uint8Array | null {
   try {
-    return libsecp256k1.recover(hash, signature, recovery as 0 | 1 | 2 | 3, true);
+    return libsecp256k1().recover(hash, signature, recovery as 0 | 1 | 2 | 3, true);
   } catch {
     return null;
   }
@@ -382,7 +390,7 @@ function taggedField(tag: number, value: number[]): number[] {
  * `payee` is the node key's compressed public key when the caller holds it (deriving it costs about as
  * much as the signature); by default it is derived from the private key.
  */
-export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Array, payee: Uint8Array = libsecp256k1.pointFromScalar(nodePrivateKey, true)!): string {
+export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Array, payee: Uint8Array = libsecp256k1().pointFromScalar(nodePrivateKey, true)!): string {
   if (invoice.paymentHash.length !== 32 || invoice.paymentSecret.length !== 32) throw new Error('payment hash and secret are 32 bytes');
   const prefix = `ln${networkCode(invoice.network)}${invoice.amountMsat === null ? '' : formatAmount(invoice.amountMsat)}`;
   const description = bech32.toWords(new TextEncoder().encode(invoice.description));
@@ -396,7 +404,7 @@ export function encodeBolt11(invoice: InvoiceToEncode, nodePrivateKey: Uint8Arra
     ...taggedField(TAG.payee, bech32.toWords(payee)),
     ...taggedField(TAG.features, intToWords(2 ** 8 + 2 ** 14)),
   ];
-  const { signature, recoveryId } = libsecp256k1.signRecoverable(signingHash(prefix, words), nodePrivateKey);
+  const { signature, recoveryId } = libsecp256k1().signRecoverable(signingHash(prefix, words), nodePrivateKey);
   const signatureBytes = new Uint8Array(65);
   signatureBytes.set(signature);
   signatureBytes[64] = recoveryId;
