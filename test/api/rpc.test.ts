@@ -11,7 +11,7 @@ import { Address, Wallet } from '../../src/custody/entities';
 import { keyLocation } from '../../src/custody/service';
 import { WalletOutput } from '../../src/transactions/entities';
 import { Money } from '../../src/shared/money';
-import { ANVIL_ACCOUNT, startAnvil, type Anvil } from '../support/anvil';
+import { ANVIL_ACCOUNT, anvilReceipt, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
 
@@ -282,6 +282,8 @@ describe('Chains on a real Ethereum node (anvil)', () => {
       const transfer = await ethereumTransfer(foreignKey);
       const relayed = await call(rpc('eth_sendRawTransaction', [transfer], 'f'));
       assert.deepEqual(relayed.body, { jsonrpc: '2.0', id: 'f', result: keccak256(transfer) });
+      // anvil answers eth_sendRawTransaction once the transaction is in its pool and mines it just after: awaited by its receipt.
+      assert.equal((await anvilReceipt(anvil, keccak256(transfer))).status, '0x1');
       assert.equal(await anvil.call('eth_getTransactionCount', [foreign, 'latest']), '0x1');
     });
 
