@@ -57,22 +57,65 @@ function referenceReused(record: LightningInvoice, param: string) {
   });
 }
 
+/** The columns of a new lightning_invoices row (status pending, fee 0). */
+interface NewRecordRow {
+  id: string;
+  organizationId: string;
+  environment: Environment;
+  direction: InvoiceDirection;
+  reference: string;
+  customerId: string | null;
+  paymentHash: string;
+  request: string;
+  destination: string;
+  preimage: string | null;
+  amountMsat: string;
+  maxFeeMsat: string | null;
+  feeLimitMsat: string | null;
+  description: string;
+  expiresAt: Date;
+  createdAt: Date;
+}
+
 /**
- * Inserts `record` unless a unique key of lightning_invoices already holds its values, and returns the
- * row as inserted (managed), or null when nothing was inserted. A concurrent insert of the same key
- * waits for the other transaction and inserts nothing if that one commits.
+ * Inserts a row unless a unique key of lightning_invoices already holds its values, and returns the
+ * row as inserted, or undefined when nothing was inserted. A concurrent insert of the same key waits
+ * for the other transaction and inserts nothing if that one commits.
  */
-async function insertUnlessTaken(em: EntityManager, record: LightningInvoice): Promise<LightningInvoice | null> {
-  const rows = await sql(
+async function insertRowUnlessTaken(em: EntityManager, row: NewRecordRow): Promise<Record<string, unknown> | undefined> {
+  const [inserted] = await sql(
     em,
     `insert into lightning_invoices (id, organization_id, environment, direction, status, reference, customer_id, payment_hash, request, destination, preimage,
        amount_msat, fee_msat, max_fee_msat, fee_limit_msat, description, expires_at, created_at)
      values ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14, $15, $16)
      on conflict do nothing returning *`,
-    [record.id, record.organization.id, record.environment, record.direction, record.reference, record.customerId ?? null, record.paymentHash, record.request,
-      record.destination, record.preimage, record.amountMsat, record.maxFeeMsat ?? null, record.feeLimitMsat ?? null, record.description, record.expiresAt, record.createdAt],
+    [row.id, row.organizationId, row.environment, row.direction, row.reference, row.customerId, row.paymentHash, row.request,
+      row.destination, row.preimage, row.amountMsat, row.maxFeeMsat, row.feeLimitMsat, row.description, row.expiresAt, row.createdAt],
   );
-  return rows[0] ? em.map(LightningInvoice, rows[0]) : null;
+  return inserted;
+}
+
+/** The same for `record`, the row returned managed by `em`, or null when nothing was inserted. */
+async function insertUnlessTaken(em: EntityManager, record: LightningInvoice): Promise<LightningInvoice | null> {
+  const row = await insertRowUnlessTaken(em, {
+    id: record.id,
+    organizationId: record.organization.id,
+    environment: record.environment,
+    direction: record.direction,
+    reference: record.reference,
+    customerId: record.customerId ?? null,
+    paymentHash: record.paymentHash,
+    request: record.request,
+    destination: record.destination,
+    preimage: record.preimage ?? null,
+    amountMsat: record.amountMsat,
+    maxFeeMsat: record.maxFeeMsat ?? null,
+    feeLimitMsat: record.feeLimitMsat ?? null,
+    description: record.description,
+    expiresAt: record.expiresAt,
+    createdAt: record.createdAt,
+  });
+  return row ? em.map(LightningInvoice, row) : null;
 }
 
 /**
@@ -198,17 +241,26 @@ export async function createInvoice(em: EntityManager, keys: KeyService, tenant:
   return sameInvoice(original, input);
 }
 
-/** The insert of an incoming invoice, unless its reference is taken (then null); a concurrent insert of the same reference waits for the other to commit. */
+/** The insert of an incoming invoice, unless its reference is taken (then null), as a detached copy. */
 async function insertInvoiceUnlessTaken(em: EntityManager, tenant: Tenant, input: NewInvoice, issued: IssuedInvoice): Promise<LightningInvoice | null> {
-  const [row] = await sql(
-    em,
-    `insert into lightning_invoices (id, organization_id, environment, direction, status, reference, customer_id, payment_hash, request, destination, preimage,
-       amount_msat, fee_msat, description, expires_at, created_at)
-     values ($1, $2, $3, 'incoming', 'pending', $4, $5, $6, $7, $8, $9, $10, 0, $11, $12, $13)
-     on conflict do nothing returning *`,
-    [uuid(), tenant.organizationId, tenant.environment, input.reference, input.customerId ?? null, issued.paymentHash, issued.request, issued.destination, issued.preimage,
-      (BigInt(input.amountSat) * 1000n).toString(), input.description, issued.expiresAt, issued.createdAt],
-  );
+  const row = await insertRowUnlessTaken(em, {
+    id: uuid(),
+    organizationId: tenant.organizationId,
+    environment: tenant.environment,
+    direction: 'incoming',
+    reference: input.reference,
+    customerId: input.customerId ?? null,
+    paymentHash: issued.paymentHash,
+    request: issued.request,
+    destination: issued.destination,
+    preimage: issued.preimage,
+    amountMsat: (BigInt(input.amountSat) * 1000n).toString(),
+    maxFeeMsat: null,
+    feeLimitMsat: null,
+    description: input.description,
+    expiresAt: issued.expiresAt,
+    createdAt: issued.createdAt,
+  });
   return row ? detachedRow(em, LightningInvoice, row) : null;
 }
 
