@@ -7,7 +7,6 @@ import { detachedRow, findOneByColumns, readOneByColumns, sql, updateReturning }
 import { emit } from '../events/service';
 import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
-import { Organization } from '../organizations/entities';
 import { isUuid, uuid } from '../shared/ids';
 import { unixSeconds } from '../shared/time';
 import { recordStart } from '../temporal/starter';
@@ -68,7 +67,7 @@ interface NewRecordRow {
   paymentHash: string;
   request: string;
   destination: string;
-  preimage: string | null;
+  preimage: string;
   amountMsat: string;
   maxFeeMsat: string | null;
   feeLimitMsat: string | null;
@@ -95,29 +94,6 @@ async function insertRowUnlessTaken(em: EntityManager, row: NewRecordRow): Promi
   return inserted;
 }
 
-/** The same for `record`, the row returned managed by `em`, or null when nothing was inserted. */
-async function insertUnlessTaken(em: EntityManager, record: LightningInvoice): Promise<LightningInvoice | null> {
-  const row = await insertRowUnlessTaken(em, {
-    id: record.id,
-    organizationId: record.organization.id,
-    environment: record.environment,
-    direction: record.direction,
-    reference: record.reference,
-    customerId: record.customerId ?? null,
-    paymentHash: record.paymentHash,
-    request: record.request,
-    destination: record.destination,
-    preimage: record.preimage ?? null,
-    amountMsat: record.amountMsat,
-    maxFeeMsat: record.maxFeeMsat ?? null,
-    feeLimitMsat: record.feeLimitMsat ?? null,
-    description: record.description,
-    expiresAt: record.expiresAt,
-    createdAt: record.createdAt,
-  });
-  return row ? em.map(LightningInvoice, row) : null;
-}
-
 /**
  * Inserts an outgoing payment once per reference and once per invoice: the partial unique index
  * allows one pending or paid payment per (organization, environment, payment hash), so a concurrent payment
@@ -126,23 +102,23 @@ async function insertUnlessTaken(em: EntityManager, record: LightningInvoice): P
  * another payment of the invoice is active (the refusal). Neither any more (that payment failed in
  * between): the insert is tried again.
  */
-async function insertPaymentOnce(em: EntityManager, record: LightningInvoice): Promise<{ invoice: LightningInvoice; created: boolean }> {
-  const tenant = { organizationId: record.organization.id, environment: record.environment };
+async function insertPaymentOnce(em: EntityManager, row: NewRecordRow): Promise<{ invoice: LightningInvoice; created: boolean }> {
+  const tenant = { organizationId: row.organizationId, environment: row.environment };
   // Each pass that inserts nothing found a repeat or a refusal, unless the conflicting payment ended in between.
   for (let attempt = 0; attempt < 5; attempt += 1) {
-    const inserted = await insertUnlessTaken(em, record);
-    if (inserted) return { invoice: inserted, created: true };
-    const original = await byReference(em, tenant, 'outgoing', record.reference);
+    const inserted = await insertRowUnlessTaken(em, row);
+    if (inserted) return { invoice: em.map(LightningInvoice, inserted), created: true };
+    const original = await byReference(em, tenant, 'outgoing', row.reference);
     if (original) return { invoice: original, created: false };
     const paying = await em.findOne(LightningInvoice, {
       ...tenantFilter(tenant),
       direction: 'outgoing',
-      paymentHash: record.paymentHash,
+      paymentHash: row.paymentHash,
       status: { $in: ['pending', 'paid'] },
     });
     if (paying) throw errors.conflict('invoice_already_paid', `This invoice is already being paid or was paid by payment ${paying.id}.`, { payment_id: paying.id });
   }
-  throw new Error(`payment ${record.id}: its insert kept meeting a unique key that neither a repeat nor an active payment holds`);
+  throw new Error(`payment ${row.id}: its insert kept meeting a unique key that neither a repeat nor an active payment holds`);
 }
 
 export interface NewInvoice {
@@ -478,31 +454,26 @@ export async function createPayment(em: EntityManager, tenant: Tenant, input: Ne
     });
   }
   const feeLimitMsat = maxFeeMsat ?? feeMsat;
-  const record = em.create(
-    LightningInvoice,
-    {
-      organization: em.getReference(Organization, tenant.organizationId),
-      environment: tenant.environment,
-      direction: 'outgoing',
-      status: 'pending',
-      feeMsat: '0',
-      preimage: '',
-      reference: input.reference,
-      customerId: input.customerId ?? null,
-      paymentHash: invoice.paymentHash,
-      request: input.request.trim(),
-      destination: invoice.payee,
-      amountMsat: amountMsat.toString(),
-      maxFeeMsat: maxFeeMsat?.toString() ?? null,
-      feeLimitMsat: feeLimitMsat.toString(),
-      // A remote description may hold NUL, which PostgreSQL text cannot store; the request keeps the original.
-      description: (invoice.description ?? '').replaceAll('\0', '\uFFFD'),
-      expiresAt: new Date(invoice.expiresAt * 1000),
-      createdAt: new Date(),
-    },
-    { persist: false },
-  );
-  const { invoice: payment, created } = await insertPaymentOnce(em, record);
+  const row: NewRecordRow = {
+    id: uuid(),
+    organizationId: tenant.organizationId,
+    environment: tenant.environment,
+    direction: 'outgoing',
+    reference: input.reference,
+    customerId: input.customerId ?? null,
+    paymentHash: invoice.paymentHash,
+    request: input.request.trim(),
+    destination: invoice.payee,
+    preimage: '',
+    amountMsat: amountMsat.toString(),
+    maxFeeMsat: maxFeeMsat?.toString() ?? null,
+    feeLimitMsat: feeLimitMsat.toString(),
+    // A remote description may hold NUL, which PostgreSQL text cannot store; the request keeps the original.
+    description: (invoice.description ?? '').replaceAll('\0', '\uFFFD'),
+    expiresAt: new Date(invoice.expiresAt * 1000),
+    createdAt: new Date(),
+  };
+  const { invoice: payment, created } = await insertPaymentOnce(em, row);
   if (!created) return samePayment(payment, input);
   await applyBalanceEntry(em, {
     organizationId: tenant.organizationId,
