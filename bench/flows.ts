@@ -6,6 +6,8 @@ import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Client } from '@temporalio/client';
+import Router from '@koa/router';
+import Koa from 'koa';
 import pg from 'pg';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createApiKey } from '../src/api-keys/service';
@@ -20,7 +22,7 @@ import { temporalConnectionOptions } from '../src/temporal/client';
 import { resourceSearchAttributes } from '../src/temporal/search-attributes';
 import { ensureSearchAttributes } from '../src/temporal/setup';
 import { createWorker, quietBundlerLogger } from '../src/worker-setup';
-import { alternate, BENCH_CARD_BODY, BENCH_SECONDS, listen, median, medianOf, report, runBenchmark, serviceLogger, urlOf } from './support';
+import { alternate, BENCH_CARD_BODY, BENCH_SECONDS, cpuSnapshot, cpuSpentSince, listen, median, medianOf, report, runBenchmark, serviceLogger, urlOf } from './support';
 import type { BareActivities, BareShape } from './workflows/bare';
 
 /**
@@ -59,6 +61,8 @@ interface FlowMeasurement {
   /** After a full collection at the end of the measurement: what the process keeps. */
   heap_live_mib: number;
   rss_after_gc_mib: number;
+  /** The machine's CPU per completed flow, in ms, by where it went (bench/support.ts cpuSnapshot; Linux only). */
+  cpu_ms_per_flow?: Record<string, number>;
 }
 
 /** Every SQL statement this process sends (ORM and prepared lookups alike go through pg.Client#query), for the cost of one flow. */
@@ -98,6 +102,7 @@ async function measureFlows(target: string, round: number, flow: Flow, seconds =
     heapPeak = Math.max(heapPeak, heapUsed);
   };
   const sampler = setInterval(sample, 200);
+  const cpuBefore = cpuSnapshot();
   const deadline = Date.now() + seconds * 1000;
   const begin = performance.now();
   try {
@@ -116,6 +121,7 @@ async function measureFlows(target: string, round: number, flow: Flow, seconds =
   }
   sample();
   const elapsed = (performance.now() - begin) / 1000;
+  const cpuPerFlow = cpuSpentSince(cpuBefore, latencies.length);
   collectGarbage();
   const afterGc = process.memoryUsage();
   latencies.sort((a, b) => a - b);
@@ -131,6 +137,7 @@ async function measureFlows(target: string, round: number, flow: Flow, seconds =
     heap_used_peak_mib: Math.round(heapPeak / MiB),
     heap_live_mib: Math.round(afterGc.heapUsed / MiB),
     rss_after_gc_mib: Math.round(afterGc.rss / MiB),
+    ...(cpuPerFlow ? { cpu_ms_per_flow: cpuPerFlow } : {}),
   };
 }
 
@@ -208,16 +215,46 @@ async function main() {
     deps: { config, orm, log, idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
   });
   const bareQueue = `${taskQueue}-bare`;
+  // The bare funding's own table and pool: a row written by its request and again by its local activity.
+  const barePool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX });
+  await barePool.query('create table if not exists bench_fundings (id text primary key, amount bigint not null, settled_at timestamptz)');
   const bareWorker = await Worker.create({
     connection: nativeConnection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: bareQueue,
     workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('./workflows/bare'), logger: quietBundlerLogger }),
-    activities: { touch: async () => undefined } satisfies BareActivities,
+    activities: {
+      touch: async (rowId) => {
+        if (rowId) await barePool.query({ name: 'bench_settle', text: 'update bench_fundings set settled_at = now() where id = $1', values: [rowId] });
+      },
+    } satisfies BareActivities,
   });
   const running = Promise.all([workers.run(), bareWorker.run()]);
   const receiver = await startReceiver();
   const silent = await startSilentServer();
+  // The organization the bare workflows are indexed under, as ours are under theirs.
+  const bareOrganizationId = randomUUID();
+  // The funding's whole shape without our code: a bare Koa route that writes one row (one durable
+  // statement) and starts a bare workflow of the funding's shape, whose local activity writes the row
+  // again; the client waits for the workflow as it waits for a funding. No authentication, validation,
+  // lock, ledger, outbox, event or log: what the ratio to it prices is our code, not the trip's I/O.
+  const bareApp = new Koa();
+  const bareRouter = new Router();
+  bareRouter.post('/fundings', async (ctx) => {
+    const rowId = randomUUID();
+    await barePool.query({ name: 'bench_fund', text: 'insert into bench_fundings (id, amount) values ($1, $2)', values: [rowId, 100] });
+    const workflowId = `bench-bare-funding-${rowId}`;
+    const typedSearchAttributes = config.TEMPORAL_SEARCH_ATTRIBUTES ? resourceSearchAttributes({ organizationId: bareOrganizationId, type: 'bench_bare_funding', id: rowId }) : undefined;
+    await client.workflow.start('bareWorkflow', {
+      taskQueue: bareQueue,
+      workflowId,
+      args: [{ activities: 0, localActivities: 1, rowId } satisfies BareShape],
+      ...(typedSearchAttributes ? { typedSearchAttributes } : {}),
+    });
+    ctx.body = { workflow_id: workflowId };
+  });
+  bareApp.use(bareRouter.routes());
+  const bareService = await listen(bareApp);
 
   try {
     const organization = async (name: string) => {
@@ -298,7 +335,6 @@ async function main() {
     };
 
     let bareRuns = 0;
-    const bareOrganizationId = randomUUID();
     const bareOf =
       (shape: BareShape): Flow =>
       async () => {
@@ -308,6 +344,15 @@ async function main() {
         await client.workflow.execute('bareWorkflow', { taskQueue: bareQueue, workflowId, args: [shape], ...(typedSearchAttributes ? { typedSearchAttributes } : {}) });
         return workflowId;
       };
+
+    const bareFunding: Flow = async () => {
+      const response = await fetch(`${urlOf(bareService)}/fundings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount: 100 }) });
+      if (!response.ok) throw new Error(`bare funding: ${response.status}`);
+      const { workflow_id: workflowId } = (await response.json()) as { workflow_id: string };
+      await awaitWorkflow(workflowId);
+      return workflowId;
+    };
+    const BARE_FUNDING = 'bare HTTP request, write and workflow of the card funding\'s shape (no code of ours)';
 
     /** What one flow costs, from COST_SAMPLES run one at a time: SQL statements, and the last one's workflow history. */
     const costs: FlowCost[] = [];
@@ -337,7 +382,7 @@ async function main() {
 
     // Warm-up: the workflow caches, the JIT and the pools, without measuring.
     const warmUpBare = [bareOf({ activities: 1, localActivities: 0 }), bareOf({ activities: 0, localActivities: 1 })];
-    for (const flow of [...warmUpBare, fundCard, ...(FUNDING_ONLY ? [] : [invoiceAndPay, deliverTestEvent])]) await measureFlows('warm-up', 0, flow, BENCH_SECONDS, FLOWS_IN_FLIGHT * 2);
+    for (const flow of [...warmUpBare, bareFunding, fundCard, ...(FUNDING_ONLY ? [] : [invoiceAndPay, deliverTestEvent])]) await measureFlows('warm-up', 0, flow, BENCH_SECONDS, FLOWS_IN_FLIGHT * 2);
 
     const measure = (target: string, flow: Flow, before?: () => Promise<void>) => ({
       target,
@@ -352,12 +397,16 @@ async function main() {
     const WEBHOOK = 'webhook: POST /v1/webhooks/:id/test → delivered';
     const fundingCeiling = ceilingOf('card funding', await measureCost('card funding', 1, fundCard));
     const fundingRatio = { name: 'card fundings/s / bare workflows of their shape/s (medians)', goal: 0.9 };
+    const fundingShapeRatios = (rows: FlowMeasurement[]) => [
+      { name: "card fundings/s / bare HTTP request, write and workflow of the funding's shape/s (medians)", value: medianOf(rows, FUNDING, 'per_second') / medianOf(rows, BARE_FUNDING, 'per_second') },
+      { name: "bare HTTP request, write and workflow of the funding's shape/s / bare workflows of the funding's shape/s (medians)", value: medianOf(rows, BARE_FUNDING, 'per_second') / medianOf(rows, fundingCeiling.target, 'per_second') },
+    ];
     if (FUNDING_ONLY) {
-      const rows = await alternate([measure(fundingCeiling.target, fundingCeiling.run), measure(FUNDING, fundCard)]);
+      const rows = await alternate([measure(fundingCeiling.target, fundingCeiling.run), measure(BARE_FUNDING, bareFunding), measure(FUNDING, fundCard)]);
       const value = medianOf(rows, FUNDING, 'per_second') / medianOf(rows, fundingCeiling.target, 'per_second');
       console.log('\nWhat one flow costs (SQL statements from the first request to the result, averaged over flows run one at a time):');
       console.table(costs);
-      await report('flows', rows, [{ ...fundingRatio, value }], { costs, funding_only: true, flows_per_round: FLOWS_PER_ROUND, in_flight: FLOWS_IN_FLIGHT, seconds: BENCH_SECONDS });
+      await report('flows', rows, [{ ...fundingRatio, value }, ...fundingShapeRatios(rows)], { costs, funding_only: true, flows_per_round: FLOWS_PER_ROUND, in_flight: FLOWS_IN_FLIGHT, seconds: BENCH_SECONDS });
       return;
     }
     await issueInvoices();
@@ -366,12 +415,14 @@ async function main() {
     const webhookCeiling = ceilingOf('webhook delivery', await measureCost('webhook delivery', 1, deliverTestEvent));
 
     const pairs = [
-      { flow: FUNDING, run: fundCard, ceiling: fundingCeiling },
+      { flow: FUNDING, run: fundCard, ceiling: fundingCeiling, shaped: { target: BARE_FUNDING, run: bareFunding } },
       { flow: PAYMENT, run: payIssued, ceiling: paymentCeiling, before: issueInvoices },
       { flow: PAYMENT_TRIP, run: invoiceAndPay, ceiling: tripCeiling },
       { flow: WEBHOOK, run: deliverTestEvent, ceiling: webhookCeiling },
     ];
-    const rows: FlowMeasurement[] = await alternate(pairs.flatMap(({ flow, run, ceiling, before }) => [measure(ceiling.target, ceiling.run), measure(flow, run, before)]));
+    const rows: FlowMeasurement[] = await alternate(
+      pairs.flatMap(({ flow, run, ceiling, shaped, before }) => [measure(ceiling.target, ceiling.run), ...(shaped ? [measure(shaped.target, shaped.run)] : []), measure(flow, run, before)]),
+    );
 
     // Dead endpoints: every funding of this organization emits an event to 12 endpoints that hold each attempt until its timeout.
     const deadOrganization = await organization('Benchmark dead endpoints');
@@ -436,6 +487,7 @@ async function main() {
     const ofCeiling = (flow: string, ceiling: { target: string }) => rate(flow) / rate(ceiling.target);
     const ratios = [
       { ...fundingRatio, value: ofCeiling(FUNDING, fundingCeiling) },
+      ...fundingShapeRatios(rows),
       { name: 'internal Lightning payments/s / bare workflows of their shape/s (medians)', value: ofCeiling(PAYMENT, paymentCeiling), goal: 0.5 },
       { name: 'internal Lightning payments with their invoice and preview/s / bare workflows of their shape/s (medians)', value: ofCeiling(PAYMENT_TRIP, tripCeiling) },
       { name: 'webhook deliveries/s / bare workflows of their shape/s (medians)', value: ofCeiling(WEBHOOK, webhookCeiling), goal: 0.5 },
@@ -463,12 +515,14 @@ async function main() {
     await silent.close();
     receiver.close();
     service.close();
+    bareService.close();
     workers.shutdown();
     bareWorker.shutdown();
     await running;
     await deps.keyCache.stop();
     await nativeConnection.close();
     await deps.temporal.connection.close();
+    await barePool.end();
     await orm.close();
   }
 }

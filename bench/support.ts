@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -90,6 +91,61 @@ export async function measureHttp(
   const measurement = { target, connections, requests_per_second: result.requests.average, latency_p50_ms: result.latency.p50, latency_p99_ms: result.latency.p99 };
   if (!options.serverCpu) return measurement;
   return { ...measurement, server_cpu_us_per_request: Math.round((cpu.user + cpu.system) / result.requests.total) };
+}
+
+/** Linux's clock tick (USER_HZ), in which /proc reports CPU time: 100 on every architecture Node runs on. */
+const TICK_MS = 10;
+
+/** CPU time so far, in ms, by where it was spent on this machine (see `cpuSpentSince`). */
+export type CpuSnapshot = Record<string, number>;
+
+/** utime + stime of one /proc/<pid>/stat (or task stat) line, and its command name. */
+function readStat(file: string): { name: string; ms: number } | undefined {
+  try {
+    const stat = readFileSync(file, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * TICK_MS };
+  } catch {
+    return undefined; // The process or thread ended between the listing and the read.
+  }
+}
+
+/**
+ * Where the machine's CPU has gone so far (Linux's /proc; undefined elsewhere): this process's main
+ * thread (the API, the activities, the benchmark's own client), its other threads (V8's garbage
+ * collection helpers, the workflow thread, Temporal's core), the Temporal dev server, PostgreSQL, the
+ * rest of the machine, and idle.
+ */
+export function cpuSnapshot(): CpuSnapshot | undefined {
+  if (process.platform !== 'linux') return undefined;
+  const snapshot: CpuSnapshot = { service_main_thread: 0, service_other_threads: 0, temporal_server: 0, postgresql: 0, rest_of_machine: 0, idle: 0 };
+  for (const thread of readdirSync('/proc/self/task')) {
+    const stat = readStat(`/proc/self/task/${thread}/stat`);
+    if (stat) snapshot[thread === String(process.pid) ? 'service_main_thread' : 'service_other_threads']! += stat.ms;
+  }
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid) || pid === String(process.pid)) continue;
+    const stat = readStat(`/proc/${pid}/stat`);
+    if (stat?.name.startsWith('temporal')) snapshot.temporal_server! += stat.ms;
+    else if (stat?.name.startsWith('postgres')) snapshot.postgresql! += stat.ms;
+  }
+  // The first line of /proc/stat: user nice system idle iowait irq softirq steal…, machine-wide.
+  const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  const total = machine.reduce((sum, ticks) => sum + ticks, 0) * TICK_MS;
+  snapshot.idle = (machine[3]! + machine[4]!) * TICK_MS;
+  snapshot.rest_of_machine = total - snapshot.idle - snapshot.service_main_thread! - snapshot.service_other_threads! - snapshot.temporal_server! - snapshot.postgresql!;
+  return snapshot;
+}
+
+/**
+ * CPU ms per operation since `before`, by where it went (`cpuSnapshot`): what one operation costs the
+ * machine, which bounds how many a saturated machine can run. The rest of the machine's share is
+ * taken as a difference of totals, so it also carries what processes that ended meanwhile spent.
+ */
+export function cpuSpentSince(before: CpuSnapshot | undefined, operations: number): Record<string, number> | undefined {
+  const after = cpuSnapshot();
+  if (!before || !after || operations === 0) return undefined;
+  return Object.fromEntries(Object.keys(after).map((key) => [key, Number(((after[key]! - before[key]!) / operations).toFixed(2))]));
 }
 
 /** autocannon's options, and a body template the child fills per request (functions do not cross to a child). */

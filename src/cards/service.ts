@@ -309,6 +309,9 @@ export async function settleTransaction(
   pending: Pick<CardTransaction, 'id' | 'card' | 'type' | 'amount' | 'feeAmount'>,
   outcome: { ok: true } | { ok: false; reason: string },
 ) {
+  // A caller that holds the card as an entity (failProvisioning) is shown it as it ends up; asked before the
+  // settled transaction is mapped below, which puts a mere reference to the card in the identity map.
+  const callerHoldsCard = em.getUnitOfWork().getById(Card.name, pending.card.id) !== undefined;
   // Detached (the balance is written back by a statement below), without its sealed secrets.
   const card = await readOneLocked(em, Card, { id: pending.card.id }, CARD_SECRETS);
   if (!card) throw new Error(`card ${pending.card.id} of transaction ${pending.id} not found`);
@@ -340,8 +343,7 @@ export async function settleTransaction(
   } else if (outcome.ok && amount > fee) {
     await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
   }
-  // A caller that holds the card as an entity (failProvisioning) sees it as it now is.
-  if (em.getUnitOfWork().getById(Card.name, card.id)) em.map(Card, (await sql(em, 'select * from cards where id = $1', [card.id]))[0]!);
+  if (callerHoldsCard) em.map(Card, (await sql(em, 'select * from cards where id = $1', [card.id]))[0]!);
   await emit(em, {
     organizationId, environment: card.environment,
     type: outcome.ok ? 'card.transaction.completed' : 'card.transaction.failed',
