@@ -7,7 +7,7 @@ import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
-import { findOneByColumns, lockOneByColumns, readOneByColumns, readOneLocked, sql } from '../db/lean';
+import { detachedRow, findOneByColumns, readOneByColumns, readOneLocked, sql } from '../db/lean';
 import { Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId, uuid } from '../shared/ids';
@@ -65,11 +65,12 @@ export async function findCard(em: EntityManager, tenant: CardTenant, cardId: st
 }
 
 /**
- * The card locked (`for update`) in the caller's transaction, its customer a reference: for a change
- * that neither presents nor reads the customer (a balance move, a settlement).
+ * The card locked (`for update`) in the caller's transaction, detached (src/db/lean.ts) and without its
+ * secrets: for a balance move, which reads the card, writes back what changes by a statement of its own
+ * and leaves nothing for the entity manager to track or flush.
  */
 async function lockCard(em: EntityManager, tenant: CardTenant, cardId: string): Promise<Card> {
-  const card = isUuid(cardId) ? await lockOneByColumns(em, Card, { id: cardId, ...tenantFilter(tenant) }) : null;
+  const card = isUuid(cardId) ? await readOneLocked(em, Card, { id: cardId, ...tenantFilter(tenant) }, CARD_SECRETS) : null;
   if (!card) throw errors.notFound('card', cardId, 'cardId');
   return card;
 }
@@ -270,7 +271,7 @@ export async function requestBalanceMove(
     const spendable = BigInt(card.balance) - BigInt(card.held);
     if (spendable < amount) throw cardInsufficientFunds(amount, spendable);
     card.held = (BigInt(card.held) + amount).toString();
-    await em.flush();
+    await sql(em, 'update cards set held = $1, updated_at = now() where id = $2', [card.held, card.id]);
   }
   recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, tenant.organizationId);
   return { transaction, card };
@@ -295,7 +296,7 @@ async function insertPendingTransaction(
      on conflict (organization_id, environment, reference) do nothing returning *`,
     [uuid(), card.organization.id, card.environment, card.id, move.type, move.amount, card.balance, card.balance, move.feeAmount, move.reference, now, now],
   );
-  return rows[0] ? em.map(CardTransaction, rows[0]) : null;
+  return rows[0] ? detachedRow(em, CardTransaction, rows[0]) : null;
 }
 
 /**
@@ -335,7 +336,7 @@ export async function settleTransaction(
     [outcome.ok ? 'completed' : 'failed', outcome.ok ? null : outcome.reason, before.toString(), card.balance, pending.id, card.held, card.id],
   );
   if (!settled) return em.findOneOrFail(CardTransaction, { id: pending.id });
-  const transaction = em.map(CardTransaction, settled);
+  const transaction = detachedRow(em, CardTransaction, settled);
   const organizationId = card.organization.id;
   const reference = cardTransactionReference(transaction.id);
   if (transaction.type === 'funding') {

@@ -42,17 +42,14 @@ export interface EmitInput {
  */
 export async function emit(em: EntityManager, input: EmitInput): Promise<{ eventId: string; deliveries: Delivery[] }> {
   if (!em.getTransactionContext()) throw new Error('events.emit must run inside the transaction of the change it reports');
-  const organization = em.getReference(Organization, input.organizationId);
-  const { environment } = input;
+  const { organizationId, environment } = input;
   if (environment !== 'sandbox' && environment !== 'live') throw new Error(`events.emit needs the environment of what it reports, got ${String(environment)}`);
   const now = new Date();
   const inserted = await insertEvent(em, input, now);
   if (!inserted) {
-    const existing = await em.findOneOrFail(Event, { organization, dedupeKey: input.dedupeKey ?? null });
+    const existing = await em.findOneOrFail(Event, { organization: organizationId, dedupeKey: input.dedupeKey ?? null });
     return { eventId: existing.id, deliveries: [] };
   }
-  // Inserted above: the deliveries need only its reference.
-  const event = em.getReference(Event, inserted.eventId);
 
   const targets = new Map<string, { kind: DestinationKind; id: string; url: string; maxAttempts: number | null }>();
   // Endpoints with a probe: their circuit may be open, and a delivery behind an open circuit is held.
@@ -69,10 +66,10 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
   const ofAnotherEnvironment = (kind: string, id: string) => new Error(`events.emit: ${kind} ${id} is not a ${environment} destination of this organization`);
   for (const destination of input.destinations ?? []) {
     if (destination.kind === 'webhook') {
-      const endpoint = await em.findOneOrFail(WebhookEndpoint, { id: destination.id, organization, environment }, { failHandler: () => ofAnotherEnvironment('webhook', destination.id) });
+      const endpoint = await em.findOneOrFail(WebhookEndpoint, { id: destination.id, organization: organizationId, environment }, { failHandler: () => ofAnotherEnvironment('webhook', destination.id) });
       if (!targets.has(`webhook:${endpoint.id}`)) addEndpoint(endpoint);
     } else if (destination.kind === 'subscription') {
-      const subscription = await em.findOneOrFail(Subscription, { id: destination.id, organization, environment }, { failHandler: () => ofAnotherEnvironment('subscription', destination.id) });
+      const subscription = await em.findOneOrFail(Subscription, { id: destination.id, organization: organizationId, environment }, { failHandler: () => ofAnotherEnvironment('subscription', destination.id) });
       if (subscription.eventType && subscription.eventType !== input.type) continue;
       subscription.lastEventAt = now;
       targets.set(`subscription:${subscription.id}`, {
@@ -86,7 +83,11 @@ export async function emit(em: EntityManager, input: EmitInput): Promise<{ event
     }
   }
 
+  if (targets.size === 0) return { eventId: inserted.eventId, deliveries: [] };
   const held = await endpointsWithOpenCircuit(em, endpointsWithProbe);
+  // The event was inserted above: the deliveries need only references (the entity manager's, made once per id).
+  const organization = em.getReference(Organization, organizationId);
+  const event = em.getReference(Event, inserted.eventId);
   const deliveries = [...targets.values()].map((target) =>
     em.create(Delivery, {
       organization,
