@@ -147,12 +147,13 @@ export class WorkflowStarter {
 
   /** Fires `starts`, FIRE_CONCURRENCY at a time. */
   private async fireAll(em: EntityManager, starts: WorkflowStart[]): Promise<void> {
+    if (starts.length === 0) return;
     // One iterator shared by the workers: each start is taken by exactly one.
     const queue = starts.values();
     const fireNext = async (): Promise<void> => {
-      for (const start of queue) await this.fire(em.fork(), start);
+      for (const start of queue) await this.fire(em, start);
     };
-    await Promise.all(Array.from({ length: FIRE_CONCURRENCY }, fireNext));
+    await Promise.all(Array.from({ length: Math.min(FIRE_CONCURRENCY, starts.length) }, fireNext));
   }
 
   /**
@@ -185,7 +186,8 @@ export class WorkflowStarter {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
         const message = error instanceof Error ? error.message.slice(0, 500) : 'unknown error';
         this.log.warn({ workflow_id: start.workflowId, err: message }, 'workflow start failed; the start sweep will retry');
-        await em.nativeUpdate(WorkflowStart, { id: start.id, startedAt: null }, { attempts: start.attempts + 1, lastError: message });
+        // A fork of its own: `em` may be the process's (a start after a request), which holds no context for a write.
+        await em.fork().nativeUpdate(WorkflowStart, { id: start.id, startedAt: null }, { attempts: start.attempts + 1, lastError: message });
         return false;
       }
     }
