@@ -406,7 +406,7 @@ async function main() {
       const value = medianOf(rows, FUNDING, 'per_second') / medianOf(rows, fundingCeiling.target, 'per_second');
       console.log('\nWhat one flow costs (SQL statements from the first request to the result, averaged over flows run one at a time):');
       console.table(costs);
-      await report('flows', rows, [{ ...fundingRatio, value }, ...fundingShapeRatios(rows)], { costs, funding_only: true, flows_per_round: FLOWS_PER_ROUND, in_flight: FLOWS_IN_FLIGHT, seconds: BENCH_SECONDS });
+      await report('flows-funding', rows, [{ ...fundingRatio, value }, ...fundingShapeRatios(rows)], { costs, funding_only: true, flows_per_round: FLOWS_PER_ROUND, in_flight: FLOWS_IN_FLIGHT, seconds: BENCH_SECONDS });
       return;
     }
     await issueInvoices();
