@@ -21,7 +21,9 @@ import { alternate, BENCH_CARD_BODY, listen, measureHttp, medianOf, report, runB
  * body of the same bytes (our response to that request, serialized again per request). What a bare read
  * leaves out is what the ratio prices: authentication, rate limit, validation, our middleware, access
  * log and metrics, and turning the row into the resource. The service runs with rate limits lifted and
- * its logging as `npm start` has it. Rounds alternate every ceiling with every target; ratios are of medians.
+ * its logging as `npm start` has it. Two rows bound what our code costs before any read: the floor of a request
+ * (a bare Koa route answering a small body, no database) and an authenticated route of ours that reads
+ * nothing. Rounds alternate every ceiling with every target; ratios are of medians.
  */
 async function main() {
   const config = loadConfig({ ...process.env, RATE_LIMIT_BURST: '1000000000', RATE_LIMIT_PER_SECOND: '1000000000' });
@@ -44,6 +46,10 @@ async function main() {
     const { rows } = await pool.query('select id, name, scopes, environment, api_version, created_at from api_keys where secret_hash = $1', [secretHash]);
     ctx.body = rows[0];
   });
+  // The floor of any request on this machine: Koa and the router answering a small body, no database.
+  router.get('/floor', (ctx) => {
+    ctx.body = { ok: true };
+  });
   bare.use(router.routes());
   const baseline = await listen(bare);
 
@@ -54,6 +60,8 @@ async function main() {
   );
   const serverCpu = true;
   const CEILING = 'bare Koa + pg read (baseline)';
+  const FLOOR = 'bare Koa route, no database (the floor of a request)';
+  const AUTHENTICATED = 'GET /v1/chains/bitcoin (authenticated, no read)';
   const reads = [
     { target: 'GET /v1/api-keys/me', path: '/v1/api-keys/me' },
     { target: 'GET /v1/wallets/:id/balances', path: `/v1/wallets/${walletId}/balances`, shaped: 'bare read of the same statement and body: wallet balances' },
@@ -77,10 +85,8 @@ async function main() {
     ...shapedTargets,
     ...reads.map(({ target, path }) => ({ target, measure: () => measureHttp(target, `${urlOf(service)}${path}`, { headers, serverCpu }) })),
     { target: 'GET /healthz (middleware, no database)', measure: () => measureHttp('GET /healthz (middleware, no database)', `${urlOf(service)}/healthz`, { serverCpu }) },
-    {
-      target: 'GET /v1/chains/bitcoin (authenticated, no read)',
-      measure: () => measureHttp('GET /v1/chains/bitcoin (authenticated, no read)', `${urlOf(service)}/v1/chains/bitcoin`, { headers, serverCpu }),
-    },
+    { target: AUTHENTICATED, measure: () => measureHttp(AUTHENTICATED, `${urlOf(service)}/v1/chains/bitcoin`, { headers, serverCpu }) },
+    { target: FLOOR, measure: () => measureHttp(FLOOR, `${urlOf(baseline)}/floor`, { serverCpu }) },
   ];
   const rows = await alternate(targets);
   const ceiling = medianOf(rows, CEILING, 'requests_per_second');
@@ -95,6 +101,9 @@ async function main() {
     ...reads.flatMap(({ target, shaped }) => (shaped ? [{ name: `${target} / bare read of the key row (medians)`, value: medianOf(rows, target, 'requests_per_second') / ceiling }] : [])),
     ...reads.map(({ target, shaped }) => ({ name: `${shaped ?? 'bare read'} CPU / ${target} CPU, per request (medians)`, value: perRequest(target, shaped ?? CEILING, 'server_cpu_us_per_request') })),
     ...reads.flatMap(({ target, shaped }) => (shaped ? [{ name: `bare read of the key row CPU / ${target} CPU, per request (medians)`, value: ceilingCpu / medianOf(rows, target, 'server_cpu_us_per_request') }] : [])),
+    // Our middleware and authentication with no read at all, against the floor and against the bare read (which has a read).
+    { name: `${AUTHENTICATED} / ${FLOOR} (medians)`, value: perRequest(AUTHENTICATED, FLOOR, 'requests_per_second') },
+    { name: `${AUTHENTICATED} / bare read (medians)`, value: perRequest(AUTHENTICATED, CEILING, 'requests_per_second') },
   ];
   await report('reads', rows, ratios, { sample_key: presentApiKey(key).id });
 
