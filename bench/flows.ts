@@ -234,6 +234,13 @@ async function main() {
   const silent = await startSilentServer();
   // The organization the bare workflows are indexed under, as ours are under theirs.
   const bareOrganizationId = randomUUID();
+  /** How every bare workflow starts: on its own queue, indexed as ours are (src/temporal/starter.ts; the dev server writes the attributes at the start and the close). */
+  const bareStart = (workflowId: string, shape: BareShape) => ({
+    taskQueue: bareQueue,
+    workflowId,
+    args: [shape],
+    ...(config.TEMPORAL_SEARCH_ATTRIBUTES ? { typedSearchAttributes: resourceSearchAttributes({ organizationId: bareOrganizationId, type: 'bench_bare_workflow', id: workflowId }) } : {}),
+  });
   // The funding's whole shape without our code: a bare Koa route that writes one row (one durable
   // statement) and starts a bare workflow of the funding's shape, whose local activity writes the row
   // again; the client waits for the workflow as it waits for a funding. No authentication, validation,
@@ -244,13 +251,7 @@ async function main() {
     const rowId = randomUUID();
     await barePool.query({ name: 'bench_fund', text: 'insert into bench_fundings (id, amount) values ($1, $2)', values: [rowId, 100] });
     const workflowId = `bench-bare-funding-${rowId}`;
-    const typedSearchAttributes = config.TEMPORAL_SEARCH_ATTRIBUTES ? resourceSearchAttributes({ organizationId: bareOrganizationId, type: 'bench_bare_funding', id: rowId }) : undefined;
-    await client.workflow.start('bareWorkflow', {
-      taskQueue: bareQueue,
-      workflowId,
-      args: [{ activities: 0, localActivities: 1, rowId } satisfies BareShape],
-      ...(typedSearchAttributes ? { typedSearchAttributes } : {}),
-    });
+    await client.workflow.start('bareWorkflow', bareStart(workflowId, { activities: 0, localActivities: 1, rowId }));
     ctx.body = { workflow_id: workflowId };
   });
   bareApp.use(bareRouter.routes());
@@ -339,9 +340,7 @@ async function main() {
       (shape: BareShape): Flow =>
       async () => {
         const workflowId = `bench-bare-${(bareRuns += 1)}-${randomUUID()}`;
-        // Indexed as ours are (src/temporal/starter.ts): the dev server writes a workflow's search attributes at its start and its close.
-        const typedSearchAttributes = config.TEMPORAL_SEARCH_ATTRIBUTES ? resourceSearchAttributes({ organizationId: bareOrganizationId, type: 'bench_bare_workflow', id: workflowId }) : undefined;
-        await client.workflow.execute('bareWorkflow', { taskQueue: bareQueue, workflowId, args: [shape], ...(typedSearchAttributes ? { typedSearchAttributes } : {}) });
+        await client.workflow.execute('bareWorkflow', bareStart(workflowId, shape));
         return workflowId;
       };
 
