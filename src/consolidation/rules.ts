@@ -4,8 +4,8 @@ import { isUsable } from '../address-book/service';
 import type { AuthContext } from '../api-keys/auth-context';
 import { ASSETS, assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { assertPriceSource, priceSourceFor, usdValue, type PriceSourceSettings } from '../catalogue/prices';
-import { ChainUnavailableError, type ChainNodes } from '../chains/nodes';
-import { NodeUnavailableError } from '../chains/provider';
+import type { ChainNodes } from '../chains/nodes';
+import { sameContract, tokenContracts } from '../chains/tokens';
 import type { Config } from '../config';
 import { AddressBalance, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { findVault, type Tenant } from '../custody/service';
@@ -49,23 +49,6 @@ async function assertRuleSlot(em: EntityManager, tenant: Tenant, limits: RuleSet
   });
 }
 
-/** The token contracts (or mints) of the chain on the environment's network, when its node is configured and answers. */
-async function tokenContracts(em: EntityManager, chains: ChainNodes, chain: ChainId, tenant: Tenant): Promise<Map<string, string>> {
-  const contracts = new Map<string, string>();
-  try {
-    const provider = await chains.provider(chain, tenant.environment, em);
-    for (const asset of ASSETS.filter((candidate) => candidate.chain === chain && candidate.type !== 'native')) {
-      const address = provider.tokenAddress(asset.id);
-      if (address) contracts.set(asset.id, address);
-    }
-  } catch (error) {
-    if (!(error instanceof ChainUnavailableError || error instanceof NodeUnavailableError)) throw error;
-  }
-  return contracts;
-}
-
-const sameContract = (chain: ChainId, a: string, b: string) => (chain === 'ethereum' ? a.toLowerCase() === b.toLowerCase() : a === b);
-
 /** One requested asset resolved to the catalogue asset of the chain it names, with its minimums checked and normalised. */
 function resolveAsset(chain: ChainId, contracts: Map<string, string>, input: ConsolidationAssetInput, param: string): ConsolidationAsset {
   const native = ASSETS.find((asset) => asset.chain === chain && asset.type === 'native')!;
@@ -105,7 +88,7 @@ function resolveAsset(chain: ChainId, contracts: Map<string, string>, input: Con
 
 /** The assets asked for, or by default the chain's native coin and every token of the chain with zero minimums. */
 async function resolveAssets(em: EntityManager, chains: ChainNodes, tenant: Tenant, chain: ChainId, inputs: ConsolidationAssetInput[] | undefined): Promise<ConsolidationAsset[]> {
-  const contracts = await tokenContracts(em, chains, chain, tenant);
+  const contracts = await tokenContracts(em, chains, chain, tenant.environment);
   const requested = inputs ?? ASSETS.filter((asset) => asset.chain === chain).map((asset) => (asset.type === 'native' ? { is_native: true } : { symbol: asset.id }));
   const assets = requested.map((input, index) => resolveAsset(chain, contracts, input, `assets.${index}`));
   const seen = new Set<string>();

@@ -210,7 +210,7 @@ export function registerCustodyRoutes(routes: RouteRegistry): void {
     response: { status: 200, description: 'The signature', schema: SignatureObject },
     handler: async ({ auth, em, params, body, deps }) => {
       const wallet = await findWallet(em, auth, params.id);
-      return { body: await signPayload(em, deps.config, deps.keys, auth, wallet, body) };
+      return { body: await signPayload(em, deps.config, deps.keys, deps.chains, auth, wallet, body) };
     },
   });
 }

@@ -146,7 +146,7 @@ export const SignPayloadBody = z
     address_id: z.string().uuid().optional().openapi({ description: "An address of this wallet; the wallet's primary address by default" }),
     hash_function: z.enum(HASH_FUNCTIONS).optional().openapi({
       description:
-        'Applied to the decoded payload before signing. Default: sha256 on Bitcoin, keccak256 on Ethereum and Tron, not_applicable on Solana. no_op signs the payload as given (a 32-byte digest for secp256k1).',
+        'Applied to the decoded payload before signing. Default: sha256 on Bitcoin, keccak256 on Ethereum and Tron, not_applicable on Solana. no_op signs the payload as given (a 32-byte digest for secp256k1). eip712 (Ethereum): the payload is EIP-712 typed data as JSON ({types, primaryType, domain, message}, as eth_signTypedData_v4 takes it), and its EIP-712 digest is signed. What the payload authorizes (a serialized transaction signed with keccak256, typed data, an EIP-7702 authorization) is decoded and judged by the enforced policies first (docs/custody.md).',
     }),
     payload_encoding: z.enum(['hexadecimal', 'text_utf8']).default('hexadecimal'),
   })

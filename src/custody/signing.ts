@@ -2,17 +2,21 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha256';
 import { keccak_256 } from '@noble/hashes/sha3';
 import { bytesToHex } from '@noble/hashes/utils';
-import type { ChainId } from '../catalogue/service';
+import { assetById, findChain, type ChainId } from '../catalogue/service';
 import type { AuthContext } from '../api-keys/auth-context';
+import type { ChainNodes } from '../chains/nodes';
+import { tokenAssetAt } from '../chains/tokens';
 import { errors } from '../shared/errors';
 import { curveOf, type Curve } from '../keys/derivation';
 import type { KeyService } from '../keys/service';
 import { signWithKey } from '../keys/signing';
 import { iso } from '../shared/time';
 import type { Config } from '../config';
-import { judgeMovement } from '../movements/gate';
+import { judgeMovement, type Movement } from '../movements/gate';
+import type { TxType } from '../policies/schema';
 import { SigningActivity, type HashFunction, type Wallet } from './entities';
 import { findAddress, findPrimaryAddress, keyLocation } from './service';
+import { decodeSignedPayload, readTypedData, type DecodedSignedPayload, type SignedPayloadKind } from './signed-payloads';
 
 export type PayloadEncoding = 'hexadecimal' | 'text_utf8';
 
@@ -50,7 +54,7 @@ export function decodePayload(payload: string, encoding: PayloadEncoding): Uint8
  * of the payload, or with no_op the payload itself, which must then be a 32-byte digest.
  * ed25519 (EdDSA) hashes internally: not_applicable and no_op sign the payload bytes as they are.
  */
-export function bytesToSign(curve: Curve, hashFunction: HashFunction, payload: Uint8Array): Uint8Array {
+export function bytesToSign(curve: Curve, hashFunction: Exclude<HashFunction, 'eip712'>, payload: Uint8Array): Uint8Array {
   if (hashFunction === 'sha256') return sha256(payload);
   if (hashFunction === 'keccak256') return keccak_256(payload);
   if (curve === 'ed25519') return payload;
@@ -70,27 +74,64 @@ export function bytesToSign(curve: Curve, hashFunction: HashFunction, payload: U
   return payload;
 }
 
+/** The bytes signed and what they authorize: typed data by its EIP-712 digest, anything else as `bytesToSign` hashes it. */
+function readPayload(chain: ChainId, curve: Curve, hashFunction: HashFunction, payload: Uint8Array): { message: Uint8Array; decoded: DecodedSignedPayload } {
+  if (hashFunction !== 'eip712') return { message: bytesToSign(curve, hashFunction, payload), decoded: decodeSignedPayload(chain, hashFunction, payload) };
+  if (chain !== 'ethereum') throw errors.validation('hash_function eip712 signs EIP-712 typed data, which Ethereum keys sign; this wallet is not an Ethereum wallet.', 'hash_function');
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(payload);
+  } catch {
+    throw errors.validation('With hash_function eip712 the payload is the JSON of the typed data: it does not decode as UTF-8 text.', 'payload');
+  }
+  const { digest, decoded } = readTypedData(text);
+  return { message: digest, decoded };
+}
+
+const SIGNATURE_TX_TYPES: Record<SignedPayloadKind, TxType> = {
+  evm_transaction: 'transaction_signature',
+  solana_message: 'transaction_signature',
+  eip712_typed_data: 'typed_data_signature',
+  eip7702_authorization: 'authorization_signature',
+  unknown: 'message_signature',
+};
+
+/** What the gate is told a decoded payload moves: its destination, its value when the asset is in the catalogue, else the token contract and base units alone. */
+async function signatureMovement(em: EntityManager, chains: ChainNodes, wallet: Wallet, decoded: DecodedSignedPayload): Promise<Pick<Movement, 'destination' | 'value' | 'authorizes'>> {
+  const { destination, spender, asset: moved, amount } = decoded;
+  const tokenAddress = moved && 'contract' in moved ? moved.contract : undefined;
+  const asset = !moved ? undefined : tokenAddress ? await tokenAssetAt(em, chains, wallet.chain, wallet.environment, tokenAddress) : assetById(findChain(wallet.chain).nativeAssetId);
+  return {
+    ...(destination ? { destination: { address: destination } } : {}),
+    ...(asset && amount !== undefined ? { value: { asset, amount } } : {}),
+    authorizes: { ...(tokenAddress ? { tokenAddress } : {}), ...(!asset && amount !== undefined ? { amountRaw: amount } : {}), ...(spender ? { spender } : {}) },
+  };
+}
+
 /**
  * Signs with the key of one of the wallet's addresses and records the activity; returns the
- * Signature resource. A signature can spend the address (a digest may be a transaction's), so the
- * movement gate judges it first, as it judges sends: operation_type `sign_raw` for bytes signed as
- * given (no_op, and ed25519's not_applicable), `sign` for a payload the service hashes; its value is unknown, so it is priced
- * as unknown (price_unavailable: USD block and approval rules apply). Block 403, approval or delay
- * 400 with their details, alert allowed and audited.
+ * Signature resource. A signature can spend the address, so the movement gate judges it first, as
+ * it judges sends, by what the payload authorizes (signed-payloads/): a transaction's or typed
+ * data's destination, amount, asset and spender. What does not decode has destination_type unknown
+ * and no value (price_unavailable), and block, approval and delay rules take conditions on them to
+ * hold. operation_type `sign_raw` for bytes signed as given that decode to nothing (a digest with
+ * no_op; ed25519 bytes that are no message it reads), which in live only a rule naming sign_raw lets
+ * through; `sign` otherwise. Block 403, approval or delay 400 with their details, alert allowed and audited.
  */
-export async function signPayload(em: EntityManager, config: Config, keys: KeyService, auth: AuthContext, wallet: Wallet, input: SignPayloadInput) {
+export async function signPayload(em: EntityManager, config: Config, keys: KeyService, chains: ChainNodes, auth: AuthContext, wallet: Wallet, input: SignPayloadInput) {
   const address = input.address_id ? await findAddress(em, auth, input.address_id, 'address_id', wallet) : await findPrimaryAddress(em, wallet);
   const curve = curveOf(wallet.chain);
   const hashFunction = input.hash_function ?? DEFAULT_HASH_FUNCTION[wallet.chain];
   const payload = decodePayload(input.payload, input.payload_encoding);
-  const message = bytesToSign(curve, hashFunction, payload);
-  // ed25519 signs the bytes themselves (not_applicable too): a Solana transaction's message is signed just so.
-  const raw = hashFunction === 'no_op' || hashFunction === 'not_applicable';
+  const { message, decoded } = readPayload(wallet.chain, curve, hashFunction, payload);
+  const raw = decoded.kind === 'unknown' && (hashFunction === 'no_op' || hashFunction === 'not_applicable');
   await judgeMovement(em, config, auth, {
     operationType: raw ? 'sign_raw' : 'sign',
-    txType: raw ? 'raw_signature' : 'message_signature',
+    txType: raw ? 'raw_signature' : SIGNATURE_TX_TYPES[decoded.kind],
     wallet,
     fromAddress: address.address,
+    ...(await signatureMovement(em, chains, wallet, decoded)),
+    ...(raw && wallet.environment === 'live' ? { namedAllowRequired: true } : {}),
   });
 
   const location = keyLocation(wallet, address.format, address.addressIndex);

@@ -44,10 +44,15 @@ export interface Movement {
   operationType: OperationType;
   wallet: { id: string; chain: ChainId; network: string; environment: Environment; vault: { id: string } };
   fromAddress: string;
-  /** The destination and, when the kind decides it (a station, a sponsored sender), its type; otherwise it is looked up. */
+  /**
+   * The destination and, when the kind decides it (a station, a sponsored sender), its type; otherwise
+   * it is looked up. Absent only for a signature whose payload names none: destination_type unknown.
+   */
   destination?: { address: string; type?: DestinationType };
-  /** The asset and base units moved; absent for a signature, whose value cannot be known. */
+  /** The asset and base units moved; absent when unknown (a signature whose payload says no amount, or of a token the catalogue does not know). */
   value?: { asset: AssetInfo; amount: bigint };
+  /** What a signature's payload also says: the token contract it moves or approves, base units of a token outside the catalogue, who it lets spend. */
+  authorizes?: { tokenAddress?: string; amountRaw?: bigint; spender?: string };
   /** The most the network fee can cost, in base units of the chain's native coin. */
   feeRaw?: bigint;
   txType: TxType;
@@ -55,6 +60,8 @@ export interface Movement {
   extra?: EvaluationRequest;
   /** A send asked through the API: a require_approval hold is bound to it (policies/held-sends.ts). Other movements are refused as they are. */
   heldSend?: HeldSendSubject;
+  /** Only a rule naming its operation_type may let it through, and no policy refuses it (raw signing in live). */
+  namedAllowRequired?: boolean;
 }
 
 export interface MovementDecision {
@@ -68,8 +75,11 @@ export async function judgeMovement(em: EntityManager, config: Config, initiator
   const actor = await movementActor(em, initiator);
   const request = { ...(await actorFields(em, initiator)), ...(await movementFields(em, config, initiator, movement)), ...movement.extra };
   const deciding = { ...actor, environment: movement.wallet.environment };
-  const { heldSend } = movement;
-  const evaluation = await decideTransaction(em, request, deciding, heldSend ? { resolveHold: (held) => resolveHeldSend(em, deciding, heldSend, held) } : {});
+  const { heldSend, namedAllowRequired } = movement;
+  const evaluation = await decideTransaction(em, request, deciding, {
+    ...(heldSend ? { resolveHold: (held) => resolveHeldSend(em, deciding, heldSend, held) } : {}),
+    ...(namedAllowRequired ? { namedAllowRequired } : {}),
+  });
   return { request, evaluation, actor };
 }
 
@@ -95,12 +105,12 @@ async function actorFields(em: EntityManager, initiator: MovementInitiator): Pro
 }
 
 async function movementFields(em: EntityManager, config: Config, tenant: MovementInitiator, movement: Movement): Promise<EvaluationRequest> {
-  const { wallet, value, feeRaw, destination } = movement;
+  const { wallet, value, feeRaw, destination, authorizes } = movement;
   const prices = priceSourceFor(config, wallet.environment);
   const native = assetById(findChain(wallet.chain).nativeAssetId);
   const amountUsd = value ? usdValue(prices, value.asset, value.amount) : null;
   const feeUsd = feeRaw === undefined ? null : usdValue(prices, native, feeRaw);
-  // A signature's value cannot be known (any digest may be a transaction's): it is priced as unknown.
+  // A signature that does not say its value (any digest may be a transaction's) is priced as unknown.
   const priceUnavailable = amountUsd === null || (feeRaw !== undefined && feeUsd === null);
   return {
     operation_type: movement.operationType,
@@ -114,13 +124,16 @@ async function movementFields(em: EntityManager, config: Config, tenant: Movemen
     ...(value
       ? { amount: toDisplay(value.amount, value.asset.decimals), amount_raw: value.amount.toString(), asset_symbol: value.asset.symbol }
       : {}),
+    ...(authorizes?.amountRaw !== undefined ? { amount_raw: authorizes.amountRaw.toString() } : {}),
+    ...(authorizes?.tokenAddress ? { token_address: authorizes.tokenAddress } : {}),
+    ...(authorizes?.spender ? { spender: authorizes.spender } : {}),
     ...(amountUsd !== null ? { amount_usd: amountUsd } : {}),
     ...(feeRaw !== undefined ? { fee_raw: feeRaw.toString() } : {}),
     ...(feeUsd !== null ? { fee_usd: feeUsd } : {}),
     price_unavailable: priceUnavailable,
     ...(destination
       ? { to_address: destination.address, destination_type: destination.type ?? (await destinationType(em, { organizationId: tenant.organizationId, environment: wallet.environment }, wallet, destination.address)) }
-      : {}),
+      : { destination_type: 'unknown' }),
   };
 }
 

@@ -1,5 +1,16 @@
 import { Money } from '../shared/money';
-import { FIELD_BY_NAME, OPERATOR_SHAPE, USD_FIELDS, isAddressBookOperator, type ActionType, type Condition, type OperatorName, type ScalarValue } from './schema';
+import {
+  DESTINATION_FIELDS,
+  FIELD_BY_NAME,
+  OPERATOR_SHAPE,
+  USD_FIELDS,
+  VALUE_FIELDS,
+  isAddressBookOperator,
+  type ActionType,
+  type Condition,
+  type OperatorName,
+  type ScalarValue,
+} from './schema';
 
 /**
  * The policy evaluator: pure, no I/O. Sending calls it (through `decideTransaction`) before every
@@ -12,7 +23,11 @@ import { FIELD_BY_NAME, OPERATOR_SHAPE, USD_FIELDS, isAddressBookOperator, type 
  * Prices fail closed: when the request says `price_unavailable` (its USD value is unknown or stale),
  * a condition on an absent USD field holds for a block, require_approval or delay rule (the value
  * could be above any threshold) and fails for an allow or alert rule, so "approval above 10,000 USD"
- * followed by a catch-all holds a movement of unknown value instead of letting it through.
+ * followed by a catch-all holds a movement of unknown value instead of letting it through. So do
+ * a movement's other unknowns (a signature whose payload does not say them): absent value fields
+ * (amount, amount_raw, asset_symbol) when the request says `price_unavailable`, absent destination
+ * fields (to_address, spender) when it says `destination_type` unknown. A catch-all
+ * `amount >= 0 -> block` thus blocks a signature of unknown value.
  */
 
 export interface EvaluationRequest {
@@ -28,6 +43,12 @@ export interface EvaluationRequest {
  */
 export interface EvaluationContext {
   addressBookEntryIds?: readonly string[];
+  /**
+   * Only a rule that names the request's operation_type (an `equal` or `in` condition on it) may let
+   * it through: other allow and alert rules do not match, and with no enforced policy it is refused.
+   * Raw signing in live (custody/signing.ts): bytes the service cannot read go only where a rule says so.
+   */
+  namedAllowRequired?: boolean;
 }
 
 /** A request field as a condition sees it (numbers as their decimal text). */
@@ -249,17 +270,41 @@ function inRuleOrder(rules: EvaluableRule[]): EvaluableRule[] {
 /** Rules whose action restrains a movement: an unknown USD value is taken to meet their USD conditions. */
 const RESTRAINING: ReadonlySet<ActionType> = new Set(['block', 'require_approval', 'delay']);
 
-/** An unknown USD value that the rule takes to meet its condition (fail closed), or not. */
-const assumedUsd = (condition: Condition, request: EvaluationRequest, restraining: boolean): boolean =>
-  restraining && request.price_unavailable === true && USD_FIELDS.has(condition.field) && (request[condition.field] === undefined || request[condition.field] === '');
+/** Why a restraining rule took an absent field to meet its condition: its value unknown, or its destination. */
+type Assumption = 'price' | 'destination';
 
-/** The first condition that does not hold, and whether one held only by an unknown USD value. */
-function firstFailedCondition(rule: EvaluableRule, request: EvaluationRequest, context: EvaluationContext): { failed: Condition | undefined; assumed: boolean } {
+/** The unknown the rule takes to meet its condition (fail closed), or null when the condition is judged on the value. */
+function assumedUnknown(condition: Condition, request: EvaluationRequest, restraining: boolean): Assumption | null {
+  const absent = request[condition.field] === undefined || request[condition.field] === '';
+  if (!restraining || !absent) return null;
+  if (request.price_unavailable === true && (USD_FIELDS.has(condition.field) || VALUE_FIELDS.has(condition.field))) return 'price';
+  if (request.destination_type === 'unknown' && DESTINATION_FIELDS.has(condition.field)) return 'destination';
+  return null;
+}
+
+/** Whether the rule names `operationType` in an equal or in condition on operation_type. */
+const namesOperation = (rule: EvaluableRule, operationType: unknown): boolean =>
+  rule.conditions.some(
+    (c) => c.field === 'operation_type' && ((c.operator === 'equal' && c.value === operationType) || (c.operator === 'in' && !!c.values?.includes(operationType as ScalarValue))),
+  );
+
+/** The first condition that does not hold, and the unknowns taken to hold. */
+function firstFailedCondition(
+  rule: EvaluableRule,
+  request: EvaluationRequest,
+  context: EvaluationContext,
+): { failed: Condition | undefined; assumed: Set<Assumption>; reason?: string } {
   const restraining = RESTRAINING.has(rule.actionType);
-  let assumed = false;
+  const assumed = new Set<Assumption>();
+  if (!restraining && context.namedAllowRequired && !namesOperation(rule, request.operation_type)) {
+    // The implicit condition such a request adds to every rule that would let it through.
+    const operationType = String(request.operation_type);
+    return { failed: { field: 'operation_type', operator: 'equal', value: operationType }, assumed, reason: `the rule does not name operation_type ${operationType}, which only a rule naming it may let through` };
+  }
   for (const condition of rule.conditions) {
-    if (assumedUsd(condition, request, restraining)) {
-      assumed = true;
+    const assumption = assumedUnknown(condition, request, restraining);
+    if (assumption) {
+      assumed.add(assumption);
       continue;
     }
     if (!conditionHolds(condition, fieldValue(request, condition.field), context)) return { failed: condition, assumed };
@@ -269,7 +314,14 @@ function firstFailedCondition(rule: EvaluableRule, request: EvaluationRequest, c
 
 const numberOrNull = (value: unknown): number | null => (typeof value === 'number' ? value : null);
 
-const PRICE_UNAVAILABLE_NOTE = 'price_unavailable: a USD condition was taken to hold, since the USD value is unknown or stale';
+const ASSUMPTION_NOTES: Record<Assumption, string> = {
+  price: 'price_unavailable: a condition on the value was taken to hold, since the USD value or the amount is unknown or stale',
+  destination: 'destination_type unknown: a condition on the destination was taken to hold, since it is unknown',
+};
+const ASSUMPTION_REASONS: Record<Assumption, string> = {
+  price: 'price_unavailable: the value is unknown, so its condition is taken to hold',
+  destination: 'the destination is unknown, so its condition is taken to hold',
+};
 
 export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: EvaluationRequest, context: EvaluationContext = {}): EvaluationResult {
   const trace: TraceEntry[] = [];
@@ -277,7 +329,7 @@ export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: 
     const rules = inRuleOrder(policy.rules);
     for (let index = 0; index < rules.length; index++) {
       const rule = rules[index]!;
-      const { failed, assumed } = firstFailedCondition(rule, request, context);
+      const { failed, assumed, reason } = firstFailedCondition(rule, request, context);
       const entry: TraceEntry = {
         policy_id: policy.id,
         rule_id: rule.id,
@@ -286,8 +338,8 @@ export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: 
         matched: !failed,
         terminal: !failed,
         action: rule.actionType,
-        reason: failed ? `condition on ${failed.field} did not hold` : `all ${rule.conditions.length} condition(s) held`,
-        note: !failed && assumed ? PRICE_UNAVAILABLE_NOTE : rule.conditions.length === 0 ? 'rule has no conditions: it matches every request' : null,
+        reason: reason ?? (failed ? `condition on ${failed.field} did not hold` : `all ${rule.conditions.length} condition(s) held`),
+        note: !failed && assumed.size > 0 ? [...assumed].map((a) => ASSUMPTION_NOTES[a]).join('; ') : rule.conditions.length === 0 ? 'rule has no conditions: it matches every request' : null,
         failed_condition: failed
           ? {
               field: failed.field,
@@ -300,8 +352,9 @@ export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: 
       trace.push(entry);
       if (!failed) {
         const result = decide(policy, rule, request, trace);
-        if (!assumed) return result;
-        return { ...result, price_unavailable: true, reason: `${result.reason} (price_unavailable: the USD value is unknown, so its USD condition is taken to hold)` };
+        if (assumed.size === 0) return result;
+        const reason = `${result.reason} (${[...assumed].map((a) => ASSUMPTION_REASONS[a]).join('; ')})`;
+        return assumed.has('price') ? { ...result, price_unavailable: true, reason } : { ...result, reason };
       }
     }
   }
@@ -309,11 +362,15 @@ export function evaluatePolicies(policies: readonly EvaluablePolicy[], request: 
   return {
     object: 'policy_evaluation',
     // Default deny once any policy is enforced (as Fireblocks' TAP); nothing enforced: nothing to refuse.
-    allowed: !anyPolicy,
+    allowed: !anyPolicy && !context.namedAllowRequired,
     result: 'no_match',
     policy_id: null,
     rule_id: null,
-    reason: anyPolicy ? 'No rule matched: denied by default' : 'No enforced policy: allowed',
+    reason: context.namedAllowRequired
+      ? `No enforced rule lets operation_type ${String(request.operation_type)} through by name, which it needs: refused`
+      : anyPolicy
+        ? 'No rule matched: denied by default'
+        : 'No enforced policy: allowed',
     requires_approval: false,
     required_approvals: null,
     expiry_hours: null,

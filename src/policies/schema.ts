@@ -114,13 +114,26 @@ export const OPERATION_TYPES = [
   'sign_raw',
 ] as const;
 export type OperationType = (typeof OPERATION_TYPES)[number];
-export const TX_TYPES = ['native_transfer', 'token_transfer', 'message_signature', 'raw_signature'] as const;
+export const TX_TYPES = [
+  'native_transfer',
+  'token_transfer',
+  'message_signature',
+  'raw_signature',
+  'transaction_signature',
+  'typed_data_signature',
+  'authorization_signature',
+] as const;
 export type TxType = (typeof TX_TYPES)[number];
 export const SOURCE_TYPES = ['wallet'] as const;
-export const DESTINATION_TYPES = ['one_time_address', 'address_book', 'vault', 'gas_station', 'sponsored_sender'] as const;
+export const DESTINATION_TYPES = ['one_time_address', 'address_book', 'vault', 'gas_station', 'sponsored_sender', 'unknown'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
 /** The fields worth USD: when the price is unknown or stale they are absent and `price_unavailable` is true (see the evaluator). */
 export const USD_FIELDS: ReadonlySet<string> = new Set(['amount_usd', 'fee_usd', 'velocity_amount_usd_1h', 'velocity_amount_usd_24h']);
+/** What moves: absent from a movement whose value is unknown (a signature that decodes to none), which then says `price_unavailable`. */
+export const VALUE_FIELDS: ReadonlySet<string> = new Set(['amount', 'amount_raw', 'asset_symbol']);
+/** Who receives or may spend: absent from a movement whose destination is unknown, which then says `destination_type` unknown. */
+export const DESTINATION_FIELDS: ReadonlySet<string> = new Set(['to_address', 'spender']);
+const UNKNOWN_NOTE = 'block, require_approval and delay rules take a condition on it to hold, allow and alert rules not';
 
 const VELOCITY_NOTE = 'In a dry run taken from the request; when sending, computed from the organization\'s own history.';
 
@@ -129,34 +142,49 @@ export const CONDITION_FIELDS: ConditionFieldSpec[] = [
   field('actor_type', 'enum', 'Who initiates: apikey, session, or system for an automated movement (auto-refill, consolidation, fuel, refunds; absent: conditions on it do not match)', ACTOR_TYPES),
   field('actor_id', 'string', 'API key id of the initiator; for an automated movement the key that created its rule or station (or that triggered a manual run), "system" when none did'),
   field('user_id', 'string', 'Member the initiating key acts for'),
-  field('amount', 'decimal', 'Amount in display units of the asset'),
-  field('amount_raw', 'decimal', 'Amount in base units (integer)'),
+  field('amount', 'decimal', `Amount in display units of the asset; absent when unknown (a signature that decodes to no amount, or of a token the catalogue does not know: then price_unavailable is true, and ${UNKNOWN_NOTE})`),
+  field('amount_raw', 'decimal', `Amount in base units (integer); absent when unknown (then price_unavailable is true, and ${UNKNOWN_NOTE})`),
   field('amount_usd', 'decimal', 'USD value of the amount; absent when no current price is known (then price_unavailable is true, and block, require_approval and delay rules apply as if a USD condition held)'),
   field('fee_raw', 'decimal', "Most the movement's network fee can cost, in base units of the chain's native coin"),
   field('fee_usd', 'decimal', 'USD value of fee_raw; absent when no current price is known'),
-  field('price_unavailable', 'boolean', 'True when a USD value of the movement (amount, fee or velocity) is unknown or stale: a signature, a live key without a price source, an asset without a price'),
-  field('asset_symbol', 'string', 'Asset symbol, e.g. BTC, USDC'),
+  field('price_unavailable', 'boolean', 'True when a USD value of the movement (amount, fee or velocity) is unknown or stale: a signature that decodes to no known amount, a live key without a price source, an asset without a price'),
+  field('asset_symbol', 'string', `Asset symbol, e.g. BTC, USDC; absent when unknown (then price_unavailable is true, and ${UNKNOWN_NOTE})`),
   field('chain', 'string', 'Chain id, e.g. ethereum'),
   field('network', 'string', 'Network name, e.g. mainnet, sepolia'),
   field('from_address', 'string', 'Source address'),
   {
-    ...field('to_address', 'string', 'Destination address (in_address_book, not_in_address_book: tested against the address book, GET /v1/address-book)'),
+    ...field(
+      'to_address',
+      'string',
+      `Destination address: a signature's decoded recipient, spender or delegate (in_address_book, not_in_address_book: tested against the address book, GET /v1/address-book); absent when unknown (then destination_type is unknown, and ${UNKNOWN_NOTE})`,
+    ),
     valid_operators: [...OPERATORS_BY_TYPE.string, ...ADDRESS_BOOK_OPERATORS],
   },
-  field('token_address', 'string', 'Token contract address'),
+  field('token_address', 'string', 'Token contract address (a signature: the token its transaction or permit moves or approves)'),
   field('wallet_id', 'string', 'Source wallet'),
   field('vault_id', 'string', 'Source vault'),
   field('connection_id', 'string', 'Connection the request came through'),
-  field('operation_type', 'enum', 'The kind of movement (docs/policies.md lists each): a send, a sponsored send, a gas station\'s fuel send, a manual or automatic refill, a consolidation sweep, a payout refund, a send\'s fee-bumping replacement (speed_up) or cancelling one (cancel), a signature over a hashed payload (sign) or over a raw digest (sign_raw)', OPERATION_TYPES),
-  field('tx_type', 'enum', 'Transaction type', TX_TYPES),
+  field('operation_type', 'enum', 'The kind of movement (docs/policies.md lists each): a send, a sponsored send, a gas station\'s fuel send, a manual or automatic refill, a consolidation sweep, a payout refund, a send\'s fee-bumping replacement (speed_up) or cancelling one (cancel), a signature over a payload the service hashes or reads as it is (sign) or over bytes it cannot read, such as a digest (sign_raw: in live only a rule that lets it through and names sign_raw lets it through)', OPERATION_TYPES),
+  field(
+    'tx_type',
+    'enum',
+    'Transaction type: a native or token transfer; a signature of a transaction (transaction_signature), of EIP-712 typed data (typed_data_signature), of an EIP-7702 authorization (authorization_signature), of a payload that does not decode to one (message_signature), or of bytes given as they are (raw_signature)',
+    TX_TYPES,
+  ),
   field('source_type', 'enum', 'Source kind', SOURCE_TYPES),
-  field('destination_type', 'enum', "Destination kind: an address-book entry usable now, a custody address of the organization's (vault), its gas station, a sponsored sender (fuel), or any other address", DESTINATION_TYPES),
+  field(
+    'destination_type',
+    'enum',
+    "Destination kind: an address-book entry usable now, a custody address of the organization's (vault), its gas station, a sponsored sender (fuel), any other address, or unknown (a signature whose payload does not decode to a destination)",
+    DESTINATION_TYPES,
+  ),
   field('is_automated', 'boolean', 'True when started by an automation (consolidation, auto-refill, fuel, refunds)'),
   field('automation_rule_id', 'string', 'The automation that started it: the consolidation rule, the gas station, or payout-trip-<id>'),
   field('velocity_amount_usd_24h', 'decimal', `USD sent in the rolling 24 h before this request. ${VELOCITY_NOTE}`),
   field('velocity_amount_usd_1h', 'decimal', `USD sent in the rolling 1 h before this request. ${VELOCITY_NOTE}`),
   field('velocity_count_24h', 'decimal', `Transactions in the rolling 24 h before this request. ${VELOCITY_NOTE}`),
   field('velocity_count_1h', 'decimal', `Transactions in the rolling 1 h before this request. ${VELOCITY_NOTE}`),
+  field('spender', 'string', `Who a signature lets spend from the address: an ERC-20 approval's or a permit's (EIP-2612, Permit2) spender, an EIP-7702 delegate; absent when it grants none, and when unknown (then destination_type is unknown, and ${UNKNOWN_NOTE})`),
 ];
 export const CONDITION_FIELD_NAMES = CONDITION_FIELDS.map((f) => f.name);
 export const FIELD_BY_NAME = new Map(CONDITION_FIELDS.map((f) => [f.name, f]));

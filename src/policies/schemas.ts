@@ -126,7 +126,7 @@ export const EvaluateRequestFields = z.object({
   amount_usd: DisplayAmount.optional(),
   fee_raw: BaseUnitAmount.optional(),
   fee_usd: DisplayAmount.optional(),
-  price_unavailable: z.boolean().optional().openapi({ description: 'The USD value is unknown or stale: block, require_approval and delay rules take absent USD fields to meet their conditions' }),
+  price_unavailable: z.boolean().optional().openapi({ description: 'The USD value is unknown or stale: block, require_approval and delay rules take absent USD and value fields (amount, amount_raw, asset_symbol) to meet their conditions' }),
   asset_symbol: requestField(),
   chain: requestField(),
   network: requestField(),
@@ -146,6 +146,7 @@ export const EvaluateRequestFields = z.object({
   velocity_amount_usd_1h: DisplayAmount.optional(),
   velocity_count_24h: VelocityCount.optional(),
   velocity_count_1h: VelocityCount.optional(),
+  spender: requestField(),
   approval_count: z.number().int().min(0).max(INT4_MAX).optional().openapi({ description: 'Approvals already collected for this transaction' }),
 });
 

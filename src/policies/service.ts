@@ -443,11 +443,12 @@ export async function decideTransaction(
   em: EntityManager,
   request: EvaluationRequest,
   actor: PolicyActor,
-  options: { resolveHold?: (evaluation: EvaluationResult) => Promise<HoldOutcome> } = {},
+  options: { resolveHold?: (evaluation: EvaluationResult) => Promise<HoldOutcome>; namedAllowRequired?: boolean } = {},
 ): Promise<EvaluationResult> {
   // Only the policies of the request's environment (the actor's): a live policy never decides a sandbox request, nor the reverse.
   const policies = (await enforcedPolicies(em, actor)).map(toEvaluable);
-  let evaluation = evaluatePolicies(policies, request, await evaluationContext(em, actor, policies, request));
+  const context = { ...(await evaluationContext(em, actor, policies, request)), namedAllowRequired: options.namedAllowRequired };
+  let evaluation = evaluatePolicies(policies, request, context);
   // A hold the caller can resolve: an approval of this very send admits it, else the refusal names the request it waits on.
   let hold: HoldOutcome | undefined;
   if (!evaluation.allowed && evaluation.requires_approval && options.resolveHold) {

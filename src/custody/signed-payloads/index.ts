@@ -1,0 +1,18 @@
+import type { ChainId } from '../../catalogue/service';
+import type { HashFunction } from '../entities';
+import { decodeEvmPayload } from './evm';
+import { UNDECODED, type DecodedSignedPayload } from './types';
+
+export { readTypedData } from './eip712';
+export type { DecodedSignedPayload, SignedAsset, SignedPayloadKind } from './types';
+
+/**
+ * What `payload` authorizes when the wallet's key signs it under `hashFunction`: each chain's payloads
+ * are read only under the hash its signers apply to them (a transaction is never a digest given as
+ * is), so what is decoded is what the signature is over. Typed data (hash_function eip712) is read
+ * by `readTypedData`, which also computes its digest.
+ */
+export function decodeSignedPayload(chain: ChainId, hashFunction: HashFunction, payload: Uint8Array): DecodedSignedPayload {
+  if (chain === 'ethereum' && hashFunction === 'keccak256') return decodeEvmPayload(payload) ?? UNDECODED;
+  return UNDECODED;
+}

@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { encodeFunctionData, erc20Abi, getAddress, hashTypedData, hexToBytes, parseAbi, serializeTransaction, toRlp, numberToHex, type TypedDataDefinition } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { decodeSignedPayload, readTypedData } from '../../src/custody/signed-payloads';
+import { DomainError } from '../../src/shared/errors';
+
+const account = privateKeyToAccount(generatePrivateKey());
+const recipient = getAddress('0x70997970c51812dc3a010c7d01b50e8d4c79c8c8');
+const token = getAddress('0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48');
+const delegate = getAddress('0x63c0c19a282a1b52b07dd5a65b58948a07dae32b');
+const fees = { chainId: 1, nonce: 3, gas: 60_000n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n } as const;
+
+const evm = (serialized: `0x${string}`) => decodeSignedPayload('ethereum', 'keccak256', hexToBytes(serialized));
+const typed = (definition: TypedDataDefinition) => readTypedData(JSON.stringify(definition, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)));
+
+/** Each format's payloads as viem writes them, decoded to what they authorize. */
+describe('Signed payload decoders', () => {
+  describe('EVM transactions (keccak256 of the serialized unsigned transaction)', () => {
+    it('reads a legacy and an EIP-2930 native transfer: recipient and ETH amount', () => {
+      const legacy = serializeTransaction({ chainId: 1, nonce: 0, gasPrice: 1n, gas: 21_000n, to: recipient.toLowerCase() as `0x${string}`, value: 10n ** 18n });
+      assert.deepEqual(evm(legacy), { kind: 'evm_transaction', destination: recipient, asset: { native: true }, amount: 10n ** 18n });
+      const accessList = serializeTransaction({ chainId: 1, nonce: 0, gasPrice: 1n, gas: 21_000n, to: recipient, value: 5n, accessList: [] , type: 'eip2930' });
+      assert.deepEqual(evm(accessList), { kind: 'evm_transaction', destination: recipient, asset: { native: true }, amount: 5n });
+    });
+
+    it('reads an EIP-1559 ERC-20 transfer, transferFrom and approve: the token, the real recipient or spender, the amount', () => {
+      const call = (data: `0x${string}`) => evm(serializeTransaction({ ...fees, to: token, data }));
+      assert.deepEqual(call(encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [recipient, 250n] })), {
+        kind: 'evm_transaction', destination: recipient, asset: { contract: token }, amount: 250n,
+      });
+      assert.deepEqual(call(encodeFunctionData({ abi: erc20Abi, functionName: 'transferFrom', args: [account.address, recipient, 7n] })), {
+        kind: 'evm_transaction', destination: recipient, asset: { contract: token }, amount: 7n,
+      });
+      assert.deepEqual(call(encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [delegate, 2n ** 256n - 1n] })), {
+        kind: 'evm_transaction', destination: delegate, spender: delegate, asset: { contract: token }, amount: 2n ** 256n - 1n,
+      });
+      const operator = call(encodeFunctionData({ abi: parseAbi(['function setApprovalForAll(address operator, bool approved)']), functionName: 'setApprovalForAll', args: [delegate, true] }));
+      assert.deepEqual(operator, { kind: 'evm_transaction', destination: delegate, spender: delegate });
+    });
+
+    it('reads any other contract call as a call to its contract of unknown value, and a creation as its value alone', () => {
+      const swap = evm(serializeTransaction({ ...fees, to: token, data: '0x12345678', value: 9n }));
+      assert.deepEqual(swap, { kind: 'evm_transaction', destination: token });
+      const creation = evm(serializeTransaction({ ...fees, data: '0x6000', value: 4n }));
+      assert.deepEqual(creation, { kind: 'evm_transaction', asset: { native: true }, amount: 4n });
+    });
+
+    it('reads an EIP-7702 transaction as a delegation: the delegate is destination and spender, of no bounded amount', async () => {
+      const authorization = await account.signAuthorization({ chainId: 1, contractAddress: delegate, nonce: 0 });
+      const delegation = evm(serializeTransaction({ ...fees, to: account.address, authorizationList: [authorization] }));
+      assert.deepEqual(delegation, { kind: 'evm_transaction', destination: delegate, spender: delegate });
+
+      const other = await account.signAuthorization({ chainId: 1, contractAddress: recipient, nonce: 1 });
+      assert.throws(() => evm(serializeTransaction({ ...fees, to: account.address, authorizationList: [authorization, other] })), (error: unknown) => error instanceof DomainError);
+    });
+
+    it('reads an EIP-7702 authorization (0x05 || rlp([chain_id, address, nonce])) as a delegation', () => {
+      const payload = `0x05${toRlp([numberToHex(1), delegate, '0x']).slice(2)}` as const;
+      assert.deepEqual(evm(payload), { kind: 'eip7702_authorization', destination: delegate, spender: delegate });
+    });
+
+    it('decodes nothing from bytes that are no transaction, nor from a transaction given under another hash', () => {
+      assert.deepEqual(evm(`0x${'aa'.repeat(32)}`), { kind: 'unknown' });
+      assert.deepEqual(evm('0x1901'), { kind: 'unknown' });
+      const transfer = serializeTransaction({ ...fees, to: recipient, value: 1n });
+      assert.deepEqual(decodeSignedPayload('ethereum', 'sha256', hexToBytes(transfer)), { kind: 'unknown' });
+      assert.deepEqual(decodeSignedPayload('tron', 'keccak256', hexToBytes(transfer)), { kind: 'unknown' });
+    });
+  });
+
+  describe('EIP-712 typed data', () => {
+    const permitTypes = {
+      Permit: [
+        { name: 'owner', type: 'address' },
+        { name: 'spender', type: 'address' },
+        { name: 'value', type: 'uint256' },
+        { name: 'nonce', type: 'uint256' },
+        { name: 'deadline', type: 'uint256' },
+      ],
+    } as const;
+    const permit = {
+      domain: { name: 'USD Coin', version: '2', chainId: 1, verifyingContract: token },
+      types: permitTypes,
+      primaryType: 'Permit',
+      message: { owner: account.address, spender: delegate, value: 1_000_000n, nonce: 0n, deadline: 2n ** 255n },
+    } as const;
+
+    it("signs viem's digest of an EIP-2612 permit and reads its spender, token and value", () => {
+      const { digest, decoded } = typed(permit);
+      assert.deepEqual(digest, hexToBytes(hashTypedData(permit)));
+      assert.deepEqual(decoded, { kind: 'eip712_typed_data', destination: delegate, spender: delegate, asset: { contract: token }, amount: 1_000_000n });
+    });
+
+    it('reads Permit2 PermitSingle and PermitTransferFrom: spender, token, amount', () => {
+      const domain = { name: 'Permit2', chainId: 1, verifyingContract: '0x000000000022D473030F116dDEE9F6B43aC78BA3' } as const;
+      const single = typed({
+        domain,
+        primaryType: 'PermitSingle',
+        types: {
+          PermitSingle: [{ name: 'details', type: 'PermitDetails' }, { name: 'spender', type: 'address' }, { name: 'sigDeadline', type: 'uint256' }],
+          PermitDetails: [{ name: 'token', type: 'address' }, { name: 'amount', type: 'uint160' }, { name: 'expiration', type: 'uint48' }, { name: 'nonce', type: 'uint48' }],
+        },
+        message: { details: { token, amount: 5n, expiration: 1n, nonce: 0n }, spender: delegate, sigDeadline: 1n },
+      });
+      assert.deepEqual(single.decoded, { kind: 'eip712_typed_data', destination: delegate, spender: delegate, asset: { contract: token }, amount: 5n });
+      const transfer = typed({
+        domain,
+        primaryType: 'PermitTransferFrom',
+        types: {
+          PermitTransferFrom: [{ name: 'permitted', type: 'TokenPermissions' }, { name: 'spender', type: 'address' }, { name: 'nonce', type: 'uint256' }, { name: 'deadline', type: 'uint256' }],
+          TokenPermissions: [{ name: 'token', type: 'address' }, { name: 'amount', type: 'uint256' }],
+        },
+        message: { permitted: { token, amount: 9n }, spender: recipient, nonce: 0n, deadline: 1n },
+      });
+      assert.deepEqual(transfer.decoded, { kind: 'eip712_typed_data', destination: recipient, spender: recipient, asset: { contract: token }, amount: 9n });
+    });
+
+    it('reads other typed data as naming no destination, and refuses what is not typed data with 400', () => {
+      const mail = typed({
+        domain: { name: 'Ether Mail', version: '1', chainId: 1 },
+        primaryType: 'Mail',
+        types: { Mail: [{ name: 'contents', type: 'string' }] },
+        message: { contents: 'Hello' },
+      });
+      assert.deepEqual(mail.decoded, { kind: 'eip712_typed_data' });
+      const refused = (text: string) => assert.throws(() => readTypedData(text), (error: unknown) => error instanceof DomainError && error.param === 'payload');
+      refused('not json');
+      refused(JSON.stringify({ primaryType: 'Mail', message: {} }));
+      refused(JSON.stringify({ ...permit, message: { ...permit.message, value: 1e30, nonce: 0, deadline: 1 } }));
+      refused(JSON.stringify({ ...permit, message: { ...permit.message, spender: 'nobody', value: '1', nonce: '0', deadline: '1' } }));
+    });
+  });
+});
