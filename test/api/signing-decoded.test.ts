@@ -67,7 +67,8 @@ describe('Signing decoded payloads under enforced policies', () => {
     assert.equal(response.body.error.details.rule_id, ruleId);
   };
 
-  const signature = (body: { r: string; s: string; recovery_id: number }) => ({ r: `0x${body.r}` as const, s: `0x${body.s}` as const, yParity: body.recovery_id });
+  /** The response's signature as viem serializes it into a transaction (legacy reads v, typed transactions yParity). */
+  const signature = (body: { r: string; s: string; v: number; recovery_id: number }) => ({ r: `0x${body.r}` as const, s: `0x${body.s}` as const, v: BigInt(body.v), yParity: body.recovery_id });
   const signTransaction = (sign: (body: Record<string, unknown>) => ReturnType<TestApp['request']>, transaction: TransactionSerializable) =>
     sign({ payload: serializeTransaction(transaction), hash_function: 'keccak256' });
 

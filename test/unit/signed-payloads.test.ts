@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { encodeFunctionData, erc20Abi, getAddress, hashTypedData, hexToBytes, parseAbi, serializeTransaction, toRlp, numberToHex, type TypedDataDefinition } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { base58, base64 } from '@scure/base';
+import { mnemonicToSeedSync } from '@scure/bip39';
+import { signTransfer } from '../../src/chains/transfers';
+import { LAMPORTS_PER_SIGNATURE, TOKEN_PROGRAM, associatedTokenAccount } from '../../src/chains/transfers/solana';
 import { decodeSignedPayload, readTypedData } from '../../src/custody/signed-payloads';
+import { deriveKey, TESTNET_COIN_TYPE } from '../../src/keys/derivation';
 import { DomainError } from '../../src/shared/errors';
 
 const account = privateKeyToAccount(generatePrivateKey());
@@ -128,6 +133,53 @@ describe('Signed payload decoders', () => {
       refused(JSON.stringify({ primaryType: 'Mail', message: {} }));
       refused(JSON.stringify({ ...permit, message: { ...permit.message, value: 1e30, nonce: 0, deadline: 1 } }));
       refused(JSON.stringify({ ...permit, message: { ...permit.message, spender: 'nobody', value: '1', nonce: '0', deadline: '1' } }));
+    });
+  });
+
+  describe('Solana messages (signed as they are)', () => {
+    const seed = mnemonicToSeedSync('abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about');
+    const key = (index: number) => deriveKey(seed, { chain: 'solana', testnet: true, coinType: TESTNET_COIN_TYPE, format: 'base58', account: 0, index });
+    const [payer, payee] = [key(0), key(1)];
+    const mint = 'EPjFWdd5AufqSSqeM2qA1xQuy1ZbVjxFGYvvNu2GTYkA';
+    const recentBlock = { height: 1, hash: base58.encode(new Uint8Array(32).fill(7)), time: new Date('2026-11-23T12:00:00Z') };
+    /** The message of a transaction the platform writes: what follows the signature count and the signature. */
+    const message = (amount: bigint, tokenAddress?: string, fee = LAMPORTS_PER_SIGNATURE) =>
+      base64.decode(
+        signTransfer(
+          { chain: 'solana', testnet: true, from: payer.address, to: payee.address, assetId: tokenAddress ? 'USDC_SOL' : 'SOL', amount, tokenAddress, fee: { model: 'flat', fee }, recentBlock, reference: 'r' },
+          [payer],
+        ).raw,
+      ).subarray(65);
+    const solana = (bytes: Uint8Array) => decodeSignedPayload('solana', 'not_applicable', bytes);
+
+    it('reads a System transfer (with Compute Budget instructions beside it): recipient and lamports', () => {
+      assert.deepEqual(solana(message(42n)), { kind: 'solana_message', destination: payee.address, asset: { native: true }, amount: 42n });
+      assert.deepEqual(solana(message(42n, undefined, 9000n)), { kind: 'solana_message', destination: payee.address, asset: { native: true }, amount: 42n });
+    });
+
+    it("reads an SPL TransferChecked after its account creation: the recipient wallet (not its token account), the mint, the amount", () => {
+      assert.deepEqual(solana(message(1_500_000n, mint)), { kind: 'solana_message', destination: payee.address, asset: { contract: mint }, amount: 1_500_000n });
+    });
+
+    /** A legacy message of one instruction, written by hand (every count under 128: one compact-u16 byte). */
+    const legacy = (keys: Uint8Array[], program: number, accounts: number[], data: number[]) =>
+      Uint8Array.from([1, 0, 1, keys.length, ...keys.flatMap((k) => [...k]), ...new Uint8Array(32), 1, program, accounts.length, ...accounts, data.length, ...data]);
+
+    it('reads an SPL Approve: the delegate is spender and destination', () => {
+      const delegate = key(2).address;
+      const source = base58.decode(associatedTokenAccount(payer.address, mint));
+      // Approve { amount: 1_000_000 } over [source, delegate, owner].
+      const approve = legacy([payer.publicKey, source, base58.decode(delegate), TOKEN_PROGRAM], 3, [1, 2, 0], [4, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0]);
+      assert.deepEqual(solana(approve), { kind: 'solana_message', destination: delegate, spender: delegate, amount: 1_000_000n });
+    });
+
+    it('leaves a message that calls another program of unknown destination and value, and bytes that are no message undecoded', () => {
+      const other = legacy([payer.publicKey, base58.decode(mint)], 1, [0], [0xab]);
+      assert.deepEqual(solana(other), { kind: 'solana_message' });
+      const transfer = message(42n);
+      assert.deepEqual(solana(new TextEncoder().encode('Sign in to example.com')), { kind: 'unknown' });
+      assert.deepEqual(solana(transfer.subarray(0, transfer.length - 1)), { kind: 'unknown' });
+      assert.deepEqual(decodeSignedPayload('solana', 'sha256', transfer), { kind: 'unknown' });
     });
   });
 });
