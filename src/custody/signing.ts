@@ -90,6 +90,7 @@ function readPayload(chain: ChainId, curve: Curve, hashFunction: HashFunction, p
 
 const SIGNATURE_TX_TYPES: Record<SignedPayloadKind, TxType> = {
   evm_transaction: 'transaction_signature',
+  tron_transaction: 'transaction_signature',
   solana_message: 'transaction_signature',
   eip712_typed_data: 'typed_data_signature',
   eip7702_authorization: 'authorization_signature',

@@ -3,6 +3,7 @@ import { encodeFunctionData, erc20Abi, getAddress, hashTypedData, hexToBytes, pa
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { base58, base64 } from '@scure/base';
 import { mnemonicToSeedSync } from '@scure/bip39';
+import { readMessage, single } from '../../src/chains/protobuf';
 import { signTransfer } from '../../src/chains/transfers';
 import { LAMPORTS_PER_SIGNATURE, TOKEN_PROGRAM, associatedTokenAccount } from '../../src/chains/transfers/solana';
 import { decodeSignedPayload, readTypedData } from '../../src/custody/signed-payloads';
@@ -180,6 +181,42 @@ describe('Signed payload decoders', () => {
       assert.deepEqual(solana(new TextEncoder().encode('Sign in to example.com')), { kind: 'unknown' });
       assert.deepEqual(solana(transfer.subarray(0, transfer.length - 1)), { kind: 'unknown' });
       assert.deepEqual(decodeSignedPayload('solana', 'sha256', transfer), { kind: 'unknown' });
+    });
+  });
+
+  describe('Tron transactions (sha256 of raw_data, the txid)', () => {
+    const seed = mnemonicToSeedSync('abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about');
+    const key = (index: number) => deriveKey(seed, { chain: 'tron', testnet: true, coinType: TESTNET_COIN_TYPE, format: 'base58check', account: 0, index });
+    const [owner, payee] = [key(0), key(1)];
+    const usdt = 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t';
+    const recentBlock = { height: 3_111_739, hash: `00000000002f7b3bb21ace8d6ac20e7e${'ab'.repeat(16)}`, time: new Date('2026-11-23T12:00:00Z') };
+    /** The raw_data of a transaction the platform writes: field 1 of the signed Transaction. */
+    const rawData = (amount: bigint, tokenAddress?: string) => {
+      const { raw } = signTransfer(
+        { chain: 'tron', testnet: true, from: owner.address, to: payee.address, assetId: tokenAddress ? 'USDT_TRX' : 'TRX', amount, tokenAddress, fee: { model: 'flat', fee: 15_000_000n }, recentBlock, reference: 'r' },
+        [owner],
+      );
+      return single(readMessage(hexToBytes(`0x${raw}`), 'Transaction'), 1, 'raw_data', 'bytes')!;
+    };
+    const tron = (bytes: Uint8Array) => decodeSignedPayload('tron', 'sha256', bytes);
+
+    it('reads a TransferContract: recipient and sun', () => {
+      assert.deepEqual(tron(rawData(1_000_000n)), { kind: 'tron_transaction', destination: payee.address, asset: { native: true }, amount: 1_000_000n });
+    });
+
+    it('reads a TRC-20 transfer and approve: the token, the recipient or spender, the amount', () => {
+      const transfer = rawData(5_000_000n, usdt);
+      assert.deepEqual(tron(transfer), { kind: 'tron_transaction', destination: payee.address, asset: { contract: usdt }, amount: 5_000_000n });
+      const approve = Uint8Array.from(transfer);
+      const selectorAt = Buffer.from(approve).indexOf(Buffer.from('a9059cbb', 'hex'));
+      approve.set(hexToBytes('0x095ea7b3'), selectorAt);
+      assert.deepEqual(tron(approve), { kind: 'tron_transaction', destination: payee.address, spender: payee.address, asset: { contract: usdt }, amount: 5_000_000n });
+    });
+
+    it('decodes nothing from bytes that are no raw_data, nor from raw_data given under keccak256', () => {
+      assert.deepEqual(tron(new TextEncoder().encode('hello')), { kind: 'unknown' });
+      assert.deepEqual(tron(hexToBytes(`0x${'aa'.repeat(32)}`)), { kind: 'unknown' });
+      assert.deepEqual(decodeSignedPayload('tron', 'keccak256', rawData(1n)), { kind: 'unknown' });
     });
   });
 });

@@ -2,6 +2,7 @@ import type { ChainId } from '../../catalogue/service';
 import type { HashFunction } from '../entities';
 import { decodeEvmPayload } from './evm';
 import { decodeSolanaMessage } from './solana';
+import { decodeTronRawData } from './tron';
 import { UNDECODED, type DecodedSignedPayload } from './types';
 
 export { readTypedData } from './eip712';
@@ -15,6 +16,7 @@ export type { DecodedSignedPayload, SignedAsset, SignedPayloadKind } from './typ
  */
 export function decodeSignedPayload(chain: ChainId, hashFunction: HashFunction, payload: Uint8Array): DecodedSignedPayload {
   if (chain === 'ethereum' && hashFunction === 'keccak256') return decodeEvmPayload(payload) ?? UNDECODED;
+  if (chain === 'tron' && hashFunction === 'sha256') return decodeTronRawData(payload) ?? UNDECODED;
   if (chain === 'solana' && (hashFunction === 'not_applicable' || hashFunction === 'no_op')) return decodeSolanaMessage(payload) ?? UNDECODED;
   return UNDECODED;
 }

@@ -1,9 +1,9 @@
 /**
  * What a payload signed through `POST /v1/wallets/:id/sign` authorizes, as far as it can be read:
  * the movement gate judges a signature by it (custody/signing.ts). Each format has a module of its
- * own (evm, eip712, solana); `decodeSignedPayload` (index.ts) picks by chain and hash function.
+ * own (evm, eip712, tron, solana); `decodeSignedPayload` (index.ts) picks by chain and hash function.
  */
-export type SignedPayloadKind = 'evm_transaction' | 'eip712_typed_data' | 'eip7702_authorization' | 'solana_message' | 'unknown';
+export type SignedPayloadKind = 'evm_transaction' | 'eip712_typed_data' | 'eip7702_authorization' | 'tron_transaction' | 'solana_message' | 'unknown';
 
 /** The asset a decoded payload moves or approves: the chain's native coin, or a token by its contract (mint). */
 export type SignedAsset = { native: true } | { contract: string };

@@ -4,7 +4,8 @@ import { sha256 } from '@noble/hashes/sha256';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils';
 import { ASSETS } from '../../../catalogue/service';
 import { secp256k1Address } from '../../../keys/derivation';
-import { INT64_MAX, TRANSFER_CONTRACT, TRC20_TRANSFER_SELECTOR, TRIGGER_SMART_CONTRACT, TRON_ADDRESS_PREFIX, tronBase58 } from '../../transfers/tron';
+import { int64, ProtobufError, readMessage, repeated, single, type Fields } from '../../protobuf';
+import { TRANSFER_CONTRACT, TRC20_TRANSFER_SELECTOR, TRIGGER_SMART_CONTRACT, TRON_ADDRESS_PREFIX, tronBase58 } from '../../transfers/tron';
 import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, type ChainRules, type DecodeContext } from './types';
 
 /**
@@ -13,10 +14,9 @@ import { DevnetRejection, type AccountTransaction, type AccountTransferIntent, t
  * raw_data bytes exactly as they travel, so decode hashes them before reading them; each signature is a
  * recoverable secp256k1 signature over the txid (r ‖ s ‖ v, v 0/1 or 27/28 as TronWeb writes it).
  *
- * The protobuf wire format is read by hand below (and written in src/chains/transfers/tron.ts) rather
- * than with protobufjs: Tron's int64 amounts come back as bigints with no float or Long in between, and
- * the reader keeps each field's exact bytes, which the txid needs; the handful of fields the devnet
- * reads fit in a page.
+ * The protobuf wire format is read by hand (src/chains/protobuf.ts) rather than with protobufjs: Tron's
+ * int64 amounts come back as bigints with no float or Long in between, and the reader keeps each
+ * field's exact bytes, which the txid needs.
  */
 
 /**
@@ -29,9 +29,18 @@ export const TRON_TRANSFER_FEE_SUN = 268_000n;
 
 const malformed = (message: string) => new DevnetRejection('malformed', message);
 
+/** `read`, with bytes that are no protobuf message refused as malformed. */
+function readingProtobuf<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    throw error instanceof ProtobufError ? malformed(error.message) : error;
+  }
+}
+
 export const tronRules: ChainRules = {
   chain: 'tron',
-  decode: decodeTronTransaction,
+  decode: (raw, context) => readingProtobuf(() => decodeTronTransaction(raw, context)),
   addressOf: (publicKey) => secp256k1Address({ chain: 'tron', testnet: true, format: 'base58check' }, publicKey),
 };
 
@@ -49,7 +58,7 @@ function readEnvelope(raw: string) {
  * authorised it. Throws DevnetRejection when the bytes are no Transaction or a signature recovers no key.
  */
 export function tronSigners(raw: string): string[] {
-  const { signatures, txid } = readEnvelope(raw);
+  const { signatures, txid } = readingProtobuf(() => readEnvelope(raw));
   return signatures.map((signature) => signerOf(signature, txid));
 }
 
@@ -153,68 +162,3 @@ function addressBytes(bytes: Uint8Array | undefined, name: string): Uint8Array {
 }
 
 const tronAddress = (bytes: Uint8Array): string => tronBase58.encode(bytes);
-
-// --- protobuf wire format: varints (wire type 0) and length-delimited fields (wire type 2) ---
-
-type WireValue = { wireType: 0; value: bigint } | { wireType: 2; value: Uint8Array } | { wireType: 1 | 5 };
-type Fields = Map<number, WireValue[]>;
-
-/** Reads one message's fields; unknown fields are kept (and ignored by the caller), groups are refused. */
-function readMessage(bytes: Uint8Array, name: string): Fields {
-  const fields: Fields = new Map();
-  let offset = 0;
-  const readVarint = (): bigint => {
-    let value = 0n;
-    for (let shift = 0n; shift < 70n; shift += 7n) {
-      if (offset >= bytes.length) throw malformed(`${name}: truncated varint`);
-      const byte = bytes[offset++]!;
-      value |= BigInt(byte & 0x7f) << shift;
-      if (byte < 0x80) return value;
-    }
-    throw malformed(`${name}: varint longer than 10 bytes`);
-  };
-  while (offset < bytes.length) {
-    const key = readVarint();
-    const field = Number(key >> 3n);
-    const wireType = Number(key & 7n);
-    if (field === 0 || field > 536_870_911) throw malformed(`${name}: invalid field number`);
-    let entry: WireValue;
-    if (wireType === 0) entry = { wireType, value: readVarint() };
-    else if (wireType === 2) {
-      const length = readVarint();
-      if (length > BigInt(bytes.length - offset)) throw malformed(`${name}: field ${field} runs past the end`);
-      entry = { wireType, value: bytes.subarray(offset, offset + Number(length)) };
-      offset += Number(length);
-    } else if (wireType === 1 || wireType === 5) {
-      offset += wireType === 1 ? 8 : 4;
-      if (offset > bytes.length) throw malformed(`${name}: field ${field} runs past the end`);
-      entry = { wireType };
-    } else throw malformed(`${name}: wire type ${wireType} is not valid here`);
-    fields.set(field, [...(fields.get(field) ?? []), entry]);
-  }
-  return fields;
-}
-
-function repeated(fields: Fields, field: number, name: string, kind: 'bytes'): Uint8Array[] {
-  return (fields.get(field) ?? []).map((entry) => {
-    if (entry.wireType !== 2) throw malformed(`${name} is not ${kind}`);
-    return entry.value;
-  });
-}
-
-function single(fields: Fields, field: number, name: string, kind: 'bytes'): Uint8Array | undefined;
-function single(fields: Fields, field: number, name: string, kind: 'varint'): bigint | undefined;
-function single(fields: Fields, field: number, name: string, kind: 'bytes' | 'varint'): Uint8Array | bigint | undefined {
-  const entries = fields.get(field) ?? [];
-  if (entries.length > 1) throw malformed(`${name} appears more than once`);
-  const entry = entries[0];
-  if (!entry) return undefined;
-  if (entry.wireType !== (kind === 'bytes' ? 2 : 0)) throw malformed(`${name} is not ${kind === 'bytes' ? 'length-delimited' : 'a varint'}`);
-  return entry.value;
-}
-
-/** A varint read as protobuf int64 (two's complement over 64 bits). */
-function int64(value: bigint, name: string): bigint {
-  if (value >= 1n << 64n) throw malformed(`${name} does not fit in 64 bits`);
-  return value > INT64_MAX ? value - (1n << 64n) : value;
-}
