@@ -14,11 +14,18 @@ import {
 } from 'viem';
 import { recoverAuthorizationAddress } from 'viem/utils';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { ed25519 } from '@noble/curves/ed25519';
+import { base58, base64 } from '@scure/base';
+import { mnemonicToSeedSync } from '@scure/bip39';
+import { signTransfer } from '../../src/chains/transfers';
+import { LAMPORTS_PER_SIGNATURE } from '../../src/chains/transfers/solana';
+import { deriveKey, TESTNET_COIN_TYPE } from '../../src/keys/derivation';
 import { DEVNET_TOKENS } from '../../src/chains/devnet/params';
 import type { Environment } from '../../src/api-keys/entities';
 import { Organization } from '../../src/organizations/entities';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
+import { PERMIT_TYPES } from '../support/eip712';
 import { testOrm } from '../support/environment';
 
 const someone = () => privateKeyToAccount(generatePrivateKey()).address;
@@ -82,13 +89,7 @@ describe('Signing decoded payloads under enforced policies', () => {
         { name: 'chainId', type: 'uint256' },
         { name: 'verifyingContract', type: 'address' },
       ],
-      Permit: [
-        { name: 'owner', type: 'address' },
-        { name: 'spender', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'nonce', type: 'uint256' },
-        { name: 'deadline', type: 'uint256' },
-      ],
+      ...PERMIT_TYPES,
     },
     primaryType: 'Permit' as const,
     message: { owner, spender, value: value.toString(), nonce: '0', deadline: '99999999999' },
@@ -100,7 +101,7 @@ describe('Signing decoded payloads under enforced policies', () => {
     const exchange = someone();
     const entry = await call('POST', '/v1/address-book', { chain: 'ethereum', address: exchange, label: 'Exchange' });
     assert.equal(entry.status, 201, entry.text);
-    const [blockDrainer, allowBook, catchAll] = await enforce([
+    const [blockDrainer, , catchAll] = await enforce([
       { name: 'No drainer', action_type: 'block', conditions: [{ field: 'spender', operator: 'equal', value: drainer }] },
       { name: 'Known payees', action_type: 'allow', conditions: [{ field: 'to_address', operator: 'in_address_book' }] },
       { name: 'Everything else', action_type: 'block', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] },
@@ -119,7 +120,6 @@ describe('Signing decoded payloads under enforced policies', () => {
     assert.equal(signed.status, 200, signed.text);
     assert.equal(signed.body.hash_function, 'eip712');
     assert.equal((await lastRequest()).destination_type, 'address_book');
-    assert.ok(allowBook);
     const typedData = permit(address, exchange, 5_000_000n);
     assert.equal(await verifyTypedData({ ...(typedData as unknown as TypedDataDefinition), address, signature: `0x${signed.body.signature}` }), true);
   });
@@ -129,7 +129,7 @@ describe('Signing decoded payloads under enforced policies', () => {
     const drainer = someone();
     const wallet = someone();
     assert.equal((await call('POST', '/v1/address-book', { chain: 'ethereum', address: wallet, label: 'Smart wallet' })).status, 201);
-    const [blockDrainer, allowBook, catchAll] = await enforce([
+    const [blockDrainer, , catchAll] = await enforce([
       { name: 'No drainer', action_type: 'block', conditions: [{ field: 'spender', operator: 'in', values: [drainer] }] },
       { name: 'Known delegates', action_type: 'allow', conditions: [{ field: 'to_address', operator: 'in_address_book' }] },
       { name: 'Big', action_type: 'block', conditions: [{ field: 'amount_usd', operator: 'greater_than', value: '1000' }] },
@@ -148,7 +148,6 @@ describe('Signing decoded payloads under enforced policies', () => {
     const signed = await signTransaction(sign, transaction);
     assert.equal(signed.status, 200, signed.text);
     assert.equal(await recoverTransactionAddress({ serializedTransaction: serializeTransaction(transaction, signature(signed.body)) }), address);
-    assert.ok(allowBook);
 
     const authorization = { chainId: 11155111, address: drainer, nonce: 0 };
     const authorizationPayload = `0x05${toRlp([numberToHex(authorization.chainId), authorization.address, '0x']).slice(2)}`;
@@ -163,7 +162,7 @@ describe('Signing decoded payloads under enforced policies', () => {
   it('judges legacy and EIP-1559 transactions by recipient, amount and asset, ERC-20 transfers by their real recipient', async () => {
     const { enforce, sign, lastRequest, address } = await organization();
     const watched = someone();
-    const [tooMuch, approval, bigToken, small] = await enforce([
+    const [tooMuch, watchedPayee, bigToken] = await enforce([
       { name: 'Over 0.5 ETH', action_type: 'block', conditions: [{ field: 'asset_symbol', operator: 'equal', value: 'ETH' }, { field: 'amount', operator: 'greater_than', value: '0.5' }] },
       {
         name: 'Watched payee',
@@ -177,27 +176,25 @@ describe('Signing decoded payloads under enforced policies', () => {
     const legacy = { chainId: 11155111, nonce: 1, gasPrice: 2n, gas: 21_000n, to: someone(), value: parseEther('1') } as const;
     refusedBy(await signTransaction(sign, legacy), 403, 'policy_blocked', tooMuch!);
     assert.deepEqual([(await lastRequest()).amount, (await lastRequest()).tx_type], ['1', 'transaction_signature']);
-    refusedBy(await signTransaction(sign, { ...fees, to: watched, value: parseEther('0.1') }), 400, 'policy_delay_required', approval!);
+    refusedBy(await signTransaction(sign, { ...fees, to: watched, value: parseEther('0.1') }), 400, 'policy_delay_required', watchedPayee!);
     const usdc = (to: `0x${string}`, amount: bigint) => ({ ...fees, to: USDC, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }) });
     refusedBy(await signTransaction(sign, usdc(someone(), 150_000_000n)), 403, 'policy_blocked', bigToken!);
-    refusedBy(await signTransaction(sign, usdc(watched, 1_000_000n)), 400, 'policy_delay_required', approval!);
+    refusedBy(await signTransaction(sign, usdc(watched, 1_000_000n)), 400, 'policy_delay_required', watchedPayee!);
 
-    for (const transaction of [{ ...legacy, value: parseEther('0.2') }, { ...fees, to: someone(), value: parseEther('0.3') }, usdc(someone(), 20_000_000n)]) {
+    const payee = someone();
+    for (const transaction of [{ ...legacy, value: parseEther('0.2') }, { ...fees, to: someone(), value: parseEther('0.3') }, usdc(payee, 20_000_000n)]) {
       const signed = await signTransaction(sign, transaction);
       assert.equal(signed.status, 200, signed.text);
       assert.equal((await lastRequest()).tx_type, 'transaction_signature');
       assert.equal(await recoverTransactionAddress({ serializedTransaction: serializeTransaction(transaction, signature(signed.body)) }), address);
     }
-    assert.deepEqual(
-      (({ to_address, amount, asset_symbol, amount_usd }) => ({ to_address, amount, asset_symbol, amount_usd }))(await lastRequest()),
-      { to_address: (await lastRequest()).to_address, amount: '20', asset_symbol: 'USDC', amount_usd: '20' },
-    );
-    assert.ok(small);
+    const { to_address, amount, asset_symbol, amount_usd, token_address } = await lastRequest();
+    assert.deepEqual({ to_address, amount, asset_symbol, amount_usd, token_address }, { to_address: payee, amount: '20', asset_symbol: 'USDC', amount_usd: '20', token_address: USDC });
   });
 
   it('blocks a payload that decodes to nothing by a catch-all amount rule, while an allow rule does not match its missing fields', async () => {
     const { enforce, sign, lastRequest } = await organization();
-    const [smallAllowed, catchAll] = await enforce([
+    const [, catchAll] = await enforce([
       { name: 'Small sends', action_type: 'allow', conditions: [{ field: 'amount', operator: 'less_than', value: '1' }] },
       { name: 'Catch-all', action_type: 'block', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] },
     ]);
@@ -207,7 +204,6 @@ describe('Signing decoded payloads under enforced policies', () => {
     refusedBy(await sign({ payload: 'hello', payload_encoding: 'text_utf8' }), 403, 'policy_blocked', catchAll!);
     // The same catch-all lets nothing decoded slip either: a small transfer is allowed by the rule above it.
     assert.equal((await signTransaction(sign, { ...fees, to: someone(), value: parseEther('0.01') })).status, 200);
-    assert.ok(smallAllowed);
   });
 
   it('refuses a raw digest in live unless an enforced rule allows sign_raw by name; the sandbox signs it as before', async () => {
@@ -221,23 +217,53 @@ describe('Signing decoded payloads under enforced policies', () => {
     // A hashed payload is not raw: with no policy it is signed in live too.
     assert.equal((await live.sign({ payload: 'ab'.repeat(32) })).status, 200);
 
-    const [everything] = await live.enforce([{ name: 'Everything on Ethereum', action_type: 'allow', conditions: [{ field: 'chain', operator: 'equal', value: 'ethereum' }] }]);
-    assert.ok(everything);
+    await live.enforce([{ name: 'Everything on Ethereum', action_type: 'allow', conditions: [{ field: 'chain', operator: 'equal', value: 'ethereum' }] }]);
     refusedBy(await live.sign(digest), 403, 'policy_blocked', null);
-    const [named] = await live.enforce([
+    await live.enforce([
       { name: 'Raw signing', action_type: 'allow', conditions: [{ field: 'operation_type', operator: 'in', values: ['sign', 'sign_raw'] }] },
     ]);
     const signed = await live.sign(digest);
     assert.equal(signed.status, 200, signed.text);
     assert.equal((await live.lastRequest()).operation_type, 'sign_raw');
-    assert.ok(named);
+  });
+
+  it('judges a Solana message by its recipient and amount; bytes that are no message, of unknown destination, meet the block rule on the payee', async () => {
+    const { call, enforce } = await organization();
+    const vaultId = (await call('GET', '/v1/vaults')).body.data[0].id;
+    const wallet = await call('POST', '/v1/wallets', { name: 'Solana', chain: 'solana', vault_id: vaultId });
+    assert.equal(wallet.status, 201, wallet.text);
+    const key = (index: number) => deriveKey(mnemonicToSeedSync('abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about'), { chain: 'solana', testnet: true, coinType: TESTNET_COIN_TYPE, format: 'base58', account: 0, index });
+    const [payer, blocked, payee] = [key(0), key(1), key(2)];
+    const [blockPayee] = await enforce([
+      { name: 'Not this payee', action_type: 'block', conditions: [{ field: 'to_address', operator: 'equal', value: blocked.address }] },
+      { name: 'Small SOL', action_type: 'allow', conditions: [{ field: 'amount', operator: 'less_than', value: '1' }] },
+    ]);
+    const recentBlock = { height: 1, hash: base58.encode(new Uint8Array(32).fill(7)), time: new Date() };
+    /** The message (after the signature count and the signature) of a SOL transfer. */
+    const message = (to: string) =>
+      base64.decode(signTransfer({ chain: 'solana', testnet: true, from: payer.address, to, assetId: 'SOL', amount: 500_000_000n, fee: { model: 'flat', fee: LAMPORTS_PER_SIGNATURE }, recentBlock, reference: 'r' }, [payer]).raw).subarray(65);
+    const sign = (payload: Uint8Array) => call('POST', `/v1/wallets/${wallet.body.id}/sign`, { payload: Buffer.from(payload).toString('hex') });
+
+    refusedBy(await sign(message(blocked.address)), 403, 'policy_blocked', blockPayee!);
+    const allowed = message(payee.address);
+    const signed = await sign(allowed);
+    assert.equal(signed.status, 200, signed.text);
+    assert.equal(ed25519.verify(signed.body.signature, allowed, signed.body.public_key), true);
+    // Bytes that are no message could pay anyone: the block rule on the payee takes its unknown destination to match.
+    refusedBy(await sign(new TextEncoder().encode('any bytes at all')), 403, 'policy_blocked', blockPayee!);
   });
 
   it('refuses typed data on a wallet of another chain, and typed data that is not valid, with 400', async () => {
-    const { sign, address } = await organization();
-    const broken = { ...permit(address, someone(), 1n), primaryType: 'Missing' };
-    const refused = await sign({ payload: JSON.stringify(broken), payload_encoding: 'text_utf8', hash_function: 'eip712' });
-    assert.equal(refused.status, 400, refused.text);
-    assert.equal(refused.body.error.param, 'payload');
+    const { call, sign, address } = await organization();
+    const typedData = (primaryType: string) => JSON.stringify({ ...permit(address, someone(), 1n), primaryType });
+    const broken = await sign({ payload: typedData('Missing'), payload_encoding: 'text_utf8', hash_function: 'eip712' });
+    assert.equal(broken.status, 400, broken.text);
+    assert.equal(broken.body.error.param, 'payload');
+
+    const vaultId = (await call('GET', '/v1/vaults')).body.data[0].id;
+    const bitcoin = await call('POST', '/v1/wallets', { name: 'Bitcoin', chain: 'bitcoin', vault_id: vaultId });
+    const elsewhere = await call('POST', `/v1/wallets/${bitcoin.body.id}/sign`, { payload: typedData('Permit'), payload_encoding: 'text_utf8', hash_function: 'eip712' });
+    assert.equal(elsewhere.status, 400, elsewhere.text);
+    assert.equal(elsewhere.body.error.param, 'hash_function');
   });
 });

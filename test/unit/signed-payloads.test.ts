@@ -9,6 +9,7 @@ import { LAMPORTS_PER_SIGNATURE, TOKEN_PROGRAM, associatedTokenAccount } from '.
 import { decodeSignedPayload, readTypedData } from '../../src/custody/signed-payloads';
 import { deriveKey, TESTNET_COIN_TYPE } from '../../src/keys/derivation';
 import { DomainError } from '../../src/shared/errors';
+import { PERMIT_TYPES } from '../support/eip712';
 
 const account = privateKeyToAccount(generatePrivateKey());
 const recipient = getAddress('0x70997970c51812dc3a010c7d01b50e8d4c79c8c8');
@@ -75,18 +76,9 @@ describe('Signed payload decoders', () => {
   });
 
   describe('EIP-712 typed data', () => {
-    const permitTypes = {
-      Permit: [
-        { name: 'owner', type: 'address' },
-        { name: 'spender', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'nonce', type: 'uint256' },
-        { name: 'deadline', type: 'uint256' },
-      ],
-    } as const;
     const permit = {
       domain: { name: 'USD Coin', version: '2', chainId: 1, verifyingContract: token },
-      types: permitTypes,
+      types: PERMIT_TYPES,
       primaryType: 'Permit',
       message: { owner: account.address, spender: delegate, value: 1_000_000n, nonce: 0n, deadline: 2n ** 255n },
     } as const;
