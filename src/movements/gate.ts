@@ -60,7 +60,7 @@ export interface Movement {
   extra?: EvaluationRequest;
   /** A send asked through the API: a require_approval hold is bound to it (policies/held-sends.ts). Other movements are refused as they are. */
   heldSend?: HeldSendSubject;
-  /** Only a rule naming its operation_type may let it through, and no policy refuses it (raw signing in live). */
+  /** Only a rule naming its operation_type may let it through; with no enforced policy it is refused (raw signing in live). */
   namedAllowRequired?: boolean;
 }
 
