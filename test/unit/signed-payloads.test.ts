@@ -126,6 +126,9 @@ describe('Signed payload decoders', () => {
       refused(JSON.stringify({ primaryType: 'Mail', message: {} }));
       refused(JSON.stringify({ ...permit, message: { ...permit.message, value: 1e30, nonce: 0, deadline: 1 } }));
       refused(JSON.stringify({ ...permit, message: { ...permit.message, spender: 'nobody', value: '1', nonce: '0', deadline: '1' } }));
+      // JSON nested past any stack is walked, not recursed into (a field the types do not declare is not hashed).
+      const deep = `${'['.repeat(50_000)}1e30${']'.repeat(50_000)}`;
+      refused(`{"types":{"Mail":[{"name":"contents","type":"string"}]},"primaryType":"Mail","domain":{},"message":{"contents":"Hi","extra":${deep}}}`);
     });
   });
 

@@ -35,7 +35,8 @@ export function readTypedData(text: string): { digest: Uint8Array; decoded: Deco
     validateTypedData(typedData);
     digest = hashTypedData(typedData);
   } catch (error) {
-    throw invalid((error as { shortMessage?: string }).shortMessage ?? (error as Error).message);
+    // viem's errors (a type it does not know, a value not of its type), or a message nested past the stack.
+    throw invalid(error instanceof RangeError ? 'it nests too deeply' : ((error as { shortMessage?: string }).shortMessage ?? String(error)));
   }
   return { digest: hexToBytes(digest), decoded: decodeTypedData(parsed.data) };
 }
@@ -43,11 +44,14 @@ export function readTypedData(text: string): { digest: Uint8Array; decoded: Deco
 const invalid = (why: string) =>
   errors.validation(`payload is not EIP-712 typed data: ${why}. With hash_function eip712 the payload is the typed data's JSON, payload_encoding text_utf8.`, 'payload');
 
-/** JSON numbers past 2^53 are not exact: integers that large travel as decimal strings. */
-function assertExactNumbers(value: unknown): void {
-  if (typeof value === 'number' && !Number.isSafeInteger(value)) throw invalid(`the number ${value} is not an exact integer; write large integers as decimal strings`);
-  if (Array.isArray(value)) value.forEach(assertExactNumbers);
-  else if (value !== null && typeof value === 'object') Object.values(value).forEach(assertExactNumbers);
+/** JSON numbers past 2^53 are not exact: integers that large travel as decimal strings. Walked without recursion, however deep the JSON nests. */
+function assertExactNumbers(json: unknown): void {
+  const pending = [json];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'number' && !Number.isSafeInteger(value)) throw invalid(`the number ${value} is not an exact integer; write large integers as decimal strings`);
+    if (value !== null && typeof value === 'object') pending.push(...Object.values(value));
+  }
 }
 
 const PERMIT2_SINGLE = new Set(['PermitSingle', 'PermitTransferFrom', 'PermitWitnessTransferFrom']);
