@@ -155,6 +155,35 @@ describe('Policy evaluator and validator (examples)', () => {
     assert.equal(quorum.trace, undefined);
   });
 
+  it('takes an unknown value or destination to meet a restraining rule, never an allow rule; a field merely absent fails', () => {
+    const p = policy([
+      rule('r1', [{ field: 'amount', operator: 'less_than', value: '1' }], 'allow'),
+      rule('r2', [{ field: 'spender', operator: 'equal', value: '0xbad' }]),
+      rule('r3', [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }]),
+    ]);
+    const undecoded = evaluatePolicies([p], { operation_type: 'sign', price_unavailable: true, destination_type: 'unknown' });
+    assert.deepEqual([undecoded.rule_id, undecoded.result], ['r2', 'rejected']);
+    assert.match(undecoded.trace![1]!.note!, /destination_type unknown/);
+    const unknownValue = evaluatePolicies([p], { operation_type: 'sign', price_unavailable: true, destination_type: 'one_time_address', to_address: '0xgood' });
+    assert.deepEqual([unknownValue.rule_id, unknownValue.price_unavailable], ['r3', true]);
+    // Nothing says these are unknown: absent, they fail as ever (a dry run that leaves them out).
+    assert.equal(evaluatePolicies([p], { operation_type: 'transfer' }).result, 'no_match');
+  });
+
+  it('lets a request that needs a named allow through only a rule naming its operation type, and refuses it with no policy', () => {
+    const raw = { operation_type: 'sign_raw', chain: 'ethereum' };
+    const named = { namedAllowRequired: true };
+    assert.deepEqual([evaluatePolicies([], raw, named).allowed, evaluatePolicies([], raw).allowed], [false, true]);
+    const anyEthereum = rule('r1', [{ field: 'chain', operator: 'equal', value: 'ethereum' }], 'allow');
+    const namesIt = rule('r2', [{ field: 'operation_type', operator: 'in', values: ['sign', 'sign_raw'] }], 'alert');
+    const skipped = evaluatePolicies([policy([anyEthereum])], raw, named);
+    assert.deepEqual([skipped.result, skipped.allowed], ['no_match', false]);
+    assert.match(skipped.reason, /sign_raw through by name/);
+    const letThrough = evaluatePolicies([policy([anyEthereum, namesIt])], raw, named);
+    assert.deepEqual([letThrough.rule_id, letThrough.allowed, letThrough.trace![0]!.failed_condition!.field], ['r2', true, 'operation_type']);
+    assert.equal(evaluatePolicies([policy([rule('r3', [{ field: 'chain', operator: 'equal', value: 'ethereum' }])])], raw, named).result, 'rejected');
+  });
+
   it('reports each diagnostic with severity, rule index and a fix', () => {
     const approvers = new Map([['m1', ['m1']], ['role_a', ['m1', 'm2']]]);
     const { diagnostics, valid, issue_count } = validatePolicyRules(
