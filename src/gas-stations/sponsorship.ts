@@ -1,15 +1,17 @@
 import { LockMode } from '@mikro-orm/core';
+import { parseTransaction, type Hex } from 'viem';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { priceSourceFor, usdValue } from '../catalogue/prices';
 import { ASSETS, assetById, findChain, type AssetInfo, type ChainId } from '../catalogue/service';
 import { GWEI_DECIMALS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
-import { NodeUnavailableError, TransactionRejectedError, type FeeLevel, type FeeMarket } from '../chains/provider';
+import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeLevel, type FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
 import { WalletBalance } from '../custody/entities';
 import type { Tenant } from '../custody/service';
 import { requiredConfirmations } from '../monitoring/service';
 import { Organization } from '../organizations/entities';
+import { emit } from '../events/service';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { Money, toDisplay } from '../shared/money';
@@ -441,6 +443,8 @@ export async function releaseSponsorship(deps: SponsorshipDeps, sponsorshipId: s
 /**
  * Fails the sponsorship, once: a fuel send that never reached the chain charges the budget nothing,
  * and the sponsored send (never signed: it waited for the fuel) is failed with its lock released.
+ * Any fuel that reached the chain stays charged to the budgets (the station's, and for the platform's
+ * sponsorship the organization's). A client-signed one is announced (`sponsor_broadcast.failed`).
  */
 export async function failSponsorship(deps: SponsorshipDeps, sponsorshipId: string, reason: string, message: string): Promise<SponsorshipStatus> {
   const sponsoredId = await deps.lifecycle.transaction(async (em) => {
@@ -448,7 +452,16 @@ export async function failSponsorship(deps: SponsorshipDeps, sponsorshipId: stri
     if (sponsorship.status === 'failed' || sponsorship.status === 'confirmed') return null;
     if (sponsorship.fuelTransaction.status === 'failed' && sponsorship.fuelTransaction.fee == null) sponsorship.budgetCharge = '0';
     Object.assign(sponsorship, { status: 'failed', failureReason: reason, failureMessage: message });
-    return sponsorship.kind === 'transaction' ? sponsorship.sponsoredTransaction!.id : null;
+    if (sponsorship.kind === 'transaction') return sponsorship.sponsoredTransaction!.id;
+    await em.flush();
+    await emit(em, {
+      organizationId: sponsorship.organization.id,
+      environment: sponsorship.environment,
+      type: 'sponsor_broadcast.failed',
+      data: { ...presentSponsorBroadcast(sponsorship), budget_charge_raw: sponsorship.budgetCharge, budget_charge_usd: sponsorship.budgetChargeUsd ?? null },
+      dedupeKey: `sponsor_broadcast.failed:${sponsorship.id}`,
+    });
+    return null;
   });
   if (sponsoredId) await failTransaction(deps.lifecycle, sponsoredId, reason, message);
   return 'failed';
@@ -465,25 +478,59 @@ export async function broadcastSponsored(deps: SponsorshipDeps, sponsorshipId: s
   if (sponsorship.status === 'failed') return 'failed';
   if (sponsorship.status === 'confirmed') return 'accepted';
   const provider = await sponsoredProvider(deps, sponsorship);
+  const unlessNodeUnavailable = <T>(ask: Promise<T>) => ask.catch((error: unknown) => (error instanceof NodeUnavailableError ? ('unknown' as const) : Promise.reject(error)));
+  // Its nonce was checked when the fuel was reserved, but the sender holds the fuel since: asked again right before the relay.
+  const spent = await unlessNodeUnavailable(nonceSpent(provider, sponsorship));
+  if (spent === 'unknown') return 'unknown';
+  if (spent) return forfeitSponsorship(deps, sponsorship);
   try {
     await provider.broadcast(sponsorship.signedTransaction!);
   } catch (error) {
     if (error instanceof NodeUnavailableError) return 'unknown';
     if (!(error instanceof TransactionRejectedError)) throw error;
-    let known;
-    try {
-      known = await provider.transactionStatus(sponsorship.txHash!);
-    } catch (statusError) {
-      if (statusError instanceof NodeUnavailableError) return 'unknown';
-      throw statusError;
-    }
+    const known = await unlessNodeUnavailable(provider.transactionStatus(sponsorship.txHash!));
+    if (known === 'unknown') return 'unknown';
     if (known.state === 'unknown') {
+      // Refused: the nonce may have been spent between the check and the relay.
+      const spentSince = await unlessNodeUnavailable(nonceSpent(provider, sponsorship));
+      if (spentSince === 'unknown') return 'unknown';
+      if (spentSince) return forfeitSponsorship(deps, sponsorship);
       await failSponsorship(deps, sponsorshipId, error.reason, `The node refused the signed transaction: ${error.message}`);
       return 'failed';
     }
   }
   await deps.lifecycle.em().nativeUpdate(Sponsorship, { id: sponsorshipId, broadcastAccepted: false }, { broadcastAccepted: true, updatedAt: new Date() });
   return 'accepted';
+}
+
+/**
+ * Ethereum: whether the sender spent the sponsored transaction's nonce on another transaction (the node
+ * counts that nonce, mined or pending, and does not know ours), so that ours can never be mined. Tron
+ * has no nonce: false.
+ */
+async function nonceSpent(provider: ChainProvider, sponsorship: Sponsorship): Promise<boolean> {
+  if (sponsorship.chain !== 'ethereum') return false;
+  if (!provider.nonces) throw new Error(`the ${provider.chain} provider cannot read nonces`);
+  const nonce = BigInt(parseTransaction(sponsorship.signedTransaction! as Hex).nonce ?? 0);
+  // The nonce first, then our transaction: ours taken in between is then known, never mistaken for another.
+  if ((await provider.nonces(sponsorship.senderAddress)).pending <= nonce) return false;
+  return (await provider.transactionStatus(sponsorship.txHash!)).state === 'unknown';
+}
+
+/**
+ * The sender spent its nonce after the fuel reached it: nothing is relayed, and the fuel, which cannot be
+ * taken back from an address we do not hold, stays charged to the organization's sponsorship budgets
+ * (the station's daily budget; for the platform's sponsorship also the organization's USD budget);
+ * `sponsor_broadcast.failed` with failure_reason `nonce_spent` tells the organization what it was charged.
+ */
+async function forfeitSponsorship(deps: SponsorshipDeps, sponsorship: Sponsorship): Promise<'failed'> {
+  await failSponsorship(
+    deps,
+    sponsorship.id,
+    'nonce_spent',
+    `${sponsorship.senderAddress} spent the transaction's nonce on another transaction after its fuel arrived: it can never be mined. The fuel stays at the sender's address, charged to the organization's sponsorship budget.`,
+  );
+  return 'failed';
 }
 
 /** The client's transaction: `waiting`, `missing` (broadcast again), or mined at the confirmation count: confirmed (failed if its call reverted). */
