@@ -10,7 +10,7 @@ import { DevnetRejection, type AccountTransaction, type DecodeContext } from '..
 import { TransactionRejectedError, type ChainProvider, type GasEstimateCall } from '../chains/provider';
 import { errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
-import type { StoredFeeTerms } from '../transactions/entities';
+import type { StoredFeeTerms } from '../movements/fee-terms';
 import { withArticle } from '../shared/articles';
 
 /**
