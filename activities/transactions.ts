@@ -18,14 +18,7 @@ export interface TransactionActivityDeps {
 
 /** The steps of a send (src/transactions/lifecycle.ts); each is idempotent under the transaction's row lock. */
 export const createTransactionActivities = (deps: TransactionActivityDeps) => {
-  const lifecycle: LifecycleDeps = {
-    config: deps.config,
-    chains: deps.chains,
-    keys: deps.keys,
-    em: () => deps.orm.em.fork(),
-    transaction: transactionWithStarts(deps),
-    walletDebited: armRefillForWallet,
-  };
+  const lifecycle: LifecycleDeps = { config: deps.config, chains: deps.chains, keys: deps.keys, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), walletDebited: armRefillForWallet };
   return {
     signTransaction: (input: { transactionId: string }) => signTransaction(lifecycle, input.transactionId),
     broadcastTransaction: (input: { transactionId: string }) => broadcastTransaction(lifecycle, input.transactionId),
