@@ -4,6 +4,7 @@ import type { Config } from '../src/config';
 import { finishRun, finishScanning, followSweeps, planPage, startScanning, submitSweeps, type SweepingDeps } from '../src/consolidation/sweeping';
 import type { Orm } from '../src/db/orm';
 import type { Logger } from '../src/logger';
+import { sponsorSendFee } from '../src/gas-stations/sponsorship';
 import { transactionWithStarts } from './with-starts';
 
 export interface ConsolidationActivityDeps {
@@ -15,7 +16,7 @@ export interface ConsolidationActivityDeps {
 
 /** The steps of a consolidation run (src/consolidation/sweeping.ts); each is idempotent. */
 export const createConsolidationActivities = (deps: ConsolidationActivityDeps) => {
-  const sweeping: SweepingDeps = { config: deps.config, chains: deps.chains, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) };
+  const sweeping: SweepingDeps = { config: deps.config, chains: deps.chains, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), feeSponsor: sponsorSendFee };
   // The steps that read the node or send heartbeat as they go (SweepingDeps.progress).
   const heartbeating = (): SweepingDeps => {
     const context = Context.current();

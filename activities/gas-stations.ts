@@ -2,7 +2,7 @@ import type { Environment } from '../src/api-keys/entities';
 import type { ChainNodes } from '../src/chains/nodes';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { armLowStations, assessStation, finishRefill, refillStatus, reportRefillFailed, submitRefill, type RefillDeps } from '../src/gas-stations/service';
+import { armLowStations, armRefillForWallet, assessStation, finishRefill, refillStatus, reportRefillFailed, submitRefill, type RefillDeps } from '../src/gas-stations/service';
 import { broadcastSponsored, checkSponsored, failSponsorship, fuelOutcome, releaseSponsorship, type SponsorshipDeps } from '../src/gas-stations/sponsorship';
 import type { KeyService } from '../src/keys/service';
 import type { Logger } from '../src/logger';
@@ -19,7 +19,7 @@ export interface GasStationActivityDeps {
 /** The steps of a gas station's automatic refill and the periodic check (service.ts), and of a sponsored fee (sponsorship.ts). */
 export const createGasStationActivities = (deps: GasStationActivityDeps) => {
   const refill: RefillDeps = { config: deps.config, chains: deps.chains, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) };
-  const sponsorship: SponsorshipDeps = { config: deps.config, chains: deps.chains, lifecycle: { ...refill, keys: deps.keys } };
+  const sponsorship: SponsorshipDeps = { config: deps.config, chains: deps.chains, lifecycle: { ...refill, keys: deps.keys, walletDebited: armRefillForWallet } };
   return {
     assessGasStation: (input: { stationId: string; announce?: string }) => assessStation(refill, input.stationId, input.announce),
     submitGasStationRefill: (input: { stationId: string }) => submitRefill(refill, input.stationId),

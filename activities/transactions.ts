@@ -1,6 +1,7 @@
 import type { ChainNodes } from '../src/chains/nodes';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
+import { armRefillForWallet } from '../src/gas-stations/service';
 import type { KeyService } from '../src/keys/service';
 import type { Logger } from '../src/logger';
 import { broadcastTransaction, checkTransaction, failTransaction, settleTransaction, signTransaction, type LifecycleDeps } from '../src/transactions/lifecycle';
@@ -17,7 +18,7 @@ export interface TransactionActivityDeps {
 
 /** The steps of a send (src/transactions/lifecycle.ts); each is idempotent under the transaction's row lock. */
 export const createTransactionActivities = (deps: TransactionActivityDeps) => {
-  const lifecycle: LifecycleDeps = { config: deps.config, chains: deps.chains, keys: deps.keys, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) };
+  const lifecycle: LifecycleDeps = { config: deps.config, chains: deps.chains, keys: deps.keys, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), walletDebited: armRefillForWallet };
   return {
     signTransaction: (input: { transactionId: string }) => signTransaction(lifecycle, input.transactionId),
     broadcastTransaction: (input: { transactionId: string }) => broadcastTransaction(lifecycle, input.transactionId),

@@ -12,6 +12,7 @@ import { KeyService } from './keys/service';
 import type { Logger } from './logger';
 import { registerScanMetrics } from './monitoring/metrics';
 import { registerLedgerDriftMetrics } from './monitoring/reconciliation';
+import { sponsorSendFee } from './gas-stations/sponsorship';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 
@@ -42,6 +43,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     starter: new WorkflowStarter(temporal.client, config, log),
     chains: new ChainNodes(config, log, orm),
     rpcConcurrency: new KeyedConcurrencyLimit(config.RPC_CONCURRENCY_PER_ORGANIZATION),
+    feeSponsor: sponsorSendFee,
   };
 }
 

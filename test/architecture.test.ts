@@ -5,7 +5,8 @@ import path from 'node:path';
 /**
  * Static checks of two rules of docs/durable-work.md over the source tree (the .ts files, not the
  * build): workflows are started and messaged only through the starter, and only the HTTP layer's
- * own edges (routes files, system, server wiring) import src/http/.
+ * own edges (routes files, system, server wiring) import src/http/. And floors: domains that once asked
+ * each other back (transactions and gas stations) import each other in one direction at most.
  */
 const ROOT = path.resolve(__dirname, '../..');
 const SOURCE_DIRS = ['src', 'activities', 'workflows'];
@@ -45,6 +46,19 @@ function offences(files: SourceFile[], patterns: RegExp[]): string[] {
   );
 }
 
+const IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)['"]([^'"]+)['"]/g;
+
+/** `file:line  imports <specifier>` for each relative import of `files` whose target (a path from the root, no extension) `into` accepts. */
+function importsInto(files: SourceFile[], into: (target: string) => boolean): string[] {
+  return files.flatMap(({ file, code }) =>
+    [...code.matchAll(IMPORT)]
+      .filter((match) => match[1]!.startsWith('.') && into(path.posix.normalize(path.posix.join(path.posix.dirname(file), match[1]!))))
+      .map((match) => `${file}:${lineOf(code, match.index)}  imports ${match[1]}`),
+  );
+}
+
+const under = (dir: string) => (file: string) => file === dir || file.startsWith(`${dir}/`);
+
 function assertNone(found: string[], rule: string): void {
   if (found.length) assert.fail(`${rule}:\n  ${[...new Set(found)].sort().join('\n  ')}`);
 }
@@ -80,18 +94,21 @@ describe('Architecture', () => {
   it('keeps the HTTP layer out of services, entities, flows, providers, workflows and activities', () => {
     const mayImportHttp = (file: string) =>
       /^src\/(http|system)\//.test(file) || /^src\/[a-z-]+\/routes\.ts$/.test(file) || ['src/server.ts', 'src/modules.ts', 'src/runtime.ts'].includes(file);
-    const importPattern = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)['"]([^'"]+)['"]/g;
-    const found = files
-      .filter(({ file }) => !mayImportHttp(file))
-      .flatMap(({ file, code }) =>
-        [...code.matchAll(importPattern)]
-          .filter((match) => match[1]!.startsWith('.'))
-          .filter((match) => {
-            const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), match[1]!));
-            return target === 'src/http' || target.startsWith('src/http/');
-          })
-          .map((match) => `${file}:${lineOf(code, match.index)}  imports ${match[1]}`),
-      );
+    const found = importsInto(
+      files.filter(({ file }) => !mayImportHttp(file)),
+      under('src/http'),
+    );
     assertNone(found, 'HTTP layer imported outside src/http, src/system, a domain routes.ts, server.ts, modules.ts and runtime.ts (throw shared/errors, take plain inputs)');
   });
+
+  // Domains that asked each other back: a payout refund's path visited the send service five times (docs/architecture).
+  for (const [one, other] of [['src/transactions', 'src/gas-stations']] as const) {
+    it(`has no import cycle between ${one} and ${other}: at most one imports the other`, () => {
+      const forth = importsInto(files.filter(({ file }) => under(one)(file)), under(other));
+      const back = importsInto(files.filter(({ file }) => under(other)(file)), under(one));
+      if (forth.length && back.length) {
+        assert.fail(`${one} and ${other} import each other (move what both need below both, as src/movements/funding.ts does):\n  ${[...forth, ...back].sort().join('\n  ')}`);
+      }
+    });
+  }
 });

@@ -10,11 +10,12 @@ import { isUsable } from '../address-book/service';
 import { Address, Wallet } from '../custody/entities';
 import { emit } from '../events/service';
 import type { EventType } from '../events/event-types';
-import { sponsoringStations } from '../gas-stations/sponsorship';
+import { sponsoringStations, type FeeSponsor } from '../movements/funding';
+import { accountFeeTerms } from '../movements/fee-terms';
 import { DomainError } from '../shared/errors';
 import { Money, toDisplay } from '../shared/money';
 import { OutgoingTransaction } from '../transactions/entities';
-import { accountFeeTerms, createTransaction, readSendFromNode, type AutomatedSend } from '../transactions/service';
+import { createTransaction, readSendFromNode, type AutomatedSend } from '../transactions/service';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep, FINISHED_RUN_STATUSES, type ConsolidationAsset, type RunStatus } from './entities';
 import { presentSweep, readRun, SWEEP_POPULATE } from './presenters';
 import { releaseRule } from './runs';
@@ -34,6 +35,8 @@ export interface SweepingDeps {
   em: () => EntityManager;
   /** A database transaction whose recorded workflow starts and events fire after commit. */
   transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+  /** Pays a sponsored sweep's gas (the gas stations' sponsorSendFee). */
+  feeSponsor: FeeSponsor;
   /** Called as a step makes progress (balances read, a sweep submitted): the activity's heartbeat, so a step on a lost worker is retried within the heartbeat timeout. */
   progress?: () => void;
 }
@@ -188,7 +191,7 @@ export async function submitSweeps(deps: SweepingDeps, runId: string): Promise<{
         const sweep = await em.findOneOrFail(ConsolidationSweep, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (sweep.status !== 'planned') return;
         const { initiator, input, automation } = await sweepSend(em, deps.config, runId, id);
-        const sent = await createTransaction(em, deps.config, deps.chains, initiator, input, { ...automation, nodeReads });
+        const sent = await createTransaction(em, deps.config, deps.chains, initiator, input, { ...automation, nodeReads, feeSponsor: deps.feeSponsor });
         sweep.status = 'submitted';
         sweep.transaction = em.getReference(OutgoingTransaction, sent.id);
       });

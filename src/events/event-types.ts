@@ -32,6 +32,11 @@ export const EVENT_TYPES = [
   { type: 'gas_station.low_balance', description: 'A gas station balance fell below its threshold.' },
   { type: 'gas_station.refilled', description: 'A gas station was refilled.' },
   { type: 'gas_station.refill_failed', description: 'A gas station refill failed on every attempt of its retry policy; data.failure says why.' },
+  {
+    type: 'sponsor_broadcast.failed',
+    description:
+      "A sponsored broadcast failed (data: the Sponsor broadcast response, budget_charge_raw and budget_charge_usd, what its budgets were charged). failure_reason nonce_spent: the sender spent the transaction's nonce after its fuel arrived; nothing was relayed and the fuel, at the sender's address, stays charged.",
+  },
   { type: 'policy.alert', description: 'A policy rule with action alert matched an operation.' },
   { type: 'policy.activation_requested', description: 'A policy activation is waiting for approvals.' },
   { type: 'policy.activated', description: 'A policy reached the enforced state.' },

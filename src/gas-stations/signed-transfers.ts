@@ -10,7 +10,7 @@ import { DevnetRejection, type AccountTransaction, type DecodeContext } from '..
 import { TransactionRejectedError, type ChainProvider, type GasEstimateCall } from '../chains/provider';
 import { errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
-import type { StoredFeeTerms } from '../transactions/entities';
+import type { StoredFeeTerms } from '../movements/fee-terms';
 import { withArticle } from '../shared/articles';
 
 /**
@@ -171,8 +171,11 @@ const withMargin = (value: bigint, marginPercent: number): bigint => (value * Bi
  * Refuses (400 `sponsored_fee_above_need` on signed_tx, the figures in details) a transaction whose fee
  * cap exceeds its need by more than `marginPercent`, so that the fuel, which is the fee cap, is bounded
  * by need and never by what the client chose to sign. `need` is the transfer priced at the fee market's
- * high level: on Ethereum its gas by eth_estimateGas (gasLimit) and the high level's max fee per gas,
- * each checked apart; on Tron the whole fee (a TRC-20 call's fee_limit, the TRX transfer's bandwidth).
+ * high level: on Ethereum its gas by eth_estimateGas (gasLimit) at the high level's max fee per gas; on
+ * Tron the whole fee (a TRC-20 call's fee_limit, the TRX transfer's bandwidth). On Ethereum the margin
+ * bounds the fee cap (gas limit x max fee per gas) once, against gas needed x price needed: bounding the
+ * gas limit and the price each by it would let the fuel reach need x (1 + margin)^2. The gas limit is
+ * also bounded by itself, so the margin cannot all go to gas that no call uses.
  * Refusing, rather than funding the need only, because an Ethereum node takes a transaction only from
  * a sender holding gas limit x max fee per gas up front: less fuel than the cap and it is never mined,
  * the fuel spent for nothing.
@@ -183,18 +186,22 @@ export function requireFeeWithinNeed(checked: CheckedSignedTransfer, need: Store
   if (checked.gas) {
     if (need.model !== 'eip1559') throw new Error(`an Ethereum transaction's need priced on a ${need.model} market`);
     const gasAllowed = withMargin(BigInt(need.gasLimit), marginPercent);
-    const priceAllowed = withMargin(BigInt(need.maxFeePerGas), marginPercent);
-    if (checked.gas.limit > gasAllowed || checked.gas.maxFeePerGas > priceAllowed) {
+    const feeNeeded = BigInt(need.gasLimit) * BigInt(need.maxFeePerGas);
+    const feeAllowed = withMargin(feeNeeded, marginPercent);
+    if (checked.gas.limit > gasAllowed || checked.maxFee > feeAllowed) {
       const details = {
         gas_limit: checked.gas.limit.toString(),
         gas_needed: need.gasLimit,
         gas_limit_allowed: gasAllowed.toString(),
         max_fee_per_gas: checked.gas.maxFeePerGas.toString(),
-        max_fee_per_gas_allowed: priceAllowed.toString(),
+        max_fee_per_gas_needed: need.maxFeePerGas,
+        fee: checked.maxFee.toString(),
+        fee_needed: feeNeeded.toString(),
+        fee_allowed: feeAllowed.toString(),
       };
       throw refuse(
-        `The signed transaction may cost ${checked.gas.limit} gas at ${toDisplay(checked.gas.maxFeePerGas, GWEI_DECIMALS)} gwei; a sponsored fee is at most its need plus ${marginPercent}%: ` +
-          `${gasAllowed} gas (the node estimates ${need.gasLimit}) at ${toDisplay(priceAllowed, GWEI_DECIMALS)} gwei (the fee market's high level). Sign it again within both.`,
+        `The signed transaction may cost ${checked.gas.limit} gas at ${toDisplay(checked.gas.maxFeePerGas, GWEI_DECIMALS)} gwei (${checked.maxFee} wei); a sponsored fee is at most its need plus ${marginPercent}%: ` +
+          `${feeAllowed} wei (the node estimates ${need.gasLimit} gas, at ${toDisplay(need.maxFeePerGas, GWEI_DECIMALS)} gwei, the fee market's high level), with at most ${gasAllowed} gas. Sign it again within both.`,
         details,
       );
     }

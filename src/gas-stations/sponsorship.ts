@@ -1,30 +1,31 @@
 import { LockMode } from '@mikro-orm/core';
+import { parseTransaction, type Hex } from 'viem';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { priceSourceFor, usdValue } from '../catalogue/prices';
 import { ASSETS, assetById, findChain, type AssetInfo, type ChainId } from '../catalogue/service';
 import { GWEI_DECIMALS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
-import { NodeUnavailableError, TransactionRejectedError, type FeeLevel, type FeeMarket } from '../chains/provider';
+import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeLevel, type FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
-import { WalletBalance } from '../custody/entities';
 import type { Tenant } from '../custody/service';
 import { requiredConfirmations } from '../monitoring/service';
 import { Organization } from '../organizations/entities';
+import { emit } from '../events/service';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
-import { Money, toDisplay } from '../shared/money';
+import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { recordStart } from '../temporal/starter';
-import { OutgoingTransaction, type StoredFeeTerms } from '../transactions/entities';
+import { OutgoingTransaction } from '../transactions/entities';
 import { transactionFlow } from '../transactions/flows/transaction';
 import { failTransaction, type LifecycleDeps } from '../transactions/lifecycle';
-import { accountFeeTerms, createTransaction } from '../transactions/service';
+import { createTransaction } from '../transactions/service';
+import { accountFeeTerms } from '../movements/fee-terms';
+import { assessFunding, chooseFunding, type FeeSponsor, type Funding, type SponsoredFee } from '../movements/funding';
 import { isAutomation, type MovementInitiator } from '../movements/gate';
-import { GasStation, Sponsorship, STRATEGY_FEE_LEVEL, type FundingModel, type SponsorshipKind, type SponsorshipStatus } from './entities';
+import { Sponsorship, STRATEGY_FEE_LEVEL, type GasStation, type SponsorshipKind, type SponsorshipStatus } from './entities';
 import { sponsorshipFlow } from './flows/sponsorship';
-import { stationLimits } from './limits';
 import { checkSignedTransfer, requireFeeWithinNeed, requireGasCovered, requireNextNonce, sponsorableChainOf, type SponsorBroadcastClaim } from './signed-transfers';
-import { withArticle } from '../shared/articles';
 
 /**
  * Fee sponsorship: a gas station pays someone else's network fee by sending the sender exactly
@@ -35,140 +36,7 @@ import { withArticle } from '../shared/articles';
  * a daily USD budget per organization). Bitcoin is not sponsored: a UTXO's fee is paid by its inputs.
  */
 
-/** Why a way of paying a fee is not available now: the estimate's unavailable_reason and the 400's details.reason. */
-export type UnavailableReason =
-  | 'unsupported_chain'
-  | 'no_gas_station'
-  | 'sponsorship_not_configured'
-  | 'gas_price_above_ceiling'
-  | 'insufficient_station_balance'
-  | 'daily_budget_exhausted'
-  | 'no_usd_price';
-
-export interface FundingAssessment {
-  model: FundingModel;
-  available: boolean;
-  reason: UnavailableReason | null;
-  message: string;
-  /** The station that would pay (for provider sponsorship, the platform's). */
-  station: GasStation | null;
-  /** What paying costs the station, native base units: the fuel plus its own fee limit for sending it; null before a station is known. */
-  cost: bigint | null;
-}
-
-/** What a sponsored fee costs: the fuel (the sponsored transaction's fee), and the price it pays in the chain's fee unit. */
-export interface SponsoredFee {
-  fuel: bigint;
-  /** gwei per gas (Ethereum), or the whole fee in sun / lamports: what a station's max_gas_price caps. */
-  priceInFeeUnit: string;
-}
-
-/** The fuel of a sponsored fee signed with `terms`, and its price as a station's max_gas_price caps it. */
-export const sponsoredFee = (terms: StoredFeeTerms, feeLimit: bigint): SponsoredFee => ({
-  fuel: feeLimit,
-  priceInFeeUnit: terms.model === 'eip1559' ? toDisplay(terms.maxFeePerGas, GWEI_DECIMALS) : feeLimit.toString(),
-});
-
-const SPONSORED_CHAINS: readonly ChainId[] = ['ethereum', 'tron', 'solana'];
 const nativeOf = (chain: ChainId): AssetInfo => assetById(findChain(chain).nativeAssetId);
-
-/** The fee level a sponsored fee is priced at: the caller's, else the paying station's strategy. */
-export const sponsoredLevel = (station: GasStation | null, requested: FeeLevel | undefined): FeeLevel => requested ?? (station ? STRATEGY_FEE_LEVEL[station.gasStrategy] : 'medium');
-
-/** The stations that could pay a fee on `chain` for `tenant`: its own, and the platform's when configured. */
-export async function sponsoringStations(em: EntityManager, config: Config, tenant: Tenant, chain: ChainId) {
-  const find = (organizationId: string) => em.findOne(GasStation, { organization: organizationId, environment: tenant.environment, chain, status: 'active' }, { populate: ['wallet'] });
-  return {
-    customer: await find(tenant.organizationId),
-    provider: providerConfigured(config) ? await find(config.HEDGE_PAYMASTER_ORGANIZATION_ID!) : null,
-  };
-}
-
-const providerConfigured = (config: Config) => config.HEDGE_PAYMASTER_ORGANIZATION_ID !== undefined;
-
-/**
- * Whether `model` can pay `fee` on `chain` now, and if not why: the chain is sponsored at all, the
- * station exists, the price is under its max_gas_price, its ledger holds the fuel plus its own fee
- * for sending it, the fuel fits the station's daily budget (max_gas_price and budget the station's
- * own or the deployment's defaults: stationLimits), and for provider sponsorship the USD value fits
- * the organization's daily budget. Under sponsorFee's locks, the sums read the charges of every
- * sponsorship committed before, so two cannot both spend the last of a budget.
- */
-export async function assessFunding(
-  em: EntityManager,
-  config: Config,
-  tenant: Tenant,
-  chain: ChainId,
-  market: FeeMarket,
-  model: FundingModel,
-  station: GasStation | null,
-  fee: SponsoredFee,
-  fuelLevel?: FeeLevel,
-): Promise<FundingAssessment> {
-  let cost: bigint | null = null;
-  const refuse = (reason: UnavailableReason, message: string): FundingAssessment => ({ model, available: false, reason, message, station, cost });
-  if (!SPONSORED_CHAINS.includes(chain)) return refuse('unsupported_chain', `${chain} fees are not sponsored: ${withArticle(chain)} fee is paid by the transaction's own inputs.`);
-  if (model === 'provider_sponsorship' && !providerConfigured(config)) return refuse('sponsorship_not_configured', "The platform's sponsorship is not configured.");
-  if (!station) {
-    return model === 'customer_gas_station'
-      ? refuse('no_gas_station', `The organization has no ${chain} gas station in this environment.`)
-      : refuse('sponsorship_not_configured', `The platform's sponsorship has no ${chain} gas station in this environment.`);
-  }
-  const native = nativeOf(chain);
-  cost = fee.fuel + accountFeeTerms(market, native, fuelLevel ?? STRATEGY_FEE_LEVEL[station.gasStrategy]).feeLimit;
-  const limits = stationLimits(config, station);
-  if (new Money(fee.priceInFeeUnit).gt(new Money(limits.maxGasPrice))) {
-    return refuse('gas_price_above_ceiling', `The fee's price ${fee.priceInFeeUnit} is above the station's max_gas_price ${limits.maxGasPrice}.`);
-  }
-  const ledger = await em.findOne(WalletBalance, { wallet: station.wallet.id, assetId: native.id });
-  const available = BigInt(ledger?.balance ?? '0') - BigInt(ledger?.locked ?? '0');
-  if (available < cost) {
-    return refuse('insufficient_station_balance', `The station holds ${toDisplay(available, native.decimals)} ${native.id} available; the fee and its fuel send need ${toDisplay(cost, native.decimals)}.`);
-  }
-  const [spent] = await em.execute<{ spent: string }[]>(
-    `select coalesce(sum(budget_charge), 0)::text as spent from sponsorships where station_id = ? and created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'`,
-    [station.id],
-  );
-  const left = limits.dailyBudget - BigInt(spent!.spent);
-  if (cost > left) {
-    return refuse('daily_budget_exhausted', `The station's daily sponsorship budget has ${toDisplay(left > 0n ? left : 0n, native.decimals)} ${native.id} left today (UTC); this fee needs ${toDisplay(cost, native.decimals)}.`);
-  }
-  if (model === 'provider_sponsorship') {
-    const usd = usdValue(priceSourceFor(config, tenant.environment), native, cost);
-    if (usd === null) return refuse('no_usd_price', `No USD price of ${native.id} is known, and the platform's sponsorship budget is in USD.`);
-    const [row] = await em.execute<{ spent: string }[]>(
-      `select coalesce(sum(budget_charge_usd::numeric), 0)::text as spent from sponsorships
-        where organization_id = ? and environment = ? and funding_model = 'provider_sponsorship' and created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'`,
-      [tenant.organizationId, tenant.environment],
-    );
-    const usdLeft = new Money(config.HEDGE_PAYMASTER_DAILY_BUDGET_USD).minus(row!.spent);
-    if (new Money(usd).gt(usdLeft)) {
-      return refuse('daily_budget_exhausted', `The platform's daily sponsorship budget has ${Money.max(usdLeft, 0).toFixed()} USD left today (UTC) for this organization; this fee needs ${usd}.`);
-    }
-  }
-  return { model, available: true, reason: null, message: 'Available', station, cost };
-}
-
-/**
- * Who pays a sponsored fee: the organization's own station on the chain when it has one (never
- * silently the platform instead), else the platform's sponsorship when configured. 400
- * `sponsorship_unavailable` with the reason when neither can pay it now.
- */
-export async function chooseFunding(em: EntityManager, config: Config, tenant: Tenant, chain: ChainId): Promise<{ model: FundingModel; station: GasStation }> {
-  if (!SPONSORED_CHAINS.includes(chain)) {
-    throw errors.invalid('sponsorship_unavailable', `${chain} fees are not sponsored: ${withArticle(chain)} fee is paid by the transaction's own inputs.`, {
-      param: 'sponsor',
-      details: { reason: 'unsupported_chain' },
-    });
-  }
-  const stations = await sponsoringStations(em, config, tenant, chain);
-  if (stations.customer) return { model: 'customer_gas_station', station: stations.customer };
-  if (stations.provider) return { model: 'provider_sponsorship', station: stations.provider };
-  throw errors.invalid('sponsorship_unavailable', `The organization has no ${chain} gas station in this environment, and the platform's sponsorship is not configured for ${chain}.`, {
-    param: 'sponsor',
-    details: { reason: 'no_gas_station' },
-  });
-}
 
 export interface SponsorshipRequest {
   kind: SponsorshipKind;
@@ -194,7 +62,7 @@ export async function sponsorFee(
   config: Config,
   chains: ChainNodes,
   tenant: MovementInitiator,
-  funding: { model: FundingModel; station: GasStation },
+  funding: Funding,
   request: SponsorshipRequest,
 ): Promise<Sponsorship> {
   const { station, model } = funding;
@@ -256,6 +124,16 @@ export async function sponsorFee(
   recordStart(em, sponsorshipFlow, { sponsorshipId: sponsorship.id, checkSeconds: config.CHAIN_CHECK_SECONDS }, tenant.organizationId);
   return sponsorship;
 }
+
+/** The FeeSponsor the entry points give the sending machinery: a sponsored send's fuel and its sponsorship (sponsorFee). */
+export const sponsorSendFee: FeeSponsor = (em, config, chains, initiator, funding, send) =>
+  sponsorFee(em, config, chains, initiator, funding, {
+    kind: 'transaction',
+    senderAddress: send.senderAddress,
+    fee: send.fee,
+    market: send.market,
+    sponsoredTransaction: em.getReference(OutgoingTransaction, send.transactionId),
+  });
 
 /**
  * Who the station's policies see behind its fuel: the key that caused the sponsored movement when
@@ -441,6 +319,8 @@ export async function releaseSponsorship(deps: SponsorshipDeps, sponsorshipId: s
 /**
  * Fails the sponsorship, once: a fuel send that never reached the chain charges the budget nothing,
  * and the sponsored send (never signed: it waited for the fuel) is failed with its lock released.
+ * Any fuel that reached the chain stays charged to the budgets (the station's, and for the platform's
+ * sponsorship the organization's). A client-signed one is announced (`sponsor_broadcast.failed`).
  */
 export async function failSponsorship(deps: SponsorshipDeps, sponsorshipId: string, reason: string, message: string): Promise<SponsorshipStatus> {
   const sponsoredId = await deps.lifecycle.transaction(async (em) => {
@@ -448,7 +328,16 @@ export async function failSponsorship(deps: SponsorshipDeps, sponsorshipId: stri
     if (sponsorship.status === 'failed' || sponsorship.status === 'confirmed') return null;
     if (sponsorship.fuelTransaction.status === 'failed' && sponsorship.fuelTransaction.fee == null) sponsorship.budgetCharge = '0';
     Object.assign(sponsorship, { status: 'failed', failureReason: reason, failureMessage: message });
-    return sponsorship.kind === 'transaction' ? sponsorship.sponsoredTransaction!.id : null;
+    if (sponsorship.kind === 'transaction') return sponsorship.sponsoredTransaction!.id;
+    await em.flush();
+    await emit(em, {
+      organizationId: sponsorship.organization.id,
+      environment: sponsorship.environment,
+      type: 'sponsor_broadcast.failed',
+      data: { ...presentSponsorBroadcast(sponsorship), budget_charge_raw: sponsorship.budgetCharge, budget_charge_usd: sponsorship.budgetChargeUsd ?? null },
+      dedupeKey: `sponsor_broadcast.failed:${sponsorship.id}`,
+    });
+    return null;
   });
   if (sponsoredId) await failTransaction(deps.lifecycle, sponsoredId, reason, message);
   return 'failed';
@@ -465,25 +354,59 @@ export async function broadcastSponsored(deps: SponsorshipDeps, sponsorshipId: s
   if (sponsorship.status === 'failed') return 'failed';
   if (sponsorship.status === 'confirmed') return 'accepted';
   const provider = await sponsoredProvider(deps, sponsorship);
+  const unlessNodeUnavailable = <T>(ask: Promise<T>) => ask.catch((error: unknown) => (error instanceof NodeUnavailableError ? ('unknown' as const) : Promise.reject(error)));
+  // Its nonce was checked when the fuel was reserved, but the sender holds the fuel since: asked again right before the relay.
+  const spent = await unlessNodeUnavailable(nonceSpent(provider, sponsorship));
+  if (spent === 'unknown') return 'unknown';
+  if (spent) return forfeitSponsorship(deps, sponsorship);
   try {
     await provider.broadcast(sponsorship.signedTransaction!);
   } catch (error) {
     if (error instanceof NodeUnavailableError) return 'unknown';
     if (!(error instanceof TransactionRejectedError)) throw error;
-    let known;
-    try {
-      known = await provider.transactionStatus(sponsorship.txHash!);
-    } catch (statusError) {
-      if (statusError instanceof NodeUnavailableError) return 'unknown';
-      throw statusError;
-    }
+    const known = await unlessNodeUnavailable(provider.transactionStatus(sponsorship.txHash!));
+    if (known === 'unknown') return 'unknown';
     if (known.state === 'unknown') {
+      // Refused: the nonce may have been spent between the check and the relay.
+      const spentSince = await unlessNodeUnavailable(nonceSpent(provider, sponsorship));
+      if (spentSince === 'unknown') return 'unknown';
+      if (spentSince) return forfeitSponsorship(deps, sponsorship);
       await failSponsorship(deps, sponsorshipId, error.reason, `The node refused the signed transaction: ${error.message}`);
       return 'failed';
     }
   }
   await deps.lifecycle.em().nativeUpdate(Sponsorship, { id: sponsorshipId, broadcastAccepted: false }, { broadcastAccepted: true, updatedAt: new Date() });
   return 'accepted';
+}
+
+/**
+ * Ethereum: whether the sender spent the sponsored transaction's nonce on another transaction (the node
+ * counts that nonce, mined or pending, and does not know ours), so that ours can never be mined. Tron
+ * has no nonce: false.
+ */
+async function nonceSpent(provider: ChainProvider, sponsorship: Sponsorship): Promise<boolean> {
+  if (sponsorship.chain !== 'ethereum') return false;
+  if (!provider.nonces) throw new Error(`the ${provider.chain} provider cannot read nonces`);
+  const nonce = BigInt(parseTransaction(sponsorship.signedTransaction! as Hex).nonce ?? 0);
+  // The nonce first, then our transaction: ours taken in between is then known, never mistaken for another.
+  if ((await provider.nonces(sponsorship.senderAddress)).pending <= nonce) return false;
+  return (await provider.transactionStatus(sponsorship.txHash!)).state === 'unknown';
+}
+
+/**
+ * The sender spent its nonce after the fuel reached it: nothing is relayed, and the fuel, which cannot be
+ * taken back from an address we do not hold, stays charged to the organization's sponsorship budgets
+ * (the station's daily budget; for the platform's sponsorship also the organization's USD budget);
+ * `sponsor_broadcast.failed` with failure_reason `nonce_spent` tells the organization what it was charged.
+ */
+async function forfeitSponsorship(deps: SponsorshipDeps, sponsorship: Sponsorship): Promise<'failed'> {
+  await failSponsorship(
+    deps,
+    sponsorship.id,
+    'nonce_spent',
+    `${sponsorship.senderAddress} spent the transaction's nonce on another transaction after its fuel arrived: it can never be mined. The fuel stays at the sender's address, charged to the organization's sponsorship budget.`,
+  );
+  return 'failed';
 }
 
 /** The client's transaction: `waiting`, `missing` (broadcast again), or mined at the confirmation count: confirmed (failed if its call reverted). */

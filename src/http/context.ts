@@ -11,6 +11,7 @@ import type { Orm } from '../db/orm';
 import type { IdempotencyService } from '../idempotency/service';
 import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
+import type { FeeSponsor } from '../movements/funding';
 import type { WorkflowStarter } from '../temporal/starter';
 import type { KeyedConcurrencyLimit, KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './rate-limit';
 
@@ -50,6 +51,8 @@ export interface AppDeps {
   chains: ChainNodes;
   /** JSON-RPC pass-through requests in flight in this process, per organization and environment (RPC_CONCURRENCY_PER_ORGANIZATION). */
   rpcConcurrency: KeyedConcurrencyLimit;
+  /** Pays a sponsored send's fee (the gas stations' sponsorSendFee): given to the sending machinery, which the stations send through. */
+  feeSponsor: FeeSponsor;
 }
 
 export type { AuthContext, EntityManager };

@@ -110,7 +110,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     scope: 'policies:read',
     body: ValidateDraftBody,
     response: { status: 200, description: 'The validation result', schema: ValidationResultObject },
-    handler: async ({ auth, em, body }) => ({ body: await validateDraft(em, auth.organizationId, body.rules) }),
+    handler: async ({ auth, em, body }) => ({ body: await validateDraft(em, auth, body.rules) }),
   });
 
   routes.add({

@@ -13,6 +13,7 @@ import { evaluatePolicies, outcomeOf, type EvaluablePolicy, type EvaluationConte
 import type { HoldOutcome } from './held-sends';
 import { isAddressBookOperator, type ActionType, type Condition, type PolicyCategory } from './schema';
 import { checkActionConfig } from './schemas';
+import { canonicalConditions, canonicalRequestAddresses } from './addresses';
 import { APPROVER_ROLE_PLACEHOLDER, findTemplate, type PolicyTemplate } from './templates';
 import { validatePolicyRules, type DraftRule, type ValidationResult } from './validator';
 
@@ -200,7 +201,7 @@ export async function createRule(em: EntityManager, limits: PolicyLimits, actor:
     remedy: 'delete one',
     count: (tx) => tx.count(PolicyRule, { policy: policy.id }),
   });
-  const rule = addRule(em, policy, input);
+  const rule = addRule(em, policy, withCanonicalAddresses(input, policy.environment, 'conditions'));
   writeAudit(em, { actor, policyId: policy.id, action: 'rule_added', changes: { rule_id: rule.id, name: rule.name, order: rule.order } });
   await em.flush();
   return { policy, rule };
@@ -234,7 +235,7 @@ export async function updateRule(
   }
   if (input.name !== undefined) rule.name = input.name;
   if (input.description !== undefined) rule.description = input.description;
-  if (input.conditions !== undefined) rule.conditions = input.conditions;
+  if (input.conditions !== undefined) rule.conditions = canonicalConditions(input.conditions, policy.environment, { strict: true, param: 'conditions' });
   if (input.order !== undefined) moveRule(policy, rule, input.order);
   writeAudit(em, { actor, policyId: policy.id, action: 'rule_updated', changes: { rule_id: rule.id, ...input } });
   await em.flush();
@@ -304,7 +305,12 @@ export async function createPolicy(
         action_config: structuredClone(rule.actionConfig),
         conditions: structuredClone(rule.conditions),
       })) ?? []);
-  for (const rule of [...copied, ...(input.rules ?? [])]) addRule(em, policy, rule);
+  // Copies keep what their source held (canonical since written); the request's own rules must name addresses their chain reads.
+  const rules = [
+    ...copied.map((rule) => ({ ...rule, conditions: canonicalConditions(rule.conditions ?? [], actor.environment, { strict: false, param: 'conditions' }) })),
+    ...(input.rules ?? []).map((rule, index) => withCanonicalAddresses(rule, actor.environment, `rules.${index}.conditions`)),
+  ];
+  for (const rule of rules) addRule(em, policy, rule);
   writeAudit(em, {
     actor,
     policyId: policy.id,
@@ -333,6 +339,10 @@ async function checkAddressBookReferences(em: EntityManager, scope: PolicyScope,
     await assertAddressBookEntries(em, scope, condition.values.map(String), `${prefix}conditions.${index}.values`);
   }
 }
+
+/** A rule input with its address operands canonical (strict: one its chain does not read is 400 on `param`). */
+const withCanonicalAddresses = <T extends { conditions?: Condition[] }>(input: T, environment: Environment, param: string): T =>
+  input.conditions === undefined ? input : { ...input, conditions: canonicalConditions(input.conditions, environment, { strict: true, param }) };
 
 // ---------- approvers and validation ----------
 
@@ -377,13 +387,13 @@ export async function validateRules(em: EntityManager, organizationId: string, r
 /** Validates rules not stored yet, in their `order` (listed order for ties and omissions). */
 export async function validateDraft(
   em: EntityManager,
-  organizationId: string,
+  scope: PolicyScope,
   rules: (DraftRule & { order?: number })[],
 ): Promise<ValidationResult> {
   const ordered = rules
-    .map((rule, index) => ({ ...rule, position: rule.order ?? index + 1, index }))
+    .map((rule, index) => ({ ...rule, conditions: canonicalConditions(rule.conditions ?? [], scope.environment, { strict: false, param: 'conditions' }), position: rule.order ?? index + 1, index }))
     .sort((a, b) => a.position - b.position || a.index - b.index);
-  return validateRules(em, organizationId, ordered);
+  return validateRules(em, scope.organizationId, ordered);
 }
 
 // ---------- evaluation and the sending decision ----------
@@ -424,7 +434,9 @@ export async function evaluationContext(
 /** Dry run: the enforced policies (or `policyId` in any state) against `request`; nothing is recorded. */
 export async function evaluate(em: EntityManager, scope: PolicyScope, request: EvaluationRequest, policyId?: string): Promise<EvaluationResult> {
   const policies = (policyId ? [await findPolicy(em, scope, policyId)] : await enforcedPolicies(em, scope)).map(toEvaluable);
-  return evaluatePolicies(policies, request, await evaluationContext(em, scope, policies, request));
+  // The request's addresses as a send carries them, so that the dry run decides what sending would.
+  const canonical = canonicalRequestAddresses(request, scope.environment);
+  return evaluatePolicies(policies, canonical, await evaluationContext(em, scope, policies, canonical));
 }
 
 /** The organization's enforced policies of one environment, in evaluation order (priority, then oldest first). */

@@ -4,7 +4,8 @@ import type { FeeLevel, FeeMarket } from '../chains/provider';
 import { findPrimaryAddress } from '../custody/service';
 import { errors } from '../shared/errors';
 import { DUST_LIMIT, selectCoins } from './coin-selection';
-import type { PinnedInput, StoredFeeTerms } from './entities';
+import type { StoredFeeTerms } from '../movements/fee-terms';
+import type { PinnedInput } from './entities';
 import type { ResolvedTransfer } from './validation';
 import { pinnedOutputs, spendableOutputs } from './wallet-outputs';
 

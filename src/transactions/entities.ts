@@ -2,6 +2,7 @@ import { BigIntType, Entity, Enum, Index, ManyToOne, OptionalProps, PrimaryKey, 
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
 import type { FeeLevel } from '../chains/provider';
+import type { StoredFeeTerms } from '../movements/fee-terms';
 import { Address, Wallet } from '../custody/entities';
 import { Organization } from '../organizations/entities';
 import { uuid } from '../shared/ids';
@@ -22,11 +23,6 @@ export interface PinnedInput {
   vout: number;
 }
 
-/** The fee terms a send is signed with, integers as decimal strings (JSON column). */
-export type StoredFeeTerms =
-  | { model: 'eip1559'; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }
-  | { model: 'per_byte'; satPerVbyte: string; vsize: number }
-  | { model: 'flat'; fee: string };
 
 /** The policy engine's decision when the send was asked for (what happened, for the what-if). */
 export interface RecordedDecision {

@@ -8,19 +8,15 @@ import type { ChainNodes } from '../chains/nodes';
 import { FEE_LEVELS, type FeeLevel, type FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
 import { findPrimaryAddress } from '../custody/service';
-import { FUNDING_MODELS } from '../gas-stations/entities';
-import { assessFunding, sponsoredFee, sponsoringStations } from '../gas-stations/sponsorship';
+import { accountFeeTerms, TRC20_TRANSFER_ENERGY, TRON_ENERGY_PRICE_SUN } from '../movements/fee-terms';
+import { assessFunding, FUNDING_MODELS, sponsoredFee, sponsoringStations } from '../movements/funding';
 import { DomainError, errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
 import { selectCoins, type SpendableFormat, type SpendableOutput } from './coin-selection';
-import { accountFeeTerms, erc20GasLimit, transferGas } from './service';
+import { erc20GasLimit, transferGas } from './service';
 import { resolveTransfer } from './validation';
 import { spendableOutputs } from './wallet-outputs';
 
-/** Energy of a TRC-20 `transfer` to an address that already holds the token. */
-const TRC20_TRANSFER_ENERGY = 65_000n;
-/** Sun burnt per energy unit when the sender has no staked energy (the network's getEnergyFee parameter). */
-const TRON_ENERGY_PRICE_SUN = 210n;
 /** Signatures of a plain Solana transfer, native or SPL: the fee payer's. */
 const SOLANA_TRANSFER_SIGNATURES = 1n;
 /** A fee quote ages with the market: Ethereum prices a new block every 12 s. */

@@ -9,10 +9,10 @@ import { Address } from '../custody/entities';
 import { postCustodyEntries, type CustodyEntry } from '../custody/journal';
 import { keyLocation } from '../custody/service';
 import { emit } from '../events/service';
-import { armRefillForWallet } from '../gas-stations/service';
 import type { EventType } from '../events/event-types';
 import type { KeyService } from '../keys/service';
-import { OutgoingTransaction, TransactionReplacement, WalletOutput, type StoredFeeTerms, type TransactionStatus } from './entities';
+import type { StoredFeeTerms } from '../movements/fee-terms';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput, type TransactionStatus } from './entities';
 import { nativeAssetOf, presentTransaction } from './service';
 import { recordChange, releaseOutputs, settleOutputs } from './wallet-outputs';
 import { lockingOnlyItsRow } from '../db/row-lock';
@@ -31,6 +31,8 @@ export interface LifecycleDeps {
   em: () => EntityManager;
   /** Runs `work` in a database transaction whose recorded starts (event deliveries) fire after commit. */
   transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+  /** A settled send debited the wallet, in `em`'s transaction: a gas station's wallet is assessed again (gas-stations armRefillForWallet). */
+  walletDebited: (em: EntityManager, walletId: string) => Promise<void>;
 }
 
 /**
@@ -434,7 +436,7 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
     await postCustodyEntries(em, [...lockReleases(transaction), ...(await replacementLockReleases(em, transaction)), ...debitEntries(transaction, debitsOf(transaction))]);
     if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id, transaction.txHash!);
     await supersedeReplacements(em, transaction);
-    await armRefillForWallet(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
+    await deps.walletDebited(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
     return recordOutcome(em, transaction);
   });
 }

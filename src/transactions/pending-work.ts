@@ -1,5 +1,5 @@
 import { pendingRows, pendingWork, type PendingWorkSource } from '../temporal/reconciler';
-import { Sponsorship } from '../gas-stations/entities';
+import { sponsorshipsFunding } from '../movements/funding';
 import { OutgoingTransaction } from './entities';
 import { transactionFlow } from './flows/transaction';
 
@@ -12,7 +12,7 @@ export const transactionPendingWork: PendingWorkSource = {
   pending: async (em, query) => {
     const { rows, next } = await pendingRows(em, OutgoingTransaction, { status: { $nin: ['confirmed', 'failed'] }, createdAt: { $lt: query.olderThan } }, query);
     const sponsored = rows.flatMap((transaction) => (transaction.sponsorshipId ? [transaction.sponsorshipId] : []));
-    const funding = new Set(sponsored.length ? (await em.find(Sponsorship, { id: { $in: sponsored }, status: 'funding' })).map((sponsorship) => sponsorship.id) : []);
+    const funding = await sponsorshipsFunding(em, sponsored);
     const work = rows.filter((transaction) => !funding.has(transaction.sponsorshipId ?? '')).map((transaction) => pendingWork(transactionFlow, { transactionId: transaction.id }, transaction.organization.id));
     return { work, next };
   },

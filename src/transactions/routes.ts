@@ -47,7 +47,7 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     prepare: ({ auth, em, body, deps }) => readSendFromNode(em, deps.config, deps.chains, auth, body),
     handler: async ({ auth, em, body, deps, prepared, ctx }) => ({
       status: 201,
-      body: await createTransaction(em, deps.config, deps.chains, auth, body, { nodeReads: prepared, asked: { idempotencyKey: ctx.get(IDEMPOTENCY_KEY_HEADER) || null } }),
+      body: await createTransaction(em, deps.config, deps.chains, auth, body, { nodeReads: prepared, asked: { idempotencyKey: ctx.get(IDEMPOTENCY_KEY_HEADER) || null }, feeSponsor: deps.feeSponsor }),
     }),
   });
 

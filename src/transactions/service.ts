@@ -1,17 +1,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { assetById, findChain, type AssetInfo } from '../catalogue/service';
-import { chainNodeUnavailable, NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
+import { chainNodeUnavailable, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeLevel, type FeeMarket } from '../chains/provider';
 import { erc20TransferData } from '../chains/transfers/ethereum';
-import { SOLANA_TOKEN_ACCOUNT_RENT } from '../chains/transfers/solana';
 import type { Config } from '../config';
 import { Address, type Wallet } from '../custody/entities';
 import { lockCustodyFunds, spendableByAddress } from '../custody/journal';
-import type { FundingModel, GasStation } from '../gas-stations/entities';
 import { findPrimaryAddress, type Tenant } from '../custody/service';
 import { emit } from '../events/service';
 import { requiredConfirmations } from '../monitoring/service';
+import { accountFeeTerms, type SendGas, type StoredFeeTerms } from '../movements/fee-terms';
+import { chooseFunding, sponsoredFee, sponsoredLevel, type FeeSponsor, type Funding } from '../movements/funding';
 import { isAutomation, judgeMovement, type MovementInitiator } from '../movements/gate';
 import { heldSendSubject } from '../policies/held-sends';
 import type { DestinationType, OperationType } from '../policies/schema';
@@ -21,10 +21,8 @@ import { isUuid, uuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { recordStart } from '../temporal/starter';
-import { chooseFunding, sponsoredFee, sponsoredLevel, sponsorFee } from '../gas-stations/sponsorship';
 import { bitcoinSendOptions, planBitcoinSend } from './bitcoin';
-import { OutgoingTransaction, TransactionReplacement, WalletOutput, type PinnedInput, type RecordedDecision, type StoredFeeTerms } from './entities';
-import { quoteFee } from './estimate';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput, type PinnedInput, type RecordedDecision } from './entities';
 import { transactionFlow, transactionWorkflowId } from './flows/transaction';
 import { lockOutputs } from './wallet-outputs';
 import { resolveTransfer, type ResolvedTransfer, type TransferRequest } from './validation';
@@ -50,7 +48,9 @@ export interface AutomatedSend {
   operationType?: OperationType;
   destinationType?: DestinationType;
   fromAddress?: Address;
-  funding?: { model: FundingModel; station: GasStation };
+  funding?: Funding;
+  /** Pays the fee of a sponsored send (gas-stations sponsorSendFee, given by the entry points): required when the send is sponsored. */
+  feeSponsor?: FeeSponsor;
   /** The chain's fee market, read by the caller before it took its locks: a send made under a lock must not wait on a node. */
   market?: FeeMarket;
   /** What the node said of this send (readSendFromNode), read before the caller's transaction opened. */
@@ -153,6 +153,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   const pinned = input.inputs?.map(pinnedInput);
   // Sponsored: the organization's gas station (else the platform's sponsorship) pays the fee, priced at the station's strategy unless the caller names a level.
   const funding = input.sponsor ? (automation.funding ?? (await chooseFunding(em, config, auth, chain.id))) : null;
+  if (funding && !automation.feeSponsor) throw new Error('a sponsored send needs its fee sponsor (AutomatedSend.feeSponsor)');
   const level = funding ? sponsoredLevel(funding.station, input.fee_level) : (input.fee_level ?? 'medium');
 
   // The lock's reference is the send's id, known before the row is written.
@@ -228,7 +229,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
   if (funding) {
     // The sponsorship's workflow starts this send once the station's fuel is confirmed.
     const fee = sponsoredFee(plan.terms, plan.feeLimit);
-    const sponsorship = await sponsorFee(em, config, chains, auth, funding, { kind: 'transaction', senderAddress: from.address, fee, market, sponsoredTransaction: transaction });
+    const sponsorship = await automation.feeSponsor!(em, config, chains, auth, funding, { senderAddress: from.address, fee, market, transactionId: transaction.id });
     transaction.sponsorshipId = sponsorship.id;
     await em.flush();
   } else {
@@ -246,43 +247,6 @@ function pinnedInput(input: { txid: string; vout: string }, index: number): Pinn
   if (!TXID.test(input.txid)) throw errors.validation(`inputs[${index}].txid must be 64 hexadecimal characters.`, `inputs[${index}].txid`);
   if (!/^\d{1,6}$/.test(input.vout)) throw errors.validation(`inputs[${index}].vout must be an output index (a non-negative integer).`, `inputs[${index}].vout`);
   return { txid: input.txid.toLowerCase(), vout: Number(input.vout) };
-}
-
-/**
- * The gas limit an EVM send is signed with. `sponsored`: the transfer's exact gas, at one fixed price.
- * Otherwise a limit the send pays the used part of at the block's price.
- */
-export interface SendGas {
-  limit: bigint;
-  sponsored: boolean;
-}
-
-/**
- * Account chains: the fee terms at the level, and the most they can cost. EVM signs a max fee per
- * gas of twice the next block's base fee plus the priority fee, and pays the gas used at the
- * block's price, so the fee limit is locked and the difference released when it settles; its gas
- * limit is 21000 for ether, and for a token the one `gas` gives (erc20GasLimit's). A sponsored EVM
- * send (its exact gas given) signs one fixed price, max fee = priority fee = that same max fee, so
- * that it pays exactly gas x price: the station funds that, no more, no less.
- */
-export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeLevel, gas?: SendGas): { terms: StoredFeeTerms; feeLimit: bigint } {
-  if (market.model === 'eip1559') {
-    const gasLimit = gas?.limit ?? (asset.type === 'native' ? NATIVE_TRANSFER_GAS : undefined);
-    if (gasLimit === undefined) throw new Error(`a ${asset.id} transfer is priced at its estimated gas, and none was given`);
-    const maxFeePerGas = 2n * market.baseFeePerGas + market.priorityFeePerGas[level];
-    const maxPriorityFeePerGas = gas?.sponsored ? maxFeePerGas : market.priorityFeePerGas[level];
-    return {
-      terms: { model: 'eip1559', gasLimit: gasLimit.toString(), maxFeePerGas: maxFeePerGas.toString(), maxPriorityFeePerGas: maxPriorityFeePerGas.toString() },
-      feeLimit: gasLimit * maxFeePerGas,
-    };
-  }
-  if (market.model === 'flat') {
-    const { fee } = quoteFee(market, asset, level, null);
-    // An SPL transfer creates the recipient's token account when it has none: its rent may leave with the fee, so the most it costs counts it.
-    const feeLimit = asset.chain === 'solana' && asset.type !== 'native' ? fee + SOLANA_TOKEN_ACCOUNT_RENT : fee;
-    return { terms: { model: 'flat', fee: fee.toString() }, feeLimit };
-  }
-  throw new Error(`an account chain with a ${market.model} fee market`);
 }
 
 function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: FeeLevel, gas?: SendGas): FeePlan {

@@ -414,12 +414,15 @@ describe('Gas stations: fee sponsorship', () => {
       assert.equal(example.body.error.details.gas_limit, '5000000');
       assert.equal(example.body.error.details.gas_needed, '21000', 'an ether transfer needs 21,000 gas');
       assert.equal(example.body.error.details.max_fee_per_gas, (1_000n * 10n ** 9n).toString());
-      assert.ok(BigInt(example.body.error.details.max_fee_per_gas_allowed) < 1_000n * 10n ** 9n);
+      assert.equal(example.body.error.details.fee, (5_000_000n * 1_000n * 10n ** 9n).toString());
+      assert.ok(BigInt(example.body.error.details.fee_allowed) < BigInt(example.body.error.details.fee));
 
       const needed = await need(client, recipient);
       const cases: [string, ClientSigning][] = [
         ['a gas limit above need plus the margin, at a fair price', { gasLimit: withMargin(needed.gas) + 1n }],
         ['a fair gas limit at a price above the high level plus the margin', { maxFeePerGas: withMargin(needed.maxFeePerGas) + 1n }],
+        // Each within the margin, the fee 44% above need: the margin bounds the fee once.
+        ['a gas limit and a price each at need plus the margin', { gasLimit: withMargin(needed.gas), maxFeePerGas: withMargin(needed.maxFeePerGas) }],
       ];
       for (const [what, signing] of cases) {
         const refused = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(await sign(signing)), bounded.secret);
@@ -447,7 +450,7 @@ describe('Gas stations: fee sponsorship', () => {
       const accepted = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(signed), bounded.secret);
       assert.equal(accepted.status, 202, accepted.text);
       assert.equal(accepted.body.sponsor_amount_raw, signed.maxFee.toString(), 'the fuel is the signed fee cap');
-      assert.ok(signed.maxFee <= withMargin(needed.gas) * withMargin(needed.maxFeePerGas), 'which is within the need plus the margin');
+      assert.ok(signed.maxFee <= withMargin(needed.gas * needed.maxFeePerGas), 'which is within the need plus the margin, once');
 
       // Its fuel not yet confirmed, the node's next nonce is still 0: another transaction of the sender waits for the first.
       const second = await call('POST', '/v1/gas-stations/sponsor-broadcast', claim(await sign({ nonce: 1n })), bounded.secret);

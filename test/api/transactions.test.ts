@@ -336,6 +336,58 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
     assert.equal(allowed.body.policy_decision.policy_id, policy.body.id);
   });
 
+  it('address rules are written in the form sends carry: a lowercase Ethereum address blocks the checksummed send, an upper-case bech32 one the lower-case send', async () => {
+    const guarded = await createTestOrganization('Canonical rules');
+    await (await testOrm()).em.fork().nativeUpdate(Organization, { id: guarded.organizationId }, { policyActivationRequiredApprovals: 0 });
+    const ether = await createWallet('ethereum', guarded);
+    const bitcoin = await createWallet('bitcoin', guarded);
+    await fund('ethereum', ether.address, 'ETH', '1', guarded);
+    await fund('bitcoin', bitcoin.address, 'BTC', '0.5', guarded);
+    const etherDestination = (await createWallet('ethereum', guarded)).address;
+    const bitcoinDestination = (await createWallet('bitcoin', guarded)).address;
+    assert.notEqual(etherDestination, etherDestination.toLowerCase(), 'the API answers checksummed addresses');
+
+    const rules = [
+      { name: 'Not this one', action_type: 'block', conditions: [{ field: 'to_address', operator: 'equal', value: etherDestination.toLowerCase() }] },
+      {
+        name: 'Nor this one',
+        action_type: 'block',
+        conditions: [
+          { field: 'chain', operator: 'equal', value: 'bitcoin' },
+          { field: 'to_address', operator: 'in', values: [bitcoinDestination.toUpperCase()] },
+        ],
+      },
+      { name: 'Else go', action_type: 'allow', conditions: [{ field: 'operation_type', operator: 'equal', value: 'transfer' }] },
+    ];
+    // Named on a chain, an address that chain does not read (a wrong checksum) could never match: 400 naming it.
+    const mixed = `0x${[...etherDestination.slice(2)].map((digit) => (digit === digit.toLowerCase() ? digit.toUpperCase() : digit.toLowerCase())).join('')}`;
+    const misspelled = await call(
+      'POST',
+      '/v1/policies',
+      { name: 'Misspelled', rules: [{ name: 'Typo', action_type: 'block', conditions: [{ field: 'chain', operator: 'equal', value: 'ethereum' }, { field: 'to_address', operator: 'equal', value: mixed }] }] },
+      guarded.secret,
+    );
+    assert.equal(misspelled.status, 400, misspelled.text);
+    assert.equal(misspelled.body.error.param, 'rules.0.conditions.1.value', misspelled.text);
+
+    const policy = await call('POST', '/v1/policies', { name: 'Destinations', rules }, guarded.secret);
+    assert.equal(policy.status, 201, policy.text);
+    const stored = policy.body.rules as { conditions: { value?: string; values?: string[] }[] }[];
+    assert.equal(stored[0]!.conditions[0]!.value, etherDestination, 'stored EIP-55');
+    assert.deepEqual(stored[1]!.conditions[1]!.values, [bitcoinDestination.toLowerCase()], 'stored lower-case bech32');
+    assert.equal((await call('POST', `/v1/policies/${policy.body.id}/activate`, {}, guarded.secret)).status, 200);
+
+    const blockedEther = await send({ wallet_id: ether.id, to_address: etherDestination, amount: '0.1', asset: 'ETH' }, guarded.secret);
+    assert.equal(blockedEther.status, 403, blockedEther.text);
+    assert.equal(blockedEther.body.error.code, 'policy_blocked');
+    const blockedBitcoin = await send({ wallet_id: bitcoin.id, to_address: bitcoinDestination, amount: '0.1', asset: 'BTC' }, guarded.secret);
+    assert.equal(blockedBitcoin.status, 403, blockedBitcoin.text);
+    const dryRun = await call('POST', '/v1/policies/evaluate', { chain: 'ethereum', to_address: etherDestination.toLowerCase(), operation_type: 'transfer', amount: '0.1' }, guarded.secret);
+    assert.equal(dryRun.status, 200, dryRun.text);
+    assert.equal(dryRun.body.rule_id, (policy.body.rules as { id: string }[])[0]!.id, 'the dry run reads the address as a send would carry it');
+    assert.equal((await send({ wallet_id: ether.id, to_address: ether.address, amount: '0.1', asset: 'ETH' }, guarded.secret)).status, 201, 'other destinations go');
+  });
+
   it('50 concurrent sends from one wallet never lock more than its balance; every accepted one settles', async function () {
     this.timeout(180_000);
     const from = await createWallet('ethereum');

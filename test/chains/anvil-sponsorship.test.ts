@@ -203,8 +203,8 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
     const withMargin = (value: bigint) => (value * BigInt(100 + app.deps.config.SPONSORSHIP_FEE_MARGIN_PERCENT)) / 100n;
     const gasNeeded = await provider.estimateGas!({ from: client.address, to: token, data: erc20TransferData(recipient, amount) });
     assert.ok(
-      gas! <= withMargin(gasNeeded) && maxFeePerGas! <= withMargin(2n * market.baseFeePerGas + market.priorityFeePerGas.high),
-      "the fuel is within the need: the node's gas estimate at the fee market's high level, plus the margin",
+      gas! <= withMargin(gasNeeded) && BigInt(accepted.body.sponsor_amount_raw) <= withMargin(gasNeeded * (2n * market.baseFeePerGas + market.priorityFeePerGas.high)),
+      "the fuel is within the need: the node's gas estimate at the fee market's high level, plus the margin once",
     );
 
     const done = await mineUntil(async () => {
@@ -248,6 +248,20 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
     assert.deepEqual([refused.body.error.code, refused.body.error.param], ['sponsored_fee_above_need', 'signed_tx']);
     assert.deepEqual([refused.body.error.details.gas_limit, refused.body.error.details.gas_needed], ['5000000', '21000']);
 
+    // The margin on the gas and on the price each, 44% on the fee: refused, the fee bounded by need plus the margin once.
+    const market = await provider.feeMarket();
+    assert.equal(market.model, 'eip1559');
+    const withMargin = (value: bigint) => (value * BigInt(100 + app.deps.config.SPONSORSHIP_FEE_MARGIN_PERCENT)) / 100n;
+    const highPrice = 2n * market.baseFeePerGas + market.priorityFeePerGas.high;
+    const twice = await signClientTransfer(provider, 'ethereum', client, recipient, 'ETH', 1n, { nonce: 1n, gasLimit: withMargin(21_000n), maxFeePerGas: withMargin(highPrice) });
+    const compounded = await call('POST', '/v1/gas-stations/sponsor-broadcast', { ...claim, asset: 'ETH', amount: '0.000000000000000001', signed_tx: twice.raw });
+    assert.equal(compounded.status, 400, compounded.text);
+    assert.deepEqual([compounded.body.error.code, compounded.body.error.param], ['sponsored_fee_above_need', 'signed_tx']);
+    assert.deepEqual(
+      [compounded.body.error.details.fee, compounded.body.error.details.fee_allowed],
+      [(withMargin(21_000n) * withMargin(highPrice)).toString(), withMargin(21_000n * highPrice).toString()],
+    );
+
     for (const [nonce, what] of [
       [2n, 'too high: it would wait in the mempool for nonce 1'],
       [0n, 'too low: nonce 0 is mined already'],
@@ -262,5 +276,52 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
     assert.equal(await ethBalance(client.address), 1n, 'nothing was funded');
     assert.equal(await ethBalance(station.address), stationBefore, "the station's balance is unchanged");
     assert.deepEqual(await ledger(station.wallet_id, 'ETH'), stationLedger, "nothing of the station's ledger is locked");
+  });
+  it("a sender that spends its nonce once the fuel arrived forfeits it: nothing is relayed, the sponsorship fails nonce_spent, its fuel stays charged and an event says so", async () => {
+    const provider = await app.deps.chains.provider('ethereum', 'sandbox');
+    const spender = clientKey('ethereum');
+    await receiptOf(await funderWallet().writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [spender.address as Hex, parseUnits('10', 6)] }));
+    const signed = await signClientTransfer(provider, 'ethereum', spender, recipient, 'USDC_ETH', parseUnits('2', 6));
+    const accepted = await call('POST', '/v1/gas-stations/sponsor-broadcast', {
+      from_address: spender.address,
+      to_address: recipient,
+      asset: 'USDC',
+      amount: '2',
+      network: 'sepolia',
+      signed_tx: signed.raw,
+    });
+    assert.equal(accepted.status, 202, accepted.text);
+    const fuel = BigInt(accepted.body.sponsor_amount_raw);
+
+    // The fuel is mined (one confirmation of two): the sender sends all of it elsewhere with the sponsored transaction's nonce 0.
+    await eventually(async () => ((await ethBalance(spender.address)) === fuel ? true : undefined), 'the fuel reached the sender');
+    const price = fuel / 21_000n;
+    const elsewhere = clientKey('ethereum').address;
+    const drain = await signClientTransfer(provider, 'ethereum', spender, elsewhere, 'ETH', fuel - 21_000n * price, { nonce: 0n, gasLimit: 21_000n, maxFeePerGas: price });
+    await receiptOf((await anvil.call('eth_sendRawTransaction', [drain.raw])) as string);
+
+    const done = await mineUntil(async () => {
+      const current = (await call('GET', `/v1/gas-stations/sponsor-broadcasts/${accepted.body.id}`)).body;
+      return current.status === 'confirmed' || current.status === 'failed' ? current : undefined;
+    }, 'the sponsored broadcast settled');
+    assert.equal(done.status, 'failed');
+    assert.equal(done.failure_reason, 'nonce_spent', done.failure_message);
+    assert.equal(done.broadcast_accepted, false, 'nothing was relayed');
+    assert.equal(await anvil.call('eth_getTransactionByHash', [signed.txid]), null, 'the node never saw the sponsored transaction');
+    assert.equal(await tokenBalance(recipient), parseUnits('4', 6), 'the recipient holds only the tokens of the sponsored broadcast above');
+
+    const fuelSend = (await call('GET', `/v1/transactions/${done.sponsor_tx_id}`)).body as Transaction;
+    assert.equal(fuelSend.status, 'confirmed');
+    const db = (await testOrm()).em.fork();
+    const [row] = await db.execute<{ budget_charge: string }[]>('select budget_charge::text from sponsorships where id = ?', [done.id]);
+    assert.equal(row!.budget_charge, (fuel + BigInt(fuelSend.fee_raw!)).toString(), "the station's budget stays charged the fuel and its send's fee");
+    const events = await db.execute<{ data: Record<string, unknown> }[]>(`select data from events where organization_id = ? and type = 'sponsor_broadcast.failed'`, [org.organizationId]);
+    assert.equal(events.length, 1);
+    assert.deepEqual(
+      [events[0]!.data.id, events[0]!.data.failure_reason, events[0]!.data.sponsor_amount_raw, events[0]!.data.budget_charge_raw],
+      [done.id, 'nonce_spent', fuel.toString(), row!.budget_charge],
+      'the event names the sponsorship, why, and what the organization was charged',
+    );
+    await ledgerMatchesChain();
   });
 });

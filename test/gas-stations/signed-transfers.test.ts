@@ -204,25 +204,32 @@ describe('Sponsor broadcast: requireFeeWithinNeed bounds the fuel by need plus t
     { from_address: sender.address, to_address: recipient, asset: 'ETH', amount: '1', network: 'sepolia', signed_tx: signed('ethereum', sender, recipient, 'ETH', 10n ** 18n).raw },
     ethereumContext,
   );
-  // Signed with 100,000 gas at 3 gwei: at a 20% margin, a need of 83,334 gas and 2.5 gwei allows exactly that.
+  // Signed with 100,000 gas at 3 gwei, a fee cap of 300,000 gwei: at a 20% margin, a need of 100,000 gas at 2.5 gwei allows exactly that.
   const need = (gas: bigint, maxFeePerGas: bigint) => ({ model: 'eip1559', gasLimit: gas.toString(), maxFeePerGas: maxFeePerGas.toString(), maxPriorityFeePerGas: '0' }) as const;
   const aboveNeed = (details: Record<string, string | number>) => (error: unknown) =>
     refused('signed_tx', 'sponsored_fee_above_need')(error) && (assert.deepEqual((error as DomainError).details, details), true);
 
-  it('Ethereum: accepts a gas limit and a max fee per gas each within need plus the margin, to the unit', () => {
-    requireFeeWithinNeed(ethereum, need(83_334n, 2_500_000_000n), 20);
+  it('Ethereum: accepts a fee cap (gas limit x max fee per gas) within need plus the margin, to the unit', () => {
+    assert.equal(ethereum.maxFee, 300_000_000_000_000n);
+    requireFeeWithinNeed(ethereum, need(100_000n, 2_500_000_000n), 20);
     requireFeeWithinNeed(ethereum, need(100_000n, 3_000_000_000n), 0);
   });
 
-  it('Ethereum: refuses a gas limit or a max fee per gas one unit above, with the figures', () => {
-    assert.throws(
-      () => requireFeeWithinNeed(ethereum, need(83_333n, 2_500_000_000n), 20),
-      aboveNeed({ gas_limit: '100000', gas_needed: '83333', gas_limit_allowed: '99999', max_fee_per_gas: '3000000000', max_fee_per_gas_allowed: '3000000000', margin_percent: 20 }),
-    );
-    assert.throws(
-      () => requireFeeWithinNeed(ethereum, need(100_000n, 2_999_999_999n), 0),
-      aboveNeed({ gas_limit: '100000', gas_needed: '100000', gas_limit_allowed: '100000', max_fee_per_gas: '3000000000', max_fee_per_gas_allowed: '2999999999', margin_percent: 0 }),
-    );
+  // What every Ethereum refusal here says of the transaction signed: 100,000 gas at 3 gwei.
+  const signedFigures = { gas_limit: '100000', max_fee_per_gas: '3000000000', fee: '300000000000000' };
+
+  it('Ethereum: applies the margin once to the fee, not to the gas and the price each (need x 1.2, never x 1.44)', () => {
+    // 83,334 gas at 2.5 gwei: the gas limit and the price are each within 20% of it, the fee cap is 44% above it.
+    const figures = { gas_needed: '83334', gas_limit_allowed: '100000', max_fee_per_gas_needed: '2500000000', fee_needed: '208335000000000', fee_allowed: '250002000000000' };
+    assert.throws(() => requireFeeWithinNeed(ethereum, need(83_334n, 2_500_000_000n), 20), aboveNeed({ ...signedFigures, ...figures, margin_percent: 20 }));
+  });
+
+  it('Ethereum: refuses a fee cap one wei-per-gas above, and a gas limit one gas above, with the figures', () => {
+    const priceAbove = { gas_needed: '100000', gas_limit_allowed: '100000', max_fee_per_gas_needed: '2999999999', fee_needed: '299999999900000', fee_allowed: '299999999900000' };
+    assert.throws(() => requireFeeWithinNeed(ethereum, need(100_000n, 2_999_999_999n), 0), aboveNeed({ ...signedFigures, ...priceAbove, margin_percent: 0 }));
+    // The fee is well within (3.6 gwei needed), the gas limit is not.
+    const gasAbove = { gas_needed: '83333', gas_limit_allowed: '99999', max_fee_per_gas_needed: '3600000000', fee_needed: '299998800000000', fee_allowed: '359998560000000' };
+    assert.throws(() => requireFeeWithinNeed(ethereum, need(83_333n, 3_600_000_000n), 20), aboveNeed({ ...signedFigures, ...gasAbove, margin_percent: 20 }));
   });
 
   it("Tron: bounds the fee_limit by the flat market's high fee plus the margin", () => {
