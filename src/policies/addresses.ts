@@ -11,7 +11,7 @@ import type { Condition, ScalarValue } from './schema';
  */
 
 /** The condition fields whose operands are addresses. */
-export const ADDRESS_FIELDS: ReadonlySet<string> = new Set(['to_address', 'from_address', 'token_address']);
+export const ADDRESS_FIELDS: ReadonlySet<string> = new Set(['to_address', 'from_address', 'token_address', 'spender']);
 
 /** Operators whose operands are whole addresses (`contains` takes a fragment, the address-book operators entry ids). */
 const WHOLE_ADDRESS_OPERATORS: ReadonlySet<string> = new Set(['equal', 'not_equal', 'in', 'not_in']);
