@@ -56,7 +56,7 @@ async function main() {
   const headers = { authorization: `Bearer ${secret}` };
   const { walletId } = await readFixtures(urlOf(service), headers);
   const card = await deps.orm.em.fork().transactional((tx) =>
-    createCard(tx, { organizationId: organization.id, environment: 'sandbox', apiVersion: key.apiVersion }, CreateCardBody.parse(BENCH_CARD_BODY), { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config), liveIssuer: false }),
+    createCard(tx, { organizationId: organization.id, environment: 'sandbox', apiKeyId: key.id, memberId: null, apiVersion: key.apiVersion }, CreateCardBody.parse(BENCH_CARD_BODY), { config, allowInsecureLoopback: true, keys: keyProviderFor(config), liveIssuer: false }),
   );
   const serverCpu = true;
   const CEILING = 'bare Koa + pg read (baseline)';

@@ -3,10 +3,11 @@ import { performance } from 'node:perf_hooks';
 import { authorizePurchase } from '../src/cards/authorization';
 import { Card } from '../src/cards/entities';
 import { CreateCardBody } from '../src/cards/schemas';
-import { createCard, type CardTenant } from '../src/cards/service';
+import { createCard, type CardCreator, type CardTenant } from '../src/cards/service';
 import { loadConfig, type Config } from '../src/config';
 import { createOrm, migrate, type Orm } from '../src/db/orm';
 import { keyProviderFor } from '../src/keys/provider';
+import { createApiKey } from '../src/api-keys/service';
 import { createOrganization } from '../src/organizations/service';
 import { LATEST_API_VERSION } from '../src/shared/api-versions';
 import { BENCH_CARD_BODY, BENCH_SECONDS, report, runBenchmark } from './support';
@@ -31,11 +32,13 @@ async function main() {
   await migrate(orm);
   const em = orm.em.fork();
   const organization = createOrganization(em, 'Benchmark');
+  const { key } = createApiKey(em, { organization, name: 'Benchmark', scopes: ['*'], environment: 'sandbox' });
   await em.flush();
   const tenant: CardTenant = { organizationId: organization.id, environment: 'sandbox' };
+  const creator = { ...tenant, apiKeyId: key.id, memberId: null, apiVersion: LATEST_API_VERSION };
   const now = Date.now();
-  const light = await cardWithHistory(orm, config, tenant, 10, now - 10 * HOUR, now);
-  const heavy = await cardWithHistory(orm, config, tenant, 100_000, now - 10 * YEAR, now);
+  const light = await cardWithHistory(orm, config, creator, 10, now - 10 * HOUR, now);
+  const heavy = await cardWithHistory(orm, config, creator, 100_000, now - 10 * YEAR, now);
   await orm.em.fork().execute('vacuum analyze card_transactions');
 
   const targets = [
@@ -75,9 +78,9 @@ async function main() {
  * An active, funded card with every window limited, and `count` approved purchases of 1 cent evenly
  * from `from` to `to` inserted by one statement that also adds them to the card's all-time total.
  */
-async function cardWithHistory(orm: Orm, config: Config, tenant: CardTenant, count: number, from: number, to: number): Promise<string> {
+async function cardWithHistory(orm: Orm, config: Config, creator: CardCreator, count: number, from: number, to: number): Promise<string> {
   const { card } = await orm.em.fork().transactional((tx) =>
-    createCard(tx, { ...tenant, apiVersion: LATEST_API_VERSION }, CreateCardBody.parse(BENCH_CARD_BODY), { feeBps: 0, allowInsecureLoopback: true, keys: keyProviderFor(config), liveIssuer: false }),
+    createCard(tx, creator, CreateCardBody.parse(BENCH_CARD_BODY), { config, allowInsecureLoopback: true, keys: keyProviderFor(config), liveIssuer: false }),
   );
   const limits = { daily: LIMIT, weekly: LIMIT, monthly: LIMIT, yearly: LIMIT, all_time: LIMIT };
   const em: EntityManager = orm.em.fork();

@@ -1,6 +1,7 @@
 import type { AppContext, AppDeps, EntityManager } from '../http/context';
 import type { RouteRegistry } from '../http/route';
 import { DomainError } from '../shared/errors';
+import type { Caller } from '../policies/service';
 import { paginate } from '../shared/pagination';
 import { ErrorEnvelope, resultEnvelope } from '../shared/schemas';
 import { authorizePurchase } from './authorization';
@@ -59,11 +60,11 @@ const requestId = (ctx: AppContext) => ctx.state.requestId;
 async function moveBalance(
   em: EntityManager,
   deps: AppDeps,
-  tenant: CardTenant,
+  caller: Caller,
   cardId: string,
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
 ) {
-  const { transaction, card } = await requestBalanceMove(em, tenant, cardId, request, deps.config.CARD_FUNDING_FEE_BPS);
+  const { transaction, card } = await requestBalanceMove(em, deps.config, caller, cardId, request);
   return {
     success: transaction.status === 'completed',
     message: transaction.status === 'pending' ? `Card ${transaction.type} is processing` : `Card ${transaction.type} ${transaction.status}`,
@@ -112,7 +113,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
     response: { status: 201, description: 'The pending card', schema: CreateCardResponse },
     handler: async ({ auth, body, em, ctx, deps }) => {
       const { card, webhookSecret } = await createCard(em, auth, body, {
-        feeBps: deps.config.CARD_FUNDING_FEE_BPS,
+        config: deps.config,
         allowInsecureLoopback: deps.config.WEBHOOK_ALLOW_INSECURE_LOOPBACK,
         keys: deps.keys.provider,
         liveIssuer: stripeIssuingFor(deps.config) !== null,

@@ -1,14 +1,16 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
-import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
+import type { Config } from '../config';
 import { newSigningSecrets } from '../events/secrets';
 import { emit, validatedUrl } from '../events/service';
 import { checkDestinationUrl } from '../events/url-policy';
 import type { KeyProvider } from '../keys/provider';
 import { detachedRow, findOneByColumns, readOneByColumns, readOneLocked, sql } from '../db/lean';
+import { judgeMovement, USD_CENTS } from '../movements/gate';
 import { Organization } from '../organizations/entities';
+import type { Caller } from '../policies/service';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid, prefixedId, uuid } from '../shared/ids';
 import type { Page } from '../shared/pagination';
@@ -122,16 +124,15 @@ async function customerFor(em: EntityManager, tenant: CardTenant, input: Custome
   });
 }
 
-/** Who creates a card: the calling key's organization, environment (the card's world and its webhook URL policy) and API version (payloads). */
-export interface CardCreator {
-  organizationId: string;
-  environment: Environment;
+/** Who creates a card: the calling key (the initial funding's initiator), its organization, environment (the card's world and its webhook URL policy) and API version (payloads). */
+export interface CardCreator extends Caller {
   apiVersion: string;
 }
 
 /** What the deployment decides about card creation. */
 export interface CardCreationOptions {
-  feeBps: number;
+  /** The funding fee (CARD_FUNDING_FEE_BPS) and what the movement gate reads. */
+  config: Config;
   /** Sandbox webhook_url may be http(s) to loopback (WEBHOOK_ALLOW_INSECURE_LOOPBACK). */
   allowInsecureLoopback: boolean;
   /** Seals the card's webhook signing secret at rest. */
@@ -150,7 +151,8 @@ const cardIssuerUnavailable = () =>
 /**
  * Creates the customer (or reuses it), the pending card and its initial funding transaction, and
  * reserves that funding (plus fee) on the company balance of the creator's environment now, so
- * the card cannot be created against money that is not there. The webhook_url must pass the same
+ * the card cannot be created against money that is not there; the funding is judged by the
+ * movement gate first (`card_funding`). The webhook_url must pass the same
  * URL policy as webhook endpoints. The provisioning workflow, recorded here, does the rest.
  */
 export async function createCard(
@@ -197,11 +199,12 @@ export async function createCard(
       type: 'funding',
       status: 'pending',
       amount: String(body.amount),
-      feeAmount: fundingFee(BigInt(body.amount), options.feeBps).toString(),
+      feeAmount: fundingFee(BigInt(body.amount), options.config.CARD_FUNDING_FEE_BPS).toString(),
       balanceBefore: '0',
       balanceAfter: '0',
       reference: initialFundingReference(card.id),
     });
+    await judgeCardMove(em, options.config, creator, card, initialFunding);
     await reserveFunding(em, card, initialFunding);
   }
   await em.flush();
@@ -224,19 +227,36 @@ async function reserveFunding(em: EntityManager, card: Card, transaction: CardTr
 const transactionTypeOf = (type: 'fund' | 'withdraw') => (type === 'fund' ? 'funding' : 'withdrawal');
 
 /**
+ * The movement gate's decision on a funding (`card_funding`: from the USD company balance to the
+ * card) or a withdrawal (`card_withdrawal`: from the card back to the company balance), in cents,
+ * with its fee. A refusal throws before any money is set aside.
+ */
+async function judgeCardMove(em: EntityManager, config: Config, caller: Caller, card: Card, move: Pick<CardTransaction, 'type' | 'amount' | 'feeAmount'>): Promise<void> {
+  const funding = move.type === 'funding';
+  await judgeMovement(em, config, caller, {
+    operationType: funding ? 'card_funding' : 'card_withdrawal',
+    txType: 'balance_transfer',
+    source: funding ? { type: 'company_balance', environment: card.environment } : { type: 'card', id: card.id, environment: card.environment },
+    destination: funding ? { address: card.id, type: 'card' } : { type: 'company_balance' },
+    value: { asset: USD_CENTS, amount: BigInt(move.amount) },
+    feeRaw: BigInt(move.feeAmount),
+  });
+}
+
+/**
  * A fund or withdraw request: under the card's row lock, a known reference returns its original
  * transaction when the request is the same (card, type, amount) and is 409 idempotency_key_reused
- * when it is not; otherwise the money is set aside now (a company-balance reserve for a funding, a
+ * when it is not; otherwise the movement gate judges it (judgeCardMove) and the money is set aside now (a company-balance reserve for a funding, a
  * card hold for a withdrawal) so concurrent requests cannot overspend, and a pending transaction
  * is written and its settlement workflow recorded. A card being terminated takes neither.
  * References are unique per company and environment.
  */
 export async function requestBalanceMove(
   em: EntityManager,
-  tenant: CardTenant,
+  config: Config,
+  tenant: Caller,
   cardId: string,
   request: { type: 'fund' | 'withdraw'; amount: number; reference: string },
-  feeBps: number,
 ): Promise<{ transaction: CardTransaction; card: Card }> {
   const card = await lockCard(em, tenant, cardId);
   const amount = BigInt(request.amount);
@@ -244,7 +264,7 @@ export async function requestBalanceMove(
   const transaction = await insertPendingTransaction(em, card, {
     type: transactionTypeOf(request.type),
     amount: amount.toString(),
-    feeAmount: fundingFee(amount, feeBps).toString(),
+    feeAmount: fundingFee(amount, config.CARD_FUNDING_FEE_BPS).toString(),
     reference: request.reference,
   });
   if (!transaction) {
@@ -265,6 +285,7 @@ export async function requestBalanceMove(
   if (card.status === 'terminated') throw invalidStateTransition('A terminated card cannot be funded or withdrawn from.');
   if (card.terminationRequestedAt) throw invalidStateTransition('The card is being terminated; it cannot be funded or withdrawn from.');
   if (card.status === 'pending' || card.status === 'failed') throw invalidStateTransition(`The card is ${card.status}; wait until it is active.`);
+  await judgeCardMove(em, config, tenant, card, transaction);
   if (request.type === 'fund') {
     await reserveFunding(em, card, transaction);
   } else {

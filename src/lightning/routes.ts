@@ -129,7 +129,7 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     // The route and its fee come from the node before the transaction opens.
     prepare: ({ auth, body, em, deps }) => answeredByNode(() => preparePayment(em, auth, newPayment(body), configuredLightningNodes(deps.config))),
     handler: async ({ auth, body, em, ctx, deps, prepared }) => {
-      const payment = await createPayment(em, auth, newPayment(body), configuredLightningNodes(deps.config), prepared);
+      const payment = await createPayment(em, deps.config, auth, newPayment(body), configuredLightningNodes(deps.config), prepared);
       return { status: 201, body: resultEnvelope(ctx.state.requestId, 'Payment initiated', presentPayment(payment)) };
     },
   });

@@ -3,8 +3,12 @@ import type { EntityManager, ObjectQuery } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha2';
 import type { Environment } from '../api-keys/entities';
 import { applyBalanceEntry } from '../balances/service';
+import { assetById } from '../catalogue/service';
+import type { Config } from '../config';
 import { detachedRow, findOneByColumns, readOneByColumns, sql, updateReturning } from '../db/lean';
 import { emit } from '../events/service';
+import { judgeMovement } from '../movements/gate';
+import type { Caller } from '../policies/service';
 import { DomainError, errors } from '../shared/errors';
 import type { KeyService } from '../keys/service';
 import { isUuid, uuid } from '../shared/ids';
@@ -427,11 +431,13 @@ export async function preparePayment(em: EntityManager, tenant: Tenant, input: N
 
 /**
  * Pays a BOLT11 invoice once per reference: checks expiry, route and max_fee before anything is
- * sent (rule 5), records the payment (one active payment per invoice), reserves amount plus the fee
- * limit and records its workflow's start, fired once the caller's transaction commits. `prepared`
- * is preparePayment's answer when the caller read it outside its transaction.
+ * sent (rule 5), has the movement gate judge it (`lightning_payment`: amount and fee limit in sats,
+ * the payee node; a refusal moves nothing), records the payment (one active payment per invoice),
+ * reserves amount plus the fee limit and records its workflow's start, fired once the caller's
+ * transaction commits. A repeated reference returns the original, judged when it was made.
+ * `prepared` is preparePayment's answer when the caller read it outside its transaction.
  */
-export async function createPayment(em: EntityManager, tenant: Tenant, input: NewPayment, nodes: LightningNodes = NO_LIGHTNING_NODES, prepared?: PaymentPreview | null) {
+export async function createPayment(em: EntityManager, config: Config, tenant: Caller, input: NewPayment, nodes: LightningNodes = NO_LIGHTNING_NODES, prepared?: PaymentPreview | null) {
   const existing = await byReference(em, tenant, 'outgoing', input.reference);
   if (existing) return samePayment(existing, input);
   const preview = prepared ?? (await previewPayment(em, tenant, input.request, input.amountSat, nodes));
@@ -454,6 +460,14 @@ export async function createPayment(em: EntityManager, tenant: Tenant, input: Ne
     });
   }
   const feeLimitMsat = maxFeeMsat ?? feeMsat;
+  await judgeMovement(em, config, tenant, {
+    operationType: 'lightning_payment',
+    txType: 'balance_transfer',
+    source: { type: 'lightning_balance', environment: tenant.environment },
+    value: { asset: assetById('BTC'), amount: satsToDebit(amountMsat) },
+    feeRaw: satsToDebit(feeLimitMsat),
+    destination: { address: invoice.payee, type: 'lightning_node' },
+  });
   const row: NewRecordRow = {
     id: uuid(),
     organizationId: tenant.organizationId,

@@ -96,8 +96,8 @@ const field = (name: string, value_type: ValueType, description: string, enum_va
 
 /**
  * The values the movement gate (src/movements/gate.ts) gives the request fields it sets: every
- * outgoing movement of value out of a custody address has one operation type, and a rule can name
- * each. Published as the fields' enums, so a rule cannot name a value the evaluator never sees.
+ * outgoing movement of value (out of a custody address, or out of a balance the service holds) has
+ * one operation type, and a rule can name each. Published as the fields' enums, so a rule cannot name a value the evaluator never sees.
  */
 export const ACTOR_TYPES = ['apikey', 'session', 'system'] as const;
 export const OPERATION_TYPES = [
@@ -112,6 +112,9 @@ export const OPERATION_TYPES = [
   'cancel',
   'sign',
   'sign_raw',
+  'lightning_payment',
+  'card_funding',
+  'card_withdrawal',
 ] as const;
 export type OperationType = (typeof OPERATION_TYPES)[number];
 export const TX_TYPES = [
@@ -122,10 +125,12 @@ export const TX_TYPES = [
   'transaction_signature',
   'typed_data_signature',
   'authorization_signature',
+  'balance_transfer',
 ] as const;
 export type TxType = (typeof TX_TYPES)[number];
-export const SOURCE_TYPES = ['wallet'] as const;
-export const DESTINATION_TYPES = ['one_time_address', 'address_book', 'vault', 'gas_station', 'sponsored_sender', 'unknown'] as const;
+export const SOURCE_TYPES = ['wallet', 'lightning_balance', 'company_balance', 'card'] as const;
+export type SourceType = (typeof SOURCE_TYPES)[number];
+export const DESTINATION_TYPES = ['one_time_address', 'address_book', 'vault', 'gas_station', 'sponsored_sender', 'unknown', 'lightning_node', 'card', 'company_balance'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
 /** The fields worth USD: when the price is unknown or stale they are absent and `price_unavailable` is true (see the evaluator). */
 export const USD_FIELDS: ReadonlySet<string> = new Set(['amount_usd', 'fee_usd', 'velocity_amount_usd_1h', 'velocity_amount_usd_24h']);
@@ -135,7 +140,11 @@ export const VALUE_FIELDS: ReadonlySet<string> = new Set(['amount', 'amount_raw'
 export const DESTINATION_FIELDS: ReadonlySet<string> = new Set(['to_address', 'spender']);
 const UNKNOWN_NOTE = 'block, require_approval and delay rules take a condition on it to hold, allow and alert rules not';
 
-const VELOCITY_NOTE = 'In a dry run taken from the request; when sending, computed from the organization\'s own history.';
+/** The velocity fields: a movement that reads them waits for the organization's velocity lock when a policy tests one (src/movements/gate.ts). */
+export const VELOCITY_FIELDS: ReadonlySet<string> = new Set(['velocity_amount_usd_24h', 'velocity_amount_usd_1h', 'velocity_count_24h', 'velocity_count_1h']);
+
+const VELOCITY_NOTE =
+  "On-chain sends only (every kind that records a transaction; failed ones excluded): absent on signatures, Lightning payments and card movements. In a dry run taken from the request; when sending, computed from the organization's own history, every earlier send of the environment committed and counted (sends judged by a policy testing a velocity field are serialized per organization and environment), this one not included: a limit of N is written greater_than_or_equal N.";
 
 /** Every field of the evaluate request that a condition can test, plus the velocity fields. */
 export const CONDITION_FIELDS: ConditionFieldSpec[] = [
@@ -145,18 +154,18 @@ export const CONDITION_FIELDS: ConditionFieldSpec[] = [
   field('amount', 'decimal', `Amount in display units of the asset; absent when unknown (a signature that decodes to no amount, or of a token the catalogue does not know: then price_unavailable is true, and ${UNKNOWN_NOTE})`),
   field('amount_raw', 'decimal', `Amount in base units (integer); absent when unknown (then price_unavailable is true, and ${UNKNOWN_NOTE})`),
   field('amount_usd', 'decimal', 'USD value of the amount; absent when no current price is known (then price_unavailable is true, and block, require_approval and delay rules apply as if a USD condition held)'),
-  field('fee_raw', 'decimal', "Most the movement's network fee can cost, in base units of the chain's native coin"),
+  field('fee_raw', 'decimal', "Most the movement's fee can cost: a network fee in base units of the chain's native coin; a Lightning payment's routing fee limit in sats; a card funding's fee in cents"),
   field('fee_usd', 'decimal', 'USD value of fee_raw; absent when no current price is known'),
   field('price_unavailable', 'boolean', 'True when a USD value of the movement (amount, fee or velocity) is unknown or stale: a signature that decodes to no known amount, a live key without a price source, an asset without a price'),
-  field('asset_symbol', 'string', `Asset symbol, e.g. BTC, USDC; absent when unknown (then price_unavailable is true, and ${UNKNOWN_NOTE})`),
+  field('asset_symbol', 'string', `Asset symbol, e.g. BTC (also a Lightning payment), USDC, USD (a card funding or withdrawal); absent when unknown (then price_unavailable is true, and ${UNKNOWN_NOTE})`),
   field('chain', 'string', 'Chain id, e.g. ethereum'),
   field('network', 'string', 'Network name, e.g. mainnet, sepolia'),
-  field('from_address', 'string', 'Source address'),
+  field('from_address', 'string', "Source address; a card withdrawal's card id"),
   {
     ...field(
       'to_address',
       'string',
-      `Destination address: a signature's decoded recipient, spender or delegate (in_address_book, not_in_address_book: tested against the address book, GET /v1/address-book); absent when unknown (then destination_type is unknown, and ${UNKNOWN_NOTE})`,
+      `Destination address: a signature's decoded recipient, spender or delegate; a Lightning payment's payee node public key; a card funding's card id (in_address_book, not_in_address_book: tested against the address book, GET /v1/address-book); absent when unknown (then destination_type is unknown, and ${UNKNOWN_NOTE})`,
     ),
     valid_operators: [...OPERATORS_BY_TYPE.string, ...ADDRESS_BOOK_OPERATORS],
   },
@@ -164,18 +173,23 @@ export const CONDITION_FIELDS: ConditionFieldSpec[] = [
   field('wallet_id', 'string', 'Source wallet'),
   field('vault_id', 'string', 'Source vault'),
   field('connection_id', 'string', 'Connection the request came through'),
-  field('operation_type', 'enum', 'The kind of movement (docs/policies.md lists each): a send, a sponsored send, a gas station\'s fuel send, a manual or automatic refill, a consolidation sweep, a payout refund, a send\'s fee-bumping replacement (speed_up) or cancelling one (cancel), a signature over a payload the service hashes or reads as it is (sign) or over bytes it cannot read, such as a digest (sign_raw: in live only a rule that lets it through and names sign_raw lets it through)', OPERATION_TYPES),
+  field(
+    'operation_type',
+    'enum',
+    "The kind of movement (docs/policies.md lists each): a send, a sponsored send, a gas station's fuel send, a manual or automatic refill, a consolidation sweep, a payout refund, a send's fee-bumping replacement (speed_up) or cancelling one (cancel), a signature over a payload the service hashes or reads as it is (sign) or over bytes it cannot read, such as a digest (sign_raw: in live only a rule that lets it through and names sign_raw lets it through), a Lightning payment out of the Lightning balance (lightning_payment), a card funding out of the USD company balance (card_funding) or a withdrawal out of a card back to it (card_withdrawal)",
+    OPERATION_TYPES,
+  ),
   field(
     'tx_type',
     'enum',
-    'Transaction type: a native or token transfer; a signature of a transaction (transaction_signature), of EIP-712 typed data (typed_data_signature), of an EIP-7702 authorization (authorization_signature), of a payload that does not decode to one (message_signature), or of bytes given as they are (raw_signature)',
+    'Transaction type: a native or token transfer; a signature of a transaction (transaction_signature), of EIP-712 typed data (typed_data_signature), of an EIP-7702 authorization (authorization_signature), of a payload that does not decode to one (message_signature), or of bytes given as they are (raw_signature); a move between balances the service holds (balance_transfer: Lightning payments, card fundings and withdrawals)',
     TX_TYPES,
   ),
-  field('source_type', 'enum', 'Source kind', SOURCE_TYPES),
+  field('source_type', 'enum', "Source kind: a custody wallet, the organization's Lightning balance, its USD company balance, or a card (a withdrawal)", SOURCE_TYPES),
   field(
     'destination_type',
     'enum',
-    "Destination kind: an address-book entry usable now, a custody address of the organization's (vault), its gas station, a sponsored sender (fuel), any other address, or unknown (a signature whose payload does not decode to a destination)",
+    "Destination kind: an address-book entry usable now, a custody address of the organization's (vault), its gas station, a sponsored sender (fuel), any other address, unknown (a signature whose payload does not decode to a destination), a Lightning payee node, a card (a funding), or the company balance (a card withdrawal)",
     DESTINATION_TYPES,
   ),
   field('is_automated', 'boolean', 'True when started by an automation (consolidation, auto-refill, fuel, refunds)'),

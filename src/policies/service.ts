@@ -4,7 +4,9 @@ import { addressBookEntryIdsOf, assertAddressBookEntries } from '../address-book
 import { emit } from '../events/service';
 import { ApiKey, type Environment } from '../api-keys/entities';
 import type { Config } from '../config';
+import { readOneByColumns, sql } from '../db/lean';
 import { DomainError, errors } from '../shared/errors';
+import { prefixedId } from '../shared/ids';
 import { assertBelowLimit } from '../shared/limits';
 import { Member, Organization, Role } from '../organizations/entities';
 import { z } from '../shared/schemas';
@@ -43,13 +45,16 @@ export interface Caller extends PolicyScope {
   memberId: string | null;
 }
 
+/** The caller's member (or its key when it acts for none), read detached: the movement gate resolves one per movement. */
 export async function resolveActor(em: EntityManager, auth: Caller): Promise<PolicyActor> {
   const scope = { organizationId: auth.organizationId, environment: auth.environment, apiKeyId: auth.apiKeyId };
   if (auth.memberId) {
-    const member = await em.findOneOrFail(Member, { id: auth.memberId });
+    const member = await readOneByColumns(em, Member, { id: auth.memberId });
+    if (!member) throw new Error(`member ${auth.memberId} of key ${auth.apiKeyId} not found`);
     return { ...scope, id: member.id, name: member.name, type: 'user' };
   }
-  const key = await em.findOneOrFail(ApiKey, { id: auth.apiKeyId });
+  const key = await readOneByColumns(em, ApiKey, { id: auth.apiKeyId }, ['secretHash']);
+  if (!key) throw new Error(`key ${auth.apiKeyId} not found`);
   return { ...scope, id: key.id, name: key.name, type: 'apikey' };
 }
 
@@ -445,20 +450,58 @@ export async function enforcedPolicies(em: EntityManager, scope: PolicyScope): P
 }
 
 /**
- * What sending calls before every transaction (spec rule 3). Allowed: returns the evaluation
- * (an alert rule also records policy.alert in the caller's transaction). Refused: throws
- * policy_blocked (403), policy_approval_required or policy_delay_required (400). Every decision
- * is written to the audit log with the actor; a refusal's entry is committed on its own, since
- * the refused request's transaction rolls back.
+ * The enforced policies as `enforcedPolicies` orders them, read for evaluation only: one statement
+ * (rules aggregated in it), no entity made. The movement gate reads them on every movement.
+ */
+async function enforcedEvaluables(em: EntityManager, scope: PolicyScope): Promise<EvaluablePolicy[]> {
+  const rows = await sql<{ policy: string }>(
+    em,
+    `select json_build_object('id', p.id, 'category', p.category, 'priority', p.priority, 'rules', coalesce((
+              select json_agg(json_build_object('id', r.id, 'name', r.name, 'order', r.position, 'actionType', r.action_type, 'actionConfig', r.action_config, 'conditions', r.conditions) order by r.position)
+                from policy_rules r where r.policy_id = p.id), '[]'::json))::text as policy
+       from policies p where p.organization_id = $1 and p.environment = $2 and p.status = 'enforced'
+      order by p.priority, p.created_at, p.id`,
+    [scope.organizationId, scope.environment],
+  );
+  return rows.map((row) => JSON.parse(row.policy) as EvaluablePolicy);
+}
+
+/**
+ * A decision's audit entry, as writeAudit writes one, by one statement of `em`: in the caller's
+ * transaction, or outside any (a fork's, on the statement pool, so a refused request holding a
+ * pooled connection and locks never waits for a second one).
+ */
+async function auditDecision(em: EntityManager, actor: PolicyActor, policyId: string | null, metadata: Record<string, unknown>): Promise<void> {
+  await sql(
+    em,
+    `insert into policy_audit_logs (id, organization_id, environment, policy_id, action, actor_id, actor_name, changes, metadata, created_at)
+     values ($1, $2, $3, $4, 'decision', $5, $6, '{}', $7::jsonb, $8)`,
+    [prefixedId('pal'), actor.organizationId, actor.environment, policyId, actor.id, actor.name, JSON.stringify({ actor_type: actor.type, ...metadata }), new Date()],
+  );
+}
+
+/**
+ * What the movement gate calls before every movement (spec rule 3). Allowed: returns the request
+ * as decided and the evaluation (an alert rule also records policy.alert in the caller's
+ * transaction). Refused: throws policy_blocked (403), policy_approval_required or
+ * policy_delay_required (400). `addFields` completes the request once the enforced policies are
+ * known (the velocity fields, read under a lock only policies that test them need). Every decision
+ * is written to the audit log with the actor; a refusal's entry is committed on its own, since the
+ * refused request's transaction rolls back.
  */
 export async function decideTransaction(
   em: EntityManager,
-  request: EvaluationRequest,
+  fields: EvaluationRequest,
   actor: PolicyActor,
-  options: { resolveHold?: (evaluation: EvaluationResult) => Promise<HoldOutcome>; namedAllowRequired?: boolean } = {},
-): Promise<EvaluationResult> {
+  options: {
+    resolveHold?: (evaluation: EvaluationResult) => Promise<HoldOutcome>;
+    addFields?: (policies: readonly EvaluablePolicy[]) => Promise<EvaluationRequest>;
+    namedAllowRequired?: boolean;
+  } = {},
+): Promise<{ request: EvaluationRequest; evaluation: EvaluationResult }> {
   // Only the policies of the request's environment (the actor's): a live policy never decides a sandbox request, nor the reverse.
-  const policies = (await enforcedPolicies(em, actor)).map(toEvaluable);
+  const policies = await enforcedEvaluables(em, actor);
+  const request = options.addFields ? { ...fields, ...(await options.addFields(policies)) } : fields;
   const context = { ...(await evaluationContext(em, actor, policies, request)), namedAllowRequired: options.namedAllowRequired };
   let evaluation = evaluatePolicies(policies, request, context);
   // A hold the caller can resolve: an approval of this very send admits it, else the refusal names the request it waits on.
@@ -468,9 +511,9 @@ export async function decideTransaction(
     if ('admittedBy' in hold) evaluation = { ...evaluation, allowed: true, result: 'approved', reason: `Approved by approval request ${hold.admittedBy}` };
   }
   const { trace: _trace, ...decision } = evaluation;
-  const audit = { actor, policyId: evaluation.policy_id, action: 'decision', metadata: { decision, request, ...(hold ? { approval_request_id: 'admittedBy' in hold ? hold.admittedBy : hold.approvalRequestId } : {}) } };
+  const metadata = { decision, request, ...(hold ? { approval_request_id: 'admittedBy' in hold ? hold.admittedBy : hold.approvalRequestId } : {}) };
   if (evaluation.allowed) {
-    writeAudit(em, audit);
+    await auditDecision(em, actor, evaluation.policy_id, metadata);
     const matched = evaluation.trace?.find((entry) => entry.terminal);
     if (matched?.action === 'alert') {
       await recordPolicyEvent(em, {
@@ -480,9 +523,9 @@ export async function decideTransaction(
         data: { policy_id: evaluation.policy_id, rule_id: evaluation.rule_id, rule_name: matched.rule_name, request },
       });
     }
-    return evaluation;
+    return { request, evaluation };
   }
-  await em.fork().transactional(async (own) => void writeAudit(own, audit));
+  await auditDecision(em.fork(), actor, evaluation.policy_id, metadata);
   throw refusal(evaluation, hold && 'approvalRequestId' in hold ? hold.approvalRequestId : undefined);
 }
 

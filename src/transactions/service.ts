@@ -185,7 +185,7 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     value: { asset, amount },
     feeRaw: plan.feeLimit,
     txType: asset.type === 'native' ? 'native_transfer' : 'token_transfer',
-    extra: await velocity(em, auth, new Date()),
+    velocity: () => velocity(em, auth, new Date()),
     ...(automation.asked ? { heldSend: heldSendSubject({ ...input }, automation.asked.idempotencyKey, transactionId) } : {}),
   });
   const amountUsd = typeof policyRequest.amount_usd === 'string' ? policyRequest.amount_usd : null;
@@ -408,7 +408,8 @@ async function insufficientFunds(
 
 /**
  * The velocity fields: what the organization sent in this environment in the rolling hour and day
- * before `at`, failed sends excluded. A window holding a send of unknown USD value has no USD sum:
+ * before `at`, failed sends excluded. Read by the movement gate once the enforced policies are known,
+ * under the organization's velocity lock when one tests them (so every earlier send is committed). A window holding a send of unknown USD value has no USD sum:
  * the request then says price_unavailable, so USD velocity rules fail closed.
  */
 async function velocity(em: EntityManager, auth: Tenant, at: Date) {

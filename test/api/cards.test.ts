@@ -492,7 +492,7 @@ describe('Cards API', () => {
       await age(card.id, 25);
       // A funding accepted but not yet settled (its start recorded, not fired): termination must wait for it.
       const em = (await testOrm()).em.fork();
-      await em.transactional((tx) => requestBalanceMove(tx, { organizationId: own.organizationId, environment: 'sandbox' }, card.id, { type: 'fund', amount: 500, reference: `ref-${randomUUID()}` }, FEE_BPS));
+      await em.transactional((tx) => requestBalanceMove(tx, app.deps.config, { organizationId: own.organizationId, environment: 'sandbox', apiKeyId: own.apiKeyId, memberId: null }, card.id, { type: 'fund', amount: 500, reference: `ref-${randomUUID()}` }));
       const refused = await app.request('DELETE', `/api/cards/${card.id}`, { key: own.secret, body: {} });
       assert.equal(refused.status, 409, refused.text);
       assert.equal(refused.body.error.code, 'invalid_state_transition');

@@ -344,7 +344,7 @@ describe('Policies API', () => {
       const actor: PolicyActor = { organizationId: o.organizationId, environment, id: o.apiKeyId, name: 'Root key', type: 'apikey' };
       const em = (await testOrm()).em.fork();
       return em.transactional((tx) => decideTransaction(tx, { amount: '500' }, actor)).then(
-        (evaluation) => evaluation.policy_id,
+        ({ evaluation }) => evaluation.policy_id,
         (error: DomainError) => `${error.code}:${String(error.details?.policy_id)}`,
       );
     };
@@ -473,7 +473,7 @@ describe('Policies API', () => {
       const actor: PolicyActor = { organizationId: o.organizationId, environment: 'sandbox', id: o.apiKeyId, name: 'Root key', type: 'apikey' };
       const decide = async (request: Record<string, string>) => {
         const em = (await testOrm()).em.fork();
-        return em.transactional((tx) => decideTransaction(tx, request, actor));
+        return (await em.transactional((tx) => decideTransaction(tx, request, actor))).evaluation;
       };
       const refusal = async (request: Record<string, string>) => {
         try {

@@ -11,7 +11,7 @@ import { Event } from '../../src/events/entities';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { cardWorker, pendingCard, reconcilePending, sweepStarts, workflowStarts } from '../support/cards';
-import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
+import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
 
@@ -34,7 +34,7 @@ describe('Card balance workflow (time-skipping)', () => {
     });
     const { transaction } = await (await testOrm()).em
       .fork()
-      .transactional((tx) => requestBalanceMove(tx, { organizationId: org.organizationId, environment: 'sandbox' }, card.id, { type: 'fund', amount, reference: `ref-${randomUUID()}` }, 100));
+      .transactional((tx) => requestBalanceMove(tx, testConfig({ CARD_FUNDING_FEE_BPS: '100' }), { organizationId: org.organizationId, environment: 'sandbox', apiKeyId: org.apiKeyId, memberId: null }, card.id, { type: 'fund', amount, reference: `ref-${randomUUID()}` }));
     return { org, card, transaction, taskQueue };
   }
 

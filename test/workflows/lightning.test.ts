@@ -21,7 +21,7 @@ import { WorkflowStarter } from '../../src/temporal/starter';
 import { workflowBundle } from '../../src/worker-setup';
 import { lightningInvoiceExpirySweepWorkflow, lightningInvoiceWorkflow, pendingWorkReconcilerWorkflow, workflowStartSweepWorkflow } from '../../workflows';
 import { QUERIES_PER_RUN } from '../../workflows/lightning-payment';
-import { createTestOrganization } from '../support/app';
+import { createTestOrganization, type TestOrganization } from '../support/app';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { assertLedgerReconciles } from '../support/ledger';
@@ -97,14 +97,14 @@ describe('Lightning workflows (time-skipping)', () => {
    * Creates a payment as POST /api/lightning/payments does: its start is recorded in the same
    * transaction and fired after commit, unless `fire` is false (the process died in between).
    */
-  async function startPayment(taskQueue: string, organizationId: string, node: SandboxNode, amountSat: number, options: { fire?: boolean } & Partial<NewPayment> = {}) {
+  async function startPayment(taskQueue: string, org: TestOrganization, node: SandboxNode, amountSat: number, options: { fire?: boolean } & Partial<NewPayment> = {}) {
     const { request } = issueSandboxInvoice({ node, amountSat, description: `sandbox ${node}`, expirySeconds: 3600, now: new Date() });
     const em = (await testOrm()).em.fork();
-    const tenant = { organizationId, environment: 'sandbox' as const };
+    const payer = { organizationId: org.organizationId, environment: 'sandbox' as const, apiKeyId: org.apiKeyId, memberId: null };
     const input = { request, reference: randomUUID(), maxFeeSat: options.maxFeeSat };
     const payment = options.fire === false
-      ? await em.transactional((tx) => createPayment(tx, tenant, input))
-      : await starterFor(taskQueue).transaction(em, (tx) => createPayment(tx, tenant, input));
+      ? await em.transactional((tx) => createPayment(tx, testConfig(), payer, input))
+      : await starterFor(taskQueue).transaction(em, (tx) => createPayment(tx, testConfig(), payer, input));
     return { payment, handle: env.client.workflow.getHandle(paymentWorkflowId(payment.id)) };
   }
 
@@ -207,7 +207,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const { worker, taskQueue } = await lightningWorker();
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
-    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000, { fire: false });
+    const { payment, handle } = await startPayment(taskQueue, org, 'ok', 1_000, { fire: false });
     assert.equal((await load(payment.id)).sentAt, null);
     await worker.runUntil(async () => {
       assert.deepEqual(await sweep(taskQueue, org.organizationId), { started: 1 });
@@ -224,7 +224,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const { worker, taskQueue } = await lightningWorker();
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
-    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'unknown', 4_000);
+    const { payment, handle } = await startPayment(taskQueue, org, 'unknown', 4_000);
     await worker.runUntil(async () => {
       assert.equal(await handle.result(), 'paid');
     });
@@ -247,7 +247,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const { worker, taskQueue } = await lightningWorker();
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
-    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'unknown_then_fail', 1_000);
+    const { payment, handle } = await startPayment(taskQueue, org, 'unknown_then_fail', 1_000);
     await worker.runUntil(async () => {
       assert.equal(await handle.result(), 'failed');
     });
@@ -263,7 +263,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
     const first = await lightningWorker({ taskQueue, maxCachedWorkflows: 0 });
-    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'unknown', 2_000);
+    const { payment, handle } = await startPayment(taskQueue, org, 'unknown', 2_000);
     // The first worker sends the payment and is stopped while the workflow waits to re-query.
     await first.worker.runUntil(async () => {
       for (let i = 0; i < 400 && !(await load(payment.id)).sentAt; i += 1) await new Promise((resolve) => setTimeout(resolve, 25));
@@ -289,7 +289,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const { worker, taskQueue } = await lightningWorker({ providers: through(provider) });
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
-    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000);
+    const { payment, handle } = await startPayment(taskQueue, org, 'ok', 1_000);
     await worker.runUntil(async () => {
       await env.sleep(6 * HOUR);
       // Far past the 20 attempts (about 15 minutes) after which it used to give up.
@@ -314,7 +314,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
     // Sent by an earlier run that died before recording the outcome.
-    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000, { fire: false });
+    const { payment, handle } = await startPayment(taskQueue, org, 'ok', 1_000, { fire: false });
     await (await testOrm()).em.fork().nativeUpdate(LightningInvoice, { id: payment.id }, { sentAt: new Date() });
     await starterFor(taskQueue).ensureStarted((await testOrm()).em.fork(), paymentWorkflowId(payment.id));
     await worker.runUntil(async () => {
@@ -340,7 +340,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const { worker, taskQueue } = await lightningWorker({ providers: through(provider) });
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
-    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000);
+    const { payment, handle } = await startPayment(taskQueue, org, 'ok', 1_000);
     const firstRunId = (await handle.describe()).runId;
     await worker.runUntil(async () => {
       await env.sleep(6 * DAY);
@@ -369,7 +369,7 @@ describe('Lightning workflows (time-skipping)', () => {
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
     // Started, then gone before it settled anything (as if terminated by an operator).
-    const { payment, handle } = await startPayment(taskQueue, org.organizationId, 'ok', 1_000);
+    const { payment, handle } = await startPayment(taskQueue, org, 'ok', 1_000);
     await handle.terminate('lost');
     await worker.runUntil(async () => {
       const result = await env.client.workflow.execute(pendingWorkReconcilerWorkflow, {
