@@ -12,7 +12,7 @@ import type { KeyService } from '../keys/service';
 import { signWithKey } from '../keys/signing';
 import { iso } from '../shared/time';
 import type { Config } from '../config';
-import { judgeMovement, type Movement } from '../movements/gate';
+import { judgeMovement, type WalletMovement } from '../movements/gate';
 import type { TxType } from '../policies/schema';
 import { SigningActivity, type HashFunction, type Wallet } from './entities';
 import { findAddress, findPrimaryAddress, keyLocation } from './service';
@@ -98,7 +98,7 @@ const SIGNATURE_TX_TYPES: Record<SignedPayloadKind, TxType> = {
 };
 
 /** What the gate is told a decoded payload moves: its destination, its value when the asset is in the catalogue, else the token contract and base units alone. */
-async function signatureMovement(em: EntityManager, chains: ChainNodes, wallet: Wallet, decoded: DecodedSignedPayload): Promise<Pick<Movement, 'destination' | 'value' | 'authorizes'>> {
+async function signatureMovement(em: EntityManager, chains: ChainNodes, wallet: Wallet, decoded: DecodedSignedPayload): Promise<Pick<WalletMovement, 'destination' | 'value' | 'authorizes'>> {
   const { destination, spender, asset: moved, amount } = decoded;
   const tokenAddress = moved && 'contract' in moved ? moved.contract : undefined;
   const asset = !moved ? undefined : tokenAddress ? await tokenAssetAt(em, chains, wallet.chain, wallet.environment, tokenAddress) : assetById(findChain(wallet.chain).nativeAssetId);
