@@ -125,12 +125,14 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
       "A key minted for another member (`user_id`) works once a key acting for that member, and not coming from the key's minter, confirms it: " +
       '403 `confirmation_forbidden` for a key of another member, 403 `confirmation_not_independent` for a key the minter made, 409 `api_key_not_pending` for a key that is not waiting.',
     tag: 'API keys',
-    scope: 'authenticated',
+    scope: 'api_keys:admin',
     params: ApiKeyIdParams,
     response: { status: 200, description: 'The confirmed key', schema: ApiKeyObject },
-    handler: async ({ auth, em, params }) => {
+    handler: async ({ auth, em, params, deps }) => {
       const key = await confirmApiKey(em, auth, params.id);
       await em.flush();
+      // Cached as pending in this process until the change's notice arrives: evicted at once, as a revocation is.
+      deps.keyCache.forget(key.id);
       return { body: presentApiKey(key) };
     },
   });
