@@ -1,4 +1,5 @@
 import { readOneByColumns } from '../db/lean';
+import type { AppDeps, EntityManager } from '../http/context';
 import type { RouteRegistry } from '../http/route';
 import { errors } from '../shared/errors';
 import { assertBelowLimit } from '../shared/limits';
@@ -109,10 +110,7 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
       const key = await findOrganizationKey(em, auth, params.id);
       key.revokedAt = new Date();
       await pauseAutomationsOf(em, key);
-      await em.flush();
-      // Other API processes evict it when the change commits (a trigger notifies them); this one at once.
-      deps.keyCache.forget(key.id);
-      return { body: presentApiKey(key) };
+      return { body: await savedKeyChange(em, deps, key) };
     },
   });
 
@@ -129,11 +127,14 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     params: ApiKeyIdParams,
     response: { status: 200, description: 'The confirmed key', schema: ApiKeyObject },
     handler: async ({ auth, em, params, deps }) => {
-      const key = await confirmApiKey(em, auth, params.id);
-      await em.flush();
-      // Cached as pending in this process until the change's notice arrives: evicted at once, as a revocation is.
-      deps.keyCache.forget(key.id);
-      return { body: presentApiKey(key) };
+      return { body: await savedKeyChange(em, deps, await confirmApiKey(em, auth, params.id)) };
     },
   });
+}
+
+/** Writes a change of a key and answers it. Other API processes evict the key from their caches when the change commits (a trigger notifies them); this one at once. */
+async function savedKeyChange(em: EntityManager, deps: AppDeps, key: ApiKey) {
+  await em.flush();
+  deps.keyCache.forget(key.id);
+  return presentApiKey(key);
 }

@@ -3,12 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createApiKey } from '../../src/api-keys/service';
 import { Member, Organization } from '../../src/organizations/entities';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { createTestOrganization, operatorMember, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal, testOrm } from '../support/environment';
+import { createTestOrganization, operatorMember, type TestApp, type TestOrganization } from '../support/app';
+import { testOrm } from '../support/environment';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { creditCustodyWallet } from '../support/ledger';
-import { createTestWorker } from '../support/worker';
+import { startAppWithWorker } from '../support/worker';
 
 const blockAbove = (value: string) => ({ name: `Block above ${value}`, action_type: 'block', conditions: [{ field: 'amount', operator: 'greater_than', value }] });
 const allowRest = { name: 'Allow the rest', action_type: 'allow', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] };
@@ -23,20 +22,12 @@ type Key = { secret: string; memberId: string };
  */
 describe('Keys and people: one person, one vote', () => {
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
+  let stop: (() => Promise<void>) | undefined;
 
   before(async () => {
-    const created = await createTestWorker(await localTemporal());
-    worker = created.worker;
-    running = worker.run();
-    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: created.taskQueue } });
+    ({ app, stop } = await startAppWithWorker());
   });
-  after(async () => {
-    await app?.close();
-    worker?.shutdown();
-    await running;
-  });
+  after(() => stop?.());
 
   const call = (method: string, path: string, key: string, body?: unknown) => app.request(method, path, { key, body });
   const refusedWith = (response: Awaited<ReturnType<typeof call>>, status: number, code: string, because: string) =>
