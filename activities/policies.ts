@@ -33,7 +33,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
   }
 
   return {
-    async recordApprovalVote(input: { approvalRequestId: string; memberId: string; decision: 'approve' | 'reject'; comment: string }): Promise<boolean> {
+    async recordApprovalVote(input: Parameters<typeof recordVote>[1]): Promise<boolean> {
       return deps.orm.em.fork().transactional((em) => recordVote(em, input));
     },
 

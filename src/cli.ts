@@ -33,6 +33,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   org:create --name NAME [--environment sandbox|live]
                                             create an organization, its owner and root key (scope *)
   key:create --org ID --name NAME --scopes a,b [--environment sandbox|live] [--user-id MEMBER_ID]
+                                            a key acting for the member; without --user-id a service
+                                            key, acting for no one: it never votes and mints no keys
   member:create --org ID --name NAME --email EMAIL --org-role owner|admin|approver|viewer
                                             members (and their keys, key:create --user-id) added here
                                             may vote on anyone's approval requests; members a key adds

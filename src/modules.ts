@@ -1,5 +1,6 @@
 import { registerAddressBookRoutes } from './address-book/routes';
 import { registerApiKeyRoutes } from './api-keys/routes';
+import { registerAutomationRoutes } from './automations/routes';
 import { registerBalanceRoutes } from './balances/routes';
 import { registerCardRoutes } from './cards/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
@@ -30,6 +31,7 @@ export const routeModules: RouteModule[] = [
   registerGasStationRoutes,
   registerAddressBookRoutes,
   registerConsolidationRoutes,
+  registerAutomationRoutes,
   registerMonitoringRoutes,
   registerEventRoutes,
   registerPolicyRoutes,

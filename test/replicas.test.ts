@@ -4,7 +4,7 @@ import { CHAIN_IDS } from '../src/catalogue/service';
 import { devnetBlocksWorkflowId } from '../src/chains/flows/devnet-blocks';
 import type { LightningInvoiceInput } from '../src/lightning/flows/invoice';
 import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
-import { createTestOrganization, type TestOrganization } from './support/app';
+import { createTestOrganization, operatorMember, type TestOrganization } from './support/app';
 import { validCustomer } from './support/cards';
 import { localTemporal, testOrm } from './support/environment';
 import { eventually } from './support/eventually';
@@ -231,7 +231,7 @@ describe('Replicas: two API processes and two workers behave as one service', fu
       limited.push(`http://127.0.0.1:${port}`);
     }
     for (const url of limited) await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), `${url} ready`, 60_000, 200);
-    const { secret } = (await call(0, 'POST', '/v1/api-keys', { name: 'Bursty', scopes: ['custody:read'] })).body as { secret: string };
+    const { secret } = (await call(0, 'POST', '/v1/api-keys', { name: 'Bursty', scopes: ['custody:read'] }, (await operatorMember(org.organizationId)).secret)).body as { secret: string };
     const me = (url: string) => fetch(`${url}/v1/api-keys/me`, { headers: { authorization: `Bearer ${secret}` } });
     const remaining: string[] = [];
     for (let i = 0; i < 6; i += 1) {
@@ -245,7 +245,7 @@ describe('Replicas: two API processes and two workers behave as one service', fu
   });
 
   it('refuses a key revoked through one API on the other at once', async () => {
-    const created = await call(0, 'POST', '/v1/api-keys', { name: 'Short-lived', scopes: ['custody:read'] });
+    const created = await call(0, 'POST', '/v1/api-keys', { name: 'Short-lived', scopes: ['custody:read'] }, (await operatorMember(org.organizationId)).secret);
     assert.equal(created.status, 201, created.text);
     const secret = created.body.secret as string;
     assert.equal((await call(0, 'GET', '/v1/api-keys/me', undefined, secret)).status, 200);

@@ -1,4 +1,4 @@
-import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property } from '@mikro-orm/core';
+import { Entity, Enum, Index, ManyToOne, type Opt, PrimaryKey, Property } from '@mikro-orm/core';
 import { Member, Organization } from '../organizations/entities';
 import { prefixedId } from '../shared/ids';
 
@@ -45,6 +45,20 @@ export class ApiKey {
   /** The member the minting key acted for, if any. */
   @Property({ type: 'uuid', nullable: true })
   createdByMemberId?: string | null;
+
+  /**
+   * Minted through the API to act for another member: it authenticates nothing (403
+   * `api_key_pending_confirmation`) until a key acting for that member confirms it.
+   */
+  @Property({ type: 'boolean', default: false })
+  pendingConfirmation: Opt<boolean> = false;
+
+  /** When, and by which key of its member, a pending key was confirmed. */
+  @Property({ type: 'timestamptz', nullable: true })
+  confirmedAt?: Date | null;
+
+  @Property({ type: 'text', nullable: true })
+  confirmedByKeyId?: string | null;
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();

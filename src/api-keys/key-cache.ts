@@ -11,6 +11,8 @@ export interface KeyRow {
   scopes: string[];
   environment: Environment;
   api_version: string;
+  /** Minted for another member who has not confirmed it yet: it authenticates nothing. */
+  pending_confirmation: boolean;
   /** The driver hands timestamps of raw queries back as strings. */
   last_used_at: string | null;
 }

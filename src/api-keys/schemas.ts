@@ -9,7 +9,10 @@ export const ApiKeyObject = z
     object: z.literal('api_key'),
     name: z.string(),
     organization_id: z.string().uuid(),
-    user_id: z.string().uuid().nullable().openapi({ description: 'Member this key acts for, if any' }),
+    user_id: z.string().uuid().nullable().openapi({ description: 'Member this key acts for; null: a service key made by the operator CLI' }),
+    status: z.enum(['active', 'pending_confirmation', 'revoked']).openapi({
+      description: "pending_confirmation: minted for another member, it authenticates nothing until a key acting for that member confirms it (POST /v1/api-keys/:id/confirm)",
+    }),
     environment: z.enum(ENVIRONMENTS),
     scopes: z.array(z.string()),
     api_version: z.string(),
@@ -30,7 +33,9 @@ export const CreateApiKeyBody = z
     scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
     environment: z.enum(ENVIRONMENTS).optional().openapi({ description: "Defaults to the calling key's environment" }),
     api_version: z.enum(API_VERSIONS).optional().openapi({ description: 'Defaults to the latest version' }),
-    user_id: z.string().uuid().optional().openapi({ description: 'A member of the organization the key acts for' }),
+    user_id: z.string().uuid().optional().openapi({
+      description: "The member the key acts for; defaults to the calling key's member. Another member (an owner's key only) must confirm the key before it works.",
+    }),
   })
   .strict()
   .openapi('CreateApiKeyRequest');

@@ -1,10 +1,13 @@
 import { createHash, randomInt } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { errors } from '../shared/errors';
-import { Member, Organization } from '../organizations/entities';
+import type { Member, Organization } from '../organizations/entities';
+import { findMember } from '../organizations/service';
 import { LATEST_API_VERSION } from '../shared/api-versions';
 import { iso } from '../shared/time';
+import type { AuthContext } from './auth-context';
 import { ApiKey, type Environment } from './entities';
+import { provenance, sharedOrigins, type Origin } from './provenance';
 
 const SECRET_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -26,6 +29,8 @@ export interface NewApiKey {
   environment: Environment;
   apiVersion?: string;
   member?: Member | null;
+  /** Minted for another member, who has yet to confirm it. */
+  pendingConfirmation?: boolean;
   /** The calling key and the member it acts for; absent for the operator (CLI). */
   createdBy?: { apiKeyId: string; memberId: string | null };
 }
@@ -36,6 +41,7 @@ export function createApiKey(em: EntityManager, input: NewApiKey): { key: ApiKey
   const key = em.create(ApiKey, {
     organization: input.organization,
     member: input.member ?? null,
+    pendingConfirmation: input.pendingConfirmation ?? false,
     name: input.name,
     environment: input.environment,
     scopes: [...new Set(input.scopes)],
@@ -50,23 +56,61 @@ export function createApiKey(em: EntityManager, input: NewApiKey): { key: ApiKey
 }
 
 /**
- * Acting for a member is a privilege: a key bound to a member (user_id) can only be minted by a key
- * bound to that same member, or by a key bound to an owner. An unbound key, whatever its scopes,
- * never mints one (the operator's CLI can). See docs/policies.md.
+ * The member a key minted through the API acts for (docs/policies.md, "Keys and people"): the
+ * minter's own member by default, or the member `user_id` names. Naming another member is an
+ * owner's privilege, and the key then waits for that member's confirmation (`pending`). A key
+ * acting for no member mints nothing: keys that act for nobody (service keys) come from the
+ * operator's CLI alone.
  */
-export async function assertMayActFor(em: EntityManager, caller: { organizationId: string; memberId: string | null }, member: Member): Promise<void> {
-  if (caller.memberId === member.id) return;
-  const acting = caller.memberId ? await em.findOne(Member, { id: caller.memberId, organization: caller.organizationId }) : null;
-  if (acting?.orgRole === 'owner') return;
-  throw errors.permission(
-    'member_binding_forbidden',
-    'Only a key acting for this member, or a key acting for an owner, can create a key that acts for a member (user_id).',
-    { user_id: member.id },
-  );
+export async function memberForNewKey(
+  em: EntityManager,
+  caller: { organizationId: string; memberId: string | null },
+  userId: string | undefined,
+): Promise<{ member: Member; pending: boolean }> {
+  if (!caller.memberId) {
+    throw errors.permission(
+      'member_required',
+      'A key minted through the API acts for a member, and this key acts for none. Mint with a key that acts for a member; service keys (acting for no member) are made with the operator CLI (key:create).',
+      userId ? { user_id: userId } : {},
+    );
+  }
+  const own = await findMember(em, caller.organizationId, caller.memberId);
+  if (!userId || userId === own.id) return { member: own, pending: false };
+  const member = await findMember(em, caller.organizationId, userId, 'user_id');
+  if (own.orgRole !== 'owner') {
+    throw errors.permission(
+      'member_binding_forbidden',
+      'Only a key acting for an owner can create a key that acts for another member (user_id); that member then confirms it.',
+      { user_id: member.id },
+    );
+  }
+  return { member, pending: true };
 }
 
-export async function findOrganizationKey(em: EntityManager, organizationId: string, id: string): Promise<ApiKey> {
-  const key = await em.findOne(ApiKey, { id, organization: organizationId, revokedAt: null });
+/**
+ * Confirms a key minted for `caller`'s member by someone else: only a key acting for that member, and
+ * not one that comes from the minter (its provenance shares nothing with the pending key's minter),
+ * can, since the minter has seen the pending key's secret and could confirm it with another key it made.
+ */
+export async function confirmApiKey(em: EntityManager, caller: Pick<AuthContext, 'organizationId' | 'environment' | 'apiKeyId' | 'memberId'>, id: string): Promise<ApiKey> {
+  const key = await findOrganizationKey(em, caller, id);
+  if (!key.pendingConfirmation) throw errors.conflict('api_key_not_pending', 'This key is not waiting for a confirmation.', { api_key_id: key.id });
+  if (!key.member || caller.memberId !== key.member.id) {
+    throw errors.permission('confirmation_forbidden', 'Only a key acting for the member this key acts for can confirm it.', { user_id: key.member?.id ?? null });
+  }
+  const minter = key.createdByKeyId ? await provenance(em, { keyId: key.createdByKeyId }) : new Set<Origin>();
+  if (sharedOrigins(await provenance(em, { keyId: caller.apiKeyId }), minter).length) {
+    throw errors.permission('confirmation_not_independent', "This key comes from the pending key's minter: confirm with a key of your own (one the operator CLI made, or one minted from it).", {
+      api_key_id: key.id,
+    });
+  }
+  Object.assign(key, { pendingConfirmation: false, confirmedAt: new Date(), confirmedByKeyId: caller.apiKeyId });
+  return key;
+}
+
+/** A key of the caller's organization and environment (another environment's is 404 `resource_missing`, as every resource's). */
+export async function findOrganizationKey(em: EntityManager, scope: { organizationId: string; environment: Environment }, id: string): Promise<ApiKey> {
+  const key = await em.findOne(ApiKey, { id, organization: scope.organizationId, environment: scope.environment, revokedAt: null });
   if (!key) throw errors.notFound('api_key', id);
   return key;
 }
@@ -78,6 +122,7 @@ export function presentApiKey(key: ApiKey, secret?: string) {
     name: key.name,
     organization_id: key.organization.id,
     user_id: key.member?.id ?? null,
+    status: key.revokedAt ? ('revoked' as const) : key.pendingConfirmation ? ('pending_confirmation' as const) : ('active' as const),
     environment: key.environment,
     scopes: key.scopes,
     api_version: key.apiVersion,

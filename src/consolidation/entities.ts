@@ -105,9 +105,17 @@ export class ConsolidationRule {
   @Property({ type: 'uuid', nullable: true })
   activeRunId?: string | null;
 
-  /** The key that created the rule: the actor the policies see for its scheduled and threshold sweeps (null: created before this was recorded). */
+  /**
+   * The key the rule's automation acts for: the key that created it, or the key that took it over
+   * (src/automations/ownership.ts). The actor the policies see for its scheduled and threshold
+   * sweeps (null: created before this was recorded).
+   */
   @Property({ type: 'text', nullable: true })
   createdByKeyId?: string | null;
+
+  /** Set when that key was revoked: the rule starts no run until a key takes it over. */
+  @Property({ type: 'timestamptz', nullable: true })
+  automationPausedAt?: Date | null;
 
   @Property({ type: 'timestamptz', nullable: true })
   deletedAt?: Date | null;

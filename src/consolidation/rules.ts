@@ -410,6 +410,7 @@ export function presentRule(rule: ConsolidationRule, inFlight: number) {
     min_consolidate_usd: rule.minConsolidateUsd ?? null,
     active_run_id: rule.activeRunId ?? null,
     in_flight_sweeps: inFlight,
+    automation_paused_at: rule.automationPausedAt ? iso(rule.automationPausedAt) : null,
     created_at: iso(rule.createdAt),
     updated_at: iso(rule.updatedAt),
   };

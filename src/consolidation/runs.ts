@@ -17,12 +17,14 @@ export interface RunTrigger {
  * Starts a run of `ruleId`, one at a time per rule: under the rule's row lock, a rule with a run in
  * progress (`active_run_id`) gets the trigger counted on that run (its last one kept), not a second run; otherwise a
  * new run (`pending`) becomes the active one and workflow `consolidation-run-<id>` is recorded to
- * start after the caller's commit. A disabled or deleted rule starts nothing (null).
+ * start after the caller's commit. A disabled or deleted rule starts nothing (null), nor does a
+ * paused one unless the trigger is manual.
  */
 export async function triggerRun(em: EntityManager, ruleId: string, trigger: RunTrigger): Promise<{ run: ConsolidationRun; started: boolean } | null> {
   await em.execute('select id from consolidation_rules where id = ? for update', [ruleId]);
   const rule = await em.findOneOrFail(ConsolidationRule, { id: ruleId }, { refresh: true });
-  if (!rule.enabled || rule.deletedAt) return null;
+  // A paused rule (its key revoked) triggers nothing by itself; a manual run acts for the key that asks.
+  if (!rule.enabled || rule.deletedAt || (rule.automationPausedAt && trigger.source !== 'manual')) return null;
   if (rule.activeRunId) {
     const active = await em.findOneOrFail(ConsolidationRun, { id: rule.activeRunId }, { refresh: true });
     // The rule's row lock serializes triggers, so the count read here is the latest one.

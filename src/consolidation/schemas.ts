@@ -109,6 +109,9 @@ export const ConsolidationRuleObject = z
     min_consolidate_usd: Decimal.nullable(),
     active_run_id: Id.nullable().openapi({ description: 'The run in progress: one at a time per rule' }),
     in_flight_sweeps: z.number().int().openapi({ description: "The rule's sweeps submitted and not yet confirmed or failed" }),
+    automation_paused_at: Timestamp.nullable().openapi({
+      description: 'When revoking the key the rule acts for paused its scheduled and threshold runs (event automation.paused); null: running. POST /v1/consolidation/rules/:id/take-over resumes them.',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })

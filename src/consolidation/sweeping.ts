@@ -211,6 +211,10 @@ async function sweepSend(em: EntityManager, config: Config, runId: string, sweep
   const sweep = await em.findOneOrFail(ConsolidationSweep, { id: sweepId }, { populate: ['rule', 'sourceAddress', 'wallet'] });
   const rule = await em.findOneOrFail(ConsolidationRule, { id: sweep.rule.id }, { populate: ['gasStation.wallet'] });
   const run = await em.findOneOrFail(ConsolidationRun, { id: runId }, { fields: ['initiatedByKeyId'] });
+  // A run the rule started by itself stops moving value once the key the rule acts for is revoked.
+  if (!run.initiatedByKeyId && rule.automationPausedAt) {
+    throw new DomainError({ kind: 'conflict', code: 'automation_paused', message: 'The rule was paused: the key it acts for was revoked. A key takes it over with POST /v1/consolidation/rules/:id/take-over.' });
+  }
   const asset = assetById(sweep.assetId);
   const native = asset.type === 'native';
   const automation: AutomatedSend = { operationType: 'consolidation_sweep', fromAddress: sweep.sourceAddress };

@@ -43,6 +43,8 @@ export const EVENT_TYPES = [
   { type: 'policy.activation_rejected', description: 'An approver rejected a policy activation; the policy stays draft.' },
   { type: 'policy.activation_expired', description: 'A policy activation lapsed before enough approvals; the policy stays draft.' },
   { type: 'approval_request.created', description: "An approval request opened: a policy activation, an address-book entry's early use or a send a require_approval rule held waits for approvals; data is the approval request (kind says which)." },
+  { type: 'automation.paused', description: "An automation stopped because the key it acts for was revoked: data.automation_type (gas_station, consolidation_rule or fee_bump), automation_id and revoked_api_key_id. It moves no value until a key takes it over." },
+  { type: 'automation.resumed', description: 'A key took over a paused automation, which acts for it from now on: data.automation_type, automation_id, api_key_id and previous_api_key_id.' },
   { type: 'consolidation.run.started', description: 'A consolidation run began scanning its vault.' },
   { type: 'consolidation.run.completed', description: 'A consolidation run finished with every sweep confirmed (or nothing to sweep).' },
   { type: 'consolidation.run.failed', description: 'A consolidation run ended with failed sweeps (status partially_failed or failed), or could not proceed.' },

@@ -93,9 +93,17 @@ export class GasStation {
   @Property({ type: 'timestamptz', nullable: true })
   refillFailedAt?: Date | null;
 
-  /** The key that created the station: the actor the policies see for its automatic refills and fuel (null: created before this was recorded). */
+  /**
+   * The key the station's automation acts for: the key that created it, or the key that took it over
+   * (src/automations/ownership.ts). The actor the policies see for its automatic refills and fuel
+   * (null: created before this was recorded).
+   */
   @Property({ type: 'text', nullable: true })
   createdByKeyId?: string | null;
+
+  /** Set when that key was revoked: no automatic refill until a key takes the station over. */
+  @Property({ type: 'timestamptz', nullable: true })
+  automationPausedAt?: Date | null;
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();

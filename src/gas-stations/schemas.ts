@@ -85,6 +85,9 @@ export const GasStationObject = z
     refill_from_wallet_id: z.string().uuid().nullable(),
     health_status: z.enum(['healthy', 'low']),
     status: z.enum(GAS_STATION_STATUSES),
+    automation_paused_at: Timestamp.nullable().openapi({
+      description: 'When revoking the key the station acts for paused its automatic refills (event automation.paused); null: running. POST /v1/gas-stations/:id/take-over resumes them.',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })

@@ -261,6 +261,7 @@ export function presentGasStation(config: Config, station: GasStation, read: { b
     refill_from_wallet_id: station.refillFromWallet?.id ?? null,
     health_status: healthOf(read.balance, station),
     status: station.status,
+    automation_paused_at: station.automationPausedAt ? iso(station.automationPausedAt) : null,
     created_at: iso(station.createdAt),
     updated_at: iso(station.updatedAt),
   };
@@ -282,11 +283,15 @@ export interface RefillDeps {
 
 export type Assessment = { state: 'healthy' | 'auto_refill_off' } | { state: 'low'; balance: string };
 
+/** Automatic refills run while enabled with an amount and a source, and not paused by the revocation of the key they act for. */
+const automaticRefillOn = (station: GasStation): station is GasStation & { refillAmount: string; refillFromWallet: NonNullable<GasStation['refillFromWallet']> } =>
+  station.autoRefillEnabled && station.refillAmount != null && !!station.refillFromWallet && !station.automationPausedAt;
+
 /** Whether the station needs a refill now; `announce` emits gas_station.low_balance once per `announce` key when it does. */
 export async function assessStation(deps: RefillDeps, stationId: string, announce?: string): Promise<Assessment> {
   return deps.transaction(async (em) => {
     const station = await em.findOneOrFail(GasStation, { id: stationId });
-    if (!station.autoRefillEnabled || station.refillAmount == null || !station.refillFromWallet) return { state: 'auto_refill_off' };
+    if (!automaticRefillOn(station)) return { state: 'auto_refill_off' };
     const read = await stationBalance(em, deps.chains, station);
     if (healthOf(read.balance, station) === 'healthy') return { state: 'healthy' };
     if (announce) await announceStation(em, deps.config, station, read, 'gas_station.low_balance', `gas_station.low_balance:${station.id}:${announce}`);
@@ -312,8 +317,8 @@ export async function submitRefill(deps: RefillDeps, stationId: string): Promise
       if (!locked) throw new Error(`gas station ${stationId} does not exist`);
       const station = await em.findOneOrFail(GasStation, { id: stationId }, { refresh: true });
       if (station.refillTransactionId) return { transactionId: station.refillTransactionId };
-      if (!station.autoRefillEnabled || station.refillAmount == null || !station.refillFromWallet) {
-        throw errors.invalid('auto_refill_off', 'Auto-refill was turned off or its source removed.');
+      if (!automaticRefillOn(station)) {
+        throw errors.invalid('auto_refill_off', 'Auto-refill was turned off, its source removed, or the key it acts for revoked (automation_paused_at).');
       }
       const native = nativeOf(station.chain);
       const sent = await createTransaction(
@@ -394,6 +399,7 @@ export const FAILED_REFILL_COOLDOWN_MS = 60 * 60 * 1000;
 export async function armLowStations(deps: RefillDeps, scope: { organizationId?: string; environment?: Environment } = {}): Promise<number> {
   const stations = await deps.em().find(GasStation, {
     autoRefillEnabled: true,
+    automationPausedAt: null,
     $or: [{ refillFailedAt: null }, { refillFailedAt: { $lt: new Date(Date.now() - FAILED_REFILL_COOLDOWN_MS) } }],
     ...(scope.organizationId ? { organization: scope.organizationId } : {}),
     ...(scope.environment ? { environment: scope.environment } : {}),

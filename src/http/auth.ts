@@ -43,6 +43,11 @@ async function lookUpKey(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
   const secretHash = hashSecret(secret);
   const key = deps.keyCache.get(secretHash) ?? (await readKey(deps, secretHash));
   if (!key) throw errors.unauthenticated('Invalid API key provided.');
+  if (key.pending_confirmation) {
+    throw errors.permission('api_key_pending_confirmation', 'This key acts for a member who has not confirmed it yet: a key acting for that member confirms it with POST /v1/api-keys/:id/confirm.', {
+      api_key_id: key.id,
+    });
+  }
 
   const lastUsedAt = await deps.lastUsed.touch(deps.orm.em, key.id, key.last_used_at ? new Date(key.last_used_at) : null);
   return {
@@ -60,7 +65,7 @@ async function lookUpKey(ctx: AppContext, deps: AppDeps): Promise<AuthContext> {
 async function readKey(deps: AppDeps, secretHash: string): Promise<KeyRow | undefined> {
   const generation = deps.keyCache.currentGeneration();
   const [key] = await deps.orm.em.getConnection().execute<KeyRow[]>(
-    `select id, organization_id, member_id, scopes, environment, api_version, last_used_at
+    `select id, organization_id, member_id, scopes, environment, api_version, pending_confirmation, last_used_at
        from api_keys where secret_hash = ? and revoked_at is null`,
     [secretHash],
   );

@@ -4,13 +4,14 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AddressBookEntry } from '../address-book/entities';
 import { findAddressBookEntry, isUsable } from '../address-book/service';
+import { provenance, sharedOrigins, type Origin } from '../api-keys/provenance';
 import { Member, Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { recordStart, type WorkflowStarter } from '../temporal/starter';
 import { ApprovalRequest, ApprovalVote, type Policy } from './entities';
 import { emit } from '../events/service';
-import { policyActivationFlow, voteUpdate, VOTE_REFUSALS } from './flows/activation';
+import { policyActivationFlow, voteUpdate, VOTE_REFUSALS, type VoteInput } from './flows/activation';
 import { addressBookEntryApprovalFlow } from './flows/address-book-entry-approval';
 import { approvalWorkflowId, presentApprovalRequest } from './presenters';
 import {
@@ -34,15 +35,19 @@ import {
 const APPROVING_ROLES = ['owner', 'admin', 'approver'] as const;
 export const canApproveActivations = (member: Member): boolean => (APPROVING_ROLES as readonly string[]).includes(member.orgRole);
 
-/** The members who may vote on an activation: owners, admins and approvers, not the requester nor a member the requester added. */
+/**
+ * The members who may vote on an activation: owners, admins and approvers whose provenance shares
+ * nothing with the requester's (not the requester, nor a member the requester's lineage added,
+ * nor one who added the requester's).
+ */
 export async function eligibleVoters(em: EntityManager, requester: PolicyActor): Promise<Member[]> {
   const members = await em.find(Member, { organization: requester.organizationId, orgRole: { $in: [...APPROVING_ROLES] } });
-  return members.filter(
-    (member) =>
-      member.id !== requester.id &&
-      !(requester.type === 'user' && member.createdByMemberId === requester.id) &&
-      !(requester.apiKeyId && member.createdByKeyId === requester.apiKeyId),
-  );
+  const requesterOrigins = await requesterProvenance(em, { requestedBy: requester.id, requestedByKeyId: requester.apiKeyId ?? null });
+  const eligible = [];
+  for (const member of members) {
+    if (!sharedOrigins(await provenance(em, { memberId: member.id }), requesterOrigins).length) eligible.push(member);
+  }
+  return eligible;
 }
 
 export type ActivationOutcome = { status: 'enforced'; policy: Policy } | { status: 'pending'; request: ApprovalRequest };
@@ -249,13 +254,22 @@ export async function castVote(
   if (member.id === request.requestedBy || voter.apiKeyId === request.requestedByKeyId) {
     throw errors.permission('requester_cannot_vote', 'The requester cannot vote on their own approval request.');
   }
-  await assertIndependentVoter(em, request, voter.apiKeyId, member);
   if (request.status !== 'pending') throw closed(request.status);
+  // Votes on one request are checked and counted one at a time, so two keys of one person cannot both pass the check at once.
+  await em.fork().transactional(async (votes) => {
+    await votes.execute('select pg_advisory_xact_lock(hashtext(?))', [`approval-votes:${request.id}`]);
+    await assertIndependentVoter(votes, request, voter.apiKeyId, member);
+    await sendVote(em, starter, request, { memberId: member.id, apiKeyId: voter.apiKeyId, decision: vote.decision, comment: vote.comment });
+  });
+}
+
+/** Sends a vote to the request's workflow (its start fired first if it has not been); the workflow's refusals become the API's errors. */
+async function sendVote(em: EntityManager, starter: WorkflowStarter, request: ApprovalRequest, vote: VoteInput): Promise<void> {
   const workflowId = approvalWorkflowId(request);
   // Outside the caller's transaction: the start is marked fired whatever becomes of this vote.
   await starter.ensureStarted(em.fork(), workflowId);
   try {
-    await starter.executeUpdate(workflowId, voteUpdate, { memberId: member.id, decision: vote.decision, comment: vote.comment });
+    await starter.executeUpdate(workflowId, voteUpdate, vote);
   } catch (error) {
     const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
     if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.requester) throw errors.permission('requester_cannot_vote', cause.message);
@@ -268,52 +282,41 @@ export async function castVote(
   }
 }
 
-interface KeyLink {
-  id: string;
-  member_id: string | null;
-  created_by_key_id: string | null;
-  created_by_member_id: string | null;
-}
-
-/** A key and every key above it: the key that minted it, the key that minted that one... up to the operator's. */
-async function keyLineage(em: EntityManager, keyId: string | null | undefined): Promise<KeyLink[]> {
-  if (!keyId) return [];
-  return em.getConnection().execute<KeyLink[]>(
-    `with recursive lineage (id, member_id, created_by_key_id, created_by_member_id, depth) as (
-       select id, member_id, created_by_key_id, created_by_member_id, 0 from api_keys where id = ?
-       union all
-       select k.id, k.member_id, k.created_by_key_id, k.created_by_member_id, l.depth + 1
-         from api_keys k join lineage l on k.id = l.created_by_key_id where l.depth < 64
-     ) select id, member_id, created_by_key_id, created_by_member_id from lineage`,
-    [keyId],
-    'all',
-    em.getTransactionContext(),
-  );
+/** Everything the requester comes from: the requesting key's provenance, and the requesting member's (a request made before keys were recorded has only that). */
+async function requesterProvenance(em: EntityManager, request: Pick<ApprovalRequest, 'requestedBy' | 'requestedByKeyId'>): Promise<Set<Origin>> {
+  const origins = request.requestedByKeyId ? await provenance(em, { keyId: request.requestedByKeyId }) : new Set<Origin>();
+  if (isUuid(request.requestedBy)) for (const origin of await provenance(em, { memberId: request.requestedBy })) origins.add(origin);
+  return origins;
 }
 
 /**
- * Acting for a member cannot satisfy a quorum the requester asked for (docs/policies.md): the vote
- * is refused when the voting key, or the voter's membership, comes from the requester (the
- * requesting key or the requesting member, directly or through keys they minted), or when the
- * voter became a member after the request was opened.
+ * One person, one vote (docs/policies.md, "Keys and people"): a vote counts only when its key's
+ * provenance (the voter, who minted the key and who added the voter, up to the operator) shares
+ * nothing with the requester's, traced both ways (a voter the requester's lineage made, a
+ * requester the voter's lineage made), nor with that of any vote already counted from another
+ * member; and the voter was a member when the request was opened. A repeat of a counted member is
+ * the workflow's to answer (counted once).
  */
 async function assertIndependentVoter(em: EntityManager, request: ApprovalRequest, votingKeyId: string, voter: Member): Promise<void> {
-  const requesterMemberId = isUuid(request.requestedBy) ? request.requestedBy : null;
-  const fromRequester = (link: KeyLink, self: boolean) =>
-    link.id === request.requestedByKeyId ||
-    (requesterMemberId !== null && (link.created_by_member_id === requesterMemberId || (!self && link.member_id === requesterMemberId)));
-  const notIndependent = (message: string) => errors.permission('vote_not_independent', message, { approval_request_id: request.id });
-
-  const keys = await keyLineage(em, votingKeyId);
-  if (keys.some((link, index) => fromRequester(link, index === 0))) {
-    throw notIndependent('This key was created by the requester (or by a key the requester created): it cannot vote on their approval requests.');
+  const notIndependent = (message: string, shared: Origin[]) =>
+    errors.permission('vote_not_independent', message, { approval_request_id: request.id, shared_origins: shared });
+  const voterOrigins = await provenance(em, { keyId: votingKeyId });
+  const withRequester = sharedOrigins(voterOrigins, await requesterProvenance(em, request));
+  if (withRequester.length) {
+    throw notIndependent(
+      'This key or its member comes from the requester, or the requester from them (minted or added by the same key or member): it cannot vote on their request. Vote with a key of your own, one the operator CLI made or one minted from it.',
+      withRequester,
+    );
   }
-  const memberKeys = await keyLineage(em, voter.createdByKeyId);
-  if ((requesterMemberId !== null && voter.createdByMemberId === requesterMemberId) || memberKeys.some((link) => fromRequester(link, false))) {
-    throw notIndependent('This member was added by the requester: they cannot vote on the requester\'s approval requests.');
+  const counted = await em.find(ApprovalVote, { approvalRequest: request.id, decision: 'approve', member: { $ne: voter.id } });
+  for (const vote of counted) {
+    const shared = sharedOrigins(voterOrigins, await provenance(em, vote.apiKeyId ? { keyId: vote.apiKeyId } : { memberId: vote.member.id }));
+    if (shared.length) {
+      throw notIndependent('This key or its member shares a minter or a member with a vote already counted: one person counts once. Vote with a key of your own, one the operator CLI made or one minted from it.', shared);
+    }
   }
   if (voter.createdAt.getTime() > request.createdAt.getTime()) {
-    throw notIndependent('Members added after an approval was requested cannot vote on it.');
+    throw notIndependent('Members added after an approval was requested cannot vote on it.', []);
   }
 }
 
@@ -322,7 +325,10 @@ function closed(status: string): DomainError {
 }
 
 /** Records one member's vote once (a retry or a repeat is a no-op); returns whether it was new. */
-export async function recordVote(em: EntityManager, input: { approvalRequestId: string; memberId: string; decision: ApprovalVote['decision']; comment: string }): Promise<boolean> {
+export async function recordVote(
+  em: EntityManager,
+  input: { approvalRequestId: string; memberId: string; apiKeyId?: string; decision: ApprovalVote['decision']; comment: string },
+): Promise<boolean> {
   // Gone with the address-book entry it concerned: nothing left to vote on.
   const request = await em.findOne(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!request || (await em.count(ApprovalVote, { approvalRequest: request, member: input.memberId }))) return false;
@@ -331,6 +337,7 @@ export async function recordVote(em: EntityManager, input: { approvalRequestId: 
     member: em.getReference(Member, input.memberId),
     decision: input.decision,
     comment: input.comment,
+    apiKeyId: input.apiKeyId ?? null,
     createdAt: new Date(),
   });
   const member = await em.findOneOrFail(Member, { id: input.memberId });

@@ -218,6 +218,10 @@ export class ApprovalVote {
   @Property({ type: 'text', default: '' })
   comment: string = '';
 
+  /** The key the vote was cast with (null: cast before keys were recorded): later votes are checked against its lineage. */
+  @Property({ type: 'text', nullable: true })
+  apiKeyId?: string | null;
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 }

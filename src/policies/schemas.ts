@@ -265,7 +265,7 @@ export const ApproverCandidateObject = z
     votes_on_your_activations: z
       .boolean()
       .optional()
-      .openapi({ description: "A member: whether it may vote on the caller's activation requests (an owner, admin or approver that is not the caller, nor a member the caller added: docs/policies.md)" }),
+      .openapi({ description: "A member: whether it may vote on the caller's activation requests (an owner, admin or approver whose provenance shares nothing with the caller's: not the caller, nor a member the caller's keys added: docs/policies.md, \"Keys and people\")" }),
     member_count: z.number().int().optional(),
   })
   .openapi('ApproverCandidate');

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthContext } from '../api-keys/auth-context';
+import { ApiKey } from '../api-keys/entities';
 import { assetAmount, assetById } from '../catalogue/service';
 import { NATIVE_TRANSFER_GAS, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
@@ -249,6 +250,8 @@ async function bumpAutomatically(deps: LifecycleDeps, provider: ChainProvider, t
   const { height } = await provider.tip();
   const after = deps.config.FEE_BUMP_AFTER_BLOCKS;
   if (after === 0 || transaction.waitingSinceHeight == null || height - transaction.waitingSinceHeight < after) return null;
+  // Automatic bumps act for the key that sent: once it is revoked they stop (a key may still speed up or cancel by hand).
+  if (await deps.em().count(ApiKey, { id: transaction.apiKeyId, revokedAt: { $ne: null } })) return null;
   const initiator: MovementInitiator = {
     organizationId: transaction.organization.id,
     environment: transaction.environment,

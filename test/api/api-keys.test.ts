@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ApiKey } from '../../src/api-keys/entities';
-import { createApiKey } from '../../src/api-keys/service';
-import { Organization } from '../../src/organizations/entities';
-import { createMember } from '../../src/organizations/service';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { createTestOrganization, operatorMember, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
 
 describe('API keys', () => {
@@ -18,8 +15,9 @@ describe('API keys', () => {
   after(() => app?.close());
 
   it('creates a key whose secret is shown once and stored only as a hash', async () => {
+    const owner = await operatorMember(org.organizationId);
     const created = await app.request('POST', '/v1/api-keys', {
-      key: org.secret,
+      key: owner.secret,
       body: { name: 'Reporting', scopes: ['cards:read', 'lightning:read'] },
     });
     assert.equal(created.status, 201);
@@ -29,6 +27,7 @@ describe('API keys', () => {
     assert.deepEqual(created.body.scopes, ['cards:read', 'lightning:read']);
     assert.equal(created.body.api_version, '2026-05-15');
     assert.equal(created.body.last_used_at, undefined, 'absent until first used');
+    assert.deepEqual([created.body.user_id, created.body.status], [owner.memberId, 'active'], "it acts for the minter's member");
 
     const stored = await (await testOrm()).em.fork().findOneOrFail(ApiKey, { id: created.body.id });
     assert.notEqual(stored.secretHash, created.body.secret);
@@ -60,37 +59,24 @@ describe('API keys', () => {
     assert.equal(storedAfterSecond?.toISOString(), storedAfterFirst.toISOString(), 'no second write within the resolution window');
   });
 
-  /** An owner with a key acting for them, made by the operator (as `member:create` and `key:create --user-id` do). */
-  async function ownerKey(): Promise<{ secret: string; memberId: string; keyId: string }> {
-    const em = (await testOrm()).em.fork();
-    const organization = em.getReference(Organization, org.organizationId);
-    const owner = await createMember(em, organization, { name: 'Owner', email: `owner-${randomUUID()}@example.com`, org_role: 'owner' });
-    const { key, secret } = createApiKey(em, { organization, name: 'Owner key', scopes: ['*'], environment: 'sandbox', member: owner });
-    await em.flush();
-    return { secret, memberId: owner.id, keyId: key.id };
-  }
-
-  it('pins a key to the requested api_version and binds it to a member, when an owner mints it', async () => {
-    const owner = await ownerKey();
-    const member = await app.request('POST', '/v1/members', {
-      key: owner.secret,
-      body: { name: 'Ada', email: `ada-${Date.now()}@example.com`, org_role: 'approver' },
-    });
-    assert.equal(member.status, 201);
+  it('pins a key to the requested api_version and binds it to another member, who confirms it, when an owner mints it', async () => {
+    const owner = await operatorMember(org.organizationId);
+    const ada = await operatorMember(org.organizationId, { name: 'Ada', orgRole: 'approver', scopes: ['api_keys:admin', 'policies:approve'] });
     const created = await app.request('POST', '/v1/api-keys', {
       key: owner.secret,
-      body: { name: 'Ada key', scopes: ['policies:approve', 'api_keys:admin'], api_version: '2026-02-28', user_id: member.body.id },
+      body: { name: 'Ada key', scopes: ['policies:approve', 'api_keys:admin'], api_version: '2026-02-28', user_id: ada.memberId },
     });
     assert.equal(created.status, 201);
-    assert.equal(created.body.user_id, member.body.id);
+    assert.deepEqual([created.body.user_id, created.body.status], [ada.memberId, 'pending_confirmation']);
+    assert.equal((await app.request('POST', `/v1/api-keys/${created.body.id}/confirm`, { key: ada.secret })).status, 200);
     const me = await app.request('GET', '/v1/api-keys/me', { key: created.body.secret });
     assert.equal(me.headers.get('api-version'), '2026-02-28');
     const stored = await (await testOrm()).em.fork().findOneOrFail(ApiKey, { id: created.body.id });
-    assert.deepEqual([stored.createdByKeyId, stored.createdByMemberId], [owner.keyId, owner.memberId], 'who minted it is recorded');
+    assert.deepEqual([stored.createdByKeyId, stored.createdByMemberId, stored.confirmedByKeyId], [owner.keyId, owner.memberId, ada.keyId], 'who minted and who confirmed it are recorded');
 
-    // A key acting for a member can mint another key for that same member, not for anyone else.
-    const again = await app.request('POST', '/v1/api-keys', { key: created.body.secret, body: { name: 'Ada 2', scopes: ['policies:approve'], user_id: member.body.id } });
-    assert.equal(again.status, 201, again.text);
+    // A key acting for a member that is not an owner mints keys for that same member only.
+    const again = await app.request('POST', '/v1/api-keys', { key: created.body.secret, body: { name: 'Ada 2', scopes: ['policies:approve'] } });
+    assert.deepEqual([again.status, again.body.user_id, again.body.status], [201, ada.memberId, 'active'], again.text);
     const forOwner = await app.request('POST', '/v1/api-keys', { key: created.body.secret, body: { name: 'x', scopes: ['policies:approve'], user_id: owner.memberId } });
     assert.deepEqual([forOwner.status, forOwner.body.error.code], [403, 'member_binding_forbidden']);
 
@@ -102,19 +88,33 @@ describe('API keys', () => {
     assert.equal(stranger.body.error.param, 'user_id');
   });
 
-  it('never lets a key that acts for no member mint a key acting for one, whatever its scopes', async () => {
+  it('never lets a key that acts for no member mint a key, whatever its scopes', async () => {
     const member = await app.request('POST', '/v1/members', { key: org.secret, body: { name: 'Bea', email: `bea-${randomUUID()}@example.com`, org_role: 'approver' } });
     assert.equal(member.status, 201, 'an admin key may still add members');
-    const refused = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'Bea key', scopes: ['policies:approve'], user_id: member.body.id } });
-    assert.deepEqual([refused.status, refused.body.error.code, refused.body.error.details.user_id], [403, 'member_binding_forbidden', member.body.id]);
-    const unbound = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'Unbound', scopes: ['cards:read'] } });
-    assert.equal(unbound.status, 201);
-    const stored = await (await testOrm()).em.fork().findOneOrFail(ApiKey, { id: unbound.body.id });
-    assert.deepEqual([stored.createdByKeyId, stored.createdByMemberId], [org.apiKeyId, null]);
+    for (const body of [{ user_id: member.body.id }, {}]) {
+      const refused = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'Bea key', scopes: ['policies:approve'], ...body } });
+      assert.deepEqual([refused.status, refused.body.error.code], [403, 'member_required'], refused.text);
+    }
+  });
+
+  it('shows and revokes only keys of the calling key\'s environment', async () => {
+    const sandbox = await operatorMember(org.organizationId, { name: 'Sandy', scopes: ['api_keys:admin'] });
+    const live = await operatorMember(org.organizationId, { name: 'Liv', scopes: ['api_keys:admin'], environment: 'live' });
+    for (const [caller, theirs] of [[sandbox, live], [live, sandbox]] as const) {
+      const listed = await app.request('GET', '/v1/api-keys?limit=100', { key: caller.secret });
+      assert.equal(listed.status, 200);
+      const environments = new Set(listed.body.data.map((key: { environment: string }) => key.environment));
+      assert.deepEqual([...environments], [caller === live ? 'live' : 'sandbox'], 'the other environment is not listed');
+      for (const path of [`/v1/api-keys/${theirs.keyId}`, `/v1/api-keys/${theirs.keyId}/confirm`]) {
+        const touched = await app.request(path.endsWith('/confirm') ? 'POST' : 'DELETE', path, { key: caller.secret });
+        assert.deepEqual([touched.status, touched.body.error?.code], [404, 'resource_missing'], `${path}: ${touched.text}`);
+      }
+      assert.equal((await app.request('GET', '/v1/api-keys/me', { key: theirs.secret })).status, 200, 'still valid');
+    }
   });
 
   it('refuses to grant scopes or an environment the calling key does not have', async () => {
-    const { secret } = await org.key(['api_keys:admin', 'cards:read']);
+    const { secret } = await operatorMember(org.organizationId, { name: 'Narrow', scopes: ['api_keys:admin', 'cards:read'] });
     const escalate = await app.request('POST', '/v1/api-keys', { key: secret, body: { name: 'x', scopes: ['cards:secure'] } });
     assert.equal(escalate.status, 403);
     assert.equal(escalate.body.error.code, 'scope_escalation');
@@ -129,7 +129,8 @@ describe('API keys', () => {
 
   it('creates live keys from a live key, with the sk_live_ prefix', async () => {
     const liveOrg = await createTestOrganization('Live org', 'live');
-    const created = await app.request('POST', '/v1/api-keys', { key: liveOrg.secret, body: { name: 'x', scopes: ['cards:read'] } });
+    const liveOwner = await operatorMember(liveOrg.organizationId, { environment: 'live' });
+    const created = await app.request('POST', '/v1/api-keys', { key: liveOwner.secret, body: { name: 'x', scopes: ['cards:read'] } });
     assert.equal(created.status, 201);
     assert.equal(created.body.environment, 'live');
     assert.match(created.body.secret, /^sk_live_/);

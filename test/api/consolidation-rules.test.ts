@@ -44,6 +44,7 @@ const RULE_FIELDS = [
   'min_consolidate_usd',
   'active_run_id',
   'in_flight_sweeps',
+  'automation_paused_at',
   'created_at',
   'updated_at',
 ].sort();

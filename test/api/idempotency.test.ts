@@ -10,7 +10,7 @@ import { keyProviderFor } from '../../src/keys/provider';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { systemActor, writeAudit } from '../../src/policies/service';
 import { z } from '../../src/shared/schemas';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { createTestOrganization, operatorMember, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
 import { testConfig, testOrm } from '../support/environment';
 import { WebhookReceiver } from '../support/webhook-receiver';
@@ -18,6 +18,8 @@ import { WebhookReceiver } from '../support/webhook-receiver';
 describe('Idempotency-Key', () => {
   let app: TestApp;
   let org: TestOrganization;
+  /** A key acting for the organization's owner: keys minted through the API act for a member. */
+  let minter: string;
 
   /** An in-flight claim of POST /v1/api-keys, as a request leaves it before it commits. */
   async function insertClaim(key: string, body: unknown, lockedAt: Date) {
@@ -41,20 +43,21 @@ describe('Idempotency-Key', () => {
   before(async () => {
     app = await startTestApp();
     org = await createTestOrganization();
+    minter = (await operatorMember(org.organizationId)).secret;
   });
   after(() => app?.close());
 
   it('replays the stored status and body for the same key and body, creating nothing new', async () => {
     const key = randomUUID();
     const body = { name: 'Idempotent', scopes: ['cards:read'] };
-    const first = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+    const first = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
     assert.equal(first.status, 201);
     assert.equal(first.headers.get('idempotent-replayed'), null);
     const countAfterFirst = await keyCount();
 
     // Same document, keys in another order: the same request.
     const second = await app.request('POST', '/v1/api-keys', {
-      key: org.secret,
+      key: minter,
       body: { scopes: ['cards:read'], name: 'Idempotent' },
       headers: { 'idempotency-key': key },
     });
@@ -66,10 +69,10 @@ describe('Idempotency-Key', () => {
 
   it('answers 409 idempotency_key_reused when the key comes back with another body', async () => {
     const key = randomUUID();
-    await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'A', scopes: ['cards:read'] }, headers: { 'idempotency-key': key } });
+    await app.request('POST', '/v1/api-keys', { key: minter, body: { name: 'A', scopes: ['cards:read'] }, headers: { 'idempotency-key': key } });
     const count = await keyCount();
     const reused = await app.request('POST', '/v1/api-keys', {
-      key: org.secret,
+      key: minter,
       body: { name: 'B', scopes: ['cards:read'] },
       headers: { 'idempotency-key': key },
     });
@@ -84,7 +87,7 @@ describe('Idempotency-Key', () => {
     const body = { name: 'In flight', scopes: ['cards:read'] };
     // The state a concurrent request leaves between its claim and its commit.
     await insertClaim(key, body, new Date());
-    const response = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+    const response = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
     assert.equal(response.status, 409);
     assert.equal(response.body.error.code, 'idempotency_key_in_use');
   });
@@ -93,9 +96,9 @@ describe('Idempotency-Key', () => {
     const key = randomUUID();
     const body = { name: 'Abandoned', scopes: ['cards:read'] };
     await insertClaim(key, body, new Date(Date.now() - 10 * 60 * 1000));
-    const response = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+    const response = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
     assert.equal(response.status, 201);
-    const replay = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+    const replay = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(replay.body.id, response.body.id);
   });
@@ -105,7 +108,7 @@ describe('Idempotency-Key', () => {
     const body = { name: 'Raced', scopes: ['cards:read'] };
     const count = await keyCount();
     const responses = await Promise.all(
-      Array.from({ length: 12 }, () => app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } })),
+      Array.from({ length: 12 }, () => app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } })),
     );
     assert.equal(await keyCount(), count + 1);
     const created = responses.filter((response) => response.status === 201);
@@ -127,9 +130,9 @@ describe('Idempotency-Key', () => {
     assert.deepEqual(again.body, refused.body);
 
     const invalidKey = randomUUID();
-    const invalid = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: '', scopes: [] }, headers: { 'idempotency-key': invalidKey } });
+    const invalid = await app.request('POST', '/v1/api-keys', { key: minter, body: { name: '', scopes: [] }, headers: { 'idempotency-key': invalidKey } });
     assert.equal(invalid.status, 400);
-    const fixed = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'Fixed', scopes: ['cards:read'] }, headers: { 'idempotency-key': invalidKey } });
+    const fixed = await app.request('POST', '/v1/api-keys', { key: minter, body: { name: 'Fixed', scopes: ['cards:read'] }, headers: { 'idempotency-key': invalidKey } });
     assert.equal(fixed.status, 201, 'a request that failed validation never claimed the key');
   });
 
@@ -137,8 +140,8 @@ describe('Idempotency-Key', () => {
     const key = randomUUID();
     const other = await createTestOrganization('Other org');
     const body = { name: 'Shared key', scopes: ['cards:read'] };
-    const mine = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
-    const theirs = await app.request('POST', '/v1/api-keys', { key: other.secret, body, headers: { 'idempotency-key': key } });
+    const mine = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
+    const theirs = await app.request('POST', '/v1/api-keys', { key: (await operatorMember(other.organizationId)).secret, body, headers: { 'idempotency-key': key } });
     assert.equal(theirs.status, 201);
     assert.equal(theirs.headers.get('idempotent-replayed'), null);
     assert.notEqual(theirs.body.id, mine.body.id);
@@ -156,9 +159,9 @@ describe('Idempotency-Key', () => {
 
   it('keeps the records of the sandbox and the live keys of one organization apart', async () => {
     const key = randomUUID();
-    const live = await org.key(['*'], 'live');
+    const live = await operatorMember(org.organizationId, { name: 'Live owner', environment: 'live' });
     const body = { name: 'Same key, two environments', scopes: ['cards:read'] };
-    const sandbox = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+    const sandbox = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
     const inLive = await app.request('POST', '/v1/api-keys', { key: live.secret, body, headers: { 'idempotency-key': key } });
     assert.equal(sandbox.status, 201);
     assert.equal(inLive.status, 201);
@@ -170,16 +173,16 @@ describe('Idempotency-Key', () => {
     const liveReplay = await app.request('POST', '/v1/api-keys', { key: live.secret, body, headers: { 'idempotency-key': key } });
     assert.equal(liveReplay.headers.get('idempotent-replayed'), 'true');
     assert.equal(liveReplay.text, inLive.text);
-    const sandboxReplay = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+    const sandboxReplay = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
     assert.equal(sandboxReplay.text, sandbox.text);
   });
 
   it('replays a new API key with its secret, which the stored record does not hold in clear', async () => {
     const key = randomUUID();
     const body = { name: 'Sealed', scopes: ['cards:read'] };
-    const first = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+    const first = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
     assert.match(first.body.secret, /^sk_test_[0-9A-Za-z]{32}$/);
-    const replay = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+    const replay = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(replay.text, first.text, 'byte for byte');
     assert.equal(replay.headers.get('content-type'), first.headers.get('content-type'));
@@ -253,7 +256,7 @@ describe('Idempotency-Key', () => {
 
   it('rejects an overlong key', async () => {
     const response = await app.request('POST', '/v1/api-keys', {
-      key: org.secret,
+      key: minter,
       body: { name: 'x', scopes: ['cards:read'] },
       headers: { 'idempotency-key': 'k'.repeat(256) },
     });
@@ -274,13 +277,13 @@ describe('Idempotency-Key', () => {
 
       const key = randomUUID();
       const body = { name: 'Legacy response', scopes: ['cards:read'] };
-      const first = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+      const first = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
       await connection.execute(`update idempotency_records set response_body = ?, response_format = 'clear' where organization_id = ? and key = ?`, [
         first.text,
         org.organizationId,
         key,
       ]);
-      assert.equal((await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } })).text, first.text);
+      assert.equal((await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } })).text, first.text);
 
       assert.ok((await sealClearSigningSecrets(em, app.deps.keys.provider)) >= 1);
       assert.ok((await app.deps.idempotency.sealClearResponses(em)) >= 1);
@@ -288,7 +291,7 @@ describe('Idempotency-Key', () => {
       assert.doesNotMatch(row!.row, /whsec_/);
       assert.deepEqual(await resolve(), [clear], 'the sealed secret signs as before');
       assert.doesNotMatch(await storedRecord(key), /sk_test_/);
-      const replay = await app.request('POST', '/v1/api-keys', { key: org.secret, body, headers: { 'idempotency-key': key } });
+      const replay = await app.request('POST', '/v1/api-keys', { key: minter, body, headers: { 'idempotency-key': key } });
       assert.equal(replay.text, first.text);
     } finally {
       await receiver.close();

@@ -31,8 +31,6 @@ interface ResourceRow {
   body?: (f: F) => unknown;
   /** A GET that A's own key answers 200 while the resource is there (checked before the cells). */
   probe: (f: F) => string;
-  /** The resource belongs to the organization, not to an environment: the other environment's key is not refused. */
-  organizationWide?: string;
 }
 
 interface CollectionRow {
@@ -40,7 +38,7 @@ interface CollectionRow {
   reason: string;
   /** A list to read with the other keys: it must not show A's ids (A's list does). */
   list?: (f: F) => string;
-  /** The listed records belong to the organization (members, roles, keys): only another organization must not see them. */
+  /** The listed records belong to the organization (members, roles): only another organization must not see them. */
   organizationWide?: boolean;
   /** Requests of this route that name A's resources in their body: other keys get 404. */
   references?: (f: F) => unknown;
@@ -91,7 +89,7 @@ const MATRIX: Record<string, Row> = {
   // Keys, members, catalogue, balances
   'GET /v1/api-keys/me': { kind: 'self', reason: 'introspects the calling key itself; names no other resource' },
   'POST /v1/api-keys': created('creates a key of the caller\'s organization'),
-  'GET /v1/api-keys': listed(() => '/v1/api-keys?limit=100', true),
+  'GET /v1/api-keys': listed(() => '/v1/api-keys?limit=100'),
   'POST /v1/members': created('creates a member of the caller\'s organization'),
   'GET /v1/members': listed(() => '/v1/members?limit=100', true),
   'GET /v1/roles': listed(() => '/v1/roles?limit=100', true),
@@ -125,6 +123,7 @@ const MATRIX: Record<string, Row> = {
     body: (f) => ({ source_wallet_id: f.wallet, amount: '0.001' }),
     probe: (f) => `/v1/gas-stations/${f.gasStation}`,
   },
+  'POST /v1/gas-stations/:id/take-over': { kind: 'resource', path: (f) => `/v1/gas-stations/${f.gasStation}/take-over`, probe: (f) => `/v1/gas-stations/${f.gasStation}` },
   'POST /v1/gas-stations/sponsor-broadcast': created("sponsors a client-signed transaction from the caller's own station; its body names no resource"),
   'GET /v1/gas-stations/sponsor-broadcasts/:id': {
     kind: 'resource',
@@ -145,6 +144,7 @@ const MATRIX: Record<string, Row> = {
   'GET /v1/consolidation/rules': listed(() => '/v1/consolidation/rules?limit=100'),
   'GET /v1/consolidation/rules/:id': { kind: 'resource', path: consolidationRule(), probe: consolidationRule() },
   'PATCH /v1/consolidation/rules/:id': { kind: 'resource', path: consolidationRule(), body: () => ({ min_consolidate_usd: '1' }), probe: consolidationRule() },
+  'POST /v1/consolidation/rules/:id/take-over': { kind: 'resource', path: consolidationRule('/take-over'), probe: consolidationRule() },
   'POST /v1/consolidation/rules/:id/runs': { kind: 'resource', path: consolidationRule('/runs'), probe: consolidationRule() },
   'GET /v1/consolidation/runs': listed(() => '/v1/consolidation/runs?limit=100'),
   'GET /v1/consolidation/runs/:id': { kind: 'resource', path: consolidationRun(), probe: consolidationRun() },
@@ -295,12 +295,9 @@ const MATRIX: Record<string, Row> = {
   'DELETE /v1/address-book/:id': { kind: 'resource', path: (f) => `/v1/address-book/${f.addressBookEntry}`, probe: (f) => `/v1/address-book/${f.addressBookEntry}` },
   'DELETE /api/cards/:cardId': { kind: 'resource', path: card(), body: () => ({ reason: 'intruder' }), probe: cardProbe },
   'POST /api/cards/:cardId/terminate': { kind: 'resource', path: card('/terminate'), body: () => ({ reason: 'intruder' }), probe: cardProbe },
-  'DELETE /v1/api-keys/:id': {
-    kind: 'resource',
-    path: (f) => `/v1/api-keys/${f.apiKey}`,
-    probe: () => '/v1/api-keys/me',
-    organizationWide: 'API keys belong to the organization, not to an environment (contract, Environments): a live admin key may revoke a sandbox key',
-  },
+  'POST /v1/api-keys/:id/confirm': { kind: 'resource', path: (f) => `/v1/api-keys/${f.apiKey}/confirm`, probe: () => '/v1/api-keys/me' },
+  // A key sees and touches only its environment's keys (issue 47): a live admin key cannot revoke a sandbox key.
+  'DELETE /v1/api-keys/:id': { kind: 'resource', path: (f) => `/v1/api-keys/${f.apiKey}`, probe: () => '/v1/api-keys/me' },
 };
 
 interface Operation {
@@ -470,12 +467,7 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
     if (row.kind === 'public' || row.kind === 'self') continue;
     const [method, routePath] = key.split(' ') as [string, string];
 
-    const checks =
-      row.kind !== 'resource'
-        ? row.kind
-        : row.organizationWide
-          ? 'another organization 404 (organization-wide: the other environment is not refused)'
-          : 'another organization 404, the other environment 404';
+    const checks = row.kind !== 'resource' ? row.kind : 'another organization 404, the other environment 404';
     it(`${key}: ${checks}, no scope 403`, async () => {
       const operation = operations.get(key);
       assert.ok(operation && Array.isArray(operation.scopes), `${key}: no scope in the registry`);
@@ -494,9 +486,7 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
         const body = row.body?.(fixtures);
         await cell('key without scope', await keyWithout(operation.scopes as Scope[]), path, body, 403, ['insufficient_scope']);
         await cell('organization B', orgB.secret, path, body, 404, ['resource_missing']);
-        if (!row.organizationWide) {
-          await cell('A live key', liveKey, path, row.body?.(fixtures), 404, operation.sandboxOnly ? ['resource_missing', 'unknown_route'] : ['resource_missing']);
-        }
+        await cell('A live key', liveKey, path, row.body?.(fixtures), 404, operation.sandboxOnly ? ['resource_missing', 'unknown_route'] : ['resource_missing']);
       } else if (row.kind === 'sandbox-only') {
         const body = row.body?.();
         await cell('key without scope', await keyWithout(operation.scopes as Scope[]), routePath, body, 403, ['insufficient_scope']);
@@ -511,17 +501,17 @@ describe('Isolation matrix: organizations, environments and scopes on every rout
           assert.equal(own.status, 200, `${key}: A's own list ${describeResponse(own)}`);
           const ids = Object.entries(fixtures).filter(([name]) => name !== 'usdCredit' && name !== 'satCredit');
           if (!row.organizationWide && key !== 'GET /v1/balances') assert.ok(ids.some(([, id]) => own.text.includes(id)), `${key}: A's own list shows none of A's ids`);
-          for (const [who, secret, organizationWide] of [
-            ['organization B', orgB.secret, false],
-            ['A live key', liveKey, row.organizationWide ?? false],
+          for (const [who, secret] of [
+            ['organization B', orgB.secret],
+            ['A live key', liveKey],
           ] as const) {
             const response = await app.request('GET', path, { key: secret });
             if (response.status !== 200) {
               failures.push(`${key} [${who}]: expected 200, got ${describeResponse(response)}`);
               continue;
             }
-            // API keys are the organization's: the live key may list them; nothing else of A's.
-            const seen = ids.filter(([name, id]) => !(organizationWide && name === 'apiKey') && response.text.includes(id));
+            // Members and roles are the organization's (the fixtures name none); nothing of A's may show.
+            const seen = ids.filter(([, id]) => response.text.includes(id));
             if (seen.length > 0) failures.push(`${key} [${who}]: lists A's ${seen.map(([name]) => name).join(', ')}`);
             if (key === 'GET /v1/balances') {
               const nonZero = (response.body.data as { currency: string; available: string; reserved: string }[]).filter(

@@ -4,7 +4,7 @@ import { ConsolidationRule, ConsolidationRun } from '../../src/consolidation/ent
 import { consolidationRunFlow } from '../../src/consolidation/flows/run';
 import { triggerRun } from '../../src/consolidation/runs';
 import { cronShortestInterval } from '../../src/consolidation/schedules';
-import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
+import { createTestOrganization, operatorMember, startTestApp, type TestApp } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
 import { terminateWorkflows } from '../support/scanning';
 
@@ -43,10 +43,11 @@ describe('Bounded growth: per-environment caps and counted consolidation trigger
     assert.match(response.body.error.message, new RegExp(`most it may \\(MAX_[A-Z_]+=${limit}\\)`));
   }
 
-  /** A tenant: an organization's sandbox root key and a live key. */
+  /** A tenant: an organization's sandbox and live keys acting for its owner (keys minted through the API act for a member). */
   async function tenant(name: string) {
     const org = await createTestOrganization(name);
-    return { sandbox: org.secret, live: (await org.key(['*'], 'live')).secret };
+    const owner = async (environment: 'sandbox' | 'live') => (await operatorMember(org.organizationId, { name: `Owner ${environment}`, environment })).secret;
+    return { sandbox: await owner('sandbox'), live: await owner('live') };
   }
 
   /**
@@ -70,8 +71,8 @@ describe('Bounded growth: per-environment caps and counted consolidation trigger
     }
     expectLimit(await options.create(sandbox, options.limit), options.resource, options.limit);
 
-    const other = await createTestOrganization(`Other ${options.resource}`);
-    assert.equal((await options.create(other.secret, 0)).status, 201, 'another organization is unaffected');
+    const other = await tenant(`Other ${options.resource}`);
+    assert.equal((await options.create(other.sandbox, 0)).status, 201, 'another organization is unaffected');
     const inLive = await options.create(live, 0);
     assert.equal(inLive.status, 201, `the live environment is unaffected: ${inLive.text}`);
 
@@ -81,11 +82,11 @@ describe('Bounded growth: per-environment caps and counted consolidation trigger
     expectLimit(await options.create(sandbox, options.limit + 2), options.resource, options.limit);
   }
 
-  it('caps unrevoked API keys per environment of the new key (the root key counts); revoking one frees a slot', async () => {
+  it("caps unrevoked API keys per environment of the new key (the root key and the owner's count); revoking one frees a slot", async () => {
     await checkCap({
       resource: 'api_keys',
       limit: 3,
-      existing: 1,
+      existing: 2,
       create: (key, index) => call(key, 'POST', '/v1/api-keys', { name: `Key ${index}`, scopes: ['custody:read'] }),
       remove: (key, id) => call(key, 'DELETE', `/v1/api-keys/${id}`),
     });

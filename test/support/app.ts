@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { ApiKey, type Environment } from '../../src/api-keys/entities';
@@ -7,8 +8,8 @@ import type { AppDeps } from '../../src/http/context';
 import type { Orm } from '../../src/db/orm';
 import type { RouteRegistry } from '../../src/http/route';
 import { routeModules } from '../../src/modules';
-import { Organization } from '../../src/organizations/entities';
-import { createOrganization } from '../../src/organizations/service';
+import { Organization, type OrgRole } from '../../src/organizations/entities';
+import { createMember, createOrganization } from '../../src/organizations/service';
 import { createAppDeps } from '../../src/runtime';
 import { localTemporal, testConfig, testOrm } from './environment';
 import { rememberCardSecrets, testLogger } from './secret-scan';
@@ -114,6 +115,24 @@ export async function createTestOrganization(name = 'Test organization', environ
     return { secret: created.secret, id: created.key.id };
   };
   return { organizationId: organization.id, secret: root.secret, apiKeyId: root.key.id, key };
+}
+
+/**
+ * A member the operator adds and a key acting for them, as `npm run cli -- member:create` and
+ * `key:create --user-id` make them: no one but the operator stands behind either, so the member's
+ * votes count, and the key mints keys through the API (docs/policies.md, "Keys and people").
+ */
+export async function operatorMember(
+  organizationId: string,
+  options: { name?: string; orgRole?: OrgRole; scopes?: string[]; environment?: Environment } = {},
+): Promise<{ memberId: string; keyId: string; secret: string }> {
+  const { name = 'Owner', orgRole = 'owner', scopes = ['*'], environment = 'sandbox' } = options;
+  const em = (await testOrm()).em.fork();
+  const organization = em.getReference(Organization, organizationId);
+  const member = await createMember(em, organization, { name, email: `${name.toLowerCase().replace(/\W+/g, '-')}-${randomUUID()}@example.com`, org_role: orgRole });
+  const { key, secret } = createApiKey(em, { organization, name: `${name}'s key`, scopes, environment, member });
+  await em.flush();
+  return { memberId: member.id, keyId: key.id, secret };
 }
 
 export { ApiKey };

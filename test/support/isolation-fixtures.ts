@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ConsolidationRun, ConsolidationSweep } from '../../src/consolidation/entities';
 import { Organization } from '../../src/organizations/entities';
 import { createMember } from '../../src/organizations/service';
-import type { TestApp, TestOrganization, TestResponse } from './app';
+import { operatorMember, type TestApp, type TestOrganization, type TestResponse } from './app';
 import { validCustomer } from './cards';
 import { clientKey, signClientTransfer } from './client-transfers';
 import { testOrm } from './environment';
@@ -167,7 +167,9 @@ export async function buildFixtures(app: TestApp, org: TestOrganization, webhook
   await eventually(async () => ((await call('GET', `/api/lightning/payments/${payment}`)).body.data.status === 'paid' ? true : undefined), 'payment to be paid');
 
   await eventually(async () => ((await call('GET', `/v1/events/${event}`)).body.delivery_status === 'delivered' ? true : undefined), 'test event to be delivered');
-  const apiKey = expectStatus(await call('POST', '/v1/api-keys', { name: 'Isolation spare', scopes: ['cards:read'] }), 201, 'api key').body.id as string;
+  // Minted by a key acting for the owner: keys minted through the API act for a member.
+  const owner = await operatorMember(org.organizationId);
+  const apiKey = expectStatus(await app.request('POST', '/v1/api-keys', { key: owner.secret, body: { name: 'Isolation spare', scopes: ['cards:read'] } }), 201, 'api key').body.id as string;
 
   const treasury = expectStatus(await call('POST', '/v1/vaults', { name: 'Isolation treasury' }), 201, 'treasury vault').body.id as string;
   expectStatus(await call('POST', '/v1/wallets', { name: 'Isolation treasury', chain: 'ethereum', vault_id: treasury }), 201, 'treasury wallet');

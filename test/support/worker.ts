@@ -3,6 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../activities';
 import { IdempotencyService } from '../../src/idempotency/service';
 import { createWorker, type ServiceWorkers } from '../../src/worker-setup';
+import { startTestApp, type TestApp } from './app';
 import { localTemporal, testConfig, testOrm } from './environment';
 import { testLogger } from './secret-scan';
 
@@ -30,6 +31,21 @@ export async function createTestWorker(
     deps: { config, orm: await testOrm(), log: testLogger('worker'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS), ...outsideParties },
   });
   return { worker, taskQueue };
+}
+
+/** The API and the service's worker on the local dev server, on a task queue of their own; `stop` ends both. */
+export async function startAppWithWorker(): Promise<{ app: TestApp; stop: () => Promise<void> }> {
+  const { worker, taskQueue } = await createTestWorker(await localTemporal());
+  const running = worker.run();
+  const app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
+  return {
+    app,
+    stop: async () => {
+      await app.close();
+      worker.shutdown();
+      await running;
+    },
+  };
 }
 
 /** The service's worker on the local dev server, stopped and started again by tests that restart it mid-flow. */

@@ -38,6 +38,8 @@ export const policyActivationFlow = defineFlow<PolicyActivationInput, Activation
 
 export interface VoteInput {
   memberId: string;
+  /** The key the vote was cast with (absent in votes sent before it was recorded). */
+  apiKeyId?: string;
   decision: 'approve' | 'reject';
   comment?: string;
 }

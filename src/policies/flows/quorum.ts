@@ -17,7 +17,7 @@ export interface QuorumInput {
 
 export interface QuorumSteps {
   /** Records one member's vote (an idempotent activity). */
-  recordVote(vote: { approvalRequestId: string; memberId: string; decision: 'approve' | 'reject'; comment: string }): Promise<unknown>;
+  recordVote(vote: { approvalRequestId: string; memberId: string; apiKeyId?: string; decision: 'approve' | 'reject'; comment: string }): Promise<unknown>;
   /** Carries out the decision (idempotent activities); `decidedBy` is the member whose vote decided, none at expiry. */
   carryOut(decision: ActivationDecision, decidedBy: string | undefined): Promise<void>;
 }
@@ -38,7 +38,13 @@ export async function collectApprovals(input: QuorumInput, steps: QuorumSteps): 
       // One vote per member: a repeat is answered with the current state and counted once.
       if (votes.has(vote.memberId)) return state();
       votes.set(vote.memberId, vote.decision);
-      await steps.recordVote({ approvalRequestId: input.approvalRequestId, memberId: vote.memberId, decision: vote.decision, comment: vote.comment ?? '' });
+      await steps.recordVote({
+        approvalRequestId: input.approvalRequestId,
+        memberId: vote.memberId,
+        ...(vote.apiKeyId ? { apiKeyId: vote.apiKeyId } : {}),
+        decision: vote.decision,
+        comment: vote.comment ?? '',
+      });
       if (decision === undefined && (vote.decision === 'reject' || approvals() >= input.requiredApprovals)) {
         decision = vote.decision === 'reject' ? 'rejected' : 'approved';
         decidedBy = vote.memberId;
