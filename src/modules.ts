@@ -13,6 +13,7 @@ import { registerLightningRoutes } from './lightning/routes';
 import { registerMonitoringRoutes } from './monitoring/routes';
 import { registerOrganizationRoutes } from './organizations/routes';
 import { registerPayoutRoutes } from './payouts/routes';
+import { registerGovernanceRoutes } from './policies/governance-routes';
 import { registerPolicyRoutes } from './policies/routes';
 import { registerSystemRoutes } from './system/routes';
 import { registerTransactionRoutes } from './transactions/routes';
@@ -22,6 +23,7 @@ export const routeModules: RouteModule[] = [
   registerSystemRoutes,
   registerApiKeyRoutes,
   registerOrganizationRoutes,
+  registerGovernanceRoutes,
   registerCatalogueRoutes,
   registerChainRoutes,
   registerBalanceRoutes,

@@ -37,7 +37,17 @@ export const EVENT_TYPES = [
   { type: 'policy.activated', description: 'A policy reached the enforced state.' },
   { type: 'policy.activation_rejected', description: 'An approver rejected a policy activation; the policy stays draft.' },
   { type: 'policy.activation_expired', description: 'A policy activation lapsed before enough approvals; the policy stays draft.' },
+  {
+    type: 'policy.change_requested',
+    description:
+      'A loosening change to a control (archiving an enforced policy, raising a gas station\'s limits, fewer approvals, a shorter cooling period, a new approver) waits for approvals; data names the change (governance_change_id, kind, subject, change) and its approval request.',
+  },
+  { type: 'policy.archived', description: 'An enforced policy was archived (its change request approved, or no approvals required); data names the governance change.' },
+  { type: 'policy.changed', description: "A control changed: a gas station's limits, the approval count, the cooling period or a new approver; data names the governance change (kind, subject, change)." },
   { type: 'approval_request.created', description: "An approval request opened: a policy activation, an address-book entry's early use or a send a require_approval rule held waits for approvals; data is the approval request (kind says which)." },
+  { type: 'approval_request.approved', description: 'An approval request reached its approvals and what it approves was carried out; data is the approval request.' },
+  { type: 'approval_request.rejected', description: 'An approver rejected an approval request; nothing it asked for happens. data is the approval request.' },
+  { type: 'approval_request.expired', description: 'An approval request lapsed at expires_at (or an approved send went unused until then); data is the approval request.' },
   { type: 'consolidation.run.started', description: 'A consolidation run began scanning its vault.' },
   { type: 'consolidation.run.completed', description: 'A consolidation run finished with every sweep confirmed (or nothing to sweep).' },
   { type: 'consolidation.run.failed', description: 'A consolidation run ended with failed sweeps (status partially_failed or failed), or could not proceed.' },
