@@ -74,7 +74,7 @@ describe('API keys', () => {
     const owner = await ownerKey();
     const member = await app.request('POST', '/v1/members', {
       key: owner.secret,
-      body: { name: 'Ada', email: `ada-${Date.now()}@example.com`, org_role: 'approver' },
+      body: { name: 'Ada', email: `ada-${Date.now()}@example.com`, org_role: 'viewer' },
     });
     assert.equal(member.status, 201);
     const created = await app.request('POST', '/v1/api-keys', {
@@ -103,8 +103,8 @@ describe('API keys', () => {
   });
 
   it('never lets a key that acts for no member mint a key acting for one, whatever its scopes', async () => {
-    const member = await app.request('POST', '/v1/members', { key: org.secret, body: { name: 'Bea', email: `bea-${randomUUID()}@example.com`, org_role: 'approver' } });
-    assert.equal(member.status, 201, 'an admin key may still add members');
+    const member = await app.request('POST', '/v1/members', { key: org.secret, body: { name: 'Bea', email: `bea-${randomUUID()}@example.com`, org_role: 'viewer' } });
+    assert.equal(member.status, 201, 'an admin key may still add members (one who can vote: through a change request)');
     const refused = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'Bea key', scopes: ['policies:approve'], user_id: member.body.id } });
     assert.deepEqual([refused.status, refused.body.error.code, refused.body.error.details.user_id], [403, 'member_binding_forbidden', member.body.id]);
     const unbound = await app.request('POST', '/v1/api-keys', { key: org.secret, body: { name: 'Unbound', scopes: ['cards:read'] } });

@@ -5,8 +5,8 @@ import { DomainError } from '../../src/shared/errors';
 import { httpStatus } from '../../src/http/errors';
 import type { Environment } from '../../src/api-keys/entities';
 import { createApiKey } from '../../src/api-keys/service';
-import { Organization } from '../../src/organizations/entities';
-import { createMember } from '../../src/organizations/service';
+import { Organization, type OrgRole } from '../../src/organizations/entities';
+import { createMember, type MemberCreator } from '../../src/organizations/service';
 import { Event } from '../../src/events/entities';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { decideTransaction, type PolicyActor } from '../../src/policies/service';
@@ -48,17 +48,28 @@ describe('Policies API', () => {
     return { secret, id: owner.id, keyId: key.id };
   }
 
-  const owners = new Map<string, Promise<{ secret: string; id: string }>>();
+  /**
+   * A member as `creator` adds one through POST /v1/members: at once for a viewer, once its change
+   * request is approved for a member who can vote (tests/api/governance.test.ts); traced to that key
+   * and member either way.
+   */
+  async function addedMember(o: TestOrganization, creator: MemberCreator, name: string, orgRole: OrgRole): Promise<string> {
+    const em = (await testOrm()).em.fork();
+    const member = await createMember(em, em.getReference(Organization, o.organizationId), { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: orgRole }, creator);
+    await em.flush();
+    return member.id;
+  }
+
+  const owners = new Map<string, Promise<{ secret: string; id: string; keyId: string }>>();
   /** A member added by the organization's owner, with a key the owner minted for them. */
-  async function memberKey(o: TestOrganization, name: string, orgRole: string, scopes = ['*'], environment: Environment = 'sandbox'): Promise<{ secret: string; id: string }> {
+  async function memberKey(o: TestOrganization, name: string, orgRole: OrgRole, scopes = ['*'], environment: Environment = 'sandbox'): Promise<{ secret: string; id: string }> {
     const ownerOf = `${o.organizationId}:${environment}`;
     if (!owners.has(ownerOf)) owners.set(ownerOf, ownerKey(o, environment));
     const owner = await owners.get(ownerOf)!;
-    const member = await app.request('POST', '/v1/members', { key: owner.secret, body: { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: orgRole } });
-    assert.equal(member.status, 201, member.text);
-    const key = await app.request('POST', '/v1/api-keys', { key: owner.secret, body: { name, scopes, user_id: member.body.id } });
+    const memberId = await addedMember(o, { apiKeyId: owner.keyId, memberId: owner.id }, name, orgRole);
+    const key = await app.request('POST', '/v1/api-keys', { key: owner.secret, body: { name, scopes, user_id: memberId } });
     assert.equal(key.status, 201, key.text);
-    return { secret: key.body.secret, id: member.body.id };
+    return { secret: key.body.secret, id: memberId };
   }
 
   async function createPolicy(body: Record<string, unknown>, key = org.secret) {
@@ -93,9 +104,8 @@ describe('Policies API', () => {
     const user = candidates.body.data.find((c: { name: string }) => c.name === 'Candidate');
     assert.deepEqual([user.type, user.org_role, user.votes_on_your_activations], ['user', 'approver', true]);
     // A member the caller adds may be named as an approver, but not vote on the caller's own requests: the listing says so.
-    const added = await call('POST', '/v1/members', { name: 'Added by the caller', email: `added-${randomUUID()}@example.com`, org_role: 'approver' });
-    assert.equal(added.status, 201, added.text);
-    const listed = (await call('GET', '/v1/policies/approver-candidates')).body.data.find((c: { id: string }) => c.id === added.body.id);
+    const added = await addedMember(org, { apiKeyId: org.apiKeyId, memberId: null }, 'Added by the caller', 'approver');
+    const listed = (await call('GET', '/v1/policies/approver-candidates')).body.data.find((c: { id: string }) => c.id === added);
     assert.equal(listed.votes_on_your_activations, false);
     const role = candidates.body.data.find((c: { type: string; name: string }) => c.type === 'role' && c.name === 'approver');
     assert.ok(role.member_count >= 1);
@@ -396,11 +406,7 @@ describe('Policies API', () => {
     await setRequiredApprovals(o, 1);
     const ada = await memberKey(o, 'Ada', 'approver', ['policies:approve']);
     const mint = (key: string, body: Record<string, unknown>) => app.request('POST', '/v1/api-keys', { key, body: { name: 'minted', scopes: ['policies:approve'], ...body } });
-    const addMember = async (key: string, name: string) => {
-      const member = await app.request('POST', '/v1/members', { key, body: { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: 'approver' } });
-      assert.equal(member.status, 201, member.text);
-      return member.body.id as string;
-    };
+
     const vote = (requestId: string, key: string) => call('POST', `/v1/approval-requests/${requestId}/approve`, {}, key);
     const refusedWith = async (requestId: string, key: string, code: string) => {
       const response = await vote(requestId, key);
@@ -412,7 +418,7 @@ describe('Policies API', () => {
     const policyA = await createPolicy({ name: 'Policy A', rules: [blockAbove('1'), allowRest] }, admin.secret);
     const requestA = (await call('POST', `/v1/policies/${policyA.id}/activate`, {}, admin.secret)).body.approval_request_id;
     assert.ok(requestA);
-    const crony = await addMember(admin.secret, 'Crony');
+    const crony = await addedMember(o, { apiKeyId: admin.id, memberId: null }, 'Crony', 'approver');
     for (const userId of [crony, ada.id]) {
       const refused = await mint(admin.secret, { user_id: userId });
       assert.deepEqual([refused.status, refused.body.error.code], [403, 'member_binding_forbidden'], refused.text);
@@ -424,7 +430,7 @@ describe('Policies API', () => {
     const policyB = await createPolicy({ name: 'Policy B', rules: [blockAbove('1'), allowRest] }, quinn.secret);
     const requestB = (await call('POST', `/v1/policies/${policyB.id}/activate`, {}, quinn.secret)).body.approval_request_id;
     assert.ok(requestB);
-    const yan = await addMember(quinn.secret, 'Yan');
+    const yan = await addedMember(o, { apiKeyId: quinn.keyId, memberId: quinn.id }, 'Yan', 'approver');
     const yanKey = await mint(quinn.secret, { user_id: yan });
     assert.equal(yanKey.status, 201, 'an owner may mint a key for a member');
     await refusedWith(requestB, yanKey.body.secret, 'vote_not_independent');
