@@ -13,7 +13,7 @@ import {
   type SettingChange,
   type SettingsPatch,
 } from '../organizations/service';
-import { errors } from '../shared/errors';
+import { DomainError } from '../shared/errors';
 import { isApprovingRole } from './approvals';
 import { applyNow, assertNoPendingChange, proposeLoosening, type ChangeOptions, type ChangeOutcome } from './change-requests';
 import type { GovernanceChange, GovernanceChangeKind } from './entities';
@@ -49,7 +49,7 @@ export type SettingsOutcome = { settings: ReturnType<typeof presentSettings>; pe
 /**
  * `PATCH /v1/organization/settings`: raising the count and lengthening the cooling period apply at
  * once; lowering the count or shortening the cooling period is a change request (one at a time:
- * both in one patch is 400, as each is a request of its own).
+ * both in one patch is 400 `one_loosening_per_request`, as each is a request of its own).
  */
 export async function requestSettingsChange(em: EntityManager, actor: PolicyActor, patch: SettingsPatch, options: ChangeOptions): Promise<SettingsOutcome> {
   // Serializes governance changes of the organization: one pending change per kind.
@@ -57,7 +57,13 @@ export async function requestSettingsChange(em: EntityManager, actor: PolicyActo
   const proposals = settingProposals(organization, patch);
   const loosening = proposals.filter((proposal) => LOOSENING_SETTINGS.includes(proposal.kind));
   if (loosening.length > 1) {
-    throw errors.validation('Lowering the approval count and shortening the cooling period are two change requests: send them one at a time.', 'address_book_cooling_hours');
+    // A business rule, not a malformed request: a named code.
+    throw new DomainError({
+      kind: 'invalid',
+      code: 'one_loosening_per_request',
+      message: 'Lowering the approval count and shortening the cooling period are two change requests: send them one at a time.',
+      details: { kinds: loosening.map((candidate) => candidate.kind) },
+    });
   }
   for (const proposal of proposals.filter((candidate) => !loosening.includes(candidate))) {
     await applyNow(em, actor, proposal, async () => applySettings(organization, settingsPatchOf(proposal)));
