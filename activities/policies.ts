@@ -6,8 +6,10 @@ import type { Orm } from '../src/db/orm';
 import { transactionWithStarts } from './with-starts';
 import type { Logger } from '../src/logger';
 import { Member } from '../src/organizations/entities';
-import { makeEntryUsable, recordVote } from '../src/policies/approvals';
-import { ApprovalRequest } from '../src/policies/entities';
+import { announceDecision, decideApprovalRequest, makeEntryUsable, recordVote } from '../src/policies/approvals';
+import { ApprovalRequest, GovernanceChange } from '../src/policies/entities';
+import { announceApplied } from '../src/policies/change-requests';
+import { applyChange } from './governance';
 import { enforcePolicy, recordPolicyEvent, systemActor, writeAudit, type PolicyActor } from '../src/policies/service';
 
 export interface PolicyActivityDeps {
@@ -44,8 +46,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
         if (!request) return;
         const actor = await memberActor(em, request, input.decidedBy);
         await enforcePolicy(em, request.policy!.id, actor, { approval_request_id: request.id });
-        request.status = 'approved';
-        request.decidedAt = new Date();
+        await decideApprovalRequest(em, request, 'approved');
       });
     },
 
@@ -56,8 +57,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
         if (!request) return;
         const entry = await em.findOneOrFail(AddressBookEntry, { id: request.addressBookEntry!.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         makeEntryUsable(em, entry, await memberActor(em, request, input.decidedBy), { approval_request_id: request.id });
-        request.status = 'approved';
-        request.decidedAt = new Date();
+        await decideApprovalRequest(em, request, 'approved');
       });
     },
 
@@ -66,8 +66,7 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
       await inTransaction(async (em) => {
         const request = await pendingRequest(em, input.approvalRequestId);
         if (!request) return;
-        request.status = input.status;
-        request.decidedAt = new Date();
+        await decideApprovalRequest(em, request, input.status);
         const metadata = { approval_request_id: request.id, held_by_rule_id: request.heldByRuleId };
         writeAudit(em, { actor: await memberActor(em, request, input.decidedBy), policyId: request.heldByPolicyId ?? null, action: `transaction_approval_${input.status}`, metadata });
       });
@@ -81,21 +80,39 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
         request.status = 'expired';
         const metadata = { approval_request_id: request.id, held_by_rule_id: request.heldByRuleId, unused: true };
         writeAudit(em, { actor: systemActor(request.organization.id, request.environment), policyId: request.heldByPolicyId ?? null, action: 'transaction_approval_expired', metadata });
+        await announceDecision(em, request);
         return true;
       });
     },
 
-    /** Closes a request that was rejected or lapsed; the policy stays draft, the entry keeps its usable_at. */
+    /** Applies an approved change request's change and closes the request as approved, under row locks, in one transaction. */
+    async applyApprovedChange(input: { approvalRequestId: string; decidedBy?: string }): Promise<void> {
+      await inTransaction(async (em) => {
+        const request = await pendingRequest(em, input.approvalRequestId);
+        if (!request) return;
+        const actor = await memberActor(em, request, input.decidedBy);
+        const change = await em.findOneOrFail(GovernanceChange, { id: request.governanceChange!.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        await applyChange(em, change, actor);
+        await decideApprovalRequest(em, request, 'approved');
+        await announceApplied(em, actor, change);
+      });
+    },
+
+    /** Closes a request that was rejected or lapsed; the policy stays draft, the entry keeps its usable_at, a change is not applied. */
     async closeApprovalRequest(input: { approvalRequestId: string; status: 'rejected' | 'expired'; decidedBy?: string }): Promise<void> {
       await inTransaction(async (em) => {
         const request = await pendingRequest(em, input.approvalRequestId);
         if (!request) return;
-        request.status = input.status;
-        request.decidedAt = new Date();
+        await decideApprovalRequest(em, request, input.status);
         const actor = await memberActor(em, request, input.decidedBy);
         if (request.addressBookEntry) {
           const metadata = { address_book_entry_id: request.addressBookEntry.id, approval_request_id: request.id };
           writeAudit(em, { actor, policyId: null, action: `address_book_entry_approval_${input.status}`, metadata });
+          return;
+        }
+        if (request.governanceChange) {
+          const metadata = { governance_change_id: request.governanceChange.id, approval_request_id: request.id };
+          writeAudit(em, { actor, policyId: null, action: `change_${input.status}`, metadata });
           return;
         }
         await recordPolicyEvent(em, {

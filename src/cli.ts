@@ -18,7 +18,8 @@ import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './mo
 import { presentDrift } from './monitoring/reconciliation';
 import { DomainError } from './shared/errors';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
-import { createMember, createOrganization, createRole, findMember, presentMember } from './organizations/service';
+import { createMember, createOrganization, createRole, findMember, presentMember, presentSettings, type SettingsPatch } from './organizations/service';
+import { addMemberByOperator, configureByOperator } from './policies/governance';
 import { refundingTransaction } from './payouts/refunds';
 import { resolveHeldFunds } from './payouts/resolution';
 import { sealClearBeneficiaries } from './payouts/trips';
@@ -38,13 +39,17 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   member:create --org ID --name NAME --email EMAIL --org-role owner|admin|approver|viewer
                                             members (and their keys, key:create --user-id) added here
                                             may vote on anyone's approval requests; members a key adds
-                                            through the API may not vote on that key's member's requests
+                                            through the API may not vote on that key's member's requests;
+                                            an owner, admin or approver added here is in the governance
+                                            log with actor operator (through the API: a change request)
   role:create --org ID --name NAME [--description TEXT]
   org:configure --org ID [--policy-activation-approvals N] [--address-book-cooling-hours H [--environment live|sandbox]]
                                             approvals a policy activation (or an address-book entry's
                                             early use) needs (0: at once); hours a new address-book
                                             entry waits before whitelists and consolidation use it
-                                            (of live entries unless --environment sandbox)
+                                            (of live entries unless --environment sandbox); applied at
+                                            once and written to the governance log with actor operator
+                                            (through the API, lowering either is a change request)
   ledger:drift [--org ID] [--environment sandbox|live] [--chain CHAIN] [--status open|suspected|credited|resolved]
                                             the differences the ledger reconciliation found between
                                             the custody ledger and the chains (default: open ones)
@@ -183,7 +188,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const org = await organization(em, required(options, 'org'));
     const orgRole = required(options, 'org-role');
     if (!(ORG_ROLES as readonly string[]).includes(orgRole)) throw new UsageError(`--org-role must be one of ${ORG_ROLES.join(', ')}`);
-    const member = await createMember(em, org, { name: required(options, 'name'), email: required(options, 'email'), org_role: orgRole as OrgRole });
+    const member = await addMemberByOperator(em, org, { name: required(options, 'name'), email: required(options, 'email'), org_role: orgRole as OrgRole });
     await em.flush();
     return presentMember(member);
   },
@@ -194,20 +199,18 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const approvals = text(options, 'policy-activation-approvals');
     const coolingHours = text(options, 'address-book-cooling-hours');
     if (approvals === undefined && coolingHours === undefined) throw new UsageError('--policy-activation-approvals or --address-book-cooling-hours is required');
-    if (approvals !== undefined) org.policyActivationRequiredApprovals = wholeNumber(approvals, 'policy-activation-approvals', 20);
+    const patch: SettingsPatch = {};
+    if (approvals !== undefined) patch.policy_activation_required_approvals = wholeNumber(approvals, 'policy-activation-approvals', 20);
     if (coolingHours !== undefined) {
       const hours = wholeNumber(coolingHours, 'address-book-cooling-hours', 720);
       // Live unless said otherwise: the cooling period protects real funds.
       const environment = text(options, 'environment') === undefined ? 'live' : environmentOption(options);
-      if (environment === 'live') org.addressBookCoolingHoursLive = hours;
-      else org.addressBookCoolingHoursSandbox = hours;
+      patch.address_book_cooling_hours = { [environment]: hours };
     }
+    // The operator's direct path: applied at once, each change in the governance log with actor operator.
+    configureByOperator(em, org, patch);
     await em.flush();
-    return {
-      organization_id: org.id,
-      policy_activation_required_approvals: org.policyActivationRequiredApprovals,
-      address_book_cooling_hours: { live: org.addressBookCoolingHoursLive, sandbox: org.addressBookCoolingHoursSandbox },
-    };
+    return { organization_id: org.id, ...presentSettings(org) };
   },
 
   async 'ledger:drift'(orm, options) {

@@ -14,6 +14,7 @@ import { registerLightningRoutes } from './lightning/routes';
 import { registerMonitoringRoutes } from './monitoring/routes';
 import { registerOrganizationRoutes } from './organizations/routes';
 import { registerPayoutRoutes } from './payouts/routes';
+import { registerGovernanceRoutes } from './policies/governance-routes';
 import { registerPolicyRoutes } from './policies/routes';
 import { registerSystemRoutes } from './system/routes';
 import { registerTransactionRoutes } from './transactions/routes';
@@ -35,6 +36,7 @@ export const routeModules: RouteModule[] = [
   registerMonitoringRoutes,
   registerEventRoutes,
   registerPolicyRoutes,
+  registerGovernanceRoutes,
   registerLightningRoutes,
   registerCardRoutes,
   registerPayoutRoutes,

@@ -6,6 +6,7 @@ export { pendingWorkReconcilerWorkflow } from './pending-work-reconciler';
 export { policyActivationWorkflow } from './policy-activation';
 export { addressBookEntryApprovalWorkflow } from './address-book-entry-approval';
 export { transactionApprovalWorkflow } from './transaction-approval';
+export { governanceChangeWorkflow } from './governance-change';
 // Only drains the invoice workflows of invoices created before the expiry sweep (still running on a deployed system).
 export { lightningInvoiceWorkflow } from './lightning-invoice';
 export { lightningInvoiceExpirySweepWorkflow } from './lightning-invoice-expiry-sweep';

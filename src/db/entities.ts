@@ -14,7 +14,7 @@ import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
 import { ChainScanCursor, IncomingTransfer, LedgerDrift, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutRefund, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
-import { ApprovalRequest, ApprovalVote, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
+import { ApprovalRequest, ApprovalVote, GovernanceChange, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
 import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../transactions/entities';
 
 /** Every entity of every domain; a new domain adds its entities here. */
@@ -66,6 +66,7 @@ export const entities = [
   ApprovalRequest,
   ApprovalVote,
   PolicyAuditLog,
+  GovernanceChange,
   LightningNodeKey,
   PayoutQuote,
   PayoutTrip,

@@ -42,7 +42,17 @@ export const EVENT_TYPES = [
   { type: 'policy.activated', description: 'A policy reached the enforced state.' },
   { type: 'policy.activation_rejected', description: 'An approver rejected a policy activation; the policy stays draft.' },
   { type: 'policy.activation_expired', description: 'A policy activation lapsed before enough approvals; the policy stays draft.' },
+  {
+    type: 'policy.change_requested',
+    description:
+      'A loosening change to a control (archiving an enforced policy, raising a gas station\'s limits, fewer approvals, a shorter cooling period, a new approver) waits for approvals; data names the change (governance_change_id, kind, subject, change) and its approval request.',
+  },
+  { type: 'policy.archived', description: 'An enforced policy was archived (its change request approved, or no approvals required); data names the governance change.' },
+  { type: 'policy.changed', description: "A control changed: a gas station's limits, the approval count, the cooling period or a new approver; data names the governance change (kind, subject, change)." },
   { type: 'approval_request.created', description: "An approval request opened: a policy activation, an address-book entry's early use or a send a require_approval rule held waits for approvals; data is the approval request (kind says which)." },
+  { type: 'approval_request.approved', description: 'An approval request reached its approvals and what it approves was carried out; data is the approval request.' },
+  { type: 'approval_request.rejected', description: 'An approver rejected an approval request; nothing it asked for happens. data is the approval request.' },
+  { type: 'approval_request.expired', description: 'An approval request lapsed at expires_at (or an approved send went unused until then); data is the approval request.' },
   { type: 'automation.paused', description: "An automation stopped because the key it acts for was revoked: data.automation_type (gas_station, consolidation_rule or fee_bump), automation_id and revoked_api_key_id. It moves no value until a key takes it over." },
   { type: 'automation.resumed', description: 'A key took over a paused automation, which acts for it from now on: data.automation_type, automation_id, api_key_id and previous_api_key_id.' },
   { type: 'consolidation.run.started', description: 'A consolidation run began scanning its vault.' },

@@ -10,6 +10,7 @@ import {
   CreateGasStationBody,
   GasStationListQuery,
   GasStationObject,
+  PendingStationLimitsObject,
   GasStationParams,
   RefillGasStationBody,
   SponsorBroadcastBody,
@@ -18,6 +19,9 @@ import {
   UpdateGasStationBody,
 } from './schemas';
 import { findSponsorBroadcast, presentSponsorBroadcast, sponsorBroadcast } from './sponsorship';
+import { changeStationLimits } from './limit-changes';
+import { presentChangeRequest } from '../policies/change-requests';
+import { resolveActor } from '../policies/service';
 import { createGasStation, findGasStation, presentGasStation, readGasStation, refillGasStation, stationBalance, updateGasStation } from './service';
 
 const TAG = 'Gas stations';
@@ -81,18 +85,27 @@ export function registerGasStationRoutes(routes: RouteRegistry): void {
     summary: 'Update a gas station; omitted fields are unchanged, null clears refill_amount or refill_from_wallet_id',
     description:
       'name, threshold, auto_refill_enabled, gas_strategy, max_gas_price, daily_sponsorship_budget, refill_amount, refill_from_wallet_id. ' +
-      'max_gas_price and daily_sponsorship_budget take a number, never null: no station sponsors without limits. With auto-refill on, a station below threshold is refilled. ' +
+      'max_gas_price and daily_sponsorship_budget take a number, never null: no station sponsors without limits. Lowering either applies at once; raising either above what applies now ' +
+      "is a change request under the organization's activation quorum: 202 with its approval_request_id, the limit unchanged until approved (docs/policies.md, Governance). " +
+      'With auto-refill on, a station below threshold is refilled. ' +
       'Setting refill_from_wallet_id to a wallet needs `transactions:write` as well; clearing it (null) does not.',
     tag: TAG,
     scope: 'gas_stations:write',
     params: GasStationParams,
     body: UpdateGasStationBody,
     response: { status: 200, description: 'The updated gas station', schema: GasStationObject },
+    otherResponses: [{ status: 202, description: 'A raised limit waits for approvals (the other fields are applied)', schema: PendingStationLimitsObject }],
     // The balance is read before the transaction opens: no connection or row lock waits on the node.
     prepare: async ({ auth, em, params, deps }) => stationBalance(em, deps.chains, await findGasStation(em, auth, params.id)),
     handler: async ({ auth, em, params, body, deps, prepared }) => {
       if (body.refill_from_wallet_id != null) requireScope(auth.scopes, 'transactions:write');
-      return { body: presentGasStation(deps.config, await updateGasStation(em, auth, await findGasStation(em, auth, params.id), body), prepared) };
+      const { max_gas_price, daily_sponsorship_budget, ...fields } = body;
+      const station = await findGasStation(em, auth, params.id);
+      const expiryHours = deps.config.POLICY_ACTIVATION_EXPIRY_HOURS;
+      const pending = await changeStationLimits(em, deps.config, await resolveActor(em, auth), station, { max_gas_price, daily_sponsorship_budget }, { expiryHours });
+      const updated = presentGasStation(deps.config, await updateGasStation(em, auth, station, fields), prepared);
+      if (!pending) return { body: updated };
+      return { status: 202, body: { ...presentChangeRequest(pending, "Raising the station's limits"), gas_station_id: station.id, gas_station: updated } };
     },
   });
 

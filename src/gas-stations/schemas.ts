@@ -1,6 +1,7 @@
 import { CHAIN_IDS, findChain } from '../catalogue/service';
 import { ADDRESS_PATTERNS } from '../chains/schemas';
 import { SPONSORABLE_CHAINS } from './signed-transfers';
+import { PendingChangeObject } from '../policies/governance-schemas';
 import { ListQuery } from '../shared/pagination';
 import { BaseUnitAmount, DeprecatedNetwork, DisplayAmount, PositiveDisplayAmount, text, Timestamp, trimmedText, z } from '../shared/schemas';
 import { FUNDING_MODELS, GAS_STATION_STATUSES, GAS_STRATEGIES, SPONSORSHIP_STATUSES } from './entities';
@@ -92,6 +93,11 @@ export const GasStationObject = z
     updated_at: Timestamp,
   })
   .openapi('GasStation');
+
+export const PendingStationLimitsObject = PendingChangeObject.extend({
+  gas_station_id: z.string().uuid(),
+  gas_station: GasStationObject.openapi({ description: 'The station as it is now: the other fields of the PATCH applied, the raised limits not yet' }),
+}).openapi('PendingGasStationLimits');
 
 /**
  * Document-only hints of what a sponsored broadcast can name (the service answers 400 naming the field

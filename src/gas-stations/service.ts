@@ -39,13 +39,12 @@ export interface CreateGasStationInput {
   refill_from_wallet_id?: string | undefined;
 }
 
+/** The fields a PATCH sets directly; its limits (max_gas_price, daily_sponsorship_budget) are governed (./limit-changes.ts). */
 export interface UpdateGasStationInput {
   name?: string | undefined;
   threshold?: string | undefined;
   auto_refill_enabled?: boolean | undefined;
   gas_strategy?: GasStrategy | undefined;
-  max_gas_price?: string | undefined;
-  daily_sponsorship_budget?: string | undefined;
   refill_amount?: string | null | undefined;
   refill_from_wallet_id?: string | null | undefined;
 }
@@ -125,9 +124,8 @@ export async function createGasStation(em: EntityManager, keys: KeyService, tena
 }
 
 /**
- * Changes the mutable fields (null clears refill_amount or refill_from_wallet_id; max_gas_price and
- * daily_sponsorship_budget take a number only: there is no unlimited station); with auto-refill on, the
- * refill workflow is armed again.
+ * Changes the mutable fields but the limits (null clears refill_amount or refill_from_wallet_id);
+ * with auto-refill on, the refill workflow is armed again.
  */
 export async function updateGasStation(em: EntityManager, tenant: Tenant, station: GasStation, input: UpdateGasStationInput): Promise<GasStation> {
   const native = nativeOf(station.chain);
@@ -135,8 +133,6 @@ export async function updateGasStation(em: EntityManager, tenant: Tenant, statio
   if (input.threshold !== undefined) station.threshold = assetAmount(input.threshold, native, 'threshold', false).toString();
   if (input.auto_refill_enabled !== undefined) station.autoRefillEnabled = input.auto_refill_enabled;
   if (input.gas_strategy !== undefined) station.gasStrategy = input.gas_strategy;
-  if (input.max_gas_price !== undefined) station.maxGasPrice = input.max_gas_price;
-  if (input.daily_sponsorship_budget !== undefined) station.dailySponsorshipBudget = assetAmount(input.daily_sponsorship_budget, native, 'daily_sponsorship_budget', false).toString();
   if (input.refill_amount !== undefined) station.refillAmount = input.refill_amount === null ? null : assetAmount(input.refill_amount, native, 'refill_amount', true).toString();
   if (input.refill_from_wallet_id !== undefined) {
     station.refillFromWallet =

@@ -1,27 +1,12 @@
 import type { RouteRegistry } from '../http/route';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema } from '../shared/schemas';
-import { Member, Organization, Role } from './entities';
-import { CreateMemberBody, MemberObject, RoleObject } from './schemas';
-import { createMember, presentMember, presentRole } from './service';
+import { Member, Role } from './entities';
+import { MemberObject, RoleObject } from './schemas';
+import { presentMember, presentRole } from './service';
 
+/** Members and roles as they are; adding a member is a governance change (policies/governance-routes.ts). */
 export function registerOrganizationRoutes(routes: RouteRegistry): void {
-  routes.add({
-    method: 'post',
-    path: '/v1/members',
-    operationId: 'createMember',
-    summary: 'Add a member to the organization',
-    tag: 'Members and roles',
-    scope: 'api_keys:admin',
-    body: CreateMemberBody,
-    response: { status: 201, description: 'The new member', schema: MemberObject },
-    handler: async ({ auth, em, body }) => {
-      const member = await createMember(em, em.getReference(Organization, auth.organizationId), body, { apiKeyId: auth.apiKeyId, memberId: auth.memberId });
-      await em.flush();
-      return { status: 201, body: presentMember(member) };
-    },
-  });
-
   routes.add({
     method: 'get',
     path: '/v1/members',

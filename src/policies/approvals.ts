@@ -9,10 +9,11 @@ import { Member, Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { recordStart, type WorkflowStarter } from '../temporal/starter';
-import { ApprovalRequest, ApprovalVote, type Policy } from './entities';
+import { ApprovalRequest, ApprovalVote, type GovernanceChange, type Policy } from './entities';
 import { emit } from '../events/service';
 import { policyActivationFlow, voteUpdate, VOTE_REFUSALS, type VoteInput } from './flows/activation';
 import { addressBookEntryApprovalFlow } from './flows/address-book-entry-approval';
+import { logChange, settleChange, type ChangeProposal, type GovernanceRequester } from './governance-log';
 import { approvalWorkflowId, presentApprovalRequest } from './presenters';
 import {
   draftRulesOf,
@@ -33,7 +34,8 @@ import {
  */
 
 const APPROVING_ROLES = ['owner', 'admin', 'approver'] as const;
-export const canApproveActivations = (member: Member): boolean => (APPROVING_ROLES as readonly string[]).includes(member.orgRole);
+export const isApprovingRole = (orgRole: string): boolean => (APPROVING_ROLES as readonly string[]).includes(orgRole);
+export const canApproveActivations = (member: Member): boolean => isApprovingRole(member.orgRole);
 
 /**
  * The members who may vote on an activation: owners, admins and approvers whose provenance shares
@@ -79,12 +81,21 @@ export async function requestActivation(
   }
   const organization = await em.findOneOrFail(Organization, { id: actor.organizationId });
   const comment = options.comment ?? '';
-  if (organization.policyActivationRequiredApprovals === 0) {
+  const proposal: ChangeProposal = {
+    kind: 'policy_activated',
+    environment: policy.environment,
+    subject: { policy_id: policy.id, ...(policy.sourcePolicy?.status === 'enforced' ? { replaced_policy_id: policy.sourcePolicy.id } : {}) },
+    change: { rule_count: policy.rules.length, only_blocks: onlyTightens(policy) },
+  };
+  // A policy that can only refuse more is a tightening: it needs nobody's approval.
+  if (organization.policyActivationRequiredApprovals === 0 || onlyTightens(policy)) {
     await enforcePolicy(em, policy.id, actor, { comment, approvals_required: 0 });
+    logChange(em, requesterOf(actor), proposal, 'applied');
     await em.flush();
     return { status: 'enforced', policy };
   }
   const request = await openApprovalRequest(em, actor, organization, { policy }, { comment, expiryHours: options.expiryHours });
+  logChange(em, requesterOf(actor), proposal, 'pending').approvalRequestId = request.id;
   const { requiredApprovals, expiresAt } = request;
   await recordPolicyEvent(em, {
     organizationId: actor.organizationId,
@@ -111,15 +122,33 @@ export async function requestActivation(
 }
 
 /**
+ * A draft whose activation can only refuse more, so it is a tightening and needs no quorum: it has
+ * rules, every one of them blocks, and it replaces no enforced policy. Evaluated first-match-wins
+ * across the enforced policies, its rules can only turn an outcome into a block, and once any policy
+ * is enforced a request no rule matches is denied anyway; nothing it adds lets a request through.
+ */
+export const onlyTightens = (policy: Policy): boolean =>
+  policy.rules.length > 0 && policy.rules.getItems().every((rule) => rule.actionType === 'block') && policy.sourcePolicy?.status !== 'enforced';
+
+/** The requester of a governance change a member or key asks for. */
+export const requesterOf = (actor: PolicyActor): GovernanceRequester => ({
+  organizationId: actor.organizationId,
+  type: actor.type === 'user' ? 'user' : 'apikey',
+  id: actor.id,
+  name: actor.name,
+  apiKeyId: actor.apiKeyId ?? null,
+});
+
+/**
  * A pending request on `subject` under the organization's quorum (at least one approval), once
  * enough members other than the requester can vote: 409 `not_enough_approvers` otherwise. Every
  * request is announced as `approval_request.created` (data: the request as the API presents it).
  */
-async function openApprovalRequest(
+export async function openApprovalRequest(
   em: EntityManager,
   actor: PolicyActor,
   organization: Organization,
-  subject: { policy: Policy } | { addressBookEntry: AddressBookEntry },
+  subject: { policy: Policy } | { addressBookEntry: AddressBookEntry } | { governanceChange: GovernanceChange },
   options: { comment: string; expiryHours: number },
 ): Promise<ApprovalRequest> {
   const requiredApprovals = organization.policyActivationRequiredApprovals;
@@ -222,7 +251,7 @@ export async function findApprovalRequest(em: EntityManager, scope: PolicyScope,
   const request = await em.findOne(
     ApprovalRequest,
     { id, organization: scope.organizationId, environment: scope.environment },
-    { populate: ['votes', 'votes.member', 'policy', 'addressBookEntry'] },
+    { populate: ['votes', 'votes.member', 'policy', 'addressBookEntry', 'governanceChange'] },
   );
   if (!request) throw errors.notFound('approval_request', id);
   return request;
@@ -348,4 +377,23 @@ export async function recordVote(
     metadata: { approval_request_id: request.id, comment: input.comment, ...(request.addressBookEntry ? { address_book_entry_id: request.addressBookEntry.id } : {}) },
   });
   return true;
+}
+
+/**
+ * Closes a pending request with the quorum's decision, in the transaction that carries it out: the
+ * change it governed (if any) takes the outcome in the governance log, and the decision is announced
+ * as `approval_request.approved`, `.rejected` or `.expired` (data: the request as the API presents it).
+ */
+export async function decideApprovalRequest(em: EntityManager, request: ApprovalRequest, decision: 'approved' | 'rejected' | 'expired'): Promise<void> {
+  request.status = decision;
+  request.decidedAt ??= new Date();
+  await settleChange(em, request.id, decision);
+  await announceDecision(em, request);
+}
+
+/** `approval_request.<status>` for a request just decided (or an approval that lapsed unused). */
+export async function announceDecision(em: EntityManager, request: ApprovalRequest): Promise<void> {
+  await em.populate(request, ['votes', 'votes.member', 'policy', 'addressBookEntry', 'governanceChange']);
+  const type = `approval_request.${request.status as 'approved' | 'rejected' | 'expired'}` as const;
+  await emit(em, { organizationId: request.organization.id, environment: request.environment, type, data: presentApprovalRequest(request) });
 }

@@ -103,14 +103,15 @@ export const APPROVAL_REQUEST_STATUSES = ['pending', 'approved', 'rejected', 'ex
 export type ApprovalRequestStatus = (typeof APPROVAL_REQUEST_STATUSES)[number];
 
 /** What an approval request approves, as `kind` names it in the API. */
-export const APPROVAL_REQUEST_KINDS = ['policy_activation', 'address_book_entry', 'transaction'] as const;
+export const APPROVAL_REQUEST_KINDS = ['policy_activation', 'address_book_entry', 'transaction', 'governance_change'] as const;
 export type ApprovalRequestKind = (typeof APPROVAL_REQUEST_KINDS)[number];
 
 /**
  * A change awaiting approvals, of exactly one subject: a policy's activation (workflow
  * `policy-activation-<id>`), an address-book entry's early use (workflow
- * `address-book-entry-approval-<id>`), both under the organization's activation quorum; or a send
- * a `require_approval` rule held (workflow `transaction-approval-<id>`), under that rule's
+ * `address-book-entry-approval-<id>`) or a loosening governance change (workflow
+ * `governance-change-<id>`), all under the organization's activation quorum; or a send a
+ * `require_approval` rule held (workflow `transaction-approval-<id>`), under that rule's
  * approvers and count, identified by the digest of the send as asked.
  */
 @Entity({ tableName: 'policy_approval_requests' })
@@ -118,7 +119,7 @@ export type ApprovalRequestKind = (typeof APPROVAL_REQUEST_KINDS)[number];
 @Index({ properties: ['addressBookEntry', 'status'] })
 @Index({ properties: ['organization', 'environment', 'transactionDigest', 'status'] })
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
-@Check({ name: 'policy_approval_requests_subject_check', expression: 'num_nonnulls(policy_id, address_book_entry_id, transaction_digest) = 1' })
+@Check({ name: 'policy_approval_requests_subject_check', expression: 'num_nonnulls(policy_id, address_book_entry_id, transaction_digest, governance_change_id) = 1' })
 export class ApprovalRequest {
   @PrimaryKey({ type: 'text' })
   id: string = prefixedId('apr');
@@ -136,6 +137,10 @@ export class ApprovalRequest {
   /** Deleting the entry removes its requests; their workflows find nothing left to decide. */
   @ManyToOne(() => AddressBookEntry, { deleteRule: 'cascade', nullable: true })
   addressBookEntry?: AddressBookEntry | null;
+
+  /** A loosening change of a control (docs/policies.md, "Governance"), applied once approved. */
+  @ManyToOne(() => GovernanceChange, { deleteRule: 'cascade', nullable: true })
+  governanceChange?: GovernanceChange | null;
 
   /** A held send: sha256 of its request fields and Idempotency-Key (movements/held-sends.ts); the same send asked again matches it. */
   @Property({ type: 'text', nullable: true })
@@ -260,6 +265,90 @@ export class PolicyAuditLog {
   @Property({ type: 'jsonb' })
   metadata: Record<string, unknown> = {};
 
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}
+
+export const GOVERNANCE_CHANGE_STATUSES = ['pending', 'applied', 'rejected', 'expired'] as const;
+export type GovernanceChangeStatus = (typeof GOVERNANCE_CHANGE_STATUSES)[number];
+
+/**
+ * What a governance change does, as the governance log names it. Loosening kinds wait for the
+ * organization's quorum (a change request); tightening kinds apply at once (docs/policies.md).
+ */
+export const GOVERNANCE_CHANGE_KINDS = [
+  'policy_activated',
+  'policy_archived',
+  'gas_station_limits_raised',
+  'gas_station_limits_lowered',
+  'approvals_lowered',
+  'approvals_raised',
+  'cooling_shortened',
+  'cooling_lengthened',
+  'approver_added',
+] as const;
+export type GovernanceChangeKind = (typeof GOVERNANCE_CHANGE_KINDS)[number];
+
+/** Who asked for a governance change: a member, a key acting for no member, or the operator's CLI. */
+export const GOVERNANCE_ACTOR_TYPES = ['user', 'apikey', 'operator'] as const;
+export type GovernanceActorType = (typeof GOVERNANCE_ACTOR_TYPES)[number];
+
+/**
+ * One change to the controls, in the governance log (`GET /v1/governance/log`): written in the
+ * transaction that applies it, or that opens its change request; a pending row moves once, to
+ * applied, rejected or expired, when its request is decided. Its approvals are the votes of
+ * `approvalRequestId`.
+ */
+@Entity({ tableName: 'governance_changes' })
+@Index({ properties: ['organization', 'createdAt', 'id'] })
+@Index({ properties: ['approvalRequestId'] })
+export class GovernanceChange {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('gov');
+
+  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
+  organization!: Organization;
+
+  /** The subject's environment (a policy's, a station's); null for organization-wide settings and members. */
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment', nullable: true })
+  environment?: Environment | null;
+
+  @Enum({ items: () => GOVERNANCE_CHANGE_KINDS, nativeEnumName: 'governance_change_kind' })
+  kind!: GovernanceChangeKind;
+
+  /** The ids of what changed, by name (policy_id, gas_station_id, member_id...). */
+  @Property({ type: 'jsonb' })
+  subject: Record<string, string> = {};
+
+  /** What changes: each field as {from, to}, or the member to add; what the approved change applies. */
+  @Property({ type: 'jsonb' })
+  change: Record<string, unknown> = {};
+
+  @Enum({ items: () => GOVERNANCE_ACTOR_TYPES, nativeEnumName: 'governance_actor_type' })
+  requestedByType!: GovernanceActorType;
+
+  /** The member, the key (acting for no member) or `operator`. */
+  @Property({ type: 'text' })
+  requestedById!: string;
+
+  @Property({ type: 'text' })
+  requestedByName!: string;
+
+  /** The key that asked, when a key did: a member this change adds counts as added by it. */
+  @Property({ type: 'text', nullable: true })
+  requestedByKeyId?: string | null;
+
+  /** The approval request that decides (or decided) it; not a foreign key, as the request points here. */
+  @Property({ type: 'text', nullable: true })
+  approvalRequestId?: string | null;
+
+  @Enum({ items: () => GOVERNANCE_CHANGE_STATUSES, nativeEnumName: 'governance_change_status' })
+  status!: GovernanceChangeStatus;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  appliedAt?: Date | null;
+
+  /** When it was asked for. */
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 }

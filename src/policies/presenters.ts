@@ -2,6 +2,7 @@ import { iso, isoOrNull } from '../shared/time';
 import type { ApprovalRequest, ApprovalRequestKind, Policy, PolicyAuditLog, PolicyRule } from './entities';
 import { activationWorkflowId } from './flows/activation';
 import { entryApprovalWorkflowId } from './flows/address-book-entry-approval';
+import { governanceChangeWorkflowId } from './flows/governance-change';
 import { transactionApprovalWorkflowId } from './flows/transaction-approval';
 import type { PolicyTemplate } from './templates';
 
@@ -94,7 +95,7 @@ export function presentAuditLog(entry: PolicyAuditLog) {
   };
 }
 
-/** The 202 answer of a change that now awaits approvals (a policy's activation, an address-book entry's early use); the caller adds its subject. */
+/** The 202 answer of a change that now awaits approvals (a policy's activation, an address-book entry's early use, a change request); the caller adds its subject. */
 export function presentPendingApproval(request: ApprovalRequest, change: string, poll: string) {
   const expiresAt = iso(request.expiresAt);
   return {
@@ -109,12 +110,13 @@ export function presentPendingApproval(request: ApprovalRequest, change: string,
 
 /** What a request approves. */
 export const approvalRequestKind = (request: ApprovalRequest): ApprovalRequestKind =>
-  request.transactionDigest ? 'transaction' : request.addressBookEntry ? 'address_book_entry' : 'policy_activation';
+  request.transactionDigest ? 'transaction' : request.addressBookEntry ? 'address_book_entry' : request.governanceChange ? 'governance_change' : 'policy_activation';
 
 const WORKFLOW_IDS: Record<ApprovalRequestKind, (approvalRequestId: string) => string> = {
   policy_activation: activationWorkflowId,
   address_book_entry: entryApprovalWorkflowId,
   transaction: transactionApprovalWorkflowId,
+  governance_change: governanceChangeWorkflowId,
 };
 
 /** The workflow carrying a request's votes, by what it approves. */
@@ -128,6 +130,7 @@ export function presentApprovalRequest(request: ApprovalRequest) {
     kind: approvalRequestKind(request),
     policy_id: request.policy?.id ?? null,
     address_book_entry_id: request.addressBookEntry?.id ?? null,
+    governance_change_id: request.governanceChange?.id ?? null,
     transaction: request.transactionDigest
       ? {
           request: request.transactionRequest ?? {},

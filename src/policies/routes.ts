@@ -4,6 +4,8 @@ import type { RouteRegistry } from '../http/route';
 import { ListQuery, listBody, paginate } from '../shared/pagination';
 import { listEnvelopeSchema, z } from '../shared/schemas';
 import { castVote, eligibleVoters, findApprovalRequest, requestActivation } from './approvals';
+import { presentChangeRequest, requestArchive } from './change-requests';
+import { PendingChangeObject } from './governance-schemas';
 import { ApprovalRequest, Policy, PolicyAuditLog, type ApprovalRequestKind } from './entities';
 import { simulateHistory } from './history';
 import { presentApprovalRequest, presentAuditLog, presentPendingApproval, presentPolicy, presentRule, presentTemplate } from './presenters';
@@ -37,7 +39,6 @@ import {
 } from './schemas';
 import {
   approverCandidates,
-  archivePolicy,
   createPolicy,
   createRule,
   deleteRule,
@@ -60,6 +61,7 @@ const APPROVAL_KIND_FILTERS = {
   policy_activation: { policy: { $ne: null } },
   address_book_entry: { addressBookEntry: { $ne: null } },
   transaction: { transactionDigest: { $ne: null } },
+  governance_change: { governanceChange: { $ne: null } },
 } satisfies Record<ApprovalRequestKind, FilterQuery<ApprovalRequest>>;
 const staticList = <T>(items: T[]) => ({ object: 'list' as const, data: items, has_more: false, next_cursor: null });
 
@@ -180,7 +182,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     method: 'patch',
     path: '/v1/policies/:id',
     operationId: 'updatePolicy',
-    summary: 'Update a draft policy (an enforced one answers 409)',
+    summary: 'Update a draft policy (an enforced one answers 409: copy it and activate the copy, which takes the quorum)',
     tag: TAG,
     scope: 'policies:write',
     params: PolicyIdParams,
@@ -193,12 +195,20 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
     method: 'delete',
     path: '/v1/policies/:id',
     operationId: 'archivePolicy',
-    summary: 'Archive a policy (an enforced one stops being enforced)',
+    summary: 'Archive a policy: a draft at once; an enforced one through a change request (202)',
+    description:
+      "Archiving an enforced policy loosens the controls: it is a change request under the organization's activation quorum (202 with its approval_request_id); " +
+      'the policy stays enforced until the quorum approves, and lapses at expires_at. With no approvals required it is archived at once (200). See docs/policies.md, Governance.',
     tag: TAG,
     scope: 'policies:write',
     params: PolicyIdParams,
     response: { status: 200, description: 'The archived policy', schema: PolicyObject },
-    handler: async ({ auth, em, params }) => ({ body: presentPolicy(await archivePolicy(em, await resolveActor(em, auth), params.id)) }),
+    otherResponses: [{ status: 202, description: 'The archive waits for approvals', schema: PendingChangeObject.extend({ policy_id: z.string() }).openapi('PendingPolicyArchive') }],
+    handler: async ({ auth, em, params, deps }) => {
+      const outcome = await requestArchive(em, await resolveActor(em, auth), params.id, { expiryHours: deps.config.POLICY_ACTIVATION_EXPIRY_HOURS });
+      if (outcome.status === 'archived') return { body: presentPolicy(outcome.policy) };
+      return { status: 202, body: { ...presentChangeRequest(outcome, 'Archiving the enforced policy'), policy_id: params.id } };
+    },
   });
 
   routes.add({
@@ -352,7 +362,7 @@ export function registerPolicyRoutes(routes: RouteRegistry): void {
         ...(query.status ? { status: query.status } : {}),
         ...(query.kind ? APPROVAL_KIND_FILTERS[query.kind] : {}),
       };
-      const page = await paginate(em, ApprovalRequest, where, query, ['votes', 'votes.member', 'policy', 'addressBookEntry']);
+      const page = await paginate(em, ApprovalRequest, where, query, ['votes', 'votes.member', 'policy', 'addressBookEntry', 'governanceChange']);
       return { body: listBody(page, presentApprovalRequest) };
     },
   });

@@ -405,9 +405,12 @@ export const ApprovalRequestObject = z
   .object({
     id: z.string(),
     object: z.literal('approval_request'),
-    kind: z.enum(APPROVAL_REQUEST_KINDS).openapi({ description: 'What it approves: a policy activation, an address-book entry before its cooling period ends, or a send a require_approval rule held' }),
+    kind: z.enum(APPROVAL_REQUEST_KINDS).openapi({
+      description: 'What it approves: a policy activation, an address-book entry before its cooling period ends, a send a require_approval rule held, or a loosening change to a control (governance_change)',
+    }),
     policy_id: z.string().nullable().openapi({ description: 'The draft policy to activate; null on other kinds' }),
     address_book_entry_id: z.string().uuid().nullable().openapi({ description: 'The address-book entry to use before its cooling period ends; null on other kinds' }),
+    governance_change_id: z.string().nullable().openapi({ description: 'The change to apply once approved (GET /v1/governance/log shows what it changes); null on other kinds' }),
     transaction: z
       .object({
         request: z.record(z.string(), z.unknown()).openapi({ description: 'The send as asked (POST /v1/transactions body): the identical request, with the same Idempotency-Key, is what the approval lets pass' }),
@@ -428,7 +431,7 @@ export const ApprovalRequestObject = z
     votes: z.array(z.object({ user_id: z.string(), decision: z.enum(VOTE_DECISIONS), comment: z.string(), created_at: Timestamp })),
     expires_at: Timestamp,
     decided_at: Timestamp.nullable(),
-    workflow_id: z.string().openapi({ description: 'The workflow collecting the votes (policy-activation-<id>, address-book-entry-approval-<id> or transaction-approval-<id>), for its history in the Temporal UI' }),
+    workflow_id: z.string().openapi({ description: 'The workflow collecting the votes (policy-activation-<id>, address-book-entry-approval-<id>, transaction-approval-<id> or governance-change-<id>), for its history in the Temporal UI' }),
     created_at: Timestamp,
   })
   .openapi('ApprovalRequest');

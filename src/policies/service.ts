@@ -78,7 +78,15 @@ export function writeAudit(
   });
 }
 
-export type PolicyEventType = 'policy.alert' | 'policy.activation_requested' | 'policy.activated' | 'policy.activation_rejected' | 'policy.activation_expired';
+export type PolicyEventType =
+  | 'policy.alert'
+  | 'policy.activation_requested'
+  | 'policy.activated'
+  | 'policy.activation_rejected'
+  | 'policy.activation_expired'
+  | 'policy.change_requested'
+  | 'policy.archived'
+  | 'policy.changed';
 
 /**
  * The one place every policy event leaves through, inside the caller's transaction: the audit
@@ -181,7 +189,7 @@ export async function updatePolicy(
   return policy;
 }
 
-/** Archives a policy (an enforced one stops being enforced); archiving twice changes nothing. */
+/** Archives a policy (an enforced one stops being enforced: a change request decides when, policies/change-requests.ts); archiving twice changes nothing. */
 export async function archivePolicy(em: EntityManager, actor: PolicyActor, policyId: string): Promise<Policy> {
   const policy = await findPolicy(em, actor, policyId);
   if (policy.status === 'draft') await assertEditable(em, policy);

@@ -6,6 +6,7 @@ import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal } from '../support/environment';
+import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { eventually } from '../support/eventually';
 import { terminateWorkflows } from '../support/scanning';
 import { createTestWorker } from '../support/worker';
@@ -53,6 +54,8 @@ describe('Gas stations: the resource and manual refills', () => {
     ({ worker } = await createTestWorker(await localTemporal(), taskQueue, config));
     running = worker.run();
     org = await createTestOrganization('Gas stations');
+    // Raising a station's limits is a governance change (test/api/governance.test.ts): with no approvals required it applies at once.
+    await setRequiredApprovals(org.organizationId, 0);
     other = await createTestOrganization('Gas stations, other');
   });
   after(async () => {

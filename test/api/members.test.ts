@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Member } from '../../src/organizations/entities';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
+import { setRequiredApprovals } from '../support/isolation-fixtures';
 
 describe('Members and roles', () => {
   let app: TestApp;
@@ -10,6 +11,8 @@ describe('Members and roles', () => {
   before(async () => {
     app = await startTestApp();
     org = await createTestOrganization();
+    // Adding an approver is a governance change (test/api/governance.test.ts): with no approvals required it applies at once.
+    await setRequiredApprovals(org.organizationId, 0);
   });
   after(() => app?.close());
 

@@ -6,7 +6,7 @@ import { httpStatus } from '../../src/http/errors';
 import type { Environment } from '../../src/api-keys/entities';
 import { createApiKey } from '../../src/api-keys/service';
 import { Member, Organization, type OrgRole } from '../../src/organizations/entities';
-import { createMember } from '../../src/organizations/service';
+import { createMember, type MemberCreator } from '../../src/organizations/service';
 import { Event } from '../../src/events/entities';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { decideTransaction, type PolicyActor } from '../../src/policies/service';
@@ -48,6 +48,18 @@ describe('Policies API', () => {
     return { secret, id: owner.id, keyId: key.id };
   }
 
+  /**
+   * A member as `creator` adds one through POST /v1/members: at once for a viewer, once its change
+   * request is approved for a member who can vote (tests/api/governance.test.ts); traced to that key
+   * and member either way.
+   */
+  async function addedMember(o: TestOrganization, creator: MemberCreator, name: string, orgRole: OrgRole): Promise<string> {
+    const em = (await testOrm()).em.fork();
+    const member = await createMember(em, em.getReference(Organization, o.organizationId), { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: orgRole }, creator);
+    await em.flush();
+    return member.id;
+  }
+
   /** A member the operator added, with a key the operator made for them (their votes count: docs/policies.md, "Keys and people"). */
   async function memberKey(o: TestOrganization, name: string, orgRole: OrgRole, scopes = ['*'], environment: Environment = 'sandbox'): Promise<{ secret: string; id: string }> {
     const { secret, memberId } = await operatorMember(o.organizationId, { name, orgRole, scopes, environment });
@@ -86,9 +98,8 @@ describe('Policies API', () => {
     const user = candidates.body.data.find((c: { name: string }) => c.name === 'Candidate');
     assert.deepEqual([user.type, user.org_role, user.votes_on_your_activations], ['user', 'approver', true]);
     // A member the caller adds may be named as an approver, but not vote on the caller's own requests: the listing says so.
-    const added = await call('POST', '/v1/members', { name: 'Added by the caller', email: `added-${randomUUID()}@example.com`, org_role: 'approver' });
-    assert.equal(added.status, 201, added.text);
-    const listed = (await call('GET', '/v1/policies/approver-candidates')).body.data.find((c: { id: string }) => c.id === added.body.id);
+    const added = await addedMember(org, { apiKeyId: org.apiKeyId, memberId: null }, 'Added by the caller', 'approver');
+    const listed = (await call('GET', '/v1/policies/approver-candidates')).body.data.find((c: { id: string }) => c.id === added);
     assert.equal(listed.votes_on_your_activations, false);
     const role = candidates.body.data.find((c: { type: string; name: string }) => c.type === 'role' && c.name === 'approver');
     assert.ok(role.member_count >= 1);
@@ -389,11 +400,7 @@ describe('Policies API', () => {
     await setRequiredApprovals(o, 1);
     const ada = await memberKey(o, 'Ada', 'approver', ['policies:approve', 'api_keys:admin']);
     const mint = (key: string, body: Record<string, unknown>) => app.request('POST', '/v1/api-keys', { key, body: { name: 'minted', scopes: ['policies:approve'], ...body } });
-    const addMember = async (key: string, name: string) => {
-      const member = await app.request('POST', '/v1/members', { key, body: { name, email: `${name.toLowerCase()}-${randomUUID()}@example.com`, org_role: 'approver' } });
-      assert.equal(member.status, 201, member.text);
-      return member.body.id as string;
-    };
+
     const vote = (requestId: string, key: string) => call('POST', `/v1/approval-requests/${requestId}/approve`, {}, key);
     const refusedWith = async (requestId: string, key: string, code: string) => {
       const response = await vote(requestId, key);
@@ -405,7 +412,7 @@ describe('Policies API', () => {
     const policyA = await createPolicy({ name: 'Policy A', rules: [blockAbove('1'), allowRest] }, admin.secret);
     const requestA = (await call('POST', `/v1/policies/${policyA.id}/activate`, {}, admin.secret)).body.approval_request_id;
     assert.ok(requestA);
-    const crony = await addMember(admin.secret, 'Crony');
+    const crony = await addedMember(o, { apiKeyId: admin.id, memberId: null }, 'Crony', 'approver');
     for (const userId of [crony, ada.id]) {
       const refused = await mint(admin.secret, { user_id: userId });
       assert.deepEqual([refused.status, refused.body.error.code], [403, 'member_required'], refused.text);
@@ -417,7 +424,7 @@ describe('Policies API', () => {
     const policyB = await createPolicy({ name: 'Policy B', rules: [blockAbove('1'), allowRest] }, quinn.secret);
     const requestB = (await call('POST', `/v1/policies/${policyB.id}/activate`, {}, quinn.secret)).body.approval_request_id;
     assert.ok(requestB);
-    const yan = await addMember(quinn.secret, 'Yan');
+    const yan = await addedMember(o, { apiKeyId: quinn.keyId, memberId: quinn.id }, 'Yan', 'approver');
     const yanKey = await mint(quinn.secret, { user_id: yan });
     assert.equal(yanKey.status, 201, 'an owner may mint a key for a member');
     await refusedWith(requestB, yanKey.body.secret, 'api_key_pending_confirmation');

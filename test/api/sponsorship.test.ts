@@ -10,6 +10,7 @@ import { Money, toBaseUnits, toDisplay } from '../../src/shared/money';
 import { clientKey, signClientTransfer, type ClientChain, type ClientKey, type ClientSigning } from '../support/client-transfers';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal } from '../support/environment';
+import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { eventually } from '../support/eventually';
 import { terminateWorkflows } from '../support/scanning';
 import { createTestWorker } from '../support/worker';
@@ -44,6 +45,8 @@ describe('Gas stations: fee sponsorship', () => {
     ({ worker } = await createTestWorker(await localTemporal(), taskQueue, appConfig));
     running = worker.run();
     org = await createTestOrganization('Sponsored');
+    // Raising a station's limits is a governance change (test/api/governance.test.ts): with no approvals required it applies at once.
+    await setRequiredApprovals(org.organizationId, 0);
     beneficiary = await createTestOrganization('Sponsored by the platform');
   });
   after(async () => {
