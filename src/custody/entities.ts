@@ -8,7 +8,7 @@ import { prefixedId, uuid } from '../shared/ids';
 export const WALLET_TYPES = ['hot', 'cold', 'operational'] as const;
 export type WalletType = (typeof WALLET_TYPES)[number];
 
-export const HASH_FUNCTIONS = ['no_op', 'sha256', 'keccak256', 'not_applicable', 'eip712'] as const;
+export const HASH_FUNCTIONS = ['no_op', 'sha256', 'keccak256', 'not_applicable', 'eip712', 'psbt'] as const;
 export type HashFunction = (typeof HASH_FUNCTIONS)[number];
 
 export type Metadata = Record<string, string | number | boolean | null>;

@@ -146,9 +146,16 @@ export const SignPayloadBody = z
     address_id: z.string().uuid().optional().openapi({ description: "An address of this wallet; the wallet's primary address by default" }),
     hash_function: z.enum(HASH_FUNCTIONS).optional().openapi({
       description:
-        'Applied to the decoded payload before signing. Default: sha256 on Bitcoin, keccak256 on Ethereum and Tron, not_applicable on Solana. no_op signs the payload as given (a 32-byte digest for secp256k1). eip712 (Ethereum): the payload is EIP-712 typed data as JSON ({types, primaryType, domain, message}, as eth_signTypedData_v4 takes it), and its EIP-712 digest is signed. What the payload authorizes (a serialized transaction signed with keccak256, typed data, an EIP-7702 authorization) is decoded and judged by the enforced policies first (docs/custody.md).',
+        'Applied to the decoded payload before signing. Default: sha256 on Bitcoin, keccak256 on Ethereum and Tron, not_applicable on Solana. no_op signs the payload as given (a 32-byte digest for secp256k1). eip712 (Ethereum): the payload is EIP-712 typed data as JSON ({types, primaryType, domain, message}, as eth_signTypedData_v4 takes it), and its EIP-712 digest is signed. psbt (Bitcoin p2wpkh and p2pkh addresses): the payload is a BIP-174 PSBT (its bytes in hexadecimal, or its base64 text with text_utf8), and the SIGHASH_ALL sighash of the input input_index, which must spend the signing address, is signed. What the payload authorizes (a serialized transaction signed with keccak256, typed data, an EIP-7702 authorization, the outputs of a PSBT) is decoded and judged by the enforced policies first (docs/custody.md).',
     }),
     payload_encoding: z.enum(['hexadecimal', 'text_utf8']).default('hexadecimal'),
+    input_index: z
+      .number()
+      .int()
+      .min(0)
+      .max(0xffff_ffff)
+      .optional()
+      .openapi({ description: 'With hash_function psbt (and only with it): the index of the PSBT input to sign' }),
   })
   .strict()
   .openapi('SignPayloadRequest');

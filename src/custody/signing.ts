@@ -14,9 +14,9 @@ import { iso } from '../shared/time';
 import type { Config } from '../config';
 import { judgeMovement, type WalletMovement } from '../movements/gate';
 import type { TxType } from '../policies/schema';
-import { SigningActivity, type HashFunction, type Wallet } from './entities';
+import { Address, SigningActivity, type HashFunction, type Wallet } from './entities';
 import { findAddress, findPrimaryAddress, keyLocation } from './service';
-import { decodeSignedPayload, readTypedData, type DecodedSignedPayload, type SignedPayloadKind } from './signed-payloads';
+import { decodeSignedPayload, readPsbt, readTypedData, type DecodedSignedPayload, type SignedPayloadKind } from './signed-payloads';
 
 export type PayloadEncoding = 'hexadecimal' | 'text_utf8';
 
@@ -25,6 +25,8 @@ export interface SignPayloadInput {
   payload_encoding: PayloadEncoding;
   hash_function?: HashFunction;
   address_id?: string;
+  /** With hash_function psbt: the PSBT input the key signs. */
+  input_index?: number;
 }
 
 /** What each chain's own signing convention hashes with, when the caller does not say. */
@@ -54,7 +56,7 @@ export function decodePayload(payload: string, encoding: PayloadEncoding): Uint8
  * of the payload, or with no_op the payload itself, which must then be a 32-byte digest.
  * ed25519 (EdDSA) hashes internally: not_applicable and no_op sign the payload bytes as they are.
  */
-export function bytesToSign(curve: Curve, hashFunction: Exclude<HashFunction, 'eip712'>, payload: Uint8Array): Uint8Array {
+export function bytesToSign(curve: Curve, hashFunction: Exclude<HashFunction, 'eip712' | 'psbt'>, payload: Uint8Array): Uint8Array {
   if (hashFunction === 'sha256') return sha256(payload);
   if (hashFunction === 'keccak256') return keccak_256(payload);
   if (curve === 'ed25519') return payload;
@@ -74,9 +76,20 @@ export function bytesToSign(curve: Curve, hashFunction: Exclude<HashFunction, 'e
   return payload;
 }
 
-/** The bytes signed and what they authorize: typed data by its EIP-712 digest, anything else as `bytesToSign` hashes it. */
-function readPayload(chain: ChainId, curve: Curve, hashFunction: HashFunction, payload: Uint8Array): { message: Uint8Array; decoded: DecodedSignedPayload } {
-  if (hashFunction !== 'eip712') return { message: bytesToSign(curve, hashFunction, payload), decoded: decodeSignedPayload(chain, hashFunction, payload) };
+/** The bytes signed and what they authorize: typed data by its EIP-712 digest, a PSBT by its input's sighash, anything else as `bytesToSign` hashes it. */
+async function readPayload(em: EntityManager, wallet: Wallet, address: Address, hashFunction: HashFunction, payload: Uint8Array, input: SignPayloadInput): Promise<{ message: Uint8Array; decoded: DecodedSignedPayload }> {
+  const chain = wallet.chain;
+  if ((hashFunction === 'psbt') !== (input.input_index !== undefined)) {
+    throw errors.validation(hashFunction === 'psbt' ? 'hash_function psbt signs one input of the PSBT: give its input_index.' : 'input_index names the PSBT input signed with hash_function psbt; leave it out otherwise.', 'input_index');
+  }
+  if (hashFunction === 'psbt') {
+    if (chain !== 'bitcoin') throw errors.validation('hash_function psbt signs an input of a Bitcoin PSBT; this wallet is not a Bitcoin wallet.', 'hash_function');
+    const own = await em.find(Address, { wallet }, { fields: ['address'] });
+    const signer = { environment: wallet.environment, address: address.address, ownAddresses: new Set(own.map((row) => row.address)) };
+    const { sighash, decoded } = readPsbt(payload, input.payload_encoding === 'text_utf8', input.input_index!, signer);
+    return { message: sighash, decoded };
+  }
+  if (hashFunction !== 'eip712') return { message: bytesToSign(curveOf(chain), hashFunction, payload), decoded: decodeSignedPayload(chain, hashFunction, payload) };
   if (chain !== 'ethereum') throw errors.validation('hash_function eip712 signs EIP-712 typed data, which Ethereum keys sign; this wallet is not an Ethereum wallet.', 'hash_function');
   let text: string;
   try {
@@ -92,19 +105,21 @@ const SIGNATURE_TX_TYPES: Record<SignedPayloadKind, TxType> = {
   evm_transaction: 'transaction_signature',
   tron_transaction: 'transaction_signature',
   solana_message: 'transaction_signature',
+  bitcoin_psbt: 'transaction_signature',
   eip712_typed_data: 'typed_data_signature',
   eip7702_authorization: 'authorization_signature',
   unknown: 'message_signature',
 };
 
 /** What the gate is told a decoded payload moves: its destination, its value when the asset is in the catalogue, else the token contract and base units alone. */
-async function signatureMovement(em: EntityManager, chains: ChainNodes, wallet: Wallet, decoded: DecodedSignedPayload): Promise<Pick<WalletMovement, 'destination' | 'value' | 'authorizes'>> {
-  const { destination, spender, asset: moved, amount } = decoded;
+async function signatureMovement(em: EntityManager, chains: ChainNodes, wallet: Wallet, decoded: DecodedSignedPayload): Promise<Pick<WalletMovement, 'destination' | 'value' | 'authorizes' | 'feeRaw'>> {
+  const { destination, spender, asset: moved, amount, fee } = decoded;
   const tokenAddress = moved && 'contract' in moved ? moved.contract : undefined;
   const asset = !moved ? undefined : tokenAddress ? await tokenAssetAt(em, chains, wallet.chain, wallet.environment, tokenAddress) : assetById(findChain(wallet.chain).nativeAssetId);
   return {
     ...(destination ? { destination: { address: destination } } : {}),
     ...(asset && amount !== undefined ? { value: { asset, amount } } : {}),
+    ...(fee !== undefined ? { feeRaw: fee } : {}),
     authorizes: { ...(tokenAddress ? { tokenAddress } : {}), ...(!asset && amount !== undefined ? { amountRaw: amount } : {}), ...(spender ? { spender } : {}) },
   };
 }
@@ -112,8 +127,8 @@ async function signatureMovement(em: EntityManager, chains: ChainNodes, wallet: 
 /**
  * Signs with the key of one of the wallet's addresses and records the activity; returns the
  * Signature resource. A signature can spend the address, so the movement gate judges it first, as
- * it judges sends, by what the payload authorizes (signed-payloads/): a transaction's or typed
- * data's destination, amount, asset and spender. What does not decode has destination_type unknown
+ * it judges sends, by what the payload authorizes (signed-payloads/): a transaction's, typed
+ * data's or PSBT's destination, amount, asset and spender. What does not decode has destination_type unknown
  * and no value (price_unavailable), and block, approval and delay rules take conditions on them to
  * hold. operation_type `sign_raw` for bytes signed as given that decode to nothing (a digest with
  * no_op; ed25519 bytes that are no message it reads), which in live only a rule naming sign_raw lets
@@ -124,7 +139,7 @@ export async function signPayload(em: EntityManager, config: Config, keys: KeySe
   const curve = curveOf(wallet.chain);
   const hashFunction = input.hash_function ?? DEFAULT_HASH_FUNCTION[wallet.chain];
   const payload = decodePayload(input.payload, input.payload_encoding);
-  const { message, decoded } = readPayload(wallet.chain, curve, hashFunction, payload);
+  const { message, decoded } = await readPayload(em, wallet, address, hashFunction, payload, input);
   const raw = decoded.kind === 'unknown' && (hashFunction === 'no_op' || hashFunction === 'not_applicable');
   await judgeMovement(em, config, auth, {
     operationType: raw ? 'sign_raw' : 'sign',

@@ -1,9 +1,9 @@
 /**
  * What a payload signed through `POST /v1/wallets/:id/sign` authorizes, as far as it can be read:
  * the movement gate judges a signature by it (custody/signing.ts). Each format has a module of its
- * own (evm, eip712, tron, solana); `decodeSignedPayload` (index.ts) picks by chain and hash function.
+ * own (evm, eip712, tron, solana, bitcoin); `decodeSignedPayload` (index.ts) picks by chain and hash function.
  */
-export type SignedPayloadKind = 'evm_transaction' | 'eip712_typed_data' | 'eip7702_authorization' | 'tron_transaction' | 'solana_message' | 'unknown';
+export type SignedPayloadKind = 'evm_transaction' | 'eip712_typed_data' | 'eip7702_authorization' | 'tron_transaction' | 'solana_message' | 'bitcoin_psbt' | 'unknown';
 
 /** The asset a decoded payload moves or approves: the chain's native coin, or a token by its contract (mint). */
 export type SignedAsset = { native: true } | { contract: string };
@@ -17,6 +17,8 @@ export interface DecodedSignedPayload {
   /** What moves, and how many base units of it; absent when unknown (a delegation or an arbitrary contract call can move anything). */
   asset?: SignedAsset;
   amount?: bigint;
+  /** The most the transaction pays in fees, in base units of the native coin, when the payload says (a PSBT whose inputs all name their amounts). */
+  fee?: bigint;
 }
 
 export const UNDECODED: DecodedSignedPayload = { kind: 'unknown' };
