@@ -13,6 +13,7 @@ import type { Logger } from './logger';
 import { registerScanMetrics } from './monitoring/metrics';
 import { registerLedgerDriftMetrics } from './monitoring/reconciliation';
 import { sponsorSendFee } from './gas-stations/sponsorship';
+import { pauseAutomationsOf } from './automations/ownership';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 
@@ -44,6 +45,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     chains: new ChainNodes(config, log, orm),
     rpcConcurrency: new KeyedConcurrencyLimit(config.RPC_CONCURRENCY_PER_ORGANIZATION),
     feeSponsor: sponsorSendFee,
+    keyRevoked: pauseAutomationsOf,
   };
 }
 

@@ -9,7 +9,6 @@ import { listEnvelopeSchema } from '../shared/schemas';
 import { ApiKey } from './entities';
 import { ApiKeyIdParams, ApiKeyObject, ApiKeyWithSecret, CreateApiKeyBody } from './schemas';
 import { covers } from './scopes';
-import { pauseAutomationsOf } from '../automations/ownership';
 import { confirmApiKey, createApiKey, findOrganizationKey, memberForNewKey, presentApiKey } from './service';
 
 export function registerApiKeyRoutes(routes: RouteRegistry): void {
@@ -109,7 +108,7 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     handler: async ({ auth, em, params, deps }) => {
       const key = await findOrganizationKey(em, auth, params.id);
       key.revokedAt = new Date();
-      await pauseAutomationsOf(em, key);
+      await deps.keyRevoked(em, key);
       return { body: await savedKeyChange(em, deps, key) };
     },
   });

@@ -22,6 +22,9 @@ export const hashSecret = (secret: string): string => createHash('sha256').updat
 
 export const SECRET_PATTERN = /^sk_(test|live)_[0-9A-Za-z]{32}$/;
 
+/** What else a revocation does, in its transaction (the automations the key owned pause): the entry points hand it in. */
+export type KeyRevocationHook = (em: EntityManager, key: ApiKey) => Promise<void>;
+
 export interface NewApiKey {
   organization: Organization;
   name: string;

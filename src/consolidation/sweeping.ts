@@ -205,7 +205,6 @@ export async function submitSweeps(deps: SweepingDeps, runId: string): Promise<{
   return { remaining };
 }
 
-/** The station that pays a token sweep's gas: the rule's own, or the platform's on the chain (a refused sponsorship fails the sweep). */
 /** A planned sweep's send: its initiator (the rule, the key that asked for a manual run else the rule's creator), request and automation. */
 async function sweepSend(em: EntityManager, config: Config, runId: string, sweepId: string) {
   const sweep = await em.findOneOrFail(ConsolidationSweep, { id: sweepId }, { populate: ['rule', 'sourceAddress', 'wallet'] });
@@ -234,6 +233,7 @@ async function sweepSend(em: EntityManager, config: Config, runId: string, sweep
   };
 }
 
+/** The station that pays a token sweep's gas: the rule's own, or the platform's on the chain (a refused sponsorship fails the sweep). */
 async function sweepFunding(em: EntityManager, config: Config, rule: ConsolidationRule): Promise<NonNullable<AutomatedSend['funding']>> {
   if (rule.gasSource === 'customer_gas_station') return { model: 'customer_gas_station', station: rule.gasStation! };
   const { provider } = await sponsoringStations(em, config, { organizationId: rule.organization.id, environment: rule.environment }, rule.chain);

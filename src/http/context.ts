@@ -11,6 +11,7 @@ import type { Orm } from '../db/orm';
 import type { IdempotencyService } from '../idempotency/service';
 import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
+import type { KeyRevocationHook } from '../api-keys/service';
 import type { FeeSponsor } from '../movements/funding';
 import type { WorkflowStarter } from '../temporal/starter';
 import type { KeyedConcurrencyLimit, KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './rate-limit';
@@ -53,6 +54,8 @@ export interface AppDeps {
   rpcConcurrency: KeyedConcurrencyLimit;
   /** Pays a sponsored send's fee (the gas stations' sponsorSendFee): given to the sending machinery, which the stations send through. */
   feeSponsor: FeeSponsor;
+  /** Pauses what a revoked key owned (the automations' pauseAutomationsOf), in the revocation's transaction: handed in, since automations sit above the keys. */
+  keyRevoked: KeyRevocationHook;
 }
 
 export type { AuthContext, EntityManager };

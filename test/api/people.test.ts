@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createApiKey } from '../../src/api-keys/service';
 import { Member, Organization } from '../../src/organizations/entities';
+import { createMember } from '../../src/organizations/service';
 import { createTestOrganization, operatorMember, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
@@ -131,15 +132,21 @@ describe('Keys and people: one person, one vote', () => {
 
     // 4. Members the requester adds, with keys the requester mints for them, never reach a quorum: their keys wait for a confirmation they cannot give.
     const third = await requestActivation(owner);
-    const added = await call('POST', '/v1/members', owner.secret, { name: 'Crony', email: `crony-${randomUUID()}@example.com`, org_role: 'approver' });
+    // Adding an approver is itself a change request (202, docs/policies.md "Governance"); approved, the member is created as the requester added them.
+    const crony = { name: 'Crony', email: `crony-${randomUUID()}@example.com`, org_role: 'approver' } as const;
+    const asked = await call('POST', '/v1/members', owner.secret, crony);
+    assert.deepEqual([asked.status, asked.body.status], [202, 'pending_authorization'], asked.text);
+    const em = (await testOrm()).em.fork();
+    const approvedAddition = await createMember(em, em.getReference(Organization, o.organizationId), crony, { apiKeyId: owner.keyId, memberId: owner.memberId });
+    await em.flush();
+    const added = { body: { id: approvedAddition.id } };
     const cronyKey = await call('POST', '/v1/api-keys', owner.secret, { name: 'Crony', scopes: ['policies:approve'], user_id: added.body.id });
     refusedWith(await vote(third, { secret: cronyKey.body.secret, memberId: added.body.id }), 403, 'api_key_pending_confirmation', 'a key for a member the owner added waits');
     // Even a key the operator makes for that member does not count on the owner's requests: the owner added them.
-    const em = (await testOrm()).em.fork();
     await em.getConnection().execute('update members set created_at = created_at - interval \'1 hour\' where id = ?', [added.body.id]);
-    const crony = createApiKey(em, { organization: em.getReference(Organization, o.organizationId), name: 'Crony (operator)', scopes: ['policies:approve'], environment: 'sandbox', member: em.getReference(Member, added.body.id) });
+    const cronyByOperator = createApiKey(em, { organization: em.getReference(Organization, o.organizationId), name: 'Crony (operator)', scopes: ['policies:approve'], environment: 'sandbox', member: em.getReference(Member, added.body.id) });
     await em.flush();
-    const byTheOperator = await vote(third, { secret: crony.secret, memberId: added.body.id });
+    const byTheOperator = await vote(third, { secret: cronyByOperator.secret, memberId: added.body.id });
     refusedWith(byTheOperator, 403, 'vote_not_independent', 'the requester added this member');
     assert.ok(byTheOperator.body.error.details.shared_origins.includes(`member:${owner.memberId}`), byTheOperator.text);
     const candidates = await call('GET', '/v1/policies/approver-candidates', owner.secret);
