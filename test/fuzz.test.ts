@@ -35,7 +35,9 @@ const HOOKS = path.resolve(__dirname, '../../test/support/fuzz_checks.py');
 const MAX_EXAMPLES = process.env.FUZZ_MAX_EXAMPLES ?? '10';
 const SEED = process.env.FUZZ_SEED ?? '20260518';
 const POSITIVE_DATA = process.env.FUZZ_POSITIVE_DATA === '1';
-const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 600) * 1000;
+// 157 s alone on 2 cores since issue 47 added ten operations (100 s before); beside the whole suite it passed 600 s
+// twice, so the bound is 1,200 s until the run is made cheaper again (the stop's note says where to look).
+const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 1200) * 1000;
 const CHECKS = [
   'not_a_server_error',
   'status_code_conformance',
