@@ -50,6 +50,15 @@ export const SWEEPS_PER_SUBMISSION = 25;
 
 const lockedRun = (em: EntityManager, runId: string) => em.findOneOrFail(ConsolidationRun, { id: runId }, { ...lockingOnlyItsRow(em, ConsolidationRun), populate: ['rule'] });
 
+/**
+ * The run locked for its end, which frees the rule: the rule's row first, then the run's, the order
+ * triggerRun takes them in (a trigger counted on the run while it ends would otherwise deadlock).
+ */
+async function lockedRunToEnd(em: EntityManager, runId: string): Promise<ConsolidationRun> {
+  await em.execute('select id from consolidation_rules where id = (select rule_id from consolidation_runs where id = ?) for update', [runId]);
+  return lockedRun(em, runId);
+}
+
 /** pending → scanning, once, with consolidation.run.started; a finished run answers its status. */
 export async function startScanning(deps: SweepingDeps, runId: string): Promise<RunStatus> {
   return deps.transaction(async (em) => {
@@ -288,7 +297,7 @@ export async function followSweeps(deps: SweepingDeps, runId: string): Promise<{
  */
 export async function finishRun(deps: SweepingDeps, runId: string): Promise<RunStatus> {
   return deps.transaction(async (em) => {
-    const run = await lockedRun(em, runId);
+    const run = await lockedRunToEnd(em, runId);
     if (FINISHED_RUN_STATUSES.includes(run.status)) return run.status;
     const confirmed = await em.count(ConsolidationSweep, { run: runId, status: 'confirmed' });
     const failed = await em.count(ConsolidationSweep, { run: runId, status: 'failed' });
@@ -303,7 +312,7 @@ export async function finishRun(deps: SweepingDeps, runId: string): Promise<RunS
 /** A run that cannot proceed (its destination is gone): failed with the reason, the rule freed. */
 export async function failRun(deps: SweepingDeps, runId: string, reason: string): Promise<RunStatus> {
   return deps.transaction(async (em) => {
-    const run = await lockedRun(em, runId);
+    const run = await lockedRunToEnd(em, runId);
     if (FINISHED_RUN_STATUSES.includes(run.status)) return run.status;
     Object.assign(run, { status: 'failed', failureReason: reason, completedAt: new Date() });
     await releaseRule(em, run);
