@@ -14,6 +14,7 @@ import { registerScanMetrics } from './monitoring/metrics';
 import { registerLedgerDriftMetrics } from './monitoring/reconciliation';
 import { sponsorSendFee } from './gas-stations/sponsorship';
 import { pauseAutomationsOf } from './automations/ownership';
+import { logKeyRevocation } from './policies/governance';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 
@@ -45,7 +46,10 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     chains: new ChainNodes(config, log, orm),
     rpcConcurrency: new KeyedConcurrencyLimit(config.RPC_CONCURRENCY_PER_ORGANIZATION),
     feeSponsor: sponsorSendFee,
-    keyRevoked: pauseAutomationsOf,
+    keyRevoked: async (em, key, revokedBy) => {
+      await pauseAutomationsOf(em, key);
+      await logKeyRevocation(em, key, revokedBy);
+    },
   };
 }
 

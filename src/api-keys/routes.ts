@@ -108,7 +108,7 @@ export function registerApiKeyRoutes(routes: RouteRegistry): void {
     handler: async ({ auth, em, params, deps }) => {
       const key = await findOrganizationKey(em, auth, params.id);
       key.revokedAt = new Date();
-      await deps.keyRevoked(em, key);
+      await deps.keyRevoked(em, key, auth);
       return { body: await savedKeyChange(em, deps, key) };
     },
   });

@@ -22,8 +22,8 @@ export const hashSecret = (secret: string): string => createHash('sha256').updat
 
 export const SECRET_PATTERN = /^sk_(test|live)_[0-9A-Za-z]{32}$/;
 
-/** What else a revocation does, in its transaction (the automations the key owned pause): the entry points hand it in. */
-export type KeyRevocationHook = (em: EntityManager, key: ApiKey) => Promise<void>;
+/** What else a revocation does, in its transaction (the automations the key owned pause, the governance log records who revoked it): the entry points hand it in. */
+export type KeyRevocationHook = (em: EntityManager, key: ApiKey, revokedBy: AuthContext) => Promise<void>;
 
 export interface NewApiKey {
   organization: Organization;

@@ -6,7 +6,8 @@ import { assetById, findChain, type AssetInfo, type ChainId } from '../catalogue
 import type { Config } from '../config';
 import { Address } from '../custody/entities';
 import { sql } from '../db/lean';
-import { decideTransaction, resolveActor, type Caller, type PolicyActor, type PolicyScope } from '../policies/service';
+import { decideTransaction } from '../policies/decisions';
+import { resolveActor, type Caller, type PolicyActor, type PolicyScope } from '../policies/service';
 import type { EvaluablePolicy, EvaluationRequest, EvaluationResult } from '../policies/evaluator';
 import { resolveHeldSend, type HeldSendSubject } from '../policies/held-sends';
 import { VELOCITY_FIELDS, type DestinationType, type OperationType, type SourceType, type TxType } from '../policies/schema';

@@ -4,7 +4,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AddressBookEntry } from '../address-book/entities';
 import { findAddressBookEntry, isUsable } from '../address-book/service';
-import { provenance, sharedOrigins, type Origin } from '../api-keys/provenance';
+import { provenance, provenances, sharedOrigins, type Origin, type ProvenanceStart } from '../api-keys/provenance';
 import { Member, Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
@@ -45,11 +45,8 @@ export const canApproveActivations = (member: Member): boolean => isApprovingRol
 export async function eligibleVoters(em: EntityManager, requester: PolicyActor): Promise<Member[]> {
   const members = await em.find(Member, { organization: requester.organizationId, orgRole: { $in: [...APPROVING_ROLES] } });
   const requesterOrigins = await requesterProvenance(em, { requestedBy: requester.id, requestedByKeyId: requester.apiKeyId ?? null });
-  const eligible = [];
-  for (const member of members) {
-    if (!sharedOrigins(await provenance(em, { memberId: member.id }), requesterOrigins).length) eligible.push(member);
-  }
-  return eligible;
+  const origins = await provenances(em, members.map((member) => ({ memberId: member.id })));
+  return members.filter((_, index) => sharedOrigins(origins[index]!, requesterOrigins).length === 0);
 }
 
 export type ActivationOutcome = { status: 'enforced'; policy: Policy } | { status: 'pending'; request: ApprovalRequest };
@@ -313,9 +310,11 @@ async function sendVote(em: EntityManager, starter: WorkflowStarter, request: Ap
 
 /** Everything the requester comes from: the requesting key's provenance, and the requesting member's (a request made before keys were recorded has only that). */
 async function requesterProvenance(em: EntityManager, request: Pick<ApprovalRequest, 'requestedBy' | 'requestedByKeyId'>): Promise<Set<Origin>> {
-  const origins = request.requestedByKeyId ? await provenance(em, { keyId: request.requestedByKeyId }) : new Set<Origin>();
-  if (isUuid(request.requestedBy)) for (const origin of await provenance(em, { memberId: request.requestedBy })) origins.add(origin);
-  return origins;
+  const starts: ProvenanceStart[] = [
+    ...(request.requestedByKeyId ? [{ keyId: request.requestedByKeyId }] : []),
+    ...(isUuid(request.requestedBy) ? [{ memberId: request.requestedBy }] : []),
+  ];
+  return new Set((await provenances(em, starts)).flatMap((origins) => [...origins]));
 }
 
 /**
@@ -338,8 +337,9 @@ async function assertIndependentVoter(em: EntityManager, request: ApprovalReques
     );
   }
   const counted = await em.find(ApprovalVote, { approvalRequest: request.id, decision: 'approve', member: { $ne: voter.id } });
-  for (const vote of counted) {
-    const shared = sharedOrigins(voterOrigins, await provenance(em, vote.apiKeyId ? { keyId: vote.apiKeyId } : { memberId: vote.member.id }));
+  const countedOrigins = await provenances(em, counted.map((vote) => (vote.apiKeyId ? { keyId: vote.apiKeyId } : { memberId: vote.member.id })));
+  for (const origins of countedOrigins) {
+    const shared = sharedOrigins(voterOrigins, origins);
     if (shared.length) {
       throw notIndependent('This key or its member shares a minter or a member with a vote already counted: one person counts once. Vote with a key of your own, one the operator CLI made or one minted from it.', shared);
     }

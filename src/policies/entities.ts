@@ -286,6 +286,7 @@ export const GOVERNANCE_CHANGE_KINDS = [
   'cooling_shortened',
   'cooling_lengthened',
   'approver_added',
+  'api_key_revoked',
 ] as const;
 export type GovernanceChangeKind = (typeof GOVERNANCE_CHANGE_KINDS)[number];
 

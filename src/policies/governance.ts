@@ -1,5 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ApiKey } from '../api-keys/entities';
 import { Member, Organization } from '../organizations/entities';
 import {
   applySettings,
@@ -14,11 +15,11 @@ import {
   type SettingsPatch,
 } from '../organizations/service';
 import { DomainError } from '../shared/errors';
-import { isApprovingRole } from './approvals';
+import { isApprovingRole, requesterOf } from './approvals';
 import { applyNow, assertNoPendingChange, proposeLoosening, type ChangeOptions, type ChangeOutcome } from './change-requests';
 import type { GovernanceChange, GovernanceChangeKind } from './entities';
 import { logChange, operatorRequester, type ChangeProposal } from './governance-log';
-import type { PolicyActor } from './service';
+import { resolveActor, type Caller, type PolicyActor } from './service';
 
 /**
  * The organization's governance settings and its approvers, changed as governance changes: fewer
@@ -125,4 +126,15 @@ export async function addMemberByOperator(em: EntityManager, organization: Organ
     logChange(em, operatorRequester(organization.id), proposal, 'applied');
   }
   return member;
+}
+
+/** A key revoked (instant, as every tightening): logged with who revoked it, in the revocation's transaction. */
+export async function logKeyRevocation(em: EntityManager, key: ApiKey, revokedBy: Caller): Promise<void> {
+  const proposal: ChangeProposal = {
+    kind: 'api_key_revoked',
+    environment: key.environment,
+    subject: { api_key_id: key.id },
+    change: { name: key.name, member_id: key.member?.id ?? null },
+  };
+  logChange(em, requesterOf(await resolveActor(em, revokedBy)), proposal, 'applied');
 }

@@ -5,7 +5,7 @@ import { Money, isDisplayAmount, type MoneyValue } from '../shared/money';
 import { OutgoingTransaction, type TransactionStatus } from '../transactions/entities';
 import { PolicyAuditLog, type Policy } from './entities';
 import { OUTCOMES, evaluatePolicies, outcomeOf, type EvaluablePolicy, type EvaluationContext, type EvaluationRequest, type EvaluationResult, type Outcome } from './evaluator';
-import { evaluationContext, whatIfPolicySets } from './service';
+import { evaluationContext, whatIfPolicySets } from './decisions';
 
 /**
  * The what-if over history: a draft replayed over what the organization actually asked to send in

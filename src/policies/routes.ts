@@ -43,15 +43,14 @@ import {
   createRule,
   deleteRule,
   draftRulesOf,
-  evaluate,
   findPolicy,
   resolveActor,
-  simulatePolicy,
   updatePolicy,
   updateRule,
   validateDraft,
   validateRules,
 } from './service';
+import { evaluate, simulatePolicy } from './decisions';
 import { POLICY_TEMPLATES } from './templates';
 
 const TAG = 'Policies';

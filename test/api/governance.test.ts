@@ -198,4 +198,18 @@ describe('Governance: loosening needs the quorum, tightening is instant', () => 
     const forged = await call('GET', '/v1/governance/log?cursor=nonsense', people().Olga);
     assert.deepEqual([forged.status, forged.body.error.param], [400, 'cursor']);
   });
+
+  it('revoking a key applies at once and is logged with who revoked it', async () => {
+    const minted = await call('POST', '/v1/api-keys', people().Olga, { name: 'Olga, batch jobs', scopes: ['custody:read'] });
+    assert.equal(minted.status, 201, minted.text);
+    const revoked = await call('DELETE', `/v1/api-keys/${minted.body.id}`, people().Olga);
+    assert.equal(revoked.status, 200, revoked.text);
+    assert.equal((await app.request('GET', '/v1/wallets', { key: minted.body.secret })).status, 401);
+    const [entry] = (await log('?kind=api_key_revoked')).data;
+    assert.deepEqual(
+      { kind: entry.kind, status: entry.status, environment: entry.environment, subject: entry.subject, requested_by: entry.requested_by.name, approvals: entry.approvals },
+      { kind: 'api_key_revoked', status: 'applied', environment: 'sandbox', subject: { api_key_id: minted.body.id }, requested_by: 'Olga', approvals: [] },
+    );
+  });
 });
+

@@ -9,7 +9,8 @@ import { Member, Organization, type OrgRole } from '../../src/organizations/enti
 import { createMember, type MemberCreator } from '../../src/organizations/service';
 import { Event } from '../../src/events/entities';
 import { PolicyAuditLog } from '../../src/policies/entities';
-import { decideTransaction, type PolicyActor } from '../../src/policies/service';
+import { decideTransaction } from '../../src/policies/decisions';
+import type { PolicyActor } from '../../src/policies/service';
 import { createTestOrganization, operatorMember, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
 import { createTestWorker } from '../support/worker';

@@ -24,6 +24,7 @@ import { DEVNET_TOKENS } from '../../src/chains/devnet/params';
 import type { Environment } from '../../src/api-keys/entities';
 import { Organization } from '../../src/organizations/entities';
 import { PolicyAuditLog } from '../../src/policies/entities';
+import { SigningActivity } from '../../src/custody/entities';
 import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { PERMIT_TYPES } from '../support/eip712';
 import { testOrm } from '../support/environment';
@@ -265,5 +266,26 @@ describe('Signing decoded payloads under enforced policies', () => {
     const elsewhere = await call('POST', `/v1/wallets/${bitcoin.body.id}/sign`, { payload: typedData('Permit'), payload_encoding: 'text_utf8', hash_function: 'eip712' });
     assert.equal(elsewhere.status, 400, elsewhere.text);
     assert.equal(elsewhere.body.error.param, 'hash_function');
+  });
+
+  it('signs an EVM payload only for the wallet\'s network: another chain id, or none, is 400 on payload and nothing is signed', async () => {
+    const { org, enforce, sign } = await organization();
+    await enforce([{ name: 'Everything', action_type: 'allow', conditions: [{ field: 'amount', operator: 'greater_than_or_equal', value: '0' }] }]);
+    const payee = someone();
+    const refusedFor = async (response: { status: number; text: string; body: any }, payloadChainId: string) => {
+      assert.equal(response.status, 400, response.text);
+      assert.deepEqual([response.body.error.param, response.body.error.details.payload_chain_id, response.body.error.details.network_chain_id], ['payload', payloadChainId, 11155111]);
+    };
+    // The same key holds the same address on mainnet: a mainnet transaction, a pre-EIP-155 one (every chain), a 7702 authorization for chain 0, a mainnet permit.
+    await refusedFor(await signTransaction(sign, { ...fees, chainId: 1, to: payee, value: parseEther('0.1') }), '1');
+    await refusedFor(await sign({ payload: serializeTransaction({ nonce: 0, gasPrice: 2n, gas: 21_000n, to: payee, value: 1n }), hash_function: 'keccak256' }), '0');
+    await refusedFor(await sign({ payload: `0x05${toRlp(['0x', payee, '0x']).slice(2)}` }), '0');
+    const mainnetPermit = permit(payee, someone(), 1n);
+    await refusedFor(await sign({ payload: JSON.stringify({ ...mainnetPermit, domain: { ...mainnetPermit.domain, chainId: 1 } }), payload_encoding: 'text_utf8', hash_function: 'eip712' }), '1');
+    const em = (await testOrm()).em.fork();
+    assert.equal(await em.count(SigningActivity, { organization: org.organizationId }), 0);
+    const signed = await signTransaction(sign, { ...fees, to: payee, value: parseEther('0.1') });
+    assert.equal(signed.status, 200, signed.text);
+    assert.equal(await em.count(SigningActivity, { organization: org.organizationId }), 1);
   });
 });

@@ -3,6 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { erc20Abi, parseEther, parseUnits, toHex, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
+import { createApiKey } from '../../src/api-keys/service';
+import { Event } from '../../src/events/entities';
+import { Organization } from '../../src/organizations/entities';
 import { ChainScanCursor, OutgoingTransfer } from '../../src/monitoring/entities';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { OutgoingTransaction } from '../../src/transactions/entities';
@@ -97,10 +100,10 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
   });
 
   /** A send (1 ETH unless told) to `outside` priced in a calm market, broadcast, then a fee spike: a block is mined without it, and it waits. */
-  async function stuckSend(asset = 'ETH', amount = '1'): Promise<Transaction> {
+  async function stuckSend(asset = 'ETH', amount = '1', secret = org.secret): Promise<Transaction> {
     await anvil.call('anvil_setNextBlockBaseFeePerGas', [toHex(CALM_BASE_FEE)]);
     await mine(1);
-    const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outside, amount, asset });
+    const created = await app.request('POST', '/v1/transactions', { key: secret, body: { wallet_id: wallet.id, to_address: outside, amount, asset } });
     assert.equal(created.status, 201, created.text);
     const id = created.body.id as string;
     await until('the send broadcast', async () => ((await read(id)).status === 'broadcast' ? true : undefined));
@@ -191,6 +194,35 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
     assert.deepEqual([bump!.kind, bump!.origin, bump!.status], ['speed_up', 'automatic', 'mined']);
     const fee = receiptFee(await anvilReceipt(anvil, bump!.tx_hash!));
     assert.deepEqual(await ledger(), { balance: before.balance - ONE - fee, locked: 0n }, 'debited once');
+  });
+
+  it("stops bumping a send by itself once the key that sent it is revoked (automation.paused); a key may still speed it up by hand", async () => {
+    // A service key, as the operator CLI makes one (the organization's key here acts for no member, so it mints none).
+    const em = (await testOrm()).em.fork();
+    const serviceKey = createApiKey(em, { organization: em.getReference(Organization, org.organizationId), name: 'Payouts job', scopes: ['transactions:write', 'custody:read'], environment: 'sandbox' });
+    await em.flush();
+    const minted = { body: { id: serviceKey.key.id, secret: serviceKey.secret } };
+    const stuck = await stuckSend('ETH', '1', minted.body.secret);
+    const row = async () => (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id: stuck.id });
+    await until('the wait counted from a height', async () => ((await row()).waitingSinceHeight != null ? true : undefined));
+    assert.equal((await call('DELETE', `/v1/api-keys/${minted.body.id}`)).status, 200);
+    const paused = await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'automation.paused' });
+    assert.deepEqual(
+      paused.map((event) => event.data),
+      [{ automation_type: 'fee_bump', automation_id: stuck.id, revoked_api_key_id: minted.body.id }],
+    );
+    const checks = async () => activitiesScheduled((await localTemporal()).client.workflow.getHandle(transactionWorkflowId(stuck.id)), 'checkTransaction');
+    await mine(BUMP_AFTER);
+    const checked = await checks();
+    await until('three checks past the bump height', async () => ((await checks()) >= checked + 3 ? true : undefined));
+    await mine(BUMP_AFTER);
+    await until('three more checks', async () => ((await checks()) >= checked + 6 ? true : undefined));
+    assert.deepEqual((await read(stuck.id)).replacements, [], 'no automatic bump for a revoked key');
+
+    const asked = await call('POST', `/v1/transactions/${stuck.id}/speed-up`, { fee_level: 'high' });
+    assert.equal(asked.status, 200, asked.text);
+    const settled = await settleOnReplacement(stuck.id);
+    assert.deepEqual([settled.status, settled.replacements.map((replacement) => replacement.origin)], ['confirmed', ['api']]);
   });
 
   it('tries a bump the node refuses again only after another FEE_BUMP_AFTER_BLOCKS blocks, not at every check; once it can pay, the bump is mined', async () => {

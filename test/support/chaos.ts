@@ -1144,7 +1144,13 @@ async function check(
     runs: await sql<{ id: string; status: string }>(`select id, status::text from consolidation_runs where id::text = any(?::text[]) and status <> 'completed'`, [textArray(runIds)]),
     sweeps: await sql<{ id: string; status: string }>(`select id, status::text from consolidation_sweeps where status <> 'confirmed'`),
     deliveries: await sql<{ id: string; status: string }>(`select id, status::text from event_deliveries where status <> 'delivered'`),
-    deposits: await sql<{ id: string; status: string }>(`select wallet_id as id, 'pending' as status from wallet_balances where pending <> 0`),
+    // Named with what it holds pending, and the transfers still pending and the scan's cursor of its chain, so a failure says where it stopped.
+    deposits: await sql<{ id: string; status: string }>(
+      `select b.wallet_id || ' (' || w.chain || ' ' || b.asset_id || ')' as id,
+              'pending ' || b.pending || ', ' || (select count(*) from incoming_transfers t where t.wallet_id = b.wallet_id and t.status = 'pending') || ' transfers pending'
+                || ', scanned to ' || coalesce((select max(c.height)::text from chain_scan_cursors c where c.chain = w.chain and c.environment = w.environment), 'nothing') as status
+         from wallet_balances b join wallets w on w.id = b.wallet_id where b.pending <> 0`,
+    ),
     reserves: await sql<{ id: string; status: string }>(`select organization_id || ' ' || currency as id, 'reserved ' || reserved as status from company_balances where reserved <> 0`),
   });
   let open = await unsettled();

@@ -25,37 +25,37 @@ describe('Signed payload decoders', () => {
   describe('EVM transactions (keccak256 of the serialized unsigned transaction)', () => {
     it('reads a legacy and an EIP-2930 native transfer: recipient and ETH amount', () => {
       const legacy = serializeTransaction({ chainId: 1, nonce: 0, gasPrice: 1n, gas: 21_000n, to: recipient.toLowerCase() as `0x${string}`, value: 10n ** 18n });
-      assert.deepEqual(evm(legacy), { kind: 'evm_transaction', destination: recipient, asset: { native: true }, amount: 10n ** 18n });
+      assert.deepEqual(evm(legacy), { kind: 'evm_transaction', destination: recipient, asset: { native: true }, amount: 10n ** 18n, chainId: 1n });
       const accessList = serializeTransaction({ chainId: 1, nonce: 0, gasPrice: 1n, gas: 21_000n, to: recipient, value: 5n, accessList: [] , type: 'eip2930' });
-      assert.deepEqual(evm(accessList), { kind: 'evm_transaction', destination: recipient, asset: { native: true }, amount: 5n });
+      assert.deepEqual(evm(accessList), { kind: 'evm_transaction', destination: recipient, asset: { native: true }, amount: 5n, chainId: 1n });
     });
 
     it('reads an EIP-1559 ERC-20 transfer, transferFrom and approve: the token, the real recipient or spender, the amount', () => {
       const call = (data: `0x${string}`) => evm(serializeTransaction({ ...fees, to: token, data }));
       assert.deepEqual(call(encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [recipient, 250n] })), {
-        kind: 'evm_transaction', destination: recipient, asset: { contract: token }, amount: 250n,
+        kind: 'evm_transaction', destination: recipient, asset: { contract: token }, amount: 250n, chainId: 1n,
       });
       assert.deepEqual(call(encodeFunctionData({ abi: erc20Abi, functionName: 'transferFrom', args: [account.address, recipient, 7n] })), {
-        kind: 'evm_transaction', destination: recipient, asset: { contract: token }, amount: 7n,
+        kind: 'evm_transaction', destination: recipient, asset: { contract: token }, amount: 7n, chainId: 1n,
       });
       assert.deepEqual(call(encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [delegate, 2n ** 256n - 1n] })), {
-        kind: 'evm_transaction', destination: delegate, spender: delegate, asset: { contract: token }, amount: 2n ** 256n - 1n,
+        kind: 'evm_transaction', destination: delegate, spender: delegate, asset: { contract: token }, amount: 2n ** 256n - 1n, chainId: 1n,
       });
       const operator = call(encodeFunctionData({ abi: parseAbi(['function setApprovalForAll(address operator, bool approved)']), functionName: 'setApprovalForAll', args: [delegate, true] }));
-      assert.deepEqual(operator, { kind: 'evm_transaction', destination: delegate, spender: delegate });
+      assert.deepEqual(operator, { kind: 'evm_transaction', destination: delegate, spender: delegate, chainId: 1n });
     });
 
     it('reads any other contract call as a call to its contract of unknown value, and a creation as its value alone', () => {
       const swap = evm(serializeTransaction({ ...fees, to: token, data: '0x12345678', value: 9n }));
-      assert.deepEqual(swap, { kind: 'evm_transaction', destination: token });
+      assert.deepEqual(swap, { kind: 'evm_transaction', destination: token, chainId: 1n });
       const creation = evm(serializeTransaction({ ...fees, data: '0x6000', value: 4n }));
-      assert.deepEqual(creation, { kind: 'evm_transaction', asset: { native: true }, amount: 4n });
+      assert.deepEqual(creation, { kind: 'evm_transaction', asset: { native: true }, amount: 4n, chainId: 1n });
     });
 
     it('reads an EIP-7702 transaction as a delegation: the delegate is destination and spender, of no bounded amount', async () => {
       const authorization = await account.signAuthorization({ chainId: 1, contractAddress: delegate, nonce: 0 });
       const delegation = evm(serializeTransaction({ ...fees, to: account.address, authorizationList: [authorization] }));
-      assert.deepEqual(delegation, { kind: 'evm_transaction', destination: delegate, spender: delegate });
+      assert.deepEqual(delegation, { kind: 'evm_transaction', destination: delegate, spender: delegate, chainId: 1n });
 
       const other = await account.signAuthorization({ chainId: 1, contractAddress: recipient, nonce: 1 });
       assert.throws(() => evm(serializeTransaction({ ...fees, to: account.address, authorizationList: [authorization, other] })), (error: unknown) => error instanceof DomainError);
@@ -63,7 +63,7 @@ describe('Signed payload decoders', () => {
 
     it('reads an EIP-7702 authorization (0x05 || rlp([chain_id, address, nonce])) as a delegation', () => {
       const payload = `0x05${toRlp([numberToHex(1), delegate, '0x']).slice(2)}` as const;
-      assert.deepEqual(evm(payload), { kind: 'eip7702_authorization', destination: delegate, spender: delegate });
+      assert.deepEqual(evm(payload), { kind: 'eip7702_authorization', destination: delegate, spender: delegate, chainId: 1n });
     });
 
     it('decodes nothing from bytes that are no transaction, nor from a transaction given under another hash', () => {
@@ -86,7 +86,7 @@ describe('Signed payload decoders', () => {
     it("signs viem's digest of an EIP-2612 permit and reads its spender, token and value", () => {
       const { digest, decoded } = typed(permit);
       assert.deepEqual(digest, hexToBytes(hashTypedData(permit)));
-      assert.deepEqual(decoded, { kind: 'eip712_typed_data', destination: delegate, spender: delegate, asset: { contract: token }, amount: 1_000_000n });
+      assert.deepEqual(decoded, { kind: 'eip712_typed_data', destination: delegate, spender: delegate, asset: { contract: token }, amount: 1_000_000n, chainId: 1n });
     });
 
     it('reads Permit2 PermitSingle and PermitTransferFrom: spender, token, amount', () => {
@@ -100,7 +100,7 @@ describe('Signed payload decoders', () => {
         },
         message: { details: { token, amount: 5n, expiration: 1n, nonce: 0n }, spender: delegate, sigDeadline: 1n },
       });
-      assert.deepEqual(single.decoded, { kind: 'eip712_typed_data', destination: delegate, spender: delegate, asset: { contract: token }, amount: 5n });
+      assert.deepEqual(single.decoded, { kind: 'eip712_typed_data', destination: delegate, spender: delegate, asset: { contract: token }, amount: 5n, chainId: 1n });
       const transfer = typed({
         domain,
         primaryType: 'PermitTransferFrom',
@@ -110,7 +110,7 @@ describe('Signed payload decoders', () => {
         },
         message: { permitted: { token, amount: 9n }, spender: recipient, nonce: 0n, deadline: 1n },
       });
-      assert.deepEqual(transfer.decoded, { kind: 'eip712_typed_data', destination: recipient, spender: recipient, asset: { contract: token }, amount: 9n });
+      assert.deepEqual(transfer.decoded, { kind: 'eip712_typed_data', destination: recipient, spender: recipient, asset: { contract: token }, amount: 9n, chainId: 1n });
     });
 
     it('reads other typed data as naming no destination, and refuses what is not typed data with 400', () => {
@@ -120,7 +120,7 @@ describe('Signed payload decoders', () => {
         types: { Mail: [{ name: 'contents', type: 'string' }] },
         message: { contents: 'Hello' },
       });
-      assert.deepEqual(mail.decoded, { kind: 'eip712_typed_data' });
+      assert.deepEqual(mail.decoded, { kind: 'eip712_typed_data', chainId: 1n });
       const refused = (text: string) => assert.throws(() => readTypedData(text), (error: unknown) => error instanceof DomainError && error.param === 'payload');
       refused('not json');
       refused(JSON.stringify({ primaryType: 'Mail', message: {} }));

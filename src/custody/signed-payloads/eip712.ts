@@ -59,7 +59,14 @@ const PERMIT2_BATCH = new Set(['PermitBatch', 'PermitBatchTransferFrom', 'Permit
 
 type TypedDataValues = z.infer<typeof TypedDataJson>;
 
-function decodeTypedData({ primaryType, domain, message }: TypedDataValues): DecodedSignedPayload {
+function decodeTypedData(typedData: TypedDataValues): DecodedSignedPayload {
+  // The domain's chain id, when it names one, is where the signature can be used.
+  const chainId = integer(typedData.domain.chainId);
+  const decoded = decodeAuthorizedSpend(typedData);
+  return chainId === undefined ? decoded : { ...decoded, chainId };
+}
+
+function decodeAuthorizedSpend({ primaryType, domain, message }: TypedDataValues): DecodedSignedPayload {
   const spender = address(message.spender);
   if (!spender) return { ...UNDECODED, kind: 'eip712_typed_data' };
   const permit = { kind: 'eip712_typed_data' as const, destination: spender, spender };

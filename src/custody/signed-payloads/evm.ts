@@ -26,6 +26,7 @@ export function decodeEvmPayload(payload: Uint8Array): DecodedSignedPayload | nu
   } catch {
     return null;
   }
+  const chainId = BigInt(transaction.chainId ?? 0);
   const value = transaction.value ?? 0n;
   const delegates = new Set((transaction.authorizationList ?? []).map((authorization) => getAddress(authorization.address)));
   if (delegates.size > 1) {
@@ -34,13 +35,13 @@ export function decodeEvmPayload(payload: Uint8Array): DecodedSignedPayload | nu
   }
   const [delegate] = delegates;
   // A delegate can spend anything the address holds: no amount bounds it.
-  if (delegate) return { kind: 'evm_transaction', destination: delegate, spender: delegate };
+  if (delegate) return { kind: 'evm_transaction', destination: delegate, spender: delegate, chainId };
   // A contract creation: only the value sent goes, to a contract not yet known.
-  if (!transaction.to) return { kind: 'evm_transaction', asset: { native: true }, amount: value };
+  if (!transaction.to) return { kind: 'evm_transaction', asset: { native: true }, amount: value, chainId };
   const to = getAddress(transaction.to);
   const data = transaction.data ?? '0x';
-  if (data === '0x') return { kind: 'evm_transaction', destination: to, asset: { native: true }, amount: value };
-  return (value === 0n ? tokenCall(to, data) : null) ?? { kind: 'evm_transaction', destination: to };
+  if (data === '0x') return { kind: 'evm_transaction', destination: to, asset: { native: true }, amount: value, chainId };
+  return { ...((value === 0n ? tokenCall(to, data) : null) ?? { kind: 'evm_transaction', destination: to }), chainId };
 }
 
 /** An ERC-20 transfer, transferFrom, approve or increaseAllowance, or an ERC-721/1155 setApprovalForAll, on the contract `token`; null for any other call. */
@@ -81,8 +82,8 @@ function decodeAuthorization(payload: Uint8Array): DecodedSignedPayload | null {
     return null;
   }
   if (!Array.isArray(fields) || fields.length !== 3) return null;
-  const address: unknown = fields[1];
-  if (typeof address !== 'string' || !isAddress(address, { strict: false })) return null;
+  const [chainId, address]: unknown[] = fields;
+  if (typeof chainId !== 'string' || typeof address !== 'string' || !isAddress(address, { strict: false })) return null;
   const delegate = getAddress(address);
-  return { kind: 'eip7702_authorization', destination: delegate, spender: delegate };
+  return { kind: 'eip7702_authorization', destination: delegate, spender: delegate, chainId: chainId === '0x' ? 0n : BigInt(chainId) };
 }

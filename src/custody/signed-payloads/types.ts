@@ -19,6 +19,8 @@ export interface DecodedSignedPayload {
   amount?: bigint;
   /** The most the transaction pays in fees, in base units of the native coin, when the payload says (a PSBT whose inputs all name their amounts). */
   fee?: bigint;
+  /** The EVM chain id the payload is valid on, when it names one; 0n when it is valid on every chain (a pre-EIP-155 transaction, a 7702 authorization for chain 0). */
+  chainId?: bigint;
 }
 
 export const UNDECODED: DecodedSignedPayload = { kind: 'unknown' };
