@@ -188,8 +188,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const org = await organization(em, required(options, 'org'));
     const orgRole = required(options, 'org-role');
     if (!(ORG_ROLES as readonly string[]).includes(orgRole)) throw new UsageError(`--org-role must be one of ${ORG_ROLES.join(', ')}`);
-    const member = await addMemberByOperator(em, org, { name: required(options, 'name'), email: required(options, 'email'), org_role: orgRole as OrgRole });
-    await em.flush();
+    const member = await em.transactional((tx) => addMemberByOperator(tx, org, { name: required(options, 'name'), email: required(options, 'email'), org_role: orgRole as OrgRole }));
     return presentMember(member);
   },
 
@@ -208,8 +207,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
       patch.address_book_cooling_hours = { [environment]: hours };
     }
     // The operator's direct path: applied at once, each change in the governance log with actor operator.
-    configureByOperator(em, org, patch);
-    await em.flush();
+    await em.transactional((tx) => configureByOperator(tx, org, patch));
     return { organization_id: org.id, ...presentSettings(org) };
   },
 

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ApiKey } from '../api-keys/entities';
+import { ENVIRONMENTS, type ApiKey } from '../api-keys/entities';
 import { Member, Organization } from '../organizations/entities';
 import {
   applySettings,
@@ -16,7 +16,7 @@ import {
 } from '../organizations/service';
 import { DomainError } from '../shared/errors';
 import { isApprovingRole, requesterOf } from './approvals';
-import { applyNow, assertNoPendingChange, proposeLoosening, type ChangeOptions, type ChangeOutcome } from './change-requests';
+import { announceApplied, applyNow, assertNoPendingChange, proposeLoosening, type ChangeOptions, type ChangeOutcome } from './change-requests';
 import type { GovernanceChange, GovernanceChangeKind } from './entities';
 import { logChange, operatorRequester, type ChangeProposal } from './governance-log';
 import { resolveActor, type Caller, type PolicyActor } from './service';
@@ -76,11 +76,22 @@ export async function requestSettingsChange(em: EntityManager, actor: PolicyActo
   return { settings: presentSettings(organization), ...(outcome.status === 'pending' ? { pending: outcome } : {}) };
 }
 
-/** `org:configure`: the operator's direct path, every change applied and logged with actor `operator`. */
-export function configureByOperator(em: EntityManager, organization: Organization, patch: SettingsPatch): void {
+/** `org:configure`: the operator's direct path, every change applied, logged with actor `operator` and announced. In the caller's transaction. */
+export async function configureByOperator(em: EntityManager, organization: Organization, patch: SettingsPatch): Promise<void> {
   for (const proposal of settingProposals(organization, patch)) {
     applySettings(organization, settingsPatchOf(proposal));
-    logChange(em, operatorRequester(organization.id), proposal, 'applied');
+    await announceByOperator(em, logChange(em, operatorRequester(organization.id), proposal, 'applied'));
+  }
+}
+
+/**
+ * A change the operator's CLI applied, announced as the API's are (`policy.changed`): in its
+ * environment, or in both when it is organization-wide (settings, members), so that every
+ * environment's webhooks hear of a control changed outside the API.
+ */
+async function announceByOperator(em: EntityManager, change: GovernanceChange): Promise<void> {
+  for (const environment of change.environment ? [change.environment] : ENVIRONMENTS) {
+    await announceApplied(em, { organizationId: change.organization.id, environment, id: 'operator', name: 'operator', type: 'system' }, change);
   }
 }
 
@@ -123,7 +134,7 @@ export async function addMemberByOperator(em: EntityManager, organization: Organ
   if (isApprovingRole(input.org_role)) {
     const proposal = approverProposal(input);
     proposal.subject.member_id = member.id;
-    logChange(em, operatorRequester(organization.id), proposal, 'applied');
+    await announceByOperator(em, logChange(em, operatorRequester(organization.id), proposal, 'applied'));
   }
   return member;
 }

@@ -183,7 +183,12 @@ describe('Governance: loosening needs the quorum, tightening is instant', () => 
   });
 
   it('pages the log with a cursor and lists the operator\'s direct changes', async () => {
+    const changed = async () => (await (await testOrm()).em.fork().find(Event, { organization: org.id, type: 'policy.changed' }, { orderBy: { createdAt: 'asc', id: 'asc' } })).filter((event) => event.data.kind === 'cooling_shortened');
+    const before = (await changed()).length;
     await cli(['org:configure', '--org', org.id, '--address-book-cooling-hours', '6']);
+    // Announced as the API's changes are, in both environments: the settings are organization-wide.
+    const announced = (await changed()).slice(before);
+    assert.deepEqual(announced.map((event) => event.environment).sort(), ['live', 'sandbox']);
     const first = await log('?limit=2');
     assert.deepEqual([first.object, first.data.length, first.has_more], ['list', 2, true]);
     assert.deepEqual([first.data[0].kind, first.data[0].requested_by], ['cooling_shortened', { type: 'operator', id: 'operator', name: 'operator' }]);
