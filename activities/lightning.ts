@@ -6,7 +6,8 @@ import { LightningInvoice, type InvoiceStatus } from '../src/lightning/entities'
 import type { InvoiceExpiryBatch } from '../src/lightning/flows/invoice-expiry-sweep';
 import { configuredLightningNodes } from '../src/lightning/lnd';
 import { providerFor, remoteProvidersOf, type PaymentOrder, type PaymentOutcome, type RemoteProviders } from '../src/lightning/provider';
-import { expireDueInvoices, expireInvoice, finalizePayment, paymentOrder, settleIncomingInvoice } from '../src/lightning/service';
+import { expireDueInvoices, expireInvoice, settleIncomingInvoice } from '../src/lightning/invoices';
+import { finalizePayment, paymentOrder } from '../src/lightning/payments';
 import type { Logger } from '../src/logger';
 
 export interface LightningActivityDeps {

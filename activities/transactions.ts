@@ -4,7 +4,11 @@ import type { Orm } from '../src/db/orm';
 import { armRefillForWallet } from '../src/gas-stations/service';
 import type { KeyService } from '../src/keys/service';
 import type { Logger } from '../src/logger';
-import { broadcastTransaction, checkTransaction, failTransaction, settleTransaction, signTransaction, type LifecycleDeps } from '../src/transactions/lifecycle';
+import { broadcastTransaction } from '../src/transactions/broadcasting';
+import { checkTransaction } from '../src/transactions/checking';
+import type { LifecycleDeps } from '../src/transactions/lifecycle';
+import { failTransaction, settleTransaction } from '../src/transactions/settlement';
+import { signTransaction } from '../src/transactions/signing';
 import { replaceTransaction } from '../src/transactions/replacements';
 import { transactionWithStarts } from './with-starts';
 
@@ -16,7 +20,7 @@ export interface TransactionActivityDeps {
   keys: KeyService;
 }
 
-/** The steps of a send (src/transactions/lifecycle.ts); each is idempotent under the transaction's row lock. */
+/** The steps of a send (by stage: src/transactions/signing.ts, broadcasting.ts, checking.ts and settlement.ts); each is idempotent under the transaction's row lock. */
 export const createTransactionActivities = (deps: TransactionActivityDeps) => {
   const lifecycle: LifecycleDeps = { config: deps.config, chains: deps.chains, keys: deps.keys, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), walletDebited: armRefillForWallet };
   return {

@@ -4,7 +4,7 @@ import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { Card, CardTransaction } from './entities';
 import { presentTransaction } from './presenters';
-import { cardDestinations, findCard, type CardTenant } from './service';
+import { cardDestinations, findCard, type CardTenant } from './lookups';
 import { exceededSpendLimit } from './spend-limits';
 import { lockingOnlyItsRow } from '../db/row-lock';
 

@@ -6,7 +6,7 @@ import { issuerAuthorizationReference } from './authorization';
 import { Card, CardTransaction, type CardTransactionType } from './entities';
 import { recordIssuerSync } from './issuer-sync';
 import { presentTransaction } from './presenters';
-import { cardDestinations } from './service';
+import { cardDestinations } from './lookups';
 import { lockingOnlyItsRow } from '../db/row-lock';
 
 /**

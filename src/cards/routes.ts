@@ -32,20 +32,9 @@ import {
   TerminationResponse,
   TransactionListResponse,
 } from './schemas';
-import {
-  type CardTenant,
-  cardListFilter,
-  createCard,
-  findCard,
-  findCustomer,
-  invalidStateTransition,
-  pageInfo,
-  readCard,
-  requestBalanceMove,
-  requestTermination,
-  tenantFilter,
-  updateCardStatus,
-} from './service';
+import { requestBalanceMove } from './balance-moves';
+import { type CardTenant, cardListFilter, findCard, findCustomer, invalidStateTransition, pageInfo, readCard, tenantFilter } from './lookups';
+import { createCard, requestTermination, updateCardStatus } from './service';
 import { stripeIssuingFor } from './providers/stripe-issuer';
 import { setSpendLimits } from './spend-limits';
 import { IssuingEvent, IssuingEventAnswer, receiveStripeIssuingEvent, STRIPE_RESPONSE_VERSION } from './stripe-authorizations';

@@ -5,7 +5,7 @@ import type { Logger } from '../logger';
 import { LightningInvoice } from './entities';
 import type { LndInvoice, LndNode } from './lnd';
 import type { LightningNodes } from './provider';
-import { settleIncomingInvoice } from './service';
+import { settleIncomingInvoice } from './invoices';
 
 /** How long the subscription may stay silent before it is opened again (a dead connection shows no error). */
 const SILENCE_MS = 5 * 60_000;

@@ -21,7 +21,9 @@ import {
 import { issueSandboxInvoice } from './sandbox-network';
 import { presentCreatedInvoice, presentDecoded, presentInvoice, presentPayment } from './presenters';
 import { answeredByNode, configuredLightningNodes } from './lnd';
-import { createInvoice, createPayment, decodePaymentRequest, findRecord, listRecords, preparePayment, previewPayment, settleIncomingInvoice, type NewInvoice, type NewPayment } from './service';
+import { createInvoice, settleIncomingInvoice, type NewInvoice } from './invoices';
+import { createPayment, decodePaymentRequest, preparePayment, previewPayment, type NewPayment } from './payments';
+import { findRecord, listRecords } from './service';
 
 /** What the invoice, preview and payment routes say about the environment's node. */
 const THROUGH_THE_NODE =

@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import type { WorkflowStarter } from '../temporal/starter';
 import { chainScanFlow } from './flows/chain-scan';
 import { ChainScanCursor, ScannedBlock } from './entities';
-import { resettleRemined, unplaceSettledSends } from '../transactions/lifecycle';
+import { resettleRemined, unplaceSettledSends } from '../transactions/settlement';
 import { recordOutgoing } from './outgoing';
 import { confirmDue, dropAbove, recordTransfers, requiredConfirmations, type ChainEnvironment } from './service';
 

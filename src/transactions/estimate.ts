@@ -13,7 +13,7 @@ import { assessFunding, FUNDING_MODELS, sponsoredFee, sponsoringStations } from 
 import { DomainError, errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
 import { selectCoins, type SpendableFormat, type SpendableOutput } from './coin-selection';
-import { erc20GasLimit, transferGas } from './service';
+import { erc20GasLimit, transferGas } from './node-reads';
 import { resolveTransfer } from './validation';
 import { spendableOutputs } from './wallet-outputs';
 

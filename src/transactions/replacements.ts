@@ -16,8 +16,11 @@ import { OutgoingTransaction, TransactionReplacement, type ReplacementKind } fro
 import { transactionWorkflowId } from './flows/transaction';
 import { bitcoinReplacementTerms, bitcoinSendOptions } from './bitcoin';
 import { recordChange } from './wallet-outputs';
-import { bitcoinInputsOf, feeTermsOf, FINISHED, lockedRow, REPLACEABLE_CHAINS, providerOf, replacementLockRelease, replacementScope, signWithKeysOf, type LifecycleDeps, type StepOutcome } from './lifecycle';
-import { findTransaction, nativeAssetOf, presentTransaction, recordedDecision } from './service';
+import { feeTermsOf, FINISHED, lockedRow, REPLACEABLE_CHAINS, providerOf, type LifecycleDeps, type StepOutcome } from './lifecycle';
+import { findTransaction, nativeAssetOf, presentTransaction } from './presenters';
+import { recordedDecision } from './service';
+import { replacementLockRelease, replacementScope } from './settlement';
+import { bitcoinInputsOf, signWithKeysOf } from './signing';
 import { withArticle } from '../shared/articles';
 import { lockingOnlyItsRow } from '../db/row-lock';
 
@@ -29,7 +32,7 @@ import { lockingOnlyItsRow } from '../db/row-lock';
  * replacement is recorded (its extra fee locked under its own reference, the movement gate asked)
  * by the API or by the send's workflow when the send waited FEE_BUMP_AFTER_BLOCKS unmined; the
  * workflow signs and broadcasts it, follows every candidate and settles on the one mined
- * (lifecycle.ts `checkTransaction`), debiting once and releasing every lock.
+ * (checking.ts `checkTransaction`), debiting once and releasing every lock.
  */
 
 type Eip1559Terms = Extract<StoredFeeTerms, { model: 'eip1559' }>;

@@ -5,7 +5,9 @@ import { OutgoingTransaction } from './entities';
 import { estimateFee } from './estimate';
 import { readReplacementMarket, requestReplacement } from './replacements';
 import { CancelTransactionBody, CreateTransactionBody, EstimateFeeBody, FeeEstimation, SpeedUpTransactionBody, TransactionListQuery, TransactionObject, TransactionParams } from './schemas';
-import { createTransaction, findTransaction, presentTransaction, readSendFromNode, transactionPresenter } from './service';
+import { readSendFromNode } from './node-reads';
+import { findTransaction, presentTransaction, transactionPresenter } from './presenters';
+import { createTransaction } from './service';
 
 const TAG = 'Transactions';
 

@@ -1,13 +1,15 @@
+/**
+ * Creating a send: its fee planned, its funds locked from the first address that holds them, the
+ * movement gate's decision, the row, and its workflow (or its sponsorship) started after commit.
+ */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { assetById, findChain, type AssetInfo } from '../catalogue/service';
-import { chainNodeUnavailable, readFeeMarket } from '../chains/fees';
+import type { AssetInfo } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
-import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeLevel, type FeeMarket } from '../chains/provider';
-import { erc20TransferData } from '../chains/transfers/ethereum';
+import type { FeeLevel, FeeMarket } from '../chains/provider';
 import type { Config } from '../config';
 import { Address, type Wallet } from '../custody/entities';
 import { lockCustodyFunds, spendableByAddress } from '../custody/journal';
-import { findPrimaryAddress, type Tenant } from '../custody/service';
+import type { Tenant } from '../custody/service';
 import { emit } from '../events/service';
 import { requiredConfirmations } from '../monitoring/service';
 import { accountFeeTerms, type SendGas, type StoredFeeTerms } from '../movements/fee-terms';
@@ -16,27 +18,17 @@ import { isAutomation, judgeMovement, type MovementInitiator } from '../movement
 import { heldSendSubject } from '../policies/held-sends';
 import type { DestinationType, OperationType } from '../policies/schema';
 import type { EvaluationResult } from '../policies/evaluator';
-import { DomainError, errors } from '../shared/errors';
-import { isUuid, uuid } from '../shared/ids';
+import { errors } from '../shared/errors';
+import { uuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
-import { iso } from '../shared/time';
 import { recordStart } from '../temporal/starter';
 import { bitcoinSendOptions, planBitcoinSend } from './bitcoin';
-import { OutgoingTransaction, TransactionReplacement, WalletOutput, type PinnedInput, type RecordedDecision } from './entities';
-import { transactionFlow, transactionWorkflowId } from './flows/transaction';
+import { OutgoingTransaction, type PinnedInput, type RecordedDecision } from './entities';
+import { transactionFlow } from './flows/transaction';
 import { lockOutputs } from './wallet-outputs';
-import { resolveTransfer, type ResolvedTransfer, type TransferRequest } from './validation';
-import { withArticle } from '../shared/articles';
-
-export interface CreateTransactionInput extends TransferRequest {
-  fee_level?: FeeLevel | undefined;
-  fee_rate?: string | undefined;
-  max_fee_rate?: string | undefined;
-  fill_fee_from_unselected?: boolean | undefined;
-  inputs?: { txid: string; vout: string }[] | undefined;
-  note?: string | undefined;
-  sponsor?: boolean | undefined;
-}
+import { readSendFromNode, type SendNodeReads } from './node-reads';
+import { presentTransaction } from './presenters';
+import { checkSendOptions, resolveTransfer, type CreateTransactionInput, type ResolvedTransfer } from './validation';
 
 /**
  * What a send's caller says that the API does not offer: the kind of movement the gate judges
@@ -57,73 +49,6 @@ export interface AutomatedSend {
   nodeReads?: SendNodeReads;
   /** A send asked through the API, with its Idempotency-Key if any: a require_approval hold opens an approval request bound to it. */
   asked?: { idempotencyKey: string | null };
-}
-
-/**
- * What a send needs from its chain's node: the fee market, and each address it may leave from with
- * the gas its transfer takes from there (ERC-20 and sponsored sends; none for plain ether, Bitcoin
- * and flat-fee chains). Read before the send's transaction opens, so no pooled connection or row
- * lock waits on the node.
- */
-export interface SendNodeReads {
-  market: FeeMarket;
-  senders: { addressId: string; gas: SendGas | undefined }[];
-}
-
-/**
- * The node's part of a send, read outside any transaction: the request is checked first (bad input
- * is 400 before any node is asked), then the market, the token's contract, and the gas from each
- * candidate sending address. The first candidate's estimate refusing the transfer refuses the send
- * (400 gas_estimate_failed); a later candidate's drops that candidate.
- */
-export async function readSendFromNode(
-  em: EntityManager,
-  config: Config,
-  chains: ChainNodes,
-  auth: MovementInitiator,
-  input: CreateTransactionInput,
-  automation: Pick<AutomatedSend, 'fromAddress' | 'market'> = {},
-): Promise<SendNodeReads> {
-  const transfer = await resolveTransfer(em, auth, input);
-  checkSendOptions(transfer, input);
-  const { wallet, chain, asset, toAddress, amount } = transfer;
-  const market = automation.market ?? (await readFeeMarket(chains, chain.id, auth.environment, em));
-  const provider = await chains.provider(chain.id, auth.environment, em);
-  if (asset.type !== 'native' && !provider.tokenAddress(asset.id)) {
-    throw errors.invalid('asset_not_configured', `No ${asset.id} contract is configured for ${chain.id} in this environment.`, { param: 'asset' });
-  }
-  const candidates = automation.fromAddress ? [automation.fromAddress] : await sendingCandidates(em, wallet, asset, amount);
-  const senders: SendNodeReads['senders'] = [];
-  for (const sender of candidates) {
-    try {
-      senders.push({ addressId: sender.id, gas: market.model === 'eip1559' ? await sendGas(config, provider, asset, sender.address, toAddress, amount, input.sponsor === true) : undefined });
-    } catch (error) {
-      if (senders.length === 0 || !(error instanceof DomainError)) throw error;
-    }
-  }
-  return { market, senders };
-}
-
-/** The request's options that fit no send of its chain or amount: 400 before anything is read or locked. */
-function checkSendOptions(transfer: ResolvedTransfer, input: CreateTransactionInput): void {
-  const { chain, gross } = transfer;
-  const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
-  if (bitcoinOnly && chain.id !== 'bitcoin') {
-    throw errors.invalid('bitcoin_only', `${bitcoinOnly} is coin control and fee-rate control for Bitcoin; ${withArticle(chain.id)} wallet cannot use it.`, { param: bitcoinOnly });
-  }
-  if (input.inputs && gross) {
-    throw errors.invalid('inputs_with_gross_amount', 'inputs (coin control) cannot be combined with treat_as_gross_amount: choose the inputs, or let the fee come out of the amount.', {
-      param: 'inputs',
-    });
-  }
-  if (input.fill_fee_from_unselected !== undefined && !input.inputs) {
-    throw errors.validation('fill_fee_from_unselected tops up pinned inputs: it needs inputs.', 'fill_fee_from_unselected');
-  }
-  if (input.sponsor && gross) {
-    throw errors.invalid('sponsored_gross_amount', 'A sponsored fee is paid by a gas station, not out of the amount: send without treat_as_gross_amount.', {
-      param: 'treat_as_gross_amount',
-    });
-  }
 }
 
 /** The fee a send is signed with, the most it can cost (what is locked), and for Bitcoin the coins it spends. */
@@ -261,54 +186,6 @@ function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: Fe
   return { terms, feeLimit, recipientAmount: gross ? amount - feeLimit : amount };
 }
 
-/**
- * The gas an EVM transfer uses, from the node's eth_estimateGas of the call from the sending address
- * (the devnet answers exactly what it charges): a sponsored send is signed with it as its limit, so
- * the fuel is exactly its fee. A call the node says would fail is refused (400 gas_estimate_failed,
- * the node's reason in details); a node that does not answer is 503 chain_node_unavailable.
- */
-export async function transferGas(provider: ChainProvider, asset: AssetInfo, from: string, to: string, amount: bigint): Promise<bigint> {
-  if (!provider.estimateGas) throw new Error(`the ${asset.chain} provider cannot estimate gas`);
-  const token = asset.type === 'native' ? undefined : provider.tokenAddress(asset.id);
-  try {
-    return await (token ? provider.estimateGas({ from, to: token, data: erc20TransferData(to, amount) }) : provider.estimateGas({ from, to, value: amount }));
-  } catch (error) {
-    if (error instanceof NodeUnavailableError) throw chainNodeUnavailable('unreachable', `the ${asset.chain} node did not answer`);
-    if (!(error instanceof TransactionRejectedError)) throw error;
-    throw errors.invalid('gas_estimate_failed', `The node cannot estimate the gas of this ${asset.id} transfer: ${error.message}`, {
-      details: { asset_id: asset.id, reason: error.reason },
-    });
-  }
-}
-
-/**
- * The gas limit of an unsponsored ERC-20 send, which its fee limit is priced at: the node's estimate
- * of the transfer (transferGas) raised by ERC20_GAS_MARGIN_PERCENT (the gas can grow between the
- * estimate and the block, and a send out of gas still pays), and never above ERC20_GAS_CAP. An
- * estimate above the cap is refused (400 gas_above_cap with the figures): no plain transfer costs that.
- */
-export function erc20GasLimit(config: Config, asset: AssetInfo, estimate: bigint): bigint {
-  const cap = BigInt(config.ERC20_GAS_CAP);
-  if (estimate > cap) {
-    throw errors.invalid('gas_above_cap', `The node estimates this ${asset.id} transfer at ${estimate} gas, above the cap of ${cap} gas: it is refused.`, {
-      param: 'asset',
-      details: { asset_id: asset.id, estimated_gas: estimate.toString(), gas_cap: cap.toString() },
-    });
-  }
-  const limit = (estimate * BigInt(100 + config.ERC20_GAS_MARGIN_PERCENT)) / 100n;
-  return limit < cap ? limit : cap;
-}
-
-/**
- * The gas an EVM send is signed with: sponsored, the transfer's exact gas; an unsponsored token send,
- * its estimate with margin under the cap; unsponsored ether, the fixed 21000 (undefined here).
- */
-async function sendGas(config: Config, provider: ChainProvider, asset: AssetInfo, from: string, to: string, amount: bigint, sponsored: boolean): Promise<SendGas | undefined> {
-  if (asset.type === 'native' && !sponsored) return undefined;
-  const estimate = await transferGas(provider, asset, from, to, amount);
-  return { limit: sponsored ? estimate : erc20GasLimit(config, asset, estimate), sponsored };
-}
-
 interface SendAttempt {
   plan: FeePlan;
   lockedAmount: bigint;
@@ -358,21 +235,6 @@ async function readSenders(em: EntityManager, wallet: Wallet, reads: SendNodeRea
   const ids = reads.senders.map((read) => read.addressId);
   const found = await em.find(Address, { id: { $in: ids }, wallet });
   return ids.map((id) => found.find((address) => address.id === id)).filter((address): address is Address => address !== undefined);
-}
-
-/**
- * The addresses an account-chain send may leave from: those whose spendable balance of the asset
- * covers the amount, the primary first, then by index. Bitcoin spends the wallet's coins from its
- * primary address's view. None covers it: the primary, whose lock then says why not.
- */
-async function sendingCandidates(em: EntityManager, wallet: Wallet, asset: AssetInfo, amount: bigint): Promise<Address[]> {
-  const primary = await findPrimaryAddress(em, wallet);
-  if (wallet.chain === 'bitcoin') return [primary];
-  const spendable = await spendableByAddress(em, { walletId: wallet.id }, [asset.id]);
-  const holders = [...spendable].filter(([, assets]) => (assets.get(asset.id) ?? 0n) >= amount).map(([addressId]) => addressId);
-  if (holders.length === 0) return [primary];
-  const addresses = await em.find(Address, { id: { $in: holders }, wallet }, { orderBy: { isPrimary: 'desc', addressIndex: 'asc' } });
-  return addresses;
 }
 
 async function insufficientFunds(
@@ -432,97 +294,3 @@ export function recordedDecision(evaluation: EvaluationResult): RecordedDecision
   const matched = evaluation.trace?.find((entry) => entry.terminal);
   return { result: evaluation.result, policy_id: evaluation.policy_id, rule_id: evaluation.rule_id, action: matched?.action ?? null };
 }
-
-export async function findTransaction(em: EntityManager, tenant: { organizationId: string; environment: string }, id: string): Promise<OutgoingTransaction> {
-  const transaction = isUuid(id)
-    ? await em.findOne(OutgoingTransaction, { id, organization: tenant.organizationId, environment: tenant.environment as OutgoingTransaction['environment'] }, { populate: ['fromAddress'] })
-    : null;
-  if (!transaction) throw errors.notFound('transaction', id);
-  return transaction;
-}
-
-/** The Transaction resource, with `inputs_used` (Bitcoin: the outputs it locked or spent). */
-export async function presentTransaction(em: EntityManager, transaction: OutgoingTransaction) {
-  return (await transactionPresenter(em, [transaction]))(transaction);
-}
-
-function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutput[], replacements: TransactionReplacement[]) {
-  const asset = assetById(transaction.assetId);
-  const native = nativeAssetOf(transaction);
-  const display = (raw: string | null | undefined, decimals: number) => (raw == null ? null : toDisplay(raw, decimals));
-  return {
-    id: transaction.id,
-    object: 'transaction' as const,
-    wallet_id: transaction.wallet.id,
-    chain: transaction.chain,
-    network: transaction.network,
-    asset: asset.symbol,
-    asset_id: asset.id,
-    from_address: transaction.fromAddress.address,
-    to_address: transaction.toAddress,
-    amount: toDisplay(transaction.amount, asset.decimals),
-    amount_raw: transaction.amount,
-    recipient_amount: toDisplay(transaction.recipientAmount, asset.decimals),
-    recipient_amount_raw: transaction.recipientAmount,
-    treat_as_gross_amount: transaction.gross,
-    fee: display(transaction.fee, native.decimals),
-    fee_raw: transaction.fee ?? null,
-    fee_limit: toDisplay(transaction.feeLimit, native.decimals),
-    fee_limit_raw: transaction.feeLimit,
-    fee_asset_id: native.id,
-    fee_level: transaction.feeLevel,
-    fee_rate: transaction.feeRate ?? null,
-    max_fee_rate: transaction.maxFeeRate ?? null,
-    inputs: transaction.pinnedInputs?.map((input) => ({ txid: input.txid, vout: String(input.vout) })) ?? null,
-    fill_fee_from_unselected: transaction.fillFeeFromUnselected,
-    inputs_used: outputs.map((output) => ({ txid: output.txid, vout: String(output.vout), amount: toDisplay(output.amount, 8), amount_raw: output.amount })),
-    nonce: transaction.nonce ?? null,
-    replacements: replacements.map((replacement) => ({
-      id: replacement.id,
-      kind: replacement.kind,
-      origin: replacement.origin,
-      status: replacement.status,
-      tx_hash: replacement.txHash ?? null,
-      fee_limit: toDisplay(replacement.feeLimit, native.decimals),
-      fee_limit_raw: replacement.feeLimit,
-      policy_decision: replacement.policyDecision,
-      failure_message: replacement.failureMessage ?? null,
-      created_at: iso(replacement.createdAt),
-      broadcast_at: replacement.broadcastAt ? iso(replacement.broadcastAt) : null,
-    })),
-    status: transaction.status,
-    tx_hash: transaction.txHash ?? null,
-    block_height: transaction.blockHeight ?? null,
-    confirmations: transaction.confirmations,
-    required_confirmations: transaction.requiredConfirmations,
-    note: transaction.note,
-    sponsor: transaction.sponsorshipId != null,
-    sponsorship_id: transaction.sponsorshipId ?? null,
-    policy_decision: transaction.policyDecision,
-    failure_reason: transaction.failureReason ?? null,
-    failure_message: transaction.failureMessage ?? null,
-    workflow_id: transactionWorkflowId(transaction.id),
-    created_at: iso(transaction.createdAt),
-    updated_at: iso(transaction.updatedAt),
-    broadcast_at: transaction.broadcastAt ? iso(transaction.broadcastAt) : null,
-    confirmed_at: transaction.confirmedAt ? iso(transaction.confirmedAt) : null,
-    failed_at: transaction.failedAt ? iso(transaction.failedAt) : null,
-  };
-}
-
-/** The presenter of one page: the Bitcoin inputs and the replacements of all its transactions, one query each. */
-export async function transactionPresenter(em: EntityManager, transactions: OutgoingTransaction[]) {
-  const bitcoin = transactions.filter((transaction) => transaction.chain === 'bitcoin').map((transaction) => transaction.id);
-  const outputs = bitcoin.length ? await em.find(WalletOutput, { spentBy: { $in: bitcoin } }, { orderBy: { txid: 'asc', vout: 'asc' } }) : [];
-  const replaceable = transactions.filter((transaction) => transaction.chain === 'ethereum' || transaction.chain === 'bitcoin').map((transaction) => transaction.id);
-  const replacements = replaceable.length ? await em.find(TransactionReplacement, { transaction: { $in: replaceable } }, { orderBy: { createdAt: 'asc' } }) : [];
-  return (transaction: OutgoingTransaction) =>
-    presentWithInputs(
-      transaction,
-      outputs.filter((output) => output.spentBy?.id === transaction.id),
-      replacements.filter((replacement) => replacement.transaction.id === transaction.id),
-    );
-}
-
-export const nativeAssetOf = (transaction: Pick<OutgoingTransaction, 'chain'>): AssetInfo => assetById(findChain(transaction.chain).nativeAssetId);
-

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ASSETS, assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainInfo } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
+import type { FeeLevel } from '../chains/provider';
 import type { Wallet } from '../custody/entities';
 import { findWallet, type Tenant } from '../custody/service';
 import { errors } from '../shared/errors';
@@ -13,6 +14,16 @@ export interface TransferRequest {
   amount: string;
   asset: string;
   treat_as_gross_amount?: boolean | undefined;
+}
+
+export interface CreateTransactionInput extends TransferRequest {
+  fee_level?: FeeLevel | undefined;
+  fee_rate?: string | undefined;
+  max_fee_rate?: string | undefined;
+  fill_fee_from_unselected?: boolean | undefined;
+  inputs?: { txid: string; vout: string }[] | undefined;
+  note?: string | undefined;
+  sponsor?: boolean | undefined;
 }
 
 export interface ResolvedTransfer {
@@ -51,4 +62,26 @@ export async function resolveTransfer(em: EntityManager, auth: Tenant, input: Tr
     );
   }
   return { wallet, chain, asset, native, toAddress, amount, gross };
+}
+
+/** The request's options that fit no send of its chain or amount: 400 before anything is read or locked. */
+export function checkSendOptions(transfer: ResolvedTransfer, input: CreateTransactionInput): void {
+  const { chain, gross } = transfer;
+  const bitcoinOnly = (['inputs', 'fee_rate', 'max_fee_rate', 'fill_fee_from_unselected'] as const).find((field) => input[field] !== undefined);
+  if (bitcoinOnly && chain.id !== 'bitcoin') {
+    throw errors.invalid('bitcoin_only', `${bitcoinOnly} is coin control and fee-rate control for Bitcoin; ${withArticle(chain.id)} wallet cannot use it.`, { param: bitcoinOnly });
+  }
+  if (input.inputs && gross) {
+    throw errors.invalid('inputs_with_gross_amount', 'inputs (coin control) cannot be combined with treat_as_gross_amount: choose the inputs, or let the fee come out of the amount.', {
+      param: 'inputs',
+    });
+  }
+  if (input.fill_fee_from_unselected !== undefined && !input.inputs) {
+    throw errors.validation('fill_fee_from_unselected tops up pinned inputs: it needs inputs.', 'fill_fee_from_unselected');
+  }
+  if (input.sponsor && gross) {
+    throw errors.invalid('sponsored_gross_amount', 'A sponsored fee is paid by a gas station, not out of the amount: send without treat_as_gross_amount.', {
+      param: 'treat_as_gross_amount',
+    });
+  }
 }

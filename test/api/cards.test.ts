@@ -8,7 +8,7 @@ import { isLuhnValid } from '../../src/cards/issuer';
 import { Event } from '../../src/events/entities';
 import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { requestBalanceMove } from '../../src/cards/service';
+import { requestBalanceMove } from '../../src/cards/balance-moves';
 import { sweepStarts, validCustomer, workflowStarts } from '../support/cards';
 import { assertLedgerReconciles } from '../support/ledger';
 import { WebhookReceiver } from '../support/webhook-receiver';

@@ -9,7 +9,7 @@ import { withNodeKey } from '../../src/lightning/node-key';
 import { issueSandboxInvoice } from '../../src/lightning/sandbox-network';
 import { encodeBolt11 } from '../../src/lightning/bolt11';
 import { LightningInvoice } from '../../src/lightning/entities';
-import { settleIncomingInvoice } from '../../src/lightning/service';
+import { settleIncomingInvoice } from '../../src/lightning/invoices';
 import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';

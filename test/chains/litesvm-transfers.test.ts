@@ -39,7 +39,7 @@ describe('Solana transfers in the Solana runtime (LiteSVM)', () => {
   };
   const tokenAmount = (account: string) => u64At(accountData(account).data, 64);
 
-  /** A transfer as the send workflow builds it (src/transactions/lifecycle.ts), on the runtime's recent blockhash. */
+  /** A transfer as the send workflow builds it (src/transactions/signing.ts), on the runtime's recent blockhash. */
   const transfer = (fields: Partial<TransferToSign> & Pick<TransferToSign, 'assetId' | 'amount'>): TransferToSign => ({
     chain: 'solana',
     testnet: true,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { LockMode } from '@mikro-orm/core';
 import pg from 'pg';
 import { Card } from '../../src/cards/entities';
-import { findCard } from '../../src/cards/service';
+import { findCard } from '../../src/cards/lookups';
 import { lockingOnlyItsRow } from '../../src/db/row-lock';
 import { retryingTransientConflicts } from '../../src/db/transient-errors';
 import { pendingCard } from '../support/cards';

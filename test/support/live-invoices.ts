@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { presentCreatedInvoice } from '../../src/lightning/presenters';
 import { NO_LIGHTNING_NODES } from '../../src/lightning/provider';
-import { createInvoice, signWithNodeKey, type NewInvoice } from '../../src/lightning/service';
+import { createInvoice, signWithNodeKey, type NewInvoice } from '../../src/lightning/invoices';
 import type { TestApp } from './app';
 import { testOrm } from './environment';
 

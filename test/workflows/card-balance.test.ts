@@ -6,7 +6,7 @@ import { Worker } from '@temporalio/worker';
 import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Card, CardTransaction } from '../../src/cards/entities';
 import { type IssuerProvider, SandboxIssuer } from '../../src/cards/issuer';
-import { requestBalanceMove } from '../../src/cards/service';
+import { requestBalanceMove } from '../../src/cards/balance-moves';
 import { Event } from '../../src/events/entities';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle } from '../../src/worker-setup';

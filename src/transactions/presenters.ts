@@ -1,0 +1,102 @@
+/** Reads of sends: one of the tenant's sends, and the Transaction resource as the API presents one send or a page. */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { assetById, findChain, type AssetInfo } from '../catalogue/service';
+import { errors } from '../shared/errors';
+import { isUuid } from '../shared/ids';
+import { toDisplay } from '../shared/money';
+import { iso } from '../shared/time';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput } from './entities';
+import { transactionWorkflowId } from './flows/transaction';
+
+export async function findTransaction(em: EntityManager, tenant: { organizationId: string; environment: string }, id: string): Promise<OutgoingTransaction> {
+  const transaction = isUuid(id)
+    ? await em.findOne(OutgoingTransaction, { id, organization: tenant.organizationId, environment: tenant.environment as OutgoingTransaction['environment'] }, { populate: ['fromAddress'] })
+    : null;
+  if (!transaction) throw errors.notFound('transaction', id);
+  return transaction;
+}
+
+/** The Transaction resource, with `inputs_used` (Bitcoin: the outputs it locked or spent). */
+export async function presentTransaction(em: EntityManager, transaction: OutgoingTransaction) {
+  return (await transactionPresenter(em, [transaction]))(transaction);
+}
+
+function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutput[], replacements: TransactionReplacement[]) {
+  const asset = assetById(transaction.assetId);
+  const native = nativeAssetOf(transaction);
+  const display = (raw: string | null | undefined, decimals: number) => (raw == null ? null : toDisplay(raw, decimals));
+  return {
+    id: transaction.id,
+    object: 'transaction' as const,
+    wallet_id: transaction.wallet.id,
+    chain: transaction.chain,
+    network: transaction.network,
+    asset: asset.symbol,
+    asset_id: asset.id,
+    from_address: transaction.fromAddress.address,
+    to_address: transaction.toAddress,
+    amount: toDisplay(transaction.amount, asset.decimals),
+    amount_raw: transaction.amount,
+    recipient_amount: toDisplay(transaction.recipientAmount, asset.decimals),
+    recipient_amount_raw: transaction.recipientAmount,
+    treat_as_gross_amount: transaction.gross,
+    fee: display(transaction.fee, native.decimals),
+    fee_raw: transaction.fee ?? null,
+    fee_limit: toDisplay(transaction.feeLimit, native.decimals),
+    fee_limit_raw: transaction.feeLimit,
+    fee_asset_id: native.id,
+    fee_level: transaction.feeLevel,
+    fee_rate: transaction.feeRate ?? null,
+    max_fee_rate: transaction.maxFeeRate ?? null,
+    inputs: transaction.pinnedInputs?.map((input) => ({ txid: input.txid, vout: String(input.vout) })) ?? null,
+    fill_fee_from_unselected: transaction.fillFeeFromUnselected,
+    inputs_used: outputs.map((output) => ({ txid: output.txid, vout: String(output.vout), amount: toDisplay(output.amount, 8), amount_raw: output.amount })),
+    nonce: transaction.nonce ?? null,
+    replacements: replacements.map((replacement) => ({
+      id: replacement.id,
+      kind: replacement.kind,
+      origin: replacement.origin,
+      status: replacement.status,
+      tx_hash: replacement.txHash ?? null,
+      fee_limit: toDisplay(replacement.feeLimit, native.decimals),
+      fee_limit_raw: replacement.feeLimit,
+      policy_decision: replacement.policyDecision,
+      failure_message: replacement.failureMessage ?? null,
+      created_at: iso(replacement.createdAt),
+      broadcast_at: replacement.broadcastAt ? iso(replacement.broadcastAt) : null,
+    })),
+    status: transaction.status,
+    tx_hash: transaction.txHash ?? null,
+    block_height: transaction.blockHeight ?? null,
+    confirmations: transaction.confirmations,
+    required_confirmations: transaction.requiredConfirmations,
+    note: transaction.note,
+    sponsor: transaction.sponsorshipId != null,
+    sponsorship_id: transaction.sponsorshipId ?? null,
+    policy_decision: transaction.policyDecision,
+    failure_reason: transaction.failureReason ?? null,
+    failure_message: transaction.failureMessage ?? null,
+    workflow_id: transactionWorkflowId(transaction.id),
+    created_at: iso(transaction.createdAt),
+    updated_at: iso(transaction.updatedAt),
+    broadcast_at: transaction.broadcastAt ? iso(transaction.broadcastAt) : null,
+    confirmed_at: transaction.confirmedAt ? iso(transaction.confirmedAt) : null,
+    failed_at: transaction.failedAt ? iso(transaction.failedAt) : null,
+  };
+}
+
+/** The presenter of one page: the Bitcoin inputs and the replacements of all its transactions, one query each. */
+export async function transactionPresenter(em: EntityManager, transactions: OutgoingTransaction[]) {
+  const bitcoin = transactions.filter((transaction) => transaction.chain === 'bitcoin').map((transaction) => transaction.id);
+  const outputs = bitcoin.length ? await em.find(WalletOutput, { spentBy: { $in: bitcoin } }, { orderBy: { txid: 'asc', vout: 'asc' } }) : [];
+  const replaceable = transactions.filter((transaction) => transaction.chain === 'ethereum' || transaction.chain === 'bitcoin').map((transaction) => transaction.id);
+  const replacements = replaceable.length ? await em.find(TransactionReplacement, { transaction: { $in: replaceable } }, { orderBy: { createdAt: 'asc' } }) : [];
+  return (transaction: OutgoingTransaction) =>
+    presentWithInputs(
+      transaction,
+      outputs.filter((output) => output.spentBy?.id === transaction.id),
+      replacements.filter((replacement) => replacement.transaction.id === transaction.id),
+    );
+}
+
+export const nativeAssetOf = (transaction: Pick<OutgoingTransaction, 'chain'>): AssetInfo => assetById(findChain(transaction.chain).nativeAssetId);

@@ -1,0 +1,222 @@
+/**
+ * The end of a send: settled once mined at its confirmation count (debited, its locks released),
+ * failed when it can never be mined, and re-settled after a reorganisation moved it; with the
+ * journal entries and events each of these writes.
+ */
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { assetById } from '../catalogue/service';
+import type { ChainProvider } from '../chains/provider';
+import { postCustodyEntries, type CustodyEntry } from '../custody/journal';
+import { emit } from '../events/service';
+import type { EventType } from '../events/event-types';
+import { OutgoingTransaction, TransactionReplacement, type TransactionStatus } from './entities';
+import { nativeAssetOf, presentTransaction } from './presenters';
+import { releaseOutputs, settleOutputs } from './wallet-outputs';
+import { FINISHED, lockedRow, type LifecycleDeps } from './lifecycle';
+
+/** A mined send's failure reason: its call reverted, or it was cancelled (its cancel mined: nothing sent, the fee paid); else none. */
+export const minedOutcome = (succeeded: boolean, cancelled: boolean) => (!succeeded ? 'reverted' : cancelled ? 'cancelled' : null);
+
+const FAILED_WHEN_MINED: Record<string, string> = {
+  reverted: 'The transaction was mined but its call reverted: the fee was paid, nothing was sent.',
+  cancelled: 'Cancelled: a zero-value transfer back to the sending address was mined with its nonce; the fee was paid, nothing was sent.',
+};
+
+/**
+ * Settles a send mined at its confirmation count, once: the wallet is debited what left it (the
+ * recipient's amount, unless the call reverted, and the fee actually paid) and its lock released
+ * in full, so the part of the fee limit not used returns to the available balance.
+ */
+export async function settleTransaction(deps: LifecycleDeps, transactionId: string): Promise<TransactionStatus> {
+  return deps.transaction(async (em) => {
+    const transaction = await lockedRow(em, transactionId);
+    if (FINISHED.includes(transaction.status)) return transaction.status;
+    if (transaction.fee == null) throw new Error(`transaction ${transaction.id} is mined but its fee is not known yet`);
+    await postCustodyEntries(em, [...lockReleases(transaction), ...(await replacementLockReleases(em, transaction)), ...debitEntries(transaction, debitsOf(transaction))]);
+    if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id, transaction.txHash!);
+    await supersedeReplacements(em, transaction);
+    await deps.walletDebited(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
+    return recordOutcome(em, transaction);
+  });
+}
+
+interface SendDebit {
+  kind: 'send_debit' | 'fee_debit';
+  assetId: string;
+  amount: bigint;
+}
+
+/** What a mined send took from its wallet: the recipient's amount unless its call reverted, and the fee in the native asset. */
+const debitsOf = (transaction: OutgoingTransaction): SendDebit[] => [
+  { kind: 'send_debit', assetId: transaction.assetId, amount: transaction.failureReason === 'reverted' ? 0n : BigInt(transaction.recipientAmount) },
+  { kind: 'fee_debit', assetId: nativeAssetOf(transaction).id, amount: BigInt(transaction.fee!) },
+];
+
+/** The entries that take `debits` (negative: give back) off the send's ledger, referencing its current settlement. */
+function debitEntries(transaction: OutgoingTransaction, debits: SendDebit[]): CustodyEntry[] {
+  const scope = { ...custodyScope(transaction), reference: { type: 'transaction', id: settlementOf(transaction) } };
+  return debits.filter((debit) => debit.amount !== 0n).map((debit) => ({ ...scope, assetId: debit.assetId, kind: debit.kind, balance: -debit.amount }));
+}
+
+/** A mined send's status from its outcome (failed if its call reverted or it was cancelled, else confirmed), announced once per settlement. */
+async function recordOutcome(em: EntityManager, transaction: OutgoingTransaction): Promise<TransactionStatus> {
+  const now = new Date();
+  const failureMessage = transaction.failureReason ? FAILED_WHEN_MINED[transaction.failureReason] : undefined;
+  if (failureMessage) {
+    Object.assign(transaction, { status: 'failed', failedAt: now, confirmedAt: null, failureMessage });
+    await announce(em, transaction, 'transaction.failed');
+    return 'failed';
+  }
+  Object.assign(transaction, { status: 'confirmed', confirmedAt: now, failedAt: null, failureMessage: null });
+  await announce(em, transaction, 'transaction.confirmed');
+  const asset = assetById(transaction.assetId);
+  if (asset.symbol === 'USDC' || asset.symbol === 'USDT') {
+    const data = await presentTransaction(em, transaction);
+    await emit(em, {
+      organizationId: transaction.organization.id,
+      environment: transaction.environment,
+      type: 'transfer.success',
+      data: { ...data, transaction_id: transaction.id },
+      dedupeKey: `transfer.success:${settlementOf(transaction)}`,
+    });
+  }
+  return 'confirmed';
+}
+
+/** One settlement of a send: the send itself, and after each reorganisation that took its block away a new one (`<id>#<n>`). */
+const settlementOf = (transaction: OutgoingTransaction) => (transaction.reorganisations ? `${transaction.id}#${transaction.reorganisations}` : transaction.id);
+
+/**
+ * A reorganisation replaced the blocks above `forkHeight`: the sends settled in them lose their
+ * block (status, debit and lock stay as settled) until `resettleRemined` finds them mined again.
+ */
+export async function unplaceSettledSends(em: EntityManager, scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] }, forkHeight: number): Promise<OutgoingTransaction[]> {
+  const settled = await em.find(
+    OutgoingTransaction,
+    { chain: scope.chain, environment: scope.environment, status: { $in: [...FINISHED] }, blockHeight: { $gt: forkHeight } },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+  );
+  for (const transaction of settled) {
+    Object.assign(transaction, { blockHeight: null, blockHash: null, confirmations: 0 });
+    transaction.reorganisations += 1;
+  }
+  return settled;
+}
+
+/**
+ * Settled sends a reorganisation took off the chain, mined again at their confirmation count: placed
+ * in their new block, and where the outcome or the fee changed (a call that reverted in the
+ * abandoned block succeeds in the new one, or the reverse) the status is the new outcome's, the
+ * failure cleared or recorded, and the wallet's debit corrected by the difference. Those not mined
+ * again (yet) are asked again at the next pass. Answers the sends re-settled.
+ */
+export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transaction'>, provider: ChainProvider, scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] }): Promise<OutgoingTransaction[]> {
+  const unplaced = await deps.em().find(OutgoingTransaction, {
+    chain: scope.chain,
+    environment: scope.environment,
+    blockHash: null,
+    txHash: { $ne: null },
+    $or: [{ status: 'confirmed' }, { status: 'failed', failureReason: { $in: ['reverted', 'cancelled'] } }],
+  });
+  const resettled: OutgoingTransaction[] = [];
+  for (const candidate of unplaced) {
+    const status = await provider.transactionStatus(candidate.txHash!);
+    if (status.state !== 'mined' || status.confirmations < candidate.requiredConfirmations) continue;
+    const done = await deps.transaction(async (em) => {
+      const transaction = await lockedRow(em, candidate.id);
+      if (transaction.blockHash != null || !FINISHED.includes(transaction.status)) return false;
+      const before = debitsOf(transaction);
+      const outcomeBefore = transaction.failureReason;
+      Object.assign(transaction, { blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
+      if (status.fee !== null) transaction.fee = status.fee.toString();
+      transaction.failureReason = minedOutcome(status.succeeded, transaction.failureReason === 'cancelled');
+      await postCustodyEntries(
+        em,
+        debitEntries(
+          transaction,
+          debitsOf(transaction).map((debit, index) => ({ ...debit, amount: debit.amount - before[index]!.amount })),
+        ),
+      );
+      if (transaction.failureReason !== outcomeBefore) await recordOutcome(em, transaction);
+      return true;
+    });
+    if (done) resettled.push(candidate);
+  }
+  return resettled;
+}
+
+/**
+ * Fails a send that provably never reached the chain and never will: its lock (and Bitcoin outputs)
+ * released, nothing debited, once. `spentInputs`: its inputs a conflicting mined transaction spent.
+ */
+export async function failTransaction(deps: LifecycleDeps, transactionId: string, reason: string, message: string, spentInputs: string[] = []): Promise<TransactionStatus> {
+  return deps.transaction(async (em) => {
+    const transaction = await lockedRow(em, transactionId);
+    if (FINISHED.includes(transaction.status)) return transaction.status;
+    await postCustodyEntries(em, [...lockReleases(transaction), ...(await replacementLockReleases(em, transaction))]);
+    if (transaction.chain === 'bitcoin') await releaseOutputs(em, transaction.id, spentInputs);
+    await supersedeReplacements(em, transaction);
+    Object.assign(transaction, { status: 'failed', failedAt: new Date(), failureReason: reason, failureMessage: message });
+    await announce(em, transaction, 'transaction.failed');
+    return 'failed';
+  });
+}
+
+/** A settled or failed send's replacements the chain did not mine: none will be followed again. */
+async function supersedeReplacements(em: EntityManager, transaction: OutgoingTransaction): Promise<void> {
+  await em.nativeUpdate(TransactionReplacement, { transaction: transaction.id, status: { $in: ['requested', 'broadcast'] } }, { status: 'superseded', updatedAt: new Date() });
+}
+
+/** The entries that take the send's lock off its ledger rows: of the asset sent, and of the native asset for the fee. */
+function lockReleases(transaction: OutgoingTransaction): CustodyEntry[] {
+  const native = nativeAssetOf(transaction);
+  const releases =
+    transaction.assetId === native.id
+      ? [{ assetId: native.id, amount: BigInt(transaction.lockedAmount) + BigInt(transaction.lockedFee) }]
+      : [
+          { assetId: transaction.assetId, amount: BigInt(transaction.lockedAmount) },
+          { assetId: native.id, amount: BigInt(transaction.lockedFee) },
+        ];
+  return releases.filter((release) => release.amount > 0n).map((release) => ({ ...custodyScope(transaction), assetId: release.assetId, kind: 'send_release', locked: -release.amount }));
+}
+
+/** The entries that take the extra fee each replacement locked off the ledger (under its own reference; one already released is skipped). */
+async function replacementLockReleases(em: EntityManager, transaction: OutgoingTransaction): Promise<CustodyEntry[]> {
+  const replacements = await em.find(TransactionReplacement, { transaction: transaction.id, lockedFee: { $ne: '0' } });
+  return replacements.map((replacement) => replacementLockRelease(transaction, replacement));
+}
+
+/** The entry that takes a replacement's extra fee lock off the ledger. */
+export const replacementLockRelease = (transaction: OutgoingTransaction, replacement: TransactionReplacement): CustodyEntry => ({
+  ...replacementScope(transaction, replacement),
+  assetId: nativeAssetOf(transaction).id,
+  kind: 'send_release',
+  locked: -BigInt(replacement.lockedFee),
+});
+
+/** A send's journal entries: its wallet, its sending address on account chains, the send as reference. */
+function custodyScope(transaction: OutgoingTransaction) {
+  return {
+    walletId: transaction.wallet.id,
+    addressId: transaction.chain === 'bitcoin' ? null : transaction.fromAddress.id,
+    reference: { type: 'transaction', id: transaction.id },
+  };
+}
+
+/** A replacement's extra fee lock and its release: the send's wallet and address, the replacement as reference. */
+export const replacementScope = (transaction: OutgoingTransaction, replacement: TransactionReplacement) => ({
+  ...custodyScope(transaction),
+  reference: { type: 'transaction_replacement', id: replacement.id },
+});
+
+export async function announce(em: EntityManager, transaction: OutgoingTransaction, type: EventType): Promise<void> {
+  await em.flush();
+  await emit(em, {
+    organizationId: transaction.organization.id,
+    environment: transaction.environment,
+    type,
+    data: await presentTransaction(em, transaction),
+    dedupeKey: `${type}:${settlementOf(transaction)}`,
+  });
+}
