@@ -80,6 +80,19 @@ export class ChainNodes {
     return node.provider;
   }
 
+  /**
+   * The network the environment's node serves, as its check found it: no node call once checked, so
+   * a request's transaction may ask (the chain id a signed payload must name). The devnet answers
+   * from the process.
+   */
+  async networkIdentity(chain: ChainId, environment: Environment, em?: EntityManager): Promise<NetworkIdentity> {
+    const provider = await this.provider(chain, environment, em);
+    const node = this.nodes.get(nodeKey(chain, environment));
+    if (!node) return provider.identifyNetwork();
+    if (node.state.kind !== 'verified') throw new Error(`the ${chain} node for ${environment} keys is not verified`);
+    return node.state.identity;
+  }
+
   /** At start: checks every configured node and logs the outcome; a failure is remembered or retried, never thrown. */
   async checkAll(): Promise<void> {
     await Promise.all([...this.nodes.values()].map((node) => this.check(node).catch(() => undefined)));

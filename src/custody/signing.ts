@@ -106,8 +106,8 @@ async function readPayload(em: EntityManager, wallet: Wallet, address: Address, 
  * network's assets and prices, and the same key holds the same address on every EVM chain. One valid
  * on every chain (chain id 0) is refused too. 400 on `payload`.
  */
-async function assertChainIdOfNetwork(chains: ChainNodes, wallet: Wallet, payloadChainId: bigint): Promise<void> {
-  const { chainId } = await (await chains.provider(wallet.chain, wallet.environment)).identifyNetwork();
+async function assertChainIdOfNetwork(em: EntityManager, chains: ChainNodes, wallet: Wallet, payloadChainId: bigint): Promise<void> {
+  const { chainId } = await chains.networkIdentity(wallet.chain, wallet.environment, em);
   if (chainId !== undefined && payloadChainId === BigInt(chainId)) return;
   const valid = payloadChainId === 0n ? 'on every chain (it names no chain id)' : `on chain id ${payloadChainId}`;
   throw errors.validation(`payload is valid ${valid}; this wallet's network (${wallet.network}) is chain id ${chainId}. Sign a payload for chain id ${chainId}.`, 'payload', {
@@ -155,7 +155,7 @@ export async function signPayload(em: EntityManager, config: Config, keys: KeySe
   const hashFunction = input.hash_function ?? DEFAULT_HASH_FUNCTION[wallet.chain];
   const payload = decodePayload(input.payload, input.payload_encoding);
   const { message, decoded } = await readPayload(em, wallet, address, hashFunction, payload, input);
-  if (decoded.chainId !== undefined) await assertChainIdOfNetwork(chains, wallet, decoded.chainId);
+  if (decoded.chainId !== undefined) await assertChainIdOfNetwork(em, chains, wallet, decoded.chainId);
   const raw = decoded.kind === 'unknown' && (hashFunction === 'no_op' || hashFunction === 'not_applicable');
   await judgeMovement(em, config, auth, {
     operationType: raw ? 'sign_raw' : 'sign',

@@ -213,6 +213,23 @@ class PostgresComponent implements Component {
   }
 }
 
+/**
+ * The Temporal dev server started on free ports, before anything is told its address: ports another
+ * process took between their pick and the server's bind (four test processes pick ports at once) are
+ * picked again. Every restart after that keeps them.
+ */
+async function startedTemporal(dir: string): Promise<TemporalComponent> {
+  for (let attempt = 1; ; attempt += 1) {
+    const temporal = new TemporalComponent(dir, await freeLoopbackPort(), await freeLoopbackPort());
+    try {
+      await temporal.start();
+      return temporal;
+    } catch (error) {
+      if (attempt >= 3 || !(error as Error).message.includes('address already in use')) throw error;
+    }
+  }
+}
+
 /** The Temporal dev server as `npm start` runs it (temporal_dev_start: its SQLite file in WAL mode), the same file and port on every start. */
 class TemporalComponent implements Component {
   readonly name = 'temporal' as const;
@@ -440,7 +457,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const pgPort = await freeLoopbackPort();
   const apiPort = await freeLoopbackPort();
   const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort);
-  const temporal = new TemporalComponent(path.join(dir, 'temporal'), await freeLoopbackPort(), await freeLoopbackPort());
+  const temporal = await startedTemporal(path.join(dir, 'temporal'));
   const databaseUrl = `postgresql://postgres@127.0.0.1:${pgPort}/postgres`;
   const chain: Chain = { anvil: await startAnvil(), outside: privateKeyToAccount(generatePrivateKey()).address, wallets: {}, sweepSources: {}, deposited: new Map(), depositing: Promise.resolve() };
   const taskQueue = `chaos-${randomUUID()}`;
@@ -474,7 +491,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
     await postgres.start();
     const organizations = await sandboxOrganizations(databaseUrl, 'Chaos', ORGANIZATIONS);
-    await temporal.start();
     await worker.start();
     await api.start();
     supervising = setInterval(() => Object.values(supervised).forEach((each) => void each.tick()), 500);
