@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fork } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import type autocannon from 'autocannon';
 import type Koa from 'koa';
 import pg from 'pg';
@@ -238,6 +238,17 @@ async function databaseDurability(): Promise<Record<string, string> | 'no DATABA
   }
 }
 
+/** The commit measured, `+changes` when the tree differs from it outside bench/results (null outside a git checkout). */
+function measuredCommit(): string | null {
+  try {
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    const changed = execFileSync('git', ['status', '--porcelain', '--', '.', ':!bench/results'], { encoding: 'utf8' }).trim() !== '';
+    return changed ? `${head}+changes` : head;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Prints a benchmark's table and ratios and writes bench/results/<run start>-<name>.json: the date, the
  * machine, the settings (durability read from the database), every round's row, the ratios and `extra`.
@@ -255,6 +266,7 @@ export async function report(name: string, rows: object[], ratios: Ratio[], extr
     name,
     date: new Date().toISOString(),
     run: run.toISOString(),
+    commit: measuredCommit(),
     machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memory_mib: Math.round(os.totalmem() / 1024 / 1024), node: process.version, load_average: os.loadavg() },
     settings: {
       seconds: BENCH_SECONDS,
