@@ -108,6 +108,9 @@ export const CreateCardBody = z
   })
   .strict();
 
+/** The OpenAPI tag of every card route. */
+export const CARD_TAG = 'Cards';
+
 export const CardIdParams = z.object({ cardId: z.string() });
 export const CustomerIdParams = z.object({ customerId: z.string() });
 

@@ -3,14 +3,13 @@ import { AddressBookEntry } from '../address-book/entities';
 import { isUsable } from '../address-book/service';
 import type { AuthContext } from '../api-keys/auth-context';
 import { ASSETS, assetAmount, chainAsset, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
-import { assertPriceSource, priceSourceFor, usdValue, type PriceSourceSettings } from '../catalogue/prices';
+import { assertPriceSource, type PriceSourceSettings } from '../catalogue/prices';
 import type { ChainNodes } from '../chains/nodes';
 import { sameContract, tokenContracts } from '../chains/tokens';
 import type { Config } from '../config';
-import { AddressBalance, Vault, Wallet, WalletBalance } from '../custody/entities';
+import { Vault, Wallet } from '../custody/entities';
 import { findVault, type Tenant } from '../custody/service';
 import { GasStation } from '../gas-stations/entities';
-import type { IncomingTransfer } from '../monitoring/entities';
 import { Organization } from '../organizations/entities';
 import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
@@ -421,52 +420,3 @@ export async function readRule(em: EntityManager, rule: ConsolidationRule) {
 }
 
 // ---- Threshold triggers ----
-
-/** The ledger balances (base units) of `assetIds` held by `wallets` (or by one address of them), summed per asset. */
-async function ledgerTotals(em: EntityManager, holders: { wallets: string[] } | { address: string }, assetIds: string[]): Promise<Map<string, bigint>> {
-  const totals = new Map<string, bigint>(assetIds.map((id) => [id, 0n]));
-  if ('wallets' in holders && !holders.wallets.length) return totals;
-  const rows =
-    'address' in holders
-      ? await em.find(AddressBalance, { address: holders.address, assetId: { $in: assetIds } })
-      : await em.find(WalletBalance, { wallet: { $in: holders.wallets }, assetId: { $in: assetIds } });
-  for (const row of rows) totals.set(row.assetId, (totals.get(row.assetId) ?? 0n) + BigInt(row.balance));
-  return totals;
-}
-
-/** Whether the balances reach the rule's threshold: the assets together in USD (unpriced ones count for nothing), or any one asset in its display units. */
-function reachesThreshold(rule: ConsolidationRule, totals: Map<string, bigint>, config: Config): boolean {
-  const threshold = new Money(rule.thresholdValue!);
-  const assets = rule.assets.map((asset) => ({ asset: ASSETS.find((candidate) => candidate.id === asset.asset_id)!, balance: totals.get(asset.asset_id) ?? 0n }));
-  if (rule.thresholdCurrency === 'token') return assets.some(({ asset, balance }) => new Money(toDisplay(balance, asset.decimals)).gte(threshold));
-  const prices = priceSourceFor(config, rule.environment);
-  const total = assets.reduce((sum, { asset, balance }) => sum.plus(usdValue(prices, asset, balance) ?? '0'), new Money(0));
-  return total.gte(threshold);
-}
-
-/**
- * The threshold hook, called in the transaction that credits confirmed deposits: for each deposit
- * to an address of a wallet in a vault with enabled threshold rules on its chain that sweep its
- * asset, the rule's balance (aggregate: the vault's wallets on the chain; per_address: the
- * deposit's address, on Bitcoin its wallet, whose coins the ledger keeps per wallet) is compared with the threshold once the
- * deposit is credited; at or above it, triggerRun (source threshold, detail the deposit id). Two
- * deposits racing still make one run: triggerRun's row lock records the second on the first's run.
- */
-export async function triggerThresholdRules(em: EntityManager, config: Config, deposits: IncomingTransfer[]): Promise<void> {
-  for (const deposit of deposits) {
-    if (!deposit.wallet || deposit.status !== 'confirmed') continue;
-    const wallet = await em.findOneOrFail(Wallet, { id: deposit.wallet.id });
-    const rules = await em.find(ConsolidationRule, { vault: wallet.vault.id, chain: deposit.chain, environment: deposit.environment, enabled: true, deletedAt: null, triggerType: 'threshold' });
-    for (const rule of rules) {
-      if (!rule.assets.some((asset) => asset.asset_id === deposit.assetId)) continue;
-      const holders =
-        rule.thresholdBasis === 'per_address'
-          ? deposit.chain === 'bitcoin' || !deposit.address
-            ? { wallets: [wallet.id] }
-            : { address: deposit.address.id }
-          : { wallets: (await em.find(Wallet, { vault: rule.vault.id, chain: rule.chain }, { fields: ['id'] })).map((candidate) => candidate.id) };
-      const totals = await ledgerTotals(em, holders, rule.assets.map((asset) => asset.asset_id));
-      if (reachesThreshold(rule, totals, config)) await triggerRun(em, rule.id, { source: 'threshold', detail: deposit.id });
-    }
-  }
-}

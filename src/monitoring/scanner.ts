@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { triggerThresholdRules } from '../consolidation/rules';
+import { triggerThresholdRules } from '../consolidation/thresholds';
 import { ChainUnavailableError, servedChains, type ChainNodes } from '../chains/nodes';
 import { NodeUnavailableError, type ChainProvider, type ObservedBlock } from '../chains/provider';
 import type { Config } from '../config';

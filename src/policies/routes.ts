@@ -12,8 +12,6 @@ import { presentApprovalRequest, presentAuditLog, presentPendingApproval, presen
 import { policySchemaDocument } from './schema';
 import {
   ActivateBody,
-  ApprovalRequestListQuery,
-  ApprovalRequestObject,
   ApproverCandidateObject,
   AuditLogObject,
   CreatePolicyBody,
@@ -22,7 +20,6 @@ import {
   EvaluationResultObject,
   HistorySimulationObject,
   ExpandQuery,
-  PendingActivationObject,
   PolicyIdParams,
   PolicyListQuery,
   PolicyObject,
@@ -35,8 +32,8 @@ import {
   UpdateRuleBody,
   ValidateDraftBody,
   ValidationResultObject,
-  VoteBody,
 } from './schemas';
+import { ApprovalRequestListQuery, ApprovalRequestObject, PendingActivationObject, VoteBody } from './approval-schemas';
 import {
   approverCandidates,
   createPolicy,

@@ -7,7 +7,7 @@ import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { DEVNET_TOKENS } from '../../src/chains/devnet/params';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../../src/consolidation/entities';
 import { consolidationRunFlow } from '../../src/consolidation/flows/run';
-import { triggerThresholdRules } from '../../src/consolidation/rules';
+import { triggerThresholdRules } from '../../src/consolidation/thresholds';
 import { triggerRun } from '../../src/consolidation/runs';
 import { Address } from '../../src/custody/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';

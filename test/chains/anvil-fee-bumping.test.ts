@@ -201,15 +201,14 @@ describe('Fee bumping on a real Ethereum node (anvil): speed-up, cancel and the 
     const em = (await testOrm()).em.fork();
     const serviceKey = createApiKey(em, { organization: em.getReference(Organization, org.organizationId), name: 'Payouts job', scopes: ['transactions:write', 'custody:read'], environment: 'sandbox' });
     await em.flush();
-    const minted = { body: { id: serviceKey.key.id, secret: serviceKey.secret } };
-    const stuck = await stuckSend('ETH', '1', minted.body.secret);
+    const stuck = await stuckSend('ETH', '1', serviceKey.secret);
     const row = async () => (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id: stuck.id });
     await until('the wait counted from a height', async () => ((await row()).waitingSinceHeight != null ? true : undefined));
-    assert.equal((await call('DELETE', `/v1/api-keys/${minted.body.id}`)).status, 200);
+    assert.equal((await call('DELETE', `/v1/api-keys/${serviceKey.key.id}`)).status, 200);
     const paused = await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'automation.paused' });
     assert.deepEqual(
       paused.map((event) => event.data),
-      [{ automation_type: 'fee_bump', automation_id: stuck.id, revoked_api_key_id: minted.body.id }],
+      [{ automation_type: 'fee_bump', automation_id: stuck.id, revoked_api_key_id: serviceKey.key.id }],
     );
     const checks = async () => activitiesScheduled((await localTemporal()).client.workflow.getHandle(transactionWorkflowId(stuck.id)), 'checkTransaction');
     await mine(BUMP_AFTER);
