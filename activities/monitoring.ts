@@ -3,6 +3,8 @@ import type { ChainNodes } from '../src/chains/nodes';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { Logger } from '../src/logger';
+import { ledgerProjections } from '../src/modules';
+import { checkLedgerInvariants } from '../src/monitoring/ledger-invariants';
 import { reconcileLedgerPage, type ReconciliationPage, type ReconciliationPageInput } from '../src/monitoring/reconciliation';
 import { scanChain, type ScanResult } from '../src/monitoring/scanner';
 import type { ChainEnvironment } from '../src/monitoring/service';
@@ -28,5 +30,10 @@ export const createMonitoringActivities = (deps: MonitoringActivityDeps) => ({
   /** One page of the ledger reconciliation (src/monitoring/reconciliation.ts); the ledger.drift events it emits are delivered once it commits. */
   async reconcileLedgerPage(input: ReconciliationPageInput): Promise<ReconciliationPage> {
     return reconcileLedgerPage({ chains: deps.chains, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) }, input);
+  },
+
+  /** The ledger's invariants over every organization (src/monitoring/ledger-invariants.ts); ledger.invariant_broken is delivered once it commits. */
+  async checkLedgerInvariants(input: { organizationId?: string }): Promise<{ violations: number }> {
+    return checkLedgerInvariants({ log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), projections: ledgerProjections }, input);
   },
 });

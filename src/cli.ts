@@ -15,7 +15,10 @@ import { createKeyProvider, keyProviderFor } from './keys/provider';
 import { KeyService } from './keys/service';
 import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
+import { presentBreak } from './monitoring/ledger-invariants';
 import { presentDrift } from './monitoring/reconciliation';
+import { verifyLedger } from './ledger/invariants';
+import { ledgerProjections } from './modules';
 import { DomainError } from './shared/errors';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember, presentSettings, type SettingsPatch } from './organizations/service';
@@ -53,6 +56,9 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   ledger:drift [--org ID] [--environment sandbox|live] [--chain CHAIN] [--status open|suspected|credited|resolved]
                                             the differences the ledger reconciliation found between
                                             the custody ledger and the chains (default: open ones)
+  ledger:verify [--org ID]                  prove the double-entry ledger whole: every posting balanced
+                                            per asset, every balance row the sum of its accounts and
+                                            never negative; lists what is broken and exits 1 if any
   payout:resolve --trip ID --credit|--refund [--operator NAME]
                                             resolve what a payout trip holds (an underpayment held,
                                             late payments held, refunds that failed): credit it to
@@ -232,6 +238,16 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     return { status, count: listed.length, drifts: listed };
   },
 
+  async 'ledger:verify'(orm, options) {
+    const organizationId = text(options, 'org') ? (await organization(orm.em.fork(), required(options, 'org'))).id : null;
+    const broken = await verifyLedger(orm.em.fork(), ledgerProjections, organizationId);
+    return {
+      whole: broken.length === 0,
+      checked: ledgerProjections.map((projection) => projection.name),
+      breaks: broken.map((each) => ({ ...presentBreak(each), organization_id: each.organizationId, environment: each.environment })),
+    };
+  },
+
   async 'role:create'(orm, options) {
     const em = orm.em.fork();
     const org = await organization(em, required(options, 'org'));
@@ -288,7 +304,8 @@ async function main(argv: string[]): Promise<number> {
     const result = await run(orm, values as Options);
     if (command === 'bootstrap') printBootstrap(result as BootstrapResult);
     else console.log(JSON.stringify(result, null, 2));
-    return 0;
+    // A check that finds the ledger broken fails, so a script or cron job notices.
+    return command === 'ledger:verify' && !(result as { whole: boolean }).whole ? 1 : 0;
   } finally {
     await orm.close();
   }

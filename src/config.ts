@@ -194,6 +194,8 @@ export const ConfigSchema = z.object({
    * with its node (a Temporal Schedule each); a difference is raised when two passes find it (docs/ledger.md).
    */
   LEDGER_RECONCILIATION_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(600),
+  /** How often the `ledger-invariant-check` Schedule proves the double-entry ledger whole (docs/ledger.md). */
+  LEDGER_INVARIANT_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
   /**
    * An ERC-20 send's gas limit: the node's eth_estimateGas of the transfer raised by this margin, in
    * percent (a token's gas can change between the estimate and the block), and never above the cap; an

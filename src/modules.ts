@@ -2,14 +2,17 @@ import { registerAddressBookRoutes } from './address-book/routes';
 import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerAutomationRoutes } from './automations/routes';
 import { registerBalanceRoutes } from './balances/routes';
+import { companyBalanceProjection } from './balances/service';
 import { registerCardRoutes } from './cards/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerChainRoutes } from './chains/routes';
 import { registerConsolidationRoutes } from './consolidation/routes';
+import { custodyBalanceProjection } from './custody/journal';
 import { registerCustodyRoutes } from './custody/routes';
 import { registerEventRoutes } from './events/routes';
 import { registerGasStationRoutes } from './gas-stations/routes';
 import type { RouteModule } from './http/app';
+import type { ProjectionCheck } from './ledger/invariants';
 import { registerLightningRoutes } from './lightning/routes';
 import { registerMonitoringRoutes } from './monitoring/routes';
 import { registerOrganizationRoutes } from './organizations/routes';
@@ -41,3 +44,6 @@ export const routeModules: RouteModule[] = [
   registerCardRoutes,
   registerPayoutRoutes,
 ];
+
+/** Every domain's balance rows kept as projections of the ledger; a domain that keeps one adds its check here. */
+export const ledgerProjections: ProjectionCheck[] = [custodyBalanceProjection, companyBalanceProjection];

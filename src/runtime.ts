@@ -10,6 +10,7 @@ import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
 import type { Logger } from './logger';
+import { registerLedgerInvariantMetrics } from './monitoring/ledger-invariants';
 import { registerScanMetrics } from './monitoring/metrics';
 import { registerLedgerDriftMetrics } from './monitoring/reconciliation';
 import { sponsorSendFee } from './gas-stations/sponsorship';
@@ -24,6 +25,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
   collectDefaultMetrics({ register: metrics });
   registerLedgerDriftMetrics(metrics, () => orm.em.fork());
   registerScanMetrics(metrics, () => orm.em.fork());
+  registerLedgerInvariantMetrics(metrics, () => orm.em.fork());
   const keys = createKeyProvider(config, log);
   return {
     config,

@@ -17,6 +17,7 @@ export { cardTerminationWorkflow } from './card-termination';
 export { cardIssuerSyncWorkflow } from './card-issuer-sync';
 export { chainScanWorkflow } from './scan-chain';
 export { ledgerReconciliationWorkflow } from './reconcile-ledger';
+export { ledgerInvariantCheckWorkflow } from './check-ledger-invariants';
 export { produceDevnetBlocksWorkflow } from './produce-devnet-blocks';
 export { sendTransactionWorkflow } from './send-transaction';
 export { refillGasStationWorkflow } from './refill-gas-station';

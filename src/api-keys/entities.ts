@@ -1,9 +1,9 @@
 import { Entity, Enum, Index, ManyToOne, type Opt, PrimaryKey, Property } from '@mikro-orm/core';
 import { Member, Organization } from '../organizations/entities';
+import { ENVIRONMENTS, type Environment } from '../shared/environments';
 import { prefixedId } from '../shared/ids';
 
-export const ENVIRONMENTS = ['sandbox', 'live'] as const;
-export type Environment = (typeof ENVIRONMENTS)[number];
+export { ENVIRONMENTS, type Environment };
 
 @Entity({ tableName: 'api_keys' })
 @Index({ properties: ['organization', 'createdAt', 'id'] })

@@ -1,4 +1,4 @@
-import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Entity, Enum, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import { Organization } from '../organizations/entities';
 import { prefixedId } from '../shared/ids';
@@ -43,42 +43,4 @@ export class CompanyBalance {
 
   @Property({ type: 'timestamptz' })
   updatedAt: Date = new Date();
-}
-
-/**
- * The journal: every movement of a company balance, once. The unique reference makes each
- * movement idempotent, so an activity retried after a crash cannot move money twice.
- */
-@Entity({ tableName: 'company_balance_entries' })
-@Unique({ properties: ['organization', 'environment', 'currency', 'referenceType', 'referenceId', 'kind'] })
-@Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
-export class CompanyBalanceEntry {
-  @PrimaryKey({ type: 'text' })
-  id: string = prefixedId('bent');
-
-  @ManyToOne(() => Organization, { deleteRule: 'cascade' })
-  organization!: Organization;
-
-  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
-  environment!: Environment;
-
-  @Enum({ items: () => BALANCE_CURRENCIES, nativeEnumName: 'balance_currency' })
-  currency!: BalanceCurrency;
-
-  @Enum({ items: () => BALANCE_ENTRY_KINDS, nativeEnumName: 'balance_entry_kind' })
-  kind!: BalanceEntryKind;
-
-  /** Always positive; the kind says which way it moved. */
-  @Property({ type: 'decimal', precision: 38, scale: 0 })
-  amount!: string;
-
-  /** What moved it: e.g. `card_transaction` + its id, `lightning_payment` + its id, `sandbox_credit`. */
-  @Property({ type: 'text' })
-  referenceType!: string;
-
-  @Property({ type: 'text' })
-  referenceId!: string;
-
-  @Property({ type: 'timestamptz' })
-  createdAt: Date = new Date();
 }

@@ -1,8 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/lean';
 import type { Environment } from '../api-keys/entities';
+import { companyAccount, counterpartyAccount, type Counterparty } from '../ledger/accounts';
+import { projectionBreaks, type LedgerBreak, type ProjectionCheck, type ProjectionRow } from '../ledger/invariants';
+import { post, posted } from '../ledger/postings';
 import { DomainError } from '../shared/errors';
-import { prefixedId } from '../shared/ids';
 import { iso } from '../shared/time';
 import { BALANCE_CURRENCIES, type BalanceCurrency, type BalanceEntryKind, CompanyBalance } from './entities';
 
@@ -40,43 +42,38 @@ const EFFECTS: Record<BalanceEntryKind, (amount: bigint) => [bigint, bigint]> = 
   capture: (amount) => [0n, -amount],
 };
 
+/** What a company balance moves against, by what moved it: the rail the money came from or went to. */
+const COUNTERPARTY_OF: Record<string, Counterparty> = {
+  card_transaction: 'card_issuer',
+  card_termination: 'card_issuer',
+  lightning_payment: 'lightning_network',
+  lightning_invoice: 'lightning_network',
+  payout_trip_excess: 'payout_desk',
+  payout_trip_failed: 'payout_desk',
+  payout_trip_underpaid: 'payout_desk',
+  payout_late_deposit: 'payout_desk',
+  sandbox_credit: 'sandbox_faucet',
+};
+
 /**
  * Moves a company balance, exactly once per (reference, kind), inside the caller's transaction:
  * the balance row is locked (`for update`) so concurrent movements serialize, and a movement that
- * would take `available` or `reserved` below zero is refused with 400 insufficient_funds.
- * Returns whether this call applied it (false: it had been applied before) and the new balance.
+ * would take `available` or `reserved` below zero is refused with 400 insufficient_funds. The
+ * movement is a balanced ledger posting (the balance's states against the rail it moved through);
+ * the row, its projection, moves only when the posting is new. Returns whether this call applied it
+ * (false: it had been applied before) and the new balance.
  */
 export async function applyBalanceEntry(em: EntityManager, movement: BalanceMovement): Promise<{ applied: boolean; balance: BalanceSnapshot }> {
   if (movement.amount <= 0n) throw new Error(`balance movements are positive, got ${movement.amount}`);
   if (!em.getTransactionContext()) throw new Error('applyBalanceEntry must run inside a transaction');
+  const counterparty = COUNTERPARTY_OF[movement.reference.type];
+  if (!counterparty) throw new Error(`no ledger counterparty for company balance movements of ${movement.reference.type}`);
   const keys = [movement.organizationId, movement.environment, movement.currency];
   const [availableDelta, reservedDelta] = EFFECTS[movement.kind](movement.amount);
-  // One round trip: the balance row locked (`for update`), the journal entry inserted when the
-  // movement leaves neither side below zero, and the balance moved only with an entry inserted (the
-  // journal's unique reference makes a movement applied twice insert nothing). Nothing is returned
-  // when the balance has no row yet. Under a concurrent movement the lock waits, then reads the row
-  // as that one committed it, and the update moves that same version.
-  const move = () =>
-    sql<{ available: string; reserved: string; moved: boolean }>(
-      em,
-      `with balance as (
-         select available, reserved from company_balances where organization_id = $1 and environment = $2 and currency = $3 for update
-       ), entry as (
-         insert into company_balance_entries (id, organization_id, environment, currency, kind, amount, reference_type, reference_id, created_at)
-         select $4, $1, $2, $3, $5, $6, $7, $8, now() from balance
-          where balance.available + $9::numeric >= 0 and balance.reserved + $10::numeric >= 0
-         on conflict (organization_id, environment, currency, reference_type, reference_id, kind) do nothing
-         returning 1
-       ), moved as (
-         update company_balances set available = available + $9::numeric, reserved = reserved + $10::numeric, updated_at = now()
-          where organization_id = $1 and environment = $2 and currency = $3 and exists (select 1 from entry)
-         returning 1
-       )
-       select balance.available, balance.reserved, exists (select 1 from moved) as moved from balance`,
-      [...keys, prefixedId('bent'), movement.kind, movement.amount.toString(), movement.reference.type, movement.reference.id, availableDelta.toString(), reservedDelta.toString()],
-    );
+  const key = `company/${movement.organizationId}/${movement.environment}/${movement.currency}/${movement.kind}/${movement.reference.type}/${movement.reference.id}`;
   // The row exists after a balance's first movement: it is created (once, whoever races) only when the lock finds none.
-  let [row] = await move();
+  const lock = () => sql<{ available: string; reserved: string }>(em, 'select available, reserved from company_balances where organization_id = $1 and environment = $2 and currency = $3 for update', keys);
+  let [row] = await lock();
   if (!row) {
     await sql(
       em,
@@ -84,25 +81,67 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
        values ($1, $2, $3, $4, 0, 0, now()) on conflict (organization_id, environment, currency) do nothing`,
       [new CompanyBalance().id, ...keys],
     );
-    [row] = await move();
+    [row] = await lock();
   }
   const current = { currency: movement.currency, available: BigInt(row!.available), reserved: BigInt(row!.reserved) };
   const next = { currency: movement.currency, available: current.available + availableDelta, reserved: current.reserved + reservedDelta };
   if (next.available < 0n || next.reserved < 0n) {
     // Refused, unless this movement was already applied (a retry): then it is a no-op, as below.
-    const [existing] = await sql<{ id: string }>(
-      em,
-      `select id from company_balance_entries
-        where organization_id = $1 and environment = $2 and currency = $3 and reference_type = $4 and reference_id = $5 and kind = $6`,
-      [...keys, movement.reference.type, movement.reference.id, movement.kind],
-    );
-    if (existing) return { applied: false, balance: current };
+    if (await posted(em, key)) return { applied: false, balance: current };
     if (next.available < 0n) throw insufficientFunds(movement.currency, movement.amount, current.available);
     throw new Error(`cannot ${movement.kind} ${movement.amount}: only ${current.reserved} reserved`);
   }
-  if (!row!.moved) return { applied: false, balance: current };
+  const scope = { organizationId: movement.organizationId, environment: movement.environment };
+  const applied = await post(em, {
+    ...scope,
+    key,
+    kind: movement.kind,
+    reference: movement.reference,
+    lines: [
+      { account: companyAccount(scope, movement.currency, 'available'), amount: availableDelta },
+      { account: companyAccount(scope, movement.currency, 'reserved'), amount: reservedDelta },
+      { account: counterpartyAccount(scope, counterparty, movement.currency), amount: -(availableDelta + reservedDelta) },
+    ],
+  });
+  if (!applied) return { applied: false, balance: current };
+  await sql(
+    em,
+    'update company_balances set available = available + $4::numeric, reserved = reserved + $5::numeric, updated_at = now() where organization_id = $1 and environment = $2 and currency = $3',
+    [...keys, availableDelta.toString(), reservedDelta.toString()],
+  );
   return { applied: true, balance: next };
 }
+
+/**
+ * Company balances as projections of the ledger: each row's `available` and `reserved` equal the
+ * sums of its two accounts' lines (a row with no lines, or lines with no row, differs too).
+ */
+export const companyBalanceProjection: ProjectionCheck = {
+  name: 'company_balances',
+  async breaks(em: EntityManager, organizationId: string | null): Promise<LedgerBreak[]> {
+    const rows = await sql<ProjectionRow>(
+      em,
+      `with sums as (
+         select a.organization_id, a.environment, a.asset,
+                coalesce(sum(l.amount) filter (where a.type = 'company_available'), 0) as available,
+                coalesce(sum(l.amount) filter (where a.type = 'company_reserved'), 0) as reserved
+           from ledger_accounts a join ledger_lines l on l.account_key = a.key
+          where a.type in ('company_available', 'company_reserved') and ($1::text is null or a.organization_id = $1)
+          group by a.organization_id, a.environment, a.asset
+       ), balance_rows as (
+         select organization_id::text as organization_id, environment, currency::text as asset, available, reserved from company_balances where $1::text is null or organization_id = $1::text::uuid
+       )
+       select 'company_balances:' || coalesce(r.organization_id, s.organization_id) || ':' || coalesce(r.environment, s.environment) || ':' || coalesce(r.asset, s.asset) as subject,
+              coalesce(r.organization_id, s.organization_id) as organization_id, coalesce(r.environment, s.environment) as environment, coalesce(r.asset, s.asset) as asset,
+              jsonb_build_object('available', s.available::text, 'reserved', s.reserved::text) as ledger,
+              jsonb_build_object('available', r.available::text, 'reserved', r.reserved::text) as projection
+         from balance_rows r full join sums s on s.organization_id = r.organization_id and s.environment = r.environment and s.asset = r.asset`,
+      [organizationId],
+    );
+    // A row a refused first movement created holds zeros and has no lines: it matches.
+    return projectionBreaks(rows);
+  },
+};
 
 export async function readBalances(em: EntityManager, organizationId: string, environment: Environment): Promise<BalanceSnapshot[]> {
   const rows = await em.find(CompanyBalance, { organization: organizationId, environment });

@@ -3,7 +3,7 @@ import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
 import type { AddressFormat, Curve } from '../keys/derivation';
 import { Organization } from '../organizations/entities';
-import { prefixedId, uuid } from '../shared/ids';
+import { uuid } from '../shared/ids';
 
 export const WALLET_TYPES = ['hot', 'cold', 'operational'] as const;
 export type WalletType = (typeof WALLET_TYPES)[number];
@@ -215,51 +215,6 @@ export class AddressBalance {
 
   @Property({ type: 'timestamptz', onUpdate: () => new Date() })
   updatedAt: Date = new Date();
-}
-
-/**
- * The custody journal: every change to a wallet's balance, lock or pending amount, once. The
- * balance rows are sums of these entries; the unique reference makes each change idempotent, so
- * an activity retried after a crash cannot move a ledger twice.
- */
-@Entity({ tableName: 'custody_journal_entries' })
-@Unique({ properties: ['wallet', 'assetId', 'kind', 'referenceType', 'referenceId'] })
-@Index({ properties: ['wallet', 'createdAt', 'id'] })
-export class CustodyJournalEntry {
-  @PrimaryKey({ type: 'text' })
-  id: string = prefixedId('cje');
-
-  @ManyToOne(() => Wallet, { deleteRule: 'cascade' })
-  wallet!: Wallet;
-
-  /** The address whose balance moved, on account-based chains; null on Bitcoin (its outputs are in wallet_outputs). */
-  @ManyToOne(() => Address, { deleteRule: 'cascade', nullable: true })
-  address?: Address | null;
-
-  @Property({ type: 'text' })
-  assetId!: string;
-
-  @Property({ type: 'text' })
-  kind!: string;
-
-  @Property({ type: 'text' })
-  referenceType!: string;
-
-  @Property({ type: 'text' })
-  referenceId!: string;
-
-  /** Signed deltas in base units. */
-  @Property({ type: 'decimal', columnType: 'numeric(78,0)', default: 0 })
-  balance: string = '0';
-
-  @Property({ type: 'decimal', columnType: 'numeric(78,0)', default: 0 })
-  locked: string = '0';
-
-  @Property({ type: 'decimal', columnType: 'numeric(78,0)', default: 0 })
-  pending: string = '0';
-
-  @Property({ type: 'timestamptz' })
-  createdAt: Date = new Date();
 }
 
 /** One row per signature made: who signed what with which key, never the key or the payload itself. */

@@ -1,5 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { prefixedId } from '../shared/ids';
+import { sql } from '../db/lean';
+import { counterpartyAccount, custodyAccount, type Counterparty, type OrganizationScope } from '../ledger/accounts';
+import { projectionBreaks, type LedgerBreak, type ProjectionCheck, type ProjectionRow } from '../ledger/invariants';
+import { post } from '../ledger/postings';
 
 /**
  * The custody journal's kinds: what moved a wallet's balance, lock or pending amount. Incoming:
@@ -31,38 +34,86 @@ export interface CustodyEntry {
   kind: CustodyEntryKind;
   /** What moved it, unique per wallet, asset and kind: `{ type: 'transaction', id }`, `{ type: 'incoming_transfer', id }`... */
   reference: { type: string; id: string };
-  /** Signed deltas in base units; omitted is zero. */
+  /** Signed deltas of the balance rows in base units (`balance` includes what is locked); omitted is zero. */
   balance?: bigint;
   locked?: bigint;
   pending?: bigint;
 }
 
 /**
- * Writes the entry once and moves the wallet's row (and the address's row when it names one) by
- * its deltas, in the caller's transaction: the entry and the rows commit together or not at all.
- * Returns false, moving nothing, when the same wallet, asset, kind and reference is already
- * journaled, so a retried step cannot move money twice. Rows are created at zero first, the
- * address row before the wallet row (one order everywhere, so concurrent movements cannot deadlock).
+ * What each kind moves the holder's funds against. Kinds that only move funds between a holder's
+ * states (a deposit confirmed, a lock and its release) net to zero and post no counterparty line.
+ */
+const COUNTERPARTY: Record<CustodyEntryKind, Counterparty> = {
+  opening_balance: 'opening_balances',
+  deposit_seen: 'world',
+  deposit_confirmed: 'world',
+  deposit_dropped: 'world',
+  deposit_reversed: 'world',
+  send_lock: 'world',
+  send_release: 'world',
+  send_debit: 'world',
+  fee_debit: 'network_fees',
+  unexpected_spend: 'world',
+  unattributed_deposit: 'world',
+};
+
+/** A wallet's organization and environment never change: read once per process. */
+const walletScopes = new Map<string, OrganizationScope>();
+
+async function walletScope(em: EntityManager, walletId: string): Promise<OrganizationScope> {
+  const known = walletScopes.get(walletId);
+  if (known) return known;
+  const [row] = await sql<{ organization_id: string; environment: OrganizationScope['environment'] }>(em, 'select organization_id, environment from wallets where id = $1', [walletId]);
+  if (!row) throw new Error(`wallet ${walletId} not found`);
+  if (walletScopes.size >= 100_000) walletScopes.clear();
+  const scope = { organizationId: row.organization_id, environment: row.environment };
+  walletScopes.set(walletId, scope);
+  return scope;
+}
+
+/**
+ * Posts the entry to the ledger once, as a balanced posting: the holder's accounts (the address's on
+ * account-based chains, the wallet's on Bitcoin) move by the deltas (`balance` split into available
+ * and locked), and what enters or leaves custody moves the kind's counterparty the other way. Then
+ * the projections (the address's row, the wallet's row) move by the same deltas, in the caller's
+ * transaction: all commit together or not at all. Returns false, moving nothing, when the same
+ * wallet, asset, kind and reference was posted before, so a retried step cannot move money twice.
+ * Rows are created at zero first, the address row before the wallet row (one order everywhere, so
+ * concurrent movements cannot deadlock).
  */
 export async function postCustodyEntry(em: EntityManager, entry: CustodyEntry): Promise<boolean> {
-  const deltas = [(entry.balance ?? 0n).toString(), (entry.locked ?? 0n).toString(), (entry.pending ?? 0n).toString()];
-  const written = await em.execute<{ id: string }[]>(
-    `insert into custody_journal_entries (id, wallet_id, address_id, asset_id, kind, reference_type, reference_id, balance, locked, pending, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
-     on conflict (wallet_id, asset_id, kind, reference_type, reference_id) do nothing returning id`,
-    [prefixedId('cje'), entry.walletId, entry.addressId, entry.assetId, entry.kind, entry.reference.type, entry.reference.id, ...deltas],
-  );
-  if (written.length === 0) return false;
+  const balance = entry.balance ?? 0n;
+  const locked = entry.locked ?? 0n;
+  const pending = entry.pending ?? 0n;
+  const scope = await walletScope(em, entry.walletId);
+  const holder = entry.addressId ?? entry.walletId;
+  const posted = await post(em, {
+    ...scope,
+    key: `custody/${entry.walletId}/${entry.assetId}/${entry.kind}/${entry.reference.type}/${entry.reference.id}`,
+    kind: entry.kind,
+    reference: entry.reference,
+    lines: [
+      { account: custodyAccount(holder, entry.assetId, 'available'), amount: balance - locked },
+      { account: custodyAccount(holder, entry.assetId, 'locked'), amount: locked },
+      { account: custodyAccount(holder, entry.assetId, 'pending'), amount: pending },
+      { account: counterpartyAccount(scope, COUNTERPARTY[entry.kind], entry.assetId), amount: -(balance + pending) },
+    ],
+  });
+  if (!posted) return false;
+  const deltas = [balance.toString(), locked.toString(), pending.toString()];
   if (entry.addressId) {
-    await em.execute(
-      `insert into address_balances (address_id, asset_id, wallet_id, balance, locked, pending, updated_at) values (?, ?, ?, ?, ?, ?, now())
+    await sql(
+      em,
+      `insert into address_balances (address_id, asset_id, wallet_id, balance, locked, pending, updated_at) values ($1, $2, $3, $4, $5, $6, now())
        on conflict (address_id, asset_id) do update set balance = address_balances.balance + excluded.balance,
          locked = address_balances.locked + excluded.locked, pending = address_balances.pending + excluded.pending, updated_at = now()`,
       [entry.addressId, entry.assetId, entry.walletId, ...deltas],
     );
   }
-  await em.execute(
-    `insert into wallet_balances (wallet_id, asset_id, balance, locked, pending, updated_at) values (?, ?, ?, ?, ?, now())
+  await sql(
+    em,
+    `insert into wallet_balances (wallet_id, asset_id, balance, locked, pending, updated_at) values ($1, $2, $3, $4, $5, now())
      on conflict (wallet_id, asset_id) do update set balance = wallet_balances.balance + excluded.balance,
        locked = wallet_balances.locked + excluded.locked, pending = wallet_balances.pending + excluded.pending, updated_at = now()`,
     [entry.walletId, entry.assetId, ...deltas],
@@ -133,50 +184,50 @@ export async function spendableByAddress(em: EntityManager, scope: { walletId: s
   return byAddress;
 }
 
-export interface JournalMismatch {
-  table: 'wallet_balances' | 'address_balances';
-  key: string;
-  assetId: string;
-  row: { balance: string; locked: string; pending: string };
-  journal: { balance: string; locked: string; pending: string };
-}
-
 /**
- * The journal's invariant: every wallet row, and every address row, equals the sum of its entries
- * (balance, locked and pending apart), and no row exists without entries or entries without a row.
- * Empty when the ledger is whole. `walletIds` narrows it; by default every wallet.
+ * The custody balance rows as projections of the ledger: each address row (account-based chains)
+ * equals its address's accounts, each wallet row the accounts of all its holders (its addresses, or
+ * itself on Bitcoin); `balance` is available plus locked. A row with no lines, or lines with no row,
+ * differs too.
  */
-export async function journalMismatches(em: EntityManager, walletIds?: string[]): Promise<JournalMismatch[]> {
-  const scoped = (column: string) => (walletIds ? `${column} in (${walletIds.map(() => '?').join(', ')})` : 'true');
-  const params = walletIds ?? [];
-  const compare = async (table: JournalMismatch['table'], key: string, entryFilter: string) =>
-    em.execute<{ key: string; asset_id: string; rb: string | null; rl: string | null; rp: string | null; jb: string | null; jl: string | null; jp: string | null }[]>(
-      `with journal as (
-         select ${key} as key, asset_id, sum(balance) as b, sum(locked) as l, sum(pending) as p
-           from custody_journal_entries where ${entryFilter} and ${scoped('wallet_id')} group by ${key}, asset_id
-       ), rows as (
-         select ${key} as key, asset_id, balance as b, locked as l, pending as p from ${table} where ${scoped('wallet_id')}
+export const custodyBalanceProjection: ProjectionCheck = {
+  name: 'custody_balances',
+  async breaks(em: EntityManager, organizationId: string | null): Promise<LedgerBreak[]> {
+    const rows = await sql<ProjectionRow>(
+      em,
+      `with sums as (
+         select a.holder_id, a.asset, a.organization_id, a.environment,
+                coalesce(sum(l.amount) filter (where a.type in ('custody_available', 'custody_locked')), 0) as balance,
+                coalesce(sum(l.amount) filter (where a.type = 'custody_locked'), 0) as locked,
+                coalesce(sum(l.amount) filter (where a.type = 'custody_pending'), 0) as pending
+           from ledger_accounts a join ledger_lines l on l.account_key = a.key
+          where a.type in ('custody_available', 'custody_locked', 'custody_pending') and ($1::text is null or a.organization_id = $1)
+          group by a.holder_id, a.asset, a.organization_id, a.environment
+       ), holders as (
+         select s.*, ad.id is not null as is_address, coalesce(ad.wallet_id::text, s.holder_id) as wallet_id from sums s left join addresses ad on ad.id = s.holder_id::uuid
+       ), address_rows as (
+         select r.address_id::text as address_id, r.asset_id, w.organization_id::text as organization_id, w.environment, r.balance, r.locked, r.pending
+           from address_balances r join wallets w on w.id = r.wallet_id where $1::text is null or w.organization_id = $1::text::uuid
+       ), wallet_sums as (
+         select wallet_id, asset, organization_id, environment, sum(balance) as balance, sum(locked) as locked, sum(pending) as pending
+           from holders group by wallet_id, asset, organization_id, environment
+       ), wallet_rows as (
+         select r.wallet_id::text as wallet_id, r.asset_id, w.organization_id::text as organization_id, w.environment, r.balance, r.locked, r.pending
+           from wallet_balances r join wallets w on w.id = r.wallet_id where $1::text is null or w.organization_id = $1::text::uuid
        )
-       select coalesce(r.key, j.key)::text as key, coalesce(r.asset_id, j.asset_id) as asset_id,
-              r.b::text as rb, r.l::text as rl, r.p::text as rp, j.b::text as jb, j.l::text as jl, j.p::text as jp
-         from rows r full join journal j on j.key = r.key and j.asset_id = r.asset_id
-        where coalesce(r.b, 0) <> coalesce(j.b, 0) or coalesce(r.l, 0) <> coalesce(j.l, 0) or coalesce(r.p, 0) <> coalesce(j.p, 0)`,
-      [...params, ...params],
+       select 'address_balances:' || coalesce(r.address_id, h.holder_id) as subject, coalesce(r.organization_id, h.organization_id) as organization_id,
+              coalesce(r.environment, h.environment) as environment, coalesce(r.asset_id, h.asset) as asset,
+              jsonb_build_object('balance', h.balance::text, 'locked', h.locked::text, 'pending', h.pending::text) as ledger,
+              jsonb_build_object('balance', r.balance::text, 'locked', r.locked::text, 'pending', r.pending::text) as projection
+         from address_rows r full join (select * from holders where is_address) h on h.holder_id = r.address_id and h.asset = r.asset_id
+       union all
+       select 'wallet_balances:' || coalesce(r.wallet_id, s.wallet_id), coalesce(r.organization_id, s.organization_id),
+              coalesce(r.environment, s.environment), coalesce(r.asset_id, s.asset),
+              jsonb_build_object('balance', s.balance::text, 'locked', s.locked::text, 'pending', s.pending::text),
+              jsonb_build_object('balance', r.balance::text, 'locked', r.locked::text, 'pending', r.pending::text)
+         from wallet_rows r full join wallet_sums s on s.wallet_id = r.wallet_id and s.asset = r.asset_id`,
+      [organizationId],
     );
-  const found: JournalMismatch[] = [];
-  for (const [table, key, filter] of [
-    ['wallet_balances', 'wallet_id', 'true'],
-    ['address_balances', 'address_id', 'address_id is not null'],
-  ] as const) {
-    for (const row of await compare(table, key, filter)) {
-      found.push({
-        table,
-        key: row.key,
-        assetId: row.asset_id,
-        row: { balance: row.rb ?? '0', locked: row.rl ?? '0', pending: row.rp ?? '0' },
-        journal: { balance: row.jb ?? '0', locked: row.jl ?? '0', pending: row.jp ?? '0' },
-      });
-    }
-  }
-  return found;
-}
+    return projectionBreaks(rows);
+  },
+};

@@ -1,15 +1,16 @@
 import { AddressBookEntry } from '../address-book/entities';
 import { ApiKey, ApiKeyRateBucket } from '../api-keys/entities';
-import { CompanyBalance, CompanyBalanceEntry } from '../balances/entities';
+import { CompanyBalance } from '../balances/entities';
 import { Card, CardDailyPurchases, CardTransaction, Customer } from '../cards/entities';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../consolidation/entities';
 import { DevnetBalance, DevnetBlock, DevnetNonce, DevnetOutput, DevnetTransaction } from '../chains/devnet/entities';
-import { AccountCounter, Address, AddressBalance, CustodyJournalEntry, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
+import { AccountCounter, Address, AddressBalance, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
 import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, WebhookEndpoint } from '../events/entities';
 import { GasStation, Sponsorship } from '../gas-stations/entities';
 import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
+import { LedgerAccount, LedgerInvariantCheck, LedgerLine, LedgerPosting } from '../ledger/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
 import { ChainScanCursor, IncomingTransfer, LedgerDrift, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
@@ -20,7 +21,10 @@ import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../tr
 /** Every entity of every domain; a new domain adds its entities here. */
 export const entities = [
   CompanyBalance,
-  CompanyBalanceEntry,
+  LedgerAccount,
+  LedgerPosting,
+  LedgerLine,
+  LedgerInvariantCheck,
   Customer,
   Card,
   CardTransaction,
@@ -38,7 +42,6 @@ export const entities = [
   Address,
   WalletBalance,
   AddressBalance,
-  CustodyJournalEntry,
   SigningActivity,
   IncomingTransfer,
   OutgoingTransfer,

@@ -29,6 +29,11 @@ export const EVENT_TYPES = [
     description:
       "The ledger reconciliation found what the custody ledger says an address holds (a wallet, on Bitcoin) differ from its node, twice with the same figures: data has both. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
   },
+  {
+    type: 'ledger.invariant_broken',
+    description:
+      "The ledger's invariant check found the organization's books broken: a posting that does not balance, or a balance row that differs from the sum of its ledger accounts or is negative. data.breaks lists each with the ledger's figures and what was found; raised once per distinct finding.",
+  },
   { type: 'gas_station.low_balance', description: 'A gas station balance fell below its threshold.' },
   { type: 'gas_station.refilled', description: 'A gas station was refilled.' },
   { type: 'gas_station.refill_failed', description: 'A gas station refill failed on every attempt of its retry policy; data.failure says why.' },

@@ -3,6 +3,7 @@ import { SearchAttributeType, type Duration } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { servedChains } from '../chains/nodes';
 import type { Config } from '../config';
+import { LEDGER_INVARIANT_CHECK_SCHEDULE_ID, ledgerInvariantCheckWorkflowType, type LedgerInvariantCheckInput } from '../monitoring/flows/ledger-invariant-check';
 import { ledgerReconciliationScheduleId, ledgerReconciliationWorkflowType, type LedgerReconciliationInput } from '../monitoring/flows/ledger-reconciliation';
 import { LIGHTNING_INVOICE_EXPIRY_SCHEDULE_ID, invoiceExpirySweepWorkflowType, type InvoiceExpirySweepInput } from '../lightning/flows/invoice-expiry-sweep';
 import { SEARCH_ATTRIBUTE_KEYS, resourceSearchAttributes } from './search-attributes';
@@ -113,6 +114,14 @@ export function scheduleDefinitions(config: Config): ScheduleOptions[] {
       input: {},
       runTimeout: '10 minutes',
       description: 'Starts the refill of every auto-refill gas station whose balance on the chain is below its threshold',
+    }),
+    recurringJob(config, {
+      scheduleId: LEDGER_INVARIANT_CHECK_SCHEDULE_ID,
+      every: config.LEDGER_INVARIANT_CHECK_INTERVAL_SECONDS * 1000,
+      workflowType: ledgerInvariantCheckWorkflowType,
+      input: {} satisfies LedgerInvariantCheckInput,
+      runTimeout: '1 hour',
+      description: 'Proves the double-entry ledger whole (every posting balanced, every balance row the sum of its accounts); raises ledger.invariant_broken where not',
     }),
     ...servedChains(config).map(({ chain, environment }) =>
       recurringJob(config, {

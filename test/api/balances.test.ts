@@ -16,7 +16,7 @@ describe('Company balances', () => {
 
   const move = async (organizationId: string, kind: 'credit' | 'debit' | 'reserve' | 'release' | 'capture', amount: bigint, id: string) =>
     (await testOrm()).em.fork().transactional((em) =>
-      applyBalanceEntry(em, { organizationId, environment: 'sandbox', currency: 'usd', kind, amount, reference: { type: 'test', id } }),
+      applyBalanceEntry(em, { organizationId, environment: 'sandbox', currency: 'usd', kind, amount, reference: { type: 'sandbox_credit', id } }),
     );
 
   it('starts at zero in both currencies and takes sandbox credits once per reference', async () => {

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Card, CardTransaction, Customer } from '../../src/cards/entities';
 import { isLuhnValid } from '../../src/cards/issuer';
 import { Event } from '../../src/events/entities';
@@ -10,7 +9,7 @@ import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { requestBalanceMove } from '../../src/cards/balance-moves';
 import { sweepStarts, validCustomer, workflowStarts } from '../support/cards';
-import { assertLedgerReconciles } from '../support/ledger';
+import { assertLedgerReconciles, companyBalanceEntries } from '../support/ledger';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { localTemporal, testOrm } from '../support/environment';
 import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
@@ -545,7 +544,7 @@ describe('Cards API', () => {
       const card = await getCard(cardId, own);
       assert.equal(card.status, 'active');
       assert.equal(card.balance_amount, '1000');
-      const entries = await (await testOrm()).em.fork().find(CompanyBalanceEntry, { organization: own.organizationId, referenceType: 'card_transaction' });
+      const entries = await companyBalanceEntries(own.organizationId, { referenceType: 'card_transaction' });
       assert.deepEqual(entries.map((entry) => [entry.kind, entry.amount]).sort(), [
         ['capture', '1015'],
         ['reserve', '1015'],
@@ -699,7 +698,7 @@ describe('Cards API', () => {
       assert.equal(after.balance, '1000');
       assert.equal(after.held, '0');
       const initialFunding = await em.fork().findOneOrFail(CardTransaction, { card: card.id, type: 'funding' });
-      const entries = await em.fork().find(CompanyBalanceEntry, { organization: own.organizationId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+      const entries = await companyBalanceEntries(own.organizationId);
       assert.deepEqual(
         entries.map((entry) => [entry.kind, entry.amount, entry.referenceType, entry.referenceId === initialFunding.id ? 'initial funding' : entry.referenceId === transactionId ? 'withdrawal' : 'other']),
         [

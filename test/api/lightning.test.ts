@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { secp256k1 } from '@noble/curves/secp256k1';
-import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Event } from '../../src/events/entities';
 import { decodeBolt11 } from '../../src/lightning/bolt11';
 import { withNodeKey } from '../../src/lightning/node-key';
@@ -13,7 +12,7 @@ import { settleIncomingInvoice } from '../../src/lightning/invoices';
 import { eventually } from '../support/eventually';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testOrm } from '../support/environment';
-import { assertLedgerReconciles } from '../support/ledger';
+import { assertLedgerReconciles, companyBalanceEntries } from '../support/ledger';
 import { recordLiveInvoice } from '../support/live-invoices';
 import { createTestWorker } from '../support/worker';
 import { lightningInvoiceExpirySweepWorkflow } from '../../workflows';
@@ -330,7 +329,7 @@ describe('Lightning API', () => {
     assert.deepEqual(new Set(refused.map((response) => `${response.status} ${response.body.error.code}`)), new Set(['409 invoice_already_paid']));
     assert.ok(refused.every((response) => response.body.error.details.payment_id === created[0]!.body.data.id));
     assert.equal((await settled(org, created[0]!.body.data.id)).status, 'paid');
-    const entries = await (await testOrm()).em.fork().find(CompanyBalanceEntry, { organization: org.organizationId, kind: { $in: ['reserve', 'capture'] } });
+    const entries = await companyBalanceEntries(org.organizationId, { kinds: ['reserve', 'capture'] });
     assert.deepEqual(entries.map((entry) => `${entry.kind} ${entry.amount}`).sort(), ['capture 1002', 'reserve 1002']);
     assert.deepEqual(await satBalance(org), { available: 100_000n - 1_002n, reserved: 0n });
     const outgoing = await app.request('GET', '/api/lightning/invoices?direction=outgoing', { key: org.secret });
@@ -360,7 +359,7 @@ describe('Lightning API', () => {
     const payment = await settled(org, created.body.data.id);
     assert.equal(payment.status, 'paid');
     assert.equal(payment.fee_sat, '4', '1 sat + 1000 ppm of 3,000 sats');
-    const entries = await (await testOrm()).em.fork().find(CompanyBalanceEntry, { organization: org.organizationId, referenceId: payment.id });
+    const entries = await companyBalanceEntries(org.organizationId, { referenceId: payment.id });
     const byKind = Object.fromEntries(entries.map((entry) => [entry.kind, entry.amount]));
     assert.equal(entries.length, 3);
     assert.deepEqual(byKind, { reserve: '3010', capture: '3004', release: '6' });
@@ -560,7 +559,7 @@ describe('Lightning API', () => {
     assert.equal((await settled(org, won[0]!.body.data.id)).status, 'paid');
 
     const em = (await testOrm()).em.fork();
-    const reserves = await em.find(CompanyBalanceEntry, { organization: org.organizationId, kind: 'reserve' });
+    const reserves = await companyBalanceEntries(org.organizationId, { kinds: ['reserve'] });
     assert.equal(reserves.length, 3, 'one reserve per payment');
     assert.deepEqual(reserves.map((entry) => entry.amount).filter((amount) => amount !== '2010' && amount !== '2020').sort(), ['1010', '302']);
     assert.equal(await em.count(LightningInvoice, { organization: org.organizationId, direction: 'outgoing' }), 3);

@@ -48,7 +48,7 @@ describe('Stripe Issuing (live cards)', () => {
     live = (await org.key(['*'], 'live')).secret;
     const em = (await testOrm()).em.fork();
     await em.transactional((tx) =>
-      applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'live', currency: 'usd', kind: 'credit', amount: 50_000n, reference: { type: 'test', id: randomUUID() } }),
+      applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'live', currency: 'usd', kind: 'credit', amount: 50_000n, reference: { type: 'sandbox_credit', id: randomUUID() } }),
     );
   });
   after(async () => {

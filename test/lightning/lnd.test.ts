@@ -175,7 +175,7 @@ describe('Lightning through LND (two nodes on btcd regtest)', function () {
       live = (await org.key(['*'], 'live')).secret;
       await (await testOrm()).em
         .fork()
-        .transactional((tx) => applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'live', currency: 'sat', kind: 'credit', amount: 20_000n, reference: { type: 'test', id: randomUUID() } }));
+        .transactional((tx) => applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'live', currency: 'sat', kind: 'credit', amount: 20_000n, reference: { type: 'sandbox_credit', id: randomUUID() } }));
     });
     after(async () => {
       await liveWorker?.stop();

@@ -56,7 +56,7 @@ export async function pendingCard(amount: number, feeBps = 100, org?: TestOrgani
   org ??= await createTestOrganization();
   const em = (await testOrm()).em.fork();
   const { card, initialFunding } = await em.transactional(async (tx) => {
-    await applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'sandbox', currency: 'usd', kind: 'credit', amount: 100_000n, reference: { type: 'test', id: randomUUID() } });
+    await applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'sandbox', currency: 'usd', kind: 'credit', amount: 100_000n, reference: { type: 'sandbox_credit', id: randomUUID() } });
     const body = { amount, card_type: 'virtual' as const, currency: 'USD' as const, name: 'Ada Lovelace', customer: validCustomer() as never };
     const creator = { organizationId: org.organizationId, environment: 'sandbox' as const, apiKeyId: org.apiKeyId, memberId: null, apiVersion: '2026-05-15' };
     return createCard(tx, creator, body, { config: testConfig({ CARD_FUNDING_FEE_BPS: String(feeBps) }), allowInsecureLoopback: true, keys: keyProviderFor(testConfig()), liveIssuer: false });

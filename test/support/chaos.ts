@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as temporalProto } from '@temporalio/proto';
 import { parseEther, type Hex } from 'viem';
@@ -12,7 +13,11 @@ import { cardProvisioningFlow } from '../../src/cards/flows/provisioning';
 import { ChainNodes } from '../../src/chains/nodes';
 import { loadConfig } from '../../src/config';
 import { createOrm, type Orm } from '../../src/db/orm';
+import { companyAccount, counterpartyAccount } from '../../src/ledger/accounts';
+import { verifyLedger } from '../../src/ledger/invariants';
+import { post } from '../../src/ledger/postings';
 import { createLogger } from '../../src/logger';
+import { ledgerProjections } from '../../src/modules';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { transactionWorkflowId } from '../../src/transactions/flows/transaction';
 import { paymentWorkflowId } from '../../src/lightning/flows/payment';
@@ -515,7 +520,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       const checked = () => check(options, orm, temporalClient, client, load, receiver, supervised, chain, env, organizations);
       const result = await checked();
       if (!options.plantFaults) return result;
-      const planted = await plantFaults((query, params = []) => orm.em.fork().getConnection().execute(query, params), organizations);
+      const planted = await plantFaults(orm, organizations);
       return { ...result, faulted: { planted, violations: (await checked()).violations } };
     } finally {
       await orm.close();
@@ -1066,38 +1071,44 @@ function expectedState(accepted: Operation[]): ExpectedState {
 }
 
 /**
- * The driver's own faults, for the test that shows the checks catch them (never a path of the service): a sats credit
- * doubled (a copy of one organization's first credit entry, its balance raised to match, so the journal still agrees)
- * and a debit skipped (a card funding's journal entries removed from another organization and its balance given back).
- * Returns the violations each must cause.
+ * The driver's own faults, for the test that shows the checks catch them (never a path of the service). The ledger
+ * refuses a changed or deleted line, so each fault is a balanced posting the business never made, its balance row
+ * moved to match (the ledger's invariants still hold; only the money checks can tell): a sats credit doubled (one
+ * organization's first sandbox credit posted again) and a debit skipped (a completed card funding's amount and fee
+ * credited back to its organization). Returns the violations each must cause.
  */
-async function plantFaults(sql: <T>(query: string, params?: unknown[]) => Promise<T[]>, organizations: Record<OrganizationName, SandboxOrganization>): Promise<string[]> {
+async function plantFaults(orm: Orm, organizations: Record<OrganizationName, SandboxOrganization>): Promise<string[]> {
   const nameOf = (organizationId: string) => ORGANIZATIONS.find((name) => organizations[name].organizationId === organizationId)!;
-  const [debited] = await sql<{ organization_id: string; reference_id: string }>(
-    `select t.organization_id, t.id as reference_id from card_transactions t where t.status = 'completed' order by t.created_at limit 1`,
+  const em = orm.em.fork();
+  const [debited] = await em.execute<{ organization_id: string; id: string; total: string }[]>(
+    `select organization_id, id, (amount + fee_amount)::text as total from card_transactions where status = 'completed' and type = 'funding' order by created_at limit 1`,
   );
   if (!debited) throw new Error('no completed card funding to skip the debit of');
-  const entries = await sql<{ kind: string; amount: string }>(
-    `delete from company_balance_entries where organization_id = ? and reference_type = 'card_transaction' and reference_id = ? returning kind::text, amount`,
-    [debited.organization_id, debited.reference_id],
-  );
-  const effect = (kinds: Record<string, number>) => entries.reduce((sum, entry) => sum + BigInt(kinds[entry.kind] ?? 0) * BigInt(entry.amount), 0n);
-  const available = effect({ credit: 1, debit: -1, reserve: -1, release: 1 });
-  const reserved = effect({ reserve: 1, release: -1, capture: -1 });
-  await sql(`update company_balances set available = available - ?, reserved = reserved - ? where organization_id = ? and currency = 'usd'`, [
-    available.toString(),
-    reserved.toString(),
-    debited.organization_id,
-  ]);
   const credited = ORGANIZATIONS.find((name) => organizations[name].organizationId !== debited.organization_id)!;
-  const [credit] = await sql<{ amount: string }>(
-    `insert into company_balance_entries (id, organization_id, environment, currency, kind, amount, reference_type, reference_id, created_at)
-       select id || '_planted', organization_id, environment, currency, kind, amount, 'planted_fault', reference_id, now() from company_balance_entries
-        where organization_id = ? and currency = 'sat' and kind = 'credit' order by created_at limit 1
-     returning amount`,
+  const [doubled] = await em.execute<{ reference_id: string; amount: string }[]>(
+    `select reference_id, amount::text from company_balance_entries where organization_id = ? and currency = 'sat' and kind = 'credit' and reference_type = 'sandbox_credit' order by created_at limit 1`,
     [organizations[credited].organizationId],
   );
-  await sql(`update company_balances set available = available + ? where organization_id = ? and currency = 'sat'`, [credit!.amount, organizations[credited].organizationId]);
+  if (!doubled) throw new Error(`no sats credit of ${credited} to double`);
+  // Posted as the driver's own (`planted_fault`), so no count of the service's records changes.
+  const credit = async (tx: EntityManager, organizationId: string, currency: 'usd' | 'sat', amount: bigint, id: string) => {
+    const scope = { organizationId, environment: 'sandbox' as const };
+    await post(tx, {
+      ...scope,
+      key: `planted/${organizationId}/${currency}/${id}`,
+      kind: 'credit',
+      reference: { type: 'planted_fault', id },
+      lines: [
+        { account: companyAccount(scope, currency, 'available'), amount },
+        { account: counterpartyAccount(scope, 'sandbox_faucet', currency), amount: -amount },
+      ],
+    });
+    await tx.execute(`update company_balances set available = available + ? where organization_id = ? and environment = 'sandbox' and currency = ?`, [amount.toString(), organizationId, currency]);
+  };
+  await em.transactional(async (tx) => {
+    await credit(tx, debited.organization_id, 'usd', BigInt(debited.total), debited.id);
+    await credit(tx, organizations[credited].organizationId, 'sat', BigInt(doubled.amount), doubled.reference_id);
+  });
   return [`money USD of ${nameOf(debited.organization_id)}`, `money BTC of ${credited}`];
 }
 
@@ -1267,16 +1278,8 @@ async function check(
     if (shown === undefined || BigInt(shown) !== card.cents) violations.push(`card ${cardId} of ${card.as}: expected ${card.cents} cents, the API says ${shown}`);
   }
   report.push(`cards: ${model.cards.size}, each balance compared with its fundings`);
-  // Each balance row is the sum of its journal.
-  const drifted = await sql<{ organization_id: string; currency: string }>(
-    `select b.organization_id, b.currency::text from company_balances b
-       left join (select organization_id, environment, currency,
-                         sum(case kind when 'credit' then amount when 'debit' then -amount when 'reserve' then -amount when 'release' then amount else 0 end) as available,
-                         sum(case kind when 'reserve' then amount when 'release' then -amount when 'capture' then -amount else 0 end) as reserved
-                    from company_balance_entries group by 1, 2, 3) j using (organization_id, environment, currency)
-      where b.available <> coalesce(j.available, 0) or b.reserved <> coalesce(j.reserved, 0)`,
-  );
-  for (const row of drifted) violations.push(`company balance ${row.organization_id} ${row.currency} differs from its journal`);
+  // The ledger proves itself: every posting balanced, every balance row the sum of its accounts (what `ledger:verify` runs).
+  for (const broken of await verifyLedger(orm.em.fork(), ledgerProjections)) violations.push(`ledger invariant ${broken.invariant}: ${broken.subject} ${broken.asset} ledger ${JSON.stringify(broken.ledger)} found ${JSON.stringify(broken.found)}`);
   await checkPayoutMoney(sql, byKind('payout_deposit'), violations, report);
 
   if (options.chain) await checkChain(orm, client, chain, env, settleDeadline, byKind('sweep_run'), violations, report);

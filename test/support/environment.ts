@@ -7,8 +7,9 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config';
-import { journalMismatches } from '../../src/custody/journal';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
+import { verifyLedger } from '../../src/ledger/invariants';
+import { ledgerProjections } from '../../src/modules';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
 import { watchNodeCallsInTransactions } from './node-calls';
 import { freeLoopbackPort } from './ports';
@@ -203,8 +204,8 @@ export const mochaHooks = {
     const nodeCalls = nodeCallsInTransactions.calls.splice(0);
     if (nodeCalls.length > 0) throw new Error(`a chain node was called inside a database transaction:\n${nodeCalls.join('\n')}`);
     if (!orm) return;
-    const mismatches = await journalMismatches((await orm).em.fork());
-    if (mismatches.length > 0) throw new Error(`custody balance rows differ from their journal: ${JSON.stringify(mismatches)}`);
+    const broken = await verifyLedger((await orm).em.fork(), ledgerProjections);
+    if (broken.length > 0) throw new Error(`the ledger's invariants are broken: ${JSON.stringify(broken)}`);
   },
   /** After each file: its time-skipping server (the database and the dev server serve the process's next files). */
   async afterAll(this: Mocha.Context) {

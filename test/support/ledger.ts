@@ -4,26 +4,24 @@ import { BALANCE_CURRENCIES, type BalanceCurrency } from '../../src/balances/ent
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Address } from '../../src/custody/entities';
 import { postCustodyEntry } from '../../src/custody/journal';
+import { verifyLedger } from '../../src/ledger/invariants';
+import { ledgerProjections } from '../../src/modules';
 import { uuid } from '../../src/shared/ids';
 import { testOrm } from './environment';
 
 type Balances = Record<BalanceCurrency, { available: bigint; reserved: bigint }>;
 
 /**
- * The ledger reconciliation every money test ends with, for each environment: each company balance
- * row equals the sum of its journal (available and reserved apart), and what is reserved is exactly
- * what is pending (card fundings with their fee; Lightning payments with their fee limit, both
- * rounded up to whole sats; nothing holds stablecoin credits). Returns the balances of `environment`.
+ * The ledger reconciliation every money test ends with: the ledger's invariants hold for the
+ * organization (src/ledger/invariants.ts, what `ledger:verify` runs: every posting balanced, every
+ * balance row the sum of its accounts), and in each environment what is reserved is exactly what is
+ * pending (card fundings with their fee; Lightning payments with their fee limit, both rounded up to
+ * whole sats; nothing holds stablecoin credits). Returns the balances of `environment`.
  */
 export async function assertLedgerReconciles(organizationId: string, environment: Environment = 'sandbox'): Promise<Balances> {
-  const connection = (await testOrm()).em.fork().getConnection();
-  const journal = await connection.execute<{ environment: Environment; currency: BalanceCurrency; available: string; reserved: string }[]>(
-    `select environment, currency,
-            coalesce(sum(case kind when 'credit' then amount when 'debit' then -amount when 'reserve' then -amount when 'release' then amount else 0 end), 0) as available,
-            coalesce(sum(case kind when 'reserve' then amount when 'release' then -amount when 'capture' then -amount else 0 end), 0) as reserved
-       from company_balance_entries where organization_id = ? group by environment, currency`,
-    [organizationId],
-  );
+  const orm = await testOrm();
+  assert.deepEqual(await verifyLedger(orm.em.fork(), ledgerProjections, organizationId), [], "the ledger's invariants are broken");
+  const connection = orm.em.fork().getConnection();
   const rows = await connection.execute<{ environment: Environment; currency: BalanceCurrency; available: string; reserved: string }[]>(
     `select environment, currency, available, reserved from company_balances where organization_id = ?`,
     [organizationId],
@@ -43,9 +41,7 @@ export async function assertLedgerReconciles(organizationId: string, environment
   for (const env of ['sandbox', 'live'] as const) {
     for (const currency of BALANCE_CURRENCIES) {
       const row = rows.find((candidate) => candidate.environment === env && candidate.currency === currency);
-      const sum = journal.find((candidate) => candidate.environment === env && candidate.currency === currency);
       const balance = { available: BigInt(row?.available ?? 0), reserved: BigInt(row?.reserved ?? 0) };
-      assert.deepEqual(balance, { available: BigInt(sum?.available ?? 0), reserved: BigInt(sum?.reserved ?? 0) }, `${env} ${currency} balance row differs from its journal`);
       const pending = currency === 'usd' ? pendingCards : currency === 'sat' ? pendingPayments : [];
       const reservedForPending = BigInt(pending.find((candidate) => candidate.environment === env)?.total ?? 0);
       assert.equal(balance.reserved, reservedForPending, `${env} ${currency} reserved differs from what is pending`);
@@ -76,3 +72,21 @@ export async function creditCustodyWallet(em: EntityManager, walletId: string, a
   );
 }
 
+
+export interface CompanyBalanceEntryRow {
+  kind: string;
+  amount: string;
+  referenceType: string;
+  referenceId: string;
+}
+
+/** An organization's company-balance movements as the ledger records them (the `company_balance_entries` view), oldest first. */
+export async function companyBalanceEntries(organizationId: string, filter: { referenceType?: string; referenceId?: string; kinds?: string[] } = {}): Promise<CompanyBalanceEntryRow[]> {
+  const rows = await (await testOrm()).em.fork().getConnection().execute<{ kind: string; amount: string; reference_type: string; reference_id: string }[]>(
+    `select kind, amount::text, reference_type, reference_id from company_balance_entries
+      where organization_id = ? and (?::text is null or reference_type = ?) and (?::text is null or reference_id = ?) and (?::text[] is null or kind = any(?::text[]))
+      order by created_at, id`,
+    [organizationId, filter.referenceType ?? null, filter.referenceType ?? null, filter.referenceId ?? null, filter.referenceId ?? null, filter.kinds ?? null, filter.kinds ?? null],
+  );
+  return rows.map((row) => ({ kind: row.kind, amount: row.amount, referenceType: row.reference_type, referenceId: row.reference_id }));
+}

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Card, CardTransaction } from '../../src/cards/entities';
 import { type IssuerProvider, SandboxIssuer } from '../../src/cards/issuer';
 import { requestBalanceMove } from '../../src/cards/balance-moves';
@@ -13,7 +12,7 @@ import { workflowBundle } from '../../src/worker-setup';
 import { cardWorker, pendingCard, reconcilePending, sweepStarts, workflowStarts } from '../support/cards';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
-import { assertLedgerReconciles } from '../support/ledger';
+import { assertLedgerReconciles, companyBalanceEntries } from '../support/ledger';
 
 describe('Card balance workflow (time-skipping)', () => {
   let env: TestWorkflowEnvironment;
@@ -42,7 +41,7 @@ describe('Card balance workflow (time-skipping)', () => {
     const em = (await testOrm()).em.fork();
     assert.equal((await em.findOneOrFail(CardTransaction, { id: transactionId })).status, 'completed');
     assert.equal((await em.findOneOrFail(Card, { id: cardId })).balance, String(amount));
-    const entries = await em.find(CompanyBalanceEntry, { organization: organizationId, referenceId: transactionId });
+    const entries = await companyBalanceEntries(organizationId, { referenceId: transactionId });
     assert.deepEqual(entries.map((entry) => [entry.kind, entry.amount]).sort(), [
       ['capture', String(amount + fee)],
       ['reserve', String(amount + fee)],

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { readBalances } from '../../src/balances/service';
 import { Card, CardTransaction } from '../../src/cards/entities';
 import { Delivery, Event } from '../../src/events/entities';
@@ -9,7 +8,7 @@ import { workflowBundle } from '../../src/worker-setup';
 import { cardWorker, pendingCard, sweepStarts, workflowStarts } from '../support/cards';
 import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
-import { assertLedgerReconciles } from '../support/ledger';
+import { assertLedgerReconciles, companyBalanceEntries } from '../support/ledger';
 
 describe('Card provisioning workflow (time-skipping)', () => {
   let env: TestWorkflowEnvironment;
@@ -46,7 +45,7 @@ describe('Card provisioning workflow (time-skipping)', () => {
     const [usd] = await readBalances(em, org.organizationId, 'sandbox');
     assert.equal(usd!.available, 100_000n - 5_050n);
     assert.equal(usd!.reserved, 0n);
-    const entries = await em.find(CompanyBalanceEntry, { organization: org.organizationId, referenceId: funding.id });
+    const entries = await companyBalanceEntries(org.organizationId, { referenceId: funding.id });
     assert.deepEqual(entries.map((entry) => [entry.kind, entry.amount]).sort(), [
       ['capture', '5050'],
       ['reserve', '5050'],

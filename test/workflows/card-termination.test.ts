@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { readBalances } from '../../src/balances/service';
 import { Card } from '../../src/cards/entities';
 import { requestTermination } from '../../src/cards/service';
@@ -10,7 +9,7 @@ import { eventually } from '../support/eventually';
 import { cardWorker, pendingCard, sweepStarts, workflowStarts } from '../support/cards';
 import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
-import { assertLedgerReconciles } from '../support/ledger';
+import { assertLedgerReconciles, companyBalanceEntries } from '../support/ledger';
 
 const HOUR = 3600_000;
 
@@ -92,7 +91,7 @@ describe('Card termination workflow (time-skipping)', () => {
     });
     assert.equal(result.remaining_balance, '2000');
     assert.equal(result.reason, 'lost');
-    const entries = await em.fork().find(CompanyBalanceEntry, { organization: org.organizationId, referenceType: 'card_termination' });
+    const entries = await companyBalanceEntries(org.organizationId, { referenceType: 'card_termination' });
     assert.deepEqual(entries.map((entry) => [entry.kind, entry.amount]), [['credit', '2000']]);
     await assertLedgerReconciles(org.organizationId);
   });

@@ -5,7 +5,6 @@ import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { applyBalanceEntry } from '../../src/balances/service';
-import { CompanyBalanceEntry } from '../../src/balances/entities';
 import { Event } from '../../src/events/entities';
 import { createKeyProvider } from '../../src/keys/provider';
 import { KeyService } from '../../src/keys/service';
@@ -25,7 +24,7 @@ import { QUERIES_PER_RUN } from '../../workflows/lightning-payment';
 import { createTestOrganization, type TestOrganization } from '../support/app';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
-import { assertLedgerReconciles } from '../support/ledger';
+import { assertLedgerReconciles, companyBalanceEntries } from '../support/ledger';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const HOUR = 3_600_000;
@@ -111,7 +110,7 @@ describe('Lightning workflows (time-skipping)', () => {
 
   async function ledger(organizationId: string, paymentId: string) {
     const em = (await testOrm()).em.fork();
-    const entries = await em.find(CompanyBalanceEntry, { organization: organizationId, referenceId: paymentId }, { orderBy: { createdAt: 'asc' } });
+    const entries = await companyBalanceEntries(organizationId, { referenceId: paymentId });
     const events = await em.find(Event, { organization: organizationId, type: { $like: 'lightning.payment.%' } });
     // One transaction's entries share a timestamp: listed in the order money moves.
     const order = ['reserve', 'capture', 'release'];

@@ -1,0 +1,82 @@
+/**
+ * The ledger proving itself on a schedule: the `ledger-invariant-check` Schedule runs
+ * `verifyLedger` (src/ledger/invariants.ts) over every organization, records the run for /metrics,
+ * and raises `ledger.invariant_broken` to each organization whose ledger it found broken, with the
+ * figures, once per distinct finding. `npm run cli -- ledger:verify` runs the same check read-only.
+ */
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Gauge, type Registry } from 'prom-client';
+import { emit } from '../events/service';
+import { LedgerInvariantCheck } from '../ledger/entities';
+import { verifyLedger, type LedgerBreak, type ProjectionCheck } from '../ledger/invariants';
+import type { Logger } from '../logger';
+import { canonicalJson } from '../shared/canonical-json';
+import { iso } from '../shared/time';
+
+export interface LedgerInvariantDeps {
+  log: Logger;
+  em: () => EntityManager;
+  transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+  projections: ProjectionCheck[];
+}
+
+export const presentBreak = (broken: LedgerBreak) => ({
+  invariant: broken.invariant,
+  subject: broken.subject,
+  asset: broken.asset,
+  ledger: broken.ledger,
+  found: broken.found,
+});
+
+/** Runs the check; `organizationId` narrows it (tests). Returns how many invariants it found broken. */
+export async function checkLedgerInvariants(deps: LedgerInvariantDeps, input: { organizationId?: string } = {}): Promise<{ violations: number }> {
+  const started = Date.now();
+  const found = await verifyLedger(deps.em(), deps.projections, input.organizationId ?? null);
+  const checkedAt = new Date();
+  const byOrganization = new Map<string, LedgerBreak[]>();
+  for (const broken of found) {
+    const scope = `${broken.organizationId}/${broken.environment}`;
+    byOrganization.set(scope, [...(byOrganization.get(scope) ?? []), broken]);
+    deps.log.error({ ...presentBreak(broken), organization_id: broken.organizationId, environment: broken.environment }, 'ledger invariant broken');
+  }
+  await deps.transaction(async (em) => {
+    // A run scoped to one organization proves nothing of the others: only a whole run is what /metrics reports.
+    if (!input.organizationId) {
+      await em.upsert(LedgerInvariantCheck, { id: 'latest', checkedAt, violations: found.length, durationMs: Date.now() - started });
+    }
+    for (const breaks of byOrganization.values()) {
+      const { organizationId, environment } = breaks[0]!;
+      const data = { object: 'ledger_invariant_check', checked_at: iso(checkedAt), breaks: breaks.map(presentBreak) };
+      // The same findings (figures included) are announced once; a change in them is news.
+      const digest = createHash('sha256').update(canonicalJson(data.breaks)).digest('hex').slice(0, 32);
+      await emit(em, { organizationId, environment, type: 'ledger.invariant_broken', data, dedupeKey: `ledger.invariant_broken:${environment}:${digest}` });
+    }
+  });
+  return { violations: found.length };
+}
+
+/** The last whole check in /metrics, read from PostgreSQL at each scrape (the check runs in the worker). */
+export function registerLedgerInvariantMetrics(registry: Registry, em: () => EntityManager): void {
+  const latest = () => em().findOne(LedgerInvariantCheck, { id: 'latest' });
+  new Gauge({
+    name: 'ledger_invariant_violations',
+    help: 'Invariants of the double-entry ledger the last check found broken (unbalanced postings, balance rows that differ from their accounts or are negative); 0 when whole',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const check = await latest();
+      if (check) this.set(check.violations);
+    },
+  });
+  new Gauge({
+    name: 'ledger_invariant_last_check_timestamp_seconds',
+    help: 'When the ledger invariant check last ran over every organization',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const check = await latest();
+      if (check) this.set(check.checkedAt.getTime() / 1000);
+    },
+  });
+}
