@@ -111,4 +111,12 @@ describe('Architecture', () => {
       }
     });
   }
+
+  it('keeps the ledger a floor of its own: src/ledger imports only the kit\'s statement helpers (src/db/lean.ts) and src/shared', () => {
+    const found = importsInto(
+      files.filter(({ file }) => under('src/ledger')(file)),
+      (target) => !under('src/ledger')(target) && !under('src/shared')(target) && target !== 'src/db/lean',
+    );
+    assertNone(found, 'the ledger sits below every domain that moves value: it names accounts by plain ids and leaves each projection check to its domain (src/modules.ts ledgerProjections)');
+  });
 });
