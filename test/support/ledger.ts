@@ -84,9 +84,11 @@ export interface CompanyBalanceEntryRow {
 export async function companyBalanceEntries(organizationId: string, filter: { referenceType?: string; referenceId?: string; kinds?: string[] } = {}): Promise<CompanyBalanceEntryRow[]> {
   const rows = await (await testOrm()).em.fork().getConnection().execute<{ kind: string; amount: string; reference_type: string; reference_id: string }[]>(
     `select kind, amount::text, reference_type, reference_id from company_balance_entries
-      where organization_id = ? and (?::text is null or reference_type = ?) and (?::text is null or reference_id = ?) and (?::text[] is null or kind = any(?::text[]))
+      where organization_id = ? and (?::text is null or reference_type = ?) and (?::text is null or reference_id = ?)
       order by created_at, id`,
-    [organizationId, filter.referenceType ?? null, filter.referenceType ?? null, filter.referenceId ?? null, filter.referenceId ?? null, filter.kinds ?? null, filter.kinds ?? null],
+    [organizationId, filter.referenceType ?? null, filter.referenceType ?? null, filter.referenceId ?? null, filter.referenceId ?? null],
   );
-  return rows.map((row) => ({ kind: row.kind, amount: row.amount, referenceType: row.reference_type, referenceId: row.reference_id }));
+  return rows
+    .filter((row) => !filter.kinds || filter.kinds.includes(row.kind))
+    .map((row) => ({ kind: row.kind, amount: row.amount, referenceType: row.reference_type, referenceId: row.reference_id }));
 }
