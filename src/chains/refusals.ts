@@ -103,15 +103,14 @@ function judgeBitcoin(error: NodeError): BroadcastVerdict {
 }
 
 /**
- * Solana: -32002 (the preflight simulation failed) and -32003 (a signature does not verify) are the
- * cluster's verdict on the transaction; -32602 with a decoding message is bytes it cannot read. A blockhash
- * the node does not know yet may be its lag, not the transaction's: no proof. Anything else (-32005 node
- * unhealthy, ...) proves nothing either.
+ * Solana: -32002 (the preflight simulation failed, a blockhash it does not know among the reasons) and
+ * -32003 (a signature does not verify) are the node's verdict on the transaction, which it then forwards
+ * nowhere; -32602 with a decoding message is bytes it cannot read. Anything else (-32005 node unhealthy,
+ * ...) proves nothing.
  */
 function judgeSolana(error: NodeError): BroadcastVerdict {
   const text = `${error.message} ${JSON.stringify(error.data ?? null)}`;
   if (/AlreadyProcessed|already been processed/.test(text)) return { kind: 'held' };
-  if (/BlockhashNotFound|blockhash not found/i.test(text)) return UNAVAILABLE;
   if (error.code === -32602) return /failed to deserialize|invalid transaction|could not decode|decode/i.test(text) ? refused('malformed') : UNAVAILABLE;
   if (error.code !== -32002 && error.code !== -32003) return UNAVAILABLE;
   if (/InsufficientFundsForRent/.test(text)) return refused('dust_output');

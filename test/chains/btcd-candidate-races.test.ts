@@ -12,21 +12,11 @@ import { testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { testLogger } from '../support/secret-scan';
 import { startScannedService, type ScannedService } from '../support/scanned-service';
+import type { Schema } from '../support/typed-api';
 
 const CONFIRMATIONS = 2;
 
-interface Transaction {
-  id: string;
-  status: string;
-  tx_hash: string | null;
-  fee_raw: string | null;
-  fee_limit_raw: string;
-  recipient_amount_raw: string;
-  failure_reason: string | null;
-  failed_at: string | null;
-  confirmations: number;
-  replacements: { status: string; tx_hash: string | null; fee_limit_raw: string }[];
-}
+type Transaction = Schema<'Transaction'>;
 
 const outsideP2wpkh = () => btc.p2wpkh(secp256k1.getPublicKey(randomBytes(32), true), btc.TEST_NETWORK).address!;
 

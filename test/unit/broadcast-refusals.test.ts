@@ -50,7 +50,7 @@ describe('Broadcast errors: a definite refusal, the node holding the transaction
     assert.deepEqual(judgeBroadcastError('bitcoin', { code: -26, message: 'min relay fee not met' }, 502), unavailable, "a gateway's status");
   });
 
-  it('Solana: a failed preflight or signature is a refusal; a blockhash the node does not know, an unhealthy node or an unknown code nothing', () => {
+  it('Solana: a failed preflight (a blockhash the node does not know included) or signature is a refusal; an unhealthy node or an unknown code nothing', () => {
     assert.deepEqual(judgeBroadcastError('solana', { code: -32002, message: 'Transaction simulation failed: Attempt to debit an account but found no record of a prior credit.' }, 200), {
       kind: 'refused',
       reason: 'insufficient_funds',
@@ -58,8 +58,9 @@ describe('Broadcast errors: a definite refusal, the node holding the transaction
     assert.deepEqual(judgeBroadcastError('solana', { code: -32003, message: 'Transaction signature verification failure' }, 200), { kind: 'refused', reason: 'invalid_signature' });
     assert.deepEqual(judgeBroadcastError('solana', { code: -32602, message: 'failed to deserialize solana_sdk::transaction::versioned::VersionedTransaction' }, 200), { kind: 'refused', reason: 'malformed' });
     assert.deepEqual(judgeBroadcastError('solana', { code: -32002, message: 'Transaction simulation failed: This transaction has already been processed' }, 200), { kind: 'held' });
+    assert.deepEqual(judgeBroadcastError('solana', { code: -32002, message: 'Transaction simulation failed: Blockhash not found' }, 200), { kind: 'refused', reason: 'rejected' });
     const unavailable = { kind: 'unavailable' };
-    assert.deepEqual(judgeBroadcastError('solana', { code: -32002, message: 'Transaction simulation failed: Blockhash not found' }, 200), unavailable);
+    assert.deepEqual(judgeBroadcastError('solana', { code: -32004, message: 'Block not available for slot 5' }, 200), unavailable);
     assert.deepEqual(judgeBroadcastError('solana', { code: -32005, message: 'Node is unhealthy' }, 200), unavailable);
     assert.deepEqual(judgeBroadcastError('solana', { code: -32002, message: 'Transaction simulation failed' }, 503), unavailable);
   });
