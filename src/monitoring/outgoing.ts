@@ -46,9 +46,11 @@ export async function recordOutgoing(em: EntityManager, scope: ChainEnvironment,
   const recorded: OutgoingTransfer[] = [];
   for (const spend of spends) {
     const organizationId = spend.address.wallet.organization.id;
-    const send = sends.find((candidate) => candidate.txHash === spend.txid && candidate.organizationId === organizationId);
+    const matching = sends.filter((candidate) => candidate.txHash === spend.txid && candidate.organizationId === organizationId);
+    // Two sends carry one hash when a send refused at its first handing is followed by one signing the very same bytes (its nonce, fee and transfer): the live one is the chain's.
+    const send = matching.find((candidate) => failed.get(spend.txid) !== candidate.id) ?? matching[0];
     // A send failed without being mined released its lock and was never debited: the chain's spend is debited here like one the platform did not expect.
-    const row = await recordOne(em, scope, spend, place, send?.id ?? null, !send || failed.has(spend.txid));
+    const row = await recordOne(em, scope, spend, place, send?.id ?? null, !send || failed.get(spend.txid) === send.id);
     if (row) recorded.push(row);
   }
   await raiseUnexpectedSpends(em, scope, recorded.filter((row) => row.unexpected && row.transactionId == null));
