@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import { Money, toDisplay } from '../shared/money';
 import { iso, isoOrNull } from '../shared/time';
 import type { AssetTotal, ConsolidationRule, ConsolidationRun, ConsolidationSweep, RunFees } from './entities';
+import { sendHash } from '../transactions/presenters';
 
 /**
  * The Consolidation run and sweep resources, for the routes and for the run workflow's events.
@@ -108,7 +109,7 @@ export function presentSweep(sweep: ConsolidationSweep) {
     status: sweep.status,
     failure_reason: sweep.failureReason ?? null,
     transaction_id: sweep.transaction?.id ?? null,
-    tx_hash: sweep.transaction?.txHash ?? null,
+    tx_hash: sweep.transaction ? sendHash(sweep.transaction) : null,
     created_at: iso(sweep.createdAt),
     updated_at: iso(sweep.updatedAt),
   };

@@ -13,6 +13,11 @@ export const EVENT_TYPES = [
   { type: 'transaction.broadcast', description: 'A send was signed and a node accepted it.' },
   { type: 'transaction.confirmed', description: "A send reached the chain's confirmation count and was settled." },
   { type: 'transaction.failed', description: 'A send provably did not reach the chain (its lock released), or was mined and reverted (its fee paid).' },
+  {
+    type: 'transaction.mined_after_failure',
+    description:
+      'An alarm: a send that had failed (its lock released) was mined after all. The wallet was debited what the chain shows and the send is confirmed with mined_after_failure_at; data is the transaction with its earlier failure and the debits.',
+  },
   { type: 'transfer.success', description: 'A stablecoin transfer succeeded; data carries transaction_id.' },
   { type: 'deposit.success', description: 'A stablecoin deposit was credited to a wallet.' },
   {

@@ -164,7 +164,7 @@ export class OutgoingTransfer {
   @Property({ type: 'uuid', nullable: true })
   transactionId?: string | null;
 
-  /** The platform did not make it: debited from the ledger when seen. */
+  /** The ledger did not expect it, so it was debited when seen: a spend the platform did not make, or (`transaction` set) a send of its own mined after it had failed. */
   @Property({ type: 'boolean' })
   unexpected!: boolean;
 

@@ -54,9 +54,12 @@ export async function ledgerPositions(em: EntityManager, provider: ChainProvider
   // Mined, not settled: the chain has paid them, the ledger not yet (taken away). Settled, but their block lost to a
   // reorganisation and not mined again (yet): the ledger has paid them, the chain not (given back), so they are no deposit.
   const sends = await em.execute<{ key: string; asset_id: string; recipient_amount: string; fee: string | null; failure_reason: string | null; unplaced: boolean }[]>(
-    `select ${perAddress ? 'from_address_id' : 'wallet_id'} as key, asset_id, recipient_amount::text, fee::text, failure_reason, status <> 'confirming' as unplaced from transactions
-      where ${perAddress ? 'from_address_id' : 'wallet_id'} in (${list})
-        and (status = 'confirming' or (block_hash is null and (status = 'confirmed' or (status = 'failed' and failure_reason = 'reverted'))))`,
+    // What the recipient got is the mined candidate's: a replacement's once one is mined (nothing for a cancel).
+    `select t.${perAddress ? 'from_address_id' : 'wallet_id'} as key, t.asset_id, coalesce(mined.recipient_amount, t.recipient_amount)::text as recipient_amount, t.fee::text, t.failure_reason,
+            t.status <> 'confirming' as unplaced
+       from transactions t left join transaction_replacements mined on mined.transaction_id = t.id and mined.tx_hash = t.mined_tx_hash
+      where t.${perAddress ? 'from_address_id' : 'wallet_id'} in (${list})
+        and (t.status = 'confirming' or (t.block_hash is null and (t.status = 'confirmed' or (t.status = 'failed' and t.failure_reason = 'reverted'))))`,
     keys,
   );
   const sum = (rows: { key: string; asset_id: string; amount: string }[], key: string, assetId: string) =>

@@ -6,7 +6,7 @@ import { ChainScanCursor } from './entities';
  * Chain scanning's health in /metrics, read from the scan cursors at each scrape: the scanner runs
  * in the worker, the metrics are served by the API. A resync (no common block with the node within
  * the lookback) is what an operator is alerted to: transfers older than its checkpoint are not
- * checked again.
+ * checked again. So is a send mined after it had failed (src/transactions/mined-after-failure.ts).
  */
 export function registerScanMetrics(registry: Registry, em: () => EntityManager): void {
   new Gauge({
@@ -29,6 +29,21 @@ export function registerScanMetrics(registry: Registry, em: () => EntityManager)
       for (const cursor of await em().find(ChainScanCursor, { lastResyncAt: { $ne: null } })) {
         this.set({ chain: cursor.chain, environment: cursor.environment }, cursor.lastResyncAt!.getTime() / 1000);
       }
+    },
+  });
+  new Gauge({
+    name: 'transactions_mined_after_failure',
+    help: 'Sends mined after they had failed and their lock was released (debited when seen; each raised transaction.mined_after_failure): any is an alarm',
+    labelNames: ['chain', 'environment'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const rows = await em()
+        .getConnection()
+        .execute<{ chain: string; environment: string; count: string }[]>(
+          `select chain, environment, count(*)::text as count from transactions where mined_after_failure_at is not null group by chain, environment`,
+        );
+      for (const row of rows) this.set({ chain: row.chain, environment: row.environment }, Number(row.count));
     },
   });
 }

@@ -9,6 +9,7 @@ import { Sponsorship } from '../gas-stations/entities';
 import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
 import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../transactions/entities';
+import { failedUnminedByHash, recordMinedAfterFailure, type LateDebits } from '../transactions/mined-after-failure';
 import { OutgoingTransfer } from './entities';
 import { subscriptionsOn, type BlockPlace, type ChainEnvironment } from './service';
 
@@ -30,23 +31,42 @@ interface SeenSpend {
  * transaction is none of the platform's sends (no `transactions` row has its hash) is a spend the
  * platform did not make: the chain is the truth, so the wallet is debited what left the address (and,
  * on account chains, the fee it paid) here, once, and `wallet.unexpected_spend` is raised. A send of
- * the platform's is never debited here: its hash is stored before its bytes leave (signing), so the
- * scanner knows it whenever it sees it, and its settlement debits it once, before or after this.
+ * the platform's is never debited here: the hash of each of its candidates is stored before its bytes
+ * leave (signing), so the scanner knows it whenever it sees it, and its settlement debits it once,
+ * before or after this. Save a send failed without being mined (its lock released): mined after all, it
+ * is debited here the same way and settled as mined with an alarm (transactions/mined-after-failure.ts).
  */
 export async function recordOutgoing(em: EntityManager, scope: ChainEnvironment, block: ObservedBlock): Promise<OutgoingTransfer[]> {
   const spends = scope.chain === 'bitcoin' ? await spentOutputs(em, scope, block) : await accountSpends(em, scope, block);
   if (spends.length === 0) return [];
-  const sends = await platformSends(em, scope, [...new Set(spends.map((spend) => spend.txid))]);
+  const txids = [...new Set(spends.map((spend) => spend.txid))];
+  const sends = await platformSends(em, scope, txids);
+  const failed = await failedUnminedByHash(em, scope, txids);
   const place: BlockPlace = { height: block.height, hash: block.hash };
   const recorded: OutgoingTransfer[] = [];
   for (const spend of spends) {
     const organizationId = spend.address.wallet.organization.id;
-    const send = sends.find((candidate) => candidate.txHash === spend.txid && candidate.organizationId === organizationId);
-    const row = await recordOne(em, scope, spend, place, send?.id ?? null);
+    const matching = sends.filter((candidate) => candidate.txHash === spend.txid && candidate.organizationId === organizationId);
+    // Two sends carry one hash when a send refused at its first handing is followed by one signing the very same bytes (its nonce, fee and transfer): the live one is the chain's.
+    const send = matching.find((candidate) => failed.get(spend.txid) !== candidate.id) ?? matching[0];
+    // A send failed without being mined released its lock and was never debited: the chain's spend is debited here like one the platform did not expect.
+    const row = await recordOne(em, scope, spend, place, send?.id ?? null, !send || failed.get(spend.txid) === send.id);
     if (row) recorded.push(row);
   }
-  await raiseUnexpectedSpends(em, scope, recorded.filter((row) => row.unexpected));
+  await raiseUnexpectedSpends(em, scope, recorded.filter((row) => row.unexpected && row.transactionId == null));
+  await settleLateMined(em, place, recorded.filter((row) => row.unexpected && row.transactionId != null));
   return recorded;
+}
+
+/** Failed sends a block mined after all: each settled as mined with what scanning debited for it (src/transactions/mined-after-failure.ts). */
+async function settleLateMined(em: EntityManager, place: BlockPlace, rows: OutgoingTransfer[]): Promise<void> {
+  const bySend = new Map<string, OutgoingTransfer[]>();
+  for (const row of rows) bySend.set(row.transactionId!, [...(bySend.get(row.transactionId!) ?? []), row]);
+  for (const [transactionId, transfers] of bySend) {
+    const debits: LateDebits = new Map();
+    for (const row of transfers) debits.set(row.assetId, (debits.get(row.assetId) ?? 0n) + BigInt(row.amount) + BigInt(row.fee));
+    await recordMinedAfterFailure(em, transactionId, transfers[0]!.txid, place, debits);
+  }
 }
 
 /**
@@ -122,7 +142,7 @@ async function custodyAddresses(em: EntityManager, scope: ChainEnvironment, addr
  * Inserts the transfer once; the first time, debits an unexpected one and announces it. Seen again
  * (a reorganisation mined it in another block): only its block moves.
  */
-async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: SeenSpend, block: BlockPlace, transactionId: string | null): Promise<OutgoingTransfer | null> {
+async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: SeenSpend, block: BlockPlace, transactionId: string | null, unexpected: boolean): Promise<OutgoingTransfer | null> {
   const organizationId = spend.address.wallet.organization.id;
   const [written] = await em.execute<{ id: string; inserted: boolean }[]>(
     `insert into outgoing_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, fee, txid, position,
@@ -147,7 +167,7 @@ async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: Seen
       block.height,
       block.hash,
       transactionId,
-      transactionId === null,
+      unexpected,
     ],
   );
   // xmax is 0 only on a row this statement inserted, not on one it updated.

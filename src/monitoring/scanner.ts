@@ -62,12 +62,18 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
       cursor = await rewindToFork(deps, scope, provider, cursor);
       continue;
     }
-    cursor = await deps.transaction(async (em) => {
+    const lateMined = await deps.transaction(async (em) => {
       await advanceCursor(em, scope, cursor.height, block);
       await recordTransfers(em, { ...scope, requiredConfirmations: required, tipHeight }, block.transfers, { height: block.height, hash: block.hash });
-      await recordOutgoing(em, scope, block);
-      return { height: block.height, hash: block.hash };
+      return (await recordOutgoing(em, scope, block)).filter((row) => row.unexpected && row.transactionId != null);
     });
+    cursor = { height: block.height, hash: block.hash };
+    if (lateMined.length) {
+      deps.log.error(
+        { ...scope, block_height: block.height, transactions: [...new Set(lateMined.map((row) => row.transactionId))], tx_hashes: [...new Set(lateMined.map((row) => row.txid))] },
+        'a send that had failed (its lock released) was mined after all: debited what the chain shows, transaction.mined_after_failure raised',
+      );
+    }
     deps.blockDone?.();
   }
   if (cursor.height >= 0) {

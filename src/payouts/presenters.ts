@@ -5,6 +5,7 @@ import { maskBeneficiary } from './beneficiaries';
 import { toFiatDisplay } from './corridors';
 import type { PayoutRefund, PayoutTrip, PayoutTripTransition } from './entities';
 import { payoutTripFlow } from './flows/trip';
+import { sendHash } from '../transactions/presenters';
 
 /** A trip as its events show it (camelCase, as the specification names payout fields); the quote must be loaded. */
 export function presentTrip(trip: PayoutTrip) {
@@ -78,7 +79,7 @@ export function presentRefund(refund: PayoutRefund) {
     amountRaw: refund.amount,
     toAddress: refund.transaction.toAddress,
     transactionId: refund.transaction.id,
-    txHash: refund.transaction.txHash ?? null,
+    txHash: sendHash(refund.transaction),
     attempts: refund.attempts,
     failure_reason: refund.failureReason ?? null,
     createdAt: iso(refund.createdAt),

@@ -17,6 +17,7 @@ import { presentRefund, presentTrip } from './presenters';
 import type { SettlementDeps } from './settlement';
 import { recordTransition } from './timeline';
 import { lockTrip } from './trips';
+import { sendHash } from '../transactions/presenters';
 
 /**
  * Sends `amount` of `assetId` back to the trip's refund address and records the refund, its
@@ -164,7 +165,7 @@ export async function followRefund(deps: SettlementDeps, refundId: string): Prom
         refund_id: refund.id,
         reason: refund.reason,
         transaction_id: send.id,
-        tx_hash: send.txHash,
+        tx_hash: sendHash(send),
         amount_raw: send.recipientAmount,
         attempts: refund.attempts,
       });

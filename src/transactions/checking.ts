@@ -3,8 +3,8 @@
  * replacements, recorded as confirming once mined, and whether a fee bump is due.
  */
 import type { ChainProvider } from '../chains/provider';
-import { OutgoingTransaction, TransactionReplacement } from './entities';
-import { candidatesOf, FINISHED, lockedRow, providerOf, REPLACEABLE_CHAINS, type Candidate, type LifecycleDeps, type StepOutcome } from './lifecycle';
+import { OutgoingTransaction, TransactionReplacement, WalletOutput } from './entities';
+import { candidatesOf, FINISHED, lockedRow, markMinedCandidate, minedFee, providerOf, REPLACEABLE_CHAINS, type Candidate, type LifecycleDeps, type StepOutcome } from './lifecycle';
 import { markBroadcast, proofOfLoss } from './broadcasting';
 import { announce, minedOutcome } from './settlement';
 
@@ -31,13 +31,7 @@ export async function checkTransaction(deps: LifecycleDeps, transactionId: strin
     if (status.state === 'pending') pending = true;
   }
   if (!mined && !pending) {
-    if (transaction.status === 'confirming') {
-      await deps.transaction(async (tx) => {
-        const row = await lockedRow(tx, transactionId);
-        if (row.status !== 'confirming') return;
-        Object.assign(row, { status: 'broadcast', blockHeight: null, blockHash: null, confirmations: 0 });
-      });
-    }
+    if (transaction.status === 'confirming') await unmine(deps, transactionId);
     // A send the node dropped (evicted under a fee spike) is bumped as one it holds, unless it is proven
     // lost (its nonce consumed, its inputs spent by a conflict): the rebroadcast's refusal then fails it.
     if (transaction.status === 'signed' || !(await replacementDue(deps, provider, transaction))) return 'missing';
@@ -45,6 +39,7 @@ export async function checkTransaction(deps: LifecycleDeps, transactionId: strin
     return (await proofOfLoss(deps, provider, transaction)) ? 'missing' : 'replace';
   }
   if (!mined) {
+    if (transaction.status === 'confirming') await unmine(deps, transactionId);
     if (transaction.status === 'signed') await markBroadcast(deps, transactionId);
     return (await replacementDue(deps, provider, transaction)) ? 'replace' : 'waiting';
   }
@@ -56,31 +51,44 @@ export async function checkTransaction(deps: LifecycleDeps, transactionId: strin
       Object.assign(row, { status: 'broadcast', broadcastAt: row.broadcastAt ?? new Date() });
       await announce(tx, row, 'transaction.broadcast');
     }
-    if (candidate.replacement && row.txHash !== candidate.txHash) settleOnReplacement(row, await tx.findOneOrFail(TransactionReplacement, { id: candidate.replacement.id }));
+    await markMinedCandidate(tx, row, candidate);
     Object.assign(row, { status: 'confirming', blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
-    if (status.fee !== null) row.fee = status.fee.toString();
+    row.fee = minedFee(row, candidate, status.fee);
     // Mined again after a reorganisation, the outcome is the new block's: a failure an abandoned block recorded is cleared.
     row.failureReason = minedOutcome(status.succeeded, candidate.replacement?.kind === 'cancel');
   });
-  return status.confirmations >= transaction.requiredConfirmations ? 'settle' : 'waiting';
+  if (status.confirmations < transaction.requiredConfirmations) return 'waiting';
+  // Nothing is released before every other candidate is proven dead: the mined one, at the confirmation count, consumed their nonce or inputs.
+  await em.populate(transaction, ['fromAddress']);
+  return (await othersDead(deps, provider, transaction, candidate)) ? 'settle' : 'waiting';
+}
+
+/** The block that mined a confirming send left the chain and no candidate is mined now: it waits (and is followed) as broadcast again. */
+async function unmine(deps: LifecycleDeps, transactionId: string): Promise<void> {
+  await deps.transaction(async (tx) => {
+    const row = await lockedRow(tx, transactionId);
+    if (row.status !== 'confirming') return;
+    Object.assign(row, { status: 'broadcast', blockHeight: null, blockHash: null, confirmations: 0, minedTxHash: null });
+    await tx.nativeUpdate(TransactionReplacement, { transaction: row.id, status: 'mined' }, { status: 'broadcast', updatedAt: new Date() });
+  });
 }
 
 /**
- * The send follows the replacement the chain mined: its hash, bytes and fee terms become the
- * send's, and what the recipient gets is the replacement's (nothing for a cancel, whose outcome
- * `cancelled` checkTransaction records).
+ * Whether every candidate but the mined one is proven dead, read after it: none of them mined, and the
+ * send's nonce consumed (account chains) or its inputs spent in the chain (Bitcoin; every candidate
+ * spends the same ones). The mined candidate, at the confirmation count, does both, so this fails only
+ * when the chain moved under the check: the send then waits a check.
  */
-function settleOnReplacement(row: OutgoingTransaction, replacement: TransactionReplacement): void {
-  Object.assign(row, {
-    txHash: replacement.txHash,
-    signedTransaction: replacement.signedTransaction,
-    feeTerms: replacement.feeTerms,
-    feeLimit: replacement.feeLimit,
-    recipientAmount: replacement.recipientAmount,
-    // A Bitcoin transaction pays exactly the fee it was signed with.
-    ...(replacement.feeTerms.model === 'per_byte' ? { fee: replacement.feeLimit } : {}),
-  });
-  replacement.status = 'mined';
+async function othersDead(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction, mined: Candidate): Promise<boolean> {
+  const others = (await candidatesOf(deps.em(), transaction)).filter((candidate) => candidate.txHash !== mined.txHash);
+  if (others.length === 0) return true;
+  for (const other of others) if ((await provider.transactionStatus(other.txHash)).state === 'mined') return false;
+  if (provider.nonces && transaction.nonce != null) return (await provider.nonces(transaction.fromAddress.address)).confirmed > BigInt(transaction.nonce);
+  if (provider.spentInChain) {
+    const inputs = await deps.em().find(WalletOutput, { spentBy: transaction.id });
+    for (const input of inputs) if (!(await provider.spentInChain({ txid: input.txid, vout: input.vout }))) return false;
+  }
+  return true;
 }
 
 /**

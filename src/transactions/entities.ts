@@ -148,8 +148,16 @@ export class OutgoingTransaction {
   @Property({ type: 'text', nullable: true })
   signedTransaction?: string | null;
 
+  /** The send's own (original) candidate: its hash, kept whichever candidate the chain mines. */
   @Property({ type: 'text', nullable: true })
   txHash?: string | null;
+
+  /**
+   * The candidate the chain mined (the send's own hash or one of its replacements'), which the send
+   * settles on; null while none is. A reorganisation that mines another candidate moves it there.
+   */
+  @Property({ type: 'text', nullable: true })
+  minedTxHash?: string | null;
 
   @Property({ type: new BigIntType('number'), nullable: true })
   blockHeight?: number | null;
@@ -202,6 +210,10 @@ export class OutgoingTransaction {
 
   @Property({ type: 'timestamptz', nullable: true })
   failedAt?: Date | null;
+
+  /** When a block was seen mining this send after it had been failed and its lock released: it was debited then, and an alarm raised. */
+  @Property({ type: 'timestamptz', nullable: true })
+  minedAfterFailureAt?: Date | null;
 
   /** The chain height from which an automatic fee bump counts blocks: the tip when its latest candidate was seen waiting or broadcast. */
   @Property({ type: new BigIntType('number'), nullable: true })

@@ -42,24 +42,75 @@ export const providerOf = (deps: LifecycleDeps, transaction: OutgoingTransaction
 export const lockedRow = (em: EntityManager, transactionId: string) =>
   em.findOneOrFail(OutgoingTransaction, { id: transactionId }, { ...lockingOnlyItsRow(em, OutgoingTransaction), populate: ['fromAddress', 'wallet'] });
 
-/** One signed form of a send the chain may mine: the original, or a replacement (same nonce, higher fee). */
+/**
+ * One signed form of a send the chain may mine: its own (the original, kept on its row), or a
+ * replacement (same nonce or inputs, higher fee). Only one can be mined; the send settles on it,
+ * paying what it pays.
+ */
 export interface Candidate {
   txHash: string;
   raw: string;
+  /** Null for the send's own bytes. */
   replacement: TransactionReplacement | null;
+  /** What the recipient gets if it is mined (0 for a cancel). */
+  recipientAmount: string;
+  feeTerms: StoredFeeTerms;
+  feeLimit: string;
 }
+
+/** The send's own candidate, from its row. */
+const originalCandidate = (transaction: OutgoingTransaction): Candidate => ({
+  txHash: transaction.txHash!,
+  raw: transaction.signedTransaction!,
+  replacement: null,
+  recipientAmount: transaction.recipientAmount,
+  feeTerms: transaction.feeTerms,
+  feeLimit: transaction.feeLimit,
+});
 
 /**
  * What the chain may mine for a send, newest first: its signed replacements no node refused, then
- * its own bytes. Only one can be mined (they share a nonce), so the send follows all of them.
+ * its own bytes. Only one can be mined (they share a nonce, or inputs), so the send follows all of them.
  */
 export async function candidatesOf(em: EntityManager, transaction: OutgoingTransaction): Promise<Candidate[]> {
   const replacements = await em.find(TransactionReplacement, { transaction: transaction.id, txHash: { $ne: null }, status: { $ne: 'refused' } }, { orderBy: { createdAt: 'desc' } });
-  const candidates: Candidate[] = replacements.map((replacement) => ({ txHash: replacement.txHash!, raw: replacement.signedTransaction!, replacement }));
-  // Once a replacement is mined the send carries its hash: the original is that candidate then.
-  if (!candidates.some((candidate) => candidate.txHash === transaction.txHash)) candidates.push({ txHash: transaction.txHash!, raw: transaction.signedTransaction!, replacement: null });
+  const candidates: Candidate[] = replacements.map((replacement) => ({
+    txHash: replacement.txHash!,
+    raw: replacement.signedTransaction!,
+    replacement,
+    recipientAmount: replacement.recipientAmount,
+    feeTerms: replacement.feeTerms,
+    feeLimit: replacement.feeLimit,
+  }));
+  // Sends settled before issue 48 carry their mined replacement's hash: that candidate stands for the original then.
+  if (!candidates.some((candidate) => candidate.txHash === transaction.txHash)) candidates.push(originalCandidate(transaction));
   return candidates;
 }
+
+/** The candidate the send is mined as (`minedTxHash`); throws when it names none of them. */
+export async function minedCandidateOf(em: EntityManager, transaction: OutgoingTransaction): Promise<Candidate> {
+  const mined = (await candidatesOf(em, transaction)).find((candidate) => candidate.txHash === transaction.minedTxHash);
+  if (!mined) throw new Error(`transaction ${transaction.id} is mined as ${transaction.minedTxHash ?? 'nothing'}, none of its candidates`);
+  return mined;
+}
+
+/**
+ * The send is mined as `candidate`: it is recorded as the mined one (`minedTxHash`, its replacement
+ * `mined`), and a replacement an abandoned block had mined is a candidate again. The send's own
+ * hash and bytes stay its original's, so a reorganisation that mines another candidate finds them.
+ */
+export async function markMinedCandidate(em: EntityManager, row: OutgoingTransaction, candidate: Candidate): Promise<void> {
+  row.minedTxHash = candidate.txHash;
+  await em.nativeUpdate(TransactionReplacement, { transaction: row.id, status: 'mined', txHash: { $ne: candidate.txHash } }, { status: 'broadcast', updatedAt: new Date() });
+  if (candidate.replacement) await em.nativeUpdate(TransactionReplacement, { id: candidate.replacement.id }, { status: 'mined', updatedAt: new Date() });
+}
+
+/**
+ * The fee a mined candidate paid: the chain's figure (EVM gas used, Bitcoin inputs less outputs), or
+ * where a provider cannot tell, a Bitcoin candidate's own (it pays exactly what it was signed with).
+ */
+export const minedFee = (row: OutgoingTransaction, candidate: Candidate, chainFee: bigint | null): string | null =>
+  chainFee !== null ? chainFee.toString() : candidate.feeTerms.model === 'per_byte' ? candidate.feeLimit : (row.fee ?? null);
 
 export const anyCandidateKnown = async (provider: ChainProvider, candidates: Candidate[]): Promise<boolean> => {
   for (const candidate of candidates) if ((await provider.transactionStatus(candidate.txHash)).state !== 'unknown') return true;

@@ -16,6 +16,9 @@ export async function findTransaction(em: EntityManager, tenant: { organizationI
   return transaction;
 }
 
+/** The hash a send is known by: the candidate the chain mined, else its own. */
+export const sendHash = (transaction: Pick<OutgoingTransaction, 'txHash' | 'minedTxHash'>): string | null => transaction.minedTxHash ?? transaction.txHash ?? null;
+
 /** The Transaction resource, with `inputs_used` (Bitcoin: the outputs it locked or spent). */
 export async function presentTransaction(em: EntityManager, transaction: OutgoingTransaction) {
   return (await transactionPresenter(em, [transaction]))(transaction);
@@ -24,6 +27,10 @@ export async function presentTransaction(em: EntityManager, transaction: Outgoin
 function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutput[], replacements: TransactionReplacement[]) {
   const asset = assetById(transaction.assetId);
   const native = nativeAssetOf(transaction);
+  // Once a replacement is mined, what the send pays is that candidate's.
+  const mined = replacements.find((replacement) => replacement.txHash != null && replacement.txHash === transaction.minedTxHash);
+  const recipientAmount = mined?.recipientAmount ?? transaction.recipientAmount;
+  const feeLimit = mined?.feeLimit ?? transaction.feeLimit;
   const display = (raw: string | null | undefined, decimals: number) => (raw == null ? null : toDisplay(raw, decimals));
   return {
     id: transaction.id,
@@ -37,13 +44,13 @@ function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutp
     to_address: transaction.toAddress,
     amount: toDisplay(transaction.amount, asset.decimals),
     amount_raw: transaction.amount,
-    recipient_amount: toDisplay(transaction.recipientAmount, asset.decimals),
-    recipient_amount_raw: transaction.recipientAmount,
+    recipient_amount: toDisplay(recipientAmount, asset.decimals),
+    recipient_amount_raw: recipientAmount,
     treat_as_gross_amount: transaction.gross,
     fee: display(transaction.fee, native.decimals),
     fee_raw: transaction.fee ?? null,
-    fee_limit: toDisplay(transaction.feeLimit, native.decimals),
-    fee_limit_raw: transaction.feeLimit,
+    fee_limit: toDisplay(feeLimit, native.decimals),
+    fee_limit_raw: feeLimit,
     fee_asset_id: native.id,
     fee_level: transaction.feeLevel,
     fee_rate: transaction.feeRate ?? null,
@@ -66,7 +73,7 @@ function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutp
       broadcast_at: replacement.broadcastAt ? iso(replacement.broadcastAt) : null,
     })),
     status: transaction.status,
-    tx_hash: transaction.txHash ?? null,
+    tx_hash: sendHash(transaction),
     block_height: transaction.blockHeight ?? null,
     confirmations: transaction.confirmations,
     required_confirmations: transaction.requiredConfirmations,
@@ -82,6 +89,7 @@ function presentWithInputs(transaction: OutgoingTransaction, outputs: WalletOutp
     broadcast_at: transaction.broadcastAt ? iso(transaction.broadcastAt) : null,
     confirmed_at: transaction.confirmedAt ? iso(transaction.confirmedAt) : null,
     failed_at: transaction.failedAt ? iso(transaction.failedAt) : null,
+    mined_after_failure_at: transaction.minedAfterFailureAt ? iso(transaction.minedAfterFailureAt) : null,
   };
 }
 

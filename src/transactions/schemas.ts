@@ -177,7 +177,7 @@ export const TransactionObject = z
       )
       .openapi({ description: 'The replacements of this send (speed-up, cancel: same-nonce on Ethereum, BIP-125 on Bitcoin), oldest first; once one is mined, tx_hash, fee and recipient_amount are its' }),
     status: z.enum(TRANSACTION_STATUSES).openapi({ description: 'pending, signed, broadcast, confirming, confirmed or failed; see docs/transactions.md' }),
-    tx_hash: z.string().nullable(),
+    tx_hash: z.string().nullable().openapi({ description: "Once signed: the send's own hash, or once a candidate is mined, the mined one's (the original or a replacement; a reorganisation that mines another candidate changes it)" }),
     block_height: z.number().int().nullable(),
     confirmations: z.number().int(),
     required_confirmations: z.number().int(),
@@ -193,5 +193,8 @@ export const TransactionObject = z
     broadcast_at: Timestamp.nullable(),
     confirmed_at: Timestamp.nullable(),
     failed_at: Timestamp.nullable(),
+    mined_after_failure_at: Timestamp.nullable().openapi({
+      description: 'When a block was seen mining this send after it had failed (its lock released): it was debited what the chain shows and transaction.mined_after_failure raised; failed_at keeps when it was failed',
+    }),
   })
   .openapi('Transaction');

@@ -12,8 +12,8 @@ import { emit } from '../events/service';
 import type { EventType } from '../events/event-types';
 import { OutgoingTransaction, TransactionReplacement, type TransactionStatus } from './entities';
 import { nativeAssetOf, presentTransaction } from './presenters';
-import { releaseOutputs, settleOutputs } from './wallet-outputs';
-import { FINISHED, lockedRow, type LifecycleDeps } from './lifecycle';
+import { moveChange, releaseOutputs, settleOutputs } from './wallet-outputs';
+import { candidatesOf, FINISHED, lockedRow, markMinedCandidate, minedCandidateOf, minedFee, type Candidate, type LifecycleDeps } from './lifecycle';
 
 /** A mined send's failure reason: its call reverted, or it was cancelled (its cancel mined: nothing sent, the fee paid); else none. */
 export const minedOutcome = (succeeded: boolean, cancelled: boolean) => (!succeeded ? 'reverted' : cancelled ? 'cancelled' : null);
@@ -33,8 +33,9 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
     const transaction = await lockedRow(em, transactionId);
     if (FINISHED.includes(transaction.status)) return transaction.status;
     if (transaction.fee == null) throw new Error(`transaction ${transaction.id} is mined but its fee is not known yet`);
-    await postCustodyEntries(em, [...lockReleases(transaction), ...(await replacementLockReleases(em, transaction)), ...debitEntries(transaction, debitsOf(transaction))]);
-    if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id, transaction.txHash!);
+    const mined = await minedCandidateOf(em, transaction);
+    await postCustodyEntries(em, [...lockReleases(transaction), ...(await replacementLockReleases(em, transaction)), ...debitEntries(transaction, debitsOf(transaction, mined))]);
+    if (transaction.chain === 'bitcoin') await settleOutputs(em, transaction.id, mined.txHash);
     await supersedeReplacements(em, transaction);
     await deps.walletDebited(em, transaction.wallet.id); // the wallet paid: if it is a gas station's, assess it again
     return recordOutcome(em, transaction);
@@ -47,9 +48,9 @@ interface SendDebit {
   amount: bigint;
 }
 
-/** What a mined send took from its wallet: the recipient's amount unless its call reverted, and the fee in the native asset. */
-const debitsOf = (transaction: OutgoingTransaction): SendDebit[] => [
-  { kind: 'send_debit', assetId: transaction.assetId, amount: transaction.failureReason === 'reverted' ? 0n : BigInt(transaction.recipientAmount) },
+/** What a send mined as `mined` took from its wallet: that candidate's recipient amount unless its call reverted, and the fee in the native asset. */
+const debitsOf = (transaction: OutgoingTransaction, mined: Pick<Candidate, 'recipientAmount'>): SendDebit[] => [
+  { kind: 'send_debit', assetId: transaction.assetId, amount: transaction.failureReason === 'reverted' ? 0n : BigInt(mined.recipientAmount) },
   { kind: 'fee_debit', assetId: nativeAssetOf(transaction).id, amount: BigInt(transaction.fee!) },
 ];
 
@@ -106,10 +107,12 @@ export async function unplaceSettledSends(em: EntityManager, scope: { chain: Out
 
 /**
  * Settled sends a reorganisation took off the chain, mined again at their confirmation count: placed
- * in their new block, and where the outcome or the fee changed (a call that reverted in the
- * abandoned block succeeds in the new one, or the reverse) the status is the new outcome's, the
- * failure cleared or recorded, and the wallet's debit corrected by the difference. Those not mined
- * again (yet) are asked again at the next pass. Answers the sends re-settled.
+ * in their new block. The candidate mined may be another than before (the original where a
+ * replacement was, or the reverse): the send is re-settled on it, under the same send. Where the
+ * outcome, the fee or what the recipient got changed (a call that reverted in the abandoned block
+ * succeeds in the new one, a cancel mined where the speed-up was) the status is the new outcome's and
+ * the wallet's debit corrected by the difference; on Bitcoin the change spendable is the mined
+ * candidate's. Those not mined again (yet) are asked again at the next pass. Answers the sends re-settled.
  */
 export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transaction'>, provider: ChainProvider, scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] }): Promise<OutgoingTransaction[]> {
   const unplaced = await deps.em().find(OutgoingTransaction, {
@@ -120,30 +123,41 @@ export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transact
     $or: [{ status: 'confirmed' }, { status: 'failed', failureReason: { $in: ['reverted', 'cancelled'] } }],
   });
   const resettled: OutgoingTransaction[] = [];
-  for (const candidate of unplaced) {
-    const status = await provider.transactionStatus(candidate.txHash!);
-    if (status.state !== 'mined' || status.confirmations < candidate.requiredConfirmations) continue;
+  for (const send of unplaced) {
+    const found = await minedAtDepth(provider, await candidatesOf(deps.em(), send), send.requiredConfirmations);
+    if (!found) continue;
+    const { candidate, status } = found;
     const done = await deps.transaction(async (em) => {
-      const transaction = await lockedRow(em, candidate.id);
+      const transaction = await lockedRow(em, send.id);
       if (transaction.blockHash != null || !FINISHED.includes(transaction.status)) return false;
-      const before = debitsOf(transaction);
+      const before = debitsOf(transaction, await minedCandidateOf(em, transaction));
       const outcomeBefore = transaction.failureReason;
+      const previous = transaction.minedTxHash!;
+      if (candidate.txHash !== previous) {
+        await markMinedCandidate(em, transaction, candidate);
+        await supersedeReplacements(em, transaction);
+        if (transaction.chain === 'bitcoin') await moveChange(em, transaction.id, previous, candidate.txHash);
+      }
       Object.assign(transaction, { blockHeight: status.blockHeight, blockHash: status.blockHash, confirmations: status.confirmations });
-      if (status.fee !== null) transaction.fee = status.fee.toString();
-      transaction.failureReason = minedOutcome(status.succeeded, transaction.failureReason === 'cancelled');
-      await postCustodyEntries(
-        em,
-        debitEntries(
-          transaction,
-          debitsOf(transaction).map((debit, index) => ({ ...debit, amount: debit.amount - before[index]!.amount })),
-        ),
-      );
+      transaction.fee = minedFee(transaction, candidate, status.fee);
+      transaction.failureReason = minedOutcome(status.succeeded, candidate.replacement?.kind === 'cancel');
+      const after = debitsOf(transaction, candidate);
+      await postCustodyEntries(em, debitEntries(transaction, after.map((debit, index) => ({ ...debit, amount: debit.amount - before[index]!.amount }))));
       if (transaction.failureReason !== outcomeBefore) await recordOutcome(em, transaction);
       return true;
     });
-    if (done) resettled.push(candidate);
+    if (done) resettled.push(send);
   }
   return resettled;
+}
+
+/** The candidate the chain holds mined at `depth` confirmations or more, if any. */
+async function minedAtDepth(provider: ChainProvider, candidates: Candidate[], depth: number) {
+  for (const candidate of candidates) {
+    const status = await provider.transactionStatus(candidate.txHash);
+    if (status.state === 'mined') return status.confirmations >= depth ? { candidate, status } : null;
+  }
+  return null;
 }
 
 /**

@@ -127,14 +127,23 @@ export async function recordChange(em: EntityManager, transaction: OutgoingTrans
 
 /**
  * The send confirmed as `minedTxid` (its original or one of its replacements): what it spent is
- * spent, the mined transaction's change becomes spendable, and the change of every candidate that
- * lost (it spent the same inputs: it can never be mined) never existed. Idempotent.
+ * spent and the mined candidate's change becomes spendable. The change of every other candidate stays
+ * recorded, unconfirmed (never spendable): scanning then never takes it for a deposit should a
+ * reorganisation mine that candidate instead (`moveChange`). Idempotent.
  */
 export async function settleOutputs(em: EntityManager, transactionId: string, minedTxid: string): Promise<void> {
-  const txid = minedTxid.toLowerCase();
   await em.execute(`update wallet_outputs set status = 'spent', updated_at = now() where spent_by_id = ? and status = 'locked'`, [transactionId]);
-  await em.execute(`update wallet_outputs set status = 'available', updated_at = now() where created_by_id = ? and txid = ? and status = 'unconfirmed'`, [transactionId, txid]);
-  await em.execute(`delete from wallet_outputs where created_by_id = ? and txid <> ? and status = 'unconfirmed'`, [transactionId, txid]);
+  await em.execute(`update wallet_outputs set status = 'available', updated_at = now() where created_by_id = ? and txid = ? and status = 'unconfirmed'`, [transactionId, minedTxid.toLowerCase()]);
+}
+
+/**
+ * A reorganisation mined another candidate of a settled send: the change spendable is the new one's, and
+ * the abandoned one's is unconfirmed again, unless a later send already locked or spent it (that send
+ * spends what the chain no longer has, and its own proof decides its fate).
+ */
+export async function moveChange(em: EntityManager, transactionId: string, fromTxid: string, toTxid: string): Promise<void> {
+  await em.execute(`update wallet_outputs set status = 'unconfirmed', updated_at = now() where created_by_id = ? and txid = ? and status = 'available'`, [transactionId, fromTxid.toLowerCase()]);
+  await settleOutputs(em, transactionId, toTxid);
 }
 
 /**

@@ -8,7 +8,6 @@ import { Money } from '../../shared/money';
 import {
   FEE_LEVELS,
   NodeUnavailableError,
-  TransactionRejectedError,
   type ChainProvider,
   type ChainTip,
   type FeeLevel,
@@ -21,6 +20,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
+import { broadcastErrorOutcome } from '../refusals';
 import { parseNodeBody, postToNode, type NodeCallLimits } from './node-http';
 import { answersInOrder } from './node-replies';
 
@@ -62,8 +62,6 @@ const OUTPUT_CHECK_BATCH = 100;
 /** Bitcoin Core's RPC_INVALID_ADDRESS_OR_KEY, which both Core and btcd answer for a transaction they do not know. */
 const RPC_NO_INFORMATION = -5;
 const RPC_METHOD_NOT_FOUND = -32601;
-/** Bitcoin Core's RPC_VERIFY_ALREADY_IN_CHAIN. */
-const RPC_ALREADY_IN_CHAIN = -27;
 
 /** JSON-RPC 1.0: `error` is null on success, `result` null on failure. */
 
@@ -192,15 +190,13 @@ export class BitcoinRpcProvider implements ChainProvider {
 
   /**
    * A transaction the node already holds (in its mempool or a block) counts as broadcast: a retry
-   * after a timeout gets the txid, not a refusal. Other refusals carry the node's own reason.
+   * after a timeout gets the txid, not a refusal. Its errors are judged by src/chains/refusals.ts: only
+   * a definite refusal (-25, -26) is one, carrying the node's own reason.
    */
   async broadcast(rawTransaction: string): Promise<{ txid: string }> {
-    const [answer] = await this.relay([{ method: 'sendrawtransaction', params: [rawTransaction] }]);
-    if ('error' in answer!) {
-      const { code, message } = answer.error;
-      if (code === RPC_ALREADY_IN_CHAIN || ALREADY_KNOWN.test(message)) return { txid: decodeTransaction(hex.decode(rawTransaction)).txid };
-      throw new TransactionRejectedError(rejectionReason(message), `The node refused the transaction: ${message}`);
-    }
+    const reply = await this.exchange({ jsonrpc: '1.0', id: 0, method: 'sendrawtransaction', params: [rawTransaction] });
+    const [answer] = answersInOrder(parseNodeBody(reply), 1);
+    if ('error' in answer!) return broadcastErrorOutcome('bitcoin', answer.error, reply.status, () => decodeTransaction(hex.decode(rawTransaction)).txid);
     if (typeof answer!.result !== 'string') throw new NodeUnavailableError('The node answered sendrawtransaction without a txid.');
     return { txid: answer!.result };
   }
@@ -316,12 +312,17 @@ export class BitcoinRpcProvider implements ChainProvider {
   }
 
   private async post(payload: unknown): Promise<unknown> {
+    // Bitcoin Core answers a failed call with HTTP 404 or 500 and the JSON-RPC error in the body.
+    return parseNodeBody(await this.exchange(payload));
+  }
+
+  /** The node's HTTP status and body text; refused credentials are the node unusable. */
+  private async exchange(payload: unknown): Promise<{ status: number; text: string }> {
     const reply = await postToNode(this.endpoint, payload, this.limits, this.authorization ? { authorization: this.authorization } : {});
     if (reply.status === 401 || reply.status === 403) {
       throw new NodeUnavailableError(`The node refused the RPC credentials (HTTP ${reply.status}).`);
     }
-    // Bitcoin Core answers a failed call with HTTP 404 or 500 and the JSON-RPC error in the body.
-    return parseNodeBody(reply);
+    return reply;
   }
 }
 
@@ -341,21 +342,6 @@ function satPerVbyte(answer: RelayedAnswer): bigint | null {
 }
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
-
-/** Core: "txn-already-in-mempool", "txn-already-known", "Transaction already in block chain"; btcd: "already have transaction", "already exists in blockchain". */
-const ALREADY_KNOWN = /txn-already-(in-mempool|known)|already have transaction|already exists in (the )?block ?chain|already in (the )?block ?chain/i;
-
-/** A machine code for a node's refusal, from the messages Bitcoin Core and btcd use. */
-function rejectionReason(message: string): string {
-  const text = message.toLowerCase();
-  if (/decode|deserializ|malformed/.test(text)) return 'malformed';
-  if (text.includes('dust')) return 'dust_output';
-  if (/signature|script-verify|script verify|failed to validate input|witness/.test(text)) return 'invalid_signature';
-  if (/already spent|missingorspent|missing-inputs|orphan|conflict|replacement/.test(text)) return 'double_spend';
-  if (/belowout|less than the amount spent|insufficient funds/.test(text)) return 'insufficient_funds';
-  if (/fee|priority/.test(text)) return 'fee_too_low';
-  return 'rejected';
-}
 
 /** The address paying `script` in `network`'s encoding, or null when no address form names it. */
 function addressOf(script: Uint8Array, network: AddressNetwork): string | null {

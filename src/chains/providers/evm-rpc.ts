@@ -7,6 +7,7 @@ import {
   erc20Abi,
   getAddress,
   http,
+  keccak256,
   parseAbi,
   parseEventLogs,
   RpcRequestError,
@@ -29,7 +30,8 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
-import { nodeFetch, relayJsonRpc2, type NodeCallLimits } from './node-http';
+import { broadcastErrorOutcome, evmRefusalReason } from '../refusals';
+import { nodeFetch, relayJsonRpc2, relayJsonRpc2WithStatus, type NodeCallLimits } from './node-http';
 
 /** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
 export type TokenContracts = Readonly<Record<string, `0x${string}`>>;
@@ -135,10 +137,11 @@ export class EvmRpcProvider implements ChainProvider {
     return this.safely('eth_call', () => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }));
   }
 
-  /** The node's own refusal (nonce too low, underpriced...) is the message: it names no URL. */
+  /** The node's error is judged by src/chains/refusals.ts: only a definite refusal (nonce too low, underpriced...) is one; its message names no URL. */
   async broadcast(rawTransaction: string): Promise<{ txid: string }> {
-    const [answer] = await this.relay([{ method: 'eth_sendRawTransaction', params: [rawTransaction] }]);
-    if ('error' in answer!) throw new TransactionRejectedError(rejectionReason(answer.error.message), `The node refused the transaction: ${answer.error.message}`);
+    const { status, answers } = await relayJsonRpc2WithStatus(this.url, [{ method: 'eth_sendRawTransaction', params: [rawTransaction] }], this.limits);
+    const [answer] = answers;
+    if ('error' in answer!) return broadcastErrorOutcome('ethereum', answer.error, status, () => keccak256(rawTransaction as `0x${string}`));
     if (typeof answer!.result !== 'string') throw new NodeUnavailableError('The node answered eth_sendRawTransaction without a hash.');
     return { txid: answer!.result };
   }
@@ -218,7 +221,7 @@ export class EvmRpcProvider implements ChainProvider {
       // with a non-2xx HTTP status (a rate limit, a gateway's) is about the node, not the call.
       const refusal = error instanceof BaseError ? error.walk((cause) => cause instanceof RpcRequestError) : null;
       if (refusal instanceof RpcRequestError && refusal.status === undefined) {
-        throw new TransactionRejectedError(rejectionReason(refusal.details), `The node refused to estimate the call: ${refusal.details}`);
+        throw new TransactionRejectedError(evmRefusalReason(refusal.details), `The node refused to estimate the call: ${refusal.details}`);
       }
       throw new NodeUnavailableError('The node did not answer eth_estimateGas.');
     }
@@ -259,14 +262,4 @@ function median(values: bigint[]): bigint {
   if (values.length === 0) return 0n;
   const sorted = [...values].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
-}
-
-/** A machine code for a node's refusal, from the messages geth, reth and anvil use. */
-function rejectionReason(message: string): string {
-  const text = message.toLowerCase();
-  if (text.includes('nonce too low') || text.includes('already known')) return 'nonce_too_low';
-  if (text.includes('insufficient funds')) return 'insufficient_funds';
-  if (text.includes('underpriced') || text.includes('fee cap') || text.includes('max fee per gas less than')) return 'fee_too_low';
-  if (text.includes('signature') || text.includes('sender')) return 'invalid_signature';
-  return 'rejected';
 }

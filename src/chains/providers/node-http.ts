@@ -89,7 +89,12 @@ export function parseNodeBody(reply: { status: number; text: string }): unknown 
  * answered in order.
  */
 export async function relayJsonRpc2(url: string, calls: RelayedCall[], limits: NodeCallLimits): Promise<RelayedAnswer[]> {
+  return (await relayJsonRpc2WithStatus(url, calls, limits)).answers;
+}
+
+/** relayJsonRpc2, with the HTTP status the answers came under: a refusal proves something only when the node itself answered it (src/chains/refusals.ts). */
+export async function relayJsonRpc2WithStatus(url: string, calls: RelayedCall[], limits: NodeCallLimits): Promise<{ status: number; answers: RelayedAnswer[] }> {
   const requests = calls.map((call, index) => ({ jsonrpc: '2.0', id: index, method: call.method, ...(call.params === undefined ? {} : { params: call.params }) }));
-  const reply = parseNodeBody(await postToNode(url, requests.length === 1 ? requests[0] : requests, limits));
-  return answersInOrder(reply, calls.length);
+  const reply = await postToNode(url, requests.length === 1 ? requests[0] : requests, limits);
+  return { status: reply.status, answers: answersInOrder(parseNodeBody(reply), calls.length) };
 }

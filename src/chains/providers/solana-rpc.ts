@@ -2,7 +2,6 @@ import { base58, base64 } from '@scure/base';
 import { z } from 'zod';
 import {
   NodeUnavailableError,
-  TransactionRejectedError,
   type ChainProvider,
   type ChainTip,
   type FeeMarket,
@@ -16,7 +15,8 @@ import {
   type TransactionStatus,
 } from '../provider';
 import { LAMPORTS_PER_SIGNATURE, MICRO_LAMPORTS_PER_LAMPORT, PRIORITY_COMPUTE_UNIT_LIMIT, solanaRecentBlockhash } from '../transfers/solana';
-import { relayJsonRpc2, type NodeCallLimits } from './node-http';
+import { broadcastErrorOutcome } from '../refusals';
+import { relayJsonRpc2, relayJsonRpc2WithStatus, type NodeCallLimits } from './node-http';
 
 /** The mint of each SPL token asset on this node's network: asset id → mint address (base58). */
 export type TokenMints = Readonly<Record<string, string>>;
@@ -203,12 +203,9 @@ export class SolanaRpcProvider implements ChainProvider {
    * as broadcast, so a retry after a lost answer is not a refusal; the node's other refusals carry its message.
    */
   async broadcast(rawTransaction: string): Promise<{ txid: string }> {
-    const [answer] = await this.relay([{ method: 'sendTransaction', params: [rawTransaction, { encoding: 'base64', preflightCommitment: COMMITMENT }] }]);
-    if ('error' in answer!) {
-      const reason = rejectionReason(answer.error);
-      if (reason === 'already_processed') return { txid: signatureOf(rawTransaction) };
-      throw new TransactionRejectedError(reason, `The node refused the transaction: ${answer.error.message}`);
-    }
+    const { status, answers } = await relayJsonRpc2WithStatus(this.url, [{ method: 'sendTransaction', params: [rawTransaction, { encoding: 'base64', preflightCommitment: COMMITMENT }] }], this.limits);
+    const [answer] = answers;
+    if ('error' in answer!) return broadcastErrorOutcome('solana', answer.error, status, () => signatureOf(rawTransaction));
     return { txid: parse('sendTransaction', z.string(), answer!.result) };
   }
 
@@ -317,16 +314,3 @@ function signatureOf(rawTransaction: string): string {
   return base58.encode(base64.decode(rawTransaction).subarray(1, 65));
 }
 
-/**
- * A machine code for sendTransaction's refusal, from the transaction error its preflight names (in the
- * message, and in `data.err` as the runtime's TransactionError).
- */
-function rejectionReason(error: { message: string; data?: unknown }): string {
-  const text = `${error.message} ${JSON.stringify(error.data ?? null)}`;
-  if (/AlreadyProcessed|already been processed/.test(text)) return 'already_processed';
-  if (/InsufficientFundsForRent/.test(text)) return 'dust_output';
-  if (/InsufficientFundsForFee|insufficient (funds|lamports)|AccountNotFound|no record of a prior credit/i.test(text)) return 'insufficient_funds';
-  if (/signature verification|SignatureFailure|MissingSignatureForFee/i.test(text)) return 'invalid_signature';
-  if (/failed to deserialize|invalid transaction|could not decode/i.test(text)) return 'malformed';
-  return 'rejected';
-}
