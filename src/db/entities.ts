@@ -11,7 +11,7 @@ import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
-import { ChainScanCursor, IncomingTransfer, LedgerDrift, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
+import { ChainScanCursor, IncomingTransfer, LedgerDrift, LedgerReconciliationPass, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutRefund, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
 import { ApprovalRequest, ApprovalVote, GovernanceChange, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
@@ -44,6 +44,7 @@ export const entities = [
   OutgoingTransfer,
   ChainScanCursor,
   LedgerDrift,
+  LedgerReconciliationPass,
   ScannedBlock,
   SandboxDeposit,
   OutgoingTransaction,

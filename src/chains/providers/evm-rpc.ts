@@ -18,6 +18,7 @@ import {
   NodeUnavailableError,
   TransactionRejectedError,
   type ChainProvider,
+  type BalanceRead,
   type ChainTip,
   type FeeMarket,
   type GasEstimateCall,
@@ -29,6 +30,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
+import { EvmBalanceReader } from './evm-balances';
 import { nodeFetch, relayJsonRpc2, type NodeCallLimits } from './node-http';
 
 /** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
@@ -61,6 +63,7 @@ export class EvmRpcProvider implements ChainProvider {
   private readonly client: PublicClient;
 
   private readonly assetOfContract: Map<string, string>;
+  private readonly balanceReader: EvmBalanceReader;
 
   constructor(
     readonly chain: ChainId,
@@ -72,6 +75,7 @@ export class EvmRpcProvider implements ChainProvider {
     const fetchFn = (input: string | URL | Request, init?: RequestInit) => nodeFetch(input, init ?? {}, limits.maxResponseBytes);
     this.client = createPublicClient({ transport: http(url, { timeout: limits.timeoutMs, retryCount: 0, fetchFn }) });
     this.assetOfContract = new Map(Object.entries(tokens).map(([assetId, contract]) => [contract.toLowerCase(), assetId]));
+    this.balanceReader = new EvmBalanceReader(tokens, (calls) => this.relay(calls));
   }
 
   async tip(): Promise<ChainTip> {
@@ -133,6 +137,10 @@ export class EvmRpcProvider implements ChainProvider {
     const contract = this.tokens[assetId];
     if (!contract) throw new NodeUnavailableError(`No ${assetId} contract is configured for this node.`);
     return this.safely('eth_call', () => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }));
+  }
+
+  balancesAt(reads: BalanceRead[], block: ChainTip): Promise<bigint[]> {
+    return this.balanceReader.balancesAt(reads, block);
   }
 
   /** The node's own refusal (nonce too low, underpriced...) is the message: it names no URL. */
