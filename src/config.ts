@@ -191,7 +191,7 @@ export const ConfigSchema = z.object({
   CHAIN_SCAN_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(3600).default(5),
   /**
    * How often the ledger reconciliation of each chain and environment compares every custody address
-   * with its node at the scanner's block (a Temporal Schedule each); a difference is raised when found (docs/ledger.md).
+   * with its node at the scanner's block (a Temporal Schedule each); a difference is raised when found (docs/monitoring.md).
    */
   LEDGER_RECONCILIATION_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(600),
   /** Holders (addresses; wallets on Bitcoin) the reconciliation compares per page: one activity, its node reads batched. */

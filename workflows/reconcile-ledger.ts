@@ -22,10 +22,10 @@ const WAITS_FOR_SCANNER_PATCH = 'ledger-reconciliation-waits-for-scanner';
  */
 export async function ledgerReconciliationWorkflow(input: LedgerReconciliationInput): Promise<{ compared: number; skipped?: string }> {
   const waits = patched(WAITS_FOR_SCANNER_PATCH);
-  let compared = 0;
+  let compared = input.compared ?? 0;
   let waited = 0;
   for (;;) {
-    if (workflowInfo().historyLength > HISTORY_EVENTS_PER_RUN) return continueAsNew<typeof ledgerReconciliationWorkflow>(input);
+    if (workflowInfo().historyLength > HISTORY_EVENTS_PER_RUN) return continueAsNew<typeof ledgerReconciliationWorkflow>({ ...input, compared });
     const page = await reconcileLedgerPage({ chain: input.chain, environment: input.environment, ...(input.organizationId ? { organizationId: input.organizationId } : {}) });
     compared += page.compared;
     if (page.skipped) {

@@ -1,6 +1,5 @@
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Gauge, type Registry } from 'prom-client';
 import { ASSETS, assetById } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
 import type { ChainProvider, ChainTip } from '../chains/provider';
@@ -239,24 +238,4 @@ export async function presentDrift(em: EntityManager, drift: LedgerDrift) {
     first_seen_at: iso(drift.firstSeenAt),
     resolved_at: drift.resolvedAt ? iso(drift.resolvedAt) : null,
   };
-}
-
-/**
- * `/metrics`: the ledger drifts not resolved, by chain, environment, asset and status (suspected or
- * open), read from PostgreSQL at each scrape, so any API process reports what the worker found.
- */
-export function registerLedgerDriftMetrics(metrics: Registry, em: () => EntityManager): void {
-  new Gauge({
-    name: 'custody_ledger_drifts',
-    help: 'Custody ledger positions that differ from their node (status open: waiting for an operator; suspected: seen once by a pass before issue 48)',
-    labelNames: ['chain', 'environment', 'asset', 'status'],
-    registers: [metrics],
-    async collect() {
-      this.reset();
-      const rows = await em().execute<{ chain: string; environment: string; asset_id: string; status: string; count: string }[]>(
-        `select chain, environment, asset_id, status, count(*) as count from ledger_drifts where status in ('suspected', 'open') group by 1, 2, 3, 4`,
-      );
-      for (const row of rows) this.set({ chain: row.chain, environment: row.environment, asset: row.asset_id, status: row.status }, Number(row.count));
-    },
-  });
 }

@@ -116,6 +116,12 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
     await assert.rejects(cli(['ledger:drift', '--status', 'gone']), /--status must be one of/);
     const metrics = await app.request('GET', '/metrics');
     assert.match(metrics.text, /custody_ledger_drifts\{chain="ethereum",environment="sandbox",asset="ETH",status="open"\} [1-9]/);
+    // The pass says it covered them: when it ended, how long it took, how many holders it compared.
+    const holders = Number(/custody_reconciliation_holders_compared\{chain="ethereum",environment="sandbox"\} (\d+)/.exec(metrics.text)?.[1]);
+    assert.equal(holders, 2, metrics.text);
+    const ended = Number(/custody_reconciliation_last_complete_pass_timestamp_seconds\{chain="ethereum",environment="sandbox"\} ([\d.e+]+)/.exec(metrics.text)?.[1]);
+    assert.ok(Math.abs(ended - Date.now() / 1000) < 120, `the last pass ended just now: ${ended}`);
+    assert.match(metrics.text, /custody_reconciliation_pass_duration_seconds\{chain="ethereum",environment="sandbox"\} [\d.e+-]+/);
 
     // Corrected by hand (a journal entry): the next pass finds them agreeing and resolves the drift.
     await creditCustodyWallet(em, ahead.id, 'ETH', -(4n * ETHER) / 10n);

@@ -9,6 +9,8 @@ import type { ChainId } from '../../catalogue/service';
 export interface LedgerReconciliationInput {
   chain: ChainId;
   environment: Environment;
+  /** Holders the pass's earlier runs compared, carried when it continues as new. */
+  compared?: number;
   /** Tests scope a pass to their own organization. */
   organizationId?: string;
 }
