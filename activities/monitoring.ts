@@ -29,7 +29,10 @@ export const createMonitoringActivities = (deps: MonitoringActivityDeps) => ({
 
   /** One page of the ledger reconciliation (src/monitoring/reconciliation.ts); the ledger.drift events it emits are delivered once it commits. */
   async reconcileLedgerPage(input: ReconciliationPageInput): Promise<ReconciliationPage> {
-    return reconcileLedgerPage({ chains: deps.chains, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps) }, input);
+    return reconcileLedgerPage(
+      { chains: deps.chains, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), holdersPerPage: deps.config.LEDGER_RECONCILIATION_HOLDERS_PER_PAGE },
+      input,
+    );
   },
 
   /** The ledger's invariants over every organization (src/monitoring/ledger-invariants.ts); ledger.invariant_broken is delivered once it commits. */

@@ -191,11 +191,13 @@ export const ConfigSchema = z.object({
   CHAIN_SCAN_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(3600).default(5),
   /**
    * How often the ledger reconciliation of each chain and environment compares every custody address
-   * with its node (a Temporal Schedule each); a difference is raised when two passes find it (docs/ledger.md).
+   * with its node at the scanner's block (a Temporal Schedule each); a difference is raised when found (docs/monitoring.md).
    */
   LEDGER_RECONCILIATION_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(600),
   /** How often the `ledger-invariant-check` Schedule proves the double-entry ledger whole (docs/ledger.md). */
   LEDGER_INVARIANT_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
+  /** Holders (addresses; wallets on Bitcoin) the reconciliation compares per page: one activity, its node reads batched. */
+  LEDGER_RECONCILIATION_HOLDERS_PER_PAGE: z.coerce.number().int().min(1).max(5000).default(200),
   /**
    * An ERC-20 send's gas limit: the node's eth_estimateGas of the transfer raised by this margin, in
    * percent (a token's gas can change between the estimate and the block), and never above the cap; an

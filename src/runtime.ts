@@ -11,8 +11,7 @@ import { createKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
 import type { Logger } from './logger';
 import { registerLedgerInvariantMetrics } from './monitoring/ledger-invariants';
-import { registerScanMetrics } from './monitoring/metrics';
-import { registerLedgerDriftMetrics } from './monitoring/reconciliation';
+import { registerReconciliationMetrics, registerScanMetrics } from './monitoring/metrics';
 import { sponsorSendFee } from './gas-stations/sponsorship';
 import { pauseAutomationsOf } from './automations/ownership';
 import { logKeyRevocation } from './policies/governance';
@@ -23,7 +22,7 @@ import { WorkflowStarter } from './temporal/starter';
 export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = createTemporalClient(config)): AppDeps {
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
-  registerLedgerDriftMetrics(metrics, () => orm.em.fork());
+  registerReconciliationMetrics(metrics, () => orm.em.fork());
   registerScanMetrics(metrics, () => orm.em.fork());
   registerLedgerInvariantMetrics(metrics, () => orm.em.fork());
   const keys = createKeyProvider(config, log);

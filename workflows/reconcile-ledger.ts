@@ -1,29 +1,38 @@
-import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { createMonitoringActivities } from '../activities/monitoring';
-import type { LedgerReconciliationInput } from '../src/monitoring/flows/ledger-reconciliation';
+import { SCANNER_WAITS_PER_PASS, SCANNER_WAIT, type LedgerReconciliationInput } from '../src/monitoring/flows/ledger-reconciliation';
 import { HISTORY_EVENTS_PER_RUN } from '../src/temporal/flow';
 
 const { reconcileLedgerPage } = proxyActivities<ReturnType<typeof createMonitoringActivities>>({
-  // A page reads up to 200 holders' balances of each asset from the node.
+  // A page reads its holders' balances of each asset from the node, batched.
   startToCloseTimeout: '5 minutes',
   // A node or database outage is waited out; the Schedule skips its ticks meanwhile (overlap SKIP).
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
+/** Histories recorded before it ended a pass at the first page that found the scanner behind. */
+const WAITS_FOR_SCANNER_PATCH = 'ledger-reconciliation-waits-for-scanner';
+
 /**
  * One pass of the ledger reconciliation of a chain and environment: page after page until every
- * custody holder is compared with the node, or the scanner is found behind the tip (the next tick
- * tries again). A long pass continues as new with its cursor.
+ * custody holder is compared with the node. The pass's cursor is stored with each page, so a page that
+ * finds the scanner behind (only a node read at its tip can) is tried again after a wait, and after
+ * SCANNER_WAITS_PER_PASS of them the pass ends; the next resumes at the same page. A long pass
+ * continues as new.
  */
 export async function ledgerReconciliationWorkflow(input: LedgerReconciliationInput): Promise<{ compared: number; skipped?: string }> {
-  let cursor = input.cursor ?? null;
-  let compared = 0;
+  const waits = patched(WAITS_FOR_SCANNER_PATCH);
+  let compared = input.compared ?? 0;
+  let waited = 0;
   for (;;) {
-    if (workflowInfo().historyLength > HISTORY_EVENTS_PER_RUN) return continueAsNew<typeof ledgerReconciliationWorkflow>({ ...input, cursor });
-    const page = await reconcileLedgerPage({ chain: input.chain, environment: input.environment, cursor, ...(input.organizationId ? { organizationId: input.organizationId } : {}) });
+    if (workflowInfo().historyLength > HISTORY_EVENTS_PER_RUN) return continueAsNew<typeof ledgerReconciliationWorkflow>({ ...input, compared });
+    const page = await reconcileLedgerPage({ chain: input.chain, environment: input.environment, ...(input.organizationId ? { organizationId: input.organizationId } : {}) });
     compared += page.compared;
-    if (page.skipped) return { compared, skipped: page.skipped };
+    if (page.skipped) {
+      if (!waits || ++waited > SCANNER_WAITS_PER_PASS) return { compared, skipped: page.skipped };
+      await sleep(SCANNER_WAIT);
+      continue;
+    }
     if (!page.next) return { compared };
-    cursor = page.next;
   }
 }

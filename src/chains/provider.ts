@@ -117,6 +117,12 @@ export interface RecentBlock {
   time: Date;
 }
 
+/** One balance a reconciliation reads: what `address` holds of `assetId`. */
+export interface BalanceRead {
+  address: string;
+  assetId: string;
+}
+
 /** Where a broadcast transaction stands on the node's best chain. */
 export type TransactionStatus =
   | { state: 'unknown' }
@@ -181,6 +187,13 @@ export interface ChainProvider {
   block(height: number): Promise<ObservedBlock | null>;
   /** What the chain itself says `address` holds of `assetId`, in base units, at the tip. */
   balance(address: string, assetId: string): Promise<bigint>;
+  /**
+   * Account chains whose node keeps state by block (Ethereum): each read's balance at exactly `block`
+   * (its hash pins it, so a reorganised block is never read as its successor), in order, in as few
+   * round trips as the node allows. Throws NodeUnavailableError when the node no longer has that
+   * block or its state. Providers without it are read at the tip (`balance`).
+   */
+  balancesAt?(reads: BalanceRead[], block: ChainTip): Promise<bigint[]>;
   /** Sends a signed transaction (hex; Solana base64); throws TransactionRejectedError when refused. */
   broadcast(rawTransaction: string): Promise<{ txid: string }>;
   transactionStatus(txid: string): Promise<TransactionStatus>;

@@ -12,7 +12,7 @@ import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed } from '../keys/entities';
 import { LedgerAccount, LedgerInvariantCheck, LedgerLine, LedgerPosting } from '../ledger/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
-import { ChainScanCursor, IncomingTransfer, LedgerDrift, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
+import { ChainScanCursor, IncomingTransfer, LedgerDrift, LedgerReconciliationPass, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutRefund, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
 import { ApprovalRequest, ApprovalVote, GovernanceChange, Policy, PolicyAuditLog, PolicyRule } from '../policies/entities';
@@ -47,6 +47,7 @@ export const entities = [
   OutgoingTransfer,
   ChainScanCursor,
   LedgerDrift,
+  LedgerReconciliationPass,
   ScannedBlock,
   SandboxDeposit,
   OutgoingTransaction,

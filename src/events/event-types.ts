@@ -32,7 +32,7 @@ export const EVENT_TYPES = [
   {
     type: 'ledger.drift',
     description:
-      "The ledger reconciliation found what the custody ledger says an address holds (a wallet, on Bitcoin) differ from its node, twice with the same figures: data has both. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
+      "The ledger reconciliation, at the block its chain's scanner had read, found a figure of what the custody ledger says an address holds (a wallet, on Bitcoin) differ: data.figure balance (compared with the node at that block), locked (with what the sends in flight lock) or pending (with the deposits seen and not confirmed), with both amounts. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
   },
   {
     type: 'ledger.invariant_broken',

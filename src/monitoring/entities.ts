@@ -226,14 +226,20 @@ export class ScannedBlock {
 
 export const LEDGER_DRIFT_STATUSES = ['suspected', 'open', 'credited', 'resolved'] as const;
 export type LedgerDriftStatus = (typeof LEDGER_DRIFT_STATUSES)[number];
+/**
+ * What a drift compares: `balance` (with the chain at the scanner's block), `locked` (with what the
+ * sends in flight lock), `pending` (with the deposits the scanner recorded and has not confirmed).
+ */
+export const LEDGER_FIGURES = ['balance', 'locked', 'pending'] as const;
+export type LedgerFigure = (typeof LEDGER_FIGURES)[number];
 
 /**
- * A difference between what the custody ledger says an address (a wallet, on Bitcoin) holds of
- * an asset and what its node says, found by the ledger reconciliation. `suspected` at first sight
- * (a block the scanner has not read yet explains most); `open` when the next pass finds the same
- * figures (`ledger.drift` raised, listed by `ledger:drift`); `credited` when the chain held more on
- * an account chain and the difference was credited as an unattributed deposit; `resolved` once
- * ledger and chain agree again.
+ * A difference between what the custody ledger says an address (a wallet, on Bitcoin) holds of an
+ * asset (its balance, locked or pending amount: `figure`) and what it is compared with, found by the
+ * ledger reconciliation at the scanner's block. `open` when found (`ledger.drift` raised, listed by
+ * `ledger:drift`); `credited` when the chain held more on an account chain and the difference was
+ * credited as an unattributed deposit; `resolved` once they agree again. `suspected` is of passes
+ * before issue 48, which read at the tip and waited for a second sight.
  */
 @Entity({ tableName: 'ledger_drifts' })
 @Index({ properties: ['chain', 'environment', 'status'] })
@@ -261,11 +267,17 @@ export class LedgerDrift {
   @Property({ type: 'text' })
   assetId!: string;
 
-  /** What the ledger says is on chain (base units): its balance, plus deposits mined but not confirmed, less sends mined but not settled. */
+  @Enum({ items: () => LEDGER_FIGURES, nativeEnumName: 'ledger_drift_figure', default: 'balance' })
+  figure: LedgerFigure = 'balance';
+
+  /**
+   * The ledger's figure (base units). Balance: what the ledger says is on chain at the block (src/monitoring/ledger-check.ts
+   * ledgerViewAt); locked and pending: the row's own amount.
+   */
   @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
   ledgerAmount!: string;
 
-  /** What the node says is there. */
+  /** What it is compared with: the node's balance at the block; what the sends in flight lock; the deposits not confirmed. */
   @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
   chainAmount!: string;
 
@@ -280,6 +292,42 @@ export class LedgerDrift {
 
   @Property({ type: 'timestamptz', nullable: true })
   resolvedAt?: Date | null;
+}
+
+/**
+ * The ledger reconciliation of a chain in an environment: the pass under way (its cursor, so that it
+ * resumes where it stopped, whatever ended the workflow) and the last complete pass, which /metrics reports.
+ */
+@Entity({ tableName: 'ledger_reconciliation_passes' })
+export class LedgerReconciliationPass {
+  @PrimaryKey({ type: 'text' })
+  chain!: ChainId;
+
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment', primary: true })
+  environment!: Environment;
+
+  /** Empty: every organization (the Schedule's passes); an organization's id: a test's pass over its own. */
+  @PrimaryKey({ type: 'text' })
+  scope!: string;
+
+  /** The last holder the pass under way compared; null before its first page. */
+  @Property({ type: 'text', nullable: true })
+  cursor?: string | null;
+
+  @Property({ type: 'timestamptz' })
+  startedAt: Date = new Date();
+
+  @Property({ type: 'integer', default: 0 })
+  holdersCompared: number = 0;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  lastStartedAt?: Date | null;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  lastCompletedAt?: Date | null;
+
+  @Property({ type: 'integer', nullable: true })
+  lastHoldersCompared?: number | null;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ASSETS, type ChainId } from '../catalogue/service';
-import type { ChainProvider } from '../chains/provider';
+import { ASSETS, findChain, type ChainId } from '../catalogue/service';
+import type { ChainProvider, ChainTip } from '../chains/provider';
 import { Address, Wallet } from '../custody/entities';
 import type { ChainEnvironment } from './service';
 
@@ -79,9 +79,122 @@ export async function ledgerPositions(em: EntityManager, provider: ChainProvider
 }
 
 /** What a mined send took of one asset: the recipient's amount unless it reverted, and the fee of the native asset. */
-function takenBy(send: { asset_id: string; recipient_amount: string; fee: string | null; failure_reason: string | null }, assetId: string, native: boolean): bigint {
+function takenBy(send: Omit<SendTaken, 'key'>, assetId: string, native: boolean): bigint {
   const amount = send.asset_id === assetId && send.failure_reason !== 'reverted' ? BigInt(send.recipient_amount) : 0n;
   return amount + (native ? BigInt(send.fee ?? '0') : 0n);
+}
+
+/** A holder's ledger for one asset as the scanner saw the chain at a pinned block, and what each figure is compared with. */
+export interface PinnedPosition {
+  walletId: string;
+  addressId: string | null;
+  assetId: string;
+  /**
+   * What the chain must hold at the pinned block by the ledger: its balance, plus deposits mined at or
+   * below it and not yet confirmed, less what the platform's sends the scanner saw mined at or below it
+   * took while they are not settled, plus what settled sends took that the chain does not show at it.
+   */
+  onChain: bigint;
+  locked: bigint;
+  /** What the sends in flight lock: the asset sent, and of the native asset their fee limits and their replacements' extra fees. */
+  lockedBySends: bigint;
+  pending: bigint;
+  /** The deposits the scanner recorded and has not confirmed (mined or seen in the mempool). */
+  pendingDeposits: bigint;
+}
+
+const IN_FLIGHT = `('pending', 'signed', 'broadcast', 'confirming')`;
+const SETTLED = `(status = 'confirmed' or (status = 'failed' and failure_reason = 'reverted'))`;
+
+/**
+ * The ledger of each holder and asset at the scanner's cursor `pin`: read in one snapshot with the
+ * cursor (the caller's REPEATABLE READ transaction), so every deposit and every send the scanner
+ * recorded is of blocks at or below it. A transfer recorded on a block the scanner has since replaced
+ * (a reorganisation) does not count.
+ */
+export async function ledgerViewAt(em: EntityManager, scope: ChainEnvironment, holders: LedgerHolder[], assetIds: string[], pin: ChainTip): Promise<PinnedPosition[]> {
+  if (holders.length === 0) return [];
+  const perAddress = scope.chain !== 'bitcoin';
+  const keys = holders.map((holder) => (perAddress ? holder.addressId! : holder.walletId));
+  const list = keys.map(() => '?').join(', ');
+  const column = perAddress ? 'address_id' : 'wallet_id';
+  const sender = perAddress ? 'from_address_id' : 'wallet_id';
+  const booked = await em.execute<{ key: string; asset_id: string; balance: string; locked: string; pending: string }[]>(
+    `select ${column} as key, asset_id, balance::text, locked::text, pending::text from ${perAddress ? 'address_balances' : 'wallet_balances'} where ${column} in (${list})`,
+    keys,
+  );
+  const deposits = await em.execute<{ key: string; asset_id: string; mined: string; pending: string }[]>(
+    `select ${column} as key, asset_id, coalesce(sum(amount) filter (where block_height <= ?), 0)::text as mined, sum(amount)::text as pending from incoming_transfers
+      where chain = ? and environment = ? and status = 'pending' and ${column} in (${list}) group by 1, 2`,
+    [pin.height, scope.chain, scope.environment, ...keys],
+  );
+  const inFlight = await em.execute<{ key: string; id: string; asset_id: string; locked_amount: string; locked_fee: string }[]>(
+    `select ${sender} as key, id, asset_id, locked_amount::text,
+            (locked_fee + coalesce((select sum(r.locked_fee) from transaction_replacements r where r.transaction_id = t.id and r.status <> 'refused'), 0))::text as locked_fee
+       from transactions t where chain = ? and environment = ? and status in ${IN_FLIGHT} and ${sender} in (${list})`,
+    [scope.chain, scope.environment, ...keys],
+  );
+  const mined = await minedInFlight(em, scope, pin, inFlight.map((send) => send.id));
+  const unplaced = await em.execute<SendTaken[]>(
+    `select ${sender} as key, asset_id, recipient_amount::text, fee::text, failure_reason from transactions
+      where chain = ? and environment = ? and ${SETTLED} and (block_hash is null or block_height > ?) and ${sender} in (${list})`,
+    [scope.chain, scope.environment, pin.height, ...keys],
+  );
+  const native = findChain(scope.chain).nativeAssetId;
+  return holders.flatMap((holder, index) => {
+    const key = keys[index]!;
+    return assetIds.map((assetId): PinnedPosition => {
+      const isNative = assetId === native;
+      const row = booked.find((candidate) => candidate.key === key && candidate.asset_id === assetId);
+      const deposit = deposits.find((candidate) => candidate.key === key && candidate.asset_id === assetId);
+      const sends = inFlight.filter((send) => send.key === key);
+      const lockedBySends = sends.reduce((total, send) => total + (send.asset_id === assetId ? BigInt(send.locked_amount) : 0n) + (isNative ? BigInt(send.locked_fee) : 0n), 0n);
+      const takenUnsettled = sends.reduce((total, send) => total + (mined.get(send.id)?.get(assetId) ?? 0n), 0n);
+      const takenUnplaced = unplaced.filter((send) => send.key === key).reduce((total, send) => total + takenBy(send, assetId, isNative), 0n);
+      return {
+        walletId: holder.walletId,
+        addressId: holder.addressId,
+        assetId,
+        onChain: BigInt(row?.balance ?? '0') + BigInt(deposit?.mined ?? '0') - takenUnsettled + takenUnplaced,
+        locked: BigInt(row?.locked ?? '0'),
+        lockedBySends,
+        pending: BigInt(row?.pending ?? '0'),
+        pendingDeposits: BigInt(deposit?.pending ?? '0'),
+      };
+    });
+  });
+}
+
+type SendTaken = { key: string; asset_id: string; recipient_amount: string; fee: string | null; failure_reason: string | null };
+
+/**
+ * What each send in flight the scanner saw mined at or below `pin` took from its holder, per asset: on
+ * an account chain what left the address (amount and fee) as recorded; on Bitcoin the outputs its
+ * inputs spent less the change its mined candidate paid back to the wallet.
+ */
+async function minedInFlight(em: EntityManager, scope: ChainEnvironment, pin: ChainTip, sendIds: string[]): Promise<Map<string, Map<string, bigint>>> {
+  const taken = new Map<string, Map<string, bigint>>();
+  if (sendIds.length === 0) return taken;
+  const list = sendIds.map(() => '?').join(', ');
+  const rows = await em.execute<{ transaction_id: string; asset_id: string; taken: string }[]>(
+    `with seen as (
+       select o.* from outgoing_transfers o
+        where o.chain = ? and o.environment = ? and o.transaction_id in (${list}) and o.block_height <= ?
+          and not exists (select 1 from scanned_blocks b where b.chain = o.chain and b.environment = o.environment and b.height = o.block_height and b.hash <> o.block_hash))
+     select transaction_id, asset_id, sum(amount)::text as taken from seen group by 1, 2
+     union all
+     select transaction_id, ?::text, sum(fee)::text from seen group by 1
+     union all
+     select w.created_by_id, ?::text, (-sum(w.amount))::text from wallet_outputs w
+      where w.created_by_id in (${list}) and w.origin = 'change' and exists (select 1 from seen where seen.transaction_id = w.created_by_id and seen.txid = w.txid) group by 1`,
+    [scope.chain, scope.environment, ...sendIds, pin.height, findChain(scope.chain).nativeAssetId, findChain(scope.chain).nativeAssetId, ...sendIds],
+  );
+  for (const row of rows) {
+    const assets = taken.get(row.transaction_id) ?? new Map<string, bigint>();
+    assets.set(row.asset_id, (assets.get(row.asset_id) ?? 0n) + BigInt(row.taken));
+    taken.set(row.transaction_id, assets);
+  }
+  return taken;
 }
 
 /** The holders of wallets' funds: each address on account chains, each wallet (with all its addresses) on Bitcoin. */

@@ -1,96 +1,185 @@
+import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Gauge, type Registry } from 'prom-client';
 import { ASSETS, assetById } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
+import type { ChainProvider, ChainTip } from '../chains/provider';
 import { Address, Wallet } from '../custody/entities';
 import { postCustodyEntry } from '../custody/journal';
 import { emit } from '../events/service';
 import type { Logger } from '../logger';
 import { toDisplay } from '../shared/money';
 import { iso } from '../shared/time';
-import { ChainScanCursor, LedgerDrift } from './entities';
-import { holdersOf, ledgerPositions, type LedgerHolder, type LedgerPosition } from './ledger-check';
+import { ChainScanCursor, LedgerDrift, LedgerReconciliationPass, type LedgerFigure } from './entities';
+import { holdersOf, ledgerViewAt, type LedgerHolder, type PinnedPosition } from './ledger-check';
 import type { ChainEnvironment } from './service';
-
-/** Holders (addresses on account chains, wallets on Bitcoin) compared per page: one activity each. */
-export const HOLDERS_PER_RECONCILIATION_PAGE = 200;
 
 export interface ReconciliationDeps {
   chains: ChainNodes;
   log: Logger;
   em: () => EntityManager;
   transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
+  /** Holders (addresses on account chains, wallets on Bitcoin) compared per page, one activity each (LEDGER_RECONCILIATION_HOLDERS_PER_PAGE). */
+  holdersPerPage: number;
 }
 
 export interface ReconciliationPageInput extends ChainEnvironment {
-  /** The last holder id of the previous page; null for the first. */
-  cursor: string | null;
   /** Tests scope a pass to their own organization. */
   organizationId?: string;
 }
 
 export interface ReconciliationPage {
-  /** The next page's cursor; null after the last page. */
+  /** The last holder compared; null after the last page (the pass is complete). */
   next: string | null;
   compared: number;
-  /** The pass stops here: the chain's scanner has not read up to the node's tip, so the ledger cannot be expected to agree yet. */
+  /**
+   * Nothing compared, the pass keeps its cursor: the chain's scanner has no cursor yet, or (a node
+   * read at its tip) the tip is not the scanner's block.
+   */
   skipped?: 'scanner_behind';
 }
 
 /**
- * Compares one page of custody holders with the node, every asset the chain serves here, and
- * records what differs (src/monitoring/entities.ts LedgerDrift). A difference is first suspected:
- * a block mined between the scan and the balance reads explains most. When the next pass (or a
- * later one) finds the very same figures with no block mined while it read, it is real: on an
- * account chain, more on chain than the ledger knows is a deposit no transaction the scanner reads
- * explains (a contract wallet's or a batched transfer), credited as `unattributed_deposit`; any
- * other difference stays open for an operator. Either raises `ledger.drift` with both figures.
- * A holder whose figures agree again resolves its drift.
+ * Compares the next page of the pass under way (its cursor is stored, so a pass resumes where it
+ * stopped) with the chain at the scanner's block N: the holders, their ledger and what the scanner
+ * recorded are read in one snapshot with the scanner's cursor, so the ledger's view is the scanner's
+ * view at N, and the node is read at N (src/monitoring/ledger-check.ts ledgerViewAt says what each
+ * figure is compared with). A block mined meanwhile changes nothing read, so a difference is a
+ * verdict at once: `ledger.drift` with both figures; on an account chain, more on chain than the
+ * ledger knows is a deposit no transaction the scanner reads explains (a contract wallet's, a batched
+ * transfer), credited as `unattributed_deposit`. A figure that agrees again resolves its drift.
  */
 export async function reconcileLedgerPage(deps: ReconciliationDeps, input: ReconciliationPageInput): Promise<ReconciliationPage> {
-  const em = deps.em();
-  const provider = await deps.chains.provider(input.chain, input.environment, em);
-  const before = await provider.tip();
-  const scanned = await em.findOne(ChainScanCursor, { chain: input.chain, environment: input.environment });
-  if (!scanned || scanned.height < before.height) return { next: null, compared: 0, skipped: 'scanner_behind' };
-
-  const { holders, next } = await holderPage(em, input);
-  const assetIds = ASSETS.filter((asset) => asset.chain === input.chain && (asset.type === 'native' || provider.tokenAddress(asset.id))).map((asset) => asset.id);
-  const positions = await ledgerPositions(em, provider, input.chain, holders, assetIds);
-  const after = await provider.tip();
-  // A block mined while the balances were read may hold transfers the scanner has not seen: nothing found in this pass is confirmed.
-  const steady = after.height === before.height && after.hash === before.hash;
-  const wallets = new Map((await em.find(Wallet, { id: { $in: [...new Set(holders.map((holder) => holder.walletId))] } })).map((wallet) => [wallet.id, wallet]));
+  const provider = await deps.chains.provider(input.chain, input.environment, deps.em());
+  const pass = await passUnderWay(deps.em(), input);
+  const view = await deps.em().transactional(
+    async (em) => {
+      const scanned = await em.findOne(ChainScanCursor, { chain: input.chain, environment: input.environment });
+      if (!scanned || scanned.hash === '') return null;
+      const pin = { height: scanned.height, hash: scanned.hash };
+      const page = await holderPage(em, input, pass.cursor ?? null, deps.holdersPerPage);
+      const assetIds = ASSETS.filter((asset) => asset.chain === input.chain && (asset.type === 'native' || provider.tokenAddress(asset.id))).map((asset) => asset.id);
+      return { pin, page, positions: await ledgerViewAt(em, input, page.holders, assetIds, pin) };
+    },
+    { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
+  );
+  if (!view) return { next: pass.cursor ?? null, compared: 0, skipped: 'scanner_behind' };
+  const { holders, next } = view.page;
+  const chainAmounts = await holdingsAt(provider, holders, view.positions, view.pin);
+  if (!chainAmounts) return { next: pass.cursor ?? null, compared: 0, skipped: 'scanner_behind' };
+  const wallets = new Map((await deps.em().find(Wallet, { id: { $in: [...new Set(holders.map((holder) => holder.walletId))] } })).map((wallet) => [wallet.id, wallet]));
   await deps.transaction(async (tx) => {
-    for (const position of positions) await judgePosition(tx, deps.log, wallets.get(position.walletId)!, position, steady);
+    const unresolved = await tx.find(LedgerDrift, { wallet: { $in: [...wallets.keys()] }, status: { $in: ['suspected', 'open'] } });
+    const driftOf = (position: PinnedPosition, figure: LedgerFigure) =>
+      unresolved.find((drift) => drift.wallet.id === position.walletId && (drift.address?.id ?? null) === position.addressId && drift.assetId === position.assetId && drift.figure === figure) ?? null;
+    for (const [index, position] of view.positions.entries()) {
+      const judged = { em: tx, log: deps.log, wallet: wallets.get(position.walletId)!, position };
+      await judgeFigure(judged, 'balance', position.onChain, chainAmounts[index]!, driftOf(position, 'balance'));
+      await judgeFigure(judged, 'locked', position.locked, position.lockedBySends, driftOf(position, 'locked'));
+      await judgeFigure(judged, 'pending', position.pending, position.pendingDeposits, driftOf(position, 'pending'));
+    }
+    await tx.flush();
+    await advancePass(tx, input, pass.cursor ?? null, next, holders.length);
   });
   return { next, compared: holders.length };
 }
 
-/** One page of holders in id order: addresses of the chain's wallets, or on Bitcoin the wallets themselves. */
-async function holderPage(em: EntityManager, input: ReconciliationPageInput): Promise<{ holders: LedgerHolder[]; next: string | null }> {
-  const walletScope = { chain: input.chain, environment: input.environment, ...(input.organizationId ? { organization: input.organizationId } : {}) };
-  const after = input.cursor ? { id: { $gt: input.cursor } } : {};
-  if (input.chain === 'bitcoin') {
-    const wallets = await em.find(Wallet, { ...walletScope, ...after }, { orderBy: { id: 'asc' }, limit: HOLDERS_PER_RECONCILIATION_PAGE });
-    return { holders: await holdersOf(em, wallets), next: wallets.length === HOLDERS_PER_RECONCILIATION_PAGE ? wallets.at(-1)!.id : null };
+const passScope = (input: ReconciliationPageInput) => ({ chain: input.chain, environment: input.environment, scope: input.organizationId ?? '' });
+
+/** The pass under way, created on first use; a pass that has compared nothing yet starts now. */
+async function passUnderWay(em: EntityManager, input: ReconciliationPageInput): Promise<LedgerReconciliationPass> {
+  const { chain, environment, scope } = passScope(input);
+  await em.execute(
+    `insert into ledger_reconciliation_passes (chain, environment, scope, cursor, started_at, holders_compared) values (?, ?, ?, null, now(), 0)
+     on conflict (chain, environment, scope) do update set started_at = now() where ledger_reconciliation_passes.cursor is null and ledger_reconciliation_passes.holders_compared = 0`,
+    [chain, environment, scope],
+  );
+  return em.findOneOrFail(LedgerReconciliationPass, { chain, environment, scope }, { refresh: true });
+}
+
+/**
+ * Moves the pass's cursor past the page, unless another run moved it meanwhile (the page was compared
+ * twice: harmless); after the last page, records the complete pass and makes ready the next.
+ */
+async function advancePass(em: EntityManager, input: ReconciliationPageInput, from: string | null, next: string | null, compared: number): Promise<void> {
+  const { chain, environment, scope } = passScope(input);
+  const where = `where chain = ? and environment = ? and scope = ? and cursor is not distinct from ?`;
+  if (next) {
+    await em.execute(`update ledger_reconciliation_passes set cursor = ?, holders_compared = holders_compared + ? ${where}`, [next, compared, chain, environment, scope, from]);
+    return;
   }
-  const addresses = await em.find(Address, { wallet: walletScope, ...after }, { orderBy: { id: 'asc' }, limit: HOLDERS_PER_RECONCILIATION_PAGE });
+  await em.execute(
+    `update ledger_reconciliation_passes set cursor = null, holders_compared = 0, last_started_at = started_at, last_completed_at = now(),
+       last_holders_compared = holders_compared + ?, started_at = now() ${where}`,
+    [compared, chain, environment, scope, from],
+  );
+}
+
+/** One page of holders in id order after `cursor`: addresses of the chain's wallets, or on Bitcoin the wallets themselves. */
+async function holderPage(em: EntityManager, input: ReconciliationPageInput, cursor: string | null, size: number): Promise<{ holders: LedgerHolder[]; next: string | null }> {
+  const walletScope = { chain: input.chain, environment: input.environment, ...(input.organizationId ? { organization: input.organizationId } : {}) };
+  const after = cursor ? { id: { $gt: cursor } } : {};
+  if (input.chain === 'bitcoin') {
+    const wallets = await em.find(Wallet, { ...walletScope, ...after }, { orderBy: { id: 'asc' }, limit: size });
+    return { holders: await holdersOf(em, wallets), next: wallets.length === size ? wallets.at(-1)!.id : null };
+  }
+  const addresses = await em.find(Address, { wallet: walletScope, ...after }, { orderBy: { id: 'asc' }, limit: size });
   return {
     holders: addresses.map((address) => ({ walletId: address.wallet.id, addressId: address.id, addresses: [address.address] })),
-    next: addresses.length === HOLDERS_PER_RECONCILIATION_PAGE ? addresses.at(-1)!.id : null,
+    next: addresses.length === size ? addresses.at(-1)!.id : null,
   };
 }
 
-async function judgePosition(em: EntityManager, log: Logger, wallet: Wallet, position: LedgerPosition, steady: boolean): Promise<void> {
-  const drift = await em.findOne(LedgerDrift, { wallet: wallet.id, address: position.addressId, assetId: position.assetId, status: { $in: ['suspected', 'open'] } });
+/**
+ * What each position's holder held at the block, in the positions' order: read at the block where the
+ * provider can (Ethereum), else at the tip while the tip is that block before and after the reads
+ * (Bitcoin, the devnet); null when it was not.
+ */
+async function holdingsAt(provider: ChainProvider, holders: LedgerHolder[], positions: PinnedPosition[], pin: ChainTip): Promise<bigint[] | null> {
+  const addressesOf = new Map(holders.map((holder) => [holder.addressId ?? holder.walletId, holder.addresses]));
+  const reads = positions.flatMap((position) => addressesOf.get(position.addressId ?? position.walletId)!.map((address) => ({ address, assetId: position.assetId })));
+  let balances: bigint[];
+  if (provider.balancesAt) {
+    balances = await provider.balancesAt(reads, pin);
+  } else {
+    const atPin = async () => {
+      const tip = await provider.tip();
+      return tip.height === pin.height && tip.hash === pin.hash;
+    };
+    if (!(await atPin())) return null;
+    balances = [];
+    for (const read of reads) balances.push(await provider.balance(read.address, read.assetId));
+    if (!(await atPin())) return null;
+  }
+  let offset = 0;
+  return positions.map((position) => {
+    const count = addressesOf.get(position.addressId ?? position.walletId)!.length;
+    const held = balances.slice(offset, offset + count).reduce((total, balance) => total + balance, 0n);
+    offset += count;
+    return held;
+  });
+}
+
+/** One figure of one position against what it is compared with (`drift`: its unresolved drift): a drift opened (or credited), updated, or resolved. */
+async function judgeFigure(
+  { em, log, wallet, position }: { em: EntityManager; log: Logger; wallet: Wallet; position: PinnedPosition },
+  figure: LedgerFigure,
+  ledger: bigint,
+  compared: bigint,
+  drift: LedgerDrift | null,
+): Promise<void> {
   const now = new Date();
-  if (position.ledger === position.chain) {
+  if (ledger === compared) {
     if (drift) Object.assign(drift, { status: 'resolved', resolvedAt: now, lastSeenAt: now });
     return;
   }
-  const figures = { ledgerAmount: position.ledger.toString(), chainAmount: position.chain.toString() };
-  if (!drift) {
+  const figures = { ledgerAmount: ledger.toString(), chainAmount: compared.toString(), lastSeenAt: now };
+  if (drift?.status === 'open') {
+    Object.assign(drift, figures);
+    return;
+  }
+  // A drift suspected by a pass before pinned reads is judged now, as a new one would be.
+  const found =
+    drift ??
     em.create(LedgerDrift, {
       organization: wallet.organization,
       environment: wallet.environment,
@@ -98,40 +187,33 @@ async function judgePosition(em: EntityManager, log: Logger, wallet: Wallet, pos
       wallet,
       address: position.addressId,
       assetId: position.assetId,
+      figure,
       ...figures,
-      status: 'suspected',
+      status: 'open',
       firstSeenAt: now,
-      lastSeenAt: now,
     });
-    await em.flush();
-    return;
-  }
-  const same = drift.ledgerAmount === figures.ledgerAmount && drift.chainAmount === figures.chainAmount;
-  Object.assign(drift, figures, { lastSeenAt: now });
-  if (drift.status === 'open' || !same || !steady) {
-    await em.flush();
-    return;
-  }
-  const surplus = position.chain - position.ledger;
-  if (surplus > 0n && wallet.chain !== 'bitcoin') {
+  Object.assign(found, figures);
+  await em.flush();
+  const surplus = compared - ledger;
+  if (figure === 'balance' && surplus > 0n && wallet.chain !== 'bitcoin') {
     await postCustodyEntry(em, {
       walletId: wallet.id,
       addressId: position.addressId,
       assetId: position.assetId,
       kind: 'unattributed_deposit',
-      reference: { type: 'ledger_drift', id: drift.id },
+      reference: { type: 'ledger_drift', id: found.id },
       balance: surplus,
     });
-    Object.assign(drift, { status: 'credited', resolvedAt: now });
+    Object.assign(found, { status: 'credited', resolvedAt: now });
   } else {
-    drift.status = 'open';
+    found.status = 'open';
   }
   await em.flush();
   log.warn(
-    { drift_id: drift.id, chain: wallet.chain, environment: wallet.environment, wallet_id: wallet.id, asset_id: drift.assetId, ledger: drift.ledgerAmount, on_chain: drift.chainAmount, status: drift.status },
-    drift.status === 'credited' ? 'ledger drift: an unattributed deposit credited' : 'ledger drift: the ledger and the chain disagree',
+    { drift_id: found.id, chain: wallet.chain, environment: wallet.environment, wallet_id: wallet.id, asset_id: found.assetId, figure, ledger: found.ledgerAmount, compared: found.chainAmount, status: found.status },
+    found.status === 'credited' ? 'ledger drift: an unattributed deposit credited' : `ledger drift: the ledger's ${figure} differs`,
   );
-  await emit(em, { organizationId: wallet.organization.id, environment: wallet.environment, type: 'ledger.drift', data: await presentDrift(em, drift), dedupeKey: `ledger.drift:${drift.id}` });
+  await emit(em, { organizationId: wallet.organization.id, environment: wallet.environment, type: 'ledger.drift', data: await presentDrift(em, found), dedupeKey: `ledger.drift:${found.id}` });
 }
 
 export async function presentDrift(em: EntityManager, drift: LedgerDrift) {
@@ -146,6 +228,7 @@ export async function presentDrift(em: EntityManager, drift: LedgerDrift) {
     wallet_id: drift.wallet.id,
     address: address?.address ?? null,
     asset_id: asset.id,
+    figure: drift.figure,
     ledger_amount: toDisplay(ledger, asset.decimals),
     ledger_amount_raw: ledger.toString(),
     chain_amount: toDisplay(chain, asset.decimals),
@@ -155,24 +238,4 @@ export async function presentDrift(em: EntityManager, drift: LedgerDrift) {
     first_seen_at: iso(drift.firstSeenAt),
     resolved_at: drift.resolvedAt ? iso(drift.resolvedAt) : null,
   };
-}
-
-/**
- * `/metrics`: the ledger drifts not resolved, by chain, environment, asset and status (suspected or
- * open), read from PostgreSQL at each scrape, so any API process reports what the worker found.
- */
-export function registerLedgerDriftMetrics(metrics: Registry, em: () => EntityManager): void {
-  new Gauge({
-    name: 'custody_ledger_drifts',
-    help: 'Custody ledger positions that differ from their node (status suspected: seen once; open: confirmed, waiting for an operator)',
-    labelNames: ['chain', 'environment', 'asset', 'status'],
-    registers: [metrics],
-    async collect() {
-      this.reset();
-      const rows = await em().execute<{ chain: string; environment: string; asset_id: string; status: string; count: string }[]>(
-        `select chain, environment, asset_id, status, count(*) as count from ledger_drifts where status in ('suspected', 'open') group by 1, 2, 3, 4`,
-      );
-      for (const row of rows) this.set({ chain: row.chain, environment: row.environment, asset: row.asset_id, status: row.status }, Number(row.count));
-    },
-  });
 }

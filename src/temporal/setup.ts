@@ -130,7 +130,7 @@ export function scheduleDefinitions(config: Config): ScheduleOptions[] {
         workflowType: ledgerReconciliationWorkflowType,
         input: { chain, environment } satisfies LedgerReconciliationInput,
         runTimeout: '6 hours',
-        description: `Compares every ${chain} custody address in ${environment} with its node; raises ledger.drift where they differ twice`,
+        description: `Compares every ${chain} custody address in ${environment} with its node at the scanned block; raises ledger.drift where they differ`,
       }),
     ),
   ];

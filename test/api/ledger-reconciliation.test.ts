@@ -74,7 +74,7 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
       );
   const driftEvents = () => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, string> }).filter((event) => event.type === 'ledger.drift');
 
-  it('credits what no transaction explains once two passes agree; keeps a ledger ahead of the chain open for an operator; resolves it once they agree', async () => {
+  it('credits what no transaction explains and opens a ledger ahead of the chain in one pass at the scanned block; resolves it once they agree', async () => {
     const surplus = await wallet('Contract deposits');
     const ahead = await wallet('Ledger ahead');
     const deposit = await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: surplus.address, asset: 'ETH', amount: '1' });
@@ -89,16 +89,7 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
 
     const first = await pass();
     assert.ok(first.compared >= 2, 'both addresses compared');
-    assert.deepEqual(
-      Object.fromEntries((await drifts()).map((drift) => [drift.wallet_id, drift.status])),
-      { [surplus.id]: 'suspected', [ahead.id]: 'suspected' },
-      'first sight: suspected only',
-    );
-    assert.equal(await ethBalance(surplus.id), ETHER.toString(), 'nothing credited on one sight');
-    assert.equal(driftEvents().length, 0, 'no event on one sight');
-
-    await pass('ledger-reconciliation');
-    assert.equal(await ethBalance(surplus.id), ((5n * ETHER) / 4n).toString(), 'the unattributed deposit credited');
+    assert.equal(await ethBalance(surplus.id), ((5n * ETHER) / 4n).toString(), 'the unattributed deposit credited at once');
     const [entry] = await em.execute<{ kind: string; balance: string }[]>(`select kind, balance::text from custody_journal_entries where wallet_id = ? and kind = 'unattributed_deposit'`, [surplus.id]);
     assert.deepEqual(entry, { kind: 'unattributed_deposit', balance: (ETHER / 4n).toString() });
     const statuses = Object.fromEntries((await drifts()).map((drift) => [drift.wallet_id, drift]));
@@ -108,10 +99,15 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
     await eventually(async () => (driftEvents().length === 2 ? true : undefined), 'two ledger.drift events delivered');
     const events = Object.fromEntries(driftEvents().map((event) => [event.data.wallet_id, event.data]));
     assert.deepEqual(
-      { status: events[ahead.id]!.status, ledger: events[ahead.id]!.ledger_amount, chain: events[ahead.id]!.chain_amount, address: events[ahead.id]!.address },
-      { status: 'open', ledger: '0.4', chain: '0', address: ahead.address },
+      { status: events[ahead.id]!.status, figure: events[ahead.id]!.figure, ledger: events[ahead.id]!.ledger_amount, chain: events[ahead.id]!.chain_amount, address: events[ahead.id]!.address },
+      { status: 'open', figure: 'balance', ledger: '0.4', chain: '0', address: ahead.address },
     );
     assert.deepEqual([events[surplus.id]!.status, events[surplus.id]!.difference_raw], ['credited', (ETHER / 4n).toString()]);
+
+    // A second pass finds the same: nothing credited twice, no second event.
+    await pass('ledger-reconciliation-pinned');
+    assert.equal(await ethBalance(surplus.id), ((5n * ETHER) / 4n).toString());
+    assert.equal(driftEvents().length, 2);
 
     // The operator sees it: the CLI lists the open drift, /metrics counts it.
     const listed = JSON.parse((await cli(['ledger:drift', '--org', org.organizationId])).stdout) as { count: number; drifts: { wallet_id: string; ledger_amount_raw: string; chain_amount_raw: string }[] };
@@ -120,6 +116,12 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
     await assert.rejects(cli(['ledger:drift', '--status', 'gone']), /--status must be one of/);
     const metrics = await app.request('GET', '/metrics');
     assert.match(metrics.text, /custody_ledger_drifts\{chain="ethereum",environment="sandbox",asset="ETH",status="open"\} [1-9]/);
+    // The pass says it covered them: when it ended, how long it took, how many holders it compared.
+    const holders = Number(/custody_reconciliation_holders_compared\{chain="ethereum",environment="sandbox"\} (\d+)/.exec(metrics.text)?.[1]);
+    assert.equal(holders, 2, metrics.text);
+    const ended = Number(/custody_reconciliation_last_complete_pass_timestamp_seconds\{chain="ethereum",environment="sandbox"\} ([\d.e+]+)/.exec(metrics.text)?.[1]);
+    assert.ok(Math.abs(ended - Date.now() / 1000) < 120, `the last pass ended just now: ${ended}`);
+    assert.match(metrics.text, /custody_reconciliation_pass_duration_seconds\{chain="ethereum",environment="sandbox"\} [\d.e+-]+/);
 
     // Corrected by hand (a journal entry): the next pass finds them agreeing and resolves the drift.
     await creditCustodyWallet(em, ahead.id, 'ETH', -(4n * ETHER) / 10n);
@@ -130,7 +132,9 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
     assert.deepEqual(compared.mismatches, [], 'the ledger equals the chain');
   });
 
-  it('replays the recorded pass (a credit and an open drift) with the current workflow code', async () => {
-    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory('ledger-reconciliation'), 'ledger-reconciliation');
+  it('replays the recorded passes (before and after the pass waited for the scanner) with the current workflow code', async () => {
+    for (const name of ['ledger-reconciliation', 'ledger-reconciliation-pinned']) {
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await loadHistory(name), name);
+    }
   });
 });

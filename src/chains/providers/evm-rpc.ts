@@ -19,6 +19,7 @@ import {
   NodeUnavailableError,
   TransactionRejectedError,
   type ChainProvider,
+  type BalanceRead,
   type ChainTip,
   type FeeMarket,
   type GasEstimateCall,
@@ -31,6 +32,7 @@ import {
   type TransactionStatus,
 } from '../provider';
 import { broadcastErrorOutcome, evmRefusalReason } from '../refusals';
+import { EvmBalanceReader } from './evm-balances';
 import { nodeFetch, relayJsonRpc2, relayJsonRpc2WithStatus, type NodeCallLimits } from './node-http';
 
 /** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
@@ -63,6 +65,7 @@ export class EvmRpcProvider implements ChainProvider {
   private readonly client: PublicClient;
 
   private readonly assetOfContract: Map<string, string>;
+  private readonly balanceReader: EvmBalanceReader;
 
   constructor(
     readonly chain: ChainId,
@@ -74,6 +77,7 @@ export class EvmRpcProvider implements ChainProvider {
     const fetchFn = (input: string | URL | Request, init?: RequestInit) => nodeFetch(input, init ?? {}, limits.maxResponseBytes);
     this.client = createPublicClient({ transport: http(url, { timeout: limits.timeoutMs, retryCount: 0, fetchFn }) });
     this.assetOfContract = new Map(Object.entries(tokens).map(([assetId, contract]) => [contract.toLowerCase(), assetId]));
+    this.balanceReader = new EvmBalanceReader(tokens, (calls) => this.relay(calls));
   }
 
   async tip(): Promise<ChainTip> {
@@ -135,6 +139,10 @@ export class EvmRpcProvider implements ChainProvider {
     const contract = this.tokens[assetId];
     if (!contract) throw new NodeUnavailableError(`No ${assetId} contract is configured for this node.`);
     return this.safely('eth_call', () => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }));
+  }
+
+  balancesAt(reads: BalanceRead[], block: ChainTip): Promise<bigint[]> {
+    return this.balanceReader.balancesAt(reads, block);
   }
 
   /** The node's error is judged by src/chains/refusals.ts: only a definite refusal (nonce too low, underpriced...) is one; its message names no URL. */
