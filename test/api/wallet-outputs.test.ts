@@ -173,7 +173,7 @@ describe('Wallet outputs (real PostgreSQL)', () => {
     assert.equal(row.spentBy?.id, send.id);
   });
 
-  it('settles a send: spent inputs, the mined candidate\'s change spendable, a replaced candidate\'s gone; releases a failed one: inputs back, every change gone', async () => {
+  it('settles a send: spent inputs, the mined candidate\'s change spendable, a replaced candidate\'s kept unconfirmed (never spendable, never a deposit); releases a failed one: inputs back, every change gone', async () => {
     const { wallet, primary } = await bitcoinWallet();
     const inputs = [await addOutput(primary, 30_000n), await addOutput(primary, 40_000n)];
     const run = async (outcome: 'settle' | 'release') => {
@@ -202,7 +202,7 @@ describe('Wallet outputs (real PostgreSQL)', () => {
     const released = await run('release');
     assert.deepEqual(await statuses([...inputs, released.change, released.replaced]), ['available', 'available', 'deleted', 'deleted']);
     const settled = await run('settle');
-    assert.deepEqual(await statuses([...inputs, settled.change, settled.replaced]), ['spent', 'spent', 'available', 'deleted']);
+    assert.deepEqual(await statuses([...inputs, settled.change, settled.replaced]), ['spent', 'spent', 'available', 'unconfirmed']);
     await assert.rejects(
       fork().transactional((tx) => releaseOutputs(tx, settled.send.id)),
       /is settled/,
