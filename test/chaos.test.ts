@@ -23,7 +23,8 @@ describe('Chaos: every component killed under load, nothing lost, doubled, creat
 
   it('keeps every invariant (seed 18)', () => {
     assert.deepEqual(result.violations, [], result.report.join('\n'));
-    assert.ok(result.operationsPerSecond >= 20, `the load sent ${result.operationsPerSecond} operations a second`);
+    // Its strength by count, not by the clock: a tick the busy machine starts late is still sent (a rate would be a timing assertion).
+    assert.ok(result.operations >= 20 * 12, `the load sent ${result.operations} operations, fewer than its schedule's 240 (20 a second for 12 s)`);
   });
 
   it('reports a doubled credit and a skipped debit planted in its database afterwards, by their organization and currency, and nothing else', () => {

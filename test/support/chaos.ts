@@ -67,7 +67,8 @@ export interface ChaosResult {
   report: string[];
   /** With plantFaults: the start of the violation each planted fault must cause, and what the checks found after they were planted. */
   faulted?: { planted: string[]; violations: string[] };
-  /** Operations sent a second during the load. */
+  /** Operations the load sent (answered, setup excluded), and their rate over the load's wall-clock time. */
+  operations: number;
   operationsPerSecond: number;
   /** Kills that fell while an accepted operation's workflow had an activity pending. */
   killsInActivities: number;
@@ -1345,5 +1346,5 @@ async function check(
       (kind) => `${kind}: ${answered(kind).length} sent, ${byKind(kind).length} accepted, ${answered(kind).filter((each) => each.attempts > 1).length} needed a retry`,
     ),
   );
-  return { violations, report, operationsPerSecond: rate, killsInActivities: load.killsInActivities };
+  return { violations, report, operations: operations.length - load.setupOperations, operationsPerSecond: rate, killsInActivities: load.killsInActivities };
 }
