@@ -9,7 +9,7 @@ import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { terminateWorkflows } from '../support/scanning';
+import { startSandboxScanner, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { RestartableWorker } from '../support/worker';
@@ -40,6 +40,13 @@ describe('Deposits on the embedded devnet (sandbox helpers, block production, sc
     await Promise.all([receiver.start(), watcher.start()]);
     app = await startTestApp({ config });
     await worker.start();
+    // Earlier files in this process may have mined devnet blocks no scanner read: each chain's scanner
+    // catches up before the test, so the 10 s a mine waits for scanning covers only the blocks it mined.
+    const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
+    for (const chain of CHAIN_IDS) {
+      const provider = await nodes.provider(chain, 'sandbox');
+      await startSandboxScanner((await localTemporal()).client, config, chain, async () => (await provider.tip()).height);
+    }
     org = await createTestOrganization('Devnet deposits');
     const endpoint = await app.request('POST', '/v1/webhooks', { key: org.secret, body: { name: 'deposits', url: receiver.url } });
     receiver.secrets = [endpoint.body.signing_secret];
