@@ -18,11 +18,17 @@ export const EVENT_TYPES = [
     description:
       'An alarm: a send that had failed (its lock released) was mined after all. The wallet was debited what the chain shows and the send is confirmed with mined_after_failure_at; data is the transaction with its earlier failure and the debits.',
   },
+  {
+    type: 'transaction.reorged',
+    description:
+      "A settled send's block was abandoned by a reorganisation deeper than its confirmation count: block_height is null and what it paid out (amount and fee) is held in the ledger's suspense until the chain mines it again, when transaction.confirmed (or .failed) is sent again for the new block.",
+  },
   { type: 'transfer.success', description: 'A stablecoin transfer succeeded; data carries transaction_id.' },
   { type: 'deposit.success', description: 'A stablecoin deposit was credited to a wallet.' },
   {
     type: 'deposit.reversed',
-    description: 'A confirmed deposit was in blocks a reorganisation abandoned: its credit was taken off the wallet balance and the deposit is dropped (credited again if the chain mines it again).',
+    description:
+      "A confirmed deposit was in blocks a reorganisation abandoned: its credit was taken off the wallet balance into the ledger's suspense and the deposit is dropped (credited again, and its suspense cleared, when the chain mines it again). Where the wallet had already spent it, a ledger.drift of figure overdrawn is raised too.",
   },
   { type: 'incoming_token_tx', description: 'An incoming token transfer to a subscribed address.' },
   { type: 'incoming_native_tx', description: 'An incoming native-coin transfer to a subscribed address.' },
@@ -32,7 +38,7 @@ export const EVENT_TYPES = [
   {
     type: 'ledger.drift',
     description:
-      "The ledger reconciliation, at the block its chain's scanner had read, found a figure of what the custody ledger says an address holds (a wallet, on Bitcoin) differ: data.figure balance (compared with the node at that block), locked (with what the sends in flight lock) or pending (with the deposits seen and not confirmed), with both amounts. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
+      "The ledger reconciliation, at the block its chain's scanner had read, found a figure of what the custody ledger says an address holds (a wallet, on Bitcoin) differ: data.figure balance (compared with the node at that block), locked (with what the sends in flight lock) or pending (with the deposits seen and not confirmed), with both amounts; or a reorganisation reversed a deposit the wallet had already spent: figure overdrawn, the available balance below zero (chain_amount 0), resolved once it is back to zero or more. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
   },
   {
     type: 'ledger.invariant_broken',

@@ -154,11 +154,16 @@ export class OutgoingTransfer {
   @Property({ type: 'text', nullable: true })
   toAddress?: string | null;
 
-  @Property({ type: new BigIntType('number') })
-  blockHeight!: number;
+  /** Null while a reorganisation has taken its block away and no block of the new chain has carried it yet. */
+  @Property({ type: new BigIntType('number'), nullable: true })
+  blockHeight?: number | null;
 
-  @Property({ type: 'text' })
-  blockHash!: string;
+  @Property({ type: 'text', nullable: true })
+  blockHash?: string | null;
+
+  /** The times a reorganisation took its block away: each is a round of its own in the ledger's suspense (src/ledger/suspense.ts). */
+  @Property({ type: 'integer', default: 0 })
+  reorganisations: number = 0;
 
   /** The platform's send with this hash, when it made the transfer. */
   @Property({ type: 'uuid', nullable: true })
@@ -228,9 +233,10 @@ export const LEDGER_DRIFT_STATUSES = ['suspected', 'open', 'credited', 'resolved
 export type LedgerDriftStatus = (typeof LEDGER_DRIFT_STATUSES)[number];
 /**
  * What a drift compares: `balance` (with the chain at the scanner's block), `locked` (with what the
- * sends in flight lock), `pending` (with the deposits the scanner recorded and has not confirmed).
+ * sends in flight lock), `pending` (with the deposits the scanner recorded and has not confirmed),
+ * `overdrawn` (the available balance, compared with zero: a reorganisation reversed a deposit already spent).
  */
-export const LEDGER_FIGURES = ['balance', 'locked', 'pending'] as const;
+export const LEDGER_FIGURES = ['balance', 'locked', 'pending', 'overdrawn'] as const;
 export type LedgerFigure = (typeof LEDGER_FIGURES)[number];
 
 /**

@@ -30,7 +30,7 @@ export interface LedgerPosition {
 /**
  * The ledger invariant, per holder and asset: the ledger's balance plus its mined-but-unconfirmed
  * incoming transfers, less what its mined-but-unsettled sends took (amount and fee), plus what its
- * settled sends a reorganisation took off the chain had taken, equals what the node says the
+ * settled sends and unexpected spends a reorganisation took off the chain had taken, equals what the node says the
  * holder's addresses hold. Meaningful once scanning and the sends' workflows have
  * caught up with the tip the provider reads at.
  */
@@ -59,9 +59,10 @@ export async function ledgerPositions(em: EntityManager, provider: ChainProvider
             t.status <> 'confirming' as unplaced
        from transactions t left join transaction_replacements mined on mined.transaction_id = t.id and mined.tx_hash = t.mined_tx_hash
       where t.${perAddress ? 'from_address_id' : 'wallet_id'} in (${list})
-        and (t.status = 'confirming' or (t.block_hash is null and (t.status = 'confirmed' or (t.status = 'failed' and t.failure_reason = 'reverted'))))`,
+        and (t.status = 'confirming' or (t.block_hash is null and t.mined_after_failure_at is null and (t.status = 'confirmed' or (t.status = 'failed' and t.failure_reason = 'reverted'))))`,
     keys,
   );
+  const spendsUnplaced = await unplacedUnexpectedSpends(em, perAddress ? 'address_id' : 'wallet_id', keys);
   const sum = (rows: { key: string; asset_id: string; amount: string }[], key: string, assetId: string) =>
     rows.filter((row) => row.key === key && row.asset_id === assetId).reduce((total, row) => total + BigInt(row.amount), 0n);
   const positions: LedgerPosition[] = [];
@@ -72,10 +73,23 @@ export async function ledgerPositions(em: EntityManager, provider: ChainProvider
       const taken = sends.filter((send) => send.key === key).reduce((total, send) => total + (send.unplaced ? -1n : 1n) * takenBy(send, assetId, native), 0n);
       let onChain = 0n;
       for (const address of holder.addresses) onChain += await provider.balance(address, assetId);
-      positions.push({ walletId: holder.walletId, addressId: holder.addressId, assetId, ledger: sum(booked, key, assetId) + sum(mined, key, assetId) - taken, chain: onChain });
+      positions.push({ walletId: holder.walletId, addressId: holder.addressId, assetId, ledger: sum(booked, key, assetId) + sum(mined, key, assetId) - taken + sum(spendsUnplaced, key, assetId), chain: onChain });
     }
   }
   return positions;
+}
+
+/**
+ * What scanning debited for spends the platform did not expect (a send mined after it had failed
+ * included) whose block a reorganisation took away: the chain does not show them now, the ledger
+ * keeps them debited (their value in suspense). Per holder and asset, the fee on the native row.
+ */
+function unplacedUnexpectedSpends(em: EntityManager, column: 'address_id' | 'wallet_id', keys: string[]) {
+  return em.execute<{ key: string; asset_id: string; amount: string }[]>(
+    `select ${column} as key, asset_id, sum(amount + fee)::text as amount from outgoing_transfers
+      where unexpected and block_hash is null and ${column} in (${keys.map(() => '?').join(', ')}) group by 1, 2`,
+    keys,
+  );
 }
 
 /** What a mined send took of one asset: the recipient's amount unless it reverted, and the fee of the native asset. */
@@ -92,12 +106,14 @@ export interface PinnedPosition {
   /**
    * What the chain must hold at the pinned block by the ledger: its balance, plus deposits mined at or
    * below it and not yet confirmed, less what the platform's sends the scanner saw mined at or below it
-   * took while they are not settled, plus what settled sends took that the chain does not show at it.
+   * took while they are not settled, plus what settled sends and unexpected spends took that the chain does not show at it.
    */
   onChain: bigint;
   locked: bigint;
   /** What the sends in flight lock: the asset sent, and of the native asset their fee limits and their replacements' extra fees. */
   lockedBySends: bigint;
+  /** The ledger's balance less its locks: what the holder could spend; below zero only where a reorganisation reversed a deposit already spent. */
+  available: bigint;
   pending: bigint;
   /** The deposits the scanner recorded and has not confirmed (mined or seen in the mempool). */
   pendingDeposits: bigint;
@@ -135,11 +151,13 @@ export async function ledgerViewAt(em: EntityManager, scope: ChainEnvironment, h
     [scope.chain, scope.environment, ...keys],
   );
   const mined = await minedInFlight(em, scope, pin, inFlight.map((send) => send.id));
+  // A send mined after it had failed was debited by scanning: its outgoing transfers stand for it (spendsUnplaced).
   const unplaced = await em.execute<SendTaken[]>(
     `select ${sender} as key, asset_id, recipient_amount::text, fee::text, failure_reason from transactions
-      where chain = ? and environment = ? and ${SETTLED} and (block_hash is null or block_height > ?) and ${sender} in (${list})`,
+      where chain = ? and environment = ? and ${SETTLED} and mined_after_failure_at is null and (block_hash is null or block_height > ?) and ${sender} in (${list})`,
     [scope.chain, scope.environment, pin.height, ...keys],
   );
+  const spendsUnplaced = await unplacedUnexpectedSpends(em, column, keys);
   const native = findChain(scope.chain).nativeAssetId;
   return holders.flatMap((holder, index) => {
     const key = keys[index]!;
@@ -150,13 +168,16 @@ export async function ledgerViewAt(em: EntityManager, scope: ChainEnvironment, h
       const sends = inFlight.filter((send) => send.key === key);
       const lockedBySends = sends.reduce((total, send) => total + (send.asset_id === assetId ? BigInt(send.locked_amount) : 0n) + (isNative ? BigInt(send.locked_fee) : 0n), 0n);
       const takenUnsettled = sends.reduce((total, send) => total + (mined.get(send.id)?.get(assetId) ?? 0n), 0n);
-      const takenUnplaced = unplaced.filter((send) => send.key === key).reduce((total, send) => total + takenBy(send, assetId, isNative), 0n);
+      const takenUnplaced =
+        unplaced.filter((send) => send.key === key).reduce((total, send) => total + takenBy(send, assetId, isNative), 0n) +
+        BigInt(spendsUnplaced.find((spend) => spend.key === key && spend.asset_id === assetId)?.amount ?? '0');
       return {
         walletId: holder.walletId,
         addressId: holder.addressId,
         assetId,
         onChain: BigInt(row?.balance ?? '0') + BigInt(deposit?.mined ?? '0') - takenUnsettled + takenUnplaced,
         locked: BigInt(row?.locked ?? '0'),
+        available: BigInt(row?.balance ?? '0') - BigInt(row?.locked ?? '0'),
         lockedBySends,
         pending: BigInt(row?.pending ?? '0'),
         pendingDeposits: BigInt(deposit?.pending ?? '0'),

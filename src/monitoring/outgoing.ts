@@ -11,6 +11,7 @@ import { iso } from '../shared/time';
 import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../transactions/entities';
 import { failedUnminedByHash, recordMinedAfterFailure, type LateDebits } from '../transactions/mined-after-failure';
 import { OutgoingTransfer } from './entities';
+import { releaseReplacedSpend } from './suspense';
 import { subscriptionsOn, type BlockPlace, type ChainEnvironment } from './service';
 
 /** One transfer out of a custody address as the block shows it, before it is recorded. */
@@ -140,16 +141,17 @@ async function custodyAddresses(em: EntityManager, scope: ChainEnvironment, addr
 
 /**
  * Inserts the transfer once; the first time, debits an unexpected one and announces it. Seen again
- * (a reorganisation mined it in another block): only its block moves.
+ * (a reorganisation mined it in another block): only its block moves, and an unexpected one's
+ * debit leaves suspense.
  */
 async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: SeenSpend, block: BlockPlace, transactionId: string | null, unexpected: boolean): Promise<OutgoingTransfer | null> {
   const organizationId = spend.address.wallet.organization.id;
-  const [written] = await em.execute<{ id: string; inserted: boolean }[]>(
+  const [written] = await em.execute<{ id: string; inserted: boolean; unexpected: boolean; reorganisations: number }[]>(
     `insert into outgoing_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, fee, txid, position,
        from_address, to_address, block_height, block_hash, transaction_id, unexpected, created_at)
      values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
      on conflict (organization_id, environment, chain, txid, position) do update set block_height = excluded.block_height, block_hash = excluded.block_hash
-     returning id, (xmax = 0) as inserted`,
+     returning id, (xmax = 0) as inserted, unexpected, reorganisations`,
     [
       organizationId,
       scope.environment,
@@ -171,10 +173,14 @@ async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: Seen
     ],
   );
   // xmax is 0 only on a row this statement inserted, not on one it updated.
-  if (!written?.inserted) return null;
+  if (!written?.inserted) {
+    // Placed again after a reorganisation took its block: what it debited is proven, and leaves suspense.
+    if (written?.unexpected && written.reorganisations > 0) await placeSpendAgain(em, await em.findOneOrFail(OutgoingTransfer, { id: written.id }, { refresh: true }), spend.fee);
+    return null;
+  }
   const row = await em.findOneOrFail(OutgoingTransfer, { id: written.id }, { refresh: true });
   if (row.unexpected) {
-    await debitUnexpectedSpend(em, row);
+    await debitUnexpectedSpend(em, row, row.id, BigInt(row.amount) + BigInt(row.fee));
     if (row.chain === 'bitcoin') await markOutputSpent(em, row);
   }
   if (BigInt(row.amount) > 0n) await announce(em, row);
@@ -186,15 +192,29 @@ async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: Seen
  * `unexpected_spend` entry on the address (the wallet on Bitcoin) per transfer. The fee only ever
  * rides on a native-asset row, so the entry covers both.
  */
-async function debitUnexpectedSpend(em: EntityManager, row: OutgoingTransfer): Promise<void> {
+async function debitUnexpectedSpend(em: EntityManager, row: OutgoingTransfer, referenceId: string, amount: bigint): Promise<void> {
   await postCustodyEntry(em, {
     walletId: row.wallet.id,
     addressId: row.chain === 'bitcoin' ? null : row.address.id,
     assetId: row.assetId,
     kind: 'unexpected_spend',
-    reference: { type: 'outgoing_transfer', id: row.id },
-    balance: -(BigInt(row.amount) + BigInt(row.fee)),
+    reference: { type: 'outgoing_transfer', id: referenceId },
+    balance: -amount,
   });
+}
+
+/**
+ * An unexpected spend a reorganisation had taken off the chain, in a block of the new chain: the
+ * round's debit leaves suspense as it entered, then the ledger follows what the new block charged
+ * (the same bytes pay the new block's base fee), under the round's reference.
+ */
+async function placeSpendAgain(em: EntityManager, row: OutgoingTransfer, feeNow: bigint): Promise<void> {
+  await releaseReplacedSpend(em, row);
+  const difference = feeNow - BigInt(row.fee);
+  if (difference === 0n) return;
+  await debitUnexpectedSpend(em, row, `${row.id}#${row.reorganisations}`, difference);
+  row.fee = feeNow.toString();
+  await em.flush();
 }
 
 /**

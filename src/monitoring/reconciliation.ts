@@ -76,6 +76,7 @@ export async function reconcileLedgerPage(deps: ReconciliationDeps, input: Recon
       await judgeFigure(judged, 'balance', position.onChain, chainAmounts[index]!, driftOf(position, 'balance'));
       await judgeFigure(judged, 'locked', position.locked, position.lockedBySends, driftOf(position, 'locked'));
       await judgeFigure(judged, 'pending', position.pending, position.pendingDeposits, driftOf(position, 'pending'));
+      await judgeFigure(judged, 'overdrawn', overdrawnFigure(position.available), 0n, driftOf(position, 'overdrawn'));
     }
     await tx.flush();
     await advancePass(tx, input, pass.cursor ?? null, next, holders.length);
@@ -159,9 +160,12 @@ async function holdingsAt(provider: ChainProvider, holders: LedgerHolder[], posi
   });
 }
 
+/** The figure an `overdrawn` drift compares with zero: the available balance where it is below zero, else zero (nothing to report). */
+export const overdrawnFigure = (available: bigint) => (available < 0n ? available : 0n);
+
 /** One figure of one position against what it is compared with (`drift`: its unresolved drift): a drift opened (or credited), updated, or resolved. */
-async function judgeFigure(
-  { em, log, wallet, position }: { em: EntityManager; log: Logger; wallet: Wallet; position: PinnedPosition },
+export async function judgeFigure(
+  { em, log, wallet, position }: { em: EntityManager; log: Logger; wallet: Wallet; position: Pick<PinnedPosition, 'walletId' | 'addressId' | 'assetId'> },
   figure: LedgerFigure,
   ledger: bigint,
   compared: bigint,

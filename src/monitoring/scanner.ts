@@ -10,6 +10,7 @@ import { chainScanFlow } from './flows/chain-scan';
 import { ChainScanCursor, ScannedBlock } from './entities';
 import { resettleRemined, unplaceSettledSends } from '../transactions/settlement';
 import { recordOutgoing } from './outgoing';
+import { unplaceOutgoingTransfers } from './suspense';
 import { confirmDue, dropAbove, recordTransfers, requiredConfirmations, type ChainEnvironment } from './service';
 
 /** How many recent block hashes are kept to find where a reorganisation forked. */
@@ -78,7 +79,7 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
   }
   if (cursor.height >= 0) {
     const processed = cursor.height;
-    await deps.transaction(async (em) => triggerThresholdRules(em, deps.config, await confirmDue(em, scope, processed)));
+    await deps.transaction(async (em) => triggerThresholdRules(em, deps.config, await confirmDue(em, deps.log, scope, processed)));
     const resettled = await resettleRemined(deps, provider, scope);
     if (resettled.length) deps.log.warn({ ...scope, transactions: resettled.map((row) => row.id) }, 'sends a reorganisation took off the chain are mined again: settled in their new blocks');
   }
@@ -174,22 +175,27 @@ async function rewindToFork(deps: ScanDeps, scope: ChainEnvironment, provider: C
       // The checkpoint is the block a later reorganisation is traced back to.
       if (fork.hash !== '') tx.create(ScannedBlock, { chain: scope.chain, environment: scope.environment, height: fork.height, hash: fork.hash, scannedAt: new Date() });
     }
-    return { ...(await dropAbove(tx, scope, fork.height)), unplaced: await unplaceSettledSends(tx, scope, fork.height) };
+    return {
+      ...(await dropAbove(tx, deps.log, scope, fork.height)),
+      unplaced: await unplaceSettledSends(tx, scope, fork.height),
+      spendsUnplaced: (await unplaceOutgoingTransfers(tx, scope, fork.height)).filter((row) => row.unexpected),
+    };
   });
   deps.log.warn(
     { ...scope, from_height: cursor.height, fork_height: fork.height, dropped: abandoned.dropped.length, reversed: abandoned.reversed.length, sends_unplaced: abandoned.unplaced.length },
     'chain reorganisation: rescanning from the fork',
   );
-  if (abandoned.reversed.length || abandoned.unplaced.length) {
+  if (abandoned.reversed.length || abandoned.unplaced.length || abandoned.spendsUnplaced.length) {
     deps.log.error(
       {
         ...scope,
         fork_height: fork.height,
         reversed_transfers: abandoned.reversed.map((row) => row.id),
         unplaced_transactions: abandoned.unplaced.map((row) => row.id),
+        unplaced_unexpected_spends: [...new Set(abandoned.spendsUnplaced.map((row) => row.txid))],
         outputs_in_use: abandoned.outputsInUse,
       },
-      'reorganisation deeper than the confirmation count: confirmed deposits in abandoned blocks are reversed, settled sends wait to be mined again',
+      'reorganisation deeper than the confirmation count: confirmed deposits in abandoned blocks are reversed, settled sends and unexpected spends wait to be mined again, their value in suspense',
     );
   }
   return fork;

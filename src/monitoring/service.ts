@@ -15,7 +15,9 @@ import { isUuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
 import { iso, isoOrNull } from '../shared/time';
 import { changeOutputsAmong, confirmDepositOutput, dropDepositOutput, recordDepositOutput, reverseDepositOutput } from '../transactions/wallet-outputs';
+import type { Logger } from '../logger';
 import { IncomingTransfer } from './entities';
+import { holdReversedDeposit, releaseReversedDeposit, reviewOverdrawn } from './suspense';
 
 /** One chain in one environment: the unit block scanning works in. */
 export interface ChainEnvironment {
@@ -213,7 +215,7 @@ async function postDepositEntry(em: EntityManager, row: IncomingTransfer, kind: 
  * Confirms every pending transfer of the chain mined at least the required depth below `tipHeight`:
  * the amount moves from the wallet's pending to its balance, once (the row is locked and re-read).
  */
-export async function confirmDue(em: EntityManager, scope: ChainEnvironment, tipHeight: number): Promise<IncomingTransfer[]> {
+export async function confirmDue(em: EntityManager, log: Logger, scope: ChainEnvironment, tipHeight: number): Promise<IncomingTransfer[]> {
   await em.execute(
     `update incoming_transfers set confirmations = ? - block_height + 1, updated_at = now()
      where chain = ? and environment = ? and status = 'pending' and block_height is not null and confirmations <> ? - block_height + 1`,
@@ -233,6 +235,10 @@ export async function confirmDue(em: EntityManager, scope: ChainEnvironment, tip
     if (row.wallet) {
       await postDepositEntry(em, row, 'deposit_confirmed', { pending: -BigInt(row.amount), balance: BigInt(row.amount) });
       if (row.chain === 'bitcoin') await confirmDepositOutput(em, row);
+      if (row.reorganisations > 0) {
+        await releaseReversedDeposit(em, row);
+        await reviewOverdrawn(em, log, row);
+      }
     }
     await announce(em, row, await subscriptionsOn(em, row, [row.toAddress], row.organization.id));
     confirmed.push(row);
@@ -256,7 +262,7 @@ export interface Abandoned {
  * balance; a confirmed one, already credited, is reversed by an entry that takes its amount off the
  * balance, and announced as `deposit.reversed` besides its status event.
  */
-export async function dropAbove(em: EntityManager, scope: ChainEnvironment, forkHeight: number): Promise<Abandoned> {
+export async function dropAbove(em: EntityManager, log: Logger, scope: ChainEnvironment, forkHeight: number): Promise<Abandoned> {
   const above = await em.find(
     IncomingTransfer,
     { chain: scope.chain, environment: scope.environment, blockHeight: { $gt: forkHeight }, status: { $ne: 'dropped' } },
@@ -268,6 +274,7 @@ export async function dropAbove(em: EntityManager, scope: ChainEnvironment, fork
     if (row.wallet) {
       const amount = BigInt(row.amount);
       await postDepositEntry(em, row, wasConfirmed ? 'deposit_reversed' : 'deposit_dropped', wasConfirmed ? { balance: -amount } : { pending: -amount });
+      if (wasConfirmed) await holdReversedDeposit(em, row);
       if (row.chain === 'bitcoin') {
         if (!wasConfirmed) await dropDepositOutput(em, row);
         else if (await reverseDepositOutput(em, row)) abandoned.outputsInUse.push(`${row.txid}:${row.position}`);
@@ -287,6 +294,8 @@ export async function dropAbove(em: EntityManager, scope: ChainEnvironment, fork
     }
     (wasConfirmed ? abandoned.reversed : abandoned.dropped).push(row);
   }
+  // Once every reversal is posted: a holder that had spent a reversed deposit is overdrawn, and said so.
+  for (const row of abandoned.reversed) await reviewOverdrawn(em, log, row);
   return abandoned;
 }
 

@@ -8,6 +8,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { assetById } from '../catalogue/service';
 import type { ChainProvider } from '../chains/provider';
 import { postCustodyEntries, type CustodyEntry } from '../custody/journal';
+import { enterSuspense, leaveSuspense, type SuspenseItem } from '../ledger/suspense';
 import { emit } from '../events/service';
 import type { EventType } from '../events/event-types';
 import { OutgoingTransaction, TransactionReplacement, type TransactionStatus } from './entities';
@@ -91,19 +92,38 @@ const settlementOf = (transaction: OutgoingTransaction) => (transaction.reorgani
 /**
  * A reorganisation replaced the blocks above `forkHeight`: the sends settled in them lose their
  * block (status, debit and lock stay as settled) until `resettleRemined` finds them mined again.
+ * What each had paid out (the recipient's amount, the fee) moves from the world and the network's
+ * fees into suspense until then, and `transaction.reorged` says so. A send mined after it had failed
+ * was debited by scanning, not by its settlement: its outgoing transfers carry that round instead.
  */
 export async function unplaceSettledSends(em: EntityManager, scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] }, forkHeight: number): Promise<OutgoingTransaction[]> {
   const settled = await em.find(
     OutgoingTransaction,
     { chain: scope.chain, environment: scope.environment, status: { $in: [...FINISHED] }, blockHeight: { $gt: forkHeight } },
-    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, populate: ['fromAddress', 'wallet'] },
   );
   for (const transaction of settled) {
+    const debits = transaction.minedAfterFailureAt ? [] : debitsOf(transaction, await minedCandidateOf(em, transaction));
     Object.assign(transaction, { blockHeight: null, blockHash: null, confirmations: 0 });
     transaction.reorganisations += 1;
+    for (const item of suspenseItems(transaction, debits)) await enterSuspense(em, item);
+    await announce(em, transaction, 'transaction.reorged');
   }
   return settled;
 }
+
+/** What a settled send paid out, per debit, as the suspense items of its current settlement round. */
+const suspenseItems = (transaction: OutgoingTransaction, debits: SendDebit[]): SuspenseItem[] =>
+  debits
+    .filter((debit) => debit.amount !== 0n)
+    .map((debit) => ({
+      organizationId: transaction.organization.id,
+      environment: transaction.environment,
+      reference: { type: 'transaction', id: settlementOf(transaction) },
+      assetId: debit.assetId,
+      counterparty: debit.kind === 'fee_debit' ? 'network_fees' : 'world',
+      amount: debit.amount,
+    }));
 
 /**
  * Settled sends a reorganisation took off the chain, mined again at their confirmation count: placed
@@ -131,6 +151,8 @@ export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transact
       const transaction = await lockedRow(em, send.id);
       if (transaction.blockHash != null || !FINISHED.includes(transaction.status)) return false;
       const before = debitsOf(transaction, await minedCandidateOf(em, transaction));
+      // Mined again at its confirmation count: what the abandoned block had paid out leaves suspense, and the new block's outcome is booked against it.
+      for (const item of suspenseItems(transaction, before)) await leaveSuspense(em, item);
       const outcomeBefore = transaction.failureReason;
       const previous = transaction.minedTxHash!;
       if (candidate.txHash !== previous) {
@@ -143,7 +165,9 @@ export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transact
       transaction.failureReason = minedOutcome(status.succeeded, candidate.replacement?.kind === 'cancel');
       const after = debitsOf(transaction, candidate);
       await postCustodyEntries(em, debitEntries(transaction, after.map((debit, index) => ({ ...debit, amount: debit.amount - before[index]!.amount }))));
+      // Its status event again, for this settlement round: what transaction.reorged opened is closed (a new outcome is recorded as one).
       if (transaction.failureReason !== outcomeBefore) await recordOutcome(em, transaction);
+      else await announce(em, transaction, transaction.status === 'failed' ? 'transaction.failed' : 'transaction.confirmed');
       return true;
     });
     if (done) resettled.push(send);

@@ -1,3 +1,4 @@
+import { testLogger } from '../support/secret-scan';
 import assert from 'node:assert/strict';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ObservedTransfer } from '../../src/chains/provider';
@@ -270,9 +271,9 @@ describe('Wallet outputs (real PostgreSQL)', () => {
       assert.deepEqual([seen?.origin, seen?.status, seen?.amount, seen?.address.id, seen?.wallet.id], ['deposit', 'unconfirmed', '25000', taproot.id, wallet.id]);
       height += 1;
       await record([transfer], { height, hash: `block-${height}` }, height);
-      await fork().transactional((em) => confirmDue(em, scope, height));
+      await fork().transactional((em) => confirmDue(em, testLogger('test'), scope, height));
       assert.equal((await outputOf(txid, 3))?.status, 'unconfirmed', 'one confirmation of two');
-      await fork().transactional((em) => confirmDue(em, scope, height + 1));
+      await fork().transactional((em) => confirmDue(em, testLogger('test'), scope, height + 1));
       assert.equal((await outputOf(txid, 3))?.status, 'available');
       assert.deepEqual(
         (await fork().transactional((em) => spendableOutputs(em, wallet))).map((output) => [output.txid, output.vout, output.format]),
@@ -288,7 +289,7 @@ describe('Wallet outputs (real PostgreSQL)', () => {
       height += 1;
       await record([transfer], { height, hash: `block-${height}` }, height);
       assert.equal((await outputOf(txid, 0))?.status, 'unconfirmed');
-      await fork().transactional((em) => dropAbove(em, scope, height - 1));
+      await fork().transactional((em) => dropAbove(em, testLogger('test'), scope, height - 1));
       assert.equal(await outputOf(txid, 0), null);
       await record([transfer], { height, hash: `other-block-${height}` }, height);
       assert.equal((await outputOf(txid, 0))?.status, 'unconfirmed');

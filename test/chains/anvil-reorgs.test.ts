@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { parseEther, type Hex } from 'viem';
+import { bytesToHex } from '@noble/hashes/utils';
+import { keccak256, parseEther, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainNodes } from '../../src/chains/nodes';
-import { ChainScanCursor } from '../../src/monitoring/entities';
+import { Address } from '../../src/custody/entities';
+import { keyLocation } from '../../src/custody/service';
+import { ChainScanCursor, LedgerDrift, OutgoingTransfer } from '../../src/monitoring/entities';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { anvilEthBalance, anvilFunder, anvilMine, anvilReceipt, anvilSandboxConfig, deployAnvilToken, receiptFee, startAnvil, type Anvil, anvilHeight } from '../support/anvil';
@@ -96,6 +99,28 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
         `select kind, reference_id, balance::text, pending::text from custody_journal_entries where reference_id like ? order by created_at, kind`,
         [`${referencePrefix}%`],
       );
+  /** What the organization's suspense account holds of ETH: value a reorganisation made unknown, waiting for the chain's proof. */
+  const suspense = async () =>
+    BigInt(
+      (
+        await (await testOrm()).em
+          .fork()
+          .getConnection()
+          .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${org.organizationId}:sandbox:ETH`])
+      )[0]!.sum,
+    );
+  /** The suspense postings of one reference, in order: their kind and what they moved into suspense. */
+  const suspenseMoves = async (referenceId: string) =>
+    (
+      await (await testOrm()).em
+        .fork()
+        .getConnection()
+        .execute<{ kind: string; amount: string }[]>(
+          `select p.kind, l.amount::text from ledger_postings p join ledger_lines l on l.posting_id = p.id
+            where p.reference_id = ? and l.account_key like 'suspense:%' order by p.created_at, p.kind`,
+          [referenceId],
+        )
+    ).map((row) => [row.kind, BigInt(row.amount)]);
   const events = () => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, unknown> });
   /** Sends signed bytes again, where the abandoned branch's pool may or may not still hold them. */
   async function broadcastAgain(raw: string) {
@@ -124,6 +149,7 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
     }, 'deposit reversed');
     assert.equal(reversed.block_height, null);
     assert.deepEqual(await ethOf(ours.id), { balance: 0n, pending: 0n }, 'the credit is taken back');
+    assert.equal(await suspense(), amount, 'the credit waits in suspense, not handed back to the world');
     const announced = await eventually(async () => events().find((event) => event.type === 'deposit.reversed' && event.data.id === deposit!.id), 'deposit.reversed delivered');
     assert.equal(announced.data.status, 'dropped');
     assert.equal(announced.data.amount_raw, amount.toString());
@@ -155,6 +181,62 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
       'each round announced confirmed',
     );
     assert.deepEqual(await ethOf(ours.id), { balance: amount, pending: 0n });
+    assert.equal(await suspense(), 0n, 'mined again at depth: the reversed round left suspense');
+    await ledgerMatchesChain();
+  });
+
+  it('a reversed deposit the wallet had spent: its send reorganised out too, an overdrawn drift raised, both in suspense, all settled again when mined again', async () => {
+    const ours = await createWallet('Spent deposit');
+    const deposited = parseEther('2');
+    const sent = parseEther('1.5');
+    const snapshot = await anvil.call('evm_snapshot');
+    const depositRaw = await funder().signTransaction(await funder().prepareTransactionRequest({ to: ours.address, value: deposited }));
+    await broadcastAgain(depositRaw);
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === deposited ? true : undefined), 'deposit confirmed');
+    const [deposit] = (await call('GET', `/v1/deposits?wallet_id=${ours.id}`)).body.data as { id: string }[];
+    const target = privateKeyToAccount(generatePrivateKey()).address;
+    const created = await call('POST', '/v1/transactions', { wallet_id: ours.id, to_address: target, amount: '1.5', asset: 'ETH' });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id as string;
+    await eventually(async () => ((await call('GET', `/v1/transactions/${id}`)).body.status === 'broadcast' ? true : undefined), 'send broadcast');
+    await mine(CONFIRMATIONS);
+    const settled = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'confirmed' ? read.body : undefined;
+    }, 'send settled');
+    const fee = BigInt(settled.fee_raw);
+    const sendRaw = (await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id })).signedTransaction!;
+
+    // A longer chain without the deposit, and so without the send it paid for (the pool may keep them: emptied).
+    await anvil.call('evm_revert', [snapshot]);
+    await anvil.call('anvil_dropAllTransactions');
+    // Longer than the branch abandoned (the deposit's block, the send's, and the confirmations of each).
+    await mine(3 * CONFIRMATIONS + 3);
+    await eventually(async () => ((await call('GET', `/v1/deposits/${deposit!.id}`)).body.status === 'dropped' ? true : undefined), 'deposit reversed');
+    await eventually(async () => (events().some((event) => event.type === 'transaction.reorged' && event.data.id === id) ? true : undefined), 'transaction.reorged delivered');
+    const overdrawn = -(sent + fee);
+    assert.deepEqual(await ethOf(ours.id), { balance: overdrawn, pending: 0n }, 'the reversal is booked in full: the wallet owes what it spent');
+    const drift = await eventually(
+      async () => events().find((event) => event.type === 'ledger.drift' && event.data.wallet_id === ours.id && event.data.figure === 'overdrawn'),
+      'ledger.drift overdrawn delivered',
+    );
+    assert.equal(drift.data.status, 'open');
+    assert.equal(drift.data.ledger_amount_raw, overdrawn.toString());
+    assert.equal(drift.data.chain_amount_raw, '0');
+    assert.equal(await suspense(), deposited + sent + fee, 'the deposit and what the send paid out wait in suspense');
+    await ledgerMatchesChain();
+
+    // Both mined again: the deposit credited once more, the send settled in its new block, suspense empty, the drift resolved.
+    await broadcastAgain(depositRaw);
+    await broadcastAgain(sendRaw);
+    await mine(CONFIRMATIONS + 1);
+    await eventually(async () => ((await call('GET', `/v1/transactions/${id}`)).body.block_height != null && (await suspense()) === 0n ? true : undefined), 'both settled again', 60_000);
+    // The new block's base fee is its own: the send is debited what it paid there.
+    const receipt = await anvilReceipt(anvil, settled.tx_hash);
+    assert.deepEqual(await ethOf(ours.id), { balance: deposited - sent - receiptFee(receipt), pending: 0n });
+    const resolved = await (await testOrm()).em.fork().findOneOrFail(LedgerDrift, { id: drift.data.id as string });
+    assert.equal(resolved.status, 'resolved');
     await ledgerMatchesChain();
   });
 
@@ -209,6 +291,16 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
       ].sort((a, b) => a[1]!.localeCompare(b[1]!) || a[0]!.localeCompare(b[0]!)),
     );
     await eventually(async () => (events().some((event) => event.type === 'transaction.confirmed' && event.data.id === id) ? true : undefined), 'transaction.confirmed delivered');
+    const reorged = events().find((event) => event.type === 'transaction.reorged' && event.data.id === id);
+    assert.ok(reorged, 'transaction.reorged delivered');
+    assert.equal(reorged.data.status, 'failed', 'as it stood when its block was taken away');
+    assert.equal(reorged.data.block_height, null);
+    // The fee the abandoned block had charged waited in suspense until the new block settled it, then left.
+    assert.deepEqual(await suspenseMoves(`${id}#1`), [
+      ['suspense_entered', BigInt(failed.fee_raw)],
+      ['suspense_left', -BigInt(failed.fee_raw)],
+    ]);
+    assert.equal(await suspense(), 0n);
     await ledgerMatchesChain();
   });
 
@@ -251,6 +343,48 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
       ['fee_debit', id],
       ['send_debit', id],
     ]);
+    await ledgerMatchesChain();
+  });
+
+  it('a spend made outside the platform, reorganised out: the wallet stays debited, the spend waits in suspense, and leaves it when mined again', async () => {
+    const ours = await createWallet('Spent outside');
+    const funded = parseEther('2');
+    await funder().sendTransaction({ to: ours.address, value: funded });
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === funded ? true : undefined), 'wallet funded');
+    const snapshot = await anvil.call('evm_snapshot');
+    // The custody key used outside the platform.
+    const em = (await testOrm()).em.fork();
+    const primary = await em.findOneOrFail(Address, { wallet: ours.id, isPrimary: true }, { populate: ['wallet'] });
+    const key = await app.deps.keys.withKeys(em, org.organizationId, [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => `0x${bytesToHex(derived!.privateKey)}` as Hex);
+    const outside = anvilFunder(anvil, key);
+    const raw = await outside.signTransaction(await outside.prepareTransactionRequest({ to: privateKeyToAccount(generatePrivateKey()).address, value: parseEther('0.5') }));
+    const hash = keccak256(raw);
+    await broadcastAgain(raw);
+    const spent = parseEther('0.5') + receiptFee(await anvilReceipt(anvil, hash));
+    await eventually(async () => ((await ethOf(ours.id)).balance === funded - spent ? true : undefined), 'the spend debited');
+    const [row] = await (await testOrm()).em.fork().find(OutgoingTransfer, { txid: hash });
+
+    await anvil.call('evm_revert', [snapshot]);
+    await anvil.call('anvil_dropAllTransactions');
+    await mine(CONFIRMATIONS + 2);
+    await eventually(async () => ((await (await testOrm()).em.fork().findOneOrFail(OutgoingTransfer, { id: row!.id })).blockHeight === null ? true : undefined), 'the spend lost its block');
+    assert.equal((await ethOf(ours.id)).balance, funded - spent, 'still debited: the same bytes are most likely mined again');
+    assert.deepEqual(await suspenseMoves(`${row!.id}#1`), [['suspense_entered', spent]]);
+    await ledgerMatchesChain();
+
+    await broadcastAgain(raw);
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await (await testOrm()).em.fork().findOneOrFail(OutgoingTransfer, { id: row!.id })).blockHeight !== null ? true : undefined), 'the spend placed again');
+    assert.deepEqual(await suspenseMoves(`${row!.id}#1`), [
+      ['suspense_entered', spent],
+      ['suspense_left', -spent],
+    ]);
+    // Debited once: the amount, and the fee the new block charged (its base fee is its own).
+    const placed = await (await testOrm()).em.fork().findOneOrFail(OutgoingTransfer, { id: row!.id });
+    assert.equal(BigInt(placed.fee), receiptFee(await anvilReceipt(anvil, hash)));
+    assert.equal((await ethOf(ours.id)).balance, funded - parseEther('0.5') - BigInt(placed.fee));
+    assert.equal(await suspense(), 0n);
     await ledgerMatchesChain();
   });
 

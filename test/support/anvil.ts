@@ -103,9 +103,9 @@ export const anvilSandboxConfig = (anvil: Anvil, taskQueue: string, token: strin
 export const anvilHeight = async (anvil: Anvil): Promise<number> => Number(await anvil.call('eth_blockNumber'));
 
 /** A viem wallet client of anvil's first dev account: what tests fund and deploy with. */
-export const anvilFunder = (anvil: Anvil) =>
+export const anvilFunder = (anvil: Anvil, privateKey: Hex = ANVIL_KEY) =>
   createWalletClient({
-    account: privateKeyToAccount(ANVIL_KEY),
+    account: privateKeyToAccount(privateKey),
     transport: http(anvil.url),
     chain: { id: anvil.chainId, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [anvil.url] } } },
   });

@@ -1,0 +1,39 @@
+/**
+ * Suspense: value whose fate a reorganisation made unknown. A settled send, a spend the platform did
+ * not make, or a confirmed deposit in blocks the chain abandoned may be mined again or may never be:
+ * until the chain proves which, what it had moved sits in the organization's suspense account instead
+ * of with the counterparty it had gone to (or come from). Proof moves it back out: the same
+ * transaction mined again at its confirmation count. Each time an item enters is one round, with
+ * keys of its own, so an item reorganised twice enters and leaves twice and never moves twice per round.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { counterpartyAccount, type Counterparty, type OrganizationScope } from './accounts';
+import { post, posted } from './postings';
+
+export interface SuspenseItem extends OrganizationScope {
+  /** What the value belongs to, one round of it: `{ type: 'transaction', id: '<id>#<round>' }`. */
+  reference: { type: string; id: string };
+  assetId: string;
+  /** Who the ledger had booked as holding the value: a send's recipient or a reversed deposit's sender (world), a send's fee (network_fees). */
+  counterparty: Counterparty;
+  /** Base units the counterparty was booked with, now held in suspense instead. */
+  amount: bigint;
+}
+
+const keyOf = (direction: 'enter' | 'leave', item: SuspenseItem) => `suspense/${direction}/${item.reference.type}/${item.reference.id}/${item.assetId}/${item.counterparty}`;
+
+const lines = (item: SuspenseItem, sign: bigint) => [
+  { account: counterpartyAccount(item, item.counterparty, item.assetId), amount: -sign * item.amount },
+  { account: counterpartyAccount(item, 'suspense', item.assetId), amount: sign * item.amount },
+];
+
+/** The item's value leaves its counterparty for suspense, once per round. */
+export async function enterSuspense(em: EntityManager, item: SuspenseItem): Promise<boolean> {
+  return post(em, { ...item, key: keyOf('enter', item), kind: 'suspense_entered', lines: lines(item, 1n) });
+}
+
+/** Proof came: the round's value returns from suspense to its counterparty, once, and only if it had entered. */
+export async function leaveSuspense(em: EntityManager, item: SuspenseItem): Promise<boolean> {
+  if (!(await posted(em, keyOf('enter', item)))) return false;
+  return post(em, { ...item, key: keyOf('leave', item), kind: 'suspense_left', lines: lines(item, -1n) });
+}
