@@ -154,7 +154,7 @@ async function comparedAtCursor(deps: ReconciliationDeps, provider: ChainProvide
 }
 
 /** How long a page read at the node's newest slot waits for the scanner to reach that slot, and how often it looks. */
-const SCANNER_REACH_MS = 60_000;
+const SCANNER_REACH_MS = 30_000;
 const SCANNER_POLL_MS = 250;
 
 /**
