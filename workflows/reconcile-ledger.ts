@@ -16,7 +16,8 @@ const WAITS_FOR_SCANNER_PATCH = 'ledger-reconciliation-waits-for-scanner';
 /**
  * One pass of the ledger reconciliation of a chain and environment: page after page until every
  * custody holder is compared with the node. The pass's cursor is stored with each page, so a page that
- * finds the scanner behind (only a node read at its tip can) is tried again after a wait, and after
+ * finds the scanner behind (a node read at its tip, or a scanner 30 s behind the slot a Solana node
+ * read at) is tried again after a wait, and after
  * SCANNER_WAITS_PER_PASS of them the pass ends; the next resumes at the same page. A long pass
  * continues as new.
  */

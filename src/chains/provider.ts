@@ -123,6 +123,12 @@ export interface BalanceRead {
   assetId: string;
 }
 
+/** One balance a node read at its newest block, with that block's height (Solana: the context slot). */
+export interface BalanceAtHeight {
+  balance: bigint;
+  height: number;
+}
+
 /** Where a broadcast transaction stands on the node's best chain. */
 export type TransactionStatus =
   | { state: 'unknown' }
@@ -191,9 +197,16 @@ export interface ChainProvider {
    * Account chains whose node keeps state by block (Ethereum): each read's balance at exactly `block`
    * (its hash pins it, so a reorganised block is never read as its successor), in order, in as few
    * round trips as the node allows. Throws NodeUnavailableError when the node no longer has that
-   * block or its state. Providers without it are read at the tip (`balance`).
+   * block or its state. Providers without it (or balancesAtNewest) are read at the tip (`balance`).
    */
   balancesAt?(reads: BalanceRead[], block: ChainTip): Promise<bigint[]>;
+  /**
+   * Account chains whose node keeps state only at its newest block, but answers many accounts from one
+   * state (Solana: getMultipleAccounts at `confirmed`, the commitment its blocks are scanned at): each
+   * read's balance with the height it was read at (reads answered together share it), in order. The
+   * reconciliation compares each with the scanner's view at that height, once the scanner is there.
+   */
+  balancesAtNewest?(reads: BalanceRead[]): Promise<BalanceAtHeight[]>;
   /** Sends a signed transaction (hex; Solana base64); throws TransactionRejectedError when refused. */
   broadcast(rawTransaction: string): Promise<{ txid: string }>;
   transactionStatus(txid: string): Promise<TransactionStatus>;

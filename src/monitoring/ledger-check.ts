@@ -107,6 +107,8 @@ export interface PinnedPosition {
    * What the chain must hold at the pinned block by the ledger: its balance, plus deposits mined at or
    * below it and not yet confirmed, less what the platform's sends the scanner saw mined at or below it
    * took while they are not settled, plus what settled sends and unexpected spends took that the chain does not show at it.
+   * A pin below the scanner's cursor also takes off the deposits confirmed above it, and adds back the
+   * spends the platform did not make debited above it.
    */
   onChain: bigint;
   locked: bigint;
@@ -123,12 +125,13 @@ const IN_FLIGHT = `('pending', 'signed', 'broadcast', 'confirming')`;
 const SETTLED = `(status = 'confirmed' or (status = 'failed' and failure_reason = 'reverted'))`;
 
 /**
- * The ledger of each holder and asset at the scanner's cursor `pin`: read in one snapshot with the
- * cursor (the caller's REPEATABLE READ transaction), so every deposit and every send the scanner
- * recorded is of blocks at or below it. A transfer recorded on a block the scanner has since replaced
- * (a reorganisation) does not count.
+ * The ledger of each holder and asset as the scanner saw the chain at block `pin`, at or below its
+ * cursor: read in one snapshot with the cursor (the caller's REPEATABLE READ transaction), so what the
+ * scanner recorded is of blocks at or below the cursor, and what it recorded above the pin (Solana,
+ * whose node reads its newest slot) is taken back out. A transfer recorded on a block the scanner has
+ * since replaced (a reorganisation) does not count.
  */
-export async function ledgerViewAt(em: EntityManager, scope: ChainEnvironment, holders: LedgerHolder[], assetIds: string[], pin: ChainTip): Promise<PinnedPosition[]> {
+export async function ledgerViewAt(em: EntityManager, scope: ChainEnvironment, holders: LedgerHolder[], assetIds: string[], pin: Pick<ChainTip, 'height'>): Promise<PinnedPosition[]> {
   if (holders.length === 0) return [];
   const perAddress = scope.chain !== 'bitcoin';
   const keys = holders.map((holder) => (perAddress ? holder.addressId! : holder.walletId));
@@ -139,10 +142,19 @@ export async function ledgerViewAt(em: EntityManager, scope: ChainEnvironment, h
     `select ${column} as key, asset_id, balance::text, locked::text, pending::text from ${perAddress ? 'address_balances' : 'wallet_balances'} where ${column} in (${list})`,
     keys,
   );
-  const deposits = await em.execute<{ key: string; asset_id: string; mined: string; pending: string }[]>(
-    `select ${column} as key, asset_id, coalesce(sum(amount) filter (where block_height <= ?), 0)::text as mined, sum(amount)::text as pending from incoming_transfers
-      where chain = ? and environment = ? and status = 'pending' and ${column} in (${list}) group by 1, 2`,
-    [pin.height, scope.chain, scope.environment, ...keys],
+  const deposits = await em.execute<{ key: string; asset_id: string; mined: string; pending: string; confirmed_above: string }[]>(
+    `select ${column} as key, asset_id, coalesce(sum(amount) filter (where status = 'pending' and block_height <= ?), 0)::text as mined,
+            coalesce(sum(amount) filter (where status = 'pending'), 0)::text as pending, coalesce(sum(amount) filter (where status = 'confirmed'), 0)::text as confirmed_above
+       from incoming_transfers
+      where chain = ? and environment = ? and (status = 'pending' or (status = 'confirmed' and block_height > ?)) and ${column} in (${list}) group by 1, 2`,
+    [pin.height, scope.chain, scope.environment, pin.height, ...keys],
+  );
+  const unexpectedAbove = await em.execute<{ key: string; asset_id: string; debited: string }[]>(
+    `select ${column} as key, asset_id, sum(amount + fee)::text as debited from outgoing_transfers o
+      where chain = ? and environment = ? and unexpected and transaction_id is null and block_height > ? and ${column} in (${list})
+        and not exists (select 1 from scanned_blocks b where b.chain = o.chain and b.environment = o.environment and b.height = o.block_height and b.hash <> o.block_hash)
+      group by 1, 2`,
+    [scope.chain, scope.environment, pin.height, ...keys],
   );
   const inFlight = await em.execute<{ key: string; id: string; asset_id: string; locked_amount: string; locked_fee: string }[]>(
     `select ${sender} as key, id, asset_id, locked_amount::text,
@@ -171,11 +183,13 @@ export async function ledgerViewAt(em: EntityManager, scope: ChainEnvironment, h
       const takenUnplaced =
         unplaced.filter((send) => send.key === key).reduce((total, send) => total + takenBy(send, assetId, isNative), 0n) +
         BigInt(spendsUnplaced.find((spend) => spend.key === key && spend.asset_id === assetId)?.amount ?? '0');
+      const debitedAbove = BigInt(unexpectedAbove.find((candidate) => candidate.key === key && candidate.asset_id === assetId)?.debited ?? '0');
+      const aboveThePin = debitedAbove - BigInt(deposit?.confirmed_above ?? '0');
       return {
         walletId: holder.walletId,
         addressId: holder.addressId,
         assetId,
-        onChain: BigInt(row?.balance ?? '0') + BigInt(deposit?.mined ?? '0') - takenUnsettled + takenUnplaced,
+        onChain: BigInt(row?.balance ?? '0') + BigInt(deposit?.mined ?? '0') - takenUnsettled + takenUnplaced + aboveThePin,
         locked: BigInt(row?.locked ?? '0'),
         available: BigInt(row?.balance ?? '0') - BigInt(row?.locked ?? '0'),
         lockedBySends,
@@ -193,7 +207,7 @@ type SendTaken = { key: string; asset_id: string; recipient_amount: string; fee:
  * an account chain what left the address (amount and fee) as recorded; on Bitcoin the outputs its
  * inputs spent less the change its mined candidate paid back to the wallet.
  */
-async function minedInFlight(em: EntityManager, scope: ChainEnvironment, pin: ChainTip, sendIds: string[]): Promise<Map<string, Map<string, bigint>>> {
+async function minedInFlight(em: EntityManager, scope: ChainEnvironment, pin: Pick<ChainTip, 'height'>, sendIds: string[]): Promise<Map<string, Map<string, bigint>>> {
   const taken = new Map<string, Map<string, bigint>>();
   if (sendIds.length === 0) return taken;
   const list = sendIds.map(() => '?').join(', ');

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ASSETS, assetById } from '../catalogue/service';
@@ -32,46 +33,40 @@ export interface ReconciliationPage {
   next: string | null;
   compared: number;
   /**
-   * Nothing compared, the pass keeps its cursor: the chain's scanner has no cursor yet, or (a node
-   * read at its tip) the tip is not the scanner's block.
+   * Nothing compared, the pass keeps its cursor: the chain's scanner has no cursor yet, (a node read at
+   * its tip) the tip is not the scanner's block, or (a node read at its newest slot) the scanner did not
+   * reach the slot read in time.
    */
   skipped?: 'scanner_behind';
 }
 
 /**
  * Compares the next page of the pass under way (its cursor is stored, so a pass resumes where it
- * stopped) with the chain at the scanner's block N: the holders, their ledger and what the scanner
- * recorded are read in one snapshot with the scanner's cursor, so the ledger's view is the scanner's
- * view at N, and the node is read at N (src/monitoring/ledger-check.ts ledgerViewAt says what each
- * figure is compared with). A block mined meanwhile changes nothing read, so a difference is a
- * verdict at once: `ledger.drift` with both figures; on an account chain, more on chain than the
+ * stopped) with the chain at one block: the scanner's block N, the holders, their ledger and what the
+ * scanner recorded read in one snapshot with the scanner's cursor, so the ledger's view is the
+ * scanner's view at N, and the node read at N (comparedAtCursor); or, on a node that reads only its
+ * newest state (Solana), the slot the node read at, and the scanner's view at that slot
+ * (comparedAtNewest). src/monitoring/ledger-check.ts ledgerViewAt says what each figure is compared
+ * with. A block mined meanwhile changes nothing read, so a difference is a verdict at once: `ledger.drift` with both figures; on an account chain, more on chain than the
  * ledger knows is a deposit no transaction the scanner reads explains (a contract wallet's, a batched
  * transfer), credited as `unattributed_deposit`. A figure that agrees again resolves its drift.
  */
 export async function reconcileLedgerPage(deps: ReconciliationDeps, input: ReconciliationPageInput): Promise<ReconciliationPage> {
   const provider = await deps.chains.provider(input.chain, input.environment, deps.em());
   const pass = await passUnderWay(deps.em(), input);
-  const view = await deps.em().transactional(
-    async (em) => {
-      const scanned = await em.findOne(ChainScanCursor, { chain: input.chain, environment: input.environment });
-      if (!scanned || scanned.hash === '') return null;
-      const pin = { height: scanned.height, hash: scanned.hash };
-      const page = await holderPage(em, input, pass.cursor ?? null, deps.holdersPerPage);
-      const assetIds = ASSETS.filter((asset) => asset.chain === input.chain && (asset.type === 'native' || provider.tokenAddress(asset.id))).map((asset) => asset.id);
-      return { pin, page, positions: await ledgerViewAt(em, input, page.holders, assetIds, pin) };
-    },
-    { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
-  );
-  if (!view) return { next: pass.cursor ?? null, compared: 0, skipped: 'scanner_behind' };
-  const { holders, next } = view.page;
-  const chainAmounts = await holdingsAt(provider, holders, view.positions, view.pin);
-  if (!chainAmounts) return { next: pass.cursor ?? null, compared: 0, skipped: 'scanner_behind' };
+  const assetIds = ASSETS.filter((asset) => asset.chain === input.chain && (asset.type === 'native' || provider.tokenAddress(asset.id))).map((asset) => asset.id);
+  const readNewest = provider.balancesAtNewest?.bind(provider);
+  const compared = readNewest
+    ? await comparedAtNewest(deps, readNewest, input, pass.cursor ?? null, assetIds)
+    : await comparedAtCursor(deps, provider, input, pass.cursor ?? null, assetIds);
+  if (!compared) return { next: pass.cursor ?? null, compared: 0, skipped: 'scanner_behind' };
+  const { holders, next, positions, chainAmounts } = compared;
   const wallets = new Map((await deps.em().find(Wallet, { id: { $in: [...new Set(holders.map((holder) => holder.walletId))] } })).map((wallet) => [wallet.id, wallet]));
   await deps.transaction(async (tx) => {
     const unresolved = await tx.find(LedgerDrift, { wallet: { $in: [...wallets.keys()] }, status: { $in: ['suspected', 'open'] } });
     const driftOf = (position: PinnedPosition, figure: LedgerFigure) =>
       unresolved.find((drift) => drift.wallet.id === position.walletId && (drift.address?.id ?? null) === position.addressId && drift.assetId === position.assetId && drift.figure === figure) ?? null;
-    for (const [index, position] of view.positions.entries()) {
+    for (const [index, position] of positions.entries()) {
       const judged = { em: tx, log: deps.log, wallet: wallets.get(position.walletId)!, position };
       await judgeFigure(judged, 'balance', position.onChain, chainAmounts[index]!, driftOf(position, 'balance'));
       await judgeFigure(judged, 'locked', position.locked, position.lockedBySends, driftOf(position, 'locked'));
@@ -128,6 +123,79 @@ async function holderPage(em: EntityManager, input: ReconciliationPageInput, cur
     holders: addresses.map((address) => ({ walletId: address.wallet.id, addressId: address.id, addresses: [address.address] })),
     next: addresses.length === size ? addresses.at(-1)!.id : null,
   };
+}
+
+/** A page of holders, the ledger's view of each position (holder and asset) and what the chain held, in the same order. */
+interface ComparedPage {
+  holders: LedgerHolder[];
+  next: string | null;
+  positions: PinnedPosition[];
+  chainAmounts: bigint[];
+}
+
+/**
+ * The page at the scanner's cursor: its holders and their ledger read in one snapshot with the cursor,
+ * then the node at that block (holdingsAt); null when the scanner has no block yet or the node was not
+ * at it.
+ */
+async function comparedAtCursor(deps: ReconciliationDeps, provider: ChainProvider, input: ReconciliationPageInput, cursor: string | null, assetIds: string[]): Promise<ComparedPage | null> {
+  const view = await deps.em().transactional(
+    async (em) => {
+      const scanned = await em.findOne(ChainScanCursor, { chain: input.chain, environment: input.environment });
+      if (!scanned || scanned.hash === '') return null;
+      const pin = { height: scanned.height, hash: scanned.hash };
+      const page = await holderPage(em, input, cursor, deps.holdersPerPage);
+      return { pin, page, positions: await ledgerViewAt(em, input, page.holders, assetIds, pin) };
+    },
+    { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
+  );
+  if (!view) return null;
+  const chainAmounts = await holdingsAt(provider, view.page.holders, view.positions, view.pin);
+  return chainAmounts && { ...view.page, positions: view.positions, chainAmounts };
+}
+
+/** How long a page read at the node's newest slot waits for the scanner to reach that slot, and how often it looks. */
+const SCANNER_REACH_MS = 30_000;
+const SCANNER_POLL_MS = 250;
+
+/**
+ * The page on a node that reads only its newest state (Solana): the node first, each balance at the
+ * slot it was read at (balancesAtNewest, one state per call); then, once the scanner's cursor is at or
+ * past every such slot, the ledger as the scanner saw the chain at each one (ledgerViewAt below the
+ * cursor), read in one snapshot. The node's tip moving meanwhile changes nothing read, so a page is
+ * compared whenever the scanner keeps up with the node within SCANNER_REACH_MS; null when it did not.
+ */
+async function comparedAtNewest(
+  deps: ReconciliationDeps,
+  readNewest: NonNullable<ChainProvider['balancesAtNewest']>,
+  input: ReconciliationPageInput,
+  cursor: string | null,
+  assetIds: string[],
+): Promise<ComparedPage | null> {
+  const page = await holderPage(deps.em(), input, cursor, deps.holdersPerPage);
+  // Account chains: one address per holder, so one read per position, in ledgerViewAt's order.
+  const cells = page.holders.flatMap((holder) => assetIds.map((assetId) => ({ holder, assetId })));
+  const read = await readNewest(cells.map(({ holder, assetId }) => ({ address: holder.addresses[0]!, assetId })));
+  const highest = Math.max(-1, ...read.map((balance) => balance.height));
+  const reached = async () => {
+    const scanned = await deps.em().findOne(ChainScanCursor, { chain: input.chain, environment: input.environment });
+    return !!scanned && scanned.hash !== '' && scanned.height >= highest;
+  };
+  for (const deadline = Date.now() + SCANNER_REACH_MS; !(await reached()); await sleep(SCANNER_POLL_MS)) {
+    if (Date.now() > deadline) return null;
+  }
+  const positions = await deps.em().transactional(
+    async (em) => {
+      const views = new Map<number, PinnedPosition[]>();
+      for (const height of new Set(read.map((balance) => balance.height))) {
+        const holders = [...new Set(cells.filter((_, index) => read[index]!.height === height).map((cell) => cell.holder))];
+        views.set(height, await ledgerViewAt(em, input, holders, assetIds, { height }));
+      }
+      return cells.map(({ holder, assetId }, index) => views.get(read[index]!.height)!.find((position) => position.addressId === holder.addressId && position.assetId === assetId)!);
+    },
+    { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
+  );
+  return { ...page, positions, chainAmounts: read.map((balance) => balance.balance) };
 }
 
 /**

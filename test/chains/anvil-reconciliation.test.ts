@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { erc20Abi, parseEther, parseUnits, toHex, type Hex } from 'viem';
 import { MULTICALL3_ADDRESS } from '../../src/chains/providers/evm-balances';
 import { ChainScanCursor } from '../../src/monitoring/entities';
-import { ledgerReconciliationWorkflowType, type LedgerReconciliationInput } from '../../src/monitoring/flows/ledger-reconciliation';
 import Multicall3 from '../support/contracts/Multicall3.json';
 import { anvilFunder, anvilHeight, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
-import { localTemporal, testOrm } from '../support/environment';
+import { testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { creditCustodyWallet } from '../support/ledger';
+import { createHotWallet, driftEventsOf, organizationDrifts, startReconciliationPass, walletBalances } from '../support/reconciliation';
 import { startScannedService, type ScannedService } from '../support/scanned-service';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
@@ -46,29 +46,15 @@ describe('Ledger reconciliation on anvil: at the scanner\'s block, under constan
     await anvil?.stop();
   });
 
-  async function createWallet(name: string) {
-    const vault = await service.call('POST', '/v1/vaults', { name });
-    const created = await service.call('POST', '/v1/wallets', { name, chain: 'ethereum', vault_id: vault.body.id, wallet_type: 'hot' });
-    assert.equal(created.status, 201, created.text);
-    return { id: created.body.id as string, address: created.body.primary_address.address as Hex };
-  }
-  const balances = async (walletId: string) =>
-    Object.fromEntries(((await service.call('GET', `/v1/wallets/${walletId}/balances`)).body.data as { asset_id: string; balance: string }[]).map((row) => [row.asset_id, BigInt(row.balance)]));
-  const startPass = async () => {
-    const input: LedgerReconciliationInput = { chain: 'ethereum', environment: 'sandbox', organizationId: service.org.organizationId };
-    return (await localTemporal()).client.workflow.start(ledgerReconciliationWorkflowType, { args: [input], taskQueue: config.TEMPORAL_TASK_QUEUE!, workflowId: `ledger-reconciliation-test-${randomUUID()}` });
+  const createWallet = async (name: string) => {
+    const created = await createHotWallet(service, name, 'ethereum');
+    return { ...created, address: created.address as Hex };
   };
+  const balances = (walletId: string) => walletBalances(service, walletId);
+  const startPass = () => startReconciliationPass({ chain: 'ethereum', environment: 'sandbox', organizationId: service.org.organizationId }, config.TEMPORAL_TASK_QUEUE!);
   const pass = async () => (await (await startPass()).result()) as { compared: number; skipped?: string };
-  const drifts = () =>
-    testOrm().then((orm) =>
-      orm.em
-        .fork()
-        .execute<{ wallet_id: string; asset_id: string; figure: string; status: string; ledger_amount: string; chain_amount: string }[]>(
-          `select wallet_id, asset_id, figure::text, status::text, ledger_amount::text, chain_amount::text from ledger_drifts where organization_id = ? order by wallet_id, asset_id, figure`,
-          [service.org.organizationId],
-        ),
-    );
-  const driftEvents = () => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, string> }).filter((event) => event.type === 'ledger.drift');
+  const drifts = () => organizationDrifts(service.org.organizationId);
+  const driftEvents = () => driftEventsOf(receiver);
 
   it('confirms planted drifts within two passes while a block is mined every 200 ms and a busy address keeps receiving; resolves them once corrected', async () => {
     const planted = await createWallet('Planted');

@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomInt } from 'node:crypto';
 import { base58 } from '@scure/base';
 import { mnemonicToSeedSync } from '@scure/bip39';
-import { FailedTransactionMetadata, LiteSVM } from 'litesvm';
 import { ChainNodes, ChainUnavailableError } from '../../src/chains/nodes';
 import { TransactionRejectedError } from '../../src/chains/provider';
 import { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
@@ -12,7 +9,8 @@ import { signTransfer, type TransferToSign } from '../../src/chains/transfers';
 import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE, SOLANA_TOKEN_ACCOUNT_RENT } from '../../src/chains/transfers/solana';
 import { coinTypeFor, deriveKey, type DerivedKey } from '../../src/keys/derivation';
 import { testConfig } from '../support/environment';
-import { messageAccountKeys, mintData, putTokenProgramAccount, runtimeTransaction, svmAddress, tokenAccountData, u64At } from '../support/litesvm';
+import { mintData, putTokenProgramAccount, svmAddress, tokenAccountData } from '../support/litesvm';
+import { DEVNET_GENESIS, MAINNET_GENESIS, SolanaNode, SYSTEM_PROGRAM_ID as SYSTEM_PROGRAM, TOKEN_PROGRAM_ID as TOKEN_PROGRAM } from '../support/solana-node';
 import { testLogger } from '../support/secret-scan';
 
 /**
@@ -28,155 +26,6 @@ const SEED = mnemonicToSeedSync('abandon abandon abandon abandon abandon abandon
 const ACCOUNT = randomInt(1, 2 ** 30);
 const walletKey = (index: number): DerivedKey => deriveKey(SEED, { chain: 'solana', testnet: false, coinType: coinTypeFor('solana', false), format: 'base58', account: ACCOUNT, index });
 const SOL = 1_000_000_000n;
-const MAINNET_GENESIS = '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
-const DEVNET_GENESIS = 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG';
-const SYSTEM_PROGRAM = '11111111111111111111111111111111';
-const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
-
-type Json = Record<string, unknown>;
-type Answer = { result: unknown } | { error: { code: number; message: string; data?: unknown } };
-
-/** A token account's balance in a transaction's meta, as getTransaction gives it. */
-interface MetaTokenBalance {
-  accountIndex: number;
-  mint: string;
-  owner: string;
-  uiTokenAmount: { amount: string; decimals: number };
-}
-
-/**
- * What the runtime executed, as the node keeps it: its slot, blockhash, fee (the lamports the accounts
- * lost), error, and each account key's lamports and token balance before and after.
- */
-interface Executed {
-  slot: number;
-  blockhash: string;
-  fee: number;
-  err: string | null;
-  confirmationStatus: 'processed' | 'confirmed' | 'finalized';
-  balances: { preBalances: number[]; postBalances: number[]; preTokenBalances: MetaTokenBalance[]; postTokenBalances: MetaTokenBalance[] };
-}
-
-/** A Solana JSON-RPC node on 127.0.0.1: the runtime's answers from LiteSVM, recorded ones for the rest. */
-class SolanaNode {
-  readonly svm = new LiteSVM();
-  genesis = MAINNET_GENESIS;
-  readonly executed = new Map<string, Executed>();
-  readonly recorded = new Map<string, (params: unknown[]) => Answer>();
-  readonly calls: string[] = [];
-  private server!: Server;
-  url = '';
-
-  async start(): Promise<void> {
-    this.server = createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        const parsed = JSON.parse(body) as Json | Json[];
-        const one = (call: Json) => ({ jsonrpc: '2.0', id: call.id, ...this.answer(call.method as string, (call.params as unknown[]) ?? []) });
-        response.setHeader('content-type', 'application/json');
-        response.end(JSON.stringify(Array.isArray(parsed) ? parsed.map(one) : one(parsed)));
-      });
-    });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/`;
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-
-  get slot(): number {
-    return Number(this.svm.getClock().slot);
-  }
-
-  private answer(method: string, params: unknown[]): Answer {
-    this.calls.push(method);
-    const context = { slot: this.slot };
-    const recorded = this.recorded.get(method);
-    if (recorded) return recorded(params);
-    switch (method) {
-      case 'getGenesisHash':
-        return { result: this.genesis };
-      case 'getSlot':
-        return { result: this.slot };
-      case 'getLatestBlockhash':
-        return { result: { context, value: { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: this.slot + 150 } } };
-      case 'isBlockhashValid':
-        // The runtime takes only its latest blockhash: any other is past its window here.
-        return { result: { context, value: params[0] === this.svm.latestBlockhash() } };
-      case 'getBalance':
-        return { result: { context, value: Number(this.svm.getBalance(svmAddress(params[0] as string)) ?? 0n) } };
-      case 'getTokenSupply': {
-        const mint = this.svm.getAccount(svmAddress(params[0] as string));
-        if (!mint.exists || mint.programAddress !== TOKEN_PROGRAM) return { error: { code: -32602, message: 'Invalid param: not a Token mint' } };
-        const supply = u64At(mint.data, 36).toString();
-        return { result: { context, value: { amount: supply, decimals: mint.data[44], uiAmount: null, uiAmountString: supply } } };
-      }
-      case 'getTokenAccountsByOwner': {
-        const [owner, { mint }] = params as [string, { mint: string }];
-        const accounts = this.svm
-          .getProgramAccounts(svmAddress(TOKEN_PROGRAM))
-          .filter((account) => account.data.length === 165 && base58.encode(account.data.slice(0, 32)) === mint && base58.encode(account.data.slice(32, 64)) === owner);
-        const value = accounts.map((account) => ({
-          pubkey: account.address,
-          account: {
-            lamports: Number(account.lamports),
-            owner: TOKEN_PROGRAM,
-            executable: false,
-            rentEpoch: 0,
-            space: 165,
-            data: { program: 'spl-token', space: 165, parsed: { type: 'account', info: { mint, owner, state: 'initialized', isNative: false, tokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } } } },
-          },
-        }));
-        return { result: { context, value } };
-      }
-      case 'sendTransaction':
-        return this.send(params[0] as string);
-      case 'getSignatureStatuses': {
-        const value = (params[0] as string[]).map((signature) => {
-          const known = this.executed.get(signature);
-          return known ? { slot: known.slot, confirmations: null, err: known.err, status: known.err ? { Err: known.err } : { Ok: null }, confirmationStatus: known.confirmationStatus } : null;
-        });
-        return { result: { context, value } };
-      }
-      case 'getTransaction': {
-        const known = this.executed.get(params[0] as string);
-        return { result: known ? { slot: known.slot, blockTime: null, meta: { err: known.err, fee: known.fee, ...known.balances }, transaction: {} } : null };
-      }
-      case 'getBlock': {
-        const known = [...this.executed.values()].find((entry) => entry.slot === params[0]);
-        if (!known) return { error: { code: -32004, message: `Block not available for slot ${String(params[0])}` } };
-        return { result: { blockhash: known.blockhash, previousBlockhash: known.blockhash, parentSlot: known.slot - 1, blockHeight: known.slot, blockTime: null } };
-      }
-    }
-    return { error: { code: -32601, message: 'Method not found' } };
-  }
-
-  /** sendTransaction: the runtime runs it; a refusal is the preflight failure a node answers (-32002). */
-  private send(raw: string): Answer {
-    const keys = messageAccountKeys(raw).map(svmAddress);
-    const lamports = () => keys.map((key) => Number(this.svm.getBalance(key) ?? 0n));
-    const tokenBalances = () =>
-      keys.flatMap((key, accountIndex): MetaTokenBalance[] => {
-        const account = this.svm.getAccount(key);
-        if (!account.exists || account.programAddress !== TOKEN_PROGRAM || account.data.length !== 165) return [];
-        const owner = base58.encode(account.data.slice(32, 64));
-        return [{ accountIndex, mint: base58.encode(account.data.slice(0, 32)), owner, uiTokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } }];
-      });
-    const [preBalances, preTokenBalances] = [lamports(), tokenBalances()];
-    const blockhash = this.svm.latestBlockhash();
-    const outcome = this.svm.sendTransaction(runtimeTransaction(raw));
-    if (outcome instanceof FailedTransactionMetadata) {
-      return { error: { code: -32002, message: `Transaction simulation failed: ${outcome.toString()}`, data: { logs: outcome.meta().logs() } } };
-    }
-    const signature = base58.encode(outcome.signature());
-    const postBalances = lamports();
-    const fee = preBalances.reduce((sum, value) => sum + value, 0) - postBalances.reduce((sum, value) => sum + value, 0);
-    this.executed.set(signature, { slot: this.slot, blockhash, fee, err: null, confirmationStatus: 'processed', balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
-    return { result: signature };
-  }
-}
 
 describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana RPC, recorded answers where no runtime answers', () => {
   let node: SolanaNode;
@@ -250,7 +99,7 @@ describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana R
       node.svm.warpToSlot(BigInt(node.slot + 4));
       const status = await provider.transactionStatus(signed.txid);
       assert.equal(status.state, 'mined');
-      assert.deepEqual(status, { state: 'mined', blockHeight: node.slot - 4, blockHash: node.executed.get(signed.txid)!.blockhash, confirmations: 5, succeeded: true, fee: 15_000n });
+      assert.deepEqual(status, { state: 'mined', blockHeight: node.confirmedSlot - 4, blockHash: node.executed.get(signed.txid)!.blockhash, confirmations: 5, succeeded: true, fee: 15_000n });
       assert.deepEqual(await provider.transactionStatus(base58.encode(new Uint8Array(64).fill(7))), { state: 'unknown' });
     });
 
@@ -314,7 +163,38 @@ describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana R
 
     it('relays pass-through calls in one batch, answered in order with the node errors verbatim', async () => {
       const answers = await provider.relay([{ method: 'getSlot', params: [] }, { method: 'getBalance', params: [sender.address] }, { method: 'getNothing', params: [] }]);
-      assert.deepEqual(answers, [{ result: node.slot }, { result: { context: { slot: node.slot }, value: Number(5n * SOL) } }, { error: { code: -32601, message: 'Method not found' } }]);
+      assert.deepEqual(answers, [{ result: node.confirmedSlot }, { result: { context: { slot: node.confirmedSlot }, value: Number(5n * SOL) } }, { error: { code: -32601, message: 'Method not found' } }]);
+    });
+
+    it("reads a reconciliation's balances from one state per call, at the confirmed slot: lamports, and the associated token account's amount", async () => {
+      const signed = signTransfer(await transfer({ assetId: 'USDC_SOL', amount: 2_500_000n, tokenAddress: mint }), [sender]);
+      await provider.broadcast(signed.raw);
+      // A token account of the sender's that is not its associated one: not where custody holds tokens, not read.
+      putTokenProgramAccount(node.svm, walletKey(11).address, tokenAccountData(mint, sender.address, 9n));
+      const owners = Array.from({ length: 120 }, (_, index) => walletKey(20 + index).address);
+      const reads = [
+        { address: sender.address, assetId: 'SOL' },
+        { address: sender.address, assetId: 'USDC_SOL' },
+        { address: recipient.address, assetId: 'USDC_SOL' },
+        ...owners.map((address) => ({ address, assetId: 'USDC_SOL' })),
+      ];
+      const calls = node.calls.length;
+      const read = await provider.balancesAtNewest(reads);
+      assert.deepEqual(node.calls.slice(calls), ['getMultipleAccounts', 'getMultipleAccounts'], '100 accounts a call, in one batch');
+      assert.deepEqual(
+        read.slice(0, 4),
+        [
+          { balance: await provider.balance(sender.address, 'SOL'), height: node.confirmedSlot },
+          { balance: 1_000n * 10n ** 6n - 2_500_000n, height: node.confirmedSlot },
+          { balance: 2_500_000n, height: node.confirmedSlot },
+          { balance: 0n, height: node.confirmedSlot },
+        ],
+      );
+      assert.equal(await provider.balance(sender.address, 'USDC_SOL'), 1_000n * 10n ** 6n - 2_500_000n + 9n, 'balance sums every token account of the owner');
+      assert.equal(read.length, reads.length);
+      // An associated address holding something else than a token account of its mint is no answer to trust.
+      node.svm.airdrop(svmAddress(associatedTokenAccount(owners[0]!, mint)), SOL as never);
+      await assert.rejects(provider.balancesAtNewest([{ address: owners[0]!, assetId: 'USDC_SOL' }]), /no token account of its mint/);
     });
 
     it('refuses to read a lamport amount a JSON number cannot hold exactly (above 2^53)', async () => {

@@ -26,6 +26,23 @@ export function messageAccountKeys(raw: string): string[] {
   return Array.from({ length: count }, (_, index) => base58.encode(message.subarray(4 + 32 * index, 36 + 32 * index)));
 }
 
+/** The instructions of a signed transaction's legacy message, in order: program, accounts and data. */
+export function messageInstructions(raw: string): { program: string; accounts: string[]; data: Uint8Array }[] {
+  const bytes = base64.decode(raw);
+  const message = bytes.subarray(1 + 64 * bytes[0]!);
+  const keys = messageAccountKeys(raw);
+  // Every count here is below 128: one-byte compact-u16s.
+  let at = 4 + 32 * keys.length + 32;
+  return Array.from({ length: message[at++]! }, () => {
+    const program = keys[message[at++]!]!;
+    const accounts = Array.from(message.subarray(at + 1, at + 1 + message[at]!), (index) => keys[index]!);
+    at += 1 + accounts.length;
+    const data = message.subarray(at + 1, at + 1 + message[at]!);
+    at += 1 + data.length;
+    return { program, accounts, data };
+  });
+}
+
 /** The signed bytes as the provider's broadcast takes them (base64), handed to the runtime as a transaction. */
 export function runtimeTransaction(raw: string): SvmTransaction {
   const bytes = base64.decode(raw);

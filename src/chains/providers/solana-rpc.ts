@@ -2,6 +2,8 @@ import { base58, base64 } from '@scure/base';
 import { z } from 'zod';
 import {
   NodeUnavailableError,
+  type BalanceAtHeight,
+  type BalanceRead,
   type ChainProvider,
   type ChainTip,
   type FeeMarket,
@@ -14,7 +16,7 @@ import {
   type RelayedCall,
   type TransactionStatus,
 } from '../provider';
-import { LAMPORTS_PER_SIGNATURE, MICRO_LAMPORTS_PER_LAMPORT, PRIORITY_COMPUTE_UNIT_LIMIT, solanaRecentBlockhash } from '../transfers/solana';
+import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE, MICRO_LAMPORTS_PER_LAMPORT, PRIORITY_COMPUTE_UNIT_LIMIT, solanaRecentBlockhash, TOKEN_PROGRAM } from '../transfers/solana';
 import { broadcastErrorOutcome } from '../refusals';
 import { relayJsonRpc2, relayJsonRpc2WithStatus, type NodeCallLimits } from './node-http';
 
@@ -42,6 +44,11 @@ const SKIPPED_SLOT_LOOKBACK = 500;
 const PRIORITY_PERCENTILES = { low: 10, medium: 50, high: 90 } as const;
 /** Scanning and status read blocks the cluster confirmed (supermajority voted): a processed block can still be dropped. */
 const COMMITMENT = 'confirmed';
+/** Accounts one getMultipleAccounts call takes (the RPC's limit). */
+const ACCOUNTS_PER_CALL = 100;
+/** What a balance needs of an SPL token account: its mint (bytes 0-32), owner (32-64) and amount (u64 little-endian, 64-72). */
+const TOKEN_ACCOUNT_HEAD = 72;
+const TOKEN_PROGRAM_ID = base58.encode(TOKEN_PROGRAM);
 
 /**
  * Lamports and token amounts are u64, which Solana's JSON writes as numbers (token amounts also as a
@@ -108,6 +115,8 @@ function payerCost(meta: z.output<typeof PayerMeta>): bigint {
     .filter((balance) => !existed.has(balance.accountIndex))
     .reduce((cost, { accountIndex }) => cost + lamportsOf(meta.postBalances, accountIndex) - lamportsOf(meta.preBalances, accountIndex), meta.fee);
 }
+/** An account as getMultipleAccounts gives it (base64, sliced), or null where none exists. */
+const AccountHead = z.object({ lamports: Lamports, owner: z.string(), data: z.tuple([z.string(), z.literal('base64')]) }).loose().nullable();
 const TokenAccounts = z.array(z.object({ account: z.object({ data: z.object({ parsed: z.object({ info: z.object({ tokenAmount: z.object({ amount: TokenAmount }).loose() }).loose() }).loose() }).loose() }).loose() }));
 
 /**
@@ -192,10 +201,34 @@ export class SolanaRpcProvider implements ChainProvider {
   /** SOL: the account's lamports; a token: the sum of the owner's token accounts of its mint (all finalized). */
   async balance(address: string, assetId: string): Promise<bigint> {
     if (assetId === 'SOL') return (await this.call('getBalance', [address, { commitment: 'finalized' }], WithContext(Lamports))).value;
-    const mint = this.mints[assetId];
-    if (!mint) throw new NodeUnavailableError(`No ${assetId} mint is configured for this node.`);
+    const mint = this.mintOf(assetId);
     const accounts = await this.call('getTokenAccountsByOwner', [address, { mint }, { commitment: 'finalized', encoding: 'jsonParsed' }], WithContext(TokenAccounts));
     return accounts.value.reduce((sum, { account }) => sum + account.data.parsed.info.tokenAmount.amount, 0n);
+  }
+
+  /**
+   * The balances from one state per call: getMultipleAccounts at `confirmed` (the commitment blocks are
+   * scanned at, so the scanner reaches the slot read), 100 accounts a call, the calls sent as one batch,
+   * each balance with its call's context slot. SOL: the owner's lamports. A token: the amount in the
+   * owner's associated token account of the configured mint (0 while it has none), which is where
+   * custody holds tokens: sends spend from it and pay into the recipient's. A token account of another
+   * address the owner may hold (a deposit made to one) is not read, so its credit shows as a drift of
+   * the ledger ahead of the chain (`balance`, by contrast, sums every account of the owner).
+   */
+  async balancesAtNewest(reads: BalanceRead[]): Promise<BalanceAtHeight[]> {
+    const keys = reads.map((read) => (read.assetId === 'SOL' ? read.address : associatedTokenAccount(read.address, this.mintOf(read.assetId))));
+    const calls: RelayedCall[] = [];
+    for (let start = 0; start < keys.length; start += ACCOUNTS_PER_CALL) {
+      calls.push({ method: 'getMultipleAccounts', params: [keys.slice(start, start + ACCOUNTS_PER_CALL), { commitment: COMMITMENT, encoding: 'base64', dataSlice: { offset: 0, length: TOKEN_ACCOUNT_HEAD } }] });
+    }
+    const answers = calls.length ? await this.relay(calls) : [];
+    return answers.flatMap((answer, call) => {
+      if ('error' in answer) throw nodeRefused('getMultipleAccounts', answer.error);
+      const accounts = parse('getMultipleAccounts', WithContext(z.array(AccountHead)), answer.result);
+      const first = call * ACCOUNTS_PER_CALL;
+      if (accounts.value.length !== Math.min(ACCOUNTS_PER_CALL, keys.length - first)) throw new NodeUnavailableError('The node answered getMultipleAccounts with another number of accounts than asked.');
+      return accounts.value.map((account, offset) => ({ balance: this.heldIn(reads[first + offset]!, account), height: accounts.context.slot }));
+    });
   }
 
   /**
@@ -278,6 +311,23 @@ export class SolanaRpcProvider implements ChainProvider {
 
   relay(calls: RelayedCall[]): Promise<RelayedAnswer[]> {
     return relayJsonRpc2(this.url, calls, this.limits);
+  }
+
+  private mintOf(assetId: string): string {
+    const mint = this.mints[assetId];
+    if (!mint) throw new NodeUnavailableError(`No ${assetId} mint is configured for this node.`);
+    return mint;
+  }
+
+  /** What `account` (the read's owner, or its associated token account) holds of the read's asset. */
+  private heldIn(read: BalanceRead, account: z.output<typeof AccountHead>): bigint {
+    if (read.assetId === 'SOL' || account === null) return account?.lamports ?? 0n;
+    const data = base64.decode(account.data[0]);
+    const mint = this.mintOf(read.assetId);
+    if (account.owner !== TOKEN_PROGRAM_ID || data.length < TOKEN_ACCOUNT_HEAD || base58.encode(data.subarray(0, 32)) !== mint || base58.encode(data.subarray(32, 64)) !== read.address) {
+      throw new NodeUnavailableError(`The associated ${read.assetId} account of ${read.address} is no token account of its mint.`);
+    }
+    return new DataView(data.buffer, data.byteOffset, data.byteLength).getBigUint64(64, true);
   }
 
   /** A skipped slot: no transactions, and the hash of the newest block before it as both its hash and parent. */

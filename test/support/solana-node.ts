@@ -1,0 +1,233 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { sha256 } from '@noble/hashes/sha256';
+import { base58, base64 } from '@scure/base';
+import { FailedTransactionMetadata, LiteSVM } from 'litesvm';
+import { messageAccountKeys, messageInstructions, runtimeTransaction, svmAddress, u64At } from './litesvm';
+
+export const MAINNET_GENESIS = '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
+export const DEVNET_GENESIS = 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG';
+export const SYSTEM_PROGRAM_ID = '11111111111111111111111111111111';
+export const TOKEN_PROGRAM_ID = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
+
+type Json = Record<string, unknown>;
+type Answer = { result: unknown } | { error: { code: number; message: string; data?: unknown } };
+
+/** A token account's balance in a transaction's meta, as getTransaction gives it. */
+interface MetaTokenBalance {
+  accountIndex: number;
+  mint: string;
+  owner: string;
+  uiTokenAmount: { amount: string; decimals: number };
+}
+
+/**
+ * What the runtime executed, as the node keeps it: its signed bytes, slot, block hash, fee (the
+ * lamports the accounts lost), error, and each account key's lamports and token balance before and after.
+ */
+interface Executed {
+  raw: string;
+  slot: number;
+  blockhash: string;
+  fee: number;
+  err: string | null;
+  confirmationStatus: 'processed' | 'confirmed' | 'finalized';
+  balances: { preBalances: number[]; postBalances: number[]; preTokenBalances: MetaTokenBalance[]; postTokenBalances: MetaTokenBalance[] };
+}
+
+/**
+ * A Solana JSON-RPC node on 127.0.0.1: the runtime's answers from LiteSVM, recorded ones for the rest.
+ *
+ * Slots: the runtime executes at its clock's slot; a slot is sealed (no transaction joins it any more)
+ * when the clock moves on, after each transaction or every tick of `produceBlocks`. The node's
+ * `confirmed` slot is the last sealed one: its tip, the context slot of every state read (LiteSVM keeps
+ * one state, which is the state after that slot), and the newest block getBlock serves. Every slot up
+ * to it has a block: its hash is made from the slot (and the node, so each node is a chain of its own),
+ * its transactions are what the runtime executed at that slot, in jsonParsed form.
+ */
+export class SolanaNode {
+  readonly svm = new LiteSVM();
+  genesis = MAINNET_GENESIS;
+  readonly executed = new Map<string, Executed>();
+  readonly recorded = new Map<string, (params: unknown[]) => Answer>();
+  readonly calls: string[] = [];
+  private readonly chainSeed = base58.encode(randomBytes(8));
+  private server!: Server;
+  private ticker: NodeJS.Timeout | undefined;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        const parsed = JSON.parse(body) as Json | Json[];
+        const one = (call: Json) => ({ jsonrpc: '2.0', id: call.id, ...this.answer(call.method as string, (call.params as unknown[]) ?? []) });
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify(Array.isArray(parsed) ? parsed.map(one) : one(parsed)));
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/`;
+  }
+
+  stop(): Promise<void> {
+    clearInterval(this.ticker);
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** A slot sealed every `everyMs`, transactions or not: the node's tip never stands still. */
+  produceBlocks(everyMs: number): void {
+    this.ticker = setInterval(() => this.seal(), everyMs);
+  }
+
+  /** The runtime's clock: the slot transactions execute at now. */
+  get slot(): number {
+    return Number(this.svm.getClock().slot);
+  }
+
+  /** The last sealed slot: the node's `confirmed` tip. */
+  get confirmedSlot(): number {
+    return this.slot - 1;
+  }
+
+  /** The hash of the block at `slot`. */
+  blockHash(slot: number): string {
+    return base58.encode(sha256(new TextEncoder().encode(`${this.chainSeed}:${slot}`)));
+  }
+
+  private seal(): void {
+    this.svm.warpToSlot(BigInt(this.slot + 1));
+  }
+
+  private answer(method: string, params: unknown[]): Answer {
+    this.calls.push(method);
+    const context = { slot: this.confirmedSlot };
+    const recorded = this.recorded.get(method);
+    if (recorded) return recorded(params);
+    switch (method) {
+      case 'getGenesisHash':
+        return { result: this.genesis };
+      case 'getSlot':
+        return { result: this.confirmedSlot };
+      case 'getLatestBlockhash':
+        return { result: { context, value: { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: this.slot + 150 } } };
+      case 'isBlockhashValid':
+        // The runtime takes only its latest blockhash: any other is past its window here.
+        return { result: { context, value: params[0] === this.svm.latestBlockhash() } };
+      case 'getBalance':
+        return { result: { context, value: Number(this.svm.getBalance(svmAddress(params[0] as string)) ?? 0n) } };
+      case 'getMultipleAccounts':
+        return { result: { context, value: this.accounts(params as [string[], { dataSlice?: { offset: number; length: number } }?]) } };
+      case 'getTokenSupply': {
+        const mint = this.svm.getAccount(svmAddress(params[0] as string));
+        if (!mint.exists || mint.programAddress !== TOKEN_PROGRAM_ID) return { error: { code: -32602, message: 'Invalid param: not a Token mint' } };
+        const supply = u64At(mint.data, 36).toString();
+        return { result: { context, value: { amount: supply, decimals: mint.data[44], uiAmount: null, uiAmountString: supply } } };
+      }
+      case 'getTokenAccountsByOwner': {
+        const [owner, { mint }] = params as [string, { mint: string }];
+        const accounts = this.svm
+          .getProgramAccounts(svmAddress(TOKEN_PROGRAM_ID))
+          .filter((account) => account.data.length === 165 && base58.encode(account.data.slice(0, 32)) === mint && base58.encode(account.data.slice(32, 64)) === owner);
+        const value = accounts.map((account) => ({
+          pubkey: account.address,
+          account: {
+            lamports: Number(account.lamports),
+            owner: TOKEN_PROGRAM_ID,
+            executable: false,
+            rentEpoch: 0,
+            space: 165,
+            data: { program: 'spl-token', space: 165, parsed: { type: 'account', info: { mint, owner, state: 'initialized', isNative: false, tokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } } } },
+          },
+        }));
+        return { result: { context, value } };
+      }
+      case 'sendTransaction':
+        return this.send(params[0] as string);
+      case 'getSignatureStatuses': {
+        const value = (params[0] as string[]).map((signature) => {
+          const known = this.executed.get(signature);
+          return known ? { slot: known.slot, confirmations: null, err: known.err, status: known.err ? { Err: known.err } : { Ok: null }, confirmationStatus: known.confirmationStatus } : null;
+        });
+        return { result: { context, value } };
+      }
+      case 'getTransaction': {
+        const known = this.executed.get(params[0] as string);
+        return { result: known ? { slot: known.slot, blockTime: null, meta: { err: known.err, fee: known.fee, ...known.balances }, transaction: {} } : null };
+      }
+      case 'getBlock':
+        return this.block(params as [number, { transactionDetails?: string }?]);
+    }
+    return { error: { code: -32601, message: 'Method not found' } };
+  }
+
+  /** getMultipleAccounts (base64, with its data slice): each account as the runtime holds it, null where none exists. */
+  private accounts([keys, options]: [string[], { dataSlice?: { offset: number; length: number } }?]): unknown[] {
+    return keys.map((key) => {
+      const account = this.svm.getAccount(svmAddress(key));
+      if (!account.exists) return null;
+      const slice = options?.dataSlice ? account.data.slice(options.dataSlice.offset, options.dataSlice.offset + options.dataSlice.length) : account.data;
+      return { lamports: Number(account.lamports), owner: account.programAddress, data: [base64.encode(slice), 'base64'], executable: account.executable, rentEpoch: 0, space: account.data.length };
+    });
+  }
+
+  /** getBlock: the block at a sealed slot, with what the runtime executed in it (jsonParsed), or not available yet. */
+  private block([slot, options]: [number, { transactionDetails?: string }?]): Answer {
+    if (slot > this.confirmedSlot || slot < 1) return { error: { code: -32004, message: `Block not available for slot ${slot}` } };
+    const block = { blockhash: this.blockHash(slot), previousBlockhash: this.blockHash(slot - 1), parentSlot: slot - 1, blockHeight: slot, blockTime: Math.floor(Date.now() / 1000) };
+    if (options?.transactionDetails === 'none') return { result: block };
+    const transactions = [...this.executed.entries()]
+      .filter(([, executed]) => executed.slot === slot)
+      .map(([signature, executed]) => ({
+        transaction: {
+          signatures: [signature],
+          message: {
+            accountKeys: messageAccountKeys(executed.raw).map((pubkey, index) => ({ pubkey, signer: index === 0, writable: true, source: 'transaction' })),
+            instructions: messageInstructions(executed.raw).map(parsedInstruction),
+          },
+        },
+        meta: { err: executed.err, fee: executed.fee, ...executed.balances, status: { Ok: null } },
+        version: 'legacy',
+      }));
+    return { result: { ...block, transactions } };
+  }
+
+  /** sendTransaction: the runtime runs it and its slot is sealed; a refusal is the preflight failure a node answers (-32002). */
+  private send(raw: string): Answer {
+    const keys = messageAccountKeys(raw).map(svmAddress);
+    const lamports = () => keys.map((key) => Number(this.svm.getBalance(key) ?? 0n));
+    const tokenBalances = () =>
+      keys.flatMap((key, accountIndex): MetaTokenBalance[] => {
+        const account = this.svm.getAccount(key);
+        if (!account.exists || account.programAddress !== TOKEN_PROGRAM_ID || account.data.length !== 165) return [];
+        const owner = base58.encode(account.data.slice(32, 64));
+        return [{ accountIndex, mint: base58.encode(account.data.slice(0, 32)), owner, uiTokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } }];
+      });
+    const [preBalances, preTokenBalances] = [lamports(), tokenBalances()];
+    const outcome = this.svm.sendTransaction(runtimeTransaction(raw));
+    if (outcome instanceof FailedTransactionMetadata) {
+      return { error: { code: -32002, message: `Transaction simulation failed: ${outcome.toString()}`, data: { logs: outcome.meta().logs() } } };
+    }
+    const signature = base58.encode(outcome.signature());
+    const postBalances = lamports();
+    const fee = preBalances.reduce((sum, value) => sum + value, 0) - postBalances.reduce((sum, value) => sum + value, 0);
+    const slot = this.slot;
+    this.executed.set(signature, { raw, slot, blockhash: this.blockHash(slot), fee, err: null, confirmationStatus: 'processed', balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
+    this.seal();
+    return { result: signature };
+  }
+}
+
+/** An instruction as jsonParsed shows it: System transfers and SPL TransferChecked parsed, any other raw. */
+function parsedInstruction({ program, accounts, data }: { program: string; accounts: string[]; data: Uint8Array }) {
+  if (program === SYSTEM_PROGRAM_ID && data.length === 12 && data[0] === 2) {
+    return { program: 'system', programId: program, parsed: { type: 'transfer', info: { source: accounts[0], destination: accounts[1], lamports: Number(u64At(data, 4)) } }, stackHeight: null };
+  }
+  if (program === TOKEN_PROGRAM_ID && data[0] === 12) {
+    const info = { source: accounts[0], mint: accounts[1], destination: accounts[2], authority: accounts[3], tokenAmount: { amount: u64At(data, 1).toString(), decimals: data[9] } };
+    return { program: 'spl-token', programId: program, parsed: { type: 'transferChecked', info }, stackHeight: null };
+  }
+  return { programId: program, accounts, data: base58.encode(data), stackHeight: null };
+}
