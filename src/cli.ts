@@ -15,9 +15,8 @@ import { createKeyProvider, keyProviderFor } from './keys/provider';
 import { KeyService } from './keys/service';
 import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
-import { presentBreak } from './monitoring/ledger-invariants';
+import { ledgerBreaks, presentBreak } from './monitoring/ledger-invariants';
 import { presentDrift } from './monitoring/reconciliation';
-import { verifyLedger } from './ledger/invariants';
 import { ledgerProjections } from './modules';
 import { DomainError } from './shared/errors';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
@@ -240,7 +239,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
 
   async 'ledger:verify'(orm, options) {
     const organizationId = text(options, 'org') ? (await organization(orm.em.fork(), required(options, 'org'))).id : null;
-    const broken = await verifyLedger(orm.em.fork(), ledgerProjections, organizationId);
+    const broken = await ledgerBreaks(orm.em.fork(), ledgerProjections, organizationId);
     return {
       whole: broken.length === 0,
       checked: ledgerProjections.map((projection) => projection.name),
