@@ -9,7 +9,8 @@ import { post } from '../ledger/postings';
  * a deposit seen (pending), confirmed (pending to balance), dropped by a reorganisation (pending
  * undone), reversed after its confirmation. The platform's sends: the lock, its release, the
  * amount and the fee debited. The chain as the truth: a spend the platform did not make, a deposit
- * no transaction the scanner reads explains.
+ * no transaction the scanner reads explains, and what a settled send a reorganisation took off the
+ * chain had paid, back from suspense once the chain proves the send will never be mined.
  */
 export const CUSTODY_ENTRY_KINDS = [
   'opening_balance',
@@ -23,6 +24,7 @@ export const CUSTODY_ENTRY_KINDS = [
   'fee_debit',
   'unexpected_spend',
   'unattributed_deposit',
+  'reorg_returned',
 ] as const;
 export type CustodyEntryKind = (typeof CUSTODY_ENTRY_KINDS)[number];
 
@@ -56,6 +58,7 @@ const COUNTERPARTY: Record<CustodyEntryKind, Counterparty> = {
   fee_debit: 'network_fees',
   unexpected_spend: 'world',
   unattributed_deposit: 'world',
+  reorg_returned: 'suspense',
 };
 
 /** A wallet's organization and environment never change: read once per process. */

@@ -8,6 +8,7 @@ import type { Logger } from '../logger';
 import type { WorkflowStarter } from '../temporal/starter';
 import { chainScanFlow } from './flows/chain-scan';
 import { ChainScanCursor, ScannedBlock } from './entities';
+import { returnReorgedOut } from '../transactions/reorged-out';
 import { resettleRemined, unplaceSettledSends } from '../transactions/settlement';
 import { recordOutgoing } from './outgoing';
 import { unplaceOutgoingTransfers } from './suspense';
@@ -80,8 +81,10 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
   if (cursor.height >= 0) {
     const processed = cursor.height;
     await deps.transaction(async (em) => triggerThresholdRules(em, deps.config, await confirmDue(em, deps.log, scope, processed)));
-    const resettled = await resettleRemined(deps, provider, scope);
+    const { resettled, waiting } = await resettleRemined(deps, provider, scope);
     if (resettled.length) deps.log.warn({ ...scope, transactions: resettled.map((row) => row.id) }, 'sends a reorganisation took off the chain are mined again: settled in their new blocks');
+    const lost = await returnReorgedOut(deps, provider, waiting);
+    if (lost.length) deps.log.error({ ...scope, transactions: lost.map((row) => row.id) }, 'sends a reorganisation took off the chain can never be mined again: failed as reorged_out, what they paid back in their wallets');
   }
   return { height: cursor.height >= 0 ? cursor.height : null, tipHeight, caughtUp: cursor.height >= tipHeight };
 }

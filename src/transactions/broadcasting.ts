@@ -78,7 +78,7 @@ interface ProofOfLoss {
  * taken for a conflict. Tron would prove by its expiration, but the devnet (its only provider)
  * enforces none, and neither does the devnet's Solana: a send there is never proven lost once handed.
  */
-export async function proofOfLoss(deps: LifecycleDeps, provider: ChainProvider, transaction: OutgoingTransaction): Promise<ProofOfLoss | null> {
+export async function proofOfLoss(deps: Pick<LifecycleDeps, 'em'>, provider: ChainProvider, transaction: OutgoingTransaction): Promise<ProofOfLoss | null> {
   let proof: ProofOfLoss | null = null;
   if (provider.nonces && transaction.nonce != null) {
     const { confirmed } = await provider.nonces(transaction.fromAddress.address);

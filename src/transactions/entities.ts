@@ -211,6 +211,14 @@ export class OutgoingTransaction {
   @Property({ type: 'timestamptz', nullable: true })
   failedAt?: Date | null;
 
+  /**
+   * A settled send a reorganisation took off the chain: the tip at which its loss was first proven
+   * (its nonce consumed, its inputs spent by another transaction); the proof counts once it has held
+   * for its confirmation count of blocks. Null while unproven.
+   */
+  @Property({ type: new BigIntType('number'), nullable: true })
+  lossSeenAtHeight?: number | null;
+
   /** When a block was seen mining this send after it had been failed and its lock released: it was debited then, and an alarm raised. */
   @Property({ type: 'timestamptz', nullable: true })
   minedAfterFailureAt?: Date | null;

@@ -43,14 +43,14 @@ export async function settleTransaction(deps: LifecycleDeps, transactionId: stri
   });
 }
 
-interface SendDebit {
+export interface SendDebit {
   kind: 'send_debit' | 'fee_debit';
   assetId: string;
   amount: bigint;
 }
 
 /** What a send mined as `mined` took from its wallet: that candidate's recipient amount unless its call reverted, and the fee in the native asset. */
-const debitsOf = (transaction: OutgoingTransaction, mined: Pick<Candidate, 'recipientAmount'>): SendDebit[] => [
+export const debitsOf = (transaction: OutgoingTransaction, mined: Pick<Candidate, 'recipientAmount'>): SendDebit[] => [
   { kind: 'send_debit', assetId: transaction.assetId, amount: transaction.failureReason === 'reverted' ? 0n : BigInt(mined.recipientAmount) },
   { kind: 'fee_debit', assetId: nativeAssetOf(transaction).id, amount: BigInt(transaction.fee!) },
 ];
@@ -87,7 +87,7 @@ async function recordOutcome(em: EntityManager, transaction: OutgoingTransaction
 }
 
 /** One settlement of a send: the send itself, and after each reorganisation that took its block away a new one (`<id>#<n>`). */
-const settlementOf = (transaction: OutgoingTransaction) => (transaction.reorganisations ? `${transaction.id}#${transaction.reorganisations}` : transaction.id);
+export const settlementOf = (transaction: OutgoingTransaction) => (transaction.reorganisations ? `${transaction.id}#${transaction.reorganisations}` : transaction.id);
 
 /**
  * A reorganisation replaced the blocks above `forkHeight`: the sends settled in them lose their
@@ -132,9 +132,14 @@ const suspenseItems = (transaction: OutgoingTransaction, debits: SendDebit[]): S
  * outcome, the fee or what the recipient got changed (a call that reverted in the abandoned block
  * succeeds in the new one, a cancel mined where the speed-up was) the status is the new outcome's and
  * the wallet's debit corrected by the difference; on Bitcoin the change spendable is the mined
- * candidate's. Those not mined again (yet) are asked again at the next pass. Answers the sends re-settled.
+ * candidate's. Those not mined again at depth (yet) are asked again at the next pass. Answers the sends
+ * re-settled, and those still waiting (transactions/reorged-out.ts follows their proof of loss).
  */
-export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transaction'>, provider: ChainProvider, scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] }): Promise<OutgoingTransaction[]> {
+export async function resettleRemined(
+  deps: Pick<LifecycleDeps, 'em' | 'transaction'>,
+  provider: ChainProvider,
+  scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] },
+): Promise<{ resettled: OutgoingTransaction[]; waiting: OutgoingTransaction[] }> {
   const unplaced = await deps.em().find(OutgoingTransaction, {
     chain: scope.chain,
     environment: scope.environment,
@@ -143,9 +148,13 @@ export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transact
     $or: [{ status: 'confirmed' }, { status: 'failed', failureReason: { $in: ['reverted', 'cancelled'] } }],
   });
   const resettled: OutgoingTransaction[] = [];
+  const waiting: OutgoingTransaction[] = [];
   for (const send of unplaced) {
     const found = await minedAtDepth(provider, await candidatesOf(deps.em(), send), send.requiredConfirmations);
-    if (!found) continue;
+    if (!found) {
+      waiting.push(send);
+      continue;
+    }
     const { candidate, status } = found;
     const done = await deps.transaction(async (em) => {
       const transaction = await lockedRow(em, send.id);
@@ -172,7 +181,7 @@ export async function resettleRemined(deps: Pick<LifecycleDeps, 'em' | 'transact
     });
     if (done) resettled.push(send);
   }
-  return resettled;
+  return { resettled, waiting };
 }
 
 /** The candidate the chain holds mined at `depth` confirmations or more, if any. */
@@ -234,7 +243,7 @@ export const replacementLockRelease = (transaction: OutgoingTransaction, replace
 });
 
 /** A send's journal entries: its wallet, its sending address on account chains, the send as reference. */
-function custodyScope(transaction: OutgoingTransaction) {
+export function custodyScope(transaction: OutgoingTransaction) {
   return {
     walletId: transaction.wallet.id,
     addressId: transaction.chain === 'bitcoin' ? null : transaction.fromAddress.id,

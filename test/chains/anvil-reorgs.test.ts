@@ -121,6 +121,13 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
           [referenceId],
         )
     ).map((row) => [row.kind, BigInt(row.amount)]);
+  /** A client of the wallet's custody key, as someone holding it outside the platform would sign. */
+  async function usedOutside(walletId: string) {
+    const em = (await testOrm()).em.fork();
+    const primary = await em.findOneOrFail(Address, { wallet: walletId, isPrimary: true }, { populate: ['wallet'] });
+    const key = await app.deps.keys.withKeys(em, org.organizationId, [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => `0x${bytesToHex(derived!.privateKey)}` as Hex);
+    return anvilFunder(anvil, key);
+  }
   const events = () => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, unknown> });
   /** Sends signed bytes again, where the abandoned branch's pool may or may not still hold them. */
   async function broadcastAgain(raw: string) {
@@ -353,11 +360,7 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
     await mine(CONFIRMATIONS);
     await eventually(async () => ((await ethOf(ours.id)).balance === funded ? true : undefined), 'wallet funded');
     const snapshot = await anvil.call('evm_snapshot');
-    // The custody key used outside the platform.
-    const em = (await testOrm()).em.fork();
-    const primary = await em.findOneOrFail(Address, { wallet: ours.id, isPrimary: true }, { populate: ['wallet'] });
-    const key = await app.deps.keys.withKeys(em, org.organizationId, [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => `0x${bytesToHex(derived!.privateKey)}` as Hex);
-    const outside = anvilFunder(anvil, key);
+    const outside = await usedOutside(ours.id);
     const raw = await outside.signTransaction(await outside.prepareTransactionRequest({ to: privateKeyToAccount(generatePrivateKey()).address, value: parseEther('0.5') }));
     const hash = keccak256(raw);
     await broadcastAgain(raw);
@@ -385,6 +388,54 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
     assert.equal(BigInt(placed.fee), receiptFee(await anvilReceipt(anvil, hash)));
     assert.equal((await ethOf(ours.id)).balance, funded - parseEther('0.5') - BigInt(placed.fee));
     assert.equal(await suspense(), 0n);
+    await ledgerMatchesChain();
+  });
+
+  it('a settled send whose nonce another transaction took on the new chain: failed reorged_out once that is final, what it paid back from suspense', async () => {
+    const ours = await createWallet('Nonce taken');
+    const funded = parseEther('2');
+    await funder().sendTransaction({ to: ours.address, value: funded });
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === funded ? true : undefined), 'wallet funded');
+    const snapshot = await anvil.call('evm_snapshot');
+    const created = await call('POST', '/v1/transactions', { wallet_id: ours.id, to_address: privateKeyToAccount(generatePrivateKey()).address, amount: '0.5', asset: 'ETH' });
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.id as string;
+    await eventually(async () => ((await call('GET', `/v1/transactions/${id}`)).body.status === 'broadcast' ? true : undefined), 'send broadcast');
+    await mine(CONFIRMATIONS);
+    const settled = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'confirmed' ? read.body : undefined;
+    }, 'send settled');
+    const paid = parseEther('0.5') + BigInt(settled.fee_raw);
+
+    // The new chain: the send is gone, and the custody key, used outside, spent its nonce on something else.
+    await anvil.call('evm_revert', [snapshot]);
+    await anvil.call('anvil_dropAllTransactions');
+    const outside = await usedOutside(ours.id);
+    const other = await outside.signTransaction(await outside.prepareTransactionRequest({ to: privateKeyToAccount(generatePrivateKey()).address, value: parseEther('0.1'), nonce: 0 }));
+    await broadcastAgain(other);
+    const otherPaid = parseEther('0.1') + receiptFee(await anvilReceipt(anvil, keccak256(other)));
+    await mine(CONFIRMATIONS + 2);
+    await eventually(async () => (events().some((event) => event.type === 'transaction.reorged' && event.data.id === id) ? true : undefined), 'transaction.reorged delivered');
+    // The proof (nonce consumed, no candidate known) counts once it has held for the send's confirmation count.
+    await eventually(async () => ((await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id })).lossSeenAtHeight != null ? true : undefined), 'the loss seen');
+    assert.equal((await call('GET', `/v1/transactions/${id}`)).body.status, 'confirmed', 'not yet final');
+    await mine(CONFIRMATIONS);
+    const failed = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'failed' ? read.body : undefined;
+    }, 'send failed as reorged out');
+    assert.equal(failed.failure_reason, 'reorged_out');
+    assert.match(failed.failure_message, /nonce/);
+    await eventually(async () => (events().some((event) => event.type === 'transaction.failed' && event.data.id === id) ? true : undefined), 'transaction.failed delivered');
+    assert.deepEqual(await ethOf(ours.id), { balance: funded - otherPaid, pending: 0n }, 'what the send paid is back; the other spend is debited as unexpected');
+    assert.deepEqual(
+      (await journalOf(id)).filter((entry) => entry.kind === 'reorg_returned').map((entry) => [entry.reference_id, BigInt(entry.balance)]),
+      [[`${id}#1`, paid]],
+      'the amount and the fee, once',
+    );
+    assert.equal(await suspense(), 0n, 'nothing left in suspense');
     await ledgerMatchesChain();
   });
 
