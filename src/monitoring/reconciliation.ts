@@ -223,7 +223,7 @@ async function comparedAtNewest(
 /**
  * What each position's holder held at the block, in the positions' order: read at the block where the
  * provider can (Ethereum), else at the tip while the tip is that block before and after the reads
- * (Bitcoin, the devnet); null when it was not.
+ * (the devnet; Bitcoin is compared by its UTXO set instead); null when it was not.
  */
 async function holdingsAt(provider: ChainProvider, holders: LedgerHolder[], positions: PinnedPosition[], pin: ChainTip): Promise<bigint[] | null> {
   const addressesOf = new Map(holders.map((holder) => [holder.addressId ?? holder.walletId, holder.addresses]));

@@ -32,10 +32,17 @@ export async function tableOutputsAt(em: EntityManager, scope: ChainEnvironment,
        and s.block_height <= pin.height
        and not exists (select 1 from scanned_blocks b where b.chain = s.chain and b.environment = s.environment and b.height = s.block_height and b.hash <> s.block_hash))`;
   const offChain = `(t.block_hash is null or t.block_height > pin.height)`;
+  const list = walletIds.map(() => '?').join(', ');
+  // Spent outputs are the wallets' whole history: the few spends off the chain are found once (a hashed
+  // subplan), the spending sends by primary key, never a scan of the wallets' transfers per output.
   const rows = await em.execute<{ wallet_id: string; txid: string; vout: number; amount: string }[]>(
-    `select o.wallet_id, o.txid, o.vout, o.amount::text as amount
-       from wallet_outputs o, (select ?::bigint as height) pin
-      where o.environment = ? and o.wallet_id in (${walletIds.map(() => '?').join(', ')})
+    `with pin as (select ?::bigint as height),
+     unexpected_off_chain as (
+       select s.position from outgoing_transfers s, pin
+        where s.wallet_id in (${list}) and s.chain = 'bitcoin' and s.environment = ? and s.unexpected and (s.block_height is null or s.block_height > pin.height))
+     select o.wallet_id, o.txid, o.vout, o.amount::text as amount
+       from wallet_outputs o, pin
+      where o.environment = ? and o.wallet_id in (${list})
         and case o.status
           when 'available' then not exists (select 1 from transactions t where t.id = o.created_by_id and ${offChain})
           when 'locked' then not ${seenSpending(`s.position = 'in:' || o.txid || ':' || o.vout`)}
@@ -44,11 +51,10 @@ export async function tableOutputsAt(em: EntityManager, scope: ChainEnvironment,
                          and i.txid = o.txid and i.position = 'out:' || o.vout and i.status = 'pending' and i.block_height <= pin.height)
           when 'spent' then exists (select 1 from transactions t where t.id = o.spent_by_id and t.mined_after_failure_at is null
                                       and (t.status = 'confirmed' or (t.status = 'failed' and t.failure_reason = 'reverted')) and ${offChain})
-            or exists (select 1 from outgoing_transfers s where s.wallet_id = o.wallet_id and s.chain = 'bitcoin' and s.environment = o.environment and s.unexpected
-                         and s.position = 'in:' || o.txid || ':' || o.vout and (s.block_height is null or s.block_height > pin.height))
+            or 'in:' || o.txid || ':' || o.vout in (select position from unexpected_off_chain)
           else false end
       order by o.wallet_id, o.txid, o.vout`,
-    [pin.height, scope.environment, ...walletIds],
+    [pin.height, ...walletIds, scope.environment, scope.environment, ...walletIds],
   );
   return rows.map((row) => ({ walletId: row.wallet_id, txid: row.txid, vout: row.vout, amount: BigInt(row.amount) }));
 }

@@ -153,6 +153,7 @@ export class BitcoinRpcProvider implements ChainProvider {
    * The confirmed balance: the address's outputs unspent on the best chain, the mempool ignored (an
    * unconfirmed receipt does not count, an unconfirmed spend does not deduct). Needs an address index,
    * which only btcd has (`--addrindex`, read with searchrawtransactions); any other node cannot answer.
+   * The reconciliation does not use it (unspentOutputsAt needs no index, and reads at a pinned block).
    */
   async balance(address: string, assetId: string): Promise<bigint> {
     if (assetId !== 'BTC') throw new NodeUnavailableError(`A Bitcoin node holds no ${assetId}.`);
