@@ -129,6 +129,12 @@ export interface BalanceAtHeight {
   height: number;
 }
 
+/** A transaction output (UTXO chains): the transaction's id and the output's index in it. */
+export interface Outpoint {
+  txid: string;
+  vout: number;
+}
+
 /** Where a broadcast transaction stands on the node's best chain. */
 export type TransactionStatus =
   | { state: 'unknown' }
@@ -207,6 +213,16 @@ export interface ChainProvider {
    * reconciliation compares each with the scanner's view at that height, once the scanner is there.
    */
   balancesAtNewest?(reads: BalanceRead[]): Promise<BalanceAtHeight[]>;
+  /**
+   * UTXO chains: what each outpoint holds while it is unspent on the best chain at exactly `block` (the
+   * mempool ignored), null once a block spent it or while no block has mined it; in order, in a few
+   * batched round trips, with no address index (Bitcoin: gettxout, which btcd and Bitcoin Core both
+   * answer). Null as a whole when the node's best block was not `block` for every answer (a block mined
+   * or reorganised while reading): nothing read then says anything about `block`. The reconciliation
+   * checks with it every output the platform's UTXO table says is unspent; providers without it (the
+   * devnet, whose ledger is read exactly at its tip) are compared by `balance`.
+   */
+  unspentOutputsAt?(outpoints: Outpoint[], block: ChainTip): Promise<(bigint | null)[] | null>;
   /** Sends a signed transaction (hex; Solana base64); throws TransactionRejectedError when refused. */
   broadcast(rawTransaction: string): Promise<{ txid: string }>;
   transactionStatus(txid: string): Promise<TransactionStatus>;

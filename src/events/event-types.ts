@@ -38,7 +38,7 @@ export const EVENT_TYPES = [
   {
     type: 'ledger.drift',
     description:
-      "The ledger reconciliation, at the block its chain's scanner had read, found a figure of what the custody ledger says an address holds (a wallet, on Bitcoin) differ: data.figure balance (compared with the node at that block), locked (with what the sends in flight lock) or pending (with the deposits seen and not confirmed), with both amounts; or a reorganisation reversed a deposit the wallet had already spent: figure overdrawn, the available balance below zero (chain_amount 0), resolved once it is back to zero or more. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
+      "The ledger reconciliation, at the block its chain's scanner had read, found a figure of what the custody ledger says an address holds (a wallet, on Bitcoin) differ: data.figure balance (compared with the node at that block), locked (with what the sends in flight lock) or pending (with the deposits seen and not confirmed), with both amounts; on Bitcoin also utxo_set: the outputs the platform's UTXO table says the wallet holds unspent (ledger_amount) against what the node holds of them at that block (chain_amount); or a reorganisation reversed a deposit the wallet had already spent: figure overdrawn, the available balance below zero (chain_amount 0), resolved once it is back to zero or more. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
   },
   {
     type: 'ledger.invariant_broken',

@@ -234,9 +234,11 @@ export type LedgerDriftStatus = (typeof LEDGER_DRIFT_STATUSES)[number];
 /**
  * What a drift compares: `balance` (with the chain at the scanner's block), `locked` (with what the
  * sends in flight lock), `pending` (with the deposits the scanner recorded and has not confirmed),
- * `overdrawn` (the available balance, compared with zero: a reorganisation reversed a deposit already spent).
+ * `overdrawn` (the available balance, compared with zero: a reorganisation reversed a deposit already spent),
+ * `utxo_set` (Bitcoin: the outputs the platform's UTXO table says a wallet holds unspent at the block, compared
+ * with what the node holds of them there: one the node has spent, never mined or holds another amount of).
  */
-export const LEDGER_FIGURES = ['balance', 'locked', 'pending', 'overdrawn'] as const;
+export const LEDGER_FIGURES = ['balance', 'locked', 'pending', 'overdrawn', 'utxo_set'] as const;
 export type LedgerFigure = (typeof LEDGER_FIGURES)[number];
 
 /**
@@ -278,12 +280,15 @@ export class LedgerDrift {
 
   /**
    * The ledger's figure (base units). Balance: what the ledger says is on chain at the block (src/monitoring/ledger-check.ts
-   * ledgerViewAt); locked and pending: the row's own amount.
+   * ledgerViewAt); locked and pending: the row's own amount; utxo_set: the sum of the outputs the UTXO table says are unspent at the block.
    */
   @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
   ledgerAmount!: string;
 
-  /** What it is compared with: the node's balance at the block; what the sends in flight lock; the deposits not confirmed. */
+  /**
+   * What it is compared with: the node's balance at the block (Bitcoin: what the node holds of the outputs the UTXO table counts);
+   * what the sends in flight lock; the deposits not confirmed; utxo_set: what the node holds of those outputs.
+   */
   @Property({ type: 'decimal', columnType: 'numeric(78,0)' })
   chainAmount!: string;
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ASSETS, assetById } from '../catalogue/service';
+import { ASSETS, assetById, findChain } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
 import type { ChainProvider, ChainTip } from '../chains/provider';
 import { Address, Wallet } from '../custody/entities';
@@ -13,6 +13,7 @@ import { iso } from '../shared/time';
 import { ChainScanCursor, LedgerDrift, LedgerReconciliationPass, type LedgerFigure } from './entities';
 import { holdersOf, ledgerViewAt, type LedgerHolder, type PinnedPosition } from './ledger-check';
 import type { ChainEnvironment } from './service';
+import { compareUtxoSets, tableOutputsAt, type UtxoSet } from './utxo-check';
 
 export interface ReconciliationDeps {
   chains: ChainNodes;
@@ -60,7 +61,7 @@ export async function reconcileLedgerPage(deps: ReconciliationDeps, input: Recon
     ? await comparedAtNewest(deps, readNewest, input, pass.cursor ?? null, assetIds)
     : await comparedAtCursor(deps, provider, input, pass.cursor ?? null, assetIds);
   if (!compared) return { next: pass.cursor ?? null, compared: 0, skipped: 'scanner_behind' };
-  const { holders, next, positions, chainAmounts } = compared;
+  const { holders, next, positions, chainAmounts, utxoSets } = compared;
   const wallets = new Map((await deps.em().find(Wallet, { id: { $in: [...new Set(holders.map((holder) => holder.walletId))] } })).map((wallet) => [wallet.id, wallet]));
   await deps.transaction(async (tx) => {
     const unresolved = await tx.find(LedgerDrift, { wallet: { $in: [...wallets.keys()] }, status: { $in: ['suspected', 'open'] } });
@@ -72,6 +73,8 @@ export async function reconcileLedgerPage(deps: ReconciliationDeps, input: Recon
       await judgeFigure(judged, 'locked', position.locked, position.lockedBySends, driftOf(position, 'locked'));
       await judgeFigure(judged, 'pending', position.pending, position.pendingDeposits, driftOf(position, 'pending'));
       await judgeFigure(judged, 'overdrawn', overdrawnFigure(position.available), 0n, driftOf(position, 'overdrawn'));
+      const utxoSet = utxoSets?.[index];
+      if (utxoSet) await judgeFigure(judged, 'utxo_set', utxoSet.table, utxoSet.chain, driftOf(position, 'utxo_set'));
     }
     await tx.flush();
     await advancePass(tx, input, pass.cursor ?? null, next, holders.length);
@@ -131,27 +134,46 @@ interface ComparedPage {
   next: string | null;
   positions: PinnedPosition[];
   chainAmounts: bigint[];
+  /** UTXO chains: per position, the wallet's UTXO table against the node (null for other assets). */
+  utxoSets?: (UtxoSet | null)[];
 }
 
 /**
  * The page at the scanner's cursor: its holders and their ledger read in one snapshot with the cursor,
- * then the node at that block (holdingsAt); null when the scanner has no block yet or the node was not
- * at it.
+ * then the node at that block; null when the scanner has no block yet or the node was not at it. On a
+ * UTXO chain whose node answers unspentOutputsAt (Bitcoin), the wallets' UTXO table is read in the
+ * same snapshot and each output it says is unspent checked with the node at the block (compareUtxoSets):
+ * no address index, and the balance figure is what the node holds of those outputs. Elsewhere
+ * holdingsAt reads the holders' balances.
  */
 async function comparedAtCursor(deps: ReconciliationDeps, provider: ChainProvider, input: ReconciliationPageInput, cursor: string | null, assetIds: string[]): Promise<ComparedPage | null> {
+  const unspentAt = provider.unspentOutputsAt?.bind(provider);
   const view = await deps.em().transactional(
     async (em) => {
       const scanned = await em.findOne(ChainScanCursor, { chain: input.chain, environment: input.environment });
       if (!scanned || scanned.hash === '') return null;
       const pin = { height: scanned.height, hash: scanned.hash };
       const page = await holderPage(em, input, cursor, deps.holdersPerPage);
-      return { pin, page, positions: await ledgerViewAt(em, input, page.holders, assetIds, pin) };
+      const outputs = unspentAt ? await tableOutputsAt(em, input, [...new Set(page.holders.map((holder) => holder.walletId))], pin) : [];
+      return { pin, page, outputs, positions: await ledgerViewAt(em, input, page.holders, assetIds, pin) };
     },
     { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
   );
   if (!view) return null;
-  const chainAmounts = await holdingsAt(provider, view.page.holders, view.positions, view.pin);
-  return chainAmounts && { ...view.page, positions: view.positions, chainAmounts };
+  const compared = { ...view.page, positions: view.positions };
+  if (!unspentAt) {
+    const chainAmounts = await holdingsAt(provider, view.page.holders, view.positions, view.pin);
+    return chainAmounts && { ...compared, chainAmounts };
+  }
+  const utxo = await compareUtxoSets(unspentAt, view.positions, view.outputs, findChain(input.chain).nativeAssetId, view.pin);
+  if (!utxo) return null;
+  for (const output of utxo.differing) {
+    deps.log.warn(
+      { chain: input.chain, environment: input.environment, wallet_id: output.walletId, outpoint: `${output.txid}:${output.vout}`, table: output.amount.toString(), node: output.onChain?.toString() ?? null, height: view.pin.height },
+      'utxo set: an output the table counts as unspent is not so on the node',
+    );
+  }
+  return { ...compared, chainAmounts: utxo.chainAmounts, utxoSets: utxo.utxoSets };
 }
 
 /** How long a page read at the node's newest slot waits for the scanner to reach that slot, and how often it looks. */
@@ -201,7 +223,7 @@ async function comparedAtNewest(
 /**
  * What each position's holder held at the block, in the positions' order: read at the block where the
  * provider can (Ethereum), else at the tip while the tip is that block before and after the reads
- * (Bitcoin, the devnet); null when it was not.
+ * (the devnet; Bitcoin is compared by its UTXO set instead); null when it was not.
  */
 async function holdingsAt(provider: ChainProvider, holders: LedgerHolder[], positions: PinnedPosition[], pin: ChainTip): Promise<bigint[] | null> {
   const addressesOf = new Map(holders.map((holder) => [holder.addressId ?? holder.walletId, holder.addresses]));

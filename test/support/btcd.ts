@@ -71,6 +71,11 @@ export interface Btcd {
   stop: () => Promise<void>;
 }
 
+/** Which optional indexes btcd keeps: the address index (searchrawtransactions) by default. */
+export interface BtcdIndexes {
+  addressIndex?: boolean;
+}
+
 /** The btcd binary scripts/ensure-tools.sh installs (BTCD_PATH wins), or why there is none. */
 export function findBtcd(): { path: string } | { missing: string } {
   try {
@@ -85,9 +90,10 @@ export function findBtcd(): { path: string } | { missing: string } {
  * Starts btcd in regtest on a free 127.0.0.1 port, RPC over plain HTTP with random credentials, a fresh
  * data directory under the system's temporary one, no peers, the transaction and address indexes on;
  * waits until its RPC answers. With `tls` its RPC is HTTPS with the certificate btcd makes itself (LND
- * talks to btcd only so).
+ * talks to btcd only so). With `addressIndex: false` it has no address index, as a node the platform
+ * must not rely on one for (Bitcoin Core has none at all).
  */
-export async function startBtcd(binary: string, extraArgs: string[] = [], tls = false): Promise<Btcd> {
+export async function startBtcd(binary: string, extraArgs: string[] = [], tls = false, { addressIndex = true }: BtcdIndexes = {}): Promise<Btcd> {
   const port = await freeLoopbackPort();
   const home = mkdtempSync(path.join(os.tmpdir(), 'btcd-'));
   const user = randomBytes(8).toString('hex');
@@ -105,7 +111,7 @@ export async function startBtcd(binary: string, extraArgs: string[] = [], tls = 
     `--configfile=${path.join(home, 'btcd.conf')}`,
     `--miningaddr=${MINER_PAYMENT.address}`,
     '--txindex',
-    '--addrindex',
+    ...(addressIndex ? ['--addrindex'] : []),
     '--debuglevel=warn',
     ...extraArgs,
   ];
@@ -183,8 +189,8 @@ export async function startBtcd(binary: string, extraArgs: string[] = [], tls = 
 }
 
 /** Starts btcd for a test file; when btcd is not installed, fails in CI and skips elsewhere, with the reason (missingTool). */
-export async function startBtcdOrSkip(context: Mocha.Context, extraArgs: string[] = []): Promise<Btcd> {
+export async function startBtcdOrSkip(context: Mocha.Context, extraArgs: string[] = [], indexes: BtcdIndexes = {}): Promise<Btcd> {
   const found = findBtcd();
   if ('missing' in found) missingTool(context, `btcd not installed: ${found.missing}`);
-  return startBtcd(found.path, extraArgs);
+  return startBtcd(found.path, extraArgs, false, indexes);
 }

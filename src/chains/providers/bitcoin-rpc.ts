@@ -16,6 +16,7 @@ import {
   type ObservedBlock,
   type ObservedInput,
   type ObservedTransfer,
+  type Outpoint,
   type RelayedAnswer,
   type RelayedCall,
   type TransactionStatus,
@@ -69,6 +70,9 @@ const HexString = z.string().regex(/^([0-9a-fA-F]{2})*$/);
 const BlockchainInfo = z.object({ chain: z.string(), blocks: z.number().int().nonnegative(), bestblockhash: z.string() });
 const TransactionInfo = z.object({ blockhash: z.string().optional(), hex: HexString });
 const BlockHeader = z.object({ height: z.number().int().nonnegative(), confirmations: z.number().int() });
+/** gettxout: null when spent or never mined; else the best block it was answered at and the amount in BTC. */
+const TxOutAnswer = z.union([z.null(), z.object({ bestblock: z.string(), value: z.number().nonnegative() }).loose()]);
+const SATOSHIS_PER_BTC = 100_000_000;
 /** estimatesmartfee (Bitcoin Core) answers an object, estimatefee (btcd) a bare rate; -1 or no `feerate` means no data. */
 const FeeEstimate = z.union([z.object({ feerate: z.number().optional() }).loose(), z.number()]);
 
@@ -149,6 +153,7 @@ export class BitcoinRpcProvider implements ChainProvider {
    * The confirmed balance: the address's outputs unspent on the best chain, the mempool ignored (an
    * unconfirmed receipt does not count, an unconfirmed spend does not deduct). Needs an address index,
    * which only btcd has (`--addrindex`, read with searchrawtransactions); any other node cannot answer.
+   * The reconciliation does not use it (unspentOutputsAt needs no index, and reads at a pinned block).
    */
   async balance(address: string, assetId: string): Promise<bigint> {
     if (assetId !== 'BTC') throw new NodeUnavailableError(`A Bitcoin node holds no ${assetId}.`);
@@ -186,6 +191,34 @@ export class BitcoinRpcProvider implements ChainProvider {
       });
     }
     return total;
+  }
+
+  /**
+   * gettxout per outpoint (the mempool ignored), OUTPUT_CHECK_BATCH to a JSON-RPC batch, each batch
+   * between two getbestblockhash calls: a batch whose first and last calls (and every output found, which
+   * says its `bestblock`) answer `block` was read at `block` (a node answers a batch's calls in order), so
+   * a spent output's null, which says no block, is one at `block` too. No address index needed.
+   */
+  async unspentOutputsAt(outpoints: Outpoint[], block: ChainTip): Promise<(bigint | null)[] | null> {
+    const held: (bigint | null)[] = [];
+    for (let start = 0; start < outpoints.length; start += OUTPUT_CHECK_BATCH) {
+      const chunk = outpoints.slice(start, start + OUTPUT_CHECK_BATCH);
+      const best = { method: 'getbestblockhash' };
+      const answers = await this.relay([best, ...chunk.map(({ txid, vout }) => ({ method: 'gettxout', params: [txid, vout, false] })), best]);
+      const tips = [answers[0]!, answers.at(-1)!].map((answer) => {
+        if ('error' in answer) throw nodeRefused('getbestblockhash', answer.error);
+        return answer.result;
+      });
+      if (tips.some((tip) => tip !== block.hash)) return null;
+      for (const answer of answers.slice(1, -1)) {
+        if ('error' in answer) throw nodeRefused('gettxout', answer.error);
+        const output = TxOutAnswer.safeParse(answer.result);
+        if (!output.success) throw new NodeUnavailableError('The node answered gettxout with an unexpected shape.');
+        if (output.data && output.data.bestblock !== block.hash) return null;
+        held.push(output.data && satoshis(output.data.value));
+      }
+    }
+    return held;
   }
 
   /**
@@ -339,6 +372,13 @@ function satPerVbyte(answer: RelayedAnswer): bigint | null {
   if (btcPerKvB === undefined || btcPerKvB <= 0) return null;
   // The node's decimal (8 places at most) read back exactly from its shortest form, then scaled without a float.
   return BigInt(new Money(btcPerKvB).times(SAT_PER_VBYTE_PER_BTC_PER_KVB).ceil().toFixed(0));
+}
+
+/** A node's BTC amount (8 decimal places at most) as exact satoshis, read back from its shortest decimal form. */
+function satoshis(btcAmount: number): bigint {
+  const amount = new Money(btcAmount).times(SATOSHIS_PER_BTC);
+  if (!amount.isInteger()) throw new NodeUnavailableError(`The node answered an amount of ${btcAmount} BTC, finer than a satoshi.`);
+  return BigInt(amount.toFixed(0));
 }
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
