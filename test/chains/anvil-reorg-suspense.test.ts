@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { keccak256, parseEther } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { LedgerDrift, OutgoingTransfer } from '../../src/monitoring/entities';
+import { OutgoingTransaction } from '../../src/transactions/entities';
+import { anvilReceipt, receiptFee } from '../support/anvil';
+import { anvilReorganisations, REORG_CONFIRMATIONS as CONFIRMATIONS } from '../support/anvil-reorgs';
+import { testOrm } from '../support/environment';
+import { eventually } from '../support/eventually';
+
+/**
+ * What a reorganisation deeper than the confirmation count leaves in the ledger's suspense, and how it
+ * leaves, on a real Ethereum node (anvil): a reversed deposit already spent (overdrawn), a spend made
+ * outside the platform, a settled send the new chain will never mine.
+ */
+describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
+  const reorgs = anvilReorganisations('anvil-reorg-suspense');
+  const { funder, mine, createWallet, fundedWallet, broadcastSend, ethOf, call, ledgerMatchesChain, journalOf, suspense, suspenseMoves, usedOutside, events, broadcastAgain } = reorgs;
+
+  it('a reversed deposit the wallet had spent: its send reorganised out too, an overdrawn drift raised, both in suspense, all settled again when mined again', async () => {
+    const ours = await createWallet('Spent deposit');
+    const deposited = parseEther('2');
+    const sent = parseEther('1.5');
+    const snapshot = await reorgs.anvil.call('evm_snapshot');
+    const depositRaw = await funder().signTransaction(await funder().prepareTransactionRequest({ to: ours.address, value: deposited }));
+    await broadcastAgain(depositRaw);
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === deposited ? true : undefined), 'deposit confirmed');
+    const [deposit] = (await call('GET', `/v1/deposits?wallet_id=${ours.id}`)).body.data as { id: string }[];
+    const target = privateKeyToAccount(generatePrivateKey()).address;
+    const id = await broadcastSend(ours.id, target, '1.5');
+    await mine(CONFIRMATIONS);
+    const settled = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'confirmed' ? read.body : undefined;
+    }, 'send settled');
+    const fee = BigInt(settled.fee_raw);
+    const sendRaw = (await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id })).signedTransaction!;
+
+    // A longer chain without the deposit, and so without the send it paid for (the pool may keep them: emptied).
+    await reorgs.anvil.call('evm_revert', [snapshot]);
+    await reorgs.anvil.call('anvil_dropAllTransactions');
+    // Longer than the branch abandoned (the deposit's block, the send's, and the confirmations of each).
+    await mine(3 * CONFIRMATIONS + 3);
+    await eventually(async () => ((await call('GET', `/v1/deposits/${deposit!.id}`)).body.status === 'dropped' ? true : undefined), 'deposit reversed');
+    await eventually(async () => (events().some((event) => event.type === 'transaction.reorged' && event.data.id === id) ? true : undefined), 'transaction.reorged delivered');
+    const overdrawn = -(sent + fee);
+    assert.deepEqual(await ethOf(ours.id), { balance: overdrawn, pending: 0n }, 'the reversal is booked in full: the wallet owes what it spent');
+    const drift = await eventually(
+      async () => events().find((event) => event.type === 'ledger.drift' && event.data.wallet_id === ours.id && event.data.figure === 'overdrawn'),
+      'ledger.drift overdrawn delivered',
+    );
+    assert.equal(drift.data.status, 'open');
+    assert.equal(drift.data.ledger_amount_raw, overdrawn.toString());
+    assert.equal(drift.data.chain_amount_raw, '0');
+    assert.equal(await suspense(), deposited + sent + fee, 'the deposit and what the send paid out wait in suspense');
+    await ledgerMatchesChain();
+
+    // Both mined again: the deposit credited once more, the send settled in its new block, suspense empty, the drift resolved.
+    await broadcastAgain(depositRaw);
+    await broadcastAgain(sendRaw);
+    await mine(CONFIRMATIONS + 1);
+    await eventually(async () => ((await call('GET', `/v1/transactions/${id}`)).body.block_height != null && (await suspense()) === 0n ? true : undefined), 'both settled again', 60_000);
+    // The new block's base fee is its own: the send is debited what it paid there.
+    const receipt = await anvilReceipt(reorgs.anvil, settled.tx_hash);
+    assert.deepEqual(await ethOf(ours.id), { balance: deposited - sent - receiptFee(receipt), pending: 0n });
+    const resolved = await (await testOrm()).em.fork().findOneOrFail(LedgerDrift, { id: drift.data.id as string });
+    assert.equal(resolved.status, 'resolved');
+    await ledgerMatchesChain();
+  });
+
+
+  it('a spend made outside the platform, reorganised out: the wallet stays debited, the spend waits in suspense, and leaves it when mined again', async () => {
+    const funded = parseEther('2');
+    const ours = await fundedWallet('Spent outside', funded);
+    const snapshot = await reorgs.anvil.call('evm_snapshot');
+    const outside = await usedOutside(ours.id);
+    const raw = await outside.signTransaction(await outside.prepareTransactionRequest({ to: privateKeyToAccount(generatePrivateKey()).address, value: parseEther('0.5') }));
+    const hash = keccak256(raw);
+    await broadcastAgain(raw);
+    const spent = parseEther('0.5') + receiptFee(await anvilReceipt(reorgs.anvil, hash));
+    await eventually(async () => ((await ethOf(ours.id)).balance === funded - spent ? true : undefined), 'the spend debited');
+    const [row] = await (await testOrm()).em.fork().find(OutgoingTransfer, { txid: hash });
+
+    await reorgs.anvil.call('evm_revert', [snapshot]);
+    await reorgs.anvil.call('anvil_dropAllTransactions');
+    await mine(CONFIRMATIONS + 2);
+    await eventually(async () => ((await (await testOrm()).em.fork().findOneOrFail(OutgoingTransfer, { id: row!.id })).blockHeight === null ? true : undefined), 'the spend lost its block');
+    assert.equal((await ethOf(ours.id)).balance, funded - spent, 'still debited: the same bytes are most likely mined again');
+    assert.deepEqual(await suspenseMoves(`${row!.id}#1`), [['suspense_entered', spent]]);
+    await ledgerMatchesChain();
+
+    await broadcastAgain(raw);
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await (await testOrm()).em.fork().findOneOrFail(OutgoingTransfer, { id: row!.id })).blockHeight !== null ? true : undefined), 'the spend placed again');
+    assert.deepEqual(await suspenseMoves(`${row!.id}#1`), [
+      ['suspense_entered', spent],
+      ['suspense_left', -spent],
+    ]);
+    // Debited once: the amount, and the fee the new block charged (its base fee is its own).
+    const placed = await (await testOrm()).em.fork().findOneOrFail(OutgoingTransfer, { id: row!.id });
+    assert.equal(BigInt(placed.fee), receiptFee(await anvilReceipt(reorgs.anvil, hash)));
+    assert.equal((await ethOf(ours.id)).balance, funded - parseEther('0.5') - BigInt(placed.fee));
+    assert.equal(await suspense(), 0n);
+    await ledgerMatchesChain();
+  });
+
+
+  it('a settled send whose nonce another transaction took on the new chain: failed reorged_out once that is final, what it paid back from suspense', async () => {
+    const funded = parseEther('2');
+    const ours = await fundedWallet('Nonce taken', funded);
+    const snapshot = await reorgs.anvil.call('evm_snapshot');
+    const id = await broadcastSend(ours.id, privateKeyToAccount(generatePrivateKey()).address, '0.5');
+    await mine(CONFIRMATIONS);
+    const settled = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'confirmed' ? read.body : undefined;
+    }, 'send settled');
+    const paid = parseEther('0.5') + BigInt(settled.fee_raw);
+
+    // The new chain: the send is gone, and the custody key, used outside, spent its nonce on something else.
+    await reorgs.anvil.call('evm_revert', [snapshot]);
+    await reorgs.anvil.call('anvil_dropAllTransactions');
+    const outside = await usedOutside(ours.id);
+    const other = await outside.signTransaction(await outside.prepareTransactionRequest({ to: privateKeyToAccount(generatePrivateKey()).address, value: parseEther('0.1'), nonce: 0 }));
+    await broadcastAgain(other);
+    const otherPaid = parseEther('0.1') + receiptFee(await anvilReceipt(reorgs.anvil, keccak256(other)));
+    await mine(CONFIRMATIONS + 2);
+    await eventually(async () => (events().some((event) => event.type === 'transaction.reorged' && event.data.id === id) ? true : undefined), 'transaction.reorged delivered');
+    // The proof (nonce consumed, no candidate known) counts once it has held for the send's confirmation count.
+    await eventually(async () => ((await (await testOrm()).em.fork().findOneOrFail(OutgoingTransaction, { id })).lossSeenAtHeight != null ? true : undefined), 'the loss seen');
+    assert.equal((await call('GET', `/v1/transactions/${id}`)).body.status, 'confirmed', 'not yet final');
+    await mine(CONFIRMATIONS);
+    const failed = await eventually(async () => {
+      const read = await call('GET', `/v1/transactions/${id}`);
+      return read.body.status === 'failed' ? read.body : undefined;
+    }, 'send failed as reorged out');
+    assert.equal(failed.failure_reason, 'reorged_out');
+    assert.match(failed.failure_message, /nonce/);
+    await eventually(async () => (events().some((event) => event.type === 'transaction.failed' && event.data.id === id) ? true : undefined), 'transaction.failed delivered');
+    assert.deepEqual(await ethOf(ours.id), { balance: funded - otherPaid, pending: 0n }, 'what the send paid is back; the other spend is debited as unexpected');
+    assert.deepEqual(
+      (await journalOf(id)).filter((entry) => entry.kind === 'reorg_returned').map((entry) => [entry.reference_id, BigInt(entry.balance)]),
+      [[`${id}#1`, paid]],
+      'the amount and the fee, once',
+    );
+    assert.equal(await suspense(), 0n, 'nothing left in suspense');
+    await ledgerMatchesChain();
+  });
+
+});
