@@ -38,6 +38,8 @@ const FLOOR = 'floor: the same rows and balances read bare, the cursor committed
  */
 async function main() {
   const anvil = await startAnvil();
+  // scripts/bench.sh ends a run it is told to stop with SIGTERM: anvil goes with it.
+  process.once('SIGTERM', () => void anvil.stop().finally(() => process.exit(143)));
   const token = await deployAnvilToken(anvil);
   await deployAnvilMulticall3(anvil);
   const config = loadConfig({ ...process.env, ...anvilSandboxConfig(anvil, `bench-reconciliation-${randomUUID()}`, token, 2) });
