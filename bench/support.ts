@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, fork } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
 import type autocannon from 'autocannon';
 import type Koa from 'koa';
 import pg from 'pg';
@@ -43,6 +44,16 @@ export async function alternate<T extends object>(targets: { target: string; mea
     }
   }
   return rows;
+}
+
+/** Runs `work` and adds its wall time, in ms, to `add` (however it ends). */
+export async function timed<T>(work: () => Promise<T>, add: (ms: number) => void): Promise<T> {
+  const at = performance.now();
+  try {
+    return await work();
+  } finally {
+    add(performance.now() - at);
+  }
 }
 
 export const median = (values: number[]): number => {
@@ -113,12 +124,14 @@ function readStat(file: string): { name: string; ms: number } | undefined {
 /**
  * Where the machine's CPU has gone so far (Linux's /proc; undefined elsewhere): this process's main
  * thread (the API, the activities, the benchmark's own client), its other threads (V8's garbage
- * collection helpers, the workflow thread, Temporal's core), the Temporal dev server, PostgreSQL, the
+ * collection helpers, the workflow thread, Temporal's core), the Temporal dev server, PostgreSQL, each
+ * process of `processes` (name to pid: a node the benchmark started, a child measuring a baseline), the
  * rest of the machine, and idle.
  */
-export function cpuSnapshot(): CpuSnapshot | undefined {
+export function cpuSnapshot(processes: Record<string, number> = {}): CpuSnapshot | undefined {
   if (process.platform !== 'linux') return undefined;
   const snapshot: CpuSnapshot = { service_main_thread: 0, service_other_threads: 0, temporal_server: 0, postgresql: 0, rest_of_machine: 0, idle: 0 };
+  const named = new Map(Object.entries(processes).map(([name, pid]) => [String(pid), name]));
   for (const thread of readdirSync('/proc/self/task')) {
     const stat = readStat(`/proc/self/task/${thread}/stat`);
     if (stat) snapshot[thread === String(process.pid) ? 'service_main_thread' : 'service_other_threads']! += stat.ms;
@@ -126,14 +139,16 @@ export function cpuSnapshot(): CpuSnapshot | undefined {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid) || pid === String(process.pid)) continue;
     const stat = readStat(`/proc/${pid}/stat`);
-    if (stat?.name.startsWith('temporal')) snapshot.temporal_server! += stat.ms;
+    if (stat && named.has(pid)) snapshot[named.get(pid)!] = stat.ms;
+    else if (stat?.name.startsWith('temporal')) snapshot.temporal_server! += stat.ms;
     else if (stat?.name.startsWith('postgres')) snapshot.postgresql! += stat.ms;
   }
   // The first line of /proc/stat: user nice system idle iowait irq softirq steal…, machine-wide.
   const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
   const total = machine.reduce((sum, ticks) => sum + ticks, 0) * TICK_MS;
   snapshot.idle = (machine[3]! + machine[4]!) * TICK_MS;
-  snapshot.rest_of_machine = total - snapshot.idle - snapshot.service_main_thread! - snapshot.service_other_threads! - snapshot.temporal_server! - snapshot.postgresql!;
+  const counted = Object.entries(snapshot).reduce((sum, [key, ms]) => (key === 'rest_of_machine' || key === 'idle' ? sum : sum + ms), 0);
+  snapshot.rest_of_machine = total - snapshot.idle - counted;
   return snapshot;
 }
 
@@ -142,10 +157,10 @@ export function cpuSnapshot(): CpuSnapshot | undefined {
  * machine, which bounds how many a saturated machine can run. The rest of the machine's share is
  * taken as a difference of totals, so it also carries what processes that ended meanwhile spent.
  */
-export function cpuSpentSince(before: CpuSnapshot | undefined, operations: number): Record<string, number> | undefined {
-  const after = cpuSnapshot();
+export function cpuSpentSince(before: CpuSnapshot | undefined, operations: number, processes: Record<string, number> = {}): Record<string, number> | undefined {
+  const after = cpuSnapshot(processes);
   if (!before || !after || operations === 0) return undefined;
-  return Object.fromEntries(Object.keys(after).map((key) => [key, Number(((after[key]! - before[key]!) / operations).toFixed(2))]));
+  return Object.fromEntries(Object.keys(after).map((key) => [key, Number(((after[key]! - (before[key] ?? 0)) / operations).toFixed(2))]));
 }
 
 /** autocannon's options, and a body template the child fills per request (functions do not cross to a child). */

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { erc20Abi, parseEther, parseUnits, toHex, type Hex } from 'viem';
-import { MULTICALL3_ADDRESS } from '../../src/chains/providers/evm-balances';
 import { ChainScanCursor } from '../../src/monitoring/entities';
-import Multicall3 from '../support/contracts/Multicall3.json';
-import { anvilFunder, anvilHeight, anvilReceipt, anvilSandboxConfig, deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
+import { anvilFunder, anvilHeight, anvilSandboxConfig, deployAnvilMulticall3, deployAnvilToken, startAnvil, type Anvil } from '../support/anvil';
 import { testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { creditCustodyWallet } from '../support/ledger';
@@ -28,9 +26,7 @@ describe('Ledger reconciliation on anvil: at the scanner\'s block, under constan
   before(async () => {
     anvil = await startAnvil();
     token = await deployAnvilToken(anvil);
-    // Multicall3 at its canonical address, as on mainnet: the token balances are read through it.
-    const deployed = await anvilReceipt(anvil, await anvilFunder(anvil).sendTransaction({ data: Multicall3.bytecode as Hex }));
-    await anvil.call('anvil_setCode', [MULTICALL3_ADDRESS, await anvil.call('eth_getCode', [deployed.contractAddress, 'latest'])]);
+    await deployAnvilMulticall3(anvil);
     await receiver.start();
     const taskQueue = `anvil-reconciliation-${randomUUID()}`;
     Object.assign(config, anvilSandboxConfig(anvil, taskQueue, token, CONFIRMATIONS), { LEDGER_RECONCILIATION_HOLDERS_PER_PAGE: '1', CHAIN_SCAN_INTERVAL_SECONDS: '0.5' });

@@ -4,8 +4,10 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { createWalletClient, encodeFunctionData, erc20Abi, getAddress, http, parseUnits, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { MULTICALL3_ADDRESS } from '../../src/chains/providers/evm-balances';
 import { eventually } from './eventually';
 import FixedSupplyToken from './contracts/FixedSupplyToken.json';
+import Multicall3 from './contracts/Multicall3.json';
 import TestPriceFeed from './contracts/TestPriceFeed.json';
 import { freeLoopbackPort } from './ports';
 
@@ -30,6 +32,8 @@ export interface Anvil {
   url: string;
   /** ANVIL_CHAIN_ID unless started with another. */
   chainId: number;
+  /** anvil's process id (benchmarks read its CPU time). */
+  pid: number;
   /** A JSON-RPC call straight to anvil, bypassing the service. */
   call: (method: string, params?: unknown[]) => Promise<unknown>;
   stop: () => Promise<void>;
@@ -79,7 +83,7 @@ export async function startAnvil(options: { chainId?: number } = {}): Promise<An
     if (child.exitCode !== null) throw new Error(`anvil exited with ${child.exitCode}: ${stderr}`);
     try {
       await call('eth_chainId');
-      return { url, chainId: options.chainId ?? ANVIL_CHAIN_ID, call, stop };
+      return { url, chainId: options.chainId ?? ANVIL_CHAIN_ID, pid: child.pid!, call, stop };
     } catch (error) {
       if (Date.now() > deadline) {
         await stop();
@@ -127,6 +131,12 @@ export async function deployAnvilToken(anvil: Anvil, decimals = 6): Promise<Hex>
     args: ['USD Coin', 'USDC', decimals, parseUnits('1000000', decimals), funder.account.address],
   });
   return getAddress((await anvilReceipt(anvil, hash)).contractAddress!);
+}
+
+/** Multicall3 at its canonical address, as on mainnet: the service reads token balances through it where it has code. */
+export async function deployAnvilMulticall3(anvil: Anvil): Promise<void> {
+  const deployed = await anvilReceipt(anvil, await anvilFunder(anvil).sendTransaction({ data: Multicall3.bytecode as Hex }));
+  await anvil.call('anvil_setCode', [MULTICALL3_ADDRESS, await anvil.call('eth_getCode', [deployed.contractAddress, 'latest'])]);
 }
 
 /**
