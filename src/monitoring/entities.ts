@@ -108,6 +108,8 @@ export class IncomingTransfer {
 @Entity({ tableName: 'outgoing_transfers' })
 @Unique({ properties: ['organization', 'environment', 'chain', 'txid', 'position'] })
 @Index({ properties: ['wallet', 'createdAt'] })
+// The unexpected spends of a page of addresses, which every reconciliation page reads (ledger-check.ts): few, found without scanning the table.
+@Index({ name: 'outgoing_transfers_unexpected_address_idx', expression: 'create index "outgoing_transfers_unexpected_address_idx" on "outgoing_transfers" ("address_id") where unexpected' })
 export class OutgoingTransfer {
   @PrimaryKey({ type: 'uuid' })
   id: string = uuid();

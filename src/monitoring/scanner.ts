@@ -9,7 +9,7 @@ import type { WorkflowStarter } from '../temporal/starter';
 import { chainScanFlow } from './flows/chain-scan';
 import { ChainScanCursor, ScannedBlock } from './entities';
 import { returnReorgedOut } from '../transactions/reorged-out';
-import { resettleRemined, unplaceSettledSends } from '../transactions/settlement';
+import { resettleRemined, unplaceSettledOffChain, unplaceSettledSends } from '../transactions/settlement';
 import { recordOutgoing } from './outgoing';
 import { unplaceOutgoingTransfers } from './suspense';
 import { confirmDue, dropAbove, recordTransfers, requiredConfirmations, type ChainEnvironment } from './service';
@@ -81,6 +81,8 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
   if (cursor.height >= 0) {
     const processed = cursor.height;
     await deps.transaction(async (em) => triggerThresholdRules(em, deps.config, await confirmDue(em, deps.log, scope, processed)));
+    const offChain = await deps.transaction((em) => unplaceSettledOffChain(em, scope));
+    if (offChain.length) deps.log.error({ ...scope, transactions: offChain.map((row) => row.id) }, 'sends settled in blocks the chain no longer has (a branch scanning never read): taken off them, their value in suspense');
     const { resettled, waiting } = await resettleRemined(deps, provider, scope);
     if (resettled.length) deps.log.warn({ ...scope, transactions: resettled.map((row) => row.id) }, 'sends a reorganisation took off the chain are mined again: settled in their new blocks');
     const lost = await returnReorgedOut(deps, provider, waiting);

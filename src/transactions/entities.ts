@@ -46,6 +46,8 @@ const UNPLACED_SETTLED_INDEX = 'transactions_unplaced_settled_index';
   name: UNPLACED_SETTLED_INDEX,
   expression: `create index "${UNPLACED_SETTLED_INDEX}" on "transactions" ("chain", "environment") where block_hash is null and (status = 'confirmed' or (status = 'failed' and failure_reason = 'reverted'))`,
 })
+// Settled sends by the height of their block, which every scan pass compares with the blocks it scanned (unplaceSettledOffChain).
+@Index({ name: 'transactions_settled_block_idx', expression: 'create index "transactions_settled_block_idx" on "transactions" ("chain", "environment", "block_height") where block_hash is not null' })
 @Index({ properties: ['organization', 'environment', 'createdAt', 'id'] })
 @Index({ properties: ['wallet', 'createdAt', 'id'] })
 @Index({ properties: ['chain', 'environment', 'txHash'] })

@@ -102,6 +102,33 @@ export async function unplaceSettledSends(em: EntityManager, scope: { chain: Out
     { chain: scope.chain, environment: scope.environment, status: { $in: [...FINISHED] }, blockHeight: { $gt: forkHeight } },
     { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, populate: ['fromAddress', 'wallet'] },
   );
+  await unplace(em, settled);
+  return settled;
+}
+
+/**
+ * Settled sends whose recorded block is not the chain's block at that height as the scanner read it:
+ * their workflow settled them from the node on a branch the scanner never scanned (it was behind),
+ * so no fork above the cursor named them. Unplaced as `unplaceSettledSends` does.
+ */
+export async function unplaceSettledOffChain(em: EntityManager, scope: { chain: OutgoingTransaction['chain']; environment: OutgoingTransaction['environment'] }): Promise<OutgoingTransaction[]> {
+  const rows = await em.execute<{ id: string }[]>(
+    `select t.id from scanned_blocks b join transactions t on t.chain = b.chain and t.environment = b.environment and t.block_height = b.height
+      where b.chain = ? and b.environment = ? and t.block_hash is not null and t.block_hash <> b.hash and t.status in ('confirmed', 'failed')`,
+    [scope.chain, scope.environment],
+  );
+  if (rows.length === 0) return [];
+  const settled = await em.find(
+    OutgoingTransaction,
+    { id: { $in: rows.map((row) => row.id) }, status: { $in: [...FINISHED] }, blockHash: { $ne: null } },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, populate: ['fromAddress', 'wallet'] },
+  );
+  await unplace(em, settled);
+  return settled;
+}
+
+/** Each send loses its block; what it paid out moves into suspense and `transaction.reorged` says so. */
+async function unplace(em: EntityManager, settled: OutgoingTransaction[]): Promise<void> {
   for (const transaction of settled) {
     const debits = transaction.minedAfterFailureAt ? [] : debitsOf(transaction, await minedCandidateOf(em, transaction));
     Object.assign(transaction, { blockHeight: null, blockHash: null, confirmations: 0 });
@@ -109,7 +136,6 @@ export async function unplaceSettledSends(em: EntityManager, scope: { chain: Out
     for (const item of suspenseItems(transaction, debits)) await enterSuspense(em, item);
     await announce(em, transaction, 'transaction.reorged');
   }
-  return settled;
 }
 
 /** What a settled send paid out, per debit, as the suspense items of its current settlement round. */
