@@ -12,6 +12,7 @@ import type { TestApp, TestOrganization } from './app';
 import { testConfig, testOrm } from './environment';
 import { eventually } from './eventually';
 import { startScannedService, type ScannedService } from './scanned-service';
+import { createHotWallet } from './reconciliation';
 import { testLogger } from './secret-scan';
 import { WebhookReceiver } from './webhook-receiver';
 
@@ -54,10 +55,8 @@ export function anvilReorganisations(name: string) {
   });
 
   async function createWallet(name: string) {
-    const vault = await call('POST', '/v1/vaults', { name });
-    const created = await call('POST', '/v1/wallets', { name, chain: 'ethereum', vault_id: vault.body.id, wallet_type: 'hot' });
-    assert.equal(created.status, 201, created.text);
-    return { id: created.body.id as string, address: created.body.primary_address.address as Hex };
+    const wallet = await createHotWallet(service, name, 'ethereum');
+    return { id: wallet.id, address: wallet.address as Hex };
   }
   /** A new wallet holding `amount` ETH, its deposit confirmed. */
   async function fundedWallet(name: string, amount: bigint) {
