@@ -7,7 +7,7 @@ import { ledgerProjections } from '../src/modules';
 import { checkLedgerInvariants } from '../src/monitoring/ledger-invariants';
 import { reconcileLedgerPage, type ReconciliationPage, type ReconciliationPageInput } from '../src/monitoring/reconciliation';
 import { scanChain, type ScanResult } from '../src/monitoring/scanner';
-import type { ChainEnvironment } from '../src/monitoring/service';
+import { requiredConfirmations, type ChainEnvironment } from '../src/monitoring/service';
 import { transactionWithStarts } from './with-starts';
 
 export interface MonitoringActivityDeps {
@@ -30,7 +30,14 @@ export const createMonitoringActivities = (deps: MonitoringActivityDeps) => ({
   /** One page of the ledger reconciliation (src/monitoring/reconciliation.ts); the ledger.drift events it emits are delivered once it commits. */
   async reconcileLedgerPage(input: ReconciliationPageInput): Promise<ReconciliationPage> {
     return reconcileLedgerPage(
-      { chains: deps.chains, log: deps.log, em: () => deps.orm.em.fork(), transaction: transactionWithStarts(deps), holdersPerPage: deps.config.LEDGER_RECONCILIATION_HOLDERS_PER_PAGE },
+      {
+        chains: deps.chains,
+        log: deps.log,
+        em: () => deps.orm.em.fork(),
+        transaction: transactionWithStarts(deps),
+        holdersPerPage: deps.config.LEDGER_RECONCILIATION_HOLDERS_PER_PAGE,
+        confirmations: requiredConfirmations(deps.config, input.chain),
+      },
       input,
     );
   },

@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../src/config';
 import { createOrm, migrate, type Orm } from '../src/db/orm';
 import type { Logger } from '../src/logger';
 import { reconcileLedgerPage, type ReconciliationDeps } from '../src/monitoring/reconciliation';
+import { requiredConfirmations } from '../src/monitoring/service';
 import { createTemporalClient } from '../src/temporal/client';
 import { WorkflowStarter } from '../src/temporal/starter';
 import { anvilSandboxConfig, deployAnvilMulticall3, deployAnvilToken, startAnvil, type Anvil } from '../test/support/anvil';
@@ -96,6 +97,7 @@ function passMeasurement(config: Config, log: Logger, orm: Orm, anvil: Anvil, cl
     // The activity's transactionWithStarts: the starts recorded (ledger.drift deliveries) fired once it commits.
     transaction: (work) => starter.transaction(orm.em.fork(), work, { detachDeliveries: true }),
     holdersPerPage: config.LEDGER_RECONCILIATION_HOLDERS_PER_PAGE,
+    confirmations: requiredConfirmations(config, 'ethereum'),
   };
   return async () => {
     const provider = await chains.provider('ethereum', 'sandbox');

@@ -16,7 +16,7 @@ import { KeyService } from './keys/service';
 import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
 import { ledgerBreaks, presentBreak } from './monitoring/ledger-invariants';
-import { presentDrift } from './monitoring/reconciliation';
+import { presentDrift } from './monitoring/drifts';
 import { ledgerProjections } from './modules';
 import { DomainError } from './shared/errors';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';

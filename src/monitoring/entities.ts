@@ -247,8 +247,8 @@ export type LedgerFigure = (typeof LEDGER_FIGURES)[number];
  * A difference between what the custody ledger says an address (a wallet, on Bitcoin) holds of an
  * asset (its balance, locked or pending amount: `figure`) and what it is compared with, found by the
  * ledger reconciliation at the scanner's block. `open` when found (`ledger.drift` raised, listed by
- * `ledger:drift`); `credited` when the chain held more on an account chain and the difference was
- * credited as an unattributed deposit; `resolved` once they agree again. `suspected` is of passes
+ * `ledger:drift`); `credited` when the chain held more on an account chain and the difference, once
+ * final and netted within the wallet, was credited as an unattributed deposit; `resolved` once they agree again. `suspected` is of passes
  * before issue 48, which read at the tip and waited for a second sight.
  */
 @Entity({ tableName: 'ledger_drifts' })
@@ -305,6 +305,25 @@ export class LedgerDrift {
 
   @Property({ type: 'timestamptz', nullable: true })
   resolvedAt?: Date | null;
+
+  /**
+   * A balance surplus on an account chain waits for finality before it is credited: the block the
+   * reconciliation compared at when it first saw the chain hold more (its hash, where the scanner
+   * recorded one, so a reorganisation that took the block starts the wait again), and the smallest
+   * surplus seen since (only what has stayed that long is credited). Null while there is no surplus.
+   */
+  @Property({ type: new BigIntType('number'), nullable: true })
+  surplusSeenHeight?: number | null;
+
+  @Property({ type: 'text', nullable: true })
+  surplusSeenHash?: string | null;
+
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)', nullable: true })
+  surplusFloor?: string | null;
+
+  /** What was credited as an unattributed deposit (`credited`): the final surplus, netted against the wallet's other addresses' deficits. */
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)', nullable: true })
+  creditedAmount?: string | null;
 }
 
 /**

@@ -1,16 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ASSETS, assetById, findChain } from '../catalogue/service';
+import { ASSETS, findChain } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
 import type { ChainProvider, ChainTip } from '../chains/provider';
 import { Address, Wallet } from '../custody/entities';
-import { postCustodyEntry } from '../custody/journal';
-import { emit } from '../events/service';
 import type { Logger } from '../logger';
-import { toDisplay } from '../shared/money';
-import { iso } from '../shared/time';
-import { ChainScanCursor, LedgerDrift, LedgerReconciliationPass, type LedgerFigure } from './entities';
+import { creditFinalSurplus, judgeFigure, overdrawnFigure, type ComparedAt, type JudgedPosition } from './drifts';
+import { ChainScanCursor, LedgerDrift, LedgerReconciliationPass, ScannedBlock, type LedgerFigure } from './entities';
 import { holdersOf, ledgerViewAt, type LedgerHolder, type PinnedPosition } from './ledger-check';
 import type { ChainEnvironment } from './service';
 import { compareUtxoSets, tableOutputsAt, type UtxoSet } from './utxo-check';
@@ -22,6 +19,8 @@ export interface ReconciliationDeps {
   transaction: <T>(work: (em: EntityManager) => Promise<T>) => Promise<T>;
   /** Holders (addresses on account chains, wallets on Bitcoin) compared per page, one activity each (LEDGER_RECONCILIATION_HOLDERS_PER_PAGE). */
   holdersPerPage: number;
+  /** The chain's confirmation count (CHAIN_CONFIRMATIONS_<CHAIN>): how deep a surplus must be before it is credited. */
+  confirmations: number;
 }
 
 export interface ReconciliationPageInput extends ChainEnvironment {
@@ -50,7 +49,8 @@ export interface ReconciliationPage {
  * (comparedAtNewest). src/monitoring/ledger-check.ts ledgerViewAt says what each figure is compared
  * with. A block mined meanwhile changes nothing read, so a difference is a verdict at once: `ledger.drift` with both figures; on an account chain, more on chain than the
  * ledger knows is a deposit no transaction the scanner reads explains (a contract wallet's, a batched
- * transfer), credited as `unattributed_deposit`. A figure that agrees again resolves its drift.
+ * transfer), credited as `unattributed_deposit` once final and netted within the wallet
+ * (src/monitoring/drifts.ts creditFinalSurplus). A figure that agrees again resolves its drift.
  */
 export async function reconcileLedgerPage(deps: ReconciliationDeps, input: ReconciliationPageInput): Promise<ReconciliationPage> {
   const provider = await deps.chains.provider(input.chain, input.environment, deps.em());
@@ -61,20 +61,28 @@ export async function reconcileLedgerPage(deps: ReconciliationDeps, input: Recon
     ? await comparedAtNewest(deps, readNewest, input, pass.cursor ?? null, assetIds)
     : await comparedAtCursor(deps, provider, input, pass.cursor ?? null, assetIds);
   if (!compared) return { next: pass.cursor ?? null, compared: 0, skipped: 'scanner_behind' };
-  const { holders, next, positions, chainAmounts, utxoSets } = compared;
+  const { holders, next, positions, chainAmounts, at, utxoSets } = compared;
   const wallets = new Map((await deps.em().find(Wallet, { id: { $in: [...new Set(holders.map((holder) => holder.walletId))] } })).map((wallet) => [wallet.id, wallet]));
   await deps.transaction(async (tx) => {
+    // Every unresolved drift of the page's wallets, on any page: a surplus is netted against the wallet's other addresses.
     const unresolved = await tx.find(LedgerDrift, { wallet: { $in: [...wallets.keys()] }, status: { $in: ['suspected', 'open'] } });
-    const driftOf = (position: PinnedPosition, figure: LedgerFigure) =>
-      unresolved.find((drift) => drift.wallet.id === position.walletId && (drift.address?.id ?? null) === position.addressId && drift.assetId === position.assetId && drift.figure === figure) ?? null;
+    const judge = async (judged: JudgedPosition, figure: LedgerFigure, ledger: bigint, comparedWith: bigint) => {
+      const { position } = judged;
+      const drift =
+        unresolved.find((row) => row.wallet.id === position.walletId && (row.address?.id ?? null) === position.addressId && row.assetId === position.assetId && row.figure === figure) ?? null;
+      const judgedDrift = await judgeFigure(judged, figure, ledger, comparedWith, drift);
+      if (judgedDrift && !drift) unresolved.push(judgedDrift);
+      return judgedDrift;
+    };
     for (const [index, position] of positions.entries()) {
       const judged = { em: tx, log: deps.log, wallet: wallets.get(position.walletId)!, position };
-      await judgeFigure(judged, 'balance', position.onChain, chainAmounts[index]!, driftOf(position, 'balance'));
-      await judgeFigure(judged, 'locked', position.locked, position.lockedBySends, driftOf(position, 'locked'));
-      await judgeFigure(judged, 'pending', position.pending, position.pendingDeposits, driftOf(position, 'pending'));
-      await judgeFigure(judged, 'overdrawn', overdrawnFigure(position.available), 0n, driftOf(position, 'overdrawn'));
+      const balance = await judge(judged, 'balance', position.onChain, chainAmounts[index]!);
+      if (balance && judged.wallet.chain !== 'bitcoin') await creditFinalSurplus(judged, balance, at[index]!, deps.confirmations, unresolved);
+      await judge(judged, 'locked', position.locked, position.lockedBySends);
+      await judge(judged, 'pending', position.pending, position.pendingDeposits);
+      await judge(judged, 'overdrawn', overdrawnFigure(position.available), 0n);
       const utxoSet = utxoSets?.[index];
-      if (utxoSet) await judgeFigure(judged, 'utxo_set', utxoSet.table, utxoSet.chain, driftOf(position, 'utxo_set'));
+      if (utxoSet) await judge(judged, 'utxo_set', utxoSet.table, utxoSet.chain);
     }
     await tx.flush();
     await advancePass(tx, input, pass.cursor ?? null, next, holders.length);
@@ -134,6 +142,8 @@ interface ComparedPage {
   next: string | null;
   positions: PinnedPosition[];
   chainAmounts: bigint[];
+  /** Per position, the block it was compared at. */
+  at: ComparedAt[];
   /** UTXO chains: per position, the wallet's UTXO table against the node (null for other assets). */
   utxoSets?: (UtxoSet | null)[];
 }
@@ -160,7 +170,7 @@ async function comparedAtCursor(deps: ReconciliationDeps, provider: ChainProvide
     { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
   );
   if (!view) return null;
-  const compared = { ...view.page, positions: view.positions };
+  const compared = { ...view.page, positions: view.positions, at: view.positions.map(() => view.pin) };
   if (!unspentAt) {
     const chainAmounts = await holdingsAt(provider, view.page.holders, view.positions, view.pin);
     return chainAmounts && { ...compared, chainAmounts };
@@ -206,18 +216,24 @@ async function comparedAtNewest(
   for (const deadline = Date.now() + SCANNER_REACH_MS; !(await reached()); await sleep(SCANNER_POLL_MS)) {
     if (Date.now() > deadline) return null;
   }
-  const positions = await deps.em().transactional(
+  const { positions, hashes } = await deps.em().transactional(
     async (em) => {
+      const heights = [...new Set(read.map((balance) => balance.height))];
       const views = new Map<number, PinnedPosition[]>();
-      for (const height of new Set(read.map((balance) => balance.height))) {
+      for (const height of heights) {
         const holders = [...new Set(cells.filter((_, index) => read[index]!.height === height).map((cell) => cell.holder))];
         views.set(height, await ledgerViewAt(em, input, holders, assetIds, { height }));
       }
-      return cells.map(({ holder, assetId }, index) => views.get(read[index]!.height)!.find((position) => position.addressId === holder.addressId && position.assetId === assetId)!);
+      const scanned = await em.find(ScannedBlock, { chain: input.chain, environment: input.environment, height: { $in: heights } });
+      return {
+        positions: cells.map(({ holder, assetId }, index) => views.get(read[index]!.height)!.find((position) => position.addressId === holder.addressId && position.assetId === assetId)!),
+        hashes: new Map(scanned.map((block) => [block.height, block.hash])),
+      };
     },
     { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
   );
-  return { ...page, positions, chainAmounts: read.map((balance) => balance.balance) };
+  const at = read.map((balance) => ({ height: balance.height, hash: hashes.get(balance.height) ?? null }));
+  return { ...page, positions, at, chainAmounts: read.map((balance) => balance.balance) };
 }
 
 /**
@@ -248,88 +264,4 @@ async function holdingsAt(provider: ChainProvider, holders: LedgerHolder[], posi
     offset += count;
     return held;
   });
-}
-
-/** The figure an `overdrawn` drift compares with zero: the available balance where it is below zero, else zero (nothing to report). */
-export const overdrawnFigure = (available: bigint) => (available < 0n ? available : 0n);
-
-/** One figure of one position against what it is compared with (`drift`: its unresolved drift): a drift opened (or credited), updated, or resolved. */
-export async function judgeFigure(
-  { em, log, wallet, position }: { em: EntityManager; log: Logger; wallet: Wallet; position: Pick<PinnedPosition, 'walletId' | 'addressId' | 'assetId'> },
-  figure: LedgerFigure,
-  ledger: bigint,
-  compared: bigint,
-  drift: LedgerDrift | null,
-): Promise<void> {
-  const now = new Date();
-  if (ledger === compared) {
-    if (drift) Object.assign(drift, { status: 'resolved', resolvedAt: now, lastSeenAt: now });
-    return;
-  }
-  const figures = { ledgerAmount: ledger.toString(), chainAmount: compared.toString(), lastSeenAt: now };
-  if (drift?.status === 'open') {
-    Object.assign(drift, figures);
-    return;
-  }
-  // A drift suspected by a pass before pinned reads is judged now, as a new one would be.
-  const found =
-    drift ??
-    em.create(LedgerDrift, {
-      organization: wallet.organization,
-      environment: wallet.environment,
-      chain: wallet.chain,
-      wallet,
-      address: position.addressId,
-      assetId: position.assetId,
-      figure,
-      ...figures,
-      status: 'open',
-      firstSeenAt: now,
-    });
-  Object.assign(found, figures);
-  await em.flush();
-  const surplus = compared - ledger;
-  if (figure === 'balance' && surplus > 0n && wallet.chain !== 'bitcoin') {
-    await postCustodyEntry(em, {
-      walletId: wallet.id,
-      addressId: position.addressId,
-      assetId: position.assetId,
-      kind: 'unattributed_deposit',
-      reference: { type: 'ledger_drift', id: found.id },
-      balance: surplus,
-    });
-    Object.assign(found, { status: 'credited', resolvedAt: now });
-  } else {
-    found.status = 'open';
-  }
-  await em.flush();
-  log.warn(
-    { drift_id: found.id, chain: wallet.chain, environment: wallet.environment, wallet_id: wallet.id, asset_id: found.assetId, figure, ledger: found.ledgerAmount, compared: found.chainAmount, status: found.status },
-    found.status === 'credited' ? 'ledger drift: an unattributed deposit credited' : `ledger drift: the ledger's ${figure} differs`,
-  );
-  await emit(em, { organizationId: wallet.organization.id, environment: wallet.environment, type: 'ledger.drift', data: await presentDrift(em, found), dedupeKey: `ledger.drift:${found.id}` });
-}
-
-export async function presentDrift(em: EntityManager, drift: LedgerDrift) {
-  const asset = assetById(drift.assetId);
-  const address = drift.address ? await em.findOneOrFail(Address, { id: drift.address.id }) : null;
-  const ledger = BigInt(drift.ledgerAmount);
-  const chain = BigInt(drift.chainAmount);
-  return {
-    id: drift.id,
-    object: 'ledger_drift',
-    chain: drift.chain,
-    wallet_id: drift.wallet.id,
-    address: address?.address ?? null,
-    asset_id: asset.id,
-    figure: drift.figure,
-    ledger_amount: toDisplay(ledger, asset.decimals),
-    ledger_amount_raw: ledger.toString(),
-    chain_amount: toDisplay(chain, asset.decimals),
-    chain_amount_raw: chain.toString(),
-    difference_raw: (chain - ledger).toString(),
-    status: drift.status,
-    first_seen_at: iso(drift.firstSeenAt),
-    resolved_at: drift.resolvedAt ? iso(drift.resolvedAt) : null,
-  };
 }

@@ -9,7 +9,7 @@ import { Wallet } from '../custody/entities';
 import type { Logger } from '../logger';
 import { enterSuspense, leaveSuspense, type SuspenseItem } from '../ledger/suspense';
 import { IncomingTransfer, LedgerDrift, OutgoingTransfer } from './entities';
-import { judgeFigure, overdrawnFigure } from './reconciliation';
+import { judgeFigure, overdrawnFigure } from './drifts';
 
 /** One round of a deposit's reversal, or of an unexpected spend's loss of its block: its value, in suspense. */
 const roundItem = (row: IncomingTransfer | OutgoingTransfer, type: 'incoming_transfer' | 'outgoing_transfer', round: number, amount: bigint): SuspenseItem => ({

@@ -74,7 +74,7 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
       );
   const driftEvents = () => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, string> }).filter((event) => event.type === 'ledger.drift');
 
-  it('credits what no transaction explains and opens a ledger ahead of the chain in one pass at the scanned block; resolves it once they agree', async () => {
+  it('opens what no transaction explains and a ledger ahead of the chain in one pass at the scanned block, credits the surplus once final; resolves the rest once they agree', async () => {
     const surplus = await wallet('Contract deposits');
     const ahead = await wallet('Ledger ahead');
     const deposit = await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address: surplus.address, asset: 'ETH', amount: '1' });
@@ -89,12 +89,9 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
 
     const first = await pass();
     assert.ok(first.compared >= 2, 'both addresses compared');
-    assert.equal(await ethBalance(surplus.id), ((5n * ETHER) / 4n).toString(), 'the unattributed deposit credited at once');
-    const [entry] = await em.execute<{ kind: string; balance: string }[]>(`select kind, balance::text from custody_journal_entries where wallet_id = ? and kind = 'unattributed_deposit'`, [surplus.id]);
-    assert.deepEqual(entry, { kind: 'unattributed_deposit', balance: (ETHER / 4n).toString() });
-    const statuses = Object.fromEntries((await drifts()).map((drift) => [drift.wallet_id, drift]));
-    assert.equal(statuses[surplus.id]!.status, 'credited');
-    assert.equal(statuses[ahead.id]!.status, 'open');
+    assert.equal(await ethBalance(surplus.id), ETHER.toString(), 'a surplus at the newest block is not credited: it is not final');
+    let statuses = Object.fromEntries((await drifts()).map((drift) => [drift.wallet_id, drift]));
+    assert.deepEqual([statuses[surplus.id]!.status, statuses[ahead.id]!.status], ['open', 'open']);
     assert.deepEqual([statuses[ahead.id]!.ledger_amount, statuses[ahead.id]!.chain_amount], [((4n * ETHER) / 10n).toString(), '0']);
     await eventually(async () => (driftEvents().length === 2 ? true : undefined), 'two ledger.drift events delivered');
     const events = Object.fromEntries(driftEvents().map((event) => [event.data.wallet_id, event.data]));
@@ -102,12 +99,24 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
       { status: events[ahead.id]!.status, figure: events[ahead.id]!.figure, ledger: events[ahead.id]!.ledger_amount, chain: events[ahead.id]!.chain_amount, address: events[ahead.id]!.address },
       { status: 'open', figure: 'balance', ledger: '0.4', chain: '0', address: ahead.address },
     );
-    assert.deepEqual([events[surplus.id]!.status, events[surplus.id]!.difference_raw], ['credited', (ETHER / 4n).toString()]);
+    assert.deepEqual([events[surplus.id]!.status, events[surplus.id]!.difference_raw, events[surplus.id]!.credited_amount_raw], ['open', (ETHER / 4n).toString(), null]);
 
-    // A second pass finds the same: nothing credited twice, no second event.
+    // The block it was seen at is final once CHAIN_CONFIRMATIONS_ETHEREUM (2) deep: one block later, the surplus is credited.
+    await call('POST', '/v1/sandbox/chains/ethereum/blocks', { count: 1 });
+    await pass();
+    assert.equal(await ethBalance(surplus.id), ((5n * ETHER) / 4n).toString(), 'the final unattributed deposit credited');
+    const [entry] = await em.execute<{ kind: string; balance: string }[]>(`select kind, balance::text from custody_journal_entries where wallet_id = ? and kind = 'unattributed_deposit'`, [surplus.id]);
+    assert.deepEqual(entry, { kind: 'unattributed_deposit', balance: (ETHER / 4n).toString() });
+    statuses = Object.fromEntries((await drifts()).map((drift) => [drift.wallet_id, drift]));
+    assert.deepEqual([statuses[surplus.id]!.status, statuses[ahead.id]!.status], ['credited', 'open']);
+    await eventually(async () => (driftEvents().length === 3 ? true : undefined), 'the credit announced');
+    const credit = driftEvents().find((event) => event.data.status === 'credited')!;
+    assert.deepEqual([credit.data.wallet_id, credit.data.credited_amount_raw], [surplus.id, (ETHER / 4n).toString()]);
+
+    // A further pass finds the same: nothing credited twice, no further event.
     await pass('ledger-reconciliation-pinned');
     assert.equal(await ethBalance(surplus.id), ((5n * ETHER) / 4n).toString());
-    assert.equal(driftEvents().length, 2);
+    assert.equal(driftEvents().length, 3);
 
     // The operator sees it: the CLI lists the open drift, /metrics counts it.
     const listed = JSON.parse((await cli(['ledger:drift', '--org', org.organizationId])).stdout) as { count: number; drifts: { wallet_id: string; ledger_amount_raw: string; chain_amount_raw: string }[] };
@@ -130,6 +139,42 @@ describe('Ledger reconciliation: the custody ledger compared with the chain', ()
     const nodes = new ChainNodes(testConfig(config), testLogger('test'), await testOrm());
     const compared = await compareLedgerWithChain(em, await nodes.provider('ethereum', 'sandbox'), { chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId });
     assert.deepEqual(compared.mismatches, [], 'the ledger equals the chain');
+  });
+
+  it("nets a surplus against what the wallet's other addresses lack: only what the wallet holds beyond its ledger is credited", async () => {
+    const misbooked = await wallet('Misbooked deposits');
+    const second = await call('POST', `/v1/wallets/${misbooked.id}/addresses`, {});
+    assert.equal(second.status, 201, second.text);
+    const em = (await testOrm()).em.fork();
+    // 0.25 ETH arrived on the primary address unseen; the ledger put 0.1 ETH on the second address that never arrived there.
+    await em.execute(`insert into devnet_balances (chain, address, asset_id, amount) values ('ethereum', ?, 'ETH', ?) on conflict (chain, address, asset_id) do update set amount = devnet_balances.amount + excluded.amount`, [
+      misbooked.address,
+      (ETHER / 4n).toString(),
+    ]);
+    await creditCustodyWallet(em, misbooked.id, 'ETH', ETHER / 10n, { address: second.body.address });
+    await pass();
+    await call('POST', '/v1/sandbox/chains/ethereum/blocks', { count: 1 });
+    await pass();
+    const mine = (await drifts()).filter((drift) => drift.wallet_id === misbooked.id).sort((a, b) => a.status.localeCompare(b.status));
+    assert.deepEqual(
+      mine.map((drift) => [drift.status, drift.ledger_amount, drift.chain_amount]),
+      [
+        ['credited', '0', (ETHER / 4n).toString()],
+        ['open', (ETHER / 10n).toString(), '0'],
+      ],
+      'the surplus credited less the second address deficit; the deficit open',
+    );
+    const [credited] = await em.execute<{ credited_amount: string }[]>(`select credited_amount::text from ledger_drifts where wallet_id = ? and status = 'credited'`, [misbooked.id]);
+    assert.equal(credited!.credited_amount, ((ETHER * 15n) / 100n).toString());
+    assert.equal(await ethBalance(misbooked.id), ((ETHER * 25n) / 100n).toString(), 'the wallet holds what the chain holds: 0.15 credited beside the 0.1 misbooked');
+
+    // What stays on the primary address beyond its ledger (0.1) is a new drift that the wallet's deficit cancels: never credited.
+    await pass();
+    await call('POST', '/v1/sandbox/chains/ethereum/blocks', { count: 1 });
+    await pass();
+    const later = (await drifts()).filter((drift) => drift.wallet_id === misbooked.id && drift.status === 'open');
+    assert.deepEqual(later.map((drift) => BigInt(drift.chain_amount) - BigInt(drift.ledger_amount)).sort(), [-(ETHER / 10n), ETHER / 10n].sort());
+    assert.equal(await ethBalance(misbooked.id), ((ETHER * 25n) / 100n).toString(), 'nothing more credited');
   });
 
   it('replays the recorded passes (before and after the pass waited for the scanner) with the current workflow code', async () => {

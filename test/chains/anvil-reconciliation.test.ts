@@ -108,9 +108,16 @@ describe('Ledger reconciliation on anvil: at the scanner\'s block, under constan
         assert.ok(passes < 2, `two passes confirm the planted drifts and nothing else: ${JSON.stringify(await drifts())}`);
       }
       assert.ok((await anvilHeight(anvil)) > heightBefore + 3, 'blocks were mined while the passes read');
-      assert.equal((await balances(surplus.id)).ETH, parseEther('0.5'), 'the unattributed deposit credited');
-      await eventually(async () => (driftEvents().length === 4 ? true : undefined), 'a ledger.drift per drift');
-      assert.deepEqual(driftEvents().map((event) => `${event.data.asset_id}:${event.data.figure}:${event.data.status}`).sort(), ['ETH:balance:credited', 'ETH:balance:open', 'USDC_ETH:balance:open', 'USDC_ETH:locked:open']);
+      assert.equal((await balances(surplus.id)).ETH, parseEther('0.5'), 'the unattributed deposit credited once final');
+      // A ledger.drift per drift when opened, and the surplus's again when it was credited (once final).
+      await eventually(async () => (driftEvents().length === 5 ? true : undefined), 'a ledger.drift per drift and per credit');
+      assert.deepEqual(driftEvents().map((event) => `${event.data.asset_id}:${event.data.figure}:${event.data.status}`).sort(), [
+        'ETH:balance:credited',
+        'ETH:balance:open',
+        'ETH:balance:open',
+        'USDC_ETH:balance:open',
+        'USDC_ETH:locked:open',
+      ]);
 
       const settled = await eventually(async () => {
         const read = (await service.call('GET', `/v1/transactions/${sent.body.id}`)).body as { status: string; fee: string | null };

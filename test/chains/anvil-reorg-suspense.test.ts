@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { keccak256, parseEther } from 'viem';
+import { keccak256, parseEther, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { LedgerDrift, OutgoingTransfer } from '../../src/monitoring/entities';
 import { OutgoingTransaction } from '../../src/transactions/entities';
@@ -15,7 +15,7 @@ import { eventually } from '../support/eventually';
  */
 describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
   const reorgs = anvilReorganisations('anvil-reorg-suspense');
-  const { funder, mine, createWallet, fundedWallet, broadcastSend, ethOf, call, ledgerMatchesChain, journalOf, suspense, suspenseMoves, usedOutside, events, broadcastAgain } = reorgs;
+  const { funder, mine, createWallet, fundedWallet, broadcastSend, ethOf, call, ledgerMatchesChain, journalOf, suspense, suspenseMoves, usedOutside, events, broadcastAgain, reconcile } = reorgs;
 
   it('a reversed deposit the wallet had spent: its send reorganised out too, an overdrawn drift raised, both in suspense, all settled again when mined again', async () => {
     const ours = await createWallet('Spent deposit');
@@ -148,4 +148,41 @@ describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
     await ledgerMatchesChain();
   });
 
+
+  it('a surplus no transaction explains is credited only once final: a reorganisation that takes the block it was seen at starts the wait again', async () => {
+    const unexplained = await createWallet('Unexplained');
+    const extra = parseEther('0.7');
+    const em = (await testOrm()).em.fork();
+    const drift = async () => em.findOneOrFail(LedgerDrift, { wallet: unexplained.id, figure: 'balance' }, { refresh: true });
+    await reorgs.scannedToTip();
+    const snapshot = await reorgs.anvil.call('evm_snapshot');
+    // Value arrives with no transaction the scanner reads (as a contract's internal transfer would).
+    await reorgs.anvil.call('anvil_setBalance', [unexplained.address, toHex(extra)]);
+    await mine(1);
+    await reconcile();
+    const seen = await drift();
+    assert.deepEqual([seen.status, seen.surplusFloor], ['open', extra.toString()], 'seen, not credited: its block is not final');
+    const seenAt = seen.surplusSeenHeight!;
+
+    // A longer chain where the same value arrives a block later: the block it was seen at is gone.
+    await reorgs.anvil.call('evm_revert', [snapshot]);
+    await mine(1);
+    await reorgs.anvil.call('anvil_setBalance', [unexplained.address, toHex(extra)]);
+    await mine(CONFIRMATIONS);
+    await reconcile();
+    const again = await drift();
+    assert.equal(again.status, 'open', `the surplus is not credited ${CONFIRMATIONS} blocks above a block the chain abandoned`);
+    assert.ok(again.surplusSeenHeight! > seenAt, 'the wait starts again at the block compared');
+    assert.equal((await ethOf(unexplained.id)).balance, 0n);
+
+    await mine(CONFIRMATIONS - 1);
+    await reconcile();
+    const credited = await drift();
+    assert.deepEqual([credited.status, credited.creditedAmount], ['credited', extra.toString()]);
+    assert.equal((await ethOf(unexplained.id)).balance, extra, 'credited once, as an unattributed deposit');
+    const announced = () => events().filter((event) => event.type === 'ledger.drift' && event.data.wallet_id === unexplained.id);
+    await eventually(async () => (announced().length === 2 ? true : undefined), 'opened and credited announced');
+    assert.deepEqual(announced().map((event) => [event.data.status, event.data.credited_amount_raw]), [['open', null], ['credited', extra.toString()]]);
+    await ledgerMatchesChain();
+  });
 });

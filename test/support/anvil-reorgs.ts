@@ -12,7 +12,7 @@ import type { TestApp, TestOrganization } from './app';
 import { testConfig, testOrm } from './environment';
 import { eventually } from './eventually';
 import { startScannedService, type ScannedService } from './scanned-service';
-import { createHotWallet } from './reconciliation';
+import { createHotWallet, startReconciliationPass } from './reconciliation';
 import { testLogger } from './secret-scan';
 import { WebhookReceiver } from './webhook-receiver';
 
@@ -140,6 +140,13 @@ export function anvilReorganisations(name: string) {
     const key = await app.deps.keys.withKeys(em, org.organizationId, [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => `0x${bytesToHex(derived!.privateKey)}` as Hex);
     return anvilFunder(anvil, key);
   }
+  /** One ledger reconciliation pass of the organization's Ethereum holders, at the scanner's block once it has read the tip. */
+  async function reconcile() {
+    await scannedToTip();
+    const handle = await startReconciliationPass({ chain: 'ethereum', environment: 'sandbox', organizationId: org.organizationId }, config.TEMPORAL_TASK_QUEUE!);
+    const result = (await handle.result()) as { compared: number; skipped?: string };
+    assert.equal(result.skipped, undefined, 'the pass compared at the scanned block');
+  }
   const events = () => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, unknown> });
   /** Sends signed bytes again, where the abandoned branch's pool may or may not still hold them. */
   async function broadcastAgain(raw: string) {
@@ -174,5 +181,6 @@ export function anvilReorganisations(name: string) {
     usedOutside,
     events,
     broadcastAgain,
+    reconcile,
   };
 }
