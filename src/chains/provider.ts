@@ -83,6 +83,8 @@ export interface ObservedPayment {
   from: string;
   /** Native base units the account paid (EVM: gas used x effective gas price). */
   fee: bigint;
+  /** Ethereum: the transaction's nonce; another transaction of the account mined with it proves this one never will be. */
+  nonce?: bigint;
 }
 
 /** UTXO chains: one output a transaction of the block spends. */

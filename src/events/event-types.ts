@@ -30,15 +30,25 @@ export const EVENT_TYPES = [
     description:
       "A confirmed deposit was in blocks a reorganisation abandoned: its credit was taken off the wallet balance into the ledger's suspense and the deposit is dropped (credited again, and its suspense cleared, when the chain mines it again). Where the wallet had already spent it, a ledger.drift of figure overdrawn is raised too.",
   },
+  {
+    type: 'deposit.reversal_final',
+    description:
+      "A reversed deposit can never be mined again: the account that signed its transaction had another transaction mined with its nonce, and that has held for the chain's confirmation count of blocks. What waited in the ledger's suspense for it is written off to the outside world (it was never paid); data is the deposit with lost_at.",
+  },
   { type: 'incoming_token_tx', description: 'An incoming token transfer to a subscribed address.' },
   { type: 'incoming_native_tx', description: 'An incoming native-coin transfer to a subscribed address.' },
   { type: 'outgoing_token_tx', description: "A token transfer out of one of the organization's addresses, its own sends included; to its endpoints and the subscriptions watching the address." },
   { type: 'outgoing_native_tx', description: "A native-coin transfer out of one of the organization's addresses, its own sends included; to its endpoints and the subscriptions watching the address." },
   { type: 'wallet.unexpected_spend', description: 'A transaction the platform did not make spent from a wallet: the ledger was debited what the chain says left it (amounts and fee).' },
   {
+    type: 'wallet.unexpected_spend_returned',
+    description:
+      "A spend the platform did not make, taken off the chain by a reorganisation, can never be mined again (its signer had another transaction mined with its nonce, for the chain's confirmation count of blocks): what it had debited (data.returned, per asset) is back in the wallet, out of the ledger's suspense.",
+  },
+  {
     type: 'ledger.drift',
     description:
-      "The ledger reconciliation, at the block its chain's scanner had read, found a figure of what the custody ledger says an address holds (a wallet, on Bitcoin) differ: data.figure balance (compared with the node at that block), locked (with what the sends in flight lock) or pending (with the deposits seen and not confirmed), with both amounts; on Bitcoin also utxo_set: the outputs the platform's UTXO table says the wallet holds unspent (ledger_amount) against what the node holds of them at that block (chain_amount); or a reorganisation reversed a deposit the wallet had already spent: figure overdrawn, the available balance below zero (chain_amount 0), resolved once it is back to zero or more. status credited: the chain held more and the difference was credited as an unattributed deposit; open: left for an operator.",
+      "The ledger reconciliation, at the block its chain's scanner had read, found a figure of what the custody ledger says an address holds (a wallet, on Bitcoin) differ: data.figure balance (compared with the node at that block), locked (with what the sends in flight lock) or pending (with the deposits seen and not confirmed), with both amounts; on Bitcoin also utxo_set: the outputs the platform's UTXO table says the wallet holds unspent (ledger_amount) against what the node holds of them at that block (chain_amount); or a reorganisation reversed a deposit the wallet had already spent: figure overdrawn, the available balance below zero (chain_amount 0), resolved once it is back to zero or more. status open when found; credited when the chain held more on an account chain and, once the block it was first seen at was final and netted against what the wallet's other addresses lack, credited_amount was credited as an unattributed deposit (announced a second time); open ones are left for an operator.",
   },
   {
     type: 'ledger.invariant_broken',

@@ -3,8 +3,9 @@
  * not make, or a confirmed deposit in blocks the chain abandoned may be mined again or may never be:
  * until the chain proves which, what it had moved sits in the organization's suspense account instead
  * of with the counterparty it had gone to (or come from). Proof moves it back out: the same
- * transaction mined again at its confirmation count. Each time an item enters is one round, with
- * keys of its own, so an item reorganised twice enters and leaves twice and never moves twice per round.
+ * transaction mined again at its confirmation count, or the chain's proof that it never will be (another
+ * transaction took its nonce, final). Each time an item enters is one round, with keys of its own, so an
+ * item reorganised twice enters and leaves twice and never moves twice per round.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { counterpartyAccount, type Counterparty, type OrganizationScope } from './accounts';
@@ -32,8 +33,13 @@ export async function enterSuspense(em: EntityManager, item: SuspenseItem): Prom
   return post(em, { ...item, key: keyOf('enter', item), kind: 'suspense_entered', lines: lines(item, 1n) });
 }
 
-/** Proof came: the round's value returns from suspense to its counterparty, once, and only if it had entered. */
-export async function leaveSuspense(em: EntityManager, item: SuspenseItem): Promise<boolean> {
+/**
+ * Proof came: the round's value returns from suspense to its counterparty, once, and only if it had
+ * entered. `mined_again`: the counterparty had it after all (`suspense_left`); `never_mined`: the chain
+ * proved the movement will never happen (`suspense_written_off`, e.g. a reversed deposit's value back
+ * with the outside world that never paid it). Either closes the round: they share its key.
+ */
+export async function leaveSuspense(em: EntityManager, item: SuspenseItem, proof: 'mined_again' | 'never_mined' = 'mined_again'): Promise<boolean> {
   if (!(await posted(em, keyOf('enter', item)))) return false;
-  return post(em, { ...item, key: keyOf('leave', item), kind: 'suspense_left', lines: lines(item, -1n) });
+  return post(em, { ...item, key: keyOf('leave', item), kind: proof === 'mined_again' ? 'suspense_left' : 'suspense_written_off', lines: lines(item, -1n) });
 }

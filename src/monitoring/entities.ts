@@ -1,9 +1,32 @@
-import { BigIntType, Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { BigIntType, Embeddable, Embedded, Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import type { ChainId } from '../catalogue/service';
 import { Address, Wallet } from '../custody/entities';
 import { Organization } from '../organizations/entities';
 import { prefixedId, uuid } from '../shared/ids';
+
+/**
+ * A transfer a reorganisation took off the chain, on an account chain with nonces (Ethereum): the
+ * account that signed the transaction carrying it and its nonce. Another transaction of that account
+ * mined with the nonce proves this one never will be, so what the reorganisation left in suspense for
+ * it can be resolved (src/monitoring/never-mined.ts).
+ */
+@Embeddable()
+export class NeverMinedProof {
+  @Property({ type: 'text', nullable: true })
+  payer?: string | null;
+
+  @Property({ type: 'decimal', columnType: 'numeric(78,0)', nullable: true })
+  payerNonce?: string | null;
+
+  /** The tip at which the chain was first seen to prove it; the proof counts once it held the confirmation count of blocks. */
+  @Property({ type: new BigIntType('number'), nullable: true })
+  lossSeenAtHeight?: number | null;
+
+  /** When that proof, final, resolved what the transfer held in suspense. */
+  @Property({ type: 'timestamptz', nullable: true })
+  lostAt?: Date | null;
+}
 
 export const INCOMING_TRANSFER_STATUSES = ['pending', 'confirmed', 'dropped'] as const;
 export type IncomingTransferStatus = (typeof INCOMING_TRANSFER_STATUSES)[number];
@@ -90,6 +113,10 @@ export class IncomingTransfer {
   @Property({ type: 'integer', default: 0 })
   reorganisations: number = 0;
 
+  /** Account chains with nonces: who signed the carrying transaction, and the chain's proof that it will never be mined again. */
+  @Embedded(() => NeverMinedProof, { prefix: false })
+  neverMined: NeverMinedProof = new NeverMinedProof();
+
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 
@@ -166,6 +193,10 @@ export class OutgoingTransfer {
   /** The times a reorganisation took its block away: each is a round of its own in the ledger's suspense (src/ledger/suspense.ts). */
   @Property({ type: 'integer', default: 0 })
   reorganisations: number = 0;
+
+  /** Account chains with nonces: who signed the carrying transaction, and the chain's proof that it will never be mined again. */
+  @Embedded(() => NeverMinedProof, { prefix: false })
+  neverMined: NeverMinedProof = new NeverMinedProof();
 
   /** The platform's send with this hash, when it made the transfer. */
   @Property({ type: 'uuid', nullable: true })

@@ -82,12 +82,13 @@ export async function ledgerPositions(em: EntityManager, provider: ChainProvider
 /**
  * What scanning debited for spends the platform did not expect (a send mined after it had failed
  * included) whose block a reorganisation took away: the chain does not show them now, the ledger
- * keeps them debited (their value in suspense). Per holder and asset, the fee on the native row.
+ * keeps them debited (their value in suspense) until the chain proves they will never be mined (then
+ * returned: src/monitoring/never-mined.ts). Per holder and asset, the fee on the native row.
  */
 function unplacedUnexpectedSpends(em: EntityManager, column: 'address_id' | 'wallet_id', keys: string[]) {
   return em.execute<{ key: string; asset_id: string; amount: string }[]>(
     `select ${column} as key, asset_id, sum(amount + fee)::text as amount from outgoing_transfers
-      where unexpected and block_hash is null and ${column} in (${keys.map(() => '?').join(', ')}) group by 1, 2`,
+      where unexpected and block_hash is null and lost_at is null and ${column} in (${keys.map(() => '?').join(', ')}) group by 1, 2`,
     keys,
   );
 }

@@ -12,7 +12,7 @@ import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../tr
 import { failedUnminedByHash, recordMinedAfterFailure, type LateDebits } from '../transactions/mined-after-failure';
 import { OutgoingTransfer } from './entities';
 import { releaseReplacedSpend } from './suspense';
-import { subscriptionsOn, type BlockPlace, type ChainEnvironment } from './service';
+import { payerOf, subscriptionsOn, type BlockPlace, type ChainEnvironment } from './service';
 
 /** One transfer out of a custody address as the block shows it, before it is recorded. */
 interface SeenSpend {
@@ -51,7 +51,7 @@ export async function recordOutgoing(em: EntityManager, scope: ChainEnvironment,
     // Two sends carry one hash when a send refused at its first handing is followed by one signing the very same bytes (its nonce, fee and transfer): the live one is the chain's.
     const send = matching.find((candidate) => failed.get(spend.txid) !== candidate.id) ?? matching[0];
     // A send failed without being mined released its lock and was never debited: the chain's spend is debited here like one the platform did not expect.
-    const row = await recordOne(em, scope, spend, place, send?.id ?? null, !send || failed.get(spend.txid) === send.id);
+    const row = await recordOne(em, scope, spend, { ...place, ...payerOf(block.payments, spend.txid) }, send?.id ?? null, !send || failed.get(spend.txid) === send.id);
     if (row) recorded.push(row);
   }
   await raiseUnexpectedSpends(em, scope, recorded.filter((row) => row.unexpected && row.transactionId == null));
@@ -144,12 +144,19 @@ async function custodyAddresses(em: EntityManager, scope: ChainEnvironment, addr
  * (a reorganisation mined it in another block): only its block moves, and an unexpected one's
  * debit leaves suspense.
  */
-async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: SeenSpend, block: BlockPlace, transactionId: string | null, unexpected: boolean): Promise<OutgoingTransfer | null> {
+async function recordOne(
+  em: EntityManager,
+  scope: ChainEnvironment,
+  spend: SeenSpend,
+  block: BlockPlace & ReturnType<typeof payerOf>,
+  transactionId: string | null,
+  unexpected: boolean,
+): Promise<OutgoingTransfer | null> {
   const organizationId = spend.address.wallet.organization.id;
   const [written] = await em.execute<{ id: string; inserted: boolean; unexpected: boolean; reorganisations: number }[]>(
     `insert into outgoing_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, fee, txid, position,
-       from_address, to_address, block_height, block_hash, transaction_id, unexpected, created_at)
-     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
+       from_address, to_address, block_height, block_hash, transaction_id, unexpected, payer, payer_nonce, created_at)
+     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
      on conflict (organization_id, environment, chain, txid, position) do update set block_height = excluded.block_height, block_hash = excluded.block_hash
      returning id, (xmax = 0) as inserted, unexpected, reorganisations`,
     [
@@ -170,6 +177,8 @@ async function recordOne(em: EntityManager, scope: ChainEnvironment, spend: Seen
       block.hash,
       transactionId,
       unexpected,
+      block.payer,
+      block.payerNonce,
     ],
   );
   // xmax is 0 only on a row this statement inserted, not on one it updated.
@@ -271,13 +280,17 @@ async function raiseUnexpectedSpends(em: EntityManager, scope: ChainEnvironment,
         block_height: first.blockHeight,
         block_hash: first.blockHash,
         sponsorship_id: sponsorships.find((sponsorship) => sponsorship.txHash === first.txid)?.id ?? null,
-        debits: [...debited].map(([assetId, amount]) => ({ asset: assetById(assetId).symbol, asset_id: assetId, amount: toDisplay(amount.toString(), assetById(assetId).decimals), amount_raw: amount.toString() })),
+        debits: presentAssetAmounts(debited),
         transfers: group.map(presentOutgoingTransfer),
       },
       dedupeKey: `wallet.unexpected_spend:${first.chain}:${first.txid}:${first.wallet.id}`,
     });
   }
 }
+
+/** Amounts per asset (base units) as events carry them: display and base units, exact strings. */
+export const presentAssetAmounts = (amounts: Map<string, bigint>) =>
+  [...amounts].map(([assetId, amount]) => ({ asset: assetById(assetId).symbol, asset_id: assetId, amount: toDisplay(amount.toString(), assetById(assetId).decimals), amount_raw: amount.toString() }));
 
 /** The event payload of an outgoing transfer: amounts as exact strings, display and base units. */
 export function presentOutgoingTransfer(row: OutgoingTransfer) {

@@ -10,6 +10,7 @@ import { chainScanFlow } from './flows/chain-scan';
 import { ChainScanCursor, ScannedBlock } from './entities';
 import { returnReorgedOut } from '../transactions/reorged-out';
 import { resettleRemined, unplaceSettledOffChain, unplaceSettledSends } from '../transactions/settlement';
+import { resolveNeverMined } from './never-mined';
 import { recordOutgoing } from './outgoing';
 import { unplaceOutgoingTransfers } from './suspense';
 import { confirmDue, dropAbove, recordTransfers, requiredConfirmations, type ChainEnvironment } from './service';
@@ -66,7 +67,7 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
     }
     const lateMined = await deps.transaction(async (em) => {
       await advanceCursor(em, scope, cursor.height, block);
-      await recordTransfers(em, { ...scope, requiredConfirmations: required, tipHeight }, block.transfers, { height: block.height, hash: block.hash });
+      await recordTransfers(em, { ...scope, requiredConfirmations: required, tipHeight }, block.transfers, { height: block.height, hash: block.hash, payments: block.payments });
       return (await recordOutgoing(em, scope, block)).filter((row) => row.unexpected && row.transactionId != null);
     });
     cursor = { height: block.height, hash: block.hash };
@@ -87,6 +88,13 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
     if (resettled.length) deps.log.warn({ ...scope, transactions: resettled.map((row) => row.id) }, 'sends a reorganisation took off the chain are mined again: settled in their new blocks');
     const lost = await returnReorgedOut(deps, provider, waiting);
     if (lost.length) deps.log.error({ ...scope, transactions: lost.map((row) => row.id) }, 'sends a reorganisation took off the chain can never be mined again: failed as reorged_out, what they paid back in their wallets');
+    const neverMined = await resolveNeverMined(deps, provider, scope, required);
+    if (neverMined.deposits.length || neverMined.spends.length) {
+      deps.log.warn(
+        { ...scope, deposits: neverMined.deposits.map((row) => row.id), spends: neverMined.spends.map((row) => row.id) },
+        'transfers a reorganisation took off the chain can never be mined again: reversed deposits written off, unexpected spends returned to their wallets',
+      );
+    }
   }
   return { height: cursor.height >= 0 ? cursor.height : null, tipHeight, caughtUp: cursor.height >= tipHeight };
 }

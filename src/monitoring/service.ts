@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
 import { ASSETS, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
-import type { ObservedTransfer } from '../chains/provider';
+import type { ObservedPayment, ObservedTransfer } from '../chains/provider';
 import type { Config } from '../config';
 import { Address } from '../custody/entities';
 import { postCustodyEntry, type CustodyEntryKind } from '../custody/journal';
@@ -17,7 +17,7 @@ import { iso, isoOrNull } from '../shared/time';
 import { changeOutputsAmong, confirmDepositOutput, dropDepositOutput, recordDepositOutput, reverseDepositOutput } from '../transactions/wallet-outputs';
 import type { Logger } from '../logger';
 import { IncomingTransfer } from './entities';
-import { holdReversedDeposit, releaseReversedDeposit, reviewOverdrawn } from './suspense';
+import { closeReversedDeposit, holdReversedDeposit, reviewOverdrawn } from './suspense';
 
 /** One chain in one environment: the unit block scanning works in. */
 export interface ChainEnvironment {
@@ -29,6 +29,17 @@ export interface ChainEnvironment {
 export interface BlockPlace {
   height: number;
   hash: string;
+}
+
+/** A block a scan records transfers of: where it is, and (account chains) who signed and paid each of its transactions. */
+export interface ScannedPlace extends BlockPlace {
+  payments?: ObservedPayment[];
+}
+
+/** The signer and nonce of the transaction `txid` (Ethereum), as the columns payer and payer_nonce store them; nulls elsewhere. */
+export function payerOf(payments: ObservedPayment[], txid: string): { payer: string | null; payerNonce: string | null } {
+  const payment = payments.find((candidate) => candidate.txid === txid && candidate.nonce !== undefined);
+  return payment ? { payer: payment.from, payerNonce: payment.nonce!.toString() } : { payer: null, payerNonce: null };
 }
 
 export const requiredConfirmations = (config: Pick<Config, `CHAIN_CONFIRMATIONS_${Uppercase<ChainId>}`>, chain: ChainId): number =>
@@ -61,7 +72,7 @@ export async function recordTransfers(
   em: EntityManager,
   scope: ChainEnvironment & { requiredConfirmations: number; tipHeight: number },
   transfers: ObservedTransfer[],
-  block: BlockPlace | null,
+  block: ScannedPlace | null,
 ): Promise<IncomingTransfer[]> {
   const known = ASSETS.filter((asset) => asset.chain === scope.chain).map((asset) => asset.id);
   const relevant = transfers
@@ -124,14 +135,15 @@ async function recordOne(
   scope: ChainEnvironment & { requiredConfirmations: number; tipHeight: number },
   organizationId: string,
   transfer: ObservedTransfer,
-  block: BlockPlace | null,
+  block: ScannedPlace | null,
   own: Address | null,
   subscriptions: Subscription[],
 ): Promise<IncomingTransfer | null> {
+  const { payer, payerNonce } = payerOf(block?.payments ?? [], transfer.txid);
   const inserted = await em.execute<{ id: string }[]>(
     `insert into incoming_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, txid, position,
-       to_address, from_address, block_height, block_hash, confirmations, required_confirmations, status, created_at, updated_at)
-     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', now(), now())
+       to_address, from_address, block_height, block_hash, confirmations, required_confirmations, payer, payer_nonce, status, created_at, updated_at)
+     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', now(), now())
      on conflict (organization_id, environment, chain, txid, position) do nothing returning id`,
     [
       organizationId,
@@ -150,6 +162,8 @@ async function recordOne(
       block?.hash ?? null,
       block ? scope.tipHeight - block.height + 1 : 0,
       scope.requiredConfirmations,
+      payer,
+      payerNonce,
     ],
   );
   const row = await em.findOneOrFail(
@@ -164,6 +178,8 @@ async function recordOne(
   }
   if (!block || row.status === 'confirmed') return null;
   const moved = row.blockHash !== block.hash;
+  // First seen in the mempool (a sandbox deposit): its block says who signed it.
+  if (row.neverMined.payer == null && payer) Object.assign(row.neverMined, { payer, payerNonce });
   row.blockHeight = block.height;
   row.blockHash = block.hash;
   row.confirmations = scope.tipHeight - block.height + 1;
@@ -236,7 +252,7 @@ export async function confirmDue(em: EntityManager, log: Logger, scope: ChainEnv
       await postDepositEntry(em, row, 'deposit_confirmed', { pending: -BigInt(row.amount), balance: BigInt(row.amount) });
       if (row.chain === 'bitcoin') await confirmDepositOutput(em, row);
       if (row.reorganisations > 0) {
-        await releaseReversedDeposit(em, row);
+        await closeReversedDeposit(em, row, 'mined_again');
         await reviewOverdrawn(em, log, row);
       }
     }

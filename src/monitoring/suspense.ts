@@ -24,9 +24,15 @@ const roundItem = (row: IncomingTransfer | OutgoingTransfer, type: 'incoming_tra
 /** A confirmed deposit reversed (its round `row.reorganisations`, before it is counted): the credit handed back to the world waits in suspense instead. */
 export const holdReversedDeposit = (em: EntityManager, row: IncomingTransfer) => enterSuspense(em, roundItem(row, 'incoming_transfer', row.reorganisations, BigInt(row.amount)));
 
-/** The deposit is confirmed again: every earlier round reversed into suspense is proven the same value, and leaves it. */
-export async function releaseReversedDeposit(em: EntityManager, row: IncomingTransfer): Promise<void> {
-  for (let round = 0; round < row.reorganisations; round += 1) await leaveSuspense(em, roundItem(row, 'incoming_transfer', round, BigInt(row.amount)));
+/**
+ * The deposit's fate is proven: confirmed again (`mined_again`), every earlier round reversed into
+ * suspense is the same value and leaves it; never to be mined (`never_mined`, src/monitoring/never-mined.ts),
+ * each is written off to the outside world. Answers whether any round was open.
+ */
+export async function closeReversedDeposit(em: EntityManager, row: IncomingTransfer, proof: 'mined_again' | 'never_mined'): Promise<boolean> {
+  let closed = false;
+  for (let round = 0; round < row.reorganisations; round += 1) closed = (await leaveSuspense(em, roundItem(row, 'incoming_transfer', round, BigInt(row.amount)), proof)) || closed;
+  return closed;
 }
 
 /** What an unexpected spend took from custody: the amount and, on its native row, the fee. */

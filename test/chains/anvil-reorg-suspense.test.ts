@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { keccak256, parseEther, toHex } from 'viem';
+import { formatEther, keccak256, parseEther, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { LedgerDrift, OutgoingTransfer } from '../../src/monitoring/entities';
+import { IncomingTransfer, LedgerDrift, OutgoingTransfer } from '../../src/monitoring/entities';
 import { OutgoingTransaction } from '../../src/transactions/entities';
-import { anvilReceipt, receiptFee } from '../support/anvil';
+import { anvilFunder, anvilReceipt, receiptFee } from '../support/anvil';
 import { anvilReorganisations, REORG_CONFIRMATIONS as CONFIRMATIONS } from '../support/anvil-reorgs';
 import { testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
@@ -148,6 +148,75 @@ describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
     await ledgerMatchesChain();
   });
 
+
+  it("a reversed deposit whose payer used its nonce for another transaction on the new chain: written off from suspense once that is final (deposit.reversal_final)", async () => {
+    const ours = await createWallet('Deposit never mined again');
+    const payer = anvilFunder(reorgs.anvil, generatePrivateKey());
+    await funder().sendTransaction({ to: payer.account.address, value: parseEther('1') });
+    await mine(1);
+    const snapshot = await reorgs.anvil.call('evm_snapshot');
+    const amount = parseEther('0.4');
+    await payer.sendTransaction({ to: ours.address, value: amount });
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === amount ? true : undefined), 'deposit confirmed');
+    const [deposit] = (await call('GET', `/v1/deposits?wallet_id=${ours.id}`)).body.data as { id: string }[];
+
+    // The new chain: the payer's nonce 0 pays someone else; longer than the branch abandoned.
+    await reorgs.anvil.call('evm_revert', [snapshot]);
+    await reorgs.anvil.call('anvil_dropAllTransactions');
+    await payer.sendTransaction({ to: privateKeyToAccount(generatePrivateKey()).address, value: parseEther('0.1'), nonce: 0 });
+    await mine(CONFIRMATIONS + 2);
+    const row = async () => (await testOrm()).em.fork().findOneOrFail(IncomingTransfer, { id: deposit!.id }, { refresh: true });
+    await eventually(async () => ((await row()).neverMined.lossSeenAtHeight != null ? true : undefined), 'the loss proven');
+    assert.equal((await row()).neverMined.lostAt, null, 'not resolved before the proof is final');
+    assert.deepEqual(await suspenseMoves(`${deposit!.id}#0`), [['suspense_entered', amount]]);
+
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await row()).neverMined.lostAt != null ? true : undefined), 'the reversal final');
+    assert.deepEqual(await suspenseMoves(`${deposit!.id}#0`), [
+      ['suspense_entered', amount],
+      ['suspense_written_off', -amount],
+    ]);
+    assert.equal(await suspense(), 0n);
+    assert.deepEqual(await ethOf(ours.id), { balance: 0n, pending: 0n });
+    const final = await eventually(async () => events().find((event) => event.type === 'deposit.reversal_final' && event.data.id === deposit!.id), 'deposit.reversal_final delivered');
+    assert.equal(final.data.status, 'dropped');
+    await ledgerMatchesChain();
+  });
+
+  it('a spend made outside the platform, reorganised out, whose nonce another spend took on the new chain: what it debited returns to the wallet once that is final', async () => {
+    const funded = parseEther('2');
+    const ours = await fundedWallet('Spend never mined again', funded);
+    const outside = await usedOutside(ours.id);
+    const snapshot = await reorgs.anvil.call('evm_snapshot');
+    const lostHash = await outside.sendTransaction({ to: privateKeyToAccount(generatePrivateKey()).address, value: parseEther('0.5') });
+    const lostSpent = parseEther('0.5') + receiptFee(await anvilReceipt(reorgs.anvil, lostHash));
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await ethOf(ours.id)).balance === funded - lostSpent ? true : undefined), 'the spend debited');
+    const [lost] = await (await testOrm()).em.fork().find(OutgoingTransfer, { txid: lostHash });
+
+    await reorgs.anvil.call('evm_revert', [snapshot]);
+    await reorgs.anvil.call('anvil_dropAllTransactions');
+    const keptHash = await outside.sendTransaction({ to: privateKeyToAccount(generatePrivateKey()).address, value: parseEther('0.1'), nonce: 0 });
+    const keptSpent = parseEther('0.1') + receiptFee(await anvilReceipt(reorgs.anvil, keptHash));
+    await mine(CONFIRMATIONS + 2);
+    const row = async () => (await testOrm()).em.fork().findOneOrFail(OutgoingTransfer, { id: lost!.id }, { refresh: true });
+    await eventually(async () => ((await row()).neverMined.lossSeenAtHeight != null ? true : undefined), 'the loss proven');
+    assert.equal((await ethOf(ours.id)).balance, funded - lostSpent - keptSpent, 'both debited until the proof is final');
+
+    await mine(CONFIRMATIONS);
+    await eventually(async () => ((await row()).neverMined.lostAt != null ? true : undefined), 'the lost spend returned');
+    assert.deepEqual(await ethOf(ours.id), { balance: funded - keptSpent, pending: 0n });
+    assert.equal(await suspense(), 0n);
+    const journal = await journalOf(lost!.id);
+    assert.deepEqual(
+      journal.filter((entry) => entry.kind === 'reorg_returned').map((entry) => BigInt(entry.balance)),
+      [lostSpent],
+    );
+    const returned = await eventually(async () => events().find((event) => event.type === 'wallet.unexpected_spend_returned' && event.data.tx_hash === lostHash), 'wallet.unexpected_spend_returned delivered');
+    assert.deepEqual(returned.data.returned, [{ asset: 'ETH', asset_id: 'ETH', amount: formatEther(lostSpent), amount_raw: lostSpent.toString() }]);
+    await ledgerMatchesChain();
+  });
 
   it('a surplus no transaction explains is credited only once final: a reorganisation that takes the block it was seen at starts the wait again', async () => {
     const unexplained = await createWallet('Unexplained');

@@ -118,7 +118,9 @@ export class DevnetProvider implements ChainProvider {
       parentHash: block.parentHash,
       time: block.time,
       transfers: entries.flatMap((entry) => (transfers.get(entry.txid) ?? []).map((transfer) => ({ txid: entry.txid, from: entry.sender, ...transfer }))),
-      payments: entries.flatMap((entry) => (entry.sender === null ? [] : [{ txid: entry.txid, from: entry.sender, fee: BigInt(entry.feePaid ?? '0') }])),
+      payments: entries.flatMap((entry) =>
+        entry.sender === null ? [] : [{ txid: entry.txid, from: entry.sender, fee: BigInt(entry.feePaid ?? '0'), ...(entry.nonce === null ? {} : { nonce: BigInt(entry.nonce) }) }],
+      ),
       inputs: spent.map((output) => ({ txid: output.spentBy!, spends: { txid: output.txid, vout: output.vout } })),
     };
   }

@@ -108,7 +108,7 @@ export class EvmRpcProvider implements ChainProvider {
         const receipt = receiptOf.get(transaction.hash);
         if (!receipt) throw new NodeUnavailableError(`The node's block receipts miss transaction ${transaction.hash}.`);
         const from = getAddress(transaction.from);
-        payments.push({ txid: transaction.hash, from, fee: BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice) });
+        payments.push({ txid: transaction.hash, from, fee: BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice), nonce: BigInt(transaction.nonce) });
         if (transaction.to && transaction.value > 0n && receipt.status === '0x1') {
           transfers.push({ txid: transaction.hash, position: 'native', to: getAddress(transaction.to), from, assetId: 'ETH', amount: transaction.value });
         }
