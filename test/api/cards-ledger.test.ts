@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { Card } from '../../src/cards/entities';
 import { cardBalanceProjection } from '../../src/cards/ledger';
 import { verifyLedger } from '../../src/ledger/invariants';
@@ -8,10 +7,10 @@ import { ledgerProjections } from '../../src/modules';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
 import { cli } from '../support/cli';
-import { localTemporal, testOrm } from '../support/environment';
+import { testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { assertLedgerReconciles, cardPostings, type PostingRead } from '../support/ledger';
-import { createTestWorker } from '../support/worker';
+import { startAppWithWorker } from '../support/worker';
 
 const FEE_BPS = 150;
 const HOUR = 3600_000;
@@ -19,19 +18,13 @@ const HOUR = 3600_000;
 /** A card's money as ledger postings (docs/ledger.md "Cards"): each step posted once, line by line, the card row their sum. */
 describe("Cards in the double-entry ledger", () => {
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = `cards-ledger-${randomUUID()}`;
+  let stop: () => Promise<void>;
 
   before(async () => {
-    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue, CARD_FUNDING_FEE_BPS: String(FEE_BPS) } });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue));
-    running = worker.run();
+    ({ app, stop } = await startAppWithWorker({ CARD_FUNDING_FEE_BPS: String(FEE_BPS) }));
   });
   after(async () => {
-    worker?.shutdown();
-    await running;
-    await app?.close();
+    await stop?.();
   });
 
   const getCard = async (org: TestOrganization, cardId: string) => (await app.request('GET', `/api/cards/${cardId}`, { key: org.secret })).body.data.card;
@@ -70,23 +63,23 @@ describe("Cards in the double-entry ledger", () => {
     };
   };
 
+  /** A funding's settlement: the company's reserve straight to the card, the fee to card_fees; nothing through card_issuer. */
+  const fundingPosting = (amount: number, fee: number): PostingRead => ({
+    kind: 'capture',
+    lines: [
+      ['card:card:usd:available', String(amount)],
+      ['card_fees:org:sandbox:usd', String(fee)],
+      ['company:org:sandbox:usd:reserved', String(-(amount + fee))],
+    ],
+  });
+
   it('posts a funding, purchases, withdrawals and the termination from and to the card, each once, line by line', async () => {
     const org = await createTestOrganization('Card ledger');
     await app.request('POST', '/v1/sandbox/balances', { key: org.secret, body: { currency: 'usd', amount: '50000' } });
     const card = await fundedCard(org, 10_000);
     const next = postingsOf(card);
 
-    // The initial funding: the company's reserve straight to the card, the fee to card_fees; nothing through card_issuer.
-    assert.deepEqual(await next(), [
-      {
-        kind: 'capture',
-        lines: [
-          ['card:card:usd:available', '10000'],
-          ['card_fees:org:sandbox:usd', '150'],
-          ['company:org:sandbox:usd:reserved', '-10150'],
-        ],
-      },
-    ]);
+    assert.deepEqual(await next(), [fundingPosting(10_000, 150)]);
 
     const approved = await app.request('POST', `/v1/sandbox/cards/${card.id}/authorizations`, { key: org.secret, body: { amount: 2_500, merchant_name: 'Corner Coffee' } });
     assert.equal(approved.body.data.approved, true, approved.text);
@@ -131,16 +124,7 @@ describe("Cards in the double-entry ledger", () => {
     ]);
 
     assert.equal((await settledMove(org, card.id, { type: 'fund', amount: 1_000 })).status, 'completed');
-    assert.deepEqual(await next(), [
-      {
-        kind: 'capture',
-        lines: [
-          ['card:card:usd:available', '1000'],
-          ['card_fees:org:sandbox:usd', '15'],
-          ['company:org:sandbox:usd:reserved', '-1015'],
-        ],
-      },
-    ]);
+    assert.deepEqual(await next(), [fundingPosting(1_000, 15)]);
 
     await (await testOrm()).em.fork().nativeUpdate(Card, { id: card.id }, { createdAt: new Date(Date.now() - 25 * HOUR) });
     const terminated = await app.request('DELETE', `/api/cards/${card.id}`, { key: org.secret, body: { reason: 'lost' } });
