@@ -218,8 +218,9 @@ export async function requestTermination(em: EntityManager, tenant: CardTenant, 
 
 /**
  * The termination workflow's step: returns `balance - held` to the company balance (one posting
- * from the card's available account to the company's) and marks the card terminated, once (a terminated card is returned as it is). Re-checked under the card lock;
- * what cannot be terminated yet throws a plain (retried) error, never a refusal.
+ * from the card's available account to the company's) and marks the card terminated, once (a
+ * terminated card is returned as it is). Re-checked under the card lock; what cannot be
+ * terminated yet throws a plain (retried) error, never a refusal.
  */
 export async function terminateCard(em: EntityManager, cardId: string, now: Date): Promise<Card> {
   const card = await em.findOneOrFail(Card, { id: cardId }, { ...lockingOnlyItsRow(em, Card), populate: ['customer'] });

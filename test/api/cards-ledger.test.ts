@@ -4,7 +4,7 @@ import { Card } from '../../src/cards/entities';
 import { cardBalanceProjection } from '../../src/cards/ledger';
 import { verifyLedger } from '../../src/ledger/invariants';
 import { ledgerProjections } from '../../src/modules';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { createTestOrganization, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
 import { cli } from '../support/cli';
 import { testOrm } from '../support/environment';

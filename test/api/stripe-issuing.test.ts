@@ -474,6 +474,22 @@ describe('Stripe Issuing (live cards)', () => {
       assert.equal(await em.count(CardTransaction, { organization: org.organizationId }), before);
       assert.equal(await balance(), '-500');
     });
+
+    it("terminates a card the issuer took below zero without charging the company: its debt stays with the issuer, posted", async function () {
+      needStripeMock(this, stripeMock);
+      const usd = async () => (await (await testOrm()).em.fork().execute<{ available: string }[]>(`select available::text from company_balances where organization_id = ? and environment = 'live' and currency = 'usd'`, [org.organizationId]))[0]!.available;
+      const before = await usd();
+      await (await testOrm()).em.fork().nativeUpdate(Card, { id: followed.id }, { createdAt: new Date(Date.now() - 25 * HOUR) });
+      const terminated = await app.request('DELETE', `/api/cards/${followed.id}`, { key: live, body: { reason: 'overdrawn' } });
+      assert.ok([200, 202].includes(terminated.status), terminated.text);
+      await eventually(async () => ((await getCard(followed.id)).status === 'terminated' ? true : undefined), 'termination');
+      assert.deepEqual([(await getCard(followed.id)).balance_amount, await usd()], ['0', before]);
+      assert.deepEqual((await cardPostings({ id: followed.id, organizationId: org.organizationId })).at(-1), {
+        kind: 'termination',
+        lines: [['card:card:usd:available', '500'], ['card_issuer:org:live:usd', '-500']],
+      });
+      assert.deepEqual(await verifyLedger((await testOrm()).em.fork(), ledgerProjections, org.organizationId), []);
+    });
   });
 
   it('replays the recorded history of a card issuer sync with the current workflow code', async () => {
