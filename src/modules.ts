@@ -3,6 +3,7 @@ import { registerApiKeyRoutes } from './api-keys/routes';
 import { registerAutomationRoutes } from './automations/routes';
 import { registerBalanceRoutes } from './balances/routes';
 import { companyBalanceProjection } from './balances/service';
+import { cardBalanceProjection } from './cards/ledger';
 import { registerCardRoutes } from './cards/routes';
 import { registerCatalogueRoutes } from './catalogue/routes';
 import { registerChainRoutes } from './chains/routes';
@@ -46,4 +47,4 @@ export const routeModules: RouteModule[] = [
 ];
 
 /** Every domain's balance rows kept as projections of the ledger; a domain that keeps one adds its check here. */
-export const ledgerProjections: ProjectionCheck[] = [custodyBalanceProjection, companyBalanceProjection];
+export const ledgerProjections: ProjectionCheck[] = [custodyBalanceProjection, companyBalanceProjection, cardBalanceProjection];

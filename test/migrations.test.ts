@@ -1,7 +1,33 @@
 import assert from 'node:assert/strict';
+import type { Migration } from '@mikro-orm/migrations';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { testOrm } from './support/environment';
 import { Migration20261126104200 } from '../src/db/migrations/Migration20261126104200';
 import { Migration20261129100001 } from '../src/db/migrations/Migration20261129100001';
+import { Migration20261129200001 } from '../src/db/migrations/Migration20261129200001';
+import { cardBalanceProjection } from '../src/cards/ledger';
+
+/** A migration's statements up, as the migrator would run them. */
+async function statementsUp(migrationClass: new (...args: ConstructorParameters<typeof Migration>) => Migration): Promise<string[]> {
+  const em = (await testOrm()).em.fork();
+  const migration = new migrationClass(em.getDriver(), em.config);
+  migration.reset();
+  await migration.up();
+  return migration.getQueries().map((query) => (typeof query === 'string' ? query : query.toString()));
+}
+
+/** Runs `work` in a transaction on a scratch schema searched before public (the real types and tables behind it), all rolled back. */
+async function inScratchSchema(work: (tx: EntityManager) => Promise<void>): Promise<void> {
+  const tx = (await testOrm()).em.fork();
+  await tx.begin();
+  try {
+    await tx.execute('create schema migration_scratch');
+    await tx.execute('set local search_path to migration_scratch, public');
+    await work(tx);
+  } finally {
+    await tx.rollback();
+  }
+}
 
 describe('Database migrations', () => {
   it('are all applied, and the migrated schema and the snapshot both match the entities (migration:check)', async () => {
@@ -53,17 +79,9 @@ describe('Migration20261126104200: consolidation triggers counted', () => {
 
 describe('Migration20261129100001: the journals become the double-entry ledger', () => {
   it('turns every custody and company-balance entry into a balanced posting, and the old names read them back', async () => {
-    const em = (await testOrm()).em.fork();
-    const migration = new Migration20261129100001(em.getDriver(), em.config);
-    migration.reset();
-    await migration.up();
-    const up = migration.getQueries().map((query) => (typeof query === 'string' ? query : query.toString()));
-    const tx = em.fork();
-    await tx.begin();
-    try {
+    const up = await statementsUp(Migration20261129100001);
+    await inScratchSchema(async (tx) => {
       // The statements run on scratch tables of the same names (the real types from public), gone with the rollback.
-      await tx.execute('create schema migration_scratch');
-      await tx.execute('set local search_path to migration_scratch, public');
       await tx.execute(`create type balance_entry_kind as enum ('credit', 'debit', 'reserve', 'release', 'capture')`);
       await tx.execute('create table wallets (id uuid primary key, organization_id uuid not null, environment environment not null)');
       await tx.execute('create table addresses (id uuid primary key, wallet_id uuid not null)');
@@ -131,8 +149,40 @@ describe('Migration20261129100001: the journals become the double-entry ledger',
         company.map(([id, kind, amount, type, reference]) => [id, kind, amount, type, reference]),
       );
       await assert.rejects(tx.execute(`update ledger_lines set amount = 1`), /the ledger is append-only/);
-    } finally {
-      await tx.rollback();
-    }
+    });
+  });
+});
+
+describe('Migration20261129200001: cards open their ledger accounts', () => {
+  it("posts each card's balance and hold as an opening posting, once; the cards then equal their accounts", async () => {
+    const up = await statementsUp(Migration20261129200001);
+    await inScratchSchema(async (tx) => {
+      // A scratch cards table of the same name; the ledger's own tables, whose new rows go with the rollback.
+      await tx.execute('create table cards (id uuid primary key, organization_id uuid not null, environment environment not null, balance numeric(38,0) not null, held numeric(38,0) not null)');
+      const org = '00000000-0000-4000-8000-0000000000c0';
+      const [held, negative, empty] = ['00000000-0000-4000-8000-0000000000c1', '00000000-0000-4000-8000-0000000000c2', '00000000-0000-4000-8000-0000000000c3'];
+      await tx.execute(`insert into cards values ('${held}', '${org}', 'live', 1200, 200), ('${negative}', '${org}', 'live', -500, 0), ('${empty}', '${org}', 'sandbox', 0, 0)`);
+      assert.equal((await cardBalanceProjection.breaks(tx, org)).length, 2, 'before: two cards with money and no accounts');
+      for (const statement of up) await tx.execute(statement);
+      for (const statement of up) await tx.execute(statement);
+
+      const lines = await tx.execute<{ key: string; kind: string; account_key: string; amount: string }[]>(
+        `select p.key, p.kind, l.account_key, l.amount::text from ledger_postings p join ledger_lines l on l.posting_id = p.id where p.organization_id = ? order by p.key, l.account_key`,
+        [org],
+      );
+      const opening = (card: string) => `card/${card}/opening_balance/migration/Migration20261129200001`;
+      assert.deepEqual(
+        lines.map((line) => [line.key, line.kind, line.account_key, line.amount]),
+        [
+          [opening(held), 'opening_balance', `card:${held}:usd:available`, '1000'],
+          [opening(held), 'opening_balance', `card:${held}:usd:held`, '200'],
+          [opening(held), 'opening_balance', `opening_balances:${org}:live:usd`, '-1200'],
+          [opening(negative), 'opening_balance', `card:${negative}:usd:available`, '-500'],
+          [opening(negative), 'opening_balance', `opening_balances:${org}:live:usd`, '500'],
+        ],
+        'one posting per card with money, the second run posting nothing',
+      );
+      assert.deepEqual(await cardBalanceProjection.breaks(tx, org), []);
+    });
   });
 });

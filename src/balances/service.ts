@@ -3,7 +3,7 @@ import { sql } from '../db/lean';
 import type { Environment } from '../api-keys/entities';
 import { companyAccount, counterpartyAccount, type Counterparty } from '../ledger/accounts';
 import { projectionBreaks, type LedgerBreak, type ProjectionCheck, type ProjectionRow } from '../ledger/invariants';
-import { post, posted } from '../ledger/postings';
+import { post, posted, type PostingLine } from '../ledger/postings';
 import { DomainError } from '../shared/errors';
 import { iso } from '../shared/time';
 import { BALANCE_CURRENCIES, type BalanceCurrency, type BalanceEntryKind, CompanyBalance } from './entities';
@@ -17,6 +17,12 @@ export interface BalanceMovement {
   /** Smallest unit (cents, sats); must be positive. */
   amount: bigint;
   reference: { type: string; id: string };
+  /**
+   * The other side's lines in the same posting, when the money moves to or from another holder of the
+   * organization (a card's accounts, a fee) rather than wholly through the rail: the rail's line takes
+   * what they leave, and is left out when that is nothing.
+   */
+  against?: PostingLine[];
 }
 
 export interface BalanceSnapshot {
@@ -59,7 +65,8 @@ const COUNTERPARTY_OF: Record<string, Counterparty> = {
  * Moves a company balance, exactly once per (reference, kind), inside the caller's transaction:
  * the balance row is locked (`for update`) so concurrent movements serialize, and a movement that
  * would take `available` or `reserved` below zero is refused with 400 insufficient_funds. The
- * movement is a balanced ledger posting (the balance's states against the rail it moved through);
+ * movement is a balanced ledger posting (the balance's states against `against`, if given, and the
+ * rail it moved through);
  * the row, its projection, moves only when the posting is new. Returns whether this call applied it
  * (false: it had been applied before) and the new balance.
  */
@@ -92,6 +99,8 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
     throw new Error(`cannot ${movement.kind} ${movement.amount}: only ${current.reserved} reserved`);
   }
   const scope = { organizationId: movement.organizationId, environment: movement.environment };
+  const against = movement.against ?? [];
+  const otherSide = against.reduce((total, line) => total + line.amount, 0n);
   const applied = await post(em, {
     ...scope,
     key,
@@ -100,7 +109,8 @@ export async function applyBalanceEntry(em: EntityManager, movement: BalanceMove
     lines: [
       { account: companyAccount(scope, movement.currency, 'available'), amount: availableDelta },
       { account: companyAccount(scope, movement.currency, 'reserved'), amount: reservedDelta },
-      { account: counterpartyAccount(scope, counterparty, movement.currency), amount: -(availableDelta + reservedDelta) },
+      ...against,
+      { account: counterpartyAccount(scope, counterparty, movement.currency), amount: -(availableDelta + reservedDelta + otherSide) },
     ],
   });
   if (!applied) return { applied: false, balance: current };

@@ -5,6 +5,7 @@ import { isUuid } from '../shared/ids';
 import { Card, CardTransaction } from './entities';
 import { presentTransaction } from './presenters';
 import { cardDestinations, findCard, type CardTenant } from './lookups';
+import { cardTransactionReference, postCardMovement } from './ledger';
 import { exceededSpendLimit } from './spend-limits';
 import { lockingOnlyItsRow } from '../db/row-lock';
 
@@ -52,7 +53,8 @@ export async function authorizeIssuerRequest(
 /**
  * Under the card lock the caller holds: approved only when the card is active and not being
  * terminated, its spendable balance covers it and no limit window would be exceeded; recorded
- * either way as a purchase, and announced (card.authorization).
+ * either way as a purchase (an approved one posted from the card to `card_issuer`), and announced
+ * (card.authorization).
  */
 async function decidePurchase(
   em: EntityManager,
@@ -81,6 +83,7 @@ async function decidePurchase(
     createdAt: request.at,
   });
   await em.flush();
+  if (!declineReason) await postCardMovement(em, card, { kind: 'purchase', reference: cardTransactionReference(transaction.id), change: { available: -amount }, counterparty: 'card_issuer' });
   await emit(em, {
     organizationId, environment: card.environment,
     type: 'card.authorization',

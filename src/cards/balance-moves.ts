@@ -14,11 +14,9 @@ import { isUuid, uuid } from '../shared/ids';
 import { recordStart } from '../temporal/starter';
 import { Card, CardTransaction } from './entities';
 import { cardBalanceFlow } from './flows/balance';
+import { cardFeeLine, cardLines, cardTransactionReference, postCardMovement } from './ledger';
 import { presentTransaction } from './presenters';
 import { CARD_SECRETS, cardDestinations, invalidStateTransition, tenantFilter, type CardTenant } from './lookups';
-
-/** Company-balance journal references: the card transaction id makes every movement idempotent. */
-const cardTransactionReference = (transactionId: string) => ({ type: 'card_transaction', id: transactionId });
 
 /** The funding fee: `bps` basis points of the amount, rounded down to the cent. */
 export const fundingFee = (amount: bigint, bps: number): bigint => (amount * BigInt(bps)) / 10_000n;
@@ -122,6 +120,7 @@ export async function requestBalanceMove(
     if (spendable < amount) throw cardInsufficientFunds(amount, spendable);
     card.held = (BigInt(card.held) + amount).toString();
     await sql(em, 'update cards set held = $1, updated_at = now() where id = $2', [card.held, card.id]);
+    await postCardMovement(em, card, { kind: 'hold', reference: cardTransactionReference(transaction.id), change: { available: -amount, held: amount } });
   }
   recordStart(em, cardBalanceFlow, { transactionId: transaction.id }, tenant.organizationId);
   return { transaction, card };
@@ -189,10 +188,18 @@ export async function settleTransaction(
   const transaction = detachedRow(em, CardTransaction, settled);
   const organizationId = card.organization.id;
   const reference = cardTransactionReference(transaction.id);
+  const company = { organizationId, environment: card.environment, currency: 'usd', reference } as const;
+  // One posting each: a funding goes from the company's reserve to the card (its fee to card_fees), a withdrawal from the card's hold to the company.
   if (transaction.type === 'funding') {
-    await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: outcome.ok ? 'capture' : 'release', amount: amount + fee, reference });
-  } else if (outcome.ok && amount > fee) {
-    await applyBalanceEntry(em, { organizationId, environment: card.environment, currency: 'usd', kind: 'credit', amount: amount - fee, reference });
+    const against = outcome.ok ? [...cardLines(card.id, { available: amount }), cardFeeLine(card, fee)] : [];
+    await applyBalanceEntry(em, { ...company, kind: outcome.ok ? 'capture' : 'release', amount: amount + fee, against });
+  } else if (!outcome.ok) {
+    await postCardMovement(em, card, { kind: 'release', reference, change: { available: amount, held: -amount } });
+  } else if (amount > fee) {
+    await applyBalanceEntry(em, { ...company, kind: 'credit', amount: amount - fee, against: [...cardLines(card.id, { held: -amount }), cardFeeLine(card, fee)] });
+  } else {
+    // The fee takes it all: nothing reaches the company balance.
+    await postCardMovement(em, card, { kind: 'withdrawal', reference, change: { held: -amount }, counterparty: 'card_fees' });
   }
   if (callerHoldsCard) em.map(Card, (await sql(em, 'select * from cards where id = $1', [card.id]))[0]!);
   await emit(em, {

@@ -5,6 +5,7 @@ import { isUuid } from '../shared/ids';
 import { issuerAuthorizationReference } from './authorization';
 import { Card, CardTransaction, type CardTransactionType } from './entities';
 import { recordIssuerSync } from './issuer-sync';
+import { cardTransactionReference, postCardMovement } from './ledger';
 import { presentTransaction } from './presenters';
 import { cardDestinations } from './lookups';
 import { lockingOnlyItsRow } from '../db/row-lock';
@@ -121,7 +122,7 @@ async function authorizationCharge(em: EntityManager, card: Card, authorizationI
 /**
  * Moves the card's balance by `change` (a credit when positive; a debit may take it below zero: the
  * issuer already paid), and what it has spent by `spent`, once per reference; records the movement as a completed card
- * transaction and announces it; the issuer's copy of the card is then synced to its new balance.
+ * transaction, posts it against `card_issuer` and announces it; the issuer's copy of the card is then synced to its new balance.
  */
 async function recordMovement(
   em: EntityManager,
@@ -148,6 +149,7 @@ async function recordMovement(
   });
   recordIssuerSync(em, card);
   await em.flush();
+  await postCardMovement(em, card, { kind: movement.type, reference: cardTransactionReference(transaction.id), change: { available: movement.change }, counterparty: 'card_issuer' });
   await emit(em, {
     organizationId: card.organization.id,
     environment: card.environment,

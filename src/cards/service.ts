@@ -27,9 +27,9 @@ import { limitsFromDecimals } from './spend-limits';
 import { lockingOnlyItsRow } from '../db/row-lock';
 import { cardDestinations, findCard, invalidStateTransition, tenantFilter, type CardTenant } from './lookups';
 import { fundingFee, judgeCardMove, reserveFunding, settleTransaction } from './balance-moves';
+import { cardLines, postCardMovement } from './ledger';
 
-/** The company-balance journal reference of a termination: the card id makes its refund idempotent. */
-
+/** The ledger reference of a termination: the card id makes its return idempotent. */
 const cardTerminationReference = (cardId: string) => ({ type: 'card_termination', id: cardId });
 
 /** When the 24-hour cooling period after creation ends. */
@@ -217,9 +217,10 @@ export async function requestTermination(em: EntityManager, tenant: CardTenant, 
 }
 
 /**
- * The termination workflow's step: returns `balance - held` to the company balance and marks the
- * card terminated, once (a terminated card is returned as it is). Re-checked under the card lock;
- * what cannot be terminated yet throws a plain (retried) error, never a refusal.
+ * The termination workflow's step: returns `balance - held` to the company balance (one posting
+ * from the card's available account to the company's) and marks the card terminated, once (a
+ * terminated card is returned as it is). Re-checked under the card lock; what cannot be
+ * terminated yet throws a plain (retried) error, never a refusal.
  */
 export async function terminateCard(em: EntityManager, cardId: string, now: Date): Promise<Card> {
   const card = await em.findOneOrFail(Card, { id: cardId }, { ...lockingOnlyItsRow(em, Card), populate: ['customer'] });
@@ -227,8 +228,12 @@ export async function terminateCard(em: EntityManager, cardId: string, now: Date
   if (now < terminableAt(card)) throw new Error(`card ${card.id} is in its cooling period until ${terminableAt(card).toISOString()}`);
   if ((await em.count(CardTransaction, { card, status: 'pending' })) > 0) throw new Error(`card ${card.id} has transactions still settling`);
   const remaining = BigInt(card.balance) - BigInt(card.held);
+  const reference = cardTerminationReference(card.id);
   if (remaining > 0n) {
-    await applyBalanceEntry(em, { organizationId: card.organization.id, environment: card.environment, currency: 'usd', kind: 'credit', amount: remaining, reference: cardTerminationReference(card.id) });
+    await applyBalanceEntry(em, { organizationId: card.organization.id, environment: card.environment, currency: 'usd', kind: 'credit', amount: remaining, reference, against: cardLines(card.id, { available: -remaining }) });
+  } else {
+    // A card the issuer took below zero is not charged to the company: its debt stays with the issuer, who already paid it.
+    await postCardMovement(em, card, { kind: 'termination', reference, change: { available: -remaining }, counterparty: 'card_issuer' });
   }
   card.balance = card.held;
   card.remainingBalance = remaining.toString();

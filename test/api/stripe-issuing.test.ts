@@ -10,6 +10,8 @@ import { issuerAuthorizationReference } from '../../src/cards/authorization';
 import { Card, CardTransaction, Customer } from '../../src/cards/entities';
 import { Event } from '../../src/events/entities';
 import { stripeIssuingFor } from '../../src/cards/providers/stripe-issuer';
+import { verifyLedger } from '../../src/ledger/invariants';
+import { ledgerProjections } from '../../src/modules';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle, type ServiceWorkers } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
@@ -18,6 +20,7 @@ import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
+import { cardPostings } from '../support/ledger';
 import { createTestWorker } from '../support/worker';
 
 const HOUR = 3600_000;
@@ -331,6 +334,10 @@ describe('Stripe Issuing (live cards)', () => {
         ['purchase', 'completed', '300', '10000', '9700'],
         ['reversal', 'completed', '300', '9700', '10000'],
       ]);
+      assert.deepEqual((await cardPostings({ id: followed.id, organizationId: org.organizationId })).slice(-2), [
+        { kind: 'purchase', lines: [['card:card:usd:available', '-300'], ['card_issuer:org:live:usd', '300']] },
+        { kind: 'reversal', lines: [['card:card:usd:available', '300'], ['card_issuer:org:live:usd', '-300']] },
+      ]);
       const em = (await testOrm()).em.fork();
       const reversal = await em.findOneOrFail(CardTransaction, { card: followed.id, type: 'reversal', reference: { $like: `${reference}:%` } });
       const announced = await em.find(Event, { organization: org.organizationId, type: 'card.transaction.completed', dedupeKey: `card.transaction:${reversal.id}` });
@@ -391,6 +398,10 @@ describe('Stripe Issuing (live cards)', () => {
         ['purchase', 'completed', '1000', '10000', '9000'],
         ['capture_adjustment', 'completed', '150', '9000', '8850'],
       ]);
+      assert.deepEqual((await cardPostings({ id: followed.id, organizationId: org.organizationId })).slice(-2), [
+        { kind: 'purchase', lines: [['card:card:usd:available', '-1000'], ['card_issuer:org:live:usd', '1000']] },
+        { kind: 'capture_adjustment', lines: [['card:card:usd:available', '-150'], ['card_issuer:org:live:usd', '150']] },
+      ]);
     });
 
     it('releases the rest of an under-capture once, whichever of the capture and the closed authorization comes first', async function () {
@@ -432,6 +443,14 @@ describe('Stripe Issuing (live cards)', () => {
       await acknowledged(transactionCreated(followed.issuerCardId!, 'ipi_force_capture', 'capture', 9_000, null), mock.webhookSecret);
       assert.equal(await balance(), '-500');
       assert.deepEqual(await movements('issuer_transaction:ipi_force_capture'), [['capture_adjustment', 'completed', '9000', '8500', '-500']]);
+      // Each movement the issuer made is a posting between the card and card_issuer (the merchants, through Stripe);
+      // the card's row, below zero, is still its accounts' sum: no break.
+      const posted = await cardPostings({ id: followed.id, organizationId: org.organizationId });
+      assert.deepEqual(posted.slice(-2), [
+        { kind: 'refund', lines: [['card:card:usd:available', '450'], ['card_issuer:org:live:usd', '-450']] },
+        { kind: 'capture_adjustment', lines: [['card:card:usd:available', '-9000'], ['card_issuer:org:live:usd', '9000']] },
+      ]);
+      assert.deepEqual(await verifyLedger((await testOrm()).em.fork(), ledgerProjections, org.organizationId), []);
       // Stripe's copy follows: what the card spent (the captures, 1950 + 9000) plus what it may spend (none) is its
       // all-time cap, the 10000 funded and the 450 refunded; reversals and capture adjustments moved both terms alike.
       await acceptedRequestTo(mock, 'POST', `/v1/issuing/cards/${followed.issuerCardId}`, 'status:active', 'amount:10450 interval:all_time');
@@ -454,6 +473,22 @@ describe('Stripe Issuing (live cards)', () => {
       assert.equal(forged.body.error.code, 'invalid_signature');
       assert.equal(await em.count(CardTransaction, { organization: org.organizationId }), before);
       assert.equal(await balance(), '-500');
+    });
+
+    it("terminates a card the issuer took below zero without charging the company: its debt stays with the issuer, posted", async function () {
+      needStripeMock(this, stripeMock);
+      const usd = async () => (await (await testOrm()).em.fork().execute<{ available: string }[]>(`select available::text from company_balances where organization_id = ? and environment = 'live' and currency = 'usd'`, [org.organizationId]))[0]!.available;
+      const before = await usd();
+      await (await testOrm()).em.fork().nativeUpdate(Card, { id: followed.id }, { createdAt: new Date(Date.now() - 25 * HOUR) });
+      const terminated = await app.request('DELETE', `/api/cards/${followed.id}`, { key: live, body: { reason: 'overdrawn' } });
+      assert.ok([200, 202].includes(terminated.status), terminated.text);
+      await eventually(async () => ((await getCard(followed.id)).status === 'terminated' ? true : undefined), 'termination');
+      assert.deepEqual([(await getCard(followed.id)).balance_amount, await usd()], ['0', before]);
+      assert.deepEqual((await cardPostings({ id: followed.id, organizationId: org.organizationId })).at(-1), {
+        kind: 'termination',
+        lines: [['card:card:usd:available', '500'], ['card_issuer:org:live:usd', '-500']],
+      });
+      assert.deepEqual(await verifyLedger((await testOrm()).em.fork(), ledgerProjections, org.organizationId), []);
     });
   });
 

@@ -136,7 +136,7 @@ describe('The ledger invariant check (ledger:verify, the ledger-invariant-check 
       ],
     );
     const whole = JSON.parse((await cli(['ledger:verify', '--org', org.organizationId])).stdout) as { whole: boolean; checked: string[] };
-    assert.deepEqual(whole, { whole: true, checked: ['custody_balances', 'company_balances'], breaks: [] });
+    assert.deepEqual(whole, { whole: true, checked: ['custody_balances', 'company_balances', 'card_balances'], breaks: [] });
 
     const em = (await testOrm()).em.fork();
     // An insider (or a bug) raises the balance without a posting: the projection no longer equals its accounts.

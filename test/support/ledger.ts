@@ -92,3 +92,25 @@ export async function companyBalanceEntries(organizationId: string, filter: { re
     .filter((row) => !filter.kinds || filter.kinds.includes(row.kind))
     .map((row) => ({ kind: row.kind, amount: row.amount, referenceType: row.reference_type, referenceId: row.reference_id }));
 }
+
+/** A posting as a test reads it: its kind, and its lines as [account, amount], the organization's and card's ids shown as `org` and `card`. */
+export interface PostingRead {
+  kind: string;
+  lines: [string, string][];
+}
+
+/**
+ * Every posting that moves one of the card's accounts, oldest first, with all its lines (the company
+ * balance's and the counterparties' too), each posting's lines in key order.
+ */
+export async function cardPostings(card: { id: string; organizationId: string }): Promise<PostingRead[]> {
+  const rows = await (await testOrm()).em.fork().getConnection().execute<{ kind: string; lines: [string, string][] }[]>(
+    `select p.kind, jsonb_agg(jsonb_build_array(l.account_key, l.amount::text) order by l.account_key) as lines
+       from ledger_postings p join ledger_lines l on l.posting_id = p.id
+      where p.id in (select cl.posting_id from ledger_lines cl join ledger_accounts a on a.key = cl.account_key where a.holder_id = ? and a.type like 'card\\_%')
+      group by p.id order by min(l.id)`,
+    [card.id],
+  );
+  const named = (key: string) => key.replaceAll(card.organizationId, 'org').replaceAll(card.id, 'card');
+  return rows.map((row) => ({ kind: row.kind, lines: row.lines.map(([key, amount]) => [named(key), amount] as [string, string]) }));
+}

@@ -33,11 +33,11 @@ export async function createTestWorker(
   return { worker, taskQueue };
 }
 
-/** The API and the service's worker on the local dev server, on a task queue of their own; `stop` ends both. */
-export async function startAppWithWorker(): Promise<{ app: TestApp; stop: () => Promise<void> }> {
-  const { worker, taskQueue } = await createTestWorker(await localTemporal());
+/** The API and the service's worker on the local dev server, on a task queue of their own, both with `config` on top; `stop` ends both. */
+export async function startAppWithWorker(config: Record<string, string> = {}): Promise<{ app: TestApp; stop: () => Promise<void> }> {
+  const { worker, taskQueue } = await createTestWorker(await localTemporal(), undefined, config);
   const running = worker.run();
-  const app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
+  const app = await startTestApp({ config: { ...config, TEMPORAL_TASK_QUEUE: taskQueue } });
   return {
     app,
     stop: async () => {
