@@ -17,8 +17,10 @@ import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
 import { ledgerBreaks, presentBreak } from './monitoring/ledger-invariants';
 import { presentDrift } from './monitoring/drifts';
+import { openSuspenseItems } from './ledger/suspense';
 import { ledgerProjections } from './modules';
 import { DomainError } from './shared/errors';
+import { iso } from './shared/time';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember, presentSettings, type SettingsPatch } from './organizations/service';
 import { addMemberByOperator, configureByOperator } from './policies/governance';
@@ -55,6 +57,10 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   ledger:drift [--org ID] [--environment sandbox|live] [--chain CHAIN] [--status open|suspected|credited|resolved]
                                             the differences the ledger reconciliation found between
                                             the custody ledger and the chains (default: open ones)
+  ledger:suspense [--org ID] [--environment sandbox|live]
+                                            what a reorganisation left in the ledger's suspense that
+                                            the chain has not proven yet (mined again, or never to be),
+                                            oldest first
   ledger:verify [--org ID]                  prove the double-entry ledger whole: every posting balanced
                                             per asset, every balance row the sum of its accounts and
                                             never negative; lists what is broken and exits 1 if any
@@ -235,6 +241,27 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const listed = [];
     for (const drift of drifts) listed.push({ ...(await presentDrift(em, drift)), organization_id: drift.organization.id, environment: drift.environment, last_seen_at: drift.lastSeenAt.toISOString() });
     return { status, count: listed.length, drifts: listed };
+  },
+
+  async 'ledger:suspense'(orm, options) {
+    const em = orm.em.fork();
+    const items = await openSuspenseItems(em, {
+      ...(text(options, 'org') ? { organizationId: (await organization(em, required(options, 'org'))).id } : {}),
+      ...(text(options, 'environment') ? { environment: environmentOption(options) } : {}),
+    });
+    return {
+      count: items.length,
+      items: items.map((item) => ({
+        organization_id: item.organizationId,
+        environment: item.environment,
+        reference_type: item.reference.type,
+        reference_id: item.reference.id,
+        asset_id: item.assetId,
+        counterparty: item.counterparty,
+        amount_raw: item.amount.toString(),
+        entered_at: iso(item.enteredAt),
+      })),
+    };
   },
 
   async 'ledger:verify'(orm, options) {

@@ -46,6 +46,8 @@ export class LedgerAccount {
  */
 @Entity({ tableName: 'ledger_postings' })
 @Index({ properties: ['organizationId', 'environment', 'createdAt'] })
+// What waits in suspense is listed from its entries: few beside the whole ledger.
+@Index({ name: 'ledger_postings_suspense_entered_idx', expression: `create index "ledger_postings_suspense_entered_idx" on "ledger_postings" ("created_at") where kind = 'suspense_entered'` })
 @Index({ properties: ['referenceType', 'referenceId'] })
 export class LedgerPosting {
   @PrimaryKey({ type: 'text' })

@@ -10,6 +10,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { emit } from '../events/service';
 import { LedgerInvariantCheck } from '../ledger/entities';
 import { verifyLedger, type LedgerBreak, type ProjectionCheck } from '../ledger/invariants';
+import { openSuspenseItems } from '../ledger/suspense';
 import type { Logger } from '../logger';
 import { canonicalJson } from '../shared/canonical-json';
 import { iso } from '../shared/time';
@@ -82,6 +83,35 @@ export function registerLedgerInvariantMetrics(registry: Registry, em: () => Ent
       this.reset();
       const check = await latest();
       if (check) this.set(check.violations);
+    },
+  });
+  const suspense = async () => {
+    const groups = new Map<string, { environment: string; asset: string; count: number; oldest: Date }>();
+    for (const item of await openSuspenseItems(em())) {
+      const key = `${item.environment}/${item.assetId}`;
+      const group = groups.get(key) ?? { environment: item.environment, asset: item.assetId, count: 0, oldest: item.enteredAt };
+      groups.set(key, { ...group, count: group.count + 1, oldest: item.enteredAt < group.oldest ? item.enteredAt : group.oldest });
+    }
+    return [...groups.values()];
+  };
+  new Gauge({
+    name: 'ledger_suspense_items',
+    help: "Rounds of value a reorganisation left in the ledger's suspense that the chain has proven neither mined again nor never to be (npm run cli -- ledger:suspense lists them)",
+    labelNames: ['environment', 'asset'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const group of await suspense()) this.set({ environment: group.environment, asset: group.asset }, group.count);
+    },
+  });
+  new Gauge({
+    name: 'ledger_suspense_oldest_item_timestamp_seconds',
+    help: "When the oldest round still in the ledger's suspense entered it (absent: none): one that stays is a transfer no proof resolves, for an operator",
+    labelNames: ['environment', 'asset'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const group of await suspense()) this.set({ environment: group.environment, asset: group.asset }, group.oldest.getTime() / 1000);
     },
   });
   new Gauge({

@@ -6,6 +6,7 @@ import { OutgoingTransaction } from '../../src/transactions/entities';
 import { anvilFunder, anvilReceipt, receiptFee } from '../support/anvil';
 import { anvilReorganisations, REORG_CONFIRMATIONS as CONFIRMATIONS } from '../support/anvil-reorgs';
 import { testOrm } from '../support/environment';
+import { cli } from '../support/cli';
 import { eventually } from '../support/eventually';
 
 /**
@@ -15,6 +16,9 @@ import { eventually } from '../support/eventually';
  */
 describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
   const reorgs = anvilReorganisations('anvil-reorg-suspense');
+  /** What the organization has in suspense not yet proven, as `npm run cli -- ledger:suspense` lists it. */
+  const openInSuspense = async () =>
+    (JSON.parse((await cli(['ledger:suspense', '--org', reorgs.org.organizationId])).stdout) as { items: Record<string, string>[] }).items;
   const { funder, mine, createWallet, fundedWallet, broadcastSend, ethOf, call, ledgerMatchesChain, journalOf, suspense, suspenseMoves, usedOutside, events, broadcastAgain, reconcile } = reorgs;
 
   it('a reversed deposit the wallet had spent: its send reorganised out too, an overdrawn drift raised, both in suspense, all settled again when mined again', async () => {
@@ -145,9 +149,9 @@ describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
       'the amount and the fee, once',
     );
     assert.equal(await suspense(), 0n, 'nothing left in suspense');
+    assert.deepEqual(await openInSuspense(), [], 'every round of this file so far proven: mined again, or returned');
     await ledgerMatchesChain();
   });
-
 
   it("a reversed deposit whose payer used its nonce for another transaction on the new chain: written off from suspense once that is final (deposit.reversal_final)", async () => {
     const ours = await createWallet('Deposit never mined again');
@@ -170,6 +174,12 @@ describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
     await eventually(async () => ((await row()).neverMined.lossSeenAtHeight != null ? true : undefined), 'the loss proven');
     assert.equal((await row()).neverMined.lostAt, null, 'not resolved before the proof is final');
     assert.deepEqual(await suspenseMoves(`${deposit!.id}#0`), [['suspense_entered', amount]]);
+    // Operators see what waits: the CLI lists the round, /metrics counts it.
+    assert.deepEqual(
+      (await openInSuspense()).map((item) => [item.reference_type, item.reference_id, item.asset_id, item.counterparty, item.amount_raw]),
+      [['incoming_transfer', `${deposit!.id}#0`, 'ETH', 'world', amount.toString()]],
+    );
+    assert.match((await reorgs.app.request('GET', '/metrics')).text, /ledger_suspense_items\{environment="sandbox",asset="ETH"\} [1-9]/);
 
     await mine(CONFIRMATIONS);
     await eventually(async () => ((await row()).neverMined.lostAt != null ? true : undefined), 'the reversal final');
@@ -178,6 +188,7 @@ describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
       ['suspense_written_off', -amount],
     ]);
     assert.equal(await suspense(), 0n);
+    assert.deepEqual(await openInSuspense(), []);
     assert.deepEqual(await ethOf(ours.id), { balance: 0n, pending: 0n });
     const final = await eventually(async () => events().find((event) => event.type === 'deposit.reversal_final' && event.data.id === deposit!.id), 'deposit.reversal_final delivered');
     assert.equal(final.data.status, 'dropped');
@@ -208,6 +219,7 @@ describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
     await eventually(async () => ((await row()).neverMined.lostAt != null ? true : undefined), 'the lost spend returned');
     assert.deepEqual(await ethOf(ours.id), { balance: funded - keptSpent, pending: 0n });
     assert.equal(await suspense(), 0n);
+    assert.deepEqual(await openInSuspense(), []);
     const journal = await journalOf(lost!.id);
     assert.deepEqual(
       journal.filter((entry) => entry.kind === 'reorg_returned').map((entry) => BigInt(entry.balance)),
