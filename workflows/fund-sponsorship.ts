@@ -19,10 +19,10 @@ export const WAITS_PER_RUN = 200;
 /**
  * `sponsorship-<id>`: a gas station pays someone's fee. The station's fuel send (its own
  * `transaction-<id>` workflow) is followed until it settles; a fuel that never reached the chain
- * fails the sponsorship and releases the sponsored send. Once the fuel is confirmed, a sponsored
- * send's workflow is started (`funded`), or the client's signed transaction is broadcast and
- * followed to its confirmation count, re-broadcast with the same bytes while a node does not know
- * it. Every step is idempotent, so a continued-as-new run simply carries on from what is stored.
+ * fails the sponsorship and releases the sponsored send. Once the fuel is confirmed (and on a
+ * custody sender's books: gas-stations/fuel.ts), a sponsored send's workflow is started (`funded`),
+ * or the client's signed transaction is broadcast and followed to its confirmation count,
+ * re-broadcast with the same bytes while a node does not know it. Every step is idempotent, so a continued-as-new run simply carries on from what is stored.
  */
 export const fundSponsorshipWorkflow: WorkflowOf<typeof sponsorshipFlow> = async (input) => {
   let waits = 0;

@@ -289,13 +289,6 @@ const FINAL: readonly SponsorshipStatus[] = ['funded', 'confirmed', 'failed'];
 const lockedSponsorship = (em: EntityManager, id: string) =>
   em.findOneOrFail(Sponsorship, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['fuelTransaction', 'sponsoredTransaction'] });
 
-/** Where the station's fuel send stands: `pending` until its own workflow settles or releases it. */
-export async function fuelOutcome(deps: SponsorshipDeps, sponsorshipId: string): Promise<'pending' | 'confirmed' | 'failed'> {
-  const sponsorship = await deps.lifecycle.em().findOneOrFail(Sponsorship, { id: sponsorshipId }, { populate: ['fuelTransaction'] });
-  const status = sponsorship.fuelTransaction.status;
-  return status === 'confirmed' || status === 'failed' ? status : 'pending';
-}
-
 /**
  * The fuel is confirmed: the budget is charged what the fuel send really cost, and the sponsored
  * send's workflow is recorded to start (kind transaction: `funded`, final here), or the client's

@@ -17,9 +17,9 @@ import { workflowBundle } from '../../src/worker-setup';
 import { sweepStarts } from '../support/cards';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../support/environment';
-import { creditCustodyWallet } from '../support/ledger';
 import { eventually, within } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { mineAndScan } from '../support/scanning';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const ETHER = 10n ** 18n;
@@ -60,13 +60,10 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
   const em = async () => (await testOrm()).em.fork();
   const call = (method: string, path: string, body?: unknown) => app.request(method, path, { key: org.secret, body });
   const provider = () => app.deps.chains.provider('ethereum', 'sandbox');
-  /** `amount` of `assetId` at `address` on the devnet and on its wallet's ledger (no scanner runs here). */
-  async function credit(address: string, walletId: string, assetId: string, amount: bigint, onChain = true) {
-    if (onChain) {
-      await fundFromFaucet(await em(), 'ethereum', { to: address, assetId, amount });
-      await mineDevnetBlocks(await em(), 'ethereum', 1);
-    }
-    await creditCustodyWallet(await em(), walletId, assetId, amount, { address });
+  /** `amount` of `assetId` at `address` on the devnet, credited to its wallet's ledger by scanning (no scanner workflow runs here). */
+  async function credit(address: string, assetId: string, amount: bigint) {
+    await fundFromFaucet(await em(), 'ethereum', { to: address, assetId, amount });
+    await mineAndScan(app, 'ethereum', 2);
   }
   async function wallet(vaultId: string, name: string) {
     const created = await call('POST', '/v1/wallets', { name, chain: 'ethereum', vault_id: vaultId });
@@ -100,15 +97,23 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
     return { runId, handle };
   }
   /**
-   * Mines a block every 300 ms while the run goes (each send, fuel and sweep waits for its confirmations), for
-   * at most `timeoutMs`: a run that never ends fails its test and stops the mining, not the tests after it.
+   * Mines and scans a block every 300 ms while the run goes (each send, fuel and sweep waits for its confirmations, a
+   * sponsored sweep for its fuel on the sender's books), for at most `timeoutMs`: a run that never ends fails its test
+   * and stops the mining, not the tests after it.
    */
   async function mineWhile<T>(work: Promise<T>, timeoutMs = 150_000): Promise<T> {
-    const miner = setInterval(() => void em().then((orm) => mineDevnetBlocks(orm, 'ethereum', 1)), 300);
+    let mining = true;
+    const miner = (async () => {
+      while (mining) {
+        await mineAndScan(app, 'ethereum', 1);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+    })();
     try {
       return await within(work, 'the consolidation run to end', timeoutMs);
     } finally {
-      clearInterval(miner);
+      mining = false;
+      await miner;
     }
   }
   const sweepsOf = async (runId: string) => (await em()).find(ConsolidationSweep, { run: runId }, { populate: ['transaction', 'sourceAddress'], orderBy: { createdAt: 'asc' } });
@@ -132,10 +137,10 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
     second = { id: one.id, address: extra.body.address };
     third = await wallet(vault, 'Customer two');
     station = (await call('POST', '/v1/gas-stations', { name: 'ETH gas', chain: 'ethereum', threshold: '0' })).body;
-    await credit(station.address, station.wallet_id, 'ETH', ETHER);
-    await credit(first.address, first.id, 'USDC_ETH', 100n * USDC);
-    await credit(second.address, second.id, 'USDC_ETH', 50n * USDC);
-    await credit(third.address, third.id, 'ETH', ETHER / 5n);
+    await credit(station.address, 'ETH', ETHER);
+    await credit(first.address, 'USDC_ETH', 100n * USDC);
+    await credit(second.address, 'USDC_ETH', 50n * USDC);
+    await credit(third.address, 'ETH', ETHER / 5n);
     ruleId = await createRule(vault, treasury, 'customer_gas_station', [USDC_ASSET, ETH_ASSET], station.id);
 
     const { runId, handle } = await run(ruleId);
@@ -168,8 +173,8 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
   });
 
   it('a run with a failed sweep ends partially_failed; the failure is reported with its reason', async () => {
-    await credit(first.address, first.id, 'USDC_ETH', 20n * USDC);
-    await credit(third.address, third.id, 'ETH', ETHER / 10n);
+    await credit(first.address, 'USDC_ETH', 20n * USDC);
+    await credit(third.address, 'ETH', ETHER / 10n);
     // The station may sponsor nothing more today: the token sweep is refused, the native one goes.
     const patched = await call('PATCH', `/v1/gas-stations/${station.id}`, { daily_sponsorship_budget: '0' });
     assert.equal(patched.status, 200, patched.text);
@@ -195,8 +200,8 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
     const env = await timeSkippingTemporal();
     await stopWorker();
     await startWorker(env, 'no cache');
-    await credit(first.address, first.id, 'USDC_ETH', 30n * USDC);
-    await credit(second.address, second.id, 'USDC_ETH', 40n * USDC);
+    await credit(first.address, 'USDC_ETH', 30n * USDC);
+    await credit(second.address, 'USDC_ETH', 40n * USDC);
     const { runId, handle } = await run(ruleId);
     await eventually(async () => ((await sweepsOf(runId)).filter((sweep) => sweep.status === 'submitted').length === 2 ? true : undefined), 'both sweeps submitted');
     await stopWorker();
@@ -225,7 +230,7 @@ describe('consolidationRunWorkflow (time-skipping, the Ethereum devnet)', () => 
        from generate_series(1, 9999) n`,
       [org.organizationId, holder.id],
     );
-    await credit(holder.address, holder.id, 'USDC_ETH', 5n * USDC);
+    await credit(holder.address, 'USDC_ETH', 5n * USDC);
     const bigRule = await createRule(big, (await call('POST', '/v1/vaults', { name: 'Big treasury' })).body.id, 'customer_gas_station', [USDC_ASSET], station.id);
     await wallet((await (await em()).findOneOrFail(ConsolidationRule, { id: bigRule }, { populate: ['destinationVault'] })).destinationVault!.id, 'Big treasury ETH');
     const { runId, handle } = await run(bigRule);

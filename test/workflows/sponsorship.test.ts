@@ -13,6 +13,7 @@ import { releaseTimeSkippingTemporal, testOrm, timeSkippingTemporal } from '../s
 import { creditCustodyWallet } from '../support/ledger';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
+import { mineAndScan, scanDevnet } from '../support/scanning';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const ETHER = 10n ** 18n;
@@ -40,28 +41,28 @@ describe('fundSponsorshipWorkflow (time-skipping, the Ethereum devnet)', () => {
   });
 
   const em = async () => (await testOrm()).em.fork();
-  /** Puts `amount` of `assetId` on the devnet at `address` and, when `walletId` is given, on that wallet's ledger (no scanner runs here). */
-  async function credit(address: string, assetId: string, amount: bigint, walletId?: string, onChain = true) {
-    if (onChain) {
-      await fundFromFaucet(await em(), 'ethereum', { to: address, assetId, amount });
-      await mineDevnetBlocks(await em(), 'ethereum', 1);
-    }
-    if (walletId) await creditCustodyWallet(await em(), walletId, assetId, amount, { address });
+  /** Mines blocks and scans them (no scanner workflow runs here): the ledger follows the chain as in the service. */
+  const mine = (count: number) => mineAndScan(app, 'ethereum', count);
+  /** Puts `amount` of `assetId` on the devnet at `address`, credited to its wallet's ledger by scanning (at its confirmation count). */
+  async function credit(address: string, assetId: string, amount: bigint) {
+    await fundFromFaucet(await em(), 'ethereum', { to: address, assetId, amount });
+    await mine(2);
   }
   /** An organization with an Ethereum gas station and a wallet holding only USDC. */
   async function setUp(name: string, stationOnChain: boolean) {
     const org = await createTestOrganization(name);
     const call = (method: string, path: string, body?: unknown) => app.request(method, path, { key: org.secret, body });
     const station = (await call('POST', '/v1/gas-stations', { name: 'ETH gas', chain: 'ethereum', threshold: '0' })).body;
-    await credit(station.address, 'ETH', ETHER, station.wallet_id, stationOnChain);
+    if (stationOnChain) await credit(station.address, 'ETH', ETHER);
+    else await creditCustodyWallet(await em(), station.wallet_id, 'ETH', ETHER);
     const vault = await call('POST', '/v1/vaults', { name: 'Senders' });
     const sender = (await call('POST', '/v1/wallets', { name: 'USDC only', chain: 'ethereum', vault_id: vault.body.id })).body;
-    await credit(sender.primary_address.address, 'USDC_ETH', 100n * USDC, sender.id);
+    await credit(sender.primary_address.address, 'USDC_ETH', 100n * USDC);
     return { org, call, station, sender: { id: sender.id as string, address: sender.primary_address.address as string } };
   }
   const transaction = async (id: string) => (await em()).findOneOrFail(OutgoingTransaction, { id });
 
-  it('sends the fuel first and starts the sponsored send only once the fuel is confirmed: the sender pays exactly the fuel', async () => {
+  it("sends the fuel first and starts the sponsored send only once the fuel is confirmed and on the sender's books: the sender pays exactly the fuel", async () => {
     const env = await timeSkippingTemporal();
     const { call, station, sender } = await setUp('Sponsored, time-skipping', true);
     const sent = await call('POST', '/v1/transactions', { wallet_id: sender.id, to_address: RECIPIENT, amount: '10', asset: 'USDC_ETH', sponsor: true });
@@ -73,18 +74,26 @@ describe('fundSponsorshipWorkflow (time-skipping, the Ethereum devnet)', () => {
     await eventually(async () => ((await transaction(fuelId)).status === 'broadcast' ? true : undefined), 'the fuel broadcast');
     assert.equal((await transaction(sent.body.id)).status, 'pending', 'the sponsored send waits, unsigned, for its fuel');
 
+    // The fuel mined at its confirmation count is confirmed by its own workflow; until scanning credits it to the sender, the
+    // sponsored send waits: its fee, debited from the sender when it settles, must never find the sender's books without the fuel.
     await mineDevnetBlocks(await em(), 'ethereum', 2);
+    await eventually(async () => ((await transaction(fuelId)).status === 'confirmed' ? true : undefined), 'the fuel confirmed');
+    await env.sleep('10 seconds');
+    assert.equal((await (await em()).findOneOrFail(Sponsorship, { id: sponsorship.id })).status, 'funding', "the fuel is not on the sender's books yet");
+    assert.equal((await transaction(sent.body.id)).status, 'pending');
+    await scanDevnet(app, 'ethereum');
     const handle = env.client.workflow.getHandle(sponsorshipFlow.workflowId({ sponsorshipId: sponsorship.id }));
     assert.equal(await handle.result(), 'funded');
-    assert.equal((await transaction(fuelId)).status, 'confirmed');
 
     await eventually(async () => ((await transaction(sent.body.id)).status === 'broadcast' ? true : undefined), 'the sponsored send broadcast');
-    await mineDevnetBlocks(await em(), 'ethereum', 2);
+    await mine(2);
     assert.equal(await env.client.workflow.getHandle(`transaction-${sent.body.id}`).result(), 'confirmed');
     const settled = await transaction(sent.body.id);
     assert.equal(settled.fee, sponsorship.fuelAmount, 'the send paid exactly the fuel');
     const provider = await app.deps.chains.provider('ethereum', 'sandbox');
     assert.equal(await provider.balance(sender.address, 'ETH'), 0n, "the sender's ether ends where it began");
+    const senderLedger = (await call('GET', `/v1/wallets/${sender.id}/balances`)).body.data.find((row: { asset_id: string }) => row.asset_id === 'ETH');
+    assert.equal(senderLedger.balance, '0', "on the sender's books too: the fuel credited, the fee debited");
     const charged = await (await em()).findOneOrFail(Sponsorship, { id: sponsorship.id });
     const fuel = await transaction(fuelId);
     assert.equal(charged.budgetCharge, (BigInt(fuel.amount) + BigInt(fuel.fee!)).toString(), 'the budget is charged what the fuel really cost');

@@ -2,9 +2,9 @@ import { defineFlow } from '../../temporal/flow';
 import type { SponsorshipStatus } from '../entities';
 
 /**
- * A sponsored fee's flow: wait for the station's fuel send to confirm, then start the sponsored send
- * (`sponsor: true`) or broadcast the client's signed transaction and follow it to its confirmation
- * count. Shared by the sponsorship service, which records its start, and workflows/fund-sponsorship.ts.
+ * A sponsored fee's flow: wait for the station's fuel send to confirm (and be credited to a custody
+ * sender), then start the sponsored send (`sponsor: true`) or broadcast the client's signed
+ * transaction and follow it to its confirmation count. Shared by the sponsorship service, which records its start, and workflows/fund-sponsorship.ts.
  * Workflow-safe: no Node APIs.
  */
 export interface SponsorshipInput {
