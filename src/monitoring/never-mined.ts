@@ -1,15 +1,17 @@
 /**
  * Deposits, and spends the platform did not make, that a reorganisation took off the chain and that
- * the chain proves it will never carry again: the account that signed their transaction has another
- * transaction mined with its nonce, and the node has not mined theirs. Once that proof has held for
- * the chain's confirmation count of blocks (the tip at first proof is kept; a proof that stops holding
- * is forgotten), what they left in suspense is resolved:
+ * the chain proves it will never carry again: on account chains the account that signed their
+ * transaction has another transaction mined with its nonce, and the node has not mined theirs, held
+ * for the chain's confirmation count of blocks (the tip at first proof is kept; a proof that stops
+ * holding is forgotten). Then what they left in suspense is resolved:
  * - a reversed deposit's value goes back to the outside world, which never paid it
  *   (`suspense_written_off`), announced as `deposit.reversal_final`;
  * - an unexpected spend's debit returns to the address it was taken from (`reorg_returned`),
  *   announced as `wallet.unexpected_spend_returned`.
- * Chains without nonces are not proven here yet: Bitcoin (inputs spent by another transaction, which
- * would also unmake the outputs the spend made), Solana and Tron (references that expired).
+ * Bitcoin's proof is an output the transaction spends, spent by another transaction at the
+ * confirmation depth (spentByAnotherFinal). Not proven here yet: Solana and Tron (references that
+ * expired), and on Bitcoin a reversed deposit from a stranger's transaction (its inputs are not
+ * recorded).
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -21,6 +23,7 @@ import { IncomingTransfer, OutgoingTransfer } from './entities';
 import { presentAssetAmounts, presentOutgoingTransfer } from './outgoing';
 import { presentDeposit, type ChainEnvironment } from './service';
 import { closeReversedDeposit } from './suspense';
+import { openSuspenseItems } from '../ledger/suspense';
 
 export interface NeverMinedDeps {
   em: () => EntityManager;
@@ -37,41 +40,73 @@ export async function resolveNeverMined(
   confirmations: number,
 ): Promise<{ deposits: IncomingTransfer[]; spends: OutgoingTransfer[] }> {
   const resolved = { deposits: [] as IncomingTransfer[], spends: [] as OutgoingTransfer[] };
-  if (!provider.nonces) return resolved;
+  const byConflict = scope.chain === 'bitcoin';
+  if (!byConflict && !provider.nonces) return resolved;
   const em = deps.em();
-  const unresolved = { neverMined: { lostAt: null, payerNonce: { $ne: null } }, reorganisations: { $gt: 0 }, chain: scope.chain, environment: scope.environment } as const;
-  const deposits = await em.find(IncomingTransfer, { ...unresolved, status: 'dropped', wallet: { $ne: null } });
+  const unresolved = { neverMined: { lostAt: null }, reorganisations: { $gt: 0 }, chain: scope.chain, environment: scope.environment } as const;
+  // Only reversed deposits with a round still in suspense: one dropped before it confirmed holds nothing to resolve.
+  const held = new Set(
+    (await openSuspenseItems(em, { environment: scope.environment })).filter((item) => item.reference.type === 'incoming_transfer').map((item) => item.reference.id.split('#')[0]!),
+  );
+  const deposits = held.size ? (await em.find(IncomingTransfer, { ...unresolved, status: 'dropped', wallet: { $ne: null }, id: { $in: [...held] } })) : [];
   const spends = await em.find(OutgoingTransfer, { ...unresolved, unexpected: true, blockHash: null });
   if (deposits.length === 0 && spends.length === 0) return resolved;
+  const lost = byConflict
+    ? await spentByAnotherFinal(em, scope, confirmations, [...new Set([...deposits, ...spends].map((row) => row.txid))])
+    : await nonceProofsHeld(em, provider, confirmations, [...spends, ...deposits]);
+  const byTransaction = new Map<string, OutgoingTransfer[]>();
+  for (const spend of spends.filter((row) => lost.has(row.txid))) byTransaction.set(`${spend.wallet.id}:${spend.txid}`, [...(byTransaction.get(`${spend.wallet.id}:${spend.txid}`) ?? []), spend]);
+  for (const group of byTransaction.values()) resolved.spends.push(...(await deps.transaction((tx) => returnLostSpend(tx, group.map((row) => row.id)))));
+  for (const deposit of deposits.filter((row) => lost.has(row.txid))) if (await deps.transaction((tx) => writeOffReversedDeposit(tx, deposit.id))) resolved.deposits.push(deposit);
+  return resolved;
+}
+
+/**
+ * Account chains: the transactions whose nonce proof (nonceTakenByAnother, one per transaction, asked
+ * before any database transaction opens) has held for `confirmations` blocks of the tip. Where it is
+ * first seen the tip is kept on the transfer; where it no longer holds, forgotten.
+ */
+async function nonceProofsHeld(em: EntityManager, provider: ChainProvider, confirmations: number, rows: Followed[]): Promise<Set<string>> {
   const { height } = await provider.tip();
   const proofs = new Map<string, Promise<boolean>>();
-  // One proof per transaction (its transfers share it): the node is asked before any transaction of the database opens.
-  const provenLost = (row: Followed) => {
-    let proof = proofs.get(row.txid);
-    if (!proof) proofs.set(row.txid, (proof = nonceTakenByAnother(provider, row)));
-    return proof;
-  };
-  const due = async <T extends Followed>(rows: T[]): Promise<T[]> => {
-    const ready: T[] = [];
-    for (const row of rows) {
-      const proven = await provenLost(row);
-      const seenAt = row.neverMined.lossSeenAtHeight;
-      if (proven && seenAt != null) {
-        if (height - seenAt >= confirmations) ready.push(row);
-        continue;
-      }
-      const lossSeenAtHeight = proven ? height : null;
-      if (seenAt === lossSeenAtHeight) continue;
-      if (row instanceof IncomingTransfer) await em.nativeUpdate(IncomingTransfer, { id: row.id }, { neverMined: { lossSeenAtHeight } });
-      else await em.nativeUpdate(OutgoingTransfer, { id: row.id }, { neverMined: { lossSeenAtHeight } });
+  const held = new Set<string>();
+  for (const row of rows.filter((candidate) => candidate.neverMined.payerNonce != null)) {
+    if (!proofs.has(row.txid)) proofs.set(row.txid, nonceTakenByAnother(provider, row));
+    const proven = await proofs.get(row.txid)!;
+    const seenAt = row.neverMined.lossSeenAtHeight;
+    if (proven && seenAt != null) {
+      if (height - seenAt >= confirmations) held.add(row.txid);
+      continue;
     }
-    return ready;
-  };
-  for (const deposit of await due(deposits)) if (await deps.transaction((tx) => writeOffReversedDeposit(tx, deposit.id))) resolved.deposits.push(deposit);
-  const byTransaction = new Map<string, OutgoingTransfer[]>();
-  for (const spend of await due(spends)) byTransaction.set(`${spend.wallet.id}:${spend.txid}`, [...(byTransaction.get(`${spend.wallet.id}:${spend.txid}`) ?? []), spend]);
-  for (const group of byTransaction.values()) resolved.spends.push(...(await deps.transaction((tx) => returnLostSpend(tx, group.map((row) => row.id)))));
-  return resolved;
+    const lossSeenAtHeight = proven ? height : null;
+    if (seenAt === lossSeenAtHeight) continue;
+    if (row instanceof IncomingTransfer) await em.nativeUpdate(IncomingTransfer, { id: row.id }, { neverMined: { lossSeenAtHeight } });
+    else await em.nativeUpdate(OutgoingTransfer, { id: row.id }, { neverMined: { lossSeenAtHeight } });
+  }
+  return held;
+}
+
+/**
+ * UTXO chains, from what scanning recorded (no node call): the transactions among `txids` that spend
+ * an output of a custody wallet which another transaction spends in a block the scanner holds, at
+ * least `confirmations` deep below its cursor. An output is spent once: those can never be mined. A
+ * deposit is proven so when the transaction carrying it is such a spend (the change of a spend made
+ * outside the platform); one from a stranger's transaction spends no output the platform knows, and
+ * waits.
+ */
+async function spentByAnotherFinal(em: EntityManager, scope: ChainEnvironment, confirmations: number, txids: string[]): Promise<Set<string>> {
+  if (txids.length === 0) return new Set();
+  const rows = await em.execute<{ txid: string }[]>(
+    `select distinct s.txid from outgoing_transfers s
+       join chain_scan_cursors cursor on cursor.chain = s.chain and cursor.environment = s.environment
+      where s.chain = ? and s.environment = ? and s.txid in (${txids.map(() => '?').join(', ')})
+        and exists (select 1 from outgoing_transfers c
+                     join scanned_blocks b on b.chain = c.chain and b.environment = c.environment and b.height = c.block_height and b.hash = c.block_hash
+                    where c.chain = s.chain and c.environment = s.environment and c.position = s.position and c.txid <> s.txid
+                      and cursor.height - c.block_height + 1 >= ?)`,
+    [scope.chain, scope.environment, ...txids, confirmations],
+  );
+  return new Set(rows.map((row) => row.txid));
 }
 
 /** The proof: the signer's next nonce at the tip is past the transaction's, and the node has not mined the transaction. */
@@ -88,7 +123,6 @@ async function writeOffReversedDeposit(em: EntityManager, id: string): Promise<b
   row.neverMined.lostAt = new Date();
   const written = await closeReversedDeposit(em, row, 'never_mined');
   await em.flush();
-  // A deposit dropped before it confirmed had nothing in suspense: it is only marked.
   if (!written) return false;
   await emit(em, {
     organizationId: row.organization.id,
@@ -120,6 +154,7 @@ async function returnLostSpend(em: EntityManager, ids: string[]): Promise<Outgoi
     });
   }
   await em.flush();
+  if (rows[0]!.chain === 'bitcoin') await unspendOutputsOf(em, rows);
   const first = rows[0]!;
   await emit(em, {
     organizationId: first.organization.id,
@@ -137,4 +172,16 @@ async function returnLostSpend(em: EntityManager, ids: string[]): Promise<Outgoi
     dedupeKey: `wallet.unexpected_spend_returned:${first.chain}:${first.txid}:${first.wallet.id}`,
   });
   return rows;
+}
+
+/** Bitcoin: the outputs the lost spend had spent that no other transaction spends are the wallet's to spend again. */
+async function unspendOutputsOf(em: EntityManager, rows: OutgoingTransfer[]): Promise<void> {
+  for (const row of rows) {
+    const [txid, vout] = row.position.slice('in:'.length).split(':');
+    await em.execute(
+      `update wallet_outputs set status = 'available', updated_at = now() where environment = ? and txid = ? and vout = ? and status = 'spent'
+          and not exists (select 1 from outgoing_transfers c where c.chain = ? and c.environment = ? and c.position = ? and c.txid <> ? and c.block_hash is not null)`,
+      [row.environment, txid, Number(vout), row.chain, row.environment, row.position, row.txid],
+    );
+  }
 }

@@ -39,7 +39,10 @@ export async function tableOutputsAt(em: EntityManager, scope: ChainEnvironment,
     `with pin as (select ?::bigint as height),
      unexpected_off_chain as (
        select s.position from outgoing_transfers s, pin
-        where s.wallet_id in (${list}) and s.chain = 'bitcoin' and s.environment = ? and s.unexpected and (s.block_height is null or s.block_height > pin.height))
+        where s.wallet_id in (${list}) and s.chain = 'bitcoin' and s.environment = ? and s.unexpected and s.lost_at is null and (s.block_height is null or s.block_height > pin.height)
+          -- another transaction the scanner saw at or below the pin spent the output instead (the lost spend awaits its proof)
+          and not exists (select 1 from outgoing_transfers c where c.chain = s.chain and c.environment = s.environment and c.position = s.position and c.txid <> s.txid
+                            and c.block_height <= pin.height))
      select o.wallet_id, o.txid, o.vout, o.amount::text as amount
        from wallet_outputs o, pin
       where o.environment = ? and o.wallet_id in (${list})

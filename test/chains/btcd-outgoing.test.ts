@@ -4,7 +4,7 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import { hex } from '@scure/base';
 import * as btc from '@scure/btc-signer';
 import { ChainNodes } from '../../src/chains/nodes';
-import { OutgoingTransfer } from '../../src/monitoring/entities';
+import { IncomingTransfer, OutgoingTransfer } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { WalletOutput } from '../../src/transactions/entities';
@@ -79,10 +79,11 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
    * send path: the sighash signed by the wallet's key through POST /v1/wallets/:id/sign (no_op), the
    * transaction assembled and handed to btcd here.
    */
-  async function spendOutside(spent: { txid: string; vout: number; amount: bigint }, outputs: [string, bigint][]): Promise<btc.Transaction> {
+  async function spendOutside(spent: { txid: string; vout: number; amount: bigint }, outputs: [string, bigint][], options: { replaceable?: boolean } = {}): Promise<btc.Transaction> {
     const script = btc.OutScript.encode(btc.Address(btc.TEST_NETWORK).decode(wallet.primary));
     const transaction = new btc.Transaction();
-    transaction.addInput({ txid: spent.txid, index: spent.vout, witnessUtxo: { script, amount: spent.amount } });
+    // BIP-125: a sequence below 0xfffffffe lets a spend of the same output paying more replace it in the mempool.
+    transaction.addInput({ txid: spent.txid, index: spent.vout, witnessUtxo: { script, amount: spent.amount }, ...(options.replaceable ? { sequence: 0xfffffffd } : {}) });
     for (const [address, amount] of outputs) transaction.addOutputAddress(address, amount, btc.TEST_NETWORK);
     const keyHash = btc.OutScript.decode(script) as { type: 'wpkh'; hash: Uint8Array };
     const sighash = transaction.preimageWitnessV0(0, btc.OutScript.encode({ type: 'pkh', hash: keyHash.hash }), btc.SigHash.ALL, spent.amount);
@@ -211,6 +212,57 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     assert.equal(after.locked, 0n, 'the send released its lock');
     const output = await (await testOrm()).em.fork().findOneOrFail(WalletOutput, { txid: held.txid, vout: 0 });
     assert.equal(output.status, 'spent');
+    await ledgerMatchesChain();
+  });
+
+  it('a spend made outside the platform, reorganised out, whose output another spend took on the new chain: its debit returns to the wallet once that spend is final, its change written off; ledger = chain', async () => {
+    const start = await balance(wallet.id);
+    const payment = payFromMiner(await coinbaseOutput(btcd, 4), wallet.primary, 30_000_000n);
+    await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
+    const output = { txid: payment.id, vout: 0, amount: 30_000_000n };
+    await btcd.generate(CONFIRMATIONS);
+    await eventually(async () => ((await balance(wallet.id)).balance === start.balance + output.amount ? true : undefined), 'the deposit credited');
+    const lostChange = output.amount - 10_000_000n - OUTSIDE_FEE;
+    const lost = await spendOutside(
+      output,
+      [
+        [outsideP2wpkh(), 10_000_000n],
+        [wallet.primary, lostChange],
+      ],
+      { replaceable: true },
+    );
+    const [carrying] = await btcd.generate(CONFIRMATIONS);
+    await eventually(async () => ((await balance(wallet.id)).balance === start.balance + lostChange ? true : undefined), 'the spend debited, its change confirmed');
+    const em = (await testOrm()).em.fork();
+    const [change] = await em.find(IncomingTransfer, { txid: lost.id });
+
+    // The blocks carrying it abandoned; on the new chain the key spends the same output elsewhere (paying more, it replaces the first in the mempool).
+    await btcd.call('invalidateblock', [carrying]);
+    const kept = await spendOutside(output, [[outsideP2wpkh(), output.amount - 50_000n]]);
+    await btcd.generate(CONFIRMATIONS + 1);
+    const [lostRow] = await outgoingRows(lost.id);
+    await eventually(async () => ((await em.findOneOrFail(OutgoingTransfer, { id: lostRow!.id }, { refresh: true })).neverMined.lostAt ? true : undefined), 'the lost spend resolved');
+    assert.equal((await balance(wallet.id)).balance, start.balance, 'the deposit, less what the spend that stayed took: the lost one returned, its change gone');
+    const returned = await em
+      .getConnection()
+      .execute<{ kind: string; balance: string }[]>(`select kind, balance::text from custody_journal_entries where reference_id = ? and kind = 'reorg_returned'`, [`${lostRow!.id}#1`]);
+    assert.deepEqual(returned, [{ kind: 'reorg_returned', balance: output.amount.toString() }]);
+    const reversedChange = await em.findOneOrFail(IncomingTransfer, { id: change!.id }, { refresh: true });
+    assert.equal(reversedChange.status, 'dropped');
+    assert.ok(reversedChange.neverMined.lostAt, 'the change it paid the wallet can never be mined either: written off');
+    const [suspense] = await em
+      .getConnection()
+      .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${org.organizationId}:sandbox:BTC`]);
+    assert.equal(suspense!.sum, '0', 'nothing left in suspense');
+    assert.equal((await em.findOneOrFail(WalletOutput, { txid: output.txid, vout: 0 }, { refresh: true })).status, 'spent', 'spent, by the spend that stayed');
+    const announced = await eventually(async () => {
+      const events = receiver.attempts.map((attempt) => JSON.parse(attempt.body) as Delivered);
+      const spend = events.find((event) => event.type === 'wallet.unexpected_spend_returned' && event.data.tx_hash === lost.id);
+      const deposit = events.find((event) => event.type === 'deposit.reversal_final' && event.data.id === change!.id);
+      return spend && deposit ? { spend, deposit } : undefined;
+    }, 'the resolution announced');
+    assert.deepEqual(announced.spend.data.returned, [{ asset: 'BTC', asset_id: 'BTC', amount: '0.3', amount_raw: output.amount.toString() }]);
+    assert.equal((await outgoingRows(kept.id)).length, 1, 'the spend that stayed is debited as unexpected');
     await ledgerMatchesChain();
   });
 });
