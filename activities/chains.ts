@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ChainId } from '../src/catalogue/service';
-import { mineDevnetBlocks } from '../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../src/chains/devnet/block-production';
 import type { DevnetTip } from '../src/chains/flows/devnet-blocks';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { CHAIN_IDS, type ChainId } from '../../src/catalogue/service';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { ChainNodes } from '../../src/chains/nodes';
 import { Organization } from '../../src/organizations/entities';

@@ -5,7 +5,7 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import { base58 } from '@scure/base';
 import type { ChainId } from '../../src/catalogue/service';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { DevnetProvider } from '../../src/chains/devnet/provider';
 import { secp256k1Address } from '../../src/keys/derivation';
 import { testOrm } from '../support/environment';

@@ -4,7 +4,7 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import { keccak256, toHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { testOrm } from '../support/environment';
 

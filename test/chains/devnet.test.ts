@@ -9,7 +9,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { DevnetProvider } from '../../src/chains/devnet/provider';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
 import { levelsForQueue, nextBaseFee } from '../../src/chains/devnet/fee-market';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { BITCOIN_BLOCK_SUBSIDY, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from '../../src/chains/devnet/params';
 import { TransactionRejectedError } from '../../src/chains/provider';
 import { testOrm } from '../support/environment';

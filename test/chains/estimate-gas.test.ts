@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { erc20Abi, parseEther, type Hex } from 'viem';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { DEVNET_ETHEREUM_CHAIN_ID } from '../../src/chains/devnet/params';
 import { TOKEN_TRANSFER_EXECUTION_GAS } from '../../src/chains/devnet/rules/ethereum';
 import { DevnetProvider } from '../../src/chains/devnet/provider';

@@ -9,7 +9,7 @@ import { createWalletClient, erc20Abi, getAddress, http, parseEther, parseUnits,
 import { privateKeyToAccount } from 'viem/accounts';
 import type { ChainId } from '../../src/catalogue/service';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { DEVNET_ETHEREUM_CHAIN_ID } from '../../src/chains/devnet/params';
 import { DevnetProvider } from '../../src/chains/devnet/provider';
 import { TRON_TRANSFER_FEE_SUN } from '../../src/chains/devnet/rules/tron';

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { ChainId } from '../../src/catalogue/service';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { ChainScanCursor, ScannedBlock } from '../../src/monitoring/entities';
 import { chainScanFlow, chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { scanChain } from '../../src/monitoring/scanner';

@@ -4,7 +4,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep, type ConsolidationAsset, type GasSource } from '../../src/consolidation/entities';
 import { consolidationRunFlow } from '../../src/consolidation/flows/run';
 import { triggerRun } from '../../src/consolidation/runs';

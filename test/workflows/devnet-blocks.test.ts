@@ -5,7 +5,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { DevnetBlock } from '../../src/chains/devnet/entities';
-import { devnetTip } from '../../src/chains/devnet/ledger';
+import { devnetTip } from '../../src/chains/devnet/ledger-reads';
 import { ensureDevnetWorkflows } from '../../src/chains/devnet/producers';
 import { devnetBlocksWorkflowId, mineBlocksUpdate } from '../../src/chains/flows/devnet-blocks';
 import { HISTORY_EVENTS_PER_RUN } from '../../src/temporal/flow';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { WalletBalance } from '../../src/custody/entities';
 import { toDisplay } from '../../src/shared/money';
 import { Event } from '../../src/events/entities';

@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import type { AuthContext } from '../../src/api-keys/auth-context';
 import { readBalances } from '../../src/balances/service';
 import type { ChainId } from '../../src/catalogue/service';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { ChainNodes } from '../../src/chains/nodes';
 import { TransactionRejectedError, type ChainProvider } from '../../src/chains/provider';
 import type { Environment } from '../../src/api-keys/entities';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { fundFromFaucet } from '../../src/chains/devnet/faucet';
-import { mineDevnetBlocks } from '../../src/chains/devnet/ledger';
+import { mineDevnetBlocks } from '../../src/chains/devnet/block-production';
 import { Sponsorship } from '../../src/gas-stations/entities';
 import { sponsorshipFlow } from '../../src/gas-stations/flows/sponsorship';
 import { OutgoingTransaction } from '../../src/transactions/entities';

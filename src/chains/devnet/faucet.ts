@@ -8,9 +8,12 @@ import { DomainError } from '../../shared/errors';
 import { TransactionRejectedError, type FeeMarket } from '../provider';
 import { erc20TransferData } from '../transfers/ethereum';
 import { signTransfer, type FeeTerms, type SigningKey, type TransferToSign } from '../transfers';
-import { DevnetOutput } from './entities';
-import { acceptLocked, devnetFeeMarket, devnetTip, faucetAddress, pendingNonce, replenishFaucet, underChainLock } from './ledger';
-import { BITCOIN_DUST_LIMIT, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS, faucetPrivateKey, faucetPublicKey } from './params';
+import { acceptLocked, owedByPending } from './acceptance';
+import { mineBlock } from './block-production';
+import { DevnetOutput, DevnetTransaction } from './entities';
+import { faucetAddress, moveBalance, rulesFor, underChainLock } from './ledger';
+import { devnetBalance, devnetFeeMarket, devnetTip, pendingNonce, tipBlock } from './ledger-reads';
+import { BITCOIN_DUST_LIMIT, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_PARAMS, DEVNET_TOKENS, faucetPrivateKey, faucetPublicKey } from './params';
 import { intrinsicGas, TOKEN_TRANSFER_EXECUTION_GAS } from './rules/ethereum';
 
 /** Virtual bytes a faucet transaction takes per input and besides its inputs: enough to pick the outputs it spends. */
@@ -67,6 +70,35 @@ export function fundFromFaucet(em: EntityManager, chain: ChainId, transfer: Fauc
     if (!made) throw new Error(`the faucet transaction ${accepted.txid} does not pay ${transfer.amount} ${transfer.assetId} to ${to}`);
     return { txid: accepted.txid, position: made.position };
   });
+}
+
+/**
+ * Keeps the faucet able to pay, whatever the sandbox takes from it (inside the chain's lock, before
+ * it sends `amount` of `assetId`): when what it can still spend of that asset, or of the native one
+ * for the fee, would leave less than half its genesis balance, it gets its genesis balance plus the
+ * amount more. Bitcoin mines a block whose coinbase pays that on top of its subsidy (the regtest
+ * way: mining to the faucet); account chains credit the faucet's balance, as a development node's
+ * setBalance does. Nobody else's balance moves, so a faucet emptied by deposits is full again for the next.
+ */
+async function replenishFaucet(tx: EntityManager, chain: ChainId, assetId: string, amount: bigint): Promise<void> {
+  const params = DEVNET_PARAMS[chain];
+  const faucet = faucetAddress(chain);
+  const shortfall = (assetId: string, spendable: bigint, needed: bigint): bigint => {
+    const genesis = params.genesis[assetId]!;
+    return spendable - needed < genesis / 2n ? genesis + needed : 0n;
+  };
+  if (rulesFor(chain).buildCoinbase) {
+    const unspent = await tx.find(DevnetOutput, { chain, address: faucet, spentBy: null });
+    const topUp = shortfall(assetId, unspent.reduce((sum, output) => sum + BigInt(output.amount), 0n), amount);
+    if (topUp > 0n) await mineBlock(tx, chain, (await tipBlock(tx, chain))!, null, topUp);
+    return;
+  }
+  const owed = owedByPending(await tx.find(DevnetTransaction, { chain, sender: faucet, status: 'mempool' }), params.nativeAssetId);
+  const needs = new Map([[params.nativeAssetId, 0n], [assetId, amount]]);
+  for (const [id, needed] of needs) {
+    const topUp = shortfall(id, (await devnetBalance(tx, chain, faucet, id)) - (owed.get(id) ?? 0n), needed);
+    if (topUp > 0n) await moveBalance(tx, chain, faucet, id, topUp);
+  }
 }
 
 /**

@@ -16,7 +16,8 @@ import {
   type TransactionStatus,
 } from '../provider';
 import { DevnetBlock, DevnetOutput, DevnetTransaction } from './entities';
-import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, minedNonce, pendingNonce, transfersOf } from './ledger';
+import { acceptDevnetTransaction } from './acceptance';
+import { devnetBalance, devnetFeeMarket, devnetTip, minedNonce, pendingNonce, transfersOf } from './ledger-reads';
 import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_TOKENS } from './params';
 import { answerBitcoinCall } from './rpc/bitcoin';
 import { answerEthereumCall } from './rpc/ethereum';

@@ -3,7 +3,8 @@ import { decodeFunctionData, encodeAbiParameters, erc20Abi, getAddress, hexToByt
 import { ASSETS } from '../../../catalogue/service';
 import { TransactionRejectedError, type RelayedAnswer, type RelayedCall } from '../../provider';
 import { DevnetBlock, DevnetTransaction } from '../entities';
-import { acceptDevnetTransaction, devnetBalance, devnetFeeMarket, devnetTip, minedNonce, pendingNonce } from '../ledger';
+import { acceptDevnetTransaction } from '../acceptance';
+import { devnetBalance, devnetFeeMarket, devnetTip, minedNonce, pendingNonce } from '../ledger-reads';
 import { canonicalTxid, DEVNET_ETHEREUM_CHAIN_ID, DEVNET_PARAMS, DEVNET_TOKENS } from '../params';
 import type { DevnetProvider } from '../provider';
 import { InvalidParams, methodNotFound, param, quantity, requireString, result, rpcError, withParams } from './answers';

@@ -3,7 +3,8 @@ import { base58, base64 } from '@scure/base';
 import { TransactionRejectedError, type RelayedAnswer, type RelayedCall } from '../../provider';
 import { SOLANA_BLOCKHASH_VALID_BLOCKS } from '../../transfers/solana';
 import { DevnetBlock, DevnetTransaction } from '../entities';
-import { acceptDevnetTransaction, devnetBalance, devnetTip } from '../ledger';
+import { acceptDevnetTransaction } from '../acceptance';
+import { devnetBalance, devnetTip } from '../ledger-reads';
 import type { DevnetProvider } from '../provider';
 import { InvalidParams, methodNotFound, param, requireString, result, rpcError, withParams } from './answers';
 
