@@ -6,10 +6,10 @@ import { Organization } from '../organizations/entities';
 import { prefixedId, uuid } from '../shared/ids';
 
 /**
- * A transfer a reorganisation took off the chain, on an account chain with nonces (Ethereum): the
- * account that signed the transaction carrying it and its nonce. Another transaction of that account
- * mined with the nonce proves this one never will be, so what the reorganisation left in suspense for
- * it can be resolved (src/monitoring/never-mined.ts).
+ * What proves a transfer a reorganisation took off the chain will never be mined again, so that
+ * what it left in suspense can be resolved (src/monitoring/never-mined.ts): on an account chain with
+ * nonces (Ethereum) the account that signed the transaction carrying it and its nonce (another
+ * transaction of that account mined with the nonce); on Bitcoin the outputs it spends.
  */
 @Embeddable()
 export class NeverMinedProof {
@@ -18,6 +18,13 @@ export class NeverMinedProof {
 
   @Property({ type: 'decimal', columnType: 'numeric(78,0)', nullable: true })
   payerNonce?: string | null;
+
+  /**
+   * UTXO chains (Bitcoin), deposits: the outputs (`txid:vout`) the carrying transaction spends. Another
+   * transaction mined spending one of them proves this one never will be.
+   */
+  @Property({ type: 'json', nullable: true })
+  spends?: string[] | null;
 
   /** The tip at which the chain was first seen to prove it; the proof counts once it held the confirmation count of blocks. */
   @Property({ type: new BigIntType('number'), nullable: true })

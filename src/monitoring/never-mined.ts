@@ -8,10 +8,10 @@
  *   (`suspense_written_off`), announced as `deposit.reversal_final`;
  * - an unexpected spend's debit returns to the address it was taken from (`reorg_returned`),
  *   announced as `wallet.unexpected_spend_returned`.
- * Bitcoin's proof is an output the transaction spends, spent by another transaction at the
- * confirmation depth (spentByAnotherFinal). Not proven here yet: Solana and Tron (references that
- * expired), and on Bitcoin a reversed deposit from a stranger's transaction (its inputs are not
- * recorded).
+ * On Bitcoin the proof is an output the transaction spends spent by another transaction: one of the
+ * platform's outputs, seen by the scanner at the confirmation depth (spentByAnotherFinal); a
+ * stranger's, as the node says, held for the confirmation count (inputSpentByAnother). Not proven here
+ * yet: Solana and Tron (references that expired).
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -51,9 +51,15 @@ export async function resolveNeverMined(
   const deposits = held.size ? (await em.find(IncomingTransfer, { ...unresolved, status: 'dropped', wallet: { $ne: null }, id: { $in: [...held] } })) : [];
   const spends = await em.find(OutgoingTransfer, { ...unresolved, unexpected: true, blockHash: null });
   if (deposits.length === 0 && spends.length === 0) return resolved;
-  const lost = byConflict
-    ? await spentByAnotherFinal(em, scope, confirmations, [...new Set([...deposits, ...spends].map((row) => row.txid))])
-    : await nonceProofsHeld(em, provider, confirmations, [...spends, ...deposits]);
+  let lost: Set<string>;
+  if (byConflict) {
+    lost = await spentByAnotherFinal(em, scope, confirmations, [...new Set([...deposits, ...spends].map((row) => row.txid))]);
+    // A stranger's transaction paid the deposit: its inputs are no outputs of the platform's, so the node says whether another spend took one.
+    const strangers = deposits.filter((row) => !lost.has(row.txid) && row.neverMined.spends?.length);
+    if (strangers.length && provider.spentInChain) for (const txid of await proofsHeld(em, provider, confirmations, strangers, inputSpentByAnother)) lost.add(txid);
+  } else {
+    lost = await proofsHeld(em, provider, confirmations, [...spends, ...deposits].filter((row) => row.neverMined.payerNonce != null), nonceTakenByAnother);
+  }
   const byTransaction = new Map<string, OutgoingTransfer[]>();
   for (const spend of spends.filter((row) => lost.has(row.txid))) byTransaction.set(`${spend.wallet.id}:${spend.txid}`, [...(byTransaction.get(`${spend.wallet.id}:${spend.txid}`) ?? []), spend]);
   for (const group of byTransaction.values()) resolved.spends.push(...(await deps.transaction((tx) => returnLostSpend(tx, group.map((row) => row.id)))));
@@ -62,16 +68,16 @@ export async function resolveNeverMined(
 }
 
 /**
- * Account chains: the transactions whose nonce proof (nonceTakenByAnother, one per transaction, asked
- * before any database transaction opens) has held for `confirmations` blocks of the tip. Where it is
- * first seen the tip is kept on the transfer; where it no longer holds, forgotten.
+ * The transactions whose proof (`prove`, one call per transaction, asked of the node before any
+ * database transaction opens) has held for `confirmations` blocks of the tip. Where it is first seen
+ * the tip is kept on the transfer; where it no longer holds, forgotten.
  */
-async function nonceProofsHeld(em: EntityManager, provider: ChainProvider, confirmations: number, rows: Followed[]): Promise<Set<string>> {
+async function proofsHeld(em: EntityManager, provider: ChainProvider, confirmations: number, rows: Followed[], prove: (provider: ChainProvider, row: Followed) => Promise<boolean>): Promise<Set<string>> {
   const { height } = await provider.tip();
   const proofs = new Map<string, Promise<boolean>>();
   const held = new Set<string>();
-  for (const row of rows.filter((candidate) => candidate.neverMined.payerNonce != null)) {
-    if (!proofs.has(row.txid)) proofs.set(row.txid, nonceTakenByAnother(provider, row));
+  for (const row of rows) {
+    if (!proofs.has(row.txid)) proofs.set(row.txid, prove(provider, row));
     const proven = await proofs.get(row.txid)!;
     const seenAt = row.neverMined.lossSeenAtHeight;
     if (proven && seenAt != null) {
@@ -109,7 +115,16 @@ async function spentByAnotherFinal(em: EntityManager, scope: ChainEnvironment, c
   return new Set(rows.map((row) => row.txid));
 }
 
-/** The proof: the signer's next nonce at the tip is past the transaction's, and the node has not mined the transaction. */
+/** Bitcoin: an output the transaction spends is spent on the chain, and the node has not mined the transaction (another did). */
+async function inputSpentByAnother(provider: ChainProvider, row: Followed): Promise<boolean> {
+  for (const outpoint of row.neverMined.spends ?? []) {
+    const [txid, vout] = outpoint.split(':');
+    if (await provider.spentInChain!({ txid: txid!, vout: Number(vout) })) return (await provider.transactionStatus(row.txid)).state !== 'mined';
+  }
+  return false;
+}
+
+/** Account chains: the signer's next nonce at the tip is past the transaction's, and the node has not mined the transaction. */
 async function nonceTakenByAnother(provider: ChainProvider, row: Followed): Promise<boolean> {
   const { confirmed } = await provider.nonces!(row.neverMined.payer!);
   if (confirmed <= BigInt(row.neverMined.payerNonce!)) return false;

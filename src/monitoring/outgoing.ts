@@ -12,7 +12,7 @@ import { OutgoingTransaction, TransactionReplacement, WalletOutput } from '../tr
 import { failedUnminedByHash, recordMinedAfterFailure, type LateDebits } from '../transactions/mined-after-failure';
 import { OutgoingTransfer } from './entities';
 import { releaseReplacedSpend } from './suspense';
-import { payerOf, subscriptionsOn, type BlockPlace, type ChainEnvironment } from './service';
+import { provenanceOf, subscriptionsOn, type BlockPlace, type ChainEnvironment } from './service';
 
 /** One transfer out of a custody address as the block shows it, before it is recorded. */
 interface SeenSpend {
@@ -51,7 +51,7 @@ export async function recordOutgoing(em: EntityManager, scope: ChainEnvironment,
     // Two sends carry one hash when a send refused at its first handing is followed by one signing the very same bytes (its nonce, fee and transfer): the live one is the chain's.
     const send = matching.find((candidate) => failed.get(spend.txid) !== candidate.id) ?? matching[0];
     // A send failed without being mined released its lock and was never debited: the chain's spend is debited here like one the platform did not expect.
-    const row = await recordOne(em, scope, spend, { ...place, ...payerOf(block.payments, spend.txid) }, send?.id ?? null, !send || failed.get(spend.txid) === send.id);
+    const row = await recordOne(em, scope, spend, { ...place, ...provenanceOf(block, spend.txid) }, send?.id ?? null, !send || failed.get(spend.txid) === send.id);
     if (row) recorded.push(row);
   }
   await raiseUnexpectedSpends(em, scope, recorded.filter((row) => row.unexpected && row.transactionId == null));
@@ -148,7 +148,7 @@ async function recordOne(
   em: EntityManager,
   scope: ChainEnvironment,
   spend: SeenSpend,
-  block: BlockPlace & ReturnType<typeof payerOf>,
+  block: BlockPlace & ReturnType<typeof provenanceOf>,
   transactionId: string | null,
   unexpected: boolean,
 ): Promise<OutgoingTransfer | null> {

@@ -67,7 +67,7 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
     }
     const lateMined = await deps.transaction(async (em) => {
       await advanceCursor(em, scope, cursor.height, block);
-      await recordTransfers(em, { ...scope, requiredConfirmations: required, tipHeight }, block.transfers, { height: block.height, hash: block.hash, payments: block.payments });
+      await recordTransfers(em, { ...scope, requiredConfirmations: required, tipHeight }, block.transfers, { height: block.height, hash: block.hash, payments: block.payments, inputs: block.inputs });
       return (await recordOutgoing(em, scope, block)).filter((row) => row.unexpected && row.transactionId != null);
     });
     cursor = { height: block.height, hash: block.hash };

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
 import { ASSETS, findChain, networkFor, type AssetInfo, type ChainId } from '../catalogue/service';
 import { canonicalAddress } from '../chains/addresses';
-import type { ObservedPayment, ObservedTransfer } from '../chains/provider';
+import type { ObservedInput, ObservedPayment, ObservedTransfer } from '../chains/provider';
 import type { Config } from '../config';
 import { Address } from '../custody/entities';
 import { postCustodyEntry, type CustodyEntryKind } from '../custody/journal';
@@ -31,15 +31,20 @@ export interface BlockPlace {
   hash: string;
 }
 
-/** A block a scan records transfers of: where it is, and (account chains) who signed and paid each of its transactions. */
+/** A block a scan records transfers of: where it is, and who signed and paid each of its transactions (account chains) or what each spends (UTXO chains). */
 export interface ScannedPlace extends BlockPlace {
   payments?: ObservedPayment[];
+  inputs?: ObservedInput[];
 }
 
-/** The signer and nonce of the transaction `txid` (Ethereum), as the columns payer and payer_nonce store them; nulls elsewhere. */
-export function payerOf(payments: ObservedPayment[], txid: string): { payer: string | null; payerNonce: string | null } {
-  const payment = payments.find((candidate) => candidate.txid === txid && candidate.nonce !== undefined);
-  return payment ? { payer: payment.from, payerNonce: payment.nonce!.toString() } : { payer: null, payerNonce: null };
+/**
+ * What would prove the block's transaction `txid` never mined again, should a reorganisation take it
+ * (NeverMinedProof): its signer and nonce (Ethereum), the outputs it spends (`txid:vout`, Bitcoin); nulls elsewhere.
+ */
+export function provenanceOf(block: Pick<ScannedPlace, 'payments' | 'inputs'> | null, txid: string): { payer: string | null; payerNonce: string | null; spends: string[] | null } {
+  const payment = block?.payments?.find((candidate) => candidate.txid === txid && candidate.nonce !== undefined);
+  const spends = (block?.inputs ?? []).filter((input) => input.txid === txid).map((input) => `${input.spends.txid}:${input.spends.vout}`);
+  return { payer: payment?.from ?? null, payerNonce: payment?.nonce?.toString() ?? null, spends: spends.length ? spends : null };
 }
 
 export const requiredConfirmations = (config: Pick<Config, `CHAIN_CONFIRMATIONS_${Uppercase<ChainId>}`>, chain: ChainId): number =>
@@ -139,11 +144,11 @@ async function recordOne(
   own: Address | null,
   subscriptions: Subscription[],
 ): Promise<IncomingTransfer | null> {
-  const { payer, payerNonce } = payerOf(block?.payments ?? [], transfer.txid);
+  const provenance = provenanceOf(block, transfer.txid);
   const inserted = await em.execute<{ id: string }[]>(
     `insert into incoming_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, txid, position,
-       to_address, from_address, block_height, block_hash, confirmations, required_confirmations, payer, payer_nonce, status, created_at, updated_at)
-     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', now(), now())
+       to_address, from_address, block_height, block_hash, confirmations, required_confirmations, payer, payer_nonce, spends, status, created_at, updated_at)
+     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'pending', now(), now())
      on conflict (organization_id, environment, chain, txid, position) do nothing returning id`,
     [
       organizationId,
@@ -162,8 +167,9 @@ async function recordOne(
       block?.hash ?? null,
       block ? scope.tipHeight - block.height + 1 : 0,
       scope.requiredConfirmations,
-      payer,
-      payerNonce,
+      provenance.payer,
+      provenance.payerNonce,
+      provenance.spends && JSON.stringify(provenance.spends),
     ],
   );
   const row = await em.findOneOrFail(
@@ -179,7 +185,7 @@ async function recordOne(
   if (!block || row.status === 'confirmed') return null;
   const moved = row.blockHash !== block.hash;
   // First seen in the mempool (a sandbox deposit): its block says who signed it.
-  if (row.neverMined.payer == null && payer) Object.assign(row.neverMined, { payer, payerNonce });
+  if (row.neverMined.payer == null && row.neverMined.spends == null) Object.assign(row.neverMined, provenance);
   row.blockHeight = block.height;
   row.blockHash = block.hash;
   row.confirmations = scope.tipHeight - block.height + 1;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { hex } from '@scure/base';
+import { IncomingTransfer } from '../../src/monitoring/entities';
 import { chainScanWorkflowId, scanThroughUpdate } from '../../src/monitoring/flows/chain-scan';
 import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd, btcdHeight, btcdSandboxConfig } from '../support/btcd';
 import { type TestApp, type TestOrganization } from '../support/app';
@@ -95,5 +96,45 @@ describe('Deposits from a real Bitcoin node (btcd, regtest)', function () {
       .getConnection()
       .execute<{ status: string }[]>(`select status from wallet_outputs where wallet_id = ?`, [wallet.body.id]);
     assert.deepEqual(outputs, [{ status: 'available' }], 'its output, once, spendable again');
+  });
+
+  it("a reversed deposit whose payer spent the same output elsewhere on the new chain: written off from suspense once that is final", async () => {
+    const vault = await app.request('POST', '/v1/vaults', { key: org.secret, body: { name: 'BTC double-spent' } });
+    const wallet = await app.request('POST', '/v1/wallets', { key: org.secret, body: { name: 'BTC double-spent', chain: 'bitcoin', vault_id: vault.body.id, wallet_type: 'hot' } });
+    const balance = async () => (await app.request('GET', `/v1/wallets/${wallet.body.id}/balances`, { key: org.secret })).body.data[0] as { balance: string; pending: string };
+    const coinbase = await coinbaseOutput(btcd, 3);
+    const payment = payFromMiner(coinbase, wallet.body.primary_address.address, 40_000_000n, { replaceable: true });
+    await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
+    const [carrying] = await btcd.generate(CONFIRMATIONS);
+    await eventually(async () => ((await balance()).balance === '40000000' ? true : undefined), 'deposit credited');
+    const [deposit] = (await app.request('GET', `/v1/deposits?wallet_id=${wallet.body.id}`, { key: org.secret })).body.data as { id: string }[];
+
+    // Its blocks abandoned; on the new chain the payer spends the same output elsewhere (paying more, it replaces the payment in the mempool).
+    await btcd.call('invalidateblock', [carrying]);
+    const elsewhere = payFromMiner(coinbase, 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', 40_000_000n, { fee: 100_000n });
+    await btcd.call('sendrawtransaction', [hex.encode(elsewhere.extract())]);
+    await btcd.generate(CONFIRMATIONS + 1);
+    const em = (await testOrm()).em.fork();
+    const row = () => em.findOneOrFail(IncomingTransfer, { id: deposit!.id }, { refresh: true });
+    await eventually(async () => ((await row()).neverMined.lossSeenAtHeight != null ? true : undefined), 'the loss proven', 30_000);
+    assert.equal((await row()).status, 'dropped');
+    assert.equal((await row()).neverMined.lostAt, null, 'not resolved before the proof is final');
+    assert.equal((await balance()).balance, '0', 'reversed: the credit waits in suspense');
+    await btcd.generate(CONFIRMATIONS);
+    await eventually(async () => ((await row()).neverMined.lostAt ? true : undefined), 'the reversal final', 30_000);
+    const moves = await em
+      .getConnection()
+      .execute<{ kind: string; amount: string }[]>(
+        `select p.kind, l.amount::text from ledger_postings p join ledger_lines l on l.posting_id = p.id where p.reference_id = ? and l.account_key like 'suspense:%' order by p.created_at`,
+        [`${deposit!.id}#0`],
+      );
+    assert.deepEqual(
+      moves.map((move) => [move.kind, move.amount]),
+      [
+        ['suspense_entered', '40000000'],
+        ['suspense_written_off', '-40000000'],
+      ],
+    );
+    assert.equal((await balance()).balance, '0');
   });
 });

@@ -38,11 +38,12 @@ export async function coinbaseOutput(btcd: Btcd, height: number): Promise<{ txid
 }
 
 /** A signed p2wpkh payment of `amount` from a miner output to `to` (sandbox form), change back to the miner. */
-export function payFromMiner(spent: { txid: string; index: number; amount: bigint }, to: string, amount: bigint): btc.Transaction {
+export function payFromMiner(spent: { txid: string; index: number; amount: bigint }, to: string, amount: bigint, options: { replaceable?: boolean; fee?: bigint } = {}): btc.Transaction {
   const transaction = new btc.Transaction();
-  transaction.addInput({ txid: spent.txid, index: spent.index, witnessUtxo: { script: MINER_PAYMENT.script, amount: spent.amount } });
+  // BIP-125: a sequence below 0xfffffffe lets a spend of the same output paying more replace it in the mempool.
+  transaction.addInput({ txid: spent.txid, index: spent.index, witnessUtxo: { script: MINER_PAYMENT.script, amount: spent.amount }, ...(options.replaceable ? { sequence: 0xfffffffd } : {}) });
   transaction.addOutputAddress(to, amount, btc.TEST_NETWORK);
-  transaction.addOutput({ script: MINER_PAYMENT.script, amount: spent.amount - amount - MINER_FEE });
+  transaction.addOutput({ script: MINER_PAYMENT.script, amount: spent.amount - amount - (options.fee ?? MINER_FEE) });
   transaction.sign(MINER_PRIVATE_KEY);
   transaction.finalize();
   return transaction;
