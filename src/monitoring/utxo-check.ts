@@ -52,8 +52,10 @@ export async function tableOutputsAt(em: EntityManager, scope: ChainEnvironment,
           when 'unconfirmed' then ${seenSpending(`s.transaction_id = o.created_by_id and s.txid = o.txid`)}
             or exists (select 1 from incoming_transfers i where i.wallet_id = o.wallet_id and i.chain = 'bitcoin' and i.environment = o.environment
                          and i.txid = o.txid and i.position = 'out:' || o.vout and i.status = 'pending' and i.block_height <= pin.height)
-          when 'spent' then exists (select 1 from transactions t where t.id = o.spent_by_id and t.mined_after_failure_at is null
+          when 'spent' then (exists (select 1 from transactions t where t.id = o.spent_by_id and t.mined_after_failure_at is null
                                       and (t.status = 'confirmed' or (t.status = 'failed' and t.failure_reason = 'reverted')) and ${offChain})
+              -- unless another transaction the scanner saw at or below the pin spent it instead (the send awaits its proof of loss)
+              and not ${seenSpending(`s.position = 'in:' || o.txid || ':' || o.vout and s.transaction_id is distinct from o.spent_by_id`)})
             or 'in:' || o.txid || ':' || o.vout in (select position from unexpected_off_chain)
           else false end
       order by o.wallet_id, o.txid, o.vout`,

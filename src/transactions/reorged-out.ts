@@ -3,7 +3,8 @@
  * transaction consumed its nonce (or spent its inputs) and none of its candidates is known to the
  * node. Once that proof has held for the send's confirmation count of blocks, what it had paid (the
  * amount and the fee, waiting in suspense since the reorganisation) returns to the wallet, and the
- * send is `failed` with `reorged_out`.
+ * send is `failed` with `reorged_out`; on Bitcoin its change is unmade and its inputs the conflict did
+ * not spend are spendable again (not while a later send holds the change).
  */
 import type { ChainProvider } from '../chains/provider';
 import { postCustodyEntries } from '../custody/journal';
@@ -11,9 +12,10 @@ import { proofOfLoss } from './broadcasting';
 import { OutgoingTransaction } from './entities';
 import { FINISHED, lockedRow, minedCandidateOf, type LifecycleDeps } from './lifecycle';
 import { announce, custodyScope, debitsOf, settlementOf } from './settlement';
+import { unsettleOutputs } from './wallet-outputs';
 
-/** Chains whose settled sends can be proven lost here: Bitcoin's would also need its change outputs unmade (not yet). */
-const PROVABLE = (transaction: OutgoingTransaction) => transaction.chain !== 'bitcoin' && transaction.minedAfterFailureAt == null;
+/** A send mined after it had failed was debited by scanning: its outgoing transfers carry its loss (src/monitoring/never-mined.ts). */
+const PROVABLE = (transaction: OutgoingTransaction) => transaction.minedAfterFailureAt == null;
 
 /**
  * Follows the unplaced settled sends no candidate of which is mined: records where their loss was
@@ -34,6 +36,8 @@ export async function returnReorgedOut(deps: Pick<LifecycleDeps, 'em' | 'transac
     const done = await deps.transaction(async (em) => {
       const transaction = await lockedRow(em, send.id);
       if (transaction.blockHash != null || !FINISHED.includes(transaction.status) || transaction.failureReason === 'reorged_out') return false;
+      // Bitcoin: its change is unmade and its inputs spendable again, unless a later send already holds the change.
+      if (transaction.chain === 'bitcoin' && !(await unsettleOutputs(em, transaction.id, proof.spentInputs ?? []))) return false;
       const reference = { type: 'transaction', id: settlementOf(transaction) };
       // One entry per asset (a native send's amount and fee are one): the kind and reference make its key.
       const paid = new Map<string, bigint>();

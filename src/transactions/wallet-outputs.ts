@@ -165,6 +165,24 @@ export async function releaseOutputs(em: EntityManager, transactionId: string, s
   await em.execute(`delete from wallet_outputs where created_by_id = ? and status = 'unconfirmed'`, [transactionId]);
 }
 
+/**
+ * A settled send a reorganisation took off the chain, proven never to be mined (another transaction
+ * spent an input): its change never existed, and its inputs are the wallet's to spend again save
+ * `spentElsewhere` (ids of those the conflicting transaction spent). False, changing nothing, while a
+ * later send holds its change (locked or spent): that send's fate comes first.
+ */
+export async function unsettleOutputs(em: EntityManager, transactionId: string, spentElsewhere: string[]): Promise<boolean> {
+  const held = await em.execute(`select 1 from wallet_outputs where created_by_id = ? and status in ('locked', 'spent') limit 1`, [transactionId]);
+  if (held.length) return false;
+  await em.execute(
+    `update wallet_outputs set status = case when id = any(?::uuid[]) then 'spent'::wallet_output_status else 'available'::wallet_output_status end, spent_by_id = null, updated_at = now()
+     where spent_by_id = ? and status = 'spent'`,
+    [`{${spentElsewhere.join(',')}}`, transactionId],
+  );
+  await em.execute(`delete from wallet_outputs where created_by_id = ?`, [transactionId]);
+  return true;
+}
+
 /** A Bitcoin transfer block scanning recorded as a deposit to one of a wallet's addresses. */
 export interface DepositOutput {
   organizationId: string;

@@ -242,14 +242,17 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     await btcd.generate(CONFIRMATIONS + 1);
     const [lostRow] = await outgoingRows(lost.id);
     await eventually(async () => ((await em.findOneOrFail(OutgoingTransfer, { id: lostRow!.id }, { refresh: true })).neverMined.lostAt ? true : undefined), 'the lost spend resolved');
-    assert.equal((await balance(wallet.id)).balance, start.balance, 'the deposit, less what the spend that stayed took: the lost one returned, its change gone');
     const returned = await em
       .getConnection()
       .execute<{ kind: string; balance: string }[]>(`select kind, balance::text from custody_journal_entries where reference_id = ? and kind = 'reorg_returned'`, [`${lostRow!.id}#1`]);
     assert.deepEqual(returned, [{ kind: 'reorg_returned', balance: output.amount.toString() }]);
-    const reversedChange = await em.findOneOrFail(IncomingTransfer, { id: change!.id }, { refresh: true });
+    // The change it paid the wallet can never be mined either: written off (in its own transaction, just after).
+    const reversedChange = await eventually(async () => {
+      const read = await em.findOneOrFail(IncomingTransfer, { id: change!.id }, { refresh: true });
+      return read.neverMined.lostAt ? read : undefined;
+    }, 'the change written off');
     assert.equal(reversedChange.status, 'dropped');
-    assert.ok(reversedChange.neverMined.lostAt, 'the change it paid the wallet can never be mined either: written off');
+    assert.equal((await balance(wallet.id)).balance, start.balance, 'the deposit, less what the spend that stayed took: the lost one returned, its change gone');
     const [suspense] = await em
       .getConnection()
       .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${org.organizationId}:sandbox:BTC`]);
@@ -263,6 +266,56 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     }, 'the resolution announced');
     assert.deepEqual(announced.spend.data.returned, [{ asset: 'BTC', asset_id: 'BTC', amount: '0.3', amount_raw: output.amount.toString() }]);
     assert.equal((await outgoingRows(kept.id)).length, 1, 'the spend that stayed is debited as unexpected');
+    await ledgerMatchesChain();
+  });
+
+  it('a settled send reorganised out, whose input the key spent elsewhere on the new chain: failed reorged_out once that is final, its change unmade, what it paid back; ledger = chain', async () => {
+    const start = await balance(wallet.id);
+    const payment = payFromMiner(await coinbaseOutput(btcd, 5), wallet.primary, 30_000_000n);
+    await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
+    const input = { txid: payment.id, vout: 0, amount: 30_000_000n };
+    await btcd.generate(CONFIRMATIONS);
+    await eventually(async () => ((await balance(wallet.id)).balance === start.balance + input.amount ? true : undefined), 'the deposit credited');
+    const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outsideP2wpkh(), amount: '0.1', asset: 'BTC', inputs: [{ txid: input.txid, vout: '0' }], fee_rate: '2' });
+    assert.equal(created.status, 201, created.text);
+    await eventually(async () => ((await call('GET', `/v1/transactions/${created.body.id}`)).body.status === 'broadcast' ? true : undefined), 'the send broadcast', 30_000, 250);
+    const [carrying] = await btcd.generate(CONFIRMATIONS);
+    const settled = await eventually(async () => {
+      const read = (await call('GET', `/v1/transactions/${created.body.id}`)).body as { status: string; fee_raw: string; tx_hash: string };
+      return read.status === 'confirmed' ? read : undefined;
+    }, 'the send settled', 60_000, 500);
+    const em = (await testOrm()).em.fork();
+    assert.equal((await em.find(WalletOutput, { createdBy: created.body.id })).length, 1, 'its change is the wallet\'s');
+
+    // Its blocks abandoned; on the new chain the key spends its input elsewhere (the send signals BIP-125: replaced in the mempool).
+    await btcd.call('invalidateblock', [carrying]);
+    const conflict = await spendOutside(input, [[outsideP2wpkh(), input.amount - 50_000n]]);
+    await btcd.generate(CONFIRMATIONS + 1);
+    await eventually(async () => ((await outgoingRows(conflict.id)).length === 1 ? true : undefined), 'the conflicting spend debited as unexpected');
+    // The proof must hold for the confirmation count of blocks from where a scan pass first saw it: blocks keep coming.
+    const failed = await eventually(
+      async () => {
+        const read = (await call('GET', `/v1/transactions/${created.body.id}`)).body as { status: string; failure_reason: string | null; block_height: number | null };
+        if (read.status === 'failed') return read;
+        await btcd.generate(1);
+        return undefined;
+      },
+      'the send failed reorged_out',
+      60_000,
+      1_000,
+    );
+    assert.deepEqual([failed.failure_reason, failed.block_height], ['reorged_out', null]);
+    const returned = await em
+      .getConnection()
+      .execute<{ balance: string }[]>(`select balance::text from custody_journal_entries where kind = 'reorg_returned' and reference_id = ?`, [`${created.body.id}#1`]);
+    assert.deepEqual(returned, [{ balance: (10_000_000n + BigInt(settled.fee_raw)).toString() }], 'the amount and the fee, once');
+    assert.equal((await balance(wallet.id)).balance, start.balance, 'the deposit, less the spend that stayed');
+    assert.deepEqual(await em.find(WalletOutput, { createdBy: created.body.id }, { refresh: true }), [], 'its change never existed');
+    assert.equal((await em.findOneOrFail(WalletOutput, { txid: input.txid, vout: 0 }, { refresh: true })).status, 'spent', 'spent by the conflict');
+    const [suspense] = await em
+      .getConnection()
+      .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${org.organizationId}:sandbox:BTC`]);
+    assert.equal(suspense!.sum, '0', 'nothing left in suspense');
     await ledgerMatchesChain();
   });
 });
