@@ -12,6 +12,7 @@ import { type TestApp, type TestOrganization } from '../support/app';
 import { COINBASE_MATURITY, coinbaseOutput, payFromMiner, startBtcdOrSkip, type Btcd, btcdHeight, btcdSandboxConfig } from '../support/btcd';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
+import { suspenseBalance } from '../support/ledger';
 import { testLogger } from '../support/secret-scan';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { startScannedService, type ScannedService } from '../support/scanned-service';
@@ -253,10 +254,7 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     }, 'the change written off');
     assert.equal(reversedChange.status, 'dropped');
     assert.equal((await balance(wallet.id)).balance, start.balance, 'the deposit, less what the spend that stayed took: the lost one returned, its change gone');
-    const [suspense] = await em
-      .getConnection()
-      .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${org.organizationId}:sandbox:BTC`]);
-    assert.equal(suspense!.sum, '0', 'nothing left in suspense');
+    assert.equal(await suspenseBalance(org.organizationId, 'BTC'), 0n, 'nothing left in suspense');
     assert.equal((await em.findOneOrFail(WalletOutput, { txid: output.txid, vout: 0 }, { refresh: true })).status, 'spent', 'spent, by the spend that stayed');
     const announced = await eventually(async () => {
       const events = receiver.attempts.map((attempt) => JSON.parse(attempt.body) as Delivered);
@@ -312,10 +310,7 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     assert.equal((await balance(wallet.id)).balance, start.balance, 'the deposit, less the spend that stayed');
     assert.deepEqual(await em.find(WalletOutput, { createdBy: created.body.id }, { refresh: true }), [], 'its change never existed');
     assert.equal((await em.findOneOrFail(WalletOutput, { txid: input.txid, vout: 0 }, { refresh: true })).status, 'spent', 'spent by the conflict');
-    const [suspense] = await em
-      .getConnection()
-      .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${org.organizationId}:sandbox:BTC`]);
-    assert.equal(suspense!.sum, '0', 'nothing left in suspense');
+    assert.equal(await suspenseBalance(org.organizationId, 'BTC'), 0n, 'nothing left in suspense');
     await ledgerMatchesChain();
   });
 });

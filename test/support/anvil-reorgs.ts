@@ -11,6 +11,7 @@ import { anvilFunder, anvilHeight, anvilMine, anvilSandboxConfig, deployAnvilTok
 import type { TestApp, TestOrganization } from './app';
 import { testConfig, testOrm } from './environment';
 import { eventually } from './eventually';
+import { suspenseBalance } from './ledger';
 import { startScannedService, type ScannedService } from './scanned-service';
 import { createHotWallet, startReconciliationPass } from './reconciliation';
 import { testLogger } from './secret-scan';
@@ -112,15 +113,7 @@ export function anvilReorganisations(name: string) {
         [`${referencePrefix}%`],
       );
   /** What the organization's suspense account holds of ETH: value a reorganisation made unknown, waiting for the chain's proof. */
-  const suspense = async () =>
-    BigInt(
-      (
-        await (await testOrm()).em
-          .fork()
-          .getConnection()
-          .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${org.organizationId}:sandbox:ETH`])
-      )[0]!.sum,
-    );
+  const suspense = () => suspenseBalance(org.organizationId, 'ETH');
   /** The suspense postings of one reference, in order: their kind and what they moved into suspense. */
   const suspenseMoves = async (referenceId: string) =>
     (

@@ -114,3 +114,12 @@ export async function cardPostings(card: { id: string; organizationId: string })
   const named = (key: string) => key.replaceAll(card.organizationId, 'org').replaceAll(card.id, 'card');
   return rows.map((row) => ({ kind: row.kind, lines: row.lines.map(([key, amount]) => [named(key), amount] as [string, string]) }));
 }
+
+/** What an organization's sandbox suspense account holds of an asset (base units): value a reorganisation made unknown, waiting for the chain's proof. */
+export async function suspenseBalance(organizationId: string, assetId: string): Promise<bigint> {
+  const [row] = await (await testOrm()).em
+    .fork()
+    .getConnection()
+    .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${organizationId}:sandbox:${assetId}`]);
+  return BigInt(row!.sum);
+}
