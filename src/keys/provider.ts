@@ -19,6 +19,8 @@ export interface WrappedDataKey {
  */
 export interface KeyProvider {
   readonly name: string;
+  /** True while the master key is the public development key: nothing it wraps is protected, so live keys must not work. */
+  readonly development: boolean;
   encryptDataKey(dataKey: Uint8Array, context: string): Promise<WrappedDataKey>;
   decryptDataKey(wrapped: WrappedDataKey, context: string): Promise<Uint8Array>;
 }
@@ -28,8 +30,10 @@ export class LocalKeyProvider implements KeyProvider {
   readonly name = 'local';
   /** A fingerprint, never the key: tells which master key a row needs after a rotation. */
   readonly masterKeyId: string;
+  readonly development: boolean;
 
   constructor(private readonly masterKey: Buffer) {
+    this.development = masterKey.equals(DEVELOPMENT_MASTER_KEY);
     this.masterKeyId = `local:${createHash('sha256').update(masterKey).digest('hex').slice(0, 16)}`;
   }
 
