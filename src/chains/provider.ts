@@ -85,6 +85,11 @@ export interface ObservedPayment {
   fee: bigint;
   /** Ethereum: the transaction's nonce; another transaction of the account mined with it proves this one never will be. */
   nonce?: bigint;
+  /**
+   * Solana: the recent blockhash the transaction names (none for a durable-nonce transaction, whose
+   * nonce value never expires); once it is no longer valid at the finalized state, no block can take it.
+   */
+  recentBlockhash?: string;
 }
 
 /** UTXO chains: one output a transaction of the block spends. */
@@ -250,6 +255,8 @@ export interface ChainProvider {
    * the chain whose window passed can never be mined.
    */
   validityPassed?(rawTransaction: string): Promise<boolean>;
+  /** Solana: the same of a transaction known only by its recent blockhash (ObservedPayment.recentBlockhash). */
+  blockhashExpired?(blockhash: string): Promise<boolean>;
   /**
    * Ethereum: the gas `call` uses if sent now (eth_estimateGas), so that a fee can be funded before the
    * transaction is signed. Throws TransactionRejectedError when the node says the call would fail.

@@ -9,7 +9,8 @@ import { prefixedId, uuid } from '../shared/ids';
  * What proves a transfer a reorganisation took off the chain will never be mined again, so that
  * what it left in suspense can be resolved (src/monitoring/never-mined.ts): on an account chain with
  * nonces (Ethereum) the account that signed the transaction carrying it and its nonce (another
- * transaction of that account mined with the nonce); on Bitcoin the outputs it spends.
+ * transaction of that account mined with the nonce); on Solana the recent blockhash it names (expired
+ * at the finalized state); on Bitcoin the outputs it spends.
  */
 @Embeddable()
 export class NeverMinedProof {
@@ -18,6 +19,10 @@ export class NeverMinedProof {
 
   @Property({ type: 'decimal', columnType: 'numeric(78,0)', nullable: true })
   payerNonce?: string | null;
+
+  /** Solana: the recent blockhash the carrying transaction names (ObservedPayment.recentBlockhash). */
+  @Property({ type: 'text', nullable: true })
+  recentBlockhash?: string | null;
 
   /**
    * UTXO chains (Bitcoin), deposits: the outputs (`txid:vout`) the carrying transaction spends. Another

@@ -1,8 +1,9 @@
 /**
  * Deposits, and spends the platform did not make, that a reorganisation took off the chain and that
- * the chain proves it will never carry again: on account chains the account that signed their
- * transaction has another transaction mined with its nonce, and the node has not mined theirs, held
- * for the chain's confirmation count of blocks (the tip at first proof is kept; a proof that stops
+ * the chain proves it will never carry again, and the node has not mined: on Ethereum the account that
+ * signed their transaction has another transaction mined with its nonce; on Solana the recent blockhash
+ * their transaction names is no longer valid at the finalized state. Each proof is held for the
+ * chain's confirmation count of blocks (the tip at first proof is kept; a proof that stops
  * holding is forgotten). Then what they left in suspense is resolved:
  * - a reversed deposit's value goes back to the outside world, which never paid it
  *   (`suspense_written_off`), announced as `deposit.reversal_final`;
@@ -10,8 +11,8 @@
  *   announced as `wallet.unexpected_spend_returned`.
  * On Bitcoin the proof is an output the transaction spends spent by another transaction: one of the
  * platform's outputs, seen by the scanner at the confirmation depth (spentByAnotherFinal); a
- * stranger's, as the node says, held for the confirmation count (inputSpentByAnother). Not proven here
- * yet: Solana and Tron (references that expired).
+ * stranger's, as the node says, held for the confirmation count (inputSpentByAnother). Tron is not
+ * followed: its only provider, the devnet, never reorganises.
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -41,7 +42,7 @@ export async function resolveNeverMined(
 ): Promise<{ deposits: IncomingTransfer[]; spends: OutgoingTransfer[] }> {
   const resolved = { deposits: [] as IncomingTransfer[], spends: [] as OutgoingTransfer[] };
   const byConflict = scope.chain === 'bitcoin';
-  if (!byConflict && !provider.nonces) return resolved;
+  if (!byConflict && !provider.nonces && !provider.blockhashExpired) return resolved;
   const em = deps.em();
   const unresolved = { neverMined: { lostAt: null }, reorganisations: { $gt: 0 }, chain: scope.chain, environment: scope.environment } as const;
   // Only reversed deposits with a round still in suspense: one dropped before it confirmed holds nothing to resolve.
@@ -58,7 +59,8 @@ export async function resolveNeverMined(
     const strangers = deposits.filter((row) => !lost.has(row.txid) && row.neverMined.spends?.length);
     if (strangers.length && provider.spentInChain) for (const txid of await proofsHeld(em, provider, confirmations, strangers, inputSpentByAnother)) lost.add(txid);
   } else {
-    lost = await proofsHeld(em, provider, confirmations, [...spends, ...deposits].filter((row) => row.neverMined.payerNonce != null), nonceTakenByAnother);
+    const provable = [...spends, ...deposits].filter((row) => row.neverMined.payerNonce != null || row.neverMined.recentBlockhash != null);
+    lost = await proofsHeld(em, provider, confirmations, provable, lostOnAccountChain);
   }
   const byTransaction = new Map<string, OutgoingTransfer[]>();
   for (const spend of spends.filter((row) => lost.has(row.txid))) byTransaction.set(`${spend.wallet.id}:${spend.txid}`, [...(byTransaction.get(`${spend.wallet.id}:${spend.txid}`) ?? []), spend]);
@@ -124,10 +126,17 @@ async function inputSpentByAnother(provider: ChainProvider, row: Followed): Prom
   return false;
 }
 
-/** Account chains: the signer's next nonce at the tip is past the transaction's, and the node has not mined the transaction. */
-async function nonceTakenByAnother(provider: ChainProvider, row: Followed): Promise<boolean> {
-  const { confirmed } = await provider.nonces!(row.neverMined.payer!);
-  if (confirmed <= BigInt(row.neverMined.payerNonce!)) return false;
+/**
+ * Account chains: the signer's next nonce at the tip is past the transaction's (Ethereum), or its
+ * recent blockhash expired at the finalized state (Solana); and the node has not mined the transaction.
+ */
+async function lostOnAccountChain(provider: ChainProvider, row: Followed): Promise<boolean> {
+  const { payer, payerNonce, recentBlockhash } = row.neverMined;
+  if (payerNonce != null && provider.nonces) {
+    if ((await provider.nonces(payer!)).confirmed <= BigInt(payerNonce)) return false;
+  } else if (recentBlockhash != null && provider.blockhashExpired) {
+    if (!(await provider.blockhashExpired(recentBlockhash))) return false;
+  } else return false;
   return (await provider.transactionStatus(row.txid)).state !== 'mined';
 }
 

@@ -155,8 +155,8 @@ async function recordOne(
   const organizationId = spend.address.wallet.organization.id;
   const [written] = await em.execute<{ id: string; inserted: boolean; unexpected: boolean; reorganisations: number }[]>(
     `insert into outgoing_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, fee, txid, position,
-       from_address, to_address, block_height, block_hash, transaction_id, unexpected, payer, payer_nonce, created_at)
-     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
+       from_address, to_address, block_height, block_hash, transaction_id, unexpected, payer, payer_nonce, recent_blockhash, created_at)
+     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
      on conflict (organization_id, environment, chain, txid, position) do update set block_height = excluded.block_height, block_hash = excluded.block_hash
      returning id, (xmax = 0) as inserted, unexpected, reorganisations`,
     [
@@ -179,6 +179,7 @@ async function recordOne(
       unexpected,
       block.payer,
       block.payerNonce,
+      block.recentBlockhash,
     ],
   );
   // xmax is 0 only on a row this statement inserted, not on one it updated.

@@ -39,12 +39,16 @@ export interface ScannedPlace extends BlockPlace {
 
 /**
  * What would prove the block's transaction `txid` never mined again, should a reorganisation take it
- * (NeverMinedProof): its signer and nonce (Ethereum), the outputs it spends (`txid:vout`, Bitcoin); nulls elsewhere.
+ * (NeverMinedProof): its signer and nonce (Ethereum), its recent blockhash (Solana), the outputs it spends
+ * (`txid:vout`, Bitcoin); nulls elsewhere.
  */
-export function provenanceOf(block: Pick<ScannedPlace, 'payments' | 'inputs'> | null, txid: string): { payer: string | null; payerNonce: string | null; spends: string[] | null } {
-  const payment = block?.payments?.find((candidate) => candidate.txid === txid && candidate.nonce !== undefined);
+export function provenanceOf(
+  block: Pick<ScannedPlace, 'payments' | 'inputs'> | null,
+  txid: string,
+): { payer: string | null; payerNonce: string | null; recentBlockhash: string | null; spends: string[] | null } {
+  const payment = block?.payments?.find((candidate) => candidate.txid === txid && (candidate.nonce !== undefined || candidate.recentBlockhash !== undefined));
   const spends = (block?.inputs ?? []).filter((input) => input.txid === txid).map((input) => `${input.spends.txid}:${input.spends.vout}`);
-  return { payer: payment?.from ?? null, payerNonce: payment?.nonce?.toString() ?? null, spends: spends.length ? spends : null };
+  return { payer: payment?.from ?? null, payerNonce: payment?.nonce?.toString() ?? null, recentBlockhash: payment?.recentBlockhash ?? null, spends: spends.length ? spends : null };
 }
 
 export const requiredConfirmations = (config: Pick<Config, `CHAIN_CONFIRMATIONS_${Uppercase<ChainId>}`>, chain: ChainId): number =>
@@ -147,8 +151,8 @@ async function recordOne(
   const provenance = provenanceOf(block, transfer.txid);
   const inserted = await em.execute<{ id: string }[]>(
     `insert into incoming_transfers (id, organization_id, environment, wallet_id, address_id, chain, network, asset_id, amount, txid, position,
-       to_address, from_address, block_height, block_hash, confirmations, required_confirmations, payer, payer_nonce, spends, status, created_at, updated_at)
-     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'pending', now(), now())
+       to_address, from_address, block_height, block_hash, confirmations, required_confirmations, payer, payer_nonce, recent_blockhash, spends, status, created_at, updated_at)
+     values (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'pending', now(), now())
      on conflict (organization_id, environment, chain, txid, position) do nothing returning id`,
     [
       organizationId,
@@ -169,6 +173,7 @@ async function recordOne(
       scope.requiredConfirmations,
       provenance.payer,
       provenance.payerNonce,
+      provenance.recentBlockhash,
       provenance.spends && JSON.stringify(provenance.spends),
     ],
   );

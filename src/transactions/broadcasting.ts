@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 /**
  * The broadcast step of a send: its signed bytes handed to the node, and what a refusal proves
  * (a send never held by a node fails; one that may be held fails only on proof it can never be mined).
@@ -93,6 +94,12 @@ export async function proofOfLoss(deps: Pick<LifecycleDeps, 'em'>, provider: Cha
     if (spent.length) {
       const outpoints = spent.map((input) => `${input.txid}:${input.vout}`);
       proof = { reason: 'inputs_spent', message: `A conflicting transaction spending ${outpoints.join(', ')} was mined: this send can never be mined.`, spentInputs: spent.map((input) => input.id) };
+    } else {
+      const orphan = await changeOfLostSend(deps.em(), inputs);
+      if (orphan) {
+        const message = `Its input ${orphan.txid}:${orphan.vout} is the change of send ${orphan.createdBy!.id}, which a reorganisation took and the chain proves will never be mined: this send can never be mined.`;
+        proof = { reason: 'inputs_spent', message };
+      }
     }
   }
   if (provider.validityPassed && transaction.signedTransaction && (await provider.validityPassed(transaction.signedTransaction))) {
@@ -100,6 +107,17 @@ export async function proofOfLoss(deps: Pick<LifecycleDeps, 'em'>, provider: Cha
   }
   if (!proof) return null;
   return (await anyCandidateKnown(provider, await candidatesOf(deps.em(), transaction))) ? null : proof;
+}
+
+/**
+ * Bitcoin: an input that is the change of a settled send a reorganisation took, whose loss the chain
+ * proves (src/transactions/reorged-out.ts records where it was first seen): that output will never exist.
+ */
+async function changeOfLostSend(em: EntityManager, inputs: WalletOutput[]): Promise<WalletOutput | undefined> {
+  const creators = inputs.filter((input) => input.origin === 'change' && input.createdBy).map((input) => input.createdBy!.id);
+  if (creators.length === 0) return undefined;
+  const lost = new Set((await em.find(OutgoingTransaction, { id: { $in: creators }, blockHash: null, lossSeenAtHeight: { $ne: null } }, { fields: ['id'] })).map((row) => row.id));
+  return inputs.find((input) => input.createdBy && lost.has(input.createdBy.id));
 }
 
 /**

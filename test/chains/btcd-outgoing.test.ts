@@ -97,6 +97,43 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     return transaction;
   }
 
+  /** A confirmed deposit of `amount` from the coinbase of block `height` to the wallet's primary address: its outpoint. */
+  async function depositFromMiner(height: number, amount: bigint) {
+    const before = (await balance(wallet.id)).balance;
+    const payment = payFromMiner(await coinbaseOutput(btcd, height), wallet.primary, amount);
+    await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
+    await btcd.generate(CONFIRMATIONS);
+    await eventually(async () => ((await balance(wallet.id)).balance === before + amount ? true : undefined), 'the deposit credited');
+    return { txid: payment.id, vout: 0, amount };
+  }
+  /** A send of `amount` BTC through the API spending `inputs`, once a node holds it: its id. */
+  async function broadcastSend(inputs: { txid: string; vout: string }[], amount: string): Promise<string> {
+    const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outsideP2wpkh(), amount, asset: 'BTC', inputs, fee_rate: '2' });
+    assert.equal(created.status, 201, created.text);
+    await eventually(async () => ((await call('GET', `/v1/transactions/${created.body.id}`)).body.status === 'broadcast' ? true : undefined), 'the send broadcast', 30_000, 250);
+    return created.body.id as string;
+  }
+  /** The same, then mined and settled: its id and the block carrying it. */
+  async function settledSend(inputs: { txid: string; vout: string }[], amount: string) {
+    const id = await broadcastSend(inputs, amount);
+    const [carrying] = await btcd.generate(CONFIRMATIONS);
+    await eventually(async () => ((await readSend(id)).status === 'confirmed' ? true : undefined), 'the send settled', 60_000, 500);
+    return { id, carrying: carrying! };
+  }
+  const readSend = async (id: string) => (await call('GET', `/v1/transactions/${id}`)).body as { status: string; failure_reason: string | null; block_height: number | null };
+  /** Mines a block each try until `done` holds (a proof must hold for the confirmation count of blocks from where a pass first saw it). */
+  const mineUntil = (done: () => Promise<boolean>, what: string) =>
+    eventually(
+      async () => {
+        if (await done()) return true;
+        await btcd.generate(1);
+        return undefined;
+      },
+      what,
+      60_000,
+      1_000,
+    );
+
   let wallet: { id: string; primary: string };
   /** The deposits' outpoints. */
   const deposits: { txid: string; vout: number; amount: bigint }[] = [];
@@ -269,47 +306,79 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
 
   it('a settled send reorganised out, whose input the key spent elsewhere on the new chain: failed reorged_out once that is final, its change unmade, what it paid back; ledger = chain', async () => {
     const start = await balance(wallet.id);
-    const payment = payFromMiner(await coinbaseOutput(btcd, 5), wallet.primary, 30_000_000n);
-    await btcd.call('sendrawtransaction', [hex.encode(payment.extract())]);
-    const input = { txid: payment.id, vout: 0, amount: 30_000_000n };
-    await btcd.generate(CONFIRMATIONS);
-    await eventually(async () => ((await balance(wallet.id)).balance === start.balance + input.amount ? true : undefined), 'the deposit credited');
-    const created = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: outsideP2wpkh(), amount: '0.1', asset: 'BTC', inputs: [{ txid: input.txid, vout: '0' }], fee_rate: '2' });
-    assert.equal(created.status, 201, created.text);
-    await eventually(async () => ((await call('GET', `/v1/transactions/${created.body.id}`)).body.status === 'broadcast' ? true : undefined), 'the send broadcast', 30_000, 250);
-    const [carrying] = await btcd.generate(CONFIRMATIONS);
-    const settled = await eventually(async () => {
-      const read = (await call('GET', `/v1/transactions/${created.body.id}`)).body as { status: string; fee_raw: string; tx_hash: string };
-      return read.status === 'confirmed' ? read : undefined;
-    }, 'the send settled', 60_000, 500);
+    const input = await depositFromMiner(5, 30_000_000n);
+    const send = await settledSend([{ txid: input.txid, vout: '0' }], '0.1');
     const em = (await testOrm()).em.fork();
-    assert.equal((await em.find(WalletOutput, { createdBy: created.body.id })).length, 1, 'its change is the wallet\'s');
+    assert.equal((await em.find(WalletOutput, { createdBy: send.id })).length, 1, 'its change is the wallet\'s');
+    const fee = BigInt(((await call('GET', `/v1/transactions/${send.id}`)).body as { fee_raw: string }).fee_raw);
 
     // Its blocks abandoned; on the new chain the key spends its input elsewhere (the send signals BIP-125: replaced in the mempool).
-    await btcd.call('invalidateblock', [carrying]);
+    await btcd.call('invalidateblock', [send.carrying]);
     const conflict = await spendOutside(input, [[outsideP2wpkh(), input.amount - 50_000n]]);
     await btcd.generate(CONFIRMATIONS + 1);
     await eventually(async () => ((await outgoingRows(conflict.id)).length === 1 ? true : undefined), 'the conflicting spend debited as unexpected');
-    // The proof must hold for the confirmation count of blocks from where a scan pass first saw it: blocks keep coming.
-    const failed = await eventually(
-      async () => {
-        const read = (await call('GET', `/v1/transactions/${created.body.id}`)).body as { status: string; failure_reason: string | null; block_height: number | null };
-        if (read.status === 'failed') return read;
-        await btcd.generate(1);
-        return undefined;
-      },
-      'the send failed reorged_out',
-      60_000,
-      1_000,
-    );
+    await mineUntil(async () => (await readSend(send.id)).status === 'failed', 'the send failed reorged_out');
+    const failed = await readSend(send.id);
     assert.deepEqual([failed.failure_reason, failed.block_height], ['reorged_out', null]);
     const returned = await em
       .getConnection()
-      .execute<{ balance: string }[]>(`select balance::text from custody_journal_entries where kind = 'reorg_returned' and reference_id = ?`, [`${created.body.id}#1`]);
-    assert.deepEqual(returned, [{ balance: (10_000_000n + BigInt(settled.fee_raw)).toString() }], 'the amount and the fee, once');
+      .execute<{ balance: string }[]>(`select balance::text from custody_journal_entries where kind = 'reorg_returned' and reference_id = ?`, [`${send.id}#1`]);
+    assert.deepEqual(returned, [{ balance: (10_000_000n + fee).toString() }], 'the amount and the fee, once');
     assert.equal((await balance(wallet.id)).balance, start.balance, 'the deposit, less the spend that stayed');
-    assert.deepEqual(await em.find(WalletOutput, { createdBy: created.body.id }, { refresh: true }), [], 'its change never existed');
+    assert.deepEqual(await em.find(WalletOutput, { createdBy: send.id }, { refresh: true }), [], 'its change never existed');
     assert.equal((await em.findOneOrFail(WalletOutput, { txid: input.txid, vout: 0 }, { refresh: true })).status, 'spent', 'spent by the conflict');
+    assert.equal(await suspenseBalance(org.organizationId, 'BTC'), 0n, 'nothing left in suspense');
+    await ledgerMatchesChain();
+  });
+
+  it('a settled send reorganised out whose change a later settled send spent: both failed reorged_out together once the conflict is final, both changes unmade; ledger = chain', async () => {
+    const start = await balance(wallet.id);
+    const input = await depositFromMiner(6, 30_000_000n);
+    const first = await settledSend([{ txid: input.txid, vout: '0' }], '0.1');
+    const em = (await testOrm()).em.fork();
+    const [change] = await em.find(WalletOutput, { createdBy: first.id });
+    assert.equal(change!.status, 'available', 'the first send settled: its change is spendable');
+    const second = await settledSend([{ txid: change!.txid, vout: String(change!.vout) }], '0.05');
+    assert.equal((await em.findOneOrFail(WalletOutput, { id: change!.id }, { refresh: true })).status, 'spent', 'the second send spent the change');
+
+    // Both sends' blocks abandoned; on the new chain the key spends the first send's input elsewhere: neither can ever be mined.
+    await btcd.call('invalidateblock', [first.carrying]);
+    const conflict = await spendOutside(input, [[outsideP2wpkh(), input.amount - 50_000n]]);
+    // Longer than the branch abandoned (both sends' blocks): the scanner follows the new chain once it is past its cursor.
+    await btcd.generate(2 * CONFIRMATIONS + 1);
+    await eventually(async () => ((await outgoingRows(conflict.id)).length === 1 ? true : undefined), 'the conflicting spend debited as unexpected');
+    await mineUntil(async () => (await readSend(first.id)).status === 'failed' && (await readSend(second.id)).status === 'failed', 'both sends failed reorged_out');
+    for (const id of [first.id, second.id]) assert.deepEqual([(await readSend(id)).failure_reason, (await readSend(id)).block_height], ['reorged_out', null]);
+    const returned = await em
+      .getConnection()
+      .execute<{ reference_id: string; created_at: string }[]>(`select reference_id, created_at::text from custody_journal_entries where kind = 'reorg_returned' and (reference_id like ? or reference_id like ?)`, [`${first.id}#%`, `${second.id}#%`]);
+    assert.equal(returned.length, 2, 'each returned once');
+    assert.equal(returned[0]!.created_at, returned[1]!.created_at, 'in one transaction: no moment where the ledger holds one and not the other');
+    assert.equal((await balance(wallet.id)).balance, start.balance, 'the deposit, less the spend that stayed');
+    assert.deepEqual(await em.find(WalletOutput, { createdBy: { $in: [first.id, second.id] } }, { refresh: true }), [], 'neither change ever existed');
+    assert.equal((await em.findOneOrFail(WalletOutput, { txid: input.txid, vout: 0 }, { refresh: true })).status, 'spent', 'spent by the conflict');
+    assert.equal(await suspenseBalance(org.organizationId, 'BTC'), 0n, 'nothing left in suspense');
+    await ledgerMatchesChain();
+  });
+
+  it('a settled send reorganised out whose change a send under way holds: that send fails on the proof (its input will never exist), then the settled one is failed reorged_out; ledger = chain', async () => {
+    const start = await balance(wallet.id);
+    const input = await depositFromMiner(7, 30_000_000n);
+    const first = await settledSend([{ txid: input.txid, vout: '0' }], '0.1');
+    const em = (await testOrm()).em.fork();
+    const [change] = await em.find(WalletOutput, { createdBy: first.id });
+    const second = await broadcastSend([{ txid: change!.txid, vout: String(change!.vout) }], '0.05');
+
+    // Before the second is mined, the first's blocks are abandoned and the key spends its input elsewhere on the new chain.
+    await btcd.call('invalidateblock', [first.carrying]);
+    const conflict = await spendOutside(input, [[outsideP2wpkh(), input.amount - 50_000n]]);
+    await btcd.generate(CONFIRMATIONS + 1);
+    await eventually(async () => ((await outgoingRows(conflict.id)).length === 1 ? true : undefined), 'the conflicting spend debited as unexpected');
+    await mineUntil(async () => (await readSend(first.id)).status === 'failed', 'the settled send failed reorged_out');
+    assert.deepEqual([(await readSend(second)).status, (await readSend(second)).failure_reason], ['failed', 'inputs_spent'], 'the send under way failed first, on the proof');
+    assert.equal((await readSend(first.id)).failure_reason, 'reorged_out');
+    assert.deepEqual(await balance(wallet.id), { ...start, balance: start.balance }, 'the deposit, less the spend that stayed; nothing locked');
+    assert.deepEqual(await em.find(WalletOutput, { createdBy: { $in: [first.id, second] } }, { refresh: true }), [], 'neither change ever existed');
     assert.equal(await suspenseBalance(org.organizationId, 'BTC'), 0n, 'nothing left in suspense');
     await ledgerMatchesChain();
   });

@@ -253,7 +253,15 @@ describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana R
       const failed = {
         transaction: {
           signatures: ['SigFailed1'],
-          message: { accountKeys: [key(recipient.address, true, true), key(sender.address, false, true)], instructions: [{ program: 'system', programId: SYSTEM_PROGRAM, parsed: { type: 'transfer', info: { source: recipient.address, destination: sender.address, lamports: 7 } } }] },
+          // A durable-nonce transaction: its first instruction advances a nonce account, its "blockhash" is the nonce's value.
+          message: {
+            accountKeys: [key(recipient.address, true, true), key(sender.address, false, true)],
+            instructions: [
+              { program: 'system', programId: SYSTEM_PROGRAM, parsed: { type: 'advanceNonce', info: { nonceAccount: sender.address, nonceAuthority: recipient.address } } },
+              { program: 'system', programId: SYSTEM_PROGRAM, parsed: { type: 'transfer', info: { source: recipient.address, destination: sender.address, lamports: 7 } } },
+            ],
+            recentBlockhash: 'NonceValueaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+          },
         },
         meta: { err: { InstructionError: [0, { Custom: 1 }] }, fee: 5000, postTokenBalances: [], status: { Err: { InstructionError: [0, { Custom: 1 }] } } },
       };
@@ -266,7 +274,7 @@ describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana R
       node.recorded.set('getBlocks', ([start, end]) => ({ result: [99, 100].filter((slot) => slot >= (start as number) && slot <= (end as number)) }));
     });
 
-    it('reads SOL and token transfers of successful transactions, and every payer with its fee', async () => {
+    it('reads SOL and token transfers of successful transactions, and every payer with its fee and the blockhash that bounds its life', async () => {
       const block = (await provider.block(100))!;
       assert.equal(block.hash, hashes[100]);
       assert.equal(block.parentHash, hashes[99]);
@@ -276,9 +284,9 @@ describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana R
         { txid: 'SigToken1', position: 'ix:1', to: recipient.address, from: sender.address, assetId: 'USDC_SOL', amount: 2_500_000n },
       ]);
       assert.deepEqual(block.payments, [
-        { txid: 'SigSol1', from: sender.address, fee: 5_000n },
-        { txid: 'SigToken1', from: sender.address, fee: 15_000n },
-        { txid: 'SigFailed1', from: recipient.address, fee: 5_000n },
+        { txid: 'SigSol1', from: sender.address, fee: 5_000n, recentBlockhash: hashes[99] },
+        { txid: 'SigToken1', from: sender.address, fee: 15_000n, recentBlockhash: hashes[99] },
+        { txid: 'SigFailed1', from: recipient.address, fee: 5_000n }, // durable nonce: no blockhash expires it
       ]);
     });
 

@@ -11,7 +11,7 @@ import { anvilFunder, anvilHeight, anvilMine, anvilSandboxConfig, deployAnvilTok
 import type { TestApp, TestOrganization } from './app';
 import { testConfig, testOrm } from './environment';
 import { eventually } from './eventually';
-import { suspenseBalance } from './ledger';
+import { suspenseBalance, suspenseMoves } from './ledger';
 import { startScannedService, type ScannedService } from './scanned-service';
 import { createHotWallet, startReconciliationPass } from './reconciliation';
 import { testLogger } from './secret-scan';
@@ -114,18 +114,6 @@ export function anvilReorganisations(name: string) {
       );
   /** What the organization's suspense account holds of ETH: value a reorganisation made unknown, waiting for the chain's proof. */
   const suspense = () => suspenseBalance(org.organizationId, 'ETH');
-  /** The suspense postings of one reference, in order: their kind and what they moved into suspense. */
-  const suspenseMoves = async (referenceId: string) =>
-    (
-      await (await testOrm()).em
-        .fork()
-        .getConnection()
-        .execute<{ kind: string; amount: string }[]>(
-          `select p.kind, l.amount::text from ledger_postings p join ledger_lines l on l.posting_id = p.id
-            where p.reference_id = ? and l.account_key like 'suspense:%' order by p.created_at, p.kind`,
-          [referenceId],
-        )
-    ).map((row) => [row.kind, BigInt(row.amount)]);
   /** A client of the wallet's custody key, as someone holding it outside the platform would sign. */
   async function usedOutside(walletId: string) {
     const em = (await testOrm()).em.fork();

@@ -123,3 +123,16 @@ export async function suspenseBalance(organizationId: string, assetId: string): 
     .execute<{ sum: string }[]>(`select coalesce(sum(amount), 0)::text as sum from ledger_lines where account_key = ?`, [`suspense:${organizationId}:sandbox:${assetId}`]);
   return BigInt(row!.sum);
 }
+
+/** The suspense postings of one reference (`<transfer id>#<round>`), in order: their kind and what they moved into suspense. */
+export async function suspenseMoves(referenceId: string): Promise<[string, bigint][]> {
+  const rows = await (await testOrm()).em
+    .fork()
+    .getConnection()
+    .execute<{ kind: string; amount: string }[]>(
+      `select p.kind, l.amount::text from ledger_postings p join ledger_lines l on l.posting_id = p.id
+        where p.reference_id = ? and l.account_key like 'suspense:%' order by p.created_at, p.kind`,
+      [referenceId],
+    );
+  return rows.map((row) => [row.kind, BigInt(row.amount)]);
+}

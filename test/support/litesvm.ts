@@ -10,7 +10,7 @@ import { TOKEN_PROGRAM } from '../../src/chains/transfers/solana';
 
 export type SvmAddress = Parameters<LiteSVM['getBalance']>[0];
 type SvmTransaction = Parameters<LiteSVM['sendTransaction']>[0];
-type SvmAccount = Parameters<LiteSVM['setAccount']>[0];
+export type SvmAccount = Parameters<LiteSVM['setAccount']>[0];
 
 /** SPL Token's account sizes: a Mint and a token Account. */
 export const MINT_SIZE = 82;

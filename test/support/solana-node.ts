@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { sha256 } from '@noble/hashes/sha256';
 import { base58, base64 } from '@scure/base';
 import { FailedTransactionMetadata, LiteSVM } from 'litesvm';
-import { messageAccountKeys, messageInstructions, runtimeTransaction, svmAddress, u64At } from './litesvm';
+import { solanaRecentBlockhash } from '../../src/chains/transfers/solana';
+import { messageAccountKeys, messageInstructions, runtimeTransaction, svmAddress, u64At, type SvmAccount } from './litesvm';
 
 export const MAINNET_GENESIS = '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
 export const DEVNET_GENESIS = 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG';
@@ -33,6 +34,8 @@ interface Executed {
   fee: number;
   err: string | null;
   confirmationStatus: 'processed' | 'confirmed' | 'finalized';
+  /** Its accounts as they were before it ran: what a reorganisation restores. */
+  before: SvmAccount[];
   balances: { preBalances: number[]; postBalances: number[]; preTokenBalances: MetaTokenBalance[]; postTokenBalances: MetaTokenBalance[] };
 }
 
@@ -52,7 +55,8 @@ export class SolanaNode {
   readonly executed = new Map<string, Executed>();
   readonly recorded = new Map<string, (params: unknown[]) => Answer>();
   readonly calls: string[] = [];
-  private readonly chainSeed = base58.encode(randomBytes(8));
+  /** What the block hashes are made from, from each slot on: one more each reorganisation. */
+  private readonly forks = [{ from: 0, seed: base58.encode(randomBytes(8)) }];
   private server!: Server;
   private ticker: NodeJS.Timeout | undefined;
   url = '';
@@ -77,9 +81,16 @@ export class SolanaNode {
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 
-  /** A slot sealed every `everyMs`, transactions or not: the node's tip never stands still. */
+  /**
+   * A slot sealed every `everyMs`, transactions or not: the node's tip never stands still. The cluster
+   * votes as it goes: at each tick what executed in a sealed slot is `confirmed` (the tests that seal by
+   * hand set statuses themselves).
+   */
   produceBlocks(everyMs: number): void {
-    this.ticker = setInterval(() => this.seal(), everyMs);
+    this.ticker = setInterval(() => {
+      this.seal();
+      for (const executed of this.executed.values()) if (executed.slot <= this.confirmedSlot && executed.confirmationStatus === 'processed') executed.confirmationStatus = 'confirmed';
+    }, everyMs);
   }
 
   /** The runtime's clock: the slot transactions execute at now. */
@@ -94,7 +105,24 @@ export class SolanaNode {
 
   /** The hash of the block at `slot`. */
   blockHash(slot: number): string {
-    return base58.encode(sha256(new TextEncoder().encode(`${this.chainSeed}:${slot}`)));
+    const { seed } = this.forks.filter((fork) => fork.from <= slot).at(-1)!;
+    return base58.encode(sha256(new TextEncoder().encode(`${seed}:${slot}`)));
+  }
+
+  /**
+   * A reorganisation: the cluster confirmed another fork from `slot` on. Those blocks are replaced by
+   * empty ones with other hashes, what their transactions did to accounts is undone, and the runtime's
+   * blockhash expires, so that none of them can run again. Answers their signatures.
+   */
+  abandonFrom(slot: number): string[] {
+    const abandoned = [...this.executed.entries()].filter(([, executed]) => executed.slot >= slot).reverse();
+    for (const [signature, executed] of abandoned) {
+      for (const account of executed.before) this.svm.setAccount(account);
+      this.executed.delete(signature);
+    }
+    this.forks.push({ from: slot, seed: base58.encode(randomBytes(8)) });
+    this.svm.expireBlockhash();
+    return abandoned.map(([signature]) => signature);
   }
 
   private seal(): void {
@@ -113,6 +141,11 @@ export class SolanaNode {
         return { result: this.confirmedSlot };
       case 'getLatestBlockhash':
         return { result: { context, value: { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: this.slot + 150 } } };
+      case 'getRecentPrioritizationFees': {
+        // The runtime keeps no fee market: each recent sealed slot, as a quiet cluster's, asked no priority fee.
+        const from = Math.max(1, this.confirmedSlot - 149);
+        return { result: Array.from({ length: this.confirmedSlot - from + 1 }, (_, index) => ({ slot: from + index, prioritizationFee: 0 })) };
+      }
       case 'isBlockhashValid':
         // The runtime takes only its latest blockhash: any other is past its window here.
         return { result: { context, value: params[0] === this.svm.latestBlockhash() } };
@@ -185,6 +218,7 @@ export class SolanaNode {
           signatures: [signature],
           message: {
             accountKeys: messageAccountKeys(executed.raw).map((pubkey, index) => ({ pubkey, signer: index === 0, writable: true, source: 'transaction' })),
+            recentBlockhash: solanaRecentBlockhash(executed.raw),
             instructions: messageInstructions(executed.raw).map(parsedInstruction),
           },
         },
@@ -206,6 +240,10 @@ export class SolanaNode {
         return [{ accountIndex, mint: base58.encode(account.data.slice(0, 32)), owner, uiTokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } }];
       });
     const [preBalances, preTokenBalances] = [lamports(), tokenBalances()];
+    const before = keys.map((address): SvmAccount => {
+      const account = this.svm.getAccount(address);
+      return account.exists ? account : { address, data: new Uint8Array(), executable: false, lamports: 0n as SvmAccount['lamports'], programAddress: svmAddress(SYSTEM_PROGRAM_ID), space: 0n };
+    });
     const outcome = this.svm.sendTransaction(runtimeTransaction(raw));
     if (outcome instanceof FailedTransactionMetadata) {
       return { error: { code: -32002, message: `Transaction simulation failed: ${outcome.toString()}`, data: { logs: outcome.meta().logs() } } };
@@ -214,7 +252,7 @@ export class SolanaNode {
     const postBalances = lamports();
     const fee = preBalances.reduce((sum, value) => sum + value, 0) - postBalances.reduce((sum, value) => sum + value, 0);
     const slot = this.slot;
-    this.executed.set(signature, { raw, slot, blockhash: this.blockHash(slot), fee, err: null, confirmationStatus: 'processed', balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
+    this.executed.set(signature, { raw, slot, blockhash: this.blockHash(slot), fee, err: null, confirmationStatus: 'processed', before, balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
     this.seal();
     return { result: signature };
   }

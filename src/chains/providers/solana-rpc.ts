@@ -89,7 +89,7 @@ const PayerMeta = z.object({
 const BlockTransaction = z.object({
   transaction: z.object({
     signatures: z.array(z.string()).min(1),
-    message: z.object({ accountKeys: z.array(z.object({ pubkey: z.string() }).loose()).min(1), instructions: z.array(ParsedInstruction) }).loose(),
+    message: z.object({ accountKeys: z.array(z.object({ pubkey: z.string() }).loose()).min(1), recentBlockhash: z.string().optional(), instructions: z.array(ParsedInstruction) }).loose(),
   }),
   meta: PayerMeta.extend({ postTokenBalances: z.array(TokenBalance).nullish() }).loose().nullable(),
 });
@@ -102,6 +102,17 @@ const Block = z.object({
 });
 const SignatureStatus = z.object({ slot: Slot, err: z.unknown(), confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullable() }).loose();
 const TransactionMeta = z.object({ slot: Slot, meta: PayerMeta.loose().nullable() }).loose();
+
+/**
+ * The recent blockhash that bounds a transaction's life, as ObservedPayment carries it; none for a
+ * durable-nonce transaction (its first instruction advances a nonce account: the "blockhash" is the
+ * nonce's value, valid until the nonce advances, so its expiry proves nothing).
+ */
+function expiringBlockhash(message: { recentBlockhash?: string; instructions: z.output<typeof ParsedInstruction>[] }): { recentBlockhash?: string } {
+  const first = message.instructions[0];
+  const durable = first?.program === 'system' && (first.parsed as { type?: unknown } | undefined)?.type === 'advanceNonce';
+  return message.recentBlockhash && !durable ? { recentBlockhash: message.recentBlockhash } : {};
+}
 
 /**
  * What a transaction cost its fee payer beyond its transfers: the fee, and the rent of each token
@@ -174,7 +185,7 @@ export class SolanaRpcProvider implements ChainProvider {
     for (const { transaction, meta } of block.transactions ?? []) {
       const txid = transaction.signatures[0]!;
       const keys = transaction.message.accountKeys.map((key) => key.pubkey);
-      if (meta) payments.push({ txid, from: keys[0]!, fee: payerCost(meta) });
+      if (meta) payments.push({ txid, from: keys[0]!, fee: payerCost(meta), ...expiringBlockhash(transaction.message) });
       if (!meta || meta.err !== null) continue;
       const tokenAccounts = new Map((meta.postTokenBalances ?? []).map((balance) => [keys[balance.accountIndex], balance]));
       transaction.message.instructions.forEach((instruction, index) => {
@@ -273,7 +284,11 @@ export class SolanaRpcProvider implements ChainProvider {
    * that no longer does has moved past it (the proof trusts one node to be consistent, as a nonce's does).
    */
   async validityPassed(rawTransaction: string): Promise<boolean> {
-    const valid = await this.call('isBlockhashValid', [solanaRecentBlockhash(rawTransaction), { commitment: 'finalized' }], WithContext(z.boolean()));
+    return this.blockhashExpired(solanaRecentBlockhash(rawTransaction));
+  }
+
+  async blockhashExpired(blockhash: string): Promise<boolean> {
+    const valid = await this.call('isBlockhashValid', [blockhash, { commitment: 'finalized' }], WithContext(z.boolean()));
     return !valid.value;
   }
 
