@@ -13,6 +13,7 @@ import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider, keyProviderFor } from './keys/provider';
 import { KeyService } from './keys/service';
+import { separateLiveSeed, sharedLiveSeeds, type LiveSeedSeparation } from './keys/seeds';
 import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
 import { ledgerBreaks, presentBreak } from './monitoring/ledger-invariants';
@@ -69,6 +70,11 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                             late payments held, refunds that failed): credit it to
                                             the organization's balance or refund it to the trip's
                                             refund address; audited, refused when nothing is held
+  keys:seeds                                organizations whose live seed shares the sandbox mnemonic
+                                            (seeds made before one seed per environment), with their
+                                            live wallets and what to do
+  keys:separate-live-seed --org ID          give live a fresh seed of its own; refused (and why) while
+                                            a live wallet derives from the shared mnemonic
 
 Secrets are printed once; store them now.`;
 
@@ -304,6 +310,18 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
       await temporal.connection.close();
     }
   },
+
+  // One seed per environment (docs/custody.md, "One seed per environment").
+  async 'keys:seeds'(orm) {
+    const organizations = await sharedLiveSeeds(orm.em.fork());
+    return { count: organizations.length, organizations };
+  },
+
+  async 'keys:separate-live-seed'(orm, options) {
+    const em = orm.em.fork();
+    const org = await organization(em, required(options, 'org'));
+    return separateLiveSeed(em, new KeyService(keyProviderFor(loadConfig())), org.id);
+  },
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -331,7 +349,9 @@ async function main(argv: string[]): Promise<number> {
     if (command === 'bootstrap') printBootstrap(result as BootstrapResult);
     else console.log(JSON.stringify(result, null, 2));
     // A check that finds the ledger broken fails, so a script or cron job notices.
-    return command === 'ledger:verify' && !(result as { whole: boolean }).whole ? 1 : 0;
+    if (command === 'ledger:verify' && !(result as { whole: boolean }).whole) return 1;
+    // So does a refused separation of seeds.
+    return command === 'keys:separate-live-seed' && (result as LiveSeedSeparation).outcome === 'refused' ? 1 : 0;
   } finally {
     await orm.close();
   }
