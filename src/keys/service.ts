@@ -22,7 +22,7 @@ const ENVELOPE_VERSION = 1;
 
 /** GCM associated data: a ciphertext only opens for the organization (and purpose) it was made for. */
 const mnemonicContext = (organizationId: string) => `custody-platform/seed-mnemonic/v${ENVELOPE_VERSION}/${organizationId}`;
-const dataKeyContext = (organizationId: string) => `custody-platform/seed-data-key/v${ENVELOPE_VERSION}/${organizationId}`;
+export const dataKeyContext = (organizationId: string) => `custody-platform/seed-data-key/v${ENVELOPE_VERSION}/${organizationId}`;
 
 /** The only code that sees an organization's mnemonic or private keys, and only for the length of one call. */
 export class KeyService {
@@ -81,9 +81,8 @@ export class KeyService {
     }
   }
 
-  /** Inverse of `seal`; the caller wipes the result when done. */
+  /** Inverse of `seal` (the master key the row names decides which configured key opens it); the caller wipes the result when done. */
   async open(sealed: SealedSecret, dataKeyContextValue: string, plaintextContext: string): Promise<Buffer> {
-    if (sealed.keyProvider !== this.provider.name) throw new Error(`secret sealed by provider '${sealed.keyProvider}', configured: '${this.provider.name}'`);
     const dataKey = await this.provider.decryptDataKey({ masterKeyId: sealed.masterKeyId, ciphertext: sealed.wrappedDataKey }, dataKeyContextValue);
     try {
       return aesGcmDecrypt(dataKey, Buffer.from(sealed.ciphertext, 'base64'), plaintextContext);
