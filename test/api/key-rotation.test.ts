@@ -2,20 +2,18 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
-import { IdempotencyService } from '../../src/idempotency/service';
 import { keyProviderFor, type KeyProvider } from '../../src/keys/provider';
 import type { SealedRow } from '../../src/keys/rotation';
 import { sealedColumns } from '../../src/modules';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
-import { createWorker } from '../../src/worker-setup';
-import { startTestApp, type TestApp } from '../support/app';
+import type { TestApp } from '../support/app';
 import { cli } from '../support/cli';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { terminateWorkflows } from '../support/scanning';
-import { testLogger } from '../support/secret-scan';
 import { softHsmToken, type SoftHsmToken } from '../support/softhsm';
 import { WebhookReceiver } from '../support/webhook-receiver';
+import { startAppWithWorker } from '../support/worker';
 
 interface Rotation {
   master_key_id: string;
@@ -53,27 +51,8 @@ describe('keys:rotate: data keys wrapped anew under the current master key, whil
     await (await testOrm()).em.getConnection().execute(`drop database if exists ${database} with (force)`);
   });
 
-  /** The API and the worker on this test's database with `keys` as their key configuration; `stop` ends both. */
-  async function startService(keys: Record<string, string>) {
-    const config = testConfig({ ...chainConfig, ...keys, DATABASE_URL: databaseUrl });
-    const temporal = await localTemporal();
-    const worker = await createWorker({
-      connection: temporal.nativeConnection,
-      namespace: temporal.namespace ?? 'default',
-      taskQueue,
-      deps: { config, orm, log: testLogger('worker'), idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS) },
-    });
-    const running = worker.run();
-    const app = await startTestApp({ config: { ...chainConfig, ...keys, DATABASE_URL: databaseUrl }, orm });
-    return {
-      app,
-      stop: async () => {
-        await app.close();
-        worker.shutdown();
-        await running;
-      },
-    };
-  }
+  /** The API and the worker on this test's database, on one task queue (sends carry on across restarts), with `keys` as their key configuration. */
+  const startService = (keys: Record<string, string>) => startAppWithWorker({ ...chainConfig, ...keys, DATABASE_URL: databaseUrl }, orm);
   const rotate = async (keys: Record<string, string>, ...args: string[]): Promise<Rotation> => JSON.parse((await cli(['keys:rotate', ...args], databaseUrl, keys)).stdout) as Rotation;
 
   /** Every sealed row of the database, its data key unwrapped by `provider` (which must hold the key the row names): the count per column. */
