@@ -83,6 +83,7 @@ export interface ColumnRotation {
  * takes up what is left; a row already under the current key is never touched, nor is any ciphertext
  * under a data key. The counts of rows left are taken after the walk (a process still configured with
  * an old current key may have sealed more meanwhile: run it again once every process has the new key).
+ * It never moves rows to the public development key: a configuration that lost its MASTER_KEY is refused.
  */
 export async function rotateSealedColumns(
   em: EntityManager,
@@ -90,6 +91,9 @@ export async function rotateSealedColumns(
   columns: readonly SealedColumn[],
   options: { dryRun?: boolean; batchSize?: number } = {},
 ): Promise<ColumnRotation[]> {
+  if (provider.development && !options.dryRun) {
+    throw new Error('the current master key is the public development key: set MASTER_KEY or KEY_PROVIDER=pkcs11 before keys:rotate wraps anything under it');
+  }
   const results: ColumnRotation[] = [];
   for (const column of columns) {
     let rewrapped = 0;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { openText, sealText } from '../../src/keys/envelope';
+import { DEVELOPMENT_MASTER_KEY } from '../../src/keys/master-key';
 import { KeyRing, LocalKeyProvider, type KeyProvider } from '../../src/keys/provider';
 import { envelopeColumn, rotateSealedColumns } from '../../src/keys/rotation';
 import { testOrm } from '../support/environment';
@@ -55,6 +56,13 @@ describe('keys:rotate walks a sealed column in batches, resumably', () => {
     assert.deepEqual(finished, [{ column: `${table}.sealed`, rewrapped: 13, left: {} }]);
     for (const row of await rows()) assert.equal(await openText(newKey, row.sealed, context(row.id)), `secret ${row.id}`, 'opens under the new key alone');
     assert.deepEqual(await rotateSealedColumns(em, ring, [column]), [{ column: `${table}.sealed`, rewrapped: 0, left: {} }]);
+  });
+
+  it('never moves rows to the public development key', async () => {
+    const em = (await testOrm()).em.fork();
+    const development = new KeyRing(new LocalKeyProvider(DEVELOPMENT_MASTER_KEY), [newKey]);
+    await assert.rejects(rotateSealedColumns(em, development, [column]), /public development key: set MASTER_KEY or KEY_PROVIDER=pkcs11/);
+    assert.equal((await rotateSealedColumns(em, development, [column], { dryRun: true }))[0]!.left[newKey.masterKeyId], 23, 'it still counts');
   });
 
   it('stops at a row whose master key is not configured, naming the key, with nothing of that batch changed', async () => {
