@@ -291,17 +291,16 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
 
   async 'keys:rotate'(orm, options) {
     const provider = keyProviderFor(loadConfig());
+    const dryRun = options['dry-run'] === true;
     const batchSize = text(options, 'batch-size') === undefined ? undefined : Math.max(1, wholeNumber(text(options, 'batch-size')!, 'batch-size', 10_000));
-    const columns = await rotateSealedColumns(orm.em.fork(), provider, sealedColumns, { dryRun: options['dry-run'] === true, batchSize });
+    const columns = await rotateSealedColumns(orm.em.fork(), provider, sealedColumns, { dryRun, batchSize });
+    const sum = (counts: number[]) => counts.reduce((total, count) => total + count, 0);
     const tables: Record<string, number> = {};
-    for (const column of columns) {
-      const table = column.column.split('.')[0]!;
-      tables[table] = (tables[table] ?? 0) + Object.values(column.left).reduce((sum, count) => sum + count, 0);
-    }
+    for (const column of columns) tables[column.table] = (tables[column.table] ?? 0) + sum(Object.values(column.left));
     return {
       master_key_id: provider.masterKeyId,
-      dry_run: options['dry-run'] === true,
-      rows_left: Object.values(tables).reduce((sum, count) => sum + count, 0),
+      dry_run: dryRun,
+      rows_left: sum(Object.values(tables)),
       rows_left_per_table: tables,
       columns: columns.map((column) => ({ column: column.column, rewrapped: column.rewrapped, left_per_master_key: column.left })),
     };
@@ -358,7 +357,10 @@ async function main(argv: string[]): Promise<number> {
     else console.log(JSON.stringify(result, null, 2));
     // A check that finds the ledger broken, or a rotation that left rows under an old key, fails: a script or cron job notices.
     if (command === 'ledger:verify') return (result as { whole: boolean }).whole ? 0 : 1;
-    if (command === 'keys:rotate') return (result as { dry_run: boolean; rows_left: number }).dry_run || (result as { rows_left: number }).rows_left === 0 ? 0 : 1;
+    if (command === 'keys:rotate') {
+      const rotation = result as { dry_run: boolean; rows_left: number };
+      return rotation.dry_run || rotation.rows_left === 0 ? 0 : 1;
+    }
     return 0;
   } finally {
     await orm.close();

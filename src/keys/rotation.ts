@@ -69,6 +69,7 @@ export function keyColumns(table: string, contextColumns: readonly string[], con
 }
 
 export interface ColumnRotation {
+  table: string;
   column: string;
   /** Rows whose data key this run wrapped under the current master key. */
   rewrapped: number;
@@ -105,7 +106,7 @@ export async function rotateSealedColumns(
         after = batch.last;
       } while (after !== null);
     }
-    results.push({ column: column.name, rewrapped, left: await rowsLeft(em, column, provider.masterKeyId) });
+    results.push({ table: column.table, column: column.name, rewrapped, left: await rowsLeft(em, column, provider.masterKeyId) });
   }
   return results;
 }

@@ -43,7 +43,7 @@ describe('keys:rotate walks a sealed column in batches, resumably', () => {
     };
     const em = (await testOrm()).em.fork();
     const counted = await rotateSealedColumns(em, ring, [column], { dryRun: true });
-    assert.deepEqual(counted, [{ column: `${table}.sealed`, rewrapped: 0, left: { [oldKey.masterKeyId]: 23 } }], 'a dry run counts, per master key');
+    assert.deepEqual(counted, [{ table, column: `${table}.sealed`, rewrapped: 0, left: { [oldKey.masterKeyId]: 23 } }], 'a dry run counts, per master key');
 
     const before = await rows();
     await assert.rejects(rotateSealedColumns(em, dying, [column], { batchSize: 5 }), /the process died/);
@@ -53,9 +53,9 @@ describe('keys:rotate walks a sealed column in batches, resumably', () => {
     for (const row of midway) assert.equal(await openText(ring, row.sealed, context(row.id)), `secret ${row.id}`);
 
     const finished = await rotateSealedColumns(em, ring, [column], { batchSize: 5 });
-    assert.deepEqual(finished, [{ column: `${table}.sealed`, rewrapped: 13, left: {} }]);
+    assert.deepEqual(finished, [{ table, column: `${table}.sealed`, rewrapped: 13, left: {} }]);
     for (const row of await rows()) assert.equal(await openText(newKey, row.sealed, context(row.id)), `secret ${row.id}`, 'opens under the new key alone');
-    assert.deepEqual(await rotateSealedColumns(em, ring, [column]), [{ column: `${table}.sealed`, rewrapped: 0, left: {} }]);
+    assert.deepEqual(await rotateSealedColumns(em, ring, [column]), [{ table, column: `${table}.sealed`, rewrapped: 0, left: {} }]);
   });
 
   it('never moves rows to the public development key', async () => {
