@@ -25,7 +25,7 @@ const SEED_ENVELOPE_VERSION = 2;
  * it was made for. v1, from before seeds were per environment, names the organization only: its
  * rows keep opening, the sandbox seed and a live copy of it alike.
  */
-function seedContexts(seed: { envelopeVersion: number; organizationId: string; environment: Environment }) {
+export function seedContexts(seed: { envelopeVersion: number; organizationId: string; environment: Environment }) {
   const { envelopeVersion, organizationId, environment } = seed;
   if (envelopeVersion === 1) {
     return { dataKey: `custody-platform/seed-data-key/v1/${organizationId}`, mnemonic: `custody-platform/seed-mnemonic/v1/${organizationId}` };
@@ -112,9 +112,8 @@ export class KeyService {
     }
   }
 
-  /** Inverse of `seal`; the caller wipes the result when done. */
+  /** Inverse of `seal` (the master key the row names decides which configured key opens it); the caller wipes the result when done. */
   async open(sealed: SealedSecret, dataKeyContextValue: string, plaintextContext: string): Promise<Buffer> {
-    if (sealed.keyProvider !== this.provider.name) throw new Error(`secret sealed by provider '${sealed.keyProvider}', configured: '${this.provider.name}'`);
     const dataKey = await this.provider.decryptDataKey({ masterKeyId: sealed.masterKeyId, ciphertext: sealed.wrappedDataKey }, dataKeyContextValue);
     try {
       return aesGcmDecrypt(dataKey, Buffer.from(sealed.ciphertext, 'base64'), plaintextContext);
