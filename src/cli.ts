@@ -11,7 +11,7 @@ import { ConfigError, loadConfig } from './config';
 import { createOrm, migrate, type Orm } from './db/orm';
 import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
-import { createKeyProvider, keyProviderFor } from './keys/provider';
+import { createKeyProvider, createSeedKeyProvider, keyProviderFor, seedKeyProviderFor } from './keys/provider';
 import { rotateSealedColumns } from './keys/rotation';
 import { KeyService } from './keys/service';
 import { separateLiveSeed, sharedLiveSeeds, type LiveSeedSeparation } from './keys/seeds';
@@ -296,15 +296,24 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   },
 
   async 'keys:rotate'(orm, options) {
-    const provider = keyProviderFor(loadConfig());
+    const config = loadConfig();
     const dryRun = options['dry-run'] === true;
     const batchSize = text(options, 'batch-size') === undefined ? undefined : Math.max(1, wholeNumber(text(options, 'batch-size')!, 'batch-size', 10_000));
-    const columns = await rotateSealedColumns(orm.em.fork(), provider, sealedColumns, { dryRun, batchSize });
+    // Each column under the provider of its role: seeds under the seed key, which only a signer host holds.
+    const seed = seedKeyProviderFor(config);
+    if (!seed) throw new UsageError('this process holds no seed key: run keys:rotate on a signer host (SEED_MASTER_KEY or PKCS11_SEED_KEY_LABEL set)');
+    const providers = { data: keyProviderFor(config), seed };
+    const columns = [];
+    for (const role of ['data', 'seed'] as const) {
+      const ofRole = sealedColumns.filter((column) => column.role === role);
+      columns.push(...(await rotateSealedColumns(orm.em.fork(), providers[role], ofRole, { dryRun, batchSize })));
+    }
     const sum = (counts: number[]) => counts.reduce((total, count) => total + count, 0);
     const tables: Record<string, number> = {};
     for (const column of columns) tables[column.table] = (tables[column.table] ?? 0) + sum(Object.values(column.left));
     return {
-      master_key_id: provider.masterKeyId,
+      master_key_id: providers.data.masterKeyId,
+      seed_master_key_id: providers.seed.masterKeyId,
       dry_run: dryRun,
       rows_left: sum(Object.values(tables)),
       rows_left_per_table: tables,
@@ -322,7 +331,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const deps = {
       config,
       chains: new ChainNodes(config, log, orm),
-      keys: new KeyService(createKeyProvider(config, log)),
+      keys: new KeyService(createKeyProvider(config, log), createSeedKeyProvider(config, log, 'cli')),
       em: () => orm.em.fork(),
       transaction: <T>(work: (em: EntityManager) => Promise<T>) => starter.transaction(orm.em.fork(), work),
     };
@@ -344,7 +353,8 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   async 'keys:separate-live-seed'(orm, options) {
     const em = orm.em.fork();
     const org = await organization(em, required(options, 'org'));
-    return separateLiveSeed(em, new KeyService(keyProviderFor(loadConfig())), org.id);
+    const config = loadConfig();
+    return separateLiveSeed(em, new KeyService(keyProviderFor(config), seedKeyProviderFor(config)), org.id);
   },
 };
 

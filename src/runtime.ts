@@ -7,7 +7,7 @@ import { createOrm, createOrmWaiting, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
 import { KeyedConcurrencyLimit, KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './http/rate-limit';
 import { IdempotencyService } from './idempotency/service';
-import { createKeyProvider } from './keys/provider';
+import { createKeyProvider, createSeedKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
 import type { Logger } from './logger';
 import { registerLedgerInvariantMetrics } from './monitoring/ledger-invariants';
@@ -42,7 +42,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS, keys),
     keyCache: new ApiKeyCache(config.DATABASE_URL, config.API_KEY_CACHE_SECONDS * 1000, config.API_KEY_CACHE_MAX_KEYS, log),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
-    keys: new KeyService(keys),
+    keys: new KeyService(keys, createSeedKeyProvider(config, log, 'api')),
     starter: new WorkflowStarter(temporal.client, config, log),
     chains: new ChainNodes(config, log, orm),
     rpcConcurrency: new KeyedConcurrencyLimit(config.RPC_CONCURRENCY_PER_ORGANIZATION),
