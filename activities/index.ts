@@ -10,6 +10,7 @@ import type { Logger } from '../src/logger';
 import { createCardActivities } from './cards';
 import { createChainActivities } from './chains';
 import { createConsolidationRuleActivities } from './consolidation-rules';
+import { createCustodyActivities } from './custody';
 import { createDurableWorkActivities } from './durable-work';
 import { createEventActivities } from './events';
 import { createConsolidationActivities } from './consolidation';
@@ -55,6 +56,7 @@ export const createActivities = (deps: ActivityDeps) => {
   const keys = new KeyService(createKeyProvider(deps.config, deps.log), createSeedKeyProvider(deps.config, deps.log, 'worker'));
   return {
     ...createIdempotencyActivities(deps),
+    ...createCustodyActivities({ ...deps, keys }),
     ...createMonitoringActivities({ ...deps, chains }),
     ...createTransactionActivities({ ...deps, chains, keys }),
     ...createDurableWorkActivities(deps),

@@ -4,7 +4,7 @@ import { Organization } from '../organizations/entities';
 import type { Environment } from '../shared/environments';
 import { aesGcmDecrypt, aesGcmEncrypt } from './aes-gcm';
 import { keyCustodyIsWeak, keyCustodyUnconfigured } from './custody';
-import { deriveKey, type DerivedKey, type KeyLocation } from './derivation';
+import { deriveKey, derivePublicNode, type DerivedKey, type KeyLocation } from './derivation';
 import { OrganizationSeed } from './entities';
 import { generateMnemonicBytes, isValidMnemonicBytes, mnemonicToSeed } from './mnemonic';
 import { DomainError } from '../shared/errors';
@@ -108,6 +108,20 @@ export class KeyService {
     } finally {
       seed.fill(0);
       for (const key of keys) key.privateKey.fill(0);
+    }
+  }
+
+  /**
+   * The public side of the hardened nodes of `locations` (derivePublicNode: an account's extended public
+   * key, a Solana address's public key) on the organization's seed of `environment`; the seed is wiped when done.
+   */
+  async publicNodes(em: EntityManager, organizationId: string, environment: Environment, locations: KeyLocation[]) {
+    const record = await this.ensureSeed(em, organizationId, environment);
+    const seed = await this.openSeed(record);
+    try {
+      return { seed: record, nodes: locations.map((location) => derivePublicNode(seed, location)) };
+    } finally {
+      seed.fill(0);
     }
   }
 
