@@ -52,11 +52,18 @@ export async function publicAddressAt(em: EntityManager, keys: KeyService, organ
   const path = hardenedPath(location);
   let publicNode = (await storedPublicNodes(em, organizationId, environment, [path])).get(path);
   if (publicNode === undefined) {
-    if (!keys.signer) throw new PublicKeysMissing({ organizationId, environment, locations: [location] });
+    if (!keys.signer) throw new PublicKeysMissing({ organizationId, environment, locations: withNextAccounts(location) });
     publicNode = (await storePublicKeys(em, keys, { organizationId, environment, locations: [location] })).publicKeys[0]!.publicKey;
   }
   return addressFromPublicNode(location, publicNode);
 }
+
+/** How many accounts past a new wallet's the signer stores at once: wallets made together each take the next. */
+const ACCOUNTS_AHEAD = 3;
+
+/** A new wallet's primary address (index 0) with the same address of the next accounts; any other location alone. */
+const withNextAccounts = (location: KeyLocation): KeyLocation[] =>
+  location.index === 0 ? Array.from({ length: ACCOUNTS_AHEAD + 1 }, (_, ahead) => ({ ...location, account: location.account + ahead })) : [location];
 
 /**
  * The signer's half: opens the seed, derives the public sides of the requested hardened nodes and stores

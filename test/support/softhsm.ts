@@ -23,7 +23,7 @@ export interface SoftHsmToken {
   tokenLabel: string;
   pin: string;
   /** The configuration of KEY_PROVIDER=pkcs11 on this token with `keyLabel` current and `previous` older keys. */
-  config: (keyLabel: string, previous?: string[]) => Record<string, string>;
+  config: (keyLabel: string, previous?: string[]) => Record<string, string | undefined>;
   /** Generates an AES-256 key inside the token: never extractable unless a test asks for a key the provider must refuse. */
   createKey: (label: string, options?: { extractable?: boolean }) => void;
   /** Destroys the keys labelled `label` (a test replacing a key by another of the same label). */
@@ -81,6 +81,8 @@ async function initialiseToken(library: string): Promise<SoftHsmToken> {
     pin,
     config: (keyLabel, previous = []) => ({
       KEY_PROVIDER: 'pkcs11',
+      // The suite's MASTER_KEY (test/support/environment.ts) is the local provider's current key: refused beside pkcs11.
+      MASTER_KEY: undefined,
       PKCS11_LIBRARY: library,
       PKCS11_TOKEN_LABEL: tokenLabel,
       PKCS11_PIN: pin,
