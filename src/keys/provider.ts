@@ -179,8 +179,8 @@ export function createKeyProvider(config: Config, log: Logger): KeyProvider {
  * without a seed key; outside production, seeds under the data key are said to be reachable by every
  * process holding it, the API included. The API in production is expected to hold none.
  */
-export function createSeedKeyProvider(config: Config, log: Logger, process: 'api' | 'worker' | 'cli'): KeyProvider | undefined {
-  if (process === 'worker' && config.NODE_ENV === 'production' && !hasSeedKey(config)) {
+export function createSeedKeyProvider(config: Config, log: Logger, processKind: 'api' | 'worker' | 'cli'): KeyProvider | undefined {
+  if (processKind === 'worker' && config.NODE_ENV === 'production' && !hasSeedKey(config)) {
     throw new ConfigError(
       `Invalid configuration:\n  ${config.KEY_PROVIDER === 'pkcs11' ? 'PKCS11_SEED_KEY_LABEL' : 'SEED_MASTER_KEY'}: the worker signs, so it needs the seed key when NODE_ENV=production (docs/custody.md, "Key custody")`,
     );
@@ -191,7 +191,7 @@ export function createSeedKeyProvider(config: Config, log: Logger, process: 'api
       { node_env: config.NODE_ENV },
       'no seed key (SEED_MASTER_KEY or PKCS11_SEED_KEY_LABEL): organization seeds are sealed under the data master key, so this process (the API too) can open them. Give signers a seed key of their own; production does not fall back.',
     );
-  } else if (process === 'api' && provider) {
+  } else if (processKind === 'api' && provider) {
     log.warn({ master_key_id: provider.masterKeyId }, 'the API holds the seed key: it can open organization seeds. Give the seed key to signers (the worker) only.');
   }
   const previous = config.PKCS11_SEED_PREVIOUS_KEY_LABELS.length + config.SEED_MASTER_KEY_PREVIOUS.length;
