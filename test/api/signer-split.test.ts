@@ -18,10 +18,10 @@ import { createTestWorker } from '../support/worker';
 const dataKey = randomBytes(32).toString('base64');
 const seedKey = randomBytes(32).toString('base64');
 /** The worker as in production: the data key and the seed key. */
-const SIGNER = { MASTER_KEY: dataKey, SEED_MASTER_KEY: seedKey };
-/** The API as in production: the data key only, and no fallback of seeds to it. */
-const API = { MASTER_KEY: dataKey, SEED_MASTER_KEY: undefined, SEED_KEY_FALLBACK: 'none' };
-/** An API started without any key provider (sandbox): neither a master key nor a seed key. */
+const SIGNER = { NODE_ENV: 'production', MASTER_KEY: dataKey, SEED_MASTER_KEY: seedKey };
+/** The API as in production: the data key only (production never falls back to it for seeds). */
+const API = { NODE_ENV: 'production', MASTER_KEY: dataKey, SEED_MASTER_KEY: undefined };
+/** An API started without any key provider (sandbox; outside production, told not to fall back): neither a master key nor a seed key. */
 const KEYLESS_API = { MASTER_KEY: undefined, SEED_MASTER_KEY: undefined, SEED_KEY_FALLBACK: 'none' };
 
 const CHAINS = ['bitcoin', 'ethereum', 'tron', 'solana'] as const;
