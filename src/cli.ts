@@ -12,13 +12,15 @@ import { createOrm, migrate, type Orm } from './db/orm';
 import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider, keyProviderFor } from './keys/provider';
+import { rotateSealedColumns } from './keys/rotation';
 import { KeyService } from './keys/service';
+import { separateLiveSeed, sharedLiveSeeds, type LiveSeedSeparation } from './keys/seeds';
 import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
 import { ledgerBreaks, presentBreak } from './monitoring/ledger-invariants';
 import { presentDrift } from './monitoring/drifts';
 import { openSuspenseItems } from './ledger/suspense';
-import { ledgerProjections } from './modules';
+import { ledgerProjections, sealedColumns } from './modules';
 import { DomainError } from './shared/errors';
 import { iso } from './shared/time';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
@@ -64,11 +66,22 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   ledger:verify [--org ID]                  prove the double-entry ledger whole: every posting balanced
                                             per asset, every balance row the sum of its accounts and
                                             never negative; lists what is broken and exits 1 if any
+  keys:rotate [--dry-run] [--batch-size N]  wrap every data key anew under the current master key
+                                            (KEY_PROVIDER's) where a row names an older one, which must
+                                            still be configured as previous (MASTER_KEY_PREVIOUS,
+                                            PKCS11_PREVIOUS_KEY_LABELS); resumable, in batches of N rows
+                                            (default 100); prints the rows left per table and exits 1
+                                            while any are; --dry-run only counts (docs/custody.md)
   payout:resolve --trip ID --credit|--refund [--operator NAME]
                                             resolve what a payout trip holds (an underpayment held,
                                             late payments held, refunds that failed): credit it to
                                             the organization's balance or refund it to the trip's
                                             refund address; audited, refused when nothing is held
+  keys:seeds                                organizations whose live seed shares the sandbox mnemonic
+                                            (seeds made before one seed per environment), with their
+                                            live wallets and what to do
+  keys:separate-live-seed --org ID          give live a fresh seed of its own; refused (and why) while
+                                            a live wallet derives from the shared mnemonic
 
 Secrets are printed once; store them now.`;
 
@@ -282,6 +295,23 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     return { id: role.id, object: 'role', name: role.name, organization_id: org.id };
   },
 
+  async 'keys:rotate'(orm, options) {
+    const provider = keyProviderFor(loadConfig());
+    const dryRun = options['dry-run'] === true;
+    const batchSize = text(options, 'batch-size') === undefined ? undefined : Math.max(1, wholeNumber(text(options, 'batch-size')!, 'batch-size', 10_000));
+    const columns = await rotateSealedColumns(orm.em.fork(), provider, sealedColumns, { dryRun, batchSize });
+    const sum = (counts: number[]) => counts.reduce((total, count) => total + count, 0);
+    const tables: Record<string, number> = {};
+    for (const column of columns) tables[column.table] = (tables[column.table] ?? 0) + sum(Object.values(column.left));
+    return {
+      master_key_id: provider.masterKeyId,
+      dry_run: dryRun,
+      rows_left: sum(Object.values(tables)),
+      rows_left_per_table: tables,
+      columns: columns.map((column) => ({ column: column.column, rewrapped: column.rewrapped, left_per_master_key: column.left })),
+    };
+  },
+
   async 'payout:resolve'(orm, options) {
     if (options.credit === options.refund) throw new UsageError('exactly one of --credit or --refund is required');
     const config = loadConfig();
@@ -304,6 +334,18 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
       await temporal.connection.close();
     }
   },
+
+  // One seed per environment (docs/custody.md, "One seed per environment").
+  async 'keys:seeds'(orm) {
+    const organizations = await sharedLiveSeeds(orm.em.fork());
+    return { count: organizations.length, organizations };
+  },
+
+  async 'keys:separate-live-seed'(orm, options) {
+    const em = orm.em.fork();
+    const org = await organization(em, required(options, 'org'));
+    return separateLiveSeed(em, new KeyService(keyProviderFor(loadConfig())), org.id);
+  },
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -316,11 +358,12 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator']
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size']
         .map((name): [string, { type: 'string' | 'boolean' }] => [name, { type: 'string' }])
         .concat([
           ['credit', { type: 'boolean' }],
           ['refund', { type: 'boolean' }],
+          ['dry-run', { type: 'boolean' }],
         ]),
     ),
   });
@@ -330,8 +373,14 @@ async function main(argv: string[]): Promise<number> {
     const result = await run(orm, values as Options);
     if (command === 'bootstrap') printBootstrap(result as BootstrapResult);
     else console.log(JSON.stringify(result, null, 2));
-    // A check that finds the ledger broken fails, so a script or cron job notices.
-    return command === 'ledger:verify' && !(result as { whole: boolean }).whole ? 1 : 0;
+    // A check that finds the ledger broken, a rotation that left rows under an old key, or a refused separation of
+    // seeds fails: a script or cron job notices.
+    if (command === 'ledger:verify') return (result as { whole: boolean }).whole ? 0 : 1;
+    if (command === 'keys:rotate') {
+      const rotation = result as { dry_run: boolean; rows_left: number };
+      return rotation.dry_run || rotation.rows_left === 0 ? 0 : 1;
+    }
+    return command === 'keys:separate-live-seed' && (result as LiveSeedSeparation).outcome === 'refused' ? 1 : 0;
   } finally {
     await orm.close();
   }

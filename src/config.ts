@@ -308,11 +308,38 @@ export const ConfigSchema = z.object({
    * Unset: the service keeps its own desk organization, created on first use (docs/payouts.md).
    */
   PAYOUT_DESK_ORGANIZATION_ID: z.uuid().optional(),
-  /** 32 bytes, base64 or hex: wraps every organization seed's data key. Required in production. */
+  /**
+   * Where the master key that wraps every data key lives (docs/custody.md, "Key custody"): `local`, MASTER_KEY in
+   * this process's memory; `pkcs11`, an AES-256 key inside an HSM (PKCS11_*), which never leaves it.
+   */
+  KEY_PROVIDER: z.enum(['local', 'pkcs11']).default('local'),
+  /** 32 bytes, base64 or hex: the local master key. Required in production unless KEY_PROVIDER=pkcs11. */
   MASTER_KEY: z
     .string()
     .optional()
     .refine((value) => value === undefined || parseMasterKey(value) !== null, 'MASTER_KEY must be 32 bytes, base64 or hex encoded'),
+  /**
+   * Older local master keys, comma-separated, during a rotation (`npm run cli -- keys:rotate`): they only unwrap
+   * what they wrapped, nothing new is wrapped under them. Also how a move from MASTER_KEY to an HSM keeps opening rows.
+   */
+  MASTER_KEY_PREVIOUS: z
+    .string()
+    .optional()
+    .refine((value) => value === undefined || value.split(',').every((key) => parseMasterKey(key) !== null), 'MASTER_KEY_PREVIOUS must be comma-separated keys of 32 bytes, base64 or hex encoded')
+    .transform((value) => (value === undefined ? [] : value.split(',').map((key) => key.trim()))),
+  /**
+   * KEY_PROVIDER=pkcs11: the HSM's PKCS#11 module (a .so path), the label of its token, the user PIN (a secret:
+   * never logged, never in an error) and the label of the current AES-256 key; older keys' labels, comma-separated,
+   * unwrap only during a rotation.
+   */
+  PKCS11_LIBRARY: z.string().min(1).optional(),
+  PKCS11_TOKEN_LABEL: z.string().min(1).max(32, 'PKCS11_TOKEN_LABEL is at most 32 characters (a PKCS#11 token label)').optional(),
+  PKCS11_PIN: z.string().min(1, 'PKCS11_PIN must not be empty').optional(),
+  PKCS11_KEY_LABEL: z.string().min(1).optional(),
+  PKCS11_PREVIOUS_KEY_LABELS: z
+    .string()
+    .optional()
+    .transform((value) => (value === undefined ? [] : value.split(',').map((label) => label.trim()).filter((label) => label !== ''))),
   /**
    * The main worker's slots and sticky workflow cache (every flow but webhook delivery). Bounded below the SDK's
    * defaults (100 activities, 40 workflow tasks, a cache sized from the V8 heap limit: about 2,300 workflows on a
@@ -346,9 +373,20 @@ export const ConfigSchema = z.object({
   /** An endpoint failing without a single success for this long is disabled (with a webhook_endpoint.disabled event). */
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().min(1).max(24 * 90).default(72),
 })
-  .refine((config) => config.NODE_ENV !== 'production' || config.MASTER_KEY !== undefined, {
+  .refine((config) => config.NODE_ENV !== 'production' || config.KEY_PROVIDER !== 'local' || config.MASTER_KEY !== undefined, {
     path: ['MASTER_KEY'],
-    message: 'MASTER_KEY is required when NODE_ENV=production (32 bytes, base64 or hex)',
+    message: 'MASTER_KEY is required when NODE_ENV=production (32 bytes, base64 or hex), unless KEY_PROVIDER=pkcs11',
+  })
+  .superRefine((config, context) => {
+    // The token is needed for the current key (pkcs11) and for previous PKCS#11 keys (a rotation back to local).
+    const usesToken = config.KEY_PROVIDER === 'pkcs11' || config.PKCS11_PREVIOUS_KEY_LABELS.length > 0;
+    const needed = ['PKCS11_LIBRARY', 'PKCS11_TOKEN_LABEL', 'PKCS11_PIN', ...(config.KEY_PROVIDER === 'pkcs11' ? (['PKCS11_KEY_LABEL'] as const) : [])] as const;
+    for (const name of usesToken ? needed : []) {
+      if (config[name] === undefined) context.addIssue({ code: 'custom', path: [name], message: `${name} is required with KEY_PROVIDER=pkcs11 (or PKCS11_PREVIOUS_KEY_LABELS)` });
+    }
+    if (config.KEY_PROVIDER === 'pkcs11' && config.MASTER_KEY !== undefined) {
+      context.addIssue({ code: 'custom', path: ['MASTER_KEY'], message: 'MASTER_KEY is the current key of KEY_PROVIDER=local: with KEY_PROVIDER=pkcs11 move it to MASTER_KEY_PREVIOUS until keys:rotate has re-wrapped every row' });
+    }
   })
   .refine((config) => config.PRICE_FEEDS_LIVE === undefined || config.CHAIN_NODE_ETHEREUM_LIVE !== undefined, {
     message: 'PRICE_FEEDS_LIVE is read on the live Ethereum node: set CHAIN_NODE_ETHEREUM_LIVE',

@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { LivePriceFeeds } from './catalogue/prices';
 import { ConfigError, loadConfig } from './config';
 import { createApp } from './http/app';
+import { keyCustodyIsWeak, WEAK_KEY_CUSTODY_NOTICE } from './keys/custody';
 import { createLogger } from './logger';
 import { routeModules } from './modules';
 import { createAppDeps, createOrmWaiting } from './runtime';
@@ -17,6 +18,7 @@ async function main(): Promise<void> {
   const server: Server = app.listen(config.PORT, config.HOST);
   await once(server, 'listening');
   log.info({ url: `http://${config.HOST}:${config.PORT}` }, 'API listening');
+  if (keyCustodyIsWeak(deps.keys.provider)) log.warn(WEAK_KEY_CUSTODY_NOTICE);
   // In the background: a node on the wrong network is logged and its chain left unavailable; the API serves on.
   void deps.chains.checkAll();
   // Live prices are read in the background: until the first read, live USD values are unknown (rules fail closed).

@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { KeyProvider } from '../keys/provider';
 import { aesGcmDecrypt, aesGcmEncrypt } from '../keys/aes-gcm';
+import { jsonKeyColumn, type SealedColumn } from '../keys/rotation';
 import type { BillingAddress, Card, CardStatus, SealedCardSecrets, SpendLimits } from './entities';
 
 export interface CardSecrets {
@@ -139,6 +140,9 @@ export class SandboxIssuer implements IssuerProvider {
 }
 
 const secretsContext = (cardId: string) => `custody-platform/card-secrets/v1/${cardId}`;
+
+/** Where keys:rotate finds the cards' data keys. */
+export const cardSecretsColumn: SealedColumn = jsonKeyColumn('cards', 'secrets', (row) => secretsContext(row.id));
 
 /** Seals PAN, CVV and expiry under a fresh data key wrapped by the KeyProvider, bound to the card id. */
 export async function sealCardSecrets(keys: KeyProvider, cardId: string, secrets: CardSecrets): Promise<SealedCardSecrets> {

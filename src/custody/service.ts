@@ -136,7 +136,7 @@ async function deriveAddress(
   options: { isPrimary: boolean; label: string; format?: BitcoinAddressFormat },
 ): Promise<Address> {
   const location = keyLocation(wallet, addressFormatFor(wallet.chain, options.format), index);
-  const derived = await keys.withKeys(em, wallet.organization.id, [location], ([key]) => ({ address: key!.address, path: key!.path }));
+  const derived = await keys.withKeys(em, wallet.organization.id, wallet.environment, [location], ([key]) => ({ address: key!.address, path: key!.path }));
   return em.create(Address, {
     organization: wallet.organization,
     wallet,

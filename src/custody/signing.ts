@@ -167,7 +167,7 @@ export async function signPayload(em: EntityManager, config: Config, keys: KeySe
   });
 
   const location = keyLocation(wallet, address.format, address.addressIndex);
-  const signed = await keys.withKeys(em, wallet.organization.id, [location], ([key], seed) => {
+  const signed = await keys.withKeys(em, wallet.organization.id, wallet.environment, [location], ([key], seed) => {
     // A key that does not give the stored address means a wrong seed or master key: never sign with it.
     if (key!.address !== address.address || key!.path !== address.derivationPath) throw new Error(`address ${address.id} does not match its derived key`);
     return { signature: signWithKey(key!, message), publicKey: bytesToHex(key!.publicKey), seedId: seed.id, path: key!.path };

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Webhook } from 'standardwebhooks';
 import { isSealedText, openText, sealText } from '../keys/envelope';
 import type { KeyProvider } from '../keys/provider';
+import { envelopeColumn, type SealedColumn } from '../keys/rotation';
 import type { SigningSecrets } from './entities';
 
 /** Standard Webhooks secret form: `whsec_` + base64 of 32 random bytes. */
@@ -56,6 +57,11 @@ const SECRET_TABLES = [
   { table: 'subscriptions', prefix: 'secret_' },
   { table: 'cards', prefix: 'webhook_secret_' },
 ] as const;
+
+/** Where keys:rotate finds the signing secrets' data keys: the current and the previous secret of each table. */
+export const signingSecretColumns: SealedColumn[] = SECRET_TABLES.flatMap(({ table, prefix }) =>
+  ['current', 'previous'].map((which) => envelopeColumn(table, `${prefix}${which}`, ['organization_id'], (row) => signingSecretContext(row.organization_id as string))),
+);
 
 /**
  * Seals the signing secrets still stored in clear (rows written before secrets were sealed). A

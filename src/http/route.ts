@@ -9,6 +9,7 @@ import { applyRateLimit, authenticate } from './auth';
 import { readJsonBody, readJsonBodyText } from './body';
 import type { AppContext, AppDeps, AppState, AuthContext } from './context';
 import { DomainError, errors } from '../shared/errors';
+import { keyCustodyIsWeak, keyCustodyUnconfigured } from '../keys/custody';
 import { fromZodError, httpStatus, toEnvelope } from './errors';
 import { describeIssue } from '../shared/validation-messages';
 import { jsonResponse, type StoredResponse } from '../idempotency/service';
@@ -99,6 +100,7 @@ export const CommonErrors: Record<number, string> = {
   409: 'Conflict (state or idempotency)',
   429: 'Rate limited',
   500: 'Internal error',
+  503: 'A dependency is unavailable; every live key while key custody is weak (key_custody_unconfigured)',
 };
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
@@ -216,6 +218,7 @@ export class RouteRegistry {
     const auth = await authenticate(ctx, this.deps);
     ctx.state.auth = auth;
     ctx.set('Api-Version', auth.apiVersion);
+    if (auth.environment === 'live' && keyCustodyIsWeak(this.deps.keys.provider)) throw keyCustodyUnconfigured();
     await applyRateLimit(ctx, this.deps, auth);
     if (sandboxOnly && auth.environment !== 'sandbox') {
       throw new DomainError({

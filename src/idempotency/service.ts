@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
 import { openText, sealText } from '../keys/envelope';
 import type { KeyProvider } from '../keys/provider';
+import { envelopeColumn, type SealedColumn } from '../keys/rotation';
 import { DomainError } from '../shared/errors';
 import { canonicalJson } from '../shared/canonical-json';
 import { prefixedId } from '../shared/ids';
@@ -38,6 +39,15 @@ export const jsonResponse = (status: number, body: unknown): StoredResponse => (
 
 /** Stored responses may carry secrets (a new API key, a signing secret): sealed, bound to the organization and the record. */
 const responseContext = (organizationId: string, recordId: string) => `custody-platform/idempotent-response/v1/${organizationId}/${recordId}`;
+
+/** Where keys:rotate finds the stored responses' data keys (a response still in clear has none). */
+export const idempotentResponseColumn: SealedColumn = envelopeColumn(
+  'idempotency_records',
+  'response_body',
+  ['organization_id'],
+  (row) => responseContext(row.organization_id as string, row.id),
+  "response_format = 'sealed_v1'",
+);
 
 export const requestHash = (request: Omit<IdempotentRequest, 'organizationId' | 'environment' | 'key'>): string =>
   createHash('sha256').update(`${request.method} ${request.path}\n${canonicalJson(request.body ?? null)}`).digest('hex');

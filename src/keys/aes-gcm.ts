@@ -19,5 +19,16 @@ export function aesGcmDecrypt(key: Uint8Array, sealed: Uint8Array, associatedDat
   const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
   decipher.setAAD(Buffer.from(associatedData, 'utf8'));
   decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-  return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);
+  // The plaintext may be a secret its caller wipes: no copy of it is left behind here, even when the tag is wrong.
+  const body = decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES));
+  try {
+    const tail = decipher.final();
+    const plaintext = Buffer.alloc(body.length + tail.length);
+    plaintext.set(body);
+    plaintext.set(tail, body.length);
+    tail.fill(0);
+    return plaintext;
+  } finally {
+    body.fill(0);
+  }
 }

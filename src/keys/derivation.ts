@@ -88,11 +88,23 @@ export function deriveKey(seed: Uint8Array, location: KeyLocation): DerivedKey {
     const publicKey = ed25519.getPublicKey(privateKey);
     return { curve: 'ed25519', path, address: base58.encode(publicKey), publicKey, privateKey };
   }
-  const node = HDKey.fromMasterSeed(seed).derive(path);
+  const node = bip32Derive(seed, path);
   const privateKey = Uint8Array.from(node.privateKey!);
   const publicKey = Uint8Array.from(node.publicKey!);
   node.wipePrivateData();
   return { curve: 'secp256k1', path, address: secp256k1Address(location, publicKey), publicKey, privateKey };
+}
+
+/** BIP-32 private derivation one step at a time, each parent's private key wiped once its child exists. */
+function bip32Derive(seed: Uint8Array, path: string): HDKey {
+  let node = HDKey.fromMasterSeed(seed);
+  for (const segment of path.split('/').slice(1)) {
+    const hardened = segment.endsWith("'");
+    const child = node.deriveChild(Number(hardened ? segment.slice(0, -1) : segment) + (hardened ? HARDENED : 0));
+    node.wipePrivateData();
+    node = child;
+  }
+  return node;
 }
 
 /** The address a compressed secp256k1 public key has at `location` (also how tests check recovered keys). */

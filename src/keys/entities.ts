@@ -1,13 +1,15 @@
-import { Entity, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Entity, Enum, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { Organization } from '../organizations/entities';
+import { ENVIRONMENTS, type Environment } from '../shared/environments';
 import { prefixedId } from '../shared/ids';
 
 /**
- * The organization's BIP-39 mnemonic, envelope-encrypted: the mnemonic under a random data key
- * (AES-256-GCM), the data key under the provider's master key. Neither is ever stored in clear.
+ * An organization's BIP-39 mnemonic for one environment, envelope-encrypted: the mnemonic under a
+ * random data key (AES-256-GCM), the data key under the provider's master key. Neither is ever
+ * stored in clear. Sandbox and live have a seed each, so a sandbox key never opens live funds.
  */
 @Entity({ tableName: 'organization_seeds' })
-@Unique({ properties: ['organization'] })
+@Unique({ properties: ['organization', 'environment'] })
 export class OrganizationSeed {
   /** The "key id" that signing audit rows name. */
   @PrimaryKey({ type: 'text' })
@@ -16,6 +18,18 @@ export class OrganizationSeed {
   @ManyToOne(() => Organization, { deleteRule: 'cascade' })
   organization!: Organization;
 
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment' })
+  environment!: Environment;
+
+  /**
+   * A live seed that is a copy of the sandbox mnemonic: organizations that had live wallets when
+   * seeds were split per environment (Migration20261130002001) keep signing for their live addresses
+   * with it until the operator moves their funds (`npm run cli -- keys:seeds`).
+   */
+  @Property({ type: 'boolean', default: false })
+  sharesSandboxMnemonic: boolean = false;
+
+  /** 1: contexts name the organization only (seeds made before the split); 2: the organization and the environment. */
   @Property({ type: 'smallint' })
   envelopeVersion!: number;
 

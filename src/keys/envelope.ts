@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { aesGcmDecrypt, aesGcmEncrypt } from './aes-gcm';
-import type { KeyProvider } from './provider';
+import type { KeyProvider, WrappedDataKey } from './provider';
 
 /**
  * A short secret or document sealed for storage in one text column: AES-256-GCM under a fresh
@@ -33,15 +33,34 @@ export async function sealText(provider: KeyProvider, plaintext: string, context
 /** True for a value `sealText` made (as opposed to a legacy value stored in clear). */
 export const isSealedText = (value: string): boolean => value.startsWith(ENVELOPE_PREFIX);
 
-/** Inverse of sealText; throws when the provider, master key, context or any byte differs. */
+/**
+ * Inverse of sealText; throws when the master key (which names its provider: a previous key of
+ * another provider opens during a rotation), the context or any byte differs.
+ */
 export async function openText(provider: KeyProvider, sealed: string, context: string): Promise<string> {
-  const envelope = JSON.parse(sealed) as TextEnvelope;
-  if (envelope.v !== 1) throw new Error(`unknown envelope version ${String(envelope.v)}`);
-  if (envelope.p !== provider.name) throw new Error(`value sealed by provider '${envelope.p}', configured: '${provider.name}'`);
+  const envelope = readEnvelope(sealed);
   const dataKey = await provider.decryptDataKey({ masterKeyId: envelope.k, ciphertext: envelope.w }, context);
   try {
     return aesGcmDecrypt(dataKey, Buffer.from(envelope.c, 'base64'), context).toString('utf8');
   } finally {
     dataKey.fill(0);
   }
+}
+
+function readEnvelope(sealed: string): TextEnvelope {
+  const envelope = JSON.parse(sealed) as TextEnvelope;
+  if (envelope.v !== 1) throw new Error(`unknown envelope version ${String(envelope.v)}`);
+  return envelope;
+}
+
+/** The master key that wrapped a sealed value's data key, and the wrapped key (keys:rotate re-wraps it). */
+export function envelopeDataKey(sealed: string): WrappedDataKey {
+  const envelope = readEnvelope(sealed);
+  return { masterKeyId: envelope.k, ciphertext: envelope.w };
+}
+
+/** The same sealed value with its data key wrapped anew (by `provider`): the ciphertext under the data key is kept. */
+export function withDataKey(sealed: string, provider: string, wrapped: WrappedDataKey): string {
+  const envelope: TextEnvelope = { ...readEnvelope(sealed), p: provider, k: wrapped.masterKeyId, w: wrapped.ciphertext };
+  return JSON.stringify(envelope);
 }

@@ -1,15 +1,13 @@
-import { pbkdf2, randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { generateMnemonic, validateMnemonic } from '@scure/bip39';
-import { wordlist } from '@scure/bip39/wordlists/english';
 import { Organization } from '../organizations/entities';
+import type { Environment } from '../shared/environments';
 import { aesGcmDecrypt, aesGcmEncrypt } from './aes-gcm';
+import { keyCustodyIsWeak, keyCustodyUnconfigured } from './custody';
 import { deriveKey, type DerivedKey, type KeyLocation } from './derivation';
 import { OrganizationSeed } from './entities';
+import { generateMnemonicBytes, isValidMnemonicBytes, mnemonicToSeed } from './mnemonic';
 import type { KeyProvider } from './provider';
-
-const pbkdf2Async = promisify(pbkdf2);
 
 /** An envelope-encrypted secret as stored: which provider and master key, the wrapped data key, the ciphertext (base64). */
 export interface SealedSecret {
@@ -18,39 +16,67 @@ export interface SealedSecret {
   wrappedDataKey: string;
   ciphertext: string;
 }
-const ENVELOPE_VERSION = 1;
 
-/** GCM associated data: a ciphertext only opens for the organization (and purpose) it was made for. */
-const mnemonicContext = (organizationId: string) => `custody-platform/seed-mnemonic/v${ENVELOPE_VERSION}/${organizationId}`;
-const dataKeyContext = (organizationId: string) => `custody-platform/seed-data-key/v${ENVELOPE_VERSION}/${organizationId}`;
+/** New seeds bind the environment into their contexts (v2); seeds made before the split per environment keep v1. */
+const SEED_ENVELOPE_VERSION = 2;
+
+/**
+ * GCM associated data: a ciphertext only opens for the organization, environment (v2) and purpose
+ * it was made for. v1, from before seeds were per environment, names the organization only: its
+ * rows keep opening, the sandbox seed and a live copy of it alike.
+ */
+export function seedContexts(seed: { envelopeVersion: number; organizationId: string; environment: Environment }) {
+  const { envelopeVersion, organizationId, environment } = seed;
+  if (envelopeVersion === 1) {
+    return { dataKey: `custody-platform/seed-data-key/v1/${organizationId}`, mnemonic: `custody-platform/seed-mnemonic/v1/${organizationId}` };
+  }
+  if (envelopeVersion === 2) {
+    return {
+      dataKey: `custody-platform/seed-data-key/v2/${organizationId}/${environment}`,
+      mnemonic: `custody-platform/seed-mnemonic/v2/${organizationId}/${environment}`,
+    };
+  }
+  throw new Error(`unknown seed envelope version ${envelopeVersion}`);
+}
 
 /** The only code that sees an organization's mnemonic or private keys, and only for the length of one call. */
 export class KeyService {
   /** Also seals card numbers (src/cards/issuer.ts). */
   constructor(readonly provider: KeyProvider) {}
 
-  /** The organization's seed, created on first use; concurrent first uses converge on one row. */
-  async ensureSeed(em: EntityManager, organizationId: string): Promise<OrganizationSeed> {
-    const existing = await em.findOne(OrganizationSeed, { organization: organizationId });
-    if (existing) return existing;
-    const sealed = await this.sealMnemonic(organizationId, generateMnemonic(wordlist, 256));
-    // A concurrent first use waits on the unique organization_id and then inserts nothing.
+  /**
+   * The organization's seed of `environment`, created on first use (a fresh mnemonic: sandbox and
+   * live never share one); concurrent first uses converge on one row. Live refuses weak key custody.
+   */
+  async ensureSeed(em: EntityManager, organizationId: string, environment: Environment): Promise<OrganizationSeed> {
+    if (environment === 'live' && keyCustodyIsWeak(this.provider)) throw keyCustodyUnconfigured();
+    // FOR KEY SHARE until this transaction ends: `keys:separate-live-seed` cannot replace the seed that a
+    // wallet being created here derives from (it locks the row FOR UPDATE, then counts live wallets).
+    const [existing] = await em.execute<{ id: string }[]>(`select id from organization_seeds where organization_id = ? and environment = ? for key share`, [organizationId, environment]);
+    if (existing) return em.findOneOrFail(OrganizationSeed, { id: existing.id });
+    const sealed = await this.sealNewMnemonic(organizationId, environment);
+    // A concurrent first use waits on the unique (organization_id, environment) and then inserts nothing.
     await em.execute(
-      `insert into organization_seeds (id, organization_id, envelope_version, key_provider, master_key_id, wrapped_data_key, mnemonic_ciphertext, created_at)
-       values (?, ?, ?, ?, ?, ?, ?, now()) on conflict (organization_id) do nothing`,
-      [new OrganizationSeed().id, organizationId, ENVELOPE_VERSION, this.provider.name, sealed.masterKeyId, sealed.wrappedDataKey, sealed.mnemonicCiphertext],
+      `insert into organization_seeds (id, organization_id, environment, shares_sandbox_mnemonic, envelope_version, key_provider, master_key_id, wrapped_data_key, mnemonic_ciphertext, created_at)
+       values (?, ?, ?, false, ?, ?, ?, ?, ?, now()) on conflict (organization_id, environment) do nothing`,
+      [new OrganizationSeed().id, organizationId, environment, SEED_ENVELOPE_VERSION, sealed.keyProvider, sealed.masterKeyId, sealed.wrappedDataKey, sealed.ciphertext],
     );
-    return em.findOneOrFail(OrganizationSeed, { organization: em.getReference(Organization, organizationId) });
+    return em.findOneOrFail(OrganizationSeed, { organization: em.getReference(Organization, organizationId), environment });
   }
 
   /**
-   * Derives the keys at `locations` from the organization's seed and hands them to `use`; the
-   * seed and the private keys are wiped when `use` returns.
+   * Derives the keys at `locations` from the organization's seed of `environment` (the wallet's)
+   * and hands them to `use`; the mnemonic, the seed and the private keys are wiped when `use` returns.
    */
-  async withKeys<T>(em: EntityManager, organizationId: string, locations: KeyLocation[], use: (keys: DerivedKey[], seed: OrganizationSeed) => T): Promise<T> {
-    const record = await this.ensureSeed(em, organizationId);
-    const mnemonic = await this.openMnemonic(record);
-    const seed = await mnemonicToSeed(mnemonic);
+  async withKeys<T>(
+    em: EntityManager,
+    organizationId: string,
+    environment: Environment,
+    locations: KeyLocation[],
+    use: (keys: DerivedKey[], seed: OrganizationSeed) => T,
+  ): Promise<T> {
+    const record = await this.ensureSeed(em, organizationId, environment);
+    const seed = await this.openSeed(record);
     const keys: DerivedKey[] = [];
     try {
       for (const location of locations) keys.push(deriveKey(seed, location));
@@ -61,9 +87,14 @@ export class KeyService {
     }
   }
 
-  private async sealMnemonic(organizationId: string, mnemonic: string) {
-    const sealed = await this.seal(Buffer.from(mnemonic, 'utf8'), dataKeyContext(organizationId), mnemonicContext(organizationId));
-    return { masterKeyId: sealed.masterKeyId, wrappedDataKey: sealed.wrappedDataKey, mnemonicCiphertext: sealed.ciphertext };
+  private async sealNewMnemonic(organizationId: string, environment: Environment): Promise<SealedSecret> {
+    const mnemonic = generateMnemonicBytes();
+    try {
+      const contexts = seedContexts({ envelopeVersion: SEED_ENVELOPE_VERSION, organizationId, environment });
+      return await this.seal(mnemonic, contexts.dataKey, contexts.mnemonic);
+    } finally {
+      mnemonic.fill(0);
+    }
   }
 
   /**
@@ -81,9 +112,8 @@ export class KeyService {
     }
   }
 
-  /** Inverse of `seal`; the caller wipes the result when done. */
+  /** Inverse of `seal` (the master key the row names decides which configured key opens it); the caller wipes the result when done. */
   async open(sealed: SealedSecret, dataKeyContextValue: string, plaintextContext: string): Promise<Buffer> {
-    if (sealed.keyProvider !== this.provider.name) throw new Error(`secret sealed by provider '${sealed.keyProvider}', configured: '${this.provider.name}'`);
     const dataKey = await this.provider.decryptDataKey({ masterKeyId: sealed.masterKeyId, ciphertext: sealed.wrappedDataKey }, dataKeyContextValue);
     try {
       return aesGcmDecrypt(dataKey, Buffer.from(sealed.ciphertext, 'base64'), plaintextContext);
@@ -92,17 +122,23 @@ export class KeyService {
     }
   }
 
-  private async openMnemonic(record: OrganizationSeed): Promise<string> {
-    if (record.envelopeVersion !== ENVELOPE_VERSION) throw new Error(`seed ${record.id} needs envelope v${record.envelopeVersion}`);
-    const organizationId = record.organization.id;
-    const sealed = { keyProvider: record.keyProvider, masterKeyId: record.masterKeyId, wrappedDataKey: record.wrappedDataKey, ciphertext: record.mnemonicCiphertext };
-    const mnemonic = (await this.open(sealed, dataKeyContext(organizationId), mnemonicContext(organizationId))).toString('utf8');
-    if (!validateMnemonic(mnemonic, wordlist)) throw new Error(`seed ${record.id} does not hold a valid mnemonic`);
-    return mnemonic;
+  /** The BIP-39 seed of `record`; the caller wipes it. The mnemonic it comes from is held as bytes and wiped here. */
+  private async openSeed(record: OrganizationSeed): Promise<Buffer> {
+    const mnemonic = await this.openMnemonic(record);
+    try {
+      return await mnemonicToSeed(mnemonic);
+    } finally {
+      mnemonic.fill(0);
+    }
   }
-}
 
-/** BIP-39 seed: PBKDF2-HMAC-SHA512, 2048 rounds, salt "mnemonic" (no passphrase); native, off the event loop. */
-export async function mnemonicToSeed(mnemonic: string): Promise<Uint8Array> {
-  return new Uint8Array(await pbkdf2Async(Buffer.from(mnemonic.normalize('NFKD'), 'utf8'), Buffer.from('mnemonic', 'utf8'), 2048, 64, 'sha512'));
+  /** The mnemonic of `record`, as bytes, validated; the caller wipes it. */
+  private async openMnemonic(record: OrganizationSeed): Promise<Buffer> {
+    const contexts = seedContexts({ envelopeVersion: record.envelopeVersion, organizationId: record.organization.id, environment: record.environment });
+    const sealed = { keyProvider: record.keyProvider, masterKeyId: record.masterKeyId, wrappedDataKey: record.wrappedDataKey, ciphertext: record.mnemonicCiphertext };
+    const mnemonic = await this.open(sealed, contexts.dataKey, contexts.mnemonic);
+    if (isValidMnemonicBytes(mnemonic)) return mnemonic;
+    mnemonic.fill(0);
+    throw new Error(`seed ${record.id} does not hold a valid mnemonic`);
+  }
 }

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import type { Environment } from '../api-keys/entities';
+import { keyColumns, type SealedColumn } from '../keys/rotation';
 import type { KeyService } from '../keys/service';
 import { readOneByColumns } from '../db/lean';
 import { perDatabase } from '../db/per-database';
@@ -9,6 +10,9 @@ import { LightningNodeKey } from './entities';
 /** GCM associated data: a node key ciphertext opens only for its environment. */
 const dataKeyContext = (environment: Environment) => `custody-platform/lightning-node-data-key/v1/${environment}`;
 const privateKeyContext = (environment: Environment) => `custody-platform/lightning-node-key/v1/${environment}`;
+
+/** Where keys:rotate finds the node keys' data keys. */
+export const nodeKeyColumn: SealedColumn = keyColumns('lightning_node_keys', ['environment'], (row) => dataKeyContext(row.environment as Environment));
 
 /** The environment's node key, created on first use; concurrent first uses converge on one row. */
 export async function ensureNodeKey(em: EntityManager, keys: KeyService, environment: Environment): Promise<LightningNodeKey> {
@@ -47,7 +51,9 @@ export async function withNodeKey<T>(em: EntityManager, keys: KeyService, enviro
 
 /**
  * The node key rows read so far (the private key sealed, as stored), per database (its ORM's
- * configuration) and environment. A node key row never changes once it exists, so what a read found
+ * configuration) and environment. A node key row never changes once it exists but for keys:rotate
+ * wrapping its data key anew, and the old wrapped key opens as long as this process is configured with
+ * the old master key as a previous one (removing it restarts the process), so what a read found
  * stays true, and an invoice spends no round trip on it; a missing key is not remembered (the first
  * invoice may be about to create it).
  */

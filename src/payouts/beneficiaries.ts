@@ -1,5 +1,6 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { openText, sealText } from '../keys/envelope';
+import { envelopeColumn, type SealedColumn } from '../keys/rotation';
 import type { KeyProvider } from '../keys/provider';
 import { DomainError, errors } from '../shared/errors';
 import { findCorridor } from './corridors';
@@ -71,6 +72,9 @@ export function maskBeneficiary(beneficiary: Beneficiary): Beneficiary {
  * bound to its trip: a sealed beneficiary opens for no other trip.
  */
 const beneficiaryContext = (tripId: string) => `custody-platform/payout-beneficiary/v1/${tripId}`;
+
+/** Where keys:rotate finds the sealed beneficiaries' data keys. */
+export const beneficiaryColumn: SealedColumn = envelopeColumn('payout_trips', 'beneficiary_sealed', [], (row) => beneficiaryContext(row.id));
 
 export const sealBeneficiary = (keys: KeyProvider, tripId: string, beneficiary: Beneficiary): Promise<string> =>
   sealText(keys, JSON.stringify(beneficiary), beneficiaryContext(tripId));

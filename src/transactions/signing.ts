@@ -109,6 +109,7 @@ export function signWithKeysOf(deps: LifecycleDeps, em: EntityManager, transacti
   return deps.keys.withKeys(
     em,
     transaction.organization.id,
+    transaction.environment,
     signers.map((address) => keyLocation(wallet, address.format, address.addressIndex)),
     (keys) => {
       // A key that does not give the stored address means a wrong seed or master key: never sign with it.

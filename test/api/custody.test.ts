@@ -115,7 +115,7 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
   it("derives sandbox keys under coin type 1, never on the seed's mainnet path; a wallet made before that keeps deriving its own", async () => {
     const em = (await testOrm()).em.fork();
     const derive = (chain: 'ethereum' | 'tron' | 'solana', coinType: number, account: number, index: number) =>
-      app.deps.keys.withKeys(em, org.organizationId, [{ chain, testnet: true, coinType, format: ({ ethereum: 'eip55', tron: 'base58check', solana: 'base58' } as const)[chain], account, index }], ([key]) => key!.address);
+      app.deps.keys.withKeys(em, org.organizationId, 'sandbox', [{ chain, testnet: true, coinType, format: ({ ethereum: 'eip55', tron: 'base58check', solana: 'base58' } as const)[chain], account, index }], ([key]) => key!.address);
     for (const chain of ['ethereum', 'tron', 'solana'] as const) {
       const wallet = await createWallet(chain);
       const row = await em.findOneOrFail(Wallet, { id: wallet.id });
@@ -385,7 +385,7 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
       assert.equal(row.curve, 'secp256k1');
       assert.equal(row.derivation_path, wallet.primary_address.derivation_path);
       assert.equal(row.payload_sha256, bytesToHex(sha256(hexToBytes('cafe'))));
-      const seed = await em.findOneOrFail(OrganizationSeed, { organization: org.organizationId });
+      const seed = await em.findOneOrFail(OrganizationSeed, { organization: org.organizationId, environment: 'sandbox' });
       assert.equal(row.seed_id, seed.id);
     });
 
@@ -469,8 +469,8 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
   describe('secrecy', () => {
     it('keeps the seed encrypted at rest and out of every response', async () => {
       const em = (await testOrm()).em.fork();
-      const seed = await em.findOneOrFail(OrganizationSeed, { organization: org.organizationId });
-      const mnemonic: string = await app.deps.keys['openMnemonic'](seed);
+      const seed = await em.findOneOrFail(OrganizationSeed, { organization: org.organizationId, environment: 'sandbox' });
+      const mnemonic = (await app.deps.keys['openMnemonic'](seed)).toString('utf8');
       assert.equal(mnemonic.split(' ').length, 24);
       assert.equal(seed.keyProvider, 'local');
       assert.match(seed.masterKeyId, /^local:[0-9a-f]{16}$/);
@@ -484,7 +484,7 @@ describe('Custody: vaults, wallets, addresses, balances and signing', () => {
       const walletRow = await em.findOneOrFail(Wallet, { id: wallet.id });
       const location = { chain: 'ethereum' as const, testnet: true, coinType: walletRow.coinType, format: 'eip55' as const, account: walletRow.accountIndex, index: 0 };
       const privateKeys: string[] = [];
-      const derived = await app.deps.keys.withKeys(em, org.organizationId, [location], ([key]) => {
+      const derived = await app.deps.keys.withKeys(em, org.organizationId, 'sandbox', [location], ([key]) => {
         privateKeys.push(bytesToHex(key!.privateKey));
         return key!.address;
       });

@@ -206,7 +206,7 @@ describe('Chains on a real Ethereum node (anvil)', () => {
       const em = (await testOrm()).em.fork();
       const row = await em.findOneOrFail(Wallet, { id: wallet.body.id });
       const primary = await em.findOneOrFail(Address, { wallet: row, isPrimary: true });
-      const privateKey = await app.deps.keys.withKeys(em, organization.organizationId, [keyLocation(row, primary.format, primary.addressIndex)], ([key]) => `0x${bytesToHex(key!.privateKey)}` as Hex);
+      const privateKey = await app.deps.keys.withKeys(em, organization.organizationId, row.environment, [keyLocation(row, primary.format, primary.addressIndex)], ([key]) => `0x${bytesToHex(key!.privateKey)}` as Hex);
       return { id: row.id, address: primary.address, privateKey, primary };
     }
 

@@ -4,7 +4,7 @@ import { ChainNodes, ChainUnavailableError } from '../../src/chains/nodes';
 import { NodeUnavailableError, TransactionRejectedError, type ObservedTransfer } from '../../src/chains/provider';
 import { BitcoinRpcProvider, FEE_FLOOR_SAT_PER_VBYTE } from '../../src/chains/providers/bitcoin-rpc';
 import { deriveKey, TESTNET_COIN_TYPE, type DerivedKey } from '../../src/keys/derivation';
-import { mnemonicToSeed } from '../../src/keys/service';
+import { mnemonicToSeed } from '../../src/keys/mnemonic';
 import { createLogger } from '../../src/logger';
 import { Money } from '../../src/shared/money';
 import { COINBASE_MATURITY, coinbaseOutput, MINER_FEE, MINER_PAYMENT, payFromMiner, startBtcdOrSkip, type Btcd } from '../support/btcd';
@@ -23,7 +23,7 @@ describe('bitcoin-rpc provider on a real btcd node (regtest)', function () {
   before(async function () {
     btcd = await startBtcdOrSkip(this);
     provider = new BitcoinRpcProvider(btcd.url, { timeoutMs: 10_000, maxResponseBytes: 10_485_760 }, 'sandbox');
-    ours = deriveKey(await mnemonicToSeed(TEST_MNEMONIC), { chain: 'bitcoin', testnet: true, coinType: TESTNET_COIN_TYPE, format: 'p2wpkh', account: 0, index: 0 });
+    ours = deriveKey(await mnemonicToSeed(Buffer.from(TEST_MNEMONIC)), { chain: 'bitcoin', testnet: true, coinType: TESTNET_COIN_TYPE, format: 'p2wpkh', account: 0, index: 0 });
     // The first coinbase matures once COINBASE_MATURITY blocks are on top of it.
     await btcd.generate(COINBASE_MATURITY + 1);
   });

@@ -78,7 +78,7 @@ describe('Reorganisations on Solana (LiteSVM): transfers of an abandoned fork, p
   const signingOutside = async (walletId: string, use: (key: DerivedKey) => Promise<string>) => {
     const em = (await testOrm()).em.fork();
     const primary = await em.findOneOrFail(Address, { wallet: walletId, isPrimary: true }, { populate: ['wallet'] });
-    const key = await service.app.deps.keys.withKeys(em, service.org.organizationId, [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => ({
+    const key = await service.app.deps.keys.withKeys(em, service.org.organizationId, 'sandbox', [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => ({
       ...derived!,
       privateKey: Uint8Array.from(derived!.privateKey),
     }));

@@ -118,7 +118,7 @@ export function anvilReorganisations(name: string) {
   async function usedOutside(walletId: string) {
     const em = (await testOrm()).em.fork();
     const primary = await em.findOneOrFail(Address, { wallet: walletId, isPrimary: true }, { populate: ['wallet'] });
-    const key = await app.deps.keys.withKeys(em, org.organizationId, [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => `0x${bytesToHex(derived!.privateKey)}` as Hex);
+    const key = await app.deps.keys.withKeys(em, org.organizationId, primary.wallet.environment, [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => `0x${bytesToHex(derived!.privateKey)}` as Hex);
     return anvilFunder(anvil, key);
   }
   /** One ledger reconciliation pass of the organization's Ethereum holders, at the scanner's block once it has read the tip. */

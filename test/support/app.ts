@@ -41,7 +41,7 @@ export interface TestResponse {
 
 /** The real app (real PostgreSQL, real Temporal dev server) on an ephemeral port. */
 export async function startTestApp(
-  options: { config?: Record<string, string>; extraModules?: RouteModule[]; temporal?: AppDeps['temporal']; orm?: Orm } = {},
+  options: { config?: Record<string, string | undefined>; extraModules?: RouteModule[]; temporal?: AppDeps['temporal']; orm?: Orm } = {},
 ): Promise<TestApp> {
   const config = testConfig({ PORT: '0', ...options.config });
   const orm = options.orm ?? (await testOrm());

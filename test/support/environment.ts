@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -34,8 +35,19 @@ function requiredEnv(name: string): string {
   return value;
 }
 
-/** Loopback webhook targets on: the suite's receivers (test/support/webhook-receiver.ts) listen on 127.0.0.1. */
-export function testConfig(overrides: Record<string, string> = {}): Config {
+/**
+ * The suite's master key: a key of its own, not the public development key, so live keys work (they answer 503
+ * key_custody_unconfigured under the development key). Set in the environment, like DATABASE_URL below, so that the
+ * apps, workers and child processes of this process all seal and open with it. Public like every test fixture.
+ */
+export const TEST_MASTER_KEY = createHash('sha256').update('custody-platform test suite master key').digest('hex');
+process.env.MASTER_KEY ??= TEST_MASTER_KEY;
+
+/**
+ * Loopback webhook targets on: the suite's receivers (test/support/webhook-receiver.ts) listen on 127.0.0.1. An
+ * override of undefined unsets a variable (`MASTER_KEY: undefined`: the development master key).
+ */
+export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
   // Sends and sponsorships checked every second: a test waits for the chain, not for the next check.
   return loadConfig({ LOG_LEVEL: 'silent', NODE_ENV: 'test', WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true', CHAIN_CHECK_SECONDS: '1', ...process.env, ...overrides });
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../activities';
+import type { Orm } from '../../src/db/orm';
 import { IdempotencyService } from '../../src/idempotency/service';
 import { createWorker, type ServiceWorkers } from '../../src/worker-setup';
 import { startTestApp, type TestApp } from './app';
@@ -19,8 +20,8 @@ export async function createTestWorker(
   taskQueue = `test-${randomUUID()}`,
   configOverrides: Record<string, string> = {},
   maxCachedWorkflows?: number,
-  /** Test doubles of outside parties: a card issuer, Lightning providers, destination resolvers; chain nodes behind faults. */
-  outsideParties: Pick<ActivityDeps, 'cardIssuer' | 'lightningProviders' | 'destinationResolvers' | 'chains'> = {},
+  /** Test doubles of outside parties: a card issuer, Lightning providers, destination resolvers; chain nodes behind faults; another database than the process's. */
+  outsideParties: Partial<Pick<ActivityDeps, 'cardIssuer' | 'lightningProviders' | 'destinationResolvers' | 'chains' | 'orm'>> = {},
 ): Promise<{ worker: ServiceWorkers; taskQueue: string }> {
   const config = testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...configOverrides });
   const worker = await createWorker({
@@ -33,11 +34,14 @@ export async function createTestWorker(
   return { worker, taskQueue };
 }
 
-/** The API and the service's worker on the local dev server, on a task queue of their own, both with `config` on top; `stop` ends both. */
-export async function startAppWithWorker(config: Record<string, string> = {}): Promise<{ app: TestApp; stop: () => Promise<void> }> {
-  const { worker, taskQueue } = await createTestWorker(await localTemporal(), undefined, config);
+/**
+ * The API and the service's worker on the local dev server, on a task queue of their own (or `config`'s), both
+ * with `config` on top, on `orm`'s database (else the process's); `stop` ends both.
+ */
+export async function startAppWithWorker(config: Record<string, string> = {}, orm?: Orm): Promise<{ app: TestApp; stop: () => Promise<void> }> {
+  const { worker, taskQueue } = await createTestWorker(await localTemporal(), config.TEMPORAL_TASK_QUEUE, config, undefined, orm ? { orm } : {});
   const running = worker.run();
-  const app = await startTestApp({ config: { ...config, TEMPORAL_TASK_QUEUE: taskQueue } });
+  const app = await startTestApp({ config: { ...config, TEMPORAL_TASK_QUEUE: taskQueue }, orm });
   return {
     app,
     stop: async () => {

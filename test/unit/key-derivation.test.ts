@@ -6,14 +6,14 @@ import { mnemonicToSeedSync } from '@scure/bip39';
 import { Address as BitcoinAddress, NETWORK, TEST_NETWORK } from '@scure/btc-signer';
 import { isAddress } from 'viem';
 import { coinTypeFor, deriveKey, derivationPath, slip10Ed25519, type KeyLocation } from '../../src/keys/derivation';
-import { mnemonicToSeed } from '../../src/keys/service';
+import { mnemonicToSeed } from '../../src/keys/mnemonic';
 
 const ABANDON = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
 
 describe('Key derivation against published vectors', () => {
   let seed: Uint8Array;
   before(async () => {
-    seed = await mnemonicToSeed(ABANDON);
+    seed = await mnemonicToSeed(Buffer.from(ABANDON));
   });
 
   /** The coin type a new wallet of the network gets, unless the location names one. */

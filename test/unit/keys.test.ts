@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../../src/config';
 import { aesGcmDecrypt, aesGcmEncrypt } from '../../src/keys/aes-gcm';
 import { DEVELOPMENT_MASTER_KEY, parseMasterKey } from '../../src/keys/master-key';
-import { createKeyProvider, LocalKeyProvider } from '../../src/keys/provider';
+import { openText, sealText } from '../../src/keys/envelope';
+import { createKeyProvider, keyProviderFor, LocalKeyProvider } from '../../src/keys/provider';
 import { createLogger } from '../../src/logger';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/x';
@@ -29,6 +30,19 @@ describe('Master key configuration and envelope encryption', () => {
     const provider = createKeyProvider(loadConfig({ DATABASE_URL, NODE_ENV: 'development' }), log) as LocalKeyProvider;
     assert.equal(provider.masterKeyId, new LocalKeyProvider(DEVELOPMENT_MASTER_KEY).masterKeyId);
     assert.match(lines.join('\n'), /MASTER_KEY is not set/);
+  });
+
+  it('reads MASTER_KEY_PREVIOUS as older keys that only unwrap, and rejects a malformed one without echoing it', async () => {
+    const old = randomBytes(32);
+    assert.throws(
+      () => loadConfig({ DATABASE_URL, MASTER_KEY_PREVIOUS: `${old.toString('hex')},short` }),
+      (error: Error) => error instanceof ConfigError && /MASTER_KEY_PREVIOUS/.test(error.message) && !error.message.includes(old.toString('hex')),
+    );
+    const sealedByOld = await sealText(new LocalKeyProvider(old), 'old secret', 'ctx');
+    const ring = keyProviderFor(loadConfig({ DATABASE_URL, MASTER_KEY: key.toString('hex'), MASTER_KEY_PREVIOUS: old.toString('base64') }));
+    assert.equal(ring.masterKeyId, new LocalKeyProvider(key).masterKeyId, 'the current key wraps');
+    assert.equal(await openText(ring, sealedByOld, 'ctx'), 'old secret', 'the previous key unwraps what it wrapped');
+    assert.equal(JSON.parse(await sealText(ring, 'new secret', 'ctx')).k, ring.masterKeyId);
   });
 
   it('wraps data keys so that only the same master key and context unwrap them', async () => {

@@ -345,7 +345,7 @@ describe('sendTransactionWorkflow (time-skipping, the devnet behind a faulty nod
     /** The wallet's key spends its funding input elsewhere (a key used outside the platform), and `blocks` blocks confirm it. */
     async function conflictMined(wallet: Awaited<ReturnType<typeof fundedBitcoinWallet>>, blocks: number) {
       const em = (await testOrm()).em.fork();
-      const conflict = await app.deps.keys.withKeys(em, org.organizationId, [keyLocation(wallet.address.wallet, wallet.address.format, wallet.address.addressIndex)], ([key]) =>
+      const conflict = await app.deps.keys.withKeys(em, org.organizationId, wallet.address.wallet.environment, [keyLocation(wallet.address.wallet, wallet.address.format, wallet.address.addressIndex)], ([key]) =>
         signTransfer(
           {
             chain: 'bitcoin',
