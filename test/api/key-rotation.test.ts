@@ -52,8 +52,8 @@ describe('keys:rotate: data keys wrapped anew under the current master key, whil
   });
 
   /** The API and the worker on this test's database, on one task queue (sends carry on across restarts), with `keys` as their key configuration. */
-  const startService = (keys: Record<string, string>) => startAppWithWorker({ ...chainConfig, ...keys, DATABASE_URL: databaseUrl }, orm);
-  const rotate = async (keys: Record<string, string>, ...args: string[]): Promise<Rotation> => JSON.parse((await cli(['keys:rotate', ...args], databaseUrl, keys)).stdout) as Rotation;
+  const startService = (keys: Record<string, string | undefined>) => startAppWithWorker({ ...chainConfig, ...keys, DATABASE_URL: databaseUrl }, orm);
+  const rotate = async (keys: Record<string, string | undefined>, ...args: string[]): Promise<Rotation> => JSON.parse((await cli(['keys:rotate', ...args], databaseUrl, keys)).stdout) as Rotation;
 
   /** Every sealed row of the database, its data key unwrapped by `provider` (which must hold the key the row names): the count per column. */
   async function openEverySealedRow(provider: KeyProvider): Promise<Record<string, number>> {
