@@ -1,7 +1,9 @@
+import { IsolationLevel } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ASSETS, findChain, type ChainId } from '../catalogue/service';
+import { ASSETS, findChain } from '../catalogue/service';
 import type { ChainProvider, ChainTip } from '../chains/provider';
 import { Address, Wallet } from '../custody/entities';
+import { ChainScanCursor } from './entities';
 import type { ChainEnvironment } from './service';
 
 /**
@@ -17,66 +19,15 @@ export interface LedgerHolder {
   addresses: string[];
 }
 
+/** A holder's figure the ledger and the node disagree on (compareLedgerWithChain). */
 export interface LedgerPosition {
   walletId: string;
   addressId: string | null;
   assetId: string;
-  /** What the ledger says is on chain: balance plus deposits mined but not yet confirmed, less what mined, unsettled sends took. */
+  /** What the ledger says is on chain (PinnedPosition.onChain at the scanner's cursor). */
   ledger: bigint;
   /** What the node says. */
   chain: bigint;
-}
-
-/**
- * The ledger invariant, per holder and asset: the ledger's balance plus its mined-but-unconfirmed
- * incoming transfers, less what its mined-but-unsettled sends took (amount and fee), plus what its
- * settled sends and unexpected spends a reorganisation took off the chain had taken, equals what the node says the
- * holder's addresses hold. Meaningful once scanning and the sends' workflows have
- * caught up with the tip the provider reads at.
- */
-export async function ledgerPositions(em: EntityManager, provider: ChainProvider, chain: ChainId, holders: LedgerHolder[], assetIds: string[]): Promise<LedgerPosition[]> {
-  if (holders.length === 0) return [];
-  const perAddress = chain !== 'bitcoin';
-  const keys = holders.map((holder) => (perAddress ? holder.addressId! : holder.walletId));
-  const list = keys.map(() => '?').join(', ');
-  const assets = assetIds.map(() => '?').join(', ');
-  const booked = await em.execute<{ key: string; asset_id: string; amount: string }[]>(
-    perAddress
-      ? `select address_id as key, asset_id, balance::text as amount from address_balances where address_id in (${list}) and asset_id in (${assets})`
-      : `select wallet_id as key, asset_id, balance::text as amount from wallet_balances where wallet_id in (${list}) and asset_id in (${assets})`,
-    [...keys, ...assetIds],
-  );
-  const mined = await em.execute<{ key: string; asset_id: string; amount: string }[]>(
-    `select ${perAddress ? 'address_id' : 'wallet_id'} as key, asset_id, sum(amount)::text as amount from incoming_transfers
-      where ${perAddress ? 'address_id' : 'wallet_id'} in (${list}) and status = 'pending' and block_height is not null group by 1, 2`,
-    keys,
-  );
-  // Mined, not settled: the chain has paid them, the ledger not yet (taken away). Settled, but their block lost to a
-  // reorganisation and not mined again (yet): the ledger has paid them, the chain not (given back), so they are no deposit.
-  const sends = await em.execute<{ key: string; asset_id: string; recipient_amount: string; fee: string | null; failure_reason: string | null; unplaced: boolean }[]>(
-    // What the recipient got is the mined candidate's: a replacement's once one is mined (nothing for a cancel).
-    `select t.${perAddress ? 'from_address_id' : 'wallet_id'} as key, t.asset_id, coalesce(mined.recipient_amount, t.recipient_amount)::text as recipient_amount, t.fee::text, t.failure_reason,
-            t.status <> 'confirming' as unplaced
-       from transactions t left join transaction_replacements mined on mined.transaction_id = t.id and mined.tx_hash = t.mined_tx_hash
-      where t.${perAddress ? 'from_address_id' : 'wallet_id'} in (${list})
-        and (t.status = 'confirming' or (t.block_hash is null and t.mined_after_failure_at is null and (t.status = 'confirmed' or (t.status = 'failed' and t.failure_reason = 'reverted'))))`,
-    keys,
-  );
-  const spendsUnplaced = await unplacedUnexpectedSpends(em, perAddress ? 'address_id' : 'wallet_id', keys);
-  const sum = (rows: { key: string; asset_id: string; amount: string }[], key: string, assetId: string) =>
-    rows.filter((row) => row.key === key && row.asset_id === assetId).reduce((total, row) => total + BigInt(row.amount), 0n);
-  const positions: LedgerPosition[] = [];
-  for (const [index, holder] of holders.entries()) {
-    const key = keys[index]!;
-    for (const assetId of assetIds) {
-      const native = ASSETS.find((asset) => asset.id === assetId)?.type === 'native';
-      const taken = sends.filter((send) => send.key === key).reduce((total, send) => total + (send.unplaced ? -1n : 1n) * takenBy(send, assetId, native), 0n);
-      let onChain = 0n;
-      for (const address of holder.addresses) onChain += await provider.balance(address, assetId);
-      positions.push({ walletId: holder.walletId, addressId: holder.addressId, assetId, ledger: sum(booked, key, assetId) + sum(mined, key, assetId) - taken + sum(spendsUnplaced, key, assetId), chain: onChain });
-    }
-  }
-  return positions;
 }
 
 /**
@@ -247,19 +198,33 @@ export async function holdersOf(em: EntityManager, wallets: Wallet[]): Promise<L
 
 /**
  * The ledger invariant for every wallet of the chain in the environment (of one organization when
- * given) and every asset of the chain (or `assetIds`): the positions that differ.
+ * given) and every asset of the chain (or `assetIds`): the positions where the ledger as the scanner
+ * saw the chain at its cursor (ledgerViewAt, read in one snapshot with the cursor) differs from what
+ * the node holds at its tip. Meaningful once scanning and the sends' workflows have caught up with the
+ * tip (tests and drills; the reconciliation compares at a pinned block instead).
  */
 export async function compareLedgerWithChain(
   em: EntityManager,
   provider: ChainProvider,
   scope: ChainEnvironment & { organizationId?: string; /** Default: every asset of the chain. */ assetIds?: string[] },
 ): Promise<{ wallets: number; mismatches: LedgerPosition[] }> {
-  const wallets = await em.find(Wallet, {
-    chain: scope.chain,
-    environment: scope.environment,
-    ...(scope.organizationId ? { organization: scope.organizationId } : {}),
-  });
   const assetIds = scope.assetIds ?? ASSETS.filter((asset) => asset.chain === scope.chain).map((asset) => asset.id);
-  const positions = await ledgerPositions(em, provider, scope.chain, await holdersOf(em, wallets), assetIds);
-  return { wallets: wallets.length, mismatches: positions.filter((position) => position.ledger !== position.chain) };
+  const tip = await provider.tip();
+  const { holders, positions, wallets } = await em.transactional(
+    async (tx) => {
+      const scanned = await tx.findOne(ChainScanCursor, { chain: scope.chain, environment: scope.environment });
+      const wallets = await tx.find(Wallet, { chain: scope.chain, environment: scope.environment, ...(scope.organizationId ? { organization: scope.organizationId } : {}) });
+      const holders = await holdersOf(tx, wallets);
+      return { holders, wallets: wallets.length, positions: await ledgerViewAt(tx, scope, holders, assetIds, { height: scanned?.height ?? tip.height }) };
+    },
+    { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
+  );
+  const mismatches: LedgerPosition[] = [];
+  for (const position of positions) {
+    const holder = holders.find((candidate) => candidate.walletId === position.walletId && candidate.addressId === position.addressId)!;
+    let chain = 0n;
+    for (const address of holder.addresses) chain += await provider.balance(address, position.assetId);
+    if (chain !== position.onChain) mismatches.push({ walletId: position.walletId, addressId: position.addressId, assetId: position.assetId, ledger: position.onChain, chain });
+  }
+  return { wallets, mismatches };
 }

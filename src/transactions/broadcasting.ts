@@ -68,6 +68,8 @@ interface ProofOfLoss {
   reason: 'nonce_consumed' | 'inputs_spent' | 'expired';
   message: string;
   spentInputs?: string[];
+  /** Bitcoin: the send whose change this one spends, proven never to be mined (so this one never will be). */
+  changeOf?: string;
 }
 
 /**
@@ -98,7 +100,7 @@ export async function proofOfLoss(deps: Pick<LifecycleDeps, 'em'>, provider: Cha
       const orphan = await changeOfLostSend(deps.em(), inputs);
       if (orphan) {
         const message = `Its input ${orphan.txid}:${orphan.vout} is the change of send ${orphan.createdBy!.id}, which a reorganisation took and the chain proves will never be mined: this send can never be mined.`;
-        proof = { reason: 'inputs_spent', message };
+        proof = { reason: 'inputs_spent', message, changeOf: orphan.createdBy!.id };
       }
     }
   }

@@ -29,7 +29,9 @@ export async function returnReorgedOut(deps: Pick<LifecycleDeps, 'em' | 'transac
   const returned: OutgoingTransaction[] = [];
   for (const unplaced of sends.filter(PROVABLE)) {
     const send = await deps.em().findOneOrFail(OutgoingTransaction, { id: unplaced.id }, { populate: ['fromAddress'] });
-    const proof = await proofOfLoss(deps, provider, send);
+    // A settled send that spent the change of a lost one returns with it (below), not on its own.
+    const found = await proofOfLoss(deps, provider, send);
+    const proof = found?.changeOf ? null : found;
     const { height } = await provider.tip();
     if (!proof || send.lossSeenAtHeight == null) {
       await deps.em().nativeUpdate(OutgoingTransaction, { id: send.id }, { lossSeenAtHeight: proof ? height : null });

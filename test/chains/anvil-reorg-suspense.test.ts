@@ -62,6 +62,8 @@ describe('Reorganisations and suspense on a real Ethereum node (anvil)', () => {
 
     // Both mined again: the deposit credited once more, the send settled in its new block, suspense empty, the drift resolved.
     await broadcastAgain(depositRaw);
+    // anvil mines on arrival, but after it answers: the send is checked against the state with the deposit only once that block is there.
+    await anvilReceipt(reorgs.anvil, keccak256(depositRaw));
     await broadcastAgain(sendRaw);
     await mine(CONFIRMATIONS + 1);
     await eventually(async () => ((await call('GET', `/v1/transactions/${id}`)).body.block_height != null && (await suspense()) === 0n ? true : undefined), 'both settled again', 60_000);

@@ -120,6 +120,16 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     await eventually(async () => ((await readSend(id)).status === 'confirmed' ? true : undefined), 'the send settled', 60_000, 500);
     return { id, carrying: carrying! };
   }
+  /**
+   * A reorganisation from block `carrying` on: the key spends `input` elsewhere (all but a fee to an outside
+   * address), `blocks` are mined on the new chain, and scanning debits that spend as unexpected.
+   */
+  async function conflictOnNewChain(carrying: string, input: { txid: string; vout: number; amount: bigint }, blocks: number) {
+    await btcd.call('invalidateblock', [carrying]);
+    const conflict = await spendOutside(input, [[outsideP2wpkh(), input.amount - 50_000n]]);
+    await btcd.generate(blocks);
+    await eventually(async () => ((await outgoingRows(conflict.id)).length === 1 ? true : undefined), 'the conflicting spend debited as unexpected');
+  }
   const readSend = async (id: string) => (await call('GET', `/v1/transactions/${id}`)).body as { status: string; failure_reason: string | null; block_height: number | null };
   /** Mines a block each try until `done` holds (a proof must hold for the confirmation count of blocks from where a pass first saw it). */
   const mineUntil = (done: () => Promise<boolean>, what: string) =>
@@ -313,10 +323,7 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     const fee = BigInt(((await call('GET', `/v1/transactions/${send.id}`)).body as { fee_raw: string }).fee_raw);
 
     // Its blocks abandoned; on the new chain the key spends its input elsewhere (the send signals BIP-125: replaced in the mempool).
-    await btcd.call('invalidateblock', [send.carrying]);
-    const conflict = await spendOutside(input, [[outsideP2wpkh(), input.amount - 50_000n]]);
-    await btcd.generate(CONFIRMATIONS + 1);
-    await eventually(async () => ((await outgoingRows(conflict.id)).length === 1 ? true : undefined), 'the conflicting spend debited as unexpected');
+    await conflictOnNewChain(send.carrying, input, CONFIRMATIONS + 1);
     await mineUntil(async () => (await readSend(send.id)).status === 'failed', 'the send failed reorged_out');
     const failed = await readSend(send.id);
     assert.deepEqual([failed.failure_reason, failed.block_height], ['reorged_out', null]);
@@ -342,11 +349,8 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     assert.equal((await em.findOneOrFail(WalletOutput, { id: change!.id }, { refresh: true })).status, 'spent', 'the second send spent the change');
 
     // Both sends' blocks abandoned; on the new chain the key spends the first send's input elsewhere: neither can ever be mined.
-    await btcd.call('invalidateblock', [first.carrying]);
-    const conflict = await spendOutside(input, [[outsideP2wpkh(), input.amount - 50_000n]]);
     // Longer than the branch abandoned (both sends' blocks): the scanner follows the new chain once it is past its cursor.
-    await btcd.generate(2 * CONFIRMATIONS + 1);
-    await eventually(async () => ((await outgoingRows(conflict.id)).length === 1 ? true : undefined), 'the conflicting spend debited as unexpected');
+    await conflictOnNewChain(first.carrying, input, 2 * CONFIRMATIONS + 1);
     await mineUntil(async () => (await readSend(first.id)).status === 'failed' && (await readSend(second.id)).status === 'failed', 'both sends failed reorged_out');
     for (const id of [first.id, second.id]) assert.deepEqual([(await readSend(id)).failure_reason, (await readSend(id)).block_height], ['reorged_out', null]);
     const returned = await em
@@ -370,10 +374,7 @@ describe('Outgoing transfers on a real Bitcoin node (btcd, regtest): a spend sig
     const second = await broadcastSend([{ txid: change!.txid, vout: String(change!.vout) }], '0.05');
 
     // Before the second is mined, the first's blocks are abandoned and the key spends its input elsewhere on the new chain.
-    await btcd.call('invalidateblock', [first.carrying]);
-    const conflict = await spendOutside(input, [[outsideP2wpkh(), input.amount - 50_000n]]);
-    await btcd.generate(CONFIRMATIONS + 1);
-    await eventually(async () => ((await outgoingRows(conflict.id)).length === 1 ? true : undefined), 'the conflicting spend debited as unexpected');
+    await conflictOnNewChain(first.carrying, input, CONFIRMATIONS + 1);
     await mineUntil(async () => (await readSend(first.id)).status === 'failed', 'the settled send failed reorged_out');
     assert.deepEqual([(await readSend(second)).status, (await readSend(second)).failure_reason], ['failed', 'inputs_spent'], 'the send under way failed first, on the proof');
     assert.equal((await readSend(first.id)).failure_reason, 'reorged_out');

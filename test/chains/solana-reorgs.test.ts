@@ -72,6 +72,13 @@ describe('Reorganisations on Solana (LiteSVM): transfers of an abandoned fork, p
   const solOf = async (walletId: string) => (await walletBalances(service, walletId)).SOL ?? 0n;
   const events = () => receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, unknown> });
   const suspense = () => suspenseBalance(service.org.organizationId, 'SOL');
+  /** Pays the wallet `amount` lamports, credited, in a slot sealed before anything the test does next (so no fork abandoned below takes it). */
+  const fund = async (wallet: { id: string; address: string }, amount: bigint) => {
+    await transfer(funder, wallet.address, amount);
+    await eventually(async () => ((await solOf(wallet.id)) === amount ? true : undefined), 'the wallet funded');
+    const slotFunded = node.slot;
+    await eventually(async () => (node.confirmedSlot > slotFunded ? true : undefined), 'a slot sealed after the funding');
+  };
   /** Confirms another fork from the slot that executed `signature` on. */
   const abandonFork = (signature: string) => node.abandonFrom(node.executed.get(signature)!.slot);
   /** The wallet's custody key as someone holding it outside the platform would sign with it. */
@@ -115,11 +122,7 @@ describe('Reorganisations on Solana (LiteSVM): transfers of an abandoned fork, p
 
   it('a spend made outside the platform, taken by a fork: the wallet stays debited while it waits, and what it debited returns once its blockhash expired', async () => {
     const wallet = await createHotWallet(service, 'Spend lost', 'solana');
-    await transfer(funder, wallet.address, 2n * SOL);
-    await eventually(async () => ((await solOf(wallet.id)) === 2n * SOL ? true : undefined), 'the wallet funded');
-    // The funding must not be in the fork abandoned below: the spend runs in a later slot.
-    const slotFunded = node.slot;
-    await eventually(async () => (node.confirmedSlot > slotFunded ? true : undefined), 'a slot sealed after the funding');
+    await fund(wallet, 2n * SOL);
     const spent = SOL / 2n + LAMPORTS_PER_SIGNATURE;
     const signature = await signingOutside(wallet.id, (key) => transfer(key, stranger(), SOL / 2n));
     await eventually(async () => ((await solOf(wallet.id)) === 2n * SOL - spent ? true : undefined), 'the spend debited');
@@ -138,10 +141,7 @@ describe('Reorganisations on Solana (LiteSVM): transfers of an abandoned fork, p
 
   it('a send of the platform settled, then taken by a fork: failed reorged_out once its blockhash expired, what it paid back in the wallet', async () => {
     const wallet = await createHotWallet(service, 'Send lost', 'solana');
-    await transfer(funder, wallet.address, 2n * SOL);
-    await eventually(async () => ((await solOf(wallet.id)) === 2n * SOL ? true : undefined), 'the wallet funded');
-    const slotFunded = node.slot;
-    await eventually(async () => (node.confirmedSlot > slotFunded ? true : undefined), 'a slot sealed after the funding');
+    await fund(wallet, 2n * SOL);
     const created = await service.call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: stranger(), amount: '0.25', asset: 'SOL' });
     assert.equal(created.status, 201, created.text);
     const send = async () => (await service.call('GET', `/v1/transactions/${created.body.id}`)).body as { status: string; tx_hash: string; failure_reason?: string };

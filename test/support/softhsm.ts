@@ -22,7 +22,10 @@ export interface SoftHsmToken {
   library: string;
   tokenLabel: string;
   pin: string;
-  /** The configuration of KEY_PROVIDER=pkcs11 on this token with `keyLabel` current and `previous` older keys. */
+  /**
+   * The configuration of KEY_PROVIDER=pkcs11 on this token with `keyLabel` current and `previous` older keys;
+   * MASTER_KEY unset (the suite sets one in the environment, and an HSM's configuration refuses it).
+   */
   config: (keyLabel: string, previous?: string[]) => Record<string, string | undefined>;
   /** Generates an AES-256 key inside the token: never extractable unless a test asks for a key the provider must refuse. */
   createKey: (label: string, options?: { extractable?: boolean }) => void;
@@ -81,7 +84,6 @@ async function initialiseToken(library: string): Promise<SoftHsmToken> {
     pin,
     config: (keyLabel, previous = []) => ({
       KEY_PROVIDER: 'pkcs11',
-      // The suite's MASTER_KEY (test/support/environment.ts) is the local provider's current key: refused beside pkcs11.
       MASTER_KEY: undefined,
       PKCS11_LIBRARY: library,
       PKCS11_TOKEN_LABEL: tokenLabel,
