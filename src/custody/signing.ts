@@ -9,13 +9,11 @@ import type { ChainNodes } from '../chains/nodes';
 import { tokenAssetAt } from '../chains/tokens';
 import { errors } from '../shared/errors';
 import { curveOf, type Curve } from '../keys/derivation';
-import { iso } from '../shared/time';
 import type { Config } from '../config';
 import { judgeMovement, type WalletMovement } from '../movements/gate';
 import type { TxType } from '../policies/schema';
-import { Organization } from '../organizations/entities';
 import type { WorkflowStarter } from '../temporal/starter';
-import { Address, SigningActivity, Wallet, type HashFunction } from './entities';
+import { Address, Wallet, type HashFunction } from './entities';
 import { findAddress, findPrimaryAddress, findWallet } from './service';
 import type { Signer } from './signer';
 import { decodeSignedPayload, readPsbt, readTypedData, type DecodedSignedPayload, type SignedPayloadKind } from './signed-payloads';
@@ -159,7 +157,7 @@ export interface SignPayloadDeps {
  * no_op; ed25519 bytes that are no message it reads), which in live only a rule naming sign_raw lets
  * through; `sign` otherwise. Block 403, approval or delay 400 with their details, alert allowed and audited.
  * The judgement commits first; the signer (the worker, when this process holds no seed key) signs with no
- * transaction open here, and the activity row is written once the signature is back.
+ * transaction open here, and writes the activity row with the signature.
  */
 export async function signPayload(em: EntityManager, deps: SignPayloadDeps, auth: AuthContext, walletId: string, input: SignPayloadInput) {
   const judged = await deps.starter.transaction(em, async (tx) => {
@@ -191,30 +189,14 @@ export async function signPayload(em: EntityManager, deps: SignPayloadDeps, auth
     walletId: wallet.id,
     addressId: address.id,
     message: bytesToHex(message),
-  });
-
-  const activity = await deps.starter.transaction(em, async (tx) => {
-    const row = tx.create(SigningActivity, {
-      id: signatureId,
-      organization: tx.getReference(Organization, auth.organizationId),
-      wallet: tx.getReference(Wallet, wallet.id),
-      address: tx.getReference(Address, address.id),
-      apiKeyId: auth.apiKeyId,
-      seedId: signed.seedId,
-      derivationPath: signed.path,
-      curve,
-      hashFunction,
-      payloadSha256: bytesToHex(sha256(payload)),
-      signedPayloadSha256: bytesToHex(sha256(message)),
-      createdAt: new Date(),
-    });
-    await tx.flush();
-    return row;
+    apiKeyId: auth.apiKeyId,
+    hashFunction,
+    payloadSha256: bytesToHex(sha256(payload)),
   });
 
   return {
     object: 'signature' as const,
-    activity_id: activity.id,
+    activity_id: signatureId,
     address: address.address,
     address_id: address.id,
     wallet_id: wallet.id,
@@ -235,6 +217,6 @@ export async function signPayload(em: EntityManager, deps: SignPayloadDeps, auth
     v: curve === 'ed25519' ? 0 : 27 + signed.recoveryId,
     recovery_id: signed.recoveryId,
     public_key: signed.publicKey,
-    signed_at: iso(activity.createdAt),
+    signed_at: signed.signedAt,
   };
 }

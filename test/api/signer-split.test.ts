@@ -13,6 +13,7 @@ import { KeyService, seedContexts } from '../../src/keys/service';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
+import { eventually } from '../support/eventually';
 import { createTestWorker } from '../support/worker';
 
 const dataKey = randomBytes(32).toString('base64');
@@ -158,6 +159,12 @@ describe('Key custody: the API process cannot reach a seed', () => {
       for (const response of made) await assertAddressesOfSeed(org.organizationId, response.body.id);
     });
 
+    it('creates gas stations, whose wallets derive like any other', async () => {
+      const station = await app.request('POST', '/v1/gas-stations', { key: org.secret, body: { name: 'Gas', chain: 'solana', threshold: '1' } });
+      assert.equal(station.status, 201, station.text);
+      await assertAddressesOfSeed(org.organizationId, station.body.wallet_id);
+    });
+
     it('serves reads', async () => {
       for (const path of ['/v1/vaults', `/v1/vaults/${vaultId}`, '/v1/wallets', `/v1/wallets/${wallets.bitcoin!.id}`, `/v1/wallets/${wallets.bitcoin!.id}/addresses`, `/v1/wallets/${wallets.tron!.id}/balances`]) {
         const response = await app.request('GET', path, { key: org.secret });
@@ -209,6 +216,16 @@ describe('Key custody: the API process cannot reach a seed', () => {
       const listed = await app.request('GET', '/v1/wallets', { key: org.secret });
       assert.equal(listed.body.data.length, 1);
       await assertAddressesOfSeed(org.organizationId, created.body.id);
+
+      // The worker gone while a signature is asked: 503, and once a worker is back the signature it makes is recorded with it.
+      late.worker.shutdown();
+      await lateRunning;
+      const unanswered = await app.request('POST', `/v1/wallets/${created.body.id}/sign`, { key: org.secret, body: { payload: 'asked while no signer runs', payload_encoding: 'text_utf8' } });
+      assert.equal(unanswered.status, 503, unanswered.text);
+      late = await createTestWorker(await localTemporal(), queue, SIGNER);
+      lateRunning = late.worker.run();
+      const em = (await testOrm()).em.fork();
+      await eventually(async () => ((await em.fork().count('SigningActivity', { wallet: created.body.id })) === 1 ? true : undefined), 'the late signature recorded');
     } finally {
       await app.close();
       late?.worker.shutdown();

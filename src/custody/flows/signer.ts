@@ -1,4 +1,5 @@
 import type { PublicKeysRequest, StoredPublicKeys } from '../../keys/public-keys';
+import type { HashFunction } from '../entities';
 import { defineFlow } from '../../temporal/flow';
 
 /**
@@ -22,9 +23,12 @@ export const seedPublicKeysFlow = defineFlow<SeedPublicKeysInput, StoredPublicKe
   idConflictPolicy: 'USE_EXISTING',
 });
 
-/** A payload the API has validated and the movement gate has let through, to be signed with one address's key. */
+/**
+ * A payload the API has validated and the movement gate has let through, to be signed with one address's key;
+ * the signer records the activity row with the signature, so no signature exists without its audit row.
+ */
 export interface WalletSignatureInput {
-  /** The signature's activity_id, recorded by the API once the signature is back. */
+  /** The signature's activity_id. */
   signatureId: string;
   organizationId: string;
   environment: PublicKeysRequest['environment'];
@@ -32,17 +36,20 @@ export interface WalletSignatureInput {
   addressId: string;
   /** The bytes signed (a digest for secp256k1), hex. */
   message: string;
+  /** For the activity row: the API key that asked, the hash function named, SHA-256 of the payload as decoded (hex). */
+  apiKeyId: string;
+  hashFunction: HashFunction;
+  payloadSha256: string;
 }
 
-/** A signature and the public key that made it, hex; `seedId` and `path` name the key for the audit row. */
+/** A signature and the public key that made it, hex, and when its activity row says it was made (ISO 8601). */
 export interface WalletSignature {
   r: string;
   s: string;
   recoveryId: number;
   bytes: string;
   publicKey: string;
-  seedId: string;
-  path: string;
+  signedAt: string;
 }
 
 export const walletSignatureFlow = defineFlow<WalletSignatureInput, WalletSignature>({
