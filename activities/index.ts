@@ -10,6 +10,7 @@ import type { Logger } from '../src/logger';
 import { createCardActivities } from './cards';
 import { createChainActivities } from './chains';
 import { createConsolidationRuleActivities } from './consolidation-rules';
+import { createCustodyActivities } from './custody';
 import { createDurableWorkActivities } from './durable-work';
 import { createEventActivities } from './events';
 import { createConsolidationActivities } from './consolidation';
@@ -20,7 +21,7 @@ import { createLightningActivities } from './lightning';
 import { createMonitoringActivities } from './monitoring';
 import { createPayoutActivities } from './payouts';
 import { createTransactionActivities } from './transactions';
-import { createKeyProvider } from '../src/keys/provider';
+import { createKeyProvider, createSeedKeyProvider } from '../src/keys/provider';
 import { KeyService } from '../src/keys/service';
 
 /** Everything an activity may touch; each domain factory takes what it needs. */
@@ -51,9 +52,11 @@ export const createActivities = (deps: ActivityDeps) => {
   const chains = deps.chains ?? new ChainNodes(deps.config, deps.log, deps.orm);
   // Checked at worker start, in the background as the API does: an activity's first use inside a database transaction then finds its node checked.
   void chains.checkAll();
-  const keys = new KeyService(createKeyProvider(deps.config, deps.log));
+  // The worker is the signer: it holds the seed role (in production it refuses to start without its key).
+  const keys = new KeyService(createKeyProvider(deps.config, deps.log), createSeedKeyProvider(deps.config, deps.log, 'worker'));
   return {
     ...createIdempotencyActivities(deps),
+    ...createCustodyActivities({ ...deps, keys }),
     ...createMonitoringActivities({ ...deps, chains }),
     ...createTransactionActivities({ ...deps, chains, keys }),
     ...createDurableWorkActivities(deps),

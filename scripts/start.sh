@@ -78,7 +78,10 @@ export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2} MALLOC_MMAP_THRESHOLD_=${MALLOC_M
 start_service() {
   local name=$1
   case $name in
-    api) node dist/src/server.js & PIDS[api]=$! ;;
+    # The API is never given the seed key, in any configuration (docs/custody.md, "Key custody"): wallets'
+    # first keys and signatures go through the worker, as in production.
+    api) env -u SEED_MASTER_KEY -u SEED_MASTER_KEY_PREVIOUS -u PKCS11_SEED_KEY_LABEL -u PKCS11_SEED_PREVIOUS_KEY_LABELS \
+      SEED_KEY_FALLBACK=none node dist/src/server.js & PIDS[api]=$! ;;
     worker) node dist/src/worker.js & PIDS[worker]=$! ;;
     temporal)
       temporal_dev_start "$TEMPORAL_DB" "$TEMPORAL_PORT" "$TEMPORAL_UI_PORT" \

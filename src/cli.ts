@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApiKey, ENVIRONMENTS, type Environment } from './api-keys/entities';
+import { ApiKey, type Environment } from './api-keys/entities';
 import { SCOPES } from './api-keys/scopes';
 import { createApiKey, presentApiKey } from './api-keys/service';
 import { CHAIN_IDS, type ChainId } from './catalogue/service';
@@ -11,16 +11,17 @@ import { ConfigError, loadConfig } from './config';
 import { createOrm, migrate, type Orm } from './db/orm';
 import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
-import { createKeyProvider, keyProviderFor } from './keys/provider';
-import { rotateSealedColumns } from './keys/rotation';
+import { createKeyProvider, createSeedKeyProvider, keyProviderFor } from './keys/provider';
+import { keyCommands } from './cli/keys';
+import { environmentOption, organization, required, text, UsageError, wholeNumber, type Options } from './cli/options';
 import { KeyService } from './keys/service';
-import { separateLiveSeed, sharedLiveSeeds, type LiveSeedSeparation } from './keys/seeds';
+import type { LiveSeedSeparation } from './keys/seeds';
 import { createLogger } from './logger';
 import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
 import { ledgerBreaks, presentBreak } from './monitoring/ledger-invariants';
 import { presentDrift } from './monitoring/drifts';
 import { openSuspenseItems } from './ledger/suspense';
-import { ledgerProjections, sealedColumns } from './modules';
+import { ledgerProjections } from './modules';
 import { DomainError } from './shared/errors';
 import { iso } from './shared/time';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
@@ -84,39 +85,6 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                             a live wallet derives from the shared mnemonic
 
 Secrets are printed once; store them now.`;
-
-type Options = Record<string, string | boolean | undefined>;
-
-function required(options: Options, name: string): string {
-  const value = options[name];
-  if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
-  return value;
-}
-
-function text(options: Options, name: string): string | undefined {
-  const value = options[name];
-  return typeof value === 'string' ? value : undefined;
-}
-
-class UsageError extends Error {}
-
-function wholeNumber(value: string, name: string, max: number): number {
-  const number = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!(number <= max)) throw new UsageError(`--${name} must be a whole number from 0 to ${max}`);
-  return number;
-}
-
-function environmentOption(options: Options): Environment {
-  const value = text(options, 'environment') ?? 'sandbox';
-  if (!(ENVIRONMENTS as readonly string[]).includes(value)) throw new UsageError(`--environment must be one of ${ENVIRONMENTS.join(', ')}`);
-  return value as Environment;
-}
-
-async function organization(em: EntityManager, id: string): Promise<Organization> {
-  const org = await em.findOne(Organization, { id });
-  if (!org) throw new UsageError(`no organization ${id}`);
-  return org;
-}
 
 const ROOT_KEY_NAME = 'Root key';
 const OWNER = { name: 'Owner', email: 'owner@localhost', org_role: 'owner' } as const;
@@ -295,23 +263,6 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     return { id: role.id, object: 'role', name: role.name, organization_id: org.id };
   },
 
-  async 'keys:rotate'(orm, options) {
-    const provider = keyProviderFor(loadConfig());
-    const dryRun = options['dry-run'] === true;
-    const batchSize = text(options, 'batch-size') === undefined ? undefined : Math.max(1, wholeNumber(text(options, 'batch-size')!, 'batch-size', 10_000));
-    const columns = await rotateSealedColumns(orm.em.fork(), provider, sealedColumns, { dryRun, batchSize });
-    const sum = (counts: number[]) => counts.reduce((total, count) => total + count, 0);
-    const tables: Record<string, number> = {};
-    for (const column of columns) tables[column.table] = (tables[column.table] ?? 0) + sum(Object.values(column.left));
-    return {
-      master_key_id: provider.masterKeyId,
-      dry_run: dryRun,
-      rows_left: sum(Object.values(tables)),
-      rows_left_per_table: tables,
-      columns: columns.map((column) => ({ column: column.column, rewrapped: column.rewrapped, left_per_master_key: column.left })),
-    };
-  },
-
   async 'payout:resolve'(orm, options) {
     if (options.credit === options.refund) throw new UsageError('exactly one of --credit or --refund is required');
     const config = loadConfig();
@@ -322,7 +273,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const deps = {
       config,
       chains: new ChainNodes(config, log, orm),
-      keys: new KeyService(createKeyProvider(config, log)),
+      keys: new KeyService(createKeyProvider(config, log), createSeedKeyProvider(config, log, 'cli')),
       em: () => orm.em.fork(),
       transaction: <T>(work: (em: EntityManager) => Promise<T>) => starter.transaction(orm.em.fork(), work),
     };
@@ -335,17 +286,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     }
   },
 
-  // One seed per environment (docs/custody.md, "One seed per environment").
-  async 'keys:seeds'(orm) {
-    const organizations = await sharedLiveSeeds(orm.em.fork());
-    return { count: organizations.length, organizations };
-  },
-
-  async 'keys:separate-live-seed'(orm, options) {
-    const em = orm.em.fork();
-    const org = await organization(em, required(options, 'org'));
-    return separateLiveSeed(em, new KeyService(keyProviderFor(loadConfig())), org.id);
-  },
+  ...keyCommands,
 };
 
 async function main(argv: string[]): Promise<number> {

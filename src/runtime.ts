@@ -7,7 +7,7 @@ import { createOrm, createOrmWaiting, type Orm } from './db/orm';
 import type { AppDeps } from './http/context';
 import { KeyedConcurrencyLimit, KeyedSerialQueue, SharedTokenBucket, TokenBucketLimiter } from './http/rate-limit';
 import { IdempotencyService } from './idempotency/service';
-import { createKeyProvider } from './keys/provider';
+import { createKeyProvider, createSeedKeyProvider } from './keys/provider';
 import { KeyService } from './keys/service';
 import type { Logger } from './logger';
 import { registerLedgerInvariantMetrics } from './monitoring/ledger-invariants';
@@ -17,6 +17,7 @@ import { pauseAutomationsOf } from './automations/ownership';
 import { logKeyRevocation } from './policies/governance';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
+import { signerFor } from './custody/signer';
 
 /** Wires the process-wide dependencies of the API from configuration. */
 export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = createTemporalClient(config)): AppDeps {
@@ -26,6 +27,8 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
   registerScanMetrics(metrics, () => orm.em.fork());
   registerLedgerInvariantMetrics(metrics, () => orm.em.fork());
   const keys = createKeyProvider(config, log);
+  const keyService = new KeyService(keys, createSeedKeyProvider(config, log, 'api'));
+  const starter = new WorkflowStarter(temporal.client, config, log);
   return {
     config,
     orm,
@@ -42,8 +45,9 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
     idempotency: new IdempotencyService(config.IDEMPOTENCY_LOCK_SECONDS, keys),
     keyCache: new ApiKeyCache(config.DATABASE_URL, config.API_KEY_CACHE_SECONDS * 1000, config.API_KEY_CACHE_MAX_KEYS, log),
     lastUsed: new LastUsedTracker(config.API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000),
-    keys: new KeyService(keys),
-    starter: new WorkflowStarter(temporal.client, config, log),
+    keys: keyService,
+    signer: signerFor(orm, keyService, starter),
+    starter,
     chains: new ChainNodes(config, log, orm),
     rpcConcurrency: new KeyedConcurrencyLimit(config.RPC_CONCURRENCY_PER_ORGANIZATION),
     feeSponsor: sponsorSendFee,

@@ -27,3 +27,5 @@ export { consolidationRunWorkflow } from './consolidation-run';
 export { consolidationScheduleWorkflow } from './consolidation-schedule';
 export { payoutTripWorkflow } from './payout-trip';
 export { payoutRefundWorkflow } from './payout-refund';
+export { seedPublicKeysWorkflow } from './seed-public-keys';
+export { walletSignatureWorkflow } from './wallet-signature';

@@ -208,9 +208,8 @@ export function registerCustodyRoutes(routes: RouteRegistry): void {
     params: IdParams,
     body: SignPayloadBody,
     response: { status: 200, description: 'The signature', schema: SignatureObject },
-    handler: async ({ auth, em, params, body, deps }) => {
-      const wallet = await findWallet(em, auth, params.id);
-      return { body: await signPayload(em, deps.config, deps.keys, deps.chains, auth, wallet, body) };
-    },
+    // The signer may be the worker: no transaction is held open while it signs.
+    ownTransactions: true,
+    handler: async ({ auth, em, params, body, deps }) => ({ body: await signPayload(em, deps, auth, params.id, body) }),
   });
 }

@@ -3,6 +3,7 @@ import type { AuthContext } from '../api-keys/auth-context';
 import { errors } from '../shared/errors';
 import { ASSETS, findChain, networkFor, type ChainId } from '../catalogue/service';
 import { addressFormatFor, coinTypeFor, type BitcoinAddressFormat, type KeyLocation } from '../keys/derivation';
+import { publicAddressAt } from '../keys/public-keys';
 import type { KeyService } from '../keys/service';
 import { findOneByColumns, readOneWithChildren } from '../db/lean';
 import { Organization } from '../organizations/entities';
@@ -136,7 +137,8 @@ async function deriveAddress(
   options: { isPrimary: boolean; label: string; format?: BitcoinAddressFormat },
 ): Promise<Address> {
   const location = keyLocation(wallet, addressFormatFor(wallet.chain, options.format), index);
-  const derived = await keys.withKeys(em, wallet.organization.id, wallet.environment, [location], ([key]) => ({ address: key!.address, path: key!.path }));
+  // From the stored public side of the account (secp256k1) or of the address's key (Solana): no seed opened here.
+  const derived = await publicAddressAt(em, keys, wallet.organization.id, wallet.environment, location);
   return em.create(Address, {
     organization: wallet.organization,
     wallet,

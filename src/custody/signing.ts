@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sha256 } from '@noble/hashes/sha256';
 import { keccak_256 } from '@noble/hashes/sha3';
@@ -8,14 +9,13 @@ import type { ChainNodes } from '../chains/nodes';
 import { tokenAssetAt } from '../chains/tokens';
 import { errors } from '../shared/errors';
 import { curveOf, type Curve } from '../keys/derivation';
-import type { KeyService } from '../keys/service';
-import { signWithKey } from '../keys/signing';
-import { iso } from '../shared/time';
 import type { Config } from '../config';
 import { judgeMovement, type WalletMovement } from '../movements/gate';
 import type { TxType } from '../policies/schema';
-import { Address, SigningActivity, type HashFunction, type Wallet } from './entities';
-import { findAddress, findPrimaryAddress, keyLocation } from './service';
+import type { WorkflowStarter } from '../temporal/starter';
+import { Address, Wallet, type HashFunction } from './entities';
+import { findAddress, findPrimaryAddress, findWallet } from './service';
+import type { Signer } from './signer';
 import { decodeSignedPayload, readPsbt, readTypedData, type DecodedSignedPayload, type SignedPayloadKind } from './signed-payloads';
 
 export type PayloadEncoding = 'hexadecimal' | 'text_utf8';
@@ -139,6 +139,14 @@ async function signatureMovement(em: EntityManager, chains: ChainNodes, wallet: 
   };
 }
 
+/** What signPayload needs of the process: the gate's configuration, the nodes, the transactions and the signer. */
+export interface SignPayloadDeps {
+  config: Config;
+  chains: ChainNodes;
+  starter: Pick<WorkflowStarter, 'transaction'>;
+  signer: Signer;
+}
+
 /**
  * Signs with the key of one of the wallet's addresses and records the activity; returns the
  * Signature resource. A signature can spend the address, so the movement gate judges it first, as
@@ -148,50 +156,47 @@ async function signatureMovement(em: EntityManager, chains: ChainNodes, wallet: 
  * hold. operation_type `sign_raw` for bytes signed as given that decode to nothing (a digest with
  * no_op; ed25519 bytes that are no message it reads), which in live only a rule naming sign_raw lets
  * through; `sign` otherwise. Block 403, approval or delay 400 with their details, alert allowed and audited.
+ * The judgement commits first; the signer (the worker, when this process holds no seed key) signs with no
+ * transaction open here, and writes the activity row with the signature.
  */
-export async function signPayload(em: EntityManager, config: Config, keys: KeyService, chains: ChainNodes, auth: AuthContext, wallet: Wallet, input: SignPayloadInput) {
-  const address = input.address_id ? await findAddress(em, auth, input.address_id, 'address_id', wallet) : await findPrimaryAddress(em, wallet);
+export async function signPayload(em: EntityManager, deps: SignPayloadDeps, auth: AuthContext, walletId: string, input: SignPayloadInput) {
+  const judged = await deps.starter.transaction(em, async (tx) => {
+    const wallet = await findWallet(tx, auth, walletId);
+    const address = input.address_id ? await findAddress(tx, auth, input.address_id, 'address_id', wallet) : await findPrimaryAddress(tx, wallet);
+    const hashFunction = input.hash_function ?? DEFAULT_HASH_FUNCTION[wallet.chain];
+    const payload = decodePayload(input.payload, input.payload_encoding);
+    const { message, decoded } = await readPayload(tx, wallet, address, hashFunction, payload, input);
+    if (decoded.chainId !== undefined) await assertChainIdOfNetwork(tx, deps.chains, wallet, decoded.chainId);
+    const raw = decoded.kind === 'unknown' && (hashFunction === 'no_op' || hashFunction === 'not_applicable');
+    await judgeMovement(tx, deps.config, auth, {
+      operationType: raw ? 'sign_raw' : 'sign',
+      txType: raw ? 'raw_signature' : SIGNATURE_TX_TYPES[decoded.kind],
+      wallet,
+      fromAddress: address.address,
+      ...(await signatureMovement(tx, deps.chains, wallet, decoded)),
+      ...(raw && wallet.environment === 'live' ? { namedAllowRequired: true } : {}),
+    });
+    return { wallet, address, hashFunction, payload, message };
+  });
+  const { wallet, address, hashFunction, payload, message } = judged;
   const curve = curveOf(wallet.chain);
-  const hashFunction = input.hash_function ?? DEFAULT_HASH_FUNCTION[wallet.chain];
-  const payload = decodePayload(input.payload, input.payload_encoding);
-  const { message, decoded } = await readPayload(em, wallet, address, hashFunction, payload, input);
-  if (decoded.chainId !== undefined) await assertChainIdOfNetwork(em, chains, wallet, decoded.chainId);
-  const raw = decoded.kind === 'unknown' && (hashFunction === 'no_op' || hashFunction === 'not_applicable');
-  await judgeMovement(em, config, auth, {
-    operationType: raw ? 'sign_raw' : 'sign',
-    txType: raw ? 'raw_signature' : SIGNATURE_TX_TYPES[decoded.kind],
-    wallet,
-    fromAddress: address.address,
-    ...(await signatureMovement(em, chains, wallet, decoded)),
-    ...(raw && wallet.environment === 'live' ? { namedAllowRequired: true } : {}),
-  });
 
-  const location = keyLocation(wallet, address.format, address.addressIndex);
-  const signed = await keys.withKeys(em, wallet.organization.id, wallet.environment, [location], ([key], seed) => {
-    // A key that does not give the stored address means a wrong seed or master key: never sign with it.
-    if (key!.address !== address.address || key!.path !== address.derivationPath) throw new Error(`address ${address.id} does not match its derived key`);
-    return { signature: signWithKey(key!, message), publicKey: bytesToHex(key!.publicKey), seedId: seed.id, path: key!.path };
-  });
-
-  const activity = em.create(SigningActivity, {
-    organization: wallet.organization,
-    wallet,
-    address,
+  const signatureId = randomUUID();
+  const signed = await deps.signer.sign({
+    signatureId,
+    organizationId: auth.organizationId,
+    environment: auth.environment,
+    walletId: wallet.id,
+    addressId: address.id,
+    message: bytesToHex(message),
     apiKeyId: auth.apiKeyId,
-    seedId: signed.seedId,
-    derivationPath: signed.path,
-    curve,
     hashFunction,
     payloadSha256: bytesToHex(sha256(payload)),
-    signedPayloadSha256: bytesToHex(sha256(message)),
-    createdAt: new Date(),
   });
-  await em.flush();
 
-  const { signature } = signed;
   return {
     object: 'signature' as const,
-    activity_id: activity.id,
+    activity_id: signatureId,
     address: address.address,
     address_id: address.id,
     wallet_id: wallet.id,
@@ -204,14 +209,14 @@ export async function signPayload(em: EntityManager, config: Config, keys: KeySe
     payload_encoding: input.payload_encoding,
     signed_payload: bytesToHex(message),
     signed_payload_encoding: 'hexadecimal' as const,
-    signature: bytesToHex(signature.bytes),
+    signature: signed.bytes,
     signature_encoding: 'hexadecimal' as const,
     signature_format: curve === 'ed25519' ? ('ed25519_64' as const) : ('secp256k1_recoverable_65' as const),
-    r: bytesToHex(signature.r),
-    s: bytesToHex(signature.s),
-    v: curve === 'ed25519' ? 0 : 27 + signature.recoveryId,
-    recovery_id: signature.recoveryId,
+    r: signed.r,
+    s: signed.s,
+    v: curve === 'ed25519' ? 0 : 27 + signed.recoveryId,
+    recovery_id: signed.recoveryId,
     public_key: signed.publicKey,
-    signed_at: iso(activity.createdAt),
+    signed_at: signed.signedAt,
   };
 }

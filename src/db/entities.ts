@@ -9,7 +9,7 @@ import { Delivery, DeliveryAttempt, Event, SigningSecrets, Subscription, Webhook
 import { GasStation, Sponsorship } from '../gas-stations/entities';
 import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
-import { OrganizationSeed } from '../keys/entities';
+import { OrganizationSeed, SeedPublicKey } from '../keys/entities';
 import { LedgerAccount, LedgerInvariantCheck, LedgerLine, LedgerPosting } from '../ledger/entities';
 import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
 import { ChainScanCursor, IncomingTransfer, LedgerDrift, LedgerReconciliationPass, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
@@ -36,6 +36,7 @@ export const entities = [
   ApiKeyRateBucket,
   IdempotencyRecord,
   OrganizationSeed,
+  SeedPublicKey,
   Vault,
   AccountCounter,
   Wallet,

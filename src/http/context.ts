@@ -9,6 +9,7 @@ import type { ChainNodes } from '../chains/nodes';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import type { IdempotencyService } from '../idempotency/service';
+import type { Signer } from '../custody/signer';
 import type { KeyService } from '../keys/service';
 import type { Logger } from '../logger';
 import type { KeyRevocationHook } from '../api-keys/service';
@@ -46,6 +47,8 @@ export interface AppDeps {
   lastUsed: LastUsedTracker;
   /** Seeds, derivation and signing: the one holder of key material. */
   keys: KeyService;
+  /** Opens seeds for the API, which holds no seed key in production: the worker, through a short workflow each (src/custody/signer.ts). */
+  signer: Signer;
   /** Fires the workflow starts a request recorded, right after its transaction commits; sends messages to running workflows. */
   starter: WorkflowStarter;
   /** The configured chain nodes, per chain and environment. */

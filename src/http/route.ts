@@ -10,6 +10,7 @@ import { readJsonBody, readJsonBodyText } from './body';
 import type { AppContext, AppDeps, AppState, AuthContext } from './context';
 import { DomainError, errors } from '../shared/errors';
 import { keyCustodyIsWeak, keyCustodyUnconfigured } from '../keys/custody';
+import { PublicKeysMissing } from '../keys/public-keys';
 import { fromZodError, httpStatus, toEnvelope } from './errors';
 import { describeIssue } from '../shared/validation-messages';
 import { jsonResponse, type StoredResponse } from '../idempotency/service';
@@ -105,6 +106,9 @@ export const CommonErrors: Record<number, string> = {
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 
+/** How many times a transaction runs again after the signer stored public keys it needed (withPublicKeys). */
+const PUBLIC_KEY_ROUNDS = 5;
+
 /**
  * The one way to add a route: it registers the Koa handler and its OpenAPI operation from the
  * same zod schemas, so the document cannot drift from what is validated. Authentication, scope,
@@ -177,7 +181,7 @@ export class RouteRegistry {
           result = await this.runIdempotently(ctx, em, auth, idempotencyKey, rawBody, route.response.status, ownTransactions, prepare, run);
         } else {
           await prepare(em);
-          result = ownTransactions ? await run(em) : await retryingTransientConflicts(() => em.transactional(run));
+          result = ownTransactions ? await run(em) : await this.withPublicKeys(() => retryingTransientConflicts(() => em.transactional(run)));
         }
       }
       // Committed: fire the workflow starts the handler recorded (deliveries included).
@@ -233,6 +237,24 @@ export class RouteRegistry {
     return auth;
   }
 
+  /**
+   * Runs a handler's transaction; when a derivation in it needed public keys that are not stored yet
+   * (an API holding no seed key, a wallet's first address), the transaction has rolled back: the signer
+   * stores them (the worker, src/custody/signer.ts) and the transaction runs again. A few rounds at most:
+   * concurrent wallets of one organization may each move the next account on.
+   */
+  private async withPublicKeys<T>(work: () => Promise<T>): Promise<T> {
+    for (let round = 1; ; round += 1) {
+      try {
+        return await work();
+      } catch (error) {
+        if (!(error instanceof PublicKeysMissing)) throw error;
+        if (round >= PUBLIC_KEY_ROUNDS) throw errors.unavailable('signer_busy', 'The signer derived keys for this request several times while other requests took them. Retry.', 1);
+        await this.deps.signer.storePublicKeys(error.request);
+      }
+    }
+  }
+
   private async runIdempotently(
     ctx: AppContext,
     em: EntityManager,
@@ -272,14 +294,16 @@ export class RouteRegistry {
         await idempotency.tryComplete(em, claim, response);
         return sent(result, response);
       }
-      return await retryingTransientConflicts(() =>
-        em.transactional(async (tx) => {
-          const result = await run(tx);
-          const response = storedResponse(result, defaultStatus);
-          // Fenced: a claim taken over meanwhile makes this throw, rolling back this handler's work.
-          await idempotency.complete(tx, claim, response);
-          return sent(result, response);
-        }),
+      return await this.withPublicKeys(() =>
+        retryingTransientConflicts(() =>
+          em.transactional(async (tx) => {
+            const result = await run(tx);
+            const response = storedResponse(result, defaultStatus);
+            // Fenced: a claim taken over meanwhile makes this throw, rolling back this handler's work.
+            await idempotency.complete(tx, claim, response);
+            return sent(result, response);
+          }),
+        ),
       );
     } catch (error) {
       // A 429 from the handler (too much in flight) says "not now", not an outcome: the retry runs afresh. So does a send

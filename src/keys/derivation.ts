@@ -95,6 +95,46 @@ export function deriveKey(seed: Uint8Array, location: KeyLocation): DerivedKey {
   return { curve: 'secp256k1', path, address: secp256k1Address(location, publicKey), publicKey, privateKey };
 }
 
+/**
+ * The deepest node of `location`'s path that only the seed can give: secp256k1, the account
+ * (`m/purpose'/coin'/account'`), below which addresses derive from its extended public key;
+ * ed25519 (Solana), which derives only hardened, the address's own key.
+ */
+export function hardenedPath(location: KeyLocation): string {
+  const path = derivationPath(location);
+  return location.chain === 'solana' ? path : path.split('/').slice(0, 4).join('/');
+}
+
+/**
+ * The public side of `location`'s hardened node (hardenedPath): secp256k1, the account's extended
+ * public key (xpub); ed25519, the address's public key (hex). The private keys met on the way are wiped.
+ */
+export function derivePublicNode(seed: Uint8Array, location: KeyLocation): { path: string; publicKey: string } {
+  const path = hardenedPath(location);
+  if (location.chain === 'solana') {
+    const privateKey = slip10Ed25519(seed, path);
+    const publicKey = ed25519.getPublicKey(privateKey);
+    privateKey.fill(0);
+    return { path, publicKey: bytesToHex(publicKey).slice(2) };
+  }
+  const node = bip32Derive(seed, path);
+  const publicKey = node.publicExtendedKey;
+  node.wipePrivateData();
+  return { path, publicKey };
+}
+
+/** The address at `location` from its hardened node's public side (derivePublicNode): no seed, no private key. */
+export function addressFromPublicNode(location: KeyLocation, publicNode: string): { address: string; path: string; publicKey: Uint8Array } {
+  const path = derivationPath(location);
+  if (location.chain === 'solana') {
+    const publicKey = Uint8Array.from(Buffer.from(publicNode, 'hex'));
+    return { address: base58.encode(publicKey), path, publicKey };
+  }
+  // Below the account: the external chain (0), then the address's index, both unhardened.
+  const publicKey = HDKey.fromExtendedKey(publicNode).deriveChild(0).deriveChild(location.index).publicKey!;
+  return { address: secp256k1Address(location, publicKey), path, publicKey };
+}
+
 /** BIP-32 private derivation one step at a time, each parent's private key wiped once its child exists. */
 function bip32Derive(seed: Uint8Array, path: string): HDKey {
   let node = HDKey.fromMasterSeed(seed);

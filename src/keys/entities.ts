@@ -50,3 +50,29 @@ export class OrganizationSeed {
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
 }
+
+/**
+ * The public side of a hardened node of a seed, stored by the signer that derived it, so the API
+ * derives addresses without the seed: secp256k1, an account's extended public key (addresses below
+ * it derive publicly); ed25519 (Solana, hardened only), one address's public key (hex). Nothing here
+ * is secret; a seed replaced (`keys:separate-live-seed`) takes its rows with it.
+ */
+@Entity({ tableName: 'seed_public_keys' })
+@Unique({ properties: ['seed', 'path'] })
+export class SeedPublicKey {
+  @PrimaryKey({ type: 'text' })
+  id: string = prefixedId('spk');
+
+  @ManyToOne(() => OrganizationSeed, { deleteRule: 'cascade' })
+  seed!: OrganizationSeed;
+
+  /** The hardened node's path (`m/84'/0'/3'`, `m/44'/501'/0'/2'`). */
+  @Property({ type: 'text' })
+  path!: string;
+
+  @Property({ type: 'text' })
+  publicKey!: string;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+}

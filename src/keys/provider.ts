@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config';
+import { ConfigError, type Config } from '../config';
 import type { Logger } from '../logger';
 import { aesGcmDecrypt, aesGcmEncrypt } from './aes-gcm';
 import { DEVELOPMENT_MASTER_KEY, parseMasterKey } from './master-key';
@@ -90,38 +90,74 @@ export class KeyRing implements KeyProvider {
   }
 }
 
-/** The current provider (KEY_PROVIDER), with the previous keys of MASTER_KEY_PREVIOUS and PKCS11_PREVIOUS_KEY_LABELS. */
-function buildKeyProvider(config: Config): KeyProvider {
-  const token = () => pkcs11Token({ library: config.PKCS11_LIBRARY!, tokenLabel: config.PKCS11_TOKEN_LABEL!, pin: config.PKCS11_PIN! });
+/** `current` alone, or with the previous keys that only unwrap during a rotation. */
+const ring = (current: KeyProvider, previous: KeyProvider[]): KeyProvider => (previous.length > 0 ? new KeyRing(current, previous) : current);
+
+function tokenOf(config: Config) {
+  return pkcs11Token({ library: config.PKCS11_LIBRARY!, tokenLabel: config.PKCS11_TOKEN_LABEL!, pin: config.PKCS11_PIN! });
+}
+
+/** The data role: the current provider (KEY_PROVIDER), with the previous keys of MASTER_KEY_PREVIOUS and PKCS11_PREVIOUS_KEY_LABELS. */
+function buildDataKeyProvider(config: Config): KeyProvider {
   const current =
     config.KEY_PROVIDER === 'pkcs11'
-      ? new Pkcs11KeyProvider(token(), config.PKCS11_KEY_LABEL!)
+      ? new Pkcs11KeyProvider(tokenOf(config), config.PKCS11_KEY_LABEL!)
       : new LocalKeyProvider(config.MASTER_KEY ? parseMasterKey(config.MASTER_KEY)! : DEVELOPMENT_MASTER_KEY);
-  const previous = [
-    ...config.PKCS11_PREVIOUS_KEY_LABELS.map((label) => new Pkcs11KeyProvider(token(), label)),
+  return ring(current, [
+    ...config.PKCS11_PREVIOUS_KEY_LABELS.map((label) => new Pkcs11KeyProvider(tokenOf(config), label)),
     ...config.MASTER_KEY_PREVIOUS.map((key) => new LocalKeyProvider(parseMasterKey(key)!)),
-  ];
-  return previous.length > 0 ? new KeyRing(current, previous) : current;
+  ]);
+}
+
+/** Whether this process's configuration names a seed key of its own (SEED_MASTER_KEY, or PKCS11_SEED_KEY_LABEL with an HSM). */
+export const hasSeedKey = (config: Config): boolean => (config.KEY_PROVIDER === 'pkcs11' ? config.PKCS11_SEED_KEY_LABEL : config.SEED_MASTER_KEY) !== undefined;
+
+/**
+ * Whether a process without a seed key seals and opens seeds under the data key: outside production
+ * only, unless SEED_KEY_FALLBACK=none (docs/custody.md, "Key custody").
+ */
+const fallsBackToDataKey = (config: Config): boolean => !hasSeedKey(config) && config.NODE_ENV !== 'production' && config.SEED_KEY_FALLBACK === 'data';
+
+/** The seed role: its own key and previous keys (SEED_MASTER_KEY_PREVIOUS holds the data key while seeds move off it); the data provider as the fallback; else none. */
+function buildSeedKeyProvider(config: Config): KeyProvider | undefined {
+  if (fallsBackToDataKey(config)) return keyProviderFor(config);
+  if (!hasSeedKey(config)) return undefined;
+  const current = config.KEY_PROVIDER === 'pkcs11' ? new Pkcs11KeyProvider(tokenOf(config), config.PKCS11_SEED_KEY_LABEL!) : new LocalKeyProvider(parseMasterKey(config.SEED_MASTER_KEY!)!);
+  return ring(current, [
+    ...config.PKCS11_SEED_PREVIOUS_KEY_LABELS.map((label) => new Pkcs11KeyProvider(tokenOf(config), label)),
+    ...config.SEED_MASTER_KEY_PREVIOUS.map((key) => new LocalKeyProvider(parseMasterKey(key)!)),
+  ]);
 }
 
 const providers = new WeakMap<Config, KeyProvider>();
+const seedProviders = new WeakMap<Config, { provider: KeyProvider | undefined }>();
 
 /**
- * The provider the configuration asks for, built once per configuration and without logging:
+ * The data role's provider the configuration asks for, built once per configuration and without logging:
  * for code that holds only the configuration (the delivery resolvers, the CLI). Processes say
  * which master key they use once, at start, through createKeyProvider.
  */
 export function keyProviderFor(config: Config): KeyProvider {
   let provider = providers.get(config);
   if (!provider) {
-    provider = buildKeyProvider(config);
+    provider = buildDataKeyProvider(config);
     providers.set(config, provider);
   }
   return provider;
 }
 
+/** The seed role's provider, built once per configuration and without logging; undefined in a process that is no signer. */
+export function seedKeyProviderFor(config: Config): KeyProvider | undefined {
+  let built = seedProviders.get(config);
+  if (!built) {
+    built = { provider: buildSeedKeyProvider(config) };
+    seedProviders.set(config, built);
+  }
+  return built.provider;
+}
+
 /**
- * The provider the configuration asks for; without MASTER_KEY or an HSM (never in production) a public
+ * The data role's provider the configuration asks for; without MASTER_KEY or an HSM (never in production) a public
  * development key, loudly. An HSM that cannot be reached, or a key that is missing or could leave it,
  * stops the start here, with what to fix.
  */
@@ -130,10 +166,35 @@ export function createKeyProvider(config: Config, log: Logger): KeyProvider {
   if (config.KEY_PROVIDER === 'local' && !config.MASTER_KEY) {
     log.warn(
       { node_env: config.NODE_ENV },
-      'MASTER_KEY is not set: organization seeds are encrypted under the public development master key. Set MASTER_KEY (32 bytes, base64 or hex) or KEY_PROVIDER=pkcs11 for any real use; production refuses to start without one.',
+      'MASTER_KEY is not set: webhook secrets, stored responses and card data are encrypted under the public development master key. Set MASTER_KEY (32 bytes, base64 or hex) or KEY_PROVIDER=pkcs11 for any real use; production refuses to start without one.',
     );
   }
   const previous = config.PKCS11_PREVIOUS_KEY_LABELS.length + config.MASTER_KEY_PREVIOUS.length;
   if (previous > 0) log.info({ master_key_id: provider.masterKeyId, previous_keys: previous }, 'previous master keys configured: run `npm run cli -- keys:rotate`, then remove them');
+  return provider;
+}
+
+/**
+ * The seed role's provider, said once at start: a signer (`worker`) in production refuses to start
+ * without a seed key; outside production, seeds under the data key are said to be reachable by every
+ * process holding it, the API included. The API in production is expected to hold none.
+ */
+export function createSeedKeyProvider(config: Config, log: Logger, processKind: 'api' | 'worker' | 'cli'): KeyProvider | undefined {
+  if (processKind === 'worker' && config.NODE_ENV === 'production' && !hasSeedKey(config)) {
+    throw new ConfigError(
+      `Invalid configuration:\n  ${config.KEY_PROVIDER === 'pkcs11' ? 'PKCS11_SEED_KEY_LABEL' : 'SEED_MASTER_KEY'}: the worker signs, so it needs the seed key when NODE_ENV=production (docs/custody.md, "Key custody")`,
+    );
+  }
+  const provider = seedKeyProviderFor(config);
+  if (fallsBackToDataKey(config)) {
+    log.warn(
+      { node_env: config.NODE_ENV },
+      'no seed key (SEED_MASTER_KEY or PKCS11_SEED_KEY_LABEL): organization seeds are sealed under the data master key, so this process (the API too) can open them. Give signers a seed key of their own; production does not fall back.',
+    );
+  } else if (processKind === 'api' && provider) {
+    log.warn({ master_key_id: provider.masterKeyId }, 'the API holds the seed key: it can open organization seeds. Give the seed key to signers (the worker) only.');
+  }
+  const previous = config.PKCS11_SEED_PREVIOUS_KEY_LABELS.length + config.SEED_MASTER_KEY_PREVIOUS.length;
+  if (provider && previous > 0) log.info({ seed_master_key_id: provider.masterKeyId, previous_keys: previous }, 'previous seed keys configured: run `npm run cli -- keys:rotate` on a signer host, then remove them');
   return provider;
 }

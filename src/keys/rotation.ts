@@ -13,6 +13,8 @@ export type SealedRow = { id: string } & Record<string, unknown>;
 export interface SealedColumn {
   /** `table.column`, as keys:rotate reports it. */
   readonly name: string;
+  /** The key role whose master key wraps it: `seed` (organization seeds, only signers hold it) or `data` (everything else). */
+  readonly role: KeyRole;
   readonly table: string;
   /** SQL: the master key id the row names, null where the row holds nothing sealed. */
   readonly masterKeyIdSql: string;
@@ -25,6 +27,8 @@ export interface SealedColumn {
   write(row: SealedRow, providerName: string, wrapped: WrappedDataKey): Record<string, unknown>;
 }
 
+export type KeyRole = 'data' | 'seed';
+
 const quoted = (column: string) => `"${column}"`;
 
 /** A text column holding sealText envelopes (src/keys/envelope.ts); `filter`, SQL, narrows it to the rows that are sealed. */
@@ -32,6 +36,7 @@ export function envelopeColumn(table: string, column: string, contextColumns: re
   const envelope = `case when left(${quoted(column)}, 7) = '{"v":1,' then ${quoted(column)}::jsonb ->> 'k' end`;
   return {
     name: `${table}.${column}`,
+    role: 'data',
     table,
     masterKeyIdSql: filter ? `case when ${filter} then ${envelope} end` : envelope,
     columns: [column, ...contextColumns],
@@ -46,6 +51,7 @@ export function jsonKeyColumn(table: string, column: string, context: (row: Seal
   type Sealed = { masterKeyId: string; wrappedDataKey: string };
   return {
     name: `${table}.${column}`,
+    role: 'data',
     table,
     masterKeyIdSql: `${quoted(column)} ->> 'masterKeyId'`,
     columns: [column],
@@ -56,9 +62,10 @@ export function jsonKeyColumn(table: string, column: string, context: (row: Seal
 }
 
 /** The columns key_provider, master_key_id and wrapped_data_key of a table of sealed keys (seeds, node keys). */
-export function keyColumns(table: string, contextColumns: readonly string[], context: (row: SealedRow) => string): SealedColumn {
+export function keyColumns(table: string, contextColumns: readonly string[], context: (row: SealedRow) => string, role: KeyRole = 'data'): SealedColumn {
   return {
     name: `${table}.wrapped_data_key`,
+    role,
     table,
     masterKeyIdSql: quoted('master_key_id'),
     columns: ['master_key_id', 'wrapped_data_key', ...contextColumns],

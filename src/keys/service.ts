@@ -4,9 +4,10 @@ import { Organization } from '../organizations/entities';
 import type { Environment } from '../shared/environments';
 import { aesGcmDecrypt, aesGcmEncrypt } from './aes-gcm';
 import { keyCustodyIsWeak, keyCustodyUnconfigured } from './custody';
-import { deriveKey, type DerivedKey, type KeyLocation } from './derivation';
+import { deriveKey, derivePublicNode, type DerivedKey, type KeyLocation } from './derivation';
 import { OrganizationSeed } from './entities';
 import { generateMnemonicBytes, isValidMnemonicBytes, mnemonicToSeed } from './mnemonic';
+import { DomainError } from '../shared/errors';
 import type { KeyProvider } from './provider';
 
 /** An envelope-encrypted secret as stored: which provider and master key, the wrapped data key, the ciphertext (base64). */
@@ -39,17 +40,40 @@ export function seedContexts(seed: { envelopeVersion: number; organizationId: st
   throw new Error(`unknown seed envelope version ${envelopeVersion}`);
 }
 
+/** What a process that holds no seed key answers when asked to open one (never expected of an API route: those go through the signer). */
+export const noSeedKey = () =>
+  new DomainError({
+    kind: 'unavailable',
+    code: 'seed_key_unavailable',
+    message: 'This process holds no seed key: seeds are opened only by signers (the worker). The operator gives the seed key (SEED_MASTER_KEY or PKCS11_SEED_KEY_LABEL) to signers only.',
+  });
+
 /** The only code that sees an organization's mnemonic or private keys, and only for the length of one call. */
 export class KeyService {
-  /** Also seals card numbers (src/cards/issuer.ts). */
-  constructor(readonly provider: KeyProvider) {}
+  constructor(
+    /** The data role: webhook secrets, stored responses, card data, beneficiaries, Lightning node keys (src/cards/issuer.ts and others use it directly). */
+    readonly provider: KeyProvider,
+    /** The seed role: organization seeds. Absent in a process that is no signer (the API in production). */
+    readonly seedProvider?: KeyProvider,
+  ) {}
+
+  /** Whether this process can open seeds (derive private keys, sign). */
+  get signer(): boolean {
+    return this.seedProvider !== undefined;
+  }
+
+  private seedKeys(): KeyProvider {
+    if (!this.seedProvider) throw noSeedKey();
+    return this.seedProvider;
+  }
 
   /**
    * The organization's seed of `environment`, created on first use (a fresh mnemonic: sandbox and
    * live never share one); concurrent first uses converge on one row. Live refuses weak key custody.
    */
   async ensureSeed(em: EntityManager, organizationId: string, environment: Environment): Promise<OrganizationSeed> {
-    if (environment === 'live' && keyCustodyIsWeak(this.provider)) throw keyCustodyUnconfigured();
+    const seedKeys = this.seedKeys();
+    if (environment === 'live' && keyCustodyIsWeak(seedKeys)) throw keyCustodyUnconfigured();
     // FOR KEY SHARE until this transaction ends: `keys:separate-live-seed` cannot replace the seed that a
     // wallet being created here derives from (it locks the row FOR UPDATE, then counts live wallets).
     const [existing] = await em.execute<{ id: string }[]>(`select id from organization_seeds where organization_id = ? and environment = ? for key share`, [organizationId, environment]);
@@ -87,11 +111,25 @@ export class KeyService {
     }
   }
 
+  /**
+   * The public side of the hardened nodes of `locations` (derivePublicNode: an account's extended public
+   * key, a Solana address's public key) on the organization's seed of `environment`; the seed is wiped when done.
+   */
+  async publicNodes(em: EntityManager, organizationId: string, environment: Environment, locations: KeyLocation[]) {
+    const record = await this.ensureSeed(em, organizationId, environment);
+    const seed = await this.openSeed(record);
+    try {
+      return { seed: record, nodes: locations.map((location) => derivePublicNode(seed, location)) };
+    } finally {
+      seed.fill(0);
+    }
+  }
+
   private async sealNewMnemonic(organizationId: string, environment: Environment): Promise<SealedSecret> {
     const mnemonic = generateMnemonicBytes();
     try {
       const contexts = seedContexts({ envelopeVersion: SEED_ENVELOPE_VERSION, organizationId, environment });
-      return await this.seal(mnemonic, contexts.dataKey, contexts.mnemonic);
+      return await sealUnder(this.seedKeys(), mnemonic, contexts.dataKey, contexts.mnemonic);
     } finally {
       mnemonic.fill(0);
     }
@@ -101,25 +139,13 @@ export class KeyService {
    * Envelope encryption of another secret (a Lightning node key, say): `plaintext` under a fresh
    * data key, the data key under the provider's master key, each bound to its context.
    */
-  async seal(plaintext: Uint8Array, dataKeyContextValue: string, plaintextContext: string): Promise<SealedSecret> {
-    const dataKey = randomBytes(32);
-    try {
-      const wrapped = await this.provider.encryptDataKey(dataKey, dataKeyContextValue);
-      const ciphertext = aesGcmEncrypt(dataKey, plaintext, plaintextContext);
-      return { keyProvider: this.provider.name, masterKeyId: wrapped.masterKeyId, wrappedDataKey: wrapped.ciphertext, ciphertext: ciphertext.toString('base64') };
-    } finally {
-      dataKey.fill(0);
-    }
+  seal(plaintext: Uint8Array, dataKeyContextValue: string, plaintextContext: string): Promise<SealedSecret> {
+    return sealUnder(this.provider, plaintext, dataKeyContextValue, plaintextContext);
   }
 
-  /** Inverse of `seal` (the master key the row names decides which configured key opens it); the caller wipes the result when done. */
-  async open(sealed: SealedSecret, dataKeyContextValue: string, plaintextContext: string): Promise<Buffer> {
-    const dataKey = await this.provider.decryptDataKey({ masterKeyId: sealed.masterKeyId, ciphertext: sealed.wrappedDataKey }, dataKeyContextValue);
-    try {
-      return aesGcmDecrypt(dataKey, Buffer.from(sealed.ciphertext, 'base64'), plaintextContext);
-    } finally {
-      dataKey.fill(0);
-    }
+  /** Inverse of `seal` under the data role (the master key the row names decides which configured key opens it); the caller wipes the result when done. */
+  open(sealed: SealedSecret, dataKeyContextValue: string, plaintextContext: string): Promise<Buffer> {
+    return openUnder(this.provider, sealed, dataKeyContextValue, plaintextContext);
   }
 
   /** The BIP-39 seed of `record`; the caller wipes it. The mnemonic it comes from is held as bytes and wiped here. */
@@ -136,9 +162,34 @@ export class KeyService {
   private async openMnemonic(record: OrganizationSeed): Promise<Buffer> {
     const contexts = seedContexts({ envelopeVersion: record.envelopeVersion, organizationId: record.organization.id, environment: record.environment });
     const sealed = { keyProvider: record.keyProvider, masterKeyId: record.masterKeyId, wrappedDataKey: record.wrappedDataKey, ciphertext: record.mnemonicCiphertext };
-    const mnemonic = await this.open(sealed, contexts.dataKey, contexts.mnemonic);
+    const mnemonic = await openUnder(this.seedKeys(), sealed, contexts.dataKey, contexts.mnemonic);
     if (isValidMnemonicBytes(mnemonic)) return mnemonic;
     mnemonic.fill(0);
     throw new Error(`seed ${record.id} does not hold a valid mnemonic`);
+  }
+}
+
+/**
+ * Envelope encryption: `plaintext` under a fresh data key, the data key under `provider`'s master key,
+ * each bound to its context.
+ */
+async function sealUnder(provider: KeyProvider, plaintext: Uint8Array, dataKeyContextValue: string, plaintextContext: string): Promise<SealedSecret> {
+  const dataKey = randomBytes(32);
+  try {
+    const wrapped = await provider.encryptDataKey(dataKey, dataKeyContextValue);
+    const ciphertext = aesGcmEncrypt(dataKey, plaintext, plaintextContext);
+    return { keyProvider: provider.name, masterKeyId: wrapped.masterKeyId, wrappedDataKey: wrapped.ciphertext, ciphertext: ciphertext.toString('base64') };
+  } finally {
+    dataKey.fill(0);
+  }
+}
+
+/** Inverse of sealUnder: only a provider holding the master key the envelope names opens it. */
+async function openUnder(provider: KeyProvider, sealed: SealedSecret, dataKeyContextValue: string, plaintextContext: string): Promise<Buffer> {
+  const dataKey = await provider.decryptDataKey({ masterKeyId: sealed.masterKeyId, ciphertext: sealed.wrappedDataKey }, dataKeyContextValue);
+  try {
+    return aesGcmDecrypt(dataKey, Buffer.from(sealed.ciphertext, 'base64'), plaintextContext);
+  } finally {
+    dataKey.fill(0);
   }
 }

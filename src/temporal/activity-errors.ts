@@ -31,3 +31,20 @@ class DomainErrorInterceptor implements ActivityInboundCallsInterceptor {
 
 const interceptor = new DomainErrorInterceptor();
 export const domainErrorInterceptors: ActivityInterceptorsFactory = () => ({ inbound: interceptor });
+
+/**
+ * The domain refusal an activity made, found along a workflow failure's causes (an activity's
+ * ApplicationFailure carries its DomainFailureDetails): the caller of a workflow answers it as the
+ * activity would have. Undefined for any other failure.
+ */
+export function domainRefusalOf(error: unknown): DomainError | undefined {
+  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+    if (!(cause instanceof ApplicationFailure)) continue;
+    const [details] = cause.details ?? [];
+    if (details && typeof details === 'object' && 'kind' in details && 'code' in details) {
+      const { kind, code, param, details: extra } = details as DomainFailureDetails;
+      return new DomainError({ kind, code, message: cause.message, ...(param ? { param } : {}), details: extra });
+    }
+  }
+  return undefined;
+}

@@ -9,6 +9,7 @@ import { queueRoleOf, taskQueueOf, type Flow } from './flow';
 import { resourceSearchAttributes } from './search-attributes';
 import { perDatabase } from '../db/per-database';
 import { errors } from '../shared/errors';
+import { domainRefusalOf } from './activity-errors';
 
 /** How long one start may take before it is left to the sweep (Temporal down must not hang a request). */
 const START_DEADLINE_MS = 5_000;
@@ -288,6 +289,28 @@ export class WorkflowStarter {
 
   query<Ret, Args extends unknown[]>(workflowId: string, query: QueryDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
     return this.client.workflow.getHandle(workflowId).query(query, ...args);
+  }
+
+  /**
+   * Records a start of `flow` in a transaction of its own, fires it and waits for its result, at most
+   * WORKFLOW_UPDATE_TIMEOUT_SECONDS (never inside a caller's transaction): for a request answered by a
+   * short workflow on the worker (a signature). A refusal its activity made is thrown as that DomainError;
+   * no answer in time (no worker, Temporal down), or any other failure, is a 503 `worker_unavailable`.
+   */
+  async run<Input, Result>(em: EntityManager, flow: Flow<Input, Result>, input: Input, organizationId: string | null): Promise<Result> {
+    const workflowId = flow.workflowId(input);
+    const seconds = this.config.WORKFLOW_UPDATE_TIMEOUT_SECONDS;
+    await this.transaction(em, async (tx) => {
+      recordStart(tx, flow, input, organizationId);
+    });
+    try {
+      return await this.result<Result>(workflowId, new Date(Date.now() + seconds * 1000));
+    } catch (error) {
+      const refusal = domainRefusalOf(error);
+      if (refusal) throw refusal;
+      this.log.warn({ workflow_id: workflowId, err: error instanceof Error ? error.message.slice(0, 500) : 'unknown error' }, 'a workflow the request waits on did not answer');
+      throw errors.unavailable('worker_unavailable', `The workflow ${workflowId} did not answer within ${seconds} s (the worker may be down or restarting). Retry later.`, 5);
+    }
   }
 
   /** Waits for a workflow's result (never inside a transaction or while holding a row lock); past `deadline`, rejects. */

@@ -5,8 +5,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const CLI = path.resolve(__dirname, '../../src/cli.js');
 
-/** Runs the operator CLI (`npm run cli -- ...`) as a process of its own against the test database, with `env` over the test's. */
-/** Runs the operator CLI in a process of its own; an `env` value of undefined unsets that variable. */
+/** Runs the operator CLI (`npm run cli -- ...`) in a process of its own against the test database; an `env` value of undefined unsets that variable. */
 export async function cli(args: string[], databaseUrl = process.env.DATABASE_URL!, env: Record<string, string | undefined> = {}) {
   return run(process.execPath, [CLI, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...env } });
 }

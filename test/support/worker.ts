@@ -18,7 +18,7 @@ export const NO_SEARCH_ATTRIBUTES = { TEMPORAL_SEARCH_ATTRIBUTES: 'false' };
 export async function createTestWorker(
   env: TestWorkflowEnvironment,
   taskQueue = `test-${randomUUID()}`,
-  configOverrides: Record<string, string> = {},
+  configOverrides: Record<string, string | undefined> = {},
   maxCachedWorkflows?: number,
   /** Test doubles of outside parties: a card issuer, Lightning providers, destination resolvers; chain nodes behind faults; another database than the process's. */
   outsideParties: Partial<Pick<ActivityDeps, 'cardIssuer' | 'lightningProviders' | 'destinationResolvers' | 'chains' | 'orm'>> = {},
@@ -38,7 +38,7 @@ export async function createTestWorker(
  * The API and the service's worker on the local dev server, on a task queue of their own (or `config`'s), both
  * with `config` on top, on `orm`'s database (else the process's); `stop` ends both.
  */
-export async function startAppWithWorker(config: Record<string, string> = {}, orm?: Orm): Promise<{ app: TestApp; stop: () => Promise<void> }> {
+export async function startAppWithWorker(config: Record<string, string | undefined> = {}, orm?: Orm): Promise<{ app: TestApp; stop: () => Promise<void> }> {
   const { worker, taskQueue } = await createTestWorker(await localTemporal(), config.TEMPORAL_TASK_QUEUE, config, undefined, orm ? { orm } : {});
   const running = worker.run();
   const app = await startTestApp({ config: { ...config, TEMPORAL_TASK_QUEUE: taskQueue }, orm });
