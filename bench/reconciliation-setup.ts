@@ -5,8 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../src/config';
 import { createVault, createWallet } from '../src/custody/service';
 import { derivationPath } from '../src/keys/derivation';
-import { keyProviderFor } from '../src/keys/provider';
-import { KeyService } from '../src/keys/service';
+import { keyServiceFor } from '../src/keys/service';
 import { verifyLedger } from '../src/ledger/invariants';
 import { ledgerProjections } from '../src/modules';
 import { createOrganization } from '../src/organizations/service';
@@ -54,7 +53,7 @@ export async function reconciliationFixture(em: EntityManager, config: Config, a
   const tenant = { organizationId: organization.id, environment: 'sandbox' as const };
   const vault = createVault(em, tenant, { name: 'Deposits' });
   await em.flush();
-  const { wallet: template, primary } = await createWallet(em, new KeyService(keyProviderFor(config)), tenant, { name: 'Deposits', chain: 'ethereum', vault_id: vault.id, wallet_type: 'hot' });
+  const { wallet: template, primary } = await createWallet(em, keyServiceFor(config), tenant, { name: 'Deposits', chain: 'ethereum', vault_id: vault.id, wallet_type: 'hot' });
   await em.flush();
 
   const wallets = Array.from({ length: Math.ceil(count / ADDRESSES_PER_WALLET) }, (_, index) => ({ id: index === 0 ? template.id : randomUUID(), account: template.accountIndex + index }));

@@ -1,8 +1,8 @@
 import { loadConfig } from '../config';
 import type { Orm } from '../db/orm';
-import { keyProviderFor, seedKeyProviderFor } from '../keys/provider';
 import { rotateSealedColumns } from '../keys/rotation';
-import { KeyService } from '../keys/service';
+import { keyProviderFor, seedKeyProviderFor } from '../keys/provider';
+import { keyServiceFor } from '../keys/service';
 import { separateLiveSeed, sharedLiveSeeds } from '../keys/seeds';
 import { sealedColumns } from '../modules';
 import { organization, required, text, UsageError, wholeNumber, type Options } from './options';
@@ -45,6 +45,6 @@ export const keyCommands: Record<string, (orm: Orm, options: Options) => Promise
     const em = orm.em.fork();
     const org = await organization(em, required(options, 'org'));
     const config = loadConfig();
-    return separateLiveSeed(em, new KeyService(keyProviderFor(config), seedKeyProviderFor(config)), org.id);
+    return separateLiveSeed(em, keyServiceFor(config), org.id);
   },
 };

@@ -8,7 +8,8 @@ import { deriveKey, derivePublicNode, type DerivedKey, type KeyLocation } from '
 import { OrganizationSeed } from './entities';
 import { generateMnemonicBytes, isValidMnemonicBytes, mnemonicToSeed } from './mnemonic';
 import { DomainError } from '../shared/errors';
-import type { KeyProvider } from './provider';
+import { keyProviderFor, seedKeyProviderFor, type KeyProvider } from './provider';
+import type { Config } from '../config';
 
 /** An envelope-encrypted secret as stored: which provider and master key, the wrapped data key, the ciphertext (base64). */
 export interface SealedSecret {
@@ -193,3 +194,6 @@ async function openUnder(provider: KeyProvider, sealed: SealedSecret, dataKeyCon
     dataKey.fill(0);
   }
 }
+
+/** The KeyService `config` gives, both roles as configured (without start-up notices): for the CLI, tests and benchmarks. */
+export const keyServiceFor = (config: Config): KeyService => new KeyService(keyProviderFor(config), seedKeyProviderFor(config));

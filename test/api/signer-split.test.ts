@@ -8,8 +8,7 @@ import { keyLocation } from '../../src/custody/service';
 import { hardenedPath } from '../../src/keys/derivation';
 import { OrganizationSeed, SeedPublicKey } from '../../src/keys/entities';
 import { isValidMnemonicBytes } from '../../src/keys/mnemonic';
-import { keyProviderFor, seedKeyProviderFor } from '../../src/keys/provider';
-import { KeyService, seedContexts } from '../../src/keys/service';
+import { KeyService, keyServiceFor, seedContexts } from '../../src/keys/service';
 import type { ServiceWorkers } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
@@ -38,7 +37,7 @@ describe('Key custody: the API process cannot reach a seed', () => {
     ({ worker, taskQueue } = await createTestWorker(await localTemporal(), undefined, SIGNER));
     running = worker.run();
     const signerConfig = testConfig(SIGNER);
-    signerKeys = new KeyService(keyProviderFor(signerConfig), seedKeyProviderFor(signerConfig));
+    signerKeys = keyServiceFor(signerConfig);
   });
   after(async () => {
     worker?.shutdown();

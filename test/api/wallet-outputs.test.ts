@@ -6,8 +6,7 @@ import type { Address, Wallet } from '../../src/custody/entities';
 import { WalletBalance } from '../../src/custody/entities';
 import { createAddress, createVault, createWallet } from '../../src/custody/service';
 import { Event } from '../../src/events/entities';
-import { keyProviderFor } from '../../src/keys/provider';
-import { KeyService } from '../../src/keys/service';
+import { keyServiceFor } from '../../src/keys/service';
 import { IncomingTransfer } from '../../src/monitoring/entities';
 import { confirmDue, dropAbove, recordTransfers } from '../../src/monitoring/service';
 import { Organization } from '../../src/organizations/entities';
@@ -26,7 +25,7 @@ const newTxid = () => `${Date.now().toString(16)}${(txidSequence++).toString(16)
 describe('Wallet outputs (real PostgreSQL)', () => {
   let org: TestOrganization;
   let fork: () => EntityManager;
-  const keys = new KeyService(keyProviderFor(testConfig()));
+  const keys = keyServiceFor(testConfig());
 
   before(async () => {
     const orm = await testOrm();

@@ -5,7 +5,7 @@ import { OrganizationSeed } from '../../src/keys/entities';
 import { createSeedKeyProvider, keyProviderFor, seedKeyProviderFor } from '../../src/keys/provider';
 import { rotateSealedColumns } from '../../src/keys/rotation';
 import { organizationSeedColumn } from '../../src/keys/seed-column';
-import { KeyService } from '../../src/keys/service';
+import { keyServiceFor } from '../../src/keys/service';
 import { createTestOrganization } from '../support/app';
 import { testConfig, testOrm } from '../support/environment';
 import { testLogger } from '../support/secret-scan';
@@ -46,7 +46,7 @@ describe('Key roles: the data key for every process, the seed key for signers', 
     const em = (await testOrm()).em.fork();
     // Before the split: the seed sealed under the data key (the fallback).
     const before = testConfig({ MASTER_KEY: dataKey, SEED_MASTER_KEY: undefined, SEED_KEY_FALLBACK: 'data' });
-    const old = new KeyService(keyProviderFor(before), seedKeyProviderFor(before));
+    const old = keyServiceFor(before);
     const location = { chain: 'ethereum', testnet: true, coinType: 1, format: 'eip55', account: 0, index: 0 } as const;
     const address = await old.withKeys(em, org.organizationId, 'sandbox', [location], ([key]) => key!.address);
     const seed = await em.findOneOrFail(OrganizationSeed, { organization: org.organizationId, environment: 'sandbox' });
@@ -61,7 +61,7 @@ describe('Key roles: the data key for every process, the seed key for signers', 
 
     // Then the seed key alone opens it, and the data key no longer does.
     const after = testConfig({ MASTER_KEY: dataKey, SEED_MASTER_KEY: seedKey });
-    const signer = new KeyService(keyProviderFor(after), seedKeyProviderFor(after));
+    const signer = keyServiceFor(after);
     assert.equal(await signer.withKeys(em.fork(), org.organizationId, 'sandbox', [location], ([key]) => key!.address), address);
     await assert.rejects(old.withKeys(em.fork(), org.organizationId, 'sandbox', [location], ([key]) => key!.address), /wrapped under local:/);
   });
