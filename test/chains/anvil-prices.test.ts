@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { LivePriceFeeds, priceSourceFor } from '../../src/catalogue/prices';
+import { LivePriceFeeds, priceSourceFor, usdValue } from '../../src/catalogue/prices';
+import { assetById } from '../../src/catalogue/service';
 import type { Config } from '../../src/config';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { OutgoingTransaction } from '../../src/transactions/entities';
@@ -18,12 +19,15 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 /**
  * Live prices from Chainlink: aggregators deployed on anvil (mainnet's chain id, as a live node must
  * report) and moved through rounds by the test; the reader the API and the worker run reads them, and
- * live keys' prices say exactly what the feed says while it is fresh, and nothing otherwise.
+ * live keys' prices say exactly what the feed says while it is fresh, and nothing otherwise. Fresh is
+ * each feed's own heartbeat plus PRICE_HEARTBEAT_MARGIN_SECONDS (600 by default).
  */
 describe('Live prices from Chainlink feeds (anvil)', () => {
   let anvil: Anvil;
   let ethFeed: Hex;
   let btcFeed: Hex;
+  let solFeed: Hex;
+  let trxFeed: Hex;
   let config: Config;
   let feeds: LivePriceFeeds;
   const livePrice = (assetId: string) => priceSourceFor(config, 'live').usdPrice(assetId)?.toFixed() ?? null;
@@ -32,8 +36,14 @@ describe('Live prices from Chainlink feeds (anvil)', () => {
     anvil = await startAnvil({ chainId: 1 });
     ethFeed = await deployAnvilPriceFeed(anvil, 8);
     btcFeed = await deployAnvilPriceFeed(anvil, 18);
+    solFeed = await deployAnvilPriceFeed(anvil);
+    trxFeed = await deployAnvilPriceFeed(anvil);
     const unsetFeed = await deployAnvilPriceFeed(anvil);
-    config = testConfig({ CHAIN_NODE_ETHEREUM_LIVE: anvil.url, PRICE_FEEDS_LIVE: `ETH=${ethFeed},BTC=${btcFeed},SOL=${unsetFeed}`, PRICE_MAX_AGE_SECONDS: '3600', PRICE_MAX_AGES_LIVE: 'BTC=90000' });
+    // Heartbeats as Chainlink's mainnet feeds have them: ETH / USD hourly; the others daily.
+    config = testConfig({
+      CHAIN_NODE_ETHEREUM_LIVE: anvil.url,
+      PRICE_FEEDS_LIVE: `ETH=${ethFeed}:3600,BTC=${btcFeed}:86400,SOL=${solFeed}:86400,TRX=${trxFeed}:86400,USDC_SOL=${unsetFeed}:86400`,
+    });
     feeds = new LivePriceFeeds(config, testLogger('prices'));
   });
   after(async () => {
@@ -47,33 +57,46 @@ describe('Live prices from Chainlink feeds (anvil)', () => {
     await feeds.start();
     assert.equal(livePrice('ETH'), '2500.12345678');
     assert.equal(livePrice('BTC'), '65432123456.789012345678901234', 'no float: every digit of an 18-decimal answer');
-    assert.equal(livePrice('SOL'), null, 'a feed that has never answered a round has no price');
-    assert.equal(livePrice('TRX'), null, 'an asset without a feed has no price');
+    assert.equal(livePrice('USDC_SOL'), null, 'a feed that has never answered a round has no price');
+    assert.equal(livePrice('USDT_TRX'), null, 'an asset without a feed has no price');
     assert.equal(priceSourceFor(config, 'sandbox').usdPrice('ETH')?.toFixed(), '3000', 'sandbox keys keep their table');
   });
 
-  it('has no price once the round is older than PRICE_MAX_AGE_SECONDS, judged when the price is used', async () => {
-    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 3601);
+  it('prices SOL and TRX from their USD feeds (read on Ethereum, as Chainlink publishes them), so Solana and Tron amounts have a USD value', async () => {
+    await setAnvilPriceRound(anvil, solFeed, 14_250_000_000n, nowSeconds() - 20 * 3600);
+    await setAnvilPriceRound(anvil, trxFeed, 24_512_345n, nowSeconds() - 60);
     await feeds.refresh();
-    assert.equal(livePrice('ETH'), null);
+    const prices = priceSourceFor(config, 'live');
+    assert.equal(usdValue(prices, assetById('SOL'), 2_500_000_000n), '356.25', '2.5 SOL at 142.5 USD, its round 20 hours old within its daily heartbeat');
+    assert.equal(usdValue(prices, assetById('TRX'), 1_000_000_000n), '245.12345', '1,000 TRX at 0.24512345 USD');
+  });
+
+  it("counts a round for its heartbeat plus the margin: an hourly feed's quiet hour keeps its price until the update lands", async () => {
+    // The heartbeat has passed and Chainlink's round is on its way: the price still counts.
+    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 3650);
+    await feeds.refresh();
+    assert.equal(livePrice('ETH'), '2500');
+    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 4201);
+    await feeds.refresh();
+    assert.equal(livePrice('ETH'), null, 'past 3,600 + 600 seconds');
 
     // Fresh when read, stale a few seconds later with no read of the node in between.
-    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 3598);
+    await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 4198);
     await feeds.refresh();
     assert.equal(livePrice('ETH'), '2500');
     await new Promise((resolve) => setTimeout(resolve, 3000));
     assert.equal(livePrice('ETH'), null);
   });
 
-  it("judges a feed with its own age limit (PRICE_MAX_AGES_LIVE) where one is set: a daily heartbeat's round counts for a day", async () => {
+  it("judges each feed by its own heartbeat: a daily feed's round counts for a day and its margin, an hourly one's does not", async () => {
     await setAnvilPriceRound(anvil, btcFeed, 6500000000000000000000n, nowSeconds() - 20 * 3600);
     await setAnvilPriceRound(anvil, ethFeed, 250000000000n, nowSeconds() - 20 * 3600);
     await feeds.refresh();
-    assert.equal(livePrice('BTC'), '6500', '20 hours old, within its own 25');
-    assert.equal(livePrice('ETH'), null, '20 hours old, past the default hour');
-    await setAnvilPriceRound(anvil, btcFeed, 6500000000000000000000n, nowSeconds() - 90_001);
+    assert.equal(livePrice('BTC'), '6500', '20 hours old, within its own 24');
+    assert.equal(livePrice('ETH'), null, '20 hours old, past its hour');
+    await setAnvilPriceRound(anvil, btcFeed, 6500000000000000000000n, nowSeconds() - 86_400 - 601);
     await feeds.refresh();
-    assert.equal(livePrice('BTC'), null, 'past its own limit');
+    assert.equal(livePrice('BTC'), null, 'past its own heartbeat and margin');
   });
 
   it('has no price for a zero or a negative answer', async () => {
@@ -93,7 +116,7 @@ describe('Live prices from Chainlink feeds (anvil)', () => {
     try {
       await feeds.refresh();
       assert.equal(livePrice('ETH'), null);
-      assert.equal(livePrice('BTC'), null);
+      assert.equal(livePrice('SOL'), null);
     } finally {
       await anvil.call('anvil_setChainId', [1]);
     }
@@ -121,7 +144,7 @@ describe('The movement gate judges live USD rules with Chainlink prices (anvil)'
     anvil = await startAnvil({ chainId: 1 });
     feed = await deployAnvilPriceFeed(anvil);
     app = await startTestApp({
-      config: { CHAIN_NODE_ETHEREUM_LIVE: anvil.url, CHAIN_TOKENS_ETHEREUM_LIVE: `USDC_ETH=${await deployAnvilToken(anvil)}`, PRICE_FEEDS_LIVE: `ETH=${feed}` },
+      config: { CHAIN_NODE_ETHEREUM_LIVE: anvil.url, CHAIN_TOKENS_ETHEREUM_LIVE: `USDC_ETH=${await deployAnvilToken(anvil)}`, PRICE_FEEDS_LIVE: `ETH=${feed}:3600` },
     });
     feeds = new LivePriceFeeds(app.deps.config, testLogger('prices'));
     org = await createTestOrganization('Live with Chainlink prices');
