@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { base58 } from '@scure/base';
 import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { LivePriceFeeds, priceSourceFor, usdValue } from '../../src/catalogue/prices';
@@ -8,10 +9,12 @@ import type { Config } from '../../src/config';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { OutgoingTransaction } from '../../src/transactions/entities';
 import { deployAnvilPriceFeed, deployAnvilToken, setAnvilPriceRound, startAnvil, type Anvil } from '../support/anvil';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
+import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { testConfig, testOrm } from '../support/environment';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { creditCustodyWallet } from '../support/ledger';
+import { mintData, putTokenProgramAccount } from '../support/litesvm';
+import { SolanaNode } from '../support/solana-node';
 import { testLogger } from '../support/secret-scan';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -125,6 +128,37 @@ describe('Live prices from Chainlink feeds (anvil)', () => {
   });
 });
 
+/** A live wallet of a new organization, credited on its ledger, under one enforced policy: block above a USD amount. */
+interface LiveWallet {
+  id: string;
+  send: (amount: string, to: string) => ReturnType<TestApp['request']>;
+  lastDecision: () => Promise<{ decision: { result: string; price_unavailable?: boolean; reason: string }; request: Record<string, unknown> }>;
+}
+
+async function liveWalletUnderUsdBlock(app: TestApp, chain: string, asset: string, credit: bigint, blockAboveUsd: string): Promise<LiveWallet> {
+  const org = await createTestOrganization(`Live ${chain} with Chainlink prices`);
+  await setRequiredApprovals(org.organizationId, 0);
+  const live = await org.key(['*'], 'live');
+  const vault = await app.request('POST', '/v1/vaults', { key: live.secret, body: { name: 'Live treasury' } });
+  const wallet = await app.request('POST', '/v1/wallets', { key: live.secret, body: { name: 'Live hot', chain, vault_id: vault.body.id } });
+  assert.equal(wallet.status, 201, wallet.text);
+  await creditCustodyWallet((await testOrm()).em.fork(), wallet.body.id, asset, credit);
+  const policy = await app.request('POST', '/v1/policies', {
+    key: live.secret,
+    body: { name: `Live ${randomUUID()}`, rules: [{ name: `Block above ${blockAboveUsd} USD`, action_type: 'block', conditions: [{ field: 'amount_usd', operator: 'greater_than', value: blockAboveUsd }] }] },
+  });
+  assert.equal(policy.status, 201, policy.text);
+  assert.equal((await app.request('POST', `/v1/policies/${policy.body.id}/activate`, { key: live.secret, body: {} })).status, 200);
+  return {
+    id: wallet.body.id,
+    send: (amount, to) => app.request('POST', '/v1/transactions', { key: live.secret, body: { wallet_id: wallet.body.id, to_address: to, amount, asset } }),
+    lastDecision: async () => {
+      const [entry] = await (await testOrm()).em.fork().find(PolicyAuditLog, { organization: org.organizationId, environment: 'live', action: 'decision' }, { orderBy: { createdAt: 'desc' }, limit: 1 });
+      return entry!.metadata as Awaited<ReturnType<LiveWallet['lastDecision']>>;
+    },
+  };
+}
+
 /**
  * A USD policy rule on a live key, judged through the API with the feed's price: exact while fresh,
  * failing closed (price_unavailable) once stale. Every send here is refused by the policy, so none
@@ -135,9 +169,7 @@ describe('The movement gate judges live USD rules with Chainlink prices (anvil)'
   let feed: Hex;
   let app: TestApp;
   let feeds: LivePriceFeeds;
-  let org: TestOrganization;
-  let live: { secret: string; id: string };
-  let walletId: string;
+  let wallet: LiveWallet;
   const external = privateKeyToAccount(generatePrivateKey()).address;
 
   before(async () => {
@@ -147,20 +179,7 @@ describe('The movement gate judges live USD rules with Chainlink prices (anvil)'
       config: { CHAIN_NODE_ETHEREUM_LIVE: anvil.url, CHAIN_TOKENS_ETHEREUM_LIVE: `USDC_ETH=${await deployAnvilToken(anvil)}`, PRICE_FEEDS_LIVE: `ETH=${feed}:3600` },
     });
     feeds = new LivePriceFeeds(app.deps.config, testLogger('prices'));
-    org = await createTestOrganization('Live with Chainlink prices');
-    await setRequiredApprovals(org.organizationId, 0);
-    live = await org.key(['*'], 'live');
-    const vault = await app.request('POST', '/v1/vaults', { key: live.secret, body: { name: 'Live treasury' } });
-    const wallet = await app.request('POST', '/v1/wallets', { key: live.secret, body: { name: 'Live hot', chain: 'ethereum', vault_id: vault.body.id } });
-    assert.equal(wallet.status, 201, wallet.text);
-    walletId = wallet.body.id;
-    await creditCustodyWallet((await testOrm()).em.fork(), walletId, 'ETH', 100n * 10n ** 18n);
-    const policy = await app.request('POST', '/v1/policies', {
-      key: live.secret,
-      body: { name: `Live ${randomUUID()}`, rules: [{ name: 'Block above 10,000 USD', action_type: 'block', conditions: [{ field: 'amount_usd', operator: 'greater_than', value: '10000' }] }] },
-    });
-    assert.equal(policy.status, 201, policy.text);
-    assert.equal((await app.request('POST', `/v1/policies/${policy.body.id}/activate`, { key: live.secret, body: {} })).status, 200);
+    wallet = await liveWalletUnderUsdBlock(app, 'ethereum', 'ETH', 100n * 10n ** 18n, '10000');
   });
   after(async () => {
     feeds?.stop();
@@ -168,11 +187,8 @@ describe('The movement gate judges live USD rules with Chainlink prices (anvil)'
     await anvil?.stop();
   });
 
-  const send = (amount: string) => app.request('POST', '/v1/transactions', { key: live.secret, body: { wallet_id: walletId, to_address: external, amount, asset: 'ETH' } });
-  const lastDecision = async () => {
-    const [entry] = await (await testOrm()).em.fork().find(PolicyAuditLog, { organization: org.organizationId, environment: 'live', action: 'decision' }, { orderBy: { createdAt: 'desc' }, limit: 1 });
-    return entry!.metadata as { decision: { result: string; price_unavailable?: boolean; reason: string }; request: Record<string, unknown> };
-  };
+  const send = (amount: string) => wallet.send(amount, external);
+  const lastDecision = () => wallet.lastDecision();
 
   it('blocks 6 ETH at 2,000.5 USD (12,003 USD) and lets the rule pass over 4 ETH (8,002 USD): the real price decides', async () => {
     await setAnvilPriceRound(anvil, feed, 200050000000n, nowSeconds());
@@ -206,6 +222,59 @@ describe('The movement gate judges live USD rules with Chainlink prices (anvil)'
     assert.equal(decision.price_unavailable, true);
     assert.equal(request.price_unavailable, true);
     assert.equal(request.amount_usd, undefined, 'no USD value is invented');
-    assert.equal(await (await testOrm()).em.fork().count(OutgoingTransaction, { wallet: walletId }), 0);
+    assert.equal(await (await testOrm()).em.fork().count(OutgoingTransaction, { wallet: wallet.id }), 0);
+  });
+});
+
+/**
+ * A live Solana send valued in USD with SOL / USD read on Ethereum (as Chainlink publishes it): the
+ * Solana node is LiteSVM behind Solana's JSON-RPC on mainnet-beta's genesis (test/support/solana-node.ts),
+ * with the catalogue's live USDC mint on it; the policy refuses every send, so none reaches the chain.
+ */
+describe('The movement gate values live Solana sends in USD with the SOL / USD feed (anvil, LiteSVM node)', () => {
+  let anvil: Anvil;
+  let solana: SolanaNode;
+  let feed: Hex;
+  let app: TestApp;
+  let feeds: LivePriceFeeds;
+  let wallet: LiveWallet;
+  const recipient = base58.encode(randomBytes(32));
+
+  before(async () => {
+    anvil = await startAnvil({ chainId: 1 });
+    feed = await deployAnvilPriceFeed(anvil);
+    solana = new SolanaNode();
+    await solana.start();
+    const config = testConfig();
+    const usdcMint = config.CHAIN_TOKENS_SOLANA_LIVE.USDC_SOL!;
+    putTokenProgramAccount(solana.svm, usdcMint, mintData(base58.encode(randomBytes(32)), 10n ** 12n, 6));
+    app = await startTestApp({ config: { CHAIN_NODE_ETHEREUM_LIVE: anvil.url, CHAIN_NODE_SOLANA_LIVE: solana.url, PRICE_FEEDS_LIVE: `SOL=${feed}:86400` } });
+    feeds = new LivePriceFeeds(app.deps.config, testLogger('prices'));
+    wallet = await liveWalletUnderUsdBlock(app, 'solana', 'SOL', 100n * 10n ** 9n, '1000');
+  });
+  after(async () => {
+    feeds?.stop();
+    await app?.close();
+    await solana?.stop();
+    await anvil?.stop();
+  });
+
+  it('blocks 10 SOL at 142.5 USD (1,425 USD) and lets the rule pass over 2 SOL (285 USD)', async () => {
+    await setAnvilPriceRound(anvil, feed, 14_250_000_000n, nowSeconds() - 12 * 3600);
+    await feeds.refresh();
+
+    const blocked = await wallet.send('10', recipient);
+    assert.equal(blocked.status, 403, blocked.text);
+    assert.equal(blocked.body.error.code, 'policy_blocked');
+    let { decision, request } = await wallet.lastDecision();
+    assert.equal(request.amount_usd, '1425', 'a round 12 hours old counts within its daily heartbeat');
+    assert.equal(typeof request.fee_usd, 'string', 'the fee in lamports is priced too');
+    assert.equal(decision.price_unavailable, undefined);
+
+    const unmatched = await wallet.send('2', recipient);
+    assert.equal(unmatched.status, 403, unmatched.text);
+    ({ decision, request } = await wallet.lastDecision());
+    assert.equal(request.amount_usd, '285');
+    assert.equal(decision.result, 'no_match');
   });
 });
