@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ASSETS } from './catalogue/service';
 import { parseMasterKey } from './keys/master-key';
+import { Money } from './shared/money';
 
 const nodeUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 /** `ASSET_ID=0xcontract,...`: the ERC-20 contract of each token asset on a node's network. */
@@ -257,27 +258,64 @@ export const ConfigSchema = z.object({
   /** USD prices of sandbox keys (docs/transactions.md): a fixed table. */
   PRICE_TABLE_SANDBOX: priceTable.prefault('BTC=65000,ETH=3000,TRX=0.12,SOL=150,USDC_ETH=1,USDT_ETH=1,USDT_TRX=1,USDC_SOL=1'),
   /**
-   * USD prices of live keys (docs/transactions.md): a Chainlink aggregator (USD quote) per catalogue
-   * asset, read on the live Ethereum node. An asset without one, or whose answer is older than
-   * PRICE_MAX_AGE_SECONDS (by the round's updatedAt), zero or negative, has no price: USD rules fail closed.
+   * USD prices of live keys (docs/transactions.md): a Chainlink feed (USD quote) per catalogue asset with
+   * the feed's heartbeat in seconds (`ASSET_ID=0x<proxy>:<heartbeat>,...`, as data.chain.link lists it),
+   * read on the price node. An asset without one, whose round is older than its heartbeat plus
+   * PRICE_HEARTBEAT_MARGIN_SECONDS, or whose answer is at or outside its bounds, has no price: USD rules fail closed.
    */
-  PRICE_FEEDS_LIVE: tokenContracts
-    .refine((feeds) => Object.keys(feeds).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
-    .optional(),
-  PRICE_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(7 * 24 * 3600).default(3600),
-  /**
-   * A feed's own age limit where its heartbeat differs (`ASSET_ID=seconds,...`): Chainlink's
-   * stablecoin feeds update once a day unless the price moves, its ETH / USD every hour.
-   */
-  PRICE_MAX_AGES_LIVE: z
+  PRICE_FEEDS_LIVE: z
     .string()
-    .regex(/^([A-Z0-9_]+=[1-9]\d{0,5})(,[A-Z0-9_]+=[1-9]\d{0,5})*$/, 'must be ASSET_ID=<seconds>[,ASSET_ID=<seconds>...]')
-    .transform((value) => Object.fromEntries(value.split(',').map((pair) => pair.split('=')).map(([id, seconds]) => [id!, Number(seconds)])))
-    .refine((ages) => Object.keys(ages).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
-    .refine((ages) => Object.values(ages).every((seconds) => seconds <= 7 * 24 * 3600), 'an age limit is at most 604800 seconds (7 days)')
+    .regex(
+      /^([A-Z0-9_]+=0x[0-9a-fA-F]{40}:[1-9]\d{0,5})(,[A-Z0-9_]+=0x[0-9a-fA-F]{40}:[1-9]\d{0,5})*$/,
+      'must be ASSET_ID=0x<40 hex>:<heartbeat seconds>[,...] (each feed with its heartbeat)',
+    )
+    .transform((value) =>
+      Object.fromEntries(
+        value.split(',').map((entry) => {
+          const [id, feed] = entry.split('=') as [string, string];
+          const [address, heartbeat] = feed.split(':') as [`0x${string}`, string];
+          return [id, { address, heartbeatSeconds: Number(heartbeat) }];
+        }),
+      ),
+    )
+    .refine((feeds) => Object.keys(feeds).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
+    .refine((feeds) => Object.values(feeds).every((feed) => feed.heartbeatSeconds <= 7 * 24 * 3600), 'a heartbeat is at most 604800 seconds (7 days)')
     .optional(),
-  /** How often each process reads the live feeds; a read's age is still judged when the price is used. */
+  /**
+   * How long past its heartbeat a feed's round still counts: Chainlink starts a round when the heartbeat
+   * is reached and it lands on chain some time later, and each process reads every PRICE_POLL_SECONDS.
+   */
+  PRICE_HEARTBEAT_MARGIN_SECONDS: z.coerce.number().int().min(1).max(24 * 3600).default(600),
+  /**
+   * Sanity bounds of a live price in USD (`ASSET_ID=<min>..<max>,...`), over the aggregator's own
+   * minAnswer/maxAnswer: an answer at or outside either is no price.
+   */
+  PRICE_BOUNDS_LIVE: z
+    .string()
+    .regex(/^([A-Z0-9_]+=\d{1,15}(\.\d{1,18})?\.\.\d{1,15}(\.\d{1,18})?)(,[A-Z0-9_]+=\d{1,15}(\.\d{1,18})?\.\.\d{1,15}(\.\d{1,18})?)*$/, 'must be ASSET_ID=<min>..<max>[,ASSET_ID=<min>..<max>...]')
+    .transform((value) =>
+      Object.fromEntries(
+        value.split(',').map((entry) => {
+          const [id, range] = entry.split('=') as [string, string];
+          const [min, max] = range.split('..') as [string, string];
+          return [id, { min, max }];
+        }),
+      ),
+    )
+    .refine((bounds) => Object.keys(bounds).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
+    .refine((bounds) => Object.values(bounds).every(({ min, max }) => new Money(min).lessThan(max)), 'each min must be below its max')
+    .optional(),
+  /** How often each process reads the live feeds; a round's age is still judged when the price is used. */
   PRICE_POLL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  /**
+   * Where the live feeds are read: PRICE_NETWORK_LIVE's node (unset: CHAIN_NODE_ETHEREUM_LIVE, Ethereum's).
+   * On an L2 (arbitrum, optimism, base) its sequencer uptime feed is required: while the sequencer is down,
+   * or up for no more than PRICE_SEQUENCER_GRACE_SECONDS, live keys have no prices.
+   */
+  PRICE_NETWORK_LIVE: z.enum(['ethereum', 'arbitrum', 'optimism', 'base']).default('ethereum'),
+  PRICE_NODE_LIVE: nodeUrl.optional(),
+  PRICE_SEQUENCER_UPTIME_FEED_LIVE: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be 0x<40 hex>').transform((value) => value as `0x${string}`).optional(),
+  PRICE_SEQUENCER_GRACE_SECONDS: z.coerce.number().int().min(0).max(24 * 3600).default(3600),
   /**
    * The platform's own fee sponsorship (funding model provider_sponsorship, `hedge_paymaster`): the
    * organization whose gas stations pay it, and what each organization may have sponsored per UTC day,
@@ -421,9 +459,24 @@ export const ConfigSchema = z.object({
       context.addIssue({ code: 'custom', path: ['PKCS11_SEED_KEY_LABEL'], message: 'PKCS11_SEED_KEY_LABEL is the seed key of KEY_PROVIDER=pkcs11: with KEY_PROVIDER=local set SEED_MASTER_KEY' });
     }
   })
-  .refine((config) => config.PRICE_FEEDS_LIVE === undefined || config.CHAIN_NODE_ETHEREUM_LIVE !== undefined, {
-    message: 'PRICE_FEEDS_LIVE is read on the live Ethereum node: set CHAIN_NODE_ETHEREUM_LIVE',
-    path: ['PRICE_FEEDS_LIVE'],
+  .superRefine((config, context) => {
+    const issue = (path: string, message: string) => context.addIssue({ code: 'custom', path: [path], message });
+    const onEthereum = config.PRICE_NETWORK_LIVE === 'ethereum';
+    if (config.PRICE_FEEDS_LIVE !== undefined && config.PRICE_NODE_LIVE === undefined && (!onEthereum || config.CHAIN_NODE_ETHEREUM_LIVE === undefined)) {
+      issue('PRICE_FEEDS_LIVE', onEthereum ? 'PRICE_FEEDS_LIVE is read on the live Ethereum node: set CHAIN_NODE_ETHEREUM_LIVE (or PRICE_NODE_LIVE)' : `PRICE_FEEDS_LIVE is read on ${config.PRICE_NETWORK_LIVE}: set PRICE_NODE_LIVE`);
+    }
+    if (!onEthereum && config.PRICE_SEQUENCER_UPTIME_FEED_LIVE === undefined) {
+      issue('PRICE_SEQUENCER_UPTIME_FEED_LIVE', `prices read on ${config.PRICE_NETWORK_LIVE} (an L2) need its sequencer uptime feed`);
+    }
+    if (onEthereum && config.PRICE_SEQUENCER_UPTIME_FEED_LIVE !== undefined) {
+      issue('PRICE_SEQUENCER_UPTIME_FEED_LIVE', 'Ethereum has no sequencer: set PRICE_NETWORK_LIVE to the L2 the feeds are read on');
+    }
+    if (config.PRICE_HEARTBEAT_MARGIN_SECONDS <= config.PRICE_POLL_SECONDS) {
+      issue('PRICE_HEARTBEAT_MARGIN_SECONDS', 'must be above PRICE_POLL_SECONDS, or a feed is stale between its update and our next read');
+    }
+    for (const id of Object.keys(config.PRICE_BOUNDS_LIVE ?? {}).filter((id) => config.PRICE_FEEDS_LIVE?.[id] === undefined)) {
+      issue('PRICE_BOUNDS_LIVE', `${id} has bounds but no feed in PRICE_FEEDS_LIVE`);
+    }
   })
   .refine((config) => (config.TEMPORAL_TLS_CERT_PATH === undefined) === (config.TEMPORAL_TLS_KEY_PATH === undefined), {
     path: ['TEMPORAL_TLS_KEY_PATH'],

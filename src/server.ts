@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   // In the background: a node on the wrong network is logged and its chain left unavailable; the API serves on.
   void deps.chains.checkAll();
   // Live prices are read in the background: until the first read, live USD values are unknown (rules fail closed).
-  const livePrices = new LivePriceFeeds(config, log);
+  const livePrices = new LivePriceFeeds(config, log, deps.metrics);
   void livePrices.start();
 
   const shutdown = async (signal: string) => {

@@ -290,14 +290,27 @@ describe('Price sources', () => {
     assert.equal(priceSourceFor(config(), 'live').usdPrice('ETH'), null);
   });
 
-  it('refuses live feeds without a live Ethereum node, for an asset outside the catalogue, or not an address', () => {
+  it('refuses live feeds without a live Ethereum node, without their heartbeat, for an asset outside the catalogue, or not an address', () => {
     const feed = '0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419';
     const live = (env: Record<string, string>) => loadConfig({ DATABASE_URL: 'postgresql://localhost/x', ...env });
-    assert.equal(live({ CHAIN_NODE_ETHEREUM_LIVE: 'http://127.0.0.1:8545', PRICE_FEEDS_LIVE: `ETH=${feed}` }).PRICE_FEEDS_LIVE?.ETH, feed);
-    assert.throws(() => live({ PRICE_FEEDS_LIVE: `ETH=${feed}` }), /CHAIN_NODE_ETHEREUM_LIVE/);
-    assert.throws(() => live({ CHAIN_NODE_ETHEREUM_LIVE: 'http://127.0.0.1:8545', PRICE_FEEDS_LIVE: `DOGE=${feed}` }), ConfigError);
-    assert.throws(() => live({ CHAIN_NODE_ETHEREUM_LIVE: 'http://127.0.0.1:8545', PRICE_FEEDS_LIVE: 'ETH=0x5f4e' }), ConfigError);
-    assert.throws(() => live({ PRICE_MAX_AGE_SECONDS: '0' }), ConfigError);
+    const node = { CHAIN_NODE_ETHEREUM_LIVE: 'http://127.0.0.1:8545' };
+    assert.deepEqual(live({ ...node, PRICE_FEEDS_LIVE: `ETH=${feed}:3600` }).PRICE_FEEDS_LIVE?.ETH, { address: feed, heartbeatSeconds: 3600 });
+    assert.throws(() => live({ ...node, PRICE_FEEDS_LIVE: `ETH=${feed}` }), /heartbeat/, 'each feed says its heartbeat');
+    assert.throws(() => live({ PRICE_FEEDS_LIVE: `ETH=${feed}:3600` }), /CHAIN_NODE_ETHEREUM_LIVE/);
+    assert.throws(() => live({ ...node, PRICE_FEEDS_LIVE: `DOGE=${feed}:3600` }), ConfigError);
+    assert.throws(() => live({ ...node, PRICE_FEEDS_LIVE: 'ETH=0x5f4e:3600' }), ConfigError);
+    assert.throws(() => live({ ...node, PRICE_FEEDS_LIVE: `ETH=${feed}:604801` }), /at most 604800/);
+    assert.throws(() => live({ PRICE_HEARTBEAT_MARGIN_SECONDS: '30' }), /PRICE_POLL_SECONDS/, 'a margin within one poll would make every quiet hour stale');
+  });
+
+  it('refuses price bounds whose min is not below their max, or for an asset without a feed', () => {
+    const live = (bounds: string) =>
+      loadConfig({ DATABASE_URL: 'postgresql://localhost/x', CHAIN_NODE_ETHEREUM_LIVE: 'http://127.0.0.1:8545', PRICE_FEEDS_LIVE: 'ETH=0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419:3600', PRICE_BOUNDS_LIVE: bounds });
+    assert.deepEqual(live('ETH=100..100000.5').PRICE_BOUNDS_LIVE, { ETH: { min: '100', max: '100000.5' } });
+    assert.throws(() => live('ETH=100000..100'), /min must be below its max/);
+    assert.throws(() => live('ETH=100..100'), /min must be below its max/);
+    assert.throws(() => live('BTC=1000..1000000'), /BTC has bounds but no feed/);
+    assert.throws(() => live('ETH=100'), ConfigError);
   });
 
   it('refuses a malformed table at start', () => {

@@ -9,6 +9,7 @@ import { eventually } from './eventually';
 import FixedSupplyToken from './contracts/FixedSupplyToken.json';
 import Multicall3 from './contracts/Multicall3.json';
 import TestPriceFeed from './contracts/TestPriceFeed.json';
+import TestSequencerUptimeFeed from './contracts/TestSequencerUptimeFeed.json';
 import { freeLoopbackPort } from './ports';
 
 /** anvil's first dev account (from its default mnemonic), funded with 10000 ETH at start. */
@@ -50,12 +51,17 @@ function anvilBinary(): string {
   return path.join(path.dirname(manifest), 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
 }
 
-/** Starts anvil on a free 127.0.0.1 port and waits until it answers eth_chainId; `chainId` 1 makes it a node live keys accept (mainnet's id). */
-export async function startAnvil(options: { chainId?: number } = {}): Promise<Anvil> {
+/**
+ * Starts anvil on a free 127.0.0.1 port and waits until it answers eth_chainId; `chainId` 1 makes it a
+ * node live keys accept (mainnet's id). `genesisTimestamp` (seconds since the epoch) starts its clock
+ * there: every block after it is as far in the past, so contracts record history (block.timestamp).
+ */
+export async function startAnvil(options: { chainId?: number; genesisTimestamp?: number } = {}): Promise<Anvil> {
   const port = await freeLoopbackPort();
   const url = `http://127.0.0.1:${port}`;
   const chainId = options.chainId === undefined ? [] : ['--chain-id', String(options.chainId)];
-  const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--quiet', ...chainId], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const timestamp = options.genesisTimestamp === undefined ? [] : ['--timestamp', String(options.genesisTimestamp)];
+  const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--quiet', ...chainId, ...timestamp], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = once(child, 'exit');
@@ -139,12 +145,20 @@ export async function deployAnvilMulticall3(anvil: Anvil): Promise<void> {
   await anvil.call('anvil_setCode', [MULTICALL3_ADDRESS, await anvil.call('eth_getCode', [deployed.contractAddress, 'latest'])]);
 }
 
+/** The bounds of a Chainlink aggregator that has none in effect (most of its feeds today): 1 and the largest int192. */
+export const UNBOUNDED_ANSWERS = { minAnswer: 1n, maxAnswer: 2n ** 191n - 1n } as const;
+
 /**
  * Deploys a Chainlink price feed the test moves by hand (test/support/contracts/TestPriceFeed.sol),
- * answering with `decimals` (8, as Chainlink's USD feeds); it says nothing until a round is set.
+ * answering with `decimals` (8, as Chainlink's USD feeds) within its aggregator's `bounds` (in the
+ * feed's integer units); it says nothing until a round is set.
  */
-export async function deployAnvilPriceFeed(anvil: Anvil, decimals = 8): Promise<Hex> {
-  const hash = await anvilFunder(anvil).deployContract({ abi: TestPriceFeed.abi, bytecode: TestPriceFeed.bytecode as Hex, args: [decimals, 'TEST / USD'] });
+export async function deployAnvilPriceFeed(anvil: Anvil, decimals = 8, bounds: { minAnswer: bigint; maxAnswer: bigint } = UNBOUNDED_ANSWERS): Promise<Hex> {
+  const hash = await anvilFunder(anvil).deployContract({
+    abi: TestPriceFeed.abi,
+    bytecode: TestPriceFeed.bytecode as Hex,
+    args: [decimals, 'TEST / USD', bounds.minAnswer, bounds.maxAnswer],
+  });
   return getAddress((await anvilReceipt(anvil, hash)).contractAddress!);
 }
 
@@ -152,6 +166,18 @@ export async function deployAnvilPriceFeed(anvil: Anvil, decimals = 8): Promise<
 export async function setAnvilPriceRound(anvil: Anvil, feed: Hex, answer: bigint, updatedAt: number): Promise<void> {
   const hash = await anvilFunder(anvil).writeContract({ address: feed, abi: TestPriceFeed.abi, functionName: 'setRound', args: [answer, BigInt(updatedAt)] });
   assert.equal((await anvilReceipt(anvil, hash)).status, '0x1', 'the round was set');
+}
+
+/** Deploys an L2 sequencer uptime feed that behaves as Chainlink's (test/support/contracts/TestSequencerUptimeFeed.sol), up (or down) from its deployment. */
+export async function deployAnvilSequencerUptimeFeed(anvil: Anvil, initiallyDown = false): Promise<Hex> {
+  const hash = await anvilFunder(anvil).deployContract({ abi: TestSequencerUptimeFeed.abi, bytecode: TestSequencerUptimeFeed.bytecode as Hex, args: [initiallyDown] });
+  return getAddress((await anvilReceipt(anvil, hash)).contractAddress!);
+}
+
+/** Reports the sequencer `down` (or up) as of `timestamp` (seconds since the epoch), as Chainlink's L1 validator does. */
+export async function reportAnvilSequencerStatus(anvil: Anvil, feed: Hex, down: boolean, timestamp: number): Promise<void> {
+  const hash = await anvilFunder(anvil).writeContract({ address: feed, abi: TestSequencerUptimeFeed.abi, functionName: 'updateStatus', args: [down, BigInt(timestamp)] });
+  assert.equal((await anvilReceipt(anvil, hash)).status, '0x1', 'the status was reported');
 }
 
 /** What a transaction paid, from anvil's own receipt. */

@@ -38,20 +38,33 @@ import { nodeFetch, relayJsonRpc2, relayJsonRpc2WithStatus, type NodeCallLimits 
 /** The ERC-20 contract of each token asset on this node's network: asset id → contract address. */
 export type TokenContracts = Readonly<Record<string, `0x${string}`>>;
 
-/** The chain id of Ethereum mainnet, the only network live keys and live prices accept. */
+/** The chain id of Ethereum mainnet, the only network live keys accept (and live prices, unless they are read on an L2). */
 export const ETHEREUM_MAINNET_CHAIN_ID = 1;
 
-/** A Chainlink price round as read: the feed's integer answer, its decimals, and when the round was updated (seconds since the epoch). */
-export interface PriceRound {
+/** A Chainlink feed's latest round as read (`latestRoundData`): its integer answer, when the round started and was last updated (seconds since the epoch). */
+export interface FeedRound {
   answer: bigint;
-  decimals: number;
+  startedAt: bigint;
   updatedAt: bigint;
 }
 
-/** The part of Chainlink's AggregatorV3Interface a price read needs. */
+/** A price feed's round with the feed's decimals and its aggregator's bounds (`minAnswer`, `maxAnswer`), all in the feed's integer units. */
+export interface PriceRound extends FeedRound {
+  decimals: number;
+  minAnswer: bigint;
+  maxAnswer: bigint;
+}
+
+/**
+ * The parts of Chainlink's contracts a price read needs: the proxy's AggregatorV3Interface and the
+ * address of the aggregator behind it, whose answer bounds are immutables of the aggregator only.
+ */
 const aggregatorV3Abi = parseAbi([
   'function decimals() view returns (uint8)',
   'function latestRoundData() view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound)',
+  'function aggregator() view returns (address)',
+  'function minAnswer() view returns (int192)',
+  'function maxAnswer() view returns (int192)',
 ]);
 
 /** Blocks of history the fee market is read from, and the tip percentile each level offers. */
@@ -197,15 +210,30 @@ export class EvmRpcProvider implements ChainProvider {
     );
   }
 
-  /** A Chainlink aggregator's latest round (`latestRoundData`) with the feed's `decimals()`, both eth_call at the tip. */
+  /** A Chainlink feed's latest round (`latestRoundData`, an eth_call at the tip): a price feed's or the sequencer uptime feed's. */
+  async latestFeedRound(feed: `0x${string}`): Promise<FeedRound> {
+    const [, answer, startedAt, updatedAt] = await this.safely('eth_call', () => this.client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'latestRoundData' }));
+    return { answer, startedAt, updatedAt };
+  }
+
+  /**
+   * A Chainlink price feed's latest round with its `decimals()` and the bounds of the aggregator behind
+   * the proxy (`aggregator()`, then its `minAnswer()` and `maxAnswer()`), all eth_call at the tip. A feed
+   * without them (not a Chainlink proxy) cannot be read.
+   */
   async latestPriceRound(feed: `0x${string}`): Promise<PriceRound> {
-    const [decimals, [, answer, , updatedAt]] = await this.safely('eth_call', () =>
+    const [decimals, round, aggregator] = await Promise.all([
+      this.safely('eth_call', () => this.client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'decimals' })),
+      this.latestFeedRound(feed),
+      this.safely('eth_call', () => this.client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'aggregator' })),
+    ]);
+    const [minAnswer, maxAnswer] = await this.safely('eth_call', () =>
       Promise.all([
-        this.client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'decimals' }),
-        this.client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'latestRoundData' }),
+        this.client.readContract({ address: aggregator, abi: aggregatorV3Abi, functionName: 'minAnswer' }),
+        this.client.readContract({ address: aggregator, abi: aggregatorV3Abi, functionName: 'maxAnswer' }),
       ]),
     );
-    return { answer, decimals, updatedAt };
+    return { ...round, decimals, minAnswer, maxAnswer };
   }
 
   async nonces(address: string): Promise<{ confirmed: bigint; pending: bigint }> {
