@@ -49,7 +49,9 @@ describe('Stripe Issuing decisions (increments, deadline, secrets, mode)', () =>
     });
     assert.equal(created.status, 201, created.text);
     const id = created.body.data.card.id as string;
-    await eventually(async () => ((await balance(id)) === String(amount) ? true : undefined), 'the live card to be active and funded');
+    // Provisioned (minted, synced) and its initial funding settled: nothing of its own still reaches Stripe.
+    await (await localTemporal()).client.workflow.getHandle(`card-provisioning-${id}`).result();
+    await eventually(async () => ((await balance(id)) === String(amount) ? true : undefined), 'the live card to be funded');
     return (await testOrm()).em.fork().findOneOrFail(Card, { id });
   };
   const balance = async (cardId: string) => (await app.request('GET', `/api/cards/${cardId}`, { key: live })).body.data.card.balance_amount as string;
