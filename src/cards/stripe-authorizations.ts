@@ -1,7 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import Stripe from 'stripe';
 import { isTimedOut } from '../db/transient-errors';
-import type { AppDeps } from '../http/context';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
 import { DomainError, errors } from '../shared/errors';
 import { MinorUnitNumber, z } from '../shared/schemas';
 import { authorizeIssuerRequest } from './authorization';
@@ -73,8 +75,12 @@ const issuerUnavailable = () =>
     message: 'No live card issuer is configured (STRIPE_ISSUING_SECRET_KEY, STRIPE_ISSUING_AUTHORIZATION_SECRET and STRIPE_ISSUING_WEBHOOK_SECRET).',
   });
 
-/** What the Stripe endpoints need of the process: its configuration, log and metrics. */
-export type StripeEndpointDeps = Pick<AppDeps, 'config' | 'log' | 'metrics'>;
+/** What the Stripe endpoints need of the process: its configuration, log and metrics registry. */
+export interface StripeEndpointDeps {
+  config: Config;
+  log: Logger;
+  metrics: Registry;
+}
 
 /** The event in `rawBody` once its signature checks out with `secret` on the exact bytes received (else 400 `invalid_signature`, nothing changed). */
 function verifiedEvent(stripe: StripeIssuing, secret: string, rawBody: string, signature: string): Stripe.Event {

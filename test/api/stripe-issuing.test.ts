@@ -469,7 +469,7 @@ describe('Stripe Issuing (live cards)', () => {
       // The sandbox is untouched by it.
       const sandbox = await bare.request('POST', '/api/cards', { key: own.secret, body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Ada Lovelace', customer } });
       assert.equal(sandbox.status, 201, sandbox.text);
-      // And no authorization can be decided without the webhook secret.
+      // And no authorization can be decided without the issuer's secrets.
       const payload = JSON.stringify({ type: 'issuing_authorization.request' });
       const webhook = await bare.request('POST', AUTHORIZATIONS, {
         rawBody: payload,
