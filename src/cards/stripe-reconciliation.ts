@@ -19,7 +19,10 @@ import { CardIssuerDrift, judgeIssuerComparison, type IssuerComparison } from '.
  * Each difference is a drift judged as the ledger's are (issuer-drifts.ts).
  */
 
-/** How far back an open charge is looked for: Stripe closes an authorization it holds past 31 days at the latest. */
+/**
+ * How far back an open charge is looked for (by its authorization's first purchase): Stripe closes an authorization it holds
+ * past 31 days at the latest. Its later movements are read over twice that.
+ */
 const LOOKBACK_DAYS = 35;
 
 interface Held {
@@ -63,11 +66,9 @@ export async function reconcileStripeIssuing(
       unjudged.delete(key);
       if (await judgeIssuerComparison(tx, deps.log, comparison, drift)) openDrifts += 1;
     }
-    // An open drift no comparison names any more (an authorization closed on both sides): they agree now.
-    for (const drift of unjudged.values()) {
-      if (drift.subject === 'issuing_balance' && input.organizationId) continue;
-      Object.assign(drift, { status: 'resolved', resolvedAt: new Date(), lastSeenAt: new Date() });
-    }
+    // An open drift no comparison names any more (an authorization closed on both sides): they agree now. A scoped pass
+    // reads only its organization's drifts, so the platform's balance drift is never among them.
+    for (const drift of unjudged.values()) Object.assign(drift, { status: 'resolved', resolvedAt: new Date(), lastSeenAt: new Date() });
   });
   return { authorizationsCompared: comparisons.filter((comparison) => comparison.subject === 'authorization').length, openDrifts };
 }
@@ -94,9 +95,10 @@ function chargedByUs(em: EntityManager, organizationId: string | undefined) {
        from card_transactions t join cards c on c.id = t.card_id
       where t.environment = 'live' and c.issuer_card_id is not null and ($1::uuid is null or t.organization_id = $1::uuid)
         and t.type in ('purchase', 'reversal', 'capture_adjustment') and starts_with(t.reference, 'issuer_authorization:')
-        and t.created_at > now() - make_interval(days => ${LOOKBACK_DAYS})
+        and t.created_at > now() - make_interval(days => ${2 * LOOKBACK_DAYS})
       group by 1, 2, 3
-     having not bool_or(t.reference like 'issuer_authorization:%:capture:%') and sum(t.balance_before - t.balance_after) > 0`,
+     having min(t.created_at) > now() - make_interval(days => ${LOOKBACK_DAYS})
+        and not bool_or(t.reference like 'issuer_authorization:%:capture:%') and sum(t.balance_before - t.balance_after) > 0`,
     [organizationId ?? null],
   );
 }
