@@ -10,6 +10,9 @@ import { initialFundingReference, presentCard, presentTermination } from '../src
 import { settleTransaction } from '../src/cards/balance-moves';
 import { cardDestinations } from '../src/cards/lookups';
 import { activateCard, failProvisioning, terminateCard } from '../src/cards/service';
+import { clearIssuerSyncRefusal, recordIssuerSyncRefusal } from '../src/cards/issuer-sync';
+import type { StripeIssuingReconciliationInput, StripeIssuingReconciliationResult } from '../src/cards/flows/issuer-reconciliation';
+import { reconcileStripeIssuing } from '../src/cards/stripe-reconciliation';
 import { emit } from '../src/events/service';
 import { createKeyProvider } from '../src/keys/provider';
 import type { Logger } from '../src/logger';
@@ -34,7 +37,7 @@ export const createCardActivities = (deps: CardActivityDeps) => {
   const issuerFor = (environment: Environment): IssuerProvider => {
     if (environment === 'sandbox') return sandboxIssuer;
     // Live cards are refused at creation without it; one created before it was unset waits (retried) until it is back.
-    if (!liveIssuer) throw new Error('No live card issuer is configured (STRIPE_ISSUING_SECRET_KEY and STRIPE_ISSUING_WEBHOOK_SECRET)');
+    if (!liveIssuer) throw new Error('No live card issuer is configured (STRIPE_ISSUING_SECRET_KEY, STRIPE_ISSUING_AUTHORIZATION_SECRET and STRIPE_ISSUING_WEBHOOK_SECRET)');
     return liveIssuer;
   };
   const inTransaction = transactionWithStarts(deps);
@@ -46,7 +49,17 @@ export const createCardActivities = (deps: CardActivityDeps) => {
   const syncWithIssuer = async (cardId: string, environment: Environment) => {
     if (environment === 'sandbox') return;
     const card = await readOneByColumns(deps.orm.em, Card, { id: cardId }, ['secrets', 'webhookSecrets']);
-    if (card?.issuerCardId) await issuerFor(card.environment).syncCard(card.issuerCardId, issuerControlsOf(card));
+    if (!card?.issuerCardId) return;
+    try {
+      await issuerFor(card.environment).syncCard(card.issuerCardId, issuerControlsOf(card));
+    } catch (error) {
+      // A refusal ends the sync with a state on the card: retrying would be refused again, and would hold up a settlement or termination.
+      if (!(error instanceof IssuerDeclined)) throw error;
+      deps.log.warn({ card_id: card.id, err: error.message }, 'the card issuer refused a card sync');
+      await inTransaction((tx) => recordIssuerSyncRefusal(tx, card.id, error.message));
+      return;
+    }
+    if (card.issuerSyncFailedAt) await clearIssuerSyncRefusal(deps.orm.em.fork(), card.id);
   };
 
   return {
@@ -70,6 +83,7 @@ export const createCardActivities = (deps: CardActivityDeps) => {
               phoneNumber: `${card.customer.dialCode}${card.customer.phoneNumber}`,
               dateOfBirth: card.customer.dateOfBirth,
               address: card.customer.address,
+              termsAcceptance: card.customer.termsAcceptance ?? null,
             },
           });
         } catch (error) {
@@ -128,6 +142,13 @@ export const createCardActivities = (deps: CardActivityDeps) => {
       const card = await inTransaction((tx) => terminateCard(tx, input.cardId, new Date(input.terminatedAt)));
       await syncWithIssuer(card.id, card.environment);
       return presentTermination(card);
+    },
+
+    /** Compares Stripe Issuing's open authorizations and balance with our live cards (src/cards/stripe-reconciliation.ts). */
+    async reconcileStripeIssuing(input: StripeIssuingReconciliationInput): Promise<StripeIssuingReconciliationResult> {
+      // Scheduled only when Stripe Issuing is configured; one unset since then fails here until it is back.
+      if (!stripe) throw new Error('No live card issuer is configured: nothing to reconcile with');
+      return reconcileStripeIssuing({ em: () => deps.orm.em.fork(), log: deps.log, stripe: stripe.client }, input);
     },
 
     /** Sends a live card's status and spending controls to the issuer (after a freeze, an unfreeze, new limits). */

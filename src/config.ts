@@ -144,15 +144,37 @@ export const ConfigSchema = z.object({
   /** Card funding fee in basis points of the amount (fund and withdraw), charged to the company balance. */
   CARD_FUNDING_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(0),
   /**
-   * The live card issuer, Stripe Issuing (docs/cards.md): the secret key (`sk_live_...`, or `sk_test_...` for Stripe's test
-   * mode), or a file holding it, and the signing secret of the real-time authorization webhook endpoint (`whsec_...`), or a
-   * file holding it. Live cards need both; without them a live card creation answers 503 `card_issuer_unavailable`.
-   * Secrets: never logged.
+   * The live card issuer, Stripe Issuing (docs/cards.md): the secret or restricted key (`sk_live_...` / `rk_live_...`;
+   * `sk_test_...` / `rk_test_...` only with STRIPE_ISSUING_MODE=test), or a file holding it; the signing secret of the
+   * real-time authorization endpoint (`whsec_...`, Issuing settings), and the signing secret of the event endpoint
+   * (`whsec_...`, the event destination), each directly or from a file: Stripe gives each endpoint its own. Live cards need
+   * all three; without them a live card creation answers 503 `card_issuer_unavailable`. Secrets: never logged.
    */
   STRIPE_ISSUING_SECRET_KEY: z.string().min(1).optional(),
   STRIPE_ISSUING_SECRET_KEY_FILE: z.string().min(1).optional(),
+  STRIPE_ISSUING_AUTHORIZATION_SECRET: z.string().min(1).optional(),
+  STRIPE_ISSUING_AUTHORIZATION_SECRET_FILE: z.string().min(1).optional(),
   STRIPE_ISSUING_WEBHOOK_SECRET: z.string().min(1).optional(),
   STRIPE_ISSUING_WEBHOOK_SECRET_FILE: z.string().min(1).optional(),
+  /**
+   * The Stripe mode live cards run in: `live` (the default, and the only one in production) takes live keys and
+   * events with `livemode: true` only; `test` (staging, stripe-mock) takes test keys and test-mode events only.
+   */
+  STRIPE_ISSUING_MODE: z.enum(['live', 'test']).default('live'),
+  /**
+   * Whether the Issuing program is backed by Celtic Bank (Stripe says which in the Issuing settings): each live cardholder
+   * must then have accepted Celtic's Authorized User Terms, given as `customer.terms_acceptance` of POST /api/cards
+   * and sent to Stripe as the cardholder's `individual.card_issuing.user_terms_acceptance`; a live card without it is 400.
+   */
+  STRIPE_ISSUING_CELTIC_TERMS: bool.default(false),
+  /**
+   * How long the real-time authorization decision may wait on the card's row lock, and any one of its statements may
+   * run, in ms (PostgreSQL `lock_timeout`, `statement_timeout`): past it the purchase is declined (counted in
+   * `stripe_issuing_authorization_timeouts_total`), well before Stripe's 2-second deadline applies its own default.
+   */
+  STRIPE_ISSUING_DECISION_TIMEOUT_MS: z.coerce.number().int().min(50).max(1_500).default(800),
+  /** How often the `stripe-issuing-reconciliation` Schedule compares Stripe's open authorizations and Issuing balance with the live cards (docs/cards.md). */
+  STRIPE_ISSUING_RECONCILIATION_INTERVAL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
   /** Where the Stripe SDK sends its requests (default api.stripe.com over https): stripe-mock in tests. */
   STRIPE_API_HOST: z.string().min(1).optional(),
   STRIPE_API_PORT: z.coerce.number().int().min(1).max(65535).optional(),
@@ -489,6 +511,14 @@ export const ConfigSchema = z.object({
   .refine((config) => config.STRIPE_ISSUING_WEBHOOK_SECRET === undefined || config.STRIPE_ISSUING_WEBHOOK_SECRET_FILE === undefined, {
     path: ['STRIPE_ISSUING_WEBHOOK_SECRET_FILE'],
     message: 'set STRIPE_ISSUING_WEBHOOK_SECRET or STRIPE_ISSUING_WEBHOOK_SECRET_FILE, not both',
+  })
+  .refine((config) => config.STRIPE_ISSUING_AUTHORIZATION_SECRET === undefined || config.STRIPE_ISSUING_AUTHORIZATION_SECRET_FILE === undefined, {
+    path: ['STRIPE_ISSUING_AUTHORIZATION_SECRET_FILE'],
+    message: 'set STRIPE_ISSUING_AUTHORIZATION_SECRET or STRIPE_ISSUING_AUTHORIZATION_SECRET_FILE, not both',
+  })
+  .refine((config) => config.NODE_ENV !== 'production' || config.STRIPE_ISSUING_MODE === 'live', {
+    path: ['STRIPE_ISSUING_MODE'],
+    message: 'STRIPE_ISSUING_MODE=test is refused when NODE_ENV=production: live cards take live Stripe keys only',
   })
   .superRefine((config, context) => {
     for (const environment of ['SANDBOX', 'LIVE'] as const) {

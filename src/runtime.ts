@@ -18,6 +18,8 @@ import { logKeyRevocation } from './policies/governance';
 import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 import { signerFor } from './custody/signer';
+import { stripeIssuingFor } from './cards/providers/stripe-issuer';
+import { registerCardIssuerDriftMetrics, stripeIssuingMetrics } from './cards/stripe-metrics';
 
 /** Wires the process-wide dependencies of the API from configuration. */
 export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = createTemporalClient(config)): AppDeps {
@@ -26,6 +28,10 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
   registerReconciliationMetrics(metrics, () => orm.em.fork());
   registerScanMetrics(metrics, () => orm.em.fork());
   registerLedgerInvariantMetrics(metrics, () => orm.em.fork());
+  stripeIssuingMetrics(metrics);
+  registerCardIssuerDriftMetrics(metrics, () => orm.em.fork());
+  // Read now: a Stripe key of the other mode than STRIPE_ISSUING_MODE (a test key for live cards) stops the start.
+  stripeIssuingFor(config);
   const keys = createKeyProvider(config, log);
   const keyService = new KeyService(keys, createSeedKeyProvider(config, log, 'api'));
   const starter = new WorkflowStarter(temporal.client, config, log);

@@ -15,6 +15,7 @@ export { cardProvisioningWorkflow } from './card-provisioning';
 export { cardBalanceWorkflow } from './card-balance';
 export { cardTerminationWorkflow } from './card-termination';
 export { cardIssuerSyncWorkflow } from './card-issuer-sync';
+export { stripeIssuingReconciliationWorkflow } from './stripe-issuing-reconciliation';
 export { chainScanWorkflow } from './scan-chain';
 export { ledgerReconciliationWorkflow } from './reconcile-ledger';
 export { ledgerInvariantCheckWorkflow } from './check-ledger-invariants';

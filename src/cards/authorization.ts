@@ -21,32 +21,61 @@ export async function authorizePurchase(
 ): Promise<{ transaction: CardTransaction; declineReason: string | null }> {
   if (tenant.environment !== 'sandbox') throw errors.notFound('card', cardId, 'cardId');
   const card = await findCard(em, tenant, cardId, true);
-  return decidePurchase(em, card, { amount: BigInt(request.amount), merchantName: request.merchantName, at: request.at, reference: null });
+  const amount = BigInt(request.amount);
+  return decidePurchase(em, card, { amount, authorizationTotal: amount, merchantName: request.merchantName, at: request.at, reference: null });
 }
 
 /** The purchase reference of an issuer's authorization: its own namespace, apart from the clients' fund and withdraw references. */
 export const issuerAuthorizationReference = (authorizationId: string) => `issuer_authorization:${authorizationId}`;
 
 /**
+ * The purchase reference of the issuer's `index`-th request on one authorization (0: the first; later
+ * ones are incremental authorizations), under the authorization's reference so its charge counts them.
+ */
+export const issuerRequestReference = (authorizationId: string, index: number) =>
+  index === 0 ? issuerAuthorizationReference(authorizationId) : `${issuerAuthorizationReference(authorizationId)}:request:${index}`;
+
+/** A request of the live issuer to hold money on one of its authorizations. */
+export interface IssuerAuthorizationRequest {
+  issuerCardId: string;
+  organizationId: string;
+  authorizationId: string;
+  /** How many requests on this authorization the issuer decided before this one: 0 for a new authorization, more for an increment. */
+  requestIndex: number;
+  /** Cents the issuer already holds for the authorization (0 for a new one). */
+  heldAmount: bigint;
+  /** Cents this request would hold on top: the whole purchase, or an increment's increase. */
+  amount: bigint;
+  merchantName: string | null;
+  at: Date;
+}
+
+/**
  * An authorization request from the live issuer (Stripe's `issuing_authorization.request`) for the
  * card it names by its own id, within the organization the card's issuer metadata names: null
- * when no live card matches (nothing recorded). Decided once per authorization: a repeat of the
- * request (Stripe retries) answers the recorded decision and moves nothing again.
+ * when no live card matches (nothing recorded). Each request is a new hold, decided once: an
+ * incremental authorization (a later request on the same authorization) is judged on its increase
+ * against the balance and the windows as a purchase of its own, and against the single-transaction
+ * limit with what the authorization already holds. A repeat of one request (Stripe retries) answers
+ * the recorded decision and moves nothing again.
  */
-export async function authorizeIssuerRequest(
-  em: EntityManager,
-  request: { issuerCardId: string; organizationId: string; authorizationId: string; amount: bigint; merchantName: string | null; at: Date },
-): Promise<{ approved: boolean; declineReason: string | null } | null> {
+export async function authorizeIssuerRequest(em: EntityManager, request: IssuerAuthorizationRequest): Promise<{ approved: boolean; declineReason: string | null } | null> {
   if (!isUuid(request.organizationId)) return null;
   const tenant = { organization: request.organizationId, environment: 'live' as const };
   const card = await em.findOne(Card, { ...tenant, issuerCardId: request.issuerCardId }, { populate: ['customer'], ...lockingOnlyItsRow(em, Card) });
   if (!card) return null;
-  const reference = issuerAuthorizationReference(request.authorizationId);
+  const reference = issuerRequestReference(request.authorizationId, request.requestIndex);
   const earlier = await em.findOne(CardTransaction, { ...tenant, reference });
   // A client's fund or withdraw reference may be any text: one that took this reference is no decision of ours.
   if (earlier && (earlier.type !== 'purchase' || earlier.card.id !== card.id)) return { approved: false, declineReason: 'reference_conflict' };
   if (earlier) return { approved: earlier.status === 'completed', declineReason: earlier.failureReason ?? null };
-  const { declineReason } = await decidePurchase(em, card, { amount: request.amount, merchantName: request.merchantName, at: request.at, reference });
+  const { declineReason } = await decidePurchase(em, card, {
+    amount: request.amount,
+    authorizationTotal: request.heldAmount + request.amount,
+    merchantName: request.merchantName,
+    at: request.at,
+    reference,
+  });
   return { approved: declineReason === null, declineReason };
 }
 
@@ -59,12 +88,12 @@ export async function authorizeIssuerRequest(
 async function decidePurchase(
   em: EntityManager,
   card: Card,
-  request: { amount: bigint; merchantName: string | null; at: Date; reference: string | null },
+  request: { amount: bigint; authorizationTotal: bigint; merchantName: string | null; at: Date; reference: string | null },
 ): Promise<{ transaction: CardTransaction; declineReason: string | null }> {
   const organizationId = card.organization.id;
   const amount = request.amount;
   const before = BigInt(card.balance);
-  const declineReason = await declineReasonFor(em, card, amount, request.at);
+  const declineReason = await declineReasonFor(em, card, amount, request.authorizationTotal, request.at);
   const after = declineReason ? before : before - amount;
   card.balance = after.toString();
   if (!declineReason) card.spentAllTime = (BigInt(card.spentAllTime) + amount).toString();
@@ -93,10 +122,11 @@ async function decidePurchase(
   return { transaction, declineReason };
 }
 
-async function declineReasonFor(em: EntityManager, card: Card, amount: bigint, at: Date): Promise<string | null> {
+/** `amount` is the new hold; `authorizationTotal` what its authorization holds with it (the single-transaction limit's figure). */
+async function declineReasonFor(em: EntityManager, card: Card, amount: bigint, authorizationTotal: bigint, at: Date): Promise<string | null> {
   if (card.status === 'frozen') return 'card_frozen';
   if (card.status !== 'active') return 'card_not_active';
   if (card.terminationRequestedAt) return 'card_terminating';
   if (BigInt(card.balance) - BigInt(card.held) < amount) return 'insufficient_funds';
-  return exceededSpendLimit(em, card, amount, at);
+  return exceededSpendLimit(em, card, { amount, authorizationTotal }, at);
 }

@@ -29,6 +29,13 @@ export type SpendLimitWindow = (typeof SPEND_LIMIT_WINDOWS)[number];
 /** Cents as decimal strings per window; a missing window has no limit. */
 export type SpendLimits = Partial<Record<SpendLimitWindow, string>>;
 
+/** When, from where and with which browser a customer accepted the card program's user terms (RFC 3339, an IP address). */
+export interface TermsAcceptance {
+  accepted_at: string;
+  ip: string;
+  user_agent: string | null;
+}
+
 export interface BillingAddress {
   line1: string;
   line2: string | null;
@@ -92,6 +99,10 @@ export class Customer {
   /** The live issuer's cardholder made for this customer (Stripe `ich_...`), once its first live card is minted. */
   @Property({ type: 'text', nullable: true })
   issuerCardholderId?: string | null;
+
+  /** The customer's acceptance of the card program's user terms (Celtic's, where the live program needs it: STRIPE_ISSUING_CELTIC_TERMS). */
+  @Property({ type: 'json', nullable: true })
+  termsAcceptance?: TermsAcceptance | null;
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
@@ -162,6 +173,16 @@ export class Card {
   /** The live issuer's copy of the card (Stripe `ic_...`); null for sandbox cards. Its authorization requests name it. */
   @Property({ type: 'text', nullable: true })
   issuerCardId?: string | null;
+
+  /**
+   * Why the live issuer last refused to take the card's status or spending controls (its own message), and when: the
+   * sync ends there (announced as card.issuer_sync_failed), it is not retried. Cleared by the next sync it takes.
+   */
+  @Property({ type: 'text', nullable: true })
+  issuerSyncFailure?: string | null;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  issuerSyncFailedAt?: Date | null;
 
   /** Settled balance in cents. */
   @Property({ type: 'decimal', precision: 38, scale: 0 })

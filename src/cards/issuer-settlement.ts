@@ -16,7 +16,8 @@ import { lockingOnlyItsRow } from '../db/row-lock';
  * then reversals and capture adjustments, all referenced under the authorization's reference), and
  * the issuer's later word brings that charge to what the issuer says:
  * - a pending authorization's held amount only ever lowers it (a reversal down to it), so a replayed
- *   or older state moves nothing;
+ *   or older state moves nothing; a pending state written before our last decision on it (an
+ *   incremental authorization approved since) moves nothing either: it does not hold the increase yet;
  * - a reversed or closed authorization with no capture lowers it to zero (also one the issuer itself
  *   declined after we approved it);
  * - a capture sets it: the first capture of an authorization brings the charge to the captured
@@ -36,6 +37,8 @@ export interface IssuerAuthorizationState {
   heldAmount: bigint;
   /** The issuer lists a capture on it: that capture's own event settles it. */
   captured: boolean;
+  /** How many of its requests the issuer had decided when it wrote this state (its request history), when it says. */
+  requestsDecided: number | null;
 }
 
 /** A capture or refund at the issuer (Stripe's `issuing_transaction.created`), in positive cents. */
@@ -51,8 +54,12 @@ export interface IssuerTransaction {
 }
 
 const captureReference = (authorizationId: string, transactionId: string) => `${issuerAuthorizationReference(authorizationId)}:capture:${transactionId}`;
-/** A reversal is named by the held amount it brought the charge down to: each step of a falling hold is its own. */
-const reversalReference = (authorizationId: string, heldAmount: bigint) => `${issuerAuthorizationReference(authorizationId)}:reversed_to:${heldAmount}`;
+/**
+ * A reversal is named by the held amount it brought the charge down to: each step of a falling hold is its own. The hold
+ * only falls between two of our decisions, so after an incremental authorization the steps are named apart from earlier ones.
+ */
+const reversalReference = (authorizationId: string, heldAmount: bigint, decisions: number) =>
+  `${issuerAuthorizationReference(authorizationId)}${decisions > 1 ? `:after_request:${decisions - 1}` : ''}:reversed_to:${heldAmount}`;
 const issuerTransactionReference = (transactionId: string) => `issuer_transaction:${transactionId}`;
 
 /** Brings the card's charge for the authorization down to what the issuer still holds or took; never up. */
@@ -60,14 +67,15 @@ export async function followIssuerAuthorization(em: EntityManager, state: Issuer
   if (!isUuid(state.organizationId)) return;
   const card = await lockLiveCard(em, state.issuerCardId, state.organizationId);
   if (!card) return;
-  const { charged, captured } = await authorizationCharge(em, card, state.authorizationId);
+  const { charged, captured, decisions } = await authorizationCharge(em, card, state.authorizationId);
   // Captured (recorded here, or listed by the issuer and its event on the way): the captures settle it.
   if (captured || state.captured) return;
+  if (state.status === 'pending' && state.requestsDecided !== null && state.requestsDecided < decisions) return;
   const owed = state.status === 'pending' ? state.heldAmount : 0n;
   if (owed >= charged) return;
   await recordMovement(em, card, {
     type: 'reversal',
-    reference: reversalReference(state.authorizationId, owed),
+    reference: reversalReference(state.authorizationId, owed, decisions),
     change: charged - owed,
     spent: owed - charged,
     merchantName: null,
@@ -105,18 +113,22 @@ function lockLiveCard(em: EntityManager, issuerCardId: string, organizationId: s
   );
 }
 
-/** What the card is charged for the authorization (its transactions' balance moves), and whether a capture of it was recorded. */
-async function authorizationCharge(em: EntityManager, card: Card, authorizationId: string): Promise<{ charged: bigint; captured: boolean }> {
+/**
+ * What the card is charged for the authorization (its transactions' balance moves), whether a capture of it was recorded, and
+ * how many of its requests we decided (its purchases, approved or declined: the first and each increment).
+ */
+async function authorizationCharge(em: EntityManager, card: Card, authorizationId: string): Promise<{ charged: bigint; captured: boolean; decisions: number }> {
   const reference = issuerAuthorizationReference(authorizationId);
-  const [row] = await sql<{ charged: string; captured: boolean }>(
+  const [row] = await sql<{ charged: string; captured: boolean; decisions: number }>(
     em,
-    `select coalesce(sum(balance_before - balance_after), 0)::text as charged, coalesce(bool_or(starts_with(reference, $5)), false) as captured
+    `select coalesce(sum(balance_before - balance_after), 0)::text as charged, coalesce(bool_or(starts_with(reference, $5)), false) as captured,
+            (count(*) filter (where type = 'purchase'))::int as decisions
        from card_transactions
       where organization_id = $1 and environment = $2 and card_id = $3 and type in ('purchase', 'reversal', 'capture_adjustment')
         and (reference = $4 or starts_with(reference, $4 || ':'))`,
     [card.organization.id, card.environment, card.id, reference, `${reference}:capture:`],
   );
-  return { charged: BigInt(row!.charged), captured: row!.captured };
+  return { charged: BigInt(row!.charged), captured: row!.captured, decisions: row!.decisions };
 }
 
 /**

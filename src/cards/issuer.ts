@@ -2,7 +2,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import type { KeyProvider } from '../keys/provider';
 import { aesGcmDecrypt, aesGcmEncrypt } from '../keys/aes-gcm';
 import { jsonKeyColumn, type SealedColumn } from '../keys/rotation';
-import type { BillingAddress, Card, CardStatus, SealedCardSecrets, SpendLimits } from './entities';
+import type { BillingAddress, Card, CardStatus, SealedCardSecrets, SpendLimits, TermsAcceptance } from './entities';
 
 export interface CardSecrets {
   pan: string;
@@ -36,6 +36,8 @@ export interface Cardholder {
   /** YYYY-MM-DD */
   dateOfBirth: string;
   address: BillingAddress;
+  /** The customer's acceptance of the program's user terms, when given (a Celtic-backed program needs it). */
+  termsAcceptance: TermsAcceptance | null;
 }
 
 /** What the issuer's copy of a card carries: our status and what our balance and spend limits allow (cents). */
@@ -66,7 +68,7 @@ export interface IssuerProvider {
   mintCard(request: MintRequest): Promise<MintedCard>;
   /** Moves money on the issuer side for a funding or withdrawal; throws IssuerDeclined when refused. */
   settle(request: { transactionId: string; type: 'funding' | 'withdrawal'; amount: bigint }): Promise<void>;
-  /** Brings the issuer's copy of a card (`issuerCardId`) to our status and controls; absolute, so safe to repeat. */
+  /** Brings the issuer's copy of a card (`issuerCardId`) to our status and controls; absolute, so safe to repeat; throws IssuerDeclined when refused. */
   syncCard(issuerCardId: string, controls: IssuerCardControls): Promise<void>;
 }
 

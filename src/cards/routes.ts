@@ -2,9 +2,10 @@ import type { AppContext, AppDeps, EntityManager } from '../http/context';
 import type { RouteRegistry } from '../http/route';
 import type { Caller } from '../policies/service';
 import { paginate } from '../shared/pagination';
-import { ErrorEnvelope, resultEnvelope } from '../shared/schemas';
+import { resultEnvelope } from '../shared/schemas';
 import { authorizePurchase } from './authorization';
 import { registerLegacyRoutes } from './legacy-routes';
+import { registerStripeIssuingRoutes } from './stripe-routes';
 import { Card, CardTransaction } from './entities';
 import { openCardSecrets } from './issuer';
 import { presentCard, presentCustomer, presentCustomerCardEntry, presentSlimCard, presentTermination, presentTransaction } from './presenters';
@@ -38,7 +39,6 @@ import { type CardTenant, cardListFilter, findCard, findCustomer, invalidStateTr
 import { createCard, requestTermination, updateCardStatus } from './service';
 import { stripeIssuingFor } from './providers/stripe-issuer';
 import { setSpendLimits } from './spend-limits';
-import { IssuingEvent, IssuingEventAnswer, receiveStripeIssuingEvent, STRIPE_RESPONSE_VERSION } from './stripe-authorizations';
 
 /** How long DELETE waits for the termination workflow (outside any transaction) before answering 202. */
 const TERMINATION_WAIT_MS = 5_000;
@@ -331,23 +331,7 @@ export function registerCardRoutes(routes: RouteRegistry): void {
   registerDeprecatedAliases(routes);
   registerLegacyRoutes(routes);
 
-  routes.add({
-    method: 'post',
-    path: '/api/issuing/stripe/authorizations',
-    operationId: 'decideStripeIssuingAuthorization',
-    summary: "Stripe Issuing's webhook: real-time authorizations and what follows them (signed by Stripe; no API key)",
-    description:
-      "Stripe Issuing's webhook, signed with the endpoint's secret (`Stripe-Signature`). An `issuing_authorization.request` event is answered with the decision from the live card's balance, status and spend limits; a repeated event answers the recorded decision, and a request for no live card of this platform is declined, recording nothing. `issuing_authorization.created` / `.updated` (reversed, expired or closed without capture, amount lowered) give the released part back to the card's balance; `issuing_transaction.created` settles a capture against its authorization (an over-capture debited, the rest of an under-capture released) and credits a refund: each once per Stripe object, as a card transaction (`reversal`, `capture_adjustment`, `refund`). These and any other event are acknowledged `{\"received\": true}`; an event for no live card of this platform changes nothing.",
-    tag: CARD_TAG,
-    scope: 'public',
-    rawJsonBody: { documentedAs: IssuingEvent },
-    response: { status: 200, description: 'The decision of an authorization request, as Stripe reads it (with Stripe-Version), or the acknowledgement of another event', schema: IssuingEventAnswer },
-    otherResponses: [{ status: 503, description: 'No live card issuer is configured (card_issuer_unavailable)', schema: ErrorEnvelope }],
-    handler: async ({ rawBody, ctx, deps, em }) => ({
-      body: await receiveStripeIssuingEvent(em, deps.config, rawBody!, ctx.get('stripe-signature')),
-      headers: { 'Stripe-Version': STRIPE_RESPONSE_VERSION },
-    }),
-  });
+  registerStripeIssuingRoutes(routes);
 }
 
 /** The earlier card-scoped v2 routes, served by the consolidated ones with Deprecation and Link headers. */

@@ -16,6 +16,26 @@ function isPastDate(value: string): boolean {
 
 const trimmed = (max = 200) => trimmedText(1, max);
 
+/**
+ * A recent instant (a purchase, a terms acceptance): zod's RFC 3339 pattern (real calendar days, Z or
+ * an offset), years 2000 to 2999 as written. The whole pattern is in the document: a generator reading
+ * `format: date-time` and a year prefix alone finds no value of both.
+ */
+const OCCURRED_AT_PATTERN = new RegExp(`^(?=2\\d{3}-)${z.regexes.datetime({ offset: true }).source.slice(1)}`);
+
+/**
+ * The customer's acceptance of the card program's user terms (Celtic Bank's Authorized User Terms, where the live issuer's
+ * program needs it: STRIPE_ISSUING_CELTIC_TERMS): when, and from which IP address and browser the customer accepted.
+ */
+export const TermsAcceptanceInput = z
+  .object({
+    accepted_at: Timestamp.max(64).regex(OCCURRED_AT_PATTERN, 'must be an RFC 3339 timestamp of the years 2000 to 2999'),
+    ip: z.union([z.ipv4(), z.ipv6()]).openapi({ description: 'The IP address the customer accepted from' }),
+    user_agent: text(1, 500).optional(),
+  })
+  .strict()
+  .openapi('CardTermsAcceptance');
+
 export const CustomerInput = z
   .object({
     customer_type: z.enum(['individual', 'business']),
@@ -39,6 +59,7 @@ export const CustomerInput = z
       .string()
       .refine((value) => ISO_ALPHA3_COUNTRIES.has(value), 'country must be an ISO 3166-1 alpha-3 code, e.g. USA')
       .openapi({ enum: [...ISO_ALPHA3_COUNTRIES] }),
+    terms_acceptance: TermsAcceptanceInput.optional(),
   })
   .superRefine((customer, ctx) => {
     // What varies by ID type and country: document formats and US address formats.
@@ -150,13 +171,6 @@ export const ListTransactionsQuery = z.object({
   cursor: text(1, 512).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
-
-/**
- * A recent purchase, as a card network would send one: zod's RFC 3339 pattern (real calendar days, Z or
- * an offset), years 2000 to 2999 as written. The whole pattern is in the document: a generator reading
- * `format: date-time` and a year prefix alone finds no value of both.
- */
-const OCCURRED_AT_PATTERN = new RegExp(`^(?=2\\d{3}-)${z.regexes.datetime({ offset: true }).source.slice(1)}`);
 
 export const AuthorizationBody = z
   .object({

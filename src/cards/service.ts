@@ -44,7 +44,9 @@ async function customerFor(em: EntityManager, tenant: CardTenant, input: Custome
   const identity = ['card-customer', tenant.organizationId, tenant.environment, input.id_type, input.id_number, input.country].join('|');
   await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [identity], 'run');
   const existing = await em.findOne(Customer, { ...tenantFilter(tenant), idType: input.id_type, idNumber: input.id_number, country: input.country });
-  if (existing) return existing;
+  const termsAcceptance = input.terms_acceptance ? { ...input.terms_acceptance, user_agent: input.terms_acceptance.user_agent ?? null } : null;
+  // Its stored details are kept; an acceptance of the terms it lacked is added (a newer one replaces nothing already accepted).
+  if (existing) return Object.assign(existing, { termsAcceptance: existing.termsAcceptance ?? termsAcceptance });
   const address = { line1: input.line1, line2: input.line2 ?? null, city: input.city, state: input.state, postal_code: input.postal_code, country: input.country };
   return em.create(Customer, {
     organization: em.getReference(Organization, tenant.organizationId),
@@ -60,6 +62,7 @@ async function customerFor(em: EntityManager, tenant: CardTenant, input: Custome
     idNumber: input.id_number,
     address,
     country: input.country,
+    termsAcceptance,
   });
 }
 
@@ -84,7 +87,7 @@ const cardIssuerUnavailable = () =>
   new DomainError({
     kind: 'unavailable',
     code: 'card_issuer_unavailable',
-    message: 'No live card issuer is configured: live cards need Stripe Issuing (STRIPE_ISSUING_SECRET_KEY and STRIPE_ISSUING_WEBHOOK_SECRET).',
+    message: 'No live card issuer is configured: live cards need Stripe Issuing (STRIPE_ISSUING_SECRET_KEY, STRIPE_ISSUING_AUTHORIZATION_SECRET and STRIPE_ISSUING_WEBHOOK_SECRET).',
   });
 
 /**
@@ -108,6 +111,10 @@ export async function createCard(
   // After the checks of the request itself, before anything is written.
   if (creator.environment === 'live' && !options.liveIssuer) throw cardIssuerUnavailable();
   const customer = await customerFor(em, creator, body.customer);
+  // A Celtic-backed program issues no card to a cardholder who has not accepted Celtic's Authorized User Terms.
+  if (creator.environment === 'live' && options.config.STRIPE_ISSUING_CELTIC_TERMS && !customer.termsAcceptance) {
+    throw errors.validation("This card program needs the customer's acceptance of its user terms (Celtic's Authorized User Terms).", 'customer.terms_acceptance');
+  }
   const { secrets, plaintext } = await newSigningSecrets(options.keys, creator.organizationId);
   const card = em.create(Card, {
     organization: em.getReference(Organization, creator.organizationId),

@@ -106,10 +106,14 @@ async function spentInWindows(em: EntityManager, card: Card, windows: SummedWind
   return new Map(windows.map((window) => [window, spentToday + (row![window] === undefined ? 0n : BigInt(row![window]))]));
 }
 
-/** The first limit a purchase of `amount` at `at` would exceed (`spending_limit_<window>`), or null. Counts approved purchases only. */
-export async function exceededSpendLimit(em: EntityManager, card: Card, amount: bigint, at: Date): Promise<string | null> {
+/**
+ * The first limit a purchase of `amount` at `at` would exceed (`spending_limit_<window>`), or null. Counts approved purchases
+ * only. The single-transaction limit applies to the whole authorization (`authorizationTotal`: an increment with what it adds to).
+ */
+export async function exceededSpendLimit(em: EntityManager, card: Card, purchase: { amount: bigint; authorizationTotal: bigint }, at: Date): Promise<string | null> {
+  const { amount } = purchase;
   const limits = card.spendingLimits;
-  if (limits.transaction !== undefined && amount > BigInt(limits.transaction)) return 'spending_limit_transaction';
+  if (limits.transaction !== undefined && purchase.authorizationTotal > BigInt(limits.transaction)) return 'spending_limit_transaction';
   const limited = SUMMED_WINDOWS.filter((window) => limits[window] !== undefined);
   const spent = limited.length ? await spentInWindows(em, card, limited, at) : new Map<SummedWindow, bigint>();
   for (const window of limited) {

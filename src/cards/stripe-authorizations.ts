@@ -1,26 +1,37 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import Stripe from 'stripe';
+import { isTimedOut } from '../db/transient-errors';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config';
+import type { Logger } from '../logger';
 import { DomainError, errors } from '../shared/errors';
 import { MinorUnitNumber, z } from '../shared/schemas';
 import { authorizeIssuerRequest } from './authorization';
 import { followIssuerAuthorization, followIssuerTransaction } from './issuer-settlement';
-import { stripeIssuingFor } from './providers/stripe-issuer';
+import { stripeIssuingFor, type StripeIssuing } from './providers/stripe-issuer';
+import { stripeIssuingMetrics } from './stripe-metrics';
 
-/** A Stripe event around the fields of its object we read (each event is Stripe's, signed). */
+/** A Stripe event around the fields of its object we read (each event is Stripe's, signed), and its mode. */
 const stripeEvent = <T extends z.ZodRawShape>(object: T) =>
-  z.object({ id: z.string(), type: z.string(), data: z.object({ object: z.object({ id: z.string().min(1), ...object }) }) });
+  z.object({ id: z.string(), type: z.string(), livemode: z.boolean(), data: z.object({ object: z.object({ id: z.string().min(1), ...object }) }) });
 /** Our card at Stripe: its id, and the metadata naming our organization. */
 const StripeCard = z.object({ id: z.string().min(1), metadata: z.record(z.string(), z.string()) });
 const MerchantData = z.object({ name: z.string().nullable().optional() }).optional();
+/** The requests Stripe decided on the authorization so far (approved or declined), oldest first. */
+const RequestHistory = z.array(z.object({ approved: z.boolean() }));
 
 /** The part of an `issuing_authorization.request` event we decide on. */
 export const AuthorizationRequestEvent = stripeEvent({
   card: StripeCard,
+  // What Stripe already holds for it: 0 for a new authorization, the approved amount for an incremental request.
+  amount: MinorUnitNumber,
+  // The additional amount to hold: the purchase, or an increment's increase.
   pending_request: z.object({ amount: MinorUnitNumber, currency: z.string() }).nullable(),
+  request_history: RequestHistory,
   merchant_data: MerchantData,
 }).openapi('StripeIssuingAuthorizationRequest', {
-    description: 'A Stripe event of type `issuing_authorization.request` (https://docs.stripe.com/api/issuing/authorizations/object), as Stripe sends and signs it.',
+    description:
+      'A Stripe event of type `issuing_authorization.request` (https://docs.stripe.com/api/issuing/authorizations/object), as Stripe sends and signs it: `pending_request.amount` is the additional amount to hold, `request_history` the requests decided before it (an incremental authorization has some).',
   });
 
 /** A signed cent amount as Stripe writes it (a capture's transaction amount is negative). */
@@ -33,6 +44,7 @@ export const AuthorizationUpdateEvent = stripeEvent({
   currency: z.string(),
   card: StripeCard,
   transactions: z.array(z.object({ type: z.string() })).optional(),
+  request_history: RequestHistory.optional(),
 }).openapi('StripeIssuingAuthorizationUpdate', {
     description: 'A Stripe event of type `issuing_authorization.created` or `issuing_authorization.updated`: the authorization as it now is (https://docs.stripe.com/api/issuing/authorizations/object).',
   });
@@ -49,39 +61,31 @@ export const TransactionCreatedEvent = stripeEvent({
     description: 'A Stripe event of type `issuing_transaction.created` (https://docs.stripe.com/api/issuing/transactions/object): `amount` is negative for a capture, positive for a refund.',
   });
 
-/** The events this endpoint takes, as documented (each is read by its own schema). */
-export const IssuingEvent = z.union([AuthorizationRequestEvent, AuthorizationUpdateEvent, TransactionCreatedEvent]).openapi('StripeIssuingEvent');
+/** The events the event endpoint acts on, as documented (each is read by its own schema). */
+export const IssuingEvent = z.union([AuthorizationUpdateEvent, TransactionCreatedEvent]).openapi('StripeIssuingEvent');
 
 export const AuthorizationDecision = z.object({ approved: z.boolean() }).openapi('StripeIssuingAuthorizationDecision');
 /** The acknowledgement of any other event: Stripe only needs the 2xx. */
 export const EventReceived = z.object({ received: z.literal(true) }).openapi('StripeIssuingEventReceived');
-export const IssuingEventAnswer = z.union([AuthorizationDecision, EventReceived]).openapi('StripeIssuingEventAnswer');
 
 const issuerUnavailable = () =>
   new DomainError({
     kind: 'unavailable',
     code: 'card_issuer_unavailable',
-    message: 'No live card issuer is configured (STRIPE_ISSUING_SECRET_KEY and STRIPE_ISSUING_WEBHOOK_SECRET).',
+    message: 'No live card issuer is configured (STRIPE_ISSUING_SECRET_KEY, STRIPE_ISSUING_AUTHORIZATION_SECRET and STRIPE_ISSUING_WEBHOOK_SECRET).',
   });
 
-/**
- * Stripe Issuing's webhook (route in routes.ts): the event's signature is checked on the exact bytes
- * received (400 `invalid_signature`, nothing changed). An `issuing_authorization.request` is decided
- * by our balance and spend limits in the caller's one short transaction (well within Stripe's 2
- * seconds), and Stripe's synchronous response carries the decision: `{ "approved": true | false }`
- * (https://docs.stripe.com/issuing/controls/real-time-authorizations); a request for no live card of
- * ours is declined, recording nothing. What follows the decision (authorizations reversed, expired or
- * captured, refunds) moves the card's balance (issuer-settlement.ts) and is acknowledged
- * `{ "received": true }`, as is any other event, which changes nothing.
- */
-export async function receiveStripeIssuingEvent(em: EntityManager, config: Config, rawBody: string, signature: string): Promise<{ approved: boolean } | { received: true }> {
-  // An unsigned request is bad input (400) whether or not an issuer is configured; only a signed one needs the issuer to answer.
-  if (!signature) throw errors.invalid('invalid_signature', 'The Stripe-Signature header is missing.', { param: 'Stripe-Signature' });
-  const stripe = stripeIssuingFor(config);
-  if (!stripe) throw issuerUnavailable();
-  let event: Stripe.Event;
+/** What the Stripe endpoints need of the process: its configuration, log and metrics registry. */
+export interface StripeEndpointDeps {
+  config: Config;
+  log: Logger;
+  metrics: Registry;
+}
+
+/** The event in `rawBody` once its signature checks out with `secret` on the exact bytes received (else 400 `invalid_signature`, nothing changed). */
+function verifiedEvent(stripe: StripeIssuing, secret: string, rawBody: string, signature: string): Stripe.Event {
   try {
-    event = stripe.client.webhooks.constructEvent(rawBody, signature, stripe.webhookSecret);
+    return stripe.client.webhooks.constructEvent(rawBody, signature, secret);
   } catch (error) {
     if (error instanceof Stripe.errors.StripeSignatureVerificationError) {
       throw errors.invalid('invalid_signature', 'The Stripe-Signature header does not verify this body with the endpoint secret.', { param: 'Stripe-Signature' });
@@ -89,40 +93,103 @@ export async function receiveStripeIssuingEvent(em: EntityManager, config: Confi
     // Signed, but not JSON.
     throw errors.invalid('invalid_json', 'The body is not valid JSON.');
   }
-  switch (event.type) {
-    case 'issuing_authorization.request':
-      return decideAuthorization(em, event);
-    case 'issuing_authorization.created':
-    case 'issuing_authorization.updated':
-      await followAuthorization(em, event);
-      return { received: true };
-    case 'issuing_transaction.created':
-      await followTransaction(em, event);
-      return { received: true };
-    default:
-      return { received: true };
-  }
 }
 
-async function decideAuthorization(em: EntityManager, event: Stripe.Event): Promise<{ approved: boolean }> {
+/** The configured issuer, after the checks a request to either endpoint passes first. */
+function issuerFor(config: StripeEndpointDeps['config'], signature: string): StripeIssuing {
+  // An unsigned request is bad input (400) whether or not an issuer is configured; only a signed one needs the issuer to answer.
+  if (!signature) throw errors.invalid('invalid_signature', 'The Stripe-Signature header is missing.', { param: 'Stripe-Signature' });
+  const stripe = stripeIssuingFor(config);
+  if (!stripe) throw issuerUnavailable();
+  return stripe;
+}
+
+/**
+ * Stripe Issuing's real-time authorization endpoint (route in routes.ts), signed with its own secret
+ * (STRIPE_ISSUING_AUTHORIZATION_SECRET): an `issuing_authorization.request` is decided by our balance
+ * and spend limits in the caller's one short transaction, and Stripe's synchronous response carries
+ * the decision: `{ "approved": true | false }` (https://docs.stripe.com/issuing/controls/real-time-authorizations).
+ * Declined, recording nothing: a request for no live card of ours, of the other mode than ours
+ * (`livemode`), or one the card's lock or the database did not let us decide within
+ * STRIPE_ISSUING_DECISION_TIMEOUT_MS (counted). Any other event type is 400 `unexpected_event_type`:
+ * the event endpoint takes those.
+ */
+export async function decideStripeAuthorization(em: EntityManager, deps: StripeEndpointDeps, rawBody: string, signature: string): Promise<{ approved: boolean }> {
+  const stripe = issuerFor(deps.config, signature);
+  const event = verifiedEvent(stripe, stripe.authorizationSecret, rawBody, signature);
+  if (event.type !== 'issuing_authorization.request') {
+    throw errors.invalid('unexpected_event_type', `This endpoint decides issuing_authorization.request only; send ${event.type} to /api/issuing/stripe/events.`);
+  }
   const parsed = AuthorizationRequestEvent.safeParse(event);
   if (!parsed.success) throw errors.validation('The event is not an issuing authorization request.', 'data.object');
+  if (parsed.data.livemode !== stripe.livemode) {
+    deps.log.warn({ event_id: event.id, livemode: parsed.data.livemode }, 'Stripe authorization request of the other mode than STRIPE_ISSUING_MODE declined');
+    return { approved: false };
+  }
   const authorization = parsed.data.data.object;
   const request = authorization.pending_request;
   const organizationId = authorization.card.metadata.organization_id;
   // Our cards are USD cards; anything else is no purchase we can decide on.
-  const decision =
-    request && request.currency === 'usd' && organizationId
-      ? await authorizeIssuerRequest(em, {
-          issuerCardId: authorization.card.id,
-          organizationId,
-          authorizationId: authorization.id,
-          amount: BigInt(request.amount),
-          merchantName: authorization.merchant_data?.name ?? null,
-          at: new Date(),
-        })
-      : null;
+  if (!request || request.currency !== 'usd' || !organizationId) return { approved: false };
+  const decide = (decisionEm: EntityManager) =>
+    authorizeIssuerRequest(decisionEm, {
+      issuerCardId: authorization.card.id,
+      organizationId,
+      authorizationId: authorization.id,
+      requestIndex: authorization.request_history.length,
+      heldAmount: BigInt(authorization.amount),
+      amount: BigInt(request.amount),
+      merchantName: authorization.merchant_data?.name ?? null,
+      at: new Date(),
+    });
+  const decision = await withinDecisionBudget(em, deps, decide, { event_id: event.id, authorization_id: authorization.id });
   return { approved: decision?.approved ?? false };
+}
+
+/**
+ * Runs the decision in a savepoint whose card lock and statements may each take at most
+ * STRIPE_ISSUING_DECISION_TIMEOUT_MS: past it PostgreSQL gives up, the savepoint is rolled back
+ * (nothing recorded) and the purchase is declined, counted in stripe_issuing_authorization_timeouts_total.
+ */
+async function withinDecisionBudget<T>(em: EntityManager, deps: StripeEndpointDeps, decide: (em: EntityManager) => Promise<T>, context: Record<string, string>): Promise<T | null> {
+  const budget = `${deps.config.STRIPE_ISSUING_DECISION_TIMEOUT_MS}ms`;
+  try {
+    return await em.transactional(async (savepoint) => {
+      await savepoint.execute(`select set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true)`, [budget, budget]);
+      return decide(savepoint);
+    });
+  } catch (error) {
+    if (!isTimedOut(error)) throw error;
+    stripeIssuingMetrics(deps.metrics).decisionTimeouts.inc();
+    deps.log.warn(context, `Stripe authorization declined: not decided within ${budget}`);
+    return null;
+  }
+}
+
+/**
+ * Stripe Issuing's event endpoint (route in routes.ts), signed with its own secret
+ * (STRIPE_ISSUING_WEBHOOK_SECRET): what follows the decision (authorizations reversed, expired or
+ * captured, refunds) moves the card's balance (issuer-settlement.ts) and is acknowledged
+ * `{ "received": true }`, as is any other event, which changes nothing (an
+ * `issuing_authorization.request` among them: the authorization endpoint decides those). An event
+ * of the other mode than ours (`livemode`) is 400 `livemode_mismatch`, nothing changed.
+ */
+export async function receiveStripeIssuingEvent(em: EntityManager, deps: StripeEndpointDeps, rawBody: string, signature: string): Promise<{ received: true }> {
+  const stripe = issuerFor(deps.config, signature);
+  const event = verifiedEvent(stripe, stripe.eventSecret, rawBody, signature);
+  if (event.livemode !== stripe.livemode) {
+    throw errors.invalid('livemode_mismatch', `The event is a ${event.livemode ? 'live' : 'test'}-mode event; this service runs Stripe Issuing in ${stripe.livemode ? 'live' : 'test'} mode.`);
+  }
+  switch (event.type) {
+    case 'issuing_authorization.created':
+    case 'issuing_authorization.updated':
+      await followAuthorization(em, event);
+      break;
+    case 'issuing_transaction.created':
+      await followTransaction(em, event);
+      break;
+  }
+  return { received: true };
 }
 
 async function followAuthorization(em: EntityManager, event: Stripe.Event): Promise<void> {
@@ -139,6 +206,7 @@ async function followAuthorization(em: EntityManager, event: Stripe.Event): Prom
     status: authorization.status,
     heldAmount: BigInt(authorization.amount),
     captured: (authorization.transactions ?? []).some((transaction) => transaction.type === 'capture'),
+    requestsDecided: authorization.request_history?.length ?? null,
   });
 }
 

@@ -2,6 +2,7 @@ import { AddressBookEntry } from '../address-book/entities';
 import { ApiKey, ApiKeyRateBucket } from '../api-keys/entities';
 import { CompanyBalance } from '../balances/entities';
 import { Card, CardDailyPurchases, CardTransaction, Customer } from '../cards/entities';
+import { CardIssuerDrift } from '../cards/issuer-drifts';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../consolidation/entities';
 import { DevnetBalance, DevnetBlock, DevnetNonce, DevnetOutput, DevnetTransaction } from '../chains/devnet/entities';
 import { AccountCounter, Address, AddressBalance, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
@@ -28,6 +29,7 @@ export const entities = [
   Customer,
   Card,
   CardTransaction,
+  CardIssuerDrift,
   CardDailyPurchases,
   Organization,
   Member,

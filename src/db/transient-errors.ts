@@ -29,6 +29,14 @@ export function isTransientConflict(error: unknown): boolean {
   return causes(error).some((cause) => ['40P01', '40001'].includes((cause as { code?: unknown }).code as string));
 }
 
+/**
+ * Whether PostgreSQL gave up on a statement for its `lock_timeout` (55P03) or `statement_timeout`
+ * (57014): the work was cut short by the time budget it was given, not by a fault.
+ */
+export function isTimedOut(error: unknown): boolean {
+  return causes(error).some((cause) => ['55P03', '57014'].includes((cause as { code?: unknown }).code as string));
+}
+
 /** How often work that lost such a conflict runs again before its error stands. */
 const CONFLICT_ATTEMPTS = 3;
 

@@ -94,6 +94,8 @@ export const EVENT_TYPES = [
   { type: 'card.transaction.completed', description: "A card funding or withdrawal settled, or the live issuer moved a card's money after a purchase (reversal, capture_adjustment, refund)." },
   { type: 'card.transaction.failed', description: 'A card funding or withdrawal failed.' },
   { type: 'card.authorization', description: 'A merchant authorization was approved or declined.' },
+  { type: 'card_issuer.drift', description: "The Stripe Issuing reconciliation found an authorization on one of the organization's live cards where Stripe holds another amount than the card is charged (an event never received, a decision not followed): data is the drift (subject, authorization_id, card_id, our_amount, issuer_amount in cents, status)." },
+  { type: 'card.issuer_sync_failed', description: "The live issuer (Stripe) refused a live card's status or spending controls: data.card_id, status, failure_reason, failed_at. Not retried; our own authorization decisions stay authoritative." },
   { type: 'lightning.invoice.paid', description: 'A Lightning invoice was paid.' },
   { type: 'lightning.invoice.expired', description: 'A Lightning invoice expired unpaid.' },
   { type: 'lightning.payment.succeeded', description: 'An outgoing Lightning payment settled.' },

@@ -57,6 +57,12 @@ interface RouteBase<P extends ZodType, Q extends ZodType, B extends ZodType> {
   otherResponses?: { status: number; description: string; schema: ZodType }[];
   deprecated?: boolean;
   /**
+   * The webhook deliveries the handler recorded are fired after the commit without being awaited (as
+   * activities fire theirs): a caller on a deadline (Stripe's 2-second authorization decision) is
+   * answered whatever Temporal does. What does not start is on its row for the start sweep.
+   */
+  detachDeliveries?: boolean;
+  /**
    * The handler gets the body as unparsed text (`rawBody`) after the transport checks (415, 413),
    * and parses and validates it itself: for a protocol that answers malformed JSON in its own
    * format rather than in the REST envelope, or a webhook whose signature covers the exact bytes.
@@ -185,7 +191,7 @@ export class RouteRegistry {
         }
       }
       // Committed: fire the workflow starts the handler recorded (deliveries included).
-      if (transaction && route.method !== 'get' && !ownTransactions) await this.deps.starter.fireRecorded(this.deps.orm.em, transaction);
+      if (transaction && route.method !== 'get' && !ownTransactions) await this.deps.starter.fireRecorded(this.deps.orm.em, transaction, { detachDeliveries: route.detachDeliveries ?? false });
       respond(ctx, result, route.response.status);
     });
   }

@@ -7,6 +7,8 @@ import { LEDGER_INVARIANT_CHECK_SCHEDULE_ID, ledgerInvariantCheckWorkflowType, t
 import { ledgerReconciliationScheduleId, ledgerReconciliationWorkflowType, type LedgerReconciliationInput } from '../monitoring/flows/ledger-reconciliation';
 import { LIGHTNING_INVOICE_EXPIRY_SCHEDULE_ID, invoiceExpirySweepWorkflowType, type InvoiceExpirySweepInput } from '../lightning/flows/invoice-expiry-sweep';
 import { SEARCH_ATTRIBUTE_KEYS, resourceSearchAttributes } from './search-attributes';
+import { STRIPE_ISSUING_RECONCILIATION_SCHEDULE_ID, stripeIssuingReconciliationWorkflowType, type StripeIssuingReconciliationInput } from '../cards/flows/issuer-reconciliation';
+import { stripeIssuingFor } from '../cards/providers/stripe-issuer';
 
 const INDEXED_TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   [SearchAttributeType.KEYWORD]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
@@ -123,6 +125,18 @@ export function scheduleDefinitions(config: Config): ScheduleOptions[] {
       runTimeout: '1 hour',
       description: 'Proves the double-entry ledger whole (every posting balanced, every balance row the sum of its accounts); raises ledger.invariant_broken where not',
     }),
+    ...(stripeIssuingFor(config)
+      ? [
+          recurringJob(config, {
+            scheduleId: STRIPE_ISSUING_RECONCILIATION_SCHEDULE_ID,
+            every: config.STRIPE_ISSUING_RECONCILIATION_INTERVAL_SECONDS * 1000,
+            workflowType: stripeIssuingReconciliationWorkflowType,
+            input: {} satisfies StripeIssuingReconciliationInput,
+            runTimeout: '1 hour',
+            description: "Compares Stripe Issuing's open authorizations and Issuing balance with the live cards; raises card_issuer.drift where they differ",
+          }),
+        ]
+      : []),
     ...servedChains(config).map(({ chain, environment }) =>
       recurringJob(config, {
         scheduleId: ledgerReconciliationScheduleId(chain, environment),

@@ -85,6 +85,7 @@ const MATRIX: Record<string, Row> = {
   'GET /docs': publicRoute('the rendered reference'),
   'GET /docs/assets/:file': publicRoute('static files of the reference'),
   'POST /api/issuing/stripe/authorizations': publicRoute("Stripe Issuing's authorization webhook: signed by Stripe, no key; finds only the live card Stripe names, in the organization its metadata names"),
+  'POST /api/issuing/stripe/events': publicRoute("Stripe Issuing's event webhook: signed by Stripe, no key; moves only the live card Stripe names, in the organization its metadata names"),
 
   // Keys, members, catalogue, balances
   'GET /v1/api-keys/me': { kind: 'self', reason: 'introspects the calling key itself; names no other resource' },

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import Stripe from 'stripe';
-import { applyBalanceEntry } from '../../src/balances/service';
 import { issuerAuthorizationReference } from '../../src/cards/authorization';
 import { Card, CardTransaction, Customer } from '../../src/cards/entities';
 import { Event } from '../../src/events/entities';
@@ -13,18 +12,20 @@ import { stripeIssuingFor } from '../../src/cards/providers/stripe-issuer';
 import { verifyLedger } from '../../src/ledger/invariants';
 import { ledgerProjections } from '../../src/modules';
 import { WorkflowStart } from '../../src/temporal/entities';
-import { workflowBundle, type ServiceWorkers } from '../../src/worker-setup';
+import { workflowBundle } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
-import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
+import { AUTHORIZATIONS_PATH, authorizationObject, EVENTS_PATH, eventOf, postSigned, stripeId, transactionObject, type AuthorizationState, type IssuedCard } from '../support/stripe-events';
+import { startStripeIssuingHarness, type StripeIssuingHarness } from '../support/stripe-issuing';
+import { acceptedRequestTo, needStripeMock, type StripeMock } from '../support/stripe-mock';
 import { cardPostings } from '../support/ledger';
-import { createTestWorker } from '../support/worker';
 
 const HOUR = 3600_000;
-const AUTHORIZATIONS = '/api/issuing/stripe/authorizations';
+const AUTHORIZATIONS = AUTHORIZATIONS_PATH;
+const EVENTS = EVENTS_PATH;
 
 /**
  * Live cards through Stripe Issuing, against stripe-mock (which validates every request against
@@ -32,77 +33,33 @@ const AUTHORIZATIONS = '/api/issuing/stripe/authorizations';
  * from its log), and Stripe's real-time authorization webhook signed with the SDK's test helper.
  */
 describe('Stripe Issuing (live cards)', () => {
+  let harness: StripeIssuingHarness;
   let stripeMock: StripeMock | null;
   let app: TestApp;
-  let worker: ServiceWorkers;
-  let running: Promise<void>;
   let org: TestOrganization;
   let live: string;
-  const taskQueue = `stripe-issuing-${randomUUID()}`;
   const signer = new Stripe('sk_test_signer');
 
   before(async () => {
-    stripeMock = await startStripeMockIfInstalled();
-    const issuing = stripeMock?.config ?? {};
-    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue, ...issuing } });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue, issuing));
-    running = worker.run();
-    org = await createTestOrganization('Stripe Issuing');
-    live = (await org.key(['*'], 'live')).secret;
-    const em = (await testOrm()).em.fork();
-    await em.transactional((tx) =>
-      applyBalanceEntry(tx, { organizationId: org.organizationId, environment: 'live', currency: 'usd', kind: 'credit', amount: 50_000n, reference: { type: 'sandbox_credit', id: randomUUID() } }),
-    );
+    harness = await startStripeIssuingHarness('Stripe Issuing');
+    ({ stripeMock, app, org, live } = harness);
   });
-  after(async () => {
-    worker?.shutdown();
-    await running;
-    await app?.close();
-    await stripeMock?.stop();
-  });
+  after(() => harness?.stop());
 
-  /** stripe-mock's log of the requests to `route` (method and path line, then its data and verdict), oldest first. */
-  const requestsTo = (mock: StripeMock, method: string, route: string) =>
-    mock
-      .output()
-      .split(/(?=Request: )/)
-      .filter((entry) => entry.startsWith(`Request: ${method} ${route}\n`));
-  const acceptedRequestTo = (mock: StripeMock, method: string, route: string, ...fragments: string[]) =>
-    eventually(
-      async () => requestsTo(mock, method, route).find((entry) => fragments.every((fragment) => entry.includes(fragment)) && /status=200/.test(entry)),
-      `${method} ${route} with ${fragments.join(', ')}`,
-    );
   const getCard = async (cardId: string) => (await app.request('GET', `/api/cards/${cardId}`, { key: live })).body.data.card;
   const cardRow = async (cardId: string) => (await testOrm()).em.fork().findOneOrFail(Card, { id: cardId }, { populate: ['customer'] });
 
-  /** An issuing_authorization.request event for the card, as Stripe sends it (the fields we read, and Stripe's own). */
-  const authorizationEvent = (card: Card, amount: number, authorizationId = `iauth_${randomUUID().replace(/-/g, '')}`) =>
-    JSON.stringify({
-      id: `evt_${randomUUID().replace(/-/g, '')}`,
-      object: 'event',
-      api_version: Stripe.API_VERSION,
-      created: Math.floor(Date.now() / 1000),
-      livemode: true,
-      type: 'issuing_authorization.request',
-      data: {
-        object: {
-          id: authorizationId,
-          object: 'issuing.authorization',
-          amount: 0,
-          approved: false,
-          currency: 'usd',
-          status: 'pending',
-          card: { id: card.issuerCardId, object: 'issuing.card', metadata: { card_id: card.id, organization_id: org.organizationId } },
-          merchant_data: { name: 'Corner Coffee', category: 'eating_places_restaurants' },
-          pending_request: { amount, currency: 'usd', is_amount_controllable: false, merchant_amount: amount, merchant_currency: 'usd' },
-        },
-      },
-    });
-  const deliver = (payload: string, secret: string) =>
-    app.request('POST', AUTHORIZATIONS, {
-      rawBody: payload,
-      headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': signer.webhooks.generateTestHeaderString({ payload, secret }) },
-    });
+  const issued = (card: Pick<Card, 'id' | 'issuerCardId'>): IssuedCard => ({ issuerCardId: card.issuerCardId!, cardId: card.id, organizationId: org.organizationId });
+  /**
+   * An issuing_authorization.request event for the card, as Stripe sends it (from stripe-mock's fixtures): a new
+   * authorization of `amount`, or with `earlier` an incremental one adding `amount` to what is held after the requests decided.
+   */
+  const requestEvent = async (card: Pick<Card, 'id' | 'issuerCardId'>, amount: number, authorizationId = stripeId('iauth'), earlier = { held: 0, decided: [] as number[] }) =>
+    eventOf(stripeMock!, 'issuing_authorization.request', await authorizationObject(stripeMock!, issued(card), authorizationId, { status: 'pending', amount: earlier.held, pendingAmount: amount, decided: earlier.decided }));
+  /** To the real-time authorization endpoint, signed with its secret unless another is given. */
+  const decide = (payload: string, secret = stripeMock!.authorizationSecret) => postSigned(app, AUTHORIZATIONS, payload, secret);
+  /** To the event endpoint, signed with its secret unless another is given. */
+  const notify = (payload: string, secret = stripeMock!.eventSecret) => postSigned(app, EVENTS, payload, secret);
 
   let cardId: string;
 
@@ -139,17 +96,17 @@ describe('Stripe Issuing (live cards)', () => {
   });
 
   it("approves an authorization within the card's balance and limits, answering Stripe's synchronous decision", async function () {
-    const mock = needStripeMock(this, stripeMock);
+    needStripeMock(this, stripeMock);
     const card = await cardRow(cardId);
-    const payload = authorizationEvent(card, 400, 'iauth_approved');
-    const response = await deliver(payload, mock.webhookSecret);
+    const payload = await requestEvent(card, 400, 'iauth_approved');
+    const response = await decide(payload);
     assert.equal(response.status, 200, response.text);
     assert.deepEqual(response.body, { approved: true });
     assert.equal(response.headers.get('stripe-version'), Stripe.API_VERSION);
     assert.equal((await getCard(cardId)).balance_amount, '600');
 
     // Stripe retries a request it got no answer to: the same decision, nothing spent twice.
-    const replay = await deliver(payload, mock.webhookSecret);
+    const replay = await decide(payload);
     assert.deepEqual([replay.status, replay.body], [200, { approved: true }]);
     assert.equal((await getCard(cardId)).balance_amount, '600');
     const recorded = await (await testOrm()).em.fork().find(CardTransaction, { card: cardId, reference: issuerAuthorizationReference('iauth_approved') });
@@ -157,13 +114,13 @@ describe('Stripe Issuing (live cards)', () => {
   });
 
   it('declines an authorization over a spend limit or the balance, recording the decline and moving nothing', async function () {
-    const mock = needStripeMock(this, stripeMock);
+    needStripeMock(this, stripeMock);
     const card = await cardRow(cardId);
-    const overLimit = await deliver(authorizationEvent(card, 501, 'iauth_over_limit'), mock.webhookSecret);
+    const overLimit = await decide(await requestEvent(card, 501, 'iauth_over_limit'));
     assert.deepEqual([overLimit.status, overLimit.body], [200, { approved: false }]);
-    const atLimit = await deliver(authorizationEvent(card, 500, 'iauth_at_limit'), mock.webhookSecret);
+    const atLimit = await decide(await requestEvent(card, 500, 'iauth_at_limit'));
     assert.deepEqual(atLimit.body, { approved: true });
-    const nothingLeft = await deliver(authorizationEvent(card, 200, 'iauth_over_balance'), mock.webhookSecret);
+    const nothingLeft = await decide(await requestEvent(card, 200, 'iauth_over_balance'));
     assert.deepEqual(nothingLeft.body, { approved: false });
     assert.equal((await getCard(cardId)).balance_amount, '100');
     const em = (await testOrm()).em.fork();
@@ -179,11 +136,11 @@ describe('Stripe Issuing (live cards)', () => {
     const card = await cardRow(cardId);
     const em = (await testOrm()).em.fork();
     const before = await em.count(CardTransaction, { card: cardId });
-    const payload = authorizationEvent(card, 50);
-    const wrongSecret = await deliver(payload, `whsec_${'A'.repeat(32)}`);
+    const payload = await requestEvent(card, 50);
+    const wrongSecret = await decide(payload, `whsec_${'A'.repeat(32)}`);
     assert.equal(wrongSecret.status, 400, wrongSecret.text);
     assert.equal(wrongSecret.body.error.code, 'invalid_signature');
-    const signature = signer.webhooks.generateTestHeaderString({ payload, secret: mock.webhookSecret });
+    const signature = signer.webhooks.generateTestHeaderString({ payload, secret: mock.authorizationSecret });
     const tampered = await app.request('POST', AUTHORIZATIONS, {
       rawBody: payload.replace('"amount":50,', '"amount":5,'),
       headers: { 'content-type': 'application/json', 'stripe-signature': signature },
@@ -194,7 +151,7 @@ describe('Stripe Issuing (live cards)', () => {
     assert.equal(unsigned.status, 400, unsigned.text);
 
     const stranger = { ...card, issuerCardId: 'ic_not_ours' } as Card;
-    const notOurs = await deliver(authorizationEvent(stranger, 50), mock.webhookSecret);
+    const notOurs = await decide(await requestEvent(stranger, 50));
     assert.deepEqual([notOurs.status, notOurs.body], [200, { approved: false }]);
     assert.equal(await em.count(CardTransaction, { card: cardId }), before);
     assert.equal((await getCard(cardId)).balance_amount, '100');
@@ -213,7 +170,7 @@ describe('Stripe Issuing (live cards)', () => {
     await freezeHandle.result();
     await recordHistoryIfAsked(freezeHandle, 'card-issuer-sync');
     // Frozen here is declined here, whatever Stripe's copy says meanwhile.
-    const whileFrozen = await deliver(authorizationEvent(await cardRow(cardId), 10), mock.webhookSecret);
+    const whileFrozen = await decide(await requestEvent(await cardRow(cardId), 10));
     assert.deepEqual(whileFrozen.body, { approved: false });
     const limits = await app.request('PUT', `/api/cards/${cardId}/spend-limits`, { key: live, body: { transaction: 300, all_time: 700 } });
     assert.equal(limits.status, 200, limits.text);
@@ -233,65 +190,19 @@ describe('Stripe Issuing (live cards)', () => {
 
   describe("after the decision: the card's balance follows Stripe", () => {
     let followed: Card;
-    const authorizationId = () => `iauth_${randomUUID().replace(/-/g, '')}`;
-    /** An issuing_authorization.updated (or .created) event: the authorization as Stripe now has it. */
-    const authorizationUpdate = (
-      card: Pick<Card, 'id' | 'issuerCardId'>,
-      id: string,
-      state: { status: 'pending' | 'closed' | 'reversed'; amount: number; captures?: number[] },
-      type = 'issuing_authorization.updated',
-    ) =>
-      JSON.stringify({
-        id: `evt_${randomUUID().replace(/-/g, '')}`,
-        object: 'event',
-        api_version: Stripe.API_VERSION,
-        created: Math.floor(Date.now() / 1000),
-        livemode: true,
-        type,
-        data: {
-          object: {
-            id,
-            object: 'issuing.authorization',
-            amount: state.amount,
-            approved: true,
-            currency: 'usd',
-            status: state.status,
-            card: { id: card.issuerCardId, object: 'issuing.card', metadata: { card_id: card.id, organization_id: org.organizationId } },
-            merchant_data: { name: 'Corner Coffee' },
-            pending_request: null,
-            transactions: (state.captures ?? []).map((amount) => ({ id: `ipi_${randomUUID().replace(/-/g, '')}`, object: 'issuing.transaction', type: 'capture', amount: -amount })),
-          },
-          previous_attributes: {},
-        },
-      });
+    const authorizationId = () => stripeId('iauth');
+    /** An issuing_authorization.updated (or .created) event: the authorization as Stripe now has it, after the one request we decided. */
+    const authorizationUpdate = async (card: Pick<Card, 'id' | 'issuerCardId'>, id: string, state: AuthorizationState, type = 'issuing_authorization.updated') =>
+      eventOf(stripeMock!, type, await authorizationObject(stripeMock!, issued(card), id, { decided: [state.amount], ...state }));
     /** An issuing_transaction.created event: Stripe names the card by id only, and signs a capture's amount negative. */
-    const transactionCreated = (issuerCardId: string, id: string, type: 'capture' | 'refund', amount: number, authorization: string | null) =>
-      JSON.stringify({
-        id: `evt_${randomUUID().replace(/-/g, '')}`,
-        object: 'event',
-        api_version: Stripe.API_VERSION,
-        created: Math.floor(Date.now() / 1000),
-        livemode: true,
-        type: 'issuing_transaction.created',
-        data: {
-          object: {
-            id,
-            object: 'issuing.transaction',
-            type,
-            amount: type === 'capture' ? -amount : amount,
-            currency: 'usd',
-            authorization,
-            card: issuerCardId,
-            merchant_data: { name: 'Corner Coffee' },
-          },
-        },
-      });
-    const acknowledged = async (payload: string, secret: string) => {
-      const response = await deliver(payload, secret);
+    const transactionCreated = async (issuerCardId: string, id: string, type: 'capture' | 'refund', amount: number, authorization: string | null) =>
+      eventOf(stripeMock!, 'issuing_transaction.created', await transactionObject(stripeMock!, { issuerCardId }, id, type, amount, authorization));
+    const acknowledged = async (payload: string) => {
+      const response = await notify(payload);
       assert.deepEqual([response.status, response.body], [200, { received: true }], response.text);
     };
-    const authorize = async (secret: string, amount: number, id: string) => {
-      const response = await deliver(authorizationEvent(followed, amount, id), secret);
+    const authorize = async (amount: number, id: string) => {
+      const response = await decide(await requestEvent(followed, amount, id));
       assert.deepEqual(response.body, { approved: true }, response.text);
     };
     const balance = async () => (await getCard(followed.id)).balance_amount;
@@ -319,15 +230,15 @@ describe('Stripe Issuing (live cards)', () => {
     });
 
     it('gives a fully reversed authorization back once, announced as a reversal; a replay moves nothing', async function () {
-      const mock = needStripeMock(this, stripeMock);
+      needStripeMock(this, stripeMock);
       const id = authorizationId();
-      await authorize(mock.webhookSecret, 300, id);
+      await authorize(300, id);
       // Stripe's created event for the authorization we approved: pending, the whole amount held.
-      await acknowledged(authorizationUpdate(followed, id, { status: 'pending', amount: 300 }, 'issuing_authorization.created'), mock.webhookSecret);
+      await acknowledged(await authorizationUpdate(followed, id, { status: 'pending', amount: 300 }, 'issuing_authorization.created'));
       assert.equal(await balance(), '9700');
-      const reversed = authorizationUpdate(followed, id, { status: 'reversed', amount: 0 });
-      await acknowledged(reversed, mock.webhookSecret);
-      await acknowledged(reversed, mock.webhookSecret);
+      const reversed = await authorizationUpdate(followed, id, { status: 'reversed', amount: 0 });
+      await acknowledged(reversed);
+      await acknowledged(reversed);
       assert.equal(await balance(), '10000');
       const reference = issuerAuthorizationReference(id);
       assert.deepEqual(await movements(reference), [
@@ -346,12 +257,12 @@ describe('Stripe Issuing (live cards)', () => {
     });
 
     it("gives back an approval Stripe itself declined: the created event carries the final state", async function () {
-      const mock = needStripeMock(this, stripeMock);
+      needStripeMock(this, stripeMock);
       const id = authorizationId();
-      await authorize(mock.webhookSecret, 120, id);
-      const created = JSON.parse(authorizationUpdate(followed, id, { status: 'closed', amount: 0 }, 'issuing_authorization.created'));
+      await authorize(120, id);
+      const created = JSON.parse(await authorizationUpdate(followed, id, { status: 'closed', amount: 0 }, 'issuing_authorization.created'));
       created.data.object.approved = false;
-      await acknowledged(JSON.stringify(created), mock.webhookSecret);
+      await acknowledged(JSON.stringify(created));
       assert.equal(await balance(), '10000');
       assert.deepEqual(await movements(issuerAuthorizationReference(id)), [
         ['purchase', 'completed', '120', '10000', '9880'],
@@ -360,21 +271,21 @@ describe('Stripe Issuing (live cards)', () => {
     });
 
     it('releases a partial reversal, and an expired authorization the rest; replayed and older states move nothing', async function () {
-      const mock = needStripeMock(this, stripeMock);
+      needStripeMock(this, stripeMock);
       const id = authorizationId();
-      await authorize(mock.webhookSecret, 500, id);
-      const older = authorizationUpdate(followed, id, { status: 'pending', amount: 500 });
-      const partial = authorizationUpdate(followed, id, { status: 'pending', amount: 200 });
-      await acknowledged(partial, mock.webhookSecret);
+      await authorize(500, id);
+      const older = await authorizationUpdate(followed, id, { status: 'pending', amount: 500 });
+      const partial = await authorizationUpdate(followed, id, { status: 'pending', amount: 200 });
+      await acknowledged(partial);
       assert.equal(await balance(), '9800');
       // Stripe retries and reorders: the same state again, and the state before it, arrive late.
-      await acknowledged(partial, mock.webhookSecret);
-      await acknowledged(older, mock.webhookSecret);
+      await acknowledged(partial);
+      await acknowledged(older);
       assert.equal(await balance(), '9800');
       // Expired (closed without a capture): the rest comes back; the older states still move nothing after it.
-      await acknowledged(authorizationUpdate(followed, id, { status: 'closed', amount: 0 }), mock.webhookSecret);
-      await acknowledged(partial, mock.webhookSecret);
-      await acknowledged(older, mock.webhookSecret);
+      await acknowledged(await authorizationUpdate(followed, id, { status: 'closed', amount: 0 }));
+      await acknowledged(partial);
+      await acknowledged(older);
       assert.equal(await balance(), '10000');
       assert.deepEqual(await movements(issuerAuthorizationReference(id)), [
         ['purchase', 'completed', '500', '10000', '9500'],
@@ -384,15 +295,15 @@ describe('Stripe Issuing (live cards)', () => {
     });
 
     it('debits an over-capture (tip) by the difference once; the closed authorization listing it moves nothing', async function () {
-      const mock = needStripeMock(this, stripeMock);
+      needStripeMock(this, stripeMock);
       const id = authorizationId();
-      await authorize(mock.webhookSecret, 1_000, id);
-      const capture = transactionCreated(followed.issuerCardId!, 'ipi_over_capture', 'capture', 1_150, id);
-      await acknowledged(capture, mock.webhookSecret);
-      await acknowledged(capture, mock.webhookSecret);
-      await acknowledged(authorizationUpdate(followed, id, { status: 'closed', amount: 0, captures: [1_150] }), mock.webhookSecret);
+      await authorize(1_000, id);
+      const capture = await transactionCreated(followed.issuerCardId!, 'ipi_over_capture', 'capture', 1_150, id);
+      await acknowledged(capture);
+      await acknowledged(capture);
+      await acknowledged(await authorizationUpdate(followed, id, { status: 'closed', amount: 0, captures: [1_150] }));
       // An older pending state, arriving after the capture, moves nothing either.
-      await acknowledged(authorizationUpdate(followed, id, { status: 'pending', amount: 400 }), mock.webhookSecret);
+      await acknowledged(await authorizationUpdate(followed, id, { status: 'pending', amount: 400 }));
       assert.equal(await balance(), '8850');
       assert.deepEqual(await movements(issuerAuthorizationReference(id)), [
         ['purchase', 'completed', '1000', '10000', '9000'],
@@ -405,11 +316,11 @@ describe('Stripe Issuing (live cards)', () => {
     });
 
     it('releases the rest of an under-capture once, whichever of the capture and the closed authorization comes first', async function () {
-      const mock = needStripeMock(this, stripeMock);
+      needStripeMock(this, stripeMock);
       const captureFirst = authorizationId();
-      await authorize(mock.webhookSecret, 850, captureFirst);
-      await acknowledged(transactionCreated(followed.issuerCardId!, 'ipi_under_capture_1', 'capture', 600, captureFirst), mock.webhookSecret);
-      await acknowledged(authorizationUpdate(followed, captureFirst, { status: 'closed', amount: 0, captures: [600] }), mock.webhookSecret);
+      await authorize(850, captureFirst);
+      await acknowledged(await transactionCreated(followed.issuerCardId!, 'ipi_under_capture_1', 'capture', 600, captureFirst));
+      await acknowledged(await authorizationUpdate(followed, captureFirst, { status: 'closed', amount: 0, captures: [600] }));
       assert.equal(await balance(), '8250');
       assert.deepEqual(await movements(issuerAuthorizationReference(captureFirst)), [
         ['purchase', 'completed', '850', '8850', '8000'],
@@ -417,13 +328,13 @@ describe('Stripe Issuing (live cards)', () => {
       ]);
 
       const closedFirst = authorizationId();
-      await authorize(mock.webhookSecret, 250, closedFirst);
+      await authorize(250, closedFirst);
       // The closed authorization lists its capture: that capture's own event settles it.
-      await acknowledged(authorizationUpdate(followed, closedFirst, { status: 'closed', amount: 0, captures: [200] }), mock.webhookSecret);
+      await acknowledged(await authorizationUpdate(followed, closedFirst, { status: 'closed', amount: 0, captures: [200] }));
       assert.equal(await balance(), '8000');
-      const capture = transactionCreated(followed.issuerCardId!, 'ipi_under_capture_2', 'capture', 200, closedFirst);
-      await acknowledged(capture, mock.webhookSecret);
-      await acknowledged(capture, mock.webhookSecret);
+      const capture = await transactionCreated(followed.issuerCardId!, 'ipi_under_capture_2', 'capture', 200, closedFirst);
+      await acknowledged(capture);
+      await acknowledged(capture);
       assert.equal(await balance(), '8050');
       assert.deepEqual(await movements(issuerAuthorizationReference(closedFirst)), [
         ['purchase', 'completed', '250', '8250', '8000'],
@@ -433,14 +344,14 @@ describe('Stripe Issuing (live cards)', () => {
 
     it("credits a refund once; a force capture beyond the balance is debited as Stripe decided, below zero", async function () {
       const mock = needStripeMock(this, stripeMock);
-      const refund = transactionCreated(followed.issuerCardId!, 'ipi_refund', 'refund', 450, null);
-      await acknowledged(refund, mock.webhookSecret);
-      await acknowledged(refund, mock.webhookSecret);
+      const refund = await transactionCreated(followed.issuerCardId!, 'ipi_refund', 'refund', 450, null);
+      await acknowledged(refund);
+      await acknowledged(refund);
       assert.equal(await balance(), '8500');
       assert.deepEqual(await movements('issuer_transaction:ipi_refund'), [['refund', 'completed', '450', '8050', '8500']]);
 
       // Captured with no authorization of ours (Stripe's force capture): we never approved it, but Stripe paid it.
-      await acknowledged(transactionCreated(followed.issuerCardId!, 'ipi_force_capture', 'capture', 9_000, null), mock.webhookSecret);
+      await acknowledged(await transactionCreated(followed.issuerCardId!, 'ipi_force_capture', 'capture', 9_000, null));
       assert.equal(await balance(), '-500');
       assert.deepEqual(await movements('issuer_transaction:ipi_force_capture'), [['capture_adjustment', 'completed', '9000', '8500', '-500']]);
       // Each movement the issuer made is a posting between the card and card_issuer (the merchants, through Stripe);
@@ -461,14 +372,14 @@ describe('Stripe Issuing (live cards)', () => {
       const em = (await testOrm()).em.fork();
       const before = await em.count(CardTransaction, { organization: org.organizationId });
       const stranger = { id: followed.id, issuerCardId: 'ic_not_ours' };
-      await acknowledged(authorizationUpdate(stranger, authorizationId(), { status: 'reversed', amount: 0 }), mock.webhookSecret);
-      await acknowledged(transactionCreated('ic_not_ours', 'ipi_not_ours', 'refund', 100, null), mock.webhookSecret);
+      await acknowledged(await authorizationUpdate(stranger, authorizationId(), { status: 'reversed', amount: 0 }));
+      await acknowledged(await transactionCreated('ic_not_ours', 'ipi_not_ours', 'refund', 100, null));
       // Our card under another organization's name is not ours to move either.
-      const elsewhere = JSON.parse(transactionCreated(followed.issuerCardId!, 'ipi_elsewhere', 'refund', 100, null));
+      const elsewhere = JSON.parse(await transactionCreated(followed.issuerCardId!, 'ipi_elsewhere', 'refund', 100, null));
       elsewhere.data.object.card = { id: followed.issuerCardId, object: 'issuing.card', metadata: { organization_id: randomUUID() } };
-      await acknowledged(JSON.stringify(elsewhere), mock.webhookSecret);
-      await acknowledged(JSON.stringify({ id: 'evt_other', object: 'event', type: 'issuing_card.updated', data: { object: { id: followed.issuerCardId } } }), mock.webhookSecret);
-      const forged = await deliver(transactionCreated(followed.issuerCardId!, 'ipi_forged', 'refund', 100_000, null), `whsec_${'B'.repeat(32)}`);
+      await acknowledged(JSON.stringify(elsewhere));
+      await acknowledged(await eventOf(mock, 'issuing_card.updated', await mock.fixture<Stripe.Issuing.Card>(`/v1/issuing/cards/${followed.issuerCardId}`)));
+      const forged = await notify(await transactionCreated(followed.issuerCardId!, 'ipi_forged', 'refund', 100_000, null), `whsec_${'B'.repeat(32)}`);
       assert.equal(forged.status, 400, forged.text);
       assert.equal(forged.body.error.code, 'invalid_signature');
       assert.equal(await em.count(CardTransaction, { organization: org.organizationId }), before);
@@ -500,12 +411,20 @@ describe('Stripe Issuing (live cards)', () => {
     const folder = mkdtempSync(path.join(os.tmpdir(), 'stripe-secrets-'));
     try {
       writeFileSync(path.join(folder, 'key'), 'sk_test_fromfile\n');
+      writeFileSync(path.join(folder, 'authorization'), 'whsec_authorizationfromfile\n');
       writeFileSync(path.join(folder, 'webhook'), 'whsec_fromfile\n');
-      const issuing = stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key'), STRIPE_ISSUING_WEBHOOK_SECRET_FILE: path.join(folder, 'webhook') }));
-      assert.equal(issuing?.webhookSecret, 'whsec_fromfile');
-      assert.equal(stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key') })), null, 'no webhook secret: no live issuer');
+      const files = {
+        STRIPE_ISSUING_MODE: 'test',
+        STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key'),
+        STRIPE_ISSUING_AUTHORIZATION_SECRET_FILE: path.join(folder, 'authorization'),
+        STRIPE_ISSUING_WEBHOOK_SECRET_FILE: path.join(folder, 'webhook'),
+      };
+      const issuing = stripeIssuingFor(testConfig(files));
+      assert.deepEqual([issuing?.authorizationSecret, issuing?.eventSecret, issuing?.livemode], ['whsec_authorizationfromfile', 'whsec_fromfile', false]);
+      assert.equal(stripeIssuingFor(testConfig({ ...files, STRIPE_ISSUING_AUTHORIZATION_SECRET_FILE: undefined })), null, "no authorization endpoint's secret: no live issuer");
+      assert.equal(stripeIssuingFor(testConfig({ ...files, STRIPE_ISSUING_WEBHOOK_SECRET_FILE: undefined })), null, "no event endpoint's secret: no live issuer");
       assert.throws(
-        () => stripeIssuingFor(testConfig({ STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'missing'), STRIPE_ISSUING_WEBHOOK_SECRET: 'whsec_x' })),
+        () => stripeIssuingFor(testConfig({ ...files, STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'missing') })),
         (error: Error) => error.message.includes('STRIPE_ISSUING_SECRET_KEY_FILE') && error.message.includes('ENOENT'),
       );
       assert.throws(() => testConfig({ STRIPE_ISSUING_SECRET_KEY: 'sk_test_x', STRIPE_ISSUING_SECRET_KEY_FILE: path.join(folder, 'key') }), /not both/);
@@ -514,8 +433,25 @@ describe('Stripe Issuing (live cards)', () => {
     }
   });
 
+  it("refuses a Stripe key of the other mode (a test key for live money), naming the variables and never the key; production runs live mode only", () => {
+    const secrets = { STRIPE_ISSUING_AUTHORIZATION_SECRET: 'whsec_authorization', STRIPE_ISSUING_WEBHOOK_SECRET: 'whsec_events' };
+    const refusedKey = (mode: string, key: string) =>
+      assert.throws(
+        () => stripeIssuingFor(testConfig({ ...secrets, STRIPE_ISSUING_MODE: mode, STRIPE_ISSUING_SECRET_KEY: key })),
+        (error: Error) => error.message.includes('STRIPE_ISSUING_SECRET_KEY') && error.message.includes(`STRIPE_ISSUING_MODE=${mode}`) && !error.message.includes(key),
+      );
+    refusedKey('live', 'sk_test_4eC39HqLyjWDarjtT1zdp7dc');
+    refusedKey('live', 'rk_test_4eC39HqLyjWDarjtT1zdp7dc');
+    refusedKey('test', 'sk_live_4eC39HqLyjWDarjtT1zdp7dc');
+    refusedKey('live', 'pk_live_4eC39HqLyjWDarjtT1zdp7dc');
+    assert.equal(stripeIssuingFor(testConfig({ ...secrets, STRIPE_ISSUING_SECRET_KEY: 'sk_live_4eC39HqLyjWDarjtT1zdp7dc' }))?.livemode, true, 'live is the default mode');
+    assert.equal(stripeIssuingFor(testConfig({ ...secrets, STRIPE_ISSUING_SECRET_KEY: 'rk_live_4eC39HqLyjWDarjtT1zdp7dc' }))?.livemode, true, 'a restricted live key');
+    assert.equal(stripeIssuingFor(testConfig({ ...secrets, STRIPE_ISSUING_MODE: 'test', STRIPE_ISSUING_SECRET_KEY: 'rk_test_4eC39HqLyjWDarjtT1zdp7dc' }))?.livemode, false);
+    assert.throws(() => testConfig({ NODE_ENV: 'production', MASTER_KEY: 'a'.repeat(64), STRIPE_ISSUING_MODE: 'test' }), /STRIPE_ISSUING_MODE=test is refused when NODE_ENV=production/);
+  });
+
   it('refuses a live card with 503 card_issuer_unavailable when no issuer is configured, recording nothing', async () => {
-    const bare = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
+    const bare = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: harness.taskQueue } });
     try {
       const own = await createTestOrganization('No live issuer');
       const liveKey = (await own.key(['*'], 'live')).secret;
@@ -533,7 +469,7 @@ describe('Stripe Issuing (live cards)', () => {
       // The sandbox is untouched by it.
       const sandbox = await bare.request('POST', '/api/cards', { key: own.secret, body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Ada Lovelace', customer } });
       assert.equal(sandbox.status, 201, sandbox.text);
-      // And no authorization can be decided without the webhook secret.
+      // And no authorization can be decided without the issuer's secrets.
       const payload = JSON.stringify({ type: 'issuing_authorization.request' });
       const webhook = await bare.request('POST', AUTHORIZATIONS, {
         rawBody: payload,

@@ -9,10 +9,14 @@ import { missingTool } from './missing-tool';
 const PROJECT_ROOT = path.resolve(__dirname, '../../..');
 
 export interface StripeMock {
-  /** What the app and the worker need to take Stripe Issuing from this stripe-mock (a test secret key, a webhook secret). */
+  /** What the app and the worker need to take Stripe Issuing from this stripe-mock (a test secret key, both endpoints' secrets, test mode). */
   config: Record<string, string>;
-  /** The webhook signing secret in `config`, to sign test events with. */
-  webhookSecret: string;
+  /** The real-time authorization endpoint's signing secret in `config`, to sign authorization requests with. */
+  authorizationSecret: string;
+  /** The event endpoint's signing secret in `config`, to sign the events after a decision with. */
+  eventSecret: string;
+  /** stripe-mock's fixture of the object at `path` (GET): Stripe's own example of it, from its OpenAPI document. */
+  fixture: <T>(path: string) => Promise<T>;
   /** stripe-mock's own log: every request it took and whether its validation accepted it. */
   output: () => string;
   stop: () => Promise<void>;
@@ -63,17 +67,29 @@ async function startStripeMock(binary: string): Promise<StripeMock> {
     await stop();
     throw error;
   }
-  const webhookSecret = `whsec_${randomBytes(24).toString('base64')}`;
+  const authorizationSecret = `whsec_${randomBytes(24).toString('base64')}`;
+  const eventSecret = `whsec_${randomBytes(24).toString('base64')}`;
+  // stripe-mock takes any key that looks like one (letters and digits after sk_test_); this one is no secret.
+  const secretKey = 'sk_test_stripemock';
+  const fixture = async <T>(route: string): Promise<T> => {
+    const response = await fetch(`http://127.0.0.1:${port}${route}`, { headers: { authorization: `Bearer ${secretKey}` } });
+    if (!response.ok) throw new Error(`stripe-mock GET ${route}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as T;
+  };
   return {
     config: {
-      // stripe-mock takes any key that looks like one (letters and digits after sk_test_); this one is no secret.
-      STRIPE_ISSUING_SECRET_KEY: 'sk_test_stripemock',
-      STRIPE_ISSUING_WEBHOOK_SECRET: webhookSecret,
+      STRIPE_ISSUING_SECRET_KEY: secretKey,
+      STRIPE_ISSUING_AUTHORIZATION_SECRET: authorizationSecret,
+      STRIPE_ISSUING_WEBHOOK_SECRET: eventSecret,
+      // stripe-mock is Stripe's test mode: its keys and its objects' livemode.
+      STRIPE_ISSUING_MODE: 'test',
       STRIPE_API_HOST: '127.0.0.1',
       STRIPE_API_PORT: String(port),
       STRIPE_API_PROTOCOL: 'http',
     },
-    webhookSecret,
+    authorizationSecret,
+    eventSecret,
+    fixture,
     output: () => output,
     stop,
   };
@@ -96,3 +112,17 @@ export async function startStripeMockIfInstalled(): Promise<StripeMock | null> {
 export function needStripeMock(context: Mocha.Context, mock: StripeMock | null): StripeMock {
   return mock ?? missingTool(context, 'stripe-mock not installed (scripts/ensure-tools.sh installs it when Go is present)');
 }
+
+/** stripe-mock's log of the requests to `route` (method and path line, then its data and verdict), oldest first. */
+const requestsTo = (mock: StripeMock, method: string, route: string) =>
+  mock
+    .output()
+    .split(/(?=Request: )/)
+    .filter((entry) => entry.startsWith(`Request: ${method} ${route}\n`));
+
+/** The first request to `route` stripe-mock took (status 200) whose logged data holds every fragment, once it has come. */
+export const acceptedRequestTo = (mock: StripeMock, method: string, route: string, ...fragments: string[]) =>
+  eventually(
+    async () => requestsTo(mock, method, route).find((entry) => fragments.every((fragment) => entry.includes(fragment)) && /status=200/.test(entry)),
+    `${method} ${route} with ${fragments.join(', ')}`,
+  );

@@ -3,12 +3,20 @@ import Stripe from 'stripe';
 import type { Config } from '../../config';
 import { alpha2Of } from '../countries';
 import type { SpendLimitWindow } from '../entities';
-import { IssuerDeclined, maskPan, type IssuerCardControls, type IssuerProvider, type MintedCard, type MintRequest } from '../issuer';
+import { IssuerDeclined, maskPan, type Cardholder, type IssuerCardControls, type IssuerProvider, type MintedCard, type MintRequest } from '../issuer';
 
-/** The live card issuer's connection: the SDK client on the secret key, and the authorization webhook's signing secret. */
+/**
+ * The live card issuer's connection: the SDK client on the secret key, the signing secrets of the
+ * two endpoints Stripe calls (each configured apart at Stripe, each with its own secret), and the
+ * mode every event must be of (`livemode`).
+ */
 export interface StripeIssuing {
   client: Stripe;
-  webhookSecret: string;
+  /** The real-time authorization endpoint's secret (Issuing settings): `issuing_authorization.request` only. */
+  authorizationSecret: string;
+  /** The event endpoint's secret (an event destination): what Stripe did after the decision. */
+  eventSecret: string;
+  livemode: boolean;
 }
 
 /** A secret from its variable, or from the file its `_FILE` variable names (without the trailing newline). */
@@ -22,18 +30,27 @@ function secretSetting(name: string, value: string | undefined, file: string | u
   }
 }
 
+/** A secret (`sk_`) or restricted (`rk_`) key of the mode: Stripe's prefixes say which. */
+const KEY_OF_MODE = { live: /^(sk|rk)_live_/, test: /^(sk|rk)_test_/ } as const;
+
 const configured = new WeakMap<Config, StripeIssuing | null>();
 
 /**
- * Stripe Issuing as configured (both secrets set, directly or by file), or null: live cards are then
- * refused (503 card_issuer_unavailable). One client per configuration; the files are read once.
+ * Stripe Issuing as configured (the key and both secrets set, directly or by file), or null: live
+ * cards are then refused (503 card_issuer_unavailable). One client per configuration; the files are
+ * read once. A key of the other mode than STRIPE_ISSUING_MODE (a test key for live money) is refused
+ * with an error naming the variables, never the key: the process does not start with it.
  */
 export function stripeIssuingFor(config: Config): StripeIssuing | null {
   if (configured.has(config)) return configured.get(config)!;
   const secretKey = secretSetting('STRIPE_ISSUING_SECRET_KEY', config.STRIPE_ISSUING_SECRET_KEY, config.STRIPE_ISSUING_SECRET_KEY_FILE);
-  const webhookSecret = secretSetting('STRIPE_ISSUING_WEBHOOK_SECRET', config.STRIPE_ISSUING_WEBHOOK_SECRET, config.STRIPE_ISSUING_WEBHOOK_SECRET_FILE);
+  const authorizationSecret = secretSetting('STRIPE_ISSUING_AUTHORIZATION_SECRET', config.STRIPE_ISSUING_AUTHORIZATION_SECRET, config.STRIPE_ISSUING_AUTHORIZATION_SECRET_FILE);
+  const eventSecret = secretSetting('STRIPE_ISSUING_WEBHOOK_SECRET', config.STRIPE_ISSUING_WEBHOOK_SECRET, config.STRIPE_ISSUING_WEBHOOK_SECRET_FILE);
+  if (secretKey && !KEY_OF_MODE[config.STRIPE_ISSUING_MODE].test(secretKey)) {
+    throw new Error(`STRIPE_ISSUING_SECRET_KEY is not a ${config.STRIPE_ISSUING_MODE}-mode key (sk_${config.STRIPE_ISSUING_MODE}_ or rk_${config.STRIPE_ISSUING_MODE}_) as STRIPE_ISSUING_MODE=${config.STRIPE_ISSUING_MODE} requires`);
+  }
   const issuing =
-    secretKey && webhookSecret
+    secretKey && authorizationSecret && eventSecret
       ? {
           client: new Stripe(secretKey, {
             ...(config.STRIPE_API_HOST ? { host: config.STRIPE_API_HOST } : {}),
@@ -44,7 +61,9 @@ export function stripeIssuingFor(config: Config): StripeIssuing | null {
             timeout: 20_000,
             appInfo: { name: 'custody-platform' },
           }),
-          webhookSecret,
+          authorizationSecret,
+          eventSecret,
+          livemode: config.STRIPE_ISSUING_MODE === 'live',
         }
       : null;
   configured.set(config, issuing);
@@ -87,6 +106,20 @@ export function stripeSpendingLimits(controls: IssuerCardControls): StripeSpendi
 /** Our card status as Stripe's: a frozen card is inactive (reversible), a terminated one canceled (final). */
 const stripeStatus = (status: IssuerCardControls['status']): NonNullable<Stripe.Issuing.CardUpdateParams['status']> | null =>
   status === 'active' ? 'active' : status === 'frozen' ? 'inactive' : status === 'terminated' ? 'canceled' : null;
+
+/** Celtic's Authorized User Terms as the customer accepted them (https://docs.stripe.com/issuing/cards#accept-authorized-user-terms), when given. */
+const userTermsOf = ({ termsAcceptance }: Cardholder): Pick<Stripe.Issuing.CardholderCreateParams.Individual, 'card_issuing'> =>
+  termsAcceptance
+    ? {
+        card_issuing: {
+          user_terms_acceptance: {
+            date: Math.floor(Date.parse(termsAcceptance.accepted_at) / 1000),
+            ip: termsAcceptance.ip,
+            ...(termsAcceptance.user_agent ? { user_agent: termsAcceptance.user_agent } : {}),
+          },
+        },
+      }
+    : {};
 
 /** A request Stripe refused as such (4xx other than conflict and rate limit): final, so a refusal, not a retry. */
 const isRefusal = (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError || error instanceof Stripe.errors.StripeCardError;
@@ -144,13 +177,19 @@ export class StripeIssuer implements IssuerProvider {
   async syncCard(issuerCardId: string, controls: IssuerCardControls): Promise<void> {
     const status = stripeStatus(controls.status);
     if (!status) return;
-    if (status === 'canceled') {
-      // Final at Stripe: a canceled card takes no further update, so a repeat stops at the first answer.
-      const card = await this.stripe.issuing.cards.retrieve(issuerCardId);
-      if (card.status !== 'canceled') await this.stripe.issuing.cards.update(issuerCardId, { status });
-      return;
+    try {
+      if (status === 'canceled') {
+        // Final at Stripe: a canceled card takes no further update, so a repeat stops at the first answer.
+        const card = await this.stripe.issuing.cards.retrieve(issuerCardId);
+        if (card.status !== 'canceled') await this.stripe.issuing.cards.update(issuerCardId, { status });
+        return;
+      }
+      await this.stripe.issuing.cards.update(issuerCardId, { status, spending_controls: { spending_limits: stripeSpendingLimits(controls) } });
+    } catch (error) {
+      // Asked again, Stripe would refuse again (a card it canceled itself, one it does not know): a refusal ends the sync.
+      if (isRefusal(error)) throw new IssuerDeclined(`Stripe refused the card's update: ${(error as Error).message}`);
+      throw error;
     }
-    await this.stripe.issuing.cards.update(issuerCardId, { status, spending_controls: { spending_limits: stripeSpendingLimits(controls) } });
   }
 
   private async createCardholder(request: MintRequest): Promise<string> {
@@ -162,7 +201,7 @@ export class StripeIssuer implements IssuerProvider {
         name: `${cardholder.firstName} ${cardholder.lastName}`,
         email: cardholder.email,
         phone_number: cardholder.phoneNumber,
-        individual: { first_name: cardholder.firstName, last_name: cardholder.lastName, dob: { day, month, year } },
+        individual: { first_name: cardholder.firstName, last_name: cardholder.lastName, dob: { day, month, year }, ...userTermsOf(cardholder) },
         billing: {
           address: {
             line1: cardholder.address.line1,
