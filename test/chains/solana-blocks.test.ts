@@ -54,6 +54,24 @@ describe('Solana blocks (solana-rpc): inner instructions, Token-2022 and blocks 
     return { txid: signed.txid, slot: node.executed.get(signed.txid)!.slot };
   };
 
+  /** A mint configured as USDC_SOL, the wallet's associated account holding a million of it: the mint. */
+  const configureMint = () => {
+    const mint = key(1).address;
+    provider = new SolanaRpcProvider(node.url, limits, { USDC_SOL: mint });
+    putTokenProgramAccount(node.svm, mint, mintData(key(3).address, 1_000_000n, 6));
+    putTokenProgramAccount(node.svm, associatedTokenAccount(wallet.address, mint), tokenAccountData(mint, wallet.address, 1_000_000n));
+    return mint;
+  };
+  /** An SPL transfer of the wallet's, as the send workflow signs it, executed: its signature and slot. */
+  const sendTokens = async (mint: string, to: string, amount: bigint, reference: string) => {
+    const signed = signTransfer(
+      { chain: 'solana', testnet: false, from: wallet.address, to, assetId: 'USDC_SOL', tokenAddress: mint, amount, fee: { model: 'flat', fee: LAMPORTS_PER_SIGNATURE }, recentBlock: await provider.recentBlock(), reference },
+      [wallet],
+    );
+    await provider.broadcast(signed.raw);
+    return { txid: signed.txid, slot: node.executed.get(signed.txid)!.slot };
+  };
+
   it("sees a token transfer a program made by CPI: the ATA program's RecoverNested pays the wallet's tokens from a nested account", async () => {
     const [ownerMint, nestedMint] = [key(1).address, key(2).address];
     provider = new SolanaRpcProvider(node.url, limits, { USDC_SOL: nestedMint });
@@ -81,20 +99,13 @@ describe('Solana blocks (solana-rpc): inner instructions, Token-2022 and blocks 
   });
 
   it("sees a System transfer a program made by CPI: the ATA program funds a pre-funded account's rent before the top-level token transfer", async () => {
-    const mint = key(1).address;
+    const mint = configureMint();
     const recipient = key(4).address;
-    provider = new SolanaRpcProvider(node.url, limits, { USDC_SOL: mint });
-    putTokenProgramAccount(node.svm, mint, mintData(key(3).address, 1_000_000n, 6));
-    putTokenProgramAccount(node.svm, associatedTokenAccount(wallet.address, mint), tokenAccountData(mint, wallet.address, 1_000_000n));
     // Someone sent lamports to the recipient's associated address before it existed: CreateIdempotent tops it up by a CPI to System.
     const recipientAccount = associatedTokenAccount(recipient, mint);
     node.svm.airdrop(svmAddress(recipientAccount), 1_000_000n as never);
-    const signed = signTransfer(
-      { chain: 'solana', testnet: false, from: wallet.address, to: recipient, assetId: 'USDC_SOL', tokenAddress: mint, amount: 250_000n, fee: { model: 'flat', fee: LAMPORTS_PER_SIGNATURE }, recentBlock: await provider.recentBlock(), reference: 'tx_inner_system' },
-      [wallet],
-    );
-    await provider.broadcast(signed.raw);
-    const block = (await provider.block(node.executed.get(signed.txid)!.slot))!;
+    const signed = await sendTokens(mint, recipient, 250_000n, 'tx_inner_system');
+    const block = (await provider.block(signed.slot))!;
     const sol = block.transfers.filter((transfer) => transfer.assetId === 'SOL');
     assert.equal(sol.length, 1);
     assert.match(sol[0]!.position, /^ix:0\.\d+$/, 'invoked by the first top-level instruction');
@@ -108,21 +119,12 @@ describe('Solana blocks (solana-rpc): inner instructions, Token-2022 and blocks 
   it('sees Token-2022 Transfer and TransferChecked of a configured mint as it sees SPL Token ones', async () => {
     // LiteSVM loads no Token-2022 program: the runtime executes an SPL Token transfer, and the block is
     // answered with that program as Token-2022 (jsonParsed's `spl-token-2022`, the same instructions and layout).
-    const mint = key(1).address;
     const recipient = key(4).address;
-    provider = new SolanaRpcProvider(node.url, limits, { USDC_SOL: mint });
-    putTokenProgramAccount(node.svm, mint, mintData(key(3).address, 1_000_000n, 6));
-    putTokenProgramAccount(node.svm, associatedTokenAccount(wallet.address, mint), tokenAccountData(mint, wallet.address, 1_000_000n));
-    const signed = signTransfer(
-      { chain: 'solana', testnet: false, from: wallet.address, to: recipient, assetId: 'USDC_SOL', tokenAddress: mint, amount: 300_000n, fee: { model: 'flat', fee: LAMPORTS_PER_SIGNATURE }, recentBlock: await provider.recentBlock(), reference: 'tx_token_2022' },
-      [wallet],
-    );
-    await provider.broadcast(signed.raw);
-    const slot = node.executed.get(signed.txid)!.slot;
+    const { txid, slot } = await sendTokens(configureMint(), recipient, 300_000n, 'tx_token_2022');
     const [answer] = await provider.relay([{ method: 'getBlock', params: [slot, { encoding: 'jsonParsed', maxSupportedTransactionVersion: 0 }] }]);
     const asToken2022 = JSON.parse(JSON.stringify((answer as { result: unknown }).result).replaceAll('"spl-token"', '"spl-token-2022"').replaceAll(base58.encode(TOKEN_PROGRAM), TOKEN_2022_PROGRAM_ID)) as unknown;
     node.recorded.set('getBlock', () => ({ result: asToken2022 }));
-    assert.deepEqual((await provider.block(slot))!.transfers, [{ txid: signed.txid, position: 'ix:1', to: recipient, from: wallet.address, assetId: 'USDC_SOL', amount: 300_000n }]);
+    assert.deepEqual((await provider.block(slot))!.transfers, [{ txid, position: 'ix:1', to: recipient, from: wallet.address, assetId: 'USDC_SOL', amount: 300_000n }]);
   });
 
   it('reads a block over the response cap in pages (its signatures, then its transactions in batches), as the whole block reads under a larger cap', async () => {
