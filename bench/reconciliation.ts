@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import type { Hex } from 'viem';
 import { ChainNodes } from '../src/chains/nodes';
 import { loadConfig, type Config } from '../src/config';
@@ -16,7 +15,7 @@ import { WorkflowStarter } from '../src/temporal/starter';
 import { anvilSandboxConfig, deployAnvilMulticall3, deployAnvilToken, startAnvil, type Anvil } from '../test/support/anvil';
 import type { FloorRequest, FloorResult } from './reconciliation-floor';
 import { reconciliationFixture, type ReconciliationFixture } from './reconciliation-setup';
-import { alternate, cpuSnapshot, cpuSpentSince, median, report, runBenchmark, serviceLogger, timed } from './support';
+import { alternate, cpuSnapshot, cpuSpentSince, cpuSeconds, median, report, round, runBenchmark, serviceLogger, timed, timeStatements } from './support';
 
 /** Custody addresses in the pass: issue 48's goal is about 100,000; smaller runs are for development. */
 const ADDRESSES = Number(process.env.BENCH_RECONCILIATION_ADDRESSES ?? 100_000);
@@ -156,38 +155,5 @@ async function floorMeasurement(config: Config, anvil: Anvil, token: Hex, fixtur
     child.kill();
   }
 }
-
-/** The CPU a measurement cost, in seconds by where it went (ms from cpuSpentSince). */
-const cpuSeconds = (cpu: Record<string, number> | undefined) => Object.fromEntries(Object.entries(cpu ?? {}).map(([where, ms]) => [`cpu_${where}_s`, round(ms / 1000)]));
-
-/**
- * Adds every statement's wait (from its send to its answer, on its connection) to `add` until the
- * returned function is called: pg's Client.query, called with a callback (knex, under MikroORM) or
- * for a promise (the statement pool, src/db/lean.ts).
- */
-function timeStatements(add: (ms: number) => void): () => void {
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const at = performance.now();
-    const done = () => add(performance.now() - at);
-    const callback = args.findIndex((arg) => typeof arg === 'function');
-    if (callback >= 0) {
-      const original = args[callback] as (...results: unknown[]) => void;
-      args[callback] = (...results: unknown[]) => {
-        done();
-        original(...results);
-      };
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    }
-    const result = (query as (...a: unknown[]) => unknown).apply(this, args);
-    if (result instanceof Promise) result.then(done, done);
-    return result;
-  } as typeof query;
-  return () => {
-    pg.Client.prototype.query = query;
-  };
-}
-
-const round = (value: number) => Math.round(value * 1000) / 1000;
 
 runBenchmark(main);

@@ -311,3 +311,37 @@ export function runBenchmark(main: () => Promise<void>): void {
     },
   );
 }
+
+/**
+ * Adds every statement's wait (from its send to its answer, on its connection) to `add` until the
+ * returned function is called: pg's Client.query, called with a callback (knex, under MikroORM) or
+ * for a promise (the statement pool, src/db/lean.ts).
+ */
+export function timeStatements(add: (ms: number) => void): () => void {
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const at = performance.now();
+    const done = () => add(performance.now() - at);
+    const callback = args.findIndex((arg) => typeof arg === 'function');
+    if (callback >= 0) {
+      const original = args[callback] as (...results: unknown[]) => void;
+      args[callback] = (...results: unknown[]) => {
+        done();
+        original(...results);
+      };
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    }
+    const result = (query as (...a: unknown[]) => unknown).apply(this, args);
+    if (result instanceof Promise) result.then(done, done);
+    return result;
+  } as typeof query;
+  return () => {
+    pg.Client.prototype.query = query;
+  };
+}
+
+/** Thousandths: how result files write seconds and rates. */
+export const round = (value: number) => Math.round(value * 1000) / 1000;
+
+/** The CPU a measurement cost, in seconds by where it went (ms from cpuSpentSince). */
+export const cpuSeconds = (cpu: Record<string, number> | undefined) => Object.fromEntries(Object.entries(cpu ?? {}).map(([where, ms]) => [`cpu_${where}_s`, round(ms / 1000)]));

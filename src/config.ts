@@ -207,6 +207,12 @@ export const ConfigSchema = z.object({
   /** The SPL mints the Solana nodes are scanned for and sent from; live defaults to Circle's USDC on mainnet-beta. */
   CHAIN_TOKENS_SOLANA_SANDBOX: tokenMints.optional(),
   CHAIN_TOKENS_SOLANA_LIVE: tokenMints.prefault('USDC_SOL=EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v'),
+  /**
+   * How many Solana blocks scanning reads at once ahead of its cursor (processed one by one, in order):
+   * mainnet makes a slot every 400 ms, more than one getBlock round trip at a time can follow
+   * (bench/solana-scan.ts). Each read holds up to CHAIN_NODE_MAX_RESPONSE_BYTES while it arrives.
+   */
+  SOLANA_SCAN_PARALLEL_BLOCKS: z.coerce.number().int().min(1).max(64).default(4),
   /** Blocks on top of (and including) the one carrying an incoming transfer before it is available. */
   CHAIN_CONFIRMATIONS_BITCOIN: z.coerce.number().int().min(1).max(1000).default(3),
   CHAIN_CONFIRMATIONS_ETHEREUM: z.coerce.number().int().min(1).max(1000).default(12),

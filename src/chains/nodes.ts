@@ -200,7 +200,7 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
     });
   }
   if (config.CHAIN_NODE_SOLANA_SANDBOX) {
-    const provider = new SolanaRpcProvider(config.CHAIN_NODE_SOLANA_SANDBOX, limits, config.CHAIN_TOKENS_SOLANA_SANDBOX);
+    const provider = new SolanaRpcProvider(config.CHAIN_NODE_SOLANA_SANDBOX, limits, config.CHAIN_TOKENS_SOLANA_SANDBOX, config.SOLANA_SCAN_PARALLEL_BLOCKS);
     nodes.push({
       environment: 'sandbox',
       provider,
@@ -210,7 +210,7 @@ function configuredNodes(config: Config): Omit<ConfiguredNode, 'state'>[] {
     });
   }
   if (config.CHAIN_NODE_SOLANA_LIVE) {
-    const provider = new SolanaRpcProvider(config.CHAIN_NODE_SOLANA_LIVE, limits, config.CHAIN_TOKENS_SOLANA_LIVE);
+    const provider = new SolanaRpcProvider(config.CHAIN_NODE_SOLANA_LIVE, limits, config.CHAIN_TOKENS_SOLANA_LIVE, config.SOLANA_SCAN_PARALLEL_BLOCKS);
     nodes.push({
       environment: 'live',
       provider,

@@ -60,7 +60,8 @@ export interface ObservedTransfer {
   txid: string;
   /**
    * Unique within the transaction: `out:<vout>` (a Bitcoin output), `native` (an account chain's
-   * value transfer), `log:<logIndex>` (an ERC-20 / TRC-20 Transfer event), `ix:<n>` (a Solana instruction).
+   * value transfer), `log:<logIndex>` (an ERC-20 / TRC-20 Transfer event), `ix:<n>` (a Solana instruction), `ix:<n>.<k>`
+   * (the k-th instruction Solana instruction n invoked by CPI).
    */
   position: string;
   /** The receiving address, in the platform's own form for the environment (scripts are matched, not prefixes). */
@@ -204,6 +205,11 @@ export interface ChainProvider {
   tip(): Promise<ChainTip>;
   /** The block at `height` on the best chain with the transfers it made, or null above the tip. */
   block(height: number): Promise<ObservedBlock | null>;
+  /**
+   * How many blocks scanning may read at once ahead of its cursor (still processed one by one, in
+   * order); 1 when absent. Solana's slot every 400 ms needs more than one round trip at a time.
+   */
+  readonly blockReadsInParallel?: number;
   /** What the chain itself says `address` holds of `assetId`, in base units, at the tip. */
   balance(address: string, assetId: string): Promise<bigint>;
   /**

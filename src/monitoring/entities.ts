@@ -85,7 +85,7 @@ export class IncomingTransfer {
   @Property({ type: 'text' })
   txid!: string;
 
-  /** Where in the transaction (`out:1`, `native`, `log:4`, `ix:0`): a transaction may pay several times. */
+  /** Where in the transaction (`out:1`, `native`, `log:4`, `ix:0`, `ix:0.1`): a transaction may pay several times. */
   @Property({ type: 'text' })
   position!: string;
 

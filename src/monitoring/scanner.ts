@@ -58,10 +58,12 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
   }
   const required = requiredConfirmations(deps.config, scope.chain);
   const last = Math.min(tipHeight, cursor.height + scope.maxBlocks);
+  const reads = new ReadAhead(provider, last);
   while (cursor.height < last) {
-    const block = await provider.block(cursor.height + 1);
+    const block = await reads.next(cursor.height + 1);
     if (!block) break;
     if (cursor.hash !== '' && block.parentHash !== cursor.hash) {
+      reads.discard();
       cursor = await rewindToFork(deps, scope, provider, cursor);
       continue;
     }
@@ -97,6 +99,38 @@ export async function scanChain(deps: ScanDeps, scope: ChainEnvironment & { maxB
     }
   }
   return { height: cursor.height >= 0 ? cursor.height : null, tipHeight, caughtUp: cursor.height >= tipHeight };
+}
+
+/**
+ * The blocks after the cursor, read up to the provider's `blockReadsInParallel` at once and handed out
+ * in height order, so a node's round trip is paid once per window, not once per block. Each is still
+ * checked against its parent and committed one by one; after a reorganisation the reads are discarded.
+ */
+class ReadAhead {
+  private readonly reading = new Map<number, Promise<ObservedBlock | null>>();
+
+  constructor(
+    private readonly provider: ChainProvider,
+    private readonly last: number,
+  ) {}
+
+  next(height: number): Promise<ObservedBlock | null> {
+    const window = Math.max(1, this.provider.blockReadsInParallel ?? 1);
+    for (let ahead = height; ahead < height + window && ahead <= this.last; ahead += 1) {
+      if (this.reading.has(ahead)) continue;
+      const read = this.provider.block(ahead);
+      // A read never awaited (scanning stopped before it) must not be an unhandled rejection; an awaited one still throws.
+      read.catch(() => undefined);
+      this.reading.set(ahead, read);
+    }
+    const read = this.reading.get(height)!;
+    this.reading.delete(height);
+    return read;
+  }
+
+  discard(): void {
+    this.reading.clear();
+  }
 }
 
 interface Cursor {

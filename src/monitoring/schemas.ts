@@ -20,7 +20,7 @@ export const DepositObject = z
     from_address: z.string().nullable().openapi({ description: 'The sender, when the chain says (null for Bitcoin)' }),
     to_address: z.string(),
     tx_hash: z.string(),
-    position: z.string().openapi({ description: 'Where in the transaction: out:<vout>, native, log:<index> or ix:<n>' }),
+    position: z.string().openapi({ description: 'Where in the transaction: out:<vout>, native, log:<index>, ix:<n> or ix:<n>.<k> (an instruction Solana instruction n invoked)' }),
     block_height: z.number().int().nullable(),
     block_hash: z.string().nullable(),
     confirmations: z.number().int(),

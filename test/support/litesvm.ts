@@ -81,13 +81,13 @@ export function tokenAccountData(mint: string, owner: string, amount: bigint): U
   return data;
 }
 
-/** A rent-exempt account of the SPL Token program holding `data` (a mint, a token account). */
-export function putTokenProgramAccount(svm: LiteSVM, address: string, data: Uint8Array): void {
+/** A rent-exempt account of the SPL Token program (or `program`: Token-2022) holding `data` (a mint, a token account). */
+export function putTokenProgramAccount(svm: LiteSVM, address: string, data: Uint8Array, program = base58.encode(TOKEN_PROGRAM)): void {
   svm.setAccount({
     address: svmAddress(address),
     lamports: svm.minimumBalanceForRentExemption(BigInt(data.length)),
     data,
-    programAddress: svmAddress(base58.encode(TOKEN_PROGRAM)),
+    programAddress: svmAddress(program),
     executable: false,
   } as unknown as SvmAccount);
 }

@@ -11,6 +11,9 @@ export const MAINNET_GENESIS = '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
 export const DEVNET_GENESIS = 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG';
 export const SYSTEM_PROGRAM_ID = '11111111111111111111111111111111';
 export const TOKEN_PROGRAM_ID = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
+export const TOKEN_2022_PROGRAM_ID = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PhnBqCXEpPxuEb';
+/** The token programs, as jsonParsed names them. */
+const TOKEN_PROGRAMS: Readonly<Record<string, string>> = { [TOKEN_PROGRAM_ID]: 'spl-token', [TOKEN_2022_PROGRAM_ID]: 'spl-token-2022' };
 
 type Json = Record<string, unknown>;
 type Answer = { result: unknown } | { error: { code: number; message: string; data?: unknown } };
@@ -20,6 +23,7 @@ interface MetaTokenBalance {
   accountIndex: number;
   mint: string;
   owner: string;
+  programId: string;
   uiTokenAmount: { amount: string; decimals: number };
 }
 
@@ -34,6 +38,8 @@ interface Executed {
   fee: number;
   err: string | null;
   confirmationStatus: 'processed' | 'confirmed' | 'finalized';
+  /** What each top-level instruction invoked by CPI, as the runtime recorded it: program, accounts and data. */
+  inner: { program: string; accounts: string[]; data: Uint8Array; stackHeight: number }[][];
   /** Its accounts as they were before it ran: what a reorganisation restores. */
   before: SvmAccount[];
   balances: { preBalances: number[]; postBalances: number[]; preTokenBalances: MetaTokenBalance[]; postTokenBalances: MetaTokenBalance[] };
@@ -55,6 +61,11 @@ export class SolanaNode {
   readonly executed = new Map<string, Executed>();
   readonly recorded = new Map<string, (params: unknown[]) => Answer>();
   readonly calls: string[] = [];
+  /** False: sent transactions join the current slot until the clock moves on (a block of many transactions). */
+  sealAfterSend = true;
+  private readonly madeAt = Date.now();
+  /** How long each answer waits before it is sent: a remote node's round trip (bench/solana-scan.ts). */
+  latencyMs = 0;
   /** What the block hashes are made from, from each slot on: one more each reorganisation. */
   private readonly forks = [{ from: 0, seed: base58.encode(randomBytes(8)) }];
   private server!: Server;
@@ -69,7 +80,9 @@ export class SolanaNode {
         const parsed = JSON.parse(body) as Json | Json[];
         const one = (call: Json) => ({ jsonrpc: '2.0', id: call.id, ...this.answer(call.method as string, (call.params as unknown[]) ?? []) });
         response.setHeader('content-type', 'application/json');
-        response.end(JSON.stringify(Array.isArray(parsed) ? parsed.map(one) : one(parsed)));
+        const answers = JSON.stringify(Array.isArray(parsed) ? parsed.map(one) : one(parsed));
+        if (this.latencyMs > 0) setTimeout(() => response.end(answers), this.latencyMs);
+        else response.end(answers);
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -107,6 +120,11 @@ export class SolanaNode {
   blockHash(slot: number): string {
     const { seed } = this.forks.filter((fork) => fork.from <= slot).at(-1)!;
     return base58.encode(sha256(new TextEncoder().encode(`${seed}:${slot}`)));
+  }
+
+  /** The time of the block at `slot`, the same at every read: 400 ms a slot since the node was made. */
+  blockTime(slot: number): number {
+    return Math.floor((this.madeAt + slot * 400) / 1000);
   }
 
   /**
@@ -155,7 +173,7 @@ export class SolanaNode {
         return { result: { context, value: this.accounts(params as [string[], { dataSlice?: { offset: number; length: number } }?]) } };
       case 'getTokenSupply': {
         const mint = this.svm.getAccount(svmAddress(params[0] as string));
-        if (!mint.exists || mint.programAddress !== TOKEN_PROGRAM_ID) return { error: { code: -32602, message: 'Invalid param: not a Token mint' } };
+        if (!mint.exists || !TOKEN_PROGRAMS[mint.programAddress]) return { error: { code: -32602, message: 'Invalid param: not a Token mint' } };
         const supply = u64At(mint.data, 36).toString();
         return { result: { context, value: { amount: supply, decimals: mint.data[44], uiAmount: null, uiAmountString: supply } } };
       }
@@ -188,7 +206,7 @@ export class SolanaNode {
       }
       case 'getTransaction': {
         const known = this.executed.get(params[0] as string);
-        return { result: known ? { slot: known.slot, blockTime: null, meta: { err: known.err, fee: known.fee, ...known.balances }, transaction: {} } : null };
+        return { result: known ? { slot: known.slot, blockTime: null, ...parsedTransaction(params[0] as string, known) } : null };
       }
       case 'getBlock':
         return this.block(params as [number, { transactionDetails?: string }?]);
@@ -206,26 +224,18 @@ export class SolanaNode {
     });
   }
 
-  /** getBlock: the block at a sealed slot, with what the runtime executed in it (jsonParsed), or not available yet. */
+  /**
+   * getBlock: the block at a sealed slot, with what the runtime executed in it (jsonParsed; only the
+   * signatures with `transactionDetails: 'signatures'`), or not available yet. Like Agave's RPC, which
+   * caps no answer, it sends the whole block however large: the caller's cap is the caller's.
+   */
   private block([slot, options]: [number, { transactionDetails?: string }?]): Answer {
     if (slot > this.confirmedSlot || slot < 1) return { error: { code: -32004, message: `Block not available for slot ${slot}` } };
-    const block = { blockhash: this.blockHash(slot), previousBlockhash: this.blockHash(slot - 1), parentSlot: slot - 1, blockHeight: slot, blockTime: Math.floor(Date.now() / 1000) };
+    const block = { blockhash: this.blockHash(slot), previousBlockhash: this.blockHash(slot - 1), parentSlot: slot - 1, blockHeight: slot, blockTime: this.blockTime(slot) };
     if (options?.transactionDetails === 'none') return { result: block };
-    const transactions = [...this.executed.entries()]
-      .filter(([, executed]) => executed.slot === slot)
-      .map(([signature, executed]) => ({
-        transaction: {
-          signatures: [signature],
-          message: {
-            accountKeys: messageAccountKeys(executed.raw).map((pubkey, index) => ({ pubkey, signer: index === 0, writable: true, source: 'transaction' })),
-            recentBlockhash: solanaRecentBlockhash(executed.raw),
-            instructions: messageInstructions(executed.raw).map(parsedInstruction),
-          },
-        },
-        meta: { err: executed.err, fee: executed.fee, ...executed.balances, status: { Ok: null } },
-        version: 'legacy',
-      }));
-    return { result: { ...block, transactions } };
+    const executed = [...this.executed.entries()].filter(([, known]) => known.slot === slot);
+    if (options?.transactionDetails === 'signatures') return { result: { ...block, signatures: executed.map(([signature]) => signature) } };
+    return { result: { ...block, transactions: executed.map(([signature, known]) => parsedTransaction(signature, known)) } };
   }
 
   /** sendTransaction: the runtime runs it and its slot is sealed; a refusal is the preflight failure a node answers (-32002). */
@@ -235,9 +245,11 @@ export class SolanaNode {
     const tokenBalances = () =>
       keys.flatMap((key, accountIndex): MetaTokenBalance[] => {
         const account = this.svm.getAccount(key);
-        if (!account.exists || account.programAddress !== TOKEN_PROGRAM_ID || account.data.length !== 165) return [];
+        // A token account: 165 bytes, or more with Token-2022's extensions (its account type, 2, at byte 165).
+        const tokenAccount = account.exists && TOKEN_PROGRAMS[account.programAddress] && (account.data.length === 165 || (account.data.length > 165 && account.data[165] === 2));
+        if (!tokenAccount) return [];
         const owner = base58.encode(account.data.slice(32, 64));
-        return [{ accountIndex, mint: base58.encode(account.data.slice(0, 32)), owner, uiTokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } }];
+        return [{ accountIndex, mint: base58.encode(account.data.slice(0, 32)), owner, programId: account.programAddress, uiTokenAmount: { amount: u64At(account.data, 64).toString(), decimals: 6 } }];
       });
     const [preBalances, preTokenBalances] = [lamports(), tokenBalances()];
     const before = keys.map((address): SvmAccount => {
@@ -252,20 +264,52 @@ export class SolanaNode {
     const postBalances = lamports();
     const fee = preBalances.reduce((sum, value) => sum + value, 0) - postBalances.reduce((sum, value) => sum + value, 0);
     const slot = this.slot;
-    this.executed.set(signature, { raw, slot, blockhash: this.blockHash(slot), fee, err: null, confirmationStatus: 'processed', before, balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
-    this.seal();
+    const accountKeys = messageAccountKeys(raw);
+    const inner = outcome.innerInstructions().map((invoked) =>
+      invoked.map((entry) => {
+        const instruction = entry.instruction();
+        return { program: accountKeys[instruction.programIdIndex()]!, accounts: Array.from(instruction.accounts(), (index) => accountKeys[index]!), data: instruction.data(), stackHeight: entry.stackHeight() };
+      }),
+    );
+    this.executed.set(signature, { raw, slot, blockhash: this.blockHash(slot), fee, err: null, confirmationStatus: 'processed', inner, before, balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
+    if (this.sealAfterSend) this.seal();
     return { result: signature };
   }
 }
 
-/** An instruction as jsonParsed shows it: System transfers and SPL TransferChecked parsed, any other raw. */
-function parsedInstruction({ program, accounts, data }: { program: string; accounts: string[]; data: Uint8Array }) {
+/**
+ * A transaction as getBlock (full) and getTransaction give it in jsonParsed: its message, and its meta
+ * with what each top-level instruction invoked (`innerInstructions`, only the instructions that invoked any).
+ */
+function parsedTransaction(signature: string, executed: Executed) {
+  const innerInstructions = executed.inner.flatMap((invoked, index) => (invoked.length ? [{ index, instructions: invoked.map((instruction) => parsedInstruction(instruction, instruction.stackHeight)) }] : []));
+  return {
+    transaction: {
+      signatures: [signature],
+      message: {
+        accountKeys: messageAccountKeys(executed.raw).map((pubkey, index) => ({ pubkey, signer: index === 0, writable: true, source: 'transaction' })),
+        recentBlockhash: solanaRecentBlockhash(executed.raw),
+        instructions: messageInstructions(executed.raw).map((instruction) => parsedInstruction(instruction, null)),
+      },
+    },
+    meta: { err: executed.err, fee: executed.fee, ...executed.balances, innerInstructions, status: { Ok: null } },
+    version: 'legacy',
+  };
+}
+
+/** An instruction as jsonParsed shows it: System transfers, Token and Token-2022 Transfer and TransferChecked parsed, any other raw. */
+function parsedInstruction({ program, accounts, data }: { program: string; accounts: string[]; data: Uint8Array }, stackHeight: number | null) {
   if (program === SYSTEM_PROGRAM_ID && data.length === 12 && data[0] === 2) {
-    return { program: 'system', programId: program, parsed: { type: 'transfer', info: { source: accounts[0], destination: accounts[1], lamports: Number(u64At(data, 4)) } }, stackHeight: null };
+    return { program: 'system', programId: program, parsed: { type: 'transfer', info: { source: accounts[0], destination: accounts[1], lamports: Number(u64At(data, 4)) } }, stackHeight };
   }
-  if (program === TOKEN_PROGRAM_ID && data[0] === 12) {
+  const tokenProgram = TOKEN_PROGRAMS[program];
+  if (tokenProgram && data[0] === 3) {
+    const info = { source: accounts[0], destination: accounts[1], authority: accounts[2], amount: u64At(data, 1).toString() };
+    return { program: tokenProgram, programId: program, parsed: { type: 'transfer', info }, stackHeight };
+  }
+  if (tokenProgram && data[0] === 12) {
     const info = { source: accounts[0], mint: accounts[1], destination: accounts[2], authority: accounts[3], tokenAmount: { amount: u64At(data, 1).toString(), decimals: data[9] } };
-    return { program: 'spl-token', programId: program, parsed: { type: 'transferChecked', info }, stackHeight: null };
+    return { program: tokenProgram, programId: program, parsed: { type: 'transferChecked', info }, stackHeight };
   }
-  return { programId: program, accounts, data: base58.encode(data), stackHeight: null };
+  return { programId: program, accounts, data: base58.encode(data), stackHeight };
 }

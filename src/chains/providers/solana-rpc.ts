@@ -9,8 +9,6 @@ import {
   type FeeMarket,
   type NetworkIdentity,
   type ObservedBlock,
-  type ObservedPayment,
-  type ObservedTransfer,
   type RecentBlock,
   type RelayedAnswer,
   type RelayedCall,
@@ -18,7 +16,8 @@ import {
 } from '../provider';
 import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE, MICRO_LAMPORTS_PER_LAMPORT, PRIORITY_COMPUTE_UNIT_LIMIT, solanaRecentBlockhash, TOKEN_PROGRAM } from '../transfers/solana';
 import { broadcastErrorOutcome } from '../refusals';
-import { relayJsonRpc2, relayJsonRpc2WithStatus, type NodeCallLimits } from './node-http';
+import { NodeResponseTooLargeError, relayJsonRpc2, relayJsonRpc2WithStatus, type NodeCallLimits } from './node-http';
+import { Lamports, ParsedTransaction, PayerMeta, payerCost, readTransaction, Slot, TokenAmount } from './solana-blocks';
 
 /** The mint of each SPL token asset on this node's network: asset id → mint address (base58). */
 export type TokenMints = Readonly<Record<string, string>>;
@@ -44,88 +43,27 @@ const SKIPPED_SLOT_LOOKBACK = 500;
 const PRIORITY_PERCENTILES = { low: 10, medium: 50, high: 90 } as const;
 /** Scanning and status read blocks the cluster confirmed (supermajority voted): a processed block can still be dropped. */
 const COMMITMENT = 'confirmed';
+/**
+ * Transactions one getTransaction batch of a paged block asks for: about half a megabyte of mainnet's
+ * jsonParsed transactions, well under the default cap (a batch over it is halved).
+ */
+const TRANSACTIONS_PER_PAGE = 100;
 /** Accounts one getMultipleAccounts call takes (the RPC's limit). */
 const ACCOUNTS_PER_CALL = 100;
 /** What a balance needs of an SPL token account: its mint (bytes 0-32), owner (32-64) and amount (u64 little-endian, 64-72). */
 const TOKEN_ACCOUNT_HEAD = 72;
 const TOKEN_PROGRAM_ID = base58.encode(TOKEN_PROGRAM);
 
-/**
- * Lamports and token amounts are u64, which Solana's JSON writes as numbers (token amounts also as a
- * string). A JSON number above 2^53 cannot be read exactly: such an answer is refused, never rounded.
- */
-const Lamports = z
-  .number()
-  .int()
-  .nonnegative()
-  .refine(Number.isSafeInteger, 'an amount above 2^53 cannot be read exactly')
-  .transform((value) => BigInt(value));
-const TokenAmount = z.string().regex(/^\d+$/).transform((value) => BigInt(value));
-const Slot = z.number().int().nonnegative();
 const WithContext = <T extends z.ZodType>(value: T) => z.object({ context: z.object({ slot: Slot }).loose(), value });
-
-const ParsedInstruction = z.object({ program: z.string().optional(), programId: z.string(), parsed: z.unknown().optional() }).loose();
-const SystemTransfer = z.object({ type: z.literal('transfer'), info: z.object({ source: z.string(), destination: z.string(), lamports: Lamports }) });
-const TokenTransfer = z.object({
-  type: z.enum(['transfer', 'transferChecked']),
-  info: z.object({
-    source: z.string(),
-    destination: z.string(),
-    mint: z.string().optional(),
-    amount: TokenAmount.optional(),
-    tokenAmount: z.object({ amount: TokenAmount }).loose().optional(),
-  }).loose(),
-});
-const TokenBalance = z.object({ accountIndex: z.number().int().nonnegative(), mint: z.string(), owner: z.string().optional() }).loose();
-/** A transaction's meta as far as its payer's cost is read: the fee, lamports per account key before and after, and the token accounts before. */
-const PayerMeta = z.object({
-  err: z.unknown(),
-  fee: Lamports,
-  preBalances: z.array(Lamports).optional(),
-  postBalances: z.array(Lamports).optional(),
-  preTokenBalances: z.array(TokenBalance).nullish(),
-  postTokenBalances: z.array(TokenBalance).nullish(),
-});
-const BlockTransaction = z.object({
-  transaction: z.object({
-    signatures: z.array(z.string()).min(1),
-    message: z.object({ accountKeys: z.array(z.object({ pubkey: z.string() }).loose()).min(1), recentBlockhash: z.string().optional(), instructions: z.array(ParsedInstruction) }).loose(),
-  }),
-  meta: PayerMeta.extend({ postTokenBalances: z.array(TokenBalance).nullish() }).loose().nullable(),
-});
-const Block = z.object({
-  blockhash: z.string(),
-  previousBlockhash: z.string(),
-  parentSlot: Slot,
-  blockTime: z.number().int().nullable(),
-  transactions: z.array(BlockTransaction).optional(),
-});
+const BlockHeader = z.object({ blockhash: z.string(), previousBlockhash: z.string(), parentSlot: Slot, blockTime: z.number().int().nullable() });
+const Block = BlockHeader.extend({ transactions: z.array(ParsedTransaction).optional() });
+/** getBlock with `transactionDetails: 'signatures'`: the first signature of each transaction, in the block's order. */
+const BlockSignatures = BlockHeader.extend({ signatures: z.array(z.string()) });
+/** getTransaction (jsonParsed): the transaction as a full block carries it, and the slot it is in. */
+const SlotTransaction = ParsedTransaction.extend({ slot: Slot });
 const SignatureStatus = z.object({ slot: Slot, err: z.unknown(), confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullable() }).loose();
 const TransactionMeta = z.object({ slot: Slot, meta: PayerMeta.loose().nullable() }).loose();
 
-/**
- * The recent blockhash that bounds a transaction's life, as ObservedPayment carries it; none for a
- * durable-nonce transaction (its first instruction advances a nonce account: the "blockhash" is the
- * nonce's value, valid until the nonce advances, so its expiry proves nothing).
- */
-function expiringBlockhash(message: { recentBlockhash?: string; instructions: z.output<typeof ParsedInstruction>[] }): { recentBlockhash?: string } {
-  const first = message.instructions[0];
-  const durable = first?.program === 'system' && (first.parsed as { type?: unknown } | undefined)?.type === 'advanceNonce';
-  return message.recentBlockhash && !durable ? { recentBlockhash: message.recentBlockhash } : {};
-}
-
-/**
- * What a transaction cost its fee payer beyond its transfers: the fee, and the rent of each token
- * account it created (an SPL transfer's CreateIdempotent for a recipient with none: 2,039,280
- * lamports), which leaves the payer for good. The ledger debits this as the send's fee.
- */
-function payerCost(meta: z.output<typeof PayerMeta>): bigint {
-  const existed = new Set((meta.preTokenBalances ?? []).map((balance) => balance.accountIndex));
-  const lamportsOf = (balances: bigint[] | undefined, index: number) => balances?.[index] ?? 0n;
-  return (meta.postTokenBalances ?? [])
-    .filter((balance) => !existed.has(balance.accountIndex))
-    .reduce((cost, { accountIndex }) => cost + lamportsOf(meta.postBalances, accountIndex) - lamportsOf(meta.preBalances, accountIndex), meta.fee);
-}
 /** An account as getMultipleAccounts gives it (base64, sliced), or null where none exists. */
 const AccountHead = z.object({ lamports: Lamports, owner: z.string(), data: z.tuple([z.string(), z.literal('base64')]) }).loose().nullable();
 const TokenAccounts = z.array(z.object({ account: z.object({ data: z.object({ parsed: z.object({ info: z.object({ tokenAmount: z.object({ amount: TokenAmount }).loose() }).loose() }).loose() }).loose() }).loose() }));
@@ -144,6 +82,8 @@ export class SolanaRpcProvider implements ChainProvider {
     private readonly url: string,
     private readonly limits: NodeCallLimits,
     private readonly mints: TokenMints = {},
+    /** How many blocks scanning reads at once (SOLANA_SCAN_PARALLEL_BLOCKS): a slot every 400 ms outpaces one round trip at a time. */
+    readonly blockReadsInParallel = 1,
   ) {
     this.assetOfMint = new Map(Object.entries(mints).map(([assetId, mint]) => [mint, assetId]));
   }
@@ -166,47 +106,81 @@ export class SolanaRpcProvider implements ChainProvider {
   }
 
   /**
-   * The confirmed block at slot `height` (jsonParsed): each successful top-level System transfer (`SOL`)
-   * and SPL Token transfer of a configured mint (credited to the token account's owner, from the
-   * transaction's token balances), at position `ix:<n>`; every transaction's fee payer and its cost (payerCost). Transfers
-   * made by inner instructions (a program's CPI) are not seen. Null for a slot the node has no block for yet.
+   * The confirmed block at slot `height` (jsonParsed, full transactions): what each transaction paid and
+   * transferred (readTransaction). A block whose answer is over the response cap
+   * (CHAIN_NODE_MAX_RESPONSE_BYTES) is read page by page instead (pagedBlock): one large block never
+   * stops scanning. Null for a slot the node has no block for yet.
    */
   async block(height: number): Promise<ObservedBlock | null> {
-    const answer = await this.answer('getBlock', [height, { commitment: COMMITMENT, encoding: 'jsonParsed', transactionDetails: 'full', rewards: false, maxSupportedTransactionVersion: 0 }]);
+    let found: z.output<typeof Block> | 'skipped' | null;
+    try {
+      found = await this.blockAt(height, 'full', Block);
+    } catch (error) {
+      if (error instanceof NodeResponseTooLargeError) return this.pagedBlock(height);
+      throw error;
+    }
+    if (found === 'skipped') return this.skippedSlot(height);
+    return found && this.observed(height, found, found.transactions ?? []);
+  }
+
+  /**
+   * A block over the response cap: its signatures (getBlock `transactionDetails: 'signatures'`, some 90
+   * bytes a transaction), then its transactions by getTransaction, TRANSACTIONS_PER_PAGE a batch, a batch
+   * over the cap split in halves. Every transaction must be in this slot: one that is not (the cluster
+   * confirmed another fork meanwhile) fails the read, retried with the next pass.
+   */
+  private async pagedBlock(height: number): Promise<ObservedBlock | null> {
+    const found = await this.blockAt(height, 'signatures', BlockSignatures);
+    if (found === 'skipped') return this.skippedSlot(height);
+    if (!found) return null;
+    const transactions: ParsedTransaction[] = [];
+    for (let start = 0; start < found.signatures.length; start += TRANSACTIONS_PER_PAGE) {
+      transactions.push(...(await this.transactionsOf(height, found.signatures.slice(start, start + TRANSACTIONS_PER_PAGE))));
+    }
+    return this.observed(height, found, transactions);
+  }
+
+  /** getTransaction of each signature in one batch, halved while the answer is over the cap. */
+  private async transactionsOf(height: number, signatures: string[]): Promise<ParsedTransaction[]> {
+    const options = { commitment: COMMITMENT, encoding: 'jsonParsed', maxSupportedTransactionVersion: 0 };
+    let answers: RelayedAnswer[];
+    try {
+      answers = await this.relay(signatures.map((signature) => ({ method: 'getTransaction', params: [signature, options] })));
+    } catch (error) {
+      if (!(error instanceof NodeResponseTooLargeError) || signatures.length === 1) throw error;
+      const half = Math.ceil(signatures.length / 2);
+      return [...(await this.transactionsOf(height, signatures.slice(0, half))), ...(await this.transactionsOf(height, signatures.slice(half)))];
+    }
+    return answers.map((answer) => {
+      if ('error' in answer) throw nodeRefused('getTransaction', answer.error);
+      const transaction = parse('getTransaction', SlotTransaction.nullable(), answer.result);
+      if (transaction?.slot !== height) throw new NodeUnavailableError(`A transaction of slot ${height} is no longer there: the block changed while it was read in pages.`);
+      return transaction;
+    });
+  }
+
+  /** getBlock at `height` with the given transaction details: the block, 'skipped' (-32007, -32009), or null when not available yet (-32004). */
+  private async blockAt<T extends z.ZodType>(height: number, transactionDetails: 'full' | 'signatures', schema: T): Promise<z.output<T> | 'skipped' | null> {
+    const answer = await this.answer('getBlock', [height, { commitment: COMMITMENT, encoding: 'jsonParsed', transactionDetails, rewards: false, maxSupportedTransactionVersion: 0 }]);
     if ('error' in answer) {
-      if (answer.error.code === SLOT_SKIPPED || answer.error.code === LONG_TERM_STORAGE_SLOT_SKIPPED) return this.skippedSlot(height);
+      if (answer.error.code === SLOT_SKIPPED || answer.error.code === LONG_TERM_STORAGE_SLOT_SKIPPED) return 'skipped';
       if (answer.error.code === BLOCK_NOT_AVAILABLE) return null;
       throw nodeRefused('getBlock', answer.error);
     }
-    if (answer.result === null) return null;
-    const block = parse('getBlock', Block, answer.result);
-    const transfers: ObservedTransfer[] = [];
-    const payments: ObservedPayment[] = [];
-    for (const { transaction, meta } of block.transactions ?? []) {
-      const txid = transaction.signatures[0]!;
-      const keys = transaction.message.accountKeys.map((key) => key.pubkey);
-      if (meta) payments.push({ txid, from: keys[0]!, fee: payerCost(meta), ...expiringBlockhash(transaction.message) });
-      if (!meta || meta.err !== null) continue;
-      const tokenAccounts = new Map((meta.postTokenBalances ?? []).map((balance) => [keys[balance.accountIndex], balance]));
-      transaction.message.instructions.forEach((instruction, index) => {
-        const position = `ix:${index}`;
-        if (instruction.program === 'system') {
-          const transfer = SystemTransfer.safeParse(instruction.parsed);
-          if (transfer.success) transfers.push({ txid, position, to: transfer.data.info.destination, from: transfer.data.info.source, assetId: 'SOL', amount: transfer.data.info.lamports });
-        } else if (instruction.program === 'spl-token') {
-          const transfer = TokenTransfer.safeParse(instruction.parsed);
-          if (!transfer.success) return;
-          const { destination, source, tokenAmount, amount } = transfer.data.info;
-          const account = tokenAccounts.get(destination);
-          const assetId = account && this.assetOfMint.get(account.mint);
-          const moved = tokenAmount?.amount ?? amount;
-          if (!assetId || !account.owner || moved === undefined) return;
-          transfers.push({ txid, position, to: account.owner, from: tokenAccounts.get(source)?.owner ?? null, assetId, amount: moved });
-        }
-      });
-    }
-    const time = new Date((block.blockTime ?? 0) * 1000);
-    return { height, hash: block.blockhash, parentHash: block.previousBlockhash, time, transfers, payments, inputs: [] };
+    return answer.result === null ? null : parse('getBlock', schema, answer.result);
+  }
+
+  private observed(height: number, block: z.output<typeof BlockHeader>, transactions: ParsedTransaction[]): ObservedBlock {
+    const read = transactions.map((transaction) => readTransaction(transaction, this.assetOfMint));
+    return {
+      height,
+      hash: block.blockhash,
+      parentHash: block.previousBlockhash,
+      time: new Date((block.blockTime ?? 0) * 1000),
+      transfers: read.flatMap(({ transfers }) => transfers),
+      payments: read.flatMap(({ payment }) => (payment ? [payment] : [])),
+      inputs: [],
+    };
   }
 
   /** SOL: the account's lamports; a token: the sum of the owner's token accounts of its mint (all finalized). */

@@ -96,7 +96,12 @@ export function signSolanaTransfer({ transfer, asset, to, token }: CheckedTransf
       },
     );
   }
-  const message = compileMessage(payer, instructions, blockhash);
+  return signSolanaInstructions(key, instructions, blockhash);
+}
+
+/** A legacy transaction of `instructions` on `recentBlockhash`, paid and signed by `key` alone. */
+export function signSolanaInstructions(key: SigningKey, instructions: InstructionSpec[], recentBlockhash: Uint8Array): SignedTransfer {
+  const message = compileMessage(key.publicKey, instructions, recentBlockhash);
   const signature = ed25519.sign(message, key.privateKey);
   return { raw: base64.encode(concatBytes(compactU16(1), signature, message)), txid: base58.encode(signature) };
 }
@@ -106,15 +111,15 @@ interface AccountMeta {
   signer: boolean;
   writable: boolean;
 }
-interface InstructionSpec {
+export interface InstructionSpec {
   program: Uint8Array;
   accounts: AccountMeta[];
   data: Uint8Array;
 }
 
-const signer = (key: Uint8Array): AccountMeta => ({ key, signer: true, writable: true });
-const writable = (key: Uint8Array): AccountMeta => ({ key, signer: false, writable: true });
-const readonly = (key: Uint8Array): AccountMeta => ({ key, signer: false, writable: false });
+export const signer = (key: Uint8Array): AccountMeta => ({ key, signer: true, writable: true });
+export const writable = (key: Uint8Array): AccountMeta => ({ key, signer: false, writable: true });
+export const readonly = (key: Uint8Array): AccountMeta => ({ key, signer: false, writable: false });
 
 /** The legacy message: keys deduplicated and ordered payer, signers, writable, read-only, as web3.js compiles them. */
 function compileMessage(payer: Uint8Array, instructions: InstructionSpec[], recentBlockhash: Uint8Array): Uint8Array {
