@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { findOneByColumns, sql } from '../src/db/lean';
@@ -9,6 +10,8 @@ import { providerFor, remoteProvidersOf, type PaymentOrder, type PaymentOutcome,
 import { expireDueInvoices, expireInvoice, settleIncomingInvoice } from '../src/lightning/invoices';
 import { finalizePayment, paymentOrder } from '../src/lightning/payments';
 import type { Logger } from '../src/logger';
+import { DomainError } from '../src/shared/errors';
+import { committedClaims } from '../src/lightning/claims';
 
 export interface LightningActivityDeps {
   config: Config;
@@ -29,7 +32,7 @@ const serialize = (outcome: PaymentOutcome): SerializedOutcome => (outcome.state
 export const createLightningActivities = (deps: LightningActivityDeps) => {
   const inTransaction = transactionWithStarts(deps);
   const nodes = configuredLightningNodes(deps.config);
-  const remoteProviders = deps.lightningProviders ?? remoteProvidersOf(nodes);
+  const remoteProviders = deps.lightningProviders ?? remoteProvidersOf(nodes, committedClaims(deps.orm));
 
   /** Settles one of our invoices for an organization's payment (the internal route). */
   const settleInternally = async (order: PaymentOrder): Promise<PaymentOutcome> => {
@@ -50,6 +53,26 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
   }
 
   /**
+   * A provider's answer, or after LIGHTNING_LND_SEND_ATTEMPTS attempts that each ended in a transient error
+   * (an outage, a refusal not known to be final) unknown: the payment is then held for an operator (held_at,
+   * `lightning:held`, the lightning_payments_held metric) and the workflow re-queries it on its durable
+   * timer, never failing it while its outcome is unknown. An answer clears the hold.
+   */
+  async function answerOrHold(paymentId: string, ask: () => Promise<SerializedOutcome>): Promise<SerializedOutcome> {
+    try {
+      const answer = await ask();
+      await sql(deps.orm.em.fork(), 'update lightning_invoices set held_at = null, held_reason = null where id = $1 and held_at is not null', [paymentId]);
+      return answer;
+    } catch (error) {
+      if (error instanceof DomainError || Context.current().info.attempt < deps.config.LIGHTNING_LND_SEND_ATTEMPTS) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      await sql(deps.orm.em.fork(), "update lightning_invoices set held_at = coalesce(held_at, now()), held_reason = $2 where id = $1 and status = 'pending'", [paymentId, reason]);
+      deps.log.warn({ payment_id: paymentId, reason }, 'Lightning payment held: its outcome could not be learned; it stays pending and is re-queried (lightning:held)');
+      return { state: 'unknown' };
+    }
+  }
+
+  /**
    * Sends the payment at most once. "Already sent" is checked first: a sent payment is only ever
    * queried, and with no provider for it now (configuration changed) its outcome is unknown, never
    * failed, since it may have gone out. The provider is asked to pay only by the call whose
@@ -63,9 +86,9 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
       // Never sent: with no route nothing went out, so it fails.
       if (!provider) return { state: 'failed', reason: 'no_route' };
       const claimed = (await sql(em, 'update lightning_invoices set sent_at = now() where id = $1 and sent_at is null returning 1', [payment.id])).length === 1;
-      if (claimed) return serialize(await provider.pay(order));
+      if (claimed) return answerOrHold(payment.id, async () => serialize(await provider.pay(order)));
     }
-    return provider ? serialize(await provider.query(order, 0)) : { state: 'unknown' };
+    return provider ? answerOrHold(payment.id, async () => serialize(await provider.query(order, 0))) : { state: 'unknown' };
   }
 
   /** Captures (paid) or releases (failed) the reserve, once. */
@@ -107,7 +130,7 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
     async queryLightningPayment(input: { paymentId: string; queryNumber: number }): Promise<SerializedOutcome> {
       const { order, provider } = await loadPayment(input.paymentId);
       if (!provider) return { state: 'unknown' };
-      return serialize(await provider.query(order, input.queryNumber));
+      return answerOrHold(input.paymentId, async () => serialize(await provider.query(order, input.queryNumber)));
     },
   };
 };

@@ -12,6 +12,7 @@ import { KeyService } from './keys/service';
 import type { Logger } from './logger';
 import { registerLedgerInvariantMetrics } from './monitoring/ledger-invariants';
 import { registerReconciliationMetrics, registerScanMetrics } from './monitoring/metrics';
+import { registerLightningMetrics } from './lightning/held';
 import { sponsorSendFee } from './gas-stations/sponsorship';
 import { pauseAutomationsOf } from './automations/ownership';
 import { logKeyRevocation } from './policies/governance';
@@ -26,6 +27,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
   registerReconciliationMetrics(metrics, () => orm.em.fork());
   registerScanMetrics(metrics, () => orm.em.fork());
   registerLedgerInvariantMetrics(metrics, () => orm.em.fork());
+  registerLightningMetrics(metrics, () => orm.em.fork());
   const keys = createKeyProvider(config, log);
   const keyService = new KeyService(keys, createSeedKeyProvider(config, log, 'api'));
   const starter = new WorkflowStarter(temporal.client, config, log);
