@@ -27,6 +27,10 @@ export type SerializedOutcome = { state: 'succeeded'; preimage: string; feeMsat:
 /** What send-and-finalize did: settled the payment (paid or failed), or sent it with its outcome still unknown. */
 export type SentAndFinalized = { state: 'finalized'; status: InvoiceStatus } | { state: 'unknown' };
 
+/** The outcome a payment ended with, as it is recorded. */
+const endedOutcome = (payment: LightningInvoice): SerializedOutcome =>
+  payment.status === 'paid' ? { state: 'succeeded', preimage: payment.preimage, feeMsat: payment.feeMsat } : { state: 'failed', reason: payment.failureReason ?? payment.status };
+
 const serialize = (outcome: PaymentOutcome): SerializedOutcome => (outcome.state === 'succeeded' ? { ...outcome, feeMsat: outcome.feeMsat.toString() } : outcome);
 
 export const createLightningActivities = (deps: LightningActivityDeps) => {
@@ -80,8 +84,7 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
    */
   async function sendLightningPayment(input: { paymentId: string }): Promise<SerializedOutcome> {
     const { em, payment, order, provider } = await loadPayment(input.paymentId);
-    if (payment.status === 'paid') return { state: 'succeeded', preimage: payment.preimage, feeMsat: payment.feeMsat };
-    if (payment.status !== 'pending') return { state: 'failed', reason: payment.failureReason ?? payment.status };
+    if (payment.status !== 'pending') return endedOutcome(payment);
     if (!payment.sentAt) {
       // Never sent: with no route nothing went out, so it fails.
       if (!provider) return { state: 'failed', reason: 'no_route' };
@@ -128,7 +131,9 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
     },
 
     async queryLightningPayment(input: { paymentId: string; queryNumber: number }): Promise<SerializedOutcome> {
-      const { order, provider } = await loadPayment(input.paymentId);
+      const { payment, order, provider } = await loadPayment(input.paymentId);
+      // Ended meanwhile (an operator's lightning:resolve): a query would send a payment the node never had.
+      if (payment.status !== 'pending') return endedOutcome(payment);
       if (!provider) return { state: 'unknown' };
       return answerOrHold(input.paymentId, async () => serialize(await provider.query(order, input.queryNumber)));
     },
