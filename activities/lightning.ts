@@ -82,16 +82,19 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
    * failed, since it may have gone out. The provider is asked to pay only by the call whose
    * sent_at update claimed the row.
    */
-  async function sendLightningPayment(input: { paymentId: string }): Promise<SerializedOutcome> {
-    const { em, payment, order, provider } = await loadPayment(input.paymentId);
-    if (payment.status !== 'pending') return endedOutcome(payment);
-    if (!payment.sentAt) {
-      // Never sent: with no route nothing went out, so it fails.
-      if (!provider) return { state: 'failed', reason: 'no_route' };
-      const claimed = (await sql(em, 'update lightning_invoices set sent_at = now() where id = $1 and sent_at is null returning 1', [payment.id])).length === 1;
-      if (claimed) return answerOrHold(payment.id, async () => serialize(await provider.pay(order)));
-    }
-    return provider ? answerOrHold(payment.id, async () => serialize(await provider.query(order, 0))) : { state: 'unknown' };
+  function sendLightningPayment(input: { paymentId: string }): Promise<SerializedOutcome> {
+    // Choosing the provider asks our node for its key: an outage there counts as the send's.
+    return answerOrHold(input.paymentId, async () => {
+      const { em, payment, order, provider } = await loadPayment(input.paymentId);
+      if (payment.status !== 'pending') return endedOutcome(payment);
+      if (!payment.sentAt) {
+        // Never sent: with no route nothing went out, so it fails.
+        if (!provider) return { state: 'failed', reason: 'no_route' };
+        const claimed = (await sql(em, 'update lightning_invoices set sent_at = now() where id = $1 and sent_at is null returning 1', [payment.id])).length === 1;
+        if (claimed) return serialize(await provider.pay(order));
+      }
+      return provider ? serialize(await provider.query(order, 0)) : { state: 'unknown' };
+    });
   }
 
   /** Captures (paid) or releases (failed) the reserve, once. */
@@ -130,12 +133,13 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
       return inTransaction((tx) => expireDueInvoices(tx, { dueBy: new Date(input.dueBy), limit: input.batchSize, organizationId: input.organizationId }));
     },
 
-    async queryLightningPayment(input: { paymentId: string; queryNumber: number }): Promise<SerializedOutcome> {
-      const { payment, order, provider } = await loadPayment(input.paymentId);
-      // Ended meanwhile (an operator's lightning:resolve): a query would send a payment the node never had.
-      if (payment.status !== 'pending') return endedOutcome(payment);
-      if (!provider) return { state: 'unknown' };
-      return answerOrHold(input.paymentId, async () => serialize(await provider.query(order, input.queryNumber)));
+    queryLightningPayment(input: { paymentId: string; queryNumber: number }): Promise<SerializedOutcome> {
+      return answerOrHold(input.paymentId, async () => {
+        const { payment, order, provider } = await loadPayment(input.paymentId);
+        // Ended meanwhile (an operator's lightning:resolve): a query would send a payment the node never had.
+        if (payment.status !== 'pending') return endedOutcome(payment);
+        return provider ? serialize(await provider.query(order, input.queryNumber)) : { state: 'unknown' };
+      });
     },
   };
 };
