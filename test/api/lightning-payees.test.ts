@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
-import { localTemporal } from '../support/environment';
+import { createTestOrganization, type TestApp, type TestOrganization } from '../support/app';
 import { eventually } from '../support/eventually';
 import { assertLedgerReconciles } from '../support/ledger';
-import { createTestWorker } from '../support/worker';
+import { startAppWithWorker } from '../support/worker';
 
 /**
  * The sandbox network's payees behave as real ones: an invoice settles once. Another organization paying
@@ -14,20 +12,12 @@ import { createTestWorker } from '../support/worker';
  */
 describe('Lightning API: a sandbox payee settles an invoice once', () => {
   let app: TestApp;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = `lightning-payees-${randomUUID()}`;
+  let stop: () => Promise<void>;
 
   before(async () => {
-    app = await startTestApp({ config: { TEMPORAL_TASK_QUEUE: taskQueue } });
-    ({ worker } = await createTestWorker(await localTemporal(), taskQueue));
-    running = worker.run();
+    ({ app, stop } = await startAppWithWorker({ TEMPORAL_TASK_QUEUE: `lightning-payees-${randomUUID()}` }));
   });
-  after(async () => {
-    worker?.shutdown();
-    await running;
-    await app?.close();
-  });
+  after(() => stop?.());
 
   const satBalance = async (org: TestOrganization) => {
     const response = await app.request('GET', '/v1/balances', { key: org.secret });

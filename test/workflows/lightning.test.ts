@@ -303,10 +303,12 @@ describe('Lightning workflows (time-skipping)', () => {
       const pending = await load(payment.id);
       assert.equal(pending.status, 'pending');
       assert.ok(pending.sentAt, 'the first attempt claimed the send; later ones query');
+      assert.ok(pending.heldAt, 'held for an operator (lightning:held) once its attempts ran out, still re-queried');
       assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 8_998n, reserved: 1_002n });
       provider.reachable = true;
       assert.equal(await handle.result(), 'paid');
     });
+    assert.equal((await load(payment.id)).heldAt, null, "the node's answer cleared the hold");
     const { entries, events } = await ledger(org.organizationId, payment.id);
     assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
     assert.deepEqual(events, ['lightning.payment.succeeded']);
