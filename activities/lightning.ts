@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { findOneByColumns, sql } from '../src/db/lean';
@@ -9,6 +10,8 @@ import { providerFor, remoteProvidersOf, type PaymentOrder, type PaymentOutcome,
 import { expireDueInvoices, expireInvoice, settleIncomingInvoice } from '../src/lightning/invoices';
 import { finalizePayment, paymentOrder } from '../src/lightning/payments';
 import type { Logger } from '../src/logger';
+import { DomainError } from '../src/shared/errors';
+import { committedClaims } from '../src/lightning/claims';
 
 export interface LightningActivityDeps {
   config: Config;
@@ -24,12 +27,16 @@ export type SerializedOutcome = { state: 'succeeded'; preimage: string; feeMsat:
 /** What send-and-finalize did: settled the payment (paid or failed), or sent it with its outcome still unknown. */
 export type SentAndFinalized = { state: 'finalized'; status: InvoiceStatus } | { state: 'unknown' };
 
+/** The outcome a payment ended with, as it is recorded. */
+const endedOutcome = (payment: LightningInvoice): SerializedOutcome =>
+  payment.status === 'paid' ? { state: 'succeeded', preimage: payment.preimage, feeMsat: payment.feeMsat } : { state: 'failed', reason: payment.failureReason ?? payment.status };
+
 const serialize = (outcome: PaymentOutcome): SerializedOutcome => (outcome.state === 'succeeded' ? { ...outcome, feeMsat: outcome.feeMsat.toString() } : outcome);
 
 export const createLightningActivities = (deps: LightningActivityDeps) => {
   const inTransaction = transactionWithStarts(deps);
   const nodes = configuredLightningNodes(deps.config);
-  const remoteProviders = deps.lightningProviders ?? remoteProvidersOf(nodes);
+  const remoteProviders = deps.lightningProviders ?? remoteProvidersOf(nodes, committedClaims(deps.orm));
 
   /** Settles one of our invoices for an organization's payment (the internal route). */
   const settleInternally = async (order: PaymentOrder): Promise<PaymentOutcome> => {
@@ -50,22 +57,44 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
   }
 
   /**
+   * A provider's answer, or after LIGHTNING_LND_SEND_ATTEMPTS attempts that each ended in a transient error
+   * (an outage, a refusal not known to be final) unknown: the payment is then held for an operator (held_at,
+   * `lightning:held`, the lightning_payments_held metric) and the workflow re-queries it on its durable
+   * timer, never failing it while its outcome is unknown. An answer clears the hold.
+   */
+  async function answerOrHold(paymentId: string, ask: () => Promise<SerializedOutcome>): Promise<SerializedOutcome> {
+    try {
+      const answer = await ask();
+      await sql(deps.orm.em.fork(), 'update lightning_invoices set held_at = null, held_reason = null where id = $1 and held_at is not null', [paymentId]);
+      return answer;
+    } catch (error) {
+      if (error instanceof DomainError || Context.current().info.attempt < deps.config.LIGHTNING_LND_SEND_ATTEMPTS) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      await sql(deps.orm.em.fork(), "update lightning_invoices set held_at = coalesce(held_at, now()), held_reason = $2 where id = $1 and status = 'pending'", [paymentId, reason]);
+      deps.log.warn({ payment_id: paymentId, reason }, 'Lightning payment held: its outcome could not be learned; it stays pending and is re-queried (lightning:held)');
+      return { state: 'unknown' };
+    }
+  }
+
+  /**
    * Sends the payment at most once. "Already sent" is checked first: a sent payment is only ever
    * queried, and with no provider for it now (configuration changed) its outcome is unknown, never
    * failed, since it may have gone out. The provider is asked to pay only by the call whose
    * sent_at update claimed the row.
    */
-  async function sendLightningPayment(input: { paymentId: string }): Promise<SerializedOutcome> {
-    const { em, payment, order, provider } = await loadPayment(input.paymentId);
-    if (payment.status === 'paid') return { state: 'succeeded', preimage: payment.preimage, feeMsat: payment.feeMsat };
-    if (payment.status !== 'pending') return { state: 'failed', reason: payment.failureReason ?? payment.status };
-    if (!payment.sentAt) {
-      // Never sent: with no route nothing went out, so it fails.
-      if (!provider) return { state: 'failed', reason: 'no_route' };
-      const claimed = (await sql(em, 'update lightning_invoices set sent_at = now() where id = $1 and sent_at is null returning 1', [payment.id])).length === 1;
-      if (claimed) return serialize(await provider.pay(order));
-    }
-    return provider ? serialize(await provider.query(order, 0)) : { state: 'unknown' };
+  function sendLightningPayment(input: { paymentId: string }): Promise<SerializedOutcome> {
+    // Choosing the provider asks our node for its key: an outage there counts as the send's.
+    return answerOrHold(input.paymentId, async () => {
+      const { em, payment, order, provider } = await loadPayment(input.paymentId);
+      if (payment.status !== 'pending') return endedOutcome(payment);
+      if (!payment.sentAt) {
+        // Never sent: with no route nothing went out, so it fails.
+        if (!provider) return { state: 'failed', reason: 'no_route' };
+        const claimed = (await sql(em, 'update lightning_invoices set sent_at = now() where id = $1 and sent_at is null returning 1', [payment.id])).length === 1;
+        if (claimed) return serialize(await provider.pay(order));
+      }
+      return provider ? serialize(await provider.query(order, 0)) : { state: 'unknown' };
+    });
   }
 
   /** Captures (paid) or releases (failed) the reserve, once. */
@@ -104,10 +133,13 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
       return inTransaction((tx) => expireDueInvoices(tx, { dueBy: new Date(input.dueBy), limit: input.batchSize, organizationId: input.organizationId }));
     },
 
-    async queryLightningPayment(input: { paymentId: string; queryNumber: number }): Promise<SerializedOutcome> {
-      const { order, provider } = await loadPayment(input.paymentId);
-      if (!provider) return { state: 'unknown' };
-      return serialize(await provider.query(order, input.queryNumber));
+    queryLightningPayment(input: { paymentId: string; queryNumber: number }): Promise<SerializedOutcome> {
+      return answerOrHold(input.paymentId, async () => {
+        const { payment, order, provider } = await loadPayment(input.paymentId);
+        // Ended meanwhile (an operator's lightning:resolve): a query would send a payment the node never had.
+        if (payment.status !== 'pending') return endedOutcome(payment);
+        return provider ? serialize(await provider.query(order, input.queryNumber)) : { state: 'unknown' };
+      });
     },
   };
 };

@@ -13,6 +13,7 @@ import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider, createSeedKeyProvider, keyProviderFor } from './keys/provider';
 import { keyCommands } from './cli/keys';
+import { lightningCommands } from './cli/lightning';
 import { environmentOption, organization, required, text, UsageError, wholeNumber, type Options } from './cli/options';
 import { KeyService } from './keys/service';
 import type { LiveSeedSeparation } from './keys/seeds';
@@ -78,6 +79,13 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                             late payments held, refunds that failed): credit it to
                                             the organization's balance or refund it to the trip's
                                             refund address; audited, refused when nothing is held
+  lightning:held [--org ID] [--environment sandbox|live]
+                                            Lightning payments held for an operator: their send or
+                                            re-query kept failing for a transient reason; pending,
+                                            reserve held, still re-queried (docs/lightning.md)
+  lightning:resolve --payment ID            end a pending LND payment with what its node says of it
+                                            (TrackPaymentV2): paid, failed, or failed not_sent when
+                                            the node has no payment of it; in flight: nothing changes
   keys:seeds                                organizations whose live seed shares the sandbox mnemonic
                                             (seeds made before one seed per environment), with their
                                             live wallets and what to do
@@ -287,6 +295,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   },
 
   ...keyCommands,
+  ...lightningCommands,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -299,7 +308,7 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size']
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size', 'payment']
         .map((name): [string, { type: 'string' | 'boolean' }] => [name, { type: 'string' }])
         .concat([
           ['credit', { type: 'boolean' }],
@@ -314,9 +323,11 @@ async function main(argv: string[]): Promise<number> {
     const result = await run(orm, values as Options);
     if (command === 'bootstrap') printBootstrap(result as BootstrapResult);
     else console.log(JSON.stringify(result, null, 2));
-    // A check that finds the ledger broken, a rotation that left rows under an old key, or a refused separation of
-    // seeds fails: a script or cron job notices.
+    // A check that finds the ledger broken, a rotation that left rows under an old key, a held payment left pending, or a
+    // refused separation of seeds fails: a script or cron job notices.
     if (command === 'ledger:verify') return (result as { whole: boolean }).whole ? 0 : 1;
+    // A payment the node cannot settle yet stays pending: the operator asks again later.
+    if (command === 'lightning:resolve') return (result as { resolved: boolean }).resolved ? 0 : 1;
     if (command === 'keys:rotate') {
       const rotation = result as { dry_run: boolean; rows_left: number };
       return rotation.dry_run || rotation.rows_left === 0 ? 0 : 1;

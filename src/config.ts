@@ -268,6 +268,18 @@ export const ConfigSchema = z.object({
   LIGHTNING_LND_LIVE_TLS_CERT_PATH: z.string().min(1).optional(),
   // mainnet in production; a staging deployment's live node may run elsewhere (the node's own network must then agree).
   LIGHTNING_LND_LIVE_NETWORK: z.enum(['mainnet', 'testnet', 'signet', 'regtest']).default('mainnet'),
+  /**
+   * The fee limit of an LND payment given no max_fee: the larger of this floor (sats) and this share of the
+   * amount (parts per million; 10,000 = 1 %), never below the route's estimate (docs/lightning.md "Paying").
+   */
+  LIGHTNING_LND_FEE_LIMIT_FLOOR_SATS: z.coerce.number().int().min(0).max(1_000_000).default(10),
+  LIGHTNING_LND_FEE_LIMIT_PPM: z.coerce.number().int().min(0).max(1_000_000).default(10_000),
+  /**
+   * Attempts of a payment's send (and its re-query) that end in a transient error (node unreachable, an
+   * unknown refusal) before the payment is held for an operator: still pending and re-queried, shown by
+   * `lightning_payments_held` and `npm run cli -- lightning:held` (docs/lightning.md "Held payments").
+   */
+  LIGHTNING_LND_SEND_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
   /** How long a call to a chain node may take before it counts as unreachable. */
   CHAIN_NODE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** The most a chain node's answer may hold, bytes: past it the answer is abandoned unread (the pass-through answers -32005). */

@@ -12,6 +12,7 @@ import { KeyService } from './keys/service';
 import type { Logger } from './logger';
 import { registerLedgerInvariantMetrics } from './monitoring/ledger-invariants';
 import { registerReconciliationMetrics, registerScanMetrics } from './monitoring/metrics';
+import { registerLightningMetrics } from './lightning/held';
 import { sponsorSendFee } from './gas-stations/sponsorship';
 import { pauseAutomationsOf } from './automations/ownership';
 import { logKeyRevocation } from './policies/governance';
@@ -32,6 +33,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
   registerCardIssuerDriftMetrics(metrics, () => orm.em.fork());
   // Read now: a Stripe key of the other mode than STRIPE_ISSUING_MODE (a test key for live cards) stops the start.
   stripeIssuingFor(config);
+  registerLightningMetrics(metrics, () => orm.em.fork());
   const keys = createKeyProvider(config, log);
   const keyService = new KeyService(keys, createSeedKeyProvider(config, log, 'api'));
   const starter = new WorkflowStarter(temporal.client, config, log);

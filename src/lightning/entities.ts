@@ -1,4 +1,4 @@
-import { Entity, Enum, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Entity, Enum, Index, ManyToOne, PrimaryKey, PrimaryKeyProp, Property, Unique } from '@mikro-orm/core';
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import { Organization } from '../organizations/entities';
 import { prefixedId, uuid } from '../shared/ids';
@@ -134,6 +134,17 @@ export class LightningInvoice {
   @Property({ type: 'text', nullable: true })
   failureReason?: string | null;
 
+  /**
+   * Outgoing: when the send stopped being retried (LIGHTNING_LND_SEND_ATTEMPTS transient failures); the payment
+   * stays pending, re-queried, until its outcome is known or an operator resolves it (`lightning:held`).
+   */
+  @Property({ type: 'timestamptz', nullable: true })
+  heldAt?: Date | null;
+
+  /** Outgoing: the last transient failure of a held payment's send, as the node or the connection gave it. */
+  @Property({ type: 'text', nullable: true })
+  heldReason?: string | null;
+
   /** Incoming paid over the internal route: the outgoing record that paid it. */
   @Property({ type: 'uuid', nullable: true })
   paidByPaymentId?: string | null;
@@ -143,4 +154,27 @@ export class LightningInvoice {
 
   @Property({ type: 'timestamptz', nullable: true })
   updatedAt?: Date | null;
+}
+
+/**
+ * A payment hash paid through a node every organization shares, and the payment that holds it: LND keeps
+ * one payment per hash (a second send is answered with the first one's result) and a payee settles an
+ * invoice once, so at most one payment of any organization holds (node, hash). See claims.ts.
+ */
+@Entity({ tableName: 'lightning_payment_claims' })
+export class LightningPaymentClaim {
+  [PrimaryKeyProp]?: ['nodeKey', 'paymentHash'];
+
+  /** The node that pays or settles the hash once: our LND's identity key, or a simulated payee's. */
+  @PrimaryKey({ type: 'text' })
+  nodeKey!: string;
+
+  @PrimaryKey({ type: 'text' })
+  paymentHash!: string;
+
+  @ManyToOne(() => LightningInvoice, { deleteRule: 'cascade', index: true })
+  payment!: LightningInvoice;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
 }

@@ -15,7 +15,8 @@ import { uuid } from '../shared/ids';
 import { recordStart } from '../temporal/starter';
 import { isExpired, msatToSat, satsToDebit } from './amounts';
 import { Bolt11Error, decodeBolt11, type DecodedInvoice } from './bolt11';
-import { lightningNodeUnavailable } from './lnd';
+import { claimPaymentHash, previewsClaimNothing, releasePaymentHashClaim } from './claims';
+import { LndProvider, lightningNodeUnavailable } from './lnd';
 import { LightningInvoice, type InvoiceStatus } from './entities';
 import { lightningPaymentFlow } from './flows/payment';
 import { MAX_PAYMENT_SATS } from './schemas';
@@ -83,8 +84,10 @@ export async function previewPayment(em: EntityManager, tenant: Tenant, request:
   if (tenant.environment === 'live' && !nodes.lnd('live')) throw lightningNodeUnavailable();
   const invoice = decodePaymentRequest(request);
   const amountMsat = amountToPay(invoice, amountSat);
-  const provider = invoice.network !== nodes.network(tenant.environment) ? null : await providerFor(em, tenant.environment, invoice, noSettlement, remoteProvidersOf(nodes), nodes);
-  const estimate = provider ? await provider.estimate(invoice, amountMsat) : { routeFound: false, feeMsat: 0n };
+  const provider = invoice.network !== nodes.network(tenant.environment) ? null : await providerFor(em, tenant.environment, invoice, noSettlement, remoteProvidersOf(nodes, previewsClaimNothing), nodes);
+  const estimate = provider ? await provider.estimate(invoice, amountMsat, request) : { routeFound: false, feeMsat: 0n };
+  // A payment through LND claims the hash on that node, every organization's (claims.ts).
+  const claimNode = provider instanceof LndProvider ? await provider.node.identityPubkey() : null;
   const feeSat = satsToDebit(estimate.feeMsat);
   return {
     object: 'lightning_payment_preview' as const,
@@ -97,7 +100,7 @@ export async function previewPayment(em: EntityManager, tenant: Tenant, request:
     expires_at: invoice.expiresAt,
     is_expired: isExpired(invoice),
     route_found: estimate.routeFound && !isExpired(invoice),
-    estimate: { invoice, amountMsat, feeMsat: estimate.feeMsat, routeFound: estimate.routeFound },
+    estimate: { invoice, amountMsat, feeMsat: estimate.feeMsat, routeFound: estimate.routeFound, claimNode },
   };
 }
 
@@ -109,6 +112,17 @@ export interface NewPayment {
   customerId?: string;
   maxFeeSat?: number;
   amountSat?: number;
+}
+
+/**
+ * The fee limit of an LND payment given no max_fee: the estimate is a route's fee at one moment, so the
+ * limit leaves room for another route (or parts of one payment): the larger of LIGHTNING_LND_FEE_LIMIT_FLOOR_SATS
+ * and LIGHTNING_LND_FEE_LIMIT_PPM of the amount, and never below the estimate.
+ */
+export function lndDefaultFeeLimitMsat(config: Config, amountMsat: bigint, estimateMsat: bigint): bigint {
+  const proportional = (amountMsat * BigInt(config.LIGHTNING_LND_FEE_LIMIT_PPM)) / 1_000_000n;
+  const floor = BigInt(config.LIGHTNING_LND_FEE_LIMIT_FLOOR_SATS) * 1000n;
+  return [estimateMsat, floor, proportional].reduce((a, b) => (a > b ? a : b));
 }
 
 /** 9999-12-31T23:59:59Z in Unix seconds. */
@@ -171,7 +185,7 @@ export async function createPayment(em: EntityManager, config: Config, tenant: C
       details: { estimated_fee_sat: preview.fee_sat, max_fee: input.maxFeeSat },
     });
   }
-  const feeLimitMsat = maxFeeMsat ?? feeMsat;
+  const feeLimitMsat = maxFeeMsat ?? (preview.estimate.claimNode ? lndDefaultFeeLimitMsat(config, amountMsat, feeMsat) : feeMsat);
   await judgeMovement(em, config, tenant, {
     operationType: 'lightning_payment',
     txType: 'balance_transfer',
@@ -201,6 +215,10 @@ export async function createPayment(em: EntityManager, config: Config, tenant: C
   };
   const { invoice: payment, created } = await insertPaymentOnce(em, row);
   if (!created) return samePayment(payment, input);
+  // Refused, this transaction rolls back: the payment is not recorded and nothing is reserved.
+  if (preview.estimate.claimNode && !(await claimPaymentHash(em, preview.estimate.claimNode, invoice.paymentHash, payment.id))) {
+    throw errors.conflict('invoice_already_paid', 'This invoice is already being paid or was paid through this Lightning node; nothing was reserved or sent.');
+  }
   await applyBalanceEntry(em, {
     organizationId: tenant.organizationId,
     environment: tenant.environment,
@@ -239,6 +257,7 @@ export async function finalizePayment(em: EntityManager, paymentId: string, outc
   const [payment] = await updateReturning(em, LightningInvoice, { id: paymentId, direction: 'outgoing', status: 'pending' }, changes);
   // Ended before: its status as it is.
   if (!payment) return (await em.findOneOrFail(LightningInvoice, { id: paymentId, direction: 'outgoing' }, { refresh: true })).status;
+  if (outcome.state === 'failed') await releasePaymentHashClaim(em, payment.id);
   const organizationId = payment.organization.id;
   const reference = { type: 'lightning_payment', id: payment.id };
   const reserved = satsToDebit(BigInt(payment.amountMsat)) + satsToDebit(BigInt(payment.feeLimitMsat ?? '0'));

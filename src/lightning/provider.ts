@@ -3,7 +3,8 @@ import type { Environment } from '../api-keys/entities';
 import { networkForEnvironment, type Bolt11Network, type DecodedInvoice } from './bolt11';
 import { LndProvider, type LndNode } from './lnd';
 import { nodePublicKey } from './node-key';
-import { SLOW_NODE_DELAY_MS, UNKNOWN_QUERIES, sandboxFeeMsat, sandboxNodeFor, sandboxPreimageFor } from './sandbox-network';
+import type { PaymentHashClaims } from './claims';
+import { SLOW_NODE_DELAY_MS, UNKNOWN_QUERIES, sandboxFeeMsat, sandboxNodeFor, sandboxPreimageFor, type SandboxNode } from './sandbox-network';
 
 /** What a provider says about one payment. `unknown` is re-queried, never treated as failed (rule 6). */
 export type PaymentOutcome = { state: 'succeeded'; preimage: string; feeMsat: bigint } | { state: 'failed'; reason: string } | { state: 'unknown' };
@@ -27,7 +28,8 @@ export interface PaymentOrder {
  */
 export interface LightningProvider {
   readonly name: 'internal' | 'sandbox_network' | 'lnd';
-  estimate(invoice: DecodedInvoice, amountMsat: bigint): Promise<{ routeFound: boolean; feeMsat: bigint }>;
+  /** The route's fee, or no route; `request` is the BOLT11 string `invoice` was decoded from (a node reads its route hints). */
+  estimate(invoice: DecodedInvoice, amountMsat: bigint, request: string): Promise<{ routeFound: boolean; feeMsat: bigint }>;
   pay(order: PaymentOrder): Promise<PaymentOutcome>;
   /** The outcome of an earlier send; `queryNumber` counts re-queries from 1. */
   query(order: PaymentOrder, queryNumber: number): Promise<PaymentOutcome>;
@@ -51,8 +53,10 @@ export class InternalRouteProvider implements LightningProvider {
   }
 }
 
+/** The sandbox network's payees: each settles an invoice once, as a real payee does; another payer's payment of it fails. */
 export class SandboxNetworkProvider implements LightningProvider {
   readonly name = 'sandbox_network' as const;
+  constructor(private readonly claims: PaymentHashClaims) {}
   async estimate(invoice: DecodedInvoice, amountMsat: bigint) {
     const node = sandboxNodeFor(invoice.payee);
     return { routeFound: node !== undefined && node !== 'unroutable', feeMsat: sandboxFeeMsat(amountMsat) };
@@ -65,14 +69,19 @@ export class SandboxNetworkProvider implements LightningProvider {
     if (node === 'fail') return { state: 'failed', reason: 'incorrect_or_unknown_payment_details' };
     if (node === 'unknown' || node === 'unknown_then_fail') return { state: 'unknown' };
     if (node === 'slow') await new Promise((resolve) => setTimeout(resolve, SLOW_NODE_DELAY_MS));
-    return { state: 'succeeded', preimage: sandboxPreimageFor(node, order.invoice), feeMsat };
+    return this.settle(node, order);
   }
   async query(order: PaymentOrder, queryNumber: number): Promise<PaymentOutcome> {
     const node = sandboxNodeFor(order.invoice.payee);
     if ((node === 'unknown' || node === 'unknown_then_fail') && queryNumber < UNKNOWN_QUERIES) return { state: 'unknown' };
     if (node === 'unknown_then_fail') return { state: 'failed', reason: 'incorrect_or_unknown_payment_details' };
-    if (node === 'unknown') return { state: 'succeeded', preimage: sandboxPreimageFor(node, order.invoice), feeMsat: sandboxFeeMsat(order.amountMsat) };
+    if (node === 'unknown') return this.settle(node, order);
     return this.pay(order);
+  }
+  /** The payee settles the invoice for this payment, unless it settled it for another: that payer's HTLC is refused, as a real node refuses it. */
+  private async settle(node: SandboxNode, order: PaymentOrder): Promise<PaymentOutcome> {
+    if (!(await this.claims(order.invoice.payee, order))) return { state: 'failed', reason: 'incorrect_or_unknown_payment_details' };
+    return { state: 'succeeded', preimage: sandboxPreimageFor(node, order.invoice), feeMsat: sandboxFeeMsat(order.amountMsat) };
   }
 }
 
@@ -91,16 +100,14 @@ export interface LightningNodes {
 
 export const NO_LIGHTNING_NODES: LightningNodes = { lnd: () => null, network: networkForEnvironment };
 
-/** The sandbox network's simulated nodes, then the environment's LND for any other payee. */
+/** The sandbox network's simulated nodes, then the environment's LND for any other payee; both claim the hashes they pay or settle. */
 export const remoteProvidersOf =
-  (nodes: LightningNodes): RemoteProviders =>
+  (nodes: LightningNodes, claims: PaymentHashClaims): RemoteProviders =>
   (environment, invoice) => {
-    if (environment === 'sandbox' && sandboxNodeFor(invoice.payee)) return new SandboxNetworkProvider();
+    if (environment === 'sandbox' && sandboxNodeFor(invoice.payee)) return new SandboxNetworkProvider(claims);
     const lnd = nodes.lnd(environment);
-    return lnd ? new LndProvider(lnd) : null;
+    return lnd ? new LndProvider(lnd, claims) : null;
   };
-
-export const sandboxRemoteProviders: RemoteProviders = remoteProvidersOf(NO_LIGHTNING_NODES);
 
 /** Our node's key in this environment: the payee of our invoices (its LND's identity when it has one). */
 export const ourNodeKey = (em: EntityManager, environment: Environment, nodes: LightningNodes): Promise<string | null> =>
@@ -112,8 +119,8 @@ export async function providerFor(
   environment: Environment,
   invoice: DecodedInvoice,
   settle: InternalSettler,
-  remote: RemoteProviders = sandboxRemoteProviders,
-  nodes: LightningNodes = NO_LIGHTNING_NODES,
+  remote: RemoteProviders,
+  nodes: LightningNodes,
 ): Promise<LightningProvider | null> {
   if (invoice.payee === (await ourNodeKey(em, environment, nodes))) return new InternalRouteProvider(settle);
   return remote(environment, invoice);

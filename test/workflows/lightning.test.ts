@@ -11,7 +11,8 @@ import { KeyService } from '../../src/keys/service';
 import { LightningInvoice } from '../../src/lightning/entities';
 import { invoiceWorkflowId } from '../../src/lightning/flows/invoice';
 import { paymentWorkflowId } from '../../src/lightning/flows/payment';
-import { SandboxNetworkProvider, sandboxRemoteProviders, type LightningProvider, type RemoteProviders } from '../../src/lightning/provider';
+import { claimPaymentHash, type PaymentHashClaims } from '../../src/lightning/claims';
+import { SandboxNetworkProvider, remoteProvidersOf, NO_LIGHTNING_NODES, type LightningProvider, type RemoteProviders } from '../../src/lightning/provider';
 import { issueSandboxInvoice, sandboxPreimageFor, type SandboxNode } from '../../src/lightning/sandbox-network';
 import { createInvoice, settleIncomingInvoice } from '../../src/lightning/invoices';
 import { createPayment, type NewPayment } from '../../src/lightning/payments';
@@ -28,6 +29,11 @@ import { assertLedgerReconciles, companyBalanceEntries } from '../support/ledger
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
 
 const HOUR = 3_600_000;
+
+/** Claims as the worker's activities take them, in the test database: the sandbox network's payees settle once. */
+const claims: PaymentHashClaims = async (nodeKey, order) => claimPaymentHash((await testOrm()).em.fork(), nodeKey, order.invoice.paymentHash, order.paymentId);
+const sandboxProviders = remoteProvidersOf(NO_LIGHTNING_NODES, claims);
+
 const DAY = 24 * HOUR;
 /** Each run's history stays under this many events (QUERIES_PER_RUN re-queries of about 11 events each). */
 const EVENTS_PER_RUN_BOUND = 1_200;
@@ -37,7 +43,7 @@ class OutageProvider implements LightningProvider {
   readonly name = 'sandbox_network' as const;
   reachable = false;
   calls = 0;
-  private readonly sandbox = new SandboxNetworkProvider();
+  private readonly sandbox = new SandboxNetworkProvider(claims);
   estimate: LightningProvider['estimate'] = (invoice, amountMsat) => this.sandbox.estimate(invoice, amountMsat);
   pay: LightningProvider['pay'] = (order) => this.call(() => this.sandbox.pay(order));
   query: LightningProvider['query'] = (order, queryNumber) => this.call(() => this.sandbox.query(order, queryNumber));
@@ -53,7 +59,7 @@ class UnknownUntilResolvedProvider implements LightningProvider {
   readonly name = 'sandbox_network' as const;
   resolved = false;
   queries = 0;
-  private readonly sandbox = new SandboxNetworkProvider();
+  private readonly sandbox = new SandboxNetworkProvider(claims);
   constructor(private readonly feeMsat: bigint) {}
   estimate: LightningProvider['estimate'] = (invoice, amountMsat) => this.sandbox.estimate(invoice, amountMsat);
   pay: LightningProvider['pay'] = async () => ({ state: 'unknown' });
@@ -82,7 +88,7 @@ describe('Lightning workflows (time-skipping)', () => {
   const through =
     (provider: LightningProvider): RemoteProviders =>
     (environment, invoice) =>
-      sandboxRemoteProviders(environment, invoice) ? provider : null;
+      sandboxProviders(environment, invoice) ? provider : null;
 
   const starterFor = (taskQueue: string) => new WorkflowStarter(env.client, testConfig({ TEMPORAL_TASK_QUEUE: taskQueue, ...NO_SEARCH_ATTRIBUTES }), createLogger('silent'));
   const load = async (id: string) => (await testOrm()).em.fork().findOneOrFail(LightningInvoice, { id });
@@ -297,10 +303,12 @@ describe('Lightning workflows (time-skipping)', () => {
       const pending = await load(payment.id);
       assert.equal(pending.status, 'pending');
       assert.ok(pending.sentAt, 'the first attempt claimed the send; later ones query');
+      assert.ok(pending.heldAt, 'held for an operator (lightning:held) once its attempts ran out, still re-queried');
       assert.deepEqual((await assertLedgerReconciles(org.organizationId)).sat, { available: 8_998n, reserved: 1_002n });
       provider.reachable = true;
       assert.equal(await handle.result(), 'paid');
     });
+    assert.equal((await load(payment.id)).heldAt, null, "the node's answer cleared the hold");
     const { entries, events } = await ledger(org.organizationId, payment.id);
     assert.deepEqual(entries, ['reserve 1002', 'capture 1002']);
     assert.deepEqual(events, ['lightning.payment.succeeded']);
@@ -309,7 +317,7 @@ describe('Lightning workflows (time-skipping)', () => {
 
   it('a sent payment whose provider is gone (configuration changed) stays unknown and is re-queried, never failed and refunded', async () => {
     let providerConfigured = false;
-    const providers: RemoteProviders = (environment, invoice) => (providerConfigured ? sandboxRemoteProviders(environment, invoice) : null);
+    const providers: RemoteProviders = (environment, invoice) => (providerConfigured ? sandboxProviders(environment, invoice) : null);
     const { worker, taskQueue } = await lightningWorker({ providers });
     const org = await createTestOrganization();
     await fund(org.organizationId, 10_000n);
