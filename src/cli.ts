@@ -13,6 +13,7 @@ import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider, createSeedKeyProvider, keyProviderFor } from './keys/provider';
 import { keyCommands } from './cli/keys';
+import { lndCommands } from './cli/lnd';
 import { environmentOption, organization, required, text, UsageError, wholeNumber, type Options } from './cli/options';
 import { KeyService } from './keys/service';
 import type { LiveSeedSeparation } from './keys/seeds';
@@ -83,6 +84,11 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                             live wallets and what to do
   keys:separate-live-seed --org ID          give live a fresh seed of its own; refused (and why) while
                                             a live wallet derives from the shared mnemonic
+  lnd:bake-macaroon --admin-macaroon PATH --out PATH [--environment sandbox|live] [--root-key-id N]
+                                            bake a macaroon of only the permissions the service uses
+                                            on the environment's LND (its configured URL and
+                                            certificate), with the admin macaroon; write it to PATH
+                                            (live refuses a broader one; docs/lightning.md)
 
 Secrets are printed once; store them now.`;
 
@@ -287,6 +293,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   },
 
   ...keyCommands,
+  ...lndCommands,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -299,7 +306,7 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size']
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size', 'admin-macaroon', 'out', 'root-key-id']
         .map((name): [string, { type: 'string' | 'boolean' }] => [name, { type: 'string' }])
         .concat([
           ['credit', { type: 'boolean' }],

@@ -11,7 +11,7 @@ import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed, SeedPublicKey } from '../keys/entities';
 import { LedgerAccount, LedgerInvariantCheck, LedgerLine, LedgerPosting } from '../ledger/entities';
-import { LightningInvoice, LightningNodeKey } from '../lightning/entities';
+import { LightningInvoice, LightningInvoiceCursor, LightningNodeKey } from '../lightning/entities';
 import { ChainScanCursor, IncomingTransfer, LedgerDrift, LedgerReconciliationPass, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutRefund, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
@@ -73,6 +73,7 @@ export const entities = [
   PolicyAuditLog,
   GovernanceChange,
   LightningNodeKey,
+  LightningInvoiceCursor,
   PayoutQuote,
   PayoutTrip,
   PayoutTripTransition,

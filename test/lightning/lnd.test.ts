@@ -101,9 +101,10 @@ describe('Lightning through LND (two nodes on btcd regtest)', function () {
     assert.equal(created.status, 201, created.text);
     const invoice = created.body as { id: string; request: string; payment_hash: string };
     assert.ok(invoice.request.startsWith('lnbcrt21u'), `a regtest invoice of our node: ${invoice.request}`);
-    const decoded = await network.theirs.node.call<{ destination: string; payment_hash: string }>('GET', `/v1/payreq/${invoice.request}`);
+    const decoded = await network.theirs.node.call<{ destination: string; payment_hash: string; route_hints?: unknown[] }>('GET', `/v1/payreq/${invoice.request}`);
     assert.equal(decoded.destination, network.ours.pubkey, 'our LND issued it');
     assert.equal(decoded.payment_hash, invoice.payment_hash);
+    assert.equal(decoded.route_hints?.length ?? 0, 0, 'no route hints: our channel is public (test/lightning/lnd-invoices.test.ts has a private one)');
 
     const sent = await network.theirs.node.call<{ payment_error?: string; payment_preimage: string }>('POST', '/v1/channels/transactions', { payment_request: invoice.request });
     assert.ok(!sent.payment_error, sent.payment_error);

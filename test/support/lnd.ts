@@ -1,10 +1,11 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as btc from '@scure/btc-signer';
 import { LndNode } from '../../src/lightning/lnd';
+import { bakeMacaroon, lndFileCredentials } from '../../src/lightning/lnd-macaroon';
 import { COINBASE_MATURITY, REGTEST_NETWORK, coinbaseOutput, findBtcd, payFromMiner, startBtcd, type Btcd } from './btcd';
 import { eventually } from './eventually';
 import { freeLoopbackPort } from './ports';
@@ -17,7 +18,10 @@ export interface Lnd {
   name: string;
   node: LndNode;
   restUrl: string;
+  /** The admin macaroon LND wrote. */
   macaroonPath: string;
+  /** A macaroon of only the service's permissions (LND_PERMISSIONS), baked under root key 1: what live accepts. */
+  serviceMacaroonPath: string;
   tlsCertPath: string;
   pubkey: string;
   /** host:port of its peer-to-peer listener. */
@@ -82,6 +86,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
   const restUrl = `https://127.0.0.1:${restPort}`;
   const tlsCertPath = path.join(home, 'tls.cert');
   const macaroonPath = path.join(home, 'data/chain/bitcoin/regtest/admin.macaroon');
+  const serviceMacaroonPath = path.join(home, 'service.macaroon');
   let node: LndNode | undefined;
   let pubkey = '';
   const ready = async () => {
@@ -89,7 +94,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
       async () => {
         if (child.exitCode !== null) throw new Error(`lnd ${name} exited with ${child.exitCode}: ${output}`);
         try {
-          node ??= new LndNode({ restUrl, macaroonHex: readFileSync(macaroonPath).toString('hex'), tlsCert: readFileSync(tlsCertPath), network: 'regtest' });
+          node ??= new LndNode({ restUrl, credentials: lndFileCredentials(macaroonPath, tlsCertPath), network: 'regtest' });
           const info = await node.call<{ identity_pubkey: string; synced_to_chain: boolean }>('GET', '/v1/getinfo');
           pubkey = info.identity_pubkey;
           return info.synced_to_chain ? true : undefined;
@@ -119,6 +124,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
   launch();
   try {
     await ready();
+    writeFileSync(serviceMacaroonPath, await bakeMacaroon(node!, 1n), { mode: 0o600 });
   } catch (error) {
     await stop();
     throw error;
@@ -130,6 +136,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
     },
     restUrl,
     macaroonPath,
+    serviceMacaroonPath,
     tlsCertPath,
     pubkey,
     p2p: `127.0.0.1:${p2pPort}`,
@@ -150,10 +157,13 @@ const asTestnetAddress = (address: string) => btc.Address(btc.TEST_NETWORK).enco
 /**
  * btcd (HTTPS RPC, which LND needs) with two LND nodes: ours funded from a mature coinbase, peers of
  * each other, one channel of `capacitySat` from ours with `pushSat` on their side (so they can pay us),
- * confirmed and active on both. Without lnd or btcd the file fails in CI and is skipped elsewhere, with
- * the reason (missingTool).
+ * confirmed and active on both; `private`: unannounced, so ours has no public channel. Without lnd or
+ * btcd the file fails in CI and is skipped elsewhere, with the reason (missingTool).
  */
-export async function startLightningNetworkOrSkip(context: Mocha.Context, channel = { capacitySat: 1_000_000n, pushSat: 300_000n }): Promise<LightningNetwork> {
+export async function startLightningNetworkOrSkip(
+  context: Mocha.Context,
+  channel: { capacitySat: bigint; pushSat: bigint; private?: boolean } = { capacitySat: 1_000_000n, pushSat: 300_000n },
+): Promise<LightningNetwork> {
   const lnd = findLnd();
   const btcdFound = findBtcd();
   const missing = 'missing' in lnd ? lnd.missing : 'missing' in btcdFound ? btcdFound.missing : null;
@@ -201,6 +211,7 @@ export async function startLightningNetworkOrSkip(context: Mocha.Context, channe
       node_pubkey: Buffer.from(theirs.pubkey, 'hex').toString('base64'),
       local_funding_amount: channel.capacitySat.toString(),
       push_sat: channel.pushSat.toString(),
+      private: channel.private ?? false,
     });
     await mine(6);
     for (const node of [ours, theirs]) {
@@ -266,10 +277,10 @@ export const lndSandboxConfig = (lnd: Lnd): Record<string, string> => ({
   LIGHTNING_LND_SANDBOX_NETWORK: 'regtest',
 });
 
-/** The app's live environment on `lnd` (regtest): what a staging deployment sets (LIGHTNING_LND_LIVE_NETWORK). */
+/** The app's live environment on `lnd` (regtest), with its baked macaroon: what a staging deployment sets (LIGHTNING_LND_LIVE_NETWORK). */
 export const lndLiveConfig = (lnd: Lnd): Record<string, string> => ({
   LIGHTNING_LND_LIVE_REST_URL: lnd.restUrl,
-  LIGHTNING_LND_LIVE_MACAROON_PATH: lnd.macaroonPath,
+  LIGHTNING_LND_LIVE_MACAROON_PATH: lnd.serviceMacaroonPath,
   LIGHTNING_LND_LIVE_TLS_CERT_PATH: lnd.tlsCertPath,
   LIGHTNING_LND_LIVE_NETWORK: 'regtest',
 });
