@@ -1,7 +1,8 @@
 /**
  * LND macaroons: the permissions the service uses, reading the permissions a macaroon grants (so live
- * refuses an admin macaroon), and baking one with only ours. Hand-written: no npm library decodes LND's
- * macaroon identifier, and the two formats involved are small and fixed.
+ * refuses an admin macaroon), and baking one with only ours. The identifier is read by hand: the two
+ * formats involved (macaroon V2 fields, one protobuf message) are small and fixed, and the packages that
+ * decode it bring a protobuf runtime for these forty lines.
  */
 import { readFileSync, statSync } from 'node:fs';
 
@@ -83,7 +84,7 @@ export function excessPermissions(macaroon: Buffer): string[] | null {
   return granted && granted.filter((permission) => !(LND_PERMISSIONS as readonly string[]).includes(permission));
 }
 
-/** The macaroon (hex) and the certificate authority a call to the node uses now. */
+/** The macaroon (as LND wrote it) and the certificate authority a call to the node uses now. */
 export interface LndCredentials {
   macaroon: Buffer;
   tlsCert: Buffer;

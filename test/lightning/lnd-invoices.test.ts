@@ -69,6 +69,16 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
     (await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'lightning.invoice.paid' })).filter((event) => (event.data as { id: string }).id === invoiceId).length;
   const paid = (org: TestOrganization, id: string, what: string) =>
     eventually(async () => ((await app.request('GET', `/api/lightning/invoices/${id}`, { key: org.secret })).body.data.status === 'paid' ? true : undefined), what, 60_000, 200);
+  const paymentEnded = (org: TestOrganization, id: string) =>
+    eventually(
+      async () => {
+        const read = (await app.request('GET', `/api/lightning/payments/${id}`, { key: org.secret })).body.data as { status: string; fee_sat: string; failure_reason: string | null };
+        return read.status === 'pending' ? undefined : read;
+      },
+      `payment ${id} to end`,
+      60_000,
+      200,
+    );
   /** The expiry sweep's own batch, with a cutoff past the invoices' expiry: what the Schedule does a minute later. */
   const sweepPastExpiry = async (org: TestOrganization) =>
     (await testOrm()).em.fork().transactional((tx) => expireDueInvoices(tx, { dueBy: new Date(Date.now() + 120_000), limit: 500, organizationId: org.organizationId }));
@@ -158,15 +168,7 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
     const invoice = await newInvoice(payee, 4_000, 'paid by another organization');
     const created = await app.request('POST', '/api/lightning/payments', { key: payer.secret, body: { request: invoice.request, reference: randomUUID() } });
     assert.equal(created.status, 201, created.text);
-    const payment = await eventually(
-      async () => {
-        const read = (await app.request('GET', `/api/lightning/payments/${created.body.data.id}`, { key: payer.secret })).body.data as { status: string; fee_sat: string };
-        return read.status === 'pending' ? undefined : read;
-      },
-      'the internal payment to end',
-      60_000,
-      200,
-    );
+    const payment = await paymentEnded(payer, created.body.data.id as string);
     assert.deepEqual([payment.status, payment.fee_sat], ['paid', '0']);
     assert.equal((await nodeInvoice(invoice.payment_hash)).state, 'CANCELED', "the node's copy is cancelled");
 
@@ -190,15 +192,7 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
     const created = await app.request('POST', '/api/lightning/payments', { key: payer.secret, body: { request: invoice.request, reference: randomUUID() } });
     assert.equal(created.status, 201, created.text);
     await worker.start();
-    const payment = await eventually(
-      async () => {
-        const read = (await app.request('GET', `/api/lightning/payments/${created.body.data.id}`, { key: payer.secret })).body.data as { status: string; failure_reason: string | null };
-        return read.status === 'pending' ? undefined : read;
-      },
-      'the internal payment to end',
-      60_000,
-      200,
-    );
+    const payment = await paymentEnded(payer, created.body.data.id as string);
     assert.deepEqual([payment.status, payment.failure_reason], ['failed', 'invoice_already_paid']);
     await paid(payee, invoice.id, 'the outside payment to be recorded');
     assert.deepEqual(await sats(payer), payerBefore, 'nothing taken, nothing left reserved');
