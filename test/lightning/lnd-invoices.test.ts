@@ -109,7 +109,8 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
   });
 
   it('our invoices carry a route hint to our private channel, the only way a payer can find our node, and are paid through it', async () => {
-    // LND gives hints for a private channel once it knows its peer's policy for it: wait for that on the node itself.
+    const payer = network.payer!;
+    // LND hints at a private channel once it knows its peer for a public node (announced): wait for that on the node itself.
     await eventually(
       async () => {
         const added = await network.ours.node.call<{ payment_request: string }>('POST', '/v1/invoices', { value: '1', private: true });
@@ -117,7 +118,7 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
         return decoded.route_hints?.length ? true : undefined;
       },
       'our node to know its private channel well enough to hint at it',
-      60_000,
+      90_000,
       500,
     );
     const before = await sats(payee);
@@ -134,14 +135,21 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
       [[network.theirs.pubkey]],
       'one hint: the last hop from their node over our private channel',
     );
-    const sent = await theyPay(invoice.request);
+    await assert.rejects(payer.node.call('GET', `/v1/graph/routes/${network.ours.pubkey}/1100`), 'without the hint the payer knows no path to our node');
+    const sent = await payer.node.call<{ payment_error?: string }>('POST', '/v1/channels/transactions', { payment_request: invoice.request });
     assert.ok(!sent.payment_error, sent.payment_error);
     await paid(payee, invoice.id, 'the invoice paid over the private channel to be recorded');
     assert.deepEqual(await sats(payee), { available: before.available + 1_100n, reserved: 0n });
-    await eventually(async () => ((await storedSettleIndex()) === (await nodeInvoice(invoice.payment_hash)).settle_index ? true : undefined), 'the node settle_index to be stored with the settlement');
   });
 
   it('an invoice paid while no worker watched, then expired by the sweep, is credited once when a worker starts: from the stored settle_index', async () => {
+    const watched = await newInvoice(payee, 500, 'paid while a worker watched');
+    assert.ok(!(await theyPay(watched.request)).payment_error);
+    await paid(payee, watched.id, 'the watched invoice to be recorded');
+    await eventually(
+      async () => ((await storedSettleIndex()) === (await nodeInvoice(watched.payment_hash)).settle_index ? true : undefined),
+      'its settle_index to be stored with the settlement',
+    );
     const before = await sats(payee);
     await worker.stop();
     const invoice = await newInvoice(payee, 2_200, 'paid while nobody watched');

@@ -38,6 +38,11 @@ export interface LightningNetwork {
   btcd: Btcd;
   ours: Lnd;
   theirs: Lnd;
+  /**
+   * With a private channel only: a third node with a public channel to theirs, which makes theirs a public
+   * node (LND hints only at channels to one) and is a payer that can reach ours only through a hint.
+   */
+  payer?: Lnd;
   /** Mines `count` blocks and waits until both nodes have seen them. */
   mine: (count: number) => Promise<void>;
   stop: () => Promise<void>;
@@ -157,8 +162,9 @@ const asTestnetAddress = (address: string) => btc.Address(btc.TEST_NETWORK).enco
 /**
  * btcd (HTTPS RPC, which LND needs) with two LND nodes: ours funded from a mature coinbase, peers of
  * each other, one channel of `capacitySat` from ours with `pushSat` on their side (so they can pay us),
- * confirmed and active on both; `private`: unannounced, so ours has no public channel. Without lnd or
- * btcd the file fails in CI and is skipped elsewhere, with the reason (missingTool).
+ * confirmed and active on both; `private`: unannounced, so ours has no public channel, and a `payer` node
+ * with a public channel to theirs (announced: six blocks). Without lnd or btcd the file fails in CI and is
+ * skipped elsewhere, with the reason (missingTool).
  */
 export async function startLightningNetworkOrSkip(
   context: Mocha.Context,
@@ -235,9 +241,39 @@ export async function startLightningNetworkOrSkip(
         250,
       );
     }
-    return { btcd, ours, theirs, mine, stop };
+    const payer = channel.private ? await startPublicPayer((lnd as { path: string }).path, btcd, theirs, channel.capacitySat, mine) : undefined;
+    if (payer) started.push(payer);
+    return { btcd, ours, theirs, payer, mine, stop };
   } catch (error) {
     await stop();
+    throw error;
+  }
+}
+
+/** A node funded from the second coinbase with a public channel of `capacitySat` to `theirs`, announced. */
+async function startPublicPayer(binary: string, btcd: Btcd, theirs: Lnd, capacitySat: bigint, mine: (count: number) => Promise<void>): Promise<Lnd> {
+  const payer = await startLnd(binary, btcd, 'payer');
+  try {
+    const { address } = await payer.node.call<{ address: string }>('GET', '/v1/newaddress?type=WITNESS_PUBKEY_HASH');
+    await btcd.call('sendrawtransaction', [payFromMiner(await coinbaseOutput(btcd, 2), asTestnetAddress(address), 2n * capacitySat).hex]);
+    await btcd.generate(1);
+    await eventually(
+      async () => BigInt((await payer.node.call<{ confirmed_balance: string }>('GET', '/v1/balance/blockchain')).confirmed_balance) >= 2n * capacitySat || undefined,
+      'the payer to see its funding confirmed',
+    );
+    await payer.node.call('POST', '/v1/peers', { addr: { pubkey: theirs.pubkey, host: theirs.p2p }, perm: false });
+    await payer.node.call('POST', '/v1/channels', { node_pubkey: Buffer.from(theirs.pubkey, 'hex').toString('base64'), local_funding_amount: capacitySat.toString() });
+    // Six confirmations: the channel and both nodes are announced.
+    await mine(6);
+    await eventually(
+      async () => ((await payer.node.call<{ channels?: unknown[] }>('GET', '/v1/channels?active_only=true')).channels?.length ? true : undefined),
+      'the payer channel to be active',
+      60_000,
+      200,
+    );
+    return payer;
+  } catch (error) {
+    await payer.stop();
     throw error;
   }
 }
