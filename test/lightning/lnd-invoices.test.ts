@@ -69,6 +69,18 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
     (await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'lightning.invoice.paid' })).filter((event) => (event.data as { id: string }).id === invoiceId).length;
   const paid = (org: TestOrganization, id: string, what: string) =>
     eventually(async () => ((await app.request('GET', `/api/lightning/invoices/${id}`, { key: org.secret })).body.data.status === 'paid' ? true : undefined), what, 60_000, 200);
+  /** Another organization of ours with 10,000 sandbox sats, and both sides' balances before it pays. */
+  const fundedPayer = async (name: string) => {
+    const payer = await createTestOrganization(name);
+    await app.request('POST', '/v1/sandbox/balances', { key: payer.secret, body: { currency: 'sat', amount: '10000' } });
+    return { payer, payerBefore: await sats(payer), payeeBefore: await sats(payee) };
+  };
+  /** The organization's payment of `invoice` (ours, so over the internal route): its id. */
+  const payInternally = async (payer: TestOrganization, invoice: Invoice) => {
+    const created = await app.request('POST', '/api/lightning/payments', { key: payer.secret, body: { request: invoice.request, reference: randomUUID() } });
+    assert.equal(created.status, 201, created.text);
+    return created.body.data.id as string;
+  };
   const paymentEnded = (org: TestOrganization, id: string) =>
     eventually(
       async () => {
@@ -170,13 +182,10 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
   });
 
   it("an organization's payment of another's invoice cancels the node's invoice first: an outside payer can no longer pay it", async () => {
-    const payer = await createTestOrganization('LND internal payer');
-    await app.request('POST', '/v1/sandbox/balances', { key: payer.secret, body: { currency: 'sat', amount: '10000' } });
-    const [payerBefore, payeeBefore] = [await sats(payer), await sats(payee)];
+    const { payer, payerBefore, payeeBefore } = await fundedPayer('LND internal payer');
     const invoice = await newInvoice(payee, 4_000, 'paid by another organization');
-    const created = await app.request('POST', '/api/lightning/payments', { key: payer.secret, body: { request: invoice.request, reference: randomUUID() } });
-    assert.equal(created.status, 201, created.text);
-    const payment = await paymentEnded(payer, created.body.data.id as string);
+    const created = await payInternally(payer, invoice);
+    const payment = await paymentEnded(payer, created);
     assert.deepEqual([payment.status, payment.fee_sat], ['paid', '0']);
     assert.equal((await nodeInvoice(invoice.payment_hash)).state, 'CANCELED', "the node's copy is cancelled");
 
@@ -190,17 +199,14 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
   });
 
   it('an invoice an outside payer paid on the node first is refused to an organization: its payment fails invoice_already_paid, nothing taken', async () => {
-    const payer = await createTestOrganization('LND late internal payer');
-    await app.request('POST', '/v1/sandbox/balances', { key: payer.secret, body: { currency: 'sat', amount: '10000' } });
-    const [payerBefore, payeeBefore] = [await sats(payer), await sats(payee)];
+    const { payer, payerBefore, payeeBefore } = await fundedPayer('LND late internal payer');
     const invoice = await newInvoice(payee, 5_000, 'paid from outside first');
     // No worker watches: the ledger has not heard of the outside payment when the organization pays.
     await worker.stop();
     assert.ok(!(await theyPay(invoice.request)).payment_error);
-    const created = await app.request('POST', '/api/lightning/payments', { key: payer.secret, body: { request: invoice.request, reference: randomUUID() } });
-    assert.equal(created.status, 201, created.text);
+    const created = await payInternally(payer, invoice);
     await worker.start();
-    const payment = await paymentEnded(payer, created.body.data.id as string);
+    const payment = await paymentEnded(payer, created);
     assert.deepEqual([payment.status, payment.failure_reason], ['failed', 'invoice_already_paid']);
     await paid(payee, invoice.id, 'the outside payment to be recorded');
     assert.deepEqual(await sats(payer), payerBefore, 'nothing taken, nothing left reserved');
