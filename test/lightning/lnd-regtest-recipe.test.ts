@@ -61,8 +61,19 @@ describe('the regtest recipe of docs/lightning.md', function () {
     await worker?.stop();
     await app?.close();
     if (!dir) return;
-    // The recipe's own last block.
+    const pids = (await bash(`cat '${dir}'/*.pid`, 5_000).catch(() => '')).split(/\s+/).filter(Boolean).map(Number);
+    // The recipe's own last block; then each node is given its time to exit (btcd hangs for good when its folder goes
+    // first), and killed if it takes longer.
     await bash(asRun([blocks[0]!, blocks[4]!].join('\n')), 60_000).catch(() => undefined);
+    const running = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await eventually(async () => (pids.some(running) ? undefined : true), 'the recipe nodes to exit', 30_000, 250).catch(() => pids.filter(running).forEach((pid) => process.kill(pid, 'SIGKILL')));
     await rm(dir, { recursive: true, force: true });
   });
 
