@@ -7,7 +7,8 @@ import { LightningInvoice, type InvoiceStatus } from '../src/lightning/entities'
 import type { InvoiceExpiryBatch } from '../src/lightning/flows/invoice-expiry-sweep';
 import { configuredLightningNodes } from '../src/lightning/lnd';
 import { providerFor, remoteProvidersOf, type PaymentOrder, type PaymentOutcome, type RemoteProviders } from '../src/lightning/provider';
-import { expireDueInvoices, expireInvoice, settleIncomingInvoice } from '../src/lightning/invoices';
+import { expireDueInvoices, expireInvoice } from '../src/lightning/invoices';
+import { payOverInternalRoute } from '../src/lightning/internal-route';
 import { finalizePayment, paymentOrder } from '../src/lightning/payments';
 import type { Logger } from '../src/logger';
 import { DomainError } from '../src/shared/errors';
@@ -38,13 +39,8 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
   const nodes = configuredLightningNodes(deps.config);
   const remoteProviders = deps.lightningProviders ?? remoteProvidersOf(nodes, committedClaims(deps.orm));
 
-  /** Settles one of our invoices for an organization's payment (the internal route). */
-  const settleInternally = async (order: PaymentOrder): Promise<PaymentOutcome> => {
-    const { outcome } = await inTransaction((tx) =>
-      settleIncomingInvoice(tx, { paymentHash: order.invoice.paymentHash, environment: order.environment, amountMsat: order.amountMsat, paidByPaymentId: order.paymentId }),
-    );
-    return outcome;
-  };
+  /** Settles one of our invoices for an organization's payment (the internal route), the node's copy cancelled first. */
+  const settleInternally = (order: PaymentOrder): Promise<PaymentOutcome> => payOverInternalRoute({ nodes, inTransaction, em: deps.orm.em.fork() }, order);
 
   async function loadPayment(paymentId: string) {
     const em = deps.orm.em.fork();

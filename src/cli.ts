@@ -14,6 +14,7 @@ import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider, createSeedKeyProvider, keyProviderFor } from './keys/provider';
 import { keyCommands } from './cli/keys';
 import { lightningCommands } from './cli/lightning';
+import { lndCommands } from './cli/lnd';
 import { environmentOption, organization, required, text, UsageError, wholeNumber, type Options } from './cli/options';
 import { KeyService } from './keys/service';
 import type { LiveSeedSeparation } from './keys/seeds';
@@ -91,6 +92,11 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                             live wallets and what to do
   keys:separate-live-seed --org ID          give live a fresh seed of its own; refused (and why) while
                                             a live wallet derives from the shared mnemonic
+  lnd:bake-macaroon --admin-macaroon PATH --out PATH [--environment sandbox|live] [--root-key-id N]
+                                            bake a macaroon of only the permissions the service uses
+                                            on the environment's LND (its configured URL and
+                                            certificate), with the admin macaroon; write it to PATH
+                                            (live refuses a broader one; docs/lightning.md)
 
 Secrets are printed once; store them now.`;
 
@@ -296,6 +302,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
 
   ...keyCommands,
   ...lightningCommands,
+  ...lndCommands,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -308,7 +315,7 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size', 'payment']
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size', 'payment', 'admin-macaroon', 'out', 'root-key-id']
         .map((name): [string, { type: 'string' | 'boolean' }] => [name, { type: 'string' }])
         .concat([
           ['credit', { type: 'boolean' }],

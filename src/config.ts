@@ -254,8 +254,9 @@ export const ConfigSchema = z.object({
   ERC20_GAS_MARGIN_PERCENT: z.coerce.number().int().min(0).max(100).default(20),
   ERC20_GAS_CAP: z.coerce.number().int().min(21_000).max(30_000_000).default(200_000),
   /**
-   * The LND node of each environment, over its REST API (docs/lightning.md): the URL, the admin macaroon's
-   * file (a secret, read at start, never logged) and the TLS certificate LND serves. All three or none. Without
+   * The LND node of each environment, over its REST API (docs/lightning.md): the URL, the macaroon's file (a
+   * secret, never logged; live refuses one granting more than the service uses, so bake one with
+   * `lnd:bake-macaroon`) and the TLS certificate LND serves, both files read again when they change. All three or none. Without
    * one, sandbox invoices are signed with the sandbox node key and pay the sandbox network; live Lightning
    * answers 503 lightning_node_unavailable. The sandbox node's chain (its invoices' prefix): testnet unless set.
    */

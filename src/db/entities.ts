@@ -12,7 +12,7 @@ import { WorkflowStart } from '../temporal/entities';
 import { IdempotencyRecord } from '../idempotency/entities';
 import { OrganizationSeed, SeedPublicKey } from '../keys/entities';
 import { LedgerAccount, LedgerInvariantCheck, LedgerLine, LedgerPosting } from '../ledger/entities';
-import { LightningInvoice, LightningNodeKey, LightningPaymentClaim } from '../lightning/entities';
+import { LightningInvoice, LightningInvoiceCursor, LightningNodeKey, LightningPaymentClaim } from '../lightning/entities';
 import { ChainScanCursor, IncomingTransfer, LedgerDrift, LedgerReconciliationPass, OutgoingTransfer, SandboxDeposit, ScannedBlock } from '../monitoring/entities';
 import { Member, Organization, Role } from '../organizations/entities';
 import { PayoutDeposit, PayoutQuote, PayoutRefund, PayoutTrip, PayoutTripTransition, SandboxRailInstruction } from '../payouts/entities';
@@ -75,6 +75,7 @@ export const entities = [
   PolicyAuditLog,
   GovernanceChange,
   LightningNodeKey,
+  LightningInvoiceCursor,
   PayoutQuote,
   PayoutTrip,
   PayoutTripTransition,

@@ -1,4 +1,4 @@
-import { Entity, Enum, Index, ManyToOne, PrimaryKey, PrimaryKeyProp, Property, Unique } from '@mikro-orm/core';
+import { BigIntType, Entity, Enum, Index, ManyToOne, PrimaryKey, PrimaryKeyProp, Property, Unique } from '@mikro-orm/core';
 import { ENVIRONMENTS, type Environment } from '../api-keys/entities';
 import { Organization } from '../organizations/entities';
 import { prefixedId, uuid } from '../shared/ids';
@@ -177,4 +177,28 @@ export class LightningPaymentClaim {
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();
+}
+
+/**
+ * How far an environment's LND node's invoice history has been recorded: the node's settle_index and
+ * add_index of the last invoices settled into the ledger, moved in the transaction that records them.
+ * A watch starting again subscribes from them, so what settled while none watched is credited once.
+ */
+@Entity({ tableName: 'lightning_invoice_cursors' })
+export class LightningInvoiceCursor {
+  @Enum({ items: () => ENVIRONMENTS, nativeEnumName: 'environment', primary: true })
+  environment!: Environment;
+
+  /** The node's identity key (hex): another node behind the same URL starts from its own history. */
+  @PrimaryKey({ type: 'text' })
+  nodePubkey!: string;
+
+  @Property({ type: new BigIntType('string') })
+  settleIndex!: string;
+
+  @Property({ type: new BigIntType('string') })
+  addIndex!: string;
+
+  @Property({ type: 'timestamptz' })
+  updatedAt: Date = new Date();
 }

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Environment } from '../api-keys/entities';
@@ -6,28 +5,32 @@ import type { Config } from '../config';
 import { DomainError } from '../shared/errors';
 import type { Bolt11Network, DecodedInvoice } from './bolt11';
 import type { PaymentHashClaims } from './claims';
+import { excessPermissions, lndFileCredentials, type LndCredentials } from './lnd-macaroon';
 import type { LightningNodes, LightningProvider, PaymentOrder, PaymentOutcome } from './provider';
 
 /**
- * Where an environment's LND answers REST: its URL, the admin macaroon (hex, a secret), the TLS
- * certificate it serves, and the network its environment pays on (checked against the node's own).
+ * Where an environment's LND answers REST: its URL, its macaroon (a secret) and the TLS certificate it
+ * serves as they are now (lndFileCredentials reads the files again when they change), the network its
+ * environment pays on (checked against the node's own), and whether a macaroon granting more than the
+ * service uses is refused (live).
  */
 export interface LndConnection {
   restUrl: string;
-  macaroonHex: string;
-  tlsCert: Buffer;
+  credentials: () => LndCredentials;
   network: Bolt11Network;
+  leastPrivilege?: boolean;
 }
 
 /**
- * LND cannot be used: it does not answer, or it runs on another network than its environment pays on
- * (a mismatch is remembered, like a chain node's; an outage is not). Activities retry it; the API
- * answers it 503 lightning_node_unavailable (`answeredByNode`).
+ * LND cannot be used: it does not answer, it runs on another network than its environment pays on (a
+ * mismatch is remembered, like a chain node's; an outage is not), or (live) its macaroon grants more
+ * than the service uses, an admin macaroon say (until the file is replaced). Activities retry it; the
+ * API answers it 503 lightning_node_unavailable (`answeredByNode`).
  */
 export class LndUnavailableError extends Error {
   override name = 'LndUnavailableError';
   constructor(
-    readonly reason: 'unreachable' | 'network_mismatch',
+    readonly reason: 'unreachable' | 'network_mismatch' | 'macaroon_too_broad',
     message: string,
   ) {
     super(message);
@@ -60,7 +63,13 @@ export interface LndInvoice {
   state: 'OPEN' | 'SETTLED' | 'CANCELED' | 'ACCEPTED';
   amt_paid_msat?: string;
   settle_index?: string;
+  add_index?: string;
 }
+
+/** How long the node's answer to "does it need route hints" is trusted: channels open and close rarely. */
+const ROUTE_HINTS_DECISION_MS = 60_000;
+
+type HttpMethod = 'GET' | 'POST' | 'DELETE';
 
 /** How long one REST call may take; the payment stream has its own budget (PAY_WAIT_MS). */
 const CALL_TIMEOUT_MS = 10_000;
@@ -85,13 +94,37 @@ function outcomeOf(payment: LndPayment): PaymentOutcome {
   return { state: 'unknown' };
 }
 
-/** One LND node over its REST API: the admin macaroon in a header, its own certificate as the only CA trusted. */
+/** One LND node over its REST API: its macaroon in a header, its own certificate as the only CA trusted. */
 export class LndNode {
-  private readonly agent: https.Agent;
+  private inUse: { credentials: LndCredentials; macaroonHex: string; agent: https.Agent; excess: string[] | null } | undefined;
   private identity: Promise<string> | undefined;
+  private routeHints: { private: Promise<boolean>; decidedAt: number } | undefined;
 
-  constructor(private readonly connection: LndConnection) {
-    this.agent = new https.Agent({ ca: connection.tlsCert, keepAlive: true });
+  constructor(private readonly connection: LndConnection) {}
+
+  /**
+   * The macaroon and connection pool of the credentials as they are now: a new certificate gets a new
+   * pool (open streams finish on the old one), a new macaroon is checked again.
+   */
+  private current() {
+    const credentials = this.connection.credentials();
+    if (credentials !== this.inUse?.credentials) {
+      const sameCert = this.inUse?.credentials.tlsCert.equals(credentials.tlsCert);
+      this.inUse = {
+        credentials,
+        macaroonHex: credentials.macaroon.toString('hex'),
+        agent: sameCert && this.inUse ? this.inUse.agent : new https.Agent({ ca: credentials.tlsCert, keepAlive: true }),
+        excess: this.connection.leastPrivilege ? excessPermissions(credentials.macaroon) : [],
+      };
+    }
+    const { excess } = this.inUse;
+    if (excess === null || excess.length > 0) {
+      throw new LndUnavailableError(
+        'macaroon_too_broad',
+        `The LND macaroon at ${new URL(this.connection.restUrl).host} grants ${excess ? excess.join(', ') : 'permissions it does not name'} beyond what the service uses; live refuses it: bake one with npm run cli -- lnd:bake-macaroon (docs/lightning.md).`,
+      );
+    }
+    return this.inUse;
   }
 
   /** A request that never reached an answer: the node is down, refused the connection, or fell silent. */
@@ -99,12 +132,13 @@ export class LndNode {
     return new LndUnavailableError('unreachable', `LND at ${new URL(this.connection.restUrl).host} did not answer: ${error.message}`);
   }
 
-  private open(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number, onResponse: (response: IncomingMessage) => void) {
+  private open(method: HttpMethod, path: string, body: unknown, timeoutMs: number, onResponse: (response: IncomingMessage) => void) {
     const url = new URL(path, this.connection.restUrl);
+    const { agent, macaroonHex } = this.current();
     const request = https.request(url, {
       method,
-      agent: this.agent,
-      headers: { 'Grpc-Metadata-macaroon': this.connection.macaroonHex, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      agent,
+      headers: { 'Grpc-Metadata-macaroon': macaroonHex, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       timeout: timeoutMs,
     });
     request.on('response', onResponse);
@@ -114,12 +148,12 @@ export class LndNode {
   }
 
   /** One REST call to a node on its environment's network; an error answer throws LndError with the node's message. */
-  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  async call<T>(method: HttpMethod, path: string, body?: unknown): Promise<T> {
     await this.identityPubkey();
     return this.send<T>(method, path, body);
   }
 
-  private send<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  private send<T>(method: HttpMethod, path: string, body?: unknown): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const request = this.open(method, path, body, CALL_TIMEOUT_MS, (response) => {
         const chunks: Buffer[] = [];
@@ -220,15 +254,50 @@ export class LndNode {
     return this.identity;
   }
 
-  /** An invoice for `preimage` (ours, so the internal route can settle it too), issued and signed by the node. */
+  /**
+   * An invoice for `preimage` (ours, so the internal route can settle it too), issued and signed by the
+   * node, with route hints to its private channels when it has no public one (else no payer finds it).
+   */
   async addInvoice(input: { preimage: string; amountMsat: bigint; description: string; expirySeconds: number }) {
     const added = await this.call<{ r_hash: string; payment_request: string }>('POST', '/v1/invoices', {
       r_preimage: hexToBase64(input.preimage),
       value_msat: input.amountMsat.toString(),
       memo: input.description,
       expiry: String(input.expirySeconds),
+      private: await this.needsRouteHints(),
     });
     return { request: added.payment_request, paymentHash: base64ToHex(added.r_hash) };
+  }
+
+  /**
+   * Whether invoices need hints to the node's private channels: it has no public channel, so the graph
+   * a payer sees has no path to it. Asked at most once a ROUTE_HINTS_DECISION_MS (an invoice spends no
+   * round trip on it); a node with public channels keeps its private ones to itself.
+   */
+  private needsRouteHints(): Promise<boolean> {
+    if (!this.routeHints || Date.now() - this.routeHints.decidedAt > ROUTE_HINTS_DECISION_MS) {
+      const decision = this.call<{ channels?: unknown[] }>('GET', '/v1/channels?public_only=true').then((found) => !found.channels?.length);
+      // An unanswered question is asked again by the next invoice.
+      decision.catch(() => (this.routeHints = undefined));
+      this.routeHints = { private: decision, decidedAt: Date.now() };
+    }
+    return this.routeHints.private;
+  }
+
+  /**
+   * Cancels the node's open invoice of this payment hash, so no outside payer can pay it any more:
+   * `canceled` (also when it was already), `settled` (someone paid it on the node first), or `missing`
+   * (the node never issued it: an invoice signed before the node was configured).
+   */
+  async cancelInvoice(paymentHash: string): Promise<'canceled' | 'settled' | 'missing'> {
+    try {
+      await this.call('POST', '/v2/invoices/cancel', { payment_hash: hexToBase64(paymentHash) });
+      return 'canceled';
+    } catch (error) {
+      if (error instanceof LndError && /already settled/i.test(error.message)) return 'settled';
+      if (error instanceof LndError && /unable to locate invoice|no invoices|not found/i.test(error.message)) return 'missing';
+      throw error;
+    }
   }
 
   /** The node's invoice of this payment hash, or null when it has none (one issued before the node was configured). */
@@ -242,8 +311,20 @@ export class LndNode {
   }
 
   /**
-   * Follows the node's invoice updates: first those settled after `settleIndex` (none when 0), then
-   * live ones, until the stream ends, `timeoutMs` passes without a byte, or `signal` aborts.
+   * Up to `count` of the node's invoices added after `addIndex`, oldest first, and the add_index of the
+   * last one (`addIndex` itself when none is left).
+   */
+  async listInvoices(addIndex: bigint, count: number): Promise<{ invoices: LndInvoice[]; lastIndex: bigint }> {
+    const page = await this.call<{ invoices?: LndInvoice[]; last_index_offset?: string }>('GET', `/v1/invoices?index_offset=${addIndex}&num_max_invoices=${count}`);
+    const invoices = page.invoices ?? [];
+    return { invoices, lastIndex: invoices.length ? BigInt(page.last_index_offset ?? addIndex) : addIndex };
+  }
+
+  /**
+   * Follows the node's invoice updates: first those settled after `settleIndex` (none when 0), in
+   * settlement order, then live ones, until the stream ends, `timeoutMs` passes without a byte, or
+   * `signal` aborts. No add_index: the node would send that backlog first, settled invoices of it
+   * out of settlement order.
    */
   subscribeInvoices(settleIndex: bigint, onInvoice: (invoice: LndInvoice) => void, timeoutMs: number, signal: AbortSignal) {
     const handle = (invoice: LndInvoice) => {
@@ -392,12 +473,12 @@ export class LndProvider implements LightningProvider {
 }
 
 /** The Bolt11 network of each environment: live mainnet unless a staging deployment says otherwise; sandbox testnet unless its LND runs on another. */
-const lightningNetwork = (config: Config, environment: Environment): Bolt11Network =>
+export const lightningNetwork = (config: Config, environment: Environment): Bolt11Network =>
   environment === 'live' ? config.LIGHTNING_LND_LIVE_NETWORK : config.LIGHTNING_LND_SANDBOX_NETWORK;
 
 const nodesByConfig = new WeakMap<Config, Map<Environment, LndNode | null>>();
 
-/** The environment's configured LND (its macaroon and certificate read once per process), or null when none is. */
+/** The environment's configured LND (its macaroon and certificate read again when their files change), or null when none is. */
 function lndNodeFor(config: Config, environment: Environment): LndNode | null {
   let nodes = nodesByConfig.get(config);
   if (!nodes) nodesByConfig.set(config, (nodes = new Map()));
@@ -409,7 +490,12 @@ function lndNodeFor(config: Config, environment: Environment): LndNode | null {
     nodes.set(
       environment,
       settings.url && settings.macaroon && settings.cert
-        ? new LndNode({ restUrl: settings.url, macaroonHex: readFileSync(settings.macaroon).toString('hex'), tlsCert: readFileSync(settings.cert), network: lightningNetwork(config, environment) })
+        ? new LndNode({
+            restUrl: settings.url,
+            credentials: lndFileCredentials(settings.macaroon, settings.cert),
+            network: lightningNetwork(config, environment),
+            leastPrivilege: environment === 'live',
+          })
         : null,
     );
   }
@@ -425,11 +511,14 @@ export const configuredLightningNodes = (config: Config): LightningNodes => ({
 /**
  * 503 lightning_node_unavailable: a live Lightning request with no node configured (never the
  * sandbox's stand-in), or the environment's node unreachable or on another network (details.reason).
+ * Only an unreachable node is worth asking again soon (`retry_after_seconds`, and Retry-After): the
+ * others last until an operator changes the configuration and restarts the service.
  */
 export const lightningNodeUnavailable = (
   reason: 'not_configured' | LndUnavailableError['reason'] = 'not_configured',
   message = 'No Lightning node is configured for live: set LIGHTNING_LND_LIVE_REST_URL, LIGHTNING_LND_LIVE_MACAROON_PATH and LIGHTNING_LND_LIVE_TLS_CERT_PATH (docs/lightning.md).',
-) => new DomainError({ kind: 'unavailable', code: 'lightning_node_unavailable', message, details: { reason, retry_after_seconds: 60 } });
+) =>
+  new DomainError({ kind: 'unavailable', code: 'lightning_node_unavailable', message, details: reason === 'unreachable' ? { reason, retry_after_seconds: 60 } : { reason } });
 
 /** A request's node calls, their LndUnavailableError answered as 503 lightning_node_unavailable rather than a 500. */
 export async function answeredByNode<T>(work: () => Promise<T>): Promise<T> {

@@ -101,9 +101,10 @@ describe('Lightning through LND (two nodes on btcd regtest)', function () {
     assert.equal(created.status, 201, created.text);
     const invoice = created.body as { id: string; request: string; payment_hash: string };
     assert.ok(invoice.request.startsWith('lnbcrt21u'), `a regtest invoice of our node: ${invoice.request}`);
-    const decoded = await network.theirs.node.call<{ destination: string; payment_hash: string }>('GET', `/v1/payreq/${invoice.request}`);
+    const decoded = await network.theirs.node.call<{ destination: string; payment_hash: string; route_hints?: unknown[] }>('GET', `/v1/payreq/${invoice.request}`);
     assert.equal(decoded.destination, network.ours.pubkey, 'our LND issued it');
     assert.equal(decoded.payment_hash, invoice.payment_hash);
+    assert.equal(decoded.route_hints?.length ?? 0, 0, 'no route hints: our channel is public (test/lightning/lnd-invoices.test.ts has a private one)');
 
     const sent = await network.theirs.node.call<{ payment_error?: string; payment_preimage: string }>('POST', '/v1/channels/transactions', { payment_request: invoice.request });
     assert.ok(!sent.payment_error, sent.payment_error);
@@ -230,7 +231,7 @@ describe('Lightning through LND (two nodes on btcd regtest)', function () {
         const invoice = await strict.request('POST', '/api/lightning/invoices', { key: live, body: { amount: 1_000, description: 'never issued', reference: randomUUID() } });
         assert.equal(invoice.status, 503, invoice.text);
         assert.equal(invoice.body.error.code, 'lightning_node_unavailable');
-        assert.equal(invoice.body.error.details.reason, 'network_mismatch');
+        assert.deepEqual(invoice.body.error.details, { reason: 'network_mismatch' }, 'no retry hint: the mismatch is remembered until restart');
         assert.match(invoice.body.error.message, /runs on regtest; this environment pays mainnet invoices/);
         const before = await liveSats();
         const { request } = await theirInvoice(1_000, 'never paid');

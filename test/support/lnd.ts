@@ -1,10 +1,11 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as btc from '@scure/btc-signer';
 import { LndNode } from '../../src/lightning/lnd';
+import { bakeMacaroon, lndFileCredentials } from '../../src/lightning/lnd-macaroon';
 import { COINBASE_MATURITY, REGTEST_NETWORK, coinbaseOutput, findBtcd, payFromMiner, startBtcd, type Btcd } from './btcd';
 import { eventually } from './eventually';
 import { freeLoopbackPort } from './ports';
@@ -17,7 +18,10 @@ export interface Lnd {
   name: string;
   node: LndNode;
   restUrl: string;
+  /** The admin macaroon LND wrote. */
   macaroonPath: string;
+  /** A macaroon of only the service's permissions (LND_PERMISSIONS), baked under root key 1: what live accepts. */
+  serviceMacaroonPath: string;
   tlsCertPath: string;
   pubkey: string;
   /** host:port of its peer-to-peer listener. */
@@ -34,6 +38,11 @@ export interface LightningNetwork {
   btcd: Btcd;
   ours: Lnd;
   theirs: Lnd;
+  /**
+   * With a private channel only: a third node with a public channel to theirs, which makes theirs a public
+   * node (LND hints only at channels to one) and is a payer that can reach ours only through a hint.
+   */
+  payer?: Lnd;
   /** Mines `count` blocks and waits until both nodes have seen them. */
   mine: (count: number) => Promise<void>;
   stop: () => Promise<void>;
@@ -82,6 +91,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
   const restUrl = `https://127.0.0.1:${restPort}`;
   const tlsCertPath = path.join(home, 'tls.cert');
   const macaroonPath = path.join(home, 'data/chain/bitcoin/regtest/admin.macaroon');
+  const serviceMacaroonPath = path.join(home, 'service.macaroon');
   let node: LndNode | undefined;
   let pubkey = '';
   const ready = async () => {
@@ -89,7 +99,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
       async () => {
         if (child.exitCode !== null) throw new Error(`lnd ${name} exited with ${child.exitCode}: ${output}`);
         try {
-          node ??= new LndNode({ restUrl, macaroonHex: readFileSync(macaroonPath).toString('hex'), tlsCert: readFileSync(tlsCertPath), network: 'regtest' });
+          node ??= new LndNode({ restUrl, credentials: lndFileCredentials(macaroonPath, tlsCertPath), network: 'regtest' });
           const info = await node.call<{ identity_pubkey: string; synced_to_chain: boolean }>('GET', '/v1/getinfo');
           pubkey = info.identity_pubkey;
           return info.synced_to_chain ? true : undefined;
@@ -119,6 +129,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
   launch();
   try {
     await ready();
+    writeFileSync(serviceMacaroonPath, await bakeMacaroon(node!, 1n), { mode: 0o600 });
   } catch (error) {
     await stop();
     throw error;
@@ -130,6 +141,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
     },
     restUrl,
     macaroonPath,
+    serviceMacaroonPath,
     tlsCertPath,
     pubkey,
     p2p: `127.0.0.1:${p2pPort}`,
@@ -150,10 +162,14 @@ const asTestnetAddress = (address: string) => btc.Address(btc.TEST_NETWORK).enco
 /**
  * btcd (HTTPS RPC, which LND needs) with two LND nodes: ours funded from a mature coinbase, peers of
  * each other, one channel of `capacitySat` from ours with `pushSat` on their side (so they can pay us),
- * confirmed and active on both. Without lnd or btcd the file fails in CI and is skipped elsewhere, with
- * the reason (missingTool).
+ * confirmed and active on both; `private`: unannounced, so ours has no public channel, and a `payer` node
+ * with a public channel to theirs (announced: six blocks). Without lnd or btcd the file fails in CI and is
+ * skipped elsewhere, with the reason (missingTool).
  */
-export async function startLightningNetworkOrSkip(context: Mocha.Context, channel = { capacitySat: 1_000_000n, pushSat: 300_000n }): Promise<LightningNetwork> {
+export async function startLightningNetworkOrSkip(
+  context: Mocha.Context,
+  channel: { capacitySat: bigint; pushSat: bigint; private?: boolean } = { capacitySat: 1_000_000n, pushSat: 300_000n },
+): Promise<LightningNetwork> {
   const lnd = findLnd();
   const btcdFound = findBtcd();
   const missing = 'missing' in lnd ? lnd.missing : 'missing' in btcdFound ? btcdFound.missing : null;
@@ -201,6 +217,7 @@ export async function startLightningNetworkOrSkip(context: Mocha.Context, channe
       node_pubkey: Buffer.from(theirs.pubkey, 'hex').toString('base64'),
       local_funding_amount: channel.capacitySat.toString(),
       push_sat: channel.pushSat.toString(),
+      private: channel.private ?? false,
     });
     await mine(6);
     for (const node of [ours, theirs]) {
@@ -224,9 +241,39 @@ export async function startLightningNetworkOrSkip(context: Mocha.Context, channe
         250,
       );
     }
-    return { btcd, ours, theirs, mine, stop };
+    const payer = channel.private ? await startPublicPayer((lnd as { path: string }).path, btcd, theirs, channel.capacitySat, mine) : undefined;
+    if (payer) started.push(payer);
+    return { btcd, ours, theirs, payer, mine, stop };
   } catch (error) {
     await stop();
+    throw error;
+  }
+}
+
+/** A node funded from the second coinbase with a public channel of `capacitySat` to `theirs`, announced. */
+async function startPublicPayer(binary: string, btcd: Btcd, theirs: Lnd, capacitySat: bigint, mine: (count: number) => Promise<void>): Promise<Lnd> {
+  const payer = await startLnd(binary, btcd, 'payer');
+  try {
+    const { address } = await payer.node.call<{ address: string }>('GET', '/v1/newaddress?type=WITNESS_PUBKEY_HASH');
+    await btcd.call('sendrawtransaction', [payFromMiner(await coinbaseOutput(btcd, 2), asTestnetAddress(address), 2n * capacitySat).hex]);
+    await btcd.generate(1);
+    await eventually(
+      async () => BigInt((await payer.node.call<{ confirmed_balance: string }>('GET', '/v1/balance/blockchain')).confirmed_balance) >= 2n * capacitySat || undefined,
+      'the payer to see its funding confirmed',
+    );
+    await payer.node.call('POST', '/v1/peers', { addr: { pubkey: theirs.pubkey, host: theirs.p2p }, perm: false });
+    await payer.node.call('POST', '/v1/channels', { node_pubkey: Buffer.from(theirs.pubkey, 'hex').toString('base64'), local_funding_amount: capacitySat.toString() });
+    // Six confirmations: the channel and both nodes are announced.
+    await mine(6);
+    await eventually(
+      async () => ((await payer.node.call<{ channels?: unknown[] }>('GET', '/v1/channels?active_only=true')).channels?.length ? true : undefined),
+      'the payer channel to be active',
+      60_000,
+      200,
+    );
+    return payer;
+  } catch (error) {
+    await payer.stop();
     throw error;
   }
 }
@@ -266,10 +313,10 @@ export const lndSandboxConfig = (lnd: Lnd): Record<string, string> => ({
   LIGHTNING_LND_SANDBOX_NETWORK: 'regtest',
 });
 
-/** The app's live environment on `lnd` (regtest): what a staging deployment sets (LIGHTNING_LND_LIVE_NETWORK). */
+/** The app's live environment on `lnd` (regtest), with its baked macaroon: what a staging deployment sets (LIGHTNING_LND_LIVE_NETWORK). */
 export const lndLiveConfig = (lnd: Lnd): Record<string, string> => ({
   LIGHTNING_LND_LIVE_REST_URL: lnd.restUrl,
-  LIGHTNING_LND_LIVE_MACAROON_PATH: lnd.macaroonPath,
+  LIGHTNING_LND_LIVE_MACAROON_PATH: lnd.serviceMacaroonPath,
   LIGHTNING_LND_LIVE_TLS_CERT_PATH: lnd.tlsCertPath,
   LIGHTNING_LND_LIVE_NETWORK: 'regtest',
 });
