@@ -10,7 +10,7 @@ import type { Environment } from '../api-keys/entities';
 import { msatToSat, satsToDebit } from './amounts';
 import { LightningInvoice, type InvoiceStatus } from './entities';
 import { finalizePayment, paymentOrder } from './payments';
-import type { LndProvider } from './lnd';
+import type { LndProvider } from './lnd-provider';
 
 /** lightning_payments_held: pending payments held for an operator, per environment (any is an alarm). */
 export function registerLightningMetrics(registry: Registry, em: () => EntityManager): void {

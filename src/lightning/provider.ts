@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
 import { networkForEnvironment, type Bolt11Network, type DecodedInvoice } from './bolt11';
-import { LndProvider, type LndNode } from './lnd';
+import type { LndNode } from './lnd';
+import { LndProvider } from './lnd-provider';
 import { nodePublicKey } from './node-key';
 import type { PaymentHashClaims } from './claims';
 import { SLOW_NODE_DELAY_MS, UNKNOWN_QUERIES, sandboxFeeMsat, sandboxNodeFor, sandboxPreimageFor, type SandboxNode } from './sandbox-network';

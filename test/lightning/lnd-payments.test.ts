@@ -6,7 +6,7 @@ import path from 'node:path';
 import { decodeBolt11 } from '../../src/lightning/bolt11';
 import { committedClaims } from '../../src/lightning/claims';
 import { LightningInvoice } from '../../src/lightning/entities';
-import { LndProvider } from '../../src/lightning/lnd';
+import { LndProvider } from '../../src/lightning/lnd-provider';
 import { paymentOrder } from '../../src/lightning/payments';
 import { insertRowUnlessTaken } from '../../src/lightning/service';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
