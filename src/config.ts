@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { ASSETS } from './catalogue/service';
-import { parseMasterKey } from './keys/master-key';
-import { Money } from './shared/money';
+import { checkKeyCustodySettings, KeyCustodySettings } from './keys/settings';
+import { checkLivePriceSettings, LivePriceSettings } from './catalogue/price-settings';
+import { nodeUrl } from './shared/setting-values';
 
-const nodeUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 /** `ASSET_ID=0xcontract,...`: the ERC-20 contract of each token asset on a node's network. */
 const tokenContracts = z
   .string()
@@ -39,25 +39,6 @@ const assetCaps = (defaults: Record<string, string>) =>
       'must name catalogue asset ids, each amount within its asset\'s decimals',
     );
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
-
-/** A master key: 32 bytes, base64 or hex. */
-const masterKey = (name: string) =>
-  z
-    .string()
-    .optional()
-    .refine((value) => value === undefined || parseMasterKey(value) !== null, `${name} must be 32 bytes, base64 or hex encoded`);
-/** Older master keys, comma-separated (unwrap only, during a rotation). */
-const previousMasterKeys = (name: string) =>
-  z
-    .string()
-    .optional()
-    .refine((value) => value === undefined || value.split(',').every((key) => parseMasterKey(key) !== null), `${name} must be comma-separated keys of 32 bytes, base64 or hex encoded`)
-    .transform((value) => (value === undefined ? [] : value.split(',').map((key) => key.trim())));
-/** Labels of older PKCS#11 keys, comma-separated. */
-const keyLabels = z
-  .string()
-  .optional()
-  .transform((value) => (value === undefined ? [] : value.split(',').map((label) => label.trim()).filter((label) => label !== '')));
 
 /** Every environment variable the service reads; `.env.example` mirrors this list. */
 export const ConfigSchema = z.object({
@@ -298,65 +279,7 @@ export const ConfigSchema = z.object({
   SANDBOX_DEPOSIT_MAX_PER_DAY: assetCaps(SANDBOX_DEPOSIT_MAX_PER_DAY_DEFAULTS),
   /** USD prices of sandbox keys (docs/transactions.md): a fixed table. */
   PRICE_TABLE_SANDBOX: priceTable.prefault('BTC=65000,ETH=3000,TRX=0.12,SOL=150,USDC_ETH=1,USDT_ETH=1,USDT_TRX=1,USDC_SOL=1'),
-  /**
-   * USD prices of live keys (docs/transactions.md): a Chainlink feed (USD quote) per catalogue asset with
-   * the feed's heartbeat in seconds (`ASSET_ID=0x<proxy>:<heartbeat>,...`, as data.chain.link lists it),
-   * read on the price node. An asset without one, whose round is older than its heartbeat plus
-   * PRICE_HEARTBEAT_MARGIN_SECONDS, or whose answer is at or outside its bounds, has no price: USD rules fail closed.
-   */
-  PRICE_FEEDS_LIVE: z
-    .string()
-    .regex(
-      /^([A-Z0-9_]+=0x[0-9a-fA-F]{40}:[1-9]\d{0,5})(,[A-Z0-9_]+=0x[0-9a-fA-F]{40}:[1-9]\d{0,5})*$/,
-      'must be ASSET_ID=0x<40 hex>:<heartbeat seconds>[,...] (each feed with its heartbeat)',
-    )
-    .transform((value) =>
-      Object.fromEntries(
-        value.split(',').map((entry) => {
-          const [id, feed] = entry.split('=') as [string, string];
-          const [address, heartbeat] = feed.split(':') as [`0x${string}`, string];
-          return [id, { address, heartbeatSeconds: Number(heartbeat) }];
-        }),
-      ),
-    )
-    .refine((feeds) => Object.keys(feeds).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
-    .refine((feeds) => Object.values(feeds).every((feed) => feed.heartbeatSeconds <= 7 * 24 * 3600), 'a heartbeat is at most 604800 seconds (7 days)')
-    .optional(),
-  /**
-   * How long past its heartbeat a feed's round still counts: Chainlink starts a round when the heartbeat
-   * is reached and it lands on chain some time later, and each process reads every PRICE_POLL_SECONDS.
-   */
-  PRICE_HEARTBEAT_MARGIN_SECONDS: z.coerce.number().int().min(1).max(24 * 3600).default(600),
-  /**
-   * Sanity bounds of a live price in USD (`ASSET_ID=<min>..<max>,...`), over the aggregator's own
-   * minAnswer/maxAnswer: an answer at or outside either is no price.
-   */
-  PRICE_BOUNDS_LIVE: z
-    .string()
-    .regex(/^([A-Z0-9_]+=\d{1,15}(\.\d{1,18})?\.\.\d{1,15}(\.\d{1,18})?)(,[A-Z0-9_]+=\d{1,15}(\.\d{1,18})?\.\.\d{1,15}(\.\d{1,18})?)*$/, 'must be ASSET_ID=<min>..<max>[,ASSET_ID=<min>..<max>...]')
-    .transform((value) =>
-      Object.fromEntries(
-        value.split(',').map((entry) => {
-          const [id, range] = entry.split('=') as [string, string];
-          const [min, max] = range.split('..') as [string, string];
-          return [id, { min, max }];
-        }),
-      ),
-    )
-    .refine((bounds) => Object.keys(bounds).every((id) => ASSETS.some((asset) => asset.id === id)), 'must name catalogue asset ids')
-    .refine((bounds) => Object.values(bounds).every(({ min, max }) => new Money(min).lessThan(max)), 'each min must be below its max')
-    .optional(),
-  /** How often each process reads the live feeds; a round's age is still judged when the price is used. */
-  PRICE_POLL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
-  /**
-   * Where the live feeds are read: PRICE_NETWORK_LIVE's node (unset: CHAIN_NODE_ETHEREUM_LIVE, Ethereum's).
-   * On an L2 (arbitrum, optimism, base) its sequencer uptime feed is required: while the sequencer is down,
-   * or up for no more than PRICE_SEQUENCER_GRACE_SECONDS, live keys have no prices.
-   */
-  PRICE_NETWORK_LIVE: z.enum(['ethereum', 'arbitrum', 'optimism', 'base']).default('ethereum'),
-  PRICE_NODE_LIVE: nodeUrl.optional(),
-  PRICE_SEQUENCER_UPTIME_FEED_LIVE: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be 0x<40 hex>').transform((value) => value as `0x${string}`).optional(),
-  PRICE_SEQUENCER_GRACE_SECONDS: z.coerce.number().int().min(0).max(24 * 3600).default(3600),
+  ...LivePriceSettings.shape,
   /**
    * The platform's own fee sponsorship (funding model provider_sponsorship, `hedge_paymaster`): the
    * organization whose gas stations pay it, and what each organization may have sponsored per UTC day,
@@ -406,45 +329,7 @@ export const ConfigSchema = z.object({
    * Unset: the service keeps its own desk organization, created on first use (docs/payouts.md).
    */
   PAYOUT_DESK_ORGANIZATION_ID: z.uuid().optional(),
-  /**
-   * Where the master key that wraps every data key lives (docs/custody.md, "Key custody"): `local`, MASTER_KEY in
-   * this process's memory; `pkcs11`, an AES-256 key inside an HSM (PKCS11_*), which never leaves it.
-   */
-  KEY_PROVIDER: z.enum(['local', 'pkcs11']).default('local'),
-  /** 32 bytes, base64 or hex: the local master key. Required in production unless KEY_PROVIDER=pkcs11. */
-  MASTER_KEY: masterKey('MASTER_KEY'),
-  /**
-   * Older local master keys, comma-separated, during a rotation (`npm run cli -- keys:rotate`): they only unwrap
-   * what they wrapped, nothing new is wrapped under them. Also how a move from MASTER_KEY to an HSM keeps opening rows.
-   */
-  MASTER_KEY_PREVIOUS: previousMasterKeys('MASTER_KEY_PREVIOUS'),
-  /**
-   * KEY_PROVIDER=pkcs11: the HSM's PKCS#11 module (a .so path), the label of its token, the user PIN (a secret:
-   * never logged, never in an error) and the label of the current AES-256 key; older keys' labels, comma-separated,
-   * unwrap only during a rotation.
-   */
-  PKCS11_LIBRARY: z.string().min(1).optional(),
-  PKCS11_TOKEN_LABEL: z.string().min(1).max(32, 'PKCS11_TOKEN_LABEL is at most 32 characters (a PKCS#11 token label)').optional(),
-  PKCS11_PIN: z.string().min(1, 'PKCS11_PIN must not be empty').optional(),
-  PKCS11_KEY_LABEL: z.string().min(1).optional(),
-  PKCS11_PREVIOUS_KEY_LABELS: keyLabels,
-  /**
-   * The seed role (docs/custody.md, "Key custody"): organization seeds are sealed under a master key of their own,
-   * given only to signer processes (the worker), never to the API. KEY_PROVIDER=local: SEED_MASTER_KEY (32 bytes,
-   * base64 or hex) and, during a rotation or the move of seeds off the data key, SEED_MASTER_KEY_PREVIOUS;
-   * KEY_PROVIDER=pkcs11: PKCS11_SEED_KEY_LABEL (a key of its own on the token) and PKCS11_SEED_PREVIOUS_KEY_LABELS.
-   */
-  SEED_MASTER_KEY: masterKey('SEED_MASTER_KEY'),
-  SEED_MASTER_KEY_PREVIOUS: previousMasterKeys('SEED_MASTER_KEY_PREVIOUS'),
-  PKCS11_SEED_KEY_LABEL: z.string().min(1).optional(),
-  PKCS11_SEED_PREVIOUS_KEY_LABELS: keyLabels,
-  /**
-   * Outside production, a process with no seed key seals and opens seeds under the data key (`data`, the default:
-   * seeds made before the split stay there until keys:rotate moves them), which makes every process a signer;
-   * `none` makes it one that holds no seed key, as the API is in production (wallets and signatures then go
-   * through the worker). Production never falls back.
-   */
-  SEED_KEY_FALLBACK: z.enum(['data', 'none']).default('data'),
+  ...KeyCustodySettings.shape,
   /**
    * The main worker's slots and sticky workflow cache (every flow but webhook delivery). Bounded below the SDK's
    * defaults (100 activities, 40 workflow tasks, a cache sized from the V8 heap limit: about 2,300 workflows on a
@@ -479,46 +364,8 @@ export const ConfigSchema = z.object({
   /** An endpoint failing without a single success for this long is disabled (with a webhook_endpoint.disabled event). */
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().min(1).max(24 * 90).default(72),
 })
-  .refine((config) => config.NODE_ENV !== 'production' || config.KEY_PROVIDER !== 'local' || config.MASTER_KEY !== undefined, {
-    path: ['MASTER_KEY'],
-    message: 'MASTER_KEY is required when NODE_ENV=production (32 bytes, base64 or hex), unless KEY_PROVIDER=pkcs11',
-  })
-  .superRefine((config, context) => {
-    // The token is needed for the current key (pkcs11) and for previous PKCS#11 keys (a rotation back to local).
-    const usesToken = config.KEY_PROVIDER === 'pkcs11' || config.PKCS11_PREVIOUS_KEY_LABELS.length > 0 || config.PKCS11_SEED_PREVIOUS_KEY_LABELS.length > 0;
-    const needed = ['PKCS11_LIBRARY', 'PKCS11_TOKEN_LABEL', 'PKCS11_PIN', ...(config.KEY_PROVIDER === 'pkcs11' ? (['PKCS11_KEY_LABEL'] as const) : [])] as const;
-    for (const name of usesToken ? needed : []) {
-      if (config[name] === undefined) context.addIssue({ code: 'custom', path: [name], message: `${name} is required with KEY_PROVIDER=pkcs11 (or PKCS11_PREVIOUS_KEY_LABELS)` });
-    }
-    if (config.KEY_PROVIDER === 'pkcs11' && config.MASTER_KEY !== undefined) {
-      context.addIssue({ code: 'custom', path: ['MASTER_KEY'], message: 'MASTER_KEY is the current key of KEY_PROVIDER=local: with KEY_PROVIDER=pkcs11 move it to MASTER_KEY_PREVIOUS until keys:rotate has re-wrapped every row' });
-    }
-    if (config.KEY_PROVIDER === 'pkcs11' && config.SEED_MASTER_KEY !== undefined) {
-      context.addIssue({ code: 'custom', path: ['SEED_MASTER_KEY'], message: 'SEED_MASTER_KEY is the seed key of KEY_PROVIDER=local: with KEY_PROVIDER=pkcs11 set PKCS11_SEED_KEY_LABEL and move it to SEED_MASTER_KEY_PREVIOUS until keys:rotate has re-wrapped every seed' });
-    }
-    if (config.KEY_PROVIDER === 'local' && config.PKCS11_SEED_KEY_LABEL !== undefined) {
-      context.addIssue({ code: 'custom', path: ['PKCS11_SEED_KEY_LABEL'], message: 'PKCS11_SEED_KEY_LABEL is the seed key of KEY_PROVIDER=pkcs11: with KEY_PROVIDER=local set SEED_MASTER_KEY' });
-    }
-  })
-  .superRefine((config, context) => {
-    const issue = (path: string, message: string) => context.addIssue({ code: 'custom', path: [path], message });
-    const onEthereum = config.PRICE_NETWORK_LIVE === 'ethereum';
-    if (config.PRICE_FEEDS_LIVE !== undefined && config.PRICE_NODE_LIVE === undefined && (!onEthereum || config.CHAIN_NODE_ETHEREUM_LIVE === undefined)) {
-      issue('PRICE_FEEDS_LIVE', onEthereum ? 'PRICE_FEEDS_LIVE is read on the live Ethereum node: set CHAIN_NODE_ETHEREUM_LIVE (or PRICE_NODE_LIVE)' : `PRICE_FEEDS_LIVE is read on ${config.PRICE_NETWORK_LIVE}: set PRICE_NODE_LIVE`);
-    }
-    if (!onEthereum && config.PRICE_SEQUENCER_UPTIME_FEED_LIVE === undefined) {
-      issue('PRICE_SEQUENCER_UPTIME_FEED_LIVE', `prices read on ${config.PRICE_NETWORK_LIVE} (an L2) need its sequencer uptime feed`);
-    }
-    if (onEthereum && config.PRICE_SEQUENCER_UPTIME_FEED_LIVE !== undefined) {
-      issue('PRICE_SEQUENCER_UPTIME_FEED_LIVE', 'Ethereum has no sequencer: set PRICE_NETWORK_LIVE to the L2 the feeds are read on');
-    }
-    if (config.PRICE_HEARTBEAT_MARGIN_SECONDS <= config.PRICE_POLL_SECONDS) {
-      issue('PRICE_HEARTBEAT_MARGIN_SECONDS', 'must be above PRICE_POLL_SECONDS, or a feed is stale between its update and our next read');
-    }
-    for (const id of Object.keys(config.PRICE_BOUNDS_LIVE ?? {}).filter((id) => config.PRICE_FEEDS_LIVE?.[id] === undefined)) {
-      issue('PRICE_BOUNDS_LIVE', `${id} has bounds but no feed in PRICE_FEEDS_LIVE`);
-    }
-  })
+  .superRefine(checkKeyCustodySettings)
+  .superRefine(checkLivePriceSettings)
   .refine((config) => (config.TEMPORAL_TLS_CERT_PATH === undefined) === (config.TEMPORAL_TLS_KEY_PATH === undefined), {
     path: ['TEMPORAL_TLS_KEY_PATH'],
     message: 'TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH go together (mTLS needs both)',
