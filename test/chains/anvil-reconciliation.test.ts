@@ -51,6 +51,8 @@ describe('Ledger reconciliation on anvil: at the scanner\'s block, under constan
   const pass = async () => (await (await startPass()).result()) as { compared: number; skipped?: string };
   const drifts = () => organizationDrifts(service.org.organizationId);
   const driftEvents = () => driftEventsOf(receiver);
+  const scannerHeight = async () => (await (await testOrm()).em.fork().findOne(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' }))?.height ?? 0;
+  const scannerPast = (height: number, what: string) => eventually(async () => ((await scannerHeight()) > height ? true : undefined), what);
 
   it('confirms planted drifts within two passes while a block is mined every 200 ms and a busy address keeps receiving; resolves them once corrected', async () => {
     const planted = await createWallet('Planted');
@@ -79,10 +81,7 @@ describe('Ledger reconciliation on anvil: at the scanner\'s block, under constan
       await anvil.call('anvil_setBalance', [surplus.address, toHex(parseEther('0.5'))]);
       // A pass compares at the scanner's block: the passes counted are those after the scanner read past the plants.
       const plantedAt = await anvilHeight(anvil);
-      await eventually(async () => {
-        const cursor = await (await testOrm()).em.fork().findOne(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' });
-        return cursor && cursor.height > plantedAt ? true : undefined;
-      }, 'the scanner past the plants');
+      await scannerPast(plantedAt, 'the scanner past the plants');
 
       const expected = [
         { wallet_id: planted.id, asset_id: 'ETH', figure: 'balance', status: 'open' },
@@ -94,8 +93,13 @@ describe('Ledger reconciliation on anvil: at the scanner\'s block, under constan
       const sent = await service.call('POST', '/v1/transactions', { wallet_id: planted.id, to_address: '0x1111111111111111111111111111111111111111', amount: '0.5', asset: 'ETH' });
       assert.equal(sent.status, 201, sent.text);
       const heightBefore = await anvilHeight(anvil);
+      // A surplus is final once the scanner's block is CONFIRMATIONS deep past the pass that saw it: on a loaded
+      // machine the scanner may not move between two quick passes, so the next pass waits until it has.
+      let lastPassAt = 0;
       for (let passes = 1; ; passes++) {
+        if (passes > 1) await scannerPast(lastPassAt + CONFIRMATIONS - 2, 'the scanner past the last pass');
         const result = await pass();
+        lastPassAt = await scannerHeight();
         assert.equal(result.skipped, undefined, 'a node read at the block never waits for the scanner');
         assert.equal(result.compared, 3, 'every address of the organization compared');
         // The planted ETH drift's figures move with the send (mined, then settled): only its difference is fixed.
