@@ -1,8 +1,8 @@
-import { runChaos } from '../test/support/chaos';
+import { runChaos } from '../test/support/chaos/run';
 import { runBenchmark } from './support';
 
 /**
- * `npm run chaos`: the long chaos run (test/support/chaos.ts). CHAOS_SECONDS of mixed load (default
+ * `npm run chaos`: the long chaos run (test/support/chaos/run.ts). CHAOS_SECONDS of mixed load (default
  * 300) while each of the worker, the API, the Temporal dev server and PostgreSQL is killed with SIGKILL
  * CHAOS_KILLS times (default 3) at moments drawn from CHAOS_SEED (default: random, printed), then the
  * invariants; exits non-zero on any violation.

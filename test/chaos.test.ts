@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { runChaos, type ChaosResult } from './support/chaos';
+import { runChaos, type ChaosResult } from './support/chaos/run';
 
 /**
  * The short chaos run (`npm run chaos` is the long one, docs/chaos.md): a mixed load of three organizations

@@ -1,0 +1,203 @@
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { eventually } from '../eventually';
+import { freeLoopbackPort } from '../ports';
+import { ServiceProcess } from '../service-process';
+import { ComponentName, ROOT, sleep } from './model';
+
+/** Bash code using the helpers of scripts/lib.sh and scripts/postgres.sh (the same clusters and dev server `npm start` runs), with `args` as "$@"; its stdout. */
+function shell(code: string, ...args: string[]): Promise<string> {
+  const script = `source "${ROOT}/scripts/lib.sh"; source "${ROOT}/scripts/postgres.sh"; ${code}`;
+  const command = [code, ...args];
+  return new Promise((resolve, reject) =>
+    execFile('bash', ['-c', script, 'chaos', ...args], { cwd: ROOT, env: { ...process.env, LIB_SCRIPT_NAME: 'chaos' } }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${command.join(' ')}: ${error.message}\n${stderr}`)) : resolve(stdout.trim()),
+    ),
+  );
+}
+
+/** Whether a process (not necessarily our child) runs: a zombie waiting for init to reap it does not. */
+export async function running(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+}
+
+/** A component the chaos kills and starts again. */
+interface Component {
+  readonly name: ComponentName;
+  start(): Promise<void>;
+  /** SIGKILL, and wait until it is gone. */
+  kill(): Promise<void>;
+  alive(): Promise<boolean>;
+  /** The graceful stop at the end. */
+  stop(): Promise<void>;
+  log(): string;
+}
+
+/**
+ * A PostgreSQL cluster of its own (pg_start_cluster: fsync on, so a crash loses no commit). A kill is
+ * SIGKILL to the postmaster's process group (pg_ctl starts it in a session of its own): every backend
+ * dies with it, as when its container is killed.
+ */
+export class PostgresComponent implements Component {
+  readonly name = 'postgres' as const;
+  private pid = 0;
+  constructor(
+    private readonly dir: string,
+    private readonly port: number,
+  ) {}
+
+  async start() {
+    await shell('pg_start_cluster "$@"', this.dir, String(this.port));
+    this.pid = Number((await readFile(path.join(this.dir, 'data/postmaster.pid'), 'utf8')).split('\n')[0]);
+  }
+
+  async kill() {
+    process.kill(-this.pid, 'SIGKILL');
+    await eventually(async () => ((await this.alive()) ? undefined : true), 'postgres gone', 30_000, 100);
+  }
+
+  alive() {
+    return running(this.pid);
+  }
+
+  async stop() {
+    await shell('pg_stop_cluster "$@"', this.dir);
+  }
+
+  log() {
+    return `postgres: see ${this.dir}/postgres.log`;
+  }
+}
+
+/**
+ * The Temporal dev server started on free ports, before anything is told its address: ports another
+ * process took between their pick and the server's bind (four test processes pick ports at once) are
+ * picked again. Every restart after that keeps them.
+ */
+export async function startedTemporal(dir: string): Promise<TemporalComponent> {
+  for (let attempt = 1; ; attempt += 1) {
+    const temporal = new TemporalComponent(dir, await freeLoopbackPort(), await freeLoopbackPort());
+    try {
+      await temporal.start();
+      return temporal;
+    } catch (error) {
+      if (attempt >= 3 || !(error as Error).message.includes('address already in use')) throw error;
+    }
+  }
+}
+
+/** The Temporal dev server as `npm start` runs it (temporal_dev_start: its SQLite file in WAL mode), the same file and port on every start. */
+class TemporalComponent implements Component {
+  readonly name = 'temporal' as const;
+  private pid = 0;
+  constructor(
+    private readonly dir: string,
+    readonly port: number,
+    private readonly uiPort: number,
+  ) {}
+
+  async start() {
+    this.pid = Number(
+      await shell('temporal_dev_start "$@" >&2 && echo "$TEMPORAL_DEV_PID"', path.join(this.dir, 'temporal.db'), String(this.port), String(this.uiPort), path.join(this.dir, 'temporal.log')),
+    );
+  }
+
+  async kill() {
+    process.kill(this.pid, 'SIGKILL');
+    await eventually(async () => ((await this.alive()) ? undefined : true), 'temporal gone', 30_000, 100);
+  }
+
+  alive() {
+    return running(this.pid);
+  }
+
+  async stop() {
+    if (await this.alive()) process.kill(this.pid, 'SIGTERM');
+    await eventually(async () => ((await this.alive()) ? undefined : true), 'temporal stopped', 30_000, 100).catch(() => process.kill(this.pid, 'SIGKILL'));
+  }
+
+  log() {
+    return `temporal: see ${this.dir}/temporal.log`;
+  }
+}
+
+/** The API or the worker, `dist/src/<script>`, a new process on each start. */
+export class NodeComponent implements Component {
+  private process?: ServiceProcess;
+  private lastLog = '';
+  constructor(
+    readonly name: 'api' | 'worker',
+    private readonly script: string,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  async start() {
+    if (this.process) this.lastLog = this.process.log;
+    this.process = new ServiceProcess(this.name, this.script, this.env);
+  }
+
+  async kill() {
+    await this.process?.kill();
+  }
+
+  async alive() {
+    return !!this.process && (await running(this.process.pid));
+  }
+
+  async stop() {
+    await this.process?.stop();
+  }
+
+  log() {
+    return `${this.lastLog}\n${this.process?.log ?? ''}`;
+  }
+}
+
+/**
+ * What the compose file's `restart: unless-stopped` does for one component: whatever makes it exit
+ * (our SIGKILL, or a crash of its own, counted apart) it is started again, after a pause.
+ */
+export class Supervised {
+  kills = 0;
+  ownExits = 0;
+  /** The end of its output before the last exit of its own, to say why. */
+  lastOwnExit = '';
+  private held = false;
+  private starting: Promise<void> | undefined;
+  constructor(readonly component: Component) {}
+
+  /** Starts it again if it is down and not held down by a kill in progress. */
+  async tick(): Promise<void> {
+    if (this.held || this.starting || (await this.component.alive()) || this.held) return;
+    this.ownExits += 1;
+    this.lastOwnExit = this.component.log().trim().slice(-600);
+    await this.restart();
+  }
+
+  private restart(): Promise<void> {
+    // A start that fails (what it needs is down too) is tried again on a later tick.
+    const starting = (this.starting ??= this.component
+      .start()
+      .catch(async () => void (await sleep(1000)))
+      .finally(() => (this.starting = undefined)));
+    return starting;
+  }
+
+  /** SIGKILL, down for `downMs`, then started again (until it is up). */
+  async killFor(downMs: number): Promise<void> {
+    await this.starting;
+    this.held = true;
+    this.kills += 1;
+    await this.component.kill();
+    await sleep(downMs);
+    this.held = false;
+    while (!(await this.component.alive())) await this.restart();
+  }
+}

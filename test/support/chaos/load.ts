@@ -1,0 +1,269 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { parseEther } from 'viem';
+import { FINISHED_RUN_STATUSES, type RunStatus } from '../../../src/consolidation/entities';
+import { anvilEthBalance } from '../anvil';
+import { validCustomer } from '../customer';
+import { WebhookReceiver } from '../webhook-receiver';
+import { ChaosClient, Operation, idOf, insideActivity, workflowOfOperation } from './client';
+import { Supervised } from './components';
+import { COMPONENTS, Chain, ComponentName, INITIAL_CARD_FUNDING, ORGANIZATIONS, OrganizationName, PAYOUT_CORRIDORS, sleep } from './model';
+import { ChaosOptions } from './run';
+import { deposit, openWallet, walletEth } from './setup';
+
+interface LoadState {
+  operations: Operation[];
+  cards: { id: string; as: OrganizationName }[];
+  webhookIds: Partial<Record<OrganizationName, string>>;
+  /** Called with each accepted operation: a kill waiting for work in flight. */
+  onAccepted: ((operation: Operation) => void)[];
+  /** The workflows of the sweep runs in progress: a kill looks at them first. */
+  sweepsRunning: Set<string>;
+}
+
+/** What the load did: its operations, and how the kills landed. */
+export interface LoadOutcome {
+  operations: Operation[];
+  loadSeconds: number;
+  /** Kills that fell while an accepted operation's workflow had an activity pending (Temporal's describe, just before the SIGKILL). */
+  killsInActivities: number;
+  /** Of those, the kills that fell while a sweep run had an activity pending. */
+  killsInSweepActivities: number;
+  killsTimed: number;
+  /** Operations sent before the load (the first credits): not counted in its rate. */
+  setupOperations: number;
+}
+
+export async function runLoad(
+  options: ChaosOptions,
+  random: () => number,
+  client: ChaosClient,
+  receiver: WebhookReceiver,
+  supervised: Record<ComponentName, Supervised>,
+  chain: Chain,
+  temporal: Client,
+): Promise<LoadOutcome> {
+  const setupDeadline = Date.now() + 120_000;
+  const state: LoadState = { operations: [], cards: [], webhookIds: {}, onAccepted: [], sweepsRunning: new Set() };
+  const accept = async (operation: Omit<Operation, 'attempts' | 'idempotencyKey'>, deadline: number): Promise<Operation> => {
+    const sent: Operation = { ...operation, attempts: 0, idempotencyKey: randomUUID() };
+    state.operations.push(sent);
+    sent.answer = await client.send(sent, deadline);
+    if (sent.answer && sent.answer.status < 300) {
+      sent.id = idOf(sent.kind, sent.answer.body);
+      for (const waiter of state.onAccepted.splice(0)) waiter(sent);
+    }
+    return sent;
+  };
+  const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
+  // Money to spend and a webhook endpoint for every event of each organization, before any kill.
+  for (const as of ORGANIZATIONS) {
+    for (const currency of ['USD', 'sat']) {
+      await accept({ kind: 'credit', as, method: 'POST', route: '/v1/sandbox/balances', body: { amount: '100000000', currency, reference: randomUUID() } }, setupDeadline);
+    }
+    const endpoint = await client.send({ as, method: 'POST', route: '/v1/webhooks', body: { name: 'Chaos', url: receiver.url }, idempotencyKey: randomUUID(), attempts: 0 }, setupDeadline);
+    if (!endpoint || endpoint.status !== 201) throw new Error(`webhook endpoint not created: ${JSON.stringify(endpoint)}`);
+    state.webhookIds[as] = endpoint.body.id as string;
+  }
+  if (options.chain) await Promise.all(ORGANIZATIONS.map((as) => openWallet(client, chain, as, setupDeadline)));
+  options.log('organizations set up; load starts');
+
+  const loadEnd = Date.now() + options.loadSeconds * 1000;
+  // In-flight operations keep retrying past the load's end, until every component has been up a while.
+  const answerDeadline = loadEnd + options.settleSeconds * 1000;
+  const kinds: { weight: number; run: () => Promise<unknown> }[] = [
+    ...(options.chain
+      ? [
+          {
+            weight: 1,
+            run: () => {
+              const as = pick(ORGANIZATIONS);
+              return deposit(chain, chain.wallets[as]!, parseEther('0.01') * BigInt(1 + Math.floor(random() * 10)));
+            },
+          },
+          {
+            weight: 2,
+            run: () => {
+              const as = pick(ORGANIZATIONS);
+              return accept({ kind: 'send', as, method: 'POST', route: '/v1/transactions', body: { wallet_id: chain.wallets[as]!.id, to_address: chain.outside, amount: '0.001', asset: 'ETH' } }, answerDeadline);
+            },
+          },
+          {
+            weight: 1,
+            run: () => sweep(pick(ORGANIZATIONS), [random(), random()]),
+          },
+        ]
+      : []),
+    {
+      weight: 1,
+      run: () => accept({ kind: 'credit', as: pick(ORGANIZATIONS), method: 'POST', route: '/v1/sandbox/balances', body: { amount: '100000', currency: pick(['USD', 'sat']), reference: randomUUID() } }, answerDeadline),
+    },
+    {
+      weight: 2,
+      run: async () => {
+        const as = pick(ORGANIZATIONS);
+        const card = await accept({ kind: 'card', as, method: 'POST', route: '/api/cards', body: { amount: INITIAL_CARD_FUNDING, card_type: 'virtual', currency: 'USD', name: 'Chaos card', customer: validCustomer() } }, answerDeadline);
+        if (card.id) state.cards.push({ id: card.id, as });
+      },
+    },
+    {
+      weight: 4,
+      run: async () => {
+        if (state.cards.length === 0) return;
+        const card = pick(state.cards);
+        const read = await client.read(card.as, `/api/cards/${card.id}`, answerDeadline);
+        if (read?.body.data?.card?.status !== 'active') return;
+        await accept(
+          { kind: 'funding', as: card.as, cardId: card.id, method: 'POST', route: `/api/cards/${card.id}/balance`, body: { type: 'fund', amount: 1000 + Math.floor(random() * 1000), reference: randomUUID() } },
+          answerDeadline,
+        );
+      },
+    },
+    {
+      weight: 4,
+      run: async () => {
+        // Another organization pays: the internal route between two organizations of the service.
+        const payee = pick(ORGANIZATIONS);
+        const payer = pick(ORGANIZATIONS.filter((each) => each !== payee));
+        const sats = 1000 + Math.floor(random() * 1000);
+        const invoice = await accept({ kind: 'invoice', as: payee, method: 'POST', route: '/api/lightning/invoices', body: { amount: sats, description: 'chaos', reference: randomUUID() } }, answerDeadline);
+        if (!invoice.id) return;
+        await accept(
+          { kind: 'payment', as: payer, pays: { organization: payee, invoiceId: invoice.id, sats: BigInt(sats) }, method: 'POST', route: '/api/lightning/payments', body: { request: invoice.answer!.body.request, reference: randomUUID() } },
+          answerDeadline,
+        );
+      },
+    },
+    {
+      weight: 1,
+      run: () => {
+        const as = pick(ORGANIZATIONS);
+        return accept({ kind: 'webhook_test', as, method: 'POST', route: `/v1/webhooks/${state.webhookIds[as]}/test`, body: {} }, answerDeadline);
+      },
+    },
+    {
+      weight: 2,
+      run: async () => {
+        const as = pick(ORGANIZATIONS);
+        const corridor = pick(PAYOUT_CORRIDORS);
+        const amount = String(20 + Math.floor(random() * 80));
+        const quote = await accept({ kind: 'payout_quote', as, method: 'POST', route: '/payouts/quotes', body: { ...corridor.quote, amount } }, answerDeadline);
+        if (!quote.id) return;
+        const trip = await accept(
+          { kind: 'payout', as, method: 'POST', route: '/payouts/initialize', body: { quoteId: quote.id, reference: randomUUID(), beneficiary: corridor.beneficiary } },
+          answerDeadline,
+        );
+        if (!trip.id) return;
+        // The exact amount from the devnet's faucet: one transfer per Idempotency-Key however often it is retried. Its
+        // confirmations come from the driver's Tron blocks (each helper call mining its own would queue them all on the devnet's producer).
+        await accept(
+          { kind: 'payout_deposit', as, method: 'POST', route: `/v1/sandbox/payouts/trips/${trip.id}/deposit`, body: { amount: quote.answer!.body.fromAmount } },
+          answerDeadline,
+        );
+      },
+    },
+  ];
+  const totalWeight = kinds.reduce((sum, kind) => sum + kind.weight, 0);
+
+  /**
+   * A sweep of `as` (skipped while its last one runs): ETH deposited to both source addresses (but for the first sweep,
+   * which takes the setup's), then, once the source wallet's ledger has booked them (a run plans what the chain holds, and
+   * a sweep of an amount the ledger has not booked is refused), a manual run of its rule, followed until it ends (the next
+   * sweep of `as` waits for it).
+   */
+  async function sweep(as: OrganizationName, draws: number[]): Promise<void> {
+    const source = chain.sweepSources[as]!;
+    if (source.busy) return;
+    source.busy = true;
+    let running: string | undefined;
+    try {
+      if (!source.booked) {
+        const amounts = draws.map((draw) => parseEther('0.01') * BigInt(1 + Math.floor(draw * 10)));
+        const before = (await Promise.all(source.addresses.map((address) => anvilEthBalance(chain.anvil, address)))).reduce((sum, wei) => sum + wei, 0n);
+        await Promise.all(source.addresses.map((address, index) => deposit(chain, { id: source.walletId, address }, amounts[index]!)));
+        const booked = before + amounts.reduce((sum, wei) => sum + wei, 0n);
+        while ((await walletEth(client, as, source.walletId, answerDeadline)) !== booked) {
+          if (Date.now() > answerDeadline) return;
+          await sleep(500);
+        }
+      }
+      source.booked = false;
+      const run = await accept({ kind: 'sweep_run', as, method: 'POST', route: `/v1/consolidation/rules/${source.ruleId}/runs`, body: undefined }, answerDeadline);
+      running = workflowOfOperation(run);
+      if (running) state.sweepsRunning.add(running);
+      while (run.id && Date.now() < answerDeadline) {
+        const status = (await client.read(as, `/v1/consolidation/runs/${run.id}`, answerDeadline))?.body.status as RunStatus | undefined;
+        if (status && FINISHED_RUN_STATUSES.includes(status)) return;
+        await sleep(500);
+      }
+    } finally {
+      if (running) state.sweepsRunning.delete(running);
+      source.busy = false;
+    }
+  }
+
+  // The kill schedule: each component killed killsPerComponent times between 10% and 85% of the load, down 1 to 6 s each time.
+  const loadMs = options.loadSeconds * 1000;
+  const kills = COMPONENTS.flatMap((name) => Array.from({ length: options.killsPerComponent }, () => ({ name, atMs: loadMs * (0.1 + 0.75 * random()), downMs: 1000 + 5000 * random() }))).sort(
+    (a, b) => a.atMs - b.atMs,
+  );
+  options.log(`kills: ${kills.map((kill) => `${kill.name} at ${(kill.atMs / 1000).toFixed(1)} s for ${(kill.downMs / 1000).toFixed(1)} s`).join(', ')}`);
+  const startedAt = Date.now();
+  const outcome: LoadOutcome = { operations: state.operations, loadSeconds: options.loadSeconds, killsInActivities: 0, killsInSweepActivities: 0, killsTimed: 0, setupOperations: state.operations.length };
+  const killing = kills.map(async (kill) => {
+    await sleep(kill.atMs);
+    // Timed to land in work: on the next operations accepted that started a workflow (for at most 5 s), as soon as Temporal
+    // says one of them is inside an activity (one pending, or a workflow task started: a local activity runs in it).
+    const timedUntil = Date.now() + 5000;
+    let workflowId: string | undefined;
+    let inActivity = false;
+    let onSweep = false;
+    while (!inActivity && Date.now() < timedUntil) {
+      // A sweep run in progress first: it is rarer than the other work, and its activities (scanning, submitting, following) are short.
+      for (const sweepWorkflow of state.sweepsRunning) {
+        if (!inActivity && (await insideActivity(temporal, sweepWorkflow))) {
+          workflowId = sweepWorkflow;
+          inActivity = true;
+          onSweep = true;
+        }
+      }
+      if (inActivity) break;
+      const accepted = await new Promise<Operation | undefined>((resolve) => {
+        const timer = setTimeout(() => resolve(undefined), timedUntil - Date.now());
+        state.onAccepted.push((operation) => {
+          clearTimeout(timer);
+          resolve(operation);
+        });
+      });
+      workflowId = accepted && workflowOfOperation(accepted);
+      onSweep = accepted?.kind === 'sweep_run';
+      if (workflowId) inActivity = await insideActivity(temporal, workflowId);
+    }
+    if (workflowId) outcome.killsTimed += 1;
+    if (inActivity) outcome.killsInActivities += 1;
+    if (inActivity && onSweep) outcome.killsInSweepActivities += 1;
+    options.log(`${((Date.now() - startedAt) / 1000).toFixed(1)} s: SIGKILL ${kill.name}${workflowId ? ` (${workflowId}${inActivity ? ' inside an activity' : ''})` : ''}`);
+    await supervised[kill.name].killFor(kill.downMs);
+    options.log(`${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${kill.name} up again`);
+  });
+
+  const running = new Set<Promise<unknown>>();
+  let skipped = 0;
+  // Ticks on a fixed schedule, a late one started at once: CHAOS_RATE ticks a second however busy the driver is.
+  for (let tick = 0; startedAt + tick * (1000 / options.operationsPerSecond) < loadEnd; tick += 1) {
+    await sleep(startedAt + tick * (1000 / options.operationsPerSecond) - Date.now());
+    if (running.size >= options.maxInFlight) skipped += 1;
+    else {
+      let ticket = random() * totalWeight;
+      const kind = kinds.find((each) => (ticket -= each.weight) < 0) ?? kinds[0]!;
+      const operation = kind.run().finally(() => running.delete(operation));
+      running.add(operation);
+    }
+  }
+  outcome.loadSeconds = (Date.now() - startedAt) / 1000;
+  await Promise.all(killing);
+  await Promise.all(running);
+  await chain.depositing;
+  options.log(`load: ${state.operations.length} operations sent, ${client.retries} retries, ${skipped} not started (all slots busy)`);
+  return outcome;
+}

@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createOrm } from '../../../src/db/orm';
+import { anvilMine, anvilSandboxConfig, deployAnvilToken, startAnvil } from '../anvil';
+import { eventually } from '../eventually';
+import { freeLoopbackPort } from '../ports';
+import { sandboxOrganizations } from '../sandbox-organizations';
+import { WebhookReceiver } from '../webhook-receiver';
+import { check } from './checks';
+import { ChaosClient } from './client';
+import { NodeComponent, PostgresComponent, Supervised, startedTemporal } from './components';
+import { plantFaults } from './expected';
+import { runLoad } from './load';
+import { CONFIRMATIONS, Chain, ComponentName, FUNDING_FEE_BPS, ORGANIZATIONS, OrganizationName, TRON_CONFIRMATIONS, seededRandom } from './model';
+import { mineTron } from './setup';
+
+/**
+ * The chaos run of issues 18 and 34: PostgreSQL, the Temporal dev server, the API and the worker as separate
+ * processes (the compose file's way), a mixed load of three organizations with idempotency keys (card creations
+ * and fundings, Lightning invoices paid by another organization, on-chain sends, payout trips, sandbox credits,
+ * webhook tests, every event delivered to a local receiver) while each component is killed with SIGKILL, each
+ * kill timed on a workflow inside an activity, and started again; then the invariants: every accepted operation
+ * done exactly once and settled, each organization's money and cards what the load's own model says, every
+ * expected event delivered or scheduled, no component exiting on its own. `npm run chaos` runs it long
+ * (bench/chaos.ts), test/chaos.test.ts short (and with planted faults, to show the checks fail).
+ */
+export interface ChaosOptions {
+  seed: number;
+  /** How long the load runs; the kills fall inside it. */
+  loadSeconds: number;
+  killsPerComponent: number;
+  operationsPerSecond: number;
+  maxInFlight: number;
+  /** How long, after the load, operations may take to reach a final state before the checks. */
+  settleSeconds: number;
+  /** Sandbox Ethereum on anvil: deposits, sends and the wallet ledger against the chain. */
+  chain: boolean;
+  /**
+   * For the test that shows the checks can fail: after the checks, the driver plants a doubled credit and a skipped debit
+   * in the same database and runs every check again (`faulted`).
+   */
+  plantFaults?: boolean;
+  log: (line: string) => void;
+}
+
+export interface ChaosResult {
+  violations: string[];
+  report: string[];
+  /** With plantFaults: the start of the violation each planted fault must cause, and what the checks found after they were planted. */
+  faulted?: { planted: string[]; violations: string[] };
+  /** Operations the load sent (answered, setup excluded), and their rate over the load's wall-clock time. */
+  operations: number;
+  operationsPerSecond: number;
+  /** Kills that fell while an accepted operation's workflow had an activity pending. */
+  killsInActivities: number;
+}
+
+/** Runs the whole chaos: components up, load with kills, settle, checks. Everything it started is stopped before it returns. */
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const random = seededRandom(options.seed);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'custody-chaos-'));
+  // The cluster's owner (the postgres user, when we run as root) must reach its folder inside.
+  await chmod(dir, 0o711);
+  const pgPort = await freeLoopbackPort();
+  const apiPort = await freeLoopbackPort();
+  const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort);
+  const temporal = await startedTemporal(path.join(dir, 'temporal'));
+  const databaseUrl = `postgresql://postgres@127.0.0.1:${pgPort}/postgres`;
+  const chain: Chain = { anvil: await startAnvil(), outside: privateKeyToAccount(generatePrivateKey()).address, wallets: {}, sweepSources: {}, deposited: new Map(), depositing: Promise.resolve() };
+  const taskQueue = `chaos-${randomUUID()}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_OPTIONS: '--max-semi-space-size=4',
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: path.join(dir, 'data'),
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: `127.0.0.1:${temporal.port}`,
+    TEMPORAL_NAMESPACE: 'default',
+    ...(options.chain ? anvilSandboxConfig(chain.anvil, taskQueue, await deployAnvilToken(chain.anvil), CONFIRMATIONS) : { TEMPORAL_TASK_QUEUE: taskQueue }),
+    DEVNET_BLOCK_INTERVAL_SECONDS: '3600',
+    RATE_LIMIT_PER_SECOND: '1000000',
+    RATE_LIMIT_BURST: '1000000',
+    WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true',
+    CARD_FUNDING_FEE_BPS: String(FUNDING_FEE_BPS),
+    CHAIN_CONFIRMATIONS_TRON: String(TRON_CONFIRMATIONS),
+    // A request the killed API held is taken over by its retry after this long.
+    IDEMPOTENCY_LOCK_SECONDS: '10',
+  };
+  const api = new NodeComponent('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(apiPort) });
+  const worker = new NodeComponent('worker', 'worker.js', env);
+  const supervised = Object.fromEntries([postgres, temporal, worker, api].map((component) => [component.name, new Supervised(component)])) as Record<ComponentName, Supervised>;
+  const receiver = await new WebhookReceiver().start();
+  let supervising: NodeJS.Timeout | undefined;
+  let tronMining: { stop: () => Promise<void> } | undefined;
+  try {
+    options.log(`seed ${options.seed}; state in ${dir}`);
+    chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
+    await postgres.start();
+    const organizations = await sandboxOrganizations(databaseUrl, 'Chaos', ORGANIZATIONS);
+    await worker.start();
+    await api.start();
+    supervising = setInterval(() => Object.values(supervised).forEach((each) => void each.tick()), 500);
+    const url = `http://127.0.0.1:${apiPort}`;
+    await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), 'the API ready', 120_000, 200);
+    const client = new ChaosClient(url, Object.fromEntries(ORGANIZATIONS.map((name) => [name, organizations[name].secret])) as Record<OrganizationName, string>);
+    // The scan starts at the tip it first sees (transfers before it are not credited): deposits wait for it.
+    const setupOrm = await createOrm(databaseUrl, 1);
+    if (options.chain) await eventually(
+      async () => ((await setupOrm.em.fork().getConnection().execute(`select 1 from chain_scan_cursors where chain = 'ethereum' and environment = 'sandbox'`)).length > 0 ? true : undefined),
+      'the Ethereum scan started',
+      120_000,
+      500,
+    ).finally(() => setupOrm.close());
+    const temporalConnection = await Connection.connect({ address: `127.0.0.1:${temporal.port}` });
+    const orm = await createOrm(databaseUrl, 2);
+    try {
+      const temporalClient = new Client({ connection: temporalConnection });
+      tronMining = mineTron(client);
+      const load = await runLoad(options, random, client, receiver, supervised, chain, temporalClient);
+      options.log('load done; settling');
+      const checked = () => check(options, orm, temporalClient, client, load, receiver, supervised, chain, env, organizations);
+      const result = await checked();
+      if (!options.plantFaults) return result;
+      const planted = await plantFaults(orm, organizations);
+      return { ...result, faulted: { planted, violations: (await checked()).violations } };
+    } finally {
+      await orm.close();
+      await temporalConnection.close();
+    }
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${[api, worker, temporal, postgres].map((each) => each.log()).join('\n')}`);
+  } finally {
+    clearInterval(supervising);
+    await tronMining?.stop();
+    clearInterval(chain.mining);
+    await chain.anvil.stop();
+    await api.stop();
+    await worker.stop();
+    await temporal.stop().catch(() => undefined);
+    await postgres.stop().catch(() => undefined);
+    await receiver.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** A POST of the setup, which must succeed: its answer's body. */
