@@ -1,11 +1,13 @@
+import { z } from 'zod';
 import { runChaos } from '../test/support/chaos/run';
-import { runBenchmark } from './support';
+import { report, runBenchmark } from './support';
 
 /**
  * `npm run chaos`: the long chaos run (test/support/chaos/run.ts). CHAOS_SECONDS of mixed load (default
  * 300) while each of the worker, the API, the Temporal dev server and PostgreSQL is killed with SIGKILL
  * CHAOS_KILLS times (default 3) at moments drawn from CHAOS_SEED (default: random, printed), then the
- * invariants; exits non-zero on any violation.
+ * invariants; exits non-zero on any violation. CHAOS_FAIL=exception|crash makes the harness fail on purpose after its
+ * first kill (test/chaos-harness.test.ts: nothing it started outlives it).
  */
 async function main() {
   const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -19,10 +21,21 @@ async function main() {
     maxInFlight: Number(process.env.CHAOS_IN_FLIGHT ?? 512),
     settleSeconds: Number(process.env.CHAOS_SETTLE_SECONDS ?? 240),
     chain: process.env.CHAOS_CHAIN !== '0',
+    ...(process.env.CHAOS_FAIL ? { failOnPurpose: z.enum(['exception', 'crash']).parse(process.env.CHAOS_FAIL) } : {}),
     log,
   });
   console.log(`\n## chaos (seed ${seed})`);
   for (const line of result.report) console.log(`  ${line}`);
+  // bench/results/<run>-chaos.json: what the run reached and what it found, with the commit and Node it ran.
+  const row = {
+    seed,
+    operations: result.operations,
+    operations_per_second: Number(result.operationsPerSecond.toFixed(1)),
+    kills: Object.values(result.kills).reduce((total, count) => total + count, 0),
+    kills_inside_activities: result.killsInActivities,
+    violations: result.violations.length,
+  };
+  await report('chaos', [row], [], { seed, kills: result.kills, violations: result.violations, report: result.report, processes_started: result.processes.length });
   if (result.violations.length > 0) {
     console.log(`\n${result.violations.length} violations:`);
     for (const line of result.violations) console.log(`  ${line}`);

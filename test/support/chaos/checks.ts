@@ -30,7 +30,7 @@ export async function check(
   chain: Chain,
   env: NodeJS.ProcessEnv,
   organizations: Record<OrganizationName, SandboxOrganization>,
-): Promise<ChaosResult> {
+): Promise<Omit<ChaosResult, 'processes'>> {
   const { operations } = load;
   const violations: string[] = [];
   const report: string[] = [];
@@ -252,5 +252,6 @@ export async function check(
       (kind) => `${kind}: ${answered(kind).length} sent, ${byKind(kind).length} accepted, ${answered(kind).filter((each) => each.attempts > 1).length} needed a retry`,
     ),
   );
-  return { violations, report, operations: operations.length - load.setupOperations, operationsPerSecond: rate, killsInActivities: load.killsInActivities };
+  const kills = Object.fromEntries(COMPONENTS.map((name) => [name, supervised[name].kills])) as Record<ComponentName, number>;
+  return { violations, report, operations: operations.length - load.setupOperations, operationsPerSecond: rate, killsInActivities: load.killsInActivities, kills };
 }

@@ -5,6 +5,7 @@ import { eventually } from '../eventually';
 import { freeLoopbackPort } from '../ports';
 import { ServiceProcess } from '../service-process';
 import { ComponentName, ROOT, sleep } from './model';
+import { sigkill, type StartedProcesses } from './started-processes';
 
 /** Bash code using the helpers of scripts/lib.sh and scripts/postgres.sh (the same clusters and dev server `npm start` runs), with `args` as "$@"; its stdout. */
 function shell(code: string, ...args: string[]): Promise<string> {
@@ -28,12 +29,20 @@ export async function running(pid: number): Promise<boolean> {
   return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 }
 
+/** SIGKILL to a component's process (or group) and wait until it is gone; false when there was nothing to kill. */
+async function killAndWait(component: Component, processes: StartedProcesses, target: { pid: number; group: boolean }): Promise<boolean> {
+  if (!(await component.alive()) || !sigkill(target)) return false;
+  await eventually(async () => ((await component.alive()) ? undefined : true), `${component.name} gone`, 30_000, 100);
+  processes.ended(target.pid);
+  return true;
+}
+
 /** A component the chaos kills and starts again. */
 interface Component {
   readonly name: ComponentName;
   start(): Promise<void>;
-  /** SIGKILL, and wait until it is gone. */
-  kill(): Promise<void>;
+  /** SIGKILL, and wait until it is gone; false when it was gone already (nothing to kill). */
+  kill(): Promise<boolean>;
   alive(): Promise<boolean>;
   /** The graceful stop at the end. */
   stop(): Promise<void>;
@@ -51,16 +60,19 @@ export class PostgresComponent implements Component {
   constructor(
     private readonly dir: string,
     private readonly port: number,
-  ) {}
+    private readonly processes: StartedProcesses,
+  ) {
+    processes.watchPidFile(this.name, path.join(dir, 'data/postmaster.pid'), true);
+  }
 
   async start() {
     await shell('pg_start_cluster "$@"', this.dir, String(this.port));
     this.pid = Number((await readFile(path.join(this.dir, 'data/postmaster.pid'), 'utf8')).split('\n')[0]);
+    this.processes.started(this.name, this.pid, true);
   }
 
   async kill() {
-    process.kill(-this.pid, 'SIGKILL');
-    await eventually(async () => ((await this.alive()) ? undefined : true), 'postgres gone', 30_000, 100);
+    return killAndWait(this, this.processes, { pid: this.pid, group: true });
   }
 
   alive() {
@@ -69,6 +81,7 @@ export class PostgresComponent implements Component {
 
   async stop() {
     await shell('pg_stop_cluster "$@"', this.dir);
+    this.processes.ended(this.pid);
   }
 
   log() {
@@ -81,9 +94,9 @@ export class PostgresComponent implements Component {
  * process took between their pick and the server's bind (four test processes pick ports at once) are
  * picked again. Every restart after that keeps them.
  */
-export async function startedTemporal(dir: string): Promise<TemporalComponent> {
+export async function startedTemporal(dir: string, processes: StartedProcesses): Promise<TemporalComponent> {
   for (let attempt = 1; ; attempt += 1) {
-    const temporal = new TemporalComponent(dir, await freeLoopbackPort(), await freeLoopbackPort());
+    const temporal = new TemporalComponent(dir, await freeLoopbackPort(), await freeLoopbackPort(), processes);
     try {
       await temporal.start();
       return temporal;
@@ -101,17 +114,18 @@ class TemporalComponent implements Component {
     private readonly dir: string,
     readonly port: number,
     private readonly uiPort: number,
+    private readonly processes: StartedProcesses,
   ) {}
 
   async start() {
     this.pid = Number(
       await shell('temporal_dev_start "$@" >&2 && echo "$TEMPORAL_DEV_PID"', path.join(this.dir, 'temporal.db'), String(this.port), String(this.uiPort), path.join(this.dir, 'temporal.log')),
     );
+    this.processes.started(this.name, this.pid);
   }
 
   async kill() {
-    process.kill(this.pid, 'SIGKILL');
-    await eventually(async () => ((await this.alive()) ? undefined : true), 'temporal gone', 30_000, 100);
+    return killAndWait(this, this.processes, { pid: this.pid, group: false });
   }
 
   alive() {
@@ -120,7 +134,8 @@ class TemporalComponent implements Component {
 
   async stop() {
     if (await this.alive()) process.kill(this.pid, 'SIGTERM');
-    await eventually(async () => ((await this.alive()) ? undefined : true), 'temporal stopped', 30_000, 100).catch(() => process.kill(this.pid, 'SIGKILL'));
+    await eventually(async () => ((await this.alive()) ? undefined : true), 'temporal stopped', 30_000, 100).catch(() => killAndWait(this, this.processes, { pid: this.pid, group: false }));
+    this.processes.ended(this.pid);
   }
 
   log() {
@@ -136,15 +151,20 @@ export class NodeComponent implements Component {
     readonly name: 'api' | 'worker',
     private readonly script: string,
     private readonly env: NodeJS.ProcessEnv,
+    private readonly processes: StartedProcesses,
   ) {}
 
   async start() {
     if (this.process) this.lastLog = this.process.log;
     this.process = new ServiceProcess(this.name, this.script, this.env);
+    this.processes.started(this.name, this.process.pid);
   }
 
   async kill() {
-    await this.process?.kill();
+    if (!this.process || !(await this.alive())) return false;
+    await this.process.kill();
+    this.processes.ended(this.process.pid);
+    return true;
   }
 
   async alive() {
@@ -153,6 +173,7 @@ export class NodeComponent implements Component {
 
   async stop() {
     await this.process?.stop();
+    if (this.process) this.processes.ended(this.process.pid);
   }
 
   log() {
@@ -176,9 +197,13 @@ export class Supervised {
   /** Starts it again if it is down and not held down by a kill in progress. */
   async tick(): Promise<void> {
     if (this.held || this.starting || (await this.component.alive()) || this.held) return;
+    this.countOwnExit();
+    await this.restart();
+  }
+
+  private countOwnExit(): void {
     this.ownExits += 1;
     this.lastOwnExit = this.component.log().trim().slice(-600);
-    await this.restart();
   }
 
   private restart(): Promise<void> {
@@ -190,14 +215,23 @@ export class Supervised {
     return starting;
   }
 
-  /** SIGKILL, down for `downMs`, then started again (until it is up). */
-  async killFor(downMs: number): Promise<void> {
+  /**
+   * SIGKILL, down for `downMs`, then started again (until it is up); what the kill found. A component found down
+   * (it exited on its own since the last tick) is not killed: that exit is counted as its own, and it is started again.
+   */
+  async killFor(downMs: number): Promise<'killed' | 'found down'> {
     await this.starting;
     this.held = true;
-    this.kills += 1;
-    await this.component.kill();
-    await sleep(downMs);
-    this.held = false;
+    let found: 'killed' | 'found down';
+    try {
+      found = (await this.component.kill()) ? 'killed' : 'found down';
+      if (found === 'killed') this.kills += 1;
+      else this.countOwnExit();
+      await sleep(downMs);
+    } finally {
+      this.held = false;
+    }
     while (!(await this.component.alive())) await this.restart();
+    return found;
   }
 }

@@ -5,13 +5,14 @@ import { FINISHED_RUN_STATUSES, type RunStatus } from '../../../src/consolidatio
 import { anvilEthBalance } from '../anvil';
 import { validCustomer } from '../customer';
 import { WebhookReceiver } from '../webhook-receiver';
-import { ChaosClient, Operation, idOf, insideActivity, workflowOfOperation } from './client';
+import { ChaosClient, Operation, idOf, workflowOfOperation } from './client';
 import { Supervised } from './components';
-import { COMPONENTS, Chain, ComponentName, INITIAL_CARD_FUNDING, ORGANIZATIONS, OrganizationName, PAYOUT_CORRIDORS, sleep } from './model';
+import { Chain, ComponentName, INITIAL_CARD_FUNDING, ORGANIZATIONS, OrganizationName, PAYOUT_CORRIDORS, sleep } from './model';
+import { describeSchedule, killSchedule, runKills } from './kills';
 import { ChaosOptions } from './run';
 import { deposit, openWallet, walletEth } from './setup';
 
-interface LoadState {
+export interface LoadState {
   operations: Operation[];
   cards: { id: string; as: OrganizationName }[];
   webhookIds: Partial<Record<OrganizationName, string>>;
@@ -202,50 +203,11 @@ export async function runLoad(
     }
   }
 
-  // The kill schedule: each component killed killsPerComponent times between 10% and 85% of the load, down 1 to 6 s each time.
-  const loadMs = options.loadSeconds * 1000;
-  const kills = COMPONENTS.flatMap((name) => Array.from({ length: options.killsPerComponent }, () => ({ name, atMs: loadMs * (0.1 + 0.75 * random()), downMs: 1000 + 5000 * random() }))).sort(
-    (a, b) => a.atMs - b.atMs,
-  );
-  options.log(`kills: ${kills.map((kill) => `${kill.name} at ${(kill.atMs / 1000).toFixed(1)} s for ${(kill.downMs / 1000).toFixed(1)} s`).join(', ')}`);
+  const schedule = killSchedule(options, random);
+  options.log(`kills: ${describeSchedule(schedule)}`);
   const startedAt = Date.now();
   const outcome: LoadOutcome = { operations: state.operations, loadSeconds: options.loadSeconds, killsInActivities: 0, killsInSweepActivities: 0, killsTimed: 0, setupOperations: state.operations.length };
-  const killing = kills.map(async (kill) => {
-    await sleep(kill.atMs);
-    // Timed to land in work: on the next operations accepted that started a workflow (for at most 5 s), as soon as Temporal
-    // says one of them is inside an activity (one pending, or a workflow task started: a local activity runs in it).
-    const timedUntil = Date.now() + 5000;
-    let workflowId: string | undefined;
-    let inActivity = false;
-    let onSweep = false;
-    while (!inActivity && Date.now() < timedUntil) {
-      // A sweep run in progress first: it is rarer than the other work, and its activities (scanning, submitting, following) are short.
-      for (const sweepWorkflow of state.sweepsRunning) {
-        if (!inActivity && (await insideActivity(temporal, sweepWorkflow))) {
-          workflowId = sweepWorkflow;
-          inActivity = true;
-          onSweep = true;
-        }
-      }
-      if (inActivity) break;
-      const accepted = await new Promise<Operation | undefined>((resolve) => {
-        const timer = setTimeout(() => resolve(undefined), timedUntil - Date.now());
-        state.onAccepted.push((operation) => {
-          clearTimeout(timer);
-          resolve(operation);
-        });
-      });
-      workflowId = accepted && workflowOfOperation(accepted);
-      onSweep = accepted?.kind === 'sweep_run';
-      if (workflowId) inActivity = await insideActivity(temporal, workflowId);
-    }
-    if (workflowId) outcome.killsTimed += 1;
-    if (inActivity) outcome.killsInActivities += 1;
-    if (inActivity && onSweep) outcome.killsInSweepActivities += 1;
-    options.log(`${((Date.now() - startedAt) / 1000).toFixed(1)} s: SIGKILL ${kill.name}${workflowId ? ` (${workflowId}${inActivity ? ' inside an activity' : ''})` : ''}`);
-    await supervised[kill.name].killFor(kill.downMs);
-    options.log(`${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${kill.name} up again`);
-  });
+  const killing = runKills(schedule, { options, state, temporal, supervised, outcome, startedAt });
 
   const running = new Set<Promise<unknown>>();
   let skipped = 0;
@@ -261,7 +223,7 @@ export async function runLoad(
     }
   }
   outcome.loadSeconds = (Date.now() - startedAt) / 1000;
-  await Promise.all(killing);
+  await killing;
   await Promise.all(running);
   await chain.depositing;
   options.log(`load: ${state.operations.length} operations sent, ${client.retries} retries, ${skipped} not started (all slots busy)`);

@@ -17,6 +17,7 @@ import { plantFaults } from './expected';
 import { runLoad } from './load';
 import { CONFIRMATIONS, Chain, ComponentName, FUNDING_FEE_BPS, ORGANIZATIONS, OrganizationName, TRON_CONFIRMATIONS, seededRandom } from './model';
 import { mineTron } from './setup';
+import { StartedProcesses, type StartedProcess } from './started-processes';
 
 /**
  * The chaos run of issues 18 and 34: PostgreSQL, the Temporal dev server, the API and the worker as separate
@@ -44,6 +45,8 @@ export interface ChaosOptions {
    * in the same database and runs every check again (`faulted`).
    */
   plantFaults?: boolean;
+  /** For the test that nothing the harness started outlives it: the harness fails after its first kill (kills.ts failOnPurpose). */
+  failOnPurpose?: 'exception' | 'crash';
   log: (line: string) => void;
 }
 
@@ -57,20 +60,52 @@ export interface ChaosResult {
   operationsPerSecond: number;
   /** Kills that fell while an accepted operation's workflow had an activity pending. */
   killsInActivities: number;
+  /** SIGKILLs that found their component running, per component (one that found it down already kills nothing). */
+  kills: Record<ComponentName, number>;
+  /** Every process the run started (each start and restart), all ended once it returned. */
+  processes: StartedProcess[];
 }
 
-/** Runs the whole chaos: components up, load with kills, settle, checks. Everything it started is stopped before it returns. */
+/**
+ * Runs the whole chaos: components up, load with kills, settle, checks. Everything it started is stopped before it
+ * returns or throws (each start pushes its stop, run in reverse at the end); what a crash or a signal leaves running
+ * is killed by StartedProcesses's exit hook.
+ */
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
-  const random = seededRandom(options.seed);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'custody-chaos-'));
   // The cluster's owner (the postgres user, when we run as root) must reach its folder inside.
   await chmod(dir, 0o711);
+  const processes = new StartedProcesses(dir, options.log);
+  const stops: (() => Promise<unknown>)[] = [];
+  try {
+    return { ...(await runStarted(options, dir, processes, stops)), processes: processes.all };
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch((error: Error) => options.log(`stopping: ${error.message}`));
+    await rm(dir, { recursive: true, force: true });
+    processes.release();
+  }
+}
+
+async function runStarted(options: ChaosOptions, dir: string, processes: StartedProcesses, stops: (() => Promise<unknown>)[]): Promise<Omit<ChaosResult, 'processes'>> {
+  const random = seededRandom(options.seed);
+  options.log(`seed ${options.seed}; state in ${dir}`);
+  const receiver = await new WebhookReceiver().start();
+  stops.push(() => receiver.close());
+  const anvil = await startAnvil();
+  processes.started('anvil', anvil.pid);
+  stops.push(async () => {
+    clearInterval(chain.mining);
+    await anvil.stop();
+    processes.ended(anvil.pid);
+  });
+  const chain: Chain = { anvil, outside: privateKeyToAccount(generatePrivateKey()).address, wallets: {}, sweepSources: {}, deposited: new Map(), depositing: Promise.resolve() };
+  const temporal = await startedTemporal(path.join(dir, 'temporal'), processes);
+  stops.push(() => temporal.stop());
   const pgPort = await freeLoopbackPort();
   const apiPort = await freeLoopbackPort();
-  const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort);
-  const temporal = await startedTemporal(path.join(dir, 'temporal'));
+  const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort, processes);
+  stops.push(() => postgres.stop());
   const databaseUrl = `postgresql://postgres@127.0.0.1:${pgPort}/postgres`;
-  const chain: Chain = { anvil: await startAnvil(), outside: privateKeyToAccount(generatePrivateKey()).address, wallets: {}, sweepSources: {}, deposited: new Map(), depositing: Promise.resolve() };
   const taskQueue = `chaos-${randomUUID()}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -91,61 +126,53 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     // A request the killed API held is taken over by its retry after this long.
     IDEMPOTENCY_LOCK_SECONDS: '10',
   };
-  const api = new NodeComponent('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(apiPort) });
-  const worker = new NodeComponent('worker', 'worker.js', env);
+  const worker = new NodeComponent('worker', 'worker.js', env, processes);
+  stops.push(() => worker.stop());
+  const api = new NodeComponent('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(apiPort) }, processes);
+  stops.push(() => api.stop());
   const supervised = Object.fromEntries([postgres, temporal, worker, api].map((component) => [component.name, new Supervised(component)])) as Record<ComponentName, Supervised>;
-  const receiver = await new WebhookReceiver().start();
-  let supervising: NodeJS.Timeout | undefined;
-  let tronMining: { stop: () => Promise<void> } | undefined;
   try {
-    options.log(`seed ${options.seed}; state in ${dir}`);
     chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
     await postgres.start();
     const organizations = await sandboxOrganizations(databaseUrl, 'Chaos', ORGANIZATIONS);
     await worker.start();
     await api.start();
-    supervising = setInterval(() => Object.values(supervised).forEach((each) => void each.tick()), 500);
+    const supervising = setInterval(() => Object.values(supervised).forEach((each) => void each.tick()), 500);
+    stops.push(async () => clearInterval(supervising));
     const url = `http://127.0.0.1:${apiPort}`;
     await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), 'the API ready', 120_000, 200);
     const client = new ChaosClient(url, Object.fromEntries(ORGANIZATIONS.map((name) => [name, organizations[name].secret])) as Record<OrganizationName, string>);
     // The scan starts at the tip it first sees (transfers before it are not credited): deposits wait for it.
-    const setupOrm = await createOrm(databaseUrl, 1);
-    if (options.chain) await eventually(
-      async () => ((await setupOrm.em.fork().getConnection().execute(`select 1 from chain_scan_cursors where chain = 'ethereum' and environment = 'sandbox'`)).length > 0 ? true : undefined),
-      'the Ethereum scan started',
-      120_000,
-      500,
-    ).finally(() => setupOrm.close());
+    if (options.chain) await ethereumScanStarted(databaseUrl);
     const temporalConnection = await Connection.connect({ address: `127.0.0.1:${temporal.port}` });
+    stops.push(() => temporalConnection.close());
     const orm = await createOrm(databaseUrl, 2);
-    try {
-      const temporalClient = new Client({ connection: temporalConnection });
-      tronMining = mineTron(client);
-      const load = await runLoad(options, random, client, receiver, supervised, chain, temporalClient);
-      options.log('load done; settling');
-      const checked = () => check(options, orm, temporalClient, client, load, receiver, supervised, chain, env, organizations);
-      const result = await checked();
-      if (!options.plantFaults) return result;
-      const planted = await plantFaults(orm, organizations);
-      return { ...result, faulted: { planted, violations: (await checked()).violations } };
-    } finally {
-      await orm.close();
-      await temporalConnection.close();
-    }
+    stops.push(() => orm.close());
+    const temporalClient = new Client({ connection: temporalConnection });
+    const tronMining = mineTron(client);
+    stops.push(() => tronMining.stop());
+    const load = await runLoad(options, random, client, receiver, supervised, chain, temporalClient);
+    options.log('load done; settling');
+    const checked = () => check(options, orm, temporalClient, client, load, receiver, supervised, chain, env, organizations);
+    const result = await checked();
+    if (!options.plantFaults) return result;
+    const planted = await plantFaults(orm, organizations);
+    return { ...result, faulted: { planted, violations: (await checked()).violations } };
   } catch (error) {
     throw new Error(`${(error as Error).message}\n${[api, worker, temporal, postgres].map((each) => each.log()).join('\n')}`);
-  } finally {
-    clearInterval(supervising);
-    await tronMining?.stop();
-    clearInterval(chain.mining);
-    await chain.anvil.stop();
-    await api.stop();
-    await worker.stop();
-    await temporal.stop().catch(() => undefined);
-    await postgres.stop().catch(() => undefined);
-    await receiver.close();
-    await rm(dir, { recursive: true, force: true });
   }
 }
 
-/** A POST of the setup, which must succeed: its answer's body. */
+async function ethereumScanStarted(databaseUrl: string): Promise<void> {
+  const orm = await createOrm(databaseUrl, 1);
+  try {
+    await eventually(
+      async () => ((await orm.em.fork().getConnection().execute(`select 1 from chain_scan_cursors where chain = 'ethereum' and environment = 'sandbox'`)).length > 0 ? true : undefined),
+      'the Ethereum scan started',
+      120_000,
+      500,
+    );
+  } finally {
+    await orm.close();
+  }
+}

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { running } from './support/chaos/components';
+import { eventually } from './support/eventually';
+
+const BENCH = path.resolve(__dirname, '../bench/chaos.js');
+
+interface HarnessRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+  /** What the harness said it started ("<name> started (pid N…)"), every start and restart. */
+  started: { name: string; pid: number }[];
+  stateDir: string;
+}
+
+/**
+ * `npm run chaos`'s driver (dist/bench/chaos.js) run in a process of its own on a short load with one kill per component
+ * and no chain; `failOn` decides how it ends: failing on purpose after its first kill (CHAOS_FAIL), or Ctrl-C (SIGINT
+ * once it has killed something).
+ */
+function runHarness(failOn: 'exception' | 'crash' | 'SIGINT'): Promise<HarnessRun> {
+  const child = spawn(process.execPath, [BENCH], {
+    env: {
+      ...process.env,
+      CHAOS_SEED: '52',
+      CHAOS_SECONDS: '8',
+      CHAOS_KILLS: '1',
+      CHAOS_RATE: '5',
+      CHAOS_SETTLE_SECONDS: '30',
+      CHAOS_CHAIN: '0',
+      ...(failOn === 'SIGINT' ? {} : { CHAOS_FAIL: failOn }),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (failOn === 'SIGINT' && /: SIGKILL \w+/.test(output) && child.exitCode === null && !child.killed) child.kill('SIGINT');
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  return new Promise((resolve) =>
+    child.on('exit', (code, signal) =>
+      resolve({
+        code,
+        signal,
+        output,
+        started: [...output.matchAll(/\] (\w+) started \(pid (\d+)/g)].map((match) => ({ name: match[1]!, pid: Number(match[2]) })),
+        stateDir: /state in (\S+)/.exec(output)?.[1] ?? '',
+      }),
+    ),
+  );
+}
+
+/** Every process the run started has ended (a zombie waiting for its reaper counts as ended), and its folder is gone. */
+async function nothingLeft(run: HarnessRun): Promise<void> {
+  assert.ok(run.stateDir, `the harness said where its state is:\n${run.output}`);
+  for (const name of ['anvil', 'temporal', 'postgres', 'worker', 'api']) {
+    assert.ok(
+      run.started.some((each) => each.name === name),
+      `the harness said it started ${name}:\n${run.output}`,
+    );
+  }
+  // SIGKILL is delivered at once, but a killed process's end is seen a moment later.
+  await eventually(async () => {
+    for (const started of run.started) if (await running(started.pid)) return undefined;
+    return true;
+  }, `no process of the run left running: ${JSON.stringify(run.started)}`, 10_000, 100);
+  assert.equal(existsSync(run.stateDir), false, `the run's folder ${run.stateDir} removed`);
+}
+
+/** Issue 52: whatever ends the chaos harness, every process it started is stopped (the ESRCH crash left the API and Temporal running). */
+describe('Chaos harness: nothing it started outlives it, however it ends', function () {
+  this.timeout(300_000);
+  // In parallel: each is a harness with its own PostgreSQL, Temporal, anvil, API and worker.
+  let runs: Record<'exception' | 'crash' | 'SIGINT', HarnessRun>;
+
+  before(async () => {
+    const [exception, crash, sigint] = await Promise.all([runHarness('exception'), runHarness('crash'), runHarness('SIGINT')]);
+    runs = { exception: exception!, crash: crash!, SIGINT: sigint! };
+  });
+
+  it('an exception in the harness: its own stop runs, and the run fails naming it', async () => {
+    const run = runs.exception;
+    assert.equal(run.code, 1, run.output);
+    assert.match(run.output, /the chaos harness failing on purpose \(exception\)/);
+    await nothingLeft(run);
+  });
+
+  it('an exception nothing catches (the harness dies of it): its exit hook kills what it started', async () => {
+    const run = runs.crash;
+    assert.equal(run.code, 1, run.output);
+    assert.match(run.output, /the chaos harness failing on purpose \(crash\)/);
+    assert.doesNotMatch(run.output, /## chaos/, 'the run did not get to its report');
+    await nothingLeft(run);
+  });
+
+  it('Ctrl-C (SIGINT) in the middle of the load: the same, and it exits 130', async () => {
+    const run = runs.SIGINT;
+    assert.equal(run.code, 130, run.output);
+    assert.match(run.output, /: SIGKILL \w+/, 'it was stopped after a kill, with components down or restarting');
+    await nothingLeft(run);
+  });
+});

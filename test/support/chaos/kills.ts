@@ -1,0 +1,119 @@
+import type { Client } from '@temporalio/client';
+import { insideActivity, workflowOfOperation, type Operation } from './client';
+import type { Supervised } from './components';
+import type { LoadOutcome, LoadState } from './load';
+import { COMPONENTS, sleep, type ComponentName } from './model';
+import type { ChaosOptions } from './run';
+
+interface Kill {
+  name: ComponentName;
+  /** From the load's start. */
+  atMs: number;
+  downMs: number;
+}
+
+/**
+ * Each component killed killsPerComponent times at moments drawn between 10% and 85% of the load, down 1 to 6 s each
+ * time; a component's kills in the order of their moments. Different components may be down at once.
+ */
+export function killSchedule(options: Pick<ChaosOptions, 'loadSeconds' | 'killsPerComponent'>, random: () => number): Record<ComponentName, Kill[]> {
+  const loadMs = options.loadSeconds * 1000;
+  const kills = COMPONENTS.flatMap((name) => Array.from({ length: options.killsPerComponent }, () => ({ name, atMs: loadMs * (0.1 + 0.75 * random()), downMs: 1000 + 5000 * random() })));
+  return Object.fromEntries(COMPONENTS.map((name) => [name, kills.filter((kill) => kill.name === name).sort((a, b) => a.atMs - b.atMs)])) as Record<ComponentName, Kill[]>;
+}
+
+export const describeSchedule = (schedule: Record<ComponentName, Kill[]>) =>
+  Object.values(schedule)
+    .flat()
+    .sort((a, b) => a.atMs - b.atMs)
+    .map((kill) => `${kill.name} at ${(kill.atMs / 1000).toFixed(1)} s for ${(kill.downMs / 1000).toFixed(1)} s`)
+    .join(', ');
+
+interface KillContext {
+  options: ChaosOptions;
+  state: LoadState;
+  temporal: Client;
+  supervised: Record<ComponentName, Supervised>;
+  outcome: LoadOutcome;
+  startedAt: number;
+}
+
+/**
+ * The schedule carried out: one component's kills one after another, never inside each other's down time (a kill
+ * whose moment comes while the component is still down from the one before waits until it is up again, and says
+ * so); a kill that finds the component already down kills nothing and says so. Resolves once every kill is done;
+ * rejects with the first failure then (held until the load ends, so that nothing rejects unobserved meanwhile).
+ */
+export async function runKills(schedule: Record<ComponentName, Kill[]>, context: KillContext): Promise<void> {
+  const { options, startedAt } = context;
+  const at = () => `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
+  const failures: unknown[] = [];
+  await Promise.all(
+    COMPONENTS.map(async (name) => {
+      try {
+        for (const kill of schedule[name]) {
+          const late = Date.now() - (startedAt + kill.atMs);
+          if (late > 1000) options.log(`${at()}: the kill of ${name} due at ${(kill.atMs / 1000).toFixed(1)} s waited for it to be up again`);
+          await sleep(startedAt + kill.atMs - Date.now());
+          const timed = await timedOnWork(context);
+          options.log(`${at()}: SIGKILL ${name}${timed.workflowId ? ` (${timed.workflowId}${timed.inActivity ? ' inside an activity' : ''})` : ''}`);
+          const found = await context.supervised[name].killFor(kill.downMs);
+          options.log(found === 'killed' ? `${at()}: ${name} up again` : `${at()}: ${name} was down already (exited on its own): nothing killed; up again`);
+          if (options.failOnPurpose) failOnPurpose(options.failOnPurpose);
+        }
+      } catch (error) {
+        failures.push(error);
+      }
+    }),
+  );
+  if (failures.length > 0) throw failures[0];
+}
+
+/**
+ * Timed to land in work: on the next operations accepted that started a workflow (for at most 5 s), as soon as Temporal
+ * says one of them is inside an activity (one pending, or a workflow task started: a local activity runs in it).
+ */
+async function timedOnWork({ state, temporal, outcome }: KillContext): Promise<{ workflowId?: string; inActivity: boolean }> {
+  const timedUntil = Date.now() + 5000;
+  let workflowId: string | undefined;
+  let inActivity = false;
+  let onSweep = false;
+  while (!inActivity && Date.now() < timedUntil) {
+    // A sweep run in progress first: it is rarer than the other work, and its activities (scanning, submitting, following) are short.
+    for (const sweepWorkflow of state.sweepsRunning) {
+      if (!inActivity && (await insideActivity(temporal, sweepWorkflow))) {
+        workflowId = sweepWorkflow;
+        inActivity = true;
+        onSweep = true;
+      }
+    }
+    if (inActivity) break;
+    const accepted = await new Promise<Operation | undefined>((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), timedUntil - Date.now());
+      state.onAccepted.push((operation) => {
+        clearTimeout(timer);
+        resolve(operation);
+      });
+    });
+    workflowId = accepted && workflowOfOperation(accepted);
+    onSweep = accepted?.kind === 'sweep_run';
+    if (workflowId) inActivity = await insideActivity(temporal, workflowId);
+  }
+  if (workflowId) outcome.killsTimed += 1;
+  if (inActivity) outcome.killsInActivities += 1;
+  if (inActivity && onSweep) outcome.killsInSweepActivities += 1;
+  return { workflowId, inActivity };
+}
+
+/**
+ * The harness failing on purpose after its first kill, for the test that nothing it started outlives it: `exception`
+ * is thrown where a harness error would be (the load ends, then the run's own stop), `crash` is thrown where nothing
+ * catches it (the process dies of it; only its exit hook is left to stop what it started).
+ */
+function failOnPurpose(how: NonNullable<ChaosOptions['failOnPurpose']>): void {
+  const error = new Error(`the chaos harness failing on purpose (${how})`);
+  if (how === 'exception') throw error;
+  setImmediate(() => {
+    throw error;
+  });
+}

@@ -1,0 +1,118 @@
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+
+/** A process the driver started: its own pid, or (PostgreSQL, started by pg_ctl in a session of its own) a process group. */
+export interface StartedProcess {
+  name: string;
+  pid: number;
+  group: boolean;
+}
+
+/** SIGKILL to a process or its group; false when there was nothing to kill (ESRCH: gone already). */
+export function sigkill(started: Pick<StartedProcess, 'pid' | 'group'>): boolean {
+  try {
+    process.kill(started.group ? -started.pid : started.pid, 'SIGKILL');
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw error;
+  }
+}
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Every process the chaos driver started and has not seen end, so that none outlives it, whatever ends the
+ * driver: its own stop in `finally` stops them gracefully; an exception nothing caught, an unhandled rejection,
+ * Ctrl-C or a SIGTERM still reach `exit` (a signal through the handler installed here), where, synchronously
+ * (nothing asynchronous runs there), SIGKILL goes to the driver's descendants (a start in progress: the bash of
+ * pg_start_cluster or temporal_dev_start and what it spawned), to each process it saw start, and to what a pid file
+ * names (a postmaster that a restart in progress launched: pg_ctl puts it in a session of its own); then the run's
+ * folder is removed.
+ */
+export class StartedProcesses {
+  /** Every process started during the run, in order: the report's, and what a test checks has ended. */
+  readonly all: StartedProcess[] = [];
+  private readonly live = new Map<number, StartedProcess>();
+  private readonly pidFiles: (Omit<StartedProcess, 'pid'> & { file: string })[] = [];
+  private readonly onExit = () => this.killAll();
+  private readonly onSignal = (signal: NodeJS.Signals) => {
+    this.killAll();
+    process.exit(128 + (os.constants.signals[signal] ?? 0));
+  };
+
+  constructor(
+    private readonly dir: string,
+    private readonly log: (line: string) => void,
+  ) {
+    process.on('exit', this.onExit);
+    for (const signal of SIGNALS) process.on(signal, this.onSignal);
+  }
+
+  started(name: string, pid: number, group = false): void {
+    const started = { name, pid, group };
+    this.all.push(started);
+    this.live.set(pid, started);
+    this.log(`${name} started (pid ${pid}${group ? ', its process group' : ''})`);
+  }
+
+  /** A process whose pid `file` names whenever it runs (its first line), killed at exit even if its start was not seen to end. */
+  watchPidFile(name: string, file: string, group: boolean): void {
+    this.pidFiles.push({ name, file, group });
+  }
+
+  ended(pid: number): void {
+    this.live.delete(pid);
+  }
+
+  /** The run is over and everything it started was stopped: the hooks go, so that the process they were installed in lives on as before. */
+  release(): void {
+    process.off('exit', this.onExit);
+    for (const signal of SIGNALS) process.off(signal, this.onSignal);
+  }
+
+  private killAll(): void {
+    const fromPidFiles = this.pidFiles.flatMap(({ file, group }) => {
+      const pid = Number(readIfThere(file).split('\n')[0]);
+      return Number.isInteger(pid) && pid > 0 ? [{ pid, group }] : [];
+    });
+    for (const target of [...descendants(process.pid).map((pid) => ({ pid, group: false })), ...this.live.values(), ...fromPidFiles]) {
+      try {
+        sigkill(target);
+      } catch {
+        // EPERM: a pid reused by someone else's process; nothing of ours to kill there.
+      }
+    }
+    this.live.clear();
+    // A process killed a moment ago may still be closing files in it.
+    rmSync(this.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+  }
+}
+
+/** The processes below `root` (children, theirs, …), from /proc: what the driver is starting at this moment. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readIfThere(`/proc/${entry}/stat`);
+    if (!stat) continue;
+    // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after its last ')'.
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+  }
+  const found: number[] = [];
+  for (let queue = [root]; queue.length > 0; ) {
+    const next = children.get(queue.shift()!) ?? [];
+    found.push(...next);
+    queue.push(...next);
+  }
+  return found;
+}
+
+function readIfThere(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
