@@ -3,7 +3,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 
 /** Stripe Issuing's counters in /metrics (the API's registry): made once per registry, at start, so they read 0 before the first. */
 export interface StripeIssuingMetrics {
-  /** Authorization requests declined because the card's lock or the database did not answer within the decision's budget. */
+  /** Authorization requests declined because the pool, the card's lock or the database did not answer within the decision's budget. */
   decisionTimeouts: Counter;
 }
 
@@ -15,7 +15,7 @@ export function stripeIssuingMetrics(registry: Registry): StripeIssuingMetrics {
     metrics = {
       decisionTimeouts: new Counter({
         name: 'stripe_issuing_authorization_timeouts_total',
-        help: "Stripe Issuing authorization requests declined because the card's lock or the database did not let them be decided within STRIPE_ISSUING_DECISION_TIMEOUT_MS",
+        help: "Stripe Issuing authorization requests declined because a database connection, the card's lock or the database did not let them be decided within STRIPE_ISSUING_DECISION_TIMEOUT_MS",
         registers: [registry],
       }),
     };

@@ -4,6 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import Stripe from 'stripe';
 import { issuerRequestReference } from '../../src/cards/authorization';
 import { Card, Customer } from '../../src/cards/entities';
+import { createOrm } from '../../src/db/orm';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
@@ -101,6 +102,35 @@ describe('Stripe Issuing decisions (increments, deadline, secrets, mode)', () =>
     assert.equal(await balance(card.id), '1000');
     const metrics = await app.request('GET', '/metrics');
     assert.match(metrics.text, /^stripe_issuing_authorization_timeouts_total [1-9]/m);
+  });
+
+  it('declines within its budget when no database connection is free, counted, and decides nothing once one is', async function () {
+    this.timeout(60_000);
+    needStripeMock(this, stripeMock);
+    const card = await liveCard(1_000);
+    const id = stripeId('iauth');
+    const payload = await request(card, id, 100);
+    // An API process whose pool has one connection, taken by someone else (a long transaction) while Stripe asks.
+    const orm = await createOrm(testConfig().DATABASE_URL, 1);
+    const narrow = await startTestApp({ config: harness.config, orm });
+    try {
+      const { answered, tookMs } = await orm.em.fork().transactional(async (holder) => {
+        await holder.execute('select 1');
+        const asked = performance.now();
+        const answer = await decide(payload, stripeMock!.authorizationSecret, narrow);
+        return { answered: answer, tookMs: performance.now() - asked };
+      });
+      assert.deepEqual([answered.status, answered.body], [200, { approved: false }], answered.text);
+      assert.ok(tookMs < 2_000, `answered after ${Math.round(tookMs)} ms: Stripe waits 2 s`);
+      // The pool hands its connection out in turn: this transaction gets it after the waiting decision has given it back.
+      await orm.em.fork().transactional((after) => after.execute('select 1'));
+      assert.deepEqual(await movements(card, id), []);
+      assert.equal(await balance(card.id), '1000');
+      assert.match((await narrow.request('GET', '/metrics')).text, /^stripe_issuing_authorization_timeouts_total 1$/m);
+    } finally {
+      await narrow.close();
+      await orm.close();
+    }
   });
 
   it('answers the decision without waiting on Temporal: the webhook deliveries it records are started after, detached', async function () {
