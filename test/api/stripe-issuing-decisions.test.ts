@@ -211,4 +211,24 @@ describe('Stripe Issuing decisions (increments, deadline, secrets, mode)', () =>
     const sent = await acceptedRequestTo(mock, 'POST', '/v1/issuing/cardholders', 'user_terms_acceptance', 'ip:198.51.100.7', `date:${Date.parse(TERMS_ACCEPTANCE.accepted_at) / 1000}`);
     assert.ok(sent.includes('Mozilla/5.0 (card-holder)'), sent);
   });
+
+  it("gives a cardholder made without Celtic's terms the acceptance its customer's next card carries", async function () {
+    this.timeout(60_000);
+    const mock = needStripeMock(this, stripeMock);
+    const customer = validCustomer({ first_name: 'Earlier', last_name: 'Holder' });
+    const first = await liveCard(0, {}, { ...customer, terms_acceptance: TERMS_ACCEPTANCE });
+    const em = (await testOrm()).em.fork();
+    // As a customer whose cardholder Stripe made before the program needed the terms (or before they were kept): none kept.
+    await em.nativeUpdate(Customer, { id: first.customer.id }, { termsAcceptance: null });
+    const { issuerCardholderId } = await em.findOneOrFail(Customer, { id: first.customer.id });
+    assert.ok(issuerCardholderId);
+
+    const refused = await app.request('POST', '/api/cards', { key: live, body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Next', customer } });
+    assert.deepEqual([refused.status, refused.body.error?.param], [400, 'customer.terms_acceptance'], refused.text);
+    const accepted = { accepted_at: '2026-11-20T08:00:00Z', ip: '203.0.113.9' };
+    await liveCard(0, {}, { ...customer, terms_acceptance: accepted });
+    assert.deepEqual((await em.fork().findOneOrFail(Customer, { id: first.customer.id })).termsAcceptance, { ...accepted, user_agent: null });
+    // Stripe's cardholder is updated with it (stripe-mock validates the parameters against Stripe's OpenAPI document).
+    await acceptedRequestTo(mock, 'POST', `/v1/issuing/cardholders/${issuerCardholderId}`, 'user_terms_acceptance', 'ip:203.0.113.9', `date:${Date.parse(accepted.accepted_at) / 1000}`);
+  });
 });

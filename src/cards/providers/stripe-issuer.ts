@@ -139,6 +139,11 @@ export class StripeIssuer implements IssuerProvider {
     if (request.cardType !== 'virtual') throw new IssuerDeclined('Only virtual cards are issued through Stripe Issuing.');
     try {
       const cardholderId = request.cardholder.issuerCardholderId ?? (await this.createCardholder(request));
+      // A cardholder made before the customer's acceptance was given (or kept) gets it with the next card: Stripe takes the
+      // same acceptance again unchanged, and a Celtic-backed program issues no card to a cardholder without it.
+      if (request.cardholder.issuerCardholderId && request.cardholder.termsAcceptance) {
+        await this.stripe.issuing.cardholders.update(request.cardholder.issuerCardholderId, { individual: userTermsOf(request.cardholder) });
+      }
       // Keyed by our card id: a repeated activity gets the card Stripe made the first time. The parameters
       // never change between attempts (Stripe refuses a key reused with others): nothing to spend yet;
       // the limits and balance follow with syncCard once the card is ours.
