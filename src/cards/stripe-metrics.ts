@@ -41,3 +41,22 @@ export function registerCardIssuerDriftMetrics(registry: Registry, em: () => Ent
     },
   });
 }
+
+/**
+ * The calls Stripe refused for the platform's key, by the permission it lacks (`authentication`: a key Stripe does not
+ * take), read from PostgreSQL at each scrape (the worker makes the calls, the API serves /metrics): any increase is
+ * an operator's to act on (docs/cards.md).
+ */
+export function registerStripeKeyRefusalMetrics(registry: Registry, em: () => EntityManager): void {
+  new Counter({
+    name: 'stripe_issuing_key_refusals_total',
+    help: 'Stripe Issuing calls Stripe refused for STRIPE_ISSUING_SECRET_KEY, by the permission the restricted key lacks (authentication: a key Stripe does not take)',
+    labelNames: ['permission'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const rows = await em().execute<{ permission: string; refusals: number }[]>(`select permission, refusals from stripe_issuing_key_refusals`);
+      for (const row of rows) this.inc({ permission: row.permission }, row.refusals);
+    },
+  });
+}

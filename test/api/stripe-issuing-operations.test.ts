@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { Card } from '../../src/cards/entities';
+import { cardIssuerSyncFlow } from '../../src/cards/flows/issuer-sync';
 import { STRIPE_ISSUING_RECONCILIATION_SCHEDULE_ID, stripeIssuingReconciliationWorkflowType } from '../../src/cards/flows/issuer-reconciliation';
 import { CardIssuerDrift } from '../../src/cards/issuer-drifts';
+import { StripeIssuingKeyRefusal } from '../../src/cards/issuer-key-refusals';
 import { Event } from '../../src/events/entities';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { scheduleDefinitions } from '../../src/temporal/setup';
@@ -11,9 +17,10 @@ import { missingTool } from '../support/missing-tool';
 import { stripeId } from '../support/stripe-events';
 import { startStripeIssuingHarness, stripeIssuingCases, type StripeIssuingHarness } from '../support/stripe-issuing';
 import { needStripeMock } from '../support/stripe-mock';
+import { createTestWorker } from '../support/worker';
 
 /**
- * Stripe Issuing run over time: card syncs Stripe refuses, and the Schedule that compares
+ * Stripe Issuing run over time: card syncs Stripe refuses (the card or our key), and the Schedule that compares
  * Stripe's open authorizations and Issuing balance with the cards. Every event is built from stripe-mock's
  * fixtures (test/support/stripe-events.ts); the Issuing balance from its bundled fixtures, the balance changed.
  */
@@ -51,6 +58,94 @@ describe('Stripe Issuing over time (sync refusals, reconciliation)', () => {
     const unfrozen = await harness.app.request('POST', `/api/cards/${card.id}/status`, { key: harness.live, body: { status: 'active' } });
     assert.equal(unfrozen.status, 200, unfrozen.text);
     await eventually(async () => ((await em.fork().findOneOrFail(Card, { id: card.id })).issuerSyncFailedAt === null ? true : undefined), 'the refusal to be cleared');
+  });
+
+  /** What `run` starts, run by a worker of its own whose Stripe is `stripe` (its key and address). */
+  const throughWorker = async <T>(stripe: Record<string, string>, run: (taskQueue: string, client: Client) => Promise<T>): Promise<T> => {
+    const taskQueue = `stripe-refused-key-${randomUUID()}`;
+    const { worker } = await createTestWorker(await localTemporal(), taskQueue, stripe);
+    const running = worker.run();
+    try {
+      return await run(taskQueue, (await localTemporal()).client);
+    } finally {
+      worker.shutdown();
+      await running;
+    }
+  };
+
+  /**
+   * Syncs the card through a worker of its own whose Stripe is `stripe` (its key and address), then checks that the sync
+   * ended with the card's refusal state, announced once, and that the permission is counted for the operator.
+   */
+  const refusedSync = async (card: Card, stripe: Record<string, string>, permission: string) => {
+    // Ends (a retried sync would run until the test times out).
+    await throughWorker(stripe, async (taskQueue, client) =>
+      client.workflow.execute(cardIssuerSyncFlow.workflowType, { taskQueue, workflowId: `test-refused-key-${card.id}`, args: [{ cardId: card.id, change: randomUUID() }] }),
+    );
+    const em = (await testOrm()).em.fork();
+    const { issuerSyncFailure } = await em.findOneOrFail(Card, { id: card.id });
+    const [announced, ...more] = await em.find(Event, { organization: harness.org.organizationId, type: 'card.issuer_sync_failed', data: { card_id: card.id } });
+    assert.deepEqual([more.length, (announced?.data as { failure_reason: string }).failure_reason], [0, issuerSyncFailure]);
+    const [counted] = await em.find(StripeIssuingKeyRefusal, { permission });
+    assert.deepEqual([counted?.lastOperation, counted && counted.refusals >= 1], ["card's update", true]);
+    const metric = new RegExp(`^stripe_issuing_key_refusals_total\\{permission="${permission}"\\} [1-9]`, 'm');
+    assert.match((await harness.app.request('GET', '/metrics')).text, metric);
+    return issuerSyncFailure;
+  };
+
+  it("ends a card sync Stripe refuses for our key with the card's refusal state, never retried, and counts the refusal for the operator", async function () {
+    this.timeout(90_000);
+    const mock = needStripeMock(this, harness.stripeMock);
+    const card = await liveCard(0);
+    // A key Stripe does not take: stripe-mock answers it 401 (its message quotes the key), as Stripe does.
+    const refusedKey = 'rk_test_not_taken';
+    const failure = await refusedSync(card, { ...mock.config, STRIPE_ISSUING_SECRET_KEY: refusedKey }, 'authentication');
+    assert.equal(failure, "Stripe refused the key for the card's update: not a key Stripe takes (401)");
+  });
+
+  it('names the permission a restricted key lacks, as Stripe\'s 403 names it', async function () {
+    this.timeout(90_000);
+    const mock = needStripeMock(this, harness.stripeMock);
+    const card = await liveCard(0);
+    // stripe-mock never answers 403 (any key that looks like one is taken): this stand-in answers every call as Stripe
+    // answers a restricted key without the permission (status, type and message as Stripe sends them).
+    const stripe = createServer((_request, response) => {
+      response.writeHead(403, { 'content-type': 'application/json', 'request-id': 'req_restricted' });
+      response.end(
+        JSON.stringify({
+          error: {
+            message:
+              "The provided key 'rk_test_*********************************************************************************************Ab12Cd' does not have the required permissions for this endpoint on account 'acct_1Test'. Having the 'rak_issuing_card_write' permission would allow this request to continue.",
+            type: 'invalid_request_error',
+          },
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => stripe.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = { ...mock.config, STRIPE_API_PORT: String((stripe.address() as AddressInfo).port) };
+      const failure = await refusedSync(card, address, 'rak_issuing_card_write');
+      assert.equal(failure, "Stripe refused the key for the card's update: it lacks the permission rak_issuing_card_write");
+    } finally {
+      stripe.close();
+    }
+  });
+
+  it('ends a reconciliation pass Stripe refuses for our key, counted, rather than retrying it until the next tick', async function () {
+    this.timeout(90_000);
+    const mock = needStripeMock(this, harness.stripeMock);
+    const stripe = { ...mock.config, STRIPE_ISSUING_SECRET_KEY: 'rk_test_not_taken' };
+    const failure = await throughWorker(stripe, (taskQueue, client) =>
+      client.workflow
+        .execute(stripeIssuingReconciliationWorkflowType, { taskQueue, workflowId: `test-issuing-reconciliation-${randomUUID()}`, args: [{ organizationId: harness.org.organizationId }] })
+        .then(() => null, (error: unknown) => error),
+    );
+    assert.ok(failure instanceof WorkflowFailedError, String(failure));
+    const messages: string[] = [];
+    for (let cause: unknown = failure; cause instanceof Error; cause = cause.cause) messages.push(cause.message);
+    assert.ok(messages.includes('Stripe refused the key for the reconciliation: not a key Stripe takes (401)'), messages.join(' / '));
+    const counted = await (await testOrm()).em.fork().findOneOrFail(StripeIssuingKeyRefusal, { permission: 'authentication' });
+    assert.equal(counted.lastOperation, 'reconciliation');
   });
 
   it('reconciles Stripe Issuing with the cards on a Schedule: an authorization Stripe no longer holds is a drift, announced once, resolved once they agree', async function () {
