@@ -1,16 +1,19 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { readOneByColumns } from '../src/db/lean';
 import { Card, CardTransaction } from '../src/cards/entities';
 import type { CardTermination } from '../src/cards/flows/termination';
 import type { Environment } from '../src/api-keys/entities';
-import { IssuerDeclined, issuerControlsOf, type IssuerProvider, type MintedCard, SandboxIssuer, sealCardSecrets } from '../src/cards/issuer';
-import { StripeIssuer, stripeIssuingFor } from '../src/cards/providers/stripe-issuer';
+import { IssuerDeclined, IssuerKeyRefused, issuerControlsOf, type IssuerProvider, type MintedCard, SandboxIssuer, sealCardSecrets } from '../src/cards/issuer';
+import { keyRefusalOf, StripeIssuer, stripeIssuingFor } from '../src/cards/providers/stripe-issuer';
 import { initialFundingReference, presentCard, presentTermination } from '../src/cards/presenters';
 import { settleTransaction } from '../src/cards/balance-moves';
 import { cardDestinations } from '../src/cards/lookups';
 import { activateCard, failProvisioning, terminateCard } from '../src/cards/service';
 import { clearIssuerSyncRefusal, recordIssuerSyncRefusal } from '../src/cards/issuer-sync';
+import { recordIssuerKeyRefusal } from '../src/cards/issuer-key-refusals';
 import type { StripeIssuingReconciliationInput, StripeIssuingReconciliationResult } from '../src/cards/flows/issuer-reconciliation';
 import { reconcileStripeIssuing } from '../src/cards/stripe-reconciliation';
 import { emit } from '../src/events/service';
@@ -41,6 +44,10 @@ export const createCardActivities = (deps: CardActivityDeps) => {
     return liveIssuer;
   };
   const inTransaction = transactionWithStarts(deps);
+  /** A refusal of our key (not of the card) is also the operator's: counted by permission and logged, in the card's transaction. */
+  const countedIfKeyRefused = async (tx: EntityManager, refusal: IssuerDeclined, cardId: string) => {
+    if (refusal instanceof IssuerKeyRefused) await recordIssuerKeyRefusal(tx, deps.log, refusal, cardId);
+  };
 
   /**
    * Sends the card's status and controls to the issuer's copy of it, when there is one; as the card is
@@ -56,7 +63,10 @@ export const createCardActivities = (deps: CardActivityDeps) => {
       // A refusal ends the sync with a state on the card: retrying would be refused again, and would hold up a settlement or termination.
       if (!(error instanceof IssuerDeclined)) throw error;
       deps.log.warn({ card_id: card.id, err: error.message }, 'the card issuer refused a card sync');
-      await inTransaction((tx) => recordIssuerSyncRefusal(tx, card.id, error.message));
+      await inTransaction(async (tx) => {
+        await recordIssuerSyncRefusal(tx, card.id, error.message);
+        await countedIfKeyRefused(tx, error, card.id);
+      });
       return;
     }
     if (card.issuerSyncFailedAt) await clearIssuerSyncRefusal(deps.orm.em.fork(), card.id);
@@ -88,7 +98,10 @@ export const createCardActivities = (deps: CardActivityDeps) => {
           });
         } catch (error) {
           if (!(error instanceof IssuerDeclined)) throw error;
-          await inTransaction((tx) => failProvisioning(tx, card.id, error.message));
+          await inTransaction(async (tx) => {
+            await failProvisioning(tx, card.id, error.message);
+            await countedIfKeyRefused(tx, error, card.id);
+          });
         }
         if (minted) {
           const sealed = minted.secrets ? await sealCardSecrets(keys, card.id, minted.secrets) : null;
@@ -148,7 +161,15 @@ export const createCardActivities = (deps: CardActivityDeps) => {
     async reconcileStripeIssuing(input: StripeIssuingReconciliationInput): Promise<StripeIssuingReconciliationResult> {
       // Scheduled only when Stripe Issuing is configured; one unset since then fails here until it is back.
       if (!stripe) throw new Error('No live card issuer is configured: nothing to reconcile with');
-      return reconcileStripeIssuing({ em: () => deps.orm.em.fork(), log: deps.log, stripe: stripe.client }, input);
+      try {
+        return await reconcileStripeIssuing({ em: () => deps.orm.em.fork(), log: deps.log, stripe: stripe.client }, input);
+      } catch (error) {
+        const refusal = keyRefusalOf(error, 'reconciliation');
+        if (!refusal) throw error;
+        // Refused again until the operator grants the permission: this pass ends, counted; the Schedule's next tick asks again.
+        await deps.orm.em.fork().transactional((tx) => recordIssuerKeyRefusal(tx, deps.log, refusal, null));
+        throw ApplicationFailure.nonRetryable(refusal.message, 'IssuerKeyRefused');
+      }
     },
 
     /** Sends a live card's status and spending controls to the issuer (after a freeze, an unfreeze, new limits). */

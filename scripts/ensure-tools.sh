@@ -197,6 +197,24 @@ ensure_btcd() {
 
 ensure_stripe_mock() {
   stripe_mock_path >/dev/null || go_install_tool stripe-mock github.com/stripe/stripe-mock "$STRIPE_MOCK_VERSION" "the Stripe Issuing tests"
+  stripe_mock_fixtures_path >/dev/null || keep_stripe_mock_fixtures
+}
+
+# The fixtures stripe-mock bundles, of the version installed, kept in .tools/stripe-mock/openapi: the Issuing balance
+# tests serve them with one object changed (`stripe-mock -fixtures`), as the binary embeds them and does not print them.
+keep_stripe_mock_fixtures() {
+  command -v go >/dev/null 2>&1 || return 0
+  local dir="$TOOLS_DIR/stripe-mock" module
+  if module=$(GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOFLAGS="-modcacherw" \
+    go mod download -json "github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION" </dev/null | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p') &&
+    [[ -f $module/embedded/openapi/fixtures3.json ]]; then
+    mkdir -p "$dir/openapi"
+    cp "$module/embedded/openapi/fixtures3.json" "$dir/openapi/fixtures3.json"
+    chmod 644 "$dir/openapi/fixtures3.json"
+  else
+    log "stripe-mock's fixtures could not be downloaded: the Issuing balance tests skip, and fail under CI"
+  fi
+  rm -rf "$dir/go"
 }
 
 ensure_lnd() {

@@ -15,6 +15,8 @@
 #   temporal_test_server_path  print the path of the time-skipping test server
 #   btcd_path                print the path of `btcd`, the Bitcoin node the chain tests run (fails if missing)
 #   stripe_mock_path         print the path of `stripe-mock`, the Stripe API the card-issuer tests run (fails if missing)
+#   stripe_mock_fixtures_path  print the path of the fixtures stripe-mock bundles (its module's embedded/openapi/fixtures3.json),
+#                            which tests change one object of and pass to `stripe-mock -fixtures` (fails if missing)
 #   lnd_path                 print the path of `lnd`, the Lightning node of the lnd provider's tests (fails if missing)
 #   temporal_dev_start DBFILE PORT UI_PORT LOGFILE [NAMESPACE]
 #                            start `temporal server start-dev` in the background,
@@ -196,6 +198,15 @@ btcd_path() {
 # An explicit STRIPE_MOCK_PATH wins; then what ensure-tools.sh installs with `go install`.
 stripe_mock_path() {
   _first_executable "${STRIPE_MOCK_PATH:-}" "$TOOLS_DIR/stripe-mock/bin/stripe-mock"
+}
+
+# An explicit STRIPE_MOCK_FIXTURES_PATH wins; then the copy ensure-tools.sh keeps of the installed version's fixtures.
+stripe_mock_fixtures_path() {
+  local c
+  for c in "${STRIPE_MOCK_FIXTURES_PATH:-}" "$TOOLS_DIR/stripe-mock/openapi/fixtures3.json"; do
+    if [[ -n $c && -f $c && -r $c ]]; then printf '%s\n' "$c"; return 0; fi
+  done
+  return 1
 }
 
 # --- LND ----------------------------------------------------------------------

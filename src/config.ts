@@ -149,9 +149,10 @@ export const ConfigSchema = z.object({
    */
   STRIPE_ISSUING_CELTIC_TERMS: bool.default(false),
   /**
-   * How long the real-time authorization decision may wait on the card's row lock, and any one of its statements may
-   * run, in ms (PostgreSQL `lock_timeout`, `statement_timeout`): past it the purchase is declined (counted in
-   * `stripe_issuing_authorization_timeouts_total`), well before Stripe's 2-second deadline applies its own default.
+   * How long the real-time authorization decision may take, in ms: the wait for a pooled database connection, then
+   * the card's row lock and each statement within what is left (PostgreSQL `lock_timeout`, `statement_timeout`). Past
+   * it the purchase is declined (counted in `stripe_issuing_authorization_timeouts_total`), well before Stripe's
+   * 2-second deadline applies its own default.
    */
   STRIPE_ISSUING_DECISION_TIMEOUT_MS: z.coerce.number().int().min(50).max(1_500).default(800),
   /** How often the `stripe-issuing-reconciliation` Schedule compares Stripe's open authorizations and Issuing balance with the live cards (docs/cards.md). */

@@ -20,7 +20,7 @@ import { createTemporalClient } from './temporal/client';
 import { WorkflowStarter } from './temporal/starter';
 import { signerFor } from './custody/signer';
 import { stripeIssuingFor } from './cards/providers/stripe-issuer';
-import { registerCardIssuerDriftMetrics, stripeIssuingMetrics } from './cards/stripe-metrics';
+import { registerCardIssuerDriftMetrics, registerStripeKeyRefusalMetrics, stripeIssuingMetrics } from './cards/stripe-metrics';
 
 /** Wires the process-wide dependencies of the API from configuration. */
 export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = createTemporalClient(config)): AppDeps {
@@ -31,6 +31,7 @@ export function createAppDeps(config: Config, orm: Orm, log: Logger, temporal = 
   registerLedgerInvariantMetrics(metrics, () => orm.em.fork());
   stripeIssuingMetrics(metrics);
   registerCardIssuerDriftMetrics(metrics, () => orm.em.fork());
+  registerStripeKeyRefusalMetrics(metrics, () => orm.em.fork());
   // Read now: a Stripe key of the other mode than STRIPE_ISSUING_MODE (a test key for live cards) stops the start.
   stripeIssuingFor(config);
   registerLightningMetrics(metrics, () => orm.em.fork());

@@ -86,6 +86,23 @@ export class IssuerDeclined extends Error {
   override readonly name = 'IssuerDeclined';
 }
 
+/**
+ * The issuer refused our key for a call (a restricted key without a permission; a key it does not take): final
+ * until the operator grants the permission or changes the key, so ended like any refusal, and counted per
+ * `permission` (src/cards/issuer-key-refusals.ts). Its message never quotes the issuer's (which quotes the key).
+ */
+export class IssuerKeyRefused extends IssuerDeclined {
+  constructor(
+    message: string,
+    /** The issuer's name of the permission the key lacks (`rak_issuing_card_write`), or `authentication` for a key refused outright. */
+    readonly permission: string,
+    /** The call refused, in our words (`card creation`, `card update`). */
+    readonly operation: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Sandbox magic values (documented in docs/cards.md) that make the sandbox issuer refuse. */
 export const SANDBOX_DECLINED_CARD_NAME = 'issuer_decline';
 export const SANDBOX_DECLINED_SETTLEMENT_AMOUNT = 13n;

@@ -4,6 +4,7 @@ import { isTimedOut } from '../db/transient-errors';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
+import type { WorkflowStarter } from '../temporal/starter';
 import { DomainError, errors } from '../shared/errors';
 import { MinorUnitNumber, z } from '../shared/schemas';
 import { authorizeIssuerRequest } from './authorization';
@@ -75,11 +76,12 @@ const issuerUnavailable = () =>
     message: 'No live card issuer is configured (STRIPE_ISSUING_SECRET_KEY, STRIPE_ISSUING_AUTHORIZATION_SECRET and STRIPE_ISSUING_WEBHOOK_SECRET).',
   });
 
-/** What the Stripe endpoints need of the process: its configuration, log and metrics registry. */
+/** What the Stripe endpoints need of the process: its configuration, log, metrics registry and workflow starter. */
 export interface StripeEndpointDeps {
   config: Config;
   log: Logger;
   metrics: Registry;
+  starter: WorkflowStarter;
 }
 
 /** The event in `rawBody` once its signature checks out with `secret` on the exact bytes received (else 400 `invalid_signature`, nothing changed). */
@@ -107,10 +109,10 @@ function issuerFor(config: StripeEndpointDeps['config'], signature: string): Str
 /**
  * Stripe Issuing's real-time authorization endpoint (route in routes.ts), signed with its own secret
  * (STRIPE_ISSUING_AUTHORIZATION_SECRET): an `issuing_authorization.request` is decided by our balance
- * and spend limits in the caller's one short transaction, and Stripe's synchronous response carries
+ * and spend limits in one short transaction of its own (`em` is outside any), and Stripe's synchronous response carries
  * the decision: `{ "approved": true | false }` (https://docs.stripe.com/issuing/controls/real-time-authorizations).
  * Declined, recording nothing: a request for no live card of ours, of the other mode than ours
- * (`livemode`), or one the card's lock or the database did not let us decide within
+ * (`livemode`), or one the pool, the card's lock or the database did not let us decide within
  * STRIPE_ISSUING_DECISION_TIMEOUT_MS (counted). Any other event type is 400 `unexpected_event_type`:
  * the event endpoint takes those.
  */
@@ -146,24 +148,56 @@ export async function decideStripeAuthorization(em: EntityManager, deps: StripeE
   return { approved: decision?.approved ?? false };
 }
 
+/** The decision's connection came from the pool past its deadline: it decides nothing (its decline was answered). */
+class DecisionTooLate extends Error {}
+const TOO_LATE = Symbol('too late');
+
 /**
- * Runs the decision in a savepoint whose card lock and statements may each take at most
- * STRIPE_ISSUING_DECISION_TIMEOUT_MS: past it PostgreSQL gives up, the savepoint is rolled back
- * (nothing recorded) and the purchase is declined, counted in stripe_issuing_authorization_timeouts_total.
+ * Runs the decision in a transaction of its own, all of it within STRIPE_ISSUING_DECISION_TIMEOUT_MS:
+ * the wait for a pooled connection, then the card's lock and each statement within what is left.
+ * Past it the purchase is declined, nothing recorded, counted in stripe_issuing_authorization_timeouts_total:
+ * PostgreSQL gives up a lock or statement (the transaction rolls back), and a connection the pool hands
+ * over too late is given back unused. The deliveries the decision records start after its commit,
+ * detached (Stripe is answered whatever Temporal does).
  */
 async function withinDecisionBudget<T>(em: EntityManager, deps: StripeEndpointDeps, decide: (em: EntityManager) => Promise<T>, context: Record<string, string>): Promise<T | null> {
-  const budget = `${deps.config.STRIPE_ISSUING_DECISION_TIMEOUT_MS}ms`;
+  const budgetMs = deps.config.STRIPE_ISSUING_DECISION_TIMEOUT_MS;
+  const deadline = performance.now() + budgetMs;
+  // Once connected the decision runs to its end (its statements bounded by PostgreSQL), so a commit is never answered as a decline.
+  let connected = false;
+  let tooLate = false;
+  const decided = deps.starter.transaction(
+    em,
+    async (tx) => {
+      const left = Math.floor(deadline - performance.now());
+      if (tooLate || left <= 0) throw new DecisionTooLate();
+      connected = true;
+      await tx.execute(`select set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true)`, [`${left}ms`, `${left}ms`]);
+      return decide(tx);
+    },
+    { detachDeliveries: true },
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const waitedTooLong = new Promise<typeof TOO_LATE>((resolve) => {
+    timer = setTimeout(() => {
+      if (connected) return;
+      tooLate = true;
+      resolve(TOO_LATE);
+    }, budgetMs);
+  });
   try {
-    return await em.transactional(async (savepoint) => {
-      await savepoint.execute(`select set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true)`, [budget, budget]);
-      return decide(savepoint);
-    });
+    // Past the deadline without a connection, the decision rolls back once it has one (DecisionTooLate), its rejection
+    // observed by the race already settled.
+    const outcome = await Promise.race([decided, waitedTooLong]);
+    if (outcome !== TOO_LATE) return outcome;
   } catch (error) {
-    if (!isTimedOut(error)) throw error;
-    stripeIssuingMetrics(deps.metrics).decisionTimeouts.inc();
-    deps.log.warn(context, `Stripe authorization declined: not decided within ${budget}`);
-    return null;
+    if (!isTimedOut(error) && !(error instanceof DecisionTooLate)) throw error;
+  } finally {
+    clearTimeout(timer);
   }
+  stripeIssuingMetrics(deps.metrics).decisionTimeouts.inc();
+  deps.log.warn(context, `Stripe authorization declined: not decided within ${budgetMs}ms`);
+  return null;
 }
 
 /**

@@ -22,8 +22,10 @@ export function registerStripeIssuingRoutes(routes: RouteRegistry): void {
     operationId: 'decideStripeIssuingAuthorization',
     summary: "Stripe Issuing's real-time authorization endpoint (signed by Stripe with its own secret; no API key)",
     description:
-      "Stripe Issuing's real-time authorization webhook (Issuing settings), signed with that endpoint's secret (`Stripe-Signature`, STRIPE_ISSUING_AUTHORIZATION_SECRET). An `issuing_authorization.request` event is answered with the decision from the live card's balance, status and spend limits, within Stripe's 2 seconds: each request is a new hold (an incremental authorization is judged on its increase), a repeated request answers the recorded decision, and a request for no live card of this platform, of the other Stripe mode, or not decided within STRIPE_ISSUING_DECISION_TIMEOUT_MS is declined, recording nothing. Any other event type is 400 `unexpected_event_type`.",
+      "Stripe Issuing's real-time authorization webhook (Issuing settings), signed with that endpoint's secret (`Stripe-Signature`, STRIPE_ISSUING_AUTHORIZATION_SECRET). An `issuing_authorization.request` event is answered with the decision from the live card's balance, status and spend limits, within Stripe's 2 seconds: each request is a new hold (an incremental authorization is judged on its increase), a repeated request answers the recorded decision, and a request for no live card of this platform, of the other Stripe mode, or not decided within STRIPE_ISSUING_DECISION_TIMEOUT_MS (the wait for a database connection included) is declined, recording nothing. Any other event type is 400 `unexpected_event_type`.",
     ...STRIPE_ENDPOINT,
+    // The decision's own transaction, whose wait for a pooled connection counts against its deadline.
+    ownTransactions: true,
     rawJsonBody: { documentedAs: AuthorizationRequestEvent },
     response: { status: 200, description: 'The decision, as Stripe reads it (with Stripe-Version)', schema: AuthorizationDecision },
     handler: async ({ rawBody, ctx, deps, em }) => ({

@@ -3,6 +3,7 @@ import { ApiKey, ApiKeyRateBucket } from '../api-keys/entities';
 import { CompanyBalance } from '../balances/entities';
 import { Card, CardDailyPurchases, CardTransaction, Customer } from '../cards/entities';
 import { CardIssuerDrift } from '../cards/issuer-drifts';
+import { StripeIssuingKeyRefusal } from '../cards/issuer-key-refusals';
 import { ConsolidationRule, ConsolidationRun, ConsolidationSweep } from '../consolidation/entities';
 import { DevnetBalance, DevnetBlock, DevnetNonce, DevnetOutput, DevnetTransaction } from '../chains/devnet/entities';
 import { AccountCounter, Address, AddressBalance, SigningActivity, Vault, Wallet, WalletBalance } from '../custody/entities';
@@ -30,6 +31,7 @@ export const entities = [
   Card,
   CardTransaction,
   CardIssuerDrift,
+  StripeIssuingKeyRefusal,
   CardDailyPurchases,
   Organization,
   Member,

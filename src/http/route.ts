@@ -69,6 +69,13 @@ interface RouteBase<P extends ZodType, Q extends ZodType, B extends ZodType> {
    * `documentedAs` describes the body for OpenAPI.
    */
   rawJsonBody?: { documentedAs: ZodType };
+  /**
+   * The handler opens its own transactions (`deps.starter.transaction`), so it can wait on the
+   * workflow it started once they have committed, holding no transaction or lock meanwhile; or it
+   * only reads, a node among others, holding no transaction while the node answers; or it bounds
+   * the wait for a pooled connection itself (Stripe's authorization decision).
+   */
+  ownTransactions?: boolean;
 }
 
 export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B extends ZodType, R = undefined> extends RouteBase<P, Q, B> {
@@ -76,12 +83,6 @@ export interface AuthenticatedRoute<P extends ZodType, Q extends ZodType, B exte
   scope: RequiredScope;
   /** Sandbox helpers: a live key gets 404, as if the route did not exist. */
   sandboxOnly?: boolean;
-  /**
-   * The handler opens its own transactions (`deps.starter.transaction`), so it can wait on the
-   * workflow it started once they have committed, holding no transaction or lock meanwhile; or it
-   * only reads, a node among others, holding no transaction while the node answers.
-   */
-  ownTransactions?: boolean;
   /**
    * What the handler needs from outside the database (a chain node's fee market, gas estimates),
    * read before its transaction opens (and after an Idempotency-Key replay is ruled out), so no pooled
@@ -176,7 +177,7 @@ export class RouteRegistry {
 
       let result: HandlerResult;
       const idempotencyKey = ctx.get(IDEMPOTENCY_KEY_HEADER);
-      const ownTransactions = route.scope !== 'public' && (route as AuthenticatedRoute<P, Q, B>).ownTransactions === true;
+      const ownTransactions = route.ownTransactions === true;
       if (route.method === 'get') {
         // Forked on first use: a read of detached rows through the process's EntityManager (src/db/lean.ts) needs no fork.
         let forked: EntityManager | undefined;

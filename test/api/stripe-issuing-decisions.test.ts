@@ -1,21 +1,16 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import Stripe from 'stripe';
 import { issuerRequestReference } from '../../src/cards/authorization';
-import { Card, CardTransaction, Customer } from '../../src/cards/entities';
-import { Event } from '../../src/events/entities';
-import { STRIPE_ISSUING_RECONCILIATION_SCHEDULE_ID, stripeIssuingReconciliationWorkflowType } from '../../src/cards/flows/issuer-reconciliation';
-import { CardIssuerDrift } from '../../src/cards/issuer-drifts';
+import { Card, Customer } from '../../src/cards/entities';
+import { createOrm } from '../../src/db/orm';
 import { WorkflowStart } from '../../src/temporal/entities';
-import { scheduleDefinitions } from '../../src/temporal/setup';
 import { startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
-import { localTemporal, testConfig, testOrm } from '../support/environment';
-import { eventually } from '../support/eventually';
-import { AUTHORIZATIONS_PATH, authorizationObject, EVENTS_PATH, eventOf, postSigned, stripeId, transactionObject, type AuthorizationState } from '../support/stripe-events';
-import { startStripeIssuingHarness, type StripeIssuingHarness } from '../support/stripe-issuing';
+import { testConfig, testOrm } from '../support/environment';
+import { eventOf, stripeId, transactionObject } from '../support/stripe-events';
+import { startStripeIssuingHarness, stripeIssuingCases, TERMS_ACCEPTANCE, type StripeIssuingHarness } from '../support/stripe-issuing';
 import { acceptedRequestTo, needStripeMock, type StripeMock } from '../support/stripe-mock';
 
 /** The decision budget of this file's app: short, so a held card lock runs it out quickly. */
@@ -32,7 +27,6 @@ describe('Stripe Issuing decisions (increments, deadline, secrets, mode)', () =>
   let app: TestApp;
   let org: TestOrganization;
   let live: string;
-  const termsAcceptance = { accepted_at: '2026-11-02T10:15:00Z', ip: '198.51.100.7', user_agent: 'Mozilla/5.0 (card-holder)' };
 
   before(async () => {
     // A Celtic-backed program: every live cardholder has accepted its Authorized User Terms.
@@ -41,47 +35,7 @@ describe('Stripe Issuing decisions (increments, deadline, secrets, mode)', () =>
   });
   after(() => harness?.stop());
 
-  /** A live card at Stripe (stripe-mock), active and funded with `amount` cents. */
-  const liveCard = async (amount: number, cardLimits: Record<string, string> = {}) => {
-    const created = await app.request('POST', '/api/cards', {
-      key: live,
-      body: { amount, card_type: 'virtual', currency: 'USD', name: 'Grace Hopper', customer: { ...validCustomer(), terms_acceptance: termsAcceptance }, card_limits: cardLimits },
-    });
-    assert.equal(created.status, 201, created.text);
-    const id = created.body.data.card.id as string;
-    // Provisioned (minted, synced) and its initial funding settled: nothing of its own still reaches Stripe.
-    await (await localTemporal()).client.workflow.getHandle(`card-provisioning-${id}`).result();
-    await eventually(async () => ((await balance(id)) === String(amount) ? true : undefined), 'the live card to be funded');
-    return (await testOrm()).em.fork().findOneOrFail(Card, { id });
-  };
-  const balance = async (cardId: string) => (await app.request('GET', `/api/cards/${cardId}`, { key: live })).body.data.card.balance_amount as string;
-  const issued = (card: Card) => ({ issuerCardId: card.issuerCardId!, cardId: card.id, organizationId: org.organizationId });
-  /** A request on the authorization: `amount` more to hold on top of `held`, after the requests `decided`. */
-  const request = async (card: Card, id: string, amount: number, held = 0, decided: number[] = []) =>
-    eventOf(stripeMock!, 'issuing_authorization.request', await authorizationObject(stripeMock!, issued(card), id, { status: 'pending', amount: held, pendingAmount: amount, decided }));
-  const authorizationEvent = async (card: Card, id: string, state: AuthorizationState, type = 'issuing_authorization.updated') =>
-    eventOf(stripeMock!, type, await authorizationObject(stripeMock!, issued(card), id, state));
-  const decide = (payload: string, secret = stripeMock!.authorizationSecret, target = app) => postSigned(target, AUTHORIZATIONS_PATH, payload, secret);
-  const notify = (payload: string, secret = stripeMock!.eventSecret) => postSigned(app, EVENTS_PATH, payload, secret);
-  const decision = async (payload: string) => {
-    const response = await decide(payload);
-    assert.equal(response.status, 200, response.text);
-    return (response.body as { approved: boolean }).approved;
-  };
-  const acknowledged = async (payload: string) => {
-    const response = await notify(payload);
-    assert.deepEqual([response.status, response.body], [200, { received: true }], response.text);
-  };
-  /** The card's transactions under the authorization, oldest first: type, status, amount, decline reason, reference. */
-  const movements = async (card: Card, authorizationId: string) => {
-    const reference = issuerRequestReference(authorizationId, 0);
-    const found = await (await testOrm()).em.fork().find(
-      CardTransaction,
-      { card: card.id, $or: [{ reference }, { reference: { $like: `${reference}:%` } }] },
-      { orderBy: { createdAt: 'asc', id: 'asc' } },
-    );
-    return found.map((tx) => [tx.type, tx.status, tx.amount, tx.failureReason ?? null, tx.reference]);
-  };
+  const { liveCard, balance, issued, request, authorizationEvent, decide, notify, decision, acknowledged, movements } = stripeIssuingCases(() => harness);
 
   it('judges each incremental authorization as a new hold against the balance and limits, never a replay of the first approval', async function () {
     const mock = needStripeMock(this, stripeMock);
@@ -148,6 +102,35 @@ describe('Stripe Issuing decisions (increments, deadline, secrets, mode)', () =>
     assert.equal(await balance(card.id), '1000');
     const metrics = await app.request('GET', '/metrics');
     assert.match(metrics.text, /^stripe_issuing_authorization_timeouts_total [1-9]/m);
+  });
+
+  it('declines within its budget when no database connection is free, counted, and decides nothing once one is', async function () {
+    this.timeout(60_000);
+    needStripeMock(this, stripeMock);
+    const card = await liveCard(1_000);
+    const id = stripeId('iauth');
+    const payload = await request(card, id, 100);
+    // An API process whose pool has one connection, taken by someone else (a long transaction) while Stripe asks.
+    const orm = await createOrm(testConfig().DATABASE_URL, 1);
+    const narrow = await startTestApp({ config: harness.config, orm });
+    try {
+      const { answered, tookMs } = await orm.em.fork().transactional(async (holder) => {
+        await holder.execute('select 1');
+        const asked = performance.now();
+        const answer = await decide(payload, stripeMock!.authorizationSecret, narrow);
+        return { answered: answer, tookMs: performance.now() - asked };
+      });
+      assert.deepEqual([answered.status, answered.body], [200, { approved: false }], answered.text);
+      assert.ok(tookMs < 2_000, `answered after ${Math.round(tookMs)} ms: Stripe waits 2 s`);
+      // The pool hands its connection out in turn: this transaction gets it after the waiting decision has given it back.
+      await orm.em.fork().transactional((after) => after.execute('select 1'));
+      assert.deepEqual(await movements(card, id), []);
+      assert.equal(await balance(card.id), '1000');
+      assert.match((await narrow.request('GET', '/metrics')).text, /^stripe_issuing_authorization_timeouts_total 1$/m);
+    } finally {
+      await narrow.close();
+      await orm.close();
+    }
   });
 
   it('answers the decision without waiting on Temporal: the webhook deliveries it records are started after, detached', async function () {
@@ -219,73 +202,33 @@ describe('Stripe Issuing decisions (increments, deadline, secrets, mode)', () =>
     assert.equal(sandbox.status, 201, sandbox.text);
     const badIp = await app.request('POST', '/api/cards', {
       key: live,
-      body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'No Terms', customer: { ...customer, terms_acceptance: { ...termsAcceptance, ip: 'not-an-ip' } } },
+      body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'No Terms', customer: { ...customer, terms_acceptance: { ...TERMS_ACCEPTANCE, ip: 'not-an-ip' } } },
     });
     assert.deepEqual([badIp.status, badIp.body.error?.param], [400, 'customer.terms_acceptance.ip'], badIp.text);
 
     await liveCard(0);
     // Sent as the cardholder's individual.card_issuing.user_terms_acceptance, accepted by Stripe's API (stripe-mock validates it).
-    const sent = await acceptedRequestTo(mock, 'POST', '/v1/issuing/cardholders', 'user_terms_acceptance', 'ip:198.51.100.7', `date:${Date.parse(termsAcceptance.accepted_at) / 1000}`);
+    const sent = await acceptedRequestTo(mock, 'POST', '/v1/issuing/cardholders', 'user_terms_acceptance', 'ip:198.51.100.7', `date:${Date.parse(TERMS_ACCEPTANCE.accepted_at) / 1000}`);
     assert.ok(sent.includes('Mozilla/5.0 (card-holder)'), sent);
   });
 
-  it("ends a card sync Stripe refuses with a state on the card and an event, not retried; the next sync Stripe takes clears it", async function () {
-    this.timeout(90_000);
-    needStripeMock(this, stripeMock);
-    const card = await liveCard(0);
+  it("gives a cardholder made without Celtic's terms the acceptance its customer's next card carries", async function () {
+    this.timeout(60_000);
+    const mock = needStripeMock(this, stripeMock);
+    const customer = validCustomer({ first_name: 'Earlier', last_name: 'Holder' });
+    const first = await liveCard(0, {}, { ...customer, terms_acceptance: TERMS_ACCEPTANCE });
     const em = (await testOrm()).em.fork();
-    // A card Stripe does not know (stripe-mock answers its path 404, invalid_request_error): every update of it is refused.
-    await em.nativeUpdate(Card, { id: card.id }, { issuerCardId: `${card.issuerCardId}/gone` });
-    const frozen = await app.request('POST', `/api/cards/${card.id}/status`, { key: live, body: { status: 'frozen' } });
-    assert.equal(frozen.status, 200, frozen.text);
-    const [sync] = await em.find(WorkflowStart, { workflowId: { $like: `card-issuer-sync-${card.id}-%` } }, { orderBy: { createdAt: 'desc' }, limit: 1 });
-    // The run ends (it would otherwise retry until the test times out).
-    await (await localTemporal()).client.workflow.getHandle(sync!.workflowId).result();
-    const refused = await em.fork().findOneOrFail(Card, { id: card.id });
-    assert.match(refused.issuerSyncFailure ?? '', /^Stripe refused the card's update: Unrecognized request URL/);
-    assert.ok(refused.issuerSyncFailedAt);
-    const announced = await em.fork().find(Event, { organization: org.organizationId, type: 'card.issuer_sync_failed' });
-    assert.deepEqual(
-      announced.map((event) => (event.data as { card_id: string; status: string }).card_id + ':' + (event.data as { status: string }).status),
-      [`${card.id}:frozen`],
-    );
+    // As a customer whose cardholder Stripe made before the program needed the terms (or before they were kept): none kept.
+    await em.nativeUpdate(Customer, { id: first.customer.id }, { termsAcceptance: null });
+    const { issuerCardholderId } = await em.findOneOrFail(Customer, { id: first.customer.id });
+    assert.ok(issuerCardholderId);
 
-    await em.nativeUpdate(Card, { id: card.id }, { issuerCardId: card.issuerCardId });
-    const unfrozen = await app.request('POST', `/api/cards/${card.id}/status`, { key: live, body: { status: 'active' } });
-    assert.equal(unfrozen.status, 200, unfrozen.text);
-    await eventually(async () => ((await em.fork().findOneOrFail(Card, { id: card.id })).issuerSyncFailedAt === null ? true : undefined), 'the refusal to be cleared');
-  });
-
-  it('reconciles Stripe Issuing with the cards on a Schedule: an authorization Stripe no longer holds is a drift, announced once, resolved once they agree', async function () {
-    this.timeout(90_000);
-    needStripeMock(this, stripeMock);
-    const schedule = scheduleDefinitions(testConfig(harness.config)).find((definition) => definition.scheduleId === STRIPE_ISSUING_RECONCILIATION_SCHEDULE_ID);
-    assert.equal(schedule?.action.workflowType, stripeIssuingReconciliationWorkflowType);
-    assert.ok(!scheduleDefinitions(testConfig({ STRIPE_ISSUING_SECRET_KEY: undefined })).some((definition) => definition.scheduleId === STRIPE_ISSUING_RECONCILIATION_SCHEDULE_ID), 'no Stripe, no reconciliation');
-
-    const card = await liveCard(1_000);
-    const id = stripeId('iauth');
-    assert.equal(await decision(await request(card, id, 250)), true);
-    const { client } = await localTemporal();
-    const reconcile = () =>
-      client.workflow.execute(stripeIssuingReconciliationWorkflowType, { workflowId: `test-issuing-reconciliation-${randomUUID()}`, args: [{ organizationId: org.organizationId }], taskQueue: harness.taskQueue });
-    const drifts = async () => (await testOrm()).em.fork().find(CardIssuerDrift, { organization: org.organizationId, subject: 'authorization', subjectId: id }, { orderBy: { firstSeenAt: 'asc' } });
-    const announced = async () =>
-      (await (await testOrm()).em.fork().find(Event, { organization: org.organizationId, type: 'card_issuer.drift' })).filter((event) => (event.data as { authorization_id: string }).authorization_id === id);
-
-    // stripe-mock lists only its own fixture (on a card that is not ours) as pending: Stripe holds nothing for the 250 we charged.
-    await reconcile();
-    await reconcile();
-    assert.deepEqual((await drifts()).map((drift) => [drift.status, drift.ourAmount, drift.issuerAmount, drift.card?.id]), [['open', '250', '0', card.id]]);
-    const events = await announced();
-    assert.equal(events.length, 1, 'announced once, however many passes see it');
-    assert.deepEqual((events[0]!.data as { our_amount: string; issuer_amount: string; difference: string }).difference, '-250');
-    const metrics = await app.request('GET', '/metrics');
-    assert.match(metrics.text, /^stripe_issuing_drifts\{subject="authorization"\} [1-9]/m);
-
-    // The reversal we had missed arrives: the card is charged nothing for it, as Stripe holds nothing.
-    await acknowledged(await authorizationEvent(card, id, { status: 'reversed', amount: 0, decided: [250] }));
-    await reconcile();
-    assert.deepEqual((await drifts()).map((drift) => drift.status), ['resolved']);
+    const refused = await app.request('POST', '/api/cards', { key: live, body: { amount: 0, card_type: 'virtual', currency: 'USD', name: 'Next', customer } });
+    assert.deepEqual([refused.status, refused.body.error?.param], [400, 'customer.terms_acceptance'], refused.text);
+    const accepted = { accepted_at: '2026-11-20T08:00:00Z', ip: '203.0.113.9' };
+    await liveCard(0, {}, { ...customer, terms_acceptance: accepted });
+    assert.deepEqual((await em.fork().findOneOrFail(Customer, { id: first.customer.id })).termsAcceptance, { ...accepted, user_agent: null });
+    // Stripe's cardholder is updated with it (stripe-mock validates the parameters against Stripe's OpenAPI document).
+    await acceptedRequestTo(mock, 'POST', `/v1/issuing/cardholders/${issuerCardholderId}`, 'user_terms_acceptance', 'ip:203.0.113.9', `date:${Date.parse(accepted.accepted_at) / 1000}`);
   });
 });

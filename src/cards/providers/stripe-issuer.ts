@@ -3,7 +3,7 @@ import Stripe from 'stripe';
 import type { Config } from '../../config';
 import { alpha2Of } from '../countries';
 import type { SpendLimitWindow } from '../entities';
-import { IssuerDeclined, maskPan, type Cardholder, type IssuerCardControls, type IssuerProvider, type MintedCard, type MintRequest } from '../issuer';
+import { IssuerDeclined, IssuerKeyRefused, maskPan, type Cardholder, type IssuerCardControls, type IssuerProvider, type MintedCard, type MintRequest } from '../issuer';
 
 /**
  * The live card issuer's connection: the SDK client on the secret key, the signing secrets of the
@@ -121,8 +121,32 @@ const userTermsOf = ({ termsAcceptance }: Cardholder): Pick<Stripe.Issuing.Cardh
       }
     : {};
 
-/** A request Stripe refused as such (4xx other than conflict and rate limit): final, so a refusal, not a retry. */
-const isRefusal = (error: unknown) => error instanceof Stripe.errors.StripeInvalidRequestError || error instanceof Stripe.errors.StripeCardError;
+/** Stripe's refusal of our key for a call (see refusalOf), or null for any other error. */
+export function keyRefusalOf(error: unknown, operation: string): IssuerKeyRefused | null {
+  if (error instanceof Stripe.errors.StripePermissionError) {
+    const permission = /'(rak_[a-z0-9_]+)'/.exec(error.message)?.[1] ?? 'unnamed';
+    return new IssuerKeyRefused(`Stripe refused the key for the ${operation}: it lacks the permission ${permission}`, permission, operation);
+  }
+  if (error instanceof Stripe.errors.StripeAuthenticationError) {
+    return new IssuerKeyRefused(`Stripe refused the key for the ${operation}: not a key Stripe takes (401)`, 'authentication', operation);
+  }
+  return null;
+}
+
+/**
+ * A call Stripe refused as such, final, so a refusal and not a retry: the request itself (4xx other than conflict and
+ * rate limit), or our key for it (a restricted key without the permission, 403, whose message names it as
+ * `rak_...`; a key Stripe does not take, 401). Stripe's message is kept only for the request's refusal: for the
+ * key's it quotes the key.
+ */
+function refusalOf(error: unknown, operation: string): IssuerDeclined | null {
+  const keyRefusal = keyRefusalOf(error, operation);
+  if (keyRefusal) return keyRefusal;
+  if (error instanceof Stripe.errors.StripeInvalidRequestError || error instanceof Stripe.errors.StripeCardError) {
+    return new IssuerDeclined(`Stripe refused the ${operation}: ${error.message}`);
+  }
+  return null;
+}
 
 /**
  * Stripe Issuing (https://docs.stripe.com/issuing): cardholders from our card customers, virtual
@@ -139,6 +163,11 @@ export class StripeIssuer implements IssuerProvider {
     if (request.cardType !== 'virtual') throw new IssuerDeclined('Only virtual cards are issued through Stripe Issuing.');
     try {
       const cardholderId = request.cardholder.issuerCardholderId ?? (await this.createCardholder(request));
+      // A cardholder made before the customer's acceptance was given (or kept) gets it with the next card: Stripe takes the
+      // same acceptance again unchanged, and a Celtic-backed program issues no card to a cardholder without it.
+      if (request.cardholder.issuerCardholderId && request.cardholder.termsAcceptance) {
+        await this.stripe.issuing.cardholders.update(request.cardholder.issuerCardholderId, { individual: userTermsOf(request.cardholder) });
+      }
       // Keyed by our card id: a repeated activity gets the card Stripe made the first time. The parameters
       // never change between attempts (Stripe refuses a key reused with others): nothing to spend yet;
       // the limits and balance follow with syncCard once the card is ours.
@@ -166,8 +195,7 @@ export class StripeIssuer implements IssuerProvider {
         issuerCardholderId: cardholderId,
       };
     } catch (error) {
-      if (isRefusal(error)) throw new IssuerDeclined(`Stripe refused the card: ${(error as Error).message}`);
-      throw error;
+      throw refusalOf(error, 'card') ?? error;
     }
   }
 
@@ -186,9 +214,8 @@ export class StripeIssuer implements IssuerProvider {
       }
       await this.stripe.issuing.cards.update(issuerCardId, { status, spending_controls: { spending_limits: stripeSpendingLimits(controls) } });
     } catch (error) {
-      // Asked again, Stripe would refuse again (a card it canceled itself, one it does not know): a refusal ends the sync.
-      if (isRefusal(error)) throw new IssuerDeclined(`Stripe refused the card's update: ${(error as Error).message}`);
-      throw error;
+      // Asked again, Stripe would refuse again (a card it canceled itself, one it does not know, a key without the permission): a refusal ends the sync.
+      throw refusalOf(error, "card's update") ?? error;
     }
   }
 
