@@ -26,6 +26,8 @@ interface Payment {
   preimage: string;
   fee_sat: string;
   failure_reason: string | null;
+  held_at: string | null;
+  held_reason: string | null;
 }
 
 /**
@@ -241,12 +243,25 @@ describe('LND payments on a shared node (two nodes on btcd regtest)', function (
     await eventually(async () => ((await em.findOneOrFail(LightningInvoice, { id: payment.id }, { refresh: true })).heldAt ? true : undefined), 'the payment to be held', 60_000, 200);
     await worker.stop();
 
+    // Its owner sees the hold: pending, since when, and why in a word (not the node's address).
+    const shown = await app.request('GET', `/api/lightning/payments/${payment.id}`, { key: org.secret });
+    assert.equal(shown.status, 200, shown.text);
+    const { status, held_at, held_reason } = shown.body.data as Payment;
+    assert.deepEqual([status, held_reason], ['pending', 'unreachable']);
+    assert.ok(held_at && Date.parse(held_at) <= Date.now(), held_at ?? 'no held_at');
+    assert.doesNotMatch(shown.text, /did not answer|127\.0\.0\.1/);
+    const listedRecords = await app.request('GET', '/api/lightning/invoices?direction=outgoing&status=pending', { key: org.secret });
+    assert.deepEqual(
+      (listedRecords.body.data.invoices as { id: string; held_at: string | null; held_reason: string | null }[]).map((record) => [record.id, record.held_at, record.held_reason]),
+      [[payment.id, held_at, 'unreachable']],
+    );
+
     const metrics = await app.request('GET', '/metrics');
     assert.match(metrics.text, /lightning_payments_held\{environment="sandbox"\} [1-9]/);
-    const listed = JSON.parse((await cli(['lightning:held', '--org', org.organizationId], process.env.DATABASE_URL!, cliEnv)).stdout) as { payments: { id: string; held_reason: string; reserved_sat: string }[] };
+    const listed = JSON.parse((await cli(['lightning:held', '--org', org.organizationId], process.env.DATABASE_URL!, cliEnv)).stdout) as { payments: { id: string; held_reason: string; held_reason_code: string; reserved_sat: string }[] };
     assert.deepEqual(
-      listed.payments.map((held) => [held.id, held.reserved_sat]),
-      [[payment.id, '1710']],
+      listed.payments.map((held) => [held.id, held.reserved_sat, held.held_reason_code]),
+      [[payment.id, '1710', 'unreachable']],
     );
     assert.match(listed.payments[0]!.held_reason, /did not answer/);
     assert.equal((await satBalance(org)).reserved, 1_710n, 'held, not refunded');
@@ -263,7 +278,7 @@ describe('LND payments on a shared node (two nodes on btcd regtest)', function (
     // Its workflow, back, finds it ended and sends nothing.
     await worker.start();
     const failed = await ended(org, payment.id);
-    assert.deepEqual([failed.status, failed.failure_reason], ['failed', 'not_sent']);
+    assert.deepEqual([failed.status, failed.failure_reason, failed.held_at, failed.held_reason], ['failed', 'not_sent', null, null], 'an ended payment is no longer held');
     await new Promise((resolve) => setTimeout(resolve, 12_000));
     assert.equal((await theirInvoiceState(invoice.paymentHash)).state, 'OPEN', 'nothing went out');
     await assertLedgerReconciles(org.organizationId);
