@@ -34,7 +34,8 @@ interface Payment {
  * LND payments on a node every organization shares (two LND nodes on btcd regtest: `ours` is the sandbox
  * environment's, `theirs` the payee), through the real app, Temporal and PostgreSQL: a payment hash is paid
  * once per node whoever asks, refusals LND will never accept end the payment failed with its reserve
- * released, transient failures hold it for an operator, and invoices behind private channels are payable.
+ * released, transient failures hold it for an operator (its API shows the hold), invoices behind private channels
+ * are payable, and an amount no single channel carries is previewed payable and paid in parts.
  */
 describe('LND payments on a shared node (two nodes on btcd regtest)', function () {
   this.timeout(240_000);
@@ -229,6 +230,34 @@ describe('LND payments on a shared node (two nodes on btcd regtest)', function (
     assert.equal(paid.status, 'paid', JSON.stringify(paid));
     assert.deepEqual((await theirInvoiceState(invoice.paymentHash)).state, 'SETTLED');
     assert.deepEqual(await satBalance(org), { available: 50_000n - 6_000n - BigInt(paid.fee_sat), reserved: 0n });
+  });
+
+  it('an amount no single channel of ours carries, two together do: previewed with a route (the parts LND will send), paid in parts', async () => {
+    const spendableSats = async () => {
+      const { channels = [] } = await network.ours.node.call<{ channels?: { local_balance: string; local_constraints: { chan_reserve_sat: string } }[] }>('GET', '/v1/channels?active_only=true');
+      return channels.map((channel) => BigInt(channel.local_balance) - BigInt(channel.local_constraints.chan_reserve_sat)).sort((a, b) => (a > b ? -1 : 1));
+    };
+    if ((await spendableSats()).length < 2) {
+      await network.ours.node.call('POST', '/v1/channels', { node_pubkey: base64(network.theirs.pubkey), local_funding_amount: '300000' });
+      await network.mine(6);
+      await eventually(async () => ((await spendableSats()).length === 2 ? true : undefined), 'a second channel of ours to be active', 60_000, 200);
+    }
+    const [largest, second] = await spendableSats();
+    const amount = largest! + second! / 2n;
+    const invoice = await theirInvoice({ value: amount.toString(), memo: 'more than any one channel carries' });
+    await assert.rejects(network.ours.node.call('GET', `/v1/graph/routes/${network.theirs.pubkey}/${amount}`), /unable to find a path/, 'no single route carries it');
+
+    const org = await fundedOrganization('multi-path payer', 2_000_000);
+    const preview = await app.request('POST', '/api/lightning/payments/initiate', { key: org.secret, body: { request: invoice.request } });
+    assert.equal(preview.status, 200, preview.text);
+    assert.equal(preview.body.route_found, true, preview.text);
+    const paid = await ended(org, (await payCreated(org, { request: invoice.request })).id);
+    assert.equal(paid.status, 'paid', JSON.stringify(paid));
+    const { payments } = await network.ours.node.call<{ payments: { payment_hash: string; htlcs: { status: string }[] }[] }>('GET', '/v1/payments?include_incomplete=true');
+    const sent = payments.find((payment) => payment.payment_hash === invoice.paymentHash)!;
+    assert.ok(sent.htlcs.filter((htlc) => htlc.status === 'SUCCEEDED').length >= 2, `paid in parts: ${JSON.stringify(sent.htlcs.map((htlc) => htlc.status))}`);
+    assert.equal((await theirInvoiceState(invoice.paymentHash)).amt_paid_msat, (amount * 1000n).toString());
+    assert.deepEqual(await satBalance(org), { available: 2_000_000n - amount - BigInt(paid.fee_sat), reserved: 0n });
   });
 
   it('a send that keeps failing (our node down) is held for an operator, listed and counted; lightning:resolve asks the node first, then fails it not_sent', async () => {
