@@ -26,6 +26,8 @@ export interface Lnd {
   pubkey: string;
   /** host:port of its peer-to-peer listener. */
   p2p: string;
+  /** How many calls of an RPC (its full name, `lnrpc.Lightning/ListInvoices`) the node has served, as its own RPCS log says. */
+  rpcCalls: (method: string) => number;
   /** Ends the process at once (SIGKILL: a crash, nothing flushed), keeping its data directory. */
   kill: () => Promise<void>;
   /** Starts it again on the same data, ports and credentials; resolves once it serves REST and is synced. */
@@ -75,16 +77,28 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
     `--listen=127.0.0.1:${p2pPort}`,
     '--nobootstrap',
     `--alias=${name}`,
-    '--debuglevel=warn',
+    // Each RPC served is logged ("[/lnrpc.Lightning/ListInvoices] requested"): the tests count calls from it.
+    '--debuglevel=warn,RPCS=debug',
     // Channels usable after one block, gossip without the usual delays: a test's minutes become seconds.
     '--bitcoin.defaultchanconfs=1',
     '--trickledelay=50',
   ];
   let child: ChildProcess;
   let output = '';
+  const calls = new Map<string, number>();
+  let unfinishedLine = '';
+  const countCalls = (chunk: Buffer) => {
+    const lines = (unfinishedLine + chunk.toString()).split('\n');
+    unfinishedLine = lines.pop()!;
+    for (const line of lines) {
+      const method = /\[\/([\w.]+\/\w+)\] requested/.exec(line)?.[1];
+      if (method) calls.set(method, (calls.get(method) ?? 0) + 1);
+    }
+  };
   const launch = () => {
     child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000));
+    child.stdout?.on('data', countCalls);
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
   };
@@ -145,6 +159,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
     tlsCertPath,
     pubkey,
     p2p: `127.0.0.1:${p2pPort}`,
+    rpcCalls: (method) => calls.get(method) ?? 0,
     kill,
     restart: async () => {
       // Its certificate and macaroon stay; a new client forgets the old connections.
