@@ -14,7 +14,7 @@ import { cli } from '../support/cli';
 import { localTemporal, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { assertLedgerReconciles } from '../support/ledger';
-import { lndSandboxConfig, startLightningNetworkOrSkip, type LightningNetwork } from '../support/lnd';
+import { lndSandboxConfig, startHiddenPayee, startLightningNetworkOrSkip, type LightningNetwork } from '../support/lnd';
 import { RestartableWorker } from '../support/worker';
 
 const sha256Hex = (hex: string) => createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex');
@@ -35,7 +35,8 @@ interface Payment {
  * environment's, `theirs` the payee), through the real app, Temporal and PostgreSQL: a payment hash is paid
  * once per node whoever asks, refusals LND will never accept end the payment failed with its reserve
  * released, transient failures hold it for an operator (its API shows the hold), invoices behind private channels
- * are payable, and an amount no single channel carries is previewed payable and paid in parts.
+ * are payable (a payee reachable only through one, by its invoice's hint), and an amount no single channel
+ * carries is previewed payable and paid in parts.
  */
 describe('LND payments on a shared node (two nodes on btcd regtest)', function () {
   this.timeout(240_000);
@@ -230,6 +231,25 @@ describe('LND payments on a shared node (two nodes on btcd regtest)', function (
     assert.equal(paid.status, 'paid', JSON.stringify(paid));
     assert.deepEqual((await theirInvoiceState(invoice.paymentHash)).state, 'SETTLED');
     assert.deepEqual(await satBalance(org), { available: 50_000n - 6_000n - BigInt(paid.fee_sat), reserved: 0n });
+  });
+
+  it('an invoice of a node reachable only through a private channel: no route without its hint; previewed with a route and paid with it', async () => {
+    const hidden = await startHiddenPayee(network);
+    try {
+      const added = await hidden.node.call<{ payment_request: string; r_hash: string }>('POST', '/v1/invoices', { value: '2500', memo: 'from behind a private channel', private: true });
+      await assert.rejects(network.ours.node.call('GET', `/v1/graph/routes/${hidden.pubkey}/2500`), 'no path to it in the graph');
+      const org = await fundedOrganization('hidden payee payer');
+      const preview = await app.request('POST', '/api/lightning/payments/initiate', { key: org.secret, body: { request: added.payment_request } });
+      assert.equal(preview.status, 200, preview.text);
+      assert.equal(preview.body.route_found, true, preview.text);
+      const paid = await ended(org, (await payCreated(org, { request: added.payment_request })).id);
+      assert.equal(paid.status, 'paid', JSON.stringify(paid));
+      const paymentHash = Buffer.from(added.r_hash, 'base64').toString('hex');
+      assert.equal((await hidden.node.call<{ state: string }>('GET', `/v1/invoice/${paymentHash}`)).state, 'SETTLED');
+      assert.deepEqual(await satBalance(org), { available: 50_000n - 2_500n - BigInt(paid.fee_sat), reserved: 0n });
+    } finally {
+      await hidden.stop();
+    }
   });
 
   it('an amount no single channel of ours carries, two together do: previewed with a route (the parts LND will send), paid in parts', async () => {

@@ -294,6 +294,49 @@ async function startPublicPayer(binary: string, btcd: Btcd, theirs: Lnd, capacit
 }
 
 /**
+ * A node reachable only through a private channel of `capacitySat` it opens to theirs (funded from the third
+ * coinbase, half pushed to theirs so theirs can forward to it): no path to it in the graph, only the hint its
+ * invoices carry. Resolves once it issues invoices with that hint. The caller stops it.
+ */
+export async function startHiddenPayee(network: LightningNetwork, capacitySat = 200_000n): Promise<Lnd> {
+  const lnd = findLnd();
+  if ('missing' in lnd) throw new Error(lnd.missing);
+  const hidden = await startLnd(lnd.path, network.btcd, 'hidden');
+  try {
+    const { address } = await hidden.node.call<{ address: string }>('GET', '/v1/newaddress?type=WITNESS_PUBKEY_HASH');
+    await network.btcd.call('sendrawtransaction', [payFromMiner(await coinbaseOutput(network.btcd, 3), asTestnetAddress(address), 2n * capacitySat).hex]);
+    await network.mine(1);
+    await eventually(
+      async () => BigInt((await hidden.node.call<{ confirmed_balance: string }>('GET', '/v1/balance/blockchain')).confirmed_balance) >= 2n * capacitySat || undefined,
+      'the hidden payee to see its funding confirmed',
+    );
+    await hidden.node.call('POST', '/v1/peers', { addr: { pubkey: network.theirs.pubkey, host: network.theirs.p2p }, perm: false });
+    await hidden.node.call('POST', '/v1/channels', {
+      node_pubkey: Buffer.from(network.theirs.pubkey, 'hex').toString('base64'),
+      local_funding_amount: capacitySat.toString(),
+      push_sat: (capacitySat / 2n).toString(),
+      private: true,
+    });
+    await network.mine(1);
+    // It hints at the channel once it knows theirs' policy for it.
+    await eventually(
+      async () => {
+        const added = await hidden.node.call<{ payment_request: string }>('POST', '/v1/invoices', { value: '1', private: true });
+        const decoded = await hidden.node.call<{ route_hints?: unknown[] }>('GET', `/v1/payreq/${added.payment_request}`);
+        return decoded.route_hints?.length ? true : undefined;
+      },
+      'the hidden payee to hint at its private channel',
+      60_000,
+      250,
+    );
+    return hidden;
+  } catch (error) {
+    await hidden.stop();
+    throw error;
+  }
+}
+
+/**
  * One LND on a btcd of its own (regtest, one block mined so LND calls itself synced), no channels: what
  * bench/lightning-invoices.ts measures AddInvoice on. Without lnd or btcd, why there is none.
  */
