@@ -13,6 +13,7 @@ import { finalizePayment, paymentOrder } from '../src/lightning/payments';
 import type { Logger } from '../src/logger';
 import { DomainError } from '../src/shared/errors';
 import { committedClaims } from '../src/lightning/claims';
+import { heldReasonOf } from '../src/lightning/held';
 
 export interface LightningActivityDeps {
   config: Config;
@@ -61,12 +62,16 @@ export const createLightningActivities = (deps: LightningActivityDeps) => {
   async function answerOrHold(paymentId: string, ask: () => Promise<SerializedOutcome>): Promise<SerializedOutcome> {
     try {
       const answer = await ask();
-      await sql(deps.orm.em.fork(), 'update lightning_invoices set held_at = null, held_reason = null where id = $1 and held_at is not null', [paymentId]);
+      await sql(deps.orm.em.fork(), 'update lightning_invoices set held_at = null, held_reason = null, held_reason_code = null where id = $1 and held_at is not null', [paymentId]);
       return answer;
     } catch (error) {
       if (error instanceof DomainError || Context.current().info.attempt < deps.config.LIGHTNING_LND_SEND_ATTEMPTS) throw error;
       const reason = error instanceof Error ? error.message : String(error);
-      await sql(deps.orm.em.fork(), "update lightning_invoices set held_at = coalesce(held_at, now()), held_reason = $2 where id = $1 and status = 'pending'", [paymentId, reason]);
+      await sql(
+        deps.orm.em.fork(),
+        "update lightning_invoices set held_at = coalesce(held_at, now()), held_reason = $2, held_reason_code = $3 where id = $1 and status = 'pending'",
+        [paymentId, reason, heldReasonOf(error)],
+      );
       deps.log.warn({ payment_id: paymentId, reason }, 'Lightning payment held: its outcome could not be learned; it stays pending and is re-queried (lightning:held)');
       return { state: 'unknown' };
     }

@@ -10,6 +10,15 @@ export const INVOICE_STATUSES = ['pending', 'paid', 'expired', 'failed'] as cons
 export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 
 /**
+ * Why a payment is held, as its API shows it (docs/lightning.md, "Held payments"): the node did not answer
+ * (`unreachable`), runs on another network (`network_mismatch`), was given a macaroon live refuses
+ * (`macaroon_too_broad`), answered an error not known to be final (`node_error`), or our own side failed
+ * (`internal_error`). The node's own words stay in held_reason, for the operator.
+ */
+export const HELD_REASONS = ['unreachable', 'network_mismatch', 'macaroon_too_broad', 'node_error', 'internal_error'] as const;
+export type HeldReason = (typeof HELD_REASONS)[number];
+
+/**
  * The service's Lightning node key, one per environment (lnbc for live, lntb for sandbox),
  * generated on first use: the private key is envelope-encrypted under the key provider.
  */
@@ -141,9 +150,13 @@ export class LightningInvoice {
   @Property({ type: 'timestamptz', nullable: true })
   heldAt?: Date | null;
 
-  /** Outgoing: the last transient failure of a held payment's send, as the node or the connection gave it. */
+  /** Outgoing: the last transient failure of a held payment's send, as the node or the connection gave it (operators only: it names the node's address). */
   @Property({ type: 'text', nullable: true })
   heldReason?: string | null;
+
+  /** Outgoing: that failure's kind (HELD_REASONS), what the payment's API shows. */
+  @Property({ type: 'text', nullable: true })
+  heldReasonCode?: HeldReason | null;
 
   /** Incoming paid over the internal route: the outgoing record that paid it. */
   @Property({ type: 'uuid', nullable: true })

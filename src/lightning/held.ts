@@ -8,9 +8,16 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Gauge, type Registry } from 'prom-client';
 import type { Environment } from '../api-keys/entities';
 import { msatToSat, satsToDebit } from './amounts';
-import { LightningInvoice, type InvoiceStatus } from './entities';
+import { LightningInvoice, type HeldReason, type InvoiceStatus } from './entities';
+import { LndError, LndUnavailableError } from './lnd';
 import { finalizePayment, paymentOrder } from './payments';
 import type { LndProvider } from './lnd-provider';
+
+/** The kind of a transient failure that holds a payment: what its API shows (HELD_REASONS). */
+export function heldReasonOf(error: unknown): HeldReason {
+  if (error instanceof LndUnavailableError) return error.reason;
+  return error instanceof LndError ? 'node_error' : 'internal_error';
+}
 
 /** lightning_payments_held: pending payments held for an operator, per environment (any is an alarm). */
 export function registerLightningMetrics(registry: Registry, em: () => EntityManager): void {
@@ -53,6 +60,7 @@ export async function heldPayments(em: EntityManager, filter: { organizationId?:
     sent_at: payment.sentAt?.toISOString() ?? null,
     held_at: payment.heldAt!.toISOString(),
     held_reason: payment.heldReason,
+    held_reason_code: payment.heldReasonCode ?? null,
   }));
 }
 

@@ -11,8 +11,8 @@ import { settleIncomingInvoice } from './invoices';
 const SILENCE_MS = 5 * 60_000;
 /** Wait after a failed subscription before the next attempt. */
 const RETRY_MS = 2_000;
-/** The node's invoices listed per page when catching up without a settle index. */
-const CATCH_UP_PAGE = 1_000;
+/** Our unpaid invoices read per page when a first start looks them up on the node. */
+const LOOK_UP_PAGE = 500;
 
 export interface InvoiceWatchDeps {
   orm: Orm;
@@ -29,17 +29,25 @@ async function recordedSettleIndex(em: EntityManager, environment: Environment, 
 }
 
 /**
- * Moves the cursor up to `invoice`'s settle_index and add_index, never down (several workers may record
- * the same invoices). The add_index says which of the node's invoices the ledger has seen settled last
- * (an operator's look-up); the catch-up needs the settle_index alone.
+ * Moves the cursor up to `settleIndex` and `addIndex`, never down (several workers may record the same
+ * invoices). The add_index says which of the node's invoices the ledger has seen settled last (an
+ * operator's look-up); the catch-up needs the settle_index alone.
  */
-const advanceCursor = (em: EntityManager, environment: Environment, nodePubkey: string, invoice: LndInvoice) =>
+const advanceCursor = (em: EntityManager, environment: Environment, nodePubkey: string, settleIndex: string, addIndex: string) =>
   sql(
     em,
     `insert into lightning_invoice_cursors (environment, node_pubkey, settle_index, add_index, updated_at) values ($1, $2, $3, $4, now())
      on conflict (environment, node_pubkey) do update set settle_index = greatest(lightning_invoice_cursors.settle_index, excluded.settle_index),
        add_index = greatest(lightning_invoice_cursors.add_index, excluded.add_index), updated_at = now()`,
-    [environment, nodePubkey, invoice.settle_index ?? '0', invoice.add_index ?? '0'],
+    [environment, nodePubkey, settleIndex, addIndex],
+  );
+
+/** The payment hashes of our invoices the node issued that are not recorded paid (pending, or expired by the sweep), a page after `afterId`. */
+const unpaidInvoicesOfNode = (em: EntityManager, environment: Environment, nodePubkey: string, afterId: string) =>
+  sql<{ id: string; payment_hash: string }>(
+    em,
+    `select id, payment_hash from lightning_invoices where environment = $1 and direction = 'incoming' and destination = $2 and status in ('pending', 'expired') and id > $3 order by id limit $4`,
+    [environment, nodePubkey, afterId, LOOK_UP_PAGE],
   );
 
 /**
@@ -55,17 +63,19 @@ export async function recordNodeSettlement(em: EntityManager, environment: Envir
     paidByPaymentId: null,
     settledByNode: true,
   });
-  if (nodePubkey) await advanceCursor(em, environment, nodePubkey, invoice);
+  if (nodePubkey) await advanceCursor(em, environment, nodePubkey, invoice.settle_index ?? '0', invoice.add_index ?? '0');
 }
 
 /**
  * Settles our LND-issued invoices into the ledger as each environment's node reports them paid, from
  * its invoice subscription (SubscribeInvoices). What settled while no watch ran is caught up from the
  * node's settle_index stored with each settlement (lightning_invoice_cursors): the subscription opens
- * from it, and the node replays what settled after it, in order. A node with no
- * settle_index recorded yet (index 0 replays nothing) is caught up by listing its invoices (ListInvoices)
- * first. Settling is idempotent, so several workers watching the same node, or a replayed settlement,
- * credit an invoice once.
+ * from it, and the node replays what settled after it, in order. A node with no settle_index recorded yet
+ * (a first start; index 0 replays nothing) is caught up from our own invoices, never the node's whole list
+ * (a node shared with other software may hold millions): each of ours not recorded paid is looked up by
+ * hash (`lookUpOurs`), and the subscription opens from the highest settle_index found, stored at once.
+ * Settling is idempotent, so several workers watching the same node, or a replayed settlement, credit an
+ * invoice once.
  */
 export class LndInvoiceWatch {
   private readonly stopping = new AbortController();
@@ -96,16 +106,23 @@ export class LndInvoiceWatch {
       };
       try {
         const nodePubkey = await node.identityPubkey();
-        const settleIndex = await recordedSettleIndex(this.deps.orm.em.fork(), environment, nodePubkey);
-        // One settlement after another, in the node's order, and only after the catch-up: the cursor
+        const stored = await recordedSettleIndex(this.deps.orm.em.fork(), environment, nodePubkey);
+        const settleIndex = stored === 0n ? await this.catchUp(environment, node, nodePubkey) : stored;
+        // From 0 the node replays nothing, so what settled between the look-ups and the subscription's
+        // start is unseen: the first settlement it delivers proves it started, and our invoices are looked up
+        // once more before it moves the cursor. One settlement after another, in the node's order: the cursor
         // passes an index only once everything settled before it is recorded.
-        let recorded = settleIndex === 0n ? this.catchUp(environment, node).catch(failed) : Promise.resolve();
+        let started = settleIndex > 0n;
+        let recorded = Promise.resolve();
         const record = (invoice: LndInvoice) => {
           recorded = recorded.then(async () => {
-            if (failure === undefined) await this.deps.inTransaction((tx) => recordNodeSettlement(tx, environment, invoice, nodePubkey));
+            if (failure !== undefined) return;
+            if (!started) await this.lookUpOurs(environment, node, nodePubkey, new Set());
+            started = true;
+            await this.deps.inTransaction((tx) => recordNodeSettlement(tx, environment, invoice, nodePubkey));
           }).catch(failed);
         };
-        // Its failure is taken at once: the catch-up may still be running when the node refuses the
+        // Its failure is taken at once: a look-up may still be running when the node refuses the
         // subscription (one starting up does), and a rejection left unhandled that long takes the worker down.
         await node
           .subscribeInvoices(settleIndex, (invoice) => invoice.state === 'SETTLED' && record(invoice), SILENCE_MS, AbortSignal.any([this.stopping.signal, connection.signal]))
@@ -122,19 +139,38 @@ export class LndInvoiceWatch {
   }
 
   /**
-   * Every settled invoice the node lists, recorded (the node's and other applications' alike: settling
-   * finds only ours). The cursor is left alone: the subscription's first settlement moves it, once
-   * everything before it is recorded.
+   * A first start's catch-up, reading our invoices only: each of ours not recorded paid is looked up on the
+   * node, twice. The highest settle_index the first pass finds settled, S, is at most the node's index when
+   * the second pass starts; the second looks up again those open in the first (and any issued since), so each
+   * of ours settled before it started is recorded, and any settled after has an index above S, which a
+   * subscription from S replays. S is stored (0, none found settled, is not: the next start looks up again).
    */
-  private async catchUp(environment: Environment, node: LndNode): Promise<void> {
-    let after = 0n;
-    for (;;) {
-      const page = await node.listInvoices(after, CATCH_UP_PAGE);
-      for (const invoice of page.invoices) {
-        if (invoice.state === 'SETTLED') await this.deps.inTransaction((tx) => recordNodeSettlement(tx, environment, invoice));
+  private async catchUp(environment: Environment, node: LndNode, nodePubkey: string): Promise<bigint> {
+    const first = await this.lookUpOurs(environment, node, nodePubkey, new Set());
+    await this.lookUpOurs(environment, node, nodePubkey, first.final);
+    if (first.settleIndex > 0n) await advanceCursor(this.deps.orm.em.fork(), environment, nodePubkey, first.settleIndex.toString(), '0');
+    return first.settleIndex;
+  }
+
+  /**
+   * Looks up (LookupInvoice) each of our invoices the node issued that is not recorded paid, but those in
+   * `skip`, and records the settled ones (not moving the cursor). Answers the highest settle_index among
+   * them and the hashes whose state is final without a payment (canceled, or unknown to the node).
+   */
+  private async lookUpOurs(environment: Environment, node: LndNode, nodePubkey: string, skip: Set<string>): Promise<{ settleIndex: bigint; final: Set<string> }> {
+    const found = { settleIndex: 0n, final: new Set<string>() };
+    for (let afterId = '00000000-0000-0000-0000-000000000000'; ; ) {
+      const page = await unpaidInvoicesOfNode(this.deps.orm.em.fork(), environment, nodePubkey, afterId);
+      for (const { payment_hash: paymentHash } of page) {
+        if (skip.has(paymentHash)) continue;
+        const invoice = await node.lookupInvoice(paymentHash);
+        if (!invoice || invoice.state === 'CANCELED') found.final.add(paymentHash);
+        if (invoice?.state !== 'SETTLED') continue;
+        await this.deps.inTransaction((tx) => recordNodeSettlement(tx, environment, invoice));
+        if (BigInt(invoice.settle_index ?? 0) > found.settleIndex) found.settleIndex = BigInt(invoice.settle_index ?? 0);
       }
-      if (page.invoices.length < CATCH_UP_PAGE) return;
-      after = page.lastIndex;
+      if (page.length < LOOK_UP_PAGE) return found;
+      afterId = page[page.length - 1]!.id;
     }
   }
 }

@@ -9,9 +9,9 @@ import { readFileSync, statSync } from 'node:fs';
 /**
  * Every permission the service's LND calls need (LND's `entity:action`), and no other:
  * - `info:read`: GetInfo (the node's network and identity), QueryRoutes (the payment preview's fee);
- * - `invoices:read`: LookupInvoice, ListInvoices, SubscribeInvoices (settling our invoices);
+ * - `invoices:read`: LookupInvoice, SubscribeInvoices (settling our invoices);
  * - `invoices:write`: AddInvoice, CancelInvoice (an internal payment closes the node's copy);
- * - `offchain:read`: TrackPaymentV2 (a payment's outcome), ListChannels (whether invoices need route hints);
+ * - `offchain:read`: TrackPaymentV2 (a payment's outcome), ListChannels (whether invoices need route hints; the preview's multi-path split);
  * - `offchain:write`: SendPaymentV2.
  * docs/lightning.md lists them; `npm run cli -- lnd:bake-macaroon` bakes a macaroon of exactly these.
  */

@@ -41,6 +41,24 @@ function outcomeOf(payment: LndPayment): PaymentOutcome {
  */
 const MAX_PARTS = 16;
 
+/** LND's smallest part of a multi-path payment (routing.DefaultShardMinAmt, 10,000 sats): it halves no further. */
+const MIN_PART_MSAT = 10_000_000n;
+/** BOLT #9 basic_mpp: a payee that takes a payment in parts. */
+const [MPP_REQUIRED, MPP_OPTIONAL] = [16, 17];
+/** The preview's bound on route queries for one split: a few channels tried per part size, a bounded answer time. */
+const CHANNELS_PER_PART = 3;
+const MAX_SPLIT_QUERIES = 32;
+const NO_ROUTE = { routeFound: false, feeMsat: 0n };
+/** Channels (id, msat left to send) with the most left first. */
+const mostLeftFirst = ([, a]: [string, bigint], [, b]: [string, bigint]) => (a > b ? -1 : a < b ? 1 : 0);
+
+/** ListChannels' Channel, the fields the split reads (int64 as decimal strings, absent when 0). */
+interface LndChannel {
+  chan_id: string;
+  local_balance?: string;
+  local_constraints?: { chan_reserve_sat?: string };
+}
+
 /** DecodePayReq's answer, the fields a route query takes from the invoice. */
 interface LndPayReq {
   route_hints?: unknown[];
@@ -91,27 +109,91 @@ export class LndProvider implements LightningProvider {
   ) {}
 
   /**
-   * QueryRoutes to the payee as SendPaymentV2 will route: with the invoice's route hints and features (a
-   * payee behind private channels, an LSP's wallet), its fee or no route. A refusal that sending would meet
-   * too (an expired invoice, a CLTV over the node's limit) is no route as well.
+   * The route's fee as SendPaymentV2 will route (docs/lightning.md, "Paying through LND"): QueryRoutes to the
+   * payee with the invoice's route hints and features (a payee behind private channels, an LSP's wallet);
+   * when no single route carries the amount but our channels together do, the parts LND would split it into
+   * (`inParts`). A refusal that sending would meet too (an expired invoice, a CLTV over the node's limit), or
+   * too little outbound balance in all, is no route.
    */
   async estimate(invoice: DecodedInvoice, amountMsat: bigint, request: string) {
+    const decoded = await this.node.call<LndPayReq>('GET', `/v1/payreq/${request.trim().toLowerCase()}`).catch((error: unknown) => {
+      if (permanentRefusal(error)) return null;
+      throw error;
+    });
+    if (!decoded) return NO_ROUTE;
+    const routeFee = (partMsat: bigint, outgoingChannel?: string) => this.routeFee(invoice, decoded, partMsat, outgoingChannel);
+    const whole = await routeFee(amountMsat);
+    if (whole !== 'no_path') return whole === 'no_route' ? NO_ROUTE : { routeFound: true, feeMsat: whole };
+    // LND splits only for a payee that takes multi-path payments (basic_mpp; the payment secret is always there).
+    if (!invoice.features.some((bit) => bit === MPP_REQUIRED || bit === MPP_OPTIONAL)) return NO_ROUTE;
+    const feeMsat = await this.inParts(amountMsat, routeFee);
+    return feeMsat === null ? NO_ROUTE : { routeFound: true, feeMsat };
+  }
+
+  /**
+   * QueryRoutes for `partMsat` (from `outgoingChannel` alone when given): the route's fee; `no_path` when the
+   * node finds none although its channels hold enough in all (LND's cue to split), `no_route` when it never
+   * can: too little outbound balance (from that channel), or a refusal the send would meet too.
+   */
+  private async routeFee(invoice: DecodedInvoice, decoded: LndPayReq, partMsat: bigint, outgoingChannel?: string): Promise<bigint | 'no_path' | 'no_route'> {
     try {
-      const decoded = await this.node.call<LndPayReq>('GET', `/v1/payreq/${request.trim().toLowerCase()}`);
       const found = await this.node.call<{ routes?: { total_fees_msat?: string }[] }>('POST', `/v1/graph/routes/${invoice.payee}/0`, {
-        amt_msat: amountMsat.toString(),
+        amt_msat: partMsat.toString(),
         final_cltv_delta: invoice.minFinalCltvExpiry,
         route_hints: decoded.route_hints ?? [],
         dest_features: Object.keys(decoded.features ?? {}).map(Number),
         use_mission_control: true,
+        ...(outgoingChannel ? { outgoing_chan_id: outgoingChannel } : {}),
       });
       const route = found.routes?.[0];
-      return route ? { routeFound: true, feeMsat: BigInt(route.total_fees_msat ?? '0') } : { routeFound: false, feeMsat: 0n };
+      return route ? BigInt(route.total_fees_msat ?? '0') : 'no_path';
     } catch (error) {
       // No path is an answer, and so is a refusal a send would meet; an unreachable node is not.
-      if (error instanceof LndError && (/unable to find a path|no route|insufficient/i.test(error.message) || permanentRefusal(error))) return { routeFound: false, feeMsat: 0n };
+      if (error instanceof LndError && /unable to find a path/i.test(error.message)) return 'no_path';
+      if (error instanceof LndError && (/no route|insufficient/i.test(error.message) || permanentRefusal(error))) return 'no_route';
       throw error;
     }
+  }
+
+  /**
+   * The amount as SendPaymentV2 splits it when no single route carries it (LND 0.18's payment session): a
+   * part is the rest, halved while no route carries it, never below MIN_PART_MSAT, at most MAX_PARTS parts.
+   * Each part goes out through one of our active channels whose balance, less its reserve and the parts
+   * already placed on it, can send it: QueryRoutes from that channel alone (LND's own check of the channel's
+   * bandwidth, then the path to the payee). The parts' fees summed, or null when the amount does not fit.
+   * The channels beyond our own are judged by their capacity alone, as a single route's are; parts that meet
+   * on one of them are not added up.
+   */
+  private async inParts(amountMsat: bigint, routeFee: (partMsat: bigint, outgoingChannel: string) => Promise<bigint | 'no_path' | 'no_route'>): Promise<bigint | null> {
+    const { channels = [] } = await this.node.call<{ channels?: LndChannel[] }>('GET', '/v1/channels?active_only=true');
+    const spendable = new Map(channels.map((channel) => [channel.chan_id, (BigInt(channel.local_balance ?? '0') - BigInt(channel.local_constraints?.chan_reserve_sat ?? '0')) * 1000n]));
+    // No path for the smallest part from our best channel: no split finds one either (the payee is out of reach).
+    const best = [...spendable].sort(mostLeftFirst)[0];
+    if (!best || best[1] < MIN_PART_MSAT || typeof (await routeFee(MIN_PART_MSAT, best[0])) !== 'bigint') return null;
+    let queries = 0;
+    const placed = async (partMsat: bigint) => {
+      const candidates = [...spendable].filter(([, left]) => left >= partMsat).sort(mostLeftFirst);
+      for (const [channel] of candidates.slice(0, CHANNELS_PER_PART)) {
+        if (++queries > MAX_SPLIT_QUERIES) return null;
+        const fee = await routeFee(partMsat, channel);
+        if (typeof fee === 'bigint') {
+          spendable.set(channel, spendable.get(channel)! - partMsat);
+          return fee;
+        }
+      }
+      return null;
+    };
+    let [left, feeMsat] = [amountMsat, 0n];
+    for (let parts = 0; left > 0n; parts++) {
+      if (parts === MAX_PARTS) return null;
+      let part = left;
+      let fee = await placed(part);
+      // LND's last allowed part is never split further.
+      while (fee === null && parts + 1 < MAX_PARTS && part / 2n >= MIN_PART_MSAT && queries < MAX_SPLIT_QUERIES) fee = await placed((part /= 2n));
+      if (fee === null) return null;
+      [left, feeMsat] = [left - part, feeMsat + fee];
+    }
+    return feeMsat;
   }
 
   /**

@@ -285,16 +285,6 @@ export class LndNode {
   }
 
   /**
-   * Up to `count` of the node's invoices added after `addIndex`, oldest first, and the add_index of the
-   * last one (`addIndex` itself when none is left).
-   */
-  async listInvoices(addIndex: bigint, count: number): Promise<{ invoices: LndInvoice[]; lastIndex: bigint }> {
-    const page = await this.call<{ invoices?: LndInvoice[]; last_index_offset?: string }>('GET', `/v1/invoices?index_offset=${addIndex}&num_max_invoices=${count}`);
-    const invoices = page.invoices ?? [];
-    return { invoices, lastIndex: invoices.length ? BigInt(page.last_index_offset ?? addIndex) : addIndex };
-  }
-
-  /**
    * Follows the node's invoice updates: first those settled after `settleIndex` (none when 0), in
    * settlement order, then live ones, until the stream ends, `timeoutMs` passes without a byte, or
    * `signal` aborts. No add_index: the node would send that backlog first, settled invoices of it

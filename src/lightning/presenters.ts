@@ -19,6 +19,14 @@ const isOverdue = (invoice: LightningInvoice, now = new Date()) => invoice.direc
 const presentedStatus = (invoice: LightningInvoice) => (isOverdue(invoice) ? ('expired' as const) : invoice.status);
 const presentedUpdatedAt = (invoice: LightningInvoice) => (isOverdue(invoice) ? invoice.expiresAt : invoice.updatedAt);
 
+/**
+ * A pending payment's hold (docs/lightning.md, "Held payments"): since when its node could not say what
+ * became of it, and the kind of failure (never the node's own words: they name its address). An ended
+ * payment, and an invoice, show none.
+ */
+const holdOf = (record: LightningInvoice) =>
+  record.status === 'pending' && record.heldAt ? { held_at: iso(record.heldAt), held_reason: record.heldReasonCode ?? ('node_error' as const) } : { held_at: null, held_reason: null };
+
 export function presentCreatedInvoice(invoice: LightningInvoice) {
   return {
     object: 'lightning_invoice' as const,
@@ -56,6 +64,7 @@ export function presentInvoice(invoice: LightningInvoice) {
     expires_at: String(unixSeconds(invoice.expiresAt)),
     created_at: iso(invoice.createdAt),
     updated_at: updatedAt ? iso(updatedAt) : '',
+    ...holdOf(invoice),
     workflow_id: workflowIdOf(invoice),
   };
 }
@@ -72,6 +81,7 @@ export function presentPayment(payment: LightningInvoice) {
     fee_sat: satsToDebit(BigInt(payment.feeMsat)).toString(),
     status: payment.status === 'expired' ? ('failed' as const) : payment.status,
     failure_reason: payment.failureReason ?? null,
+    ...holdOf(payment),
     reference: payment.reference,
     created_at: iso(payment.createdAt),
     workflow_id: paymentWorkflowId(payment.id),

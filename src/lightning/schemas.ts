@@ -1,6 +1,6 @@
 import { BECH32_CHARSET } from '../chains/schemas';
 import { resultEnvelopeSchema, text, Timestamp, z } from '../shared/schemas';
-import { INVOICE_DIRECTIONS, INVOICE_STATUSES } from './entities';
+import { HELD_REASONS, INVOICE_DIRECTIONS, INVOICE_STATUSES } from './entities';
 
 /** The largest invoice this service issues, and the most one payment may send (0.2 BTC). */
 export const MAX_INVOICE_SATS = 20_000_000;
@@ -10,6 +10,18 @@ export const MAX_FEE_SATS = MAX_PAYMENT_SATS;
 export const DEFAULT_INVOICE_EXPIRY_SECONDS = 86_400;
 
 const Reference = text(1, 255);
+
+/** A held payment's two fields (docs/lightning.md, "Held payments"), on the payment and on its record in the invoice list. */
+const HeldFields = {
+  held_at: Timestamp.nullable().openapi({
+    description:
+      'Set while the payment is held: its node could not be asked what became of it (LIGHTNING_LND_SEND_ATTEMPTS attempts failed for a transient reason). It stays pending, its reserve stays locked, and it is re-queried until the node answers, never failed blind. null otherwise, and once it ends',
+  }),
+  held_reason: z.enum(HELD_REASONS).nullable().openapi({
+    description:
+      'Why it is held: the node did not answer (unreachable), runs on another network (network_mismatch), has a macaroon live refuses (macaroon_too_broad), answered an error not known to be final (node_error), or the service failed (internal_error). null when not held',
+  }),
+};
 /**
  * The shape of a BOLT11 request, for the document only (the decoder checks it, and what no pattern
  * can: the checksum, the fields, the signature; a string outside it is 400 invalid_payment_request):
@@ -69,6 +81,7 @@ export const LightningInvoiceObject = z
     expires_at: z.string().openapi({ description: 'Unix epoch seconds, as a string' }),
     created_at: Timestamp,
     updated_at: z.string().openapi({ description: 'RFC 3339, or an empty string if never updated' }),
+    ...HeldFields,
     workflow_id: z.string().nullable().openapi({ description: 'The Temporal workflow carrying this record: lightning-payment-<id> for a payment; null for an incoming invoice (the lightning-invoice-expiry Schedule expires it)' }),
   })
   .openapi('LightningInvoice');
@@ -147,6 +160,7 @@ export const LightningPaymentObject = z
     fee_sat: z.string(),
     status: z.enum(['pending', 'paid', 'failed']),
     failure_reason: z.string().nullable(),
+    ...HeldFields,
     reference: z.string(),
     created_at: Timestamp,
     workflow_id: z.string().openapi({ description: 'The Temporal workflow carrying this payment (lightning-payment-<id>)' }),

@@ -15,6 +15,10 @@ import { cli } from '../support/cli';
 import { lndLiveConfig, lndSandboxConfig, startLightningNetworkOrSkip, type LightningNetwork } from '../support/lnd';
 import { RestartableWorker } from '../support/worker';
 
+const [LIST_INVOICES, LOOKUP_INVOICE] = ['lnrpc.Lightning/ListInvoices', 'lnrpc.Lightning/LookupInvoice'];
+/** The node logs a call as it serves it; the line reaches us a moment after the answer may: counts taken after this include the calls made before. */
+const nodeLogCaughtUp = () => new Promise((resolve) => setTimeout(resolve, 500));
+
 interface Invoice {
   id: string;
   request: string;
@@ -24,7 +28,8 @@ interface Invoice {
 /**
  * Our LND's invoices as a deployment meets them (two nodes on btcd regtest, ours the sandbox node, its only
  * channel to theirs private): invoices carry hints to that channel, what settled while no worker watched is
- * credited once from the node's stored settle_index (even after the expiry sweep), and an organization's
+ * credited once from the node's stored settle_index (even after the expiry sweep; on a first start, from our
+ * own invoices looked up by hash, never the node's whole list), and an organization's
  * payment of another's invoice cancels the node's copy so no outside payer pays it too.
  */
 describe('LND invoices: route hints, catching up, internal payments (two nodes on btcd regtest)', function () {
@@ -107,16 +112,27 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
     (await (await testOrm()).em.fork().getConnection().execute<{ settle_index: string }[]>("select settle_index from lightning_invoice_cursors where environment = 'sandbox' and node_pubkey = ?", [network.ours.pubkey]))[0]
       ?.settle_index;
 
-  it('a node no worker ever watched is caught up by listing its invoices: one paid and since expired is credited once', async () => {
+  it("a node no worker ever watched is caught up from our invoices, never its whole list: 200 of another application's are not read, one of ours paid and since expired is credited once", async () => {
     const before = await sats(payee);
+    // Another application on the same node: 200 invoices, a few of them paid.
+    const others: string[] = [];
+    for (let i = 0; i < 200; i++) others.push((await network.ours.node.call<{ payment_request: string }>('POST', '/v1/invoices', { value: '10', memo: `another application ${i}` })).payment_request);
+    for (const request of others.slice(0, 3)) assert.ok(!(await theyPay(request)).payment_error);
     const invoice = await newInvoice(payee, 1_700, 'paid before any worker ran');
     await paidWhileNobodyWatched(invoice);
     assert.equal(await storedSettleIndex(), undefined, 'no settle_index stored yet');
+    const { settle_index: settleIndex } = await nodeInvoice(invoice.payment_hash);
+    await nodeLogCaughtUp();
+    const [listed, lookedUp] = [network.ours.rpcCalls(LIST_INVOICES), network.ours.rpcCalls(LOOKUP_INVOICE)];
 
     await worker.start();
-    await paid(payee, invoice.id, 'the first watch to list the node invoices and record the settled one');
+    await paid(payee, invoice.id, 'the first watch to look our invoice up on the node and record it');
+    await nodeLogCaughtUp();
+    assert.equal(network.ours.rpcCalls(LOOKUP_INVOICE) - lookedUp, 1, 'one look-up: our one invoice the ledger did not have paid');
+    assert.equal(network.ours.rpcCalls(LIST_INVOICES) - listed, 0, "the node's invoices are never listed");
     assert.deepEqual(await sats(payee), { available: before.available + 1_700n, reserved: 0n });
     assert.equal(await paidEvents(payee, invoice.id), 1, 'one lightning.invoice.paid');
+    assert.equal(await storedSettleIndex(), settleIndex, 'its settle_index stored at once: the subscription starts after it');
     await assertLedgerReconciles(payee.organizationId);
   });
 
@@ -214,6 +230,27 @@ describe('LND invoices: route hints, catching up, internal payments (two nodes o
     assert.equal(await paidEvents(payee, invoice.id), 1);
     await assertLedgerReconciles(payer.organizationId);
     await assertLedgerReconciles(payee.organizationId);
+  });
+
+  it('a first start with none of ours ever settled on the node subscribes from now: its first settlement looks ours up again, then stores the index', async () => {
+    await worker.stop();
+    // A node none of whose invoices of ours was settled yet (those recorded paid are not looked up): no cursor.
+    await (await testOrm()).em.fork().getConnection().execute("delete from lightning_invoice_cursors where environment = 'sandbox'");
+    const open = await newInvoice(payee, 400, 'open when the worker starts');
+    await nodeLogCaughtUp();
+    const lookedUp = network.ours.rpcCalls(LOOKUP_INVOICE);
+    await worker.start();
+    await eventually(async () => (network.ours.rpcCalls(LOOKUP_INVOICE) - lookedUp === 2 ? true : undefined), 'both passes of the start to look our open invoice up');
+    assert.equal(await storedSettleIndex(), undefined, 'none of ours settled: no index to start from');
+
+    const before = await sats(payee);
+    assert.ok(!(await theyPay(open.request)).payment_error);
+    await paid(payee, open.id, 'the first settlement the subscription delivers to be recorded');
+    await nodeLogCaughtUp();
+    assert.equal(network.ours.rpcCalls(LOOKUP_INVOICE) - lookedUp, 3, 'at the start, two passes; at its first settlement, ours looked up again before the cursor moved');
+    assert.equal(await storedSettleIndex(), (await nodeInvoice(open.payment_hash)).settle_index, 'the index stored with it');
+    assert.deepEqual(await sats(payee), { available: before.available + 400n, reserved: 0n }, 'credited once');
+    assert.equal(await paidEvents(payee, open.id), 1);
   });
 
   describe("live: the node's macaroon and certificate", () => {

@@ -14,7 +14,7 @@ import { cli } from '../support/cli';
 import { localTemporal, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { assertLedgerReconciles } from '../support/ledger';
-import { lndSandboxConfig, startLightningNetworkOrSkip, type LightningNetwork } from '../support/lnd';
+import { lndSandboxConfig, startHiddenPayee, startLightningNetworkOrSkip, type LightningNetwork } from '../support/lnd';
 import { RestartableWorker } from '../support/worker';
 
 const sha256Hex = (hex: string) => createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex');
@@ -26,13 +26,17 @@ interface Payment {
   preimage: string;
   fee_sat: string;
   failure_reason: string | null;
+  held_at: string | null;
+  held_reason: string | null;
 }
 
 /**
  * LND payments on a node every organization shares (two LND nodes on btcd regtest: `ours` is the sandbox
  * environment's, `theirs` the payee), through the real app, Temporal and PostgreSQL: a payment hash is paid
  * once per node whoever asks, refusals LND will never accept end the payment failed with its reserve
- * released, transient failures hold it for an operator, and invoices behind private channels are payable.
+ * released, transient failures hold it for an operator (its API shows the hold), invoices behind private channels
+ * are payable (a payee reachable only through one, by its invoice's hint), and an amount no single channel
+ * carries is previewed payable and paid in parts.
  */
 describe('LND payments on a shared node (two nodes on btcd regtest)', function () {
   this.timeout(240_000);
@@ -229,6 +233,53 @@ describe('LND payments on a shared node (two nodes on btcd regtest)', function (
     assert.deepEqual(await satBalance(org), { available: 50_000n - 6_000n - BigInt(paid.fee_sat), reserved: 0n });
   });
 
+  it('an invoice of a node reachable only through a private channel: no route without its hint; previewed with a route and paid with it', async () => {
+    const hidden = await startHiddenPayee(network);
+    try {
+      const added = await hidden.node.call<{ payment_request: string; r_hash: string }>('POST', '/v1/invoices', { value: '2500', memo: 'from behind a private channel', private: true });
+      await assert.rejects(network.ours.node.call('GET', `/v1/graph/routes/${hidden.pubkey}/2500`), 'no path to it in the graph');
+      const org = await fundedOrganization('hidden payee payer');
+      const preview = await app.request('POST', '/api/lightning/payments/initiate', { key: org.secret, body: { request: added.payment_request } });
+      assert.equal(preview.status, 200, preview.text);
+      assert.equal(preview.body.route_found, true, preview.text);
+      const paid = await ended(org, (await payCreated(org, { request: added.payment_request })).id);
+      assert.equal(paid.status, 'paid', JSON.stringify(paid));
+      const paymentHash = Buffer.from(added.r_hash, 'base64').toString('hex');
+      assert.equal((await hidden.node.call<{ state: string }>('GET', `/v1/invoice/${paymentHash}`)).state, 'SETTLED');
+      assert.deepEqual(await satBalance(org), { available: 50_000n - 2_500n - BigInt(paid.fee_sat), reserved: 0n });
+    } finally {
+      await hidden.stop();
+    }
+  });
+
+  it('an amount no single channel of ours carries, two together do: previewed with a route (the parts LND will send), paid in parts', async () => {
+    const spendableSats = async () => {
+      const { channels = [] } = await network.ours.node.call<{ channels?: { local_balance: string; local_constraints: { chan_reserve_sat: string } }[] }>('GET', '/v1/channels?active_only=true');
+      return channels.map((channel) => BigInt(channel.local_balance) - BigInt(channel.local_constraints.chan_reserve_sat)).sort((a, b) => (a > b ? -1 : 1));
+    };
+    if ((await spendableSats()).length < 2) {
+      await network.ours.node.call('POST', '/v1/channels', { node_pubkey: base64(network.theirs.pubkey), local_funding_amount: '300000' });
+      await network.mine(6);
+      await eventually(async () => ((await spendableSats()).length === 2 ? true : undefined), 'a second channel of ours to be active', 60_000, 200);
+    }
+    const [largest, second] = await spendableSats();
+    const amount = largest! + second! / 2n;
+    const invoice = await theirInvoice({ value: amount.toString(), memo: 'more than any one channel carries' });
+    await assert.rejects(network.ours.node.call('GET', `/v1/graph/routes/${network.theirs.pubkey}/${amount}`), /unable to find a path/, 'no single route carries it');
+
+    const org = await fundedOrganization('multi-path payer', 2_000_000);
+    const preview = await app.request('POST', '/api/lightning/payments/initiate', { key: org.secret, body: { request: invoice.request } });
+    assert.equal(preview.status, 200, preview.text);
+    assert.equal(preview.body.route_found, true, preview.text);
+    const paid = await ended(org, (await payCreated(org, { request: invoice.request })).id);
+    assert.equal(paid.status, 'paid', JSON.stringify(paid));
+    const { payments } = await network.ours.node.call<{ payments: { payment_hash: string; htlcs: { status: string }[] }[] }>('GET', '/v1/payments?include_incomplete=true');
+    const sent = payments.find((payment) => payment.payment_hash === invoice.paymentHash)!;
+    assert.ok(sent.htlcs.filter((htlc) => htlc.status === 'SUCCEEDED').length >= 2, `paid in parts: ${JSON.stringify(sent.htlcs.map((htlc) => htlc.status))}`);
+    assert.equal((await theirInvoiceState(invoice.paymentHash)).amt_paid_msat, (amount * 1000n).toString());
+    assert.deepEqual(await satBalance(org), { available: 2_000_000n - amount - BigInt(paid.fee_sat), reserved: 0n });
+  });
+
   it('a send that keeps failing (our node down) is held for an operator, listed and counted; lightning:resolve asks the node first, then fails it not_sent', async () => {
     const org = await fundedOrganization('held payer');
     const cliEnv = { ...config, TEMPORAL_ADDRESS: (await localTemporal()).connection.options.address };
@@ -241,12 +292,25 @@ describe('LND payments on a shared node (two nodes on btcd regtest)', function (
     await eventually(async () => ((await em.findOneOrFail(LightningInvoice, { id: payment.id }, { refresh: true })).heldAt ? true : undefined), 'the payment to be held', 60_000, 200);
     await worker.stop();
 
+    // Its owner sees the hold: pending, since when, and why in a word (not the node's address).
+    const shown = await app.request('GET', `/api/lightning/payments/${payment.id}`, { key: org.secret });
+    assert.equal(shown.status, 200, shown.text);
+    const { status, held_at, held_reason } = shown.body.data as Payment;
+    assert.deepEqual([status, held_reason], ['pending', 'unreachable']);
+    assert.ok(held_at && Date.parse(held_at) <= Date.now(), held_at ?? 'no held_at');
+    assert.doesNotMatch(shown.text, /did not answer|127\.0\.0\.1/);
+    const listedRecords = await app.request('GET', '/api/lightning/invoices?direction=outgoing&status=pending', { key: org.secret });
+    assert.deepEqual(
+      (listedRecords.body.data.invoices as { id: string; held_at: string | null; held_reason: string | null }[]).map((record) => [record.id, record.held_at, record.held_reason]),
+      [[payment.id, held_at, 'unreachable']],
+    );
+
     const metrics = await app.request('GET', '/metrics');
     assert.match(metrics.text, /lightning_payments_held\{environment="sandbox"\} [1-9]/);
-    const listed = JSON.parse((await cli(['lightning:held', '--org', org.organizationId], process.env.DATABASE_URL!, cliEnv)).stdout) as { payments: { id: string; held_reason: string; reserved_sat: string }[] };
+    const listed = JSON.parse((await cli(['lightning:held', '--org', org.organizationId], process.env.DATABASE_URL!, cliEnv)).stdout) as { payments: { id: string; held_reason: string; held_reason_code: string; reserved_sat: string }[] };
     assert.deepEqual(
-      listed.payments.map((held) => [held.id, held.reserved_sat]),
-      [[payment.id, '1710']],
+      listed.payments.map((held) => [held.id, held.reserved_sat, held.held_reason_code]),
+      [[payment.id, '1710', 'unreachable']],
     );
     assert.match(listed.payments[0]!.held_reason, /did not answer/);
     assert.equal((await satBalance(org)).reserved, 1_710n, 'held, not refunded');
@@ -263,7 +327,7 @@ describe('LND payments on a shared node (two nodes on btcd regtest)', function (
     // Its workflow, back, finds it ended and sends nothing.
     await worker.start();
     const failed = await ended(org, payment.id);
-    assert.deepEqual([failed.status, failed.failure_reason], ['failed', 'not_sent']);
+    assert.deepEqual([failed.status, failed.failure_reason, failed.held_at, failed.held_reason], ['failed', 'not_sent', null, null], 'an ended payment is no longer held');
     await new Promise((resolve) => setTimeout(resolve, 12_000));
     assert.equal((await theirInvoiceState(invoice.paymentHash)).state, 'OPEN', 'nothing went out');
     await assertLedgerReconciles(org.organizationId);

@@ -26,6 +26,8 @@ export interface Lnd {
   pubkey: string;
   /** host:port of its peer-to-peer listener. */
   p2p: string;
+  /** How many calls of an RPC (its full name, `lnrpc.Lightning/ListInvoices`) the node has served, as its own RPCS log says. */
+  rpcCalls: (method: string) => number;
   /** Ends the process at once (SIGKILL: a crash, nothing flushed), keeping its data directory. */
   kill: () => Promise<void>;
   /** Starts it again on the same data, ports and credentials; resolves once it serves REST and is synced. */
@@ -75,16 +77,28 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
     `--listen=127.0.0.1:${p2pPort}`,
     '--nobootstrap',
     `--alias=${name}`,
-    '--debuglevel=warn',
+    // Each RPC served is logged ("[/lnrpc.Lightning/ListInvoices] requested"): the tests count calls from it.
+    '--debuglevel=warn,RPCS=debug',
     // Channels usable after one block, gossip without the usual delays: a test's minutes become seconds.
     '--bitcoin.defaultchanconfs=1',
     '--trickledelay=50',
   ];
   let child: ChildProcess;
   let output = '';
+  const calls = new Map<string, number>();
+  let unfinishedLine = '';
+  const countCalls = (chunk: Buffer) => {
+    const lines = (unfinishedLine + chunk.toString()).split('\n');
+    unfinishedLine = lines.pop()!;
+    for (const line of lines) {
+      const method = /\[\/([\w.]+\/\w+)\] requested/.exec(line)?.[1];
+      if (method) calls.set(method, (calls.get(method) ?? 0) + 1);
+    }
+  };
   const launch = () => {
     child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000));
+    child.stdout?.on('data', countCalls);
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
   };
@@ -145,6 +159,7 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
     tlsCertPath,
     pubkey,
     p2p: `127.0.0.1:${p2pPort}`,
+    rpcCalls: (method) => calls.get(method) ?? 0,
     kill,
     restart: async () => {
       // Its certificate and macaroon stay; a new client forgets the old connections.
@@ -274,6 +289,49 @@ async function startPublicPayer(binary: string, btcd: Btcd, theirs: Lnd, capacit
     return payer;
   } catch (error) {
     await payer.stop();
+    throw error;
+  }
+}
+
+/**
+ * A node reachable only through a private channel of `capacitySat` it opens to theirs (funded from the third
+ * coinbase, half pushed to theirs so theirs can forward to it): no path to it in the graph, only the hint its
+ * invoices carry. Resolves once it issues invoices with that hint. The caller stops it.
+ */
+export async function startHiddenPayee(network: LightningNetwork, capacitySat = 200_000n): Promise<Lnd> {
+  const lnd = findLnd();
+  if ('missing' in lnd) throw new Error(lnd.missing);
+  const hidden = await startLnd(lnd.path, network.btcd, 'hidden');
+  try {
+    const { address } = await hidden.node.call<{ address: string }>('GET', '/v1/newaddress?type=WITNESS_PUBKEY_HASH');
+    await network.btcd.call('sendrawtransaction', [payFromMiner(await coinbaseOutput(network.btcd, 3), asTestnetAddress(address), 2n * capacitySat).hex]);
+    await network.mine(1);
+    await eventually(
+      async () => BigInt((await hidden.node.call<{ confirmed_balance: string }>('GET', '/v1/balance/blockchain')).confirmed_balance) >= 2n * capacitySat || undefined,
+      'the hidden payee to see its funding confirmed',
+    );
+    await hidden.node.call('POST', '/v1/peers', { addr: { pubkey: network.theirs.pubkey, host: network.theirs.p2p }, perm: false });
+    await hidden.node.call('POST', '/v1/channels', {
+      node_pubkey: Buffer.from(network.theirs.pubkey, 'hex').toString('base64'),
+      local_funding_amount: capacitySat.toString(),
+      push_sat: (capacitySat / 2n).toString(),
+      private: true,
+    });
+    await network.mine(1);
+    // It hints at the channel once it knows theirs' policy for it.
+    await eventually(
+      async () => {
+        const added = await hidden.node.call<{ payment_request: string }>('POST', '/v1/invoices', { value: '1', private: true });
+        const decoded = await hidden.node.call<{ route_hints?: unknown[] }>('GET', `/v1/payreq/${added.payment_request}`);
+        return decoded.route_hints?.length ? true : undefined;
+      },
+      'the hidden payee to hint at its private channel',
+      60_000,
+      250,
+    );
+    return hidden;
+  } catch (error) {
+    await hidden.stop();
     throw error;
   }
 }
