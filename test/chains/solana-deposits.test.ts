@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { base58 } from '@scure/base';
 import { mnemonicToSeedSync } from '@scure/bip39';
-import { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
+import type { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
 import { ASSOCIATED_TOKEN_PROGRAM, ATA_CREATE_IDEMPOTENT, associatedTokenAddress, readonly, signer, signSolanaInstructions, SYSTEM_PROGRAM, TOKEN_TRANSFER_CHECKED, writable } from '../../src/chains/transfers/solana';
 import { coinTypeFor, deriveKey } from '../../src/keys/derivation';
 import { ChainScanCursor } from '../../src/monitoring/entities';
@@ -10,8 +10,9 @@ import { testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { mintData, putTokenProgramAccount, svmAddress, tokenAccountData, u64 } from '../support/litesvm';
 import { createHotWallet, signingOutside, walletBalances } from '../support/reconciliation';
-import { startScannedService, type ScannedService } from '../support/scanned-service';
-import { DEVNET_GENESIS, SolanaNode, TOKEN_2022_PROGRAM_ID } from '../support/solana-node';
+import type { ScannedService } from '../support/scanned-service';
+import { SolanaNode, TOKEN_2022_PROGRAM_ID } from '../support/solana-node';
+import { startSolanaService } from '../support/solana-service';
 
 const SOL = 1_000_000_000n;
 const USDC = 1_000_000n;
@@ -47,24 +48,12 @@ describe('Solana deposits through the scanner (LiteSVM): a Token-2022 transfer a
   let service: ScannedService;
   let provider: SolanaRpcProvider;
   const mint = outsideKey(1).address;
-  const config: Record<string, string> = {};
 
   before(async () => {
-    node.genesis = DEVNET_GENESIS;
-    await node.start();
     putTokenProgramAccount(node.svm, mint, mintData(funder.address, 1_000_000n * USDC, 6), TOKEN_2022_PROGRAM_ID);
     putTokenProgramAccount(node.svm, token2022Account(funder.address, mint), tokenAccountData(mint, funder.address, 1_000_000n * USDC), TOKEN_2022_PROGRAM_ID);
     node.svm.airdrop(svmAddress(funder.address), (100n * SOL) as never);
-    node.produceBlocks(400);
-    provider = new SolanaRpcProvider(node.url, { timeoutMs: 5_000, maxResponseBytes: 1_000_000 }, { USDC_SOL: mint });
-    Object.assign(config, {
-      TEMPORAL_TASK_QUEUE: `solana-deposits-${randomUUID()}`,
-      CHAIN_NODE_SOLANA_SANDBOX: node.url,
-      CHAIN_TOKENS_SOLANA_SANDBOX: `USDC_SOL=${mint}`,
-      CHAIN_CONFIRMATIONS_SOLANA: '2',
-      CHAIN_SCAN_INTERVAL_SECONDS: '0.5',
-    });
-    service = await startScannedService('solana', 'Solana deposits', config, async () => node.confirmedSlot);
+    ({ service, provider } = await startSolanaService(node, 'Solana deposits', mint));
   });
 
   after(async () => {

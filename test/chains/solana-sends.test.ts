@@ -1,16 +1,17 @@
 import assert from 'node:assert/strict';
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { base58 } from '@scure/base';
 import { mnemonicToSeedSync } from '@scure/bip39';
-import { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
+import type { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
 import { signTransfer } from '../../src/chains/transfers';
 import { associatedTokenAccount, COMPUTE_BUDGET_PROGRAM, LAMPORTS_PER_SIGNATURE, priorityFeeOf, SET_COMPUTE_UNIT_LIMIT, SET_COMPUTE_UNIT_PRICE, SOLANA_TOKEN_ACCOUNT_RENT } from '../../src/chains/transfers/solana';
 import { coinTypeFor, deriveKey } from '../../src/keys/derivation';
 import { eventually } from '../support/eventually';
 import { messageInstructions, mintData, putTokenProgramAccount, svmAddress, tokenAccountData, u64At } from '../support/litesvm';
 import { createHotWallet, walletBalances } from '../support/reconciliation';
-import { startScannedService, type ScannedService } from '../support/scanned-service';
-import { DEVNET_GENESIS, SolanaNode } from '../support/solana-node';
+import type { ScannedService } from '../support/scanned-service';
+import { SolanaNode } from '../support/solana-node';
+import { startSolanaService } from '../support/solana-service';
 
 const SOL = 1_000_000_000n;
 const USDC = 1_000_000n;
@@ -45,25 +46,13 @@ describe('Solana sends (LiteSVM): the compute limit from the simulation, the fee
   let service: ScannedService;
   let provider: SolanaRpcProvider;
   let mint: string;
-  const config: Record<string, string> = {};
 
   before(async () => {
-    node.genesis = DEVNET_GENESIS;
-    await node.start();
     mint = outsideKey(1).address;
     putTokenProgramAccount(node.svm, mint, mintData(funder.address, 1_000_000n * USDC, 6));
     putTokenProgramAccount(node.svm, associatedTokenAccount(funder.address, mint), tokenAccountData(mint, funder.address, 1_000_000n * USDC));
     node.svm.airdrop(svmAddress(funder.address), (1_000n * SOL) as never);
-    node.produceBlocks(400);
-    provider = new SolanaRpcProvider(node.url, { timeoutMs: 5_000, maxResponseBytes: 1_000_000 }, { USDC_SOL: mint });
-    Object.assign(config, {
-      TEMPORAL_TASK_QUEUE: `solana-sends-${randomUUID()}`,
-      CHAIN_NODE_SOLANA_SANDBOX: node.url,
-      CHAIN_TOKENS_SOLANA_SANDBOX: `USDC_SOL=${mint}`,
-      CHAIN_CONFIRMATIONS_SOLANA: '2',
-      CHAIN_SCAN_INTERVAL_SECONDS: '0.5',
-    });
-    service = await startScannedService('solana', 'Solana sends', config, async () => node.confirmedSlot);
+    ({ service, provider } = await startSolanaService(node, 'Solana sends', mint));
   });
 
   after(async () => {
