@@ -29,6 +29,28 @@ export interface FlatFeeMarket {
 }
 export type FeeMarket = Eip1559FeeMarket | PerByteFeeMarket | FlatFeeMarket;
 
+/**
+ * Solana: the compute budget of one transfer as the node prices it: the compute unit limit it is
+ * signed with, and at each level the price per unit (micro-lamports) for the accounts it writes.
+ */
+export interface TransferComputeBudget {
+  unitLimit: bigint;
+  /** `simulation`: the units the node's simulation used, with a margin; `fixed`: the node could not simulate it, the fixed limit. */
+  limitFrom: 'simulation' | 'fixed';
+  unitPrice: Record<FeeLevel, bigint>;
+}
+
+/** A transfer whose compute budget is asked for: what its transaction will carry. */
+export interface BudgetedTransfer {
+  from: string;
+  to: string;
+  assetId: string;
+  /** Base units the transfer moves. */
+  amount: bigint;
+  /** The mint of a token asset. */
+  tokenAddress?: string;
+}
+
 /** One JSON-RPC call as the pass-through relays it: already validated and allowed. */
 export interface RelayedCall {
   method: string;
@@ -268,6 +290,12 @@ export interface ChainProvider {
    * transaction is signed. Throws TransactionRejectedError when the node says the call would fail.
    */
   estimateGas?(call: GasEstimateCall): Promise<bigint>;
+  /**
+   * Solana: the compute budget of `transfer` (simulateTransaction for its limit, getRecentPrioritizationFees
+   * over the accounts it writes for its price), so that the fee it is charged is known before it is
+   * signed. Throws TransactionRejectedError when the simulation says the transfer itself fails.
+   */
+  transferComputeBudget?(transfer: BudgetedTransfer): Promise<TransferComputeBudget>;
 }
 
 /** A call whose gas is estimated: what its transaction will carry. */

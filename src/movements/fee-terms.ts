@@ -1,7 +1,7 @@
 import type { AssetInfo } from '../catalogue/service';
 import { NATIVE_TRANSFER_GAS } from '../chains/fees';
-import type { FeeLevel, FeeMarket, FlatFeeMarket } from '../chains/provider';
-import { SOLANA_TOKEN_ACCOUNT_RENT } from '../chains/transfers/solana';
+import type { FeeLevel, FeeMarket, FlatFeeMarket, TransferComputeBudget } from '../chains/provider';
+import { LAMPORTS_PER_SIGNATURE, priorityFeeOf, SOLANA_TOKEN_ACCOUNT_RENT } from '../chains/transfers/solana';
 
 /**
  * Fee terms: what an account-chain send is signed with and the most it can cost. Below the money
@@ -9,11 +9,15 @@ import { SOLANA_TOKEN_ACCOUNT_RENT } from '../chains/transfers/solana';
  * them. Pure, no I/O.
  */
 
-/** The fee terms a send is signed with, integers as decimal strings (JSON column). */
+/**
+ * The fee terms a send is signed with, integers as decimal strings (JSON column). Solana's flat terms
+ * carry the compute budget a live node's simulation set (the limit and the price per unit the transfer
+ * is signed with, costing exactly `fee`); terms without one are signed at the fixed limit.
+ */
 export type StoredFeeTerms =
   | { model: 'eip1559'; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }
   | { model: 'per_byte'; satPerVbyte: string; vsize: number }
-  | { model: 'flat'; fee: string };
+  | { model: 'flat'; fee: string; computeUnitLimit?: string; computeUnitPrice?: string };
 
 /** Energy of a TRC-20 `transfer` to an address that already holds the token. */
 export const TRC20_TRANSFER_ENERGY = 65_000n;
@@ -44,7 +48,7 @@ export interface SendGas {
  * send (its exact gas given) signs one fixed price, max fee = priority fee = that same max fee, so
  * that it pays exactly gas x price: the station funds that, no more, no less.
  */
-export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeLevel, gas?: SendGas): { terms: StoredFeeTerms; feeLimit: bigint } {
+export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeLevel, gas?: SendGas, budget?: TransferComputeBudget): { terms: StoredFeeTerms; feeLimit: bigint } {
   if (market.model === 'eip1559') {
     const gasLimit = gas?.limit ?? (asset.type === 'native' ? NATIVE_TRANSFER_GAS : undefined);
     if (gasLimit === undefined) throw new Error(`a ${asset.id} transfer is priced at its estimated gas, and none was given`);
@@ -56,10 +60,19 @@ export function accountFeeTerms(market: FeeMarket, asset: AssetInfo, level: FeeL
     };
   }
   if (market.model === 'flat') {
-    const fee = flatTransferFee(market, asset, level);
+    const { fee, terms } = budget ? budgetedTerms(budget, level) : { fee: flatTransferFee(market, asset, level), terms: {} };
     // An SPL transfer creates the recipient's token account when it has none: its rent may leave with the fee, so the most it costs counts it.
     const feeLimit = asset.chain === 'solana' && asset.type !== 'native' ? fee + SOLANA_TOKEN_ACCOUNT_RENT : fee;
-    return { terms: { model: 'flat', fee: fee.toString() }, feeLimit };
+    return { terms: { model: 'flat', fee: fee.toString(), ...terms }, feeLimit };
   }
   throw new Error(`an account chain with a ${market.model} fee market`);
+}
+
+/** Solana with the transfer's own compute budget: the base fee and the level's price over the budget's limit, as the runtime charges it. */
+export function budgetedTerms(budget: TransferComputeBudget, level: FeeLevel) {
+  const computeBudget = { unitLimit: budget.unitLimit, unitPrice: budget.unitPrice[level] };
+  return {
+    fee: LAMPORTS_PER_SIGNATURE + priorityFeeOf(computeBudget),
+    terms: { computeUnitLimit: computeBudget.unitLimit.toString(), computeUnitPrice: computeBudget.unitPrice.toString() },
+  };
 }

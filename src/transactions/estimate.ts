@@ -5,15 +5,15 @@ import type { AssetInfo } from '../catalogue/service';
 import { LAMPORTS_PER_SIGNATURE, SOLANA_TOKEN_ACCOUNT_RENT } from '../chains/transfers/solana';
 import { CONFIRMATION_SECS, GWEI_DECIMALS, NATIVE_TRANSFER_GAS, P2WPKH_PAYMENT_VBYTES, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
-import { FEE_LEVELS, type FeeLevel, type FeeMarket } from '../chains/provider';
+import { FEE_LEVELS, type FeeLevel, type FeeMarket, type TransferComputeBudget } from '../chains/provider';
 import type { Config } from '../config';
 import { findPrimaryAddress } from '../custody/service';
-import { accountFeeTerms, TRC20_TRANSFER_ENERGY, TRON_ENERGY_PRICE_SUN } from '../movements/fee-terms';
+import { accountFeeTerms, budgetedTerms, TRC20_TRANSFER_ENERGY, TRON_ENERGY_PRICE_SUN } from '../movements/fee-terms';
 import { assessFunding, FUNDING_MODELS, sponsoredFee, sponsoringStations } from '../movements/funding';
 import { DomainError, errors } from '../shared/errors';
 import { toDisplay } from '../shared/money';
 import { selectCoins, type SpendableFormat, type SpendableOutput } from './coin-selection';
-import { erc20GasLimit, transferGas } from './node-reads';
+import { erc20GasLimit, transferComputeBudget, transferGas } from './node-reads';
 import { resolveTransfer } from './validation';
 import { spendableOutputs } from './wallet-outputs';
 
@@ -66,9 +66,12 @@ export async function estimateFee(em: EntityManager, config: Config, chains: Cha
       ? { outputs: await spendableOutputs(em, wallet, { lock: false }), changeFormat: from.format as SpendableFormat, recipient: toAddress, amount, gross }
       : null;
   // EVM: the transfer's gas, asked of the node once; a token's unsponsored limit is the one its send would sign.
-  const gas = market.model === 'eip1559' ? await transferGas(await chains.provider(chain.id, auth.environment, em), asset, from.address, toAddress, amount) : undefined;
+  // Solana on a live node: the transfer's compute budget, as its send would read it.
+  const provider = market.model === 'per_byte' ? undefined : await chains.provider(chain.id, auth.environment, em);
+  const gas = provider && market.model === 'eip1559' ? await transferGas(provider, asset, from.address, toAddress, amount) : undefined;
+  const budget = provider && market.model === 'flat' ? await transferComputeBudget(provider, asset, from.address, toAddress, amount, gross) : undefined;
   const tokenGas = gas !== undefined && asset.type !== 'native' ? erc20GasLimit(config, asset, gas) : undefined;
-  const quotes = Object.fromEntries(FEE_LEVELS.map((level) => [level, quoteFee(market, asset, level, coins, tokenGas)])) as Record<FeeLevel, FeeQuote>;
+  const quotes = Object.fromEntries(FEE_LEVELS.map((level) => [level, quoteFee(market, asset, level, coins, tokenGas, budget)])) as Record<FeeLevel, FeeQuote>;
   if (gross) {
     const uncovered = FEE_LEVELS.filter((level) => quotes[level].fee >= amount);
     if (uncovered.length > 0) {
@@ -78,7 +81,7 @@ export async function estimateFee(em: EntityManager, config: Config, chains: Cha
       });
     }
   }
-  const sponsoredFees = sponsoredQuotes(market, asset, gas);
+  const sponsoredFees = sponsoredQuotes(market, asset, gas, budget);
   const stations = sponsoredFees ? await sponsoringStations(em, config, auth, chain.id) : { customer: null, provider: null };
 
   const prices = priceSourceFor(config, auth.environment);
@@ -149,17 +152,17 @@ export async function estimateFee(em: EntityManager, config: Config, chains: Cha
  * (asked of the node) at one fixed price, so the station funds exactly its fee; Tron and Solana
  * pay their flat fee. Null on Bitcoin, which is not sponsored.
  */
-function sponsoredQuotes(market: FeeMarket, asset: AssetInfo, gas: bigint | undefined) {
+function sponsoredQuotes(market: FeeMarket, asset: AssetInfo, gas: bigint | undefined, budget: TransferComputeBudget | undefined) {
   if (market.model === 'per_byte') return null;
   const quote = (level: FeeLevel) => {
-    const { terms, feeLimit } = accountFeeTerms(market, asset, level, gas === undefined ? undefined : { limit: gas, sponsored: true });
+    const { terms, feeLimit } = accountFeeTerms(market, asset, level, gas === undefined ? undefined : { limit: gas, sponsored: true }, budget);
     const breakdown =
       terms.model === 'eip1559'
         ? [
             item('gas_limit', "Gas the transfer uses (the node's estimate), its limit when sponsored", 'gas', terms.gasLimit),
             item('gas_price', 'Fixed price per gas of a sponsored transfer (max fee = priority fee = twice the base fee plus the priority fee)', 'gwei', gwei(BigInt(terms.maxFeePerGas))),
           ]
-        : quoteFee(market, asset, level, null).breakdown;
+        : quoteFee(market, asset, level, null, undefined, budget).breakdown;
     return { ...sponsoredFee(terms, feeLimit), breakdown };
   };
   return { low: quote('low'), medium: quote('medium'), high: quote('high') };
@@ -221,9 +224,10 @@ function quoteBitcoinFee(rate: bigint, coins: WalletCoins): FeeQuote {
 
 /**
  * The fee of one transfer of `asset` at `level`, in the chain's native base units, and how it is made
- * up. An ERC-20's is priced at `tokenGas`, the limit its send signs (erc20GasLimit).
+ * up. An ERC-20's is priced at `tokenGas`, the limit its send signs (erc20GasLimit); a Solana transfer
+ * at its own compute budget when the node gave one (`budget`), as its send is signed.
  */
-export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, coins: WalletCoins | null, tokenGas?: bigint): FeeQuote {
+export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, coins: WalletCoins | null, tokenGas?: bigint, budget?: TransferComputeBudget): FeeQuote {
   const native = asset.type === 'native';
   switch (market.model) {
     case 'per_byte':
@@ -259,14 +263,22 @@ export function quoteFee(market: FeeMarket, asset: AssetInfo, level: FeeLevel, c
           ],
         };
       }
-      // Solana: lamports per signature, and the priority fee on top (the same for an SPL transfer).
+      // Solana: lamports per signature, and the priority fee on top: the level's price over the transfer's compute unit limit.
       const baseFee = LAMPORTS_PER_SIGNATURE * SOLANA_TRANSFER_SIGNATURES;
+      const fee = budget ? budgetedTerms(budget, level).fee : transferFee;
+      const limitLabel = budget?.limitFrom === 'simulation' ? "the node's simulation of the transfer with its margin" : 'fixed: the node did not simulate the transfer';
       return {
-        fee: transferFee,
+        fee,
         breakdown: [
           item('signatures', 'Signatures', 'signatures', SOLANA_TRANSFER_SIGNATURES),
           item('base_fee', `Base fee, ${LAMPORTS_PER_SIGNATURE} lamports a signature`, 'lamports', baseFee),
-          item('priority_fee', 'Priority fee', 'lamports', transferFee > baseFee ? transferFee - baseFee : 0n),
+          ...(budget
+            ? [
+                item('compute_unit_limit', `Compute unit limit (${limitLabel})`, 'compute units', budget.unitLimit),
+                item('compute_unit_price', 'Priority fee per compute unit, from recent fees paid for the accounts the transfer writes', 'micro-lamports', budget.unitPrice[level]),
+              ]
+            : []),
+          item('priority_fee', 'Priority fee', 'lamports', fee > baseFee ? fee - baseFee : 0n),
           ...(native
             ? []
             : [item('token_account_rent', "Rent of the recipient's token account, paid only when the transfer creates it: not in the fee, but locked with it and debited when paid", 'lamports', SOLANA_TOKEN_ACCOUNT_RENT)]),

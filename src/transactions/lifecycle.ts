@@ -124,6 +124,10 @@ export const feeTermsOf = (terms: StoredFeeTerms): FeeTerms => {
     case 'per_byte':
       return { model: 'per_byte', satPerVbyte: BigInt(terms.satPerVbyte) };
     case 'flat':
-      return { model: 'flat', fee: BigInt(terms.fee) };
+      return {
+        model: 'flat',
+        fee: BigInt(terms.fee),
+        ...(terms.computeUnitLimit === undefined ? {} : { computeBudget: { unitLimit: BigInt(terms.computeUnitLimit), unitPrice: BigInt(terms.computeUnitPrice ?? '0') } }),
+      };
   }
 };

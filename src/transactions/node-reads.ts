@@ -1,13 +1,15 @@
 /**
  * What a send reads from its chain's node before its database transaction opens: the fee market, and
- * the gas of its transfer from each address it may leave from (EVM), within the gas cap.
+ * the gas of its transfer from each address it may leave from (EVM), within the gas cap, or its compute
+ * budget (Solana on a live node).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AssetInfo } from '../catalogue/service';
 import { chainNodeUnavailable, readFeeMarket } from '../chains/fees';
 import type { ChainNodes } from '../chains/nodes';
-import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeMarket } from '../chains/provider';
+import { NodeUnavailableError, TransactionRejectedError, type ChainProvider, type FeeMarket, type TransferComputeBudget } from '../chains/provider';
 import { erc20TransferData } from '../chains/transfers/ethereum';
+import { LAMPORTS_PER_SIGNATURE } from '../chains/transfers/solana';
 import type { Config } from '../config';
 import { Address, type Wallet } from '../custody/entities';
 import { spendableByAddress } from '../custody/journal';
@@ -21,12 +23,13 @@ import { checkSendOptions, resolveTransfer, type CreateTransactionInput } from '
 /**
  * What a send needs from its chain's node: the fee market, and each address it may leave from with
  * the gas its transfer takes from there (ERC-20 and sponsored sends; none for plain ether, Bitcoin
- * and flat-fee chains). Read before the send's transaction opens, so no pooled connection or row
- * lock waits on the node.
+ * and Tron) or the compute budget of its transfer from there (Solana, where the node simulates;
+ * none on the devnet). Read before the send's transaction opens, so no pooled connection or row lock
+ * waits on the node.
  */
 export interface SendNodeReads {
   market: FeeMarket;
-  senders: { addressId: string; gas: SendGas | undefined }[];
+  senders: { addressId: string; gas: SendGas | undefined; budget?: TransferComputeBudget | undefined }[];
 }
 
 /**
@@ -55,7 +58,11 @@ export async function readSendFromNode(
   const senders: SendNodeReads['senders'] = [];
   for (const sender of candidates) {
     try {
-      senders.push({ addressId: sender.id, gas: market.model === 'eip1559' ? await sendGas(config, provider, asset, sender.address, toAddress, amount, input.sponsor === true) : undefined });
+      senders.push({
+        addressId: sender.id,
+        gas: market.model === 'eip1559' ? await sendGas(config, provider, asset, sender.address, toAddress, amount, input.sponsor === true) : undefined,
+        budget: await transferComputeBudget(provider, asset, sender.address, toAddress, amount, transfer.gross),
+      });
     } catch (error) {
       if (senders.length === 0 || !(error instanceof DomainError)) throw error;
     }
@@ -72,12 +79,31 @@ export async function readSendFromNode(
 export async function transferGas(provider: ChainProvider, asset: AssetInfo, from: string, to: string, amount: bigint): Promise<bigint> {
   if (!provider.estimateGas) throw new Error(`the ${asset.chain} provider cannot estimate gas`);
   const token = asset.type === 'native' ? undefined : provider.tokenAddress(asset.id);
+  return asEstimate(asset, 'gas', () => (token ? provider.estimateGas!({ from, to: token, data: erc20TransferData(to, amount) }) : provider.estimateGas!({ from, to, value: amount })));
+}
+
+/**
+ * Solana on a node that simulates (not the devnet): the compute budget of the transfer from `from`,
+ * which its send is signed with and its fee priced at. A gross send's transfer is simulated at the
+ * amount less the base fee (the simulation pays no priority fee), so that a sender holding just the
+ * amount is not refused. A transfer the simulation says fails is refused as EVM's (400
+ * gas_estimate_failed); undefined where the provider has no budget.
+ */
+export async function transferComputeBudget(provider: ChainProvider, asset: AssetInfo, from: string, to: string, amount: bigint, gross: boolean): Promise<TransferComputeBudget | undefined> {
+  if (!provider.transferComputeBudget) return undefined;
+  const token = asset.type === 'native' ? undefined : provider.tokenAddress(asset.id);
+  const moved = gross && amount > LAMPORTS_PER_SIGNATURE ? amount - LAMPORTS_PER_SIGNATURE : amount;
+  return asEstimate(asset, 'compute units', () => provider.transferComputeBudget!({ from, to, assetId: asset.id, amount: moved, ...(token ? { tokenAddress: token } : {}) }));
+}
+
+/** The node's estimate of a transfer's cost: refused (400 gas_estimate_failed, the node's reason in details) when it says the transfer fails; 503 when it does not answer. */
+async function asEstimate<T>(asset: AssetInfo, what: string, estimate: () => Promise<T>): Promise<T> {
   try {
-    return await (token ? provider.estimateGas({ from, to: token, data: erc20TransferData(to, amount) }) : provider.estimateGas({ from, to, value: amount }));
+    return await estimate();
   } catch (error) {
     if (error instanceof NodeUnavailableError) throw chainNodeUnavailable('unreachable', `the ${asset.chain} node did not answer`);
     if (!(error instanceof TransactionRejectedError)) throw error;
-    throw errors.invalid('gas_estimate_failed', `The node cannot estimate the gas of this ${asset.id} transfer: ${error.message}`, {
+    throw errors.invalid('gas_estimate_failed', `The node cannot estimate the ${what} of this ${asset.id} transfer: ${error.message}`, {
       details: { asset_id: asset.id, reason: error.reason },
     });
   }

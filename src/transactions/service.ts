@@ -5,7 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AssetInfo } from '../catalogue/service';
 import type { ChainNodes } from '../chains/nodes';
-import type { FeeLevel, FeeMarket } from '../chains/provider';
+import type { FeeLevel, FeeMarket, TransferComputeBudget } from '../chains/provider';
 import type { Config } from '../config';
 import { Address, type Wallet } from '../custody/entities';
 import { lockCustodyFunds, spendableByAddress } from '../custody/journal';
@@ -93,11 +93,11 @@ export async function createTransaction(em: EntityManager, config: Config, chain
     plan: async (sender) => {
       // Net: amount to the recipient, fee on top. Gross: the recipient gets amount - fee limit, and the whole amount is locked.
       // Sponsored: the fee arrives as fuel from the station before the send is signed, so nothing of the wallet's is locked for it.
-      const gas = reads.senders.find((read) => read.addressId === sender.id)?.gas;
+      const read = reads.senders.find((candidate) => candidate.addressId === sender.id);
       const planned: FeePlan =
         chain.id === 'bitcoin'
           ? await planBitcoinSend(em, transfer, market, level, bitcoinSendOptions(input, pinned ?? null, market, config.FEE_MARKET_MAX_MULTIPLE))
-          : accountFeePlan(transfer, market, level, gas);
+          : accountFeePlan(transfer, market, level, read?.gas, read?.budget);
       return { plan: planned, lockedAmount: planned.recipientAmount, lockedFee: funding ? 0n : planned.feeLimit };
     },
   });
@@ -174,9 +174,9 @@ function pinnedInput(input: { txid: string; vout: string }, index: number): Pinn
   return { txid: input.txid.toLowerCase(), vout: Number(input.vout) };
 }
 
-function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: FeeLevel, gas?: SendGas): FeePlan {
+function accountFeePlan(transfer: ResolvedTransfer, market: FeeMarket, level: FeeLevel, gas?: SendGas, budget?: TransferComputeBudget): FeePlan {
   const { asset, amount, gross } = transfer;
-  const { terms, feeLimit } = accountFeeTerms(market, asset, level, gas);
+  const { terms, feeLimit } = accountFeeTerms(market, asset, level, gas, budget);
   if (gross && amount <= feeLimit) {
     throw errors.invalid('amount_below_fee', `The amount does not exceed the ${level} fee limit: the recipient would get nothing.`, {
       param: 'amount',

@@ -13,7 +13,7 @@ import { createTestOrganization, startTestApp, type TestApp } from '../support/a
 import { testConfig, testOrm } from '../support/environment';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
 import { creditCustodyWallet } from '../support/ledger';
-import { mintData, putTokenProgramAccount } from '../support/litesvm';
+import { mintData, putTokenProgramAccount, svmAddress } from '../support/litesvm';
 import { SolanaNode } from '../support/solana-node';
 import { testLogger } from '../support/secret-scan';
 
@@ -131,6 +131,7 @@ describe('Live prices from Chainlink feeds (anvil)', () => {
 /** A live wallet of a new organization, credited on its ledger, under one enforced policy: block above a USD amount. */
 interface LiveWallet {
   id: string;
+  address: string;
   send: (amount: string, to: string) => ReturnType<TestApp['request']>;
   lastDecision: () => Promise<{ decision: { result: string; price_unavailable?: boolean; reason: string }; request: Record<string, unknown> }>;
 }
@@ -151,6 +152,7 @@ async function liveWalletUnderUsdBlock(app: TestApp, chain: string, asset: strin
   assert.equal((await app.request('POST', `/v1/policies/${policy.body.id}/activate`, { key: live.secret, body: {} })).status, 200);
   return {
     id: wallet.body.id,
+    address: wallet.body.primary_address.address,
     send: (amount, to) => app.request('POST', '/v1/transactions', { key: live.secret, body: { wallet_id: wallet.body.id, to_address: to, amount, asset } }),
     lastDecision: async () => {
       const [entry] = await (await testOrm()).em.fork().find(PolicyAuditLog, { organization: org.organizationId, environment: 'live', action: 'decision' }, { orderBy: { createdAt: 'desc' }, limit: 1 });
@@ -229,7 +231,8 @@ describe('The movement gate judges live USD rules with Chainlink prices (anvil)'
 /**
  * A live Solana send valued in USD with SOL / USD read on Ethereum (as Chainlink publishes it): the
  * Solana node is LiteSVM behind Solana's JSON-RPC on mainnet-beta's genesis (test/support/solana-node.ts),
- * with the catalogue's live USDC mint on it; the policy refuses every send, so none reaches the chain.
+ * with the catalogue's live USDC mint on it, the wallet's address funded as its ledger is (the node
+ * simulates each send); the policy refuses every send, so none reaches the chain.
  */
 describe('The movement gate values live Solana sends in USD with the SOL / USD feed (anvil, LiteSVM node)', () => {
   let anvil: Anvil;
@@ -251,6 +254,8 @@ describe('The movement gate values live Solana sends in USD with the SOL / USD f
     app = await startTestApp({ config: { CHAIN_NODE_ETHEREUM_LIVE: anvil.url, CHAIN_NODE_SOLANA_LIVE: solana.url, PRICE_FEEDS_LIVE: `SOL=${feed}:86400` } });
     feeds = new LivePriceFeeds(app.deps.config, testLogger('prices'));
     wallet = await liveWalletUnderUsdBlock(app, 'solana', 'SOL', 100n * 10n ** 9n, '1000');
+    // The chain holds what the ledger says: the node simulates each send from the wallet's address.
+    solana.svm.airdrop(svmAddress(wallet.address), (100n * 10n ** 9n) as never);
   });
   after(async () => {
     feeds?.stop();

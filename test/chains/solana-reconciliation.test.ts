@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { mnemonicToSeedSync } from '@scure/bip39';
-import { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
+import type { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
 import { signTransfer } from '../../src/chains/transfers';
 import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE } from '../../src/chains/transfers/solana';
 import { coinTypeFor, deriveKey } from '../../src/keys/derivation';
@@ -12,14 +12,13 @@ import { eventually } from '../support/eventually';
 import { creditCustodyWallet } from '../support/ledger';
 import { mintData, putTokenProgramAccount, svmAddress, tokenAccountData } from '../support/litesvm';
 import { createHotWallet, driftEventsOf, organizationDrifts, startReconciliationPass, walletBalances } from '../support/reconciliation';
-import { startScannedService, type ScannedService } from '../support/scanned-service';
-import { DEVNET_GENESIS, SolanaNode } from '../support/solana-node';
+import type { ScannedService } from '../support/scanned-service';
+import { SolanaNode } from '../support/solana-node';
+import { SLOT_EVERY_MS, startSolanaService } from '../support/solana-service';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 const SOL = 1_000_000_000n;
 const USDC = 1_000_000n;
-/** A slot passes this often, transactions or not: the node's tip always moves while a pass reads. */
-const SLOT_EVERY_MS = 400;
 const SEED = mnemonicToSeedSync('abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about');
 const funder = deriveKey(SEED, { chain: 'solana', testnet: false, coinType: coinTypeFor('solana', false), format: 'base58', account: randomInt(1, 2 ** 30), index: 0 });
 
@@ -38,24 +37,14 @@ describe('Ledger reconciliation on Solana (LiteSVM): at the slot the node read, 
   const config: Record<string, string> = {};
 
   before(async () => {
-    node.genesis = DEVNET_GENESIS;
-    await node.start();
     mint = deriveKey(SEED, { chain: 'solana', testnet: false, coinType: coinTypeFor('solana', false), format: 'base58', account: 1, index: randomInt(2 ** 30) }).address;
     putTokenProgramAccount(node.svm, mint, mintData(funder.address, 1_000_000n * USDC, 6));
     putTokenProgramAccount(node.svm, associatedTokenAccount(funder.address, mint), tokenAccountData(mint, funder.address, 1_000_000n * USDC));
     node.svm.airdrop(svmAddress(funder.address), (1_000n * SOL) as never);
-    node.produceBlocks(SLOT_EVERY_MS);
-    provider = new SolanaRpcProvider(node.url, { timeoutMs: 5_000, maxResponseBytes: 1_000_000 }, { USDC_SOL: mint });
     await receiver.start();
-    Object.assign(config, {
-      TEMPORAL_TASK_QUEUE: `solana-reconciliation-${randomUUID()}`,
-      CHAIN_NODE_SOLANA_SANDBOX: node.url,
-      CHAIN_TOKENS_SOLANA_SANDBOX: `USDC_SOL=${mint}`,
-      CHAIN_CONFIRMATIONS_SOLANA: '2',
-      CHAIN_SCAN_INTERVAL_SECONDS: '0.5',
-      LEDGER_RECONCILIATION_HOLDERS_PER_PAGE: '1',
-    });
-    service = await startScannedService('solana', 'Solana reconciliation', config, async () => node.confirmedSlot);
+    const started = await startSolanaService(node, 'Solana reconciliation', mint, { LEDGER_RECONCILIATION_HOLDERS_PER_PAGE: '1' });
+    ({ service, provider } = started);
+    Object.assign(config, started.config);
     const endpoint = await service.call('POST', '/v1/webhooks', { name: 'drifts', url: receiver.url, event_types: ['ledger.drift'] });
     receiver.secrets = [endpoint.body.signing_secret];
   });

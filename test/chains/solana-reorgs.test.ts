@@ -4,15 +4,13 @@ import { mnemonicToSeedSync } from '@scure/bip39';
 import { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
 import { signTransfer } from '../../src/chains/transfers';
 import { LAMPORTS_PER_SIGNATURE, solanaRecentBlockhash } from '../../src/chains/transfers/solana';
-import { Address } from '../../src/custody/entities';
-import { keyLocation } from '../../src/custody/service';
 import { coinTypeFor, deriveKey, type DerivedKey } from '../../src/keys/derivation';
 import { IncomingTransfer, OutgoingTransfer } from '../../src/monitoring/entities';
 import { testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
 import { suspenseBalance, suspenseMoves } from '../support/ledger';
 import { svmAddress } from '../support/litesvm';
-import { createHotWallet, walletBalances } from '../support/reconciliation';
+import { createHotWallet, signingOutside, walletBalances } from '../support/reconciliation';
 import { startScannedService, type ScannedService } from '../support/scanned-service';
 import { DEVNET_GENESIS, SolanaNode } from '../support/solana-node';
 import { WebhookReceiver } from '../support/webhook-receiver';
@@ -81,21 +79,6 @@ describe('Reorganisations on Solana (LiteSVM): transfers of an abandoned fork, p
   };
   /** Confirms another fork from the slot that executed `signature` on. */
   const abandonFork = (signature: string) => node.abandonFrom(node.executed.get(signature)!.slot);
-  /** The wallet's custody key as someone holding it outside the platform would sign with it. */
-  const signingOutside = async (walletId: string, use: (key: DerivedKey) => Promise<string>) => {
-    const em = (await testOrm()).em.fork();
-    const primary = await em.findOneOrFail(Address, { wallet: walletId, isPrimary: true }, { populate: ['wallet'] });
-    const key = await service.app.deps.keys.withKeys(em, service.org.organizationId, 'sandbox', [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => ({
-      ...derived!,
-      privateKey: Uint8Array.from(derived!.privateKey),
-    }));
-    try {
-      return await use(key);
-    } finally {
-      key.privateKey.fill(0);
-    }
-  };
-
   it('a deposit confirmed, then taken by a fork: in suspense, written off once its blockhash expired at finality (deposit.reversal_final)', async () => {
     const wallet = await createHotWallet(service, 'Deposit lost', 'solana');
     const signature = await transfer(funder, wallet.address, SOL);
@@ -124,7 +107,7 @@ describe('Reorganisations on Solana (LiteSVM): transfers of an abandoned fork, p
     const wallet = await createHotWallet(service, 'Spend lost', 'solana');
     await fund(wallet, 2n * SOL);
     const spent = SOL / 2n + LAMPORTS_PER_SIGNATURE;
-    const signature = await signingOutside(wallet.id, (key) => transfer(key, stranger(), SOL / 2n));
+    const signature = await signingOutside(service, wallet.id, (key) => transfer(key, stranger(), SOL / 2n));
     await eventually(async () => ((await solOf(wallet.id)) === 2n * SOL - spent ? true : undefined), 'the spend debited');
     const [lost] = await (await testOrm()).em.fork().find(OutgoingTransfer, { txid: signature });
     assert.equal(lost!.unexpected, true);

@@ -3,13 +3,14 @@ import { randomInt } from 'node:crypto';
 import { base58 } from '@scure/base';
 import { mnemonicToSeedSync } from '@scure/bip39';
 import { ChainNodes, ChainUnavailableError } from '../../src/chains/nodes';
-import { TransactionRejectedError } from '../../src/chains/provider';
+import { NodeUnavailableError, TransactionRejectedError } from '../../src/chains/provider';
+import { levelPrices, RecentPrioritizationFees } from '../../src/chains/providers/solana-fees';
 import { SolanaRpcProvider } from '../../src/chains/providers/solana-rpc';
 import { signTransfer, type TransferToSign } from '../../src/chains/transfers';
-import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE, SOLANA_TOKEN_ACCOUNT_RENT } from '../../src/chains/transfers/solana';
+import { associatedTokenAccount, COMPUTE_BUDGET_PROGRAM, LAMPORTS_PER_SIGNATURE, PRIORITY_COMPUTE_UNIT_LIMIT, priorityFeeOf, SET_COMPUTE_UNIT_LIMIT, SOLANA_TOKEN_ACCOUNT_RENT } from '../../src/chains/transfers/solana';
 import { coinTypeFor, deriveKey, type DerivedKey } from '../../src/keys/derivation';
 import { testConfig } from '../support/environment';
-import { mintData, putTokenProgramAccount, svmAddress, tokenAccountData } from '../support/litesvm';
+import { messageInstructions, mintData, putTokenProgramAccount, svmAddress, tokenAccountData } from '../support/litesvm';
 import { DEVNET_GENESIS, MAINNET_GENESIS, SolanaNode, SYSTEM_PROGRAM_ID as SYSTEM_PROGRAM, TOKEN_PROGRAM_ID as TOKEN_PROGRAM } from '../support/solana-node';
 import { testLogger } from '../support/secret-scan';
 
@@ -159,6 +160,98 @@ describe('Solana JSON-RPC provider (solana-rpc): LiteSVM behind a local Solana R
       await provider.broadcast(signed.raw);
       assert.equal(node.executed.get(signed.txid)!.fee, 5_247);
       assert.equal(await provider.balance(sender.address, 'SOL'), 5n * SOL - SOL - 5_247n);
+    });
+
+    describe("a transfer's compute budget: the fees paid for the accounts it writes, the units its simulation used", () => {
+      /** A SOL transfer from `from` to `to` the runtime executes at `unitPrice` micro-lamports a unit (a limit of 1,000 units), in the current slot. */
+      const payAtPrice = async (from: DerivedKey, to: string, unitPrice: bigint) => {
+        const computeBudget = { unitLimit: 1_000n, unitPrice };
+        const fee = LAMPORTS_PER_SIGNATURE + priorityFeeOf(computeBudget);
+        await provider.broadcast(signTransfer(await transfer({ from: from.address, to, assetId: 'SOL', amount: SOL / 10n, fee: { model: 'flat', fee, computeBudget } }), [from]).raw);
+      };
+      const computeUnitLimitOf = (raw: string) => {
+        const limit = messageInstructions(raw).find(({ program, data }) => program === base58.encode(COMPUTE_BUDGET_PROGRAM) && data[0] === SET_COMPUTE_UNIT_LIMIT);
+        return limit ? BigInt(new DataView(limit.data.buffer, limit.data.byteOffset).getUint32(1, true)) : undefined;
+      };
+
+      it('prices at the fees paid where the transfer writes, not the whole block; signed with its simulated units plus a fifth, it costs exactly its fee', async () => {
+        const busy = walletKey(30);
+        node.svm.airdrop(svmAddress(busy.address), (10n * SOL) as never);
+        // 16 of the 150 recent slots: in each an unrelated transfer paid nothing and one to the recipient paid 500,000 micro-lamports a unit.
+        node.sealAfterSend = false;
+        const busySlots: number[] = [];
+        for (let slot = 0; slot < 16; slot += 1) {
+          await payAtPrice(busy, walletKey(31).address, 0n);
+          await payAtPrice(busy, recipient.address, 500_000n);
+          busySlots.push(node.slot);
+          node.svm.warpToSlot(BigInt(node.slot + 1));
+        }
+        node.sealAfterSend = true;
+        const busySlot = busySlots[0]!;
+        const [all, writes] = await provider.relay([
+          { method: 'getRecentPrioritizationFees', params: [[]] },
+          { method: 'getRecentPrioritizationFees', params: [[sender.address, recipient.address]] },
+        ]);
+        const atBusySlot = (answer: typeof all) => ((answer as { result: { slot: number; prioritizationFee: number }[] }).result.find((entry) => entry.slot === busySlot)!.prioritizationFee);
+        assert.equal(atBusySlot(all), 0, "the block's lowest price: what locking no account had to outbid");
+        assert.equal(atBusySlot(writes), 500_000, 'the lowest price among the transactions writing the recipient');
+
+        const budget = await provider.transferComputeBudget({ from: sender.address, to: recipient.address, assetId: 'SOL', amount: SOL });
+        assert.deepEqual(budget.unitPrice, levelPrices(RecentPrioritizationFees.parse((writes as { result: unknown }).result)));
+        assert.deepEqual(budget.unitPrice, { low: 0n, medium: 0n, high: 500_000n }, 'the 90th percentile is among the 16 slots that wrote the recipient at 500,000');
+        const market = await provider.feeMarket();
+        assert.equal(market.model === 'flat' && market.transferFee.high, LAMPORTS_PER_SIGNATURE, 'the network-wide fee sees none of it');
+        assert.equal(budget.limitFrom, 'simulation');
+
+        const computeBudget = { unitLimit: budget.unitLimit, unitPrice: budget.unitPrice.high };
+        const fee = LAMPORTS_PER_SIGNATURE + priorityFeeOf(computeBudget);
+        const signed = signTransfer(await transfer({ assetId: 'SOL', amount: SOL, fee: { model: 'flat', fee, computeBudget } }), [sender]);
+        await provider.broadcast(signed.raw);
+        const executed = node.executed.get(signed.txid)!;
+        // A SOL transfer uses 450 units (two Compute Budget instructions and the transfer): a fifth more is under the 1,000-unit floor.
+        assert.equal(executed.unitsConsumed, 450n);
+        assert.equal(computeUnitLimitOf(signed.raw), 1_000n);
+        assert.equal(BigInt(executed.fee), fee, 'the runtime charges the fee the budget was priced at');
+        assert.equal(fee, 5_500n);
+
+        // An SPL transfer creating the recipient's token account uses some 14,000 units: its limit is those and a fifth more.
+        const token = await provider.transferComputeBudget({ from: sender.address, to: walletKey(32).address, assetId: 'USDC_SOL', amount: 2_000_000n, tokenAddress: mint });
+        const tokenBudget = { unitLimit: token.unitLimit, unitPrice: token.unitPrice.medium };
+        const tokenFee = LAMPORTS_PER_SIGNATURE + priorityFeeOf(tokenBudget);
+        const tokenSigned = signTransfer(await transfer({ to: walletKey(32).address, assetId: 'USDC_SOL', amount: 2_000_000n, tokenAddress: mint, fee: { model: 'flat', fee: tokenFee, computeBudget: tokenBudget } }), [sender]);
+        await provider.broadcast(tokenSigned.raw);
+        const units = node.executed.get(tokenSigned.txid)!.unitsConsumed;
+        assert.ok(units > 5_000n, `${units} units`);
+        assert.equal(computeUnitLimitOf(tokenSigned.raw), units + (units * 20n + 99n) / 100n, "the simulation's units plus a fifth, rounded up");
+        assert.equal(BigInt(node.executed.get(tokenSigned.txid)!.fee), tokenFee);
+      });
+
+      it('refuses a transfer the simulation says fails; falls back to the fixed limit when the node cannot simulate', async () => {
+        const sol = (fields: Partial<Parameters<SolanaRpcProvider['transferComputeBudget']>[0]> = {}) => provider.transferComputeBudget({ from: sender.address, to: recipient.address, assetId: 'SOL', amount: SOL, ...fields });
+        const refused = (reason: string) => (error: unknown) => error instanceof TransactionRejectedError && error.reason === reason;
+        await assert.rejects(sol({ amount: 6n * SOL }), refused('insufficient_funds'), 'more than the sender holds: the System transfer fails');
+        await assert.rejects(sol({ from: walletKey(5).address }), refused('insufficient_funds'), 'a sender never credited: AccountNotFound');
+        await assert.rejects(sol({ amount: 1_000n }), refused('dust_output'), 'a new account left below rent exemption');
+        await assert.rejects(sol({ assetId: 'USDC_SOL', tokenAddress: mint, amount: 10n ** 12n }), refused('insufficient_funds'), 'more tokens than the sender holds');
+
+        const fixed = { unitLimit: PRIORITY_COMPUTE_UNIT_LIMIT, limitFrom: 'fixed' };
+        const simulationAnswers: unknown[] = [
+          { error: { code: -32601, message: 'Method not found' } },
+          { error: { code: -32005, message: 'Node is behind by 42 slots' } },
+          { result: { context: { slot: 1 }, value: { err: 'BlockhashNotFound', logs: [], accounts: null } } },
+          { result: { context: { slot: 1 }, value: { err: null, logs: [], accounts: null } } },
+        ];
+        for (const answer of simulationAnswers) {
+          node.recorded.set('simulateTransaction', () => answer as { result: unknown });
+          const budget = await sol();
+          assert.deepEqual({ unitLimit: budget.unitLimit, limitFrom: budget.limitFrom }, fixed, JSON.stringify(answer));
+        }
+        node.recorded.set('getRecentPrioritizationFees', () => ({ error: { code: -32603, message: 'Internal error' } }));
+        await assert.rejects(sol(), NodeUnavailableError, 'no fees, no price: the node is unavailable, as for the fee market');
+        node.recorded.delete('getRecentPrioritizationFees');
+        const [tooMany] = await provider.relay([{ method: 'getRecentPrioritizationFees', params: [Array.from({ length: 129 }, (_, index) => walletKey(40 + index).address)] }]);
+        assert.deepEqual(tooMany, { error: { code: -32602, message: 'Too many inputs provided; max 128' } });
+      });
     });
 
     it('relays pass-through calls in one batch, answered in order with the node errors verbatim', async () => {

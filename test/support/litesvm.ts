@@ -1,7 +1,8 @@
-import assert from 'node:assert/strict';
 import { base58, base64 } from '@scure/base';
 import type { LiteSVM } from 'litesvm';
-import { TOKEN_PROGRAM } from '../../src/chains/transfers/solana';
+import { COMPUTE_BUDGET_PROGRAM, SET_COMPUTE_UNIT_PRICE, TOKEN_PROGRAM } from '../../src/chains/transfers/solana';
+
+const COMPUTE_BUDGET_PROGRAM_ID = base58.encode(COMPUTE_BUDGET_PROGRAM);
 
 /**
  * LiteSVM (the Solana runtime in process) as the Solana tests use it: its kit-typed arguments made from
@@ -43,18 +44,37 @@ export function messageInstructions(raw: string): { program: string; accounts: s
   });
 }
 
-/** The signed bytes as the provider's broadcast takes them (base64), handed to the runtime as a transaction. */
+/**
+ * Which account keys of a signed transaction's legacy message it writes, from the header: signers
+ * first, then the others, each group's read-only keys last. (The runtime also demotes invoked program
+ * ids and reserved accounts, which the platform's messages never mark writable.)
+ */
+export function messageWritable(raw: string): boolean[] {
+  const bytes = base64.decode(raw);
+  const message = bytes.subarray(1 + 64 * bytes[0]!);
+  const [signers, readonlySigned, readonlyUnsigned, count] = [message[0]!, message[1]!, message[2]!, message[3]!];
+  return Array.from({ length: count }, (_, index) => (index < signers ? index < signers - readonlySigned : index < count - readonlyUnsigned));
+}
+
+/** The price per compute unit (micro-lamports) a signed transaction's SetComputeUnitPrice names; 0 without one. */
+export function messageComputeUnitPrice(raw: string): bigint {
+  const price = messageInstructions(raw).find(({ program, data }) => program === COMPUTE_BUDGET_PROGRAM_ID && data[0] === SET_COMPUTE_UNIT_PRICE);
+  return price ? u64At(price.data, 1) : 0n;
+}
+
+/** The signed bytes as the provider's broadcast takes them (base64), handed to the runtime as a transaction: each signature by its signer's key. */
 export function runtimeTransaction(raw: string): SvmTransaction {
   const bytes = base64.decode(raw);
-  assert.equal(bytes[0], 1, 'one signature: the sender signs and pays');
-  return { messageBytes: bytes.subarray(65), signatures: { [messageAccountKeys(raw)[0]!]: bytes.subarray(1, 65) } } as unknown as SvmTransaction;
+  const signers = messageAccountKeys(raw).slice(0, bytes[0]!);
+  const signatures = Object.fromEntries(signers.map((signer, index) => [signer, bytes.subarray(1 + 64 * index, 65 + 64 * index)]));
+  return { messageBytes: bytes.subarray(1 + 64 * signers.length), signatures } as unknown as SvmTransaction;
 }
 
 export function u64At(data: Pick<Uint8Array, 'buffer' | 'byteOffset' | 'byteLength'>, offset: number): bigint {
   return new DataView(data.buffer, data.byteOffset, data.byteLength).getBigUint64(offset, true);
 }
 
-function u64(value: bigint): Uint8Array {
+export function u64(value: bigint): Uint8Array {
   const bytes = new Uint8Array(8);
   new DataView(bytes.buffer).setBigUint64(0, value, true);
   return bytes;

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { ChainId } from '../../src/catalogue/service';
+import { Address } from '../../src/custody/entities';
+import { keyLocation } from '../../src/custody/service';
+import type { DerivedKey } from '../../src/keys/derivation';
 import { ledgerReconciliationWorkflowType, type LedgerReconciliationInput } from '../../src/monitoring/flows/ledger-reconciliation';
 import { localTemporal, testOrm } from './environment';
 import type { ScannedService } from './scanned-service';
@@ -34,6 +37,21 @@ export async function organizationDrifts(organizationId: string): Promise<DriftR
 /** The `ledger.drift` events the receiver was sent. */
 export const driftEventsOf = (receiver: WebhookReceiver) =>
   receiver.attempts.map((attempt) => JSON.parse(attempt.body) as { type: string; data: Record<string, string> }).filter((event) => event.type === 'ledger.drift');
+
+/** The wallet's primary custody key (sandbox) as someone holding it outside the platform would sign with it; wiped after `use`. */
+export async function signingOutside<T>(service: ScannedService, walletId: string, use: (key: DerivedKey) => Promise<T>): Promise<T> {
+  const em = (await testOrm()).em.fork();
+  const primary = await em.findOneOrFail(Address, { wallet: walletId, isPrimary: true }, { populate: ['wallet'] });
+  const key = await service.app.deps.keys.withKeys(em, service.org.organizationId, 'sandbox', [keyLocation(primary.wallet, primary.format, primary.addressIndex)], ([derived]) => ({
+    ...derived!,
+    privateKey: Uint8Array.from(derived!.privateKey),
+  }));
+  try {
+    return await use(key);
+  } finally {
+    key.privateKey.fill(0);
+  }
+}
 
 /** A hot wallet of the service's organization on `chain`, with its primary address. */
 export async function createHotWallet(service: ScannedService, name: string, chain: ChainId): Promise<{ id: string; address: string }> {

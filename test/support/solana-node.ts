@@ -5,13 +5,14 @@ import { sha256 } from '@noble/hashes/sha256';
 import { base58, base64 } from '@scure/base';
 import { FailedTransactionMetadata, LiteSVM } from 'litesvm';
 import { solanaRecentBlockhash } from '../../src/chains/transfers/solana';
-import { messageAccountKeys, messageInstructions, runtimeTransaction, svmAddress, u64At, type SvmAccount } from './litesvm';
+import { messageAccountKeys, messageComputeUnitPrice, messageInstructions, messageWritable, runtimeTransaction, svmAddress, u64At, type SvmAccount } from './litesvm';
+import { agaveError, blockhashOffset, type SimulationConfig } from './solana-simulation';
 
 export const MAINNET_GENESIS = '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d';
 export const DEVNET_GENESIS = 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG';
 export const SYSTEM_PROGRAM_ID = '11111111111111111111111111111111';
 export const TOKEN_PROGRAM_ID = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
-export const TOKEN_2022_PROGRAM_ID = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PhnBqCXEpPxuEb';
+export const TOKEN_2022_PROGRAM_ID = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb';
 /** The token programs, as jsonParsed names them. */
 const TOKEN_PROGRAMS: Readonly<Record<string, string>> = { [TOKEN_PROGRAM_ID]: 'spl-token', [TOKEN_2022_PROGRAM_ID]: 'spl-token-2022' };
 
@@ -36,6 +37,8 @@ interface Executed {
   slot: number;
   blockhash: string;
   fee: number;
+  /** The compute units the runtime used running it. */
+  unitsConsumed: bigint;
   err: string | null;
   confirmationStatus: 'processed' | 'confirmed' | 'finalized';
   /** What each top-level instruction invoked by CPI, as the runtime recorded it: program, accounts and data. */
@@ -159,11 +162,10 @@ export class SolanaNode {
         return { result: this.confirmedSlot };
       case 'getLatestBlockhash':
         return { result: { context, value: { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: this.slot + 150 } } };
-      case 'getRecentPrioritizationFees': {
-        // The runtime keeps no fee market: each recent sealed slot, as a quiet cluster's, asked no priority fee.
-        const from = Math.max(1, this.confirmedSlot - 149);
-        return { result: Array.from({ length: this.confirmedSlot - from + 1 }, (_, index) => ({ slot: from + index, prioritizationFee: 0 })) };
-      }
+      case 'getRecentPrioritizationFees':
+        return this.prioritizationFees((params[0] as string[] | undefined) ?? []);
+      case 'simulateTransaction':
+        return this.simulate(params as [string, SimulationConfig?]);
       case 'isBlockhashValid':
         // The runtime takes only its latest blockhash: any other is past its window here.
         return { result: { context, value: params[0] === this.svm.latestBlockhash() } };
@@ -212,6 +214,65 @@ export class SolanaNode {
         return this.block(params as [number, { transactionDetails?: string }?]);
     }
     return { error: { code: -32601, message: 'Method not found' } };
+  }
+
+  /**
+   * getRecentPrioritizationFees as Agave's PrioritizationFeeCache answers it, over the last 150 sealed
+   * slots: each slot's fee is the lowest compute unit price (micro-lamports) of the transactions it
+   * executed (0 with none), raised to the lowest price among those that wrote each account asked for:
+   * what a transaction locking all of them writable had to outbid there. At most 128 accounts.
+   */
+  private prioritizationFees(accounts: string[]): Answer {
+    if (accounts.length > MAX_TX_ACCOUNT_LOCKS) return { error: { code: -32602, message: `Too many inputs provided; max ${MAX_TX_ACCOUNT_LOCKS}` } };
+    const from = Math.max(1, this.confirmedSlot - 149);
+    const executed = [...this.executed.values()].map((known) => {
+      const keys = messageAccountKeys(known.raw);
+      const writable = messageWritable(known.raw);
+      return { slot: known.slot, price: messageComputeUnitPrice(known.raw), writes: new Set(keys.filter((_, index) => writable[index])) };
+    });
+    const lowest = (prices: bigint[]) => prices.reduce<bigint | null>((low, price) => (low === null || price < low ? price : low), null);
+    return {
+      result: Array.from({ length: this.confirmedSlot - from + 1 }, (_, index) => {
+        const slot = from + index;
+        const inSlot = executed.filter((known) => known.slot === slot);
+        let fee = lowest(inSlot.map((known) => known.price)) ?? 0n;
+        for (const account of accounts) {
+          const accountFee = lowest(inSlot.filter((known) => known.writes.has(account)).map((known) => known.price));
+          if (accountFee !== null && accountFee > fee) fee = accountFee;
+        }
+        return { slot, prioritizationFee: Number(fee) };
+      }),
+    };
+  }
+
+  /**
+   * simulateTransaction as Agave answers it: the runtime runs the transaction on the current state
+   * without keeping anything. `sigVerify` (default false) checks its signatures; `replaceRecentBlockhash`
+   * (which conflicts with it) runs it on the latest blockhash, named in `replacementBlockhash`. The value
+   * carries the runtime's error in Agave's JSON form, its logs and the compute units it used.
+   */
+  private simulate([encoded, config = {}]: [string, SimulationConfig?]): Answer {
+    if (config.sigVerify && config.replaceRecentBlockhash) return { error: { code: -32602, message: 'sigVerify may not be used with replaceRecentBlockhash' } };
+    const bytes = config.encoding === 'base64' ? base64.decode(encoded) : base58.decode(encoded);
+    const latest = this.svm.latestBlockhash();
+    if (config.replaceRecentBlockhash) bytes.set(base58.decode(latest), blockhashOffset(bytes));
+    this.svm.withSigverify(config.sigVerify ?? false);
+    let outcome: ReturnType<LiteSVM['simulateTransaction']>;
+    try {
+      outcome = this.svm.simulateTransaction(runtimeTransaction(base64.encode(bytes)));
+    } finally {
+      this.svm.withSigverify(true);
+    }
+    const meta = outcome.meta();
+    const value = {
+      err: outcome instanceof FailedTransactionMetadata ? agaveError(outcome) : null,
+      logs: meta.logs(),
+      accounts: null,
+      unitsConsumed: Number(meta.computeUnitsConsumed()),
+      returnData: null,
+      ...(config.replaceRecentBlockhash ? { replacementBlockhash: { blockhash: latest, lastValidBlockHeight: this.slot + 150 } } : {}),
+    };
+    return { result: { context: { slot: this.confirmedSlot }, value } };
   }
 
   /** getMultipleAccounts (base64, with its data slice): each account as the runtime holds it, null where none exists. */
@@ -271,23 +332,28 @@ export class SolanaNode {
         return { program: accountKeys[instruction.programIdIndex()]!, accounts: Array.from(instruction.accounts(), (index) => accountKeys[index]!), data: instruction.data(), stackHeight: entry.stackHeight() };
       }),
     );
-    this.executed.set(signature, { raw, slot, blockhash: this.blockHash(slot), fee, err: null, confirmationStatus: 'processed', inner, before, balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
+    this.executed.set(signature, { raw, slot, blockhash: this.blockHash(slot), fee, unitsConsumed: outcome.computeUnitsConsumed(), err: null, confirmationStatus: 'processed', inner, before, balances: { preBalances, postBalances, preTokenBalances, postTokenBalances: tokenBalances() } });
     if (this.sealAfterSend) this.seal();
     return { result: signature };
   }
 }
+
+/** The most accounts a transaction may lock (MAX_TX_ACCOUNT_LOCKS), and so getRecentPrioritizationFees takes. */
+const MAX_TX_ACCOUNT_LOCKS = 128;
 
 /**
  * A transaction as getBlock (full) and getTransaction give it in jsonParsed: its message, and its meta
  * with what each top-level instruction invoked (`innerInstructions`, only the instructions that invoked any).
  */
 function parsedTransaction(signature: string, executed: Executed) {
+  const signed = base64.decode(executed.raw);
+  const signers = signed[0]!;
   const innerInstructions = executed.inner.flatMap((invoked, index) => (invoked.length ? [{ index, instructions: invoked.map((instruction) => parsedInstruction(instruction, instruction.stackHeight)) }] : []));
   return {
     transaction: {
-      signatures: [signature],
+      signatures: Array.from({ length: signers }, (_, index) => (index === 0 ? signature : base58.encode(signed.subarray(1 + 64 * index, 65 + 64 * index)))),
       message: {
-        accountKeys: messageAccountKeys(executed.raw).map((pubkey, index) => ({ pubkey, signer: index === 0, writable: true, source: 'transaction' })),
+        accountKeys: messageAccountKeys(executed.raw).map((pubkey, index) => ({ pubkey, signer: index < signers, writable: messageWritable(executed.raw)[index], source: 'transaction' })),
         recentBlockhash: solanaRecentBlockhash(executed.raw),
         instructions: messageInstructions(executed.raw).map((instruction) => parsedInstruction(instruction, null)),
       },

@@ -4,6 +4,7 @@ import {
   NodeUnavailableError,
   type BalanceAtHeight,
   type BalanceRead,
+  type BudgetedTransfer,
   type ChainProvider,
   type ChainTip,
   type FeeMarket,
@@ -13,11 +14,14 @@ import {
   type RelayedAnswer,
   type RelayedCall,
   type TransactionStatus,
+  type TransferComputeBudget,
 } from '../provider';
-import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE, MICRO_LAMPORTS_PER_LAMPORT, PRIORITY_COMPUTE_UNIT_LIMIT, solanaRecentBlockhash, TOKEN_PROGRAM } from '../transfers/solana';
+import { checkTransfer } from '../transfers';
+import { associatedTokenAccount, LAMPORTS_PER_SIGNATURE, PRIORITY_COMPUTE_UNIT_LIMIT, priorityFeeOf, solanaRecentBlockhash, TOKEN_PROGRAM, unsignedSolanaTransfer } from '../transfers/solana';
 import { broadcastErrorOutcome } from '../refusals';
 import { NodeResponseTooLargeError, relayJsonRpc2, relayJsonRpc2WithStatus, type NodeCallLimits } from './node-http';
 import { Lamports, ParsedTransaction, PayerMeta, payerCost, readTransaction, Slot, TokenAmount } from './solana-blocks';
+import { levelPrices, RecentPrioritizationFees, transferBudget } from './solana-fees';
 
 /** The mint of each SPL token asset on this node's network: asset id → mint address (base58). */
 export type TokenMints = Readonly<Record<string, string>>;
@@ -39,8 +43,6 @@ const LONG_TERM_STORAGE_SLOT_SKIPPED = -32009;
 const BLOCK_NOT_AVAILABLE = -32004;
 /** How far back a skipped slot's newest earlier block is looked for (getBlocks' range). */
 const SKIPPED_SLOT_LOOKBACK = 500;
-/** The levels' priority fees: percentiles of the node's recent prioritization fees (micro-lamports per compute unit). */
-const PRIORITY_PERCENTILES = { low: 10, medium: 50, high: 90 } as const;
 /** Scanning and status read blocks the cluster confirmed (supermajority voted): a processed block can still be dropped. */
 const COMMITMENT = 'confirmed';
 /**
@@ -282,20 +284,32 @@ export class SolanaRpcProvider implements ChainProvider {
   }
 
   /**
-   * The fee of a plain transfer at each level: 5000 lamports for its signature, plus a priority fee at the
-   * level's percentile of getRecentPrioritizationFees (micro-lamports per compute unit) over the compute
-   * unit limit the transfer builder asks for, rounded up to whole lamports. Low pays no priority fee when
+   * The network's fee of a plain transfer at each level (the fee route, funding assessments): 5000
+   * lamports for its signature, plus a priority fee at the level's percentile of getRecentPrioritizationFees
+   * over every account (micro-lamports per compute unit) at the fixed limit, rounded up to whole lamports.
+   * A send is priced by its own transfer instead (transferComputeBudget). Low pays no priority fee when
    * most recent slots asked none.
    */
   async feeMarket(): Promise<FeeMarket> {
-    const recent = await this.call('getRecentPrioritizationFees', [[]], z.array(z.object({ slot: Slot, prioritizationFee: Lamports }).loose()));
-    const prices = recent.map((entry) => entry.prioritizationFee).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    const at = (percentile: number) => {
-      const price = prices.length ? prices[Math.min(prices.length - 1, Math.floor((prices.length * percentile) / 100))]! : 0n;
-      const priority = (price * PRIORITY_COMPUTE_UNIT_LIMIT + MICRO_LAMPORTS_PER_LAMPORT - 1n) / MICRO_LAMPORTS_PER_LAMPORT;
-      return LAMPORTS_PER_SIGNATURE + priority;
-    };
-    return { model: 'flat', transferFee: { low: at(PRIORITY_PERCENTILES.low), medium: at(PRIORITY_PERCENTILES.medium), high: at(PRIORITY_PERCENTILES.high) } };
+    const prices = levelPrices(await this.call('getRecentPrioritizationFees', [[]], RecentPrioritizationFees));
+    const at = (unitPrice: bigint) => LAMPORTS_PER_SIGNATURE + priorityFeeOf({ unitLimit: PRIORITY_COMPUTE_UNIT_LIMIT, unitPrice });
+    return { model: 'flat', transferFee: { low: at(prices.low), medium: at(prices.medium), high: at(prices.high) } };
+  }
+
+  /**
+   * The compute budget of one transfer, in one batch: getRecentPrioritizationFees over the accounts the
+   * transfer writes (the fee payer, the recipient or the token accounts: what a transaction locking them
+   * must outbid), and simulateTransaction of the transfer as it will be signed (unsigned: sigVerify
+   * false, replaceRecentBlockhash, at `confirmed` as blocks are scanned) for its units (transferBudget).
+   */
+  async transferComputeBudget(transfer: BudgetedTransfer): Promise<TransferComputeBudget> {
+    const checked = checkTransfer({ ...transfer, chain: 'solana', testnet: false, fee: { model: 'flat', fee: LAMPORTS_PER_SIGNATURE }, reference: 'simulation' });
+    const { raw, writableAccounts } = unsignedSolanaTransfer(checked);
+    const [fees, simulation] = await this.relay([
+      { method: 'getRecentPrioritizationFees', params: [writableAccounts] },
+      { method: 'simulateTransaction', params: [raw, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: true, commitment: COMMITMENT }] },
+    ]);
+    return transferBudget(fees!, simulation!);
   }
 
   relay(calls: RelayedCall[]): Promise<RelayedAnswer[]> {

@@ -5,7 +5,7 @@ import { canonicalAddress } from '../addresses';
 import type { RecentBlock } from '../provider';
 import { signBitcoinTransfer } from './bitcoin';
 import { signEthereumTransfer } from './ethereum';
-import { signSolanaTransfer } from './solana';
+import { signSolanaTransfer, type SolanaComputeBudget } from './solana';
 import { signTronTransfer } from './tron';
 import { withArticle } from '../../shared/articles';
 
@@ -22,9 +22,10 @@ export type FeeTerms =
   | { model: 'per_byte'; satPerVbyte: bigint }
   /**
    * Tron: a TRC-20 call's fee_limit (the devnet charges it as the fee); a TRX transfer names no fee (it
-   * burns bandwidth). Solana: the whole fee, 5000 lamports a signature plus the priority fee.
+   * burns bandwidth). Solana: the whole fee, 5000 lamports a signature plus the priority fee, and the
+   * compute budget that costs it when a live node's simulation set one.
    */
-  | { model: 'flat'; fee: bigint };
+  | { model: 'flat'; fee: bigint; computeBudget?: SolanaComputeBudget };
 
 /** A Bitcoin output the transfer spends. */
 export interface BitcoinSpend {
@@ -92,11 +93,24 @@ const FEE_MODELS: Record<ChainId, FeeTerms['model']> = { bitcoin: 'per_byte', et
 
 /**
  * Builds and signs `transfer` with `keys` (account chains: keys[0] is the sender; Bitcoin: each input
- * names its key). Throws a DomainError (validation_failed) when the transfer cannot be built as given:
- * an asset of another chain, a token without its contract, a sender that is not keys[0], an address
- * that is not the chain's, outputs above the inputs. The keys are read, never kept or wiped.
+ * names its key). Throws a DomainError (validation_failed) when the transfer cannot be built as given
+ * (checkTransfer), or the signing key's address is not the sender's. The keys are read, never kept or wiped.
  */
 export function signTransfer(transfer: TransferToSign, keys: SigningKey[]): SignedTransfer {
+  const checked = checkTransfer(transfer);
+  if (transfer.chain !== 'bitcoin') {
+    const signer = keys[0] && canonicalAddress(transfer.chain, checked.environment, keys[0].address);
+    if (!signer || signer !== canonicalAddress(transfer.chain, checked.environment, transfer.from)) throw errors.validation(`The signing key's address is not the sender ${transfer.from}.`, 'from');
+  }
+  return SIGNERS[transfer.chain](checked, keys);
+}
+
+/**
+ * The transfer checked as every builder takes it. Throws a DomainError (validation_failed) for an asset
+ * of another chain, a token without its contract, an address that is not the chain's, fee terms of
+ * another model, an amount that is not positive.
+ */
+export function checkTransfer(transfer: TransferToSign): CheckedTransfer & { environment: 'sandbox' | 'live' } {
   const asset = ASSETS.find((candidate) => candidate.id === transfer.assetId && candidate.chain === transfer.chain);
   if (!asset) throw errors.validation(`${transfer.assetId} is not an asset of ${transfer.chain}`, 'asset_id');
   // Zero moves nothing, save an Ethereum transfer of ether back to its sender: a cancel, which only takes the nonce.
@@ -112,9 +126,5 @@ export function signTransfer(transfer: TransferToSign, keys: SigningKey[]): Sign
     token = canonical(transfer.tokenAddress) ?? undefined;
     if (!token) throw errors.validation(`${asset.id} needs its token contract or mint (tokenAddress) as ${withArticle(transfer.chain)} address.`, 'token_address');
   }
-  if (transfer.chain !== 'bitcoin') {
-    const signer = keys[0] && canonical(keys[0].address);
-    if (!signer || signer !== canonical(transfer.from)) throw errors.validation(`The signing key's address is not the sender ${transfer.from}.`, 'from');
-  }
-  return SIGNERS[transfer.chain]({ transfer, asset, to, token }, keys);
+  return { transfer, asset, to, token, environment };
 }

@@ -7,7 +7,8 @@ import {
   ATA_CREATE_IDEMPOTENT,
   COMPUTE_BUDGET_PROGRAM,
   LAMPORTS_PER_SIGNATURE,
-  MICRO_LAMPORTS_PER_LAMPORT,
+  MAX_COMPUTE_UNIT_LIMIT,
+  priorityFeeOf,
   SET_COMPUTE_UNIT_LIMIT,
   SET_COMPUTE_UNIT_PRICE,
   SYSTEM_PROGRAM,
@@ -38,9 +39,8 @@ export { LAMPORTS_PER_SIGNATURE };
 
 /** IPv6 MTU minus headers: the largest transaction a Solana node accepts. */
 const PACKET_DATA_SIZE = 1232;
-/** Compute units an instruction gets when the transaction sets no limit, and the most a transaction may use. */
+/** Compute units an instruction gets when the transaction sets no limit. */
 const DEFAULT_INSTRUCTION_COMPUTE_UNITS = 200_000n;
-const MAX_COMPUTE_UNITS = 1_400_000n;
 
 const malformed = (message: string) => new DevnetRejection('malformed', message);
 
@@ -186,8 +186,8 @@ class Interpreter {
   /** The priority fee: compute unit price (micro-lamports) times the compute unit limit, rounded up. */
   priorityFee(): bigint {
     const defaultLimit = DEFAULT_INSTRUCTION_COMPUTE_UNITS * BigInt(this.message.instructions.length - this.budgetInstructions);
-    const limit = [this.computeUnitLimit ?? defaultLimit, MAX_COMPUTE_UNITS].reduce((a, b) => (a < b ? a : b));
-    return ((this.computeUnitPrice ?? 0n) * limit + MICRO_LAMPORTS_PER_LAMPORT - 1n) / MICRO_LAMPORTS_PER_LAMPORT;
+    const unitLimit = [this.computeUnitLimit ?? defaultLimit, MAX_COMPUTE_UNIT_LIMIT].reduce((a, b) => (a < b ? a : b));
+    return priorityFeeOf({ unitLimit, unitPrice: this.computeUnitPrice ?? 0n });
   }
 
   /** SystemInstruction::Transfer { lamports: u64 }: u32 2, u64; accounts [from (signer, writable), to (writable)]. */
