@@ -28,7 +28,7 @@ export interface CheckResult {
 }
 
 /**
- * Every check of every provider the configuration enables (docs/operations: README "Doctor"), run at once, each
+ * Every check of every provider the configuration enables (README, "Doctor"), run at once, each
  * within `timeoutMs`: PostgreSQL, Temporal, key custody, the chain nodes, LND, Stripe Issuing and live prices.
  * `database`: the process's own connection (the start-up self-test); else one is made and closed here.
  */
@@ -44,7 +44,7 @@ export async function runDoctor(config: Config, log: Logger, options: { timeoutM
         const started = Date.now();
         const outcome = await withinTimeout(check.run(), options.timeoutMs, check.name).catch((error: unknown) =>
           error instanceof CheckTimeout
-            ? failing(`no answer within ${options.timeoutMs} ms`, 'start it, or fix its address; the doctor waits --timeout-ms per check')
+            ? failing(`no answer within ${options.timeoutMs} ms`, 'start it, or fix its address (each check waits this long: --timeout-ms)')
             : failing(`the check failed: ${reasonOf(error)}`, 'see the detail'),
         );
         return {

@@ -9,6 +9,8 @@ import {
   deployAnvilPriceFeed,
   deployAnvilSequencerUptimeFeed,
   deployAnvilToken,
+  feedUsd,
+  nowSeconds,
   reportAnvilSequencerStatus,
   setAnvilPriceRound,
   startAnvil,
@@ -20,8 +22,6 @@ import { startLoneLnd, type Lnd } from '../support/lnd';
 import { missingTool } from '../support/missing-tool';
 import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-const usd = (dollars: number) => BigInt(dollars) * 10n ** 8n;
 
 interface Report {
   ok: boolean;
@@ -81,9 +81,9 @@ describe('CLI doctor', () => {
     token = await deployAnvilToken(mainnet, 6);
     ethFeed = await deployAnvilPriceFeed(mainnet);
     btcFeed = await deployAnvilPriceFeed(mainnet);
-    await setAnvilPriceRound(mainnet, ethFeed, usd(3000), nowSeconds() - 60);
+    await setAnvilPriceRound(mainnet, ethFeed, feedUsd(3000), nowSeconds() - 60);
     // Older than its heartbeat (3600 s) and the margin (600 s).
-    await setAnvilPriceRound(mainnet, btcFeed, usd(65_000), nowSeconds() - 3600 - 600 - 120);
+    await setAnvilPriceRound(mainnet, btcFeed, feedUsd(65_000), nowSeconds() - 3600 - 600 - 120);
     base = {
       NODE_ENV: 'test',
       TEMPORAL_ADDRESS: temporal.connection.options.address,
@@ -151,7 +151,7 @@ describe('CLI doctor', () => {
     const arbitrum = await startAnvil({ chainId: 42161 });
     try {
       const feed = await deployAnvilPriceFeed(arbitrum);
-      await setAnvilPriceRound(arbitrum, feed, usd(3000), nowSeconds());
+      await setAnvilPriceRound(arbitrum, feed, feedUsd(3000), nowSeconds());
       const uptime = await deployAnvilSequencerUptimeFeed(arbitrum);
       await reportAnvilSequencerStatus(arbitrum, uptime, true, nowSeconds());
       const { code, check } = await doctorJson({ ...base, PRICE_NETWORK_LIVE: 'arbitrum', PRICE_NODE_LIVE: arbitrum.url, PRICE_SEQUENCER_UPTIME_FEED_LIVE: uptime, PRICE_FEEDS_LIVE: `ETH=${feed}:3600` });

@@ -75,19 +75,21 @@ const SECRET_FILE = /^STRIPE_ISSUING_[A-Z_]+_FILE$/;
 
 /**
  * Removes every secret the configuration holds from a text the doctor prints: secret values, the secrets
- * files hold, node URLs beyond their host (an API key in the path, rpcuser:rpcpass), and `extra` (secrets a
- * check read, a macaroon say). A second guard behind checks that only say what they mean to.
+ * files hold, node URLs beyond their host (an API key in the path, a password). A second guard behind checks
+ * that only say what they mean to (and never read a macaroon into a message).
  */
-export function secretRedactor(config: Config, extra: () => string[] = () => []): (text: string) => string {
+export function secretRedactor(config: Config): (text: string) => string {
   const secrets: { value: string; shown: string }[] = [];
   for (const [name, value] of Object.entries(config)) {
-    const values = Array.isArray(value) ? value.filter((each): each is string => typeof each === 'string') : typeof value === 'string' ? [value] : [];
+    const values = (Array.isArray(value) ? value : [value]).filter((each): each is string => typeof each === 'string' && each !== '');
     for (const each of values) {
       if (URL_VALUE.test(name)) {
         secrets.push({ value: each, shown: shownUrl(each) });
         try {
           const url = new URL(each);
-          for (const part of [url.username, url.password, `${url.pathname}${url.search}`].map(decodeURIComponent)) if (part.length > 3 && part !== '/') secrets.push({ value: part, shown: '[redacted]' });
+          // The password; and a node URL's path and query, where providers put their API key (a database's name is none).
+          const parts = [url.password, ...(name === 'DATABASE_URL' ? [] : [`${url.pathname}${url.search}`])].map(decodeURIComponent);
+          for (const part of parts) if (part.length >= 8) secrets.push({ value: part, shown: '[redacted]' });
         } catch {
           // Not a URL: nothing beyond the value itself to hide.
         }
@@ -101,11 +103,11 @@ export function secretRedactor(config: Config, extra: () => string[] = () => [])
       } else if (SECRET_VALUE.test(name)) secrets.push({ value: each, shown: '[redacted]' });
     }
   }
+  // Longest first: a URL is replaced before the path inside it.
+  secrets.sort((a, b) => b.value.length - a.value.length);
   return (text) => {
     let shown = text;
-    const all = [...secrets, ...extra().map((value) => ({ value, shown: '[redacted]' }))].filter(({ value }) => value.length > 3);
-    // Longest first: a URL is replaced before the path inside it.
-    for (const { value, shown: replacement } of all.sort((a, b) => b.value.length - a.value.length)) shown = shown.split(value).join(replacement);
+    for (const { value, shown: replacement } of secrets) shown = shown.split(value).join(replacement);
     return shown;
   };
 }
