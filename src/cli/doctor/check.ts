@@ -87,9 +87,10 @@ export function secretRedactor(config: Config): (text: string) => string {
         secrets.push({ value: each, shown: shownUrl(each) });
         try {
           const url = new URL(each);
-          // The password; and a node URL's path and query, where providers put their API key (a database's name is none).
-          const parts = [url.password, ...(name === 'DATABASE_URL' ? [] : [`${url.pathname}${url.search}`])].map(decodeURIComponent);
-          for (const part of parts) if (part.length >= 8) secrets.push({ value: part, shown: '[redacted]' });
+          // The password; and a node URL's path and query, where providers put their API key, and each long segment of
+          // its path (a key alone); a database's name is no secret, nor a short word of a path ("ethereum").
+          const path = name === 'DATABASE_URL' ? [] : [`${url.pathname}${url.search}`, ...url.pathname.split('/').filter((segment) => segment.length >= 16)];
+          for (const part of [url.password, ...path].map(decodeURIComponent)) if (part.length >= 8) secrets.push({ value: part, shown: '[redacted]' });
         } catch {
           // Not a URL: nothing beyond the value itself to hide.
         }
