@@ -12,6 +12,7 @@ import { createOrm, migrate, type Orm } from './db/orm';
 import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider, createSeedKeyProvider, keyProviderFor } from './keys/provider';
+import { doctorCommand } from './cli/doctor';
 import { keyCommands } from './cli/keys';
 import { lightningCommands } from './cli/lightning';
 import { lndCommands } from './cli/lnd';
@@ -92,6 +93,13 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                             live wallets and what to do
   keys:separate-live-seed --org ID          give live a fresh seed of its own; refused (and why) while
                                             a live wallet derives from the shared mnemonic
+  doctor [--json] [--timeout-ms N]          check every provider the configuration enables: PostgreSQL,
+                                            Temporal, key custody, chain nodes (reachable, network,
+                                            tokens), LND (network, macaroon permissions), Stripe Issuing
+                                            (key mode, Issuing read, webhook secrets), live prices
+                                            (freshness, sequencer); one line each, ok, warn or fail, and
+                                            what to do; exits 1 if any fails (each check waits N ms at
+                                            most, default 5000; never prints a secret; README "Doctor")
   lnd:bake-macaroon --admin-macaroon PATH --out PATH [--environment sandbox|live] [--root-key-id N]
                                             bake a macaroon of only the permissions the service uses
                                             on the environment's LND (its configured URL and
@@ -308,23 +316,26 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const run = command ? commands[command] : undefined;
-  if (!run) {
+  if (!run && command !== 'doctor') {
     console.error(USAGE);
     return command ? 2 : 0;
   }
   const { values } = parseArgs({
     args: rest,
     options: Object.fromEntries(
-      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size', 'payment', 'admin-macaroon', 'out', 'root-key-id']
+      ['key-file', 'name', 'environment', 'org', 'scopes', 'user-id', 'email', 'org-role', 'description', 'policy-activation-approvals', 'address-book-cooling-hours', 'chain', 'status', 'trip', 'operator', 'batch-size', 'payment', 'admin-macaroon', 'out', 'root-key-id', 'timeout-ms']
         .map((name): [string, { type: 'string' | 'boolean' }] => [name, { type: 'string' }])
         .concat([
           ['credit', { type: 'boolean' }],
           ['refund', { type: 'boolean' }],
           ['dry-run', { type: 'boolean' }],
+          ['json', { type: 'boolean' }],
         ]),
     ),
   });
   const config = loadConfig();
+  // Before any connection: the doctor reports an unreachable database as one of its checks. Silent: its report says it all.
+  if (!run) return doctorCommand(config, createLogger('silent', 'cli'), values as Options);
   const orm = await createOrm(config.DATABASE_URL, 2);
   try {
     const result = await run(orm, values as Options);

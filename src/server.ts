@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import { LivePriceFeeds } from './catalogue/prices';
+import { startupSelfTest } from './cli/doctor';
 import { ConfigError, loadConfig } from './config';
 import { createApp } from './http/app';
 import { keyCustodyIsWeak, WEAK_KEY_CUSTODY_NOTICE } from './keys/custody';
@@ -13,6 +14,8 @@ async function main(): Promise<void> {
   const log = createLogger(config.LOG_LEVEL, 'api');
   const orm = await createOrmWaiting(config.DATABASE_URL, config.DATABASE_POOL_MAX, () => log.warn('waiting for the database: unreachable or starting up'));
   const deps = createAppDeps(config, orm, log);
+  // Every configured provider checked once and logged; in production a lasting failure of a live one stops the start before the API listens.
+  await startupSelfTest(config, log, orm);
   await deps.keyCache.start();
   const { app } = createApp(deps, routeModules);
   const server: Server = app.listen(config.PORT, config.HOST);

@@ -1,6 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import { LivePriceFeeds } from './catalogue/prices';
+import { startupSelfTest } from './cli/doctor';
 import { ensureDevnetWorkflows } from './chains/devnet/producers';
 import { ensureChainScanners } from './monitoring/scanner';
 import { ConfigError, loadConfig } from './config';
@@ -18,6 +19,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'worker');
   const orm = await createOrmWaiting(config.DATABASE_URL, config.DATABASE_POOL_MAX, () => log.warn('waiting for the database: unreachable or starting up'));
+  // As the API's (src/server.ts): logged; in production a lasting failure of a live provider stops the start before the worker polls.
+  await startupSelfTest(config, log, orm);
 
   const { connection, client } = createTemporalClient(config);
   if (config.TEMPORAL_SEARCH_ATTRIBUTES) {

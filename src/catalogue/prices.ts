@@ -104,16 +104,25 @@ class ChainlinkPriceSource implements PriceSource {
   }
 }
 
-/** Each asset of PRICE_FEEDS_LIVE that has no live price now, with why (in this process, as last read): what /metrics says. */
-export function unavailableLivePrices(config: Config): { asset: string; reason: PriceUnavailableReason }[] {
+/** Each asset of PRICE_FEEDS_LIVE as this process last read it: its price and the round's time, and why it is no price now (null: it is one). */
+export function livePriceStatus(config: Config): { asset: string; price: string | null; updatedAt: bigint | null; reason: PriceUnavailableReason | null }[] {
   const nodeUrl = priceNodeUrl(config);
   if (nodeUrl === undefined) return [];
   const now = nowSeconds();
-  return Object.keys(config.PRICE_FEEDS_LIVE ?? {}).flatMap((asset) => {
+  return Object.entries(config.PRICE_FEEDS_LIVE ?? {}).map(([asset, feed]) => {
     const verdict = livePrice(config, nodeUrl, asset, now);
-    return 'unavailable' in verdict ? [{ asset, reason: verdict.unavailable }] : [];
+    const round = latestRounds.get(roundKey(nodeUrl, feed.address));
+    return { asset, price: round ? round.price.toFixed() : null, updatedAt: round?.updatedAt ?? null, reason: 'unavailable' in verdict ? verdict.unavailable : null };
   });
 }
+
+/** Each asset of PRICE_FEEDS_LIVE that has no live price now, with why (in this process, as last read): what /metrics says. */
+export function unavailableLivePrices(config: Config): { asset: string; reason: PriceUnavailableReason }[] {
+  return livePriceStatus(config).flatMap(({ asset, reason }) => (reason === null ? [] : [{ asset, reason }]));
+}
+
+/** What a read of the live feeds found of the price node: it answered on PRICE_NETWORK_LIVE, on another network (chain id), or not at all. */
+export type PriceNodeReading = { kind: 'read' } | { kind: 'wrong_network'; chainId: number; expectedChainId: number } | { kind: 'unreachable' } | { kind: 'not_configured' };
 
 /** The settings that say whether live has a price source at all. */
 export type PriceSourceSettings = PriceNodeSettings & Pick<Config, 'PRICE_FEEDS_LIVE'>;
@@ -152,7 +161,7 @@ export class LivePriceFeeds {
   private readonly nodeUrl: string | undefined;
   private readonly refusals: Counter<'asset' | 'reason'> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private reading: Promise<void> | undefined;
+  private reading: Promise<PriceNodeReading> | undefined;
 
   constructor(
     private readonly config: Config,
@@ -172,7 +181,7 @@ export class LivePriceFeeds {
     if (!this.node || this.timer) return Promise.resolve();
     this.timer = setInterval(() => void this.refresh(), this.config.PRICE_POLL_SECONDS * 1000);
     this.timer.unref();
-    return this.refresh();
+    return this.refresh().then(() => undefined);
   }
 
   stop(): void {
@@ -181,15 +190,15 @@ export class LivePriceFeeds {
   }
 
   /** Reads every feed now; a read already under way is waited for rather than doubled. */
-  refresh(): Promise<void> {
+  refresh(): Promise<PriceNodeReading> {
     this.reading ??= this.readAll().finally(() => (this.reading = undefined));
     return this.reading;
   }
 
-  private async readAll(): Promise<void> {
+  private async readAll(): Promise<PriceNodeReading> {
     const { node, nodeUrl } = this;
     const { PRICE_FEEDS_LIVE: feeds, PRICE_NETWORK_LIVE: network, PRICE_SEQUENCER_UPTIME_FEED_LIVE: sequencerFeed } = this.config;
-    if (!node || nodeUrl === undefined || feeds === undefined) return;
+    if (!node || nodeUrl === undefined || feeds === undefined) return { kind: 'not_configured' };
     try {
       const { chainId } = await node.identifyNetwork();
       if (chainId !== PRICE_NETWORK_CHAIN_IDS[network]) {
@@ -198,16 +207,17 @@ export class LivePriceFeeds {
           sequencerRounds.delete(roundKey(nodeUrl, feed));
         }
         this.log.error({ chain_id: chainId, network }, `live price feeds: the price node is not on ${network} (chain id ${PRICE_NETWORK_CHAIN_IDS[network]}); live keys have no prices`);
-        return;
+        return { kind: 'wrong_network', chainId: chainId ?? 0, expectedChainId: PRICE_NETWORK_CHAIN_IDS[network] };
       }
     } catch {
       this.log.warn('live price feeds: the price node did not answer; the last rounds count until they are too old');
-      return;
+      return { kind: 'unreachable' };
     }
     await Promise.all([
       ...(sequencerFeed === undefined ? [] : [this.readSequencer(node, nodeUrl, sequencerFeed)]),
       ...Object.entries(feeds).map(([assetId, feed]) => this.readFeed(node, nodeUrl, assetId, feed.address)),
     ]);
+    return { kind: 'read' };
   }
 
   private async readSequencer(node: EvmRpcProvider, nodeUrl: string, feed: `0x${string}`): Promise<void> {

@@ -123,31 +123,57 @@ export class ChainNodes {
       );
     if (node.state.kind === 'verified') return;
     if (node.state.kind === 'mismatch') throw unavailable(node.state.reason);
-    let identity: NetworkIdentity;
-    let tokenProblem: string | null = null;
-    try {
-      identity = await node.provider.identifyNetwork();
-      // Only a node on the right network is asked about its tokens: elsewhere the contracts mean nothing.
-      if (!node.checkNetwork(identity) && node.checkTokens) tokenProblem = await node.checkTokens();
-    } catch (error) {
-      if (!(error instanceof NodeUnavailableError)) throw error;
-      this.log.warn({ chain, environment: node.environment, provider: kind, reason: error.message }, 'chain node unreachable; checked again on next use');
+    const inspection = await inspectNode(node);
+    if (inspection.kind === 'unreachable') {
+      this.log.warn({ chain, environment: node.environment, provider: kind, reason: inspection.problem }, 'chain node unreachable; checked again on next use');
       throw new ChainUnavailableError('unreachable', `the ${chain} node could not be reached`);
     }
-    const problem = node.checkNetwork(identity);
-    if (problem) {
+    if (inspection.kind === 'network_mismatch') {
       node.state = { kind: 'mismatch', reason: 'network_mismatch' };
-      this.log.error({ chain, environment: node.environment, provider: kind, ...networkFields(identity), problem }, 'chain node is on the wrong network; the chain is unavailable');
+      this.log.error({ chain, environment: node.environment, provider: kind, ...networkFields(inspection.identity), problem: inspection.problem }, 'chain node is on the wrong network; the chain is unavailable');
       throw unavailable('network_mismatch');
     }
-    if (tokenProblem) {
+    if (inspection.kind === 'token_mismatch') {
       node.state = { kind: 'mismatch', reason: 'token_mismatch' };
-      this.log.error({ chain, environment: node.environment, provider: kind, problem: tokenProblem }, `${chain} ${node.environment} node: ${tokenProblem}; the chain is unavailable`);
+      this.log.error({ chain, environment: node.environment, provider: kind, problem: inspection.problem }, `${chain} ${node.environment} node: ${inspection.problem}; the chain is unavailable`);
       throw unavailable('token_mismatch');
     }
-    node.state = { kind: 'verified', identity };
-    this.log.info({ chain, environment: node.environment, provider: kind, ...networkFields(identity) }, 'chain node verified');
+    node.state = { kind: 'verified', identity: inspection.identity };
+    this.log.info({ chain, environment: node.environment, provider: kind, ...networkFields(inspection.identity) }, 'chain node verified');
   }
+}
+
+/** What a node says of itself now: the network it serves and whether that (then its token contracts) is right for its environment. */
+export type NodeInspection =
+  | { kind: 'verified'; identity: NetworkIdentity }
+  | { kind: 'network_mismatch' | 'token_mismatch'; identity: NetworkIdentity; problem: string }
+  | { kind: 'unreachable'; problem: string };
+
+/** The node's network check, then (on the right network only: elsewhere the contracts mean nothing) its tokens'. Messages name no URL. */
+async function inspectNode(node: Omit<ConfiguredNode, 'state'>): Promise<NodeInspection> {
+  let identity: NetworkIdentity;
+  try {
+    identity = await node.provider.identifyNetwork();
+    const networkProblem = node.checkNetwork(identity);
+    if (networkProblem) return { kind: 'network_mismatch', identity, problem: networkProblem };
+    const tokenProblem = node.checkTokens ? await node.checkTokens() : null;
+    return tokenProblem ? { kind: 'token_mismatch', identity, problem: tokenProblem } : { kind: 'verified', identity };
+  } catch (error) {
+    if (!(error instanceof NodeUnavailableError)) throw error;
+    return { kind: 'unreachable', problem: error.message };
+  }
+}
+
+/**
+ * Each configured node with a fresh inspection of it (`npm run cli -- doctor`): the same checks a first use runs,
+ * with no state kept, each call `timeoutMs` at most.
+ */
+export function configuredNodeInspections(config: Config, timeoutMs: number): { chain: ChainId; environment: Environment; inspect: () => Promise<NodeInspection> }[] {
+  return configuredNodes({ ...config, CHAIN_NODE_TIMEOUT_MS: Math.min(config.CHAIN_NODE_TIMEOUT_MS, timeoutMs) }).map((node) => ({
+    chain: node.provider.chain,
+    environment: node.environment,
+    inspect: () => inspectNode(node),
+  }));
 }
 
 /**

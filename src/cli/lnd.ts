@@ -2,7 +2,7 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { loadConfig } from '../config';
 import type { Orm } from '../db/orm';
 import { bakeMacaroon, LND_PERMISSIONS, lndFileCredentials } from '../lightning/lnd-macaroon';
-import { LndNode, lightningNetwork } from '../lightning/lnd';
+import { LndNode, lightningNetwork, lndSettings } from '../lightning/lnd';
 import { environmentOption, required, text, UsageError, wholeNumber, type Options } from './options';
 
 /** The operator CLI's LND commands (docs/lightning.md, "Macaroon"). */
@@ -16,12 +16,11 @@ export const lndCommands: Record<string, (orm: Orm, options: Options) => Promise
   async 'lnd:bake-macaroon'(_orm, options) {
     const config = loadConfig();
     const environment = environmentOption(options);
-    const [restUrl, tlsCertPath] =
-      environment === 'live' ? [config.LIGHTNING_LND_LIVE_REST_URL, config.LIGHTNING_LND_LIVE_TLS_CERT_PATH] : [config.LIGHTNING_LND_SANDBOX_REST_URL, config.LIGHTNING_LND_SANDBOX_TLS_CERT_PATH];
-    if (!restUrl || !tlsCertPath) throw new UsageError(`set the ${environment} LND variables first (LIGHTNING_LND_${environment.toUpperCase()}_REST_URL, ..._TLS_CERT_PATH)`);
+    const settings = lndSettings(config, environment);
+    if (!settings) throw new UsageError(`set the ${environment} LND variables first (LIGHTNING_LND_${environment.toUpperCase()}_REST_URL, ..._MACAROON_PATH, ..._TLS_CERT_PATH)`);
     const out = required(options, 'out');
     const rootKeyId = BigInt(wholeNumber(text(options, 'root-key-id') ?? '0', 'root-key-id', Number.MAX_SAFE_INTEGER));
-    const admin = new LndNode({ restUrl, credentials: lndFileCredentials(required(options, 'admin-macaroon'), tlsCertPath), network: lightningNetwork(config, environment) });
+    const admin = new LndNode({ restUrl: settings.restUrl, credentials: lndFileCredentials(required(options, 'admin-macaroon'), settings.tlsCertPath), network: lightningNetwork(config, environment) });
     const macaroon = await bakeMacaroon(admin, rootKeyId);
     writeFileSync(`${out}.new`, macaroon, { mode: 0o600 });
     renameSync(`${out}.new`, out);

@@ -148,3 +148,13 @@ async function rowsLeft(em: EntityManager, column: SealedColumn, currentMasterKe
   );
   return Object.fromEntries(rows.map((row) => [row.master_key_id, Number(row.count)]));
 }
+
+/** Of a sealed column, the master keys its rows name: how many rows each, and the first row of each (its id and sealed columns). */
+export async function rowsPerMasterKey(em: EntityManager, column: SealedColumn): Promise<{ masterKeyId: string; rows: number; first: SealedRow }[]> {
+  const rows = await em.execute<(SealedRow & { __master_key_id: string; __rows: string })[]>(
+    `select distinct on (__master_key_id) *, count(*) over (partition by __master_key_id) as __rows
+     from (select id, ${column.columns.map(quoted).join(', ')}, ${column.masterKeyIdSql} as __master_key_id from ${quoted(column.table)}) sealed
+     where __master_key_id is not null order by __master_key_id, id`,
+  );
+  return rows.map((row) => ({ masterKeyId: row.__master_key_id, rows: Number(row.__rows), first: row }));
+}

@@ -84,6 +84,12 @@ export function excessPermissions(macaroon: Buffer): string[] | null {
   return granted && granted.filter((permission) => !(LND_PERMISSIONS as readonly string[]).includes(permission));
 }
 
+/** What of LND_PERMISSIONS a macaroon does not grant (null: unreadable): the calls that need it would be refused. */
+export function missingPermissions(macaroon: Buffer): string[] | null {
+  const granted = macaroonPermissions(macaroon);
+  return granted && LND_PERMISSIONS.filter((permission) => !granted.includes(permission));
+}
+
 /** The macaroon (as LND wrote it) and the certificate authority a call to the node uses now. */
 export interface LndCredentials {
   macaroon: Buffer;

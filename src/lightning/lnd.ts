@@ -305,21 +305,27 @@ export const lightningNetwork = (config: Config, environment: Environment): Bolt
 
 const nodesByConfig = new WeakMap<Config, Map<Environment, LndNode | null>>();
 
+/** The environment's LND settings (REST URL, macaroon and certificate files), or null when they are not all set. */
+export function lndSettings(config: Config, environment: Environment): { restUrl: string; macaroonPath: string; tlsCertPath: string } | null {
+  const [restUrl, macaroonPath, tlsCertPath] =
+    environment === 'live'
+      ? [config.LIGHTNING_LND_LIVE_REST_URL, config.LIGHTNING_LND_LIVE_MACAROON_PATH, config.LIGHTNING_LND_LIVE_TLS_CERT_PATH]
+      : [config.LIGHTNING_LND_SANDBOX_REST_URL, config.LIGHTNING_LND_SANDBOX_MACAROON_PATH, config.LIGHTNING_LND_SANDBOX_TLS_CERT_PATH];
+  return restUrl && macaroonPath && tlsCertPath ? { restUrl, macaroonPath, tlsCertPath } : null;
+}
+
 /** The environment's configured LND (its macaroon and certificate read again when their files change), or null when none is. */
 function lndNodeFor(config: Config, environment: Environment): LndNode | null {
   let nodes = nodesByConfig.get(config);
   if (!nodes) nodesByConfig.set(config, (nodes = new Map()));
   if (!nodes.has(environment)) {
-    const settings =
-      environment === 'live'
-        ? { url: config.LIGHTNING_LND_LIVE_REST_URL, macaroon: config.LIGHTNING_LND_LIVE_MACAROON_PATH, cert: config.LIGHTNING_LND_LIVE_TLS_CERT_PATH }
-        : { url: config.LIGHTNING_LND_SANDBOX_REST_URL, macaroon: config.LIGHTNING_LND_SANDBOX_MACAROON_PATH, cert: config.LIGHTNING_LND_SANDBOX_TLS_CERT_PATH };
+    const settings = lndSettings(config, environment);
     nodes.set(
       environment,
-      settings.url && settings.macaroon && settings.cert
+      settings
         ? new LndNode({
-            restUrl: settings.url,
-            credentials: lndFileCredentials(settings.macaroon, settings.cert),
+            restUrl: settings.restUrl,
+            credentials: lndFileCredentials(settings.macaroonPath, settings.tlsCertPath),
             network: lightningNetwork(config, environment),
             leastPrivilege: environment === 'live',
           })

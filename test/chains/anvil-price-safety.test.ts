@@ -7,6 +7,8 @@ import { createLogger } from '../../src/logger';
 import {
   deployAnvilPriceFeed,
   deployAnvilSequencerUptimeFeed,
+  feedUsd,
+  nowSeconds,
   reportAnvilSequencerStatus,
   setAnvilPriceRound,
   startAnvil,
@@ -15,8 +17,6 @@ import {
 import { testConfig } from '../support/environment';
 import { testLogger } from '../support/secret-scan';
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-const usd = (dollars: number) => BigInt(dollars) * 10n ** 8n;
 
 /** A logger whose lines the test reads back. */
 function capturingLogger() {
@@ -46,14 +46,14 @@ describe('Live price bounds (anvil)', () => {
   const logs = capturingLogger();
   const livePrice = (assetId: string) => priceSourceFor(config, 'live').usdPrice(assetId)?.toFixed() ?? null;
   const setEth = async (dollars: number) => {
-    await setAnvilPriceRound(anvil, ethFeed, usd(dollars), nowSeconds());
+    await setAnvilPriceRound(anvil, ethFeed, feedUsd(dollars), nowSeconds());
     await feeds.refresh();
   };
 
   before(async () => {
     anvil = await startAnvil({ chainId: 1 });
     // ETH / USD's aggregator bounded at 100 and 100,000 USD; BTC's unbounded, with configured sanity bounds instead.
-    ethFeed = await deployAnvilPriceFeed(anvil, 8, { minAnswer: usd(100), maxAnswer: usd(100_000) });
+    ethFeed = await deployAnvilPriceFeed(anvil, 8, { minAnswer: feedUsd(100), maxAnswer: feedUsd(100_000) });
     btcFeed = await deployAnvilPriceFeed(anvil, 8);
     config = testConfig({ CHAIN_NODE_ETHEREUM_LIVE: anvil.url, PRICE_FEEDS_LIVE: `ETH=${ethFeed}:3600,BTC=${btcFeed}:3600`, PRICE_BOUNDS_LIVE: 'BTC=1000..1000000.5' });
     feeds = new LivePriceFeeds(config, logs.log, registry);
@@ -95,11 +95,11 @@ describe('Live price bounds (anvil)', () => {
 
   it('refuses an answer at or outside the configured bounds (PRICE_BOUNDS_LIVE) of a feed whose aggregator has none in effect', async () => {
     const cases: [bigint, string | null, string][] = [
-      [usd(1000), null, 'at the configured min'],
-      [usd(999), null, 'below it'],
+      [feedUsd(1000), null, 'at the configured min'],
+      [feedUsd(999), null, 'below it'],
       [100_000_050_000_000n, null, 'at the configured max, 1,000,000.5'],
       [100_000_049_999_999n, '1000000.49999999', 'just inside'],
-      [usd(65_000), '65000', 'inside'],
+      [feedUsd(65_000), '65000', 'inside'],
     ];
     for (const [answer, price, why] of cases) {
       await setAnvilPriceRound(anvil, btcFeed, answer, nowSeconds());
@@ -112,7 +112,7 @@ describe('Live price bounds (anvil)', () => {
 
   it('says in /metrics which live assets have no price now, and why', async () => {
     await setEth(100);
-    await setAnvilPriceRound(anvil, btcFeed, usd(65_000), nowSeconds() - 3600 - 601);
+    await setAnvilPriceRound(anvil, btcFeed, feedUsd(65_000), nowSeconds() - 3600 - 601);
     await feeds.refresh();
     assert.equal(await metricValue(registry, 'live_price_unavailable', { asset: 'ETH', reason: 'refused' }), 1);
     assert.equal(await metricValue(registry, 'live_price_unavailable', { asset: 'BTC', reason: 'stale' }), 1);
@@ -152,7 +152,7 @@ describe('Live prices on an L2 behind its sequencer uptime feed (anvil)', () => 
       PRICE_FEEDS_LIVE: `ETH=${ethFeed}:86400`,
     });
     feeds = new LivePriceFeeds(config, testLogger('prices'), registry);
-    await setAnvilPriceRound(anvil, ethFeed, usd(2500), nowSeconds());
+    await setAnvilPriceRound(anvil, ethFeed, feedUsd(2500), nowSeconds());
   });
   after(async () => {
     feeds?.stop();
@@ -166,7 +166,7 @@ describe('Live prices on an L2 behind its sequencer uptime feed (anvil)', () => 
 
   it('has no price while the sequencer is down, whatever the price feed says', async () => {
     await report(true, nowSeconds() - 3700);
-    await setAnvilPriceRound(anvil, ethFeed, usd(2600), nowSeconds());
+    await setAnvilPriceRound(anvil, ethFeed, feedUsd(2600), nowSeconds());
     await feeds.refresh();
     assert.equal(livePrice(), null);
     assert.equal(await metricValue(registry, 'live_price_unavailable', { asset: 'ETH', reason: 'sequencer_down' }), 1);

@@ -8,7 +8,7 @@ import { assetById } from '../../src/catalogue/service';
 import type { Config } from '../../src/config';
 import { PolicyAuditLog } from '../../src/policies/entities';
 import { OutgoingTransaction } from '../../src/transactions/entities';
-import { deployAnvilPriceFeed, deployAnvilToken, setAnvilPriceRound, startAnvil, type Anvil } from '../support/anvil';
+import { deployAnvilPriceFeed, deployAnvilToken, nowSeconds, setAnvilPriceRound, startAnvil, type Anvil } from '../support/anvil';
 import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { testConfig, testOrm } from '../support/environment';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
@@ -17,7 +17,6 @@ import { mintData, putTokenProgramAccount, svmAddress } from '../support/litesvm
 import { SolanaNode } from '../support/solana-node';
 import { testLogger } from '../support/secret-scan';
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /**
  * Live prices from Chainlink: aggregators deployed on anvil (mainnet's chain id, as a live node must

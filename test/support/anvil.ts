@@ -145,6 +145,11 @@ export async function deployAnvilMulticall3(anvil: Anvil): Promise<void> {
   await anvil.call('anvil_setCode', [MULTICALL3_ADDRESS, await anvil.call('eth_getCode', [deployed.contractAddress, 'latest'])]);
 }
 
+/** Now, in seconds since the epoch: what a feed's round is dated by. */
+export const nowSeconds = () => Math.floor(Date.now() / 1000);
+/** Whole dollars in a USD feed's integer units (8 decimals, as Chainlink's). */
+export const feedUsd = (dollars: number) => BigInt(dollars) * 10n ** 8n;
+
 /** The bounds of a Chainlink aggregator that has none in effect (most of its feeds today): 1 and the largest int192. */
 export const UNBOUNDED_ANSWERS = { minAnswer: 1n, maxAnswer: 2n ** 191n - 1n } as const;
 

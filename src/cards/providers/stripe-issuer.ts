@@ -20,7 +20,7 @@ export interface StripeIssuing {
 }
 
 /** A secret from its variable, or from the file its `_FILE` variable names (without the trailing newline). */
-function secretSetting(name: string, value: string | undefined, file: string | undefined): string | undefined {
+export function secretSetting(name: string, value: string | undefined, file: string | undefined): string | undefined {
   if (value !== undefined || file === undefined) return value;
   try {
     return readFileSync(file, 'utf8').trim();
