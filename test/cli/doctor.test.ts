@@ -17,7 +17,7 @@ import {
   type Anvil,
 } from '../support/anvil';
 import { cli } from '../support/cli';
-import { localTemporal, TEST_MASTER_KEY, testConfig, testOrm } from '../support/environment';
+import { localTemporal, ownDatabase, TEST_MASTER_KEY, testConfig } from '../support/environment';
 import { startLoneLnd, type Lnd } from '../support/lnd';
 import { missingTool } from '../support/missing-tool';
 import { needStripeMock, startStripeMockIfInstalled, type StripeMock } from '../support/stripe-mock';
@@ -31,11 +31,16 @@ interface Report {
 
 /** Everything the doctor printed in this file: none of the secrets it was given may be in it. */
 const printed: string[] = [];
+/**
+ * The doctor's database: one of this file's own, as its stored-rows check reads every sealed row, and other files'
+ * rows in this process's database are sealed under keys of theirs (a working configuration is judged on its own rows).
+ */
+let database: Awaited<ReturnType<typeof ownDatabase>>;
 
 /** `npm run cli -- doctor ...` in a process of its own: its exit code and what it printed (kept for the secret check). */
 async function doctor(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; elapsedMs: number }> {
   const started = Date.now();
-  const { code, stdout, stderr } = await cli(['doctor', ...args], process.env.DATABASE_URL!, env).then(
+  const { code, stdout, stderr } = await cli(['doctor', ...args], database.url, env).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
   );
@@ -74,7 +79,7 @@ describe('CLI doctor', () => {
   let stripe: StripeMock | null;
 
   before(async () => {
-    await testOrm();
+    database = await ownDatabase('doctor');
     const temporal = await localTemporal();
     stripe = await startStripeMockIfInstalled();
     mainnet = await startAnvil({ chainId: 1 });
@@ -95,6 +100,7 @@ describe('CLI doctor', () => {
   after(async () => {
     await mainnet?.stop();
     await stripe?.stop();
+    await database?.drop();
     // What the doctor was given and must never print: the signing secrets, the Stripe key, the master key.
     const all = printed.join('\n');
     for (const secret of [TEST_MASTER_KEY, 'sk_test_stripemock', ...(stripe ? [stripe.authorizationSecret, stripe.eventSecret] : [])]) assert.ok(!all.includes(secret), 'a secret was printed');
@@ -202,7 +208,7 @@ describe('CLI doctor', () => {
 
   it('at start: logs every check; in production a lasting failure of a live provider stops the start, a node down does not', async () => {
     const other = await startAnvil();
-    const orm = await testOrm();
+    const { orm } = database;
     const closed = await silentServer();
     await closed.close();
     try {

@@ -81,6 +81,26 @@ async function createProcessDatabase(): Promise<void> {
   if (existing.length === 0) await onSharedDatabase(`create database "${processDatabase}"`, []);
 }
 
+/**
+ * A migrated database of a test's own beside this process's (named after it, so the secret scan reads it and
+ * scripts/test.sh drops it): for what must see no other test's rows, such as rows sealed under other keys.
+ */
+export async function ownDatabase(label: string): Promise<{ url: string; orm: Orm; drop: () => Promise<void> }> {
+  const name = `${processDatabase}_${label}`;
+  await onSharedDatabase(`drop database if exists "${name}" with (force)`, []);
+  await onSharedDatabase(`create database "${name}"`, []);
+  const orm = await createOrm(databaseUrl(name), 5);
+  await migrate(orm);
+  return {
+    url: databaseUrl(name),
+    orm,
+    drop: async () => {
+      await orm.close();
+      await onSharedDatabase(`drop database if exists "${name}" with (force)`, []);
+    },
+  };
+}
+
 /** The databases of every process of this run (this one's among them), for the secret scan. */
 export async function suiteDatabaseUrls(): Promise<string[]> {
   const rows = await onSharedDatabase<{ datname: string }>('select datname from pg_database where starts_with(datname, $1) order by datname', [processDatabasePrefix]);
