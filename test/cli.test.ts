@@ -21,7 +21,9 @@ import { mineRefund } from './support/payout-refunds';
 import { terminateWorkflows } from './support/scanning';
 import { createTestWorker } from './support/worker';
 
-describe('CLI', () => {
+describe('CLI', function () {
+  // Each command is a process of its own that loads the whole service: a busy 2-core machine took 103 s for one test.
+  this.timeout(300_000);
   let app: TestApp;
 
   before(async () => {

@@ -57,7 +57,7 @@ describe('Reorganisations at any depth on a real Ethereum node (anvil)', () => {
     // The same signed transaction mined on the new chain: the same deposit, pending again, then credited once more.
     await broadcastAgain(raw);
     await mine(CONFIRMATIONS);
-    await eventually(async () => ((await ethOf(ours.id)).balance === amount ? true : undefined), 'deposit credited again');
+    await eventually(async () => ((await ethOf(ours.id)).balance === amount ? true : undefined), 'deposit credited again', 60_000);
     assert.equal((await call('GET', `/v1/deposits/${deposit!.id}`)).body.status, 'confirmed');
     assert.deepEqual(
       (await journalOf(deposit!.id)).slice(3).map((entry) => [entry.kind, entry.reference_id]),
