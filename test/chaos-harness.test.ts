@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { running } from './support/chaos/components';
+import { running, Supervised, type Component } from './support/chaos/components';
 import { eventually } from './support/eventually';
 
 const BENCH = path.resolve(__dirname, '../bench/chaos.js');
@@ -103,5 +103,53 @@ describe('Chaos harness: nothing it started outlives it, however it ends', funct
     assert.equal(run.code, 130, run.output);
     assert.match(run.output, /: SIGKILL \w+/, 'it was stopped after a kill, with components down or restarting');
     await nothingLeft(run);
+  });
+});
+
+/** A component in this process: up or down as the supervisor's own kills and starts leave it, each answer a tick late. */
+class InProcessComponent implements Component {
+  readonly name = 'worker' as const;
+  up = true;
+  starts = 0;
+  async start() {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    this.starts += 1;
+    this.up = true;
+  }
+  async kill() {
+    const wasUp = this.up;
+    this.up = false;
+    return wasUp;
+  }
+  async alive() {
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.up;
+  }
+  async stop() {
+    this.up = false;
+  }
+  log() {
+    return '';
+  }
+}
+
+describe('Chaos supervisor: a kill of its own is never counted as an exit of the component\'s own', () => {
+  it('ticks running all through three kills (as the driver ticks every component) count no exit of its own', async () => {
+    const component = new InProcessComponent();
+    const supervised = new Supervised(component);
+    let ticking = true;
+    const ticks = (async () => {
+      while (ticking) {
+        await supervised.tick();
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    // Seed 1786213712 counted one: a tick between the end of a kill's down time and its restart found the component down.
+    for (let kill = 0; kill < 3; kill += 1) assert.equal(await supervised.killFor(5), 'killed');
+    ticking = false;
+    await ticks;
+    assert.equal(supervised.kills, 3);
+    assert.equal(supervised.ownExits, 0, `its last "own" exit: ${supervised.lastOwnExit}`);
+    assert.equal(component.starts, 3, 'one start after each kill, none doubled');
   });
 });
