@@ -11,6 +11,9 @@
 #                            log WHAT, run CMD (its output appended to FILE when given), say every
 #                            10 s that WHAT still runs and for how long, then how long it took
 #   tcp_open HOST PORT       succeed when something accepts connections there
+#   build_inputs_digest      print the digest of what `npm run build` reads (scripts/build-inputs.cjs)
+#   record_build DIGEST      note in dist/ that it is the build of inputs of DIGEST (after a build that began with them)
+#   build_if_changed         npm run build, unless dist/ is the build of today's inputs; records what it built
 #   temporal_cli_path        print the path of the `temporal` CLI (fails if missing)
 #   temporal_test_server_path  print the path of the time-skipping test server
 #   btcd_path                print the path of `btcd`, the Bitcoin node the chain tests run (fails if missing)
@@ -92,6 +95,25 @@ with_progress() {
 tcp_open() {
   # bash's /dev/tcp needs no extra tool; the subshell closes the socket again.
   (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null
+}
+
+# --- Build ----------------------------------------------------------------------
+
+BUILD_RECORD=dist/.build-inputs
+build_inputs_digest() { node "$PROJECT_ROOT/scripts/build-inputs.cjs"; }
+record_build() { printf '%s\n' "$1" >"$PROJECT_ROOT/$BUILD_RECORD"; }
+
+# The digest is taken before the build starts: a file edited during the build makes the next call build again.
+# `npm run build` empties dist/ first, so a failed build leaves no record.
+build_if_changed() {
+  local inputs
+  inputs=$(build_inputs_digest) || die "could not read the build's inputs (scripts/build-inputs.cjs)."
+  if [[ -f $PROJECT_ROOT/$BUILD_RECORD && $(<"$PROJECT_ROOT/$BUILD_RECORD") == "$inputs" ]]; then
+    log "nothing changed since the last build (sources, tsconfig.json, package-lock.json): not building"
+    return 0
+  fi
+  with_progress "building (npm run build)" npm run build --silent || return 1
+  record_build "$inputs"
 }
 
 stop_pid() {

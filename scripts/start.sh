@@ -58,7 +58,7 @@ bash "$PROJECT_ROOT/scripts/ensure-tools.sh" --service
 REUSE_TEMPORAL=''
 if [[ -z ${TEMPORAL_ADDRESS:-} ]] && temporal_dev_reusable "$TEMPORAL_DB" "$TEMPORAL_PORT"; then REUSE_TEMPORAL=1; fi
 
-with_progress "building (npm run build)" npm run build --silent
+build_if_changed
 [[ -f dist/src/server.js && -f dist/src/worker.js && -f dist/src/cli.js ]] ||
   die "the build did not produce dist/src/{server,worker,cli}.js."
 mkdir -p "$DATA_DIR" "$LOG_DIR"

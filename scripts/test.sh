@@ -29,12 +29,15 @@ trap 'exit 143' TERM
 
 bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
 # The types generated from the OpenAPI document first (the linter reads them), then the build and the linter at once:
-# each type-checks the whole project on one core.
+# each type-checks the whole project on one core. The build is recorded, so that `npm start` (and the tests that run
+# it) find dist/ current and do not build again.
+build_inputs=$(build_inputs_digest)
 node scripts/openapi-types.cjs
 log "building and linting"
 npm run lint --silent &
 lint_pid=$!
 npm run build --silent
+record_build "$build_inputs"
 wait "$lint_pid" || die "the linter found problems (above)"
 
 pg_throwaway_database
