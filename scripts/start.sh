@@ -9,8 +9,9 @@
 # server (its state is on disk, so workflows resume) and the PostgreSQL
 # cluster; a Temporal or PostgreSQL that cannot be started again stops it all.
 # Ctrl-C (SIGINT or SIGTERM to this script) alone stops everything it started.
-# Settings: PG_PORT (54329), TEMPORAL_PORT (7233), TEMPORAL_UI_PORT (8233),
-# HOST, PORT, DATA_DIR, plus everything the app itself reads.
+# Settings: the ports (README, "Ports": PORT 3000, PG_PORT 54329, TEMPORAL_PORT 7233, TEMPORAL_UI_PORT 8233),
+# HOST, DATA_DIR, plus everything the app itself reads. A port something else holds stops the start at once,
+# naming the variable to change; the API is believed ready only when it answers with this start's instance id.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -26,6 +27,10 @@ export TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
 LOG_DIR=$DATA_DIR/logs
 KEY_FILE=$DATA_DIR/root-api-key
 TEMPORAL_DB=$DATA_DIR/temporal/temporal.db
+api_host=$HOST
+[[ $api_host != 0.0.0.0 && $api_host != "::" ]] || api_host=127.0.0.1
+# This start's name for its API (GET /healthz answers it): another program listening on PORT never passes for it.
+instance_id=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 
 PG_DIR_STARTED=''   # set when this script started the cluster, so it stops it too
 TEMPORAL_LOCAL=''   # set when Temporal runs on this machine (ours or reused)
@@ -51,12 +56,26 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "shutting down"; exit 0' INT TERM
 
+# Every port is checked before anything is installed, built or started, so a clash costs nothing. This folder's
+# own cluster, left running by an earlier start, holds PG_PORT rightly.
+refuse_taken_port "$api_host" "$PORT" PORT "the API"
+if [[ -z ${DATABASE_URL:-} ]] && ! pg_cluster_running "$DATA_DIR/postgres"; then
+  refuse_taken_port 127.0.0.1 "$PG_PORT" PG_PORT PostgreSQL
+fi
+
 bash "$PROJECT_ROOT/scripts/ensure-tools.sh" --service
 
 # A Temporal server already on the port is reused only when it is this data folder's own (left running by an
-# earlier start); any other stops the start here, before anything starts, so a clash costs no build.
+# earlier start); any other, or any other program on either port, stops the start here.
 REUSE_TEMPORAL=''
-if [[ -z ${TEMPORAL_ADDRESS:-} ]] && temporal_dev_reusable "$TEMPORAL_DB" "$TEMPORAL_PORT"; then REUSE_TEMPORAL=1; fi
+if [[ -z ${TEMPORAL_ADDRESS:-} ]]; then
+  if temporal_dev_reusable "$TEMPORAL_DB" "$TEMPORAL_PORT"; then
+    REUSE_TEMPORAL=1
+  else
+    refuse_taken_port 127.0.0.1 "$TEMPORAL_PORT" TEMPORAL_PORT "the Temporal dev server"
+    refuse_taken_port 127.0.0.1 "$TEMPORAL_UI_PORT" TEMPORAL_UI_PORT "the Temporal UI"
+  fi
+fi
 
 build_if_changed
 [[ -f dist/src/server.js && -f dist/src/worker.js && -f dist/src/cli.js ]] ||
@@ -81,14 +100,14 @@ start_service() {
     # The API is never given the seed key, in any configuration (docs/custody.md, "Key custody"): wallets'
     # first keys and signatures go through the worker, as in production.
     api) env -u SEED_MASTER_KEY -u SEED_MASTER_KEY_PREVIOUS -u PKCS11_SEED_KEY_LABEL -u PKCS11_SEED_PREVIOUS_KEY_LABELS \
-      SEED_KEY_FALLBACK=none node dist/src/server.js & PIDS[api]=$! ;;
+      SEED_KEY_FALLBACK=none INSTANCE_ID="$instance_id" node dist/src/server.js & PIDS[api]=$! ;;
     worker) node dist/src/worker.js & PIDS[worker]=$! ;;
     temporal)
       temporal_dev_start "$TEMPORAL_DB" "$TEMPORAL_PORT" "$TEMPORAL_UI_PORT" \
         "$LOG_DIR/temporal.log" "$TEMPORAL_NAMESPACE"
       PIDS[temporal]=$TEMPORAL_DEV_PID ;;
     postgres)
-      pg_start_cluster "$PG_DIR_STARTED" "$PG_PORT"
+      pg_start_cluster "$PG_DIR_STARTED" "$PG_PORT" PG_PORT
       PIDS[postgres]=$(postgres_pid) ;;
   esac
   STARTED_AT[$name]=$SECONDS
@@ -125,7 +144,7 @@ supervise_tick() {
 }
 
 if [[ -z ${DATABASE_URL:-} ]]; then
-  pg_start_cluster "$DATA_DIR/postgres" "$PG_PORT"
+  pg_start_cluster "$DATA_DIR/postgres" "$PG_PORT" PG_PORT
   if [[ -n $PG_STARTED ]]; then
     PG_DIR_STARTED=$DATA_DIR/postgres
     SUPERVISED+=(postgres) BACKOFF[postgres]=$BACKOFF_MIN PIDS[postgres]=$(postgres_pid) STARTED_AT[postgres]=$SECONDS
@@ -153,12 +172,12 @@ node dist/src/cli.js bootstrap --key-file "$KEY_FILE"
 supervise worker
 supervise api
 
-api_host=$HOST
-[[ $api_host != 0.0.0.0 && $api_host != "::" ]] || api_host=127.0.0.1
+# Ready when our API answers with our instance id. Anything else answering there took PORT after the check above.
 deadline=$((SECONDS + 60))
-until tcp_open "$api_host" "$PORT"; do
+until health=$(http_get "$api_host" "$PORT" /healthz) && [[ $health == *"$instance_id"* ]]; do
+  [[ -z $health ]] || die "something other than this start's API answers on $api_host:$PORT (PORT): set PORT to a free port."
   supervise_tick
-  ((SECONDS < deadline)) || die "the API did not listen on $api_host:$PORT within 60s."
+  ((SECONDS < deadline)) || die "the API did not answer on $api_host:$PORT (PORT) within 60s (see its output above)."
   sleep 0.5
 done
 
