@@ -12,6 +12,7 @@
 # Settings: the ports (README, "Ports": PORT 3000, PG_PORT 54329, TEMPORAL_PORT 7233, TEMPORAL_UI_PORT 8233),
 # HOST, DATA_DIR, plus everything the app itself reads. A port something else holds stops the start at once,
 # naming the variable to change; the API is believed ready only when it answers with this start's instance id.
+# The connection settings are recorded in DATA_DIR/instance.json for `npm run cli` (src/cli/instance.ts).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -27,6 +28,7 @@ export TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
 LOG_DIR=$DATA_DIR/logs
 KEY_FILE=$DATA_DIR/root-api-key
 TEMPORAL_DB=$DATA_DIR/temporal/temporal.db
+INSTANCE_RECORD=$DATA_DIR/instance.json
 api_host=$HOST
 [[ $api_host != 0.0.0.0 && $api_host != "::" ]] || api_host=127.0.0.1
 # This start's name for its API (GET /healthz answers it): another program listening on PORT never passes for it.
@@ -93,6 +95,31 @@ postgres_pid() { head -n 1 "$PG_DIR_STARTED/data/postmaster.pid" 2>/dev/null; }
 export NODE_OPTIONS="$SERVICE_NODE_OPTIONS${NODE_OPTIONS:+ $NODE_OPTIONS}"
 export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2} MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072} \
   MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-131072}
+
+# What `npm run cli` in this checkout uses while DATABASE_URL is unset (src/cli/instance.ts): this start's pid and
+# connection settings, no secret. The embedded cluster's URL has none (trust, on loopback only); a DATABASE_URL with a
+# password is left out (the CLI then asks for it). Key custody and Temporal credentials are kept by name only, so the
+# CLI refuses to run without them rather than seal anything under the development master key.
+record_instance() {
+  local database_url=$DATABASE_URL
+  [[ ! $database_url =~ ^postgres(ql)?://[^/@]*:[^/@]*@ && $database_url != *password=* ]] || database_url=''
+  (
+    umask 077
+    START_PID=$$ RECORDED_DATABASE_URL=$database_url API_URL="http://$api_host:$PORT" INSTANCE_ID=$instance_id \
+      NOT_RECORDED=$(compgen -e | grep -E '^(KEY_PROVIDER|MASTER_KEY|SEED_MASTER_KEY|SEED_KEY_FALLBACK|PKCS11_|TEMPORAL_API_KEY|TEMPORAL_TLS)' || true) \
+      node -e '
+        const env = process.env;
+        console.log(JSON.stringify({
+          pid: Number(env.START_PID),
+          instance_id: env.INSTANCE_ID,
+          api_url: env.API_URL,
+          database_url: env.RECORDED_DATABASE_URL || null,
+          temporal: { address: env.TEMPORAL_ADDRESS, namespace: env.TEMPORAL_NAMESPACE, task_queue: env.TEMPORAL_TASK_QUEUE || null },
+          not_recorded: env.NOT_RECORDED.split("\n").filter(Boolean),
+        }, null, 2));' >"$INSTANCE_RECORD.tmp"
+  )
+  mv "$INSTANCE_RECORD.tmp" "$INSTANCE_RECORD"
+}
 
 start_service() {
   local name=$1
@@ -167,6 +194,8 @@ if [[ -z ${TEMPORAL_ADDRESS:-} ]]; then
   fi
 fi
 
+record_instance
+
 node dist/src/cli.js bootstrap --key-file "$KEY_FILE"
 
 supervise worker
@@ -186,6 +215,9 @@ temporal_ui="none here (Temporal at $TEMPORAL_ADDRESS)"
 log "API:          http://$api_host:$PORT"
 log "Temporal UI:  $temporal_ui"
 log "root API key: $KEY_FILE (written on the first run only)"
+cli='npm run cli -- <command>'
+[[ $DATA_DIR == "$PROJECT_ROOT/.data" ]] || cli="DATA_DIR=$DATA_DIR $cli"
+log "CLI:          $cli (no DATABASE_URL needed while this runs: $INSTANCE_RECORD)"
 log "press Ctrl-C to stop"
 
 while true; do
