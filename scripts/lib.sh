@@ -11,6 +11,13 @@
 #                            log WHAT, run CMD (its output appended to FILE when given), say every
 #                            10 s that WHAT still runs and for how long, then how long it took
 #   tcp_open HOST PORT       succeed when something accepts connections there
+#   http_get HOST PORT PATH  print the answer (status line, headers, body) to GET PATH; empty when nothing answers
+#   port_holder PORT         print who listens on PORT ("pid 123, node dist/src/server.js"), when ss or lsof can tell
+#   refuse_taken_port HOST PORT VARIABLE WHAT
+#                            die, naming VARIABLE, when something already accepts connections on HOST:PORT
+#   build_inputs_digest      print the digest of what `npm run build` reads (scripts/build-inputs.cjs)
+#   record_build DIGEST      note in dist/ that it is the build of inputs of DIGEST (after a build that began with them)
+#   build_if_changed         npm run build, unless dist/ is the build of today's inputs; records what it built
 #   temporal_cli_path        print the path of the `temporal` CLI (fails if missing)
 #   temporal_test_server_path  print the path of the time-skipping test server
 #   btcd_path                print the path of `btcd`, the Bitcoin node the chain tests run (fails if missing)
@@ -92,6 +99,56 @@ with_progress() {
 tcp_open() {
   # bash's /dev/tcp needs no extra tool; the subshell closes the socket again.
   (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null
+}
+
+# In bash alone (curl is not everywhere); each read waits 5 s at most, so a listener that never answers ends it.
+http_get() {
+  (
+    exec 3<>"/dev/tcp/$1/$2" || exit 1
+    printf 'GET %s HTTP/1.0\r\nHost: %s:%s\r\n\r\n' "$3" "$1" "$2" >&3
+    local line
+    while IFS= read -r -t 5 line <&3 || [[ -n $line ]]; do printf '%s\n' "$line"; done
+  ) 2>/dev/null
+}
+
+port_holder() {
+  local port=$1 line
+  if command -v ss >/dev/null 2>&1; then
+    line=$(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n 1) || line=''
+    line=${line#pid=}
+  elif command -v lsof >/dev/null 2>&1; then
+    line=$(lsof -nP -t -iTCP:"$port" -sTCP:LISTEN 2>/dev/null | head -n 1) || line=''
+  fi
+  [[ ${line:-} =~ ^[0-9]+$ ]] || return 1
+  printf 'pid %s, %s\n' "$line" "$(ps -o args= -p "$line" 2>/dev/null | cut -c 1-80)"
+}
+
+# Checked before anything starts, so a clash costs no build and no half-started instance; the process that holds
+# the port is named when the system says.
+refuse_taken_port() {
+  local host=$1 port=$2 variable=$3 what=$4 holder
+  tcp_open "$host" "$port" || return 0
+  holder=$(port_holder "$port") && holder=" ($holder)" || holder=''
+  die "port $port ($variable, $what) is already in use on $host$holder, by another instance or program: set $variable to a free port for this one."
+}
+
+# --- Build ----------------------------------------------------------------------
+
+BUILD_RECORD=dist/.build-inputs
+build_inputs_digest() { node "$PROJECT_ROOT/scripts/build-inputs.cjs"; }
+record_build() { printf '%s\n' "$1" >"$PROJECT_ROOT/$BUILD_RECORD"; }
+
+# The digest is taken before the build starts: a file edited during the build makes the next call build again.
+# `npm run build` empties dist/ first, so a failed build leaves no record.
+build_if_changed() {
+  local inputs
+  inputs=$(build_inputs_digest) || die "could not read the build's inputs (scripts/build-inputs.cjs)."
+  if [[ -f $PROJECT_ROOT/$BUILD_RECORD && $(<"$PROJECT_ROOT/$BUILD_RECORD") == "$inputs" ]]; then
+    log "nothing changed since the last build (sources, tsconfig.json, package-lock.json): not building"
+    return 0
+  fi
+  with_progress "building (npm run build)" npm run build --silent || return 1
+  record_build "$inputs"
 }
 
 stop_pid() {

@@ -2,9 +2,12 @@
 # Project-local PostgreSQL clusters. Source it after lib.sh.
 #
 #   pg_bin_dir                     print the folder holding initdb, pg_ctl and postgres
-#   pg_start_cluster DIR PORT      init DIR if needed and start it on 127.0.0.1:PORT;
+#   pg_start_cluster DIR PORT [VARIABLE]
+#                                  init DIR if needed and start it on 127.0.0.1:PORT;
 #                                  idempotent; sets PG_STARTED=1 only if it started it.
-#                                  PG_FAST=1: no fsync (throwaway test clusters)
+#                                  PG_FAST=1: no fsync (throwaway test clusters). Errors about
+#                                  the port name VARIABLE (the setting that chose it), if given
+#   pg_cluster_running DIR         succeed when the cluster in DIR runs
 #   pg_stop_cluster DIR            stop it if it runs
 #   pg_url_with_db URL NAME        print URL with its database replaced by NAME
 #   pg_create_database URL NAME    create database NAME on URL's server unless it exists
@@ -49,9 +52,16 @@ _pg_prepare_dir() {
     die "the postgres user cannot reach $dir: make its parent folders searchable (chmod o+x) or set DATABASE_URL."
 }
 
+pg_cluster_running() {
+  local dir=$1 bin
+  [[ -f $dir/data/PG_VERSION ]] || return 1
+  bin=$(pg_bin_dir) || return 1
+  (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1)
+}
+
 pg_start_cluster() {
-  local dir port bin
-  dir=$(mkdir -p "$1" && cd "$1" && pwd) port=$2
+  local dir port bin named
+  dir=$(mkdir -p "$1" && cd "$1" && pwd) port=$2 named=${3:+ ($3)}
   PG_STARTED=''
   bin=$(pg_bin_dir) || die "PostgreSQL server binaries were not found: run scripts/ensure-tools.sh or set DATABASE_URL."
   _pg_prepare_dir "$dir"
@@ -67,7 +77,12 @@ pg_start_cluster() {
     fi
     _pg_as_owner mkdir -p "$dir/run"
   ) || exit 1
-  if (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1); then
+  if pg_cluster_running "$dir"; then
+    # The fourth line of postmaster.pid is the port it listens on: one started on another port is not waited for.
+    local running
+    running=$(sed -n 4p "$dir/data/postmaster.pid" 2>/dev/null) || running=''
+    [[ -z $running || $running == "$port" ]] ||
+      die "PostgreSQL in $dir already runs on port $running, not on $port$named: stop it, or set ${3:-the port} to $running."
     log "PostgreSQL in $dir is already running"
   else
     # -h/-k/-p: listen on loopback only, socket inside DIR, given port.
@@ -78,7 +93,9 @@ pg_start_cluster() {
     log "starting PostgreSQL on 127.0.0.1:$port (log $dir/postgres.log)"
     if ! (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -o "$opts" -w -t 60 start >/dev/null); then
       tail -n 20 "$dir/postgres.log" >&2 || true
-      die "PostgreSQL did not start in $dir on port $port (see $dir/postgres.log)."
+      ! tail -n 20 "$dir/postgres.log" 2>/dev/null | grep -q 'Address already in use' ||
+        die "PostgreSQL could not listen on 127.0.0.1:$port: the port is in use${3:+ (set $3 to a free one)}."
+      die "PostgreSQL did not start in $dir on port $port$named (see $dir/postgres.log)."
     fi
     PG_STARTED=1
   fi
@@ -86,9 +103,9 @@ pg_start_cluster() {
   [[ -x $bin/pg_isready ]] && isready=$bin/pg_isready
   if command -v "$isready" >/dev/null 2>&1; then
     wait_for 30 "$isready" -q -h 127.0.0.1 -p "$port" -U postgres ||
-      die "PostgreSQL in $dir does not answer on 127.0.0.1:$port (is it running on another port?)."
+      die "PostgreSQL in $dir does not answer on 127.0.0.1:$port$named (see $dir/postgres.log)."
   else
-    wait_for 30 tcp_open 127.0.0.1 "$port" || die "PostgreSQL in $dir does not answer on 127.0.0.1:$port."
+    wait_for 30 tcp_open 127.0.0.1 "$port" || die "PostgreSQL in $dir does not answer on 127.0.0.1:$port$named."
   fi
 }
 

@@ -9,8 +9,10 @@
 # server (its state is on disk, so workflows resume) and the PostgreSQL
 # cluster; a Temporal or PostgreSQL that cannot be started again stops it all.
 # Ctrl-C (SIGINT or SIGTERM to this script) alone stops everything it started.
-# Settings: PG_PORT (54329), TEMPORAL_PORT (7233), TEMPORAL_UI_PORT (8233),
-# HOST, PORT, DATA_DIR, plus everything the app itself reads.
+# Settings: the ports (README, "Ports": PORT 3000, PG_PORT 54329, TEMPORAL_PORT 7233, TEMPORAL_UI_PORT 8233),
+# HOST, DATA_DIR, plus everything the app itself reads. A port something else holds stops the start at once,
+# naming the variable to change; the API is believed ready only when it answers with this start's instance id.
+# The connection settings are recorded in DATA_DIR/instance.json for `npm run cli` (src/cli/instance.ts).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -26,6 +28,11 @@ export TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
 LOG_DIR=$DATA_DIR/logs
 KEY_FILE=$DATA_DIR/root-api-key
 TEMPORAL_DB=$DATA_DIR/temporal/temporal.db
+INSTANCE_RECORD=$DATA_DIR/instance.json
+api_host=$HOST
+[[ $api_host != 0.0.0.0 && $api_host != "::" ]] || api_host=127.0.0.1
+# This start's name for its API (GET /healthz answers it): another program listening on PORT never passes for it.
+instance_id=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 
 PG_DIR_STARTED=''   # set when this script started the cluster, so it stops it too
 TEMPORAL_LOCAL=''   # set when Temporal runs on this machine (ours or reused)
@@ -51,14 +58,28 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "shutting down"; exit 0' INT TERM
 
+# Every port is checked before anything is installed, built or started, so a clash costs nothing. This folder's
+# own cluster, left running by an earlier start, holds PG_PORT rightly.
+refuse_taken_port "$api_host" "$PORT" PORT "the API"
+if [[ -z ${DATABASE_URL:-} ]] && ! pg_cluster_running "$DATA_DIR/postgres"; then
+  refuse_taken_port 127.0.0.1 "$PG_PORT" PG_PORT PostgreSQL
+fi
+
 bash "$PROJECT_ROOT/scripts/ensure-tools.sh" --service
 
 # A Temporal server already on the port is reused only when it is this data folder's own (left running by an
-# earlier start); any other stops the start here, before anything starts, so a clash costs no build.
+# earlier start); any other, or any other program on either port, stops the start here.
 REUSE_TEMPORAL=''
-if [[ -z ${TEMPORAL_ADDRESS:-} ]] && temporal_dev_reusable "$TEMPORAL_DB" "$TEMPORAL_PORT"; then REUSE_TEMPORAL=1; fi
+if [[ -z ${TEMPORAL_ADDRESS:-} ]]; then
+  if temporal_dev_reusable "$TEMPORAL_DB" "$TEMPORAL_PORT"; then
+    REUSE_TEMPORAL=1
+  else
+    refuse_taken_port 127.0.0.1 "$TEMPORAL_PORT" TEMPORAL_PORT "the Temporal dev server"
+    refuse_taken_port 127.0.0.1 "$TEMPORAL_UI_PORT" TEMPORAL_UI_PORT "the Temporal UI"
+  fi
+fi
 
-with_progress "building (npm run build)" npm run build --silent
+build_if_changed
 [[ -f dist/src/server.js && -f dist/src/worker.js && -f dist/src/cli.js ]] ||
   die "the build did not produce dist/src/{server,worker,cli}.js."
 mkdir -p "$DATA_DIR" "$LOG_DIR"
@@ -75,20 +96,45 @@ export NODE_OPTIONS="$SERVICE_NODE_OPTIONS${NODE_OPTIONS:+ $NODE_OPTIONS}"
 export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2} MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072} \
   MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-131072}
 
+# What `npm run cli` in this checkout uses while DATABASE_URL is unset (src/cli/instance.ts): this start's pid and
+# connection settings, no secret. The embedded cluster's URL has none (trust, on loopback only); a DATABASE_URL with a
+# password is left out (the CLI then asks for it). Key custody and Temporal credentials are kept by name only, so the
+# CLI refuses to run without them rather than seal anything under the development master key.
+record_instance() {
+  local database_url=$DATABASE_URL
+  [[ ! $database_url =~ ^postgres(ql)?://[^/@]*:[^/@]*@ && $database_url != *password=* ]] || database_url=''
+  (
+    umask 077
+    START_PID=$$ RECORDED_DATABASE_URL=$database_url API_URL="http://$api_host:$PORT" INSTANCE_ID=$instance_id \
+      NOT_RECORDED=$(compgen -e | grep -E '^(KEY_PROVIDER|MASTER_KEY|SEED_MASTER_KEY|SEED_KEY_FALLBACK|PKCS11_|TEMPORAL_API_KEY|TEMPORAL_TLS)' || true) \
+      node -e '
+        const env = process.env;
+        console.log(JSON.stringify({
+          pid: Number(env.START_PID),
+          instance_id: env.INSTANCE_ID,
+          api_url: env.API_URL,
+          database_url: env.RECORDED_DATABASE_URL || null,
+          temporal: { address: env.TEMPORAL_ADDRESS, namespace: env.TEMPORAL_NAMESPACE, task_queue: env.TEMPORAL_TASK_QUEUE || null },
+          not_recorded: env.NOT_RECORDED.split("\n").filter(Boolean),
+        }, null, 2));' >"$INSTANCE_RECORD.tmp"
+  )
+  mv "$INSTANCE_RECORD.tmp" "$INSTANCE_RECORD"
+}
+
 start_service() {
   local name=$1
   case $name in
     # The API is never given the seed key, in any configuration (docs/custody.md, "Key custody"): wallets'
     # first keys and signatures go through the worker, as in production.
     api) env -u SEED_MASTER_KEY -u SEED_MASTER_KEY_PREVIOUS -u PKCS11_SEED_KEY_LABEL -u PKCS11_SEED_PREVIOUS_KEY_LABELS \
-      SEED_KEY_FALLBACK=none node dist/src/server.js & PIDS[api]=$! ;;
+      SEED_KEY_FALLBACK=none INSTANCE_ID="$instance_id" node dist/src/server.js & PIDS[api]=$! ;;
     worker) node dist/src/worker.js & PIDS[worker]=$! ;;
     temporal)
       temporal_dev_start "$TEMPORAL_DB" "$TEMPORAL_PORT" "$TEMPORAL_UI_PORT" \
         "$LOG_DIR/temporal.log" "$TEMPORAL_NAMESPACE"
       PIDS[temporal]=$TEMPORAL_DEV_PID ;;
     postgres)
-      pg_start_cluster "$PG_DIR_STARTED" "$PG_PORT"
+      pg_start_cluster "$PG_DIR_STARTED" "$PG_PORT" PG_PORT
       PIDS[postgres]=$(postgres_pid) ;;
   esac
   STARTED_AT[$name]=$SECONDS
@@ -125,7 +171,7 @@ supervise_tick() {
 }
 
 if [[ -z ${DATABASE_URL:-} ]]; then
-  pg_start_cluster "$DATA_DIR/postgres" "$PG_PORT"
+  pg_start_cluster "$DATA_DIR/postgres" "$PG_PORT" PG_PORT
   if [[ -n $PG_STARTED ]]; then
     PG_DIR_STARTED=$DATA_DIR/postgres
     SUPERVISED+=(postgres) BACKOFF[postgres]=$BACKOFF_MIN PIDS[postgres]=$(postgres_pid) STARTED_AT[postgres]=$SECONDS
@@ -148,17 +194,19 @@ if [[ -z ${TEMPORAL_ADDRESS:-} ]]; then
   fi
 fi
 
+record_instance
+
 node dist/src/cli.js bootstrap --key-file "$KEY_FILE"
 
 supervise worker
 supervise api
 
-api_host=$HOST
-[[ $api_host != 0.0.0.0 && $api_host != "::" ]] || api_host=127.0.0.1
+# Ready when our API answers with our instance id. Anything else answering there took PORT after the check above.
 deadline=$((SECONDS + 60))
-until tcp_open "$api_host" "$PORT"; do
+until health=$(http_get "$api_host" "$PORT" /healthz) && [[ $health == *"$instance_id"* ]]; do
+  [[ -z $health ]] || die "something other than this start's API answers on $api_host:$PORT (PORT): set PORT to a free port."
   supervise_tick
-  ((SECONDS < deadline)) || die "the API did not listen on $api_host:$PORT within 60s."
+  ((SECONDS < deadline)) || die "the API did not answer on $api_host:$PORT (PORT) within 60s (see its output above)."
   sleep 0.5
 done
 
@@ -167,6 +215,9 @@ temporal_ui="none here (Temporal at $TEMPORAL_ADDRESS)"
 log "API:          http://$api_host:$PORT"
 log "Temporal UI:  $temporal_ui"
 log "root API key: $KEY_FILE (written on the first run only)"
+cli='npm run cli -- <command>'
+[[ $DATA_DIR == "$PROJECT_ROOT/.data" ]] || cli="DATA_DIR=$DATA_DIR $cli"
+log "CLI:          $cli (no DATABASE_URL needed while this runs: $INSTANCE_RECORD)"
 log "press Ctrl-C to stop"
 
 while true; do

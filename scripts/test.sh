@@ -29,12 +29,15 @@ trap 'exit 143' TERM
 
 bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
 # The types generated from the OpenAPI document first (the linter reads them), then the build and the linter at once:
-# each type-checks the whole project on one core.
+# each type-checks the whole project on one core. The build is recorded, so that `npm start` (and the tests that run
+# it) find dist/ current and do not build again.
+build_inputs=$(build_inputs_digest)
 node scripts/openapi-types.cjs
 log "building and linting"
 npm run lint --silent &
 lint_pid=$!
 npm run build --silent
+record_build "$build_inputs"
 wait "$lint_pid" || die "the linter found problems (above)"
 
 pg_throwaway_database
@@ -62,7 +65,7 @@ SECRET_SCAN=dist/test/zz-secret-scan.test.js FUZZ=dist/test/fuzz.test.js
 # Mocha hands files to its processes in this order: the longest first, so that none is left running alone at
 # the end (each run prints its slowest files, to keep this list true).
 LONGEST_FIRST=(chaos api/sponsorship workflows/payout-trip chains/anvil-fee-bumping api/transactions chains/btcd-fee-bumping
-  chains/anvil-sends readme-quick-start replicas cli chains/anvil-reorgs workflows/send-transaction
+  chains/anvil-sends readme-quick-start second-instance replicas cli chains/anvil-reorgs workflows/send-transaction
   chains/anvil-sponsorship api/consolidation-ledger api/payouts workflows/lightning api/cards)
 files=()
 for name in "${LONGEST_FIRST[@]}"; do [[ ! -f dist/test/$name.test.js ]] || files+=("dist/test/$name.test.js"); done

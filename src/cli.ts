@@ -13,6 +13,7 @@ import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
 import { createKeyProvider, createSeedKeyProvider, keyProviderFor } from './keys/provider';
 import { doctorCommand } from './cli/doctor';
+import { recordedInstanceSettings } from './cli/instance';
 import { keyCommands } from './cli/keys';
 import { lightningCommands } from './cli/lightning';
 import { lndCommands } from './cli/lnd';
@@ -333,6 +334,10 @@ async function main(argv: string[]): Promise<number> {
         ]),
     ),
   });
+  // Without DATABASE_URL: the settings of this checkout's running `npm start`, said on stderr (stdout is the command's JSON).
+  const recorded = recordedInstanceSettings(process.env);
+  if (recorded.from) console.error(`using the settings of ${recorded.from}`);
+  Object.assign(process.env, recorded.settings);
   const config = loadConfig();
   // Before any connection: the doctor reports an unreachable database as one of its checks. Silent: its report says it all.
   if (!run) return doctorCommand(config, createLogger('silent', 'cli'), values as Options);

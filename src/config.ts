@@ -45,6 +45,8 @@ export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  /** Set by `npm start` for the API it starts, which answers it at GET /healthz: how the script knows the API on PORT is its own. */
+  INSTANCE_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'INSTANCE_ID must be 1 to 64 letters, digits, _ or -').optional(),
   PUBLIC_BASE_URL: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATA_DIR: z.string().min(1).default('.data'),

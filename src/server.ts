@@ -19,7 +19,11 @@ async function main(): Promise<void> {
   await deps.keyCache.start();
   const { app } = createApp(deps, routeModules);
   const server: Server = app.listen(config.PORT, config.HOST);
-  await once(server, 'listening');
+  await once(server, 'listening').catch((error: NodeJS.ErrnoException) => {
+    // Node's message names the address alone: the operator's question is which setting to change.
+    if (error.code === 'EADDRINUSE') throw new ConfigError(`port ${config.PORT} (PORT) is already in use on ${config.HOST}, by another instance or program: set PORT to a free port.`);
+    throw error;
+  });
   log.info({ url: `http://${config.HOST}:${config.PORT}` }, 'API listening');
   if (keyCustodyIsWeak(deps.keys.provider)) log.warn(WEAK_KEY_CUSTODY_NOTICE);
   // In the background: a node on the wrong network is logged and its chain left unavailable; the API serves on.

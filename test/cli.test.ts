@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, stat } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -69,6 +71,39 @@ describe('CLI', function () {
       }
     } finally {
       await orm.em.getConnection().execute(`drop database ${name} with (force)`);
+    }
+  });
+
+  it("without DATABASE_URL takes the settings of the npm start running with its DATA_DIR, and says the exact value to set when none runs", async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'cli-instance-'));
+    const failure = (args: string[], env: Record<string, string | undefined>) =>
+      cli(args, '', { DATABASE_URL: undefined, DATA_DIR: dataDir, ...env }).then(
+        () => assert.fail('the command ran'),
+        (error: { code: number; stderr: string }) => error,
+      );
+    const record = (pid: number, notRecorded: string[]) =>
+      writeFile(
+        path.join(dataDir, 'instance.json'),
+        JSON.stringify({ pid, instance_id: 'test', api_url: 'http://127.0.0.1:1', database_url: process.env.DATABASE_URL, temporal: { address: '127.0.0.1:1', namespace: 'default', task_queue: null }, not_recorded: notRecorded }),
+      );
+    try {
+      // Nothing recorded (no npm start with this DATA_DIR): the embedded cluster's URL, on the PG_PORT given.
+      const none = await failure(['ledger:verify'], { PG_PORT: '54400' });
+      assert.equal(none.code, 1);
+      assert.match(none.stderr, /DATABASE_URL is not set, and no npm start has recorded its settings in .*: .*DATABASE_URL=postgresql:\/\/postgres@127\.0\.0\.1:54400\/custody\n$/);
+      // Recorded by a start that has ended: the URL it ran with.
+      const ended = spawn(process.execPath, ['-e', '']);
+      await once(ended, 'exit');
+      await record(ended.pid!, []);
+      assert.ok((await failure(['ledger:verify'], {})).stderr.includes(`is not running: start it again, or set DATABASE_URL=${process.env.DATABASE_URL} (its PostgreSQL must run).`));
+      // A running start (this process stands in for it) with a master key: the key is never recorded, and never replaced by the development one.
+      await record(process.pid, ['MASTER_KEY']);
+      assert.match((await failure(['ledger:verify'], { MASTER_KEY: undefined })).stderr, /runs with MASTER_KEY, which is never recorded .*: give the CLI the same/);
+      const listed = await cli(['ledger:suspense'], '', { DATABASE_URL: undefined, DATA_DIR: dataDir });
+      assert.equal(typeof JSON.parse(listed.stdout).count, 'number');
+      assert.match(listed.stderr, new RegExp(`using the settings of the npm start that recorded .* \\(pid ${process.pid}\\)`));
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 

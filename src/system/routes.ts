@@ -8,7 +8,12 @@ import { buildOpenApiDocument } from './openapi';
 /** The swagger-ui-dist assets, found without loading its index, which evaluates the 1.5 MB browser bundle (about 40 MB resident). */
 const SWAGGER_UI_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 
-const HealthObject = z.object({ status: z.literal('ok') }).openapi('Health');
+const HealthObject = z
+  .object({
+    status: z.literal('ok'),
+    instance_id: z.string().optional().openapi({ description: 'The INSTANCE_ID the process was started with (`npm start` sets one, to tell its own API from another listener on its port)' }),
+  })
+  .openapi('Health');
 const ReadinessObject = z
   .object({
     status: z.enum(['ok', 'unavailable']),
@@ -65,7 +70,7 @@ export function registerSystemRoutes(routes: RouteRegistry): void {
     tag: 'Operations',
     scope: 'public',
     response: { status: 200, description: 'Up', schema: HealthObject },
-    handler: async () => ({ body: { status: 'ok' } }),
+    handler: async ({ deps }) => ({ body: { status: 'ok', ...(deps.config.INSTANCE_ID ? { instance_id: deps.config.INSTANCE_ID } : {}) } }),
   });
 
   routes.add({
