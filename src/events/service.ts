@@ -243,7 +243,8 @@ export async function findDelivery(em: EntityManager, scope: Scope, id: string):
     return delivery;
   }
   const deliveries = await eventDeliveries(em, scope, id);
-  if (deliveries.length === 0) throw errors.notFound('event', id);
+  // An event no destination matched (or another scope's) has no delivery to act on.
+  if (deliveries.length === 0) throw errors.notFound('delivery', id);
   if (deliveries.length > 1) {
     throw errors.conflict(
       'event_id_ambiguous',
