@@ -2,12 +2,12 @@ import type { FilterQuery } from '@mikro-orm/postgresql';
 import { errors } from '../shared/errors';
 import type { RouteRegistry } from '../http/route';
 import { listBody, paginate } from '../shared/pagination';
-import { listEnvelopeSchema } from '../shared/schemas';
+import { listEnvelopeSchema, z } from '../shared/schemas';
 import { Delivery, DeliveryAttempt } from './entities';
 import { EVENT_TYPES } from './event-types';
 import { retryNowSignal, webhookDeliveryFlow } from './flows/delivery';
-import { DeliveryEventObject, EventListQuery, EventRetryObject, EventTypeList, IdParams } from './schemas';
-import { emit, findDelivery, findWebhook, presentDelivery, requeueDelivery } from './service';
+import { DeliveryEventObject, EventListQuery, EventRetryObject, EventTypeList, IdParams, WebhookEventObject } from './schemas';
+import { emit, findDelivery, findEvent, findWebhook, isEventId, presentDelivery, presentEvent, requeueDelivery } from './service';
 import { registerSignedDestinationRoutes, subscriptionRoutes, webhookRoutes } from './signed-destination-routes';
 
 export function registerEventRoutes(routes: RouteRegistry): void {
@@ -90,14 +90,18 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     method: 'get',
     path: '/v1/events/:id',
     operationId: 'getEvent',
-    summary: 'Retrieve a delivery event with its attempts',
+    summary: 'Retrieve an event with its deliveries, or one delivery with its attempts',
     description:
-      'By the delivery id (dlv_...) or by the event id a receiver sees (evt_..., payload event_id and webhook-id header). An event that went to several destinations answers 409 `event_id_ambiguous` naming each delivery (details.deliveries).',
+      'By the event id a receiver sees (evt_..., payload event_id and webhook-id header): the event itself (`webhook_event`: type, created_at, data) with one delivery per destination it went to, whether none, one or several. By a delivery id (dlv_...): that delivery event with every attempt.',
     tag,
     scope: 'webhooks:read',
     params: IdParams,
-    response: { status: 200, description: 'The delivery event', schema: DeliveryEventObject },
+    response: { status: 200, description: 'The event (evt_...) or the delivery event (dlv_...)', schema: z.union([WebhookEventObject, DeliveryEventObject]) },
     handler: async ({ auth, em, params }) => {
+      if (isEventId(params.id)) {
+        const { event, deliveries } = await findEvent(em, auth, params.id);
+        return { body: presentEvent(event, deliveries) };
+      }
       const delivery = await findDelivery(em, auth, params.id);
       const attempts = await em.find(DeliveryAttempt, { delivery }, { orderBy: { run: 'asc', attempt: 'asc' } });
       return { body: presentDelivery(delivery, attempts) };
@@ -110,7 +114,7 @@ function registerDeliveryRoutes(routes: RouteRegistry): void {
     operationId: 'retryEvent',
     summary: 'Re-queue a delivery',
     description:
-      'A delivered or failed delivery, or one held behind its endpoint\'s open circuit, starts a new run of attempts with a fresh schedule; a pending one is attempted now instead of at next_retry_at. Takes the delivery id or the event id, as GET /v1/events/:id does.',
+      'A delivered or failed delivery, or one held behind its endpoint\'s open circuit, starts a new run of attempts with a fresh schedule; a pending one is attempted now instead of at next_retry_at. Takes the delivery id, or the event id of an event that went to one destination; an event that went to several answers 409 `event_id_ambiguous` naming each delivery (details.deliveries).',
     tag,
     scope: 'webhooks:write',
     params: IdParams,

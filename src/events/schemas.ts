@@ -144,6 +144,17 @@ export const DeliveryEventObject = z
   })
   .openapi('DeliveryEvent');
 
+export const WebhookEventObject = z
+  .object({
+    id: z.string().openapi({ description: 'evt_...: the payload\'s event_id and the webhook-id header every destination received' }),
+    object: z.literal('webhook_event'),
+    type: z.string(),
+    created_at: Timestamp,
+    data: z.record(z.string(), z.unknown()).openapi({ description: 'The payload\'s data, as every destination received it' }),
+    deliveries: z.array(DeliveryEventObject.omit({ attempts: true })).openapi({ description: 'One per destination the event went to, oldest first (empty when none matched); attempts: GET /v1/events/{delivery id}' }),
+  })
+  .openapi('WebhookEvent');
+
 export const EventListQuery = ListQuery.extend({
   webhook_id: text(1, 64).optional(),
   event_id: text(1, 64).optional().openapi({ description: 'The emitted event (evt_...): its deliveries, one per destination' }),

@@ -229,28 +229,44 @@ export async function findSubscription(em: EntityManager, scope: Scope, id: stri
 }
 
 /**
- * A delivery by its own id (`dlv_`), or by the id of the event it carries (`evt_`, what a receiver sees
- * as `event_id` and `webhook-id`). An event that went to several destinations names them in a 409.
+ * A delivery by its own id (`dlv_`), or by the id of the event it carries (`evt_`) when the event went
+ * to that one destination: what a retry acts on. An event that went to several destinations names
+ * them in a 409 (a retry is of one delivery; reading the event is `findEvent`'s).
  */
 export async function findDelivery(em: EntityManager, scope: Scope, id: string): Promise<Delivery> {
   // Ids are prefixed; anything else (a uuid included) is simply not found.
   if (isUuid(id)) throw errors.notFound('event', id);
   const scoped = { organization: scope.organizationId, environment: scope.environment };
-  if (!id.startsWith('evt_')) {
+  if (!isEventId(id)) {
     const delivery = await em.findOne(Delivery, { id, ...scoped }, { populate: ['event'] });
     if (!delivery) throw errors.notFound('event', id);
     return delivery;
   }
-  const deliveries = await em.find(Delivery, { event: id, ...scoped }, { populate: ['event'], orderBy: { createdAt: 'asc', id: 'asc' } });
-  if (deliveries.length === 0) throw errors.notFound('event', id);
+  const deliveries = await eventDeliveries(em, scope, id);
+  // An event no destination matched (or another scope's) has no delivery to act on.
+  if (deliveries.length === 0) throw errors.notFound('delivery', id);
   if (deliveries.length > 1) {
     throw errors.conflict(
       'event_id_ambiguous',
-      `Event ${id} went to ${deliveries.length} destinations; use one delivery's id (dlv_...) from details.deliveries or GET /v1/events?event_id=${id}.`,
+      `Event ${id} went to ${deliveries.length} destinations; retry one delivery by its id (dlv_...) from details.deliveries or GET /v1/events/${id}.`,
       { event_id: id, deliveries: deliveries.map((delivery) => ({ id: delivery.id, webhook_id: delivery.destinationId })) },
     );
   }
   return deliveries[0]!;
+}
+
+/** An event's id (`evt_`, the payload's event_id and the webhook-id header), as opposed to a delivery's (`dlv_`). */
+export const isEventId = (id: string): boolean => id.startsWith('evt_');
+
+/** The event itself, in the caller's organization and environment, with its deliveries (oldest first; none when no destination matched). */
+export async function findEvent(em: EntityManager, scope: Scope, id: string): Promise<{ event: Event; deliveries: Delivery[] }> {
+  const event = await em.findOne(Event, { id, organization: scope.organizationId, environment: scope.environment });
+  if (!event) throw errors.notFound('event', id);
+  return { event, deliveries: await eventDeliveries(em, scope, id) };
+}
+
+function eventDeliveries(em: EntityManager, scope: Scope, eventId: string): Promise<Delivery[]> {
+  return em.find(Delivery, { event: eventId, organization: scope.organizationId, environment: scope.environment }, { populate: ['event'], orderBy: { createdAt: 'asc', id: 'asc' } });
 }
 
 export function presentWebhook(endpoint: WebhookEndpoint, signingSecret?: string) {
@@ -323,5 +339,21 @@ export function presentDelivery(delivery: Delivery, attempts?: DeliveryAttempt[]
           })),
         }
       : {}),
+  };
+}
+
+/**
+ * The event itself, as Stripe's event object is: what every destination received (`type`,
+ * `created_at`, `data`; `id` is the payload's event_id and the webhook-id header) and one delivery
+ * per destination, each as GET /v1/events lists it (its attempts are on GET /v1/events/dlv_...).
+ */
+export function presentEvent(event: Event, deliveries: Delivery[]) {
+  return {
+    id: event.id,
+    object: 'webhook_event' as const,
+    type: event.type,
+    created_at: iso(event.createdAt),
+    data: event.data,
+    deliveries: deliveries.map((delivery) => presentDelivery(delivery)),
   };
 }

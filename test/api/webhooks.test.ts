@@ -143,11 +143,18 @@ describe('Webhooks, subscriptions and delivery events API', () => {
     const filtered = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&delivery_status=delivered&type=webhook.test`, { key: org.secret });
     assert.deepEqual(filtered.body.data.map((event: { id: string }) => event.id), [queued.body.id]);
 
-    // The receiver knows the event id only (payload event_id, webhook-id header): it finds the delivery by it too.
+    // The receiver knows the event id only (payload event_id, webhook-id header): it reads the event by it, with its delivery.
     const byEventId = await app.request('GET', `/v1/events/${first.headers['webhook-id']}`, { key: org.secret });
     assert.equal(byEventId.status, 200, byEventId.text);
-    assert.equal(byEventId.body.id, queued.body.id);
-    assert.equal(byEventId.body.attempts.length, 2);
+    const payload = JSON.parse(first.body);
+    assert.deepEqual(
+      [byEventId.body.id, byEventId.body.object, byEventId.body.type, byEventId.body.created_at, byEventId.body.data],
+      [payload.event_id, 'webhook_event', payload.type, payload.created_at, payload.data],
+      'the event as the receiver got it',
+    );
+    assert.deepEqual(byEventId.body.deliveries.map((delivery: { id: string; delivery_status: string; delivery_attempts: number }) => [delivery.id, delivery.delivery_status, delivery.delivery_attempts]), [[queued.body.id, 'delivered', 2]]);
+    assert.equal(byEventId.body.deliveries[0].attempts, undefined, 'attempts are on the delivery');
+    assert.equal((await app.request('POST', `/v1/events/${delivered.event_id}/retry`, { key: org.secret })).status, 202, 'an event with one delivery is retried by its id');
     const listedByEventId = await app.request('GET', `/v1/events?event_id=${delivered.event_id}`, { key: org.secret });
     assert.deepEqual(listedByEventId.body.data.map((event: { id: string }) => event.id), [queued.body.id]);
     const none = await app.request('GET', `/v1/events?webhook_id=${created.body.id}&delivery_status=failed`, { key: org.secret });
@@ -230,26 +237,44 @@ describe('Webhooks, subscriptions and delivery events API', () => {
     assert.deepEqual(deliveredTo, [[everything.id, named.id].sort(), [everything.id]]);
   });
 
-  it('answers an event id that went to several destinations with each delivery, and lists them by event_id', async () => {
+  it('answers an event id with the event and every delivery, whether it went to several destinations or none; a retry by it needs one delivery', async () => {
     const [one, two] = [(await createWebhook()).body, (await createWebhook()).body];
-    const { eventId, deliveries } = await app.deps.orm.em.fork().transactional((tx) =>
-      emit(tx, { organizationId: org.organizationId, environment: 'sandbox', type: 'webhook.test', data: {}, destinations: [{ kind: 'webhook', id: one.id }, { kind: 'webhook', id: two.id }], broadcast: false }),
+    const emitTo = (destinations: { kind: 'webhook'; id: string }[]) =>
+      app.deps.orm.em.fork().transactional((tx) =>
+        emit(tx, { organizationId: org.organizationId, environment: 'sandbox', type: 'webhook.test', data: { message: 'to each' }, destinations, broadcast: false }),
+      );
+    const { eventId, deliveries } = await emitTo([{ kind: 'webhook', id: one.id }, { kind: 'webhook', id: two.id }]);
+    const byWebhook = (a: { webhook_id: string }, b: { webhook_id: string }) => a.webhook_id.localeCompare(b.webhook_id);
+
+    const read = await app.request('GET', `/v1/events/${eventId}`, { key: org.secret });
+    assert.equal(read.status, 200, read.text);
+    assert.deepEqual([read.body.id, read.body.object, read.body.type, read.body.data], [eventId, 'webhook_event', 'webhook.test', { message: 'to each' }]);
+    assert.deepEqual(
+      read.body.deliveries.map((delivery: { id: string; webhook_id: string; event_id: string; object: string }) => [delivery.id, delivery.webhook_id, delivery.event_id, delivery.object]).sort((a: string[], b: string[]) => a[1]!.localeCompare(b[1]!)),
+      deliveries.map((delivery) => [delivery.id, delivery.destinationId, eventId, 'event']).sort((a, b) => a[1]!.localeCompare(b[1]!)),
     );
-    const expected = deliveries.map((delivery) => ({ id: delivery.id, webhook_id: delivery.destinationId })).sort((a, b) => a.webhook_id.localeCompare(b.webhook_id));
-    for (const [method, path] of [['GET', `/v1/events/${eventId}`], ['POST', `/v1/events/${eventId}/retry`]] as const) {
-      const ambiguous = await app.request(method, path, { key: org.secret });
-      assert.deepEqual([ambiguous.status, ambiguous.body.error.code], [409, 'event_id_ambiguous'], `${method} ${path}`);
-      assert.equal(ambiguous.body.error.details.event_id, eventId);
-      assert.deepEqual([...ambiguous.body.error.details.deliveries].sort((a, b) => a.webhook_id.localeCompare(b.webhook_id)), expected);
-      assert.match(ambiguous.body.error.message, new RegExp(`GET /v1/events\\?event_id=${eventId}`));
-    }
     const listed = await app.request('GET', `/v1/events?event_id=${eventId}`, { key: org.secret });
-    assert.deepEqual(listed.body.data.map((delivery: { id: string }) => delivery.id).sort(), deliveries.map((delivery) => delivery.id).sort());
-    assert.ok(listed.body.data.every((delivery: { event_id: string }) => delivery.event_id === eventId));
+    assert.deepEqual([...listed.body.data].sort(byWebhook), [...read.body.deliveries].sort(byWebhook), 'each delivery as the list shows it');
+    for (const delivery of read.body.deliveries) {
+      const alone = await app.request('GET', `/v1/events/${delivery.id}`, { key: org.secret });
+      assert.deepEqual([alone.status, alone.body.object, alone.body.event_id, Array.isArray(alone.body.attempts)], [200, 'event', eventId, true], 'a delivery id answers the delivery with its attempts');
+    }
+
+    const ambiguous = await app.request('POST', `/v1/events/${eventId}/retry`, { key: org.secret });
+    assert.deepEqual([ambiguous.status, ambiguous.body.error.code], [409, 'event_id_ambiguous'], ambiguous.text);
+    assert.equal(ambiguous.body.error.details.event_id, eventId);
+    assert.deepEqual([...ambiguous.body.error.details.deliveries].sort(byWebhook), deliveries.map((delivery) => ({ id: delivery.id, webhook_id: delivery.destinationId })).sort(byWebhook));
+
+    // No destination matched: the event is still there, with no delivery.
+    const unsent = await emitTo([]);
+    const alone = await app.request('GET', `/v1/events/${unsent.eventId}`, { key: org.secret });
+    assert.deepEqual([alone.status, alone.body.id, alone.body.deliveries], [200, unsent.eventId, []], alone.text);
+    assert.equal((await app.request('POST', `/v1/events/${unsent.eventId}/retry`, { key: org.secret })).status, 404, 'nothing to retry');
+
     const onlyTwo = await app.request('GET', `/v1/events?event_id=${eventId}&webhook_id=${two.id}`, { key: org.secret });
     assert.deepEqual(onlyTwo.body.data.map((delivery: { webhook_id: string }) => delivery.webhook_id), [two.id]);
     assert.deepEqual((await app.request('GET', `/v1/events?event_id=evt_unknown`, { key: org.secret })).body.data, []);
-    assert.equal((await app.request('GET', `/v1/events/evt_unknown`, { key: org.secret })).status, 404);
+    for (const id of ['evt_unknown', 'dlv_unknown']) assert.deepEqual([(await app.request('GET', `/v1/events/${id}`, { key: org.secret })).status], [404], id);
   });
 
   it('pages delivery events with a cursor', async () => {

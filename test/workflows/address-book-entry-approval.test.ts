@@ -10,6 +10,7 @@ import { voteUpdate } from '../../src/policies/flows/activation';
 import { entryApprovalWorkflowId, type AddressBookEntryApprovalInput } from '../../src/policies/flows/address-book-entry-approval';
 import { workflowBundle } from '../../src/worker-setup';
 import { addressBookEntryApprovalWorkflow } from '../../workflows';
+import { decisionsOf } from '../support/approval-decisions';
 import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker } from '../support/worker';
@@ -77,6 +78,7 @@ async function stored(s: Scenario) {
     usableAt: (await em.findOne(AddressBookEntry, { id: s.entryId }))?.usableAt ?? null,
     request: (await em.findOne(ApprovalRequest, { id: s.input.approvalRequestId }))?.status ?? null,
     audit: (await em.find(PolicyAuditLog, { organization: s.input.organizationId }, { orderBy: { createdAt: 'asc', id: 'asc' } })).map((entry) => entry.action),
+    decisions: await decisionsOf(s.input.organizationId, s.input.approvalRequestId),
   };
 }
 
@@ -108,6 +110,7 @@ describe('Address-book entry approval workflow (time-skipping)', () => {
     assert.ok(after.usableAt! >= before && after.usableAt! <= new Date(), `usable from the deciding vote: ${after.usableAt?.toISOString()}`);
     assert.equal(after.request, 'approved');
     assert.deepEqual(after.audit, ['approval_granted', 'approval_granted', 'address_book_entry_approved']);
+    assert.deepEqual(after.decisions, [['approval_request.approved', 'live', 'approved']]);
   });
 
   it('lapses at expires_at, and ends on a rejection: the entry keeps its cooling period', async () => {
@@ -128,6 +131,7 @@ describe('Address-book entry approval workflow (time-skipping)', () => {
       assert.deepEqual(after.usableAt, s.usableAt);
       assert.equal(after.request, status);
       assert.equal(after.audit.at(-1), `address_book_entry_approval_${status}`);
+      assert.deepEqual(after.decisions, [[`approval_request.${status}`, 'live', status]]);
     }
   });
 
@@ -140,7 +144,7 @@ describe('Address-book entry approval workflow (time-skipping)', () => {
       assert.equal((await handle.executeUpdate(voteUpdate, { args: [{ memberId: s.approvers[0]!, decision: 'approve' }] })).status, 'approved');
       await handle.result();
     });
-    assert.deepEqual(await stored(s), { usableAt: null, request: null, audit: [] });
+    assert.deepEqual(await stored(s), { usableAt: null, request: null, audit: [], decisions: [] }, 'nothing decided, nothing announced');
   });
 
   it('replays its recorded history with the current workflow code', async () => {

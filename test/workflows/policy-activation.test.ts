@@ -13,6 +13,7 @@ import { createPolicy, enforcePolicy, type PolicyActor } from '../../src/policie
 import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { policyActivationWorkflow, workflowStartSweepWorkflow } from '../../workflows';
+import { decisionsOf } from '../support/approval-decisions';
 import { testConfig, testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker, NO_SEARCH_ATTRIBUTES } from '../support/worker';
@@ -72,6 +73,7 @@ async function stored(s: Scenario) {
     request: (await em.findOneOrFail(ApprovalRequest, { id: s.input.approvalRequestId })).status,
     votes: await em.count(ApprovalVote, { approvalRequest: s.input.approvalRequestId }),
     audit: (await em.find(PolicyAuditLog, { policyId: s.policyId }, { orderBy: { createdAt: 'asc' } })).map((entry) => entry.action),
+    decisions: await decisionsOf(s.input.organizationId, s.input.approvalRequestId),
   };
 }
 
@@ -119,6 +121,7 @@ describe('Policy activation workflow (time-skipping)', () => {
     assert.equal(after.request, 'approved');
     assert.equal(after.votes, 2);
     assert.deepEqual(after.audit, ['created', 'approval_granted', 'approval_granted', 'activated']);
+    assert.deepEqual(after.decisions, [['approval_request.approved', 'sandbox', 'approved']]);
   });
 
   it('lapses at expires_at: the policy stays draft and the request is expired', async () => {
@@ -136,6 +139,7 @@ describe('Policy activation workflow (time-skipping)', () => {
     assert.equal(after.source, 'enforced');
     assert.equal(after.request, 'expired');
     assert.ok(after.audit.includes('activation_expired'));
+    assert.deepEqual(after.decisions, [['approval_request.expired', 'sandbox', 'expired']]);
   });
 
   it('refuses an approval after expiry', async () => {
@@ -164,6 +168,7 @@ describe('Policy activation workflow (time-skipping)', () => {
     assert.equal(after.policy, 'draft');
     assert.equal(after.request, 'rejected');
     assert.ok(after.audit.includes('activation_rejected'));
+    assert.deepEqual(after.decisions, [['approval_request.rejected', 'sandbox', 'rejected']]);
   });
 
   it("refuses the requester's own vote before it enters history", async () => {

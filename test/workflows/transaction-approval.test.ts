@@ -9,6 +9,7 @@ import { voteUpdate } from '../../src/policies/flows/activation';
 import { transactionApprovalWorkflowId, type TransactionApprovalInput } from '../../src/policies/flows/transaction-approval';
 import { workflowBundle } from '../../src/worker-setup';
 import { transactionApprovalWorkflow } from '../../workflows';
+import { decisionsOf } from '../support/approval-decisions';
 import { testOrm, releaseTimeSkippingTemporal, timeSkippingTemporal } from '../support/environment';
 import { loadHistory, recordHistoryIfAsked } from '../support/histories';
 import { createTestWorker } from '../support/worker';
@@ -56,6 +57,7 @@ async function stored(s: Scenario) {
   return {
     status: (await em.findOneOrFail(ApprovalRequest, { id: s.input.approvalRequestId })).status,
     audit: (await em.find(PolicyAuditLog, { organization: s.input.organizationId }, { orderBy: { createdAt: 'asc', id: 'asc' } })).map((entry) => entry.action),
+    decisions: await decisionsOf(s.input.organizationId, s.input.approvalRequestId),
   };
 }
 
@@ -82,7 +84,14 @@ describe('Held send approval workflow (time-skipping)', () => {
       assert.deepEqual(await handle.result(), { status: 'expired', approvals: 2, requiredApprovals: 2 });
       await recordHistoryIfAsked(handle, 'transaction-approval');
     });
-    assert.deepEqual(await stored(s), { status: 'expired', audit: ['approval_granted', 'approval_granted', 'transaction_approval_approved', 'transaction_approval_expired'] });
+    assert.deepEqual(await stored(s), {
+      status: 'expired',
+      audit: ['approval_granted', 'approval_granted', 'transaction_approval_approved', 'transaction_approval_expired'],
+      decisions: [
+        ['approval_request.approved', 'sandbox', 'approved'],
+        ['approval_request.expired', 'sandbox', 'expired'],
+      ],
+    });
   });
 
   it('leaves an approval a send used approved; a request no one decides lapses; a rejection ends it', async () => {
@@ -103,9 +112,9 @@ describe('Held send approval workflow (time-skipping)', () => {
       assert.equal((await refusal.executeUpdate(voteUpdate, { args: [{ memberId: rejected.approvers[1]!, decision: 'reject' }] })).status, 'rejected');
       await refusal.result();
     });
-    assert.deepEqual(await stored(used), { status: 'approved', audit: ['approval_granted', 'transaction_approval_approved'] });
-    assert.deepEqual(await stored(lapsed), { status: 'expired', audit: ['transaction_approval_expired'] });
-    assert.deepEqual(await stored(rejected), { status: 'rejected', audit: ['approval_rejected', 'transaction_approval_rejected'] });
+    assert.deepEqual(await stored(used), { status: 'approved', audit: ['approval_granted', 'transaction_approval_approved'], decisions: [['approval_request.approved', 'sandbox', 'approved']] });
+    assert.deepEqual(await stored(lapsed), { status: 'expired', audit: ['transaction_approval_expired'], decisions: [['approval_request.expired', 'sandbox', 'expired']] });
+    assert.deepEqual(await stored(rejected), { status: 'rejected', audit: ['approval_rejected', 'transaction_approval_rejected'], decisions: [['approval_request.rejected', 'sandbox', 'rejected']] });
   });
 
   it('replays its recorded history with the current workflow code', async () => {
