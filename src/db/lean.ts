@@ -138,11 +138,12 @@ const IDLE_MS = 10_000;
 
 /**
  * Gives the ORM a plain `pg` pool, made from knex's own connection settings (TLS and type parsers
- * included) and as large as knex's pool, for the statements of this file that run outside a transaction
- * (a GET's reads), its connections made as knex makes its own (to the URL's writable host). Acquiring and releasing through knex's pool (tarn) cost such a read about thirty
- * promises and a timer, each promise dearer while MikroORM's AsyncLocalStorage is on: about 8 µs of
- * CPU per read, a tenth of a card read's (bench/README.md). `orm.close()` ends it. Connections: up to
- * twice `DATABASE_POOL_MAX` per process, idle ones closed after IDLE_MS.
+ * included) and Client class (to the URL's writable host), as large as knex's pool, for the statements
+ * of this file that run outside a transaction (a GET's reads). Acquiring and releasing through knex's
+ * pool (tarn) cost such a read about thirty promises and a timer, each promise dearer while MikroORM's
+ * AsyncLocalStorage is on: about 8 µs of CPU per read, a tenth of a card read's (bench/README.md).
+ * `orm.close()` ends it. Connections: up to twice `DATABASE_POOL_MAX` per process, idle ones closed
+ * after IDLE_MS.
  */
 export function attachStatementPool(orm: MikroORM): void {
   const knex = orm.em.getKnex().client as unknown as KnexClient;
