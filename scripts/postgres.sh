@@ -9,6 +9,14 @@
 #                                  the port name VARIABLE (the setting that chose it), if given
 #   pg_cluster_running DIR         succeed when the cluster in DIR runs
 #   pg_stop_cluster DIR            stop it if it runs
+#   pg_start_standby PRIMARY_PORT NAME DIR PORT
+#                                  a streaming standby of the cluster on 127.0.0.1:PRIMARY_PORT: copied into DIR
+#                                  (pg_basebackup -R) through a physical replication slot NAME, streaming as
+#                                  application_name NAME, started on PORT as pg_start_cluster starts a cluster
+#   pg_require_synchronous_standby URL NAME
+#                                  make the primary at URL commit only once standby NAME has the commit on disk
+#                                  (synchronous_standby_names, synchronous_commit on), and wait until it streams in sync
+#   pg_promote DIR                 promote the standby in DIR to a primary (pg_ctl promote) and wait for it
 #   pg_url_with_db URL NAME        print URL with its database replaced by NAME
 #   pg_create_database URL NAME    create database NAME on URL's server unless it exists
 #   pg_drop_database URL NAME      drop database NAME on URL's server (forcefully)
@@ -117,6 +125,50 @@ pg_stop_cluster() {
     log "stopping PostgreSQL in $dir"
     (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null) || true
   fi
+}
+
+pg_start_standby() {
+  local primary_port=$1 name=$2 dir port=$4 bin
+  dir=$(mkdir -p "$3" && cd "$3" && pwd)
+  _pg_check_name "$name"
+  bin=$(pg_bin_dir) || die "PostgreSQL server binaries were not found: run scripts/ensure-tools.sh or set DATABASE_URL."
+  _pg_prepare_dir "$dir"
+  if [[ ! -f $dir/data/PG_VERSION ]]; then
+    # The slot keeps on the primary the WAL the standby has not received yet (a standby restarting, or slow).
+    _pg_sql "postgresql://postgres@127.0.0.1:$primary_port/postgres" \
+      "SELECT pg_create_physical_replication_slot('$name') WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = '$name')" >/dev/null
+    log "copying the primary on port $primary_port into $dir/data (pg_basebackup)"
+    (cd "$dir" && _pg_as_owner "$bin/pg_basebackup" -h 127.0.0.1 -p "$primary_port" -U postgres -D "$dir/data" \
+      --wal-method=stream --slot="$name" --write-recovery-conf --checkpoint=fast >"$dir/basebackup.log" 2>&1) ||
+      { cat "$dir/basebackup.log" >&2; die "pg_basebackup from port $primary_port into $dir/data failed"; }
+    # What the primary's synchronous_standby_names names: the walreceiver's application_name (the last setting wins).
+    printf "primary_conninfo = 'host=127.0.0.1 port=%s user=postgres application_name=%s'\n" "$primary_port" "$name" |
+      _pg_as_owner tee -a "$dir/data/postgresql.auto.conf" >/dev/null
+  fi
+  pg_start_cluster "$dir" "$port"
+}
+
+# Set after the standby's copy was taken: a promoted standby that named a synchronous standby of its own (none)
+# would wait for it at every commit.
+pg_require_synchronous_standby() {
+  local url=$1 name=$2
+  _pg_check_name "$name"
+  # ALTER SYSTEM runs outside a transaction: one statement per call.
+  _pg_sql "$url" "ALTER SYSTEM SET synchronous_standby_names = '\"$name\"'" >/dev/null
+  _pg_sql "$url" "ALTER SYSTEM SET synchronous_commit = 'on'" >/dev/null
+  _pg_sql "$url" "SELECT pg_reload_conf()" >/dev/null
+  wait_for 60 _pg_in_sync "$url" "$name" || die "standby $name does not stream in sync with its primary"
+}
+
+_pg_in_sync() {
+  [[ $(_pg_sql "$1" "SELECT sync_state FROM pg_stat_replication WHERE application_name = '$2'") == sync ]]
+}
+
+pg_promote() {
+  local dir=$1 bin
+  bin=$(pg_bin_dir) || die "PostgreSQL server binaries were not found: run scripts/ensure-tools.sh"
+  log "promoting the standby in $dir"
+  (cd "$dir" && _pg_as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null) || die "the standby in $dir was not promoted (see $dir/postgres.log)"
 }
 
 pg_url_with_db() {

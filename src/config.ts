@@ -4,6 +4,7 @@ import { ASSETS } from './catalogue/service';
 import { checkKeyCustodySettings, KeyCustodySettings } from './keys/settings';
 import { checkLivePriceSettings, LivePriceSettings } from './catalogue/price-settings';
 import { nodeUrl } from './shared/setting-values';
+import { DatabaseUrlError, parseDatabaseUrl } from './db/database-url';
 
 /** `ASSET_ID=0xcontract,...`: the ERC-20 contract of each token asset on a node's network. */
 const tokenContracts = z
@@ -52,14 +53,15 @@ export const ConfigSchema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   DATABASE_URL: z
     .string({ error: 'DATABASE_URL is required (npm start sets it for the embedded PostgreSQL)' })
-    .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgresql:// URL')
-    .refine((value) => {
+    // libpq's URI, several hosts included (src/db/database-url.ts); the message never repeats the URL (its password).
+    .superRefine((value, context) => {
       try {
-        return ['disable', 'require', 'verify-ca', 'verify-full'].includes(new URL(value).searchParams.get('sslmode') ?? 'disable');
-      } catch {
-        return false;
+        parseDatabaseUrl(value);
+      } catch (error) {
+        if (!(error instanceof DatabaseUrlError)) throw error;
+        context.addIssue({ code: 'custom', message: error.message });
       }
-    }, 'DATABASE_URL must be a valid URL; its sslmode, when given, disable, require, verify-ca or verify-full'),
+    }),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),

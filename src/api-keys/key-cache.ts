@@ -1,5 +1,5 @@
-import { Client } from 'pg';
-import { databaseTls } from '../db/mikro-orm.config';
+import type { Client } from 'pg';
+import { postgresConnection } from '../db/connection';
 import type { Logger } from '../logger';
 import type { Environment } from './entities';
 
@@ -104,12 +104,9 @@ export class ApiKeyCache {
   }
 
   private async connect(): Promise<void> {
-    const url = new URL(this.databaseUrl);
-    // TLS as the ORM does it (libpq's sslmode, which the driver would read differently).
-    const ssl = databaseTls(this.databaseUrl);
-    url.searchParams.delete('sslmode');
-    url.searchParams.delete('sslrootcert');
-    const client = new Client({ connectionString: url.toString(), keepAlive: true, ...(ssl ? { ssl } : {}) });
+    // As the ORM connects (TLS from libpq's sslmode, the URL's writable host): LISTEN needs a primary, a standby refuses it.
+    const { Client: WritableClient, settings } = postgresConnection(this.databaseUrl);
+    const client = new WritableClient({ ...settings, keepAlive: true });
     client.on('notification', (notice) => {
       if (notice.channel === API_KEY_CHANGES_CHANNEL && notice.payload) this.forget(notice.payload);
     });

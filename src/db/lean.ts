@@ -121,10 +121,11 @@ interface PooledClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
-/** The knex client of an ORM: its connection settings and pool size. */
+/** The knex client of an ORM: its connection settings, pool size and driver (whose Client finds the writable host, src/db/connection.ts). */
 interface KnexClient {
   connectionSettings: pg.ClientConfig;
   config: { pool?: { max?: number } };
+  driver: { Client: typeof pg.Client };
 }
 
 /** The plain `pg` pool of an ORM (by its knex client) for statements outside a transaction; see attachStatementPool. */
@@ -137,15 +138,16 @@ const IDLE_MS = 10_000;
 
 /**
  * Gives the ORM a plain `pg` pool, made from knex's own connection settings (TLS and type parsers
- * included) and as large as knex's pool, for the statements of this file that run outside a transaction
- * (a GET's reads). Acquiring and releasing through knex's pool (tarn) cost such a read about thirty
- * promises and a timer, each promise dearer while MikroORM's AsyncLocalStorage is on: about 8 µs of
- * CPU per read, a tenth of a card read's (bench/README.md). `orm.close()` ends it. Connections: up to
- * twice `DATABASE_POOL_MAX` per process, idle ones closed after IDLE_MS.
+ * included) and Client class (to the URL's writable host), as large as knex's pool, for the statements
+ * of this file that run outside a transaction (a GET's reads). Acquiring and releasing through knex's
+ * pool (tarn) cost such a read about thirty promises and a timer, each promise dearer while MikroORM's
+ * AsyncLocalStorage is on: about 8 µs of CPU per read, a tenth of a card read's (bench/README.md).
+ * `orm.close()` ends it. Connections: up to twice `DATABASE_POOL_MAX` per process, idle ones closed
+ * after IDLE_MS.
  */
 export function attachStatementPool(orm: MikroORM): void {
   const knex = orm.em.getKnex().client as unknown as KnexClient;
-  const pool = new pg.Pool({ ...knex.connectionSettings, max: knex.config.pool?.max ?? 10, idleTimeoutMillis: IDLE_MS, connectionTimeoutMillis: CONNECTION_WAIT_MS });
+  const pool = new pg.Pool({ ...knex.connectionSettings, Client: knex.driver.Client, max: knex.config.pool?.max ?? 10, idleTimeoutMillis: IDLE_MS, connectionTimeoutMillis: CONNECTION_WAIT_MS });
   // An idle client whose connection fails (the server restarted) leaves the pool, which makes another on
   // demand; the next statement's own failure is what a request answers (503 while the database is down).
   pool.on('error', () => undefined);

@@ -1,41 +1,22 @@
 import 'reflect-metadata';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, type Options } from '@mikro-orm/postgresql';
+import { postgresConnection } from './connection';
 import { entities } from './entities';
-
-/**
- * TLS to PostgreSQL from the URL's libpq-style `sslmode` (and `sslrootcert`), which MikroORM's own
- * URL parsing drops: `disable` (default), `require` (encrypted, the server's certificate not checked,
- * as libpq means it), `verify-ca` / `verify-full` (checked against `sslrootcert` or the system's CAs;
- * verify-full also checks the host name).
- */
-export function databaseTls(databaseUrl: string): false | { rejectUnauthorized: boolean; ca?: string; checkServerIdentity?: () => undefined } {
-  const url = new URL(databaseUrl);
-  const mode = url.searchParams.get('sslmode') ?? 'disable';
-  const rootCert = url.searchParams.get('sslrootcert');
-  const ca = rootCert ? { ca: readFileSync(rootCert, 'utf8') } : {};
-  switch (mode) {
-    case 'disable':
-      return false;
-    case 'require':
-      return { rejectUnauthorized: false };
-    case 'verify-ca':
-      return { rejectUnauthorized: true, ...ca, checkServerIdentity: () => undefined };
-    case 'verify-full':
-      return { rejectUnauthorized: true, ...ca };
-    default:
-      throw new Error(`DATABASE_URL sslmode=${mode} is not supported: use disable, require, verify-ca or verify-full`);
-  }
-}
 
 /** One ORM configuration for the app, the worker, the CLI and the migration tooling. */
 export function ormConfig(databaseUrl: string, poolMax = 10): Options {
-  const tls = databaseTls(databaseUrl);
+  const { url, settings, Dialect } = postgresConnection(databaseUrl);
   return defineConfig({
-    clientUrl: databaseUrl,
-    ...(tls ? { driverOptions: { connection: { ssl: tls } } } : {}),
+    // Not `clientUrl`: MikroORM reads it with WHATWG URL, which refuses several hosts. The first host stands for the
+    // URL where MikroORM names it; connections go where the dialect's Client finds the writable one (connection.ts).
+    host: url.hosts[0]!.host,
+    port: url.hosts[0]!.port,
+    ...(url.user === undefined ? {} : { user: url.user }),
+    ...(url.password === undefined ? {} : { password: url.password }),
+    dbName: url.database,
+    driverOptions: { client: Dialect, connection: settings },
     entities,
     pool: { min: 0, max: poolMax },
     // Migrations are compiled with the rest; the TypeScript sources are what `migration:create` writes.

@@ -3,7 +3,8 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
-import { databaseTls, ormConfig } from '../../src/db/mikro-orm.config';
+import { databaseTls } from '../../src/db/connection';
+import { ormConfig } from '../../src/db/mikro-orm.config';
 
 describe('TLS to a managed PostgreSQL from the URL sslmode', () => {
   it('reads libpq sslmode and sslrootcert, which the ORM URL parsing would drop', async () => {
@@ -17,7 +18,7 @@ describe('TLS to a managed PostgreSQL from the URL sslmode', () => {
     assert.ok(verifyCa);
     assert.equal(verifyCa.ca, 'CA');
     assert.equal(verifyCa.checkServerIdentity?.(), undefined, 'verify-ca checks the chain, not the host name');
-    assert.deepEqual((ormConfig('postgresql://u:p@db.example:5432/custody?sslmode=require').driverOptions as { connection: unknown }).connection, { ssl: { rejectUnauthorized: false } });
+    assert.deepEqual((ormConfig('postgresql://u:p@db.example:5432/custody?sslmode=require').driverOptions as { connection: { ssl: unknown } }).connection.ssl, { rejectUnauthorized: false });
   });
 
   it('refuses an sslmode it does not support at configuration time', () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Environment } from '../../api-keys/entities';
 import type { Config } from '../../config';
+import { describeHost, parseDatabaseUrl } from '../../db/database-url';
 import type { Orm } from '../../db/orm';
 import type { Logger } from '../../logger';
 
@@ -70,7 +71,7 @@ export const shownUrl = (url: string): string => {
 
 /** Variables whose values are secrets, or URLs that may carry one; and the `_FILE` variables whose files hold one. */
 const SECRET_VALUE = /(SECRET|_KEY$|_KEY_PREVIOUS$|_PIN$|API_KEY$)/;
-const URL_VALUE = /(^CHAIN_NODE_[A-Z]+_(SANDBOX|LIVE)$|^PRICE_NODE_LIVE$|^DATABASE_URL$|_REST_URL$)/;
+const URL_VALUE = /(^CHAIN_NODE_[A-Z]+_(SANDBOX|LIVE)$|^PRICE_NODE_LIVE$|_REST_URL$)/;
 const SECRET_FILE = /^STRIPE_ISSUING_[A-Z_]+_FILE$/;
 
 /**
@@ -83,13 +84,22 @@ export function secretRedactor(config: Config): (text: string) => string {
   for (const [name, value] of Object.entries(config)) {
     const values = (Array.isArray(value) ? value : [value]).filter((each): each is string => typeof each === 'string' && each !== '');
     for (const each of values) {
-      if (URL_VALUE.test(name)) {
+      if (name === 'DATABASE_URL') {
+        // libpq's URI, which may name several hosts (WHATWG URL refuses them): its hosts shown, its password hidden.
+        try {
+          const url = parseDatabaseUrl(each);
+          secrets.push({ value: each, shown: `postgresql://${url.hosts.map(describeHost).join(',')}` });
+          if (url.password && url.password.length >= 8) secrets.push({ value: url.password, shown: '[redacted]' });
+        } catch {
+          secrets.push({ value: each, shown: '(an unparsable URL)' });
+        }
+      } else if (URL_VALUE.test(name)) {
         secrets.push({ value: each, shown: shownUrl(each) });
         try {
           const url = new URL(each);
           // The password; and a node URL's path and query, where providers put their API key, and each long segment of
-          // its path (a key alone); a database's name is no secret, nor a short word of a path ("ethereum").
-          const path = name === 'DATABASE_URL' ? [] : [`${url.pathname}${url.search}`, ...url.pathname.split('/').filter((segment) => segment.length >= 16)];
+          // its path (a key alone); a short word of a path ("ethereum") is no secret.
+          const path = [`${url.pathname}${url.search}`, ...url.pathname.split('/').filter((segment) => segment.length >= 16)];
           for (const part of [url.password, ...path].map(decodeURIComponent)) if (part.length >= 8) secrets.push({ value: part, shown: '[redacted]' });
         } catch {
           // Not a URL: nothing beyond the value itself to hide.

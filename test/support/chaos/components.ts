@@ -9,7 +9,7 @@ import { ComponentName, ROOT, sleep } from './model';
 import { sigkill, type StartedProcesses } from './started-processes';
 
 /** Bash code using the helpers of scripts/lib.sh and scripts/postgres.sh (the same clusters and dev server `npm start` runs), with `args` as "$@"; its stdout. */
-function shell(code: string, ...args: string[]): Promise<string> {
+export function shell(code: string, ...args: string[]): Promise<string> {
   const script = `source "${ROOT}/scripts/lib.sh"; source "${ROOT}/scripts/postgres.sh"; ${code}`;
   const command = [code, ...args];
   return new Promise((resolve, reject) =>

@@ -13,12 +13,12 @@ interface Kill {
 }
 
 /**
- * Each component killed killsPerComponent times at moments drawn between 10% and 85% of the load, down 1 to 6 s each
+ * Each component killed killsPerComponent times (or its killsOf) at moments drawn between 10% and 85% of the load, down 1 to 6 s each
  * time; a component's kills in the order of their moments. Different components may be down at once.
  */
-export function killSchedule(options: Pick<ChaosOptions, 'loadSeconds' | 'killsPerComponent'>, random: () => number): Record<ComponentName, Kill[]> {
+export function killSchedule(options: Pick<ChaosOptions, 'loadSeconds' | 'killsPerComponent' | 'killsOf'>, random: () => number): Record<ComponentName, Kill[]> {
   const loadMs = options.loadSeconds * 1000;
-  const kills = COMPONENTS.flatMap((name) => Array.from({ length: options.killsPerComponent }, () => ({ name, atMs: loadMs * (0.1 + 0.75 * random()), downMs: 1000 + 5000 * random() })));
+  const kills = COMPONENTS.flatMap((name) => Array.from({ length: options.killsOf?.[name] ?? options.killsPerComponent }, () => ({ name, atMs: loadMs * (0.1 + 0.75 * random()), downMs: 1000 + 5000 * random() })));
   return Object.fromEntries(COMPONENTS.map((name) => [name, kills.filter((kill) => kill.name === name).sort((a, b) => a.atMs - b.atMs)])) as Record<ComponentName, Kill[]>;
 }
 

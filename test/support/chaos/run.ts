@@ -12,7 +12,7 @@ import { sandboxOrganizations } from '../sandbox-organizations';
 import { WebhookReceiver } from '../webhook-receiver';
 import { check } from './checks';
 import { ChaosClient } from './client';
-import { NodeComponent, PostgresComponent, Supervised, startedTemporal } from './components';
+import { NodeComponent, PostgresComponent, Supervised, startedTemporal, type Component } from './components';
 import { plantFaults } from './expected';
 import { runLoad } from './load';
 import { CONFIRMATIONS, Chain, ComponentName, FUNDING_FEE_BPS, ORGANIZATIONS, OrganizationName, TRON_CONFIRMATIONS, seededRandom } from './model';
@@ -34,6 +34,13 @@ export interface ChaosOptions {
   /** How long the load runs; the kills fall inside it. */
   loadSeconds: number;
   killsPerComponent: number;
+  /** Kills of a component other than killsPerComponent (the failover drill kills PostgreSQL's primary alone, once). */
+  killsOf?: Partial<Record<ComponentName, number>>;
+  /**
+   * PostgreSQL as the run starts it, in `dir`, and the DATABASE_URL of the service and the checks: one cluster by
+   * default; the failover drill's primary with a synchronous standby (failover.ts).
+   */
+  postgres?: (dir: string, processes: StartedProcesses) => Promise<{ component: Component; databaseUrl: string }>;
   operationsPerSecond: number;
   maxInFlight: number;
   /** How long, after the load, operations may take to reach a final state before the checks. */
@@ -103,9 +110,11 @@ async function runStarted(options: ChaosOptions, dir: string, processes: Started
   stops.push(() => temporal.stop());
   const pgPort = await freeLoopbackPort();
   const apiPort = await freeLoopbackPort();
-  const postgres = new PostgresComponent(path.join(dir, 'postgres'), pgPort, processes);
+  const { component: postgres, databaseUrl } = (await options.postgres?.(path.join(dir, 'postgres'), processes)) ?? {
+    component: new PostgresComponent(path.join(dir, 'postgres'), pgPort, processes),
+    databaseUrl: `postgresql://postgres@127.0.0.1:${pgPort}/postgres`,
+  };
   stops.push(() => postgres.stop());
-  const databaseUrl = `postgresql://postgres@127.0.0.1:${pgPort}/postgres`;
   const taskQueue = `chaos-${randomUUID()}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
