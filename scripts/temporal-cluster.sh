@@ -42,23 +42,37 @@ sql_tool() {
   "$(server_dir)/bin/temporal-sql-tool" "${args[@]}" "$@"
 }
 
-# The databases and their schemas: created when missing, then every versioned step not applied yet.
+# The databases and their schemas: created when missing (one that exists counts as created), then every versioned
+# step not applied yet; the tool's output in LOG.
 setup_schemas() {
-  local schema database kind
+  local log=$1 schema database kind
   schema="$(server_dir)/schema/postgresql/v12"
   for kind in temporal visibility; do
     if [[ $kind == temporal ]]; then database=${TEMPORAL_CLUSTER_DATABASE:-temporal}; else database=${TEMPORAL_CLUSTER_VISIBILITY_DATABASE:-temporal_visibility}; fi
-    # A database that exists already counts as created.
-    sql_tool "$database" create-database >/dev/null ||
-      die "could not create $database on PostgreSQL at ${TEMPORAL_CLUSTER_PG_HOST:-127.0.0.1}:${TEMPORAL_CLUSTER_PG_PORT:-5432}"
     # Version 0.0 makes only the schema_version tables (a no-op when they are there); update-schema applies the rest.
-    sql_tool "$database" setup-schema -v 0.0 >/dev/null || die "temporal-sql-tool setup-schema failed on $database"
-    sql_tool "$database" update-schema -d "$schema/$kind/versioned" >/dev/null || die "temporal-sql-tool update-schema failed on $database"
+    if ! { sql_tool "$database" create-database && sql_tool "$database" setup-schema -v 0.0 &&
+      sql_tool "$database" update-schema -d "$schema/$kind/versioned"; } >>"$log" 2>&1; then
+      tail -n 5 "$log" >&2
+      die "temporal-sql-tool could not set up $database on PostgreSQL at ${TEMPORAL_CLUSTER_PG_HOST:-127.0.0.1}:${TEMPORAL_CLUSTER_PG_PORT:-5432} (see $log)"
+    fi
   done
 }
 
 # A port: the one asked for, or a free one.
 port_or_free() { if [[ ${1:-0} != 0 ]]; then printf '%s\n' "$1"; else free_port; fi; }
+
+# A free port below 32768: the membership table stores ports as smallint (the kernel's ephemeral ports are above).
+free_membership_port() {
+  local port _
+  for _ in {1..100}; do
+    port=$((10000 + RANDOM % 22000))
+    if node -e 'const s=require("net").createServer();s.once("error",()=>process.exit(1));s.listen(+process.argv[1],"127.0.0.1",()=>s.close())' "$port"; then
+      printf '%s\n' "$port"
+      return 0
+    fi
+  done
+  die "found no free port below 32768 for the membership ring"
+}
 
 write_ports() {
   local file=$1/ports.env name
@@ -67,7 +81,7 @@ write_ports() {
     printf 'FRONTEND_PORT=%s\nFRONTEND_HTTP_PORT=%s\n' "$(port_or_free "${TEMPORAL_CLUSTER_PORT:-7233}")" "$(free_port)"
     for name in FRONTEND HISTORY_1 HISTORY_2 MATCHING WORKER; do
       [[ $name == FRONTEND ]] || printf '%s_PORT=%s\n' "$name" "$(free_port)"
-      printf '%s_MEMBERSHIP_PORT=%s\n' "$name" "$(free_port)"
+      printf '%s_MEMBERSHIP_PORT=%s\n' "$name" "$(free_membership_port)"
     done
   } >"$file.tmp"
   mv "$file.tmp" "$file"
@@ -140,7 +154,7 @@ YAML
 setup() {
   local dir=$1
   mkdir -p "$dir/logs"
-  setup_schemas
+  setup_schemas "$dir/logs/schema.log"
   write_ports "$dir"
   # shellcheck disable=SC1091
   source "$dir/ports.env"
@@ -161,23 +175,28 @@ service() {
   exec "$(server_dir)/bin/temporal-server" --config-file "$config" --allow-no-auth start --service "$service"
 }
 
+# Each succeeds once the thing exists, creating it when missing: a create that went through but whose answer was
+# lost (the frontend answers before every history shard is owned, and its first requests may fail) is found next time.
+namespace_ready() {
+  "$cli" operator namespace describe --address "$address" --namespace "$namespace" >/dev/null 2>&1 ||
+    "$cli" operator namespace create --address "$address" --namespace "$namespace" --retention "${TEMPORAL_CLUSTER_RETENTION:-72h}"
+}
+search_attribute_ready() {
+  "$cli" operator search-attribute list --address "$address" --namespace "$namespace" 2>/dev/null | grep -qw "${1%%=*}" ||
+    "$cli" operator search-attribute create --address "$address" --namespace "$namespace" --name "${1%%=*}" --type "${1#*=}"
+}
+
 namespace() {
-  local dir=$1 cli address namespace=${TEMPORAL_CLUSTER_NAMESPACE:-default} attribute
+  local dir=$1 attribute
   cli=$(temporal_cli_path) || die "the Temporal CLI is missing: run scripts/ensure-tools.sh"
+  namespace=${TEMPORAL_CLUSTER_NAMESPACE:-default}
   # shellcheck disable=SC1091
   source "$dir/ports.env"
   address=127.0.0.1:$FRONTEND_PORT
   wait_for 120 temporal_healthy "$address" || die "the frontend does not answer on $address (see $dir/logs)"
-  if ! "$cli" operator namespace describe --address "$address" --namespace "$namespace" >/dev/null 2>&1; then
-    # The frontend answers before every history shard is owned: a create is retried until it goes through.
-    wait_for 120 "$cli" operator namespace create --address "$address" --namespace "$namespace" \
-      --retention "${TEMPORAL_CLUSTER_RETENTION:-72h}" || die "could not create the namespace $namespace"
-  fi
+  wait_for 120 namespace_ready || die "could not create the namespace $namespace on $address (see $dir/logs)"
   for attribute in ${TEMPORAL_CLUSTER_SEARCH_ATTRIBUTES:-OrganizationId=Keyword ResourceType=Keyword ResourceId=Keyword}; do
-    if ! "$cli" operator search-attribute list --address "$address" --namespace "$namespace" | grep -qw "${attribute%%=*}"; then
-      wait_for 60 "$cli" operator search-attribute create --address "$address" --namespace "$namespace" \
-        --name "${attribute%%=*}" --type "${attribute#*=}" || die "could not register the search attribute $attribute"
-    fi
+    wait_for 60 search_attribute_ready "$attribute" || die "could not register the search attribute $attribute (see $dir/logs)"
   done
 }
 
@@ -199,13 +218,18 @@ start() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   setup "$dir"
+  # shellcheck disable=SC1091
+  source "$dir/ports.env"
   for name in "${SERVICES[@]}"; do
     bash "${BASH_SOURCE[0]}" service "$dir" "$name" >>"$dir/logs/$name.log" 2>&1 </dev/null &
     STARTED_PIDS+=($!)
+    # The first process writes the cluster's metadata record; others starting meanwhile fail on it. The frontend
+    # listens once it is written.
+    if [[ $name == frontend ]]; then
+      wait_for 120 tcp_open 127.0.0.1 "$FRONTEND_PORT" || die "the frontend did not start (see $dir/logs/frontend.log)"
+    fi
   done
   namespace "$dir"
-  # shellcheck disable=SC1091
-  source "$dir/ports.env"
   log "the Temporal cluster is up on 127.0.0.1:$FRONTEND_PORT in $((SECONDS - started)) s (services: ${SERVICES[*]}; pids ${STARTED_PIDS[*]}; logs in $dir/logs)"
   # Until a signal, or until a service exits on its own (then everything stops: a half cluster is no cluster).
   wait -n "${STARTED_PIDS[@]}" || true

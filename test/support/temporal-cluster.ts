@@ -1,5 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { connect } from 'node:net';
 import { mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { TypedSearchAttributes } from '@temporalio/common';
@@ -70,11 +71,32 @@ export class TemporalCluster {
     mkdirSync(this.options.dir, { recursive: true });
     await script('setup', this.options.dir, this.env);
     this.frontendPort = Number(/^FRONTEND_PORT=(\d+)$/m.exec(readFileSync(path.join(this.options.dir, 'ports.env'), 'utf8'))![1]);
-    for (const name of CLUSTER_SERVICES) this.startService(name);
+    // The first process writes the cluster's metadata record, and others starting meanwhile fail on it: the frontend
+    // first, the rest once it listens (the record is written by then).
+    this.startService('frontend');
+    await this.listening(this.frontendPort, 'frontend');
+    for (const name of CLUSTER_SERVICES.filter((each) => each !== 'frontend')) this.startService(name);
     await script('namespace', this.options.dir, this.env).catch((error: Error) => {
       throw new Error(`${error.message}\n${this.logs()}`);
     });
     return (performance.now() - started) / 1000;
+  }
+
+  private async listening(port: number, name: ClusterService): Promise<void> {
+    for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
+      if (!this.running(name)) break;
+      const open = await new Promise<boolean>((resolve) => {
+        const socket = connect(port, '127.0.0.1');
+        socket.once('connect', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
+      });
+      if (open) return;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    throw new Error(`the Temporal ${name} did not start listening on ${port}\n${this.logs()}`);
   }
 
   get address(): string {

@@ -22,9 +22,9 @@ import { startedCluster, startedDevServer } from './temporal';
 
 /**
  * The chaos run of issues 18, 34 and 51: PostgreSQL, Temporal (a cluster of separate services, or the dev server), the
- * API and the worker as separate processes (the compose file's way; two of each API and worker on the cluster), a mixed load of three organizations with idempotency keys (card creations
- * and fundings, Lightning invoices paid by another organization, on-chain sends, payout trips, sandbox credits,
- * webhook tests, every event delivered to a local receiver) while each component is killed with SIGKILL, each
+ * API and the worker as separate processes (the compose file's way; two APIs and two workers on the cluster), a mixed
+ * load of three organizations with idempotency keys (card creations and fundings, Lightning invoices paid by another
+ * organization, on-chain sends, payout trips, sandbox credits, webhook tests, every event delivered to a local receiver) while each component is killed with SIGKILL, each
  * kill timed on a workflow inside an activity, and started again; then the invariants: every accepted operation
  * done exactly once and settled, each organization's money and cards what the load's own model says, every
  * expected event delivered or scheduled, no component exiting on its own. `npm run chaos` runs it long
