@@ -208,10 +208,12 @@ export class Supervised {
       if (found === 'killed') this.kills += 1;
       else this.countOwnExit();
       await sleep(downMs);
+      // Still held while it is started again: a tick between the hold's end and the restart would find it down and
+      // count our kill as an exit of its own (with two replicas, whose liveness takes longer to ask, it did).
+      while (!(await this.component.alive())) await this.restart();
     } finally {
       this.held = false;
     }
-    while (!(await this.component.alive())) await this.restart();
     return found;
   }
 }
