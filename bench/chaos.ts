@@ -1,11 +1,13 @@
 import { z } from 'zod';
+import { TEMPORAL_MODES } from '../test/support/chaos/model';
 import { runChaos } from '../test/support/chaos/run';
 import { report, runBenchmark } from './support';
 
 /**
  * `npm run chaos`: the long chaos run (test/support/chaos/run.ts). CHAOS_SECONDS of mixed load (default
- * 300) while each of the worker, the API, the Temporal dev server and PostgreSQL is killed with SIGKILL
- * CHAOS_KILLS times (default 3) at moments drawn from CHAOS_SEED (default: random, printed), then the
+ * 300) while each of the worker, the API, Temporal and PostgreSQL is killed with SIGKILL CHAOS_KILLS times
+ * (default 3; Temporal: CHAOS_TEMPORAL=cluster, the default, kills a history process and the matching service of a
+ * cluster, with two API and two worker processes; CHAOS_TEMPORAL=dev the dev server, with one of each) at moments drawn from CHAOS_SEED (default: random, printed), then the
  * invariants; exits non-zero on any violation. CHAOS_FAIL=exception|crash makes the harness fail on purpose after its
  * first kill (test/chaos-harness.test.ts: nothing it started outlives it).
  */
@@ -21,6 +23,7 @@ async function main() {
     maxInFlight: Number(process.env.CHAOS_IN_FLIGHT ?? 512),
     settleSeconds: Number(process.env.CHAOS_SETTLE_SECONDS ?? 240),
     chain: process.env.CHAOS_CHAIN !== '0',
+    temporal: z.enum(TEMPORAL_MODES).parse(process.env.CHAOS_TEMPORAL ?? 'cluster'),
     ...(process.env.CHAOS_FAIL ? { failOnPurpose: z.enum(['exception', 'crash']).parse(process.env.CHAOS_FAIL) } : {}),
     log,
   });

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `npm run chaos`: build, then bench/chaos.ts, which starts its own PostgreSQL cluster, Temporal dev
-# server, API and worker, kills each with SIGKILL at seeded random moments under a mixed load, and
-# checks the invariants (docs/chaos.md). Settings: CHAOS_SECONDS, CHAOS_KILLS, CHAOS_SEED, CHAOS_RATE,
-# CHAOS_IN_FLIGHT, CHAOS_SETTLE_SECONDS.
+# `npm run chaos`: build, then bench/chaos.ts, which starts its own PostgreSQL cluster, Temporal (a cluster
+# of separate services, or with CHAOS_TEMPORAL=dev the dev server), APIs and workers, kills each with SIGKILL
+# at seeded random moments under a mixed load, and checks the invariants (docs/chaos.md). Settings:
+# CHAOS_SECONDS, CHAOS_KILLS, CHAOS_SEED, CHAOS_RATE, CHAOS_IN_FLIGHT, CHAOS_SETTLE_SECONDS, CHAOS_TEMPORAL.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -14,6 +14,9 @@
 #     when Go is installed; its tests skip without it, and fail under CI)
 #   - LND, the Lightning node of the lnd provider's tests, built from the Go module proxy into
 #     .tools/lnd (only when Go is installed; its tests skip without it, and fail under CI)
+#   - the Temporal server and its SQL schema tool, built from the Go module proxy into .tools/temporal-server
+#     with the module's PostgreSQL schemas, for the Temporal cluster of scripts/temporal-cluster.sh (only when Go
+#     is installed; the replicas and chaos tests fail under CI without it, and skip elsewhere)
 #   - LNbits, the Lightning peer of test/peers/lnbits.test.ts and the lightning-invoices
 #     benchmark, from PyPI into .tools/lnbits (only when python3 is installed; its test
 #     skips without python3 and fails if python3 is there but the install failed)
@@ -34,6 +37,9 @@ TEMPORAL_TEST_SERVER_MAVEN_VERSION=1.31.0 # fallback: Maven Central io.temporal:
 BTCD_VERSION=v0.26.2               # go install github.com/btcsuite/btcd
 STRIPE_MOCK_VERSION=v0.203.0       # go install github.com/stripe/stripe-mock
 LND_VERSION=v0.18.5-beta           # go mod download github.com/lightningnetwork/lnd, then go build
+TEMPORAL_SERVER_VERSION=v1.32.2    # go install go.temporal.io/server/cmd/server and cmd/tools/sql
+# Its go.mod asks for Go 1.26.10: the go command takes this toolchain from the Go module proxy when the local Go is older.
+TEMPORAL_SERVER_GOTOOLCHAIN=go1.27.3
 SCHEMATHESIS_VERSION=4.32.5        # PyPI schemathesis
 
 ensure_node() {
@@ -247,6 +253,32 @@ ensure_lnd() {
   log "the LND build failed: skipping it (its Lightning tests skip, and fail under CI)"
 }
 
+# The server (cmd/server) and its schema tool (cmd/tools/sql) as temporal-server and temporal-sql-tool, and the
+# module's PostgreSQL schemas (schema/postgresql/v12) the schema tool applies, which the binaries do not embed.
+ensure_temporal_server() {
+  temporal_server_dir >/dev/null && return 0
+  if ! command -v go >/dev/null 2>&1; then
+    log "Go is not installed: skipping the Temporal server (the Temporal cluster's tests skip, and fail under CI)"
+    return 0
+  fi
+  local dir="$TOOLS_DIR/temporal-server" module="go.temporal.io/server@$TEMPORAL_SERVER_VERSION" out src
+  out=$(mktemp)
+  rm -rf "$dir/bin" "$dir/schema"
+  if GOTOOLCHAIN=$TEMPORAL_SERVER_GOTOOLCHAIN GOBIN="$dir/bin" GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOCACHE="$dir/go/cache" \
+    GOFLAGS="-mod=mod -modcacherw" with_progress "building the Temporal server $TEMPORAL_SERVER_VERSION from the Go module proxy into .tools/temporal-server (several minutes)" \
+    --into "$out" go install "go.temporal.io/server/cmd/server@$TEMPORAL_SERVER_VERSION" "go.temporal.io/server/cmd/tools/sql@$TEMPORAL_SERVER_VERSION" </dev/null &&
+    src=$(GOTOOLCHAIN=$TEMPORAL_SERVER_GOTOOLCHAIN GOPATH="$dir/go" GOMODCACHE="$dir/go/pkg/mod" GOFLAGS=-modcacherw \
+      go mod download -json "$module" 2>>"$out" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))') &&
+    mkdir -p "$dir/schema/postgresql" && cp -r "$src/schema/postgresql/v12" "$dir/schema/postgresql/" && chmod -R u+w "$dir/schema" &&
+    mv "$dir/bin/server" "$dir/bin/temporal-server" && mv "$dir/bin/sql" "$dir/bin/temporal-sql-tool"; then
+    rm -rf "$dir/go" "$out"
+    return 0
+  fi
+  tail -n 5 "$out" >&2
+  rm -rf "$out" "$dir/go" "$dir/bin" "$dir/schema"
+  log "the Temporal server build failed: skipping it (the Temporal cluster's tests skip, and fail under CI)"
+}
+
 ensure_lnbits() {
   if ! command -v python3 >/dev/null 2>&1; then
     log "python3 is not installed: skipping LNbits (its peer test will be skipped)"
@@ -272,6 +304,7 @@ if [[ ${1:-} != --service ]]; then
   ensure_btcd
   ensure_stripe_mock
   ensure_lnd
+  ensure_temporal_server
   ensure_lnbits
   ensure_schemathesis
 fi

@@ -25,6 +25,8 @@
 #   stripe_mock_fixtures_path  print the path of the fixtures stripe-mock bundles (its module's embedded/openapi/fixtures3.json),
 #                            which tests change one object of and pass to `stripe-mock -fixtures` (fails if missing)
 #   lnd_path                 print the path of `lnd`, the Lightning node of the lnd provider's tests (fails if missing)
+#   temporal_server_dir      print the folder of the Temporal server build: bin/temporal-server, bin/temporal-sql-tool
+#                            and schema/postgresql/v12 (fails if any is missing); scripts/temporal-cluster.sh runs it
 #   temporal_dev_start DBFILE PORT UI_PORT LOGFILE [NAMESPACE]
 #                            start `temporal server start-dev` in the background,
 #                            sets TEMPORAL_DEV_PID, waits until it is healthy, and
@@ -271,6 +273,20 @@ stripe_mock_fixtures_path() {
 # An explicit LND_PATH wins; then what ensure-tools.sh builds (lncli sits next to it).
 lnd_path() {
   _first_executable "${LND_PATH:-}" "$TOOLS_DIR/lnd/bin/lnd"
+}
+
+# --- Temporal server (a cluster of separate services) ---------------------------------
+
+# An explicit TEMPORAL_SERVER_DIR wins; then what ensure-tools.sh builds.
+temporal_server_dir() {
+  local d
+  for d in "${TEMPORAL_SERVER_DIR:-}" "$TOOLS_DIR/temporal-server"; do
+    if [[ -n $d && -x $d/bin/temporal-server && -x $d/bin/temporal-sql-tool && -d $d/schema/postgresql/v12 ]]; then
+      printf '%s\n' "$d"
+      return 0
+    fi
+  done
+  return 1
 }
 
 # pip_venv_install VENV MARKER PACKAGE...: a venv at VENV with the pinned PACKAGEs from PyPI, made only

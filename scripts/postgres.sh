@@ -241,9 +241,9 @@ pg_throwaway_database() {
 
 pg_throwaway_cleanup() {
   if [[ -n $PG_THROWAWAY_NAME ]]; then
-    # With the databases each test process made beside it (test/support/environment.ts).
+    # With the databases each test process made beside it, its own and its Temporal cluster's (test/support/environment.ts).
     local name
-    for name in $PG_THROWAWAY_NAME $(_pg_sql "$PG_THROWAWAY_BASE" "SELECT datname FROM pg_database WHERE starts_with(datname, '${PG_THROWAWAY_NAME}_p')" || true); do
+    for name in $PG_THROWAWAY_NAME $(_pg_sql "$PG_THROWAWAY_BASE" "SELECT datname FROM pg_database WHERE starts_with(datname, '${PG_THROWAWAY_NAME}_')" || true); do
       pg_drop_database "$PG_THROWAWAY_BASE" "$name" || true
     done
   fi

@@ -3,7 +3,9 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { running, Supervised, type Component } from './support/chaos/components';
+import type { TemporalMode } from './support/chaos/model';
 import { eventually } from './support/eventually';
+import { CLUSTER_SERVICES, temporalServerBuilt } from './support/temporal-cluster';
 
 const BENCH = path.resolve(__dirname, '../bench/chaos.js');
 
@@ -21,7 +23,7 @@ interface HarnessRun {
  * and no chain; `failOn` decides how it ends: failing on purpose after its first kill (CHAOS_FAIL), or Ctrl-C (SIGINT
  * once it has killed something).
  */
-function runHarness(failOn: 'exception' | 'crash' | 'SIGINT'): Promise<HarnessRun> {
+function runHarness(failOn: 'exception' | 'crash' | 'SIGINT', temporal: TemporalMode): Promise<HarnessRun> {
   const child = spawn(process.execPath, [BENCH], {
     env: {
       ...process.env,
@@ -31,6 +33,7 @@ function runHarness(failOn: 'exception' | 'crash' | 'SIGINT'): Promise<HarnessRu
       CHAOS_RATE: '5',
       CHAOS_SETTLE_SECONDS: '30',
       CHAOS_CHAIN: '0',
+      CHAOS_TEMPORAL: temporal,
       ...(failOn === 'SIGINT' ? {} : { CHAOS_FAIL: failOn }),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -48,7 +51,7 @@ function runHarness(failOn: 'exception' | 'crash' | 'SIGINT'): Promise<HarnessRu
         code,
         signal,
         output,
-        started: [...output.matchAll(/\] (\w+) started \(pid (\d+)/g)].map((match) => ({ name: match[1]!, pid: Number(match[2]) })),
+        started: [...output.matchAll(/\] ([\w-]+) started \(pid (\d+)/g)].map((match) => ({ name: match[1]!, pid: Number(match[2]) })),
         stateDir: /state in (\S+)/.exec(output)?.[1] ?? '',
       }),
     ),
@@ -56,9 +59,10 @@ function runHarness(failOn: 'exception' | 'crash' | 'SIGINT'): Promise<HarnessRu
 }
 
 /** Every process the run started has ended (a zombie waiting for its reaper counts as ended), and its folder is gone. */
-async function nothingLeft(run: HarnessRun): Promise<void> {
+async function nothingLeft(run: HarnessRun, temporal: TemporalMode): Promise<void> {
   assert.ok(run.stateDir, `the harness said where its state is:\n${run.output}`);
-  for (const name of ['anvil', 'temporal', 'postgres', 'worker', 'api']) {
+  const temporalProcesses = temporal === 'cluster' ? ['temporal-postgres', ...CLUSTER_SERVICES.map((service) => `temporal-${service}`)] : ['temporal'];
+  for (const name of ['anvil', ...temporalProcesses, 'postgres', 'worker', 'api']) {
     assert.ok(
       run.started.some((each) => each.name === name),
       `the harness said it started ${name}:\n${run.output}`,
@@ -77,9 +81,13 @@ describe('Chaos harness: nothing it started outlives it, however it ends', funct
   this.timeout(300_000);
   // In parallel: each is a harness with its own PostgreSQL, Temporal, anvil, API and worker.
   let runs: Record<'exception' | 'crash' | 'SIGINT', HarnessRun>;
+  // The cluster, `npm run chaos`'s default, where it is built; the dev server elsewhere (the harness's ends are the same).
+  let temporal: TemporalMode;
 
   before(async () => {
-    const [exception, crash, sigint] = await Promise.all([runHarness('exception'), runHarness('crash'), runHarness('SIGINT')]);
+    temporal = (await temporalServerBuilt()) ? 'cluster' : 'dev';
+    if (temporal === 'dev') console.log('      the Temporal server is not built: the harness runs on the dev server');
+    const [exception, crash, sigint] = await Promise.all([runHarness('exception', temporal), runHarness('crash', temporal), runHarness('SIGINT', temporal)]);
     runs = { exception: exception!, crash: crash!, SIGINT: sigint! };
   });
 
@@ -87,7 +95,7 @@ describe('Chaos harness: nothing it started outlives it, however it ends', funct
     const run = runs.exception;
     assert.equal(run.code, 1, run.output);
     assert.match(run.output, /the chaos harness failing on purpose \(exception\)/);
-    await nothingLeft(run);
+    await nothingLeft(run, temporal);
   });
 
   it('an exception nothing catches (the harness dies of it): its exit hook kills what it started', async () => {
@@ -95,14 +103,14 @@ describe('Chaos harness: nothing it started outlives it, however it ends', funct
     assert.equal(run.code, 1, run.output);
     assert.match(run.output, /the chaos harness failing on purpose \(crash\)/);
     assert.doesNotMatch(run.output, /## chaos/, 'the run did not get to its report');
-    await nothingLeft(run);
+    await nothingLeft(run, temporal);
   });
 
   it('Ctrl-C (SIGINT) in the middle of the load: the same, and it exits 130', async () => {
     const run = runs.SIGINT;
     assert.equal(run.code, 130, run.output);
     assert.match(run.output, /: SIGKILL \w+/, 'it was stopped after a kill, with components down or restarting');
-    await nothingLeft(run);
+    await nothingLeft(run, temporal);
   });
 });
 

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { running } from './support/chaos/components';
+import { missingTool } from './support/missing-tool';
+import { temporalServerBuilt } from './support/temporal-cluster';
 import { runChaos, type ChaosResult } from './support/chaos/run';
 
 /** A fresh seed each run (the kill schedule and the load both follow it), printed for replay; CHAOS_SEED replays one. */
@@ -8,10 +10,11 @@ const LOAD_SECONDS = 24;
 const RATE = 20;
 
 /**
- * The short chaos run (`npm run chaos` is the long one, docs/chaos.md): a mixed load of three organizations
- * (cross-organization Lightning payments, card fundings, on-chain sends, consolidation sweeps, payout trips) while
- * the worker, the API, the Temporal dev server and PostgreSQL are each killed three times with SIGKILL, each kill timed on
- * an accepted operation's workflow, then every invariant: each accepted operation done once and settled, each
+ * The short chaos run (`npm run chaos` is the long one, docs/chaos.md), on a Temporal cluster of separate services with two
+ * API and two worker processes: a mixed load of three organizations (cross-organization Lightning payments, card
+ * fundings, on-chain sends, consolidation sweeps, payout trips) while a worker, an API, a Temporal history process, the
+ * Temporal matching service and PostgreSQL are each killed three times with SIGKILL, each kill timed on an accepted
+ * operation's workflow, then every invariant: each accepted operation done once and settled, each
  * organization's money what the load's own model says, each expected event delivered or scheduled, each wallet's
  * ledger equal to its balance on the chain (anvil), no component exiting on its own. Then the proof that the checks
  * can fail: two faults planted in the same run's database, and every check run again.
@@ -20,8 +23,9 @@ describe(`Chaos: every component killed three times under load, nothing lost, do
   this.timeout(900_000);
   let result: ChaosResult;
 
-  before(async () => {
-    result = await runChaos({ seed: SEED, loadSeconds: LOAD_SECONDS, killsPerComponent: 3, operationsPerSecond: RATE, maxInFlight: 512, settleSeconds: 300, chain: true, plantFaults: true, log: () => undefined });
+  before(async function () {
+    if (!(await temporalServerBuilt())) missingTool(this, 'the Temporal server is not built (scripts/ensure-tools.sh builds it when Go is installed)');
+    result = await runChaos({ seed: SEED, temporal: 'cluster', loadSeconds: LOAD_SECONDS, killsPerComponent: 3, operationsPerSecond: RATE, maxInFlight: 512, settleSeconds: 300, chain: true, plantFaults: true, log: () => undefined });
     // What the run reached (operations a second, kills that landed inside an activity, sweeps), in the suite's output.
     console.log(`      ${result.report[0]}`);
     console.log(`      ${result.report.filter((line) => line.startsWith('sweep')).join('\n      ')}`);
@@ -29,13 +33,14 @@ describe(`Chaos: every component killed three times under load, nothing lost, do
 
   it(`keeps every invariant (seed ${SEED}) with each component killed three times`, () => {
     assert.deepEqual(result.violations, [], `seed ${SEED}:\n${result.report.join('\n')}`);
-    assert.deepEqual(result.kills, { worker: 3, api: 3, temporal: 3, postgres: 3 }, 'every kill of the schedule found its component running and killed it');
+    assert.deepEqual(result.kills, { worker: 3, api: 3, history: 3, matching: 3, postgres: 3 }, 'every kill of the schedule found its component running and killed it');
     // Its strength by count, not by the clock: a tick the busy machine starts late is still sent (a rate would be a timing assertion).
     assert.ok(result.operations >= RATE * LOAD_SECONDS, `the load sent ${result.operations} operations, fewer than its schedule's ${RATE * LOAD_SECONDS} (${RATE} a second for ${LOAD_SECONDS} s)`);
   });
 
   it('leaves no process it started running (each start and restart of every component, and anvil)', async () => {
-    assert.ok(result.processes.length >= 5 + 4 * 3, `every start and restart counted: ${JSON.stringify(result.processes)}`);
+    // Anvil, two APIs, two workers, PostgreSQL, Temporal's PostgreSQL and five Temporal services, and a restart per kill.
+    assert.ok(result.processes.length >= 12 + 5 * 3, `every start and restart counted: ${JSON.stringify(result.processes)}`);
     for (const started of result.processes) assert.equal(await running(started.pid), false, `${started.name} (pid ${started.pid}) still running`);
   });
 

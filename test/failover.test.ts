@@ -35,6 +35,8 @@ describe(`PostgreSQL failover: the primary killed mid-load, its synchronous stan
       loadSeconds: LOAD_SECONDS,
       killsPerComponent: 0,
       killsOf: { postgres: 1 },
+      // The dev server: the drill is of the service's PostgreSQL (the cluster's runs on a server of its own).
+      temporal: 'dev',
       postgres: async (dir, processes) => {
         const started = await FailoverPostgres.create(dir, processes);
         postgres = started.component;

@@ -6,15 +6,18 @@ import type { LightningInvoiceInput } from '../src/lightning/flows/invoice';
 import { chainScanWorkflowId } from '../src/monitoring/flows/chain-scan';
 import { createTestOrganization, operatorMember, type TestOrganization } from './support/app';
 import { validCustomer } from './support/cards';
-import { localTemporal, testOrm } from './support/environment';
+import { clusterTemporal, testOrm } from './support/environment';
 import { eventually } from './support/eventually';
 import { assertLedgerReconciles } from './support/ledger';
+import { missingTool } from './support/missing-tool';
 import { freeLoopbackPort } from './support/ports';
 import { terminateWorkflows } from './support/scanning';
 import { ServiceProcess } from './support/service-process';
+import { temporalServerBuilt } from './support/temporal-cluster';
 
 /**
- * Two API processes and two workers on one PostgreSQL and one Temporal (the dev server), started as
+ * Two API processes and two workers on one PostgreSQL and one Temporal cluster (frontend, two history processes,
+ * matching and worker as separate processes on PostgreSQL: scripts/temporal-cluster.sh), started as
  * the compose file starts them: work started through either API is done by either worker, a worker
  * stopped mid-flow loses nothing, and a key revoked through one API is refused by the other at once.
  */
@@ -32,8 +35,9 @@ describe('Replicas: two API processes and two workers behave as one service', fu
   };
 
   before(async function () {
-    this.timeout(120_000);
-    const env = await localTemporal();
+    this.timeout(240_000);
+    if (!(await temporalServerBuilt())) missingTool(this, 'the Temporal server is not built (scripts/ensure-tools.sh builds it when Go is installed)');
+    const env = await clusterTemporal();
     shared = {
       ...process.env,
       NODE_ENV: 'test',
@@ -58,7 +62,8 @@ describe('Replicas: two API processes and two workers behave as one service', fu
     org = await createTestOrganization('Replicas');
   });
   after(async () => {
-    const { client } = await localTemporal();
+    if (!shared) return;
+    const { client } = await clusterTemporal();
     await terminateWorkflows(client, CHAIN_IDS.flatMap((chain) => [devnetBlocksWorkflowId(chain), chainScanWorkflowId(chain, 'sandbox')]));
     await Promise.all(processes.map((each) => each.stop()));
   });
@@ -83,7 +88,7 @@ describe('Replicas: two API processes and two workers behave as one service', fu
 
   /** The processes that completed workflow tasks of `workflowId`, by the pid of their identity (pid@host). */
   async function workersOf(workflowId: string): Promise<Set<number>> {
-    const history = await (await localTemporal()).client.workflow.getHandle(workflowId).fetchHistory();
+    const history = await (await clusterTemporal()).client.workflow.getHandle(workflowId).fetchHistory();
     return new Set(
       (history.events ?? []).flatMap((event) => (event.workflowTaskCompletedEventAttributes?.identity ? [Number(event.workflowTaskCompletedEventAttributes.identity.split('@')[0])] : [])),
     );
@@ -91,7 +96,7 @@ describe('Replicas: two API processes and two workers behave as one service', fu
 
   /** Whether the process `pid` took a workflow task of `workflowId` (its poll was handed it) that then timed out unfinished. */
   async function tasksTakenBy(workflowId: string, pid: number): Promise<boolean> {
-    const events = (await (await localTemporal()).client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const events = (await (await clusterTemporal()).client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     const started = events.some((event) => event.workflowTaskStartedEventAttributes?.identity?.split('@')[0] === String(pid));
     return started && events.some((event) => event.workflowTaskTimedOutEventAttributes);
   }
@@ -193,7 +198,7 @@ describe('Replicas: two API processes and two workers behave as one service', fu
   });
 
   it('a worker restarted after a crash takes up the workflows the dead one held at once, none waiting out its sticky queue', async () => {
-    const { client, connection } = await localTemporal();
+    const { client, connection } = await clusterTemporal();
     const crashing = processes.find((each) => each.name === 'worker-4')!;
     const workflowId = `replicas-long-lived-${randomUUID()}`;
     const handle = await client.workflow.start('lightningInvoiceWorkflow', {

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
@@ -14,6 +15,7 @@ import { ledgerProjections } from '../../src/modules';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
 import { watchNodeCallsInTransactions } from './node-calls';
 import { freeLoopbackPort } from './ports';
+import { TemporalCluster } from './temporal-cluster';
 
 /**
  * Shared, lazily started real components of this test process: a migrated PostgreSQL database of its
@@ -150,6 +152,36 @@ export function localTemporal(): Promise<TestWorkflowEnvironment> {
   return local;
 }
 
+let cluster: Promise<TestWorkflowEnvironment> | undefined;
+/**
+ * A Temporal cluster of separate services (frontend, two history processes, matching, worker: scripts/temporal-cluster.sh)
+ * on the suite's PostgreSQL server, started once for every file of this process that asks for it. Its databases are
+ * named after the shared one but outside the process databases' prefix (the secret scan reads those, and expects the
+ * service's schema there); scripts/test.sh drops them with the rest. Only when the server is built: the callers check
+ * temporalServerBuilt first.
+ */
+export function clusterTemporal(): Promise<TestWorkflowEnvironment> {
+  cluster ??= (async () => {
+    const url = new URL(sharedDatabaseUrl);
+    const database = `${url.pathname.slice(1)}_temporal${process.pid}`;
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'custody-temporal-cluster-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const started = new TemporalCluster({
+      dir,
+      pgHost: url.hostname,
+      pgPort: Number(url.port || 5432),
+      pgUser: decodeURIComponent(url.username) || 'postgres',
+      pgPassword: decodeURIComponent(url.password),
+      database,
+      visibilityDatabase: `${database}_visibility`,
+    });
+    const seconds = await started.start();
+    console.log(`      the Temporal cluster is up on ${started.address} in ${seconds.toFixed(1)} s`);
+    return TestWorkflowEnvironment.createFromExistingServer({ address: started.address });
+  })();
+  return cluster;
+}
+
 let timeSkipping: Promise<TestWorkflowEnvironment> | undefined;
 /**
  * The time-skipping test server of the current test file: 24 h timers pass in moments. Each file
@@ -192,8 +224,14 @@ const nodeCallsInTransactions = watchNodeCallsInTransactions();
  * requests, and an Update to it would wait for a worker that never comes.
  */
 async function endWorkflowsOfFile(): Promise<void> {
-  if (!local) return;
-  const { client } = await local;
+  // A cluster that failed to start failed its file already.
+  for (const server of [local, cluster]) {
+    const env = await server?.catch(() => undefined);
+    if (env) await endWorkflowsOn(env);
+  }
+}
+
+async function endWorkflowsOn({ client }: TestWorkflowEnvironment): Promise<void> {
   for await (const schedule of client.schedule.list()) await client.schedule.getHandle(schedule.scheduleId).delete();
   for await (const execution of client.workflow.list({ query: 'ExecutionStatus="Running"' })) {
     await client.workflow

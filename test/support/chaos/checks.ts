@@ -16,7 +16,7 @@ import { ChaosClient, Operation, idOf, workflowState } from './client';
 import { Supervised } from './components';
 import { expectedState } from './expected';
 import { LoadOutcome } from './load';
-import { COMPONENTS, Chain, ComponentName, ORGANIZATIONS, OrganizationName, sleep, textArray } from './model';
+import { Chain, ComponentName, ORGANIZATIONS, OrganizationName, sleep, textArray } from './model';
 import { ChaosOptions, ChaosResult } from './run';
 
 export async function check(
@@ -26,7 +26,7 @@ export async function check(
   client: ChaosClient,
   load: LoadOutcome,
   receiver: WebhookReceiver,
-  supervised: Record<ComponentName, Supervised>,
+  supervised: Supervised[],
   chain: Chain,
   env: NodeJS.ProcessEnv,
   organizations: Record<OrganizationName, SandboxOrganization>,
@@ -237,8 +237,8 @@ export async function check(
   );
 
   // 7. A component that exited without the driver's SIGKILL is a violation.
-  for (const name of COMPONENTS) {
-    if (supervised[name].ownExits > 0) violations.push(`${name} exited on its own ${supervised[name].ownExits} times; its output before the last: ${supervised[name].lastOwnExit.replaceAll('\n', ' | ')}`);
+  for (const each of supervised) {
+    if (each.ownExits > 0) violations.push(`${each.component.name} exited on its own ${each.ownExits} times; its output before the last: ${each.lastOwnExit.replaceAll('\n', ' | ')}`);
   }
 
   options.log('checked');
@@ -247,11 +247,11 @@ export async function check(
   report.unshift(
     `load: ${operations.length - load.setupOperations} operations in ${load.loadSeconds.toFixed(0)} s (${rate.toFixed(1)} a second) across ${ORGANIZATIONS.length} organizations; ` +
       `${load.killsTimed} kills timed on an accepted operation's workflow, ${load.killsInActivities} of them with an activity pending (${load.killsInSweepActivities} in a sweep run's)`,
-    ...COMPONENTS.map((name) => `${name}: killed ${supervised[name].kills} times, exited on its own ${supervised[name].ownExits} times (restarted each time)`),
+    ...supervised.map((each) => `${each.component.name}: killed ${each.kills} times, exited on its own ${each.ownExits} times (restarted each time)`),
     ...(['credit', 'card', 'funding', 'invoice', 'payment', 'send', 'webhook_test', 'payout_quote', 'payout', 'payout_deposit', 'sweep_run'] as const).map(
       (kind) => `${kind}: ${answered(kind).length} sent, ${byKind(kind).length} accepted, ${answered(kind).filter((each) => each.attempts > 1).length} needed a retry`,
     ),
   );
-  const kills = Object.fromEntries(COMPONENTS.map((name) => [name, supervised[name].kills])) as Record<ComponentName, number>;
+  const kills: Partial<Record<ComponentName, number>> = Object.fromEntries(supervised.map((each) => [each.component.name, each.kills]));
   return { violations, report, operations: operations.length - load.setupOperations, operationsPerSecond: rate, killsInActivities: load.killsInActivities, kills };
 }

@@ -74,8 +74,10 @@ export const workflowOfOperation = (operation: Operation): string | undefined =>
  */
 export class ChaosClient {
   retries = 0;
+  private sent = 0;
+  /** `urls`: the API processes, taken in turn (a balancer's round robin); a retry goes to the next. */
   constructor(
-    private readonly url: string,
+    private readonly urls: string[],
     private readonly secrets: Record<OrganizationName, string>,
   ) {}
 
@@ -97,7 +99,8 @@ export class ChaosClient {
 
   private async once(as: OrganizationName, method: string, route: string, body: unknown, idempotencyKey: string): Promise<Answer | undefined> {
     try {
-      const response = await fetch(`${this.url}${route}`, {
+      const url = this.urls[this.sent++ % this.urls.length]!;
+      const response = await fetch(`${url}${route}`, {
         method,
         headers: {
           authorization: `Bearer ${this.secrets[as]}`,

@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually } from '../eventually';
-import { freeLoopbackPort } from '../ports';
 import { ServiceProcess } from '../service-process';
 import { ComponentName, ROOT, sleep } from './model';
 import { sigkill, type StartedProcesses } from './started-processes';
@@ -31,7 +30,7 @@ export async function running(pid: number): Promise<boolean> {
 }
 
 /** SIGKILL to a component's process (or group) and wait until it is gone; false when there was nothing to kill. */
-async function killAndWait(component: Component, processes: StartedProcesses, target: { pid: number; group: boolean }): Promise<boolean> {
+export async function killAndWait(component: Component, processes: StartedProcesses, target: { pid: number; group: boolean }): Promise<boolean> {
   if (!(await component.alive()) || !sigkill(target)) return false;
   await eventually(async () => ((await component.alive()) ? undefined : true), `${component.name} gone`, 30_000, 100);
   processes.ended(target.pid);
@@ -39,7 +38,7 @@ async function killAndWait(component: Component, processes: StartedProcesses, ta
 }
 
 /** The end of a component's log file, read when an exit is counted: the run's folder is removed at its end. */
-function logTail(file: string): string {
+export function logTail(file: string): string {
   try {
     return readFileSync(file, 'utf8').slice(-600);
   } catch (error) {
@@ -67,18 +66,20 @@ export interface Component {
 export class PostgresComponent implements Component {
   readonly name = 'postgres' as const;
   private pid = 0;
+  /** `label`: what the run's log calls it (the Temporal cluster's own server is another). */
   constructor(
     private readonly dir: string,
-    private readonly port: number,
+    readonly port: number,
     private readonly processes: StartedProcesses,
+    private readonly label = 'postgres',
   ) {
-    processes.watchPidFile(this.name, path.join(dir, 'data/postmaster.pid'), true);
+    processes.watchPidFile(label, path.join(dir, 'data/postmaster.pid'), true);
   }
 
   async start() {
     await shell('pg_start_cluster "$@"', this.dir, String(this.port));
     this.pid = Number((await readFile(path.join(this.dir, 'data/postmaster.pid'), 'utf8')).split('\n')[0]);
-    this.processes.started(this.name, this.pid, true);
+    this.processes.started(this.label, this.pid, true);
   }
 
   async kill() {
@@ -95,61 +96,7 @@ export class PostgresComponent implements Component {
   }
 
   log() {
-    return `postgres: ${logTail(path.join(this.dir, 'postgres.log'))}`;
-  }
-}
-
-/**
- * The Temporal dev server started on free ports, before anything is told its address: ports another
- * process took between their pick and the server's bind (four test processes pick ports at once) are
- * picked again. Every restart after that keeps them.
- */
-export async function startedTemporal(dir: string, processes: StartedProcesses): Promise<TemporalComponent> {
-  for (let attempt = 1; ; attempt += 1) {
-    const temporal = new TemporalComponent(dir, await freeLoopbackPort(), await freeLoopbackPort(), processes);
-    try {
-      await temporal.start();
-      return temporal;
-    } catch (error) {
-      if (attempt >= 3 || !(error as Error).message.includes('address already in use')) throw error;
-    }
-  }
-}
-
-/** The Temporal dev server as `npm start` runs it (temporal_dev_start: its SQLite file in WAL mode), the same file and port on every start. */
-class TemporalComponent implements Component {
-  readonly name = 'temporal' as const;
-  private pid = 0;
-  constructor(
-    private readonly dir: string,
-    readonly port: number,
-    private readonly uiPort: number,
-    private readonly processes: StartedProcesses,
-  ) {}
-
-  async start() {
-    this.pid = Number(
-      await shell('temporal_dev_start "$@" >&2 && echo "$TEMPORAL_DEV_PID"', path.join(this.dir, 'temporal.db'), String(this.port), String(this.uiPort), path.join(this.dir, 'temporal.log')),
-    );
-    this.processes.started(this.name, this.pid);
-  }
-
-  async kill() {
-    return killAndWait(this, this.processes, { pid: this.pid, group: false });
-  }
-
-  alive() {
-    return running(this.pid);
-  }
-
-  async stop() {
-    if (await this.alive()) process.kill(this.pid, 'SIGTERM');
-    await eventually(async () => ((await this.alive()) ? undefined : true), 'temporal stopped', 30_000, 100).catch(() => killAndWait(this, this.processes, { pid: this.pid, group: false }));
-    this.processes.ended(this.pid);
-  }
-
-  log() {
-    return `temporal: ${logTail(path.join(this.dir, 'temporal.log'))}`;
+    return `${this.label}: ${logTail(path.join(this.dir, 'postgres.log'))}`;
   }
 }
 
@@ -188,6 +135,39 @@ export class NodeComponent implements Component {
 
   log() {
     return `${this.lastLog}\n${this.process?.log ?? ''}`;
+  }
+}
+
+/**
+ * Several processes of one component (two APIs behind a balancer, two workers on one task queue, two history
+ * processes): a kill takes one of them, in turn, and a start brings back those that are down. It is up when all are.
+ */
+export class Replicas implements Component {
+  private nextKill = 0;
+  constructor(
+    readonly name: ComponentName,
+    private readonly replicas: Component[],
+  ) {}
+
+  async start() {
+    for (const replica of this.replicas) if (!(await replica.alive())) await replica.start();
+  }
+
+  async kill() {
+    const replica = this.replicas[this.nextKill++ % this.replicas.length]!;
+    return replica.kill();
+  }
+
+  async alive() {
+    return (await Promise.all(this.replicas.map((replica) => replica.alive()))).every(Boolean);
+  }
+
+  async stop() {
+    for (const replica of this.replicas) await replica.stop();
+  }
+
+  log() {
+    return this.replicas.map((replica) => replica.log()).join('\n');
   }
 }
 
@@ -238,8 +218,8 @@ export class Supervised {
       if (found === 'killed') this.kills += 1;
       else this.countOwnExit();
       await sleep(downMs);
-      // Held until it is up again: a tick between the end of the hold and this restart would find it down and
-      // count the driver's own kill as an exit of its own (seed 1786213712).
+      // Still held while it is started again: a tick between the hold's end and the restart would find it down and
+      // count our kill as an exit of its own (with two replicas, whose liveness takes longer to ask, it did).
       while (!(await this.component.alive())) await this.restart();
     } finally {
       this.held = false;

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { insideActivity, workflowOfOperation, type Operation } from './client';
 import type { Supervised } from './components';
 import type { LoadOutcome, LoadState } from './load';
-import { COMPONENTS, sleep, type ComponentName } from './model';
+import { sleep, type ComponentName } from './model';
 import type { ChaosOptions } from './run';
 
 interface Kill {
@@ -12,17 +12,19 @@ interface Kill {
   downMs: number;
 }
 
+type Schedule = Partial<Record<ComponentName, Kill[]>>;
+
 /**
  * Each component killed killsPerComponent times (or its killsOf) at moments drawn between 10% and 85% of the load, down 1 to 6 s each
  * time; a component's kills in the order of their moments. Different components may be down at once.
  */
-export function killSchedule(options: Pick<ChaosOptions, 'loadSeconds' | 'killsPerComponent' | 'killsOf'>, random: () => number): Record<ComponentName, Kill[]> {
+export function killSchedule(options: Pick<ChaosOptions, 'loadSeconds' | 'killsPerComponent' | 'killsOf'>, components: readonly ComponentName[], random: () => number): Schedule {
   const loadMs = options.loadSeconds * 1000;
-  const kills = COMPONENTS.flatMap((name) => Array.from({ length: options.killsOf?.[name] ?? options.killsPerComponent }, () => ({ name, atMs: loadMs * (0.1 + 0.75 * random()), downMs: 1000 + 5000 * random() })));
-  return Object.fromEntries(COMPONENTS.map((name) => [name, kills.filter((kill) => kill.name === name).sort((a, b) => a.atMs - b.atMs)])) as Record<ComponentName, Kill[]>;
+  const kills = components.flatMap((name) => Array.from({ length: options.killsOf?.[name] ?? options.killsPerComponent }, () => ({ name, atMs: loadMs * (0.1 + 0.75 * random()), downMs: 1000 + 5000 * random() })));
+  return Object.fromEntries(components.map((name) => [name, kills.filter((kill) => kill.name === name).sort((a, b) => a.atMs - b.atMs)]));
 }
 
-export const describeSchedule = (schedule: Record<ComponentName, Kill[]>) =>
+export const describeSchedule = (schedule: Schedule) =>
   Object.values(schedule)
     .flat()
     .sort((a, b) => a.atMs - b.atMs)
@@ -33,7 +35,7 @@ interface KillContext {
   options: ChaosOptions;
   state: LoadState;
   temporal: Client;
-  supervised: Record<ComponentName, Supervised>;
+  supervised: Supervised[];
   outcome: LoadOutcome;
   startedAt: number;
 }
@@ -44,20 +46,21 @@ interface KillContext {
  * so); a kill that finds the component already down kills nothing and says so. Resolves once every kill is done;
  * rejects with the first failure then (held until the load ends, so that nothing rejects unobserved meanwhile).
  */
-export async function runKills(schedule: Record<ComponentName, Kill[]>, context: KillContext): Promise<void> {
+export async function runKills(schedule: Schedule, context: KillContext): Promise<void> {
   const { options, startedAt } = context;
   const at = () => `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
   const failures: unknown[] = [];
   await Promise.all(
-    COMPONENTS.map(async (name) => {
+    context.supervised.map(async (supervised) => {
+      const { name } = supervised.component;
       try {
-        for (const kill of schedule[name]) {
+        for (const kill of schedule[name] ?? []) {
           const late = Date.now() - (startedAt + kill.atMs);
           if (late > 1000) options.log(`${at()}: the kill of ${name} due at ${(kill.atMs / 1000).toFixed(1)} s waited for it to be up again`);
           await sleep(startedAt + kill.atMs - Date.now());
           const timed = await timedOnWork(context);
           options.log(`${at()}: SIGKILL ${name}${timed.workflowId ? ` (${timed.workflowId}${timed.inActivity ? ' inside an activity' : ''})` : ''}`);
-          const found = await context.supervised[name].killFor(kill.downMs);
+          const found = await supervised.killFor(kill.downMs);
           options.log(found === 'killed' ? `${at()}: ${name} up again` : `${at()}: ${name} was down already (exited on its own): nothing killed; up again`);
           if (options.failOnPurpose) failOnPurpose(options.failOnPurpose);
         }

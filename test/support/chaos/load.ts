@@ -7,7 +7,7 @@ import { validCustomer } from '../customer';
 import { WebhookReceiver } from '../webhook-receiver';
 import { ChaosClient, Operation, idOf, workflowOfOperation } from './client';
 import { Supervised } from './components';
-import { Chain, ComponentName, INITIAL_CARD_FUNDING, ORGANIZATIONS, OrganizationName, PAYOUT_CORRIDORS, sleep } from './model';
+import { COMPONENTS, Chain, INITIAL_CARD_FUNDING, ORGANIZATIONS, OrganizationName, PAYOUT_CORRIDORS, sleep } from './model';
 import { describeSchedule, killSchedule, runKills } from './kills';
 import { ChaosOptions } from './run';
 import { deposit, openWallet, walletEth } from './setup';
@@ -40,7 +40,7 @@ export async function runLoad(
   random: () => number,
   client: ChaosClient,
   receiver: WebhookReceiver,
-  supervised: Record<ComponentName, Supervised>,
+  supervised: Supervised[],
   chain: Chain,
   temporal: Client,
 ): Promise<LoadOutcome> {
@@ -203,7 +203,7 @@ export async function runLoad(
     }
   }
 
-  const schedule = killSchedule(options, random);
+  const schedule = killSchedule(options, COMPONENTS[options.temporal], random);
   options.log(`kills: ${describeSchedule(schedule)}`);
   const startedAt = Date.now();
   const outcome: LoadOutcome = { operations: state.operations, loadSeconds: options.loadSeconds, killsInActivities: 0, killsInSweepActivities: 0, killsTimed: 0, setupOperations: state.operations.length };

@@ -3,8 +3,14 @@ import { type Hex } from 'viem';
 import { type Anvil } from '../anvil';
 
 export const ROOT = path.resolve(__dirname, '../../../..');
-export const COMPONENTS = ['worker', 'api', 'temporal', 'postgres'] as const;
-export type ComponentName = (typeof COMPONENTS)[number];
+/**
+ * What the chaos kills, by the Temporal it runs on: a cluster (scripts/temporal-cluster.sh), where a history process and
+ * the matching service are killed, or the dev server `npm start` runs, killed whole.
+ */
+export const TEMPORAL_MODES = ['cluster', 'dev'] as const;
+export type TemporalMode = (typeof TEMPORAL_MODES)[number];
+export const COMPONENTS = { cluster: ['worker', 'api', 'history', 'matching', 'postgres'], dev: ['worker', 'api', 'temporal', 'postgres'] } as const;
+export type ComponentName = (typeof COMPONENTS)[TemporalMode][number];
 /** The organizations of the load: each spends, pays the others over Lightning, funds cards, sends on chain and pays out. */
 export const ORGANIZATIONS = ['alpha', 'bravo', 'charlie'] as const;
 export type OrganizationName = (typeof ORGANIZATIONS)[number];

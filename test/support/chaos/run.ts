@@ -12,18 +12,19 @@ import { sandboxOrganizations } from '../sandbox-organizations';
 import { WebhookReceiver } from '../webhook-receiver';
 import { check } from './checks';
 import { ChaosClient } from './client';
-import { NodeComponent, PostgresComponent, Supervised, startedTemporal, type Component } from './components';
+import { NodeComponent, PostgresComponent, Replicas, Supervised, type Component } from './components';
 import { plantFaults } from './expected';
 import { runLoad } from './load';
-import { CONFIRMATIONS, Chain, ComponentName, FUNDING_FEE_BPS, ORGANIZATIONS, OrganizationName, TRON_CONFIRMATIONS, seededRandom } from './model';
+import { CONFIRMATIONS, Chain, ComponentName, FUNDING_FEE_BPS, ORGANIZATIONS, OrganizationName, TRON_CONFIRMATIONS, seededRandom, type TemporalMode } from './model';
 import { mineTron } from './setup';
 import { StartedProcesses, type StartedProcess } from './started-processes';
+import { startedCluster, startedDevServer } from './temporal';
 
 /**
- * The chaos run of issues 18 and 34: PostgreSQL, the Temporal dev server, the API and the worker as separate
- * processes (the compose file's way), a mixed load of three organizations with idempotency keys (card creations
- * and fundings, Lightning invoices paid by another organization, on-chain sends, payout trips, sandbox credits,
- * webhook tests, every event delivered to a local receiver) while each component is killed with SIGKILL, each
+ * The chaos run of issues 18, 34 and 51: PostgreSQL, Temporal (a cluster of separate services, or the dev server), the
+ * API and the worker as separate processes (the compose file's way; two APIs and two workers on the cluster), a mixed
+ * load of three organizations with idempotency keys (card creations and fundings, Lightning invoices paid by another
+ * organization, on-chain sends, payout trips, sandbox credits, webhook tests, every event delivered to a local receiver) while each component is killed with SIGKILL, each
  * kill timed on a workflow inside an activity, and started again; then the invariants: every accepted operation
  * done exactly once and settled, each organization's money and cards what the load's own model says, every
  * expected event delivered or scheduled, no component exiting on its own. `npm run chaos` runs it long
@@ -48,6 +49,11 @@ export interface ChaosOptions {
   /** Sandbox Ethereum on anvil: deposits, sends and the wallet ledger against the chain. */
   chain: boolean;
   /**
+   * `cluster`: a Temporal cluster (history and matching killed) with two API and two worker processes, as production
+   * runs; `dev`: the dev server (killed whole) with one of each, as `npm start` runs.
+   */
+  temporal: TemporalMode;
+  /**
    * For the test that shows the checks can fail: after the checks, the driver plants a doubled credit and a skipped debit
    * in the same database and runs every check again (`faulted`).
    */
@@ -68,7 +74,7 @@ export interface ChaosResult {
   /** Kills that fell while an accepted operation's workflow had an activity pending. */
   killsInActivities: number;
   /** SIGKILLs that found their component running, per component (one that found it down already kills nothing). */
-  kills: Record<ComponentName, number>;
+  kills: Partial<Record<ComponentName, number>>;
   /** Every process the run started (each start and restart), all ended once it returned. */
   processes: StartedProcess[];
 }
@@ -106,10 +112,11 @@ async function runStarted(options: ChaosOptions, dir: string, processes: Started
     processes.ended(anvil.pid);
   });
   const chain: Chain = { anvil, outside: privateKeyToAccount(generatePrivateKey()).address, wallets: {}, sweepSources: {}, deposited: new Map(), depositing: Promise.resolve() };
-  const temporal = await startedTemporal(path.join(dir, 'temporal'), processes);
+  const temporal = options.temporal === 'cluster' ? await startedCluster(path.join(dir, 'temporal'), processes, options.log) : await startedDevServer(path.join(dir, 'temporal'), processes);
   stops.push(() => temporal.stop());
   const pgPort = await freeLoopbackPort();
-  const apiPort = await freeLoopbackPort();
+  const replicas = options.temporal === 'cluster' ? 2 : 1;
+  const apiPorts = await Promise.all(Array.from({ length: replicas }, () => freeLoopbackPort()));
   const { component: postgres, databaseUrl } = (await options.postgres?.(path.join(dir, 'postgres'), processes)) ?? {
     component: new PostgresComponent(path.join(dir, 'postgres'), pgPort, processes),
     databaseUrl: `postgresql://postgres@127.0.0.1:${pgPort}/postgres`,
@@ -123,7 +130,7 @@ async function runStarted(options: ChaosOptions, dir: string, processes: Started
     LOG_LEVEL: 'warn',
     DATA_DIR: path.join(dir, 'data'),
     DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: `127.0.0.1:${temporal.port}`,
+    TEMPORAL_ADDRESS: temporal.address,
     TEMPORAL_NAMESPACE: 'default',
     ...(options.chain ? anvilSandboxConfig(chain.anvil, taskQueue, await deployAnvilToken(chain.anvil), CONFIRMATIONS) : { TEMPORAL_TASK_QUEUE: taskQueue }),
     DEVNET_BLOCK_INTERVAL_SECONDS: '3600',
@@ -135,25 +142,31 @@ async function runStarted(options: ChaosOptions, dir: string, processes: Started
     // A request the killed API held is taken over by its retry after this long.
     IDEMPOTENCY_LOCK_SECONDS: '10',
   };
-  const worker = new NodeComponent('worker', 'worker.js', env, processes);
+  const worker = new Replicas(
+    'worker',
+    Array.from({ length: replicas }, () => new NodeComponent('worker', 'worker.js', env, processes)),
+  );
   stops.push(() => worker.stop());
-  const api = new NodeComponent('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(apiPort) }, processes);
+  const api = new Replicas(
+    'api',
+    apiPorts.map((port) => new NodeComponent('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(port) }, processes)),
+  );
   stops.push(() => api.stop());
-  const supervised = Object.fromEntries([postgres, temporal, worker, api].map((component) => [component.name, new Supervised(component)])) as Record<ComponentName, Supervised>;
+  const supervised = [worker, api, ...temporal.components, postgres].map((component) => new Supervised(component));
   try {
     chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
     await postgres.start();
     const organizations = await sandboxOrganizations(databaseUrl, 'Chaos', ORGANIZATIONS);
     await worker.start();
     await api.start();
-    const supervising = setInterval(() => Object.values(supervised).forEach((each) => void each.tick()), 500);
+    const supervising = setInterval(() => supervised.forEach((each) => void each.tick()), 500);
     stops.push(async () => clearInterval(supervising));
-    const url = `http://127.0.0.1:${apiPort}`;
-    await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), 'the API ready', 120_000, 200);
-    const client = new ChaosClient(url, Object.fromEntries(ORGANIZATIONS.map((name) => [name, organizations[name].secret])) as Record<OrganizationName, string>);
+    const urls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
+    for (const url of urls) await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), `the API at ${url} ready`, 120_000, 200);
+    const client = new ChaosClient(urls, Object.fromEntries(ORGANIZATIONS.map((name) => [name, organizations[name].secret])) as Record<OrganizationName, string>);
     // The scan starts at the tip it first sees (transfers before it are not credited): deposits wait for it.
     if (options.chain) await ethereumScanStarted(databaseUrl);
-    const temporalConnection = await Connection.connect({ address: `127.0.0.1:${temporal.port}` });
+    const temporalConnection = await Connection.connect({ address: temporal.address });
     stops.push(() => temporalConnection.close());
     const orm = await createOrm(databaseUrl, 2);
     stops.push(() => orm.close());
