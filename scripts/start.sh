@@ -202,11 +202,12 @@ supervise worker
 supervise api
 
 # Ready when our API answers with our instance id. Anything else answering there took PORT after the check above.
-deadline=$((SECONDS + 60))
+# 180 s: a loaded machine (two cores under a whole test suite) took over 60 s to load the API.
+deadline=$((SECONDS + 180))
 until health=$(http_get "$api_host" "$PORT" /healthz) && [[ $health == *"$instance_id"* ]]; do
   [[ -z $health ]] || die "something other than this start's API answers on $api_host:$PORT (PORT): set PORT to a free port."
   supervise_tick
-  ((SECONDS < deadline)) || die "the API did not answer on $api_host:$PORT (PORT) within 60s (see its output above)."
+  ((SECONDS < deadline)) || die "the API did not answer on $api_host:$PORT (PORT) within 180s (see its output above)."
   sleep 0.5
 done
 

@@ -44,7 +44,7 @@ describe(`PostgreSQL failover: the primary killed mid-load, its synchronous stan
       },
       operationsPerSecond: RATE,
       maxInFlight: 256,
-      settleSeconds: 180,
+      settleSeconds: 300,
       chain: false,
       log: () => undefined,
     });

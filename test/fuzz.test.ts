@@ -35,8 +35,9 @@ const MAX_EXAMPLES = process.env.FUZZ_MAX_EXAMPLES ?? '10';
 const SEED = process.env.FUZZ_SEED ?? '20260518';
 const POSITIVE_DATA = process.env.FUZZ_POSITIVE_DATA === '1';
 // 157 s alone on 2 cores since issue 47 added ten operations (100 s before); beside the whole suite it passed 600 s
-// twice, so the bound is 1,200 s until the run is made cheaper again (the stop's note says where to look).
-const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 1200) * 1000;
+// twice, then passed 1,200 s once the suite ran a Temporal cluster, a failover drill and two `npm start`s beside it
+// (a 27-minute suite at load 25): the bound is 2,400 s until the run is made cheaper again (issue 53's suite goal).
+const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 2400) * 1000;
 const CHECKS = [
   'not_a_server_error',
   'status_code_conformance',
