@@ -35,7 +35,7 @@ trap cleanup EXIT
 # A signal ends the run through exit, so the EXIT trap stops what it started.
 trap 'exit 130' INT
 trap 'exit 143' TERM
-[[ -n ${BENCH_SKIP_TOOLS:-} ]] || bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
+[[ -n ${BENCH_SKIP_TOOLS:-} ]] || ensure_tools
 npm run build --silent
 PG_FAST=${BENCH_PG_FAST:-} pg_throwaway_database
 

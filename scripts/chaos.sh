@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$PROJECT_ROOT"
 
-bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
+ensure_tools
 npm run build --silent
 TEMPORAL_CLI_PATH=$(temporal_cli_path) || die "the Temporal CLI is missing: run scripts/ensure-tools.sh"
 export TEMPORAL_CLI_PATH

