@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { ServiceWorkers as Worker } from '../../src/worker-setup';
-import { createTestOrganization, operatorMember, startTestApp, type TestApp } from '../support/app';
+import { createTestOrganization, operatorMember, startTestApp, type TestApp, type TestResponse } from '../support/app';
 import { approvalDecisionEvents, APPROVAL_DECISION_EVENTS } from '../support/approval-decisions';
 import { localTemporal } from '../support/environment';
 import { setRequiredApprovals } from '../support/isolation-fixtures';
@@ -59,7 +59,7 @@ describe('Approval decision events', () => {
     // Every approver at once, approving (any one of them decides), then approving and rejecting mixed.
     for (const [round, decisions] of [['approvals', ['approve', 'approve', 'approve', 'approve']], ['mixed', ['approve', 'reject', 'approve', 'reject']]] as const) {
       const requestId = await requestActivation(`Race ${round}`);
-      const votes = await Promise.all(
+      const votes: TestResponse[] = await Promise.all(
         approvers.map((approver, index) => app.request('POST', `/v1/approval-requests/${requestId}/${decisions[index]}`, { key: approver.secret, body: {} })),
       );
       for (const vote of votes) {

@@ -107,7 +107,7 @@ describe('Lightning through LND (two nodes on btcd regtest)', function () {
     assert.equal(decoded.route_hints?.length ?? 0, 0, 'no route hints: our channel is public (test/lightning/lnd-invoices.test.ts has a private one)');
 
     const sent = await network.theirs.node.call<{ payment_error?: string; payment_preimage: string }>('POST', '/v1/channels/transactions', { payment_request: invoice.request });
-    assert.ok(!sent.payment_error, sent.payment_error);
+    assert.ok(!sent.payment_error, sent.payment_error ?? '');
     assert.equal(sha256Hex(Buffer.from(sent.payment_preimage, 'base64').toString('hex')), invoice.payment_hash);
 
     await invoicePaid(invoice.id, 'our invoice to be settled from the subscription');
@@ -127,7 +127,7 @@ describe('Lightning through LND (two nodes on btcd regtest)', function () {
     assert.equal(created.status, 201, created.text);
     const invoice = created.body as { id: string; request: string };
     const sent = await network.theirs.node.call<{ payment_error?: string }>('POST', '/v1/channels/transactions', { payment_request: invoice.request });
-    assert.ok(!sent.payment_error, sent.payment_error);
+    assert.ok(!sent.payment_error, sent.payment_error ?? '');
     assert.equal(await invoiceStatus(invoice.id), 'pending', 'nothing watched the node');
 
     await worker.start();
@@ -213,7 +213,7 @@ describe('Lightning through LND (two nodes on btcd regtest)', function () {
       assert.equal(ours.status, 201, ours.text);
       assert.ok((ours.body.request as string).startsWith('lnbcrt7u'), `issued by our live node on regtest: ${ours.body.request}`);
       const sent = await network.theirs.node.call<{ payment_error?: string }>('POST', '/v1/channels/transactions', { payment_request: ours.body.request });
-      assert.ok(!sent.payment_error, sent.payment_error);
+      assert.ok(!sent.payment_error, sent.payment_error ?? '');
       await eventually(
         async () => ((await liveApp.request('GET', `/api/lightning/invoices/${ours.body.id}`, { key: live })).body.data.status === 'paid' ? true : undefined),
         'our live invoice to be settled from the subscription',
