@@ -2,19 +2,20 @@
 # One image for the API, the Temporal worker and the CLI (migrate/bootstrap);
 # docker-compose.yml picks the command.
 
-FROM node:20-bookworm-slim AS build
+# Node 26, the LTS the scripts install (PROJECT_NODE_VERSION, scripts/lib.sh), on Debian 13.
+FROM node:26-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Install scripts are skipped but for the one native addon, the PKCS#11 binding (KEY_PROVIDER=pkcs11), built
-# with node-gyp against the image's own Node headers (/usr/local/include/node).
-# npm ci refuses a lock that lacks the @swc/core binaries of other platforms; install from the lock then.
-RUN npm ci --ignore-scripts --no-audit --no-fund || npm install --no-save --ignore-scripts --no-audit --no-fund
+# Exactly what the lock names (it records every platform's optional packages). Install scripts are skipped but for
+# the one native addon, the PKCS#11 binding (KEY_PROVIDER=pkcs11), built with node-gyp against the image's own Node
+# headers (/usr/local/include/node).
+RUN npm ci --ignore-scripts --no-audit --no-fund
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/* && \
     npm_config_nodedir=/usr/local npm rebuild pkcs11js --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev --ignore-scripts
 
-FROM node:20-bookworm-slim
+FROM node:26-trixie-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
