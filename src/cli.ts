@@ -8,6 +8,7 @@ import { createApiKey, presentApiKey } from './api-keys/service';
 import { CHAIN_IDS, type ChainId } from './catalogue/service';
 import { ChainNodes } from './chains/nodes';
 import { ConfigError, loadConfig } from './config';
+import { nameConnections } from './db/application-name';
 import { createOrm, migrate, type Orm } from './db/orm';
 import { sealClearSigningSecrets } from './events/secrets';
 import { IdempotencyService } from './idempotency/service';
@@ -339,6 +340,7 @@ async function main(argv: string[]): Promise<number> {
   if (recorded.from) console.error(`using the settings of ${recorded.from}`);
   Object.assign(process.env, recorded.settings);
   const config = loadConfig();
+  nameConnections('custody-cli');
   // Before any connection: the doctor reports an unreachable database as one of its checks. Silent: its report says it all.
   if (!run) return doctorCommand(config, createLogger('silent', 'cli'), values as Options);
   const orm = await createOrm(config.DATABASE_URL, 2);

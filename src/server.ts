@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { LivePriceFeeds } from './catalogue/prices';
 import { startupSelfTest } from './cli/doctor';
 import { ConfigError, loadConfig } from './config';
+import { nameConnections } from './db/application-name';
 import { createApp } from './http/app';
 import { keyCustodyIsWeak, WEAK_KEY_CUSTODY_NOTICE } from './keys/custody';
 import { createLogger } from './logger';
@@ -12,6 +13,7 @@ import { createAppDeps, createOrmWaiting } from './runtime';
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'api');
+  nameConnections('custody-api');
   const orm = await createOrmWaiting(config.DATABASE_URL, config.DATABASE_POOL_MAX, () => log.warn('waiting for the database: unreachable or starting up'));
   const deps = createAppDeps(config, orm, log);
   // Every configured provider checked once and logged; in production a lasting failure of a live one stops the start before the API listens.

@@ -5,6 +5,7 @@ import { startupSelfTest } from './cli/doctor';
 import { ensureDevnetWorkflows } from './chains/devnet/producers';
 import { ensureChainScanners } from './monitoring/scanner';
 import { ConfigError, loadConfig } from './config';
+import { nameConnections } from './db/application-name';
 import { IdempotencyService } from './idempotency/service';
 import { createLogger } from './logger';
 import { createOrmWaiting } from './runtime';
@@ -18,6 +19,7 @@ import { createWorker } from './worker-setup';
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL, 'worker');
+  nameConnections('custody-worker');
   const orm = await createOrmWaiting(config.DATABASE_URL, config.DATABASE_POOL_MAX, () => log.warn('waiting for the database: unreachable or starting up'));
   // As the API's (src/server.ts): logged; in production a lasting failure of a live provider stops the start before the worker polls.
   await startupSelfTest(config, log, orm);

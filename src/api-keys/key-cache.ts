@@ -1,4 +1,5 @@
 import type { Client } from 'pg';
+import { applicationName } from '../db/application-name';
 import { postgresConnection } from '../db/connection';
 import type { Logger } from '../logger';
 import type { Environment } from './entities';
@@ -20,7 +21,8 @@ export interface KeyRow {
 /** PostgreSQL channel that a trigger on api_keys notifies with the key's id on every change but last_used_at (migration 20261125081653). */
 export const API_KEY_CHANGES_CHANNEL = 'api_key_changes';
 
-const RECONNECT_MS = { first: 100, max: 5_000 };
+/** The listener's reconnect backoff: doubling from `first` up to `max`. */
+export const RECONNECT_MS = { first: 100, max: 5_000 };
 
 /**
  * Key lookups by secret hash, cached in process memory for `ttlMs`, so an authenticated request
@@ -57,7 +59,8 @@ export class ApiKeyCache {
   get(secretHash: string, now = Date.now()): KeyRow | undefined {
     if (!this.enabled || this.stopped) return undefined;
     if (!this.listening) {
-      void this.start();
+      // The first use starts it; after a loss the planned reconnect does, on its backoff.
+      if (!this.reconnectTimer) void this.start();
       return undefined;
     }
     const entry = this.byHash.get(secretHash);
@@ -89,7 +92,7 @@ export class ApiKeyCache {
 
   /** Connects the listener (idempotent); resolves once it listens, or once a failure has been logged and a reconnect planned. */
   start(): Promise<void> {
-    if (!this.enabled || this.stopped) return Promise.resolve();
+    if (!this.enabled || this.stopped || this.listening) return Promise.resolve();
     this.starting ??= this.connect().finally(() => {
       this.starting = undefined;
     });
@@ -106,7 +109,7 @@ export class ApiKeyCache {
   private async connect(): Promise<void> {
     // As the ORM connects (TLS from libpq's sslmode, the URL's writable host): LISTEN needs a primary, a standby refuses it.
     const { Client: WritableClient, settings } = postgresConnection(this.databaseUrl);
-    const client = new WritableClient({ ...settings, keepAlive: true });
+    const client = new WritableClient({ ...settings, application_name: applicationName('listen'), keepAlive: true });
     client.on('notification', (notice) => {
       if (notice.channel === API_KEY_CHANGES_CHANNEL && notice.payload) this.forget(notice.payload);
     });
@@ -116,7 +119,10 @@ export class ApiKeyCache {
     try {
       await client.connect();
       await client.query(`listen ${API_KEY_CHANGES_CHANNEL}`);
-      if (this.listener !== client || this.stopped) return;
+      if (this.listener !== client || this.stopped) {
+        void client.end().catch(() => undefined);
+        return;
+      }
       this.generation += 1;
       this.listening = true;
       this.reconnectMs = RECONNECT_MS.first;
@@ -130,7 +136,12 @@ export class ApiKeyCache {
     this.dropListener();
     if (this.stopped) return;
     this.log.warn({ err: error instanceof Error ? error.message : String(error), retry_ms: this.reconnectMs }, 'API key cache listener lost; serving keys from the database until it is back');
-    this.reconnectTimer = setTimeout(() => void this.start(), this.reconnectMs);
+    // One reconnect planned at a time: a second one left behind would connect beside a listener already back.
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      void this.start();
+    }, this.reconnectMs);
     this.reconnectTimer.unref();
     this.reconnectMs = Math.min(this.reconnectMs * 2, RECONNECT_MS.max);
   }

@@ -1,6 +1,7 @@
 import { ReferenceKind, type EntityData, type EntityMetadata, type EntityProperty, type FilterQuery, type Platform } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
+import { applicationName } from './application-name';
 
 /*
  * Lookups for the hot path of reads. `em.findOne` spends about half a millisecond of CPU per call
@@ -147,7 +148,14 @@ const IDLE_MS = 10_000;
  */
 export function attachStatementPool(orm: MikroORM): void {
   const knex = orm.em.getKnex().client as unknown as KnexClient;
-  const pool = new pg.Pool({ ...knex.connectionSettings, Client: knex.driver.Client, max: knex.config.pool?.max ?? 10, idleTimeoutMillis: IDLE_MS, connectionTimeoutMillis: CONNECTION_WAIT_MS });
+  const pool = new pg.Pool({
+    ...knex.connectionSettings,
+    application_name: applicationName('statements'),
+    Client: knex.driver.Client,
+    max: knex.config.pool?.max ?? 10,
+    idleTimeoutMillis: IDLE_MS,
+    connectionTimeoutMillis: CONNECTION_WAIT_MS,
+  });
   // An idle client whose connection fails (the server restarted) leaves the pool, which makes another on
   // demand; the next statement's own failure is what a request answers (503 while the database is down).
   pool.on('error', () => undefined);

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import path from 'node:path';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, type Options } from '@mikro-orm/postgresql';
+import { applicationName } from './application-name';
 import { postgresConnection } from './connection';
 import { entities } from './entities';
 
@@ -16,7 +17,7 @@ export function ormConfig(databaseUrl: string, poolMax = 10): Options {
     ...(url.user === undefined ? {} : { user: url.user }),
     ...(url.password === undefined ? {} : { password: url.password }),
     dbName: url.database,
-    driverOptions: { client: Dialect, connection: settings },
+    driverOptions: { client: Dialect, connection: { ...settings, application_name: applicationName('orm') } },
     entities,
     pool: { min: 0, max: poolMax },
     // Migrations are compiled with the rest; the TypeScript sources are what `migration:create` writes.

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { applicationName } from './application-name';
 import { describeHost, describeHosts, type DatabaseHost, type DatabaseUrl } from './database-url';
 
 /**
@@ -37,7 +38,7 @@ export class WritableHost {
     const refusals: string[] = [];
     let lastError: unknown;
     for (const host of this.url.hosts) {
-      const probe = new pg.Client({ ...this.settings, host: host.host, port: host.port });
+      const probe = new pg.Client({ ...this.settings, application_name: applicationName('probe'), host: host.host, port: host.port });
       probe.on('error', () => undefined);
       try {
         await probe.connect();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { ApiKeyCache, type KeyRow } from '../../src/api-keys/key-cache';
+import { randomBytes } from 'node:crypto';
+import { ApiKeyCache, RECONNECT_MS, type KeyRow } from '../../src/api-keys/key-cache';
 import { hashSecret } from '../../src/api-keys/service';
 import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { testConfig, testOrm } from '../support/environment';
@@ -86,6 +87,49 @@ describe('API key cache', () => {
     );
     await sql('update api_keys set revoked_at = now() where id = ?', [id]);
     await eventually(async () => (cache.get(hashSecret(secret)) === undefined ? true : undefined), 'the revocation to evict the key', 1_000, 10);
+  });
+
+  it('keeps one listening connection after losing it while the database refused it (a failover), however often it was asked for keys meanwhile', async function () {
+    // A role of its own, to count this cache's connections and to refuse its logins for a while.
+    const role = `key_cache_${randomBytes(6).toString('hex')}`;
+    const url = new URL(testConfig().DATABASE_URL);
+    url.username = role;
+    url.password = 'key-cache-check';
+    await sql(`create role ${role} login password 'key-cache-check'`, []);
+    const connections = async () =>
+      (await (await testOrm()).em.getConnection().execute<{ n: number }[]>('select count(*)::int as n from pg_stat_activity where usename = ?', [role]))[0]!.n;
+    // A row cached and served again only while the listener listens.
+    const listening = (row: KeyRow) => {
+      cache.set('a secret hash', row, cache.currentGeneration());
+      return cache.get('a secret hash') !== undefined;
+    };
+    const cache = new ApiKeyCache(url.toString(), 60_000, 100, testLogger('api'));
+    try {
+      await cache.start();
+      const org = await createTestOrganization('Key cache failover');
+      const row = await rowOf((await org.key(['custody:read'])).id);
+      assert.ok(listening(row));
+      assert.equal(await connections(), 1);
+
+      // Down for a while, as between a primary's death and its standby's promotion: every reconnect fails, and
+      // requests keep asking the cache (each lookup once started a connection of its own, and each failure planned a reconnect).
+      await sql(`alter role ${role} nologin`, []);
+      await sql(`select pg_terminate_backend(pid) from pg_stat_activity where usename = ?`, [role]);
+      await eventually(async () => (cache.get('a secret hash') === undefined ? true : undefined), 'the listener lost', 2_000, 10);
+      for (let lookup = 0; lookup < 40; lookup += 1) {
+        assert.equal(cache.get('a secret hash'), undefined, 'nothing served while the listener is down');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await sql(`alter role ${role} login`, []);
+      await eventually(async () => (listening(row) ? true : undefined), 'the listener back', 10_000, 50);
+      // Past the longest backoff, when every reconnect planned while it was down has come due: one listener, none beside it.
+      await new Promise((resolve) => setTimeout(resolve, 2 * RECONNECT_MS.max));
+      assert.equal(await connections(), 1, 'one LISTEN connection, no reconnect left open beside it');
+    } finally {
+      await cache.stop();
+      await eventually(async () => ((await connections()) === 0 ? true : undefined), 'the listener closed', 5_000, 50);
+      await sql(`drop role ${role}`, []);
+    }
   });
 
   describe('through the API', () => {

@@ -5,6 +5,7 @@ import { mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
+import { logTail } from './chaos/components';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const SCRIPT = path.join(ROOT, 'scripts/temporal-cluster.sh');
@@ -77,7 +78,7 @@ export class TemporalCluster {
     await this.listening(this.frontendPort, 'frontend');
     for (const name of CLUSTER_SERVICES.filter((each) => each !== 'frontend')) this.startService(name);
     await script('namespace', this.options.dir, this.env).catch((error: Error) => {
-      throw new Error(`${error.message}\n${this.logs()}`);
+      throw new Error(`${error.message}\n${this.logs(['frontend'])}`);
     });
     return (performance.now() - started) / 1000;
   }
@@ -96,7 +97,7 @@ export class TemporalCluster {
       if (open) return;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    throw new Error(`the Temporal ${name} did not start listening on ${port}\n${this.logs()}`);
+    throw new Error(`the Temporal ${name} did not start listening on ${port}\n${this.logs([name])}`);
   }
 
   get address(): string {
@@ -105,7 +106,8 @@ export class TemporalCluster {
 
   /** Starts one service (again); its pid is the server's (the script execs it). */
   startService(name: ClusterService): number {
-    const log = openSync(path.join(this.options.dir, 'logs', `${name}.log`), 'a');
+    // Its stdout and stderr (the server logs there, errors included) to its file, never to the test run's output.
+    const log = openSync(this.logFile(name), 'a');
     const child = spawn('bash', [SCRIPT, 'service', this.options.dir, name], { cwd: ROOT, env: { ...process.env, ...this.env }, stdio: ['ignore', log, log] });
     closeSync(log);
     this.processes.set(name, child);
@@ -132,18 +134,13 @@ export class TemporalCluster {
     return true;
   }
 
-  /** The end of each service's log, for a failure message. */
-  logs(): string {
-    return CLUSTER_SERVICES.map((name) => {
-      const text = (() => {
-        try {
-          return readFileSync(path.join(this.options.dir, 'logs', `${name}.log`), 'utf8');
-        } catch {
-          return '';
-        }
-      })();
-      return `temporal ${name}:\n${text.slice(-1500)}`;
-    }).join('\n');
+  logFile(name: ClusterService): string {
+    return path.join(this.options.dir, 'logs', `${name}.log`);
+  }
+
+  /** The end of the log of each service named (the one that failed), for a failure message. */
+  logs(names: readonly ClusterService[] = CLUSTER_SERVICES): string {
+    return names.map((name) => `temporal ${name}: ${logTail(this.logFile(name))}`).join('\n');
   }
 
   /** SIGTERM to every service (the frontend last), SIGKILL to any still running 20 s later. */

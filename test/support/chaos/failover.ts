@@ -1,7 +1,8 @@
 import path from 'node:path';
+import { ConnectionWatch, type ConnectionSample } from '../connection-watch';
 import { eventually } from '../eventually';
 import { PrimaryWithStandby, STANDBY } from '../standby';
-import { running, type Component } from './components';
+import { logTail, running, type Component } from './components';
 import { sigkill, type StartedProcesses } from './started-processes';
 
 /** What the drill saw of the failover, for its assertions. */
@@ -12,10 +13,12 @@ export interface FailoverEvidence {
   promotedAt?: Date;
   /** Requests with an Idempotency-Key first seen after the promotion and answered 2xx: writes on the new primary. */
   writesAfterPromotion?: number;
+  /** The most client connections the standby had at once (sampled each second from the start), by application_name. */
+  standbyConnectionsPeak?: ConnectionSample;
 }
 
 /**
- * PostgreSQL for the failover drill (test/drills/postgres-failover.drill.ts), as the chaos run's `postgres` component: a primary and a
+ * PostgreSQL for the failover drill (test/postgres-failover.test.ts), as the chaos run's `postgres` component: a primary and a
  * synchronous standby (PrimaryWithStandby), the service's DATABASE_URL naming both, the primary first, with
  * target_session_attrs=read-write. Its one kill is SIGKILL to the primary's process group; its start after that is the
  * failover: the standby promoted, what a failover manager (Patroni, a managed service) does once the primary is gone.
@@ -26,6 +29,7 @@ export class FailoverPostgres implements Component {
   readonly evidence: FailoverEvidence = {};
   /** The postmaster taking writes: the primary's, none between the kill and the promotion, then the promoted standby's. */
   private writablePid = 0;
+  private standbyConnections: ConnectionWatch | undefined;
 
   private constructor(
     private readonly servers: PrimaryWithStandby,
@@ -49,6 +53,7 @@ export class FailoverPostgres implements Component {
       this.processes.started('postgres primary', servers.primaryPid, true);
       this.processes.started('postgres standby', servers.standbyPid, true);
       this.writablePid = servers.primaryPid;
+      this.standbyConnections = await ConnectionWatch.start(servers.url(servers.ports.standby));
       return;
     }
     await servers.promote();
@@ -75,6 +80,7 @@ export class FailoverPostgres implements Component {
   /** Counts the writes answered after the promotion (the drill's evidence, read while the server is still there), then stops both servers. */
   async stop() {
     const { servers } = this;
+    this.evidence.standbyConnectionsPeak = await this.standbyConnections?.stop();
     if (this.evidence.promotedAt && (await running(servers.standbyPid))) {
       this.evidence.writesAfterPromotion = Number(
         await servers.value(
@@ -88,7 +94,8 @@ export class FailoverPostgres implements Component {
     this.processes.ended(servers.standbyPid);
   }
 
+  /** Read now: the run's folder, logs included, is removed at its end. */
   log() {
-    return `postgres: see ${this.servers.primaryDir}/postgres.log and ${this.servers.standbyDir}/postgres.log`;
+    return `postgres primary: ${logTail(path.join(this.servers.primaryDir, 'postgres.log'))}\npostgres standby: ${logTail(path.join(this.servers.standbyDir, 'postgres.log'))}`;
   }
 }

@@ -137,7 +137,8 @@ class ClusterServiceComponent implements Component {
     // The cluster's stop stops every service.
   }
 
+  /** Its own service's log, as the supervisor reports an exit of this process. */
   log() {
-    return this.cluster.logs();
+    return this.cluster.logs([this.service]);
   }
 }
