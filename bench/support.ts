@@ -110,12 +110,12 @@ const TICK_MS = 10;
 /** CPU time so far, in ms, by where it was spent on this machine (see `cpuSpentSince`). */
 export type CpuSnapshot = Record<string, number>;
 
-/** utime + stime of one /proc/<pid>/stat (or task stat) line, and its command name. */
-function readStat(file: string): { name: string; ms: number } | undefined {
+/** utime + stime of one /proc/<pid>/stat (or task stat) line, its command name, its parent's pid, and the CPU of the children it has reaped (cutime + cstime). */
+function readStat(file: string): { name: string; ppid: string; ms: number; reapedMs: number } | undefined {
   try {
     const stat = readFileSync(file, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * TICK_MS };
+    return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ppid: fields[1]!, ms: (Number(fields[11]) + Number(fields[12])) * TICK_MS, reapedMs: (Number(fields[13]) + Number(fields[14])) * TICK_MS };
   } catch {
     return undefined; // The process or thread ended between the listing and the read.
   }
@@ -143,13 +143,43 @@ export function cpuSnapshot(processes: Record<string, number> = {}): CpuSnapshot
     else if (stat?.name.startsWith('temporal')) snapshot.temporal_server! += stat.ms;
     else if (stat?.name.startsWith('postgres')) snapshot.postgresql! += stat.ms;
   }
-  // The first line of /proc/stat: user nice system idle iowait irq softirq steal…, machine-wide.
-  const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
-  const total = machine.reduce((sum, ticks) => sum + ticks, 0) * TICK_MS;
-  snapshot.idle = (machine[3]! + machine[4]!) * TICK_MS;
   const counted = Object.entries(snapshot).reduce((sum, [key, ms]) => (key === 'rest_of_machine' || key === 'idle' ? sum : sum + ms), 0);
-  snapshot.rest_of_machine = total - snapshot.idle - counted;
+  const { total, idle } = machineCpu();
+  snapshot.idle = idle;
+  snapshot.rest_of_machine = total - idle - counted;
   return snapshot;
+}
+
+/** The machine's CPU time so far and the idle part of it, in ms (the first line of /proc/stat: user nice system idle iowait irq softirq steal…). */
+function machineCpu(): { total: number; idle: number } {
+  const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  return { total: machine.reduce((sum, ticks) => sum + ticks, 0) * TICK_MS, idle: (machine[3]! + machine[4]!) * TICK_MS };
+}
+
+/**
+ * Where the machine's CPU has gone so far, in ms, by group of processes (Linux's /proc): a process counts to a group
+ * when its pid, or its parent's, is one of the group's roots — a PostgreSQL server's backends are its postmaster's
+ * children, and a backend that ended is in its postmaster's reaped children's time, so a group's sum never goes back;
+ * a process's threads are in its own line. This process is `load_generator`, what no group claims `rest_of_machine`.
+ */
+export function cpuByGroup(roots: Record<string, number[]>): CpuSnapshot {
+  const groupOf = new Map<string, string>();
+  for (const [group, pids] of Object.entries(roots)) for (const pid of pids) groupOf.set(String(pid), group);
+  groupOf.set(String(process.pid), 'load_generator');
+  const cpu: CpuSnapshot = Object.fromEntries([...Object.keys(roots), 'load_generator'].map((group) => [group, 0]));
+  let counted = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = readStat(`/proc/${pid}/stat`);
+    const root = stat && groupOf.get(pid);
+    const group = root ?? (stat && groupOf.get(stat.ppid));
+    if (!stat || !group) continue;
+    const ms = stat.ms + (root ? stat.reapedMs : 0);
+    cpu[group]! += ms;
+    counted += ms;
+  }
+  const { total, idle } = machineCpu();
+  return { ...cpu, rest_of_machine: total - idle - counted, idle };
 }
 
 /**

@@ -23,6 +23,8 @@ export interface ClusterOptions {
   pgPassword?: string;
   database: string;
   visibilityDatabase: string;
+  /** History shards (TEMPORAL_CLUSTER_SHARDS: 4 unless set), fixed when the databases are made. */
+  shards?: number;
   /** Told of every service process started (the chaos driver keeps a list of what it must not leave running). */
   started?: (service: ClusterService, pid: number) => void;
 }
@@ -58,6 +60,7 @@ export class TemporalCluster {
       TEMPORAL_CLUSTER_PG_USER: options.pgUser ?? 'postgres',
       TEMPORAL_CLUSTER_PG_PASSWORD: options.pgPassword ?? '',
       TEMPORAL_CLUSTER_DATABASE: options.database,
+      ...(options.shards ? { TEMPORAL_CLUSTER_SHARDS: String(options.shards) } : {}),
       TEMPORAL_CLUSTER_VISIBILITY_DATABASE: options.visibilityDatabase,
       // Every port a free one: several clusters run at once in a test run.
       TEMPORAL_CLUSTER_PORT: '0',
