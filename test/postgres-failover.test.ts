@@ -86,11 +86,11 @@ describe(`PostgreSQL failover: the primary killed mid-load, its synchronous stan
   it(`keeps each process of the service within its ${CONNECTIONS_PER_PROCESS} connections on the promoted standby (no connection left open by a reconnect)`, () => {
     const peak = postgres!.evidence.standbyConnectionsPeak;
     assert.ok(peak, 'the standby was watched');
-    for (const process of ['custody-api', 'custody-worker']) {
-      const held = Object.entries(peak.byName)
-        .filter(([name]) => name.startsWith(`${process}:`))
+    for (const service of ['custody-api', 'custody-worker']) {
+      const held: number = Object.entries(peak.byName)
+        .filter(([name]) => name.startsWith(`${service}:`))
         .reduce((sum, [, count]) => sum + count, 0);
-      assert.ok(held <= CONNECTIONS_PER_PROCESS, `${process} held ${held} connections: ${describeSample(peak)}`);
+      assert.ok(held <= CONNECTIONS_PER_PROCESS, `${service} held ${held} connections: ${describeSample(peak)}`);
     }
   });
 
