@@ -8,7 +8,7 @@ import { freeLoopbackPort } from '../test/support/ports';
 import { sandboxPayerAndPayee } from '../test/support/sandbox-organizations';
 import { ServiceProcess } from '../test/support/service-process';
 import { WebhookReceiver } from '../test/support/webhook-receiver';
-import { BENCH_CARD_BODY, BENCH_SECONDS, report, runBenchmark, serviceProcessEnv } from './support';
+import { BENCH_CARD_BODY, BENCH_SECONDS, callerFor, type Caller, report, runBenchmark, serviceProcessEnv } from './support';
 
 /**
  * Resident memory of the API and the worker, the real processes (`dist/src/server.js`,
@@ -23,24 +23,6 @@ const GOAL_MIB = 400;
 const OPERATIONS_PER_SECOND = 30;
 const MAX_IN_FLIGHT = 16;
 const SAMPLE_SECONDS = Math.min(5, Math.max(1, MEMORY_SECONDS / 60));
-
-interface Caller {
-  (method: string, route: string, body?: unknown): Promise<Record<string, any>>;
-}
-
-/** An authenticated JSON call that throws on any non-2xx answer. */
-const callerFor =
-  (url: string, secret: string): Caller =>
-  async (method, route, body) => {
-    const response = await fetch(`${url}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${text.slice(0, 300)}`);
-    return text ? (JSON.parse(text) as Record<string, any>) : {};
-  };
 
 /** VmRSS of a process in MiB. */
 async function rssMib(pid: number): Promise<number> {

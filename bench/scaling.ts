@@ -16,7 +16,7 @@ import { freeLoopbackPort } from '../test/support/ports';
 import { sandboxOrganizations } from '../test/support/sandbox-organizations';
 import { ServiceProcess } from '../test/support/service-process';
 import { CLUSTER_SERVICES, TemporalCluster } from '../test/support/temporal-cluster';
-import { alternate, BENCH_CARD_BODY, BENCH_SECONDS, cpuByGroup, type CpuSnapshot, median, medianOf, report, round, runBenchmark, serviceProcessEnv } from './support';
+import { alternate, BENCH_CARD_BODY, BENCH_SECONDS, callerFor, type Caller, cpuByGroup, type CpuSnapshot, median, medianOf, report, round, runBenchmark, serviceProcessEnv } from './support';
 import type { BareShape } from './workflows/bare';
 
 /**
@@ -68,21 +68,6 @@ export interface ScalingRow {
   /** Of the machine's cores, the share not used during the measurement (near 0: the machine ran out). */
   machine_idle_share: number;
 }
-
-type Call = (method: string, route: string, body?: unknown) => Promise<any>;
-
-const callerFor =
-  (url: string, secret: string): Call =>
-  async (method, route, body) => {
-    const response = await fetch(`${url}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${text.slice(0, 300)}`);
-    return text ? JSON.parse(text) : {};
-  };
 
 /** The postmaster of the server behind `databaseUrl`: the parent of a backend (its backends are the postmaster's children). */
 async function postmasterOf(databaseUrl: string): Promise<number> {
@@ -170,7 +155,7 @@ async function main() {
 }
 
 interface Harness {
-  call: (as: 'cards' | 'payer' | 'payee' | 'sender') => Call;
+  call: (as: 'cards' | 'payer' | 'payee' | 'sender') => Caller;
   settled: <T>(workflowId: string) => Promise<T>;
   client: Client;
   bareQueue: string;

@@ -237,6 +237,24 @@ export const serviceProcessEnv = (dataDir: string, taskQueue: string): NodeJS.Pr
   WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true',
 });
 
+export interface Caller {
+  (method: string, route: string, body?: unknown): Promise<Record<string, any>>;
+}
+
+/** An authenticated JSON call that throws on any non-2xx answer. */
+export const callerFor =
+  (url: string, secret: string): Caller =>
+  async (method, route, body) => {
+    const response = await fetch(`${url}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${secret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${text.slice(0, 300)}`);
+    return text ? (JSON.parse(text) as Record<string, any>) : {};
+  };
+
 /** A virtual card's create body (POST /api/cards), the same for every benchmark that needs a card. */
 export const BENCH_CARD_BODY = {
   amount: 0,
