@@ -18,7 +18,7 @@ export interface FailoverEvidence {
 }
 
 /**
- * PostgreSQL for the failover drill (test/postgres-failover.test.ts), as the chaos run's `postgres` component: a primary and a
+ * PostgreSQL for the failover drill (test/drills/postgres-failover.drill.ts), as the chaos run's `postgres` component: a primary and a
  * synchronous standby (PrimaryWithStandby), the service's DATABASE_URL naming both, the primary first, with
  * target_session_attrs=read-write. Its one kill is SIGKILL to the primary's process group; its start after that is the
  * failover: the standby promoted, what a failover manager (Patroni, a managed service) does once the primary is gone.

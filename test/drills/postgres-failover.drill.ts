@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { access, constants } from 'node:fs/promises';
 import path from 'node:path';
-import { running, shell } from './support/chaos/components';
-import { FailoverPostgres } from './support/chaos/failover';
-import { runChaos, type ChaosResult } from './support/chaos/run';
-import { describeSample } from './support/connection-watch';
-import { missingTool } from './support/missing-tool';
+import { running, shell } from '../support/chaos/components';
+import { FailoverPostgres } from '../support/chaos/failover';
+import { runChaos, type ChaosResult } from '../support/chaos/run';
+import { describeSample } from '../support/connection-watch';
+import { missingTool } from '../support/missing-tool';
 
 /** A fresh seed each run (the moment of the failover and the load follow it), printed for replay; CHAOS_SEED replays one. */
 const SEED = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
