@@ -14,6 +14,7 @@ import { ledgerBreaks } from '../../src/monitoring/ledger-invariants';
 import { ledgerProjections } from '../../src/modules';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
 import { watchNodeCallsInTransactions } from './node-calls';
+import { watchPoolWaits } from './pool-waits';
 import { freeLoopbackPort } from './ports';
 import { TemporalCluster } from './temporal-cluster';
 
@@ -218,6 +219,9 @@ export async function releaseTimeSkippingTemporal(): Promise<void> {
 /** Every configured node (anvil, btcd) call made inside a database transaction, by any test of the suite. */
 const nodeCallsInTransactions = watchNodeCallsInTransactions();
 
+/** Every pooled connection acquired inside a database transaction that holds one, by any test of the suite (test/support/pool-waits.ts). */
+const poolWaits = watchPoolWaits();
+
 /**
  * After each file, the dev server it shares with the process's next files holds nothing of it: a workflow it left
  * running (a devnet block producer on a task queue whose worker is gone, a schedule) would take the next file's
@@ -268,11 +272,16 @@ export const mochaHooks = {
   },
   /**
    * Every test ends with the ledger's invariants whole (every posting balanced, each balance row the sum of
-   * its accounts and never negative) and with no node call made inside a database transaction.
+   * its accounts and never negative), with no node call made inside a database transaction and no pooled connection
+   * acquired while a transaction holds one.
    */
-  async afterEach() {
+  async afterEach(this: Mocha.Context) {
     const nodeCalls = nodeCallsInTransactions.calls.splice(0);
     if (nodeCalls.length > 0) throw new Error(`a chain node was called inside a database transaction:\n${nodeCalls.join('\n')}`);
+    const waits = [...new Set(poolWaits.waits.splice(0))];
+    // POOL_WAITS_REPORT=<file> lists them there instead, every test going on: a survey of the offenders of many files in one run.
+    if (waits.length > 0 && process.env.POOL_WAITS_REPORT) appendFileSync(process.env.POOL_WAITS_REPORT, waits.map((wait) => `${this.currentTest?.fullTitle()}\t${wait}\n`).join(''));
+    else if (waits.length > 0) throw new Error(`a pooled connection was acquired inside a database transaction that holds one:\n${waits.join('\n')}`);
     if (!orm) return;
     // Negative balances included: the only one that is no fault of the books, a deposit a test's reorganisation
     // reversed after it was spent, is reported by an open overdrawn drift, and ledgerBreaks leaves it out.
