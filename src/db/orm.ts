@@ -1,4 +1,5 @@
 import { MikroORM } from '@mikro-orm/postgresql';
+import { attachAfterTransaction } from './after-transaction';
 import { attachStatementPool } from './lean';
 import { ormConfig } from './mikro-orm.config';
 import { isDatabaseUnavailable } from './transient-errors';
@@ -8,6 +9,7 @@ export type Orm = MikroORM;
 export async function createOrm(databaseUrl: string, poolMax?: number): Promise<Orm> {
   const orm = await MikroORM.init(ormConfig(databaseUrl, poolMax));
   attachStatementPool(orm);
+  attachAfterTransaction(orm);
   return orm;
 }
 

@@ -26,6 +26,17 @@ const transactionConflict = () =>
 
 export type RouteModule = (routes: RouteRegistry) => void;
 
+/** The error to answer: a refusal once what it left to finish has finished (its audit entry), or that work's failure. */
+async function settled(caught: unknown): Promise<unknown> {
+  if (!(caught instanceof DomainError) || !caught.settling) return caught;
+  try {
+    await caught.settling;
+    return caught;
+  } catch (failure) {
+    return failure;
+  }
+}
+
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the Koa app from the domain route modules; no I/O happens here. */
@@ -82,7 +93,7 @@ export function createApp(deps: AppDeps, modules: RouteModule[]): { app: Koa<App
       await next();
       rejectUnmatched(ctx);
     } catch (caught) {
-      answerError(ctx, caught);
+      answerError(ctx, await settled(caught));
     }
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const route = ctx.state.routePattern ?? 'unmatched';

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { addressBookEntryIdsOf } from '../address-book/service';
+import { afterTransaction } from '../db/after-transaction';
 import { sql } from '../db/lean';
 import { DomainError } from '../shared/errors';
 import { prefixedId } from '../shared/ids';
@@ -80,8 +81,9 @@ async function enforcedEvaluables(em: EntityManager, scope: PolicyScope): Promis
 
 /**
  * A decision's audit entry, as writeAudit writes one, by one statement of `em`: in the caller's
- * transaction, or outside any (a fork's, on the statement pool, so a refused request holding a
- * pooled connection and locks never waits for a second one).
+ * transaction, or outside any (a fork's, on the statement pool, once the refused request's
+ * transaction has released its connection: holding it while waiting for a second one, a burst of
+ * refusals held every connection and waited out the pool's timeout, issue 53).
  */
 async function auditDecision(em: EntityManager, actor: PolicyActor, policyId: string | null, metadata: Record<string, unknown>): Promise<void> {
   await sql(
@@ -98,8 +100,8 @@ async function auditDecision(em: EntityManager, actor: PolicyActor, policyId: st
  * transaction). Refused: throws policy_blocked (403), policy_approval_required or
  * policy_delay_required (400). `addFields` completes the request once the enforced policies are
  * known (the velocity fields, read under a lock only policies that test them need). Every decision
- * is written to the audit log with the actor; a refusal's entry is committed on its own, since the
- * refused request's transaction rolls back.
+ * is written to the audit log with the actor; a refusal's entry is committed on its own after the
+ * refused request's transaction has rolled back (the refusal carries that write as `settling`).
  */
 export async function decideTransaction(
   em: EntityManager,
@@ -123,8 +125,8 @@ export async function decideTransaction(
     if ('admittedBy' in hold) evaluation = { ...evaluation, allowed: true, result: 'approved', reason: `Approved by approval request ${hold.admittedBy}` };
   }
   const { trace: _trace, ...decision } = evaluation;
-  const metadata = { decision, request, ...(hold ? { approval_request_id: 'admittedBy' in hold ? hold.admittedBy : hold.approvalRequestId } : {}) };
   if (evaluation.allowed) {
+    const metadata = { decision, request, ...(hold && 'admittedBy' in hold ? { approval_request_id: hold.admittedBy } : {}) };
     await auditDecision(em, actor, evaluation.policy_id, metadata);
     const matched = evaluation.trace?.find((entry) => entry.terminal);
     if (matched?.action === 'alert') {
@@ -137,11 +139,22 @@ export async function decideTransaction(
     }
     return { request, evaluation };
   }
-  await auditDecision(em.fork(), actor, evaluation.policy_id, metadata);
-  throw refusal(evaluation, hold && 'approvalRequestId' in hold ? hold.approvalRequestId : undefined);
+  const refused = refusal(evaluation);
+  const awaitedRequest = hold && 'awaitedRequest' in hold ? hold.awaitedRequest : undefined;
+  const audited = afterTransaction(em, async () => {
+    // The approval request the held send waits on, named in the refusal and its audit entry.
+    const approvalRequestId = awaitedRequest ? await awaitedRequest() : undefined;
+    if (approvalRequestId) refused.details.approval_request_id = approvalRequestId;
+    await auditDecision(em.fork(), actor, evaluation.policy_id, { decision, request, ...(approvalRequestId ? { approval_request_id: approvalRequestId } : {}) });
+  });
+  // Waited for by whoever answers the refusal (the HTTP error handler, the activity interceptor); never unhandled.
+  audited.catch(() => undefined);
+  refused.settling = audited;
+  throw refused;
 }
 
-function refusal(evaluation: EvaluationResult, approvalRequestId?: string): DomainError {
+/** The refusal of a decision; a held send's names the approval request it waits on once that is known (decideTransaction). */
+function refusal(evaluation: EvaluationResult): DomainError {
   const ids = { policy_id: evaluation.policy_id, rule_id: evaluation.rule_id };
   if (evaluation.result === 'delayed') {
     return new DomainError({ kind: 'invalid', code: 'policy_delay_required', message: evaluation.reason, details: { ...ids, delay_minutes: evaluation.delay_minutes } });
@@ -155,7 +168,6 @@ function refusal(evaluation: EvaluationResult, approvalRequestId?: string): Doma
         ...ids,
         required_approvals: evaluation.required_approvals,
         expiry_hours: evaluation.expiry_hours,
-        ...(approvalRequestId ? { approval_request_id: approvalRequestId } : {}),
       },
     });
   }

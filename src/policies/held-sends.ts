@@ -35,15 +35,19 @@ export function heldSendSubject(request: Record<string, unknown>, idempotencyKey
   return { digest, request, transactionId };
 }
 
-/** What became of a held send: the approval that admits it (consumed now), or the approval request it waits on. */
-export type HoldOutcome = { admittedBy: string } | { approvalRequestId: string };
+/**
+ * What became of a held send: the approval that admits it (consumed now), or the approval request it
+ * waits on, found or opened by `awaitedRequest` once the refused send's transaction has ended.
+ */
+export type HoldOutcome = { admittedBy: string } | { awaitedRequest: () => Promise<string> };
 
 /**
  * Resolves a hold of `subject` by `evaluation`'s rule. An approved, unused, unexpired request of the
  * same digest and rule is consumed in the caller's transaction (row-locked: two identical sends
  * cannot both use it; a send that fails later rolls the consumption back). Otherwise the pending
  * request of that digest and rule is reused, or a new one opened, in a transaction of its own (the
- * refused send's rolls back).
+ * refused send's rolls back), run by the caller after that transaction has released its connection:
+ * a request holding one while it waits for a second is what emptied the pool under bursts (issue 53).
  */
 export async function resolveHeldSend(em: EntityManager, actor: PolicyActor, subject: HeldSendSubject, evaluation: EvaluationResult): Promise<HoldOutcome> {
   const scope = { organization: actor.organizationId, environment: actor.environment, transactionDigest: subject.digest, heldByRuleId: evaluation.rule_id };
@@ -59,13 +63,18 @@ export async function resolveHeldSend(em: EntityManager, actor: PolicyActor, sub
     writeAudit(em, { actor, policyId: evaluation.policy_id, action: 'transaction_approval_used', metadata: { approval_request_id: approved.id, transaction_id: subject.transactionId } });
     return { admittedBy: approved.id };
   }
-  return em.fork().transactional(async (own) => {
+  return { awaitedRequest: () => awaitedApprovalRequest(em.fork(), actor, subject, evaluation, now) };
+}
+
+/** The pending approval request of a held send, reused or opened in a transaction of its own: its id. */
+async function awaitedApprovalRequest(em: EntityManager, actor: PolicyActor, subject: HeldSendSubject, evaluation: EvaluationResult, now: Date): Promise<string> {
+  const scope = { organization: actor.organizationId, environment: actor.environment, transactionDigest: subject.digest, heldByRuleId: evaluation.rule_id };
+  return em.transactional(async (own) => {
     // One pending request per send, however many identical requests arrive at once.
     await own.execute('select pg_advisory_xact_lock(hashtext(?))', [`held-send:${actor.organizationId}:${actor.environment}:${subject.digest}`]);
     const pending = await own.findOne(ApprovalRequest, { ...scope, status: 'pending', expiresAt: { $gt: now } }, { orderBy: { createdAt: 'desc', id: 'desc' } });
-    if (pending) return { approvalRequestId: pending.id };
-    const request = await openHeldSendRequest(own, actor, subject, evaluation);
-    return { approvalRequestId: request.id };
+    if (pending) return pending.id;
+    return (await openHeldSendRequest(own, actor, subject, evaluation)).id;
   });
 }
 

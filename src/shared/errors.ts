@@ -33,6 +33,11 @@ export class DomainError extends Error {
   readonly code: string;
   readonly param?: string;
   readonly details: Record<string, unknown>;
+  /**
+   * What the refusal left to finish once its transaction has ended (a policy refusal's audit entry,
+   * src/policies/decisions.ts): whoever answers the error waits for it first, and answers its failure instead.
+   */
+  settling?: Promise<unknown>;
 
   constructor(init: DomainErrorInit) {
     super(init.message);

@@ -23,6 +23,10 @@ class DomainErrorInterceptor implements ActivityInboundCallsInterceptor {
     } catch (error) {
       // A database error would carry its statement and bound values into history and logs: only its summary goes.
       if (!(error instanceof DomainError)) throw safeError(error);
+      // What the refusal left to finish (its audit entry) first; its failure is the activity's, retryable.
+      await error.settling?.catch((failure: unknown) => {
+        throw safeError(failure);
+      });
       const details: DomainFailureDetails = { kind: error.kind, code: error.code, ...(error.param ? { param: error.param } : {}), details: error.details };
       throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: true, details: [details], cause: error });
     }
