@@ -11,7 +11,7 @@ import { isUuid } from '../shared/ids';
 import { recordStart, type WorkflowStarter } from '../temporal/starter';
 import { ApprovalRequest, ApprovalVote, type GovernanceChange, type Policy } from './entities';
 import { emit } from '../events/service';
-import { policyActivationFlow, voteUpdate, VOTE_REFUSALS, type VoteInput } from './flows/activation';
+import { policyActivationFlow, voteUpdate, VOTE_REFUSALS } from './flows/activation';
 import { addressBookEntryApprovalFlow } from './flows/address-book-entry-approval';
 import { logChange, settleChange, type ChangeProposal, type GovernanceRequester } from './governance-log';
 import { approvalWorkflowId, presentApprovalRequest } from './presenters';
@@ -281,31 +281,37 @@ export async function castVote(
     throw errors.permission('requester_cannot_vote', 'The requester cannot vote on their own approval request.');
   }
   if (request.status !== 'pending') throw closed(request.status);
-  // Votes on one request are checked and counted one at a time, so two keys of one person cannot both pass the check at once.
-  await em.fork().transactional(async (votes) => {
-    await votes.execute('select pg_advisory_xact_lock(hashtext(?))', [`approval-votes:${request.id}`]);
-    await assertIndependentVoter(votes, request, voter.apiKeyId, member);
-    await sendVote(em, starter, request, { memberId: member.id, apiKeyId: voter.apiKeyId, decision: vote.decision, comment: vote.comment });
-  });
+  const workflowId = approvalWorkflowId(request);
+  // Before the votes' transaction, on a connection of its own: the start is marked fired whatever becomes of this vote.
+  await starter.ensureStarted(em.fork(), workflowId);
+  let notCounted: unknown;
+  try {
+    // Votes on one request are checked and counted one at a time, so two keys of one person cannot both pass the check at once.
+    await em.fork().transactional(async (votes) => {
+      await votes.execute('select pg_advisory_xact_lock(hashtext(?))', [`approval-votes:${request.id}`]);
+      await assertIndependentVoter(votes, request, voter.apiKeyId, member);
+      await starter.executeUpdate(workflowId, voteUpdate, { memberId: member.id, apiKeyId: voter.apiKeyId, decision: vote.decision, comment: vote.comment }).catch((error: unknown) => {
+        notCounted = error;
+        throw error;
+      });
+    });
+  } catch (error) {
+    throw error === notCounted ? await voteRefusal(em, request, error) : error;
+  }
 }
 
-/** Sends a vote to the request's workflow (its start fired first if it has not been); the workflow's refusals become the API's errors. */
-async function sendVote(em: EntityManager, starter: WorkflowStarter, request: ApprovalRequest, vote: VoteInput): Promise<void> {
-  const workflowId = approvalWorkflowId(request);
-  // Outside the caller's transaction: the start is marked fired whatever becomes of this vote.
-  await starter.ensureStarted(em.fork(), workflowId);
-  try {
-    await starter.executeUpdate(workflowId, voteUpdate, vote);
-  } catch (error) {
-    const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.requester) throw errors.permission('requester_cannot_vote', cause.message);
-    if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.expired) throw closed('expired');
-    // Closed meanwhile (decided, or the workflow finished at expiry): answer with the stored state, read afresh.
-    const fresh = await em.fork().findOne(ApprovalRequest, { id: request.id });
-    if (fresh && fresh.status !== 'pending') throw closed(fresh.status);
-    if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.closed) throw closed('decided');
-    throw error;
-  }
+/**
+ * The workflow's refusal of a vote as the API's error, read once the votes' transaction has ended (no request holds
+ * its connection while it waits for another): closed meanwhile (decided, or finished at expiry) answers the stored state.
+ */
+async function voteRefusal(em: EntityManager, request: ApprovalRequest, error: unknown): Promise<unknown> {
+  const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
+  if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.requester) return errors.permission('requester_cannot_vote', cause.message);
+  if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.expired) return closed('expired');
+  const fresh = await em.fork().findOne(ApprovalRequest, { id: request.id });
+  if (fresh && fresh.status !== 'pending') return closed(fresh.status);
+  if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.closed) return closed('decided');
+  return error;
 }
 
 /** Everything the requester comes from: the requesting key's provenance, and the requesting member's (a request made before keys were recorded has only that). */
