@@ -16,11 +16,15 @@ export function tipBlock(em: EntityManager, chain: ChainId): Promise<DevnetBlock
   return em.findOne(DevnetBlock, { chain }, { orderBy: { height: 'desc' } });
 }
 
-/** The newest block, creating the genesis block on first use. */
+/**
+ * The newest block, creating the genesis block on first use: committed on its own, or inside the caller's
+ * transaction when there is one (a savepoint on its connection, not a second connection while it holds the
+ * first, issue 53; should that transaction roll back, the next use makes the genesis again).
+ */
 export async function devnetTip(em: EntityManager, chain: ChainId): Promise<DevnetBlock> {
   const tip = await tipBlock(em, chain);
   if (tip) return tip;
-  await underChainLock(em.fork(), chain, async () => undefined);
+  await underChainLock(em.getTransactionContext() ? em : em.fork(), chain, async () => undefined);
   return (await tipBlock(em, chain))!;
 }
 
