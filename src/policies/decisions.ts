@@ -141,15 +141,20 @@ export async function decideTransaction(
   }
   const refused = refusal(evaluation);
   const awaitedRequest = hold && 'awaitedRequest' in hold ? hold.awaitedRequest : undefined;
-  const audited = afterTransaction(em, async () => {
+  const audit = async () => {
     // The approval request the held send waits on, named in the refusal and its audit entry.
     const approvalRequestId = awaitedRequest ? await awaitedRequest() : undefined;
     if (approvalRequestId) refused.details.approval_request_id = approvalRequestId;
     await auditDecision(em.fork(), actor, evaluation.policy_id, { decision, request, ...(approvalRequestId ? { approval_request_id: approvalRequestId } : {}) });
-  });
-  // Waited for by whoever answers the refusal (the HTTP error handler, the activity interceptor); never unhandled.
-  audited.catch(() => undefined);
-  refused.settling = audited;
+  };
+  // Outside any transaction nothing is held: written before the refusal is thrown.
+  if (!em.getTransactionContext()) await audit();
+  else {
+    const audited = afterTransaction(em, audit);
+    // Waited for by whoever answers the refusal (the HTTP error handler, the activity interceptor); never unhandled.
+    audited.catch(() => undefined);
+    refused.settling = audited;
+  }
   throw refused;
 }
 

@@ -12,26 +12,27 @@ interface ContextWithEnclosing {
   em: { getTransactionContext(): OpenTransaction | undefined };
   /** The transaction context this one was created inside (set by the patched TransactionContext.create). */
   enclosing?: ContextWithEnclosing;
+  /** Where it was created: the service's frames that opened its transaction (an acquire's own stack may end in knex's promises). */
+  openedAt?: string;
 }
 
 // knex ships no types for its lib/ modules; the ORM's knex (one copy in node_modules) is the one patched.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const KnexClient = require('knex/lib/client') as { prototype: KnexClientPrototype };
 
-/** Whether the current async context runs inside a database transaction that is still open (any enclosing one counts). */
-function insideOpenTransaction(): boolean {
+/** The open transaction the current async context runs inside (any enclosing one counts), if any. */
+function openTransaction(): ContextWithEnclosing | undefined {
   for (let context = TransactionContext.currentTransactionContext() as ContextWithEnclosing | undefined; context; context = context.enclosing) {
     const transaction = context.em.getTransactionContext();
-    if (transaction && transaction.isCompleted?.() !== true) return true;
+    if (transaction && transaction.isCompleted?.() !== true) return context;
   }
-  return false;
+  return undefined;
 }
 
-/** The acquiring call's frames in the service's code (dist/src, dist/activities), innermost first. */
+/** The current call's frames in the service's code (dist/src, dist/activities), innermost first. */
 function serviceFrames(): string {
   const frames = new Error().stack!.split('\n').slice(1).map((line) => line.trim());
-  const own = frames.filter((line) => /\/dist\/(src|activities)\//.test(line));
-  return (own.length > 0 ? own : frames).slice(0, 8).join(' <- ');
+  return frames.filter((line) => /\/dist\/(src|activities)\//.test(line)).slice(0, 8).join(' <- ') || '(no frame of the service)';
 }
 
 /**
@@ -46,7 +47,11 @@ function serviceFrames(): string {
 export function watchPoolWaits(): { waits: string[]; stop: () => void } {
   const waits: string[] = [];
   const record = (pool: string) => {
-    if (insideOpenTransaction()) waits.push(`${pool}: ${serviceFrames()}`);
+    const holding = openTransaction();
+    if (!holding) return;
+    const innermost = TransactionContext.currentTransactionContext() as ContextWithEnclosing;
+    const opening = innermost !== holding ? `; a transaction opened at ${innermost.openedAt}` : '';
+    waits.push(`${pool}: acquired at ${serviceFrames()}${opening}; while the transaction opened at ${holding.openedAt} holds one`);
   };
 
   const acquire = KnexClient.prototype.acquireConnection;
@@ -62,8 +67,9 @@ export function watchPoolWaits(): { waits: string[]; stop: () => void } {
   const create = TransactionContext.create.bind(TransactionContext);
   TransactionContext.create = <T>(em: Parameters<typeof TransactionContext.create>[0], next: (...args: unknown[]) => T): T => {
     const enclosing = TransactionContext.currentTransactionContext();
+    const openedAt = serviceFrames();
     return create(em, () => {
-      (TransactionContext.currentTransactionContext() as ContextWithEnclosing).enclosing = enclosing as ContextWithEnclosing | undefined;
+      Object.assign(TransactionContext.currentTransactionContext() as ContextWithEnclosing, { enclosing, openedAt });
       return next();
     });
   };
