@@ -38,7 +38,8 @@ export async function afterTransaction<T>(em: EntityManager, work: () => Promise
   const transaction = em.getTransactionContext<{ client: { acquireConnection(): Promise<object> } }>();
   if (!transaction) return work();
   if (!hookedClients.has(em.getKnex().client)) throw new Error('this ORM runs no work after its transactions: make it with createOrm (src/db/orm.ts)');
-  // The transaction's own connection (its client hands out no other): what its end releases.
+  // The transaction's own connection (its client hands out no other): what its end releases. Registered a microtask
+  // from here, long before the COMMIT or ROLLBACK that ends the transaction has made its round trip.
   const connection = await transaction.client.acquireConnection();
   return new Promise<T>((resolve, reject) => {
     waiting.set(connection, [...(waiting.get(connection) ?? []), () => void work().then(resolve, reject)]);
