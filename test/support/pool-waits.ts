@@ -29,10 +29,12 @@ function openTransaction(): ContextWithEnclosing | undefined {
   return undefined;
 }
 
+const NO_SERVICE_FRAME = '(no frame of the service)';
+
 /** The current call's frames in the service's code (dist/src, dist/activities), innermost first. */
 function serviceFrames(): string {
   const frames = new Error().stack!.split('\n').slice(1).map((line) => line.trim());
-  return frames.filter((line) => /\/dist\/(src|activities)\//.test(line)).slice(0, 8).join(' <- ') || '(no frame of the service)';
+  return frames.filter((line) => /\/dist\/(src|activities)\//.test(line)).slice(0, 8).join(' <- ') || NO_SERVICE_FRAME;
 }
 
 /**
@@ -48,7 +50,8 @@ export function watchPoolWaits(): { waits: string[]; stop: () => void } {
   const waits: string[] = [];
   const record = (pool: string) => {
     const holding = openTransaction();
-    if (!holding) return;
+    // A transaction a test opened itself (to hold a lock the service must wait on, say) is the test's to hold.
+    if (!holding || holding.openedAt === NO_SERVICE_FRAME) return;
     const innermost = TransactionContext.currentTransactionContext() as ContextWithEnclosing;
     const opening = innermost !== holding ? `; a transaction opened at ${innermost.openedAt}` : '';
     waits.push(`${pool}: acquired at ${serviceFrames()}${opening}; while the transaction opened at ${holding.openedAt} holds one`);
