@@ -6,7 +6,9 @@ import type { Orm } from '../src/db/orm';
 import { transactionWithStarts } from './with-starts';
 import type { Logger } from '../src/logger';
 import { Member } from '../src/organizations/entities';
-import { announceDecision, decideApprovalRequest, makeEntryUsable, recordVote } from '../src/policies/approvals';
+import { announceDecision, decideApprovalRequest, makeEntryUsable } from '../src/policies/approvals';
+import { recordIndependentVote, recordVote, type VoteInput } from '../src/policies/votes';
+import type { VoteRecording } from '../src/policies/flows/quorum';
 import { ApprovalRequest, GovernanceChange } from '../src/policies/entities';
 import { announceApplied } from '../src/policies/change-requests';
 import { applyChange } from './governance';
@@ -35,8 +37,12 @@ export const createPolicyActivities = (deps: PolicyActivityDeps) => {
   }
 
   return {
-    async recordApprovalVote(input: Parameters<typeof recordVote>[1]): Promise<boolean> {
+    async recordApprovalVote(input: VoteInput): Promise<boolean> {
       return deps.orm.em.fork().transactional((em) => recordVote(em, input));
+    },
+
+    async recordIndependentApprovalVote(input: VoteInput): Promise<VoteRecording> {
+      return deps.orm.em.fork().transactional((em) => recordIndependentVote(em, input));
     },
 
     /** Enforces the policy and closes the request as approved, under row locks, in one transaction. */

@@ -4,7 +4,7 @@ import type { addressBookEntryApprovalFlow } from '../src/policies/flows/address
 import { collectApprovals } from '../src/policies/flows/quorum';
 import type { WorkflowOf } from '../src/temporal/flow';
 
-const { recordApprovalVote, makeApprovedEntryUsable, closeApprovalRequest } = proxyActivities<ReturnType<typeof createPolicyActivities>>({
+const { recordApprovalVote, recordIndependentApprovalVote, makeApprovedEntryUsable, closeApprovalRequest } = proxyActivities<ReturnType<typeof createPolicyActivities>>({
   // Each is one short transaction; a stuck attempt is cut and retried.
   startToCloseTimeout: '1 minute',
   // Infrastructure failures only, retried until they pass (no attempt ceiling): each activity is idempotent.
@@ -19,6 +19,7 @@ const { recordApprovalVote, makeApprovedEntryUsable, closeApprovalRequest } = pr
 export const addressBookEntryApprovalWorkflow: WorkflowOf<typeof addressBookEntryApprovalFlow> = (input) =>
   collectApprovals(input, {
     recordVote: recordApprovalVote,
+    recordIndependentVote: recordIndependentApprovalVote,
     carryOut: async (decision, decidedBy) => {
       if (decision === 'approved') await makeApprovedEntryUsable({ approvalRequestId: input.approvalRequestId, decidedBy });
       else await closeApprovalRequest({ approvalRequestId: input.approvalRequestId, status: decision, decidedBy });

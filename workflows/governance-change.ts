@@ -4,7 +4,7 @@ import type { governanceChangeFlow } from '../src/policies/flows/governance-chan
 import { collectApprovals } from '../src/policies/flows/quorum';
 import type { WorkflowOf } from '../src/temporal/flow';
 
-const { recordApprovalVote, applyApprovedChange, closeApprovalRequest } = proxyActivities<ReturnType<typeof createPolicyActivities>>({
+const { recordApprovalVote, recordIndependentApprovalVote, applyApprovedChange, closeApprovalRequest } = proxyActivities<ReturnType<typeof createPolicyActivities>>({
   // Each is one short transaction; a stuck attempt is cut and retried.
   startToCloseTimeout: '1 minute',
   // Infrastructure failures only, retried until they pass (no attempt ceiling): each activity is idempotent.
@@ -18,6 +18,7 @@ const { recordApprovalVote, applyApprovedChange, closeApprovalRequest } = proxyA
 export const governanceChangeWorkflow: WorkflowOf<typeof governanceChangeFlow> = (input) =>
   collectApprovals(input, {
     recordVote: recordApprovalVote,
+    recordIndependentVote: recordIndependentApprovalVote,
     carryOut: async (decision, decidedBy) => {
       if (decision === 'approved') await applyApprovedChange({ approvalRequestId: input.approvalRequestId, decidedBy });
       else await closeApprovalRequest({ approvalRequestId: input.approvalRequestId, status: decision, decidedBy });

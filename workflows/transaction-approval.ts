@@ -4,7 +4,7 @@ import type { transactionApprovalFlow } from '../src/policies/flows/transaction-
 import { collectApprovals } from '../src/policies/flows/quorum';
 import type { WorkflowOf } from '../src/temporal/flow';
 
-const { recordApprovalVote, closeHeldSendRequest, expireUnusedSendApproval } = proxyActivities<ReturnType<typeof createPolicyActivities>>({
+const { recordApprovalVote, recordIndependentApprovalVote, closeHeldSendRequest, expireUnusedSendApproval } = proxyActivities<ReturnType<typeof createPolicyActivities>>({
   // Each is one short transaction; a stuck attempt is cut and retried.
   startToCloseTimeout: '1 minute',
   // Infrastructure failures only, retried until they pass (no attempt ceiling): each activity is idempotent.
@@ -19,6 +19,7 @@ const { recordApprovalVote, closeHeldSendRequest, expireUnusedSendApproval } = p
 export const transactionApprovalWorkflow: WorkflowOf<typeof transactionApprovalFlow> = async (input) => {
   const state = await collectApprovals(input, {
     recordVote: recordApprovalVote,
+    recordIndependentVote: recordIndependentApprovalVote,
     carryOut: (decision, decidedBy) => closeHeldSendRequest({ approvalRequestId: input.approvalRequestId, status: decision, decidedBy }),
   });
   if (state.status !== 'approved') return state;

@@ -1,20 +1,18 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import type { AddressBookEntry } from '../address-book/entities';
 import { findAddressBookEntry, isUsable } from '../address-book/service';
-import { provenance, provenances, sharedOrigins, type Origin, type ProvenanceStart } from '../api-keys/provenance';
+import { provenances, sharedOrigins, type Origin, type ProvenanceStart } from '../api-keys/provenance';
 import { Member, Organization } from '../organizations/entities';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
-import { recordStart, type WorkflowStarter } from '../temporal/starter';
-import { ApprovalRequest, ApprovalVote, type GovernanceChange, type Policy } from './entities';
+import { recordStart } from '../temporal/starter';
+import { ApprovalRequest, type GovernanceChange, type Policy } from './entities';
 import { emit } from '../events/service';
-import { policyActivationFlow, voteUpdate, VOTE_REFUSALS } from './flows/activation';
+import { policyActivationFlow } from './flows/activation';
 import { addressBookEntryApprovalFlow } from './flows/address-book-entry-approval';
 import { logChange, settleChange, type ChangeProposal, type GovernanceRequester } from './governance-log';
-import { approvalWorkflowId, presentApprovalRequest } from './presenters';
+import { presentApprovalRequest } from './presenters';
 import {
   draftRulesOf,
   enforcePolicy,
@@ -47,6 +45,15 @@ export async function eligibleVoters(em: EntityManager, requester: PolicyActor):
   const requesterOrigins = await requesterProvenance(em, { requestedBy: requester.id, requestedByKeyId: requester.apiKeyId ?? null });
   const origins = await provenances(em, members.map((member) => ({ memberId: member.id })));
   return members.filter((_, index) => sharedOrigins(origins[index]!, requesterOrigins).length === 0);
+}
+
+/** Everything the requester comes from: the requesting key's provenance, and the requesting member's (a request made before keys were recorded has only that). */
+export async function requesterProvenance(em: EntityManager, request: Pick<ApprovalRequest, 'requestedBy' | 'requestedByKeyId'>): Promise<Set<Origin>> {
+  const starts: ProvenanceStart[] = [
+    ...(request.requestedByKeyId ? [{ keyId: request.requestedByKeyId }] : []),
+    ...(isUuid(request.requestedBy) ? [{ memberId: request.requestedBy }] : []),
+  ];
+  return new Set((await provenances(em, starts)).flatMap((origins) => [...origins]));
 }
 
 export type ActivationOutcome = { status: 'enforced'; policy: Policy } | { status: 'pending'; request: ApprovalRequest };
@@ -252,137 +259,6 @@ export async function findApprovalRequest(em: EntityManager, scope: PolicyScope,
   );
   if (!request) throw errors.notFound('approval_request', id);
   return request;
-}
-
-/**
- * One member's vote on a pending request, sent to its activation workflow; returns once the
- * workflow has counted it (and carried out the decision it makes). The workflow's refusals
- * become the API's errors.
- */
-export async function castVote(
-  em: EntityManager,
-  starter: WorkflowStarter,
-  voter: PolicyScope & { apiKeyId: string; memberId: string | null },
-  approvalRequestId: string,
-  vote: { decision: ApprovalVote['decision']; comment?: string },
-): Promise<void> {
-  const request = await findApprovalRequest(em, voter, approvalRequestId);
-  if (!voter.memberId) throw errors.permission('member_required', 'Votes are cast by members: use a key that acts for a member (created with user_id).');
-  const member = await em.findOneOrFail(Member, { id: voter.memberId });
-  // A held send is voted on by the approvers its rule named (the M of its N-of-M); the rest by the organization's approving roles.
-  if (request.approverMemberIds) {
-    if (!request.approverMemberIds.includes(member.id)) {
-      throw errors.permission('not_an_approver', `This member is not among the approvers of rule ${request.heldByRuleId}, which held the send.`);
-    }
-  } else if (!canApproveActivations(member)) {
-    throw errors.permission('not_an_approver', `A member with org_role ${member.orgRole} cannot vote; owners, admins and approvers can.`);
-  }
-  if (member.id === request.requestedBy || voter.apiKeyId === request.requestedByKeyId) {
-    throw errors.permission('requester_cannot_vote', 'The requester cannot vote on their own approval request.');
-  }
-  if (request.status !== 'pending') throw closed(request.status);
-  const workflowId = approvalWorkflowId(request);
-  // Before the votes' transaction, on a connection of its own: the start is marked fired whatever becomes of this vote.
-  await starter.ensureStarted(em.fork(), workflowId);
-  let notCounted: unknown;
-  try {
-    // Votes on one request are checked and counted one at a time, so two keys of one person cannot both pass the check at once.
-    await em.fork().transactional(async (votes) => {
-      await votes.execute('select pg_advisory_xact_lock(hashtext(?))', [`approval-votes:${request.id}`]);
-      await assertIndependentVoter(votes, request, voter.apiKeyId, member);
-      await starter.executeUpdate(workflowId, voteUpdate, { memberId: member.id, apiKeyId: voter.apiKeyId, decision: vote.decision, comment: vote.comment }).catch((error: unknown) => {
-        notCounted = error;
-        throw error;
-      });
-    });
-  } catch (error) {
-    throw error === notCounted ? await voteRefusal(em, request, error) : error;
-  }
-}
-
-/**
- * The workflow's refusal of a vote as the API's error, read once the votes' transaction has ended (no request holds
- * its connection while it waits for another): closed meanwhile (decided, or finished at expiry) answers the stored state.
- */
-async function voteRefusal(em: EntityManager, request: ApprovalRequest, error: unknown): Promise<unknown> {
-  const cause = error instanceof WorkflowUpdateFailedError ? error.cause : undefined;
-  if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.requester) return errors.permission('requester_cannot_vote', cause.message);
-  if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.expired) return closed('expired');
-  const fresh = await em.fork().findOne(ApprovalRequest, { id: request.id });
-  if (fresh && fresh.status !== 'pending') return closed(fresh.status);
-  if (cause instanceof ApplicationFailure && cause.type === VOTE_REFUSALS.closed) return closed('decided');
-  return error;
-}
-
-/** Everything the requester comes from: the requesting key's provenance, and the requesting member's (a request made before keys were recorded has only that). */
-async function requesterProvenance(em: EntityManager, request: Pick<ApprovalRequest, 'requestedBy' | 'requestedByKeyId'>): Promise<Set<Origin>> {
-  const starts: ProvenanceStart[] = [
-    ...(request.requestedByKeyId ? [{ keyId: request.requestedByKeyId }] : []),
-    ...(isUuid(request.requestedBy) ? [{ memberId: request.requestedBy }] : []),
-  ];
-  return new Set((await provenances(em, starts)).flatMap((origins) => [...origins]));
-}
-
-/**
- * One person, one vote (docs/policies.md, "Keys and people"): a vote counts only when its key's
- * provenance (the voter, who minted the key and who added the voter, up to the operator) shares
- * nothing with the requester's, traced both ways (a voter the requester's lineage made, a
- * requester the voter's lineage made), nor with that of any vote already counted from another
- * member; and the voter was a member when the request was opened. A repeat of a counted member is
- * the workflow's to answer (counted once).
- */
-async function assertIndependentVoter(em: EntityManager, request: ApprovalRequest, votingKeyId: string, voter: Member): Promise<void> {
-  const notIndependent = (message: string, shared: Origin[]) =>
-    errors.permission('vote_not_independent', message, { approval_request_id: request.id, shared_origins: shared });
-  const voterOrigins = await provenance(em, { keyId: votingKeyId });
-  const withRequester = sharedOrigins(voterOrigins, await requesterProvenance(em, request));
-  if (withRequester.length) {
-    throw notIndependent(
-      'This key or its member comes from the requester, or the requester from them (minted or added by the same key or member): it cannot vote on their request. Vote with a key of your own, one the operator CLI made or one minted from it.',
-      withRequester,
-    );
-  }
-  const counted = await em.find(ApprovalVote, { approvalRequest: request.id, decision: 'approve', member: { $ne: voter.id } });
-  const countedOrigins = await provenances(em, counted.map((vote) => (vote.apiKeyId ? { keyId: vote.apiKeyId } : { memberId: vote.member.id })));
-  for (const origins of countedOrigins) {
-    const shared = sharedOrigins(voterOrigins, origins);
-    if (shared.length) {
-      throw notIndependent('This key or its member shares a minter or a member with a vote already counted: one person counts once. Vote with a key of your own, one the operator CLI made or one minted from it.', shared);
-    }
-  }
-  if (voter.createdAt.getTime() > request.createdAt.getTime()) {
-    throw notIndependent('Members added after an approval was requested cannot vote on it.', []);
-  }
-}
-
-function closed(status: string): DomainError {
-  return errors.conflict('approval_request_closed', `The approval request is ${status}; it takes no more votes.`, { status });
-}
-
-/** Records one member's vote once (a retry or a repeat is a no-op); returns whether it was new. */
-export async function recordVote(
-  em: EntityManager,
-  input: { approvalRequestId: string; memberId: string; apiKeyId?: string; decision: ApprovalVote['decision']; comment: string },
-): Promise<boolean> {
-  // Gone with the address-book entry it concerned: nothing left to vote on.
-  const request = await em.findOne(ApprovalRequest, { id: input.approvalRequestId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  if (!request || (await em.count(ApprovalVote, { approvalRequest: request, member: input.memberId }))) return false;
-  em.create(ApprovalVote, {
-    approvalRequest: request,
-    member: em.getReference(Member, input.memberId),
-    decision: input.decision,
-    comment: input.comment,
-    apiKeyId: input.apiKeyId ?? null,
-    createdAt: new Date(),
-  });
-  const member = await em.findOneOrFail(Member, { id: input.memberId });
-  writeAudit(em, {
-    actor: { organizationId: request.organization.id, environment: request.environment, id: member.id, name: member.name, type: 'user' },
-    policyId: request.policy?.id ?? null,
-    action: input.decision === 'approve' ? 'approval_granted' : 'approval_rejected',
-    metadata: { approval_request_id: request.id, comment: input.comment, ...(request.addressBookEntry ? { address_book_entry_id: request.addressBookEntry.id } : {}) },
-  });
-  return true;
 }
 
 /**

@@ -129,6 +129,13 @@ describe('Keys and people: one person, one vote', () => {
     const cyByOtto = await mint(secondOwner, { for: cy, confirmer: cy, scopes: ['policies:approve'] });
     refusedWith(await vote(second, cyByOtto), 403, 'vote_not_independent', 'Otto, already counted, minted this key: Otto would count twice');
     await counts(second, cy, 2, 'approved');
+    // The same person through two doors at once (Otto's own key, and one Otto minted for Ada): checked and counted one at a time, one counts.
+    const fourth = await requestActivation(owner);
+    const adaByOtto = await mint(secondOwner, { for: ada, confirmer: ada, scopes: ['policies:approve'] });
+    const together = await Promise.all([vote(fourth, secondOwner), vote(fourth, adaByOtto)]);
+    assert.deepEqual(together.map((response) => [response.status, response.body.error?.code ?? response.body.approvals]).sort(), [[200, 1], [403, 'vote_not_independent']], together.map((response) => response.text).join('\n'));
+    const fourthNow = await call('GET', `/v1/approval-requests/${fourth}`, owner.secret);
+    assert.deepEqual([fourthNow.body.status, fourthNow.body.approvals, fourthNow.body.votes.length], ['pending', 1, 1], fourthNow.text);
 
     // 4. Members the requester adds, with keys the requester mints for them, never reach a quorum: their keys wait for a confirmation they cannot give.
     const third = await requestActivation(owner);

@@ -49,6 +49,8 @@ export const VOTE_REFUSALS = {
   requester: 'RequesterCannotVote',
   closed: 'ApprovalRequestClosed',
   expired: 'ApprovalRequestExpired',
+  /** The voter's key or member comes from the requester, or shares an origin with a vote counted (details: the origins). */
+  notIndependent: 'VoteNotIndependent',
 } as const;
 
 /** A vote; validated (requester, closed, expired) before it enters history. Answers once decided and carried out. */
