@@ -163,7 +163,7 @@ export class Replicas implements Component {
   }
 
   async stop() {
-    for (const replica of this.replicas) await replica.stop();
+    await Promise.all(this.replicas.map((replica) => replica.stop()));
   }
 
   log() {
