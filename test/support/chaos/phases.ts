@@ -8,10 +8,23 @@ export class Phases {
   private last = performance.now();
   private readonly first = this.last;
 
+  /** Parts of the phase in progress, timed each (`timed`) and said with it: parts that ran at once show what they would cost one after another. */
+  private readonly parts: string[] = [];
+
+  /** `work`, its seconds noted as a part of the phase in progress. */
+  async timed<T>(part: string, work: Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await work;
+    } finally {
+      this.parts.push(`${part} ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    }
+  }
+
   /** The phase that just ended, named. */
   end(phase: string): void {
     const now = performance.now();
-    this.seconds.push({ phase, seconds: (now - this.last) / 1000 });
+    this.seconds.push({ phase: this.parts.length > 0 ? `${phase} (${this.parts.splice(0).join(', ')})` : phase, seconds: (now - this.last) / 1000 });
     this.last = now;
   }
 

@@ -144,10 +144,12 @@ async function runStarted(
   // Temporal and the service's PostgreSQL (its schema and the organizations) start at once: neither needs the other, and
   // each takes tens of seconds on a busy machine. Both stop at once at the end, after the APIs and workers.
   const [temporalStart, postgresStart] = await Promise.allSettled([
-    options.temporal === 'cluster' ? startedCluster(path.join(dir, 'temporal'), processes, options.log) : startedDevServer(path.join(dir, 'temporal'), processes),
-    postgres.start().then(() => sandboxOrganizations(databaseUrl, 'Chaos', ORGANIZATIONS)),
+    phases.timed('Temporal', options.temporal === 'cluster' ? startedCluster(path.join(dir, 'temporal'), processes, options.log) : startedDevServer(path.join(dir, 'temporal'), processes)),
+    phases.timed('PostgreSQL and the organizations', postgres.start().then(() => sandboxOrganizations(databaseUrl, 'Chaos', ORGANIZATIONS))),
   ]);
-  stops.push(() => Promise.all([temporalStart.status === 'fulfilled' && temporalStart.value.stop(), postgres.stop()]));
+  stops.push(() =>
+    Promise.all([temporalStart.status === 'fulfilled' && phases.timed('Temporal', temporalStart.value.stop()), phases.timed('PostgreSQL', postgres.stop())]),
+  );
   if (temporalStart.status === 'rejected') throw temporalStart.reason;
   if (postgresStart.status === 'rejected') throw new Error(`${(postgresStart.reason as Error).message}\n${postgres.log()}`);
   const temporal = temporalStart.value;
@@ -184,7 +186,7 @@ async function runStarted(
     'api',
     apiPorts.map((port) => new NodeComponent('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(port) }, processes)),
   );
-  stops.push(() => Promise.all([worker.stop(), api.stop()]));
+  stops.push(() => phases.timed('APIs and workers', Promise.all([worker.stop(), api.stop()])));
   const supervised = [worker, api, ...temporal.components, postgres].map((component) => new Supervised(component));
   try {
     chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
