@@ -163,7 +163,7 @@ export class Replicas implements Component {
   }
 
   async stop() {
-    for (const replica of this.replicas) await replica.stop();
+    await Promise.all(this.replicas.map((replica) => replica.stop()));
   }
 
   log() {
@@ -181,14 +181,32 @@ export class Supervised {
   /** The end of its output before the last exit of its own, to say why. */
   lastOwnExit = '';
   private held = false;
+  private stopped = false;
   private starting: Promise<void> | undefined;
+  private ticking: Promise<void> | undefined;
   constructor(readonly component: Component) {}
 
-  /** Starts it again if it is down and not held down by a kill in progress. */
-  async tick(): Promise<void> {
-    if (this.held || this.starting || (await this.component.alive()) || this.held) return;
+  /** Starts it again if it is down and not held down by a kill in progress (one tick at a time). */
+  tick(): Promise<void> {
+    return (this.ticking ??= this.tickOnce().finally(() => (this.ticking = undefined)));
+  }
+
+  private async tickOnce(): Promise<void> {
+    // Asked again after the liveness check: a kill or the run's stop may have begun meanwhile.
+    if (this.held || this.stopped || this.starting || (await this.component.alive()) || this.held || this.stopped) return;
     this.countOwnExit();
     await this.restart();
+  }
+
+  /**
+   * Supervision ends before the component's own stop, once the tick and the start in progress are done: a tick that
+   * had asked whether it was alive just before the stop found a replica the stop had just ended, and started it again
+   * after the last stop, running on after the run.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.ticking;
+    await this.starting;
   }
 
   private countOwnExit(): void {
@@ -220,7 +238,7 @@ export class Supervised {
       await sleep(downMs);
       // Still held while it is started again: a tick between the hold's end and the restart would find it down and
       // count our kill as an exit of its own (with two replicas, whose liveness takes longer to ask, it did).
-      while (!(await this.component.alive())) await this.restart();
+      while (!this.stopped && !(await this.component.alive())) await this.restart();
     } finally {
       this.held = false;
     }

@@ -58,7 +58,7 @@ export async function runKills(schedule: Schedule, context: KillContext): Promis
           const late = Date.now() - (startedAt + kill.atMs);
           if (late > 1000) options.log(`${at()}: the kill of ${name} due at ${(kill.atMs / 1000).toFixed(1)} s waited for it to be up again`);
           await sleep(startedAt + kill.atMs - Date.now());
-          const timed = await timedOnWork(context);
+          const timed = await timedOnWork(context, name);
           options.log(`${at()}: SIGKILL ${name}${timed.workflowId ? ` (${timed.workflowId}${timed.inActivity ? ' inside an activity' : ''})` : ''}`);
           const found = await supervised.killFor(kill.downMs);
           options.log(found === 'killed' ? `${at()}: ${name} up again` : `${at()}: ${name} was down already (exited on its own): nothing killed; up again`);
@@ -76,7 +76,7 @@ export async function runKills(schedule: Schedule, context: KillContext): Promis
  * Timed to land in work: on the next operations accepted that started a workflow (for at most 5 s), as soon as Temporal
  * says one of them is inside an activity (one pending, or a workflow task started: a local activity runs in it).
  */
-async function timedOnWork({ state, temporal, outcome }: KillContext): Promise<{ workflowId?: string; inActivity: boolean }> {
+async function timedOnWork({ state, temporal, outcome }: KillContext, name: ComponentName): Promise<{ workflowId?: string; inActivity: boolean }> {
   const timedUntil = Date.now() + 5000;
   let workflowId: string | undefined;
   let inActivity = false;
@@ -103,7 +103,7 @@ async function timedOnWork({ state, temporal, outcome }: KillContext): Promise<{
     if (workflowId) inActivity = await insideActivity(temporal, workflowId);
   }
   if (workflowId) outcome.killsTimed += 1;
-  if (inActivity) outcome.killsInActivities += 1;
+  if (inActivity) outcome.killsInActivitiesOf[name] = (outcome.killsInActivitiesOf[name] ?? 0) + 1;
   if (inActivity && onSweep) outcome.killsInSweepActivities += 1;
   return { workflowId, inActivity };
 }

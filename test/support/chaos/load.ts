@@ -7,8 +7,9 @@ import { validCustomer } from '../customer';
 import { WebhookReceiver } from '../webhook-receiver';
 import { ChaosClient, Operation, idOf, workflowOfOperation } from './client';
 import { Supervised } from './components';
-import { COMPONENTS, Chain, INITIAL_CARD_FUNDING, ORGANIZATIONS, OrganizationName, PAYOUT_CORRIDORS, sleep } from './model';
+import { COMPONENTS, Chain, ComponentName, INITIAL_CARD_FUNDING, ORGANIZATIONS, OrganizationName, PAYOUT_CORRIDORS, sleep } from './model';
 import { describeSchedule, killSchedule, runKills } from './kills';
+import type { Phases } from './phases';
 import { ChaosOptions } from './run';
 import { deposit, openWallet, walletEth } from './setup';
 
@@ -26,14 +27,23 @@ export interface LoadState {
 export interface LoadOutcome {
   operations: Operation[];
   loadSeconds: number;
-  /** Kills that fell while an accepted operation's workflow had an activity pending (Temporal's describe, just before the SIGKILL). */
-  killsInActivities: number;
+  /** Per component, kills that fell while an accepted operation's workflow had an activity pending (Temporal's describe, just before the SIGKILL). */
+  killsInActivitiesOf: Partial<Record<ComponentName, number>>;
   /** Of those, the kills that fell while a sweep run had an activity pending. */
   killsInSweepActivities: number;
   killsTimed: number;
   /** Operations sent before the load (the first credits): not counted in its rate. */
   setupOperations: number;
+  /**
+   * The schedule's ticks due inside the load's window (CHAOS_RATE a second for its seconds), counted as the load went:
+   * those that started their work, those skipped (every slot busy), and the work each started, by kind. A tick due
+   * inside the window and started late by a busy driver is still the window's: the count, never the clock, is its rate.
+   */
+  ticks: { due: number; started: number; skipped: number; byKind: Partial<Record<WorkKind, number>> };
 }
+
+/** What a tick of the load starts: one kind of work, drawn by weight. */
+type WorkKind = 'deposit' | 'send' | 'sweep' | 'credit' | 'card' | 'funding' | 'payment' | 'webhook_test' | 'payout';
 
 export async function runLoad(
   options: ChaosOptions,
@@ -43,6 +53,7 @@ export async function runLoad(
   supervised: Supervised[],
   chain: Chain,
   temporal: Client,
+  phases: Phases,
 ): Promise<LoadOutcome> {
   const setupDeadline = Date.now() + 120_000;
   const state: LoadState = { operations: [], cards: [], webhookIds: {}, onAccepted: [], sweepsRunning: new Set() };
@@ -68,14 +79,16 @@ export async function runLoad(
   }
   if (options.chain) await Promise.all(ORGANIZATIONS.map((as) => openWallet(client, chain, as, setupDeadline)));
   options.log('organizations set up; load starts');
+  phases.end('setup');
 
   const loadEnd = Date.now() + options.loadSeconds * 1000;
   // In-flight operations keep retrying past the load's end, until every component has been up a while.
   const answerDeadline = loadEnd + options.settleSeconds * 1000;
-  const kinds: { weight: number; run: () => Promise<unknown> }[] = [
+  const kinds: { kind: WorkKind; weight: number; run: () => Promise<unknown> }[] = [
     ...(options.chain
       ? [
           {
+            kind: 'deposit' as const,
             weight: 1,
             run: () => {
               const as = pick(ORGANIZATIONS);
@@ -83,6 +96,7 @@ export async function runLoad(
             },
           },
           {
+            kind: 'send' as const,
             weight: 2,
             run: () => {
               const as = pick(ORGANIZATIONS);
@@ -90,16 +104,19 @@ export async function runLoad(
             },
           },
           {
+            kind: 'sweep' as const,
             weight: 1,
             run: () => sweep(pick(ORGANIZATIONS), [random(), random()]),
           },
         ]
       : []),
     {
+      kind: 'credit',
       weight: 1,
       run: () => accept({ kind: 'credit', as: pick(ORGANIZATIONS), method: 'POST', route: '/v1/sandbox/balances', body: { amount: '100000', currency: pick(['USD', 'sat']), reference: randomUUID() } }, answerDeadline),
     },
     {
+      kind: 'card',
       weight: 2,
       run: async () => {
         const as = pick(ORGANIZATIONS);
@@ -108,6 +125,7 @@ export async function runLoad(
       },
     },
     {
+      kind: 'funding',
       weight: 4,
       run: async () => {
         if (state.cards.length === 0) return;
@@ -121,6 +139,7 @@ export async function runLoad(
       },
     },
     {
+      kind: 'payment',
       weight: 4,
       run: async () => {
         // Another organization pays: the internal route between two organizations of the service.
@@ -136,6 +155,7 @@ export async function runLoad(
       },
     },
     {
+      kind: 'webhook_test',
       weight: 1,
       run: () => {
         const as = pick(ORGANIZATIONS);
@@ -143,6 +163,7 @@ export async function runLoad(
       },
     },
     {
+      kind: 'payout',
       weight: 2,
       run: async () => {
         const as = pick(ORGANIZATIONS);
@@ -206,26 +227,39 @@ export async function runLoad(
   const schedule = killSchedule(options, COMPONENTS[options.temporal], random);
   options.log(`kills: ${describeSchedule(schedule)}`);
   const startedAt = Date.now();
-  const outcome: LoadOutcome = { operations: state.operations, loadSeconds: options.loadSeconds, killsInActivities: 0, killsInSweepActivities: 0, killsTimed: 0, setupOperations: state.operations.length };
+  const outcome: LoadOutcome = {
+    operations: state.operations,
+    loadSeconds: options.loadSeconds,
+    killsInActivitiesOf: {},
+    killsInSweepActivities: 0,
+    killsTimed: 0,
+    setupOperations: state.operations.length,
+    ticks: { due: 0, started: 0, skipped: 0, byKind: {} },
+  };
+  const { ticks } = outcome;
   const killing = runKills(schedule, { options, state, temporal, supervised, outcome, startedAt });
 
   const running = new Set<Promise<unknown>>();
-  let skipped = 0;
   // Ticks on a fixed schedule, a late one started at once: CHAOS_RATE ticks a second however busy the driver is.
   for (let tick = 0; startedAt + tick * (1000 / options.operationsPerSecond) < loadEnd; tick += 1) {
     await sleep(startedAt + tick * (1000 / options.operationsPerSecond) - Date.now());
-    if (running.size >= options.maxInFlight) skipped += 1;
+    ticks.due += 1;
+    if (running.size >= options.maxInFlight) ticks.skipped += 1;
     else {
       let ticket = random() * totalWeight;
       const kind = kinds.find((each) => (ticket -= each.weight) < 0) ?? kinds[0]!;
+      ticks.started += 1;
+      ticks.byKind[kind.kind] = (ticks.byKind[kind.kind] ?? 0) + 1;
       const operation = kind.run().finally(() => running.delete(operation));
       running.add(operation);
     }
   }
   outcome.loadSeconds = (Date.now() - startedAt) / 1000;
+  phases.end('load');
   await killing;
   await Promise.all(running);
   await chain.depositing;
-  options.log(`load: ${state.operations.length} operations sent, ${client.retries} retries, ${skipped} not started (all slots busy)`);
+  options.log(`load: ${state.operations.length} operations sent, ${client.retries} retries, ${ticks.skipped} ticks of ${ticks.due} not started (all slots busy)`);
+  phases.end("the last kills' down times and answers");
   return outcome;
 }

@@ -81,4 +81,5 @@ export function seededRandom(seed: number): () => number {
 /** A PostgreSQL array literal of ids (letters, digits, '-', '_', ':', '.'), for `= any(?::text[])`: the driver would spread a JS array into a list. */
 export const textArray = (ids: string[]) => `{${ids.join(',')}}`;
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A pause of `ms` (none when it is already due: a late tick, a kill whose moment has passed). */
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));

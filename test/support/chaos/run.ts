@@ -14,8 +14,9 @@ import { check } from './checks';
 import { ChaosClient } from './client';
 import { NodeComponent, PostgresComponent, Replicas, Supervised, type Component } from './components';
 import { plantFaults } from './expected';
-import { runLoad } from './load';
+import { runLoad, type LoadOutcome } from './load';
 import { CONFIRMATIONS, Chain, ComponentName, FUNDING_FEE_BPS, ORGANIZATIONS, OrganizationName, TRON_CONFIRMATIONS, seededRandom, type TemporalMode } from './model';
+import { Phases } from './phases';
 import { mineTron } from './setup';
 import { StartedProcesses, type StartedProcess } from './started-processes';
 import { startedCluster, startedDevServer } from './temporal';
@@ -71,12 +72,23 @@ export interface ChaosResult {
   /** Operations the load sent (answered, setup excluded), and their rate over the load's wall-clock time. */
   operations: number;
   operationsPerSecond: number;
-  /** Kills that fell while an accepted operation's workflow had an activity pending. */
+  /** Kills that fell while an accepted operation's workflow had an activity pending: in all, and per component. */
   killsInActivities: number;
+  killsInActivitiesOf: Partial<Record<ComponentName, number>>;
+  /** The load's schedule inside its window, counted (LoadOutcome's ticks). */
+  ticks: LoadOutcome['ticks'];
+  /**
+   * What ran to its end, counted from the load's record and the outside parts (the chain, the rail): sweep runs the load
+   * had accepted, sweep transactions found on the chain from a source to its main wallet, payout trips the load opened,
+   * and those their rail paid as quoted.
+   */
+  completed: { sweepRuns: number; sweepsOnChain: number; trips: number; tripsPaidAsQuoted: number };
   /** SIGKILLs that found their component running, per component (one that found it down already kills nothing). */
   kills: Partial<Record<ComponentName, number>>;
   /** Every process the run started (each start and restart), all ended once it returned. */
   processes: StartedProcess[];
+  /** Where the run's wall time went, phase by phase, its stop included (Phases). */
+  phases: Phases;
 }
 
 /**
@@ -90,16 +102,26 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   await chmod(dir, 0o711);
   const processes = new StartedProcesses(dir, options.log);
   const stops: (() => Promise<unknown>)[] = [];
+  const phases = new Phases();
   try {
-    return { ...(await runStarted(options, dir, processes, stops)), processes: processes.all };
+    // The stop's phase is added to `phases` below, before the caller has the result.
+    return { ...(await runStarted(options, dir, processes, stops, phases)), processes: processes.all, phases };
   } finally {
     for (const stop of stops.reverse()) await stop().catch((error: Error) => options.log(`stopping: ${error.message}`));
     await rm(dir, { recursive: true, force: true });
     processes.release();
+    phases.end('stop');
+    options.log(phases.line());
   }
 }
 
-async function runStarted(options: ChaosOptions, dir: string, processes: StartedProcesses, stops: (() => Promise<unknown>)[]): Promise<Omit<ChaosResult, 'processes'>> {
+async function runStarted(
+  options: ChaosOptions,
+  dir: string,
+  processes: StartedProcesses,
+  stops: (() => Promise<unknown>)[],
+  phases: Phases,
+): Promise<Omit<ChaosResult, 'processes' | 'phases'>> {
   const random = seededRandom(options.seed);
   options.log(`seed ${options.seed}; state in ${dir}`);
   const receiver = await new WebhookReceiver().start();
@@ -112,8 +134,6 @@ async function runStarted(options: ChaosOptions, dir: string, processes: Started
     processes.ended(anvil.pid);
   });
   const chain: Chain = { anvil, outside: privateKeyToAccount(generatePrivateKey()).address, wallets: {}, sweepSources: {}, deposited: new Map(), depositing: Promise.resolve() };
-  const temporal = options.temporal === 'cluster' ? await startedCluster(path.join(dir, 'temporal'), processes, options.log) : await startedDevServer(path.join(dir, 'temporal'), processes);
-  stops.push(() => temporal.stop());
   const pgPort = await freeLoopbackPort();
   const replicas = options.temporal === 'cluster' ? 2 : 1;
   const apiPorts = await Promise.all(Array.from({ length: replicas }, () => freeLoopbackPort()));
@@ -121,7 +141,20 @@ async function runStarted(options: ChaosOptions, dir: string, processes: Started
     component: new PostgresComponent(path.join(dir, 'postgres'), pgPort, processes),
     databaseUrl: `postgresql://postgres@127.0.0.1:${pgPort}/postgres`,
   };
-  stops.push(() => postgres.stop());
+  // Temporal and the service's PostgreSQL (its schema and the organizations) start at once: neither needs the other, and
+  // each takes tens of seconds on a busy machine. Both stop at once at the end, after the APIs and workers.
+  const [temporalStart, postgresStart] = await Promise.allSettled([
+    phases.timed('Temporal', options.temporal === 'cluster' ? startedCluster(path.join(dir, 'temporal'), processes, options.log) : startedDevServer(path.join(dir, 'temporal'), processes)),
+    phases.timed('PostgreSQL and the organizations', postgres.start().then(() => sandboxOrganizations(databaseUrl, 'Chaos', ORGANIZATIONS))),
+  ]);
+  stops.push(() =>
+    Promise.all([temporalStart.status === 'fulfilled' && phases.timed('Temporal', temporalStart.value.stop()), phases.timed('PostgreSQL', postgres.stop())]),
+  );
+  if (temporalStart.status === 'rejected') throw temporalStart.reason;
+  if (postgresStart.status === 'rejected') throw new Error(`${(postgresStart.reason as Error).message}\n${postgres.log()}`);
+  const temporal = temporalStart.value;
+  const organizations = postgresStart.value;
+  phases.end('anvil, Temporal and PostgreSQL');
   const taskQueue = `chaos-${randomUUID()}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -141,26 +174,30 @@ async function runStarted(options: ChaosOptions, dir: string, processes: Started
     CHAIN_CONFIRMATIONS_TRON: String(TRON_CONFIRMATIONS),
     // A request the killed API held is taken over by its retry after this long.
     IDEMPOTENCY_LOCK_SECONDS: '10',
+    // A trip's workflow ends once the trip has (after one look for late deposits) rather than watching its address for a
+    // week: the settle window asks Temporal that every workflow of the load has ended, and the load pays no trip late.
+    PAYOUT_LATE_PAYMENT_WATCH_HOURS: '0',
   };
   const worker = new Replicas(
     'worker',
     Array.from({ length: replicas }, () => new NodeComponent('worker', 'worker.js', env, processes)),
   );
-  stops.push(() => worker.stop());
   const api = new Replicas(
     'api',
     apiPorts.map((port) => new NodeComponent('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(port) }, processes)),
   );
-  stops.push(() => api.stop());
+  stops.push(() => phases.timed('APIs and workers', Promise.all([worker.stop(), api.stop()])));
   const supervised = [worker, api, ...temporal.components, postgres].map((component) => new Supervised(component));
   try {
     chain.mining = setInterval(() => void anvilMine(chain.anvil, 1).catch(() => undefined), 1000);
-    await postgres.start();
-    const organizations = await sandboxOrganizations(databaseUrl, 'Chaos', ORGANIZATIONS);
     await worker.start();
     await api.start();
     const supervising = setInterval(() => supervised.forEach((each) => void each.tick()), 500);
-    stops.push(async () => clearInterval(supervising));
+    // Supervision ends (its tick in progress done) before the APIs and workers stop, so that nothing starts them again.
+    stops.push(async () => {
+      clearInterval(supervising);
+      await Promise.all(supervised.map((each) => each.stop()));
+    });
     const urls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
     for (const url of urls) await eventually(async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.ok ? true : undefined), `the API at ${url} ready`, 120_000, 200);
     const client = new ChaosClient(urls, Object.fromEntries(ORGANIZATIONS.map((name) => [name, organizations[name].secret])) as Record<OrganizationName, string>);
@@ -173,13 +210,17 @@ async function runStarted(options: ChaosOptions, dir: string, processes: Started
     const temporalClient = new Client({ connection: temporalConnection });
     const tronMining = mineTron(client);
     stops.push(() => tronMining.stop());
-    const load = await runLoad(options, random, client, receiver, supervised, chain, temporalClient);
+    phases.end('APIs and workers up');
+    const load = await runLoad(options, random, client, receiver, supervised, chain, temporalClient, phases);
     options.log('load done; settling');
-    const checked = () => check(options, orm, temporalClient, client, load, receiver, supervised, chain, env, organizations);
-    const result = await checked();
+    const checked = (pass: { recheck: boolean; phases?: Phases }) => check(options, orm, temporalClient, client, load, receiver, supervised, chain, env, organizations, pass);
+    const result = await checked({ recheck: false, phases });
+    result.report.push(phases.line());
     if (!options.plantFaults) return result;
     const planted = await plantFaults(orm, organizations);
-    return { ...result, faulted: { planted, violations: (await checked()).violations } };
+    const faulted = { planted, violations: (await checked({ recheck: true })).violations };
+    phases.end('planted faults re-checked');
+    return { ...result, faulted };
   } catch (error) {
     throw new Error(`${(error as Error).message}\n${[api, worker, temporal, postgres].map((each) => each.log()).join('\n')}`);
   }

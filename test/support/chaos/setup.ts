@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { parseEther, type Hex } from 'viem';
-import { anvilFunder } from '../anvil';
+import { anvilFunder, anvilReceipt } from '../anvil';
 import { eventually } from '../eventually';
 import { ChaosClient } from './client';
 import { Chain, ORGANIZATIONS, OrganizationName, sleep } from './model';
@@ -74,10 +74,11 @@ export async function walletEth(client: ChaosClient, as: OrganizationName, walle
   return eth ? BigInt(eth.balance) : undefined;
 }
 
-/** A deposit from anvil's dev account; one at a time (its nonce). */
+/** A deposit from anvil's dev account, one at a time (its nonce), counted once its receipt says it was mined and succeeded. */
 export function deposit(chain: Chain, wallet: { id: string; address: Hex }, wei: bigint): Promise<void> {
   chain.depositing = chain.depositing.then(async () => {
-    await anvilFunder(chain.anvil).sendTransaction({ to: wallet.address, value: wei });
+    const receipt = await anvilReceipt(chain.anvil, await anvilFunder(chain.anvil).sendTransaction({ to: wallet.address, value: wei }));
+    if (receipt.status !== '0x1') throw new Error(`the deposit of ${wei} wei to ${wallet.address} reverted`);
     chain.deposited.set(wallet.id, (chain.deposited.get(wallet.id) ?? 0n) + wei);
   });
   return chain.depositing;

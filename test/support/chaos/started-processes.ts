@@ -1,11 +1,32 @@
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 
 /** A process the driver started: its own pid, or (PostgreSQL, started by pg_ctl in a session of its own) a process group. */
 export interface StartedProcess {
   name: string;
   pid: number;
   group: boolean;
+  /**
+   * When it started (clock ticks since boot, /proc/<pid>/stat), read as it was seen to start: a pid is taken again by
+   * another process once its own has ended (pid_max is 32768 here, and a busy machine goes round it in minutes), so
+   * the pid alone does not say the process still runs, nor that a SIGKILL to it would hit ours.
+   */
+  startTime?: string;
+}
+
+/** A process's start time (/proc/<pid>/stat's 22nd field) while it runs (a zombie has ended), else undefined. */
+export function processStartTime(pid: number): string | undefined {
+  const stat = readIfThere(`/proc/${pid}/stat`);
+  // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after its last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return stat && fields[0] !== 'Z' ? fields[19] : undefined;
+}
+
+/** Whether the very process the run started still runs: its pid alive with the start time it had (not a pid taken again since). */
+export function stillRunning(started: StartedProcess): boolean {
+  const now = processStartTime(started.pid);
+  return now !== undefined && now === started.startTime;
 }
 
 /** SIGKILL to a process or its group; false when there was nothing to kill (ESRCH: gone already). */
@@ -50,7 +71,7 @@ export class StartedProcesses {
   }
 
   started(name: string, pid: number, group = false): void {
-    const started = { name, pid, group };
+    const started = { name, pid, group, startTime: processStartTime(pid) };
     this.all.push(started);
     this.live.set(pid, started);
     this.log(`${name} started (pid ${pid}${group ? ', its process group' : ''})`);
@@ -72,11 +93,14 @@ export class StartedProcesses {
   }
 
   private killAll(): void {
+    // A pid file outlives a killed postmaster: the pid it names is ours only while that process runs in the file's folder.
     const fromPidFiles = this.pidFiles.flatMap(({ file, group }) => {
       const pid = Number(readIfThere(file).split('\n')[0]);
-      return Number.isInteger(pid) && pid > 0 ? [{ pid, group }] : [];
+      return Number.isInteger(pid) && pid > 0 && cwdOf(pid) === realDir(path.dirname(file)) ? [{ pid, group }] : [];
     });
-    for (const target of [...descendants(process.pid).map((pid) => ({ pid, group: false })), ...this.live.values(), ...fromPidFiles]) {
+    // A live entry's pid may have been taken by another process since ours ended unseen (a crash): only the same process is killed.
+    const live = [...this.live.values()].filter(stillRunning);
+    for (const target of [...descendants(process.pid).map((pid) => ({ pid, group: false })), ...live, ...fromPidFiles]) {
       try {
         sigkill(target);
       } catch {
@@ -96,7 +120,6 @@ function descendants(root: number): number[] {
     if (!/^\d+$/.test(entry)) continue;
     const stat = readIfThere(`/proc/${entry}/stat`);
     if (!stat) continue;
-    // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after its last ')'.
     const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
     children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
   }
@@ -107,6 +130,22 @@ function descendants(root: number): number[] {
     queue.push(...next);
   }
   return found;
+}
+
+function cwdOf(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`);
+  } catch {
+    return undefined;
+  }
+}
+
+function realDir(dir: string): string | undefined {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return undefined;
+  }
 }
 
 function readIfThere(file: string): string {
