@@ -3,7 +3,7 @@
 # server), alone and longer than the bounded run inside `npm test`: test/fuzz.test.ts with
 # FUZZ_MAX_EXAMPLES (default here 100 per operation and phase), FUZZ_SEED (default a fresh random one,
 # printed so a find can be replayed), FUZZ_POSITIVE_DATA (default 1: the positive-data check on),
-# FUZZ_WORKERS and FUZZ_TIMEOUT_SECONDS. See docs/fuzzing.md.
+# FUZZ_WORKERS, FUZZ_RUNS and FUZZ_TIMEOUT_SECONDS. See docs/fuzzing.md.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -56,6 +56,10 @@ describe('the README quick start', function () {
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: `quick-start-${randomUUID()}`,
       WEBHOOK_ALLOW_INSECURE_LOOPBACK: 'true',
+      // As every test's service (testConfig): the send checked, and the chain scanned, every second rather than every
+      // five, so the script's polls wait on the chain, not on the next check.
+      CHAIN_CHECK_SECONDS: '1',
+      CHAIN_SCAN_INTERVAL_SECONDS: '1',
     };
     processes.push(new ServiceProcess('worker', 'worker.js', shared));
     processes.push(new ServiceProcess('api', 'server.js', { ...shared, HOST: '127.0.0.1', PORT: String(port) }));
