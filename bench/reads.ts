@@ -83,7 +83,9 @@ async function main() {
     const service = `http://127.0.0.1:${port}`;
     await eventually(async () => ((await fetch(`${service}/readyz`).catch(() => undefined))?.ok ? true : undefined), 'the API ready', 60_000, 200);
     const baseline = `http://127.0.0.1:${await bareListening(bare, { databaseUrl: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, reads: bareReads })}`;
-    await measure(reads, service, baseline, headers, api.pid, bare.pid!);
+    // What each bare read replays, in the result: the statements' texts and whether ours prepares them.
+    const shapes = reads.map(({ target }, index) => ({ target, statements: bareReads[index]!.statements.map(({ name, text }) => ({ prepared: name !== undefined, text })) }));
+    await measure(reads, service, baseline, headers, api.pid, bare.pid!, shapes);
   } catch (error) {
     throw new Error(`${(error as Error).message}\n${api.log}`);
   } finally {
@@ -96,7 +98,7 @@ async function main() {
 
 const bareOf = (target: string) => `bare read of its statements and body: ${target}`;
 
-async function measure(reads: { target: string; path: string }[], service: string, baseline: string, headers: Record<string, string>, apiPid: number, barePid: number) {
+async function measure(reads: { target: string; path: string }[], service: string, baseline: string, headers: Record<string, string>, apiPid: number, barePid: number, shapes: object[]) {
   const FLOOR = 'bare Koa route, no database (the floor of a request)';
   const AUTHENTICATED = 'GET /v1/chains/bitcoin (authenticated, no read)';
   const HEALTHZ = 'GET /healthz (middleware, no database)';
@@ -116,7 +118,7 @@ async function measure(reads: { target: string; path: string }[], service: strin
     { name: `${AUTHENTICATED} / ${FLOOR} (medians)`, value: throughput(AUTHENTICATED, FLOOR) },
     { name: `${AUTHENTICATED} CPU / ${FLOOR} CPU, per request (medians)`, value: 1 / cpu(AUTHENTICATED, FLOOR) },
   ];
-  await report('reads', rows, ratios, { api: 'dist/src/server.js in a process of its own', bare: 'bench/reads-bare.ts in a process of its own' });
+  await report('reads', rows, ratios, { api: 'dist/src/server.js in a process of its own', bare: 'bench/reads-bare.ts in a process of its own', shapes });
 }
 
 /** Sends the bare process its routes; resolves with the port it listens on. */
