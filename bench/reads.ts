@@ -1,158 +1,175 @@
-import Koa from 'koa';
-import Router from '@koa/router';
-import pg, { Pool } from 'pg';
-import { createApiKey, hashSecret, presentApiKey } from '../src/api-keys/service';
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import path from 'node:path';
+import pg from 'pg';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createApiKey } from '../src/api-keys/service';
 import { loadConfig } from '../src/config';
-import { createOrm, migrate } from '../src/db/orm';
+import { createOrm, migrate, type Orm } from '../src/db/orm';
 import { createApp } from '../src/http/app';
 import { routeModules } from '../src/modules';
-import { CreateCardBody } from '../src/cards/schemas';
-import { createCard } from '../src/cards/service';
-import { keyProviderFor } from '../src/keys/provider';
 import { createOrganization } from '../src/organizations/service';
 import { createAppDeps } from '../src/runtime';
-import { alternate, BENCH_CARD_BODY, listen, measureHttp, medianOf, report, runBenchmark, serviceLogger, urlOf } from './support';
+import { creditWallet } from '../test/support/bursts';
+import { eventually } from '../test/support/eventually';
+import { freeLoopbackPort } from '../test/support/ports';
+import { ServiceProcess } from '../test/support/service-process';
+import type { BareRead, BareSetup, RecordedStatement } from './reads-bare';
+import { alternate, BENCH_CARD_BODY, callerFor, listen, measureHttp, medianOf, report, runBenchmark, serviceLogger, serviceProcessEnv, urlOf } from './support';
 
 /**
- * Authenticated single-resource reads against bare ceilings in the same process, on the same database:
- * a Koa + pg route reading an API key row by its hash (the issue's bare read), and for the card and the
- * wallet's balances a bare read of their own shape: the very statement our read sends (recorded from
- * one of our requests: its text and values, as a named prepared statement, as ours runs) answered with a
- * body of the same bytes (our response to that request, serialized again per request). What a bare read
- * leaves out is what the ratio prices: authentication, rate limit, validation, our middleware, access
- * log and metrics, and turning the row into the resource. The service runs with rate limits lifted and
- * its logging as `npm start` has it. Two rows bound what our code costs before any read: the floor of a request
- * (a bare Koa route answering a small body, no database) and an authenticated route of ours that reads
- * nothing. Rounds alternate every ceiling with every target; ratios are of medians.
+ * Issue 53's hot reads (the key, a wallet's balances, a card, a send, an invoice) against bare reads of their own
+ * shape. What is measured is the API as `npm start` runs it: `dist/src/server.js` in a process of its own, with the
+ * service's V8 options, logging at LOG_LEVEL to a pipe this process reads, PostgreSQL durable, rate limits lifted.
+ * Each read's ceiling, in another process of its own (bench/reads-bare.ts), is a bare Koa + pg route sending the very
+ * statements our read sends (recorded from one of our requests, in this process: text, values, and a name where
+ * ours prepares one) and answering the same body. What a bare read leaves out is what the ratio prices:
+ * authentication, rate limit, validation, our middleware, access log and metrics, and turning rows into the
+ * resource. Two more rows bound what our code costs before any read: the floor of a request (a bare Koa route
+ * answering a small body, no database) and an authenticated route of ours that reads nothing. Rounds alternate
+ * every ceiling with every target; ratios are of medians. BENCH_SERVICE_NODE_FLAGS adds node flags to the API's
+ * (`--cpu-prof --cpu-prof-dir=…` profiles it alone); BENCH_READS (names, comma-separated: key, balances, card,
+ * send, invoice) measures only those reads.
  */
+const GOAL = 0.7;
+
 async function main() {
   const config = loadConfig({ ...process.env, RATE_LIMIT_BURST: '1000000000', RATE_LIMIT_PER_SECOND: '1000000000' });
   const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
   await migrate(orm);
   const em = orm.em.fork();
   const organization = createOrganization(em, 'Benchmark');
-  const { key, secret } = createApiKey(em, { organization, name: 'Benchmark', scopes: ['*'], environment: 'sandbox' });
+  const { secret } = createApiKey(em, { organization, name: 'Benchmark', scopes: ['*'], environment: 'sandbox' });
   await em.flush();
-
-  const deps = createAppDeps(config, orm, serviceLogger(config.LOG_LEVEL));
-  const service = await listen(createApp(deps, routeModules).app);
-
-  // The ceiling: one pooled connection per request reads the key row by its hash and answers it as JSON.
-  const pool = new Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX });
-  const bare = new Koa();
-  const router = new Router();
-  const secretHash = hashSecret(secret);
-  router.get('/v1/api-keys/me', async (ctx) => {
-    const { rows } = await pool.query('select id, name, scopes, environment, api_version, created_at from api_keys where secret_hash = $1', [secretHash]);
-    ctx.body = rows[0];
-  });
-  // The floor of any request on this machine: Koa and the router answering a small body, no database.
-  router.get('/floor', (ctx) => {
-    ctx.body = { ok: true };
-  });
-  bare.use(router.routes());
-  const baseline = await listen(bare);
-
   const headers = { authorization: `Bearer ${secret}` };
-  const { walletId } = await readFixtures(urlOf(service), headers);
-  const card = await deps.orm.em.fork().transactional((tx) =>
-    createCard(tx, { organizationId: organization.id, environment: 'sandbox', apiKeyId: key.id, memberId: null, apiVersion: key.apiVersion }, CreateCardBody.parse(BENCH_CARD_BODY), { config, allowInsecureLoopback: true, keys: keyProviderFor(config), liveIssuer: false }),
-  );
-  const serverCpu = true;
-  const CEILING = 'bare Koa + pg read (baseline)';
-  const FLOOR = 'bare Koa route, no database (the floor of a request)';
-  const AUTHENTICATED = 'GET /v1/chains/bitcoin (authenticated, no read)';
-  const reads = [
-    { target: 'GET /v1/api-keys/me', path: '/v1/api-keys/me' },
-    { target: 'GET /v1/wallets/:id/balances', path: `/v1/wallets/${walletId}/balances`, shaped: 'bare read of the same statement and body: wallet balances' },
-    { target: 'GET /api/cards/:cardId', path: `/api/cards/${card.card.id}`, shaped: 'bare read of the same statement and body: card' },
-  ];
-  for (const read of reads) {
-    if (!read.shaped) continue;
-    const { statement: { text, values }, body } = await recordRead(`${urlOf(service)}${read.path}`, headers);
-    const name = `bare_${read.path.split('/')[2]}`;
-    router.get(read.path, async (ctx) => {
-      const { rows } = await pool.query({ name, text, values });
-      if (rows.length !== 1) throw new Error(`${read.target}: the bare read found ${rows.length} rows`);
-      ctx.body = body;
-    });
-  }
-  const shapedTargets = reads.flatMap(({ path, shaped }) =>
-    shaped ? [{ target: shaped, measure: () => measureHttp(shaped, `${urlOf(baseline)}${path}`, { serverCpu }) }] : [],
-  );
-  const targets = [
-    { target: CEILING, measure: () => measureHttp(CEILING, `${urlOf(baseline)}/v1/api-keys/me`, { serverCpu }) },
-    ...shapedTargets,
-    ...reads.map(({ target, path }) => ({ target, measure: () => measureHttp(target, `${urlOf(service)}${path}`, { headers, serverCpu }) })),
-    { target: 'GET /healthz (middleware, no database)', measure: () => measureHttp('GET /healthz (middleware, no database)', `${urlOf(service)}/healthz`, { serverCpu }) },
-    { target: AUTHENTICATED, measure: () => measureHttp(AUTHENTICATED, `${urlOf(service)}/v1/chains/bitcoin`, { headers, serverCpu }) },
-    { target: FLOOR, measure: () => measureHttp(FLOOR, `${urlOf(baseline)}/floor`, { serverCpu }) },
-  ];
-  const rows = await alternate(targets);
-  const ceiling = medianOf(rows, CEILING, 'requests_per_second');
-  const ceilingCpu = medianOf(rows, CEILING, 'server_cpu_us_per_request');
-  // Each read against the bare read of its shape (the key row's for /v1/api-keys/me), the goal; the two
-  // shaped ones against the key row's too, as the issue first measured them. Throughput is the goal; CPU
-  // per request says the same with far less noise on a shared machine.
-  const perRequest = (target: string, ceilingTarget: string, metric: 'requests_per_second' | 'server_cpu_us_per_request') =>
-    metric === 'requests_per_second' ? medianOf(rows, target, metric) / medianOf(rows, ceilingTarget, metric) : medianOf(rows, ceilingTarget, metric) / medianOf(rows, target, metric);
-  const ratios = [
-    ...reads.map(({ target, shaped }) => ({ name: `${target} / ${shaped ?? 'bare read'} (medians)`, value: perRequest(target, shaped ?? CEILING, 'requests_per_second'), goal: 0.6 })),
-    ...reads.flatMap(({ target, shaped }) => (shaped ? [{ name: `${target} / bare read of the key row (medians)`, value: medianOf(rows, target, 'requests_per_second') / ceiling }] : [])),
-    ...reads.map(({ target, shaped }) => ({ name: `${shaped ?? 'bare read'} CPU / ${target} CPU, per request (medians)`, value: perRequest(target, shaped ?? CEILING, 'server_cpu_us_per_request') })),
-    ...reads.flatMap(({ target, shaped }) => (shaped ? [{ name: `bare read of the key row CPU / ${target} CPU, per request (medians)`, value: ceilingCpu / medianOf(rows, target, 'server_cpu_us_per_request') }] : [])),
-    // Our middleware and authentication with no read at all, against the floor and against the bare read (which has a read).
-    { name: `${AUTHENTICATED} / ${FLOOR} (medians)`, value: perRequest(AUTHENTICATED, FLOOR, 'requests_per_second') },
-    { name: `${AUTHENTICATED} / bare read (medians)`, value: perRequest(AUTHENTICATED, CEILING, 'requests_per_second') },
-  ];
-  await report('reads', rows, ratios, { sample_key: presentApiKey(key).id });
 
-  service.close();
+  // The app in this process makes the fixtures and records what each read sends and answers; it measures nothing.
+  const deps = createAppDeps(config, orm, serviceLogger(config.LOG_LEVEL));
+  const recorder = await listen(createApp(deps, routeModules).app);
+  const fixtures = await readFixtures(urlOf(recorder), secret, orm);
+  const only = process.env.BENCH_READS?.split(',').map((name) => name.trim());
+  const reads = [
+    { name: 'key', target: 'GET /v1/api-keys/me', path: '/v1/api-keys/me' },
+    { name: 'balances', target: 'GET /v1/wallets/:id/balances', path: `/v1/wallets/${fixtures.walletId}/balances` },
+    { name: 'card', target: 'GET /api/cards/:cardId', path: `/api/cards/${fixtures.cardId}` },
+    { name: 'send', target: 'GET /v1/transactions/:id', path: `/v1/transactions/${fixtures.transactionId}` },
+    { name: 'invoice', target: 'GET /api/lightning/invoices/:id', path: `/api/lightning/invoices/${fixtures.invoiceId}` },
+  ].filter((read) => !only || only.includes(read.name));
+  const bareReads: BareRead[] = [];
+  for (const read of reads) bareReads.push({ path: read.path, ...(await recordRead(`${urlOf(recorder)}${read.path}`, headers)) });
+  recorder.close();
   await deps.keyCache.stop();
-  baseline.close();
-  await pool.end();
   await deps.temporal.connection.close();
   await orm.close();
+
+  const port = await freeLoopbackPort();
+  const env = serviceProcessEnv(config.DATA_DIR, `bench-reads-${randomUUID()}`);
+  const api = new ServiceProcess('api', 'server.js', {
+    ...env,
+    RATE_LIMIT_BURST: '1000000000',
+    RATE_LIMIT_PER_SECOND: '1000000000',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    NODE_OPTIONS: `${env.NODE_OPTIONS} ${process.env.BENCH_SERVICE_NODE_FLAGS ?? ''}`.trim(),
+  });
+  const bare = fork(path.join(__dirname, 'reads-bare.js'), { execArgv: process.env.SERVICE_NODE_OPTIONS!.split(' ').filter(Boolean) });
+  const killAll = () => {
+    void api.kill();
+    bare.kill('SIGKILL');
+  };
+  process.once('exit', killAll);
+  try {
+    const service = `http://127.0.0.1:${port}`;
+    await eventually(async () => ((await fetch(`${service}/readyz`).catch(() => undefined))?.ok ? true : undefined), 'the API ready', 60_000, 200);
+    const baseline = `http://127.0.0.1:${await bareListening(bare, { databaseUrl: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, reads: bareReads })}`;
+    // What each bare read replays, in the result: the statements' texts and whether ours prepares them.
+    const shapes = reads.map(({ target }, index) => ({ target, statements: bareReads[index]!.statements.map(({ name, text }) => ({ prepared: name !== undefined, text })) }));
+    await measure(reads, service, baseline, headers, api.pid, bare.pid!, shapes);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${api.log}`);
+  } finally {
+    process.removeListener('exit', killAll);
+    bare.disconnect();
+    await once(bare, 'exit');
+    await api.stop();
+  }
 }
 
+const bareOf = (target: string) => `bare read of its statements and body: ${target}`;
+
+async function measure(reads: { target: string; path: string }[], service: string, baseline: string, headers: Record<string, string>, apiPid: number, barePid: number, shapes: object[]) {
+  const FLOOR = 'bare Koa route, no database (the floor of a request)';
+  const AUTHENTICATED = 'GET /v1/chains/bitcoin (authenticated, no read)';
+  const HEALTHZ = 'GET /healthz (middleware, no database)';
+  const rows = await alternate([
+    ...reads.map(({ target, path: readPath }) => ({ target: bareOf(target), measure: () => measureHttp(bareOf(target), `${baseline}${readPath}`, { serverCpu: barePid }) })),
+    ...reads.map(({ target, path: readPath }) => ({ target, measure: () => measureHttp(target, `${service}${readPath}`, { headers, serverCpu: apiPid }) })),
+    { target: HEALTHZ, measure: () => measureHttp(HEALTHZ, `${service}/healthz`, { serverCpu: apiPid }) },
+    { target: AUTHENTICATED, measure: () => measureHttp(AUTHENTICATED, `${service}/v1/chains/bitcoin`, { headers, serverCpu: apiPid }) },
+    { target: FLOOR, measure: () => measureHttp(FLOOR, `${baseline}/floor`, { serverCpu: barePid }) },
+  ]);
+  // Throughput is the goal; CPU per request says the same with far less noise on a shared machine.
+  const throughput = (target: string, ceiling: string) => medianOf(rows, target, 'requests_per_second') / medianOf(rows, ceiling, 'requests_per_second');
+  const cpu = (target: string, ceiling: string) => medianOf(rows, ceiling, 'server_cpu_us_per_request') / medianOf(rows, target, 'server_cpu_us_per_request');
+  const ratios = [
+    ...reads.map(({ target }) => ({ name: `${target} / ${bareOf(target)} (medians)`, value: throughput(target, bareOf(target)), goal: GOAL })),
+    ...reads.map(({ target }) => ({ name: `its bare read's CPU / ${target} CPU, per request (medians)`, value: cpu(target, bareOf(target)) })),
+    { name: `${AUTHENTICATED} / ${FLOOR} (medians)`, value: throughput(AUTHENTICATED, FLOOR) },
+    { name: `${AUTHENTICATED} CPU / ${FLOOR} CPU, per request (medians)`, value: 1 / cpu(AUTHENTICATED, FLOOR) },
+  ];
+  await report('reads', rows, ratios, { api: 'dist/src/server.js in a process of its own', bare: 'bench/reads-bare.ts in a process of its own', shapes });
+}
+
+/** Sends the bare process its routes; resolves with the port it listens on. */
+async function bareListening(bare: ChildProcess, setup: BareSetup): Promise<number> {
+  const listening = once(bare, 'message') as Promise<[{ port: number }]>;
+  bare.send(setup);
+  const [{ port }] = await listening;
+  return port;
+}
 
 /**
- * One of our reads: the statement it sent (every `pg` query while it ran is recorded; nothing else runs
- * then) and the body it answered, parsed: what the bare read of its shape replays.
+ * One of our reads: the statements it sent (every `pg` query while it ran is recorded; nothing else runs then) and
+ * the body it answered, parsed: what the bare read of its shape replays. A request may also take rate-limit tokens
+ * or note the key's last use: of ten requests, the one with the fewest statements is the read alone.
  */
-async function recordRead(url: string, headers: Record<string, string>): Promise<{ statement: { text: string; values: unknown[] }; body: unknown }> {
-  const statements: { text: string; values: unknown[] }[] = [];
+async function recordRead(url: string, headers: Record<string, string>): Promise<{ statements: RecordedStatement[]; body: unknown }> {
+  let statements: RecordedStatement[] = [];
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const [config, values] = args as [string | { text: string; values?: unknown[] }, unknown[] | undefined];
-    statements.push(typeof config === 'string' ? { text: config, values: values ?? [] } : { text: config.text, values: config.values ?? [] });
+    const [config, values] = args as [string | { name?: string; text: string; values?: unknown[] }, unknown[] | undefined];
+    if (typeof config === 'string') statements.push({ text: config, values: values ?? [] });
+    else statements.push({ ...(config.name ? { name: config.name } : {}), text: config.text, values: config.values ?? [] });
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
   try {
-    // A request may also take rate-limit tokens or touch the key's last use: the read alone is a request with one statement.
+    let fewest: { statements: RecordedStatement[]; body: unknown } | undefined;
     for (let attempt = 0; attempt < 10; attempt += 1) {
-      statements.length = 0;
+      statements = [];
       const response = await fetch(url, { headers });
       if (!response.ok) throw new Error(`GET ${url}: ${response.status}`);
       const body: unknown = await response.json();
-      if (statements.length === 1) return { statement: statements[0]!, body };
+      if (!fewest || statements.length < fewest.statements.length) fewest = { statements, body };
     }
-    throw new Error(`GET ${url}: never a request with its read alone (${statements.length} statements the last time)`);
+    return fewest!;
   } finally {
     pg.Client.prototype.query = query;
   }
 }
 
-/** A vault and an Ethereum wallet made through the API, as a user would. */
-async function readFixtures(url: string, headers: Record<string, string>): Promise<{ walletId: string }> {
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    if (!response.ok) throw new Error(`POST ${path}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as { id: string };
-  };
-  const vault = await post('/v1/vaults', { name: 'Benchmark vault' });
-  const wallet = await post('/v1/wallets', { name: 'Benchmark wallet', chain: 'ethereum', vault_id: vault.id, wallet_type: 'hot' });
-  return { walletId: wallet.id };
+/** What the reads read, made through the API as a user would (the card and the send's funds through the service's code). */
+async function readFixtures(url: string, secret: string, orm: Orm): Promise<{ walletId: string; cardId: string; transactionId: string; invoiceId: string }> {
+  const call = callerFor(url, secret);
+  const vault = await call('POST', '/v1/vaults', { name: 'Benchmark vault' });
+  const wallet = await call('POST', '/v1/wallets', { name: 'Benchmark wallet', chain: 'ethereum', vault_id: vault.id, wallet_type: 'hot' });
+  await creditWallet(orm.em.fork(), wallet.id as string, 10n ** 18n);
+  // No worker serves the task queue: the send stays where it was accepted, its amount locked.
+  const send = await call('POST', '/v1/transactions', { wallet_id: wallet.id, to_address: privateKeyToAccount(generatePrivateKey()).address, amount: '0.0001', asset: 'ETH' });
+  await call('POST', '/v1/sandbox/balances', { currency: 'usd', amount: '50000' });
+  const card = await call('POST', '/api/cards', BENCH_CARD_BODY);
+  const invoice = await call('POST', '/api/lightning/invoices', { amount: 1500, description: 'benchmark', reference: randomUUID() });
+  return { walletId: wallet.id as string, cardId: card.data.card.id as string, transactionId: send.id as string, invoiceId: invoice.id as string };
 }
 
 runBenchmark(main);

@@ -1,4 +1,5 @@
-import type { BenchResult } from './table';
+import { freshnessOf, type Freshness } from './measured-code';
+import { freshnessLine, type BenchResult } from './table';
 
 /** docs/scaling.md's generated section, between these markers. */
 export const SCALING_START = '<!-- scaling-tables: written by `npm run bench:table` from the newest bench/results/*-scaling.json; edit that, not this -->';
@@ -17,7 +18,7 @@ interface FlowCapacity {
   machine_per_second_predicted: number;
 }
 
-export type ScalingResult = BenchResult & { capacity: FlowCapacity[]; shards: number; in_flight: number; commit?: string | null };
+export type ScalingResult = BenchResult & { capacity: FlowCapacity[]; shards: number; in_flight: number };
 
 /** The loads the sizing table is worked out for, in flows per second of one kind. */
 export const SIZING_LOADS = [100, 1_000];
@@ -29,8 +30,8 @@ const perCore = (ms: number) => (ms > 0 ? fixed(1000 / ms, 0) : '—');
 /** Cores (or single-loop Node processes) a part needs for `load` flows/s at the planned utilization. */
 const needed = (ms: number, load: number) => Math.max(1, Math.ceil((ms * load) / (1000 * PLANNED_UTILIZATION)));
 
-/** docs/scaling.md's tables from the newest scaling result. */
-export function scalingTables(result: ScalingResult): string {
+/** docs/scaling.md's tables from the newest scaling result, saying whether it still measures the current code and Node (`freshness`). */
+export function scalingTables(result: ScalingResult, freshness: Freshness = freshnessOf(result)): string {
   const measured = [
     '| flow | its shape (activities, local) | measured flows/s | p99 ms | machine idle | bare workflows of its shape/s | predicted flows/s for these cores (its CPU per flow, load generator included) |',
     '|---|---|---|---|---|---|---|',
@@ -65,7 +66,7 @@ export function scalingTables(result: ScalingResult): string {
     ),
   ];
   const source =
-    `From [\`${result.file}\`](../bench/results/${result.file}): ${result.date.slice(0, 16).replace('T', ' ')} UTC, commit ${result.commit ?? 'unknown'}, ` +
+    `From [\`${result.file}\`](../bench/results/${result.file}): ${result.date.slice(0, 16).replace('T', ' ')} UTC, commit ${result.commit ?? 'unknown'} (${freshnessLine(freshness)}), ` +
     `node ${result.machine.node}, ${result.machine.cores} cores (load average ${result.machine.load_average.map((value) => value.toFixed(1)).join(' ')} at the end, machine shared: ${result.settings.machine_shared}); ` +
     `${result.shards} history shard, ${result.in_flight} flows in flight, ${result.settings.rounds} rounds of ${result.seconds ?? result.settings.seconds} s; PostgreSQL ` +
     (typeof result.settings.database === 'string' ? result.settings.database : Object.entries(result.settings.database).map(([name, value]) => `${name} ${value}`).join(', ')) +

@@ -11,6 +11,7 @@ import type Koa from 'koa';
 import pg from 'pg';
 import pino from 'pino';
 import { createLogger, type Logger } from '../src/logger';
+import { measuredPaths, worktreeDigests } from './measured-code';
 
 /**
  * What every benchmark shares: its duration and concurrency settings, an HTTP measurement with
@@ -73,7 +74,7 @@ export interface HttpMeasurement {
   requests_per_second: number;
   latency_p50_ms: number;
   latency_p99_ms: number;
-  /** With `serverCpu`: this process's CPU time (user + system) per request of the measured run, in µs. */
+  /** With `serverCpu`: the server's CPU time (user + system) per request of the measured run, in µs. */
   server_cpu_us_per_request?: number;
 }
 
@@ -82,26 +83,32 @@ export interface HttpMeasurement {
  * With uniqueBody, every request sends a body of its own: the template with each `[<unique>]` replaced by a
  * fresh UUID (unique references for creates). autocannon's idReplacement is not used for that: it sends a
  * Content-Length that assumes ids of a fixed length.
- * With serverCpu (a server in this process), the row also has this process's CPU per request: on a shared
- * machine it moves far less than throughput does, and throughput on an idle one follows it.
+ * With serverCpu, the row also has the server's CPU per request: this process's (`true`, a server in this process)
+ * or the process's of that pid (Linux's /proc). On a shared machine it moves far less than throughput does, and
+ * throughput on an idle one follows it.
  */
 export async function measureHttp(
   target: string,
   url: string,
-  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string; uniqueBody?: string; serverCpu?: boolean } = {},
+  options: { headers?: Record<string, string>; connections?: number; seconds?: number; method?: 'GET' | 'POST'; body?: string; uniqueBody?: string; serverCpu?: boolean | number } = {},
 ): Promise<HttpMeasurement> {
   const connections = options.connections ?? BENCH_CONNECTIONS;
   const request = { url, connections, headers: options.headers ?? {}, method: options.method ?? 'GET', body: options.body, uniqueBody: options.uniqueBody };
   await load({ ...request, duration: 2 });
-  const cpuBefore = process.cpuUsage();
+  const serverPid = options.serverCpu;
+  const cpuUs = typeof serverPid === 'number' ? () => processCpuMs(serverPid) * 1000 : () => {
+    const { user, system } = process.cpuUsage();
+    return user + system;
+  };
+  const cpuBefore = cpuUs();
   const result = await load({ ...request, duration: options.seconds ?? BENCH_SECONDS });
-  const cpu = process.cpuUsage(cpuBefore);
+  const cpu = cpuUs() - cpuBefore;
   if (result.non2xx || result.errors || result.timeouts || !result['2xx']) {
     throw new Error(`${target}: ${result['2xx']} 2xx answers, ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
   }
   const measurement = { target, connections, requests_per_second: result.requests.average, latency_p50_ms: result.latency.p50, latency_p99_ms: result.latency.p99 };
   if (!options.serverCpu) return measurement;
-  return { ...measurement, server_cpu_us_per_request: Math.round((cpu.user + cpu.system) / result.requests.total) };
+  return { ...measurement, server_cpu_us_per_request: Math.round(cpu / result.requests.total) };
 }
 
 /** Linux's clock tick (USER_HZ), in which /proc reports CPU time: 100 on every architecture Node runs on. */
@@ -119,6 +126,13 @@ function readStat(file: string): { name: string; ppid: string; ms: number; reape
   } catch {
     return undefined; // The process or thread ended between the listing and the read.
   }
+}
+
+/** The CPU time a running process (all its threads) has used so far, in ms (Linux's /proc). */
+export function processCpuMs(pid: number): number {
+  const stat = readStat(`/proc/${pid}/stat`);
+  if (!stat) throw new Error(`no process ${pid} to read the CPU of`);
+  return stat.ms;
 }
 
 /**
@@ -314,7 +328,7 @@ function measuredCommit(): string | null {
 
 /**
  * Prints a benchmark's table and ratios and writes bench/results/<run start>-<name>.json: the date, the
- * machine, the settings (durability read from the database), every round's row, the ratios and `extra`.
+ * commit and the digests of the code measured, the machine (its Node included), the settings (durability read from the database), every round's row, the ratios and `extra`.
  * The README's table is generated from these files (`npm run bench:table`).
  */
 export async function report(name: string, rows: object[], ratios: Ratio[], extra: Record<string, unknown> = {}): Promise<void> {
@@ -330,6 +344,8 @@ export async function report(name: string, rows: object[], ratios: Ratio[], extr
     date: new Date().toISOString(),
     run: run.toISOString(),
     commit: measuredCommit(),
+    // What `npm run bench:table` compares with the tree of its day to mark the result stale (bench/measured-code.ts).
+    code: worktreeDigests(measuredPaths(name)) ?? null,
     machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memory_mib: Math.round(os.totalmem() / 1024 / 1024), node: process.version, load_average: os.loadavg() },
     settings: {
       seconds: BENCH_SECONDS,

@@ -223,26 +223,31 @@ export async function walletPresenter(em: EntityManager, wallets: Wallet[]) {
 }
 
 export function presentBalance(wallet: Wallet, entry: ReturnType<typeof walletBalances>[number]) {
+  const { decimals } = entry.asset;
+  const [balance, available, locked, pending] = [entry.balance.toString(), entry.available.toString(), entry.locked.toString(), entry.pending.toString()];
+  // Written out: four objects with computed keys, each spread into this one, cost a balance read about a twentieth of
+  // its CPU in a profile of the reads benchmark (issue 53), each amount also turned into text twice.
   return {
     object: 'balance' as const,
     wallet_id: wallet.id,
     asset: entry.asset.symbol,
     asset_id: entry.asset.id,
-    asset_decimals: entry.asset.decimals,
+    asset_decimals: decimals,
     chain: wallet.chain,
     network: wallet.network,
     // The specification's fields are base units; beside them each amount under the API's usual names: `_raw`
     // base units (the same value) and `_display` the display decimal (`x` / `x_raw` elsewhere).
-    balance: entry.balance.toString(),
-    available: entry.available.toString(),
-    locked: entry.locked.toString(),
-    pending: entry.pending.toString(),
-    ...namedAmount('balance', entry.balance, entry.asset.decimals),
-    ...namedAmount('available', entry.available, entry.asset.decimals),
-    ...namedAmount('locked', entry.locked, entry.asset.decimals),
-    ...namedAmount('pending', entry.pending, entry.asset.decimals),
+    balance,
+    available,
+    locked,
+    pending,
+    balance_raw: balance,
+    balance_display: toDisplay(balance, decimals),
+    available_raw: available,
+    available_display: toDisplay(available, decimals),
+    locked_raw: locked,
+    locked_display: toDisplay(locked, decimals),
+    pending_raw: pending,
+    pending_display: toDisplay(pending, decimals),
   };
 }
-
-const namedAmount = <N extends string>(name: N, baseUnits: bigint, decimals: number) =>
-  ({ [`${name}_raw`]: baseUnits.toString(), [`${name}_display`]: toDisplay(baseUnits, decimals) }) as Record<`${N}_raw` | `${N}_display`, string>;

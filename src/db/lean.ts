@@ -6,7 +6,7 @@ import { applicationName } from './application-name';
 /*
  * Lookups for the hot path of reads. `em.findOne` spends about half a millisecond of CPU per call
  * building its query and hydrating the result, several times what the round trip itself costs
- * (bench/README.md); these build each statement once per entity and filter shape from the entity's
+ * (bench/HISTORY.md); these build each statement once per entity and filter shape from the entity's
  * metadata, run it, and hydrate with `em.map`, so what they return is the same managed entity, its
  * relations as references (`lockOneByColumns` also locks the row). Only conjunctions of equalities are
  * expressed; anything richer (populate, operators) stays with `em.find`.
@@ -19,7 +19,7 @@ import { applicationName } from './application-name';
  * that reads only these forks none (src/http/route.ts forks on first use).
  * PostgreSQL hands each of their rows over as one JSON text (`row_to_json`), which one JSON.parse reads:
  * the driver's reading of a wide row column by column (a string and a type lookup per field) cost a card
- * read about a fifth of its CPU (bench/README.md).
+ * read about a fifth of its CPU (bench/HISTORY.md).
  */
 
 type Scalar = string | number | boolean | null;
@@ -142,7 +142,7 @@ const IDLE_MS = 10_000;
  * included) and Client class (to the URL's writable host), as large as knex's pool, for the statements
  * of this file that run outside a transaction (a GET's reads). Acquiring and releasing through knex's
  * pool (tarn) cost such a read about thirty promises and a timer, each promise dearer while MikroORM's
- * AsyncLocalStorage is on: about 8 µs of CPU per read, a tenth of a card read's (bench/README.md).
+ * AsyncLocalStorage is on: about 8 µs of CPU per read, a tenth of a card read's (bench/HISTORY.md).
  * `orm.close()` ends it. Connections: up to twice `DATABASE_POOL_MAX` per process, idle ones closed
  * after IDLE_MS.
  */

@@ -126,6 +126,8 @@ interface Lease {
   taking?: Promise<RateLimitDecision | undefined>;
   /** Requests of this key in this process since `countedSince`: the demand a batch is sized by. */
   requests: number;
+  /** Requests of this key waiting for a take now: a batch is at least as large, whatever the round trip's length. */
+  waiting: number;
   countedSince: number;
 }
 
@@ -165,7 +167,13 @@ export class SharedTokenBucket {
         const remaining = Math.floor(lease.sharedRemaining + lease.tokens);
         return { allowed: true, limit: this.capacity, remaining, resetSeconds: Math.ceil((this.capacity - remaining) / this.refillPerSecond) };
       }
-      const refused = await (lease.taking ?? this.startTake(em, apiKeyId, lease));
+      lease.waiting += 1;
+      let refused: RateLimitDecision | undefined;
+      try {
+        refused = await (lease.taking ?? this.startTake(em, apiKeyId, lease));
+      } finally {
+        lease.waiting -= 1;
+      }
       if (refused && lease.tokens < 1) return refused;
     }
   }
@@ -174,7 +182,7 @@ export class SharedTokenBucket {
     let lease = this.leases.get(apiKeyId);
     if (!lease) {
       // A key first seen counts as quiet (one request in the last second): its first take is one token.
-      lease = { tokens: 0, expiresAt: 0, batch: 1, sharedRemaining: this.capacity, requests: 0, countedSince: this.now() - 1_000 };
+      lease = { tokens: 0, expiresAt: 0, batch: 1, sharedRemaining: this.capacity, requests: 0, waiting: 0, countedSince: this.now() - 1_000 };
       this.leases.set(apiKeyId, lease);
     }
     return lease;
@@ -191,8 +199,11 @@ export class SharedTokenBucket {
   /** One upsert: refills the shared bucket and takes up to a batch of whole tokens from it; a refusal when it had none. */
   private async takeBatch(em: EntityManager, apiKeyId: string, lease: Lease): Promise<RateLimitDecision | undefined> {
     const now = this.now();
-    // Demand since the last take, scaled to a lease period; 1 for a key that is not busy.
-    const batch = Math.min(this.maxBatch, Math.max(1, Math.ceil((lease.requests * LEASE_MS) / Math.max(now - lease.countedSince, 1))));
+    // Demand since the last take, scaled to a lease period; 1 for a key that is not busy. At least the requests waiting
+    // now: a round trip longer than a lease (slow commits) would otherwise shrink each batch below the last, down to one
+    // token per round trip, every request of the key then waiting its turn for a commit.
+    const demand = Math.ceil((lease.requests * LEASE_MS) / Math.max(now - lease.countedSince, 1));
+    const batch = Math.min(this.maxBatch, Math.max(1, lease.waiting, demand));
     lease.requests = 0;
     lease.countedSince = now;
     lease.batch = batch;

@@ -5,7 +5,7 @@ import type * as Libsecp256k1 from 'tiny-secp256k1';
 
 /**
  * libsecp256k1 compiled to WebAssembly: signs in about 90 µs and verifies in about 180 µs where
- * @noble/curves takes 210 and 1,200 (bench/README.md, lightning-invoices), the same RFC 6979 signatures.
+ * @noble/curves takes 210 and 1,200 (bench/HISTORY.md, lightning-invoices), the same RFC 6979 signatures.
  * Loaded on first use: its compiled module holds about 10 MiB, which a process that never signs nor
  * checks a signature (the worker's payments decode with `verifiedPayee`) does not carry.
  */

@@ -23,7 +23,7 @@ import { presentCreatedInvoice, presentDecoded, presentInvoice, presentPayment }
 import { answeredByNode, configuredLightningNodes } from './lnd';
 import { createInvoice, settleIncomingInvoice, type NewInvoice } from './invoices';
 import { createPayment, decodePaymentRequest, preparePayment, previewPayment, type NewPayment } from './payments';
-import { findRecord, listRecords } from './service';
+import { findRecord, listRecords, readRecord } from './service';
 
 /** What the invoice, preview and payment routes say about the environment's node. */
 const THROUGH_THE_NODE =
@@ -82,8 +82,8 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     scope: 'lightning:read',
     params: InvoiceIdParams,
     response: { status: 200, description: 'The invoice', schema: InvoiceEnvelope },
-    handler: async ({ auth, params, em, ctx }) => ({
-      body: resultEnvelope(ctx.state.requestId, 'Invoice retrieved', presentInvoice(await findRecord(em, auth, params.id))),
+    handler: async ({ auth, params, deps, ctx }) => ({
+      body: resultEnvelope(ctx.state.requestId, 'Invoice retrieved', presentInvoice(await readRecord(deps.orm.em, auth, params.id))),
     }),
   });
 
@@ -145,8 +145,8 @@ export function registerLightningRoutes(routes: RouteRegistry): void {
     scope: 'lightning:read',
     params: InvoiceIdParams,
     response: { status: 200, description: 'The payment', schema: PaymentEnvelope },
-    handler: async ({ auth, params, em, ctx }) => ({
-      body: resultEnvelope(ctx.state.requestId, 'Payment retrieved', presentPayment(await findRecord(em, auth, params.id, 'outgoing', 'lightning payment'))),
+    handler: async ({ auth, params, deps, ctx }) => ({
+      body: resultEnvelope(ctx.state.requestId, 'Payment retrieved', presentPayment(await readRecord(deps.orm.em, auth, params.id, 'outgoing', 'lightning payment'))),
     }),
   });
 

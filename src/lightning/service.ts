@@ -5,7 +5,7 @@
  */
 import type { EntityManager, ObjectQuery } from '@mikro-orm/postgresql';
 import type { Environment } from '../api-keys/entities';
-import { findOneByColumns, sql } from '../db/lean';
+import { findOneByColumns, readOneByColumns, sql } from '../db/lean';
 import { DomainError, errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { LightningInvoice, type InvoiceDirection, type InvoiceStatus } from './entities';
@@ -76,6 +76,16 @@ export async function insertRowUnlessTaken(em: EntityManager, row: NewRecordRow)
 /** One of the tenant's records; another organization's or the other environment's id is 404 alike. */
 export async function findRecord(em: EntityManager, tenant: Tenant, id: string, direction?: InvoiceDirection, resource = 'lightning invoice') {
   const record = isUuid(id) ? await em.findOne(LightningInvoice, { id, ...tenantFilter(tenant), ...(direction ? { direction } : {}) }) : null;
+  if (!record) throw errors.notFound(resource, id);
+  return record;
+}
+
+/**
+ * The same for a GET that only presents it: a detached copy read by a prepared statement (src/db/lean.ts),
+ * never in an entity manager, so `em` may be the process's own (`deps.orm.em`).
+ */
+export async function readRecord(em: EntityManager, tenant: Tenant, id: string, direction?: InvoiceDirection, resource = 'lightning invoice') {
+  const record = isUuid(id) ? await readOneByColumns(em, LightningInvoice, { id, ...tenantFilter(tenant), ...(direction ? { direction } : {}) }) : null;
   if (!record) throw errors.notFound(resource, id);
   return record;
 }

@@ -1,6 +1,8 @@
 /** Reads of sends: one of the tenant's sends, and the Transaction resource as the API presents one send or a page. */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { assetById, findChain, type AssetInfo } from '../catalogue/service';
+import { Address } from '../custody/entities';
+import { readByColumns, readOneByColumns, readOneWithChildren } from '../db/lean';
 import { errors } from '../shared/errors';
 import { isUuid } from '../shared/ids';
 import { toDisplay } from '../shared/money';
@@ -15,6 +17,28 @@ export async function findTransaction(em: EntityManager, tenant: { organizationI
   if (!transaction) throw errors.notFound('transaction', id);
   return transaction;
 }
+
+/**
+ * One of the tenant's sends as a GET presents it, read by prepared statements into detached copies
+ * (src/db/lean.ts; never in an entity manager, so `em` may be the process's own): the send with its
+ * replacements in one statement, its from-address in another, and a Bitcoin send's inputs in a third.
+ * What `findTransaction` and `presentTransaction` give, without the ORM's query building and hydration.
+ */
+export async function readPresentedTransaction(em: EntityManager, tenant: { organizationId: string; environment: string }, id: string) {
+  const read = isUuid(id)
+    ? await readOneWithChildren(em, OutgoingTransaction, { id, organization: tenant.organizationId, environment: tenant.environment }, { entity: TransactionReplacement, parentKey: 'transaction' })
+    : null;
+  if (!read) throw errors.notFound('transaction', id);
+  const { row: transaction, children: replacements } = read;
+  const fromAddress = await readOneByColumns(em, Address, { id: transaction.fromAddress.id });
+  if (!fromAddress) throw new Error(`send ${transaction.id}: its from-address ${transaction.fromAddress.id} is gone`);
+  transaction.fromAddress = fromAddress;
+  const outputs = transaction.chain === 'bitcoin' ? (await readByColumns(em, WalletOutput, { spentBy: transaction.id })).sort(byOutpoint) : [];
+  return presentWithInputs(transaction, outputs, replacements.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()));
+}
+
+/** The order `transactionPresenter` reads a send's inputs in (txid, then vout). */
+const byOutpoint = (a: WalletOutput, b: WalletOutput) => (a.txid < b.txid ? -1 : a.txid > b.txid ? 1 : a.vout - b.vout);
 
 /** The hash a send is known by: the candidate the chain mined, else its own. */
 export const sendHash = (transaction: Pick<OutgoingTransaction, 'txHash' | 'minedTxHash'>): string | null => transaction.minedTxHash ?? transaction.txHash ?? null;

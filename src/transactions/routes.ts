@@ -6,7 +6,7 @@ import { estimateFee } from './estimate';
 import { readReplacementMarket, requestReplacement } from './replacements';
 import { CancelTransactionBody, CreateTransactionBody, EstimateFeeBody, FeeEstimation, SpeedUpTransactionBody, TransactionListQuery, TransactionObject, TransactionParams } from './schemas';
 import { readSendFromNode } from './node-reads';
-import { findTransaction, presentTransaction, transactionPresenter } from './presenters';
+import { readPresentedTransaction, transactionPresenter } from './presenters';
 import { createTransaction } from './service';
 
 const TAG = 'Transactions';
@@ -122,6 +122,6 @@ export function registerTransactionRoutes(routes: RouteRegistry): void {
     scope: 'custody:read',
     params: TransactionParams,
     response: { status: 200, description: 'The transaction', schema: TransactionObject },
-    handler: async ({ auth, em, params }) => ({ body: await presentTransaction(em, await findTransaction(em, auth, params.id)) }),
+    handler: async ({ auth, deps, params }) => ({ body: await readPresentedTransaction(deps.orm.em, auth, params.id) }),
   });
 }

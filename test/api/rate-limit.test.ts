@@ -151,4 +151,34 @@ describe('Shared token bucket under load', () => {
     assert.deepEqual(remaining, [4, 3, 2], 'one token per request, as a single shared counter');
     assert.equal((await bucketRow(quiet.apiKeyId)).taken, 1);
   });
+
+  it('serves every waiting request of a busy key with one take when a round trip outlasts a lease (slow commits)', async () => {
+    const org = await createTestOrganization();
+    const em = (await testOrm()).em;
+    // Each take's round trip lasts 200 ms on the bucket's clock, four leases: the batch must not shrink take after take.
+    let clock = Date.now();
+    let takes = 0;
+    const slow = {
+      getConnection: () => ({
+        execute: async (...args: Parameters<ReturnType<typeof em.getConnection>['execute']>) => {
+          const rows = await em.getConnection().execute(...args);
+          takes += 1;
+          clock += 200;
+          return rows;
+        },
+      }),
+    } as unknown as typeof em;
+    const bucket = new SharedTokenBucket(1_000_000, 1_000_000, () => clock);
+    const perWave: number[] = [];
+    for (let wave = 0; wave < 6; wave += 1) {
+      const before = takes;
+      const decisions = await Promise.all(Array.from({ length: 50 }, () => bucket.take(slow, org.apiKeyId)));
+      assert.ok(decisions.every((decision) => decision.allowed));
+      perWave.push(takes - before);
+    }
+    // The first take of a wave is sized before the wave's other requests arrive, the next serves all of them, and one
+    // ahead of need may start near the end of a wave and end in the next. Sized by demand alone, each take would be a
+    // fraction of the last (a lease's share of a round trip's arrivals), down to one request per round trip.
+    assert.ok(perWave.every((count) => count <= 4), `round trips per wave of 50 requests: ${perWave.join(', ')}`);
+  });
 });

@@ -126,7 +126,7 @@ async function burstOrganization(
 }
 
 /** A wallet's opening balance in ETH on its primary address, as a deposit the scanner credited would leave it. */
-async function creditWallet(em: EntityManager, walletId: string, amount: bigint): Promise<void> {
+export async function creditWallet(em: EntityManager, walletId: string, amount: bigint): Promise<void> {
   const primary = await em.findOneOrFail(Address, { wallet: walletId, isPrimary: true });
   await em.transactional((tx) =>
     postCustodyEntry(tx, { walletId, addressId: primary.id, assetId: 'ETH', kind: 'opening_balance', reference: { type: 'test_credit', id: uuid() }, balance: amount, locked: 0n }),
