@@ -18,7 +18,7 @@ source "$PROJECT_ROOT/scripts/lnbits.sh"
 cd "$PROJECT_ROOT"
 
 # In the order they run; each is bench/<name>.ts.
-BENCHES=(reads spend-limits policy-evaluation lightning-invoices flows worker-restart memory reconciliation solana-scan scaling bursts)
+BENCHES=(reads spend-limits policy-evaluation lightning-invoices flows worker-restart memory reconciliation solana-scan scaling bursts lightning-live)
 # Benchmarks that measure LNbits beside us; without it they measure only ours and say so.
 LNBITS_BENCHES=(lightning-invoices)
 

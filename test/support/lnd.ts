@@ -16,6 +16,8 @@ const PROJECT_ROOT = path.resolve(__dirname, '../../..');
 /** One LND on the tests' btcd: its REST client (the provider's own), where its credentials are, and its lifecycle. */
 export interface Lnd {
   name: string;
+  /** The running process's (a benchmark pins it to a CPU of its own). */
+  pid: number;
   node: LndNode;
   restUrl: string;
   /** The admin macaroon LND wrote. */
@@ -150,6 +152,9 @@ async function startLnd(binary: string, btcd: Btcd, name: string): Promise<Lnd> 
   }
   return {
     name,
+    get pid() {
+      return child.pid!;
+    },
     get node() {
       return node!;
     },
