@@ -35,6 +35,7 @@ export const MEASURED_CODE: Record<string, string[]> = {
   'solana-scan': ['src', 'bench/solana-scan.ts', 'bench/solana-scan-floor.ts', 'bench/solana-scan-node.ts', 'test/support/solana-node.ts', 'test/support/litesvm.ts'],
   scaling: [...SERVICE, 'bench/scaling.ts', 'bench/scaling-bare-worker.ts', 'bench/workflows', 'test/support/chaos', 'test/support/service-process.ts', 'test/support/temporal-cluster.ts', 'test/support/sandbox-organizations.ts'],
   bursts: [...SERVICE, 'bench/bursts.ts', 'test/support/bursts.ts'],
+  'lightning-live': [...SERVICE, 'bench/lightning-live.ts', 'test/support/lnd.ts', 'test/support/service-process.ts'],
   chaos: [...SERVICE, 'bench/chaos.ts', 'test/support/chaos'],
 };
 

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { Config } from '../config';
@@ -282,7 +282,8 @@ export class WorkflowStarter {
     try {
       return await this.client.withDeadline(deadline, () => this.client.workflow.getHandle(workflowId).executeUpdate(update, { args }));
     } catch (error) {
-      if (Date.now() < deadline) throw error;
+      // The RPC's own deadline (gRPC's timer may fire a moment before the wall clock reaches it) or an earlier answer.
+      if (Date.now() < deadline && !(error instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw error;
       throw errors.unavailable('worker_unavailable', `The workflow ${workflowId} did not answer within ${seconds} s (its worker may be down or restarting). Retry later.`, 5);
     }
   }
