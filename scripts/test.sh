@@ -69,7 +69,7 @@ export TEST_ARTIFACTS_DIR
 SECRET_SCAN=dist/test/zz-secret-scan.test.js FUZZ=dist/test/fuzz.test.js
 # Mocha hands files to its processes in this order: the longest first, so that none is left running alone at
 # the end (each run prints its slowest files, to keep this list true).
-LONGEST_FIRST=(chaos api/sponsorship workflows/payout-trip chains/anvil-fee-bumping api/transactions chains/btcd-fee-bumping
+LONGEST_FIRST=(chaos postgres-failover api/sponsorship workflows/payout-trip chains/anvil-fee-bumping api/transactions chains/btcd-fee-bumping
   chains/anvil-sends readme-quick-start second-instance replicas cli chains/anvil-reorgs workflows/send-transaction
   chains/anvil-sponsorship api/consolidation-ledger api/payouts workflows/lightning api/cards)
 files=()

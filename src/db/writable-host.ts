@@ -80,31 +80,38 @@ export function clientFor(writable: WritableHost): typeof pg.Client {
   return class WritableHostClient extends pg.Client {
     private target: DatabaseHost | undefined;
 
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      // Listened to from the start, whoever holds the connection and whatever it is doing: an 'error' nothing listens
+      // to throws and ends the process. A backend that ends (its postmaster killed in a failover, an administrator's
+      // pg_terminate_backend) sends a FATAL whether or not a query runs; pg's Pool listens only while a connection is
+      // idle or runs pool.query's statement. The connection is unusable after it: its next query fails (a 503, an
+      // activity's retry) and its pool drops it.
+      this.on('error', () => {
+        if (this.target) writable.lost(this.target);
+      });
+    }
+
     // pg's own overloads: a promise, or a callback (pg's Pool).
     override connect(): Promise<pg.Client>;
     override connect(callback: ConnectCallback): void;
     override connect(callback?: ConnectCallback): Promise<pg.Client> | void {
-      const connecting = writable.target().then(async (target) => {
+      if (!callback) return new Promise((resolve, reject) => this.connect((error: Error | null) => (error ? reject(error) : resolve(this))));
+      const done = callback as (error: Error | null, client?: pg.Client) => void;
+      writable.target().then((target) => {
         // The address pg's connect reads; TLS's server name follows it.
         this.target = target;
         this.host = target.host;
         this.port = target.port;
-        try {
-          return await super.connect();
-        } catch (error) {
+        // pg calls back in the same tick as the server's ReadyForQuery, as the caller expects: pg's Pool takes the
+        // connection and listens to it there, before a FATAL read in the same chunk can reach it (a promise's
+        // callbacks come a few microtasks later, after the chunk's other messages).
+        super.connect((error: Error | null) => {
+          if (!error) return done(null, this);
           writable.lost(target);
-          throw error;
-        }
-      });
-      if (!callback) return connecting;
-      const done = callback as (error: Error | null, client?: pg.Client) => void;
-      connecting.then((client) => done(null, client), (error: Error) => done(error));
-    }
-
-    // Seen here rather than by a listener of its own: a listener would keep pg's unhandled 'error' from throwing.
-    override emit(event: string | symbol, ...args: unknown[]): boolean {
-      if (event === 'error' && this.target) writable.lost(this.target);
-      return super.emit(event, ...args);
+          done(error);
+        });
+      }, done);
     }
   };
 }

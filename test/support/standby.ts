@@ -10,7 +10,7 @@ export const STANDBY = 'standby1';
 /**
  * A PostgreSQL primary (fsync on, as `npm start` runs one) and a streaming standby that every commit waits for
  * (synchronous_commit on, synchronous_standby_names naming it), in `dir`, from scripts/postgres.sh: the failover
- * drill's servers (test/drills/postgres-failover.drill.ts) and those of the multi-host connection's test (test/db/writable-host.test.ts).
+ * drill's servers (test/postgres-failover.test.ts) and those of the multi-host connection's test (test/db/writable-host.test.ts).
  */
 export class PrimaryWithStandby {
   /** The postmasters, once started: each leads a process group of its own (pg_ctl starts it in a session). */

@@ -18,7 +18,7 @@ export interface FailoverEvidence {
 }
 
 /**
- * PostgreSQL for the failover drill (test/drills/postgres-failover.drill.ts), as the chaos run's `postgres` component: a primary and a
+ * PostgreSQL for the failover drill (test/postgres-failover.test.ts), as the chaos run's `postgres` component: a primary and a
  * synchronous standby (PrimaryWithStandby), the service's DATABASE_URL naming both, the primary first, with
  * target_session_attrs=read-write. Its one kill is SIGKILL to the primary's process group; its start after that is the
  * failover: the standby promoted, what a failover manager (Patroni, a managed service) does once the primary is gone.
@@ -61,7 +61,10 @@ export class FailoverPostgres implements Component {
     this.writablePid = servers.standbyPid;
   }
 
-  /** SIGKILL to the primary's process group (its backends with it), after reading the standby's sync state. */
+  /**
+   * SIGKILL to the primary's process group, after reading the standby's sync state: the postmaster alone (PostgreSQL's
+   * children each lead a session of their own), its backends ending as they notice (FATAL 57P01 to an idle client).
+   */
   async kill() {
     const { servers } = this;
     if (this.evidence.promotedAt || !(await running(servers.primaryPid))) return false;

@@ -1,17 +1,22 @@
 import assert from 'node:assert/strict';
 import { access, constants } from 'node:fs/promises';
 import path from 'node:path';
-import { running, shell } from '../support/chaos/components';
-import { FailoverPostgres } from '../support/chaos/failover';
-import { runChaos, type ChaosResult } from '../support/chaos/run';
-import { describeSample } from '../support/connection-watch';
-import { missingTool } from '../support/missing-tool';
+import { shell } from './support/chaos/components';
+import { stillRunning } from './support/chaos/started-processes';
+import { FailoverPostgres } from './support/chaos/failover';
+import { runChaos, type ChaosResult } from './support/chaos/run';
+import { describeSample } from './support/connection-watch';
+import { missingTool } from './support/missing-tool';
 
 /** A fresh seed each run (the moment of the failover and the load follow it), printed for replay; CHAOS_SEED replays one. */
 const SEED = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
-/** As short as a load can be with the promotion inside it: the kill falls between 10% and 85% of it, 1 to 6 s before the promotion. */
-const LOAD_SECONDS = 15;
-const RATE = 12;
+/**
+ * As short as a load can be with the promotion inside it: the kill falls between 10% and 85% of it, 1 to 6 s before the
+ * promotion, and what is in flight then retries past the load's end. FAILOVER_LOAD_SECONDS and FAILOVER_RATE make a
+ * longer or heavier drill (`npm run drill:failover`).
+ */
+const LOAD_SECONDS = Number(process.env.FAILOVER_LOAD_SECONDS ?? 10);
+const RATE = Number(process.env.FAILOVER_RATE ?? 10);
 /** The service's bound per process (README, "PostgreSQL"): both pools at DATABASE_POOL_MAX (10 by default), the API's LISTEN, a probe. */
 const CONNECTIONS_PER_PROCESS = 2 * 10 + 2;
 
@@ -95,6 +100,6 @@ describe(`PostgreSQL failover: the primary killed mid-load, its synchronous stan
   });
 
   it('leaves no process it started running', async () => {
-    for (const started of result.processes) assert.equal(await running(started.pid), false, `${started.name} (pid ${started.pid}) still running`);
+    for (const started of result.processes) assert.equal(stillRunning(started), false, `${started.name} (pid ${started.pid}, started at tick ${started.startTime}) still running`);
   });
 });
