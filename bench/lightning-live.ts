@@ -10,7 +10,7 @@ import { createOrganization } from '../src/organizations/service';
 import { eventually } from '../test/support/eventually';
 import { lndLiveConfig, startLoneLnd } from '../test/support/lnd';
 import { freeLoopbackPort } from '../test/support/ports';
-import { ServiceProcess } from '../test/support/service-process';
+import { ServiceProcess, whileRunning } from '../test/support/service-process';
 import { alternate, measureHttp, medianOf, report, runBenchmark, serviceProcessEnv, type Ratio } from './support';
 
 /**
@@ -92,16 +92,10 @@ async function main() {
   const keys = { MASTER_KEY: randomBytes(32).toString('hex'), SEED_MASTER_KEY: randomBytes(32).toString('hex') };
   const env = { ...serviceProcessEnv(dataDir, `bench-lightning-live-${randomUUID()}`), ...lndLiveConfig(lone.lnd), ...keys };
   const processes = [new ServiceProcess('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(port) }), new ServiceProcess('worker', 'worker.js', env)];
-  const killAll = () => processes.forEach((each) => void each.kill());
-  process.once('exit', killAll);
   try {
     pin(lone.lnd.pid, lndCpus);
-    await measure(`http://127.0.0.1:${port}`, secret, lone.lnd, { lnd: lndCpus, ours: ourCpus });
-  } catch (error) {
-    throw new Error(`${(error as Error).message}\n${processes.map((each) => each.log).join('\n')}`);
+    await whileRunning(processes, () => measure(`http://127.0.0.1:${port}`, secret, lone.lnd, { lnd: lndCpus, ours: ourCpus }));
   } finally {
-    await Promise.all(processes.map((each) => each.stop()));
-    process.removeListener('exit', killAll);
     await lone.stop();
     await rm(dataDir, { recursive: true, force: true });
   }

@@ -6,7 +6,7 @@ import { loadConfig } from '../src/config';
 import { eventually } from '../test/support/eventually';
 import { freeLoopbackPort } from '../test/support/ports';
 import { sandboxPayerAndPayee } from '../test/support/sandbox-organizations';
-import { ServiceProcess } from '../test/support/service-process';
+import { ServiceProcess, whileRunning } from '../test/support/service-process';
 import { WebhookReceiver } from '../test/support/webhook-receiver';
 import { BENCH_CARD_BODY, BENCH_SECONDS, callerFor, type Caller, report, runBenchmark, serviceProcessEnv } from './support';
 
@@ -45,17 +45,9 @@ async function main() {
   const env = serviceProcessEnv(dataDir, `bench-memory-${randomUUID()}`);
   const api = new ServiceProcess('api', 'server.js', { ...env, HOST: '127.0.0.1', PORT: String(port) });
   const worker = new ServiceProcess('worker', 'worker.js', env);
-  const processes = [api, worker];
-  // Whatever ends this process (a failure exits at once), the services end with it.
-  const killAll = () => processes.forEach((each) => void each.kill());
-  process.once('exit', killAll);
   try {
-    await run(`http://127.0.0.1:${port}`, api, worker, callerFor(`http://127.0.0.1:${port}`, payer), callerFor(`http://127.0.0.1:${port}`, payee), receiver);
-  } catch (error) {
-    throw new Error(`${(error as Error).message}\n${processes.map((each) => each.log).join('\n')}`);
+    await whileRunning([api, worker], () => run(`http://127.0.0.1:${port}`, api, worker, callerFor(`http://127.0.0.1:${port}`, payer), callerFor(`http://127.0.0.1:${port}`, payee), receiver));
   } finally {
-    await Promise.all(processes.map((each) => each.stop()));
-    process.removeListener('exit', killAll);
     await receiver.close();
     await rm(dataDir, { recursive: true, force: true });
   }

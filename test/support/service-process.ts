@@ -75,3 +75,20 @@ export class ServiceProcess {
     clearTimeout(timer);
   }
 }
+
+/**
+ * Runs `body` while `processes` run: a failure carries their logs, they stop (SIGTERM) when it ends, and whatever ends
+ * this process first (a failure exits at once) kills them with it.
+ */
+export async function whileRunning<T>(processes: ServiceProcess[], body: () => Promise<T>): Promise<T> {
+  const killAll = () => processes.forEach((each) => void each.kill());
+  process.once('exit', killAll);
+  try {
+    return await body();
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${processes.map((each) => each.log).join('\n')}`);
+  } finally {
+    await Promise.all(processes.map((each) => each.stop()));
+    process.removeListener('exit', killAll);
+  }
+}
