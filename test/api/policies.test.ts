@@ -479,6 +479,8 @@ describe('Policies API', () => {
           await decide(request);
         } catch (error) {
           assert.ok(error instanceof DomainError);
+          // Its audit entry is written once the refused transaction has let its connection go, as the HTTP error handler waits for.
+          await error.settling;
           return [httpStatus(error), error.code, error.details] as const;
         }
         return assert.fail('allowed');

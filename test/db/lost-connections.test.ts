@@ -180,14 +180,20 @@ describe('A backend ending under the pools: no process crash, the pools recover'
     await bothPoolsAnswer();
   });
 
-  it("a new connection of knex's pool whose backend ends as its start-up completes: knex checks it as it hands it out and makes another", async () => {
+  it("a new connection of knex's pool whose backend ends as its start-up completes: the statement runs on another (knex checks it as it hands it out) or fails as unavailable", async () => {
     const { ended } = await endNextNewConnection();
-    assert.deepEqual(await viaKnex('select 1 as one'), [{ one: 1 }]);
+    // Which of the two depends on whether the FATAL has been read when knex checks the connection (one chunk or two).
+    await viaKnex('select 1 as one').then(
+      (rows) => assert.deepEqual(rows, [{ one: 1 }]),
+      (error: unknown) => assert.equal(isDatabaseUnavailable(error), true, String(error)),
+    );
     await within(ended, "the statement's first connection ended as its start-up completed", 10_000);
     await bothPoolsAnswer();
   });
 
   it('idle connections of both pools whose backends end: the next statements run on new ones', async () => {
+    // From pools with no dead connection left by an earlier test.
+    await bothPoolsAnswer();
     await Promise.all([viaKnex('select pg_sleep(0.2)'), viaKnex('select pg_sleep(0.2)'), viaStatementPool('select pg_sleep(0.2)'), viaStatementPool('select pg_sleep(0.2)')]);
     const idle = await relayed();
     assert.ok(idle.length >= 4 && idle.every((backend) => backend.state === 'idle'), JSON.stringify(idle));
