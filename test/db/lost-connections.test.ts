@@ -153,15 +153,29 @@ describe('A backend ending under the pools: no process crash, the pools recover'
   });
 
   /**
+   * Ends relayed backends until the relay holds no connection at all, twice in a row: a connection still starting up
+   * (one a pool opened for an earlier attempt of bothPoolsAnswer) is not yet in pg_stat_activity, and would otherwise
+   * live on and serve the next statement instead of a new connection.
+   */
+  const noRelayedConnection = async () => {
+    let emptyBefore = false;
+    await eventually(async () => {
+      await terminate((await relayed()).map((backend) => backend.pid));
+      const empty = relay.upstreamPorts().length === 0;
+      const settled = empty && emptyBefore;
+      emptyBefore = empty;
+      return settled ? true : undefined;
+    }, 'no connection through the relay');
+  };
+
+  /**
    * Makes sure no connection is idle in either pool, then has the next connection's backend ended as its start-up
    * completes; `ended` resolves with that backend's pid once it is ended (its FATAL may reach the client first).
    */
   const endNextNewConnection = async () => {
-    await terminate((await relayed()).map((backend) => backend.pid));
-    await eventually(async () => ((await relayed()).length === 0 ? true : undefined), 'the relayed backends gone');
+    await noRelayedConnection();
     await bothPoolsAnswer();
-    await terminate((await relayed()).map((backend) => backend.pid));
-    await eventually(async () => ((await relayed()).length === 0 ? true : undefined), 'the relayed backends gone');
+    await noRelayedConnection();
     // In an object: an async function's promise would wait for this one, which only the next statement settles.
     return {
       ended: new Promise<number>((resolve) =>
