@@ -3,7 +3,7 @@ import type { ChainNodes } from '../src/chains/nodes';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { Logger } from '../src/logger';
-import { ledgerProjections } from '../src/modules';
+import { ledgerProjections } from '../src/registries';
 import { checkLedgerInvariants } from '../src/monitoring/ledger-invariants';
 import { reconcileLedgerPage, type ReconciliationPage, type ReconciliationPageInput } from '../src/monitoring/reconciliation';
 import { scanChain, type ScanResult } from '../src/monitoring/scanner';

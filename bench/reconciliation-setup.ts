@@ -7,7 +7,7 @@ import { createVault, createWallet } from '../src/custody/service';
 import { derivationPath } from '../src/keys/derivation';
 import { keyServiceFor } from '../src/keys/service';
 import { verifyLedger } from '../src/ledger/invariants';
-import { ledgerProjections } from '../src/modules';
+import { ledgerProjections } from '../src/registries';
 import { createOrganization } from '../src/organizations/service';
 import { prefixedId } from '../src/shared/ids';
 import { anvilTokenBalance, type Anvil } from '../test/support/anvil';

@@ -5,38 +5,17 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey, type Environment } from './api-keys/entities';
 import { SCOPES } from './api-keys/scopes';
 import { createApiKey, presentApiKey } from './api-keys/service';
-import { CHAIN_IDS, type ChainId } from './catalogue/service';
-import { ChainNodes } from './chains/nodes';
 import { ConfigError, loadConfig } from './config';
 import { nameConnections } from './db/application-name';
 import { createOrm, migrate, type Orm } from './db/orm';
-import { sealClearSigningSecrets } from './events/secrets';
-import { IdempotencyService } from './idempotency/service';
-import { createKeyProvider, createSeedKeyProvider, keyProviderFor } from './keys/provider';
-import { doctorCommand } from './cli/doctor';
 import { recordedInstanceSettings } from './cli/instance';
-import { keyCommands } from './cli/keys';
-import { lightningCommands } from './cli/lightning';
-import { lndCommands } from './cli/lnd';
 import { environmentOption, organization, required, text, UsageError, wholeNumber, type Options } from './cli/options';
-import { KeyService } from './keys/service';
 import type { LiveSeedSeparation } from './keys/seeds';
 import { createLogger } from './logger';
-import { LEDGER_DRIFT_STATUSES, LedgerDrift, type LedgerDriftStatus } from './monitoring/entities';
-import { ledgerBreaks, presentBreak } from './monitoring/ledger-invariants';
-import { presentDrift } from './monitoring/drifts';
-import { openSuspenseItems } from './ledger/suspense';
-import { ledgerProjections } from './modules';
 import { DomainError } from './shared/errors';
 import { iso } from './shared/time';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
 import { createMember, createOrganization, createRole, findMember, presentMember, presentSettings, type SettingsPatch } from './organizations/service';
-import { addMemberByOperator, configureByOperator } from './policies/governance';
-import { refundingTransaction } from './payouts/refunds';
-import { resolveHeldFunds } from './payouts/resolution';
-import { sealClearBeneficiaries } from './payouts/trips';
-import { createTemporalClient } from './temporal/client';
-import { WorkflowStarter } from './temporal/starter';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -147,9 +126,17 @@ function approvalsHowTo(organizationId: string, ownerId: string): string[] {
   ];
 }
 
-const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>> = {
+type Command = (orm: Orm, options: Options) => Promise<unknown>;
+
+const commands: Record<string, Command> = {
   async migrate(orm) {
     const applied = await migrate(orm);
+    const [{ keyProviderFor }, { sealClearSigningSecrets }, { IdempotencyService }, { sealClearBeneficiaries }] = await Promise.all([
+      import('./keys/provider'),
+      import('./events/secrets'),
+      import('./idempotency/service'),
+      import('./payouts/trips'),
+    ]);
     // Secrets (and payout beneficiaries) stored in clear before they were sealed: a migration cannot reach the KeyProvider, this step can.
     const keys = keyProviderFor(loadConfig());
     const em = orm.em.fork();
@@ -204,6 +191,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const org = await organization(em, required(options, 'org'));
     const orgRole = required(options, 'org-role');
     if (!(ORG_ROLES as readonly string[]).includes(orgRole)) throw new UsageError(`--org-role must be one of ${ORG_ROLES.join(', ')}`);
+    const { addMemberByOperator } = await import('./policies/governance');
     const member = await em.transactional((tx) => addMemberByOperator(tx, org, { name: required(options, 'name'), email: required(options, 'email'), org_role: orgRole as OrgRole }));
     return presentMember(member);
   },
@@ -223,11 +211,13 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
       patch.address_book_cooling_hours = { [environment]: hours };
     }
     // The operator's direct path: applied at once, each change in the governance log with actor operator.
+    const { configureByOperator } = await import('./policies/governance');
     await em.transactional((tx) => configureByOperator(tx, org, patch));
     return { organization_id: org.id, ...presentSettings(org) };
   },
 
   async 'ledger:drift'(orm, options) {
+    const [{ CHAIN_IDS }, { LEDGER_DRIFT_STATUSES, LedgerDrift }, { presentDrift }] = await Promise.all([import('./catalogue/service'), import('./monitoring/entities'), import('./monitoring/drifts')]);
     const em = orm.em.fork();
     const status = text(options, 'status') ?? 'open';
     if (!(LEDGER_DRIFT_STATUSES as readonly string[]).includes(status)) throw new UsageError(`--status must be one of ${LEDGER_DRIFT_STATUSES.join(', ')}`);
@@ -236,10 +226,10 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     const drifts = await em.find(
       LedgerDrift,
       {
-        status: status as LedgerDriftStatus,
+        status: status as (typeof LEDGER_DRIFT_STATUSES)[number],
         ...(text(options, 'org') ? { organization: (await organization(em, required(options, 'org'))).id } : {}),
         ...(text(options, 'environment') ? { environment: environmentOption(options) } : {}),
-        ...(chain ? { chain: chain as ChainId } : {}),
+        ...(chain ? { chain: chain as (typeof CHAIN_IDS)[number] } : {}),
       },
       { orderBy: { firstSeenAt: 'asc', id: 'asc' } },
     );
@@ -249,6 +239,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   },
 
   async 'ledger:suspense'(orm, options) {
+    const { openSuspenseItems } = await import('./ledger/suspense');
     const em = orm.em.fork();
     const items = await openSuspenseItems(em, {
       ...(text(options, 'org') ? { organizationId: (await organization(em, required(options, 'org'))).id } : {}),
@@ -270,6 +261,7 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
   },
 
   async 'ledger:verify'(orm, options) {
+    const [{ ledgerBreaks, presentBreak }, { ledgerProjections }] = await Promise.all([import('./monitoring/ledger-invariants'), import('./registries')]);
     const organizationId = text(options, 'org') ? (await organization(orm.em.fork(), required(options, 'org'))).id : null;
     const broken = await ledgerBreaks(orm.em.fork(), ledgerProjections, organizationId);
     return {
@@ -289,6 +281,15 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
 
   async 'payout:resolve'(orm, options) {
     if (options.credit === options.refund) throw new UsageError('exactly one of --credit or --refund is required');
+    const [{ ChainNodes }, { createKeyProvider, createSeedKeyProvider }, { KeyService }, { refundingTransaction }, { resolveHeldFunds }, { createTemporalClient }, { WorkflowStarter }] = await Promise.all([
+      import('./chains/nodes'),
+      import('./keys/provider'),
+      import('./keys/service'),
+      import('./payouts/refunds'),
+      import('./payouts/resolution'),
+      import('./temporal/client'),
+      import('./temporal/starter'),
+    ]);
     const config = loadConfig();
     const log = createLogger(config.LOG_LEVEL, 'cli');
     // A refund's send and its follow-up are workflows: started once the resolution commits (else by the start sweep).
@@ -310,14 +311,30 @@ const commands: Record<string, (orm: Orm, options: Options) => Promise<unknown>>
     }
   },
 
-  ...keyCommands,
-  ...lightningCommands,
-  ...lndCommands,
 };
+
+/**
+ * The commands of their own modules, each module loaded when one of its commands runs: a command loads what it uses,
+ * not the whole service (loading everything cost every call, `--help` included, about two seconds of CPU).
+ */
+const commandModules: Record<string, () => Promise<Record<string, Command>>> = {
+  ...Object.fromEntries(['keys:rotate', 'keys:seeds', 'keys:separate-live-seed'].map((name) => [name, async () => (await import('./cli/keys')).keyCommands])),
+  ...Object.fromEntries(['lightning:held', 'lightning:resolve'].map((name) => [name, async () => (await import('./cli/lightning')).lightningCommands])),
+  'lnd:bake-macaroon': async () => (await import('./cli/lnd')).lndCommands,
+};
+
+/** The command of that name, loaded; undefined for no such command. */
+async function loadCommand(name: string): Promise<Command | undefined> {
+  if (Object.hasOwn(commands, name)) return commands[name];
+  if (!Object.hasOwn(commandModules, name)) return undefined;
+  const command = (await commandModules[name]!())[name];
+  if (!command) throw new Error(`command ${name} is not in the module src/cli.ts names for it`);
+  return command;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  const run = command ? commands[command] : undefined;
+  const run = command ? await loadCommand(command) : undefined;
   if (!run && command !== 'doctor') {
     console.error(USAGE);
     return command ? 2 : 0;
@@ -342,7 +359,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
   nameConnections('custody-cli');
   // Before any connection: the doctor reports an unreachable database as one of its checks. Silent: its report says it all.
-  if (!run) return doctorCommand(config, createLogger('silent', 'cli'), values as Options);
+  if (!run) return (await import('./cli/doctor')).doctorCommand(config, createLogger('silent', 'cli'), values as Options);
   const orm = await createOrm(config.DATABASE_URL, 2);
   try {
     const result = await run(orm, values as Options);

@@ -4,7 +4,7 @@ import { rotateSealedColumns } from '../keys/rotation';
 import { keyProviderFor, seedKeyProviderFor } from '../keys/provider';
 import { keyServiceFor } from '../keys/service';
 import { separateLiveSeed, sharedLiveSeeds } from '../keys/seeds';
-import { sealedColumns } from '../modules';
+import { sealedColumns } from '../registries';
 import { organization, required, text, UsageError, wholeNumber, type Options } from './options';
 
 /** The operator CLI's key custody commands (docs/custody.md, "Key custody"). */

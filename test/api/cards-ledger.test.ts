@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Card } from '../../src/cards/entities';
 import { cardBalanceProjection } from '../../src/cards/ledger';
 import { verifyLedger } from '../../src/ledger/invariants';
-import { ledgerProjections } from '../../src/modules';
+import { ledgerProjections } from '../../src/registries';
 import { createTestOrganization, type TestApp, type TestOrganization } from '../support/app';
 import { validCustomer } from '../support/cards';
 import { cli } from '../support/cli';

@@ -4,7 +4,7 @@ import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
 import { keyProviderFor, type KeyProvider } from '../../src/keys/provider';
 import type { SealedRow } from '../../src/keys/rotation';
-import { sealedColumns } from '../../src/modules';
+import { sealedColumns } from '../../src/registries';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import type { TestApp } from '../support/app';
 import { cli } from '../support/cli';

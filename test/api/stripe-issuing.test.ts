@@ -10,7 +10,7 @@ import { Card, CardTransaction, Customer } from '../../src/cards/entities';
 import { Event } from '../../src/events/entities';
 import { stripeIssuingFor } from '../../src/cards/providers/stripe-issuer';
 import { verifyLedger } from '../../src/ledger/invariants';
-import { ledgerProjections } from '../../src/modules';
+import { ledgerProjections } from '../../src/registries';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { workflowBundle } from '../../src/worker-setup';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';

@@ -9,7 +9,7 @@ import { LedgerInvariantCheck } from '../../src/ledger/entities';
 import { verifyLedger } from '../../src/ledger/invariants';
 import { ledgerBreaks } from '../../src/monitoring/ledger-invariants';
 import { post, type Posting } from '../../src/ledger/postings';
-import { ledgerProjections } from '../../src/modules';
+import { ledgerProjections } from '../../src/registries';
 import { ledgerInvariantCheckWorkflow } from '../../workflows';
 import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { cli } from '../support/cli';

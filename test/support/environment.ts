@@ -11,7 +11,7 @@ import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config';
 import { createOrm, migrate, type Orm } from '../../src/db/orm';
 import { ledgerBreaks } from '../../src/monitoring/ledger-invariants';
-import { ledgerProjections } from '../../src/modules';
+import { ledgerProjections } from '../../src/registries';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
 import { watchNodeCallsInTransactions } from './node-calls';
 import { watchPoolWaits } from './pool-waits';

@@ -5,7 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Address } from '../../src/custody/entities';
 import { postCustodyEntry } from '../../src/custody/journal';
 import { verifyLedger } from '../../src/ledger/invariants';
-import { ledgerProjections } from '../../src/modules';
+import { ledgerProjections } from '../../src/registries';
 import { uuid } from '../../src/shared/ids';
 import { testOrm } from './environment';
 

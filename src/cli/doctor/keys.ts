@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hasSeedKey, keyProviderFor, seedKeyProviderFor, type KeyProvider } from '../../keys/provider';
 import { rowsPerMasterKey, type KeyRole } from '../../keys/rotation';
-import { sealedColumns } from '../../modules';
+import { sealedColumns } from '../../registries';
 import { failing, misconfigured, ok, reasonOf, warn, type Check, type CheckOutcome, type DoctorContext } from './check';
 
 /** The key of a role, built as the processes build it: an HSM that cannot be reached, or a missing key, throws here. */

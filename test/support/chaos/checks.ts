@@ -3,7 +3,7 @@ import { cardBalanceFlow } from '../../../src/cards/flows/balance';
 import { cardProvisioningFlow } from '../../../src/cards/flows/provisioning';
 import { type Orm } from '../../../src/db/orm';
 import { verifyLedger } from '../../../src/ledger/invariants';
-import { ledgerProjections } from '../../../src/modules';
+import { ledgerProjections } from '../../../src/registries';
 import { transactionWorkflowId } from '../../../src/transactions/flows/transaction';
 import { paymentWorkflowId } from '../../../src/lightning/flows/payment';
 import { SERVICE_DESK_ORGANIZATION_ID } from '../../../src/payouts/desk';
