@@ -95,10 +95,13 @@ export async function sponsorFee(
     );
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
-    throw errors.invalid('sponsorship_unavailable', `The gas station could not send the fee: ${error.message}`, {
+    const unavailable = errors.invalid('sponsorship_unavailable', `The gas station could not send the fee: ${error.message}`, {
       param: 'sponsor',
       details: { reason: error.code, funding_model: model },
     });
+    // A policy's refusal of the fuel is audited once this transaction has rolled back: whoever answers waits for that.
+    unavailable.settling = error.settling;
+    throw unavailable;
   }
   const budgetCharge = request.fee.fuel + BigInt(fuel.fee_limit_raw);
   const sponsorship = em.create(Sponsorship, {
