@@ -12,13 +12,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$PROJECT_ROOT/scripts/postgres.sh"
 cd "$PROJECT_ROOT"
 
-TEST_ARTIFACTS_DIR='' TEST_SUMMARY_DIR='' COMPILE_CACHE_DIR='' fuzz_pid='' lint_pid=''
+TEST_ARTIFACTS_DIR='' TEST_SUMMARY_DIR='' COMPILE_CACHE_DIR='' fuzz_pid='' lint_pid='' census_pid=''
 cleanup() {
   local rc=$?
   trap '' INT TERM
   trap - EXIT
   [[ -z $fuzz_pid ]] || kill "$fuzz_pid" 2>/dev/null || true
   [[ -z $lint_pid ]] || kill "$lint_pid" 2>/dev/null || true
+  [[ -z $census_pid ]] || kill "$census_pid" 2>/dev/null || true
   rm -rf "$TEST_ARTIFACTS_DIR" "$TEST_SUMMARY_DIR" "$COMPILE_CACHE_DIR"
   pg_throwaway_cleanup
   exit "$rc"
@@ -79,6 +80,10 @@ while IFS= read -r file; do
 done < <(find dist/test -name '*.test.js' | sort)
 started=$(date +%s)
 rc=0
+# The machine's CPU by program over the run, for the summary: the suite is bound by CPU.
+export TEST_CPU_CENSUS_FILE=$TEST_SUMMARY_DIR/cpu.census
+node dist/test/support/cpu-census.js "$TEST_CPU_CENSUS_FILE" &
+census_pid=$!
 # The bounded fuzz run in a process of its own beside them, with its database and dev server: what the fuzzer
 # leaves on the sandbox devnet (anything any operation allows) must not meet another file's tests.
 TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/fuzz.json "${MOCHA[@]}" "$FUZZ" </dev/null &
@@ -87,6 +92,8 @@ TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/suite.json "${MOCHA[@]}" --parallel --jobs "
 wait "$fuzz_pid" || rc=$?
 # The scan alone, after every other process has exited.
 TEST_SUMMARY_FILE=$TEST_SUMMARY_DIR/scan.json "${MOCHA[@]}" "$SECRET_SCAN" </dev/null || rc=$?
+kill -TERM "$census_pid" && wait "$census_pid" || true
+census_pid=''
 node dist/test/support/summary.js "$TEST_SUMMARY_DIR"/*.json
 log "the suite took $(($(date +%s) - started)) s in ${TEST_JOBS:-4} processes"
 exit "$rc"
