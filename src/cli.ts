@@ -5,6 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey, type Environment } from './api-keys/entities';
 import { SCOPES } from './api-keys/scopes';
 import { createApiKey, presentApiKey } from './api-keys/service';
+import type { ChainId } from './catalogue/service';
 import { ConfigError, loadConfig } from './config';
 import { nameConnections } from './db/application-name';
 import { createOrm, migrate, type Orm } from './db/orm';
@@ -12,6 +13,7 @@ import { recordedInstanceSettings } from './cli/instance';
 import { environmentOption, organization, required, text, UsageError, wholeNumber, type Options } from './cli/options';
 import type { LiveSeedSeparation } from './keys/seeds';
 import { createLogger } from './logger';
+import type { LedgerDriftStatus } from './monitoring/entities';
 import { DomainError } from './shared/errors';
 import { iso } from './shared/time';
 import { Member, ORG_ROLES, type OrgRole, Organization } from './organizations/entities';
@@ -226,10 +228,10 @@ const commands: Record<string, Command> = {
     const drifts = await em.find(
       LedgerDrift,
       {
-        status: status as (typeof LEDGER_DRIFT_STATUSES)[number],
+        status: status as LedgerDriftStatus,
         ...(text(options, 'org') ? { organization: (await organization(em, required(options, 'org'))).id } : {}),
         ...(text(options, 'environment') ? { environment: environmentOption(options) } : {}),
-        ...(chain ? { chain: chain as (typeof CHAIN_IDS)[number] } : {}),
+        ...(chain ? { chain: chain as ChainId } : {}),
       },
       { orderBy: { firstSeenAt: 'asc', id: 'asc' } },
     );
@@ -310,7 +312,6 @@ const commands: Record<string, Command> = {
       await temporal.connection.close();
     }
   },
-
 };
 
 /**
