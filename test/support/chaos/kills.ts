@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { insideActivity, workflowOfOperation, type Operation } from './client';
+import { insideActivity } from './client';
 import type { Supervised } from './components';
 import type { LoadOutcome, LoadState } from './load';
 import { sleep, type ComponentName } from './model';
@@ -73,39 +73,42 @@ export async function runKills(schedule: Schedule, context: KillContext): Promis
 }
 
 /**
- * Timed to land in work: on the next operations accepted that started a workflow (for at most 5 s), as soon as Temporal
- * says one of them is inside an activity (one pending, or a workflow task started: a local activity runs in it).
+ * Timed to land in work (for at most 5 s): as soon as Temporal says a workflow of the load is inside an activity (one
+ * pending, or a workflow task started: a local activity runs in it). It looks at the sweep runs in progress first (rarer
+ * than the other work, and their activities short), then at the workflows of the latest accepted operations, newest
+ * first (a workflow just accepted has often not started its first task yet: an older one may be in an activity); after
+ * each look it waits for the next accepted operation.
  */
 async function timedOnWork({ state, temporal, outcome }: KillContext, name: ComponentName): Promise<{ workflowId?: string; inActivity: boolean }> {
   const timedUntil = Date.now() + 5000;
-  let workflowId: string | undefined;
-  let inActivity = false;
-  let onSweep = false;
-  while (!inActivity && Date.now() < timedUntil) {
-    // A sweep run in progress first: it is rarer than the other work, and its activities (scanning, submitting, following) are short.
-    for (const sweepWorkflow of state.sweepsRunning) {
-      if (!inActivity && (await insideActivity(temporal, sweepWorkflow))) {
-        workflowId = sweepWorkflow;
-        inActivity = true;
-        onSweep = true;
+  let found: { workflowId: string; onSweep: boolean } | undefined;
+  while (!found && Date.now() < timedUntil) {
+    const candidates = [
+      ...[...state.sweepsRunning].map((workflowId) => ({ workflowId, onSweep: true })),
+      ...state.recentWorkflows.toReversed().map(({ workflowId, kind }) => ({ workflowId, onSweep: kind === 'sweep_run' })),
+    ];
+    for (const candidate of candidates) {
+      if (Date.now() >= timedUntil) break;
+      if (await insideActivity(temporal, candidate.workflowId)) {
+        found = candidate;
+        break;
       }
     }
-    if (inActivity) break;
-    const accepted = await new Promise<Operation | undefined>((resolve) => {
-      const timer = setTimeout(() => resolve(undefined), timedUntil - Date.now());
-      state.onAccepted.push((operation) => {
+    if (found) break;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, timedUntil - Date.now()));
+      state.onAccepted.push(() => {
         clearTimeout(timer);
-        resolve(operation);
+        resolve();
       });
     });
-    workflowId = accepted && workflowOfOperation(accepted);
-    onSweep = accepted?.kind === 'sweep_run';
-    if (workflowId) inActivity = await insideActivity(temporal, workflowId);
   }
+  // Not inside an activity: timed on the newest accepted operation's workflow, if any was accepted.
+  const workflowId = found?.workflowId ?? state.recentWorkflows.at(-1)?.workflowId;
   if (workflowId) outcome.killsTimed += 1;
-  if (inActivity) outcome.killsInActivitiesOf[name] = (outcome.killsInActivitiesOf[name] ?? 0) + 1;
-  if (inActivity && onSweep) outcome.killsInSweepActivities += 1;
-  return { workflowId, inActivity };
+  if (found) outcome.killsInActivitiesOf[name] = (outcome.killsInActivitiesOf[name] ?? 0) + 1;
+  if (found?.onSweep) outcome.killsInSweepActivities += 1;
+  return { workflowId, inActivity: found !== undefined };
 }
 
 /**

@@ -19,9 +19,14 @@ export interface LoadState {
   webhookIds: Partial<Record<OrganizationName, string>>;
   /** Called with each accepted operation: a kill waiting for work in flight. */
   onAccepted: ((operation: Operation) => void)[];
+  /** The workflows of the latest accepted operations, newest last (at most RECENT_WORKFLOWS): a kill looks among them. */
+  recentWorkflows: { workflowId: string; kind: Operation['kind'] }[];
   /** The workflows of the sweep runs in progress: a kill looks at them first. */
   sweepsRunning: Set<string>;
 }
+
+/** How many of the latest accepted operations' workflows a kill may time itself on. */
+const RECENT_WORKFLOWS = 16;
 
 /** What the load did: its operations, and how the kills landed. */
 export interface LoadOutcome {
@@ -56,13 +61,15 @@ export async function runLoad(
   phases: Phases,
 ): Promise<LoadOutcome> {
   const setupDeadline = Date.now() + 120_000;
-  const state: LoadState = { operations: [], cards: [], webhookIds: {}, onAccepted: [], sweepsRunning: new Set() };
+  const state: LoadState = { operations: [], cards: [], webhookIds: {}, onAccepted: [], recentWorkflows: [], sweepsRunning: new Set() };
   const accept = async (operation: Omit<Operation, 'attempts' | 'idempotencyKey'>, deadline: number): Promise<Operation> => {
     const sent: Operation = { ...operation, attempts: 0, idempotencyKey: randomUUID() };
     state.operations.push(sent);
     sent.answer = await client.send(sent, deadline);
     if (sent.answer && sent.answer.status < 300) {
       sent.id = idOf(sent.kind, sent.answer.body);
+      const workflowId = workflowOfOperation(sent);
+      if (workflowId) state.recentWorkflows = [...state.recentWorkflows.slice(1 - RECENT_WORKFLOWS), { workflowId, kind: sent.kind }];
       for (const waiter of state.onAccepted.splice(0)) waiter(sent);
     }
     return sent;
