@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createApiKey } from '../src/api-keys/service';
@@ -10,6 +10,7 @@ import { createOrganization } from '../src/organizations/service';
 import { eventually } from '../test/support/eventually';
 import { lndLiveConfig, startLoneLnd } from '../test/support/lnd';
 import { freeLoopbackPort } from '../test/support/ports';
+import { descendantsOf, processIds, processStat } from '../test/support/proc-stat';
 import { ServiceProcess, whileRunning } from '../test/support/service-process';
 import { alternate, measureHttp, medianOf, report, runBenchmark, serviceProcessEnv, type Ratio } from './support';
 
@@ -30,21 +31,8 @@ function pin(pid: number, cpus: string): void {
   execFileSync('taskset', ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });
 }
 
-/** A process and every process below it, from /proc (parents first). */
-async function processTree(root: number): Promise<number[]> {
-  const parents = new Map<number, number>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    if (stat) parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-  }
-  const tree = [root];
-  for (let index = 0; index < tree.length; index++) for (const [pid, parent] of parents) if (parent === tree[index]) tree.push(pid);
-  return tree;
-}
-
 async function pinTree(root: number, cpus: string): Promise<void> {
-  for (const pid of await processTree(root)) {
+  for (const pid of [root, ...descendantsOf(root)]) {
     try {
       pin(pid, cpus);
     } catch {
@@ -55,8 +43,7 @@ async function pinTree(root: number, cpus: string): Promise<void> {
 
 /** The pid of the process whose command line has every one of `parts` (the Temporal dev server scripts/bench.sh started). */
 async function processWith(parts: string[]): Promise<number> {
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  for (const entry of processIds()) {
     const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
     if (parts.every((part) => args.includes(part))) return Number(entry);
   }
@@ -79,7 +66,7 @@ async function main() {
   await em.flush();
   // PostgreSQL and the Temporal dev server, started by scripts/bench.sh: the postmaster's tree (its later backends follow it).
   const [checkpointer] = await em.getConnection().execute<{ pid: number }[]>(`select pid from pg_stat_activity where backend_type = 'checkpointer'`);
-  const postmaster = Number((await readFile(`/proc/${checkpointer!.pid}/stat`, 'utf8')).split(') ')[1]!.split(' ')[1]);
+  const postmaster = processStat(checkpointer!.pid)!.ppid;
   await orm.close();
   await pinTree(postmaster, ourCpus);
   await pinTree(await processWith(['start-dev', '--port', config.TEMPORAL_ADDRESS.split(':').at(-1)!]), ourCpus);

@@ -13,6 +13,7 @@ import { PostgresComponent } from '../test/support/chaos/components';
 import { StartedProcesses } from '../test/support/chaos/started-processes';
 import { eventually } from '../test/support/eventually';
 import { freeLoopbackPort } from '../test/support/ports';
+import { processStat } from '../test/support/proc-stat';
 import { sandboxOrganizations } from '../test/support/sandbox-organizations';
 import { ServiceProcess } from '../test/support/service-process';
 import { CLUSTER_SERVICES, TemporalCluster } from '../test/support/temporal-cluster';
@@ -75,8 +76,7 @@ async function postmasterOf(databaseUrl: string): Promise<number> {
   await client.connect();
   try {
     const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
-    const stat = await readFile(`/proc/${backend}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return processStat(backend)!.ppid;
   } finally {
     await client.end();
   }

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -11,6 +11,7 @@ import type Koa from 'koa';
 import pg from 'pg';
 import pino from 'pino';
 import { createLogger, type Logger } from '../src/logger';
+import { machineTicks, processIds, readProcStat, TICK_MS } from '../test/support/proc-stat';
 import { measuredPaths, worktreeDigests } from './measured-code';
 
 /**
@@ -112,20 +113,13 @@ export async function measureHttp(
 }
 
 /** Linux's clock tick (USER_HZ), in which /proc reports CPU time: 100 on every architecture Node runs on. */
-const TICK_MS = 10;
-
 /** CPU time so far, in ms, by where it was spent on this machine (see `cpuSpentSince`). */
 export type CpuSnapshot = Record<string, number>;
 
-/** utime + stime of one /proc/<pid>/stat (or task stat) line, its command name, its parent's pid, and the CPU of the children it has reaped (cutime + cstime). */
-function readStat(file: string): { name: string; ppid: string; ms: number; reapedMs: number } | undefined {
-  try {
-    const stat = readFileSync(file, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ppid: fields[1]!, ms: (Number(fields[11]) + Number(fields[12])) * TICK_MS, reapedMs: (Number(fields[13]) + Number(fields[14])) * TICK_MS };
-  } catch {
-    return undefined; // The process or thread ended between the listing and the read.
-  }
+/** A process's (or thread's) CPU from its stat file, in ms: its own (utime + stime) and its reaped children's; its command and parent. */
+function readStat(file: string): { name: string; ppid: number; ms: number; reapedMs: number } | undefined {
+  const stat = readProcStat(file);
+  return stat && { name: stat.command, ppid: stat.ppid, ms: stat.cpuTicks * TICK_MS, reapedMs: stat.reapedTicks * TICK_MS };
 }
 
 /** The CPU time a running process (all its threads) has used so far, in ms (Linux's /proc). */
@@ -150,8 +144,8 @@ export function cpuSnapshot(processes: Record<string, number> = {}): CpuSnapshot
     const stat = readStat(`/proc/self/task/${thread}/stat`);
     if (stat) snapshot[thread === String(process.pid) ? 'service_main_thread' : 'service_other_threads']! += stat.ms;
   }
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid) || pid === String(process.pid)) continue;
+  for (const pid of processIds()) {
+    if (pid === String(process.pid)) continue;
     const stat = readStat(`/proc/${pid}/stat`);
     if (stat && named.has(pid)) snapshot[named.get(pid)!] = stat.ms;
     else if (stat?.name.startsWith('temporal')) snapshot.temporal_server! += stat.ms;
@@ -164,10 +158,10 @@ export function cpuSnapshot(processes: Record<string, number> = {}): CpuSnapshot
   return snapshot;
 }
 
-/** The machine's CPU time so far and the idle part of it, in ms (the first line of /proc/stat: user nice system idle iowait irq softirq steal…). */
+/** The machine's CPU time so far and the idle part of it, in ms (proc-stat.ts, machineTicks). */
 function machineCpu(): { total: number; idle: number } {
-  const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
-  return { total: machine.reduce((sum, ticks) => sum + ticks, 0) * TICK_MS, idle: (machine[3]! + machine[4]!) * TICK_MS };
+  const { busy, idle } = machineTicks();
+  return { total: (busy + idle) * TICK_MS, idle: idle * TICK_MS };
 }
 
 /**
@@ -182,11 +176,10 @@ export function cpuByGroup(roots: Record<string, number[]>): CpuSnapshot {
   groupOf.set(String(process.pid), 'load_generator');
   const cpu: CpuSnapshot = Object.fromEntries([...Object.keys(roots), 'load_generator'].map((group) => [group, 0]));
   let counted = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
+  for (const pid of processIds()) {
     const stat = readStat(`/proc/${pid}/stat`);
     const root = stat && groupOf.get(pid);
-    const group = root ?? (stat && groupOf.get(stat.ppid));
+    const group = root ?? (stat && groupOf.get(String(stat.ppid)));
     if (!stat || !group) continue;
     const ms = stat.ms + (root ? stat.reapedMs : 0);
     cpu[group]! += ms;

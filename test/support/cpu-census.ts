@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { machineTicks, processIds, processStat, TICK_MS } from './proc-stat';
 
 /**
  * Where a whole `npm test` spends the machine's CPU, by program: scripts/test.sh runs this beside the suite, and the
@@ -11,7 +12,7 @@ import path from 'node:path';
  * The suite is bound by CPU (four mocha processes and their servers on two cores), so this, not the files' times,
  * says what a cut would save (README, "Two commands").
  */
-const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux Node supports
+const TICKS_PER_SECOND = 1000 / TICK_MS;
 const INTERVAL_MS = 1000;
 
 interface Seen {
@@ -25,12 +26,7 @@ const out = process.argv[2];
 if (!out) throw new Error('usage: cpu-census.js OUTPUT.json');
 
 const seen = new Map<string, Seen>();
-/** The machine's CPU so far: user, nice, system, irq and softirq of /proc/stat's first line (not idle, iowait or steal). */
-const machineTicks = () => {
-  const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
-  return user! + nice! + system! + irq! + softirq!;
-};
-const startedTicks = machineTicks();
+const startedTicks = machineTicks().busy;
 const self = String(process.pid);
 
 /** The program a process runs, as the census groups it: a Node script by its path, a Python tool by its script, else the executable. */
@@ -54,18 +50,12 @@ function programOf(pid: string): string | undefined {
 }
 
 function sample(first = false): void {
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid) || pid === self) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    // After the command's closing parenthesis: state is field 3, utime 14, stime 15, starttime 22.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    const key = `${pid}:${fields[19]}`;
+  for (const pid of processIds()) {
+    if (pid === self) continue;
+    const stat = processStat(pid);
+    if (!stat) continue;
+    const ticks = stat.cpuTicks;
+    const key = `${pid}:${stat.startTime}`;
     const known = seen.get(key);
     if (known) known.ticks = ticks;
     else {
@@ -83,6 +73,6 @@ process.once('SIGTERM', () => {
   const byProgram = new Map<string, number>();
   for (const { ticks, before, program } of seen.values()) byProgram.set(program, (byProgram.get(program) ?? 0) + (ticks - before) / TICKS_PER_SECOND);
   const programs = [...byProgram].filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]).map(([program, seconds]) => ({ program, cpu_seconds: Math.round(seconds * 10) / 10 }));
-  writeFileSync(out, JSON.stringify({ machine_cpu_seconds: Math.round((machineTicks() - startedTicks) / TICKS_PER_SECOND), programs }));
+  writeFileSync(out, JSON.stringify({ machine_cpu_seconds: Math.round((machineTicks().busy - startedTicks) / TICKS_PER_SECOND), programs }));
   process.exit(0);
 });

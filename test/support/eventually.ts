@@ -1,8 +1,11 @@
 /**
  * Polls `probe` until it returns something other than undefined, within `timeoutMs`: the one way
  * tests wait for work that finishes in a worker (never a fixed sleep, never an unbounded loop).
+ * The default wait is long because the whole suite runs at a load of about 25 on two cores: there a
+ * scan, a workflow or a delivery that takes a second on a quiet machine has taken over 20 s (stop 62's
+ * CI run). Only a failing test waits it out.
  */
-export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000, intervalMs = 50): Promise<T> {
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 60_000, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually } from '../eventually';
+import { processStat } from '../proc-stat';
 import { ServiceProcess } from '../service-process';
 import { ComponentName, ROOT, sleep } from './model';
 import { sigkill, type StartedProcesses } from './started-processes';
@@ -25,8 +26,8 @@ export async function running(pid: number): Promise<boolean> {
   } catch {
     return false;
   }
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  const stat = processStat(pid);
+  return stat !== undefined && stat.state !== 'Z';
 }
 
 /** SIGKILL to a component's process (or group) and wait until it is gone; false when there was nothing to kill. */

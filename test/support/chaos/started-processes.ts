@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { descendantsOf, processStat } from '../proc-stat';
 
 /** A process the driver started: its own pid, or (PostgreSQL, started by pg_ctl in a session of its own) a process group. */
 export interface StartedProcess {
@@ -15,12 +16,10 @@ export interface StartedProcess {
   startTime?: string;
 }
 
-/** A process's start time (/proc/<pid>/stat's 22nd field) while it runs (a zombie has ended), else undefined. */
+/** A process's start time (/proc/<pid>/stat) while it runs (a zombie has ended), else undefined. */
 export function processStartTime(pid: number): string | undefined {
-  const stat = readIfThere(`/proc/${pid}/stat`);
-  // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after its last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return stat && fields[0] !== 'Z' ? fields[19] : undefined;
+  const stat = processStat(pid);
+  return stat && stat.state !== 'Z' ? stat.startTime : undefined;
 }
 
 /** Whether the very process the run started still runs: its pid alive with the start time it had (not a pid taken again since). */
@@ -100,7 +99,7 @@ export class StartedProcesses {
     });
     // A live entry's pid may have been taken by another process since ours ended unseen (a crash): only the same process is killed.
     const live = [...this.live.values()].filter(stillRunning);
-    for (const target of [...descendants(process.pid).map((pid) => ({ pid, group: false })), ...live, ...fromPidFiles]) {
+    for (const target of [...descendantsOf(process.pid).map((pid) => ({ pid, group: false })), ...live, ...fromPidFiles]) {
       try {
         sigkill(target);
       } catch {
@@ -111,25 +110,6 @@ export class StartedProcesses {
     // A process killed a moment ago may still be closing files in it.
     rmSync(this.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
   }
-}
-
-/** The processes below `root` (children, theirs, …), from /proc: what the driver is starting at this moment. */
-function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readIfThere(`/proc/${entry}/stat`);
-    if (!stat) continue;
-    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
-  }
-  const found: number[] = [];
-  for (let queue = [root]; queue.length > 0; ) {
-    const next = children.get(queue.shift()!) ?? [];
-    found.push(...next);
-    queue.push(...next);
-  }
-  return found;
 }
 
 function cwdOf(pid: number): string | undefined {
