@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
-import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import { ApplicationFailure, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
@@ -274,7 +274,11 @@ export class WorkflowStarter {
 
   /**
    * Sends an update and waits for its result (the workflow's answer), at most WORKFLOW_UPDATE_TIMEOUT_SECONDS: with no
-   * worker to run it (down, restarting) a request answers 503 `worker_unavailable` instead of being held open.
+   * worker to run it (down, restarting) a request answers 503 `worker_unavailable` instead of being held open. The
+   * workflow's own refusal (its handler's failure) is thrown as Temporal gives it, for the caller to word. Every other
+   * failure says the update did not run to its end, and a retry may: the workflow gone or continued as new before
+   * answering (NotFound, or the server's AcceptedUpdateCompletedWorkflow), its task failed while a worker stopped
+   * (WorkflowNotReady), the server aborting it, Temporal unreachable. Those are 503 `worker_unavailable` as well.
    */
   async executeUpdate<Ret, Args extends [unknown, ...unknown[]]>(workflowId: string, update: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
     const seconds = this.config.WORKFLOW_UPDATE_TIMEOUT_SECONDS;
@@ -282,9 +286,17 @@ export class WorkflowStarter {
     try {
       return await this.client.withDeadline(deadline, () => this.client.workflow.getHandle(workflowId).executeUpdate(update, { args }));
     } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError && !serverUpdateFailure(error)) throw error;
       // The RPC's own deadline (gRPC's timer may fire a moment before the wall clock reaches it) or an earlier answer.
-      if (Date.now() < deadline && !(error instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw error;
-      throw errors.unavailable('worker_unavailable', `The workflow ${workflowId} did not answer within ${seconds} s (its worker may be down or restarting). Retry later.`, 5);
+      const timedOut = Date.now() >= deadline || error instanceof WorkflowUpdateRPCTimeoutOrCancelledError;
+      if (!timedOut) this.log.warn({ workflow_id: workflowId, err: error instanceof Error ? error.message.slice(0, 500) : 'unknown error' }, 'a workflow update did not run to its end');
+      throw errors.unavailable(
+        'worker_unavailable',
+        timedOut
+          ? `The workflow ${workflowId} did not answer within ${seconds} s (its worker may be down or restarting). Retry later.`
+          : `The workflow ${workflowId} did not finish the request (it moved on, or its worker stopped meanwhile). Retry later.`,
+        5,
+      );
     }
   }
 
@@ -320,3 +332,8 @@ export class WorkflowStarter {
     return deadline ? this.client.withDeadline(deadline, wait) : wait();
   }
 }
+
+/** Failure types the Temporal server gives an update it ended itself (not the workflow's handler): the update never ran, or its workflow closed first. */
+const SERVER_UPDATE_FAILURES = new Set(['UnprocessedUpdate', 'AcceptedUpdateCompletedWorkflow']);
+
+const serverUpdateFailure = (error: WorkflowUpdateFailedError): boolean => error.cause instanceof ApplicationFailure && SERVER_UPDATE_FAILURES.has(error.cause.type ?? '');

@@ -389,7 +389,8 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
   });
 
   it('50 concurrent sends from one wallet never lock more than its balance; every accepted one settles', async function () {
-    this.timeout(180_000);
+    // Twenty or so sends to settle a block at a time: at the suite's load of about 25 that has taken over 180 s.
+    this.timeout(420_000);
     const from = await createWallet('ethereum');
     const to = await createWallet('ethereum');
     await fund('ethereum', from.address, 'ETH', '1');
@@ -411,7 +412,7 @@ describe('Transactions: sends from custody wallets on the devnet', () => {
         return undefined;
       },
       'every accepted send confirmed',
-      120_000,
+      300_000,
       2_000,
     );
     const page = (await call('GET', `/v1/transactions?wallet_id=${from.id}&limit=100`)).body.data as Transaction[];

@@ -4,7 +4,10 @@ import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
+import { httpStatus } from '../../src/http/errors';
 import { createLogger } from '../../src/logger';
+import { mineBlocksUpdate } from '../../src/chains/flows/devnet-blocks';
+import { DomainError } from '../../src/shared/errors';
 import { uuid } from '../../src/shared/ids';
 import { WorkflowStart } from '../../src/temporal/entities';
 import { defineFlow } from '../../src/temporal/flow';
@@ -243,6 +246,17 @@ describe('Workflow starter, start sweep and pending-work reconciler (Temporal de
     for (const card of stuck) assert.equal(starts.get(provisioningId(card))?.restarts, 0);
     await recordHistoryIfAsked(env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId), 'pending-work-reconciler-pages');
     await Promise.all([...stuck, ...orphaned].map((card) => env.client.workflow.getHandle(provisioningId(card)).terminate('test over')));
+  });
+
+  it('answers an update to a workflow that is gone 503 worker_unavailable, retryable, not an internal error', async () => {
+    // What an update meets when its workflow closed or continued as new before answering: Temporal's NotFound.
+    const refused = await starter.executeUpdate(`test-gone-${randomUUID()}`, mineBlocksUpdate, { count: 1 }).then(
+      () => assert.fail('an update to no workflow answered'),
+      (error: unknown) => error,
+    );
+    assert.ok(refused instanceof DomainError, String(refused));
+    assert.deepEqual([refused.code, httpStatus(refused), refused.details.retry_after_seconds], ['worker_unavailable', 503, 5]);
+    assert.match(refused.message, /did not finish the request/);
   });
 
   it('replays the recorded histories of the start sweep and the reconciler with the current workflow code', async () => {
