@@ -185,7 +185,7 @@ export class WorkflowStarter {
       );
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
-        const message = error instanceof Error ? error.message.slice(0, 500) : 'unknown error';
+        const message = failureMessage(error);
         this.log.warn({ workflow_id: start.workflowId, err: message }, 'workflow start failed; the start sweep will retry');
         // A fork of its own: `em` may be the process's (a start after a request), which holds no context for a write.
         await em.fork().nativeUpdate(WorkflowStart, { id: start.id, startedAt: null }, { attempts: start.attempts + 1, lastError: message });
@@ -289,7 +289,7 @@ export class WorkflowStarter {
       if (error instanceof WorkflowUpdateFailedError && !serverUpdateFailure(error)) throw error;
       // The RPC's own deadline (gRPC's timer may fire a moment before the wall clock reaches it) or an earlier answer.
       const timedOut = Date.now() >= deadline || error instanceof WorkflowUpdateRPCTimeoutOrCancelledError;
-      if (!timedOut) this.log.warn({ workflow_id: workflowId, err: error instanceof Error ? error.message.slice(0, 500) : 'unknown error' }, 'a workflow update did not run to its end');
+      if (!timedOut) this.log.warn({ workflow_id: workflowId, err: failureMessage(error) }, 'a workflow update did not run to its end');
       throw errors.unavailable(
         'worker_unavailable',
         timedOut
@@ -321,7 +321,7 @@ export class WorkflowStarter {
     } catch (error) {
       const refusal = domainRefusalOf(error);
       if (refusal) throw refusal;
-      this.log.warn({ workflow_id: workflowId, err: error instanceof Error ? error.message.slice(0, 500) : 'unknown error' }, 'a workflow the request waits on did not answer');
+      this.log.warn({ workflow_id: workflowId, err: failureMessage(error) }, 'a workflow the request waits on did not answer');
       throw errors.unavailable('worker_unavailable', `The workflow ${workflowId} did not answer within ${seconds} s (the worker may be down or restarting). Retry later.`, 5);
     }
   }
@@ -337,3 +337,6 @@ export class WorkflowStarter {
 const SERVER_UPDATE_FAILURES = new Set(['UnprocessedUpdate', 'AcceptedUpdateCompletedWorkflow']);
 
 const serverUpdateFailure = (error: WorkflowUpdateFailedError): boolean => error.cause instanceof ApplicationFailure && SERVER_UPDATE_FAILURES.has(error.cause.type ?? '');
+
+/** A failure as the log keeps it: its message, bounded (never its stack or payload). */
+const failureMessage = (error: unknown): string => (error instanceof Error ? error.message.slice(0, 500) : 'unknown error');

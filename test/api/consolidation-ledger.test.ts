@@ -4,14 +4,13 @@ import type { ServiceWorkers as Worker } from '../../src/worker-setup';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
 import { ChainNodes } from '../../src/chains/nodes';
-import { ChainScanCursor } from '../../src/monitoring/entities';
 import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { compareLedgerWithChain } from '../../src/monitoring/ledger-check';
 import { toBaseUnits } from '../../src/shared/money';
 import { createTestOrganization, startTestApp, type TestApp, type TestOrganization } from '../support/app';
 import { localTemporal, testConfig, testOrm } from '../support/environment';
 import { eventually } from '../support/eventually';
-import { terminateWorkflows } from '../support/scanning';
+import { sandboxScannedHeight, terminateWorkflows } from '../support/scanning';
 import { testLogger } from '../support/secret-scan';
 import { createTestWorker } from '../support/worker';
 
@@ -85,8 +84,7 @@ describe('Consolidation: the ledger invariant after every run (Ethereum devnet)'
     assert.equal(mined.status, 200, mined.text);
     if (mined.body.scanned === true) return;
     const tip = mined.body.height as number;
-    const scannedTo = async () => (await (await testOrm()).em.fork().findOne(ChainScanCursor, { chain: 'ethereum', environment: 'sandbox' }))?.height ?? -1;
-    await eventually(async () => ((await scannedTo()) >= tip ? true : undefined), `scanning caught up with the tip ${tip}`, 60_000, 250);
+    await eventually(async () => ((await sandboxScannedHeight('ethereum')) >= tip ? true : undefined), `scanning caught up with the tip ${tip}`, 60_000, 250);
   };
   const deposit = async (address: string, asset: string, amount: string) => {
     const made = await call('POST', '/v1/sandbox/deposits', { chain: 'ethereum', address, asset, amount });

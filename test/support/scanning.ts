@@ -16,6 +16,11 @@ export async function resetScanState(chain: ChainId): Promise<void> {
   await em.nativeDelete(ChainScanCursor, { chain, environment: 'sandbox' });
 }
 
+/** The height the sandbox scan of `chain` has processed, -1 before its first pass. */
+export async function sandboxScannedHeight(chain: ChainId): Promise<number> {
+  return (await (await testOrm()).em.fork().findOne(ChainScanCursor, { chain, environment: 'sandbox' }))?.height ?? -1;
+}
+
 /**
  * Starts sandbox scanning of `chain` on the configuration's task queue, and returns once it has
  * processed the node's current tip: a real node is scanned from the first tip the scanner sees, so

@@ -18,7 +18,7 @@ export interface LoadState {
   cards: { id: string; as: OrganizationName }[];
   webhookIds: Partial<Record<OrganizationName, string>>;
   /** Called with each accepted operation: a kill waiting for work in flight. */
-  onAccepted: ((operation: Operation) => void)[];
+  onAccepted: (() => void)[];
   /** The workflows of the latest accepted operations, newest last (at most RECENT_WORKFLOWS): a kill looks among them. */
   recentWorkflows: { workflowId: string; kind: Operation['kind'] }[];
   /** The workflows of the sweep runs in progress: a kill looks at them first. */
@@ -70,7 +70,7 @@ export async function runLoad(
       sent.id = idOf(sent.kind, sent.answer.body);
       const workflowId = workflowOfOperation(sent);
       if (workflowId) state.recentWorkflows = [...state.recentWorkflows.slice(1 - RECENT_WORKFLOWS), { workflowId, kind: sent.kind }];
-      for (const waiter of state.onAccepted.splice(0)) waiter(sent);
+      for (const waiter of state.onAccepted.splice(0)) waiter();
     }
     return sent;
   };
