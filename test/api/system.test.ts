@@ -6,6 +6,8 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { MAX_SANDBOX_CREDIT, SANDBOX_CREDIT_PATTERN } from '../../src/balances/schemas';
 import { ISO_ALPHA3_COUNTRIES } from '../../src/cards/countries';
 import { CHAIN_IDS } from '../../src/catalogue/service';
+import { devnetBlocksWorkflowId } from '../../src/chains/flows/devnet-blocks';
+import { chainScanWorkflowId } from '../../src/monitoring/flows/chain-scan';
 import { ADDRESS_PATTERNS } from '../../src/chains/schemas';
 import { attachStatementPool } from '../../src/db/lean';
 import { ormConfig } from '../../src/db/mikro-orm.config';
@@ -17,6 +19,8 @@ import { BASE_UNIT_PATTERN, DISPLAY_PATTERN, POSITIVE_DISPLAY_PATTERN } from '..
 import { INT4_MAX } from '../../src/shared/schemas';
 import { createTestOrganization, startTestApp, type TestApp } from '../support/app';
 import { freeLoopbackPort } from '../support/ports';
+import { terminateWorkflows } from '../support/scanning';
+import { localTemporal } from '../support/environment';
 
 describe('Operations endpoints and the OpenAPI document', () => {
   let app: TestApp;
@@ -79,6 +83,8 @@ describe('Operations endpoints and the OpenAPI document', () => {
       assert.equal(response.headers.get('retry-after'), '5');
       assert.ok(Date.now() - started < 30_000, 'answered at the deadline, not held open');
     } finally {
+      // The block producer's and the scanner's ids are the chain's: left on a queue no worker serves, a later file's mining would wait on them.
+      await terminateWorkflows((await localTemporal()).client, [devnetBlocksWorkflowId('ethereum'), chainScanWorkflowId('ethereum', 'sandbox')]);
       await workerless.close();
     }
   });
