@@ -13,7 +13,7 @@ import { eventually } from './support/eventually';
 import { missingTool } from './support/missing-tool';
 import { freeLoopbackPort } from './support/ports';
 import { terminateWorkflows } from './support/scanning';
-import { ServiceProcess, withLogsOf } from './support/service-process';
+import { ServiceProcess } from './support/service-process';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -65,7 +65,7 @@ describe('the README quick start', function () {
     processes.push(new ServiceProcess('api', 'server.js', { ...shared, HOST: '127.0.0.1', PORT: String(port) }));
     apiUrl = `http://127.0.0.1:${port}`;
     await eventually(async () => ((await fetch(`${apiUrl}/readyz`).catch(() => undefined))?.ok ? true : undefined), 'the API ready', 60_000, 200).catch((error: Error) => {
-      throw withLogsOf(processes, error);
+      throw new Error(`${error.message}\n${processes.map((each) => each.log).join('\n')}`);
     });
   });
   after(async () => {

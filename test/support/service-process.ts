@@ -30,11 +30,8 @@ export class ServiceProcess {
     return this.child.pid!;
   }
 
-  /** Its name, pid, whether it has exited (a worker that died at start-up leaves its queue unserved) and its last output. */
   get log(): string {
-    const { exitCode, signalCode } = this.child;
-    const ended = exitCode !== null ? `, exited with code ${exitCode}` : signalCode !== null ? `, ended by ${signalCode}` : '';
-    return `${this.name} (pid ${this.pid}${ended}):\n${this.output}`;
+    return `${this.name}:\n${this.output}`;
   }
 
   /** SIGKILL: a crash, nothing drains. */
@@ -79,11 +76,6 @@ export class ServiceProcess {
   }
 }
 
-/** `error` with what each of `processes` printed last and whether it still runs: what a failure beside them needs. */
-export function withLogsOf(processes: ServiceProcess[], error: Error): Error {
-  return new Error(`${error.message}\n${processes.map((each) => each.log).join('\n')}`);
-}
-
 /**
  * Runs `body` while `processes` run: a failure carries their logs, they stop (SIGTERM) when it ends, and whatever ends
  * this process first (a failure exits at once) kills them with it.
@@ -94,7 +86,7 @@ export async function whileRunning<T>(processes: ServiceProcess[], body: () => P
   try {
     return await body();
   } catch (error) {
-    throw withLogsOf(processes, error as Error);
+    throw new Error(`${(error as Error).message}\n${processes.map((each) => each.log).join('\n')}`);
   } finally {
     await Promise.all(processes.map((each) => each.stop()));
     process.removeListener('exit', killAll);
