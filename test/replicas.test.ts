@@ -106,11 +106,13 @@ describe('Replicas: two API processes and two workers behave as one service', fu
     );
   }
 
-  /** Whether the process `pid` took a workflow task of `workflowId` (its poll was handed it) that then timed out unfinished. */
-  async function tasksTakenBy(workflowId: string, pid: number): Promise<boolean> {
+  /** Whether the process `pid` was handed a workflow task of `workflowId` (its poll answered with it), and whether one of that workflow's tasks then timed out unfinished. */
+  async function tasksHandedTo(workflowId: string, pid: number): Promise<{ handed: boolean; timedOut: boolean }> {
     const events = (await (await clusterTemporal()).client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-    const started = events.some((event) => event.workflowTaskStartedEventAttributes?.identity?.split('@')[0] === String(pid));
-    return started && events.some((event) => event.workflowTaskTimedOutEventAttributes);
+    return {
+      handed: events.some((event) => event.workflowTaskStartedEventAttributes?.identity?.split('@')[0] === String(pid)),
+      timedOut: events.some((event) => event.workflowTaskTimedOutEventAttributes),
+    };
   }
 
   it('completes a workflow started through either API on whichever worker runs', async () => {
@@ -124,11 +126,11 @@ describe('Replicas: two API processes and two workers behave as one service', fu
   });
 
   it('loses nothing when a worker crashes with fundings in flight: each completes once, those it held on the other worker', async () => {
-    const standby = startWorker('worker-3');
     assert.equal((await call(0, 'POST', '/v1/sandbox/balances', { amount: '100000', currency: 'USD', reference: `replicas-${randomUUID()}` })).status, 200);
     const card = await activeCard(0);
     const running = processes.filter((each) => each.name === 'worker-2')[0]!;
-    // Frozen, the worker keeps its polls open: the server hands it some of the fundings' tasks, which are then in flight on it.
+    // Frozen, the worker keeps its polls open. It is the only worker polling, so the server hands those polls the first of
+    // the fundings' tasks, which are then in flight on it (with another worker polling, the server may hand it none).
     running.freeze();
     const fundings = await Promise.all(
       Array.from({ length: 10 }, async (_, i) => {
@@ -137,6 +139,11 @@ describe('Replicas: two API processes and two workers behave as one service', fu
         return funded.body.data.transaction.id as string;
       }),
     );
+    const handedToTheFrozen = async () => (await Promise.all(fundings.map((funding) => tasksHandedTo(`card-balance-${funding}`, running.pid)))).map((each) => each.handed);
+    await eventually(async () => ((await handedToTheFrozen()).some(Boolean) ? true : undefined), "a funding's task handed to the frozen worker", 30_000).catch((error: Error) => {
+      throw withLogs(error);
+    });
+    const standby = await startedWorker('worker-3');
     // The worker that has been doing the work dies with fundings in flight; the other finishes them.
     await running.kill();
     const settled = await eventually(async () => {
@@ -154,11 +161,13 @@ describe('Replicas: two API processes and two workers behave as one service', fu
     for (const funding of fundings) {
       for (const pid of await workersOf(`card-balance-${funding}`)) assert.ok([running.pid, standby.pid].includes(pid), `card-balance-${funding} ran on ${pid}`);
     }
-    // In flight on the killed worker: a task it took (started) and never finished, timed out, then done by the other.
-    const takenByTheKilled = await Promise.all(fundings.map((funding) => tasksTakenBy(`card-balance-${funding}`, running.pid)));
-    assert.ok(takenByTheKilled.some(Boolean), 'at least one funding was in flight on the worker when it was killed');
-    for (const [index, taken] of takenByTheKilled.entries()) {
-      if (taken) assert.deepEqual([...(await workersOf(`card-balance-${fundings[index]}`))], [standby.pid], 'finished by the other worker');
+    // In flight on the killed worker: a task it was handed and never finished timed out, and the other worker did the rest.
+    const inFlightOnTheKilled = await Promise.all(fundings.map((funding) => tasksHandedTo(`card-balance-${funding}`, running.pid)));
+    assert.ok(inFlightOnTheKilled.some((each) => each.handed), 'at least one funding was in flight on the worker when it was killed');
+    for (const [index, { handed, timedOut }] of inFlightOnTheKilled.entries()) {
+      if (!handed) continue;
+      assert.ok(timedOut, `card-balance-${fundings[index]}: the killed worker's task timed out`);
+      assert.deepEqual([...(await workersOf(`card-balance-${fundings[index]}`))], [standby.pid], 'finished by the other worker');
     }
   });
 
