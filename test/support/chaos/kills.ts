@@ -54,11 +54,14 @@ export async function runKills(schedule: Schedule, context: KillContext): Promis
     context.supervised.map(async (supervised) => {
       const { name } = supervised.component;
       try {
-        for (const kill of schedule[name] ?? []) {
+        const kills = schedule[name] ?? [];
+        for (const [index, kill] of kills.entries()) {
           const late = Date.now() - (startedAt + kill.atMs);
           if (late > 1000) options.log(`${at()}: the kill of ${name} due at ${(kill.atMs / 1000).toFixed(1)} s waited for it to be up again`);
           await sleep(startedAt + kill.atMs - Date.now());
-          const timed = await timedOnWork(context, name);
+          // The component's last kill, none before it inside an activity: it looks for longer, so that each component is killed mid-flow once.
+          const lastChance = index === kills.length - 1 && !context.outcome.killsInActivitiesOf[name];
+          const timed = await timedOnWork(context, name, lastChance ? LAST_CHANCE_WINDOW_MS : WINDOW_MS);
           options.log(`${at()}: SIGKILL ${name}${timed.workflowId ? ` (${timed.workflowId}${timed.inActivity ? ' inside an activity' : ''})` : ''}`);
           const found = await supervised.killFor(kill.downMs);
           options.log(found === 'killed' ? `${at()}: ${name} up again` : `${at()}: ${name} was down already (exited on its own): nothing killed; up again`);
@@ -72,15 +75,21 @@ export async function runKills(schedule: Schedule, context: KillContext): Promis
   if (failures.length > 0) throw failures[0];
 }
 
+/** How long a kill looks for a workflow inside an activity; a component's last kill when none of its kills found one looks for longer. */
+const WINDOW_MS = 5_000;
+const LAST_CHANCE_WINDOW_MS = 30_000;
+/** The longest wait between two looks: after the load's window (or with the APIs down) no operation is accepted to wake it. */
+const LOOK_AGAIN_MS = 500;
+
 /**
- * Timed to land in work (for at most 5 s): as soon as Temporal says a workflow of the load is inside an activity (one
+ * Timed to land in work (for at most `windowMs`): as soon as Temporal says a workflow of the load is inside an activity (one
  * pending, or a workflow task started: a local activity runs in it). It asks about the sweep runs in progress and the
  * workflows of the latest accepted operations at once, and prefers a sweep run (rarer than the other work, and their
  * activities short), then the newest (a workflow just accepted has often not started its first task yet: an older one
- * may be in an activity); after each look it waits for the next accepted operation.
+ * may be in an activity); after each look it waits for the next accepted operation, or half a second.
  */
-async function timedOnWork({ state, temporal, outcome }: KillContext, name: ComponentName): Promise<{ workflowId?: string; inActivity: boolean }> {
-  const timedUntil = Date.now() + 5000;
+async function timedOnWork({ state, temporal, outcome }: KillContext, name: ComponentName, windowMs: number): Promise<{ workflowId?: string; inActivity: boolean }> {
+  const timedUntil = Date.now() + windowMs;
   let found: { workflowId: string; onSweep: boolean } | undefined;
   while (!found && Date.now() < timedUntil) {
     const candidates = [
@@ -93,7 +102,7 @@ async function timedOnWork({ state, temporal, outcome }: KillContext, name: Comp
     found = candidates.find((_, index) => inside[index]);
     if (found) break;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.max(0, timedUntil - Date.now()));
+      const timer = setTimeout(resolve, Math.max(0, Math.min(LOOK_AGAIN_MS, timedUntil - Date.now())));
       state.onAccepted.push(() => {
         clearTimeout(timer);
         resolve();
