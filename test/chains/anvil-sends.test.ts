@@ -80,9 +80,12 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
     assert.equal(created.status, 201, created.text);
     return created.body as Transaction;
   }
-  /** anvil mines each transaction as it arrives: once every send is broadcast, the confirmations are mined, and the workflows settle. */
+  /**
+   * anvil mines each transaction as it arrives: once every send is broadcast, the confirmations are mined, and the workflows settle.
+   * Each wait as long as the suite's load needs (eventually's note): only a failing test waits it out.
+   */
   async function settleAll(ids: string[]): Promise<Transaction[]> {
-    await eventually(async () => ((await Promise.all(ids.map(read))).every((transaction) => !['pending', 'signed'].includes(transaction.status)) ? true : undefined), 'every send broadcast', 30_000, 250);
+    await eventually(async () => ((await Promise.all(ids.map(read))).every((transaction) => !['pending', 'signed'].includes(transaction.status)) ? true : undefined), 'every send broadcast', 90_000, 250);
     await mine(CONFIRMATIONS);
     return eventually(
       async () => {
@@ -90,7 +93,7 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
         return transactions.every((transaction) => ['confirmed', 'failed'].includes(transaction.status)) ? transactions : undefined;
       },
       'every send settled',
-      30_000,
+      90_000,
       250,
     );
   }
@@ -158,10 +161,10 @@ describe('Sends on a real Ethereum node (anvil): ETH and an ERC-20, to outside a
     assert.equal((await balance(treasury.id, 'USDC_ETH')).locked, parseUnits('140.5', 6));
 
     // Mined, short of the confirmations: the ledger still equals the chain, the sends' debits not yet booked.
-    await eventually(() => statusIs(created.map((sent) => sent.id), 'broadcast'), 'every send broadcast', 30_000, 250);
+    await eventually(() => statusIs(created.map((sent) => sent.id), 'broadcast'), 'every send broadcast', 90_000, 250);
     await mine(1);
     await anvil.call('evm_setAutomine', [true]);
-    await eventually(() => statusIs(created.map((sent) => sent.id), 'confirming'), 'every send mined', 30_000, 250);
+    await eventually(() => statusIs(created.map((sent) => sent.id), 'confirming'), 'every send mined', 90_000, 250);
     await ledgerMatchesChain();
 
     const settled = await settleAll(created.map((sent) => sent.id));

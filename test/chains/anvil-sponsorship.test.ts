@@ -71,9 +71,9 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
   /** Mines the confirmations of what anvil already mined, and waits until `walletId`'s ledger books `amount` of `assetId`. */
   async function credited(walletId: string, assetId: string, amount: bigint) {
     await mine(CONFIRMATIONS);
-    await eventually(async () => ((await ledger(walletId, assetId)).balance === amount ? true : undefined), `${assetId} credited to wallet ${walletId}`, 30_000, 250);
+    await eventually(async () => ((await ledger(walletId, assetId)).balance === amount ? true : undefined), `${assetId} credited to wallet ${walletId}`, 90_000, 250);
   }
-  /** Mines one block a round until `settled` answers: each sponsorship waits for its fuel's confirmations, then for its own. */
+  /** Mines one block a round until `settled` answers: each sponsorship waits for its fuel's confirmations, then for its own (at the suite's load 25 a workflow step can take seconds: 90 s). */
   async function mineUntil<T>(settled: () => Promise<T | undefined>, what: string): Promise<T> {
     return eventually(
       async () => {
@@ -83,7 +83,7 @@ describe('Fee sponsorship on a real Ethereum node (anvil): a gas station fuels a
         return undefined;
       },
       what,
-      30_000,
+      90_000,
       300,
     );
   }
