@@ -61,19 +61,6 @@ setup_schemas() {
 # A port: the one asked for, or a free one.
 port_or_free() { if [[ ${1:-0} != 0 ]]; then printf '%s\n' "$1"; else free_port; fi; }
 
-# A free port below 32768: the membership table stores ports as smallint (the kernel's ephemeral ports are above).
-free_membership_port() {
-  local port _
-  for _ in {1..100}; do
-    port=$((10000 + RANDOM % 22000))
-    if node -e 'const s=require("net").createServer();s.once("error",()=>process.exit(1));s.listen(+process.argv[1],"127.0.0.1",()=>s.close())' "$port"; then
-      printf '%s\n' "$port"
-      return 0
-    fi
-  done
-  die "found no free port below 32768 for the membership ring"
-}
-
 write_ports() {
   local file=$1/ports.env name
   [[ -f $file ]] && return 0
@@ -81,7 +68,7 @@ write_ports() {
     printf 'FRONTEND_PORT=%s\nFRONTEND_HTTP_PORT=%s\n' "$(port_or_free "${TEMPORAL_CLUSTER_PORT:-7233}")" "$(free_port)"
     for name in FRONTEND HISTORY_1 HISTORY_2 MATCHING WORKER; do
       [[ $name == FRONTEND ]] || printf '%s_PORT=%s\n' "$name" "$(free_port)"
-      printf '%s_MEMBERSHIP_PORT=%s\n' "$name" "$(free_membership_port)"
+      printf '%s_MEMBERSHIP_PORT=%s\n' "$name" "$(free_port)"
     done
   } >"$file.tmp"
   mv "$file.tmp" "$file"
