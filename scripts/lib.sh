@@ -72,20 +72,22 @@ free_port() {
   # A port below the kernel's ephemeral range (test/support/ports.ts says why: an ephemeral one the kernel handed
   # out may be an outgoing connection's before the server binds it), and below 32768 (Temporal's membership table
   # stores ports as smallint); node is always there for this project, python3 is the fallback.
-  local low port _
+  local low port bind _
+  if command -v node >/dev/null 2>&1; then
+    bind=(node -e 'const s=require("net").createServer();s.once("error",()=>process.exit(1));s.listen(+process.argv[1],"127.0.0.1",()=>s.close())')
+  elif command -v python3 >/dev/null 2>&1; then
+    bind=(python3 -c 'import socket,sys;s=socket.socket();s.bind(("127.0.0.1",int(sys.argv[1])));s.close()')
+  else
+    die "need node or python3 to find a free port"
+  fi
   low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
   ((low > 11000 && low <= 32768)) || low=32768
   for _ in $(seq 1 200); do
     port=$((10000 + RANDOM % (low - 10000)))
-    if command -v node >/dev/null 2>&1; then
-      node -e 'const s=require("net").createServer();s.once("error",()=>process.exit(1));s.listen(+process.argv[1],"127.0.0.1",()=>s.close())' "$port" || continue
-    elif command -v python3 >/dev/null 2>&1; then
-      python3 -c 'import socket,sys;s=socket.socket();s.bind(("127.0.0.1",int(sys.argv[1])));s.close()' "$port" 2>/dev/null || continue
-    else
-      die "need node or python3 to find a free port"
+    if "${bind[@]}" "$port" 2>/dev/null; then
+      printf '%s\n' "$port"
+      return 0
     fi
-    printf '%s\n' "$port"
-    return 0
   done
   die "found no free port on 127.0.0.1 between 10000 and $((low - 1))"
 }

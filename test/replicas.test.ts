@@ -139,8 +139,8 @@ describe('Replicas: two API processes and two workers behave as one service', fu
         return funded.body.data.transaction.id as string;
       }),
     );
-    const handedToTheFrozen = async () => (await Promise.all(fundings.map((funding) => tasksHandedTo(`card-balance-${funding}`, running.pid)))).map((each) => each.handed);
-    await eventually(async () => ((await handedToTheFrozen()).some(Boolean) ? true : undefined), "a funding's task handed to the frozen worker", 30_000).catch((error: Error) => {
+    const handedToTheFrozen = async () => (await Promise.all(fundings.map((funding) => tasksHandedTo(`card-balance-${funding}`, running.pid)))).some((each) => each.handed);
+    await eventually(async () => ((await handedToTheFrozen()) ? true : undefined), "a funding's task handed to the frozen worker", 30_000).catch((error: Error) => {
       throw withLogs(error);
     });
     const standby = await startedWorker('worker-3');

@@ -5,7 +5,8 @@ import net from 'node:net';
 /**
  * The ports a test's node may take: below the kernel's ephemeral range. A port the kernel handed out (listen on 0)
  * lies in that range, where every outgoing connection of the suite's processes takes its local port too: between
- * this answer and the node's bind, one did (a whole run at load 25: lnd "bind: address already in use").
+ * this answer and the node's bind, one did (a whole run at load 25: lnd "bind: address already in use"). Below 32768
+ * too, as scripts/lib.sh's free_port (the scripts' servers), so that the two never draw from different ranges.
  */
 const LOWEST = 10_000;
 const ephemeralLow = (): number => {
